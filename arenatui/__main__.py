@@ -1,0 +1,3 @@
+from arenatui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,167 @@
+"""The `arena` command: argparse front door to every job. Errors for people: one paragraph, exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from arenatui.errors import ArenaError, render_error
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def demo_project_path() -> Path:
+    """The bundled demo project (sample_configs/demo.toml in a checkout links to the same file)."""
+    return Path(__file__).parent / "data" / "demo.toml"
+
+
+def _csv(value: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {n}")
+    return n
+
+
+def _add_sweep_args(p: argparse.ArgumentParser, *, project_required: bool = False) -> None:
+    p.add_argument("--project", "-p", help="project TOML file, or a directory holding arena.toml")
+    p.add_argument("--models", type=_csv, default=(), help="only these model keys (comma-separated)")
+    p.add_argument("--tags", type=_csv, default=(), help="only cases with any of these tags or strata")
+    p.add_argument("--limit", type=_positive_int, help="only the first N cases (after --tags)")
+    p.add_argument("--trials", type=_positive_int, help="trials per (model, case), overriding [run].trials")
+    p.add_argument("--concurrency", "-c", type=_positive_int, help="starting global concurrency")
+    p.add_argument("--seed", type=int, help="seed for simulated models and jitter, overriding [run].seed")
+    p.add_argument("--db", help="results database (default: in the user data directory)")
+    p.add_argument("--resume", metavar="RUN_ID", help="continue a stored run ('last' for the newest)")
+
+
+def _sweep_options(args: argparse.Namespace) -> object:
+    from arenatui.plan import Filters
+    from arenatui.sweep import SweepOptions
+
+    if args.resume and (args.models or args.tags or args.limit or args.trials):
+        raise ArenaError("--resume continues a run with the filters it was started with; drop --models, --tags, "
+                         "--limit and --trials")
+    return SweepOptions(
+        project=args.project, filters=Filters(models=args.models, tags=args.tags, limit=args.limit,
+                                              trials=args.trials),
+        db=args.db, resume=args.resume, concurrency=args.concurrency, seed=args.seed,
+    )
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    import anyio
+    from rich.console import Console
+
+    from arenatui.headless import run_headless
+    from arenatui.report import print_leaderboard, spend_line, summary_line
+    from arenatui.store import Store
+    from arenatui.sweep import Sweep
+
+    out = Console(highlight=False)
+    err = Console(stderr=True, highlight=False)
+    sweep = Sweep(_sweep_options(args))  # type: ignore[arg-type]
+    plan = sweep.plan
+    if not args.quiet:
+        what = "Resuming" if sweep.resumed else "Run"
+        err.print(f"{what} {sweep.run_id}: {plan.describe()}, {plan.remaining} to make", markup=False)
+    t0 = time.monotonic()
+    status = anyio.run(lambda: run_headless(sweep, quiet=args.quiet, console=err))
+    elapsed = time.monotonic() - t0
+    with Store(sweep.db_path) as store:
+        spend = sum(r[0] for r in store.results(sweep.run_id, ("cost",)))
+        out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed), markup=False)
+        out.print(spend_line(spend), markup=False)
+        if not args.no_report and status == "finished":
+            print_leaderboard(out, store, sweep.run_id)
+    out.print(f"Run id: {sweep.run_id}", markup=False)
+    if status != "finished":
+        err.print(f"The run was {status}; every finished call is stored. Resume with:\n  {sweep.resume_command}",
+                  markup=False)
+        return EXIT_INTERRUPTED if status == "cancelled" else EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from arenatui.safe_text import literal
+    from arenatui.store import Store
+
+    with Store(args.db) as store:
+        runs = store.list_runs(args.limit)
+    con = Console(highlight=False)
+    if not runs:
+        con.print(f"No runs stored in {store.path} yet. Try: arena demo", markup=False)
+        return EXIT_OK
+    t = Table(header_style="bold")
+    for col in ("run id", "project", "started", "status", "stored", "planned"):
+        t.add_column(col, justify="right" if col in ("stored", "planned") else "left")
+    for r in runs:
+        t.add_row(r.run_id, literal(r.project, newlines=False),
+                  time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at)), r.status, str(r.stored),
+                  str(r.planned))
+    con.print(t)
+    return EXIT_OK
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from arenatui.init_project import write_starter
+
+    written = write_starter(Path(args.dir), force=args.force)
+    for p in written:
+        print(f"wrote {p}")
+    print(f"Next: arena run --project {args.dir}   (or: arena evaluate --project {args.dir})")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from arenatui import __version__
+
+    parser = argparse.ArgumentParser(prog="arena", description="Benchmark LLMs live in the terminal.")
+    parser.add_argument("--version", action="version", version=f"arenatui {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("evaluate", help="run a sweep headless (CI, scripts) and print the leaderboard")
+    _add_sweep_args(p)
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress display")
+    p.add_argument("--no-report", action="store_true", help="no leaderboard at the end")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("runs", help="list stored runs")
+    p.add_argument("--db", help="results database")
+    p.add_argument("--limit", type=_positive_int, default=50)
+    p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("init", help="write a starter project (arena.toml and cases.jsonl)")
+    p.add_argument("dir", nargs="?", default=".", help="directory to write into (default: here)")
+    p.add_argument("--force", action="store_true", help="overwrite existing files")
+    p.set_defaults(func=cmd_init)
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args.func(args))
+    except ArenaError as e:
+        print(render_error(e), file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

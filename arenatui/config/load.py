@@ -1,0 +1,446 @@
+"""Read a project from TOML (and its case files) into validated dataclasses, with errors for people."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import difflib
+import json
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from arenatui.config.schema import (
+    PROVIDERS,
+    SCORER_KINDS,
+    Case,
+    Defaults,
+    ModelConfig,
+    Project,
+    RunSettings,
+    ScorerConfig,
+    SimSettings,
+)
+from arenatui.errors import ConfigError
+
+T = TypeVar("T")
+_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,79}$")
+
+
+def resolve_project_path(path: str | Path) -> Path:
+    """``--project`` takes a TOML file or a directory holding ``arena.toml``."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "arena.toml"
+    if not p.exists():
+        raise ConfigError(str(p), None, "no such file; pass a project TOML file or a directory holding arena.toml")
+    return p
+
+
+def load_project(path: str | Path) -> Project:
+    p = resolve_project_path(path)
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(str(p), None, f"is not valid TOML ({e})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(str(p), None, f"cannot be read ({e})") from None
+    return project_from_dict(raw, p)
+
+
+class _Table:
+    """Typed reads from one TOML table; remembers which keys were read so leftovers are errors."""
+
+    def __init__(self, file: Path, path: str, data: Any) -> None:
+        self.file = file
+        self.path = path
+        if not isinstance(data, Mapping):
+            raise ConfigError(str(file), path or "(top level)", f"expected a table, got {_kind(data)}")
+        self.data: Mapping[str, Any] = data
+        self.seen: set[str] = set()
+
+    def key(self, name: str) -> str:
+        return f"{self.path}.{name}" if self.path else name
+
+    def error(self, name: str | None, expected: str) -> ConfigError:
+        return ConfigError(str(self.file), self.key(name) if name else (self.path or None), expected)
+
+    def get(self, name: str, typ: type[T] | tuple[type, ...], default: T, what: str) -> T:
+        self.seen.add(name)
+        if name not in self.data:
+            return default
+        value = self.data[name]
+        if isinstance(value, bool) and typ is not bool and (typ is int or typ is float or typ == (int, float)):
+            raise self.error(name, f"expected {what}, got a boolean")
+        if typ is float and isinstance(value, int):
+            value = float(value)
+        if not isinstance(value, typ):
+            raise self.error(name, f"expected {what}, got {_kind(value)} {value!r}"[:300])
+        return value  # type: ignore[return-value]
+
+    def string(self, name: str, default: str | None = None, *, required: bool = False) -> str | None:
+        if required and name not in self.data:
+            raise self.error(name, "is required (a string)")
+        return self.get(name, str, default, "a string")
+
+    def number(self, name: str, default: float | None, *, lo: float | None = None, hi: float | None = None,
+               lo_open: bool = False) -> float | None:
+        v = self.get(name, float, default, "a number")
+        if v is None or name not in self.data:
+            return v
+        if lo is not None and (v < lo or (lo_open and v == lo)):
+            raise self.error(name, f"expected a number {'>' if lo_open else '>='} {lo:g}, got {v:g}")
+        if hi is not None and v > hi:
+            raise self.error(name, f"expected a number <= {hi:g}, got {v:g}")
+        return v
+
+    def integer(self, name: str, default: int | None, *, lo: int | None = None) -> int | None:
+        v = self.get(name, int, default, "a whole number")
+        if v is not None and lo is not None and name in self.data and v < lo:
+            raise self.error(name, f"expected a whole number >= {lo}, got {v}")
+        return v
+
+    def boolean(self, name: str, default: bool) -> bool:
+        return self.get(name, bool, default, "true or false")
+
+    def table(self, name: str) -> _Table:
+        self.seen.add(name)
+        return _Table(self.file, self.key(name), self.data.get(name, {}))
+
+    def finish(self) -> None:
+        unknown = [k for k in self.data if k not in self.seen]
+        if unknown:
+            k = unknown[0]
+            close = difflib.get_close_matches(k, sorted(self.seen), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(sorted(self.seen))}"
+            raise self.error(k, f"unknown key{hint}")
+
+
+def _kind(v: Any) -> str:
+    return {
+        str: "a string", int: "a whole number", float: "a number", bool: "a boolean",
+        list: "an array", dict: "a table",
+    }.get(type(v), type(v).__name__)
+
+
+def _str_table(t: _Table, name: str) -> dict[str, str]:
+    sub = t.table(name)
+    out: dict[str, str] = {}
+    for k in sub.data:
+        out[k] = sub.get(k, str, "", "a string")
+    return out
+
+
+def _read_sim(t: _Table) -> SimSettings:
+    s = t.table("sim")
+    d = SimSettings()
+    strata = s.table("strata_accuracy")
+    sa: dict[str, float] = {}
+    for k in strata.data:
+        v = strata.number(k, None, lo=0.0, hi=1.0)
+        assert v is not None
+        sa[k] = v
+    rpm = s.number("rpm", None, lo=0.0, lo_open=True)
+    out = SimSettings(
+        base_latency_s=s.number("base_latency_s", d.base_latency_s, lo=0.0) or 0.0,
+        per_token_s=s.number("per_token_s", d.per_token_s, lo=0.0) or 0.0,
+        jitter=s.number("jitter", d.jitter, lo=0.0, hi=3.0) or 0.0,
+        output_tokens=s.integer("output_tokens", d.output_tokens, lo=1) or 1,
+        rpm=rpm,
+        burst=s.number("burst", None, lo=1.0),
+        reject_cost=s.number("reject_cost", d.reject_cost, lo=0.0, hi=1.0) or 0.0,
+        max_concurrent=s.integer("max_concurrent", None, lo=1),
+        transient_rate=s.number("transient_rate", d.transient_rate, lo=0.0, hi=1.0) or 0.0,
+        serial=s.boolean("serial", d.serial),
+        accuracy=s.number("accuracy", d.accuracy, lo=0.0, hi=1.0) or 0.0,
+        strata_accuracy=sa,
+    )
+    s.finish()
+    return out
+
+
+def _read_model(t: _Table) -> ModelConfig:
+    key = t.string("key", required=True)
+    assert key is not None
+    if not _KEY_RE.match(key):
+        raise t.error("key", "expected 1-80 characters of letters, digits and _.:/@+- "
+                      "(starting with a letter or digit)")
+    provider = t.string("provider", "sim")
+    if provider not in PROVIDERS:
+        close = difflib.get_close_matches(provider or "", PROVIDERS, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise t.error("provider", f"expected one of {', '.join(PROVIDERS)}, got {provider!r}{hint}")
+    model = t.string("model", key) or key
+    base_url = t.string("base_url")
+    if base_url is not None and not re.match(r"^https?://", base_url):
+        raise t.error("base_url", f"expected an http:// or https:// URL, got {base_url!r}")
+    if provider == "openai" and base_url is None:
+        base_url = "https://api.openai.com/v1"
+    if provider == "anthropic" and base_url is None:
+        base_url = "https://api.anthropic.com"
+    api_key_env = t.string("api_key_env")
+    if api_key_env is not None and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", api_key_env):
+        raise t.error("api_key_env", f"expected the NAME of an environment variable (not the key itself), got a "
+                      f"value of {len(api_key_env)} characters")
+    extra = t.table("extra_body")
+    m = ModelConfig(
+        key=key,
+        provider=provider,  # type: ignore[arg-type]
+        model=model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        price_in_per_mtok=t.number("price_in_per_mtok", 0.0, lo=0.0) or 0.0,
+        price_out_per_mtok=t.number("price_out_per_mtok", 0.0, lo=0.0) or 0.0,
+        max_concurrency=t.integer("max_concurrency", None, lo=1),
+        rpm=t.number("rpm", None, lo=0.0, lo_open=True),
+        tpm=t.number("tpm", None, lo=0.0, lo_open=True),
+        max_tokens=t.integer("max_tokens", None, lo=1),
+        temperature=t.number("temperature", None, lo=0.0, hi=2.0),
+        system=t.string("system"),
+        stream=t.boolean("stream", True),
+        headers=_str_table(t, "headers"),
+        extra_body=dict(extra.data),
+        sim=_read_sim(t),
+    )
+    t.finish()
+    return m
+
+
+def _read_scorer(t: _Table) -> ScorerConfig:
+    kind = t.string("kind", required=True)
+    if kind not in SCORER_KINDS:
+        close = difflib.get_close_matches(kind or "", SCORER_KINDS, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise t.error("kind", f"expected one of {', '.join(SCORER_KINDS)}, got {kind!r}{hint}")
+    name = t.string("name", kind) or kind
+    pattern = t.string("pattern")
+    if kind == "regex":
+        if pattern is None:
+            raise t.error("pattern", "is required for a regex scorer (a Python regular expression)")
+        try:
+            re.compile(pattern.replace("{expected}", "x"))
+        except re.error as e:
+            raise t.error("pattern", f"is not a valid regular expression ({e})") from None
+    choices = t.get("choices", list, ["A", "B", "C", "D"], "an array of strings")
+    if not choices or not all(isinstance(c, str) and c for c in choices):
+        raise t.error("choices", "expected a non-empty array of non-empty strings")
+    out = ScorerConfig(
+        name=name,
+        kind=kind,  # type: ignore[arg-type]
+        pattern=pattern,
+        choices=tuple(choices),
+        tolerance=t.number("tolerance", 1e-6, lo=0.0) or 0.0,
+        case_sensitive=t.boolean("case_sensitive", False),
+    )
+    t.finish()
+    return out
+
+
+def _read_case(file: Path, path: str, data: Any) -> Case:
+    t = _Table(file, path, data)
+    cid = t.data.get("id")
+    if isinstance(cid, int) and not isinstance(cid, bool):
+        cid = str(cid)
+    t.seen.add("id")
+    if not isinstance(cid, str) or not cid.strip():
+        raise t.error("id", "is required: a non-empty string or number naming the case")
+    if "input" not in t.data:
+        raise t.error("input", "is required: a prompt string, or an array of {role, content} messages")
+    raw_input = t.data["input"]
+    t.seen.add("input")
+    inp: str | tuple[dict[str, str], ...]
+    if isinstance(raw_input, str):
+        inp = raw_input
+    elif isinstance(raw_input, list) and raw_input:
+        msgs = []
+        for i, m in enumerate(raw_input):
+            if not (isinstance(m, Mapping) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)):
+                raise t.error(f"input[{i}]", "expected a message table with string 'role' and 'content'")
+            if m["role"] not in ("system", "user", "assistant"):
+                raise t.error(f"input[{i}].role", f"expected system, user or assistant, got {m['role']!r}")
+            msgs.append({"role": m["role"], "content": m["content"]})
+        inp = tuple(msgs)
+    else:
+        raise t.error("input", f"expected a prompt string or a non-empty array of messages, got {_kind(raw_input)}")
+    expected = t.data.get("expected")
+    t.seen.add("expected")
+    if isinstance(expected, (int, float)) and not isinstance(expected, bool):
+        expected = str(expected)
+    if expected is not None and not isinstance(expected, str):
+        raise t.error("expected", f"expected a string or number, got {_kind(expected)}")
+    tags = t.get("tags", list, [], "an array of strings")
+    if not all(isinstance(x, str) for x in tags):
+        raise t.error("tags", "expected an array of strings")
+    case = Case(
+        id=cid.strip(),
+        input=inp,
+        expected=expected,
+        tags=tuple(tags),
+        stratum=t.string("stratum"),
+        sealed=t.boolean("sealed", False),
+        scorer=t.string("scorer"),
+    )
+    t.finish()
+    return case
+
+
+def _read_case_file(project_file: Path, key: str, value: str) -> list[Case]:
+    p = Path(value)
+    if not p.is_absolute():
+        p = project_file.parent / p
+    if not p.exists():
+        raise ConfigError(str(project_file), key, f"case file {str(p)!r} does not exist")
+    cases: list[Case] = []
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(str(p), None, f"cannot be read ({e})") from None
+    if p.suffix.lower() == ".csv":
+        reader = csv.DictReader(text.splitlines())
+        for n, row in enumerate(reader, start=2):
+            d: dict[str, Any] = {k: v for k, v in row.items() if k is not None and v not in (None, "")}
+            if "tags" in d:
+                d["tags"] = [x.strip() for x in str(d["tags"]).replace(";", ",").split(",") if x.strip()]
+            if "sealed" in d:
+                d["sealed"] = str(d["sealed"]).strip().lower() in ("1", "true", "yes")
+            cases.append(_read_case(p, f"line {n}", d))
+    elif p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
+        for n, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ConfigError(str(p), f"line {n}", f"is not valid JSON ({e.msg} at column {e.colno})") from None
+            cases.append(_read_case(p, f"line {n}", obj))
+    else:
+        raise ConfigError(str(project_file), key, f"expected a .jsonl or .csv case file, got {p.name!r}")
+    return cases
+
+
+def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
+    top = _Table(file, "", raw)
+    proj = top.table("project")
+    name = proj.string("name", file.stem) or file.stem
+    theme = proj.string("theme")
+    proj.finish()
+
+    dft = top.table("defaults")
+    defaults = Defaults(
+        max_tokens=dft.integer("max_tokens", 256, lo=1) or 256,
+        temperature=dft.number("temperature", 0.0, lo=0.0, hi=2.0) or 0.0,
+        system=dft.string("system"),
+    )
+    dft.finish()
+
+    rt = top.table("run")
+    d = RunSettings()
+    run = RunSettings(
+        concurrency=rt.integer("concurrency", d.concurrency, lo=1) or 1,
+        timeout_s=rt.number("timeout_s", d.timeout_s, lo=0.0, lo_open=True) or d.timeout_s,
+        max_attempts=rt.integer("max_attempts", d.max_attempts, lo=1) or 1,
+        backoff_base_s=rt.number("backoff_base_s", d.backoff_base_s, lo=0.0) or 0.0,
+        backoff_cap_s=rt.number("backoff_cap_s", d.backoff_cap_s, lo=0.0) or 0.0,
+        retry_budget_s=rt.number("retry_budget_s", d.retry_budget_s, lo=0.0, lo_open=True) or d.retry_budget_s,
+        trials=rt.integer("trials", d.trials, lo=1) or 1,
+        seed=rt.integer("seed", d.seed) or 0,
+    )
+    rt.finish()
+
+    top.seen.add("models")
+    raw_models = raw.get("models", [])
+    if not isinstance(raw_models, list) or not raw_models:
+        raise ConfigError(str(file), "models", "expected at least one [[models]] table")
+    models: list[ModelConfig] = []
+    seen_keys: dict[str, int] = {}
+    for i, rm in enumerate(raw_models):
+        m = _read_model(_Table(file, f"models[{i}]", rm))
+        if m.key in seen_keys:
+            raise ConfigError(str(file), f"models[{i}].key",
+                              f"duplicate model key {m.key!r} (also models[{seen_keys[m.key]}].key)")
+        seen_keys[m.key] = i
+        models.append(m)
+
+    top.seen.add("scorers")
+    raw_scorers = raw.get("scorers", [])
+    if not isinstance(raw_scorers, list):
+        raise ConfigError(str(file), "scorers", "expected an array of [[scorers]] tables")
+    scorers = [_read_scorer(_Table(file, f"scorers[{i}]", rs)) for i, rs in enumerate(raw_scorers)]
+    names: dict[str, int] = {}
+    for i, s in enumerate(scorers):
+        if s.name in names:
+            raise ConfigError(str(file), f"scorers[{i}].name", f"duplicate scorer name {s.name!r}")
+        names[s.name] = i
+    if not scorers:
+        scorers = [ScorerConfig(name="exact", kind="exact")]
+
+    cases: list[Case] = []
+    top.seen.add("cases")
+    top.seen.add("cases_file")
+    raw_cases = raw.get("cases", [])
+    if not isinstance(raw_cases, list):
+        raise ConfigError(str(file), "cases", "expected an array of [[cases]] tables")
+    for i, rc in enumerate(raw_cases):
+        cases.append(_read_case(file, f"cases[{i}]", rc))
+    cases_file = raw.get("cases_file")
+    if cases_file is not None:
+        files = [cases_file] if isinstance(cases_file, str) else cases_file
+        if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+            raise ConfigError(str(file), "cases_file", "expected a path (or array of paths) to .jsonl/.csv files")
+        for j, f in enumerate(files):
+            cases.extend(_read_case_file(file, "cases_file" if isinstance(cases_file, str) else f"cases_file[{j}]", f))
+    if not cases:
+        raise ConfigError(str(file), "cases", "the case set is empty: add [[cases]] tables or a cases_file")
+    seen_ids: set[str] = set()
+    scorer_names = {s.name for s in scorers}
+    for c in cases:
+        if c.id in seen_ids:
+            raise ConfigError(str(file), "cases", f"duplicate case id {c.id!r}: every case id must be unique")
+        seen_ids.add(c.id)
+        if c.scorer is not None and c.scorer not in scorer_names:
+            close = difflib.get_close_matches(c.scorer, sorted(scorer_names), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; defined: {', '.join(sorted(scorer_names))}"
+            raise ConfigError(str(file), f"cases[id={c.id}].scorer", f"names no [[scorers]] entry {c.scorer!r}{hint}")
+    top.finish()
+    return Project(
+        name=name, path=file, defaults=defaults, run=run, models=tuple(models), cases=tuple(cases),
+        scorers=tuple(scorers), theme=theme,
+    )
+
+
+def _prune(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None and v != {} and v != ()}
+
+
+def project_to_dict(p: Project) -> dict[str, Any]:
+    """The project as TOML-shaped data with cases inline: what a run stores and resumes from.
+
+    Holds only the *names* of API-key variables, never their values.
+    """
+    def case(c: Case) -> dict[str, Any]:
+        d = _prune(dataclasses.asdict(c))
+        d["input"] = c.input if isinstance(c.input, str) else [dict(m) for m in c.input]
+        if c.tags:
+            d["tags"] = list(c.tags)
+        if not c.sealed:
+            d.pop("sealed", None)
+        return d
+
+    def model(m: ModelConfig) -> dict[str, Any]:
+        d = _prune({k: v for k, v in dataclasses.asdict(m).items() if k != "sim"})
+        sim = _prune(dataclasses.asdict(m.sim))
+        if m.provider == "sim" or sim != _prune(dataclasses.asdict(SimSettings())):
+            d["sim"] = sim
+        return d
+
+    out: dict[str, Any] = {
+        "project": _prune({"name": p.name, "theme": p.theme}),
+        "defaults": _prune(dataclasses.asdict(p.defaults)),
+        "run": dataclasses.asdict(p.run),
+        "models": [model(m) for m in p.models],
+        "scorers": [dict(_prune(dataclasses.asdict(s)), choices=list(s.choices)) for s in p.scorers],
+        "cases": [case(c) for c in p.cases],
+    }
+    return out

@@ -1,0 +1,161 @@
+"""The validated shape of a project: frozen dataclasses that every other layer reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+ProviderKind = Literal["sim", "openai", "anthropic"]
+PROVIDERS: tuple[str, ...] = ("sim", "openai", "anthropic")
+ScorerKind = Literal["exact", "contains", "regex", "choice", "numeric", "json_valid"]
+SCORER_KINDS: tuple[str, ...] = ("exact", "contains", "regex", "choice", "numeric", "json_valid")
+
+
+@dataclass(frozen=True, slots=True)
+class Defaults:
+    """Request settings every model inherits unless it overrides them."""
+
+    max_tokens: int = 256
+    temperature: float = 0.0
+    system: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """How the engine runs a sweep."""
+
+    concurrency: int = 4
+    """Global number of calls in flight; changeable while the sweep runs."""
+    timeout_s: float = 120.0
+    """Ceiling on one attempt, from request to last byte."""
+    max_attempts: int = 5
+    """Attempts per call, the first included. Terminal errors always stop after one."""
+    backoff_base_s: float = 0.5
+    backoff_cap_s: float = 30.0
+    retry_budget_s: float = 600.0
+    """Longest time one call may spend, attempts and sleeps together; a retry-after past it ends the call."""
+    trials: int = 1
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SimSettings:
+    """Behaviour of a simulated model; the same knobs drive the mock HTTP server."""
+
+    base_latency_s: float = 0.05
+    per_token_s: float = 0.0005
+    jitter: float = 0.25
+    """Sigma of the lognormal factor applied to each attempt's latency (0 = exact)."""
+    output_tokens: int = 64
+    """Mean output tokens per answer, capped by max_tokens."""
+    rpm: float | None = None
+    """Provider-side requests per minute; past it the model answers rate-limited with retry-after."""
+    burst: float | None = None
+    """Token-bucket depth for ``rpm``; defaults to one second of requests (at least 1)."""
+    reject_cost: float = 1.0
+    """Share of a request that a refused request still consumes (providers count 429s too)."""
+    max_concurrent: int | None = None
+    """Provider-side ceiling of simultaneous requests; past it the model answers rate-limited."""
+    transient_rate: float = 0.0
+    """Chance that an attempt fails with a transient (5xx-like) error."""
+    serial: bool = False
+    """Local-GPU mode: one request at a time, the rest queue inside the provider."""
+    accuracy: float = 0.8
+    strata_accuracy: dict[str, float] = field(default_factory=dict)
+    """Accuracy by stratum or tag, overriding ``accuracy`` (first match: stratum, then tags)."""
+
+    def mean_latency_s(self, output_tokens: int | None = None) -> float:
+        tokens = self.output_tokens if output_tokens is None else output_tokens
+        # E[lognormal(0, sigma)] = exp(sigma^2 / 2)
+        import math
+
+        return (self.base_latency_s + tokens * self.per_token_s) * math.exp(self.jitter**2 / 2)
+
+    def ideal_concurrency(self, output_tokens: int | None = None) -> float:
+        """Concurrency that saturates the provider without tipping into 429s (Little's law)."""
+        if self.serial:
+            return 1.0
+        limits: list[float] = []
+        if self.rpm is not None:
+            limits.append(self.rpm / 60.0 * self.mean_latency_s(output_tokens))
+        if self.max_concurrent is not None:
+            limits.append(float(self.max_concurrent))
+        return max(1.0, min(limits)) if limits else float("inf")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    key: str
+    provider: ProviderKind
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    price_in_per_mtok: float = 0.0
+    price_out_per_mtok: float = 0.0
+    max_concurrency: int | None = None
+    """Client-side cap on this model's calls in flight."""
+    rpm: float | None = None
+    """Client-side requests-per-minute limit."""
+    tpm: float | None = None
+    """Client-side tokens-per-minute limit (input estimate + max_tokens per request)."""
+    max_tokens: int | None = None
+    temperature: float | None = None
+    system: str | None = None
+    stream: bool = True
+    headers: dict[str, str] = field(default_factory=dict)
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    sim: SimSettings = field(default_factory=SimSettings)
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.price_in_per_mtok + output_tokens * self.price_out_per_mtok) / 1e6
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    id: str
+    input: str | tuple[dict[str, str], ...]
+    """A prompt, or chat messages ({"role", "content"})."""
+    expected: str | None = None
+    tags: tuple[str, ...] = ()
+    stratum: str | None = None
+    sealed: bool = False
+    """Held-out case: its input and expected answer are never shown or exported, only its score."""
+    scorer: str | None = None
+
+    def prompt_text(self) -> str:
+        if isinstance(self.input, str):
+            return self.input
+        return "\n".join(m.get("content", "") for m in self.input)
+
+
+@dataclass(frozen=True, slots=True)
+class ScorerConfig:
+    name: str
+    kind: ScorerKind
+    pattern: str | None = None
+    """regex: the pattern the output must match (``{expected}`` is replaced, escaped)."""
+    choices: tuple[str, ...] = ("A", "B", "C", "D")
+    """choice: the labels to extract from the output."""
+    tolerance: float = 1e-6
+    """numeric: absolute tolerance."""
+    case_sensitive: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Project:
+    name: str
+    path: Path
+    """The TOML file the project came from (for error messages and relative paths)."""
+    defaults: Defaults
+    run: RunSettings
+    models: tuple[ModelConfig, ...]
+    cases: tuple[Case, ...]
+    scorers: tuple[ScorerConfig, ...]
+    theme: str | None = None
+
+    def model(self, key: str) -> ModelConfig:
+        for m in self.models:
+            if m.key == key:
+                return m
+        raise KeyError(key)

@@ -1,0 +1,106 @@
+"""The engine's vocabulary: small frozen past-tense events, the contract with everything that watches.
+
+Times are ``time.monotonic()`` seconds (``t``) unless a field says epoch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Status = Literal["passed", "failed", "errored"]
+ErrorClass = Literal["rate_limited", "timeout", "transient", "terminal", "cancelled"]
+RunStatus = Literal["finished", "cancelled", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallResult:
+    """How one call (model × case × trial) ended: the row the store keeps."""
+
+    model_key: str
+    case_id: str
+    trial: int
+    status: Status
+    output: str | None
+    score: float | None
+    passed: bool
+    error_class: ErrorClass | None
+    error_message: str | None
+    attempts: int
+    latency_ms: float | None
+    """The last attempt, request to last byte."""
+    total_ms: float
+    """The whole call: every attempt and every backoff sleep."""
+    ttft_ms: float | None
+    input_tokens: int
+    output_tokens: int
+    """Tokens of every attempt that reported usage, retries included."""
+    cost: float
+    finish_reason: str | None
+    tokens_estimated: bool
+    started_at: float
+    """Epoch seconds."""
+    finished_at: float
+    """Epoch seconds."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallStarted:
+    model_key: str
+    case_id: str
+    trial: int
+    attempt: int
+    t: float
+
+
+@dataclass(frozen=True, slots=True)
+class CallRetrying:
+    model_key: str
+    case_id: str
+    trial: int
+    attempt: int
+    """The attempt that failed (1-based)."""
+    reason: ErrorClass
+    delay: float
+    """Seconds the call now sleeps before its next attempt."""
+    message: str
+    t: float
+
+
+@dataclass(frozen=True, slots=True)
+class CallFinished:
+    result: CallResult
+    t: float
+
+
+@dataclass(frozen=True, slots=True)
+class ConcurrencyChanged:
+    old: int
+    new: int
+    model_key: str | None
+    """None for the global limit, else the model whose cap changed."""
+    source: str
+    """Who changed it: 'config', 'user', 'tuner'."""
+    t: float
+    at: float
+    """Epoch seconds."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunPaused:
+    t: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunResumed:
+    t: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    status: RunStatus
+    t: float
+    message: str | None = None
+
+
+Event = CallStarted | CallRetrying | CallFinished | ConcurrencyChanged | RunPaused | RunResumed | RunFinished

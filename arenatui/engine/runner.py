@@ -1,0 +1,325 @@
+"""The worker pool that runs a plan: limits, retries, timeouts, and the events that report them.
+
+Design (see shared/DESIGN.md, measured limits): long-lived workers pull the next call from
+per-model lazy iterators, round-robin across models that have room under their cap. The global
+concurrency limit *is* the number of workers: raising it spawns workers at once, lowering it lets
+surplus workers retire after the call they hold, so no call is interrupted and none starts above
+the new level. That keeps a limiter acquire off the hot path for the common case.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import anyio
+from aiolimiter import AsyncLimiter
+from anyio.abc import TaskGroup
+
+from arenatui.config.schema import Case, ModelConfig
+from arenatui.engine.events import (
+    CallFinished,
+    CallResult,
+    CallRetrying,
+    CallStarted,
+    ConcurrencyChanged,
+    ErrorClass,
+    Event,
+    RunFinished,
+    RunPaused,
+    RunResumed,
+    RunStatus,
+)
+from arenatui.engine.retry import RetryPolicy
+from arenatui.errors import ProviderError, RateLimited, TerminalError
+from arenatui.plan import Plan
+from arenatui.providers.base import Provider, Request, build_messages, estimate_tokens
+from arenatui.scoring import ScorerSet
+
+Sink = Callable[[Event], None]
+MESSAGE_LIMIT = 2000
+
+
+@dataclass(slots=True)
+class _ModelLane:
+    model: ModelConfig
+    calls: Iterator[tuple[Case, int]]
+    provider: Provider
+    cap: int | None
+    max_tokens: int
+    temperature: float
+    rpm: AsyncLimiter | None
+    tpm: AsyncLimiter | None
+    in_flight: int = 0
+    exhausted: bool = False
+
+
+class Runner:
+    """Runs one plan once. Steer it with `set_concurrency`, `set_model_cap`, `pause`, `resume`, `cancel`."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        providers: Mapping[str, Provider],
+        *,
+        sinks: Sequence[Sink] = (),
+        concurrency: int | None = None,
+        policy: RetryPolicy | None = None,
+        timeout_s: float | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        run = plan.project.run
+        self.plan = plan
+        self.policy = policy or RetryPolicy(run.max_attempts, run.backoff_base_s, run.backoff_cap_s,
+                                            run.retry_budget_s)
+        self.timeout_s = timeout_s if timeout_s is not None else run.timeout_s
+        self._rng = rng or random.Random(run.seed)
+        self._sinks = tuple(sinks)
+        self._scorers = ScorerSet(plan.project.scorers)
+        defaults = plan.project.defaults
+        self._lanes: list[_ModelLane] = []
+        for m in plan.models:
+            self._lanes.append(_ModelLane(
+                model=m,
+                calls=plan.pending(m.key),
+                provider=providers[m.key],
+                cap=m.max_concurrency,
+                max_tokens=m.max_tokens or defaults.max_tokens,
+                temperature=m.temperature if m.temperature is not None else defaults.temperature,
+                rpm=AsyncLimiter(m.rpm, 60.0) if m.rpm else None,
+                tpm=AsyncLimiter(m.tpm, 60.0) if m.tpm else None,
+            ))
+        self._by_key = {lane.model.key: lane for lane in self._lanes}
+        self._rr = 0
+        self.target = max(1, concurrency if concurrency is not None else run.concurrency)
+        self.workers = 0
+        self.in_flight = 0
+        self.paused = False
+        self.cancelled = False
+        self._wake = anyio.Event()
+        self._tg: TaskGroup | None = None
+        self._started = False
+
+    # ---- control -------------------------------------------------------------------------------
+
+    def set_concurrency(self, n: int, source: str = "user") -> None:
+        """Change the global limit. Raising starts calls at once; lowering lets running calls finish."""
+        n = max(1, int(n))
+        old, self.target = self.target, n
+        if old != n:
+            self._emit(ConcurrencyChanged(old, n, None, source, time.monotonic(), time.time()))
+        self._spawn()
+        self._notify()
+
+    def set_model_cap(self, model_key: str, cap: int | None, source: str = "user") -> None:
+        lane = self._by_key[model_key]
+        old = lane.cap
+        lane.cap = None if cap is None else max(1, int(cap))
+        if old != lane.cap:
+            self._emit(ConcurrencyChanged(old or 0, lane.cap or 0, model_key, source, time.monotonic(), time.time()))
+        self._notify()
+
+    def model_cap(self, model_key: str) -> int | None:
+        return self._by_key[model_key].cap
+
+    def pause(self) -> None:
+        if not self.paused:
+            self.paused = True
+            self._emit(RunPaused(time.monotonic()))
+
+    def resume(self) -> None:
+        if self.paused:
+            self.paused = False
+            self._emit(RunResumed(time.monotonic()))
+            self._notify()
+
+    def cancel(self) -> None:
+        """Stop now: calls in flight end as 'cancelled' (resume runs them again); finished ones stay."""
+        self.cancelled = True
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+
+    # ---- running -------------------------------------------------------------------------------
+
+    async def run(self) -> RunStatus:
+        if self._started:
+            raise RuntimeError("a Runner runs once")
+        self._started = True
+        self._emit(ConcurrencyChanged(0, self.target, None, "config", time.monotonic(), time.time()))
+        status: RunStatus = "finished"
+        message: str | None = None
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                self._spawn()
+        except BaseException as e:
+            status = "cancelled" if isinstance(e, anyio.get_cancelled_exc_class()) or self.cancelled else "failed"
+            message = None if status == "cancelled" else f"{type(e).__name__}: {e}"
+            self._emit(RunFinished(status, time.monotonic(), message))
+            raise
+        finally:
+            self._tg = None
+        if self.cancelled:
+            status = "cancelled"
+        self._emit(RunFinished(status, time.monotonic(), message))
+        return status
+
+    def _spawn(self) -> None:
+        tg = self._tg
+        if tg is None:
+            return
+        while self.workers < self.target:
+            self.workers += 1
+            tg.start_soon(self._worker)
+
+    def _notify(self) -> None:
+        self._wake.set()
+        self._wake = anyio.Event()
+
+    def _next_call(self) -> tuple[_ModelLane, Case, int] | None:
+        lanes = self._lanes
+        n = len(lanes)
+        for i in range(n):
+            idx = (self._rr + i) % n
+            lane = lanes[idx]
+            if lane.exhausted or (lane.cap is not None and lane.in_flight >= lane.cap):
+                continue
+            item = next(lane.calls, None)
+            if item is None:
+                lane.exhausted = True
+                continue
+            self._rr = idx + 1
+            return lane, item[0], item[1]
+        return None
+
+    async def _worker(self) -> None:
+        try:
+            while True:
+                if self.workers > self.target:
+                    return
+                if self.paused:
+                    await self._wake.wait()
+                    continue
+                nxt = self._next_call()
+                if nxt is None:
+                    if all(lane.exhausted for lane in self._lanes):
+                        return
+                    await self._wake.wait()  # every lane with work is at its cap
+                    continue
+                lane, case, trial = nxt
+                lane.in_flight += 1
+                self.in_flight += 1
+                try:
+                    await self._call(lane, case, trial)
+                finally:
+                    lane.in_flight -= 1
+                    self.in_flight -= 1
+                    if lane.cap is not None:
+                        self._notify()
+        finally:
+            self.workers -= 1
+
+    def _emit(self, ev: Event) -> None:
+        for sink in self._sinks:
+            sink(ev)
+
+    def _request(self, lane: _ModelLane, case: Case, trial: int, attempt: int) -> Request:
+        msgs = build_messages(lane.model, self.plan.project.defaults, case)
+        return Request(model=lane.model, case=case, trial=trial, attempt=attempt, messages=msgs,
+                       max_tokens=lane.max_tokens, temperature=lane.temperature, timeout_s=self.timeout_s)
+
+    async def _call(self, lane: _ModelLane, case: Case, trial: int) -> None:
+        model = lane.model
+        mkey = model.key
+        policy = self.policy
+        started_wall = time.time()
+        t0 = time.monotonic()
+        attempt = 0
+        in_tok = out_tok = 0
+        err_class: ErrorClass = "transient"
+        err_msg = ""
+        latency: float | None = None
+        try:
+            while True:
+                attempt += 1
+                if lane.rpm is not None:
+                    await lane.rpm.acquire()
+                if lane.tpm is not None:
+                    need = estimate_tokens(case.prompt_text()) + lane.max_tokens
+                    await lane.tpm.acquire(min(need, model.tpm or need))
+                ta = time.monotonic()
+                self._emit(CallStarted(mkey, case.id, trial, attempt, ta))
+                retry_after: float | None = None
+                try:
+                    with anyio.fail_after(self.timeout_s):
+                        comp = await lane.provider.complete(self._request(lane, case, trial, attempt))
+                except TimeoutError:
+                    latency = (time.monotonic() - ta) * 1000.0
+                    err_class, err_msg = "timeout", f"no complete answer within {self.timeout_s:g}s"
+                except RateLimited as e:
+                    latency = (time.monotonic() - ta) * 1000.0
+                    err_class, err_msg, retry_after = "rate_limited", e.message, e.retry_after
+                    in_tok += getattr(e, "input_tokens", 0)
+                    out_tok += getattr(e, "output_tokens", 0)
+                except ProviderError as e:
+                    latency = (time.monotonic() - ta) * 1000.0
+                    err_class = "terminal" if isinstance(e, TerminalError) else "transient"
+                    err_msg = e.message
+                    in_tok += getattr(e, "input_tokens", 0)
+                    out_tok += getattr(e, "output_tokens", 0)
+                except anyio.get_cancelled_exc_class():
+                    raise
+                except Exception as e:  # a provider bug must not take the sweep down: record it, never retry
+                    latency = (time.monotonic() - ta) * 1000.0
+                    err_class, err_msg = "terminal", f"provider raised {type(e).__name__}: {e}"
+                else:
+                    now = time.monotonic()
+                    in_tok += comp.input_tokens
+                    out_tok += comp.output_tokens
+                    sc = self._scorers.score(comp.text, case)
+                    self._emit(CallFinished(CallResult(
+                        model_key=mkey, case_id=case.id, trial=trial,
+                        status="passed" if sc.passed else "failed",
+                        output=comp.text, score=sc.value, passed=sc.passed,
+                        error_class=None, error_message=None, attempts=attempt,
+                        latency_ms=(now - ta) * 1000.0, total_ms=(now - t0) * 1000.0,
+                        ttft_ms=comp.ttft_s * 1000.0 if comp.ttft_s is not None else None,
+                        input_tokens=in_tok, output_tokens=out_tok, cost=model.cost(in_tok, out_tok),
+                        finish_reason=comp.finish_reason, tokens_estimated=comp.tokens_estimated,
+                        started_at=started_wall, finished_at=started_wall + (now - t0),
+                    ), now))
+                    return
+                # the attempt failed: retry or record
+                if err_class == "terminal" or attempt >= policy.max_attempts:
+                    break
+                delay = policy.delay(attempt, retry_after, self._rng)
+                elapsed = time.monotonic() - t0
+                if elapsed + delay > policy.budget_s:
+                    asked = f"retry-after {retry_after:g}s" if retry_after is not None else f"backoff {delay:.1f}s"
+                    err_msg = (f"{err_msg} ({asked} exceeds the {policy.budget_s - elapsed:.0f}s left of this "
+                               f"call's {policy.budget_s:g}s budget; not retried)")
+                    break
+                self._emit(CallRetrying(mkey, case.id, trial, attempt, err_class, delay, err_msg[:MESSAGE_LIMIT],
+                                        time.monotonic()))
+                await anyio.sleep(delay)
+        except anyio.get_cancelled_exc_class():
+            now = time.monotonic()
+            self._emit(CallFinished(self._errored(lane, case, trial, "cancelled", "the sweep was stopped",
+                                                  attempt, latency, t0, now, started_wall, in_tok, out_tok), now))
+            raise
+        now = time.monotonic()
+        self._emit(CallFinished(self._errored(lane, case, trial, err_class, err_msg, attempt, latency, t0, now,
+                                              started_wall, in_tok, out_tok), now))
+
+    def _errored(self, lane: _ModelLane, case: Case, trial: int, err_class: ErrorClass, msg: str, attempts: int,
+                 latency: float | None, t0: float, now: float, started_wall: float, in_tok: int,
+                 out_tok: int) -> CallResult:
+        return CallResult(
+            model_key=lane.model.key, case_id=case.id, trial=trial, status="errored", output=None, score=None,
+            passed=False, error_class=err_class, error_message=msg[:MESSAGE_LIMIT], attempts=attempts,
+            latency_ms=latency, total_ms=(now - t0) * 1000.0, ttft_ms=None, input_tokens=in_tok,
+            output_tokens=out_tok, cost=lane.model.cost(in_tok, out_tok), finish_reason=None,
+            tokens_estimated=False, started_at=started_wall, finished_at=started_wall + (now - t0),
+        )

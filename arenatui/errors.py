@@ -1,0 +1,84 @@
+"""The one error tree of arenatui, and the one function that renders errors for people.
+
+    ArenaError                      anything arenatui reports to a user (exit code 2 at the CLI)
+    ├── ConfigError                 a project file, case file or theme is wrong: file, key path, expectation
+    ├── PlanError                   filters leave nothing to run, a run to resume does not exist
+    ├── StoreError                  the results database cannot be opened or is from a newer arenatui
+    └── ProviderSetupError          a provider cannot start: missing API key variable, bad base_url
+
+    ProviderError                   raised by providers for one attempt; the engine classifies, never the user
+    ├── RateLimited                 429 or the simulated equivalent; carries retry_after (seconds) when known
+    ├── TransientError              worth retrying: 5xx, resets, timeouts, malformed or truncated responses
+    └── TerminalError               never retried: 4xx other than 408/409/429, a refusal to serve
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+
+class ArenaError(Exception):
+    """An error meant for a person: rendered as one paragraph, exit code 2, no traceback."""
+
+    exit_code = 2
+
+
+class ConfigError(ArenaError):
+    """A value in a file is wrong. Names the file, the key path and what was expected."""
+
+    def __init__(self, file: str, key: str | None, expected: str) -> None:
+        self.file = file
+        self.key = key
+        self.expected = expected
+        where = f"{file}: {key}" if key else file
+        super().__init__(f"{where}: {expected}")
+
+
+class PlanError(ArenaError):
+    """The requested sweep cannot be planned (empty after filters, unknown run to resume)."""
+
+
+class StoreError(ArenaError):
+    """The results database cannot be used."""
+
+
+class ProviderSetupError(ArenaError):
+    """A provider cannot be constructed from its configuration."""
+
+
+class ProviderError(Exception):
+    """One attempt of one call failed. Subclasses tell the engine whether to retry."""
+
+    error_class = "transient"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class RateLimited(ProviderError):
+    """The provider refused for rate: retry no earlier than ``retry_after`` seconds if given."""
+
+    error_class = "rate_limited"
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class TransientError(ProviderError):
+    """A failure that a later attempt may not repeat."""
+
+    error_class = "transient"
+
+
+class TerminalError(ProviderError):
+    """A failure that will repeat: the engine records it after one attempt and never sleeps."""
+
+    error_class = "terminal"
+
+
+def render_error(exc: BaseException) -> str:
+    """One readable paragraph for a person, wrapped to 100 columns, prefixed with ``error:``."""
+    text = str(exc).strip() or exc.__class__.__name__
+    return textwrap.fill("error: " + " ".join(text.split()), width=100, break_on_hyphens=False)

@@ -1,0 +1,75 @@
+"""The headless view: a Rich progress line fed from live-metric snapshots a few times a second."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+import anyio
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from arenatui.engine.events import RunStatus
+from arenatui.sweep import Sweep
+
+REFRESH_S = 0.25
+
+
+def _eta(s: float | None) -> str:
+    if s is None:
+        return "ETA -"
+    s = int(s + 0.5)
+    return f"ETA {s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"ETA {s // 60}:{s % 60:02d}"
+
+
+async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunStatus:
+    """Run the sweep; Ctrl-C (or SIGTERM) cancels it cleanly, a second Ctrl-C stops waiting."""
+    progress = None
+    if not quiet:
+        progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[stats]}"), TimeElapsedColumn(),
+            console=console, transient=False, auto_refresh=False,
+        )
+    status: RunStatus = "failed"
+
+    async def watch_signals() -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for _ in signals:
+                if not sweep.runner.cancelled:
+                    console.print("\nStopping: finished calls are stored; calls in flight are cancelled.",
+                                  highlight=False, markup=False)
+                    sweep.runner.cancel()
+                else:
+                    raise KeyboardInterrupt
+
+    task = progress.add_task("sweep", total=sweep.live.planned, stats="") if progress is not None else None
+
+    async def show() -> None:
+        assert progress is not None and task is not None
+        while True:
+            snap = sweep.live.snapshot()
+            progress.update(task, completed=snap.done, stats=(
+                f"in flight {snap.in_flight:>3}  backoff {snap.backing_off:>3}  retries {snap.retries:>4}  "
+                f"{snap.calls_per_s:7.1f} calls/s  {_eta(snap.eta_s)}"))
+            progress.refresh()
+            await anyio.sleep(REFRESH_S)
+
+    async with anyio.create_task_group() as tg:
+        if sys.platform != "win32":
+            tg.start_soon(watch_signals)
+        if progress is not None:
+            progress.start()
+            tg.start_soon(show)
+        try:
+            status = await sweep.run()
+        finally:
+            tg.cancel_scope.cancel()
+            if progress is not None and task is not None:
+                snap = sweep.live.snapshot()
+                progress.update(task, completed=snap.done, stats=(
+                    f"in flight {snap.in_flight:>3}  backoff {snap.backing_off:>3}  retries {snap.retries:>4}  "
+                    f"{snap.calls_per_s:7.1f} calls/s"))
+                progress.refresh()
+                progress.stop()
+    return status

@@ -1,0 +1,439 @@
+"""Live metrics: engine events folded into rolling aggregates that views sample a few times a second.
+
+Pure and synchronous: `on_event` is O(1) and allocates little; percentiles, rates and sparkline
+series are computed only when a view asks for a `snapshot()`. Memory is bounded by the number of
+models, cases and seconds, never by the number of calls.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from arenatui.engine.events import (
+    CallFinished,
+    CallRetrying,
+    CallStarted,
+    ConcurrencyChanged,
+    Event,
+    RunFinished,
+    RunPaused,
+    RunResumed,
+)
+
+QUEUED, IN_FLIGHT, BACKOFF, PASSED, FAILED, ERRORED = range(6)
+STATE_NAMES = ("queued", "in flight", "backing off", "passed", "failed", "errored")
+_N_STATES = 6
+RING = 120
+"""Seconds of per-model history kept for sparklines."""
+LATENCY_SAMPLES = 1024
+"""Most recent latencies per model kept for percentiles."""
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float | None:
+    if not sorted_values:
+        return None
+    k = (len(sorted_values) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+@dataclass(slots=True)
+class LogEntry:
+    t: float
+    """Seconds since the run started."""
+    kind: str
+    """'retry', 'error', 'concurrency', 'state'."""
+    model_key: str | None
+    text: str
+    """Untrusted parts included: show it literally."""
+
+
+class _Ring:
+    """Per-second buckets over the last RING seconds, addressed by absolute second."""
+
+    __slots__ = ("stamp", "values")
+
+    def __init__(self) -> None:
+        self.stamp = array("q", [-1] * RING)
+        self.values = array("d", [0.0] * RING)
+
+    def add(self, sec: int, v: float) -> None:
+        i = sec % RING
+        if self.stamp[i] != sec:
+            self.stamp[i] = sec
+            self.values[i] = 0.0
+        self.values[i] += v
+
+    def series(self, now_sec: int, n: int) -> list[float]:
+        out = []
+        for sec in range(now_sec - n + 1, now_sec + 1):
+            i = sec % RING
+            out.append(self.values[i] if sec >= 0 and self.stamp[i] == sec else 0.0)
+        return out
+
+    def total(self, now_sec: int, n: int) -> float:
+        return sum(self.series(now_sec, n))
+
+
+@dataclass(slots=True)
+class _ModelAgg:
+    key: str
+    planned: int = 0
+    done: int = 0
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    in_flight: int = 0
+    backing_off: int = 0
+    attempts: int = 0
+    retries: int = 0
+    rate_limited: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    score_sum: float = 0.0
+    errors: dict[str, int] = field(default_factory=dict)
+    latencies: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
+    ttfts: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
+    done_ring: _Ring = field(default_factory=_Ring)
+    tokens_ring: _Ring = field(default_factory=_Ring)
+    retry_ring: _Ring = field(default_factory=_Ring)
+    limited_ring: _Ring = field(default_factory=_Ring)
+    attempt_ring: _Ring = field(default_factory=_Ring)
+    lat_sum_ring: _Ring = field(default_factory=_Ring)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSnapshot:
+    key: str
+    planned: int
+    done: int
+    passed: int
+    failed: int
+    errored: int
+    in_flight: int
+    backing_off: int
+    cap: int | None
+    calls_per_s: float
+    tokens_per_s: float
+    retries: int
+    retry_rate: float
+    """Retries per attempt over the rolling window."""
+    rate_limited: int
+    rate_limited_rate: float
+    """429s per attempt over the rolling window."""
+    errors: Mapping[str, int]
+    p50_ms: float | None
+    p95_ms: float | None
+    ttft_p50_ms: float | None
+    score: float | None
+    """Mean score of the calls finished so far (errors count as 0)."""
+    cost: float
+    latency_series: tuple[float, ...]
+    """Mean latency (ms) per second over the last seconds, oldest first; 0 where nothing finished."""
+
+
+@dataclass(frozen=True, slots=True)
+class LiveSnapshot:
+    elapsed_s: float
+    state: str
+    """'running', 'paused', 'finished', 'cancelled', 'failed'."""
+    planned: int
+    done: int
+    passed: int
+    failed: int
+    errored: int
+    in_flight: int
+    backing_off: int
+    retries: int
+    rate_limited: int
+    target: int
+    calls_per_s: float
+    retry_rate: float
+    eta_s: float | None
+    cost: float
+    models: tuple[ModelSnapshot, ...]
+    throughput_series: tuple[float, ...]
+    """Calls finished per second, whole run, oldest first (bucketed when the run is long)."""
+    retry_series: tuple[float, ...]
+    """Retries per second, aligned with throughput_series."""
+    series_step_s: float
+    """Seconds per point of the two series above."""
+    markers: tuple[tuple[float, int, int, str | None, str], ...]
+    """Concurrency changes: (seconds since start, old, new, model key or None, source)."""
+
+
+class LiveMetrics:
+    """Fold events into live aggregates. Construct with the plan's models, cases and trials."""
+
+    def __init__(self, model_keys: Sequence[str], case_ids: Sequence[str], trials: int, *,
+                 window_s: float = 10.0, clock: Callable[[], float] = time.monotonic,
+                 log_size: int = 2000) -> None:
+        self.model_keys = tuple(model_keys)
+        self.case_ids = tuple(case_ids)
+        self.trials = trials
+        self.window_s = window_s
+        self._clock = clock
+        self.t0 = clock()
+        self.end_t: float | None = None
+        self._m_index = {k: i for i, k in enumerate(self.model_keys)}
+        self._c_index = {c: i for i, c in enumerate(self.case_ids)}
+        n_cells = len(self.model_keys) * len(self.case_ids)
+        self._n_cases = len(self.case_ids)
+        self.cells: list[array[int]] = [array("H", [0]) * n_cells for _ in range(_N_STATES)]
+        self.cells[QUEUED] = array("H", [trials]) * n_cells
+        self.dirty: set[int] = set()
+        self.models = [_ModelAgg(k, planned=len(self.case_ids) * trials) for k in self.model_keys]
+        self.state = "running"
+        self.target = 0
+        self.caps: dict[str, int | None] = {}
+        self.planned = n_cells * trials
+        self._backoff: set[tuple[str, str, int]] = set()
+        self._inflight: set[tuple[str, str, int]] = set()
+        self.log: deque[LogEntry] = deque(maxlen=log_size)
+        self.log_seq = 0
+        """Count of entries ever logged: lets a view tell what is new since it last looked."""
+        self._done_sec: list[int] = []
+        self._retry_sec: list[int] = []
+        self.markers: list[tuple[float, int, int, str | None, str]] = []
+        self.preloaded = 0
+
+    # ---- folding -------------------------------------------------------------------------------
+
+    def _move(self, m: int, case_id: str, src: int, dst: int) -> None:
+        c = self._c_index.get(case_id)
+        if c is None:
+            return
+        idx = m * self._n_cases + c
+        cells = self.cells
+        if cells[src][idx]:
+            cells[src][idx] -= 1
+        cells[dst][idx] += 1
+        self.dirty.add(idx)
+
+    def _sec(self, t: float) -> int:
+        return int(t - self.t0)
+
+    def _bump(self, series: list[int], sec: int) -> None:
+        if sec < 0:
+            sec = 0
+        if sec >= len(series):
+            series.extend([0] * (sec + 1 - len(series)))
+        series[sec] += 1
+
+    def _log(self, t: float, kind: str, model_key: str | None, text: str) -> None:
+        self.log.append(LogEntry(t - self.t0, kind, model_key, text))
+        self.log_seq += 1
+
+    def on_event(self, ev: Event) -> None:
+        tp = type(ev)
+        if tp is CallStarted:
+            assert isinstance(ev, CallStarted)
+            mi = self._m_index[ev.model_key]
+            agg = self.models[mi]
+            key = (ev.model_key, ev.case_id, ev.trial)
+            if key in self._backoff:
+                self._backoff.discard(key)
+                agg.backing_off -= 1
+                self._move(mi, ev.case_id, BACKOFF, IN_FLIGHT)
+            else:
+                self._move(mi, ev.case_id, QUEUED, IN_FLIGHT)
+            self._inflight.add(key)
+            agg.in_flight += 1
+            agg.attempts += 1
+            agg.attempt_ring.add(self._sec(ev.t), 1)
+        elif tp is CallFinished:
+            assert isinstance(ev, CallFinished)
+            r = ev.result
+            mi = self._m_index[r.model_key]
+            agg = self.models[mi]
+            key = (r.model_key, r.case_id, r.trial)
+            if key in self._inflight:
+                self._inflight.discard(key)
+                agg.in_flight -= 1
+                src = IN_FLIGHT
+            elif key in self._backoff:
+                self._backoff.discard(key)
+                agg.backing_off -= 1
+                src = BACKOFF
+            else:
+                src = QUEUED
+            agg.input_tokens += r.input_tokens
+            agg.output_tokens += r.output_tokens
+            agg.cost += r.cost
+            if r.error_class == "cancelled":
+                self._move(mi, r.case_id, src, QUEUED)  # resume runs it again
+                return
+            sec = self._sec(ev.t)
+            agg.done += 1
+            if r.status == "passed":
+                agg.passed += 1
+                dst = PASSED
+            elif r.status == "failed":
+                agg.failed += 1
+                dst = FAILED
+            else:
+                agg.errored += 1
+                dst = ERRORED
+                ec = r.error_class or "error"
+                agg.errors[ec] = agg.errors.get(ec, 0) + 1
+                self._log(ev.t, "error", r.model_key,
+                          f"{r.model_key} {r.case_id}#{r.trial}: {ec} after {r.attempts} attempt(s): "
+                          f"{r.error_message or ''}")
+            self._move(mi, r.case_id, src, dst)
+            if r.score is not None:
+                agg.score_sum += r.score
+            agg.done_ring.add(sec, 1)
+            agg.tokens_ring.add(sec, r.output_tokens)
+            if r.latency_ms is not None and r.status != "errored":
+                agg.latencies.append(r.latency_ms)
+                agg.lat_sum_ring.add(sec, r.latency_ms)
+            if r.ttft_ms is not None:
+                agg.ttfts.append(r.ttft_ms)
+            self._bump(self._done_sec, sec)
+        elif tp is CallRetrying:
+            assert isinstance(ev, CallRetrying)
+            mi = self._m_index[ev.model_key]
+            agg = self.models[mi]
+            key = (ev.model_key, ev.case_id, ev.trial)
+            self._inflight.discard(key)
+            self._backoff.add(key)
+            agg.in_flight -= 1
+            agg.backing_off += 1
+            agg.retries += 1
+            sec = self._sec(ev.t)
+            agg.retry_ring.add(sec, 1)
+            if ev.reason == "rate_limited":
+                agg.rate_limited += 1
+                agg.limited_ring.add(sec, 1)
+            self._move(mi, ev.case_id, IN_FLIGHT, BACKOFF)
+            self._bump(self._retry_sec, sec)
+            self._log(ev.t, "retry", ev.model_key,
+                      f"{ev.model_key} {ev.case_id}#{ev.trial}: {ev.reason} on attempt {ev.attempt}, "
+                      f"retrying in {ev.delay:.2f}s: {ev.message}")
+        elif tp is ConcurrencyChanged:
+            assert isinstance(ev, ConcurrencyChanged)
+            if ev.model_key is None:
+                self.target = ev.new
+                what = "concurrency"
+            else:
+                self.caps[ev.model_key] = ev.new or None
+                what = f"{ev.model_key} cap"
+            self.markers.append((ev.t - self.t0, ev.old, ev.new, ev.model_key, ev.source))
+            if ev.source != "config":
+                self._log(ev.t, "concurrency", ev.model_key, f"{what} {ev.old} → {ev.new} ({ev.source})")
+        elif tp is RunPaused:
+            self.state = "paused"
+            self._log(ev.t, "state", None, "paused: no new calls start; calls in flight finish")
+        elif tp is RunResumed:
+            self.state = "running"
+            self._log(ev.t, "state", None, "resumed")
+        elif tp is RunFinished:
+            assert isinstance(ev, RunFinished)
+            self.state = ev.status
+            self.end_t = ev.t
+            self._log(ev.t, "state", None, f"run {ev.status}" + (f": {ev.message}" if ev.message else ""))
+
+    def preload(self, stored: Iterable[tuple[str, str, int, str, float | None]]) -> None:
+        """Fill the matrix and totals with results a resumed run already has: (model, case, trial, status, score)."""
+        for model_key, case_id, _trial, status, score in stored:
+            mi = self._m_index.get(model_key)
+            if mi is None or case_id not in self._c_index:
+                continue
+            agg = self.models[mi]
+            agg.done += 1
+            dst = {"passed": PASSED, "failed": FAILED}.get(status, ERRORED)
+            if dst == PASSED:
+                agg.passed += 1
+            elif dst == FAILED:
+                agg.failed += 1
+            else:
+                agg.errored += 1
+            if score is not None:
+                agg.score_sum += score
+            self._move(mi, case_id, QUEUED, dst)
+            self.preloaded += 1
+
+    # ---- reading -------------------------------------------------------------------------------
+
+    def cell(self, model_index: int, case_index: int) -> tuple[int, ...]:
+        """Trials of one (model, case) in each state: (queued, in flight, backing off, passed, failed, errored)."""
+        idx = model_index * self._n_cases + case_index
+        return tuple(self.cells[s][idx] for s in range(_N_STATES))
+
+    def take_dirty(self) -> set[int]:
+        """Cell indexes (model_index * n_cases + case_index) changed since the last call."""
+        d, self.dirty = self.dirty, set()
+        return d
+
+    def elapsed(self) -> float:
+        end = self.end_t if self.end_t is not None else self._clock()
+        return max(0.0, end - self.t0)
+
+    def snapshot(self) -> LiveSnapshot:
+        now = self._clock() if self.end_t is None else self.end_t
+        elapsed = max(0.0, now - self.t0)
+        now_sec = int(elapsed)
+        w = max(1, min(int(self.window_s), now_sec + 1))
+        models = []
+        tot_cps = 0.0
+        tot_attempts_w = tot_retries_w = 0.0
+        for agg in self.models:
+            done_w = agg.done_ring.total(now_sec, w)
+            attempts_w = agg.attempt_ring.total(now_sec, w)
+            retries_w = agg.retry_ring.total(now_sec, w)
+            limited_w = agg.limited_ring.total(now_sec, w)
+            span = min(w, elapsed) if elapsed > 0 else 1.0
+            cps = done_w / max(span, 1e-9)
+            tot_cps += cps
+            tot_attempts_w += attempts_w
+            tot_retries_w += retries_w
+            lat = sorted(agg.latencies)
+            tt = sorted(agg.ttfts)
+            n_series = 60
+            counts = agg.done_ring.series(now_sec, n_series)
+            sums = agg.lat_sum_ring.series(now_sec, n_series)
+            series = tuple((s / c) if c else 0.0 for s, c in zip(sums, counts, strict=True))
+            models.append(ModelSnapshot(
+                key=agg.key, planned=agg.planned, done=agg.done, passed=agg.passed, failed=agg.failed,
+                errored=agg.errored, in_flight=agg.in_flight, backing_off=agg.backing_off,
+                cap=self.caps.get(agg.key), calls_per_s=cps,
+                tokens_per_s=agg.tokens_ring.total(now_sec, w) / max(span, 1e-9),
+                retries=agg.retries, retry_rate=(retries_w / attempts_w) if attempts_w else 0.0,
+                rate_limited=agg.rate_limited, rate_limited_rate=(limited_w / attempts_w) if attempts_w else 0.0,
+                errors=dict(agg.errors), p50_ms=percentile(lat, 0.5), p95_ms=percentile(lat, 0.95),
+                ttft_p50_ms=percentile(tt, 0.5), score=(agg.score_sum / agg.done) if agg.done else None,
+                cost=agg.cost, latency_series=series,
+            ))
+        done = sum(m.done for m in models)
+        remaining = self.planned - done
+        overall_cps = (done - self.preloaded) / elapsed if elapsed > 0 else 0.0
+        rate = tot_cps if tot_cps > 0 else overall_cps
+        eta = remaining / rate if rate > 0 and remaining > 0 else (0.0 if remaining == 0 else None)
+        thr, step = _bucket(self._done_sec, now_sec + 1)
+        ret, _ = _bucket(self._retry_sec, now_sec + 1)
+        return LiveSnapshot(
+            elapsed_s=elapsed, state=self.state, planned=self.planned, done=done,
+            passed=sum(m.passed for m in models), failed=sum(m.failed for m in models),
+            errored=sum(m.errored for m in models), in_flight=sum(m.in_flight for m in models),
+            backing_off=sum(m.backing_off for m in models), retries=sum(m.retries for m in models),
+            rate_limited=sum(m.rate_limited for m in models), target=self.target, calls_per_s=tot_cps,
+            retry_rate=(tot_retries_w / tot_attempts_w) if tot_attempts_w else 0.0, eta_s=eta,
+            cost=sum(m.cost for m in models), models=tuple(models), throughput_series=thr, retry_series=ret,
+            series_step_s=step, markers=tuple(self.markers),
+        )
+
+
+def _bucket(per_sec: list[int], length: int, max_points: int = 240) -> tuple[tuple[float, ...], float]:
+    """Per-second counts as at most max_points rates (per second), oldest first."""
+    vals = per_sec[:length] + [0] * max(0, length - len(per_sec))
+    if len(vals) <= max_points:
+        return tuple(float(v) for v in vals), 1.0
+    step = -(-len(vals) // max_points)
+    out = tuple(sum(vals[i : i + step]) / step for i in range(0, len(vals), step))
+    return out, float(step)

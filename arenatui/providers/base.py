@@ -1,0 +1,80 @@
+"""The provider contract: what one attempt asks for, what it returns, and how providers are built.
+
+Providers never retry and never sleep on an error: they raise RateLimited, TransientError or
+TerminalError (arenatui.errors) and the engine decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from arenatui.config.schema import Case, Defaults, ModelConfig, RunSettings
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    model: ModelConfig
+    case: Case
+    trial: int
+    attempt: int
+    messages: tuple[dict[str, str], ...]
+    """Chat messages, system prompt first when there is one."""
+    max_tokens: int
+    temperature: float
+    timeout_s: float
+
+    @property
+    def system(self) -> str | None:
+        return self.messages[0]["content"] if self.messages and self.messages[0]["role"] == "system" else None
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    text: str
+    input_tokens: int
+    output_tokens: int
+    finish_reason: str = "stop"
+    ttft_s: float | None = None
+    """Seconds from sending the request to the first content token (streaming only)."""
+    tokens_estimated: bool = False
+    """True when the server reported no usage and the counts are our estimate."""
+
+
+class Provider(Protocol):
+    async def complete(self, request: Request) -> Completion:
+        """Perform one attempt. Raise a ProviderError subclass on failure."""
+        ...
+
+    async def aclose(self) -> None:
+        ...
+
+
+def build_messages(model: ModelConfig, defaults: Defaults, case: Case) -> tuple[dict[str, str], ...]:
+    system = model.system if model.system is not None else defaults.system
+    msgs: list[dict[str, str]] = []
+    if isinstance(case.input, str):
+        if system:
+            msgs.append({"role": "system", "content": system})
+        msgs.append({"role": "user", "content": case.input})
+    else:
+        if system and not any(m["role"] == "system" for m in case.input):
+            msgs.append({"role": "system", "content": system})
+        msgs.extend(case.input)
+    return tuple(msgs)
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count (about four characters a token) for when a server reports none."""
+    return max(1, (len(text) + 3) // 4)
+
+
+def make_provider(model: ModelConfig, run: RunSettings, concurrency_hint: int = 64) -> Provider:
+    if model.provider == "sim":
+        from arenatui.providers.sim import SimProvider
+
+        return SimProvider(model, seed=run.seed)
+    # The HTTP providers (openai, anthropic) arrive with issue 3.
+    from arenatui.errors import ProviderSetupError
+
+    raise ProviderSetupError(f"model {model.key!r}: provider {model.provider!r} is not available in this build")

@@ -1,0 +1,167 @@
+"""Simulated models: deterministic, offline, and shaped like real providers.
+
+`SimCore` holds the behaviour (rate limit with retry-after, concurrency ceiling, latency that grows
+with output tokens, transient failures, accuracy by stratum) with no clock or event loop of its
+own, so the in-process `SimProvider` and the mock HTTP server share it exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import anyio
+
+from arenatui.config.schema import ModelConfig, SimSettings
+from arenatui.errors import RateLimited, TransientError
+from arenatui.providers.base import Completion, Request, estimate_tokens
+
+_NORMAL = NormalDist()
+_CHOICE_RE = re.compile(r"^[A-Za-z]$")
+_NUM_RE = re.compile(r"^[-+]?\d+(?:\.\d+)?$")
+
+
+def uniforms(*parts: object, n: int = 4) -> tuple[float, ...]:
+    """n uniforms in (0, 1) derived from the parts: the same parts give the same numbers in any process."""
+    digest = hashlib.blake2b("|".join(map(str, parts)).encode(), digest_size=4 * n).digest()
+    return tuple((int.from_bytes(digest[4 * i : 4 * i + 4], "little") + 0.5) / 2**32 for i in range(n))
+
+
+@dataclass(frozen=True, slots=True)
+class SimOutcome:
+    text: str
+    latency_s: float
+    ttft_s: float
+    input_tokens: int
+    output_tokens: int
+    finish_reason: str
+    transient: bool
+    correct: bool
+
+
+class SimCore:
+    """The state and decisions of one simulated model. Times are seconds on any monotonic clock."""
+
+    def __init__(self, key: str, settings: SimSettings, seed: int = 0) -> None:
+        self.key = key
+        self.s = settings
+        self.seed = seed
+        self.rate = settings.rpm / 60.0 if settings.rpm else 0.0
+        self.burst = settings.burst if settings.burst is not None else max(1.0, self.rate)
+        self.level = self.burst
+        self.last_refill: float | None = None
+        self.in_flight = 0
+        self.served = 0
+        self.refused = 0
+
+    def admit(self, now: float) -> float | None:
+        """Take a request in (None) or refuse it with the seconds to wait before trying again."""
+        s = self.s
+        if s.max_concurrent is not None and self.in_flight >= s.max_concurrent:
+            self.refused += 1
+            return max(0.05, s.base_latency_s)
+        if self.rate:
+            if self.last_refill is None:
+                self.last_refill = now
+            self.level = min(self.burst, self.level + (now - self.last_refill) * self.rate)
+            self.last_refill = now
+            if self.level >= 1.0:
+                self.level -= 1.0
+            else:
+                # Providers count refused requests against the limit too, so hammering digs the hole deeper.
+                self.level -= s.reject_cost
+                self.refused += 1
+                return (1.0 - self.level) / self.rate
+        self.in_flight += 1
+        self.served += 1
+        return None
+
+    def release(self) -> None:
+        self.in_flight -= 1
+
+    def accuracy_for(self, stratum: str | None, tags: tuple[str, ...]) -> float:
+        sa = self.s.strata_accuracy
+        if stratum is not None and stratum in sa:
+            return sa[stratum]
+        for t in tags:
+            if t in sa:
+                return sa[t]
+        return self.s.accuracy
+
+    def outcome(self, case_id: str, trial: int, attempt: int, *, expected: str | None, stratum: str | None,
+                tags: tuple[str, ...], prompt: str, max_tokens: int) -> SimOutcome:
+        s = self.s
+        (u_correct, u_wrong) = uniforms(self.seed, self.key, case_id, trial, n=2)
+        u_len, u_jit, u_fail, u_ttft = uniforms(self.seed, self.key, case_id, trial, attempt)
+        correct = u_correct < self.accuracy_for(stratum, tags)
+        tokens = max(1, round(s.output_tokens * (0.5 + u_len)))
+        finish = "stop"
+        if tokens > max_tokens:
+            tokens, finish = max_tokens, "length"
+        factor = math.exp(s.jitter * _NORMAL.inv_cdf(u_jit)) if s.jitter else 1.0
+        latency = (s.base_latency_s + tokens * s.per_token_s) * factor
+        ttft = s.base_latency_s * factor * (0.8 + 0.4 * u_ttft) if s.base_latency_s else 0.0
+        ttft = min(ttft, latency)
+        text = _answer(expected, correct, u_wrong, case_id)
+        if finish == "length" and len(text) > 8:
+            text = text[: max(1, len(text) // 2)]
+        return SimOutcome(
+            text=text, latency_s=latency, ttft_s=ttft, input_tokens=estimate_tokens(prompt), output_tokens=tokens,
+            finish_reason=finish, transient=u_fail < s.transient_rate, correct=correct,
+        )
+
+
+def _answer(expected: str | None, correct: bool, u: float, case_id: str) -> str:
+    if expected is None:
+        return f'{{"case": "{case_id}", "answer": "simulated"}}' if correct else "simulated answer, not JSON {"
+    if correct:
+        return expected
+    e = expected.strip()
+    if _CHOICE_RE.match(e):
+        labels = [c for c in "ABCD" if c != e.upper()]
+        return labels[int(u * len(labels)) % len(labels)]
+    if _NUM_RE.match(e):
+        n = float(e)
+        wrong = n + 1 + int(u * 9)
+        return str(int(wrong)) if wrong.is_integer() else f"{wrong:g}"
+    return "I am not sure."
+
+
+class SimProvider:
+    """A simulated model served in process, on the engine's own event loop."""
+
+    def __init__(self, model: ModelConfig, seed: int = 0) -> None:
+        self.model = model
+        self.core = SimCore(model.key, model.sim, seed)
+        self._serial = anyio.Lock() if model.sim.serial else None
+
+    async def complete(self, request: Request) -> Completion:
+        core = self.core
+        retry_after = core.admit(anyio.current_time())
+        if retry_after is not None:
+            raise RateLimited(f"simulated 429 from {self.model.key}: rate limit reached", retry_after=retry_after)
+        try:
+            case = request.case
+            out = core.outcome(case.id, request.trial, request.attempt, expected=case.expected, stratum=case.stratum,
+                               tags=case.tags, prompt=case.prompt_text(), max_tokens=request.max_tokens)
+            wait = out.latency_s / 2 if out.transient else out.latency_s
+            queued = 0.0
+            if self._serial is not None:
+                t0 = anyio.current_time()
+                async with self._serial:
+                    queued = anyio.current_time() - t0
+                    await anyio.sleep(wait)
+            else:
+                await anyio.sleep(wait)
+            if out.transient:
+                raise TransientError(f"simulated 503 from {self.model.key}: overloaded, try again")
+            return Completion(text=out.text, input_tokens=out.input_tokens, output_tokens=out.output_tokens,
+                              finish_reason=out.finish_reason, ttft_s=queued + out.ttft_s)
+        finally:
+            core.release()
+
+    async def aclose(self) -> None:
+        return None

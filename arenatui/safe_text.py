@@ -1,0 +1,39 @@
+"""Untrusted text (model output, case text, provider error bodies, names from config) made safe to show.
+
+Two rules: never parse it as markup (wrap it in `rich.text.Text`), and never let it reach the
+terminal as a control sequence (C0/C1 controls, DEL and lone surrogates become visible escapes).
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.text import Text
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(m: re.Match[str]) -> str:
+    c = m.group()
+    if c == "\x1b":
+        return "␛"
+    code = ord(c)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def printable(s: str, *, newlines: bool = True) -> str:
+    """`s` with every control character shown as an escape; newlines and tabs kept unless told not to."""
+    out = _CONTROL.sub(_visible, s).replace("\r", "\\r")
+    if not newlines:
+        out = out.replace("\n", "⏎").replace("\t", " ")
+    return out
+
+
+def literal(s: str | None, style: str = "", *, newlines: bool = True) -> Text:
+    """A Rich Text showing `s` exactly as characters: no markup, no escapes, no emoji codes."""
+    return Text(printable(s or "", newlines=newlines), style=style, no_wrap=False)
+
+
+def one_line(s: str | None, limit: int = 200) -> str:
+    t = printable(s or "", newlines=False)
+    return t if len(t) <= limit else t[: limit - 1] + "…"

@@ -1,0 +1,211 @@
+"""Open, migrate and query the SQLite results database (WAL mode)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arenatui.engine.events import CallResult, ConcurrencyChanged
+from arenatui.errors import PlanError, StoreError
+from arenatui.store.schema import MIGRATIONS, RESULT_COLUMNS
+
+_PLACEHOLDERS = ", ".join("?" for _ in RESULT_COLUMNS)
+_UPDATES = ", ".join(f"{c} = excluded.{c}" for c in RESULT_COLUMNS[4:])
+# A stored final result is never overwritten; a 'cancelled' one is replaced when resume runs the call again.
+UPSERT_RESULT = (
+    f"INSERT INTO results ({', '.join(RESULT_COLUMNS)}) VALUES ({_PLACEHOLDERS}) "
+    f"ON CONFLICT (run_id, model_key, case_id, trial) DO UPDATE SET {_UPDATES} "
+    "WHERE results.error_class = 'cancelled'"
+)
+
+
+def default_db_path() -> Path:
+    from arenatui.paths import data_dir
+
+    return data_dir() / "arena.db"
+
+
+def result_row(run_id: str, r: CallResult) -> tuple[Any, ...]:
+    return (
+        run_id, r.model_key, r.case_id, r.trial, r.status, r.output, r.score, int(r.passed), r.error_class,
+        r.error_message, r.attempts, r.latency_ms, r.total_ms, r.ttft_ms, r.input_tokens, r.output_tokens, r.cost,
+        r.finish_reason, int(r.tokens_estimated), r.started_at, r.finished_at,
+    )
+
+
+def connect(path: Path | str) -> sqlite3.Connection:
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=30.0, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode: a commit survives a crash or SIGKILL of this process (not a power cut).
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+    except (sqlite3.Error, OSError) as e:
+        raise StoreError(f"cannot open the results database {str(path)!r}: {e}") from None
+    return conn
+
+
+def migrate(conn: sqlite3.Connection, path: Path | str) -> None:
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if version > len(MIGRATIONS):
+        raise StoreError(f"the results database {str(path)!r} has schema version {version}, newer than this "
+                         f"arenatui knows ({len(MIGRATIONS)}); upgrade arenatui or pass another --db")
+    for i in range(version, len(MIGRATIONS)):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _split(MIGRATIONS[i]):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {i + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+
+def _split(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    run_id: str
+    project: str
+    project_path: str | None
+    config: dict[str, Any]
+    filters: dict[str, Any]
+    planned: int
+    started_at: float
+    finished_at: float | None
+    status: str
+    message: str | None
+    stored: int = 0
+
+
+class Store:
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path is not None else default_db_path()
+        self.conn = connect(self.path)
+        try:
+            migrate(self.conn, self.path)
+        except sqlite3.Error as e:
+            raise StoreError(f"the results database {str(self.path)!r} cannot be used: {e}") from None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- runs ----------------------------------------------------------------------------------
+
+    def create_run(self, project: str, project_path: str | None, config: dict[str, Any], filters: dict[str, Any],
+                   planned: int) -> str:
+        from arenatui import __version__
+
+        run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+        self.conn.execute(
+            "INSERT INTO runs (run_id, project, project_path, config_json, filters_json, planned, started_at, status,"
+            " arenatui_version) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+            (run_id, project, project_path, json.dumps(config), json.dumps(filters), planned, time.time(),
+             __version__),
+        )
+        return run_id
+
+    def mark_run(self, run_id: str, status: str, message: str | None = None) -> None:
+        finished = None if status == "running" else time.time()
+        self.conn.execute("UPDATE runs SET status = ?, message = ?, finished_at = ? WHERE run_id = ?",
+                          (status, message, finished, run_id))
+
+    def _record(self, row: Sequence[Any]) -> RunRecord:
+        return RunRecord(run_id=row[0], project=row[1], project_path=row[2], config=json.loads(row[3]),
+                         filters=json.loads(row[4]), planned=row[5], started_at=row[6], finished_at=row[7],
+                         status=row[8], message=row[9], stored=row[10] if len(row) > 10 else 0)
+
+    def get_run(self, run_id: str) -> RunRecord:
+        """A run by id, or the newest with 'last'."""
+        cols = ("SELECT r.run_id, r.project, r.project_path, r.config_json, r.filters_json, r.planned, r.started_at,"
+                " r.finished_at, r.status, r.message FROM runs r")
+        if run_id == "last":
+            row = self.conn.execute(cols + " ORDER BY r.started_at DESC, r.rowid DESC LIMIT 1").fetchone()
+            if row is None:
+                raise PlanError(f"no runs stored in {str(self.path)!r} yet, so there is no 'last' run to resume")
+        else:
+            row = self.conn.execute(cols + " WHERE r.run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise PlanError(f"no run {run_id!r} in {str(self.path)!r}; `arena runs` lists the stored runs")
+        return self._record(row)
+
+    def list_runs(self, limit: int = 50) -> list[RunRecord]:
+        rows = self.conn.execute(
+            "SELECT r.run_id, r.project, r.project_path, r.config_json, r.filters_json, r.planned, r.started_at,"
+            " r.finished_at, r.status, r.message,"
+            " (SELECT COUNT(*) FROM results x WHERE x.run_id = r.run_id AND"
+            "  (x.error_class IS NULL OR x.error_class != 'cancelled'))"
+            " FROM runs r ORDER BY r.started_at DESC, r.rowid DESC LIMIT ?", (limit,)).fetchall()
+        return [self._record(r) for r in rows]
+
+    # ---- results -------------------------------------------------------------------------------
+
+    def write_results(self, run_id: str, results: Iterable[CallResult]) -> None:
+        rows = [result_row(run_id, r) for r in results]
+        self.write_rows(rows)
+
+    def write_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        c = self.conn
+        c.execute("BEGIN")
+        try:
+            c.executemany(UPSERT_RESULT, rows)
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+
+    def write_concurrency_change(self, run_id: str, ev: ConcurrencyChanged) -> None:
+        self.conn.execute(
+            "INSERT INTO concurrency_changes (run_id, at, old, new, model_key, source) VALUES (?, ?, ?, ?, ?, ?)",
+            (run_id, ev.at, ev.old, ev.new, ev.model_key, ev.source))
+
+    def done_keys(self, run_id: str) -> dict[str, set[tuple[str, int]]]:
+        """Per model, the (case id, trial) pairs with a final result: what resume must not call again."""
+        out: dict[str, set[tuple[str, int]]] = {}
+        for mk, cid, trial in self.conn.execute(
+                "SELECT model_key, case_id, trial FROM results WHERE run_id = ? AND "
+                "(error_class IS NULL OR error_class != 'cancelled')", (run_id,)):
+            out.setdefault(mk, set()).add((cid, trial))
+        return out
+
+    def count_results(self, run_id: str) -> int:
+        (n,) = self.conn.execute("SELECT COUNT(*) FROM results WHERE run_id = ?", (run_id,)).fetchone()
+        return int(n)
+
+    def results(self, run_id: str, columns: Sequence[str] = RESULT_COLUMNS) -> list[tuple[Any, ...]]:
+        for c in columns:
+            if c not in RESULT_COLUMNS:
+                raise ValueError(c)
+        return self.conn.execute(
+            f"SELECT {', '.join(columns)} FROM results WHERE run_id = ? ORDER BY model_key, case_id, trial",
+            (run_id,)).fetchall()
+
+    def result(self, run_id: str, model_key: str, case_id: str, trial: int) -> dict[str, Any] | None:
+        row = self.conn.execute(
+            f"SELECT {', '.join(RESULT_COLUMNS)} FROM results WHERE run_id = ? AND model_key = ? AND case_id = ? "
+            "AND trial = ?", (run_id, model_key, case_id, trial)).fetchone()
+        return dict(zip(RESULT_COLUMNS, row, strict=True)) if row else None
+
+    def concurrency_changes(self, run_id: str) -> list[tuple[float, int, int, str | None, str]]:
+        return self.conn.execute(
+            "SELECT at, old, new, model_key, source FROM concurrency_changes WHERE run_id = ? ORDER BY at",
+            (run_id,)).fetchall()

@@ -1,0 +1,61 @@
+"""The database schema as an ordered list of migrations; `PRAGMA user_version` records how far a file is."""
+
+from __future__ import annotations
+
+RESULT_COLUMNS: tuple[str, ...] = (
+    "run_id", "model_key", "case_id", "trial", "status", "output", "score", "passed", "error_class",
+    "error_message", "attempts", "latency_ms", "total_ms", "ttft_ms", "input_tokens", "output_tokens", "cost",
+    "finish_reason", "tokens_estimated", "started_at", "finished_at",
+)
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: runs, results, concurrency changes
+    """
+    CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        project TEXT NOT NULL,
+        project_path TEXT,
+        config_json TEXT NOT NULL,
+        filters_json TEXT NOT NULL,
+        planned INTEGER NOT NULL,
+        started_at REAL NOT NULL,
+        finished_at REAL,
+        status TEXT NOT NULL,
+        message TEXT,
+        arenatui_version TEXT
+    );
+    CREATE TABLE results (
+        run_id TEXT NOT NULL,
+        model_key TEXT NOT NULL,
+        case_id TEXT NOT NULL,
+        trial INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        output TEXT,
+        score REAL,
+        passed INTEGER NOT NULL,
+        error_class TEXT,
+        error_message TEXT,
+        attempts INTEGER NOT NULL,
+        latency_ms REAL,
+        total_ms REAL NOT NULL,
+        ttft_ms REAL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cost REAL NOT NULL,
+        finish_reason TEXT,
+        tokens_estimated INTEGER NOT NULL DEFAULT 0,
+        started_at REAL NOT NULL,
+        finished_at REAL NOT NULL,
+        PRIMARY KEY (run_id, model_key, case_id, trial)
+    );
+    CREATE TABLE concurrency_changes (
+        run_id TEXT NOT NULL,
+        at REAL NOT NULL,
+        old INTEGER NOT NULL,
+        new INTEGER NOT NULL,
+        model_key TEXT,
+        source TEXT NOT NULL
+    );
+    CREATE INDEX concurrency_changes_run ON concurrency_changes (run_id, at);
+    """,
+)

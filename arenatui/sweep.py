@@ -1,0 +1,125 @@
+"""One sweep from start to end, for any view: plan it, record the run, wire engine → sinks, finish the record.
+
+The headless CLI and the console both drive a `Sweep`; neither talks to the store or the providers
+directly while it runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from arenatui.config import Project, load_project, project_from_dict, project_to_dict
+from arenatui.engine.events import RunStatus
+from arenatui.engine.runner import Runner, Sink
+from arenatui.errors import ArenaError
+from arenatui.live import LiveMetrics
+from arenatui.plan import Filters, Plan, make_plan
+from arenatui.providers.base import Provider, make_provider
+from arenatui.store import ResultWriter, Store, default_db_path
+
+
+@dataclass(frozen=True, slots=True)
+class SweepOptions:
+    project: str | Path | None = None
+    filters: Filters = field(default_factory=Filters)
+    db: str | Path | None = None
+    resume: str | None = None
+    """A run id, or 'last'."""
+    concurrency: int | None = None
+    seed: int | None = None
+
+
+def _with_seed(project: Project, seed: int | None) -> Project:
+    if seed is None:
+        return project
+    return dataclasses.replace(project, run=dataclasses.replace(project.run, seed=seed))
+
+
+class Sweep:
+    """Prepared in the constructor (errors surface before anything starts); `await run()` runs it."""
+
+    def __init__(self, opts: SweepOptions, *, extra_sinks: Sequence[Sink] = ()) -> None:
+        self.db_path = Path(opts.db) if opts.db is not None else default_db_path()
+        store = Store(self.db_path)
+        try:
+            if opts.resume is not None:
+                rec = store.get_run(opts.resume)
+                project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"))
+                self.filters = Filters.from_dict(rec.filters)
+                self.run_id = rec.run_id
+                done = store.done_keys(rec.run_id)
+                self.plan = make_plan(project, self.filters, done)
+                stored = [(r[0], r[1], r[2], r[3], r[4]) for r in store.results(
+                    rec.run_id, ("model_key", "case_id", "trial", "status", "score", "error_class"))
+                    if r[5] != "cancelled"]
+                store.mark_run(self.run_id, "running")
+                self.resumed = True
+            else:
+                if opts.project is None:
+                    raise ArenaError("no project: pass --project FILE (or a directory holding arena.toml), or "
+                                     "--resume RUN_ID|last")
+                project = _with_seed(load_project(opts.project), opts.seed)
+                self.filters = opts.filters
+                self.plan = make_plan(project, self.filters)
+                self.run_id = store.create_run(project.name, str(project.path), project_to_dict(project),
+                                               self.filters.to_dict(), self.plan.total)
+                stored = []
+                self.resumed = False
+        finally:
+            store.close()
+        self.project = self.plan.project
+        plan: Plan = self.plan
+        self.providers: dict[str, Provider] = {}
+        concurrency = opts.concurrency or self.project.run.concurrency
+        for m in plan.models:
+            self.providers[m.key] = make_provider(m, self.project.run, concurrency_hint=concurrency)
+        self.live = LiveMetrics([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials)
+        self.live.preload(stored)
+        self.writer: ResultWriter | None = None
+        self.runner = Runner(plan, self.providers, sinks=(self._to_writer, self.live.on_event, *extra_sinks),
+                             concurrency=concurrency)
+        self.status: RunStatus | None = None
+
+    def _to_writer(self, ev: object) -> None:
+        if self.writer is not None:
+            self.writer.on_event(ev)  # type: ignore[arg-type]
+
+    @property
+    def resume_command(self) -> str:
+        db = f" --db {self.db_path}" if self.db_path != default_db_path() else ""
+        return f"arena evaluate --resume {self.run_id}{db}"
+
+    async def run(self) -> RunStatus:
+        """Run to the end, cancellation, or failure; the run record says which and every finished call is stored."""
+        self.writer = ResultWriter(self.db_path, self.run_id)
+        status: RunStatus = "failed"
+        message: str | None = None
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.writer.run)
+                try:
+                    status = await self.runner.run()
+                finally:
+                    self.writer.stop()
+        except BaseException as e:
+            status = "cancelled" if isinstance(e, (anyio.get_cancelled_exc_class(), KeyboardInterrupt)) \
+                or self.runner.cancelled else "failed"
+            message = None if status == "cancelled" else f"{type(e).__name__}: {e}"
+            raise
+        finally:
+            self.status = status
+            with anyio.CancelScope(shield=True):
+                for p in self.providers.values():
+                    try:
+                        await p.aclose()
+                    except Exception:
+                        pass
+            self.writer.close()
+            with Store(self.db_path) as store:
+                store.mark_run(self.run_id, status, message)
+        return status

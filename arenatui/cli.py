@@ -125,6 +125,21 @@ def cmd_init(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_mock_server(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from arenatui.config import load_project
+    from arenatui.mockserver import serve
+
+    project = load_project(args.config) if args.config else None
+    try:
+        asyncio.run(serve(project, args.host, args.port, seed=args.seed,
+                          announce=lambda line: print(line, flush=True)))
+    except OSError as e:  # the port is taken, the host is not ours
+        raise ArenaError(f"mock-server cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     from arenatui import __version__
 
@@ -147,6 +162,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", nargs="?", default=".", help="directory to write into (default: here)")
     p.add_argument("--force", action="store_true", help="overwrite existing files")
     p.set_defaults(func=cmd_init)
+
+    p = sub.add_parser("mock-server", help="serve simulated models over the OpenAI and Anthropic HTTP APIs (offline)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)")
+    p.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765; 0 picks a free one)")
+    p.add_argument("--config", help="project TOML whose [[models]] (sim settings, [mock] faults) and cases to serve")
+    p.add_argument("--seed", type=int, help="seed for the simulation (default: the project's [run].seed)")
+    p.set_defaults(func=cmd_mock_server)
 
     return parser
 

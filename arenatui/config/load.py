@@ -13,10 +13,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from arenatui.config.schema import (
+    MOCK_FAULTS,
     PROVIDERS,
+    RETRY_AFTER_FORMS,
     SCORER_KINDS,
     Case,
     Defaults,
+    MockFaults,
     ModelConfig,
     Project,
     RunSettings,
@@ -185,6 +188,12 @@ def _read_model(t: _Table) -> ModelConfig:
         raise t.error("api_key_env", f"expected the NAME of an environment variable (not the key itself), got a "
                       f"value of {len(api_key_env)} characters")
     extra = t.table("extra_body")
+    headers = _str_table(t, "headers")
+    for h in headers:
+        if h.lower() in ("authorization", "x-api-key", "api-key", "proxy-authorization"):
+            # A key written into the project would be stored with every run; keys come from the environment.
+            raise t.error(f"headers.{h}", "must not hold credentials: name the environment variable that holds "
+                          "the key in api_key_env instead")
     m = ModelConfig(
         key=key,
         provider=provider,  # type: ignore[arg-type]
@@ -200,12 +209,43 @@ def _read_model(t: _Table) -> ModelConfig:
         temperature=t.number("temperature", None, lo=0.0, hi=2.0),
         system=t.string("system"),
         stream=t.boolean("stream", True),
-        headers=_str_table(t, "headers"),
+        headers=headers,
         extra_body=dict(extra.data),
         sim=_read_sim(t),
     )
     t.finish()
     return m
+
+
+def _read_mock(t: _Table, model_keys: list[str]) -> dict[str, MockFaults]:
+    out: dict[str, MockFaults] = {}
+    models = t.table("models")
+    for key in models.data:
+        if key not in model_keys:
+            close = difflib.get_close_matches(key, model_keys, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise models.error(key, f"names no [[models]] key{hint}")
+        m = models.table(key)
+        d = MockFaults()
+        faults = m.get("faults", list, [], "an array of fault names")
+        for f in faults:
+            if f not in MOCK_FAULTS:
+                raise m.error("faults", f"expected fault names from {', '.join(MOCK_FAULTS)}, got {f!r}"[:300])
+        form = m.string("retry_after", d.retry_after) or d.retry_after
+        if form not in RETRY_AFTER_FORMS:
+            raise m.error("retry_after", f"expected one of {', '.join(RETRY_AFTER_FORMS)}, got {form!r}")
+        out[key] = MockFaults(
+            faults=tuple(faults),
+            rate=m.number("rate", d.rate, lo=0.0, hi=1.0) or 0.0,
+            retry_after=form,
+            retry_after_s=m.number("retry_after_s", d.retry_after_s, lo=0.0) or 0.0,
+            echo_headers=m.boolean("echo_headers", d.echo_headers),
+            trickle_s=m.number("trickle_s", d.trickle_s, lo=0.0, lo_open=True) or d.trickle_s,
+        )
+        m.finish()
+    models.finish()
+    t.finish()
+    return out
 
 
 def _read_scorer(t: _Table) -> ScorerConfig:
@@ -403,10 +443,11 @@ def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
             close = difflib.get_close_matches(c.scorer, sorted(scorer_names), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else f"; defined: {', '.join(sorted(scorer_names))}"
             raise ConfigError(str(file), f"cases[id={c.id}].scorer", f"names no [[scorers]] entry {c.scorer!r}{hint}")
+    mock = _read_mock(top.table("mock"), [m.key for m in models])
     top.finish()
     return Project(
         name=name, path=file, defaults=defaults, run=run, models=tuple(models), cases=tuple(cases),
-        scorers=tuple(scorers), theme=theme,
+        scorers=tuple(scorers), theme=theme, mock=mock,
     )
 
 
@@ -443,4 +484,6 @@ def project_to_dict(p: Project) -> dict[str, Any]:
         "scorers": [dict(_prune(dataclasses.asdict(s)), choices=list(s.choices)) for s in p.scorers],
         "cases": [case(c) for c in p.cases],
     }
+    if p.mock:
+        out["mock"] = {"models": {k: dict(dataclasses.asdict(f), faults=list(f.faults)) for k, f in p.mock.items()}}
     return out

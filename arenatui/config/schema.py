@@ -142,6 +142,31 @@ class ScorerConfig:
     case_sensitive: bool = False
 
 
+MOCK_FAULTS: tuple[str, ...] = (
+    "400", "401", "403", "404", "408", "409", "422", "429", "500", "503", "529",
+    "reset", "malformed", "truncated", "hang", "trickle",
+)
+RETRY_AFTER_FORMS: tuple[str, ...] = ("both", "ms", "seconds", "date")
+
+
+@dataclass(frozen=True, slots=True)
+class MockFaults:
+    """How `arena mock-server` misbehaves for one model (``[mock.models.KEY]``); the project's sweep ignores it."""
+
+    faults: tuple[str, ...] = ()
+    """Faults to inject (MOCK_FAULTS): an HTTP status, or reset, malformed, truncated, hang, trickle."""
+    rate: float = 1.0
+    """Share of requests that get one of ``faults`` (picked uniformly)."""
+    retry_after: str = "both"
+    """How a 429 states its delay: ``retry-after-ms`` (ms), ``Retry-After`` seconds, an HTTP date, or ms + seconds."""
+    retry_after_s: float = 1.0
+    """The delay an injected 429 asks for."""
+    echo_headers: bool = False
+    """Error bodies repeat the request's headers (to prove that clients scrub secrets)."""
+    trickle_s: float = 0.2
+    """Seconds between the bytes of a trickled answer."""
+
+
 @dataclass(frozen=True, slots=True)
 class Project:
     name: str
@@ -153,6 +178,8 @@ class Project:
     cases: tuple[Case, ...]
     scorers: tuple[ScorerConfig, ...]
     theme: str | None = None
+    mock: dict[str, MockFaults] = field(default_factory=dict)
+    """Fault injection for `arena mock-server`, by model key."""
 
     def model(self, key: str) -> ModelConfig:
         for m in self.models:

@@ -74,7 +74,10 @@ def make_provider(model: ModelConfig, run: RunSettings, concurrency_hint: int = 
         from arenatui.providers.sim import SimProvider
 
         return SimProvider(model, seed=run.seed)
-    # The HTTP providers (openai, anthropic) arrive with issue 3.
-    from arenatui.errors import ProviderSetupError
+    if model.provider == "openai":
+        from arenatui.providers.openai import OpenAIProvider
 
-    raise ProviderSetupError(f"model {model.key!r}: provider {model.provider!r} is not available in this build")
+        return OpenAIProvider(model, run, concurrency_hint)
+    from arenatui.providers.anthropic import AnthropicProvider  # the config loader admits no other provider
+
+    return AnthropicProvider(model, run, concurrency_hint)

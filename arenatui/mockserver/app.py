@@ -1,0 +1,358 @@
+"""The mock server itself: aiohttp routes speaking the OpenAI and Anthropic wire formats over SimCore.
+
+Behaviour (latency per token, 429 with retry-after, the concurrency ceiling, serial "local GPU"
+mode, transient failures, accuracy by stratum) comes from `arenatui.providers.sim.SimCore`, the
+same code the in-process sim provider runs, so a sweep over HTTP and a simulated sweep agree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import signal
+import socket
+import struct
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from aiohttp import web
+
+from arenatui.config.schema import Case, MockFaults, ModelConfig, Project
+from arenatui.mockserver.faults import HTTP_TYPES, FaultPicker, retry_after_headers
+from arenatui.providers.sim import SimCore, SimOutcome
+
+Wire = Literal["openai", "anthropic"]
+HANG_S = 3600.0
+"""A hung request holds its connection this long (or until the client gives up and disconnects)."""
+ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens"}
+
+
+@dataclass(slots=True)
+class ServedModel:
+    entry: ModelConfig
+    core: SimCore
+    faults: FaultPicker
+    serial: asyncio.Lock | None
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def cfg(self) -> MockFaults:
+        return self.faults.cfg
+
+
+def _last_user_text(messages: object) -> str | None:
+    if not isinstance(messages, list):
+        return None
+    for m in reversed(messages):
+        if isinstance(m, dict) and m.get("role") == "user":
+            c = m.get("content")
+            if isinstance(c, str):
+                return c
+            if isinstance(c, list):
+                return "".join(str(p.get("text", "")) for p in c if isinstance(p, dict))
+            return None
+    return None
+
+
+def _case_prompt(case: Case) -> str:
+    """The text of a case's last user message: what a request carries last."""
+    if isinstance(case.input, str):
+        return case.input
+    users = [m["content"] for m in case.input if m.get("role") == "user"]
+    return users[-1] if users else case.prompt_text()
+
+
+def _pieces(text: str, n: int) -> list[str]:
+    n = max(1, min(n, len(text) or 1))
+    size = -(-len(text) // n) if text else 1
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _sse(data: object, event: str | None = None) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+class MockServer:
+    """The models of one project (or any model name, with default settings, when there is no project)."""
+
+    def __init__(self, project: Project | None = None, seed: int | None = None) -> None:
+        self.project = project
+        self.seed = seed if seed is not None else (project.run.seed if project else 0)
+        self._rng = random.Random(self.seed)
+        self._models: dict[str, ServedModel] = {}
+        self._cases: dict[str, Case] = {}
+        if project is not None:
+            for m in project.models:
+                sm = self._served(m, project.mock.get(m.key, MockFaults(rate=0.0)))
+                self._models.setdefault(m.model, sm)
+                self._models.setdefault(m.key, sm)
+            for c in project.cases:
+                self._cases.setdefault(_case_prompt(c), c)
+
+    def _served(self, m: ModelConfig, faults: MockFaults) -> ServedModel:
+        return ServedModel(entry=m, core=SimCore(m.key, m.sim, self.seed), faults=FaultPicker(faults, self._rng),
+                           serial=asyncio.Lock() if m.sim.serial else None)
+
+    def lookup(self, name: str) -> ServedModel | None:
+        sm = self._models.get(name)
+        if sm is None and self.project is None:
+            sm = self._models[name] = self._served(ModelConfig(key=name, provider="sim", model=name),
+                                                   MockFaults(rate=0.0))
+        return sm
+
+    def model_names(self) -> list[str]:
+        return sorted({sm.entry.model for sm in self._models.values()})
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=8 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self.chat_completions)
+        app.router.add_post("/v1/messages", self.messages)
+        app.router.add_get("/v1/models", self.models)
+        return app
+
+    # ---- routes ----------------------------------------------------------------------------------
+
+    async def models(self, request: web.Request) -> web.Response:
+        data = [{"id": n, "object": "model", "created": 0, "owned_by": "arenatui-mock"} for n in self.model_names()]
+        return web.json_response({"object": "list", "data": data})
+
+    async def chat_completions(self, request: web.Request) -> web.StreamResponse:
+        body = await self._body(request)
+        if isinstance(body, web.Response):
+            return body
+        opts = body.get("stream_options")
+        include_usage = isinstance(opts, dict) and opts.get("include_usage") is True
+        max_tokens = body.get("max_tokens", body.get("max_completion_tokens", 256))
+        return await self._serve(request, "openai", body, max_tokens, include_usage)
+
+    async def messages(self, request: web.Request) -> web.StreamResponse:
+        body = await self._body(request)
+        if isinstance(body, web.Response):
+            return body
+        if "max_tokens" not in body:
+            return self._error(request, "anthropic", None, 400, "max_tokens: Field required")
+        return await self._serve(request, "anthropic", body, body["max_tokens"], True)
+
+    async def _body(self, request: web.Request) -> dict[str, Any] | web.Response:
+        wire: Wire = "anthropic" if request.path.endswith("/messages") else "openai"
+        try:
+            body = json.loads(await request.read())
+        except ValueError:
+            return self._error(request, wire, None, 400, "the request body is not valid JSON")
+        if not isinstance(body, dict):
+            return self._error(request, wire, None, 400, "the request body must be a JSON object")
+        return body
+
+    # ---- the one simulated answer ----------------------------------------------------------------
+
+    async def _serve(self, request: web.Request, wire: Wire, body: dict[str, Any], max_tokens: object,
+                     include_usage: bool) -> web.StreamResponse:
+        name = body.get("model")
+        if not isinstance(name, str):
+            return self._error(request, wire, None, 400, "model: a string is required")
+        sm = self.lookup(name)
+        if sm is None:
+            return self._error(request, wire, None, 404, f"the model {name!r} does not exist")
+        prompt = _last_user_text(body.get("messages"))
+        if prompt is None:
+            return self._error(request, wire, sm, 400, "messages: at least one user message with text is required")
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            return self._error(request, wire, sm, 400, "max_tokens: a whole number >= 1 is required")
+        stream = body.get("stream") is True
+
+        fault = sm.faults.pick()
+        if fault is not None and fault.isdigit():
+            status = int(fault)
+            headers = retry_after_headers(sm.cfg.retry_after_s, sm.cfg.retry_after, time.time()) \
+                if status == 429 else {}
+            return self._error(request, wire, sm, status, f"injected fault {status}", headers)
+        if fault == "reset":
+            return self._reset(request)
+        if fault == "hang":
+            await asyncio.sleep(HANG_S)
+            return self._reset(request)
+
+        wait = sm.core.admit(asyncio.get_running_loop().time())
+        if wait is not None:
+            return self._error(request, wire, sm, 429, f"rate limit reached for {name}",
+                               retry_after_headers(wait, sm.cfg.retry_after, time.time()))
+        try:
+            case = self._cases.get(prompt)
+            cid = case.id if case else "prompt-" + hashlib.blake2b(prompt.encode(), digest_size=6).hexdigest()
+            # The server cannot see trials or attempts: each repeat of a (model, case) draws anew.
+            n = sm.counts[cid] = sm.counts.get(cid, 0) + 1
+            all_text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []) if isinstance(m, dict))
+            out = sm.core.outcome(cid, n, n, expected=case.expected if case else None,
+                                  stratum=case.stratum if case else None, tags=case.tags if case else (),
+                                  prompt=all_text, max_tokens=max_tokens)
+            if sm.serial is not None:
+                async with sm.serial:
+                    return await self._answer(request, wire, sm, out, stream, include_usage, fault)
+            return await self._answer(request, wire, sm, out, stream, include_usage, fault)
+        finally:
+            sm.core.release()
+
+    async def _answer(self, request: web.Request, wire: Wire, sm: ServedModel, out: SimOutcome, stream: bool,
+                      include_usage: bool, fault: str | None) -> web.StreamResponse:
+        if out.transient:
+            await asyncio.sleep(out.latency_s / 2)
+            return self._error(request, wire, sm, 529 if wire == "anthropic" else 503, "simulated overload")
+        name = sm.entry.model
+        if fault == "trickle":
+            payload = b"".join(self._sse_events(wire, name, out, include_usage)) if stream \
+                else json.dumps(self._json_answer(wire, name, out)).encode()
+            return await self._trickle(request, payload, stream, sm.cfg.trickle_s)
+        if not stream:
+            if out.latency_s > 0:
+                await asyncio.sleep(out.latency_s)
+            payload = json.dumps(self._json_answer(wire, name, out)).encode()
+            if fault == "malformed":
+                payload = payload[: len(payload) // 2] + b"<html>502 Bad Gateway"
+            elif fault == "truncated":
+                payload = payload[: len(payload) // 2]
+            return web.Response(body=payload, content_type="application/json")
+
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        if out.ttft_s > 0:
+            await asyncio.sleep(out.ttft_s)
+        pieces = _pieces(out.text, out.output_tokens)
+        step = max(0.0, out.latency_s - out.ttft_s) / len(pieces)
+        for ev in self._sse_start(wire, name, out):
+            await resp.write(ev)
+        for i, piece in enumerate(pieces):
+            if fault == "truncated" and i >= len(pieces) // 2:
+                await resp.write_eof()  # a clean end, but without the final events: a truncated answer
+                return resp
+            if fault == "malformed" and i == 0:
+                await resp.write(b'data: {"choices": [{"delta": {"content": "unterminated\n\n')
+            await resp.write(self._sse_piece(wire, name, piece))
+            if step > 0:
+                await asyncio.sleep(step)
+        for ev in self._sse_end(wire, name, out, include_usage):
+            await resp.write(ev)
+        await resp.write_eof()
+        return resp
+
+    # ---- wire formats --------------------------------------------------------------------------
+
+    def _json_answer(self, wire: Wire, name: str, out: SimOutcome) -> dict[str, Any]:
+        if wire == "anthropic":
+            return {"id": "msg_mock", "type": "message", "role": "assistant", "model": name,
+                    "content": [{"type": "text", "text": out.text}],
+                    "stop_reason": ANTHROPIC_STOP.get(out.finish_reason, out.finish_reason), "stop_sequence": None,
+                    "usage": {"input_tokens": out.input_tokens, "output_tokens": out.output_tokens}}
+        return {"id": "chatcmpl-mock", "object": "chat.completion", "created": int(time.time()), "model": name,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": out.text},
+                             "finish_reason": out.finish_reason}],
+                "usage": {"prompt_tokens": out.input_tokens, "completion_tokens": out.output_tokens,
+                          "total_tokens": out.input_tokens + out.output_tokens}}
+
+    def _chunk(self, name: str, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+        return {"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": int(time.time()), "model": name,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    def _sse_start(self, wire: Wire, name: str, out: SimOutcome) -> list[bytes]:
+        if wire == "anthropic":
+            msg = {"id": "msg_mock", "type": "message", "role": "assistant", "model": name, "content": [],
+                   "stop_reason": None, "stop_sequence": None,
+                   "usage": {"input_tokens": out.input_tokens, "output_tokens": 1}}
+            return [_sse({"type": "message_start", "message": msg}, "message_start"),
+                    _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                         "content_block_start"),
+                    _sse({"type": "ping"}, "ping")]
+        return [_sse(self._chunk(name, {"role": "assistant", "content": ""}, None))]
+
+    def _sse_piece(self, wire: Wire, name: str, piece: str) -> bytes:
+        if wire == "anthropic":
+            return _sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
+                        "content_block_delta")
+        return _sse(self._chunk(name, {"content": piece}, None))
+
+    def _sse_end(self, wire: Wire, name: str, out: SimOutcome, include_usage: bool) -> list[bytes]:
+        if wire == "anthropic":
+            return [_sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+                    _sse({"type": "message_delta",
+                          "delta": {"stop_reason": ANTHROPIC_STOP.get(out.finish_reason, out.finish_reason),
+                                    "stop_sequence": None},
+                          "usage": {"output_tokens": out.output_tokens}}, "message_delta"),
+                    _sse({"type": "message_stop"}, "message_stop")]
+        evs = [_sse(self._chunk(name, {}, out.finish_reason))]
+        if include_usage:
+            evs.append(_sse({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": int(time.time()),
+                             "model": name, "choices": [],
+                             "usage": {"prompt_tokens": out.input_tokens, "completion_tokens": out.output_tokens,
+                                       "total_tokens": out.input_tokens + out.output_tokens}}))
+        evs.append(b"data: [DONE]\n\n")
+        return evs
+
+    def _sse_events(self, wire: Wire, name: str, out: SimOutcome, include_usage: bool) -> list[bytes]:
+        return [*self._sse_start(wire, name, out), *(self._sse_piece(wire, name, p) for p in
+                                                     _pieces(out.text, out.output_tokens)),
+                *self._sse_end(wire, name, out, include_usage)]
+
+    def _error(self, request: web.Request, wire: Wire, sm: ServedModel | None, status: int, message: str,
+               headers: dict[str, str] | None = None) -> web.Response:
+        kind, default = HTTP_TYPES.get(status, ("api_error", "error"))
+        text = f"{message}: {default}" if message != default else message
+        if sm is not None and sm.cfg.echo_headers:
+            text += " (request headers: " + json.dumps(dict(request.headers)) + ")"
+        if wire == "anthropic":
+            body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": text}}
+        else:
+            body = {"error": {"message": text, "type": kind, "param": None, "code": None}}
+        return web.json_response(body, status=status, headers=headers)
+
+    def _reset(self, request: web.Request) -> web.Response:
+        """Drop the connection with a TCP reset (SO_LINGER 0), as a crashed upstream or a middlebox does."""
+        transport = request.transport
+        if transport is not None:
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                except OSError:
+                    pass
+            transport.abort()
+        raise asyncio.CancelledError  # nothing more to write; aiohttp ends the handler quietly
+
+    async def _trickle(self, request: web.Request, payload: bytes, stream: bool, every_s: float) -> web.StreamResponse:
+        ctype = "text/event-stream" if stream else "application/json"
+        resp = web.StreamResponse(headers={"Content-Type": ctype})
+        resp.content_length = len(payload) if not stream else None
+        await resp.prepare(request)
+        for i in range(len(payload)):
+            await resp.write(payload[i : i + 1])
+            await asyncio.sleep(every_s)
+        await resp.write_eof()
+        return resp
+
+
+async def serve(project: Project | None, host: str = "127.0.0.1", port: int = 8765, seed: int | None = None,
+                announce: Callable[[str], None] = print, stop: asyncio.Event | None = None) -> None:
+    """Serve until `stop` is set (or SIGINT/SIGTERM); announce the address once listening."""
+    server = MockServer(project, seed)
+    runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port, shutdown_timeout=0.5)
+        await site.start()
+        bound = runner.addresses[0]
+        url = f"http://{host}:{bound[1]}" if ":" not in host else f"http://[{host}]:{bound[1]}"
+        what = f"{len(server.model_names())} models from {project.path}" if project else "any model name"
+        announce(f"arena mock-server listening on {url} (OpenAI base_url {url}/v1, Anthropic base_url {url}); "
+                 f"serving {what}. Ctrl-C stops it.")
+        stop = stop or asyncio.Event()
+        loop = asyncio.get_running_loop()
+        if sys.platform != "win32":
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+    finally:
+        await runner.cleanup()

@@ -1,0 +1,53 @@
+"""Which fault (if any) a mock-served request gets, and how a 429 words its retry-after."""
+
+from __future__ import annotations
+
+import math
+import random
+from email.utils import formatdate
+
+from arenatui.config.schema import MockFaults
+
+HTTP_TYPES: dict[int, tuple[str, str]] = {
+    400: ("invalid_request_error", "the request is malformed"),
+    401: ("authentication_error", "invalid API key"),
+    403: ("permission_error", "this key may not use this model"),
+    404: ("not_found_error", "no such model"),
+    408: ("request_timeout", "the request took too long to arrive"),
+    409: ("conflict", "a conflicting request is in progress"),
+    422: ("invalid_request_error", "the request could not be processed"),
+    429: ("rate_limit_error", "rate limit reached, slow down"),
+    500: ("api_error", "internal server error"),
+    503: ("service_unavailable", "the service is overloaded, try again"),
+    529: ("overloaded_error", "overloaded"),
+}
+
+
+class FaultPicker:
+    """Draws faults at the configured rate from a seeded generator (deterministic for one request order)."""
+
+    def __init__(self, cfg: MockFaults, rng: random.Random) -> None:
+        self.cfg = cfg
+        self.rng = rng
+
+    def pick(self) -> str | None:
+        cfg = self.cfg
+        if not cfg.faults or cfg.rate <= 0.0:
+            return None
+        if cfg.rate < 1.0 and self.rng.random() >= cfg.rate:
+            return None
+        return cfg.faults[self.rng.randrange(len(cfg.faults))]
+
+
+def retry_after_headers(delay_s: float, form: str, now: float) -> dict[str, str]:
+    """The headers of a 429 asking for ``delay_s``; seconds and dates round up, so no form asks for less."""
+    secs = str(max(0, math.ceil(delay_s)))
+    ms = str(max(0, math.ceil(delay_s * 1000.0)))
+    if form == "ms":
+        return {"retry-after-ms": ms}
+    if form == "seconds":
+        return {"Retry-After": secs}
+    if form == "date":
+        # HTTP dates have whole seconds: name the first whole second at or after the asked-for moment.
+        return {"Retry-After": formatdate(math.ceil(now + delay_s), usegmt=True)}
+    return {"retry-after-ms": ms, "Retry-After": secs}

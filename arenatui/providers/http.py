@@ -1,0 +1,420 @@
+"""What the HTTP providers share: the client, the call, SSE parsing, retry-after, error mapping, secret scrubbing.
+
+`openai.py` and `anthropic.py` only say how to build a request body and how to read an answer;
+everything about the wire (pool, deadline, status codes, headers, secrets) lives here once.
+
+Every parser in this module raises only `ProviderError` subclasses on bad input, whatever the
+bytes: a server's garbage is a transient failure of one attempt, never a crash of the sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import anyio
+import httpx
+
+from arenatui.config.schema import ModelConfig, RunSettings
+from arenatui.errors import (
+    ProviderError,
+    ProviderSetupError,
+    RateLimited,
+    TerminalError,
+    TransientError,
+)
+from arenatui.providers.base import Completion, Request, estimate_tokens
+from arenatui.safe_text import one_line
+
+MESSAGE_CHARS = 300
+"""Longest provider message kept in an error (the rest of a body is noise, and may hold secrets)."""
+ERROR_BODY_BYTES = 64 * 1024
+"""Most bytes of an error body read: enough for any real error, bounded against a hostile server."""
+SENSITIVE_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"})
+REDACTED = "[redacted]"
+
+# ---- secrets -------------------------------------------------------------------------------------
+
+_KEY_VALUE = re.compile(
+    r"(?i)(\b(?:x-api-key|api[-_]?key|authorization|proxy-authorization|access[-_]?token|secret|key|token)\b"
+    r"[\"']?\s*[:=]\s*[\"']?)(?:bearer\s+)?[^\s\"',;}\[\]]+")
+_BEARER = re.compile(r"(?i)\bbearer\s+[^\s\"',;}\[\]]+")
+_KEY_SHAPED = re.compile(r"\b(?:sk|pk|rk|ak|key)[-_][A-Za-z0-9_\-]{8,}")
+_LONG_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=]{32,}")
+
+
+def _redact_long(m: re.Match[str]) -> str:
+    s = m.group()
+    # A long run with both letters and digits looks like a credential; a long word or number does not.
+    if any(c.isdigit() for c in s) and any(c.isalpha() for c in s):
+        return REDACTED
+    return s
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` with every known secret and every key-shaped string replaced by ``[redacted]``."""
+    for s in secrets:
+        if s:
+            text = text.replace(s, REDACTED)
+    text = _KEY_VALUE.sub(lambda m: m.group(1) + REDACTED, text)
+    text = _BEARER.sub("Bearer " + REDACTED, text)
+    text = _KEY_SHAPED.sub(REDACTED, text)
+    return _LONG_TOKEN.sub(_redact_long, text)
+
+
+def read_api_key(model: ModelConfig) -> str | None:
+    """The key from the model's named environment variable; a clear setup error when it is unset."""
+    if model.api_key_env is None:
+        return None
+    key = os.environ.get(model.api_key_env, "").strip()
+    if not key:
+        raise ProviderSetupError(
+            f"model {model.key!r} reads its API key from the environment variable {model.api_key_env}, which is "
+            f"not set (or empty). Set it (export {model.api_key_env}=...) or remove api_key_env for a local "
+            f"server that needs no key.")
+    return key
+
+
+# ---- retry-after and status mapping ---------------------------------------------------------------
+
+
+def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds to wait per ``retry-after-ms``, ``Retry-After`` seconds or HTTP date; None if absent or unreadable."""
+    try:
+        low = {str(k).lower(): str(v) for k, v in headers.items()}
+        ms = low.get("retry-after-ms")
+        if ms is not None:
+            v = _non_negative(ms)
+            if v is not None:
+                return v / 1000.0
+        ra = low.get("retry-after")
+        if ra is None:
+            return None
+        v = _non_negative(ra)
+        if v is not None:
+            return v
+        when = parsedate_to_datetime(ra.strip())
+        if when.tzinfo is None:  # RFC 9110 dates are GMT
+            when = when.replace(tzinfo=UTC)
+        return max(0.0, when.timestamp() - (time.time() if now is None else now))
+    except (TypeError, ValueError, IndexError, OverflowError, AttributeError):
+        return None
+
+
+def _non_negative(s: str) -> float | None:
+    try:
+        v = float(s.strip())
+    except ValueError:
+        return None
+    return v if math.isfinite(v) and v >= 0 else None
+
+
+def provider_message(body: bytes) -> str:
+    """The human part of an error body: ``error.message`` (OpenAI and Anthropic), ``message``, or the text."""
+    text = body[:ERROR_BODY_BYTES].decode("utf-8", errors="replace")
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(obj, dict):
+        err = obj.get("error", obj)
+        if isinstance(err, dict):
+            for k in ("message", "detail", "type"):
+                if isinstance(err.get(k), str):
+                    return str(err[k])
+        elif isinstance(err, str):
+            return err
+        if isinstance(obj.get("message"), str):
+            return str(obj["message"])
+    return text
+
+
+def error_for_status(status: int, headers: Mapping[str, str], body: bytes, *, where: str,
+                     secrets: Iterable[str] = ()) -> ProviderError:
+    """The engine's error class for an HTTP status: 429 rate-limited; 408, 409, 5xx transient; other 4xx terminal.
+
+    ``x-should-retry: true/false``, when a server sends it, overrides the status.
+    """
+    msg = one_line(scrub(provider_message(body), secrets), MESSAGE_CHARS).strip()
+    text = f"HTTP {status} from {where}" + (f": {msg}" if msg else "")
+    low = {str(k).lower(): str(v).strip().lower() for k, v in headers.items()}
+    should_retry = low.get("x-should-retry")
+    if should_retry == "false":
+        return TerminalError(text + " (server said x-should-retry: false)")
+    if status == 429:
+        return RateLimited(text, retry_after=parse_retry_after(headers))
+    if should_retry == "true" or status in (408, 409) or status >= 500:
+        return TransientError(text)
+    return TerminalError(text)
+
+
+# ---- server-sent events ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    event: str
+    data: str
+
+
+class SSEDecoder:
+    """Incremental server-sent-events parser (WHATWG rules): feed bytes, get whole events.
+
+    Lines end in CRLF, LF or CR; ``data`` lines join with newlines; comments are skipped; invalid
+    UTF-8 becomes U+FFFD rather than an exception.
+    """
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._event = ""
+        self._data: list[str] = []
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        buf = self._buf + chunk
+        out: list[SSEEvent] = []
+        start = 0
+        n = len(buf)
+        while start < n:
+            cr = buf.find(b"\r", start)
+            lf = buf.find(b"\n", start)
+            if cr == -1 and lf == -1:
+                break
+            if cr != -1 and (lf == -1 or cr < lf):
+                if cr + 1 == n:  # a CR at the end may be the first half of CRLF: wait for more
+                    break
+                end, nxt = cr, cr + 2 if buf[cr + 1 : cr + 2] == b"\n" else cr + 1
+            else:
+                end, nxt = lf, lf + 1
+            self._line(buf[start:end].decode("utf-8", errors="replace"), out)
+            start = nxt
+        self._buf = buf[start:]
+        return out
+
+    def close(self) -> list[SSEEvent]:
+        """Whatever a stream that ended without a final blank line left pending (lenient, like browsers are not)."""
+        out: list[SSEEvent] = []
+        if self._buf:
+            self._line(self._buf.decode("utf-8", errors="replace"), out)
+            self._buf = b""
+        self._line("", out)
+        return out
+
+    def _line(self, line: str, out: list[SSEEvent]) -> None:
+        if not line:
+            if self._data:
+                out.append(SSEEvent(self._event or "message", "\n".join(self._data)))
+            self._event, self._data = "", []
+            return
+        if line.startswith(":"):
+            return
+        name, sep, value = line.partition(":")
+        if sep and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+
+
+def json_object(data: str | bytes, what: str) -> dict[str, Any]:
+    """Parse one JSON object from a server, as a transient error when it is not one."""
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError):
+        raise TransientError(f"malformed {what}: not valid JSON ({len(data)} bytes)") from None
+    if not isinstance(obj, dict):
+        raise TransientError(f"malformed {what}: expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def as_int(v: object) -> int | None:
+    """A token count from a server, or None when it is missing or not a sane whole number."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        return None
+    return int(v)
+
+
+def usage_or_estimate(text: str, messages: Iterable[Mapping[str, str]], input_tokens: int | None,
+                      output_tokens: int | None) -> tuple[int, int, bool]:
+    """Token counts as the server reported them, or our estimate (flagged) when it reported none."""
+    estimated = input_tokens is None or output_tokens is None
+    if input_tokens is None:
+        input_tokens = estimate_tokens("\n".join(str(m.get("content", "")) for m in messages))
+    if output_tokens is None:
+        output_tokens = estimate_tokens(text) if text else 0
+    return input_tokens, output_tokens, estimated
+
+
+def with_usage(err: ProviderError, input_tokens: int, output_tokens: int) -> ProviderError:
+    """Attach the usage an attempt consumed before failing (the engine counts it in the cost)."""
+    err.input_tokens = input_tokens  # type: ignore[attr-defined]
+    err.output_tokens = output_tokens  # type: ignore[attr-defined]
+    return err
+
+
+# ---- the provider base --------------------------------------------------------------------------
+
+
+class StreamReader:
+    """Folds one streamed answer, event by event. Subclasses read their wire format in `on_event`."""
+
+    def __init__(self, request: Request, t0: float, where: str, secrets: tuple[str, ...] = ()) -> None:
+        self.request = request
+        self.t0 = t0
+        self.where = where
+        self.secrets = secrets
+        self.parts: list[str] = []
+        self.ttft_s: float | None = None
+        self.finish_reason: str | None = None
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
+        self.done = False
+
+    def add_text(self, text: str) -> None:
+        if text:
+            if self.ttft_s is None:
+                self.ttft_s = time.monotonic() - self.t0
+            self.parts.append(text)
+
+    def on_event(self, ev: SSEEvent) -> None:
+        raise NotImplementedError
+
+    def partial_usage(self) -> tuple[int, int]:
+        text = "".join(self.parts)
+        i, o, _ = usage_or_estimate(text, self.request.messages, self.input_tokens, self.output_tokens)
+        return i, o
+
+    def fail(self, err: ProviderError) -> ProviderError:
+        return with_usage(err, *self.partial_usage())
+
+    def error_event(self, error: object) -> ProviderError:
+        """An error the server sent inside a 200 stream, classified by its type."""
+        kind = ""
+        msg = ""
+        if isinstance(error, dict):
+            kind = str(error.get("type") or error.get("code") or "")
+            msg = str(error.get("message") or "")
+        elif isinstance(error, str):
+            msg = error
+        text = f"error in the stream from {self.where}: " + one_line(scrub(f"{kind} {msg}".strip(), self.secrets),
+                                                                     MESSAGE_CHARS)
+        if "rate_limit" in kind or kind == "429":
+            return self.fail(RateLimited(text))
+        if kind in ("invalid_request_error", "authentication_error", "permission_error", "not_found_error"):
+            return self.fail(TerminalError(text))
+        return self.fail(TransientError(text))
+
+    def finish(self) -> Completion:
+        if not self.done:
+            raise self.fail(TransientError(f"truncated stream from {self.where}: it ended before its final event"))
+        text = "".join(self.parts)
+        i, o, est = usage_or_estimate(text, self.request.messages, self.input_tokens, self.output_tokens)
+        return Completion(text=text, input_tokens=i, output_tokens=o, finish_reason=self.finish_reason or "stop",
+                          ttft_s=self.ttft_s, tokens_estimated=est)
+
+
+class HttpProvider:
+    """One model behind one `httpx.AsyncClient`: pooled to the concurrency, no httpx retries, one deadline per call."""
+
+    enforces_timeout = True
+    """Every attempt ends at `request.timeout_s` (TimeoutError), trickling servers included."""
+
+    def __init__(self, model: ModelConfig, run: RunSettings, concurrency_hint: int = 64, *,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.model = model
+        self.where = f"{model.key} ({model.provider})"
+        key = read_api_key(model)
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        headers.update(self.auth_headers(key))
+        headers.update(model.headers)
+        self._secrets = tuple(sorted({v for k, v in headers.items() if k.lower() in SENSITIVE_HEADERS and v}
+                                     | ({key} if key else set()), key=len, reverse=True))
+        if model.base_url is None:
+            raise ProviderSetupError(f"model {model.key!r}: base_url is required for provider {model.provider!r}")
+        self.url = self.endpoint(model.base_url.rstrip("/"))
+        n = max(1, concurrency_hint, model.max_concurrency or 0)
+        limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
+        self._client = httpx.AsyncClient(
+            headers=headers,
+            # Per-operation timeouts at the call's ceiling; the whole-call deadline is the cancel scope in
+            # `complete`, which is what stops a server that trickles one byte at a time.
+            timeout=httpx.Timeout(run.timeout_s),
+            transport=transport or httpx.AsyncHTTPTransport(retries=0, limits=limits),
+            follow_redirects=False,
+            trust_env=False,
+        )
+
+    # ---- per wire format ----
+
+    def auth_headers(self, key: str | None) -> dict[str, str]:
+        raise NotImplementedError
+
+    def endpoint(self, base_url: str) -> str:
+        raise NotImplementedError
+
+    def body(self, request: Request, stream: bool) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def parse_json(self, raw: bytes, request: Request) -> Completion:
+        raise NotImplementedError
+
+    def stream_reader(self, request: Request, t0: float) -> StreamReader:
+        raise NotImplementedError
+
+    # ---- the call ----
+
+    async def complete(self, request: Request) -> Completion:
+        stream = self.model.stream
+        body = self.body(request, stream)
+        try:
+            with anyio.fail_after(request.timeout_s):
+                t0 = time.monotonic()
+                async with self._client.stream("POST", self.url, json=body) as resp:
+                    if not 200 <= resp.status_code < 300:
+                        raw = await _read_capped(resp.aiter_bytes(), ERROR_BODY_BYTES)
+                        raise error_for_status(resp.status_code, resp.headers, raw, where=self.where,
+                                               secrets=self._secrets)
+                    if "text/event-stream" in resp.headers.get("content-type", ""):
+                        return await self._read_stream(resp.aiter_bytes(), request, t0)
+                    return self.parse_json(await resp.aread(), request)
+        except httpx.TimeoutException:
+            raise TimeoutError(f"no complete answer from {self.where} within {request.timeout_s:g}s") from None
+        except httpx.HTTPError as e:
+            # Connection refused or reset, protocol errors, a body cut short: worth another attempt.
+            detail = one_line(scrub(str(e) or type(e).__name__, self._secrets), MESSAGE_CHARS)
+            raise TransientError(f"{type(e).__name__} talking to {self.where}: {detail}") from None
+
+    async def _read_stream(self, chunks: AsyncIterator[bytes], request: Request, t0: float) -> Completion:
+        reader = self.stream_reader(request, t0)
+        decoder = SSEDecoder()
+        try:
+            async for chunk in chunks:
+                for ev in decoder.feed(chunk):
+                    reader.on_event(ev)
+        except httpx.HTTPError as e:
+            detail = one_line(scrub(str(e) or type(e).__name__, self._secrets), MESSAGE_CHARS)
+            raise reader.fail(TransientError(
+                f"stream from {self.where} broke off ({type(e).__name__}: {detail})")) from None
+        for ev in decoder.close():
+            reader.on_event(ev)
+        return reader.finish()
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+async def _read_capped(chunks: AsyncIterator[bytes], limit: int) -> bytes:
+    buf = bytearray()
+    async for c in chunks:
+        buf += c
+        if len(buf) >= limit:
+            break
+    return bytes(buf[:limit])

@@ -388,6 +388,7 @@ def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
         seed=rt.integer("seed", d.seed) or 0,
     )
     rt.finish()
+    top.seen.add("mock")  # [mock] is read after the models it names
 
     top.seen.add("models")
     raw_models = raw.get("models", [])

@@ -1,0 +1,155 @@
+"""Real sweeps through the OpenAI and Anthropic providers against `arena mock-server` on loopback."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import pytest
+from httpkit import (
+    PROVIDERS,
+    RETRY_AFTER_FORMS,
+    TERMINAL_FAULTS,
+    TIMEOUT_FAULTS,
+    TRANSIENT_FAULTS,
+    MockServerProcess,
+    run_sweep,
+)
+
+from arenatui.engine.events import CallRetrying, CallStarted
+
+
+def _models(server: MockServerProcess, *keys: str) -> list[dict[str, object]]:
+    return [server.models[k] for k in keys]
+
+
+def test_answers_stream_and_not(mock_server: MockServerProcess, tmp_path: Path) -> None:
+    keys = [f"{p}-{v}" for p in PROVIDERS for v in ("ok", "ok-ns")]
+    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), run={"trials": 2})
+    assert out.status == "finished"
+    assert len(out.rows) == len(keys) * 3 * 2
+    for (model, case, _), r in out.rows.items():
+        assert r["status"] == "passed", (model, case, r["error_message"])
+        assert r["attempts"] == 1
+        assert r["input_tokens"] > 0 and r["output_tokens"] > 0
+        assert r["tokens_estimated"] == 0  # usage came from the server, streamed or not
+        assert r["finish_reason"] == "stop"
+        if model.endswith("-ns"):
+            assert r["ttft_ms"] is None
+        else:
+            assert r["ttft_ms"] is not None and 0 < r["ttft_ms"] <= r["latency_ms"]
+
+
+def test_max_tokens_is_finish_reason_length(mock_server: MockServerProcess, tmp_path: Path) -> None:
+    keys = [f"{p}-{v}" for p in PROVIDERS for v in ("long", "long-ns")]
+    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), limit=1)
+    for r in out.rows.values():
+        assert r["finish_reason"] == "length"  # Anthropic's max_tokens, normalised
+        assert r["output_tokens"] == 32  # capped at [defaults].max_tokens
+
+
+@pytest.mark.parametrize("fault", TRANSIENT_FAULTS)
+def test_transient_faults_are_retried_then_stored(mock_server: MockServerProcess, tmp_path: Path,
+                                                  fault: str) -> None:
+    keys = [f"{p}-{fault}{ns}" for p in PROVIDERS for ns in ("", "-ns")]
+    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), limit=1)
+    assert len(out.rows) == len(keys)
+    for (model, _, _), r in out.rows.items():
+        assert r["status"] == "errored"
+        assert r["error_class"] == "transient", (model, r["error_message"])
+        assert r["attempts"] == 3
+        assert len(out.of(CallStarted, model)) == 3
+
+
+@pytest.mark.parametrize("fault", TERMINAL_FAULTS)
+def test_terminal_faults_make_exactly_one_attempt(mock_server: MockServerProcess, tmp_path: Path,
+                                                  fault: str) -> None:
+    keys = [f"{p}-{fault}{ns}" for p in PROVIDERS for ns in ("", "-ns")]
+    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), limit=1)
+    for (model, _, _), r in out.rows.items():
+        assert r["error_class"] == "terminal", (model, r["error_message"])
+        assert r["attempts"] == 1
+        assert f"HTTP {fault}" in r["error_message"]
+        assert len(out.of(CallStarted, model)) == 1
+        assert not out.of(CallRetrying, model)
+
+
+@pytest.mark.parametrize("fault", TIMEOUT_FAULTS)
+def test_timeouts_hold_on_hanging_and_trickling_servers(mock_server: MockServerProcess, tmp_path: Path,
+                                                        fault: str) -> None:
+    timeout = 0.4
+    keys = [f"{p}-{fault}{ns}" for p in PROVIDERS for ns in ("", "-ns")]
+    t0 = time.monotonic()
+    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), limit=1,
+                    run={"timeout_s": timeout, "max_attempts": 2})
+    assert time.monotonic() - t0 < 2 * timeout + 2.0  # calls run side by side, each attempt cut at the deadline
+    for (model, _, _), r in out.rows.items():
+        assert r["error_class"] == "timeout", (model, r["error_message"])
+        assert r["attempts"] == 2
+        assert timeout * 1000 - 20 <= r["latency_ms"] <= timeout * 1000 + 250
+
+
+@pytest.mark.parametrize("form", RETRY_AFTER_FORMS)
+def test_429_retry_after_is_honoured(mock_server: MockServerProcess, tmp_path: Path, form: str) -> None:
+    asked = 0.3
+    keys = [f"{p}-429-{form}" for p in PROVIDERS]
+    wall_offset = time.time() - time.monotonic()
+    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), limit=1, run={"max_attempts": 2})
+    for model in keys:
+        (r,) = out.by_model(model)
+        assert r["error_class"] == "rate_limited" and r["attempts"] == 2
+        starts = sorted(out.of(CallStarted, model), key=lambda e: e.attempt)
+        (retrying,) = out.of(CallRetrying, model)
+        assert retrying.reason == "rate_limited"
+        gap = starts[1].t - retrying.t
+        if form in ("ms", "both"):  # retry-after-ms wins when both are sent
+            assert retrying.delay >= asked and gap >= asked
+            assert retrying.delay < 1.0
+        elif form == "seconds":  # whole seconds, rounded up by the server
+            assert retrying.delay >= 1.0 and gap >= 1.0
+        else:  # an HTTP date: the retry starts no earlier than the second it names
+            earliest = math.ceil(starts[0].t + wall_offset + asked)
+            assert starts[1].t + wall_offset >= earliest - 0.005
+
+
+def test_provider_rate_limit_from_simcore(mock_server: MockServerProcess, tmp_path: Path) -> None:
+    keys = [f"{p}-limited" for p in PROVIDERS]
+    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys),
+                    run={"max_attempts": 8, "concurrency": 6})
+    assert all(r["status"] == "passed" for r in out.rows.values())
+    retries = out.of(CallRetrying)
+    assert retries and all(e.reason == "rate_limited" for e in retries)
+    starts = {(e.model_key, e.case_id, e.trial, e.attempt): e.t for e in out.of(CallStarted)}
+    for e in retries:
+        assert starts[(e.model_key, e.case_id, e.trial, e.attempt + 1)] >= e.t + e.delay
+
+
+def test_serial_model_serves_one_at_a_time(mock_server: MockServerProcess, tmp_path: Path) -> None:
+    keys = [f"{p}-serial" for p in PROVIDERS]
+    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), run={"trials": 2})
+    for model in keys:
+        rows = out.by_model(model)
+        assert all(r["status"] == "passed" for r in rows)
+        span = max(r["finished_at"] for r in rows) - min(r["started_at"] for r in rows)
+        assert span >= 0.9 * 0.04 * len(rows)  # six answers of 40 ms, queued one behind another
+
+
+def test_unknown_model_is_terminal(mock_server: MockServerProcess, tmp_path: Path) -> None:
+    models = [dict(mock_server.models["oa-ok"], key="nobody", model="no-such-model"),
+              dict(mock_server.models["an-ok"], key="nobody-an", model="no-such-model")]
+    out = run_sweep(tmp_path, mock_server.url, models, limit=1)
+    for r in out.rows.values():
+        assert r["error_class"] == "terminal" and r["attempts"] == 1 and "HTTP 404" in r["error_message"]
+
+
+def test_connection_refused_is_transient(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    models = [{"key": "gone", "provider": "openai", "model": "m"}]
+    out = run_sweep(tmp_path, f"http://127.0.0.1:{port}", models, limit=1)
+    (r,) = out.rows.values()
+    assert r["error_class"] == "transient" and r["attempts"] == 3 and "ConnectError" in r["error_message"]

@@ -1,0 +1,50 @@
+"""No API key reaches the database, the logs or the output, even when a server echoes request headers back."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from pathlib import Path
+
+import pytest
+from httpkit import MockServerProcess, write_project
+
+from arenatui.cli import main
+
+
+def test_canary_key_never_leaves_the_environment(mock_server: MockServerProcess, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    canary = "cnry" + secrets.token_hex(6)  # short and plain: only the known-value scrub can catch it
+    monkeypatch.setenv("ARENA_CANARY_KEY", canary)
+    keys = ["oa-echo", "an-echo", "oa-echo-5xx", "an-echo-5xx", "oa-ok", "an-ok"]
+    models = [dict(mock_server.models[k], api_key_env="ARENA_CANARY_KEY") for k in keys]
+    project = write_project(tmp_path / "secrets.toml", mock_server.url, models, run={"max_attempts": 2})
+    db = tmp_path / "secrets.db"
+    caplog.set_level(logging.DEBUG)
+    code = main(["evaluate", "--project", str(project), "--db", str(db), "--concurrency", "4"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    places = {"stdout": out, "stderr": err, "logs": caplog.text}
+    for p in (db, db.with_name(db.name + "-wal")):
+        if p.exists():
+            places[p.name] = p.read_bytes().decode("latin-1")
+    for where, text in places.items():
+        assert canary not in text, f"the canary key leaked into {where}"
+    # The echoed headers did arrive (scrubbed): the test would prove nothing if they had not.
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        msgs = [r[0] for r in conn.execute("SELECT error_message FROM results WHERE error_message IS NOT NULL")]
+    assert any("request headers" in m and "[redacted]" in m for m in msgs), msgs
+
+
+def test_missing_key_variable_is_a_setup_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("ARENA_NO_SUCH_KEY", raising=False)
+    models = [{"key": "needs-key", "provider": "anthropic", "model": "m", "api_key_env": "ARENA_NO_SUCH_KEY"}]
+    project = write_project(tmp_path / "nokey.toml", "http://127.0.0.1:9", models)
+    code = main(["evaluate", "--project", str(project), "--db", str(tmp_path / "nokey.db")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "ARENA_NO_SUCH_KEY" in err and "needs-key" in err

@@ -1,0 +1,223 @@
+"""The HTTP providers' parsers over fake transports, and property tests: any bytes give only provider errors."""
+
+from __future__ import annotations
+
+import json
+from email.utils import formatdate
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arenatui.config.schema import Case, ModelConfig, RunSettings
+from arenatui.errors import ProviderError, ProviderSetupError, RateLimited, TerminalError, TransientError
+from arenatui.providers.anthropic import AnthropicProvider, AnthropicStream, parse_message
+from arenatui.providers.base import Request
+from arenatui.providers.http import SSEDecoder, error_for_status, parse_retry_after, scrub
+from arenatui.providers.openai import OpenAIProvider, OpenAIStream, parse_chat_completion
+
+CASE = Case(id="c1", input="What is 2+2?", expected="4")
+MSGS = ({"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+2?"})
+
+
+def _request(model: ModelConfig) -> Request:
+    return Request(model=model, case=CASE, trial=0, attempt=1, messages=MSGS, max_tokens=16, temperature=0.0,
+                   timeout_s=5.0)
+
+
+def _call(provider_cls: type[OpenAIProvider] | type[AnthropicProvider], handler: Any, **model_kw: Any) -> Any:
+    kind = "openai" if provider_cls is OpenAIProvider else "anthropic"
+    model = ModelConfig(key="m", provider=kind, model="mm", base_url="http://test", **model_kw)
+    provider = provider_cls(model, RunSettings(), 4, transport=httpx.MockTransport(handler))
+
+    async def go() -> Any:
+        try:
+            return await provider.complete(_request(model))
+        finally:
+            await provider.aclose()
+
+    return anyio.run(go)
+
+
+def _sse(*events: Any) -> bytes:
+    return b"".join(f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n".encode() for e in events)
+
+
+def test_openai_json_and_request_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("T_KEY", "sk-test-123456789")
+    seen: dict[str, Any] = {}
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen["url"], seen["headers"], seen["body"] = str(req.url), req.headers, json.loads(req.content)
+        return httpx.Response(200, json={"choices": [{"message": {"content": "4"}, "finish_reason": "stop"}],
+                                         "usage": {"prompt_tokens": 9, "completion_tokens": 1}})
+
+    c = _call(OpenAIProvider, handler, stream=False, api_key_env="T_KEY", extra_body={"top_p": 0.5},
+              headers={"X-Team": "a"})
+    assert (c.text, c.input_tokens, c.output_tokens, c.tokens_estimated, c.ttft_s) == ("4", 9, 1, False, None)
+    assert seen["url"] == "http://test/chat/completions"
+    assert seen["headers"]["authorization"] == "Bearer sk-test-123456789" and seen["headers"]["x-team"] == "a"
+    assert seen["body"]["top_p"] == 0.5 and seen["body"]["stream"] is False and seen["body"]["messages"][0] == MSGS[0]
+
+
+def test_openai_stream_with_usage() -> None:
+    def handler(req: httpx.Request) -> httpx.Response:
+        assert json.loads(req.content)["stream_options"] == {"include_usage": True}
+        body = _sse({"choices": [{"delta": {"role": "assistant", "content": ""}}]},
+                    {"choices": [{"delta": {"content": "4"}}]},
+                    {"choices": [{"delta": {}, "finish_reason": "length"}]},
+                    {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 3}}, "[DONE]")
+        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    c = _call(OpenAIProvider, handler)
+    assert (c.text, c.finish_reason, c.input_tokens, c.output_tokens, c.tokens_estimated) == ("4", "length", 7, 3,
+                                                                                             False)
+    assert c.ttft_s is not None and c.ttft_s >= 0
+
+
+def test_usage_estimated_when_absent() -> None:
+    def handler(req: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=_sse({"choices": [{"delta": {"content": "four"}}]}, "[DONE]"),
+                              headers={"content-type": "text/event-stream"})
+
+    c = _call(OpenAIProvider, handler)
+    assert c.tokens_estimated and c.output_tokens >= 1 and c.input_tokens >= 1
+
+
+def test_anthropic_system_on_top_and_stream() -> None:
+    seen: dict[str, Any] = {}
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen["url"], seen["headers"], seen["body"] = str(req.url), req.headers, json.loads(req.content)
+        evs = [("message_start", {"type": "message_start", "message": {"usage": {"input_tokens": 12,
+                                                                                  "output_tokens": 1}}}),
+               ("content_block_delta", {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "4"}}),
+               ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "max_tokens"},
+                                  "usage": {"output_tokens": 2}}),
+               ("message_stop", {"type": "message_stop"})]
+        body = b"".join(f"event: {e}\r\ndata: {json.dumps(d)}\r\n\r\n".encode() for e, d in evs)
+        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    c = _call(AnthropicProvider, handler)
+    assert seen["url"] == "http://test/v1/messages"
+    assert seen["headers"]["anthropic-version"] and "x-api-key" not in seen["headers"]
+    assert seen["body"]["system"] == "Be brief." and all(m["role"] != "system" for m in seen["body"]["messages"])
+    assert (c.text, c.finish_reason, c.input_tokens, c.output_tokens) == ("4", "length", 12, 2)
+
+
+def test_anthropic_json_end_turn_is_stop() -> None:
+    raw = json.dumps({"content": [{"type": "text", "text": "4"}], "stop_reason": "end_turn",
+                      "usage": {"input_tokens": 3, "output_tokens": 1}}).encode()
+    c = parse_message(raw, _request(ModelConfig(key="m", provider="anthropic", model="m")), "m")
+    assert (c.text, c.finish_reason) == ("4", "stop")
+
+
+@pytest.mark.parametrize(("status", "cls"), [(429, RateLimited), (408, TransientError), (409, TransientError),
+                                             (500, TransientError), (503, TransientError), (529, TransientError),
+                                             (400, TerminalError), (401, TerminalError), (403, TerminalError),
+                                             (404, TerminalError), (422, TerminalError)])
+def test_status_mapping(status: int, cls: type[ProviderError]) -> None:
+    def handler(req: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, json={"error": {"message": "nope"}}, headers={"retry-after": "2"})
+
+    with pytest.raises(cls) as ei:
+        _call(OpenAIProvider, handler)
+    assert type(ei.value) is cls and "nope" in ei.value.message
+    if cls is RateLimited:
+        assert isinstance(ei.value, RateLimited) and ei.value.retry_after == 2.0
+
+
+def test_x_should_retry_overrides_status() -> None:
+    assert isinstance(error_for_status(400, {"x-should-retry": "true"}, b"", where="m"), TransientError)
+    assert isinstance(error_for_status(503, {"X-Should-Retry": "false"}, b"", where="m"), TerminalError)
+
+
+def test_truncated_stream_is_transient_with_partial_usage() -> None:
+    def handler(req: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=_sse({"choices": [{"delta": {"content": "partial answer"}}]}),
+                              headers={"content-type": "text/event-stream"})
+
+    with pytest.raises(TransientError) as ei:
+        _call(OpenAIProvider, handler)
+    assert "truncated" in ei.value.message and getattr(ei.value, "output_tokens", 0) > 0
+
+
+def test_retry_after_forms() -> None:
+    assert parse_retry_after({"retry-after-ms": "250", "Retry-After": "3"}) == 0.25
+    assert parse_retry_after({"Retry-After": "3"}) == 3.0
+    date = formatdate(1_000_010, usegmt=True)
+    assert parse_retry_after({"Retry-After": date}, now=1_000_000.0) == pytest.approx(10.0)
+    assert parse_retry_after({"Retry-After": "soon"}) is None
+    assert parse_retry_after({"Retry-After": "-1"}) is None
+    assert parse_retry_after({}) is None
+
+
+def test_scrub_removes_keys() -> None:
+    text = 'auth {"Authorization": "Bearer abc123", "x-api-key": "k9"} sk-ant-api03-abcdefgh1234 plainsecret'
+    out = scrub(text, ["plainsecret"])
+    for s in ("abc123", "k9", "sk-ant-api03-abcdefgh1234", "plainsecret"):
+        assert s not in out
+
+
+def test_missing_key_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NOPE_KEY", raising=False)
+    m = ModelConfig(key="gpt", provider="openai", model="g", base_url="http://x", api_key_env="NOPE_KEY")
+    with pytest.raises(ProviderSetupError, match="NOPE_KEY") as ei:
+        OpenAIProvider(m, RunSettings())
+    assert "gpt" in str(ei.value)
+
+
+# ---- properties: arbitrary bytes and headers raise only provider errors ----------------------------
+
+_headers = st.dictionaries(st.sampled_from(["retry-after", "Retry-After", "retry-after-ms", "x-should-retry", "x"]),
+                           st.text(max_size=40), max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_headers)
+def test_retry_after_never_raises(headers: dict[str, str]) -> None:
+    v = parse_retry_after(headers)
+    assert v is None or v >= 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(100, 599), _headers, st.binary(max_size=300))
+def test_error_mapping_total(status: int, headers: dict[str, str], body: bytes) -> None:
+    err = error_for_status(status, headers, body, where="m", secrets=["sekrit"])
+    assert isinstance(err, (RateLimited, TransientError, TerminalError)) and "sekrit" not in err.message
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400), st.sampled_from(["openai", "anthropic"]))
+def test_parsers_raise_only_provider_errors(raw: bytes, kind: str) -> None:
+    req = _request(ModelConfig(key="m", provider=kind, model="m"))  # type: ignore[arg-type]
+    try:
+        (parse_chat_completion if kind == "openai" else parse_message)(raw, req, "m")
+    except ProviderError:
+        pass
+    reader = (OpenAIStream if kind == "openai" else AnthropicStream)(req, 0.0, "m")
+    dec = SSEDecoder()
+    try:
+        for i in range(0, len(raw), 7):
+            for ev in dec.feed(raw[i : i + 7]):
+                reader.on_event(ev)
+        for ev in dec.close():
+            reader.on_event(ev)
+        reader.finish()
+    except ProviderError:
+        pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([b"data: ", b"event: x", b"\r", b"\n", b"\r\n", b":c", b"{}", b"[DONE]", b"\xff"]),
+                max_size=30), st.integers(1, 9))
+def test_sse_chunking_does_not_matter(parts: list[bytes], size: int) -> None:
+    raw = b"".join(parts)
+    whole = SSEDecoder()
+    a = whole.feed(raw) + whole.close()
+    pieces = SSEDecoder()
+    b = [ev for i in range(0, len(raw), size) for ev in pieces.feed(raw[i : i + size])] + pieces.close()
+    assert a == b

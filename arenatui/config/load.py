@@ -326,7 +326,8 @@ def _read_case(file: Path, path: str, data: Any) -> Case:
     return case
 
 
-def _read_case_file(project_file: Path, key: str, value: str) -> list[Case]:
+def _read_case_file(project_file: Path, key: str, value: str,
+                    origins: list[tuple[str, str]] | None = None) -> list[Case]:
     p = Path(value)
     if not p.is_absolute():
         p = project_file.parent / p
@@ -346,6 +347,8 @@ def _read_case_file(project_file: Path, key: str, value: str) -> list[Case]:
             if "sealed" in d:
                 d["sealed"] = str(d["sealed"]).strip().lower() in ("1", "true", "yes")
             cases.append(_read_case(p, f"line {n}", d))
+            if origins is not None:
+                origins.append((str(p), f"line {n}.id"))
     elif p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
         for n, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
@@ -355,6 +358,8 @@ def _read_case_file(project_file: Path, key: str, value: str) -> list[Case]:
             except json.JSONDecodeError as e:
                 raise ConfigError(str(p), f"line {n}", f"is not valid JSON ({e.msg} at column {e.colno})") from None
             cases.append(_read_case(p, f"line {n}", obj))
+            if origins is not None:
+                origins.append((str(p), f"line {n}.id"))
     else:
         raise ConfigError(str(project_file), key, f"expected a .jsonl or .csv case file, got {p.name!r}")
     return cases
@@ -389,6 +394,9 @@ def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
     )
     rt.finish()
     top.seen.add("mock")  # [mock] is read after the models it names
+    # Unknown top-level keys first: a typo like [[case]] should say so, not "the case set is empty".
+    top.seen.update(("models", "scorers", "cases", "cases_file"))
+    top.finish()
 
     top.seen.add("models")
     raw_models = raw.get("models", [])
@@ -423,23 +431,29 @@ def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
     raw_cases = raw.get("cases", [])
     if not isinstance(raw_cases, list):
         raise ConfigError(str(file), "cases", "expected an array of [[cases]] tables")
+    origins: list[tuple[str, str]] = []
     for i, rc in enumerate(raw_cases):
         cases.append(_read_case(file, f"cases[{i}]", rc))
+        origins.append((str(file), f"cases[{i}].id"))
     cases_file = raw.get("cases_file")
     if cases_file is not None:
         files = [cases_file] if isinstance(cases_file, str) else cases_file
         if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
             raise ConfigError(str(file), "cases_file", "expected a path (or array of paths) to .jsonl/.csv files")
         for j, f in enumerate(files):
-            cases.extend(_read_case_file(file, "cases_file" if isinstance(cases_file, str) else f"cases_file[{j}]", f))
+            cases.extend(_read_case_file(file, "cases_file" if isinstance(cases_file, str) else f"cases_file[{j}]", f,
+                                         origins))
     if not cases:
         raise ConfigError(str(file), "cases", "the case set is empty: add [[cases]] tables or a cases_file")
-    seen_ids: set[str] = set()
+    seen_ids: dict[str, tuple[str, str]] = {}
     scorer_names = {s.name for s in scorers}
-    for c in cases:
+    for c, (where_file, where_key) in zip(cases, origins, strict=True):
         if c.id in seen_ids:
-            raise ConfigError(str(file), "cases", f"duplicate case id {c.id!r}: every case id must be unique")
-        seen_ids.add(c.id)
+            first_file, first_key = seen_ids[c.id]
+            also = first_key if first_file == where_file else f"{first_file}: {first_key}"
+            raise ConfigError(where_file, where_key,
+                              f"duplicate case id {c.id!r} (also {also}): every case id must be unique")
+        seen_ids[c.id] = (where_file, where_key)
         if c.scorer is not None and c.scorer not in scorer_names:
             close = difflib.get_close_matches(c.scorer, sorted(scorer_names), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else f"; defined: {', '.join(sorted(scorer_names))}"

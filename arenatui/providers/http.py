@@ -244,7 +244,14 @@ def as_int(v: object) -> int | None:
 
 def usage_or_estimate(text: str, messages: Iterable[Mapping[str, str]], input_tokens: int | None,
                       output_tokens: int | None) -> tuple[int, int, bool]:
-    """Token counts as the server reported them, or our estimate (flagged) when it reported none."""
+    """Token counts as the server reported them, or our estimate (flagged) when it reported none.
+
+    A zero count for a non-empty prompt or answer cannot be true (some mock servers send it): estimated too.
+    """
+    if output_tokens == 0 and text:
+        output_tokens = None
+    if input_tokens == 0:
+        input_tokens = None
     estimated = input_tokens is None or output_tokens is None
     if input_tokens is None:
         input_tokens = estimate_tokens("\n".join(str(m.get("content", "")) for m in messages))

@@ -82,13 +82,15 @@ def write_starter(directory: Path, *, force: bool = False) -> list[Path]:
     for p in (toml_path, cases_path):
         if p.exists() and not force:
             raise ArenaError(f"{p} already exists; pass --force to overwrite it or choose another directory")
-    parts = ["# arenatui project. Run it with:  arena run --project " + str(directory) + "\n", _CASES]
+    # Top-level keys first: tomli-w may write `scorers` as an inline array (a bare key), which after a
+    # table header such as [models.sim] would belong to that table instead.
+    parts = ["# arenatui project. Run it with:  arena run --project " + str(directory) + "\n", _CASES,
+             _SCORERS + tomli_w.dumps(_SCORERS_DATA)]
     for name, comment, data in _SECTIONS:
         parts.append("\n" + "".join(f"# {line}\n" for line in comment.splitlines()))
         parts.append(tomli_w.dumps({name: data}))
     parts.append("\n" + _MODELS + tomli_w.dumps(_MODELS_DATA))
     parts.append(_OPENAI_EXAMPLE)
-    parts.append(_SCORERS + tomli_w.dumps(_SCORERS_DATA))
     toml_path.write_text("".join(parts), encoding="utf-8")
     cases_path.write_text("".join(json.dumps(r) + "\n" for r in _CASE_ROWS), encoding="utf-8")
     return [toml_path, cases_path]

@@ -260,9 +260,10 @@ class MockServer:
 
     def _sse_start(self, wire: Wire, name: str, out: SimOutcome) -> list[bytes]:
         if wire == "anthropic":
-            msg: dict[str, Any] = {"id": "msg_mock", "type": "message", "role": "assistant", "model": name, "content": [],
-                   "stop_reason": None, "stop_sequence": None,
-                   "usage": {"input_tokens": out.input_tokens, "output_tokens": 1}}
+            msg: dict[str, Any] = {
+                "id": "msg_mock", "type": "message", "role": "assistant", "model": name, "content": [],
+                "stop_reason": None, "stop_sequence": None,
+                "usage": {"input_tokens": out.input_tokens, "output_tokens": 1}}
             return [_sse({"type": "message_start", "message": msg}, "message_start"),
                     _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
                          "content_block_start"),

@@ -12,6 +12,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from arenatui.engine.events import (
     CallFinished,
@@ -54,30 +55,35 @@ class LogEntry:
 
 
 class _Ring:
-    """Per-second buckets over the last RING seconds, addressed by absolute second."""
+    """Per-second buckets of several counters over the last RING seconds, addressed by absolute second."""
 
     __slots__ = ("stamp", "values")
+    COUNTERS = ("done", "tokens", "retries", "limited", "attempts", "lat_sum")
+    DONE, TOKENS, RETRIES, LIMITED, ATTEMPTS, LAT_SUM = range(6)
 
     def __init__(self) -> None:
         self.stamp = array("q", [-1] * RING)
-        self.values = array("d", [0.0] * RING)
+        self.values = [array("d", [0.0] * RING) for _ in self.COUNTERS]
 
-    def add(self, sec: int, v: float) -> None:
+    def slot(self, sec: int) -> int:
+        """The bucket index for `sec`, cleared if it last held an older second."""
         i = sec % RING
         if self.stamp[i] != sec:
             self.stamp[i] = sec
-            self.values[i] = 0.0
-        self.values[i] += v
+            for v in self.values:
+                v[i] = 0.0
+        return i
 
-    def series(self, now_sec: int, n: int) -> list[float]:
+    def series(self, counter: int, now_sec: int, n: int) -> list[float]:
+        vals = self.values[counter]
         out = []
         for sec in range(now_sec - n + 1, now_sec + 1):
             i = sec % RING
-            out.append(self.values[i] if sec >= 0 and self.stamp[i] == sec else 0.0)
+            out.append(vals[i] if sec >= 0 and self.stamp[i] == sec else 0.0)
         return out
 
-    def total(self, now_sec: int, n: int) -> float:
-        return sum(self.series(now_sec, n))
+    def total(self, counter: int, now_sec: int, n: int) -> float:
+        return sum(self.series(counter, now_sec, n))
 
 
 @dataclass(slots=True)
@@ -100,12 +106,7 @@ class _ModelAgg:
     errors: dict[str, int] = field(default_factory=dict)
     latencies: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
     ttfts: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
-    done_ring: _Ring = field(default_factory=_Ring)
-    tokens_ring: _Ring = field(default_factory=_Ring)
-    retry_ring: _Ring = field(default_factory=_Ring)
-    limited_ring: _Ring = field(default_factory=_Ring)
-    attempt_ring: _Ring = field(default_factory=_Ring)
-    lat_sum_ring: _Ring = field(default_factory=_Ring)
+    ring: _Ring = field(default_factory=_Ring)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +195,12 @@ class LiveMetrics:
         self.caps: dict[str, int | None] = {}
         self.planned = n_cells * trials
         self._backoff: set[tuple[str, str, int]] = set()
-        self._inflight: set[tuple[str, str, int]] = set()
+        """Calls sleeping before a retry: few at a time, so kept by key (calls in flight are not)."""
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            CallStarted: self._started, CallFinished: self._finished, CallRetrying: self._retrying,
+            ConcurrencyChanged: self._concurrency, RunPaused: self._paused, RunResumed: self._resumed,
+            RunFinished: self._run_finished,
+        }
         self.log: deque[LogEntry] = deque(maxlen=log_size)
         self.log_seq = 0
         """Count of entries ever logged: lets a view tell what is new since it last looked."""
@@ -231,11 +237,15 @@ class LiveMetrics:
         self.log_seq += 1
 
     def on_event(self, ev: Event) -> None:
-        tp = type(ev)
-        if tp is CallStarted:
-            assert isinstance(ev, CallStarted)
-            mi = self._m_index[ev.model_key]
-            agg = self.models[mi]
+        """Fold one event in: O(1), a few attribute updates."""
+        handler = self._handlers.get(type(ev))
+        if handler is not None:
+            handler(ev)
+
+    def _started(self, ev: CallStarted) -> None:
+        mi = self._m_index[ev.model_key]
+        agg = self.models[mi]
+        if self._backoff:
             key = (ev.model_key, ev.case_id, ev.trial)
             if key in self._backoff:
                 self._backoff.discard(key)
@@ -243,101 +253,107 @@ class LiveMetrics:
                 self._move(mi, ev.case_id, BACKOFF, IN_FLIGHT)
             else:
                 self._move(mi, ev.case_id, QUEUED, IN_FLIGHT)
-            self._inflight.add(key)
-            agg.in_flight += 1
-            agg.attempts += 1
-            agg.attempt_ring.add(self._sec(ev.t), 1)
-        elif tp is CallFinished:
-            assert isinstance(ev, CallFinished)
-            r = ev.result
-            mi = self._m_index[r.model_key]
-            agg = self.models[mi]
-            key = (r.model_key, r.case_id, r.trial)
-            if key in self._inflight:
-                self._inflight.discard(key)
-                agg.in_flight -= 1
-                src = IN_FLIGHT
-            elif key in self._backoff:
-                self._backoff.discard(key)
-                agg.backing_off -= 1
-                src = BACKOFF
-            else:
-                src = QUEUED
-            agg.input_tokens += r.input_tokens
-            agg.output_tokens += r.output_tokens
-            agg.cost += r.cost
-            if r.error_class == "cancelled":
-                self._move(mi, r.case_id, src, QUEUED)  # resume runs it again
-                return
-            sec = self._sec(ev.t)
-            agg.done += 1
-            if r.status == "passed":
-                agg.passed += 1
-                dst = PASSED
-            elif r.status == "failed":
-                agg.failed += 1
-                dst = FAILED
-            else:
-                agg.errored += 1
-                dst = ERRORED
-                ec = r.error_class or "error"
-                agg.errors[ec] = agg.errors.get(ec, 0) + 1
-                self._log(ev.t, "error", r.model_key,
-                          f"{r.model_key} {r.case_id}#{r.trial}: {ec} after {r.attempts} attempt(s): "
-                          f"{r.error_message or ''}")
-            self._move(mi, r.case_id, src, dst)
-            if r.score is not None:
-                agg.score_sum += r.score
-            agg.done_ring.add(sec, 1)
-            agg.tokens_ring.add(sec, r.output_tokens)
-            if r.latency_ms is not None and r.status != "errored":
-                agg.latencies.append(r.latency_ms)
-                agg.lat_sum_ring.add(sec, r.latency_ms)
-            if r.ttft_ms is not None:
-                agg.ttfts.append(r.ttft_ms)
-            self._bump(self._done_sec, sec)
-        elif tp is CallRetrying:
-            assert isinstance(ev, CallRetrying)
-            mi = self._m_index[ev.model_key]
-            agg = self.models[mi]
-            key = (ev.model_key, ev.case_id, ev.trial)
-            self._inflight.discard(key)
-            self._backoff.add(key)
+        else:
+            self._move(mi, ev.case_id, QUEUED, IN_FLIGHT)
+        agg.in_flight += 1
+        agg.attempts += 1
+        ring = agg.ring
+        ring.values[_Ring.ATTEMPTS][ring.slot(self._sec(ev.t))] += 1
+
+    def _finished(self, ev: CallFinished) -> None:
+        r = ev.result
+        mi = self._m_index[r.model_key]
+        agg = self.models[mi]
+        if self._backoff and (r.model_key, r.case_id, r.trial) in self._backoff:
+            self._backoff.discard((r.model_key, r.case_id, r.trial))
+            agg.backing_off -= 1
+            src = BACKOFF
+        elif r.attempts > 0:
             agg.in_flight -= 1
-            agg.backing_off += 1
-            agg.retries += 1
-            sec = self._sec(ev.t)
-            agg.retry_ring.add(sec, 1)
-            if ev.reason == "rate_limited":
-                agg.rate_limited += 1
-                agg.limited_ring.add(sec, 1)
-            self._move(mi, ev.case_id, IN_FLIGHT, BACKOFF)
-            self._bump(self._retry_sec, sec)
-            self._log(ev.t, "retry", ev.model_key,
-                      f"{ev.model_key} {ev.case_id}#{ev.trial}: {ev.reason} on attempt {ev.attempt}, "
-                      f"retrying in {ev.delay:.2f}s: {ev.message}")
-        elif tp is ConcurrencyChanged:
-            assert isinstance(ev, ConcurrencyChanged)
-            if ev.model_key is None:
-                self.target = ev.new
-                what = "concurrency"
-            else:
-                self.caps[ev.model_key] = ev.new or None
-                what = f"{ev.model_key} cap"
-            self.markers.append((ev.t - self.t0, ev.old, ev.new, ev.model_key, ev.source))
-            if ev.source != "config":
-                self._log(ev.t, "concurrency", ev.model_key, f"{what} {ev.old} → {ev.new} ({ev.source})")
-        elif tp is RunPaused:
-            self.state = "paused"
-            self._log(ev.t, "state", None, "paused: no new calls start; calls in flight finish")
-        elif tp is RunResumed:
-            self.state = "running"
-            self._log(ev.t, "state", None, "resumed")
-        elif tp is RunFinished:
-            assert isinstance(ev, RunFinished)
-            self.state = ev.status
-            self.end_t = ev.t
-            self._log(ev.t, "state", None, f"run {ev.status}" + (f": {ev.message}" if ev.message else ""))
+            src = IN_FLIGHT
+        else:
+            src = QUEUED  # cancelled before its first attempt started
+        agg.input_tokens += r.input_tokens
+        agg.output_tokens += r.output_tokens
+        agg.cost += r.cost
+        if r.error_class == "cancelled":
+            self._move(mi, r.case_id, src, QUEUED)  # resume runs it again
+            return
+        sec = self._sec(ev.t)
+        agg.done += 1
+        status = r.status
+        if status == "passed":
+            agg.passed += 1
+            dst = PASSED
+        elif status == "failed":
+            agg.failed += 1
+            dst = FAILED
+        else:
+            agg.errored += 1
+            dst = ERRORED
+            ec = r.error_class or "error"
+            agg.errors[ec] = agg.errors.get(ec, 0) + 1
+            self._log(ev.t, "error", r.model_key,
+                      f"{r.model_key} {r.case_id}#{r.trial}: {ec} after {r.attempts} attempt(s): "
+                      f"{r.error_message or ''}")
+        self._move(mi, r.case_id, src, dst)
+        if r.score is not None:
+            agg.score_sum += r.score
+        ring = agg.ring
+        i = ring.slot(sec)
+        vals = ring.values
+        vals[_Ring.DONE][i] += 1
+        vals[_Ring.TOKENS][i] += r.output_tokens
+        if r.latency_ms is not None and dst != ERRORED:
+            agg.latencies.append(r.latency_ms)
+            vals[_Ring.LAT_SUM][i] += r.latency_ms
+        if r.ttft_ms is not None:
+            agg.ttfts.append(r.ttft_ms)
+        self._bump(self._done_sec, sec)
+
+    def _retrying(self, ev: CallRetrying) -> None:
+        mi = self._m_index[ev.model_key]
+        agg = self.models[mi]
+        self._backoff.add((ev.model_key, ev.case_id, ev.trial))
+        agg.in_flight -= 1
+        agg.backing_off += 1
+        agg.retries += 1
+        sec = self._sec(ev.t)
+        ring = agg.ring
+        i = ring.slot(sec)
+        ring.values[_Ring.RETRIES][i] += 1
+        if ev.reason == "rate_limited":
+            agg.rate_limited += 1
+            ring.values[_Ring.LIMITED][i] += 1
+        self._move(mi, ev.case_id, IN_FLIGHT, BACKOFF)
+        self._bump(self._retry_sec, sec)
+        self._log(ev.t, "retry", ev.model_key,
+                  f"{ev.model_key} {ev.case_id}#{ev.trial}: {ev.reason} on attempt {ev.attempt}, "
+                  f"retrying in {ev.delay:.2f}s: {ev.message}")
+
+    def _concurrency(self, ev: ConcurrencyChanged) -> None:
+        if ev.model_key is None:
+            self.target = ev.new
+            what = "concurrency"
+        else:
+            self.caps[ev.model_key] = ev.new or None
+            what = f"{ev.model_key} cap"
+        self.markers.append((ev.t - self.t0, ev.old, ev.new, ev.model_key, ev.source))
+        if ev.source != "config":
+            self._log(ev.t, "concurrency", ev.model_key, f"{what} {ev.old} → {ev.new} ({ev.source})")
+
+    def _paused(self, ev: RunPaused) -> None:
+        self.state = "paused"
+        self._log(ev.t, "state", None, "paused: no new calls start; calls in flight finish")
+
+    def _resumed(self, ev: RunResumed) -> None:
+        self.state = "running"
+        self._log(ev.t, "state", None, "resumed")
+
+    def _run_finished(self, ev: RunFinished) -> None:
+        self.state = ev.status
+        self.end_t = ev.t
+        self._log(ev.t, "state", None, f"run {ev.status}" + (f": {ev.message}" if ev.message else ""))
 
     def preload(self, stored: Iterable[tuple[str, str, int, str, float | None]]) -> None:
         """Fill the matrix and totals with results a resumed run already has: (model, case, trial, status, score)."""
@@ -366,6 +382,12 @@ class LiveMetrics:
         idx = model_index * self._n_cases + case_index
         return tuple(self.cells[s][idx] for s in range(_N_STATES))
 
+    def cell_range(self, model_index: int, case_start: int, case_stop: int) -> tuple[int, ...]:
+        """Trials of one model over cases [case_start, case_stop) in each state, summed: a condensed matrix column."""
+        base = model_index * self._n_cases
+        a, b = base + case_start, base + min(case_stop, self._n_cases)
+        return tuple(sum(self.cells[s][a:b]) for s in range(_N_STATES))
+
     def take_dirty(self) -> set[int]:
         """Cell indexes (model_index * n_cases + case_index) changed since the last call."""
         d, self.dirty = self.dirty, set()
@@ -384,10 +406,11 @@ class LiveMetrics:
         tot_cps = 0.0
         tot_attempts_w = tot_retries_w = 0.0
         for agg in self.models:
-            done_w = agg.done_ring.total(now_sec, w)
-            attempts_w = agg.attempt_ring.total(now_sec, w)
-            retries_w = agg.retry_ring.total(now_sec, w)
-            limited_w = agg.limited_ring.total(now_sec, w)
+            ring = agg.ring
+            done_w = ring.total(_Ring.DONE, now_sec, w)
+            attempts_w = ring.total(_Ring.ATTEMPTS, now_sec, w)
+            retries_w = ring.total(_Ring.RETRIES, now_sec, w)
+            limited_w = ring.total(_Ring.LIMITED, now_sec, w)
             span = min(w, elapsed) if elapsed > 0 else 1.0
             cps = done_w / max(span, 1e-9)
             tot_cps += cps
@@ -396,14 +419,14 @@ class LiveMetrics:
             lat = sorted(agg.latencies)
             tt = sorted(agg.ttfts)
             n_series = 60
-            counts = agg.done_ring.series(now_sec, n_series)
-            sums = agg.lat_sum_ring.series(now_sec, n_series)
+            counts = ring.series(_Ring.DONE, now_sec, n_series)
+            sums = ring.series(_Ring.LAT_SUM, now_sec, n_series)
             series = tuple((s / c) if c else 0.0 for s, c in zip(sums, counts, strict=True))
             models.append(ModelSnapshot(
                 key=agg.key, planned=agg.planned, done=agg.done, passed=agg.passed, failed=agg.failed,
                 errored=agg.errored, in_flight=agg.in_flight, backing_off=agg.backing_off,
                 cap=self.caps.get(agg.key), calls_per_s=cps,
-                tokens_per_s=agg.tokens_ring.total(now_sec, w) / max(span, 1e-9),
+                tokens_per_s=ring.total(_Ring.TOKENS, now_sec, w) / max(span, 1e-9),
                 retries=agg.retries, retry_rate=(retries_w / attempts_w) if attempts_w else 0.0,
                 rate_limited=agg.rate_limited, rate_limited_rate=(limited_w / attempts_w) if attempts_w else 0.0,
                 errors=dict(agg.errors), p50_ms=percentile(lat, 0.5), p95_ms=percentile(lat, 0.95),

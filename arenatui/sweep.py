@@ -47,17 +47,16 @@ class Sweep:
         self.db_path = Path(opts.db) if opts.db is not None else default_db_path()
         store = Store(self.db_path)
         try:
+            stored: list[tuple[str, str, int, str, float | None]] = []
             if opts.resume is not None:
                 rec = store.get_run(opts.resume)
                 project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"))
                 self.filters = Filters.from_dict(rec.filters)
                 self.run_id = rec.run_id
-                done = store.done_keys(rec.run_id)
-                self.plan = make_plan(project, self.filters, done)
+                self.plan = make_plan(project, self.filters, store.done_keys(rec.run_id))
                 stored = [(r[0], r[1], r[2], r[3], r[4]) for r in store.results(
                     rec.run_id, ("model_key", "case_id", "trial", "status", "score", "error_class"))
                     if r[5] != "cancelled"]
-                store.mark_run(self.run_id, "running")
                 self.resumed = True
             else:
                 if opts.project is None:
@@ -66,28 +65,26 @@ class Sweep:
                 project = _with_seed(load_project(opts.project), opts.seed)
                 self.filters = opts.filters
                 self.plan = make_plan(project, self.filters)
+                self.resumed = False
+            self.project = self.plan.project
+            plan: Plan = self.plan
+            concurrency = opts.concurrency or self.project.run.concurrency
+            # Providers first: a missing API key variable must fail before any run is recorded.
+            self.providers: dict[str, Provider] = {
+                m.key: make_provider(m, self.project.run, concurrency_hint=concurrency) for m in plan.models}
+            if self.resumed:
+                store.mark_run(self.run_id, "running")
+            else:
                 self.run_id = store.create_run(project.name, str(project.path), project_to_dict(project),
                                                self.filters.to_dict(), self.plan.total)
-                stored = []
-                self.resumed = False
         finally:
             store.close()
-        self.project = self.plan.project
-        plan: Plan = self.plan
-        self.providers: dict[str, Provider] = {}
-        concurrency = opts.concurrency or self.project.run.concurrency
-        for m in plan.models:
-            self.providers[m.key] = make_provider(m, self.project.run, concurrency_hint=concurrency)
         self.live = LiveMetrics([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials)
         self.live.preload(stored)
-        self.writer: ResultWriter | None = None
-        self.runner = Runner(plan, self.providers, sinks=(self._to_writer, self.live.on_event, *extra_sinks),
+        self.writer = ResultWriter(self.db_path, self.run_id)
+        self.runner = Runner(plan, self.providers, sinks=(self.writer.on_event, self.live.on_event, *extra_sinks),
                              concurrency=concurrency)
         self.status: RunStatus | None = None
-
-    def _to_writer(self, ev: object) -> None:
-        if self.writer is not None:
-            self.writer.on_event(ev)  # type: ignore[arg-type]
 
     @property
     def resume_command(self) -> str:
@@ -96,7 +93,6 @@ class Sweep:
 
     async def run(self) -> RunStatus:
         """Run to the end, cancellation, or failure; the run record says which and every finished call is stored."""
-        self.writer = ResultWriter(self.db_path, self.run_id)
         status: RunStatus = "failed"
         message: str | None = None
         try:

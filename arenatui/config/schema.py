@@ -53,8 +53,10 @@ class SimSettings:
     """Provider-side requests per minute; past it the model answers rate-limited with retry-after."""
     burst: float | None = None
     """Token-bucket depth for ``rpm``; defaults to one second of requests (at least 1)."""
-    reject_cost: float = 1.0
-    """Share of a request that a refused request still consumes (providers count 429s too)."""
+    reject_cost: float = 0.25
+    """Share of a request that a refused request still consumes from the rate limit. Some providers
+    count refused requests in full (1.0: retry storms then collapse throughput); 0.25 gives the
+    gentle slow-down past the optimum that most hosted APIs show."""
     max_concurrent: int | None = None
     """Provider-side ceiling of simultaneous requests; past it the model answers rate-limited."""
     transient_rate: float = 0.0

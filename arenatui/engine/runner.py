@@ -47,6 +47,8 @@ class _ModelLane:
     model: ModelConfig
     calls: Iterator[tuple[Case, int]]
     provider: Provider
+    own_timeout: bool
+    """The provider ends attempts at timeout_s itself (no cancel scope per attempt needed)."""
     cap: int | None
     max_tokens: int
     temperature: float
@@ -85,6 +87,7 @@ class Runner:
                 model=m,
                 calls=plan.pending(m.key),
                 provider=providers[m.key],
+                own_timeout=bool(getattr(providers[m.key], "enforces_timeout", False)),
                 cap=m.max_concurrency,
                 max_tokens=m.max_tokens or defaults.max_tokens,
                 temperature=m.temperature if m.temperature is not None else defaults.temperature,
@@ -243,18 +246,21 @@ class Runner:
         latency: float | None = None
         try:
             while True:
-                attempt += 1
                 if lane.rpm is not None:
                     await lane.rpm.acquire()
                 if lane.tpm is not None:
                     need = estimate_tokens(case.prompt_text()) + lane.max_tokens
                     await lane.tpm.acquire(min(need, model.tpm or need))
+                attempt += 1  # counts attempts started: a call cancelled while waiting on a limiter made none
                 ta = time.monotonic()
                 self._emit(CallStarted(mkey, case.id, trial, attempt, ta))
                 retry_after: float | None = None
                 try:
-                    with anyio.fail_after(self.timeout_s):
+                    if lane.own_timeout:
                         comp = await lane.provider.complete(self._request(lane, case, trial, attempt))
+                    else:
+                        with anyio.fail_after(self.timeout_s):
+                            comp = await lane.provider.complete(self._request(lane, case, trial, attempt))
                 except TimeoutError:
                     latency = (time.monotonic() - ta) * 1000.0
                     err_class, err_msg = "timeout", f"no complete answer within {self.timeout_s:g}s"

@@ -6,14 +6,14 @@ TerminalError (arenatui.errors) and the engine decides.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from arenatui.config.schema import Case, Defaults, ModelConfig, RunSettings
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+class Request(NamedTuple):
+    """One attempt's request. NamedTuple (immutable, cheap to build): one is made per attempt."""
+
     model: ModelConfig
     case: Case
     trial: int
@@ -29,8 +29,7 @@ class Request:
         return self.messages[0]["content"] if self.messages and self.messages[0]["role"] == "system" else None
 
 
-@dataclass(frozen=True, slots=True)
-class Completion:
+class Completion(NamedTuple):
     text: str
     input_tokens: int
     output_tokens: int
@@ -42,6 +41,9 @@ class Completion:
 
 
 class Provider(Protocol):
+    """Implementations may set ``enforces_timeout = True`` when they end every attempt at
+    ``request.timeout_s`` themselves (raising TimeoutError); the engine then skips its own cancel scope."""
+
     async def complete(self, request: Request) -> Completion:
         """Perform one attempt. Raise a ProviderError subclass on failure."""
         ...

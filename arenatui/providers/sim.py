@@ -7,13 +7,18 @@ own, so the in-process `SimProvider` and the mock HTTP server share it exactly.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import math
 import re
-from dataclasses import dataclass
+import struct
+import time
+from collections.abc import Awaitable, Callable
 from statistics import NormalDist
+from typing import NamedTuple
 
 import anyio
+import sniffio
 
 from arenatui.config.schema import ModelConfig, SimSettings
 from arenatui.errors import RateLimited, TransientError
@@ -24,14 +29,22 @@ _CHOICE_RE = re.compile(r"^[A-Za-z]$")
 _NUM_RE = re.compile(r"^[-+]?\d+(?:\.\d+)?$")
 
 
-def uniforms(*parts: object, n: int = 4) -> tuple[float, ...]:
-    """n uniforms in (0, 1) derived from the parts: the same parts give the same numbers in any process."""
-    digest = hashlib.blake2b("|".join(map(str, parts)).encode(), digest_size=4 * n).digest()
-    return tuple((int.from_bytes(digest[4 * i : 4 * i + 4], "little") + 0.5) / 2**32 for i in range(n))
+_GOLDEN = 0.6180339887498949
+_U32 = struct.Struct("<8I")
 
 
-@dataclass(frozen=True, slots=True)
-class SimOutcome:
+def uniforms(seed: int, key: str, case_id: str, trial: int) -> list[float]:
+    """Eight uniforms in (0, 1) for one (seed, model, case, trial): the same in any process."""
+    digest = hashlib.blake2b(f"{seed}|{key}|{case_id}|{trial}".encode(), digest_size=32).digest()
+    return [(v + 0.5) * 2.3283064365386963e-10 for v in _U32.unpack(digest)]
+
+
+def _per_attempt(u: float, attempt: int) -> float:
+    """A distinct, deterministic uniform for each attempt from one base uniform (golden-ratio rotation)."""
+    return (u + attempt * _GOLDEN) % 1.0 or 0.5
+
+
+class SimOutcome(NamedTuple):
     text: str
     latency_s: float
     ttft_s: float
@@ -94,8 +107,9 @@ class SimCore:
     def outcome(self, case_id: str, trial: int, attempt: int, *, expected: str | None, stratum: str | None,
                 tags: tuple[str, ...], prompt: str, max_tokens: int) -> SimOutcome:
         s = self.s
-        (u_correct, u_wrong) = uniforms(self.seed, self.key, case_id, trial, n=2)
-        u_len, u_jit, u_fail, u_ttft = uniforms(self.seed, self.key, case_id, trial, attempt)
+        u_correct, u_wrong, u_len, u_jit, u_fail, u_ttft, _, _ = uniforms(self.seed, self.key, case_id, trial)
+        if attempt > 1:
+            u_len, u_jit, u_fail, u_ttft = (_per_attempt(u, attempt) for u in (u_len, u_jit, u_fail, u_ttft))
         correct = u_correct < self.accuracy_for(stratum, tags)
         tokens = max(1, round(s.output_tokens * (0.5 + u_len)))
         finish = "stop"
@@ -133,14 +147,25 @@ def _answer(expected: str | None, correct: bool, u: float, case_id: str) -> str:
 class SimProvider:
     """A simulated model served in process, on the engine's own event loop."""
 
+    enforces_timeout = True
+    """It ends an attempt at `request.timeout_s` itself, so the engine needs no cancel scope per call."""
+
     def __init__(self, model: ModelConfig, seed: int = 0) -> None:
         self.model = model
         self.core = SimCore(model.key, model.sim, seed)
         self._serial = anyio.Lock() if model.sim.serial else None
+        self._sleep: Callable[[float], Awaitable[None]] | None = None
+
+    def _pick_sleep(self) -> Callable[[float], Awaitable[None]]:
+        # On asyncio, call asyncio.sleep directly: anyio.sleep looks the backend up on every call,
+        # which is a tenth of this provider's cost at zero latency. Other backends keep anyio.sleep.
+        self._sleep = asyncio.sleep if sniffio.current_async_library() == "asyncio" else anyio.sleep
+        return self._sleep
 
     async def complete(self, request: Request) -> Completion:
         core = self.core
-        retry_after = core.admit(anyio.current_time())
+        t0 = time.monotonic()
+        retry_after = core.admit(t0)
         if retry_after is not None:
             raise RateLimited(f"simulated 429 from {self.model.key}: rate limit reached", retry_after=retry_after)
         try:
@@ -148,14 +173,21 @@ class SimProvider:
             out = core.outcome(case.id, request.trial, request.attempt, expected=case.expected, stratum=case.stratum,
                                tags=case.tags, prompt=case.prompt_text(), max_tokens=request.max_tokens)
             wait = out.latency_s / 2 if out.transient else out.latency_s
+            timeout = request.timeout_s
             queued = 0.0
             if self._serial is not None:
-                t0 = anyio.current_time()
-                async with self._serial:
-                    queued = anyio.current_time() - t0
-                    await anyio.sleep(wait)
+                # local-GPU mode: wait in line; the line counts against the timeout like a real server's queue
+                with anyio.move_on_after(timeout):
+                    async with self._serial:
+                        queued = time.monotonic() - t0
+                        await anyio.sleep(min(wait, timeout - queued))
+                if time.monotonic() - t0 >= timeout or queued + wait > timeout:
+                    raise TimeoutError
+            elif wait > timeout:
+                await anyio.sleep(timeout)
+                raise TimeoutError
             else:
-                await anyio.sleep(wait)
+                await (self._sleep or self._pick_sleep())(wait)
             if out.transient:
                 raise TransientError(f"simulated 503 from {self.model.key}: overloaded, try again")
             return Completion(text=out.text, input_tokens=out.input_tokens, output_tokens=out.output_tokens,

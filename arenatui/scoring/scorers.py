@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from arenatui.config.schema import Case, ScorerConfig
 
 _NUMBER_RE = re.compile(r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
-@dataclass(frozen=True, slots=True)
-class Score:
+class Score(NamedTuple):
     value: float
     passed: bool
 

@@ -1,0 +1,65 @@
+"""Plan expansion: models × cases × trials, filters, and resume minus stored keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from arenatui.config import project_from_dict
+from arenatui.errors import PlanError
+from arenatui.plan import Filters, make_plan
+
+
+def proj(trials: int = 2):
+    return project_from_dict({
+        "run": {"trials": trials},
+        "models": [{"key": k} for k in ("alpha", "beta", "gamma")],
+        "cases": [{"id": "c1", "input": "x", "tags": ["math"]}, {"id": "c2", "input": "x", "stratum": "hard"},
+                  {"id": "c3", "input": "x", "tags": ["math", "geo"]}, {"id": "c4", "input": "x"}],
+    }, Path("p.toml"))
+
+
+def keys(plan) -> list[tuple[str, str, int]]:
+    return [(m.key, c.id, t) for m in plan.models for c, t in plan.pending(m.key)]
+
+
+def test_full_expansion_is_case_major_with_every_trial() -> None:
+    plan = make_plan(proj())
+    assert plan.total == 3 * 4 * 2 == len(keys(plan)) == len(set(keys(plan)))
+    assert keys(plan)[:4] == [("alpha", "c1", 0), ("alpha", "c1", 1), ("alpha", "c2", 0), ("alpha", "c2", 1)]
+    assert plan.describe() == "3 models × 4 tests × 2 trial(s) = 24 calls"
+
+
+def test_filters_combine() -> None:
+    plan = make_plan(proj(), Filters(models=("gamma", "alpha"), tags=("math", "hard"), limit=2, trials=3))
+    assert [m.key for m in plan.models] == ["alpha", "gamma"]  # project order
+    assert [c.id for c in plan.cases] == ["c1", "c2"]  # tags or strata, then the first two
+    assert plan.trials == 3 and plan.total == 12
+    assert Filters.from_dict(Filters(("a",), ("t",), 2, 3).to_dict()) == Filters(("a",), ("t",), 2, 3)
+
+
+def test_unknown_model_gets_did_you_mean() -> None:
+    with pytest.raises(PlanError, match=r"no model 'betta'.*did you mean 'beta'"):
+        make_plan(proj(), Filters(models=("betta",)))
+    with pytest.raises(PlanError, match="the project has: alpha, beta, gamma"):
+        make_plan(proj(), Filters(models=("zzzzzz",)))
+
+
+def test_tags_matching_nothing_and_bad_numbers() -> None:
+    with pytest.raises(PlanError, match="--tags"):
+        make_plan(proj(), Filters(tags=("nope",)))
+    with pytest.raises(PlanError, match="--limit"):
+        make_plan(proj(), Filters(limit=0))
+    with pytest.raises(PlanError, match="--trials"):
+        make_plan(proj(), Filters(trials=0))
+
+
+def test_resume_plans_the_rest() -> None:
+    done = {"alpha": {("c1", 0), ("c1", 1), ("c3", 1)}, "gamma": {("c4", 0)}}
+    plan = make_plan(proj(), done=done)
+    assert plan.total == 24 and plan.done_count == 4 and plan.remaining == 20
+    ks = keys(plan)
+    assert len(ks) == 20
+    assert not {("alpha", "c1", 0), ("alpha", "c1", 1), ("alpha", "c3", 1), ("gamma", "c4", 0)} & set(ks)
+    assert ("alpha", "c3", 0) in ks

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -26,10 +27,8 @@ def _sweep(seed: int) -> dict[tuple[str, str, int], tuple[str | None, float | No
     plan.models = tuple(models)
     provs = {}
     for m in models:
-        fast = type(m.sim)(**{**{f: getattr(m.sim, f) for f in m.sim.__slots__},  # type: ignore[attr-defined]
-                              "base_latency_s": 0.0, "per_token_s": 0.0})
-        provs[m.key] = SimProvider(type(m)(**{**{f: getattr(m, f) for f in m.__slots__},  # type: ignore[attr-defined]
-                                              "sim": fast}), seed=seed)
+        fast = dataclasses.replace(m.sim, base_latency_s=0.0, per_token_s=0.0)
+        provs[m.key] = SimProvider(dataclasses.replace(m, sim=fast), seed=seed)
     r = Runner(plan, provs, sinks=[rec], concurrency=16)
     anyio.run(r.run)
     return {(x.model_key, x.case_id, x.trial): (x.output, x.score, x.input_tokens, x.output_tokens, x.status)

@@ -45,10 +45,19 @@ class Sweep:
 
     def __init__(self, opts: SweepOptions, *, extra_sinks: Sequence[Sink] = ()) -> None:
         self.db_path = Path(opts.db) if opts.db is not None else default_db_path()
+        fresh: Project | None = None
+        if opts.resume is None:
+            # Validate the project before the database is touched: bad input leaves nothing behind.
+            if opts.project is None:
+                raise ArenaError("no project: pass --project FILE (or a directory holding arena.toml), or "
+                                 "--resume RUN_ID|last")
+            fresh = _with_seed(load_project(opts.project), opts.seed)
+            make_plan(fresh, opts.filters)  # filter errors too
         store = Store(self.db_path)
         try:
             stored: list[tuple[str, str, int, str, float | None]] = []
-            if opts.resume is not None:
+            if fresh is None:
+                assert opts.resume is not None
                 rec = store.get_run(opts.resume)
                 project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"))
                 self.filters = Filters.from_dict(rec.filters)
@@ -59,10 +68,7 @@ class Sweep:
                     if r[5] != "cancelled"]
                 self.resumed = True
             else:
-                if opts.project is None:
-                    raise ArenaError("no project: pass --project FILE (or a directory holding arena.toml), or "
-                                     "--resume RUN_ID|last")
-                project = _with_seed(load_project(opts.project), opts.seed)
+                project = fresh
                 self.filters = opts.filters
                 self.plan = make_plan(project, self.filters)
                 self.resumed = False

@@ -171,7 +171,7 @@ class Runner:
 
     def _spawn(self) -> None:
         tg = self._tg
-        if tg is None:
+        if tg is None or self.cancelled:
             return
         while self.workers < self.target:
             self.workers += 1

@@ -23,11 +23,19 @@ def _norm(s: str, case_sensitive: bool) -> str:
 
 
 def extract_choice(output: str, choices: tuple[str, ...]) -> str | None:
-    """The label a model chose: 'Answer: B', '(B)', 'B.' or a lone 'B'; the last explicit one wins."""
+    """The label a model chose: 'Answer: B', 'answer: (b)', '(B)', 'B.' or a lone 'B'; the last explicit one wins.
+
+    Lower-case labels count only in an explicit form ('Answer: c', '(c)'), so the article 'a' in
+    running text is never read as choice A.
+    """
     alts = "|".join(re.escape(c) for c in sorted(choices, key=len, reverse=True))
-    explicit = re.findall(rf"(?i:answer|choice|option)\s*(?:is)?\s*[:=]?\s*\(?({alts})\)?\b", output)
-    if explicit:
-        return str(explicit[-1])
+    canonical = {c.casefold(): c for c in choices}
+    marked = re.findall(rf"(?i)(?:answer|choice|option)\s*(?:is\s*)?[:=]\s*\(?({alts})\)?(?![\w])", output)
+    if not marked:
+        marked = re.findall(rf"(?:answer|choice|option)\s*(?:is)?\s*\(?({alts})\)?\b", output, re.IGNORECASE)
+        marked = [m for m in marked if m in canonical.values()] + re.findall(rf"(?i)\(({alts})\)", output)
+    if marked:
+        return canonical.get(str(marked[-1]).casefold())
     m = re.findall(rf"(?:^|[\s(\[])({alts})(?:[)\].:,]|\s|$)", output.strip())
     if m:
         return str(m[0])

@@ -91,6 +91,25 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    """The live console over one sweep; everything is validated before the app starts."""
+    from arenatui.sweep import Sweep
+
+    if getattr(args, "demo", False):
+        args.project = str(demo_project_path())
+    sweep = Sweep(_sweep_options(args))  # type: ignore[arg-type]
+
+    from arenatui.tui.app import ArenaApp
+
+    status = ArenaApp(sweep, theme=args.theme).run()
+    final = sweep.status or status
+    print(f"Run id: {sweep.run_id} ({final or 'not started'})")
+    if final != "finished":
+        print(f"Every finished call is stored. Resume with:\n  {sweep.resume_command.replace('evaluate', 'run')}")
+        return EXIT_INTERRUPTED if final in ("cancelled", None) else EXIT_FAILED
+    return EXIT_OK
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -152,6 +171,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", "-q", action="store_true", help="no progress display")
     p.add_argument("--no-report", action="store_true", help="no leaderboard at the end")
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("run", help="run a sweep in the live console (watch it, tune concurrency by hand)")
+    _add_sweep_args(p)
+    p.add_argument("--theme", help="console theme: dark, light, high-contrast, or a user theme (remembered)")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("demo", help="the bundled offline demo sweep in the live console")
+    p.add_argument("--theme", help="console theme: dark, light, high-contrast, or a user theme (remembered)")
+    p.add_argument("--db", help="results database (default: in the user data directory)")
+    p.add_argument("--concurrency", "-c", type=_positive_int, help="starting global concurrency")
+    p.set_defaults(func=cmd_run, demo=True, project=None, models=(), tags=(), limit=None, trials=None, seed=None,
+                   resume=None)
 
     p = sub.add_parser("runs", help="list stored runs")
     p.add_argument("--db", help="results database")

@@ -1,0 +1,577 @@
+"""Screens of the console: the run screen, and the small screens it opens (detail, input, confirm, results, help)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, DataTable, Footer, Input, Label, RichLog, Static
+from textual.worker import Worker, WorkerState
+
+from arenatui.live import STATE_NAMES, LiveSnapshot, ModelSnapshot
+from arenatui.safe_text import literal, one_line, printable
+from arenatui.sweep import Sweep
+from arenatui.tui.widgets import GLYPHS, CallMatrix, Column, ModelTable, RatesChart, StatusBar, bar, duration, spark
+
+REFRESH_S = 0.25
+"""The run screen samples live metrics this often (DESIGN.md: ~4 Hz keeps the engine within a few %)."""
+TABLE_EVERY = 2
+"""The model table is refreshed every this many frames (2 Hz): rates over a 10 s window need no more."""
+LOG_BATCH = 200
+"""At most this many new log lines are written per frame; older ones in a burst are skipped, not queued."""
+
+
+def concurrency_step(current: int, direction: int) -> int:
+    """The next target on the 1, 2, 4, 8, 16… ladder above (direction > 0) or below the current one."""
+    if direction > 0:
+        n = 1
+        while n <= current:
+            n *= 2
+        return n
+    n = 1
+    while n * 2 < current:
+        n *= 2
+    return max(1, n)
+
+
+def _num(v: float | None, unit: str = "") -> str:
+    if v is None:
+        return "-"
+    return (f"{v:.0f}" if abs(v) >= 10 else f"{v:.1f}") + unit
+
+
+def _errors(errors: dict[str, int] | Any) -> str:
+    short = {"rate_limited": "429", "timeout": "timeout", "transient": "transient", "terminal": "terminal",
+             "cancelled": "cancelled"}
+    return " ".join(f"{short.get(k, k)}×{v}" for k, v in sorted(errors.items())) or "-"
+
+
+class ValueInput(ModalScreen[int | None]):
+    """Ask for a whole number (concurrency, a model cap); Escape keeps what was there."""
+
+    BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
+
+    def __init__(self, prompt: Text, current: str, *, allow_empty: bool = False) -> None:
+        super().__init__()
+        self._prompt = prompt
+        self._current = current
+        self._allow_empty = allow_empty
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self._prompt)
+            yield Input(value=self._current, type="integer", id="value")
+            yield Label(Text("Enter to apply, Escape to keep" + (", empty for no cap" if self._allow_empty else "")),
+                        classes="hint")
+
+    def on_mount(self) -> None:
+        inp = self.query_one("#value", Input)
+        inp.focus()
+        self.call_after_refresh(inp.action_select_all)  # typing replaces the current value
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        v = event.value.strip()
+        if not v and self._allow_empty:
+            self.dismiss(0)
+            return
+        try:
+            n = int(v)
+        except ValueError:
+            self.notify("a whole number, please", severity="warning")
+            return
+        if n < 1:
+            self.notify("at least 1", severity="warning")
+            return
+        self.dismiss(n)
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+
+class Confirm(ModalScreen[bool]):
+    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+
+    def __init__(self, question: Text) -> None:
+        super().__init__()
+        self._question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self._question)
+            with Horizontal(classes="buttons"):
+                yield Button("Yes, stop (y)", id="yes", variant="error")
+                yield Button("No, keep running (n)", id="no", variant="primary")
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+HELP = """\
+p          pause / resume (calls in flight finish; no new ones start)
++ / -      global concurrency up / down the ladder 1, 2, 4, 8, 16, 32, 64…
+> / <      global concurrency +1 / -1 (shift)
+c          type an exact global concurrency
+[ / ]      cap of the model highlighted in the model table down / up by one
+m          type an exact cap for that model (empty = no cap)
+arrows     move in the call matrix; Enter or click shows that call
+/          filter the event log (matches kind, model and text)
+tab        move between matrix, model table and log filter
+r          results (leaderboard) once calls have finished
+q          stop the sweep (asks first); finished calls stay stored
+ctrl+p     command palette: every action above, and the theme
+?          this help"""
+
+
+class Help(ModalScreen[None]):
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide"):
+            yield Label(Text("Keys", style="bold"))
+            yield Static(Text(HELP))
+            yield Label(Text("Cell glyphs: " + "  ".join(f"{g} {n}" for g, n in zip(GLYPHS, STATE_NAMES,
+                                                                                     strict=True))),
+                        classes="hint")
+
+
+class CallDetail(ModalScreen[None]):
+    """One (model, case): every trial as stored, read in a thread; sealed cases show only scores."""
+
+    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
+
+    def __init__(self, sweep: Sweep, model_index: int, case_index: int) -> None:
+        super().__init__()
+        self.sweep = sweep
+        self.model_key = sweep.plan.models[model_index].key
+        self.case = sweep.plan.cases[case_index]
+        self.model_index = model_index
+        self.case_index = case_index
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog detail"):
+            title = Text("Call ", style="bold")
+            title.append(literal(self.model_key, newlines=False))
+            title.append(" × ")
+            title.append(literal(self.case.id, newlines=False))
+            if self.case.sealed:
+                title.append("   (sealed: input, expected and output are never shown)", style="italic")
+            yield Label(title)
+            with VerticalScroll(id="detail-body"):
+                yield Static(Text("loading…"), id="detail-text")
+
+    def on_mount(self) -> None:
+        self._load()
+
+    @work(thread=True, group="detail", exit_on_error=False)
+    def _load(self) -> None:
+        from arenatui.store import Store
+
+        rows: list[dict[str, Any] | None] = []
+        with Store(self.sweep.db_path) as store:
+            for trial in range(self.sweep.plan.trials):
+                rows.append(store.result(self.sweep.run_id, self.model_key, self.case.id, trial))
+        self.app.call_from_thread(self.show_rows, rows)
+
+    def show_rows(self, rows: list[dict[str, Any] | None]) -> None:
+        self.query_one("#detail-text", Static).update(self.render_rows(rows))
+
+    def render_rows(self, rows: list[dict[str, Any] | None]) -> Text:
+        out = Text()
+        sealed = self.case.sealed
+        label = Style(bold=True)
+        if not sealed:
+            out.append("input\n", label)
+            out.append(literal(self.case.prompt_text()))
+            out.append("\n\nexpected\n", label)
+            out.append(literal(self.case.expected if self.case.expected is not None else "(none)"))
+            out.append("\n")
+        counts = self.sweep.live.cell(self.model_index, self.case_index)
+        for trial, row in enumerate(rows):
+            out.append(f"\ntrial {trial}  ", label)
+            if row is None:
+                live = ", ".join(f"{n} {STATE_NAMES[i]}" for i, n in enumerate(counts) if n)
+                out.append(f"not stored yet (this cell now: {live})\n")
+                continue
+            out.append(literal(str(row["status"]), newlines=False))
+            score = row["score"]
+            out.append(f"   score {score:.3f}" if score is not None else "   score -")
+            out.append(f"   attempts {row['attempts']}   latency {_num(row['latency_ms'], ' ms')}"
+                       f"   total {_num(row['total_ms'], ' ms')}   TTFT {_num(row['ttft_ms'], ' ms')}"
+                       f"   tokens {row['input_tokens']}→{row['output_tokens']}\n")
+            if row["error_class"]:
+                out.append("error ", label)
+                out.append(literal(str(row["error_class"]), newlines=False))
+                out.append(": ")
+                out.append(literal(row["error_message"]))
+                out.append("\n")
+            if not sealed:
+                out.append("output\n", label)
+                out.append(literal(row["output"]) if row["output"] is not None else Text("(none)"))
+                out.append("\n")
+        return out
+
+
+class Results(Screen[None]):
+    """The leaderboard of what is stored so far, read in a thread (the full results screens come later)."""
+
+    BINDINGS = [Binding("escape,r", "app.pop_screen", "Back to the run")]
+
+    def __init__(self, sweep: Sweep) -> None:
+        super().__init__()
+        self.sweep = sweep
+
+    def compose(self) -> ComposeResult:
+        head = Text("Leaderboard ", style="bold")
+        head.append(f"run {self.sweep.run_id} · ")
+        head.append(literal(self.sweep.project.name, newlines=False))
+        yield Static(head, id="results-title")
+        yield DataTable(id="leaderboard", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        t = self.query_one(DataTable)
+        for col in ("#", "model", "score", "95% CI", "mean ms", "p95 ms", "calls", "retries", "errors", "spend",
+                    "$/completed"):
+            t.add_column(col, key=col)
+        self._load()
+
+    @work(thread=True, group="results", exit_on_error=False)
+    def _load(self) -> None:
+        from arenatui.report import run_summaries
+        from arenatui.store import Store
+
+        with Store(self.sweep.db_path) as store:
+            sums = run_summaries(store, self.sweep.run_id)
+        self.app.call_from_thread(self._show, sums)
+
+    def _show(self, sums: list[Any]) -> None:
+        t = self.query_one(DataTable)
+        for i, s in enumerate(sums, 1):
+            sc = s.score
+            t.add_row(
+                str(i), literal(s.model_key, newlines=False), f"{sc.estimate:.3f}",
+                f"{sc.low:.3f}–{sc.high:.3f}" if sc.n > 1 else "-", _num(s.mean_latency_ms), _num(s.p95_latency_ms),
+                str(s.calls), str(s.retries), Text(_errors(s.errors)), f"${s.spend:.4f}",
+                "-" if s.cost_per_completed is None else f"${s.cost_per_completed:.5f}",
+            )
+        if not sums:
+            self.notify("no finished calls stored yet")
+
+
+MODEL_COLUMNS = ("model", "cap", "in flight", "backoff", "done", "calls/s", "tok/s", "retries", "429 %", "errors",
+                 "p50 ms", "p95 ms", "TTFT p50", "latency, last 60 s")
+
+
+class RunScreen(Screen[None]):
+    """Watch a sweep and steer its concurrency. Samples `sweep.live` on a timer; redraws only what changed."""
+
+    BINDINGS = [
+        Binding("p", "pause", "Pause/resume"),
+        Binding("plus,equals_sign", "step(1)", "Conc +", key_display="+"),
+        Binding("minus", "step(-1)", "Conc -", key_display="-"),
+        Binding("greater_than_sign", "nudge(1)", "+1", show=False),
+        Binding("less_than_sign", "nudge(-1)", "-1", show=False),
+        Binding("c", "ask_concurrency", "Set conc."),
+        Binding("right_square_bracket", "model_cap(1)", "Cap +", show=False),
+        Binding("left_square_bracket", "model_cap(-1)", "Cap -", show=False),
+        Binding("m", "ask_model_cap", "Model cap"),
+        Binding("slash", "filter_log", "Filter log", show=False),
+        Binding("r", "results", "Results"),
+        Binding("q", "stop", "Quit"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+    ]
+
+    def __init__(self, sweep: Sweep, *, autostart: bool = True) -> None:
+        super().__init__()
+        self.sweep = sweep
+        self.autostart = autostart
+        self.sweep_ended = False
+        self.exit_when_stopped = False
+        self._shown_keys: dict[str, object] = {}
+        self._log_seen = 0
+        self._frame = 0
+        self._log_filter = ""
+        self._sweep_worker: Worker[Any] | None = None
+
+    # ---- layout --------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        plan = self.sweep.plan
+        yield StatusBar(id="status")
+        with Vertical(id="matrix-panel", classes="panel") as v:
+            v.border_title = "Calls: models × cases"
+            yield CallMatrix([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials,
+                             self.sweep.live.cell_range, id="matrix")
+        key_w = min(24, max((len(m.key) for m in plan.models), default=5))
+        done_w = 2 * len(str(len(plan.cases) * plan.trials)) + 1
+        widths = {"model": key_w, "done": done_w, "errors": 24, "latency, last 60 s": 20}
+        right = {"cap", "in flight", "backoff", "done", "calls/s", "tok/s", "retries", "429 %", "p50 ms", "p95 ms",
+                 "TTFT p50"}
+        table = ModelTable([Column(c, max(len(c), widths.get(c, 0)), c in right) for c in MODEL_COLUMNS],
+                           [m.key for m in plan.models], id="models")
+        table.border_title = "Models (↑↓ choose · [ ] cap ±1 · m set cap)"
+        yield table
+        with Horizontal(id="bottom"):
+            chart = RatesChart(id="rates")
+            chart.border_title = "Rates over the run"
+            yield chart
+            with Vertical(id="log-panel", classes="panel") as lv:
+                lv.border_title = "Events"
+                yield Input(placeholder="filter events (/)", id="log-filter")
+                yield RichLog(id="log", max_lines=1000, min_width=1, wrap=False, markup=False, highlight=False,
+                              auto_scroll=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#matrix", CallMatrix).focus()
+        if self.autostart:
+            self.start()
+        self.refresh_now(everything=True)
+        self.set_interval(REFRESH_S, self.refresh_now, name="live-refresh")
+
+    def start(self) -> None:
+        self._sweep_worker = self.run_worker(self.sweep.run(), name="sweep", group="sweep", exit_on_error=False)
+
+    # ---- the timed refresh ---------------------------------------------------------------------
+
+    def refresh_now(self, *, everything: bool = False) -> None:
+        """One frame: sample the live metrics and redraw what changed (the model table at 1 Hz unless told)."""
+        live = self.sweep.live
+        if everything:
+            self._frame = 0
+        snap = live.snapshot()
+        self._frame += 1
+        with self.app.batch_update():
+            self._show_status(snap)
+            self.query_one("#matrix", CallMatrix).cells_changed(live.take_dirty())
+            if self._frame % TABLE_EVERY == 1 or snap.state != "running" or self.sweep_ended:
+                self._show_models(snap)
+            self.query_one("#rates", RatesChart).update_series(snap.throughput_series, snap.retry_series,
+                                                               snap.series_step_s, snap.markers)
+            self._show_log()
+
+    def _state(self, snap: LiveSnapshot) -> str:
+        if self.sweep_ended or snap.state in ("finished", "cancelled", "failed"):
+            return self.sweep.status or snap.state
+        if self.sweep.runner.cancelled:
+            return "stopping"
+        return "paused" if self.sweep.runner.paused else snap.state
+
+    def _show_status(self, snap: LiveSnapshot) -> None:
+        runner = self.sweep.runner
+        state = self._state(snap)
+        frac = snap.done / snap.planned if snap.planned else 1.0
+        key = (state, snap.done, snap.planned, int(snap.elapsed_s), None if snap.eta_s is None else int(snap.eta_s),
+               round(snap.cost, 4), runner.target, snap.in_flight, snap.backing_off, round(snap.calls_per_s),
+               snap.retries, self.size.width)
+        if self._shown_keys.get("status") == key:
+            return
+        self._shown_keys["status"] = key
+        st = Text(no_wrap=True, overflow="ellipsis")
+        st.append(" arena ", Style(bold=True, reverse=True))
+        st.append("  ")
+        st.append(literal(self.sweep.project.name, "bold", newlines=False))
+        st.append(f"   run {self.sweep.run_id}   ")
+        glyph = {"running": "▶", "paused": "⏸", "finished": "✓", "cancelled": "■", "failed": "✗",
+                 "stopping": "■"}.get(state, "•")
+        st.append(f" {glyph} {state} ", Style(bold=True, reverse=True))
+        st.append(f"   elapsed {duration(snap.elapsed_s)}   ETA {duration(snap.eta_s) if snap.eta_s else '-'}"
+                  f"   spend ${snap.cost:.4f}\n")
+        width = max(20, self.size.width - 40)
+        st.append(f" {bar(frac, width)} ", Style(bold=True))
+        st.append(f"{snap.done}/{snap.planned} ({frac:.0%})   {snap.calls_per_s:.1f} calls/s\n")
+        st.append(" concurrency ", Style(bold=True))
+        st.append(f"target {runner.target}", Style(bold=True, underline=True))
+        st.append(f"   in flight {snap.in_flight}   backing off {snap.backing_off}   retries {snap.retries}"
+                  f"   errors {snap.errored}")
+        if self.sweep_ended or state in ("finished", "cancelled", "failed"):
+            st.append(f"   — the sweep has {'ended' if state == 'finished' else state}: press r for the results",
+                      Style(bold=True))
+        else:
+            st.append("   + / - step · < / > ±1 · c set · p pause", Style(dim=True))
+        self.query_one("#status", StatusBar).show(st)
+
+    def _show_models(self, snap: LiveSnapshot) -> None:
+        table = self.query_one("#models", ModelTable)
+        for i, m in enumerate(snap.models):
+            table.set_row(i, self._model_row(m))
+
+    def _model_row(self, m: ModelSnapshot) -> tuple[str, ...]:
+        cap = self.sweep.runner.model_cap(m.key)
+        return (
+            "-" if cap is None else str(cap), str(m.in_flight), str(m.backing_off), f"{m.done}/{m.planned}",
+            f"{m.calls_per_s:.1f}", f"{m.tokens_per_s:.0f}", str(m.retries), f"{m.rate_limited_rate:.0%}",
+            _errors(m.errors), _num(m.p50_ms), _num(m.p95_ms), _num(m.ttft_p50_ms), spark(m.latency_series[-20:], 20),
+        )
+
+    def _log_line(self, t: float, kind: str, text: str) -> Text:
+        vars_ = self.app.theme_variables
+        colour = {"retry": "arena-retrying", "error": "arena-errored", "concurrency": "arena-marker"}.get(kind)
+        glyph = {"retry": "↻", "error": "!", "concurrency": "⇅", "state": "■"}.get(kind, "·")
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append(f"{duration(t):>6} ")
+        style = Style(color=vars_.get(colour)) if colour and vars_.get(colour) else Style()
+        line.append(f"{glyph} {kind[:6]:<6} ", style)
+        line.append(one_line(text, 400))
+        return line
+
+    def _matches(self, kind: str, model: str | None, text: str) -> bool:
+        f = self._log_filter
+        return not f or f in kind or f in text.lower() or (model is not None and f in model.lower())
+
+    def _show_log(self) -> None:
+        live = self.sweep.live
+        new = live.log_seq - self._log_seen
+        if new <= 0:
+            return
+        self._log_seen = live.log_seq
+        entries = list(live.log)[-min(new, LOG_BATCH):]
+        log = self.query_one("#log", RichLog)
+        for e in entries:
+            if self._matches(e.kind, e.model_key, e.text):
+                log.write(self._log_line(e.t, e.kind, e.text))
+
+    @on(Input.Changed, "#log-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self._log_filter = event.value.strip().lower()
+        log = self.query_one("#log", RichLog)
+        log.clear()
+        shown = [e for e in self.sweep.live.log if self._matches(e.kind, e.model_key, e.text)]
+        for e in shown[-500:]:
+            log.write(self._log_line(e.t, e.kind, e.text))
+
+    # ---- the sweep worker ----------------------------------------------------------------------
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is not self._sweep_worker or event.state not in (WorkerState.SUCCESS, WorkerState.ERROR,
+                                                                   WorkerState.CANCELLED):
+            return
+        self.sweep_ended = True
+        self.refresh_now(everything=True)
+        if self.exit_when_stopped:
+            self.app.exit(self.sweep.status)
+            return
+        status = self.sweep.status or "failed"
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            self.notify(one_line(f"{type(event.worker.error).__name__}: {event.worker.error}", 300),
+                        title="The sweep failed", severity="error", timeout=30, markup=False)
+        elif status == "finished":
+            self.notify("Every call is stored. Press r for the leaderboard.", title="Sweep finished", timeout=15)
+
+    # ---- actions -------------------------------------------------------------------------------
+
+    def _sweep_active(self) -> bool:
+        return not self.sweep_ended and not self.sweep.runner.cancelled
+
+    def set_target(self, n: int) -> None:
+        if self._sweep_active():
+            self.sweep.runner.set_concurrency(n, source="user")
+            self.refresh_now(everything=True)
+
+    def action_step(self, direction: int) -> None:
+        self.set_target(concurrency_step(self.sweep.runner.target, direction))
+
+    def action_nudge(self, delta: int) -> None:
+        self.set_target(self.sweep.runner.target + delta)
+
+    def action_ask_concurrency(self) -> None:
+        if not self._sweep_active():
+            return
+
+        def apply(n: int | None) -> None:
+            if n:
+                self.set_target(n)
+
+        self.app.push_screen(ValueInput(Text("Global concurrency (calls at once, all models)"),
+                                        str(self.sweep.runner.target)), apply)
+
+    def _highlighted_model(self) -> str:
+        table = self.query_one("#models", ModelTable)
+        row = max(0, min(table.cursor_row, len(self.sweep.plan.models) - 1))
+        return self.sweep.plan.models[row].key
+
+    def action_model_cap(self, delta: int) -> None:
+        if not self._sweep_active():
+            return
+        key = self._highlighted_model()
+        cap = self.sweep.runner.model_cap(key)
+        base = cap if cap is not None else max(1, self.sweep.live.models[self.sweep.live.model_keys.index(key)]
+                                                   .in_flight or self.sweep.runner.target)
+        self.sweep.runner.set_model_cap(key, max(1, base + delta), source="user")
+        self.refresh_now(everything=True)
+
+    def action_ask_model_cap(self) -> None:
+        if not self._sweep_active():
+            return
+        key = self._highlighted_model()
+        cap = self.sweep.runner.model_cap(key)
+
+        def apply(n: int | None) -> None:
+            if n is not None and self._sweep_active():
+                self.sweep.runner.set_model_cap(key, n or None, source="user")
+                self.refresh_now(everything=True)
+
+        prompt = Text("Cap for ")
+        prompt.append(literal(key, "bold", newlines=False))
+        prompt.append(" (calls at once for this model)")
+        self.app.push_screen(ValueInput(prompt, "" if cap is None else str(cap), allow_empty=True), apply)
+
+    def action_pause(self) -> None:
+        if not self._sweep_active():
+            return
+        runner = self.sweep.runner
+        if runner.paused:
+            runner.resume()
+        else:
+            runner.pause()
+        self.refresh_now(everything=True)
+
+    def action_filter_log(self) -> None:
+        self.query_one("#log-filter", Input).focus()
+
+    def action_results(self) -> None:
+        if self.sweep.live.snapshot().done == 0:
+            self.notify("No finished calls yet: results appear once calls finish.")
+            return
+        self.app.push_screen(Results(self.sweep))
+
+    def action_help(self) -> None:
+        self.app.push_screen(Help())
+
+    def action_stop(self) -> None:
+        if self.sweep_ended or self._sweep_worker is None:
+            self.app.exit(self.sweep.status)
+            return
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.stop_sweep()
+
+        q = Text("Stop the sweep?\n\nCalls in flight are cancelled; every finished call stays stored. "
+                 "Resume with:\n\n  ")
+        q.append(literal(self.sweep.resume_command.replace("evaluate", "run"), "bold", newlines=False))
+        self.app.push_screen(Confirm(q), answer)
+
+    def stop_sweep(self) -> None:
+        """Cancel the engine; the app exits once the sweep has stored what finished."""
+        self.exit_when_stopped = True
+        self.sweep.runner.cancel()
+        self.refresh_now()
+
+    @on(CallMatrix.CellSelected)
+    def _cell_selected(self, event: CallMatrix.CellSelected) -> None:
+        self.app.push_screen(CallDetail(self.sweep, event.model_index, event.case_index))
+
+
+__all__ = ["CallDetail", "Confirm", "Help", "Results", "RunScreen", "ValueInput", "concurrency_step", "printable"]

@@ -1,0 +1,511 @@
+"""Widgets of the run screen: the call matrix (line-rendered, cached strips), the rates chart, small text helpers.
+
+None of them know the engine or the store: the screen hands them numbers from live-metric snapshots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.strip import Strip
+from textual.widget import Widget
+
+from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, STATE_NAMES
+from arenatui.safe_text import printable
+
+GLYPHS = ("·", "▸", "↻", "✓", "✗", "!")
+"""One glyph per call state (queued, in flight, backing off, passed, failed, errored): never colour alone."""
+STATE_CLASSES = ("queued", "in-flight", "backoff", "passed", "failed", "errored")
+SPARK = " ▁▂▃▄▅▆▇█"
+
+CellReader = Callable[[int, int, int], tuple[int, ...]]
+"""(model index, first case, stop case) → trials per state summed over those cases."""
+
+
+def spark(values: Sequence[float], width: int, top: float | None = None) -> str:
+    """Values as a one-line bar chart `width` characters wide (averaged into buckets, newest on the right)."""
+    if width <= 0:
+        return ""
+    vals = _fit(values, width)
+    hi = top if top is not None else max(vals, default=0.0)
+    if hi <= 0:
+        return (" " * (width - len(vals))) + ("▁" * len(vals) if vals else "")
+    out = []
+    for v in vals:
+        out.append(SPARK[min(8, max(1 if v > 0 else 0, round(v / hi * 8)))])
+    return " " * (width - len(out)) + "".join(out)
+
+
+def cell_state(counts: Sequence[int]) -> int:
+    """The one state a cell (or bucket of cells) shows: work in progress first, then the worst outcome."""
+    if counts[IN_FLIGHT]:
+        return IN_FLIGHT
+    if counts[BACKOFF]:
+        return BACKOFF
+    if counts[ERRORED]:
+        return ERRORED
+    if counts[FAILED]:
+        return FAILED
+    if counts[PASSED]:
+        return PASSED
+    return QUEUED
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    label_w: int
+    cell_w: int
+    """Characters per column (glyph, fraction, gap)."""
+    per_col: int
+    """Cases per column: 1, or more when the matrix is condensed into buckets."""
+    n_cols: int
+
+
+class CallMatrix(Widget, can_focus=True):
+    """Models × cases, one glyph (and trial fraction) per cell; condenses cases into buckets when they do not fit.
+
+    Rendered line by line from cached strips: the cost of a frame is the number of cells that changed,
+    never the number of calls.
+    """
+
+    DEFAULT_CSS = """
+    CallMatrix { height: auto; min-height: 3; }
+    CallMatrix > .matrix--queued { color: $arena-queued; }
+    CallMatrix > .matrix--in-flight { color: $arena-in-flight; text-style: bold; }
+    CallMatrix > .matrix--backoff { color: $arena-retrying; text-style: bold; }
+    CallMatrix > .matrix--passed { color: $arena-passed; }
+    CallMatrix > .matrix--failed { color: $arena-failed; }
+    CallMatrix > .matrix--errored { color: $arena-errored; text-style: bold; }
+    CallMatrix > .matrix--label { color: $foreground; }
+    CallMatrix > .matrix--header { color: $text-muted; }
+    CallMatrix > .matrix--cursor { background: $accent 40%; }
+    CallMatrix:focus > .matrix--cursor { background: $accent; color: $background; }
+    """
+    COMPONENT_CLASSES = {
+        *(f"matrix--{c}" for c in STATE_CLASSES), "matrix--label", "matrix--header", "matrix--cursor",
+    }
+    BINDINGS = [
+        Binding("left", "move(0, -1)", "left", show=False),
+        Binding("right", "move(0, 1)", "right", show=False),
+        Binding("up", "move(-1, 0)", "up", show=False),
+        Binding("down", "move(1, 0)", "down", show=False),
+        Binding("home", "move(0, -100000)", show=False),
+        Binding("end", "move(0, 100000)", show=False),
+        Binding("enter", "select", "Call detail"),
+    ]
+
+    class CellSelected(Message):
+        """The user chose a cell: show that (model, case)."""
+
+        def __init__(self, model_index: int, case_index: int) -> None:
+            self.model_index = model_index
+            self.case_index = case_index
+            super().__init__()
+
+    def __init__(self, model_keys: Sequence[str], case_ids: Sequence[str], trials: int, reader: CellReader, *,
+                 id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.model_keys = [printable(k, newlines=False) for k in model_keys]
+        self.case_ids = [printable(c, newlines=False) for c in case_ids]
+        self.trials = trials
+        self._reader = reader
+        self._layout: _Layout | None = None
+        self._cols: list[list[tuple[int, int, int]]] = []
+        """Per model, per column: (state, passed trials, planned trials)."""
+        self._strips: dict[int, Strip] = {}
+        self.cursor = (0, 0)
+        """(model index, column)."""
+        self._styles: dict[str, Style] | None = None
+
+    # ---- sizing and layout ---------------------------------------------------------------------
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self.model_keys) + 2
+
+    def _compute_layout(self, width: int) -> _Layout:
+        label_w = min(max((len(k) for k in self.model_keys), default=5), 22) + 1
+        avail = max(1, width - label_w)
+        n = max(1, len(self.case_ids))
+        full_w = 2 + len(f"{self.trials}/{self.trials}") if self.trials > 1 else 2
+        for cw in (full_w, 2):
+            if n * cw <= avail:
+                return _Layout(label_w, cw, 1, n)
+        per_col = -(-n // avail)
+        return _Layout(label_w, 1, per_col, -(-n // per_col))
+
+    def on_resize(self) -> None:
+        self._relayout()
+
+    def _relayout(self) -> None:
+        lay = self._compute_layout(self.size.width)
+        if lay != self._layout:
+            self._layout = lay
+            self._recompute_all()
+
+    def _recompute_all(self) -> None:
+        lay = self._layout
+        if lay is None:
+            return
+        self._cols = [[self._column(m, c) for c in range(lay.n_cols)] for m in range(len(self.model_keys))]
+        self._strips.clear()
+        self.refresh()
+
+    def _column(self, m: int, col: int) -> tuple[int, int, int]:
+        lay = self._layout
+        assert lay is not None
+        start = col * lay.per_col
+        stop = min(start + lay.per_col, len(self.case_ids))
+        counts = self._reader(m, start, stop)
+        return cell_state(counts), counts[PASSED], self.trials * (stop - start)
+
+    def cells_changed(self, indexes: Iterable[int]) -> None:
+        """Cell indexes (model * n_cases + case) changed since the last frame: recompute only their columns."""
+        lay = self._layout
+        if lay is None or not self._cols:
+            return
+        n_cases = max(1, len(self.case_ids))
+        touched: set[tuple[int, int]] = {(i // n_cases, (i % n_cases) // lay.per_col) for i in indexes}
+        rows: set[int] = set()
+        for m, col in touched:
+            new = self._column(m, col)
+            if self._cols[m][col] != new:
+                self._cols[m][col] = new
+                rows.add(m)
+        for m in rows:
+            self._strips.pop(m, None)
+            self._refresh_row(m)
+
+    def _refresh_row(self, m: int) -> None:
+        self.refresh(Region(0, m + 1, self.size.width, 1))
+
+    # ---- rendering -----------------------------------------------------------------------------
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles = None
+        self._strips.clear()
+
+    def _style(self, name: str) -> Style:
+        if self._styles is None:
+            self._styles = {c: self.get_component_rich_style(c, partial=True) for c in self.COMPONENT_CLASSES}
+        return self._styles[name]
+
+    def _cell_text(self, state: int, passed: int, planned: int) -> str:
+        lay = self._layout
+        assert lay is not None
+        if lay.cell_w <= 2:
+            return GLYPHS[state] + (" " if lay.cell_w == 2 else "")
+        if state == QUEUED:
+            return GLYPHS[state].ljust(lay.cell_w)
+        return f"{GLYPHS[state]}{passed}/{planned}".ljust(lay.cell_w)
+
+    def render_line(self, y: int) -> Strip:
+        if self._layout is None:
+            self._relayout()
+        lay = self._layout
+        width = self.size.width
+        base = self.rich_style
+        if lay is None:
+            return Strip.blank(width, base)
+        n_models = len(self.model_keys)
+        if y == 0:
+            return self._header(lay, width, base)
+        if y == n_models + 1:
+            return self._legend(width, base)
+        m = y - 1
+        if m >= n_models:
+            return Strip.blank(width, base)
+        cursor_here = self.cursor[0] == m
+        strip = None if cursor_here else self._strips.get(m)
+        if strip is None:
+            segs = [Segment(self.model_keys[m][: lay.label_w - 1].ljust(lay.label_w), self._style("matrix--label"))]
+            # runs of same-state cells become one segment: fewer segments, cheaper compositing
+            run: list[str] = []
+            run_style: Style | None = None
+            for col, (state, passed, planned) in enumerate(self._cols[m]):
+                style = self._style(f"matrix--{STATE_CLASSES[state]}")
+                if cursor_here and col == self.cursor[1]:
+                    style = style + self._style("matrix--cursor")
+                if style is not run_style and run:
+                    segs.append(Segment("".join(run), run_style))
+                    run = []
+                run_style = style
+                run.append(self._cell_text(state, passed, planned))
+            if run:
+                segs.append(Segment("".join(run), run_style))
+            strip = Strip(segs).apply_style(base).adjust_cell_length(width, base)
+            if not cursor_here:
+                self._strips[m] = strip
+        return strip
+
+    def _header(self, lay: _Layout, width: int, base: Style) -> Strip:
+        hs = self._style("matrix--header")
+        if lay.per_col == 1 and lay.cell_w > 2:
+            text = "".join(c[: lay.cell_w - 1].ljust(lay.cell_w) for c in self.case_ids)
+        else:
+            n = len(self.case_ids)
+            text = f"{n} cases" + (f", {lay.per_col} per column (worst state shown)" if lay.per_col > 1 else "")
+        return Strip([Segment(" " * lay.label_w + text, hs)]).apply_style(base).adjust_cell_length(width, base)
+
+    def _legend(self, width: int, base: Style) -> Strip:
+        segs = []
+        for i, name in enumerate(STATE_NAMES):
+            segs.append(Segment(GLYPHS[i], self._style(f"matrix--{STATE_CLASSES[i]}")))
+            segs.append(Segment(f" {name}   ", self._style("matrix--header")))
+        segs.append(Segment("n/k = trials passed", self._style("matrix--header")))
+        return Strip(segs).apply_style(base).adjust_cell_length(width, base)
+
+    # ---- cursor --------------------------------------------------------------------------------
+
+    def case_index_at(self, col: int) -> int:
+        lay = self._layout
+        per = lay.per_col if lay is not None else 1
+        return min(col * per, len(self.case_ids) - 1)
+
+    def _set_cursor(self, m: int, col: int) -> None:
+        lay = self._layout
+        n_cols = lay.n_cols if lay is not None else 1
+        m = max(0, min(m, len(self.model_keys) - 1))
+        col = max(0, min(col, n_cols - 1))
+        old = self.cursor
+        self.cursor = (m, col)
+        for row in {old[0], m}:
+            self._strips.pop(row, None)
+            self._refresh_row(row)
+
+    def action_move(self, dm: int, dc: int) -> None:
+        self._set_cursor(self.cursor[0] + dm, self.cursor[1] + dc)
+
+    def action_select(self) -> None:
+        self.post_message(self.CellSelected(self.cursor[0], self.case_index_at(self.cursor[1])))
+
+    def on_click(self, event: events.Click) -> None:
+        lay = self._layout
+        if lay is None or event.y < 1 or event.y > len(self.model_keys) or event.x < lay.label_w:
+            return
+        col = (event.x - lay.label_w) // lay.cell_w
+        if col >= lay.n_cols:
+            return
+        self._set_cursor(event.y - 1, col)
+        self.action_select()
+
+
+class RatesChart(Widget):
+    """Throughput and retries per second over the whole run, with concurrency changes marked below."""
+
+    DEFAULT_CSS = """
+    RatesChart { height: 1fr; min-height: 6; }
+    RatesChart > .rates--throughput { color: $arena-chart; }
+    RatesChart > .rates--retry { color: $arena-chart-retry; }
+    RatesChart > .rates--marker { color: $arena-marker; text-style: bold; }
+    RatesChart > .rates--label { color: $text-muted; }
+    """
+    COMPONENT_CLASSES = {"rates--throughput", "rates--retry", "rates--marker", "rates--label"}
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._data: tuple[tuple[float, ...], tuple[float, ...], float, tuple[tuple[float, int, int, str | None, str],
+                                                                             ...]] = ((), (), 1.0, ())
+
+    def update_series(self, throughput: tuple[float, ...], retries: tuple[float, ...], step_s: float,
+                      markers: tuple[tuple[float, int, int, str | None, str], ...]) -> None:
+        data = (throughput, retries, step_s, markers)
+        if data != self._data:
+            self._data = data
+            self.refresh()
+
+    def render(self) -> Text:
+        thr, ret, step, markers = self._data
+        label_w = 16
+        w = max(10, self.size.width - label_w)
+        rows = max(5, self.size.height)
+        thr_h = max(1, min(8, (rows - 3) * 2 // 3))
+        ret_h = max(1, min(4, rows - 3 - thr_h))
+        lab = self.get_component_rich_style("rates--label", partial=True)
+        peak = max(thr, default=0.0)
+        rpeak = max(ret, default=0.0)
+        out = Text(no_wrap=True, overflow="crop")
+        for i, line in enumerate(tall_spark(thr, w, thr_h)):
+            out.append(f"{'calls/s' if i == 0 else '':<8}{peak if i == 0 else 0:>7.0f} " if i in (0, thr_h - 1)
+                       else " " * label_w, lab)
+            out.append(line, self.get_component_rich_style("rates--throughput", partial=True))
+            out.append("\n")
+        for i, line in enumerate(tall_spark(ret, w, ret_h, top=max(rpeak, 1.0))):
+            out.append(f"{'retry/s':<8}{rpeak:>7.0f} " if i == 0 else " " * label_w, lab)
+            out.append(line, self.get_component_rich_style("rates--retry", partial=True))
+            out.append("\n")
+        # concurrency changes at their moment: ▲ raised, ▼ lowered; the label says to what
+        n_points = max(1, len(thr))
+        offset = max(0, w - n_points) if n_points <= w else 0
+        scale = 1.0 if n_points <= w else w / n_points
+        marks = [" "] * w
+        for t, old, new, model_key, _source in markers:
+            if model_key is not None:
+                continue
+            x = min(w - 1, offset + int(t / max(step, 1e-9) * scale))
+            tag = ("▲" if new >= old else "▼") + str(new)
+            start = max(0, min(x, w - len(tag)))
+            marks[start: start + len(tag)] = list(tag)
+        out.append(f"{'concurrency':<16}", lab)
+        out.append("".join(marks), self.get_component_rich_style("rates--marker", partial=True))
+        out.append("\n")
+        span = len(thr) * step
+        out.append(f"{'':<16}{'-' + _dur(span):<{max(1, w - 3)}}now", lab)
+        return out
+
+
+def tall_spark(values: Sequence[float], width: int, height: int, top: float | None = None) -> list[str]:
+    """Values as a bar chart `height` lines tall (eighth blocks), newest on the right; lines top to bottom."""
+    vals = _fit(values, width)
+    hi = top if top is not None else max(vals, default=0.0)
+    units = [0 if hi <= 0 else min(height * 8, max(1 if v > 0 else 0, round(v / hi * height * 8))) for v in vals]
+    pad = " " * (width - len(vals))
+    lines = []
+    for r in range(height):
+        floor = (height - 1 - r) * 8
+        lines.append(pad + "".join(SPARK[max(0, min(8, u - floor))] for u in units))
+    return lines
+
+
+def _fit(values: Sequence[float], width: int) -> list[float]:
+    vals = list(values)
+    if len(vals) > width:
+        step = len(vals) / width
+        vals = [sum(vals[int(i * step): max(int(i * step) + 1, int((i + 1) * step))]) /
+                max(1, int((i + 1) * step) - int(i * step)) for i in range(width)]
+    return vals
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    title: str
+    width: int
+    right: bool = False
+
+
+class ModelTable(Widget, can_focus=True):
+    """One row per model, fixed columns, rows redrawn only when their values change (cached strips).
+
+    A DataTable repaints every visible cell whenever any cell changes; at a few frames a second with
+    every rate moving that cost the engine several percent (benchmarks/ui_overhead.py).
+    """
+
+    DEFAULT_CSS = """
+    ModelTable { height: auto; }
+    ModelTable > .models--header { text-style: bold; color: $primary; }
+    ModelTable > .models--row { color: $foreground; }
+    ModelTable > .models--spark { color: $arena-chart; }
+    ModelTable > .models--cursor { background: $boost; text-style: bold; }
+    ModelTable:focus > .models--cursor { background: $accent 30%; }
+    """
+    COMPONENT_CLASSES = {"models--header", "models--row", "models--spark", "models--cursor"}
+    BINDINGS = [
+        Binding("up", "cursor(-1)", show=False),
+        Binding("down", "cursor(1)", show=False),
+    ]
+
+    def __init__(self, columns: Sequence[Column], keys: Sequence[str], *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.columns = list(columns)
+        self.keys = list(keys)
+        self._values: list[tuple[str, ...]] = [("",) * (len(columns) - 1) for _ in keys]
+        self._names = [printable(k, newlines=False) for k in keys]
+        self._strips: dict[int, Strip] = {}
+        self.cursor_row = 0
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self.keys) + 1
+
+    def set_row(self, index: int, values: tuple[str, ...]) -> None:
+        if self._values[index] != values:
+            self._values[index] = values
+            self._strips.pop(index, None)
+            self.refresh(Region(0, index + 1, self.size.width, 1))
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()
+
+    def _fit(self, text: str, col: Column) -> str:
+        text = text[: col.width]
+        return (text.rjust(col.width) if col.right else text.ljust(col.width)) + "  "
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        base = self.rich_style
+        if y == 0:
+            head = "".join(self._fit(c.title, c) for c in self.columns)
+            return Strip([Segment(head, self.get_component_rich_style("models--header", partial=True))]) \
+                .apply_style(base).adjust_cell_length(width, base)
+        i = y - 1
+        if i >= len(self.keys):
+            return Strip.blank(width, base)
+        strip = self._strips.get(i)
+        if strip is None:
+            row = self.get_component_rich_style("models--row", partial=True)
+            if i == self.cursor_row:
+                row = row + self.get_component_rich_style("models--cursor", partial=True)
+            cols = self.columns
+            body = self._fit(self._names[i], cols[0]) + "".join(
+                self._fit(v, c) for v, c in zip(self._values[i][:-1], cols[1:-1], strict=True))
+            spark_style = row + self.get_component_rich_style("models--spark", partial=True)
+            strip = Strip([Segment(body, row), Segment(self._fit(self._values[i][-1], cols[-1]), spark_style)]) \
+                .apply_style(base).adjust_cell_length(width, base)
+            self._strips[i] = strip
+        return strip
+
+    def action_cursor(self, delta: int) -> None:
+        self._move_to(self.cursor_row + delta)
+
+    def _move_to(self, row: int) -> None:
+        old, self.cursor_row = self.cursor_row, max(0, min(row, len(self.keys) - 1))
+        for r in (old, self.cursor_row):
+            self._strips.pop(r, None)
+            self.refresh(Region(0, r + 1, self.size.width, 1))
+
+    def on_click(self, event: events.Click) -> None:
+        if 1 <= event.y <= len(self.keys):
+            self._move_to(event.y - 1)
+
+
+class StatusBar(Widget):
+    """A few lines of text set as a whole: unlike Static.update, setting it never triggers a layout pass."""
+
+    DEFAULT_CSS = "StatusBar { height: 3; }"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.text = Text()
+
+    def show(self, text: Text) -> None:
+        self.text = text
+        self.refresh()
+
+    def render(self) -> Text:
+        return self.text
+
+
+def _dur(s: float) -> str:
+    s = int(s)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def duration(s: float | None) -> str:
+    return "-" if s is None else _dur(s + 0.5)
+
+
+def bar(fraction: float, width: int) -> str:
+    """A progress bar of eighth blocks."""
+    fraction = max(0.0, min(1.0, fraction))
+    eighths = int(fraction * width * 8)
+    full, part = divmod(eighths, 8)
+    partial = "▏▎▍▌▋▊▉"[part - 1] if part else ""
+    return ("█" * full + partial).ljust(width, "·")[:width]

@@ -1,0 +1,10 @@
+"""Console tests run on asyncio (Textual's loop) through anyio's pytest plugin."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

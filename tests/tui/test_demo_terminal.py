@@ -1,0 +1,67 @@
+"""End to end: `arena demo` in a real terminal (tmux), watched, tuned with `+`, stopped with `q`, then the store."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from arenatui.store import Store
+
+TMUX = shutil.which("tmux")
+
+
+def _tmux(sock: str, *args: str) -> str:
+    return subprocess.run([TMUX or "tmux", "-L", sock, *args], capture_output=True, text=True, check=False).stdout
+
+
+def _wait_for(sock: str, pred: object, timeout: float = 20.0) -> str:
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = _tmux(sock, "capture-pane", "-p", "-t", "demo")
+        if pred(screen):  # type: ignore[operator]
+            return screen
+        time.sleep(0.1)
+    raise AssertionError(f"timed out; the screen was:\n{screen}")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(TMUX is None, reason="needs tmux")
+def test_arena_demo_in_a_terminal(arena_home: Path, tmp_path: Path) -> None:
+    sock = f"arena-test-{os.getpid()}-{tmp_path.name}"
+    arena = [sys.executable, "-m", "arenatui"]
+    # pytest exports COLUMNS/LINES for its own output; Textual would believe them over the terminal
+    cmd = (f"cd {shlex.quote(str(tmp_path))} && unset COLUMNS LINES && ARENATUI_HOME={shlex.quote(str(arena_home))} "
+           f"{' '.join(shlex.quote(a) for a in arena)} demo; echo EXIT=$?; sleep 30")
+    _tmux(sock, "-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "160", "-y", "48", cmd)
+    _tmux(sock, "resize-window", "-t", "demo", "-x", "160", "-y", "48")
+    try:
+        t0 = time.monotonic()
+        screen = _wait_for(sock, lambda s: "▶ running" in s and "target 8" in s)
+        assert time.monotonic() - t0 < 10  # "within two seconds" on a warm machine; CI gets slack
+        screen = _wait_for(sock, lambda s: "✓" in s.split("Calls: models × cases")[-1].split("queued")[0])
+        _tmux(sock, "send-keys", "-t", "demo", "+")
+        screen = _wait_for(sock, lambda s: "target 16" in s)
+        assert "concurrency 8 → 16 (user)" in _wait_for(sock, lambda s: "8 → 16" in s)
+        _tmux(sock, "send-keys", "-t", "demo", "q")
+        screen = _wait_for(sock, lambda s: "Stop the sweep?" in s)
+        assert "arena run --resume" in screen
+        _tmux(sock, "send-keys", "-t", "demo", "y")
+        screen = _wait_for(sock, lambda s: "EXIT=" in s)
+        assert "EXIT=130" in screen or "EXIT=0" in screen
+        assert "Run id:" in screen
+    finally:
+        _tmux(sock, "kill-session", "-t", "demo")
+    with Store(arena_home / "data" / "arena.db") as store:
+        (run,) = store.list_runs()
+        changes = store.concurrency_changes(run.run_id)
+        assert run.status in ("cancelled", "finished")
+        assert run.stored > 0
+    assert any(old == 8 and new == 16 and src == "user" for _at, old, new, _mk, src in changes)

@@ -1,0 +1,71 @@
+"""Widget helpers and the matrix's cost model, without a running sweep."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from arenatui.engine.events import CallFinished, CallStarted
+from arenatui.live import ERRORED, IN_FLIGHT, PASSED, QUEUED, LiveMetrics
+from arenatui.tui.themes import STATE_VARIABLES
+from arenatui.tui.widgets import CallMatrix, bar, cell_state, spark, tall_spark
+
+from .support import _result
+
+
+def test_cell_range_sums_states_over_cases() -> None:
+    live = LiveMetrics(["a", "b"], [f"c{i}" for i in range(10)], 2, clock=lambda: 0.0)
+    live.on_event(CallStarted("a", "c3", 0, 1, 0.0))
+    live.on_event(CallStarted("a", "c4", 1, 1, 0.0))
+    live.on_event(CallFinished(_result("a", "c4", 1, "passed", 0.1), 0.1))
+    assert live.cell_range(0, 0, 10) == (18, 1, 0, 1, 0, 0)
+    assert live.cell_range(0, 4, 5) == live.cell(0, 4) == (1, 0, 0, 1, 0, 0)
+    assert live.cell_range(1, 8, 99) == (4, 0, 0, 0, 0, 0)
+
+
+def test_cell_state_shows_work_first_then_worst_outcome() -> None:
+    assert cell_state((1, 0, 0, 2, 0, 0)) == PASSED
+    assert cell_state((0, 1, 0, 0, 0, 5)) == IN_FLIGHT
+    assert cell_state((0, 0, 0, 3, 0, 1)) == ERRORED
+    assert cell_state((3, 0, 0, 0, 0, 0)) == QUEUED
+
+
+def test_spark_and_bar() -> None:
+    assert spark([], 4) == "    "
+    assert spark([0, 1, 2, 4], 4) == " ▂▄█"
+    assert len(spark(list(range(1000)), 30)) == 30
+    lines = tall_spark([1, 2], 3, 2)
+    assert lines == ["  █", " ██"]
+    assert bar(0.5, 4) == "██··"
+
+
+@pytest.mark.anyio
+async def test_matrix_condenses_and_a_frame_costs_little(tmp_path: object) -> None:
+    from textual.app import App, ComposeResult
+
+    models = [f"model-{i}" for i in range(10)]
+    cases = [f"case-{j:05d}" for j in range(5000)]
+    live = LiveMetrics(models, cases, 1, clock=lambda: 0.0)
+
+    class One(App[None]):
+        def get_theme_variable_defaults(self) -> dict[str, str]:
+            return dict(STATE_VARIABLES)
+
+        def compose(self) -> ComposeResult:
+            yield CallMatrix(models, cases, 1, live.cell_range, id="m")
+
+    app = One()
+    async with app.run_test(size=(160, 20)) as pilot:
+        m = app.query_one(CallMatrix)
+        await pilot.pause()
+        lay = m._layout
+        assert lay is not None and lay.per_col > 1 and lay.n_cols * lay.cell_w <= 160
+        for mk in models:  # a busy frame: 2,000 cells changed
+            for j in range(0, 5000, 25):
+                live.on_event(CallStarted(mk, cases[j], 0, 1, 0.0))
+        t0 = time.perf_counter()
+        m.cells_changed(live.take_dirty())
+        await pilot.pause()
+        assert time.perf_counter() - t0 < 0.5
+        assert "5000 cases" in app.export_screenshot().replace("&#160;", " ")

@@ -17,6 +17,7 @@ from arenatui.config.schema import (
     PROVIDERS,
     RETRY_AFTER_FORMS,
     SCORER_KINDS,
+    TRANSPORTS,
     Case,
     Defaults,
     MockFaults,
@@ -187,6 +188,11 @@ def _read_model(t: _Table) -> ModelConfig:
     if api_key_env is not None and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", api_key_env):
         raise t.error("api_key_env", f"expected the NAME of an environment variable (not the key itself), got a "
                       f"value of {len(api_key_env)} characters")
+    transport = t.string("transport", "auto") or "auto"
+    if transport not in TRANSPORTS:
+        close = difflib.get_close_matches(transport, TRANSPORTS, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise t.error("transport", f"expected one of {', '.join(TRANSPORTS)}, got {transport!r}{hint}")
     extra = t.table("extra_body")
     headers = _str_table(t, "headers")
     for h in headers:
@@ -209,6 +215,7 @@ def _read_model(t: _Table) -> ModelConfig:
         temperature=t.number("temperature", None, lo=0.0, hi=2.0),
         system=t.string("system"),
         stream=t.boolean("stream", True),
+        transport=transport,
         headers=headers,
         extra_body=dict(extra.data),
         sim=_read_sim(t),

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 ProviderKind = Literal["sim", "openai", "anthropic"]
 PROVIDERS: tuple[str, ...] = ("sim", "openai", "anthropic")
+TRANSPORTS: tuple[str, ...] = ("auto", "httpx", "aiohttp")
+"""HTTP clients a model may use (arenatui.providers.transports says why there are two)."""
 ScorerKind = Literal["exact", "contains", "regex", "choice", "numeric", "json_valid"]
 SCORER_KINDS: tuple[str, ...] = ("exact", "contains", "regex", "choice", "numeric", "json_valid")
 
@@ -105,6 +107,8 @@ class ModelConfig:
     temperature: float | None = None
     system: str | None = None
     stream: bool = True
+    transport: str = "auto"
+    """HTTP client for openai/anthropic models: 'auto' (aiohttp on asyncio, else httpx), 'aiohttp' or 'httpx'."""
     headers: dict[str, str] = field(default_factory=dict)
     extra_body: dict[str, Any] = field(default_factory=dict)
     sim: SimSettings = field(default_factory=SimSettings)

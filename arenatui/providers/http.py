@@ -22,6 +22,7 @@ from typing import Any
 
 import anyio
 import httpx
+import sniffio
 
 from arenatui.config.schema import ModelConfig, RunSettings
 from arenatui.errors import (
@@ -32,6 +33,7 @@ from arenatui.errors import (
     TransientError,
 )
 from arenatui.providers.base import Completion, Request, estimate_tokens
+from arenatui.providers.transports import Wire, open_wire, resolve
 from arenatui.safe_text import one_line
 
 MESSAGE_CHARS = 300
@@ -329,35 +331,45 @@ class StreamReader:
 
 
 class HttpProvider:
-    """One model behind one `httpx.AsyncClient`: pooled to the concurrency, no httpx retries, one deadline per call."""
+    """One model over one `Wire` (httpx or aiohttp, `transports.py`): no client retries, one deadline per call.
+
+    This is the one place that turns what happened on the wire into the engine's outcomes: the
+    deadline, timeouts, connection failures, status codes, retry-after and scrubbed messages, the
+    same for every transport.
+    """
 
     enforces_timeout = True
     """Every attempt ends at `request.timeout_s` (TimeoutError), trickling servers included."""
 
     def __init__(self, model: ModelConfig, run: RunSettings, concurrency_hint: int = 64, *,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
+        # concurrency_hint no longer sizes anything: pools grow with the calls in flight (transports.py).
         self.model = model
         self.where = f"{model.key} ({model.provider})"
         key = read_api_key(model)
         headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
         headers.update(self.auth_headers(key))
         headers.update(model.headers)
+        self._headers = headers
         self._secrets = tuple(sorted({v for k, v in headers.items() if k.lower() in SENSITIVE_HEADERS and v}
                                      | ({key} if key else set()), key=len, reverse=True))
         if model.base_url is None:
             raise ProviderSetupError(f"model {model.key!r}: base_url is required for provider {model.provider!r}")
         self.url = self.endpoint(model.base_url.rstrip("/"))
-        n = max(1, concurrency_hint, model.max_concurrency or 0)
-        limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
-        self._client = httpx.AsyncClient(
-            headers=headers,
-            # Per-operation timeouts at the call's ceiling; the whole-call deadline is the cancel scope in
-            # `complete`, which is what stops a server that trickles one byte at a time.
-            timeout=httpx.Timeout(run.timeout_s),
-            transport=transport or httpx.AsyncHTTPTransport(retries=0, limits=limits),
-            follow_redirects=False,
-            trust_env=False,
-        )
+        self._timeout_s = run.timeout_s
+        self._fake = transport
+        self._wire: Wire | None = None
+
+    @property
+    def wire(self) -> Wire:
+        """The transport, chosen on first use (``auto`` depends on the running event loop)."""
+        if self._wire is None:
+            name = resolve(self.model.transport)
+            if name == "aiohttp" and self._fake is None and sniffio.current_async_library() != "asyncio":
+                raise TerminalError(f"model {self.model.key!r}: transport = \"aiohttp\" runs only on asyncio; "
+                                    f"use \"auto\" or \"httpx\" here")
+            self._wire = open_wire(name, self._headers, self._timeout_s, self._fake)
+        return self._wire
 
     # ---- per wire format ----
 
@@ -380,42 +392,52 @@ class HttpProvider:
 
     async def complete(self, request: Request) -> Completion:
         stream = self.model.stream
-        body = self.body(request, stream)
+        content = json.dumps(self.body(request, stream), ensure_ascii=False, separators=(",", ":"),
+                             allow_nan=False).encode()
+        wire = self._wire or self.wire
         try:
             with anyio.fail_after(request.timeout_s):
                 t0 = time.monotonic()
-                async with self._client.stream("POST", self.url, json=body) as resp:
-                    if not 200 <= resp.status_code < 300:
-                        raw = await _read_capped(resp.aiter_bytes(), ERROR_BODY_BYTES)
-                        raise error_for_status(resp.status_code, resp.headers, raw, where=self.where,
+                async with wire.post(self.url, content) as resp:
+                    if not 200 <= resp.status < 300:
+                        raw = await _read_capped(resp.chunks(), ERROR_BODY_BYTES)
+                        raise error_for_status(resp.status, resp.headers, raw, where=self.where,
                                                secrets=self._secrets)
                     if "text/event-stream" in resp.headers.get("content-type", ""):
-                        return await self._read_stream(resp.aiter_bytes(), request, t0)
-                    return self.parse_json(await resp.aread(), request)
-        except httpx.TimeoutException:
+                        return await self._read_stream(wire, resp.chunks(), request, t0)
+                    return self.parse_json(await resp.read(), request)
+        except ProviderError:
+            raise
+        except wire.timeout_errors:
             raise TimeoutError(f"no complete answer from {self.where} within {request.timeout_s:g}s") from None
-        except httpx.HTTPError as e:
+        except wire.errors as e:
             # Connection refused or reset, protocol errors, a body cut short: worth another attempt.
-            detail = one_line(scrub(str(e) or type(e).__name__, self._secrets), MESSAGE_CHARS)
-            raise TransientError(f"{type(e).__name__} talking to {self.where}: {detail}") from None
+            raise TransientError(f"{type(e).__name__} talking to {self.where}: {self._detail(e)}") from None
 
-    async def _read_stream(self, chunks: AsyncIterator[bytes], request: Request, t0: float) -> Completion:
+    def _detail(self, e: BaseException) -> str:
+        return one_line(scrub(str(e) or type(e).__name__, self._secrets), MESSAGE_CHARS)
+
+    async def _read_stream(self, wire: Wire, chunks: AsyncIterator[bytes], request: Request,
+                           t0: float) -> Completion:
         reader = self.stream_reader(request, t0)
         decoder = SSEDecoder()
         try:
             async for chunk in chunks:
                 for ev in decoder.feed(chunk):
                     reader.on_event(ev)
-        except httpx.HTTPError as e:
-            detail = one_line(scrub(str(e) or type(e).__name__, self._secrets), MESSAGE_CHARS)
+        except wire.timeout_errors:
+            raise
+        except wire.errors as e:
             raise reader.fail(TransientError(
-                f"stream from {self.where} broke off ({type(e).__name__}: {detail})")) from None
+                f"stream from {self.where} broke off ({type(e).__name__}: {self._detail(e)})")) from None
         for ev in decoder.close():
             reader.on_event(ev)
         return reader.finish()
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        wire, self._wire = self._wire, None
+        if wire is not None:
+            await wire.aclose()
 
 
 async def _read_capped(chunks: AsyncIterator[bytes], limit: int) -> bytes:

@@ -35,6 +35,8 @@ TERMINAL_FAULTS = ("400", "401", "403", "404", "422")
 TIMEOUT_FAULTS = ("hang", "trickle")
 RETRY_AFTER_FORMS = ("ms", "seconds", "date", "both")
 PROVIDERS = {"oa": "openai", "an": "anthropic"}
+WIRES = ("httpx", "aiohttp")
+"""The HTTP transports a provider test runs over: behaviour must not depend on the client library."""
 
 
 def _model(key: str, prefix: str, stream: bool = True, **sim: Any) -> dict[str, Any]:
@@ -68,12 +70,14 @@ def server_models() -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
 
 
 def write_project(path: Path, base: str, models: Sequence[dict[str, Any]], run: dict[str, Any] | None = None,
-                  mock: dict[str, dict[str, Any]] | None = None) -> Path:
-    """A project TOML whose models point at the server at `base` (http://host:port)."""
+                  mock: dict[str, dict[str, Any]] | None = None, transport: str | None = None) -> Path:
+    """A project TOML whose models point at the server at `base` (http://host:port), over `transport` if given."""
     out_models = []
     for m in models:
         m = dict(m)
         m["base_url"] = f"{base}/v1" if m["provider"] == "openai" else base
+        if transport is not None:
+            m["transport"] = transport
         out_models.append(m)
     doc: dict[str, Any] = {
         "project": {"name": path.stem},
@@ -149,9 +153,9 @@ class SweepOutcome:
 
 
 def run_sweep(tmp_path: Path, base: str, models: Sequence[dict[str, Any]], *, run: dict[str, Any] | None = None,
-              limit: int | None = None, name: str = "client") -> SweepOutcome:
+              limit: int | None = None, name: str = "client", transport: str | None = None) -> SweepOutcome:
     """A real sweep (providers, engine, store) against `base`; returns the stored rows and the events."""
-    project = write_project(tmp_path / f"{name}.toml", base, models, run)
+    project = write_project(tmp_path / f"{name}.toml", base, models, run, transport=transport)
     db = tmp_path / f"{name}.db"
     events: list[Any] = []
     sweep = Sweep(SweepOptions(project=project, db=db, filters=Filters(limit=limit)), extra_sinks=(events.append,))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from httpkit import PROVIDERS, run_sweep, start_server, stop_server
+from httpkit import PROVIDERS, WIRES, run_sweep, start_server, stop_server
 
 from arenatui.engine.events import CallRetrying, CallStarted
 
@@ -54,9 +54,14 @@ def aimock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stop_server(proc)
 
 
-def test_peer_answers_stream_and_not(aimock: str, tmp_path: Path) -> None:
+@pytest.fixture(params=WIRES)
+def wire(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def test_peer_answers_stream_and_not(aimock: str, tmp_path: Path, wire: str) -> None:
     out = run_sweep(tmp_path, aimock, _models("peer-ok") + [dict(m, key=m["key"] + "-ns") for m in
-                                                            _models("peer-ok", stream=False)], limit=1)
+                                                            _models("peer-ok", stream=False)], limit=1, transport=wire)
     assert len(out.rows) == 4
     for (model, _, _), r in out.rows.items():
         assert r["status"] == "passed" and r["output"] == "Paris", (model, r["error_message"])
@@ -71,9 +76,9 @@ def test_peer_answers_stream_and_not(aimock: str, tmp_path: Path) -> None:
     ("peer-drop", "transient", 3), ("peer-malformed", "transient", 3), ("peer-disconnect", "transient", 3),
     ("peer-truncated", "transient", 3), ("peer-400", "terminal", 1),
 ])
-def test_peer_faults(aimock: str, tmp_path: Path, name: str, error_class: str, attempts: int) -> None:
+def test_peer_faults(aimock: str, tmp_path: Path, name: str, error_class: str, attempts: int, wire: str) -> None:
     out = run_sweep(tmp_path, aimock, _models(name) + [dict(m, key=m["key"] + "-ns") for m in
-                                                       _models(name, stream=False)], limit=1)
+                                                       _models(name, stream=False)], limit=1, transport=wire)
     for (model, _, _), r in out.rows.items():
         if name == "peer-truncated" and model.endswith("-ns"):
             continue  # truncation is a streaming fault: the JSON answer arrives whole
@@ -82,8 +87,8 @@ def test_peer_faults(aimock: str, tmp_path: Path, name: str, error_class: str, a
         assert len(out.of(CallStarted, model)) == attempts
 
 
-def test_peer_429_retry_after_is_honoured(aimock: str, tmp_path: Path) -> None:
-    out = run_sweep(tmp_path, aimock, _models("peer-429"), limit=1, run={"max_attempts": 2})
+def test_peer_429_retry_after_is_honoured(aimock: str, tmp_path: Path, wire: str) -> None:
+    out = run_sweep(tmp_path, aimock, _models("peer-429"), limit=1, run={"max_attempts": 2}, transport=wire)
     for (model, _, _), r in out.rows.items():
         assert r["error_class"] == "rate_limited" and r["attempts"] == 2
         (retrying,) = out.of(CallRetrying, model)

@@ -1,8 +1,13 @@
-"""Real sweeps through the OpenAI and Anthropic providers against `arena mock-server` on loopback."""
+"""Real sweeps through the OpenAI and Anthropic providers against `arena mock-server` on loopback.
+
+Every test runs over each HTTP transport (`wire`): streaming, retries, timeouts and error classes
+must not depend on the client library.
+"""
 
 from __future__ import annotations
 
 import math
+import re
 import time
 from pathlib import Path
 
@@ -13,6 +18,7 @@ from httpkit import (
     TERMINAL_FAULTS,
     TIMEOUT_FAULTS,
     TRANSIENT_FAULTS,
+    WIRES,
     MockServerProcess,
     run_sweep,
 )
@@ -20,13 +26,18 @@ from httpkit import (
 from arenatui.engine.events import CallRetrying, CallStarted
 
 
+@pytest.fixture(params=WIRES)
+def wire(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 def _models(server: MockServerProcess, *keys: str) -> list[dict[str, object]]:
     return [server.models[k] for k in keys]
 
 
-def test_answers_stream_and_not(mock_server: MockServerProcess, tmp_path: Path) -> None:
+def test_answers_stream_and_not(mock_server: MockServerProcess, tmp_path: Path, wire: str) -> None:
     keys = [f"{p}-{v}" for p in PROVIDERS for v in ("ok", "ok-ns")]
-    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), run={"trials": 2})
+    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), run={"trials": 2}, transport=wire)
     assert out.status == "finished"
     assert len(out.rows) == len(keys) * 3 * 2
     for (model, case, _), r in out.rows.items():
@@ -41,9 +52,9 @@ def test_answers_stream_and_not(mock_server: MockServerProcess, tmp_path: Path) 
             assert r["ttft_ms"] is not None and 0 < r["ttft_ms"] <= r["latency_ms"]
 
 
-def test_max_tokens_is_finish_reason_length(mock_server: MockServerProcess, tmp_path: Path) -> None:
+def test_max_tokens_is_finish_reason_length(mock_server: MockServerProcess, tmp_path: Path, wire: str) -> None:
     keys = [f"{p}-{v}" for p in PROVIDERS for v in ("long", "long-ns")]
-    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), limit=1)
+    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), limit=1, transport=wire)
     for r in out.rows.values():
         assert r["finish_reason"] == "length"  # Anthropic's max_tokens, normalised
         assert r["output_tokens"] == 32  # capped at [defaults].max_tokens
@@ -51,9 +62,9 @@ def test_max_tokens_is_finish_reason_length(mock_server: MockServerProcess, tmp_
 
 @pytest.mark.parametrize("fault", TRANSIENT_FAULTS)
 def test_transient_faults_are_retried_then_stored(mock_server: MockServerProcess, tmp_path: Path,
-                                                  fault: str) -> None:
+                                                  fault: str, wire: str) -> None:
     keys = [f"{p}-{fault}{ns}" for p in PROVIDERS for ns in ("", "-ns")]
-    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), limit=1)
+    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), limit=1, transport=wire)
     assert len(out.rows) == len(keys)
     for (model, _, _), r in out.rows.items():
         assert r["status"] == "errored"
@@ -64,9 +75,9 @@ def test_transient_faults_are_retried_then_stored(mock_server: MockServerProcess
 
 @pytest.mark.parametrize("fault", TERMINAL_FAULTS)
 def test_terminal_faults_make_exactly_one_attempt(mock_server: MockServerProcess, tmp_path: Path,
-                                                  fault: str) -> None:
+                                                  fault: str, wire: str) -> None:
     keys = [f"{p}-{fault}{ns}" for p in PROVIDERS for ns in ("", "-ns")]
-    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), limit=1)
+    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), limit=1, transport=wire)
     for (model, _, _), r in out.rows.items():
         assert r["error_class"] == "terminal", (model, r["error_message"])
         assert r["attempts"] == 1
@@ -77,12 +88,12 @@ def test_terminal_faults_make_exactly_one_attempt(mock_server: MockServerProcess
 
 @pytest.mark.parametrize("fault", TIMEOUT_FAULTS)
 def test_timeouts_hold_on_hanging_and_trickling_servers(mock_server: MockServerProcess, tmp_path: Path,
-                                                        fault: str) -> None:
+                                                        fault: str, wire: str) -> None:
     timeout = 0.4
     keys = [f"{p}-{fault}{ns}" for p in PROVIDERS for ns in ("", "-ns")]
     t0 = time.monotonic()
     out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), limit=1,
-                    run={"timeout_s": timeout, "max_attempts": 2})
+                    run={"timeout_s": timeout, "max_attempts": 2}, transport=wire)
     assert time.monotonic() - t0 < 2 * timeout + 2.0  # calls run side by side, each attempt cut at the deadline
     for (model, _, _), r in out.rows.items():
         assert r["error_class"] == "timeout", (model, r["error_message"])
@@ -91,11 +102,12 @@ def test_timeouts_hold_on_hanging_and_trickling_servers(mock_server: MockServerP
 
 
 @pytest.mark.parametrize("form", RETRY_AFTER_FORMS)
-def test_429_retry_after_is_honoured(mock_server: MockServerProcess, tmp_path: Path, form: str) -> None:
+def test_429_retry_after_is_honoured(mock_server: MockServerProcess, tmp_path: Path, form: str, wire: str) -> None:
     asked = 0.3
     keys = [f"{p}-429-{form}" for p in PROVIDERS]
     wall_offset = time.time() - time.monotonic()
-    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), limit=1, run={"max_attempts": 2})
+    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), limit=1, run={"max_attempts": 2},
+                    transport=wire)
     for model in keys:
         (r,) = out.by_model(model)
         assert r["error_class"] == "rate_limited" and r["attempts"] == 2
@@ -113,10 +125,10 @@ def test_429_retry_after_is_honoured(mock_server: MockServerProcess, tmp_path: P
             assert starts[1].t + wall_offset >= earliest - 0.005
 
 
-def test_provider_rate_limit_from_simcore(mock_server: MockServerProcess, tmp_path: Path) -> None:
+def test_provider_rate_limit_from_simcore(mock_server: MockServerProcess, tmp_path: Path, wire: str) -> None:
     keys = [f"{p}-limited" for p in PROVIDERS]
     out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys),
-                    run={"max_attempts": 8, "concurrency": 6})
+                    run={"max_attempts": 8, "concurrency": 6}, transport=wire)
     assert all(r["status"] == "passed" for r in out.rows.values())
     retries = out.of(CallRetrying)
     assert retries and all(e.reason == "rate_limited" for e in retries)
@@ -125,9 +137,9 @@ def test_provider_rate_limit_from_simcore(mock_server: MockServerProcess, tmp_pa
         assert starts[(e.model_key, e.case_id, e.trial, e.attempt + 1)] >= e.t + e.delay
 
 
-def test_serial_model_serves_one_at_a_time(mock_server: MockServerProcess, tmp_path: Path) -> None:
+def test_serial_model_serves_one_at_a_time(mock_server: MockServerProcess, tmp_path: Path, wire: str) -> None:
     keys = [f"{p}-serial" for p in PROVIDERS]
-    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), run={"trials": 2})
+    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), run={"trials": 2}, transport=wire)
     for model in keys:
         rows = out.by_model(model)
         assert all(r["status"] == "passed" for r in rows)
@@ -135,21 +147,22 @@ def test_serial_model_serves_one_at_a_time(mock_server: MockServerProcess, tmp_p
         assert span >= 0.9 * 0.04 * len(rows)  # six answers of 40 ms, queued one behind another
 
 
-def test_unknown_model_is_terminal(mock_server: MockServerProcess, tmp_path: Path) -> None:
+def test_unknown_model_is_terminal(mock_server: MockServerProcess, tmp_path: Path, wire: str) -> None:
     models = [dict(mock_server.models["oa-ok"], key="nobody", model="no-such-model"),
               dict(mock_server.models["an-ok"], key="nobody-an", model="no-such-model")]
-    out = run_sweep(tmp_path, mock_server.url, models, limit=1)
+    out = run_sweep(tmp_path, mock_server.url, models, limit=1, transport=wire)
     for r in out.rows.values():
         assert r["error_class"] == "terminal" and r["attempts"] == 1 and "HTTP 404" in r["error_message"]
 
 
-def test_connection_refused_is_transient(tmp_path: Path) -> None:
+def test_connection_refused_is_transient(tmp_path: Path, wire: str) -> None:
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
     models = [{"key": "gone", "provider": "openai", "model": "m"}]
-    out = run_sweep(tmp_path, f"http://127.0.0.1:{port}", models, limit=1)
+    out = run_sweep(tmp_path, f"http://127.0.0.1:{port}", models, limit=1, transport=wire)
     (r,) = out.rows.values()
-    assert r["error_class"] == "transient" and r["attempts"] == 3 and "ConnectError" in r["error_message"]
+    assert r["error_class"] == "transient" and r["attempts"] == 3
+    assert re.search(r"Connect(or)?Error talking to gone", r["error_message"])

@@ -1,0 +1,221 @@
+"""How the HTTP providers put bytes on the wire: httpx or aiohttp behind one small interface.
+
+A `Wire` only POSTs a body and hands back status, headers and the body (whole or chunk by chunk),
+and names which of its library's exceptions are timeouts and which are connection failures.
+Everything else (deadline, status mapping, retry-after, secret scrubbing, SSE) lives once in
+`arenatui.providers.http`, so both transports behave the same.
+
+Why two (benchmarks/http_overhead.py, DESIGN.md measured limits): client CPU per call is error in
+what we measure. httpx 0.28 costs 2.5-3.5 ms per call on loopback, 1.3-1.7 ms with its pool
+sharded, against 0.2 ms for aiohttp; so ``auto`` (the default) picks aiohttp wherever it can run,
+which is the asyncio backend, and httpx elsewhere (trio).
+
+Pools never cap concurrency: aiohttp's connector is unlimited and httpx grows one more shard of
+`HTTPX_SHARD` connections whenever every shard is busy, so raising concurrency mid-run can never
+queue requests inside the client, where the wait would be counted as the provider's latency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Protocol
+
+import httpx
+import sniffio
+
+if TYPE_CHECKING:
+    import aiohttp
+
+HTTPX_SHARD = 8
+"""Connections per httpx client: its pool's cost grows with connections × waiting requests, so many
+small pools cost about half of one big one (measured: 2.8 → 1.3 ms per call at 16 in flight)."""
+
+
+class WireResponse(Protocol):
+    status: int
+    headers: Mapping[str, str]
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives, in whatever pieces the network gives."""
+        ...
+
+    async def read(self) -> bytes:
+        ...
+
+
+class Wire(Protocol):
+    name: str
+    timeout_errors: tuple[type[BaseException], ...]
+    """Exceptions of this library meaning a timeout."""
+    errors: tuple[type[BaseException], ...]
+    """Exceptions meaning the exchange failed (refused, reset, protocol error, body cut short)."""
+
+    def post(self, url: str, body: bytes) -> AbstractAsyncContextManager[WireResponse]:
+        ...
+
+    async def aclose(self) -> None:
+        ...
+
+
+def resolve(name: str) -> str:
+    """The transport ``auto`` means here: aiohttp on asyncio (it runs on no other loop), httpx otherwise."""
+    if name != "auto":
+        return name
+    try:
+        return "aiohttp" if sniffio.current_async_library() == "asyncio" else "httpx"
+    except sniffio.AsyncLibraryNotFoundError:
+        return "httpx"
+
+
+# ---- httpx ---------------------------------------------------------------------------------------
+
+
+class _HttpxResponse:
+    __slots__ = ("_r", "headers", "status")
+
+    def __init__(self, r: httpx.Response) -> None:
+        self._r = r
+        self.status = r.status_code
+        self.headers: Mapping[str, str] = r.headers
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        return self._r.aiter_bytes()
+
+    async def read(self) -> bytes:
+        return await self._r.aread()
+
+
+class _Shard:
+    __slots__ = ("busy", "client")
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+        self.busy = 0
+
+
+class HttpxWire:
+    """httpx clients of `HTTPX_SHARD` connections each, one more whenever all are busy; no httpx retries."""
+
+    name = "httpx"
+    timeout_errors: tuple[type[BaseException], ...] = (httpx.TimeoutException,)
+    errors: tuple[type[BaseException], ...] = (httpx.HTTPError,)
+
+    def __init__(self, headers: Mapping[str, str], timeout_s: float,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self._headers = dict(headers)
+        self._timeout_s = timeout_s
+        self._transport = transport
+        self._shard_size = HTTPX_SHARD if transport is None else 1 << 30  # a fake transport has no pool
+        self._shards: list[_Shard] = []
+
+    def _client(self) -> httpx.AsyncClient:
+        n = self._shard_size
+        return httpx.AsyncClient(
+            headers=self._headers,
+            # Per-operation timeouts at the call's ceiling; the whole-call deadline is the cancel scope in
+            # HttpProvider.complete, which is what stops a server that trickles one byte at a time.
+            timeout=httpx.Timeout(self._timeout_s),
+            transport=self._transport or httpx.AsyncHTTPTransport(
+                retries=0, limits=httpx.Limits(max_connections=n, max_keepalive_connections=n)),
+            follow_redirects=False,
+            trust_env=False,
+        )
+
+    def _pick(self) -> _Shard:
+        size = self._shard_size
+        for s in self._shards:  # first fit keeps the early shards' connections warm
+            if s.busy < size:
+                return s
+        s = _Shard(self._client())
+        self._shards.append(s)
+        return s
+
+    @asynccontextmanager
+    async def post(self, url: str, body: bytes) -> AsyncIterator[WireResponse]:
+        shard = self._pick()
+        shard.busy += 1
+        try:
+            async with shard.client.stream("POST", url, content=body) as r:
+                yield _HttpxResponse(r)
+        finally:
+            shard.busy -= 1
+
+    @property
+    def shards(self) -> int:
+        return len(self._shards)
+
+    async def aclose(self) -> None:
+        shards, self._shards = self._shards, []
+        for s in shards:
+            await s.client.aclose()
+
+
+# ---- aiohttp -------------------------------------------------------------------------------------
+
+
+class _AiohttpResponse:
+    __slots__ = ("_r", "headers", "status")
+
+    def __init__(self, r: aiohttp.ClientResponse) -> None:
+        self._r = r
+        self.status = r.status
+        self.headers: Mapping[str, str] = r.headers
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        return self._r.content.iter_any()
+
+    async def read(self) -> bytes:
+        return await self._r.read()
+
+
+class AiohttpWire:
+    """One aiohttp session with an unlimited connector (the engine bounds concurrency, not the pool).
+
+    The session is opened on first use because aiohttp binds it to the running event loop.
+    """
+
+    name = "aiohttp"
+    timeout_errors: tuple[type[BaseException], ...]
+    errors: tuple[type[BaseException], ...]
+
+    def __init__(self, headers: Mapping[str, str], timeout_s: float) -> None:
+        import aiohttp  # imported only when used: it is not needed to start the app
+
+        self._aiohttp = aiohttp
+        # TimeoutError first: aiohttp's ServerTimeoutError is both a ClientError and a TimeoutError.
+        self.timeout_errors = (TimeoutError,)
+        self.errors = (aiohttp.ClientError, OSError)
+        self._headers = dict(headers)
+        self._timeout_s = timeout_s
+        self._session: aiohttp.ClientSession | None = None
+
+    def _open(self) -> aiohttp.ClientSession:
+        aiohttp = self._aiohttp
+        self._session = aiohttp.ClientSession(
+            headers=self._headers,
+            connector=aiohttp.TCPConnector(limit=0, limit_per_host=0),
+            timeout=aiohttp.ClientTimeout(total=None, connect=self._timeout_s, sock_read=self._timeout_s),
+            trust_env=False,
+            raise_for_status=False,
+        )
+        return self._session
+
+    @asynccontextmanager
+    async def post(self, url: str, body: bytes) -> AsyncIterator[WireResponse]:
+        session = self._session or self._open()
+        async with session.post(url, data=body, allow_redirects=False) as r:
+            yield _AiohttpResponse(r)
+
+    async def aclose(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+
+def open_wire(name: str, headers: Mapping[str, str], timeout_s: float,
+              httpx_transport: httpx.AsyncBaseTransport | None = None) -> Wire:
+    """A wire for a resolved transport name ('httpx' or 'aiohttp'); a fake httpx transport forces httpx."""
+    if name == "aiohttp" and httpx_transport is None:
+        return AiohttpWire(headers, timeout_s)
+    return HttpxWire(headers, timeout_s, httpx_transport)

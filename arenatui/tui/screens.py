@@ -336,7 +336,9 @@ class RunScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#matrix", CallMatrix).focus()
         if self.autostart:
-            self.start()
+            # start once the first frame is on screen: the console shows at once and the engine's
+            # first burst does not compete with the initial layout and styling
+            self.call_after_refresh(self.start)
         self.refresh_now(everything=True)
         self.set_interval(REFRESH_S, self.refresh_now, name="live-refresh")
 

@@ -158,6 +158,7 @@ def _read_sim(t: _Table) -> SimSettings:
         max_concurrent=s.integer("max_concurrent", None, lo=1),
         transient_rate=s.number("transient_rate", d.transient_rate, lo=0.0, hi=1.0) or 0.0,
         serial=s.boolean("serial", d.serial),
+        exact_timing=s.boolean("exact_timing", d.exact_timing),
         accuracy=s.number("accuracy", d.accuracy, lo=0.0, hi=1.0) or 0.0,
         strata_accuracy=sa,
     )

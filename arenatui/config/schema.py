@@ -65,6 +65,9 @@ class SimSettings:
     """Chance that an attempt fails with a transient (5xx-like) error."""
     serial: bool = False
     """Local-GPU mode: one request at a time, the rest queue inside the provider."""
+    exact_timing: bool = False
+    """Every answer has exactly ``output_tokens`` tokens and its first token at ``base_latency_s``: with
+    ``jitter = 0`` latency and TTFT are known exactly (benchmarks/http_overhead.py measures against them)."""
     accuracy: float = 0.8
     strata_accuracy: dict[str, float] = field(default_factory=dict)
     """Accuracy by stratum or tag, overriding ``accuracy`` (first match: stratum, then tags)."""

@@ -111,13 +111,13 @@ class SimCore:
         if attempt > 1:
             u_len, u_jit, u_fail, u_ttft = (_per_attempt(u, attempt) for u in (u_len, u_jit, u_fail, u_ttft))
         correct = u_correct < self.accuracy_for(stratum, tags)
-        tokens = max(1, round(s.output_tokens * (0.5 + u_len)))
+        tokens = s.output_tokens if s.exact_timing else max(1, round(s.output_tokens * (0.5 + u_len)))
         finish = "stop"
         if tokens > max_tokens:
             tokens, finish = max_tokens, "length"
         factor = math.exp(s.jitter * _NORMAL.inv_cdf(u_jit)) if s.jitter else 1.0
         latency = (s.base_latency_s + tokens * s.per_token_s) * factor
-        ttft = s.base_latency_s * factor * (0.8 + 0.4 * u_ttft) if s.base_latency_s else 0.0
+        ttft = s.base_latency_s * factor * (1.0 if s.exact_timing else 0.8 + 0.4 * u_ttft)
         ttft = min(ttft, latency)
         text = _answer(expected, correct, u_wrong, case_id)
         if finish == "length" and len(text) > 8:

@@ -1,0 +1,220 @@
+"""How much the instrument distorts what it measures: client CPU per HTTP call, and recorded vs true latency.
+
+Against `arena mock-server` on loopback, the server in a subprocess so its CPU is not ours:
+
+1. Client CPU per call through our provider path (each transport) and through a bare aiohttp client
+   making the same requests, streamed and not, at 16 and 64 calls in flight (the server answers at
+   once, so this is all client work). The figure is the ratio to bare aiohttp, measured in the same run.
+2. Latency inflation: real sweeps (engine, store, live metrics) against a server whose latency is
+   exactly 100 ms (streamed: first token at exactly 50 ms), at 64 and 256 in flight. The p50 and p99
+   of the latency and time to first token the sweep records (CallFinished events, the rows the
+   store keeps) divided by the true values; with the calls/s reached, the calls/s offered
+   (concurrency / 100 ms) and both processes' CPU, which say who saturated first.
+
+    python benchmarks/http_overhead.py [--calls 1500] [--transports aiohttp,httpx]
+
+JSON lines, one per figure: {"name": ..., "value": ..., "unit": ...}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import anyio
+import tomli_w
+from http_throughput import start_server
+
+from arenatui.config import load_project
+from arenatui.engine.events import CallFinished
+from arenatui.plan import Filters
+from arenatui.providers.base import Request, build_messages, make_provider
+from arenatui.sweep import Sweep, SweepOptions
+
+TRUE_LATENCY_S = 0.100
+TRUE_TTFT_S = 0.050
+MODELS: dict[str, dict[str, Any]] = {
+    # answers at once: every microsecond measured is the client's
+    "zero-json": {"stream": False, "sim": {"base_latency_s": 0.0, "per_token_s": 0.0, "output_tokens": 16}},
+    "zero-stream": {"stream": True, "sim": {"base_latency_s": 0.0, "per_token_s": 0.0, "output_tokens": 16}},
+    # exactly 100 ms; streamed: first token at 50 ms, then 10 tokens 5 ms apart
+    "lat-json": {"stream": False, "sim": {"base_latency_s": TRUE_LATENCY_S, "per_token_s": 0.0,
+                                          "output_tokens": 10}},
+    "lat-stream": {"stream": True, "sim": {"base_latency_s": TRUE_TTFT_S,
+                                           "per_token_s": (TRUE_LATENCY_S - TRUE_TTFT_S) / 10, "output_tokens": 10}},
+}
+CASE = {"id": "c", "input": "Reply with a short JSON object."}  # no expected answer: a multi-chunk stream
+
+
+def emit(name: str, value: float, unit: str) -> None:
+    print(json.dumps({"name": name, "value": round(value, 4), "unit": unit}), flush=True)
+
+
+def write_project(path: Path, base: str, keys: list[str], *, transport: str = "auto", trials: int = 1,
+                  concurrency: int = 16) -> Path:
+    models = [{"key": k, "provider": "openai", "model": k, "base_url": f"{base}/v1", "stream": MODELS[k]["stream"],
+               "transport": transport, "sim": {**MODELS[k]["sim"], "jitter": 0.0, "exact_timing": True}}
+              for k in keys]
+    doc = {"project": {"name": path.stem}, "defaults": {"max_tokens": 64},
+           "run": {"timeout_s": 60.0, "trials": trials, "concurrency": concurrency, "max_attempts": 1},
+           "models": models, "cases": [CASE]}
+    path.write_text(tomli_w.dumps(doc), encoding="utf-8")
+    return path
+
+
+def server_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux /proc); 0 where unavailable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+async def _drive(call: Any, concurrency: int, calls: int) -> float:
+    """CPU ms per call of `calls` calls, `concurrency` at a time, after a warm-up."""
+    left = calls
+
+    async def worker() -> None:
+        nonlocal left
+        while left > 0:
+            left -= 1
+            await call()
+
+    for _ in range(min(100, calls)):
+        await call()
+    left = calls
+    cpu0 = time.process_time()
+    async with anyio.create_task_group() as tg:
+        for _ in range(concurrency):
+            tg.start_soon(worker)
+    return (time.process_time() - cpu0) / calls * 1000.0
+
+
+async def provider_cpu(project_path: Path, concurrency: int, calls: int) -> float:
+    project = load_project(project_path)
+    model = project.models[0]
+    provider = make_provider(model, project.run)
+    case = project.cases[0]
+    req = Request(model=model, case=case, trial=0, attempt=1, messages=build_messages(model, project.defaults, case),
+                  max_tokens=64, temperature=0.0, timeout_s=60.0)
+
+    async def call() -> None:
+        await provider.complete(req)
+
+    try:
+        return await _drive(call, concurrency, calls)
+    finally:
+        await provider.aclose()
+
+
+async def bare_aiohttp_cpu(base: str, key: str, concurrency: int, calls: int) -> float:
+    """The same requests from a plain aiohttp session: post, read every byte, parse nothing."""
+    stream = MODELS[key]["stream"]
+    body: dict[str, Any] = {"model": key, "messages": [{"role": "user", "content": CASE["input"]}],
+                            "max_tokens": 64, "temperature": 0.0, "stream": stream}
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    url = f"{base}/v1/chat/completions"
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        async def call() -> None:
+            async with session.post(url, json=body) as r:
+                async for _ in r.content.iter_any():
+                    pass
+
+        return await _drive(call, concurrency, calls)
+
+
+def measure_cpu(tmp: Path, base: str, transports: list[str], calls: int) -> None:
+    for mode in ("stream", "json"):
+        key = f"zero-{mode}"
+        for c in (16, 64):
+            bare = anyio.run(bare_aiohttp_cpu, base, key, c, calls)
+            emit(f"http_{mode}_c{c}_bare_aiohttp_cpu_per_call", bare, "ms")
+            for t in transports:
+                path = write_project(tmp / f"cpu-{key}-{t}.toml", base, [key], transport=t)
+                ours = anyio.run(provider_cpu, path, c, calls)
+                emit(f"http_{mode}_c{c}_{t}_cpu_per_call", ours, "ms")
+                emit(f"http_{mode}_c{c}_{t}_cpu_ratio_to_bare_aiohttp", ours / bare, "x")
+
+
+def q(values: list[float], p: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[round(p * 100) - 1]
+
+
+def measure_latency(tmp: Path, base: str, server_pid: int, transports: list[str], waves: int) -> None:
+    for t in transports:
+        for mode in ("json", "stream"):
+            key = f"lat-{mode}"
+            for c in (64, 256):
+                trials = c * waves
+                path = write_project(tmp / f"lat-{key}-{t}-{c}.toml", base, [key], transport=t, trials=trials,
+                                     concurrency=c)
+                finished: list[CallFinished] = []
+
+                def keep(ev: object, out: list[CallFinished] = finished) -> None:
+                    if type(ev) is CallFinished:
+                        out.append(ev)
+
+                sweep = Sweep(SweepOptions(project=path, db=tmp / f"lat-{t}-{mode}-{c}.db", filters=Filters()),
+                              extra_sinks=(keep,))
+                cpu0, srv0, t0 = time.process_time(), server_cpu_s(server_pid), time.perf_counter()
+                anyio.run(sweep.run)
+                wall = time.perf_counter() - t0
+                cpu, srv = time.process_time() - cpu0, server_cpu_s(server_pid) - srv0
+                ok = [e.result for e in finished if e.result.error_class is None]
+                name = f"latency_{mode}_c{c}_{t}"
+                if len(ok) < len(finished):
+                    emit(f"{name}_errored_calls", len(finished) - len(ok), "calls")
+                lat = [r.latency_ms for r in ok if r.latency_ms is not None]
+                emit(f"{name}_p50_ratio_to_true", q(lat, 0.50) / (TRUE_LATENCY_S * 1000), "x")
+                emit(f"{name}_p99_ratio_to_true", q(lat, 0.99) / (TRUE_LATENCY_S * 1000), "x")
+                if mode == "stream":
+                    tt = [r.ttft_ms for r in ok if r.ttft_ms is not None]
+                    emit(f"{name}_ttft_p50_ratio_to_true", q(tt, 0.50) / (TRUE_TTFT_S * 1000), "x")
+                    emit(f"{name}_ttft_p99_ratio_to_true", q(tt, 0.99) / (TRUE_TTFT_S * 1000), "x")
+                emit(f"{name}_calls_per_s", len(finished) / wall, "calls/s")
+                emit(f"{name}_offered_calls_per_s", c / TRUE_LATENCY_S, "calls/s")
+                emit(f"{name}_client_cpu", cpu / wall, "cores")
+                emit(f"{name}_server_cpu", srv / wall, "cores")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--calls", type=int, default=1500, help="calls per CPU figure")
+    ap.add_argument("--waves", type=int, default=10, help="latency runs make concurrency × waves calls")
+    ap.add_argument("--transports", default="aiohttp,httpx")
+    ap.add_argument("--only", choices=("cpu", "latency"))
+    args = ap.parse_args()
+    transports = [t for t in args.transports.split(",") if t]
+    with tempfile.TemporaryDirectory() as tmp_s:
+        tmp = Path(tmp_s)
+        cfg = write_project(tmp / "server.toml", "http://127.0.0.1:1", list(MODELS))
+        proc, base = start_server(cfg)
+        # Other processes on the machine take CPU from both ends and show up as latency: say how busy it was.
+        emit("machine_load_avg_1m_at_start", os.getloadavg()[0], "runnable")
+        try:
+            if args.only != "latency":
+                measure_cpu(tmp, base, transports, args.calls)
+            if args.only != "cpu":
+                measure_latency(tmp, base, proc.pid, transports, args.waves)
+            emit("machine_load_avg_1m_at_end", os.getloadavg()[0], "runnable")
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

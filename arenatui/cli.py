@@ -63,7 +63,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from arenatui.headless import run_headless
-    from arenatui.report import print_leaderboard, spend_line, summary_line
+    from arenatui.report import client_load_warning, print_leaderboard, spend_line, summary_line
     from arenatui.store import Store
     from arenatui.sweep import Sweep
 
@@ -83,6 +83,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         out.print(spend_line(spend), markup=False)
         if not args.no_report and status == "finished":
             print_leaderboard(out, store, sweep.run_id)
+        warning = client_load_warning(store, sweep.run_id)
+        if warning:
+            err.print(warning, markup=False, style="bold yellow")
     out.print(f"Run id: {sweep.run_id}", markup=False)
     if status != "finished":
         err.print(f"The run was {status}; every finished call is stored. Resume with:\n  {sweep.resume_command}",

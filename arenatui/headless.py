@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from arenatui.engine.events import RunStatus
+from arenatui.live import LiveSnapshot
 from arenatui.sweep import Sweep
 
 REFRESH_S = 0.25
@@ -20,6 +21,14 @@ def _eta(s: float | None) -> str:
         return "ETA -"
     s = int(s + 0.5)
     return f"ETA {s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"ETA {s // 60}:{s % 60:02d}"
+
+
+def _client(snap: LiveSnapshot) -> str:
+    """The client's own CPU load, and a warning while it is the bottleneck."""
+    if snap.client_cpu is None:
+        return ""
+    return f"  client CPU {snap.client_cpu:4.0%}" + ("  (client-bound: latencies inflated)"
+                                                   if snap.client_overloaded else "")
 
 
 async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunStatus:
@@ -51,7 +60,7 @@ async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunSta
             snap = sweep.live.snapshot()
             progress.update(task, completed=snap.done, stats=(
                 f"in flight {snap.in_flight:>3}  backoff {snap.backing_off:>3}  retries {snap.retries:>4}  "
-                f"{snap.calls_per_s:7.1f} calls/s  {_eta(snap.eta_s)}"))
+                f"{snap.calls_per_s:7.1f} calls/s  {_eta(snap.eta_s)}{_client(snap)}"))
             progress.refresh()
             await anyio.sleep(REFRESH_S)
 

@@ -14,10 +14,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from arenatui.engine.client_load import OVERLOAD_CPU, OVERLOAD_S, OverloadTracker
 from arenatui.engine.events import (
     CallFinished,
     CallRetrying,
     CallStarted,
+    ClientLoadSampled,
     ConcurrencyChanged,
     Event,
     RunFinished,
@@ -167,6 +169,13 @@ class LiveSnapshot:
     """Seconds per point of the two series above."""
     markers: tuple[tuple[float, int, int, str | None, str], ...]
     """Concurrency changes: (seconds since start, old, new, model key or None, source)."""
+    client_cpu: float | None = None
+    """This process's CPU load over the last second, as a fraction of one core; None before the first sample."""
+    client_overloaded: bool = False
+    """The client has been above OVERLOAD_CPU of a core for OVERLOAD_S seconds or more, and still is: its own
+    work is now inside the latencies and caps the throughput shown."""
+    client_overload_s: float = 0.0
+    """Seconds of the run spent in such sustained overload so far."""
 
 
 class LiveMetrics:
@@ -199,8 +208,10 @@ class LiveMetrics:
         self._handlers: dict[type, Callable[[Any], None]] = {
             CallStarted: self._started, CallFinished: self._finished, CallRetrying: self._retrying,
             ConcurrencyChanged: self._concurrency, RunPaused: self._paused, RunResumed: self._resumed,
-            RunFinished: self._run_finished,
+            RunFinished: self._run_finished, ClientLoadSampled: self._client_load,
         }
+        self.client_cpu: float | None = None
+        self.client_load = OverloadTracker()
         self.log: deque[LogEntry] = deque(maxlen=log_size)
         self.log_seq = 0
         """Count of entries ever logged: lets a view tell what is new since it last looked."""
@@ -342,6 +353,13 @@ class LiveMetrics:
         if ev.source != "config":
             self._log(ev.t, "concurrency", ev.model_key, f"{what} {ev.old} → {ev.new} ({ev.source})")
 
+    def _client_load(self, ev: ClientLoadSampled) -> None:
+        self.client_cpu = ev.cpu
+        if self.client_load.add(ev.cpu, ev.interval_s):
+            self._log(ev.t, "state", None,
+                      f"client CPU above {OVERLOAD_CPU:.0%} of a core for {OVERLOAD_S:g}s: arenatui itself is now "
+                      "a bottleneck, and its queueing is inside the latencies shown (lower concurrency)")
+
     def _paused(self, ev: RunPaused) -> None:
         self.state = "paused"
         self._log(ev.t, "state", None, "paused: no new calls start; calls in flight finish")
@@ -448,7 +466,8 @@ class LiveMetrics:
             rate_limited=sum(m.rate_limited for m in models), target=self.target, calls_per_s=tot_cps,
             retry_rate=(tot_retries_w / tot_attempts_w) if tot_attempts_w else 0.0, eta_s=eta,
             cost=sum(m.cost for m in models), models=tuple(models), throughput_series=thr, retry_series=ret,
-            series_step_s=step, markers=tuple(self.markers),
+            series_step_s=step, markers=tuple(self.markers), client_cpu=self.client_cpu,
+            client_overloaded=self.client_load.overloaded, client_overload_s=self.client_load.overload_s,
         )
 
 

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from arenatui.engine.client_load import OVERLOAD_CPU, OVERLOAD_S, sustained_overload
 from arenatui.safe_text import literal
 from arenatui.stats.summary import SUMMARY_COLUMNS, ModelSummary, summarize
 from arenatui.store import Store
@@ -58,3 +59,17 @@ def print_leaderboard(console: Console, store: Store, run_id: str) -> list[Model
     sums = run_summaries(store, run_id)
     console.print(leaderboard_table(sums))
     return sums
+
+
+def client_load_warning(store: Store, run_id: str) -> str | None:
+    """A warning when arenatui's own process was the bottleneck for a sustained stretch of the run, else None."""
+    samples = store.client_load(run_id)
+    tr = sustained_overload((cpu, interval) for _, cpu, interval in samples)
+    if tr.overload_s <= 0:
+        return None
+    total = sum(interval for _, _, interval in samples)
+    return (f"Warning: the arenatui process itself used more than {OVERLOAD_CPU:.0%} of a CPU core for "
+            f"{tr.overload_s:.0f}s of this {total:.0f}s run (stretches of {OVERLOAD_S:g}s or more; peak "
+            f"{tr.peak:.0%}). While it did, the client, not the provider, limited throughput, and its own "
+            f"queueing is inside the latencies and TTFTs reported. Lower the concurrency, or keep "
+            f"transport = \"auto\" (aiohttp) for HTTP models, and compare.")

@@ -14,7 +14,8 @@ from pathlib import Path
 import anyio
 
 from arenatui.config import Project, load_project, project_from_dict, project_to_dict
-from arenatui.engine.events import RunStatus
+from arenatui.engine.client_load import CpuSampler
+from arenatui.engine.events import Event, RunStatus
 from arenatui.engine.runner import Runner, Sink
 from arenatui.errors import ArenaError
 from arenatui.live import LiveMetrics
@@ -88,8 +89,15 @@ class Sweep:
         self.live = LiveMetrics([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials)
         self.live.preload(stored)
         self.writer = ResultWriter(self.db_path, self.run_id)
-        self.runner = Runner(plan, self.providers, sinks=(self.writer.on_event, self.live.on_event, *extra_sinks),
-                             concurrency=concurrency)
+        sinks = (self.writer.on_event, self.live.on_event, *extra_sinks)
+        self.runner = Runner(plan, self.providers, sinks=sinks, concurrency=concurrency)
+
+        def emit(ev: Event) -> None:
+            for sink in sinks:
+                sink(ev)
+
+        self.cpu = CpuSampler(emit)
+        """The client's own CPU load beside the engine: stored with the run, shown live, warned about."""
         self.status: RunStatus | None = None
 
     @property
@@ -104,9 +112,11 @@ class Sweep:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.writer.run)
+                tg.start_soon(self.cpu.run)
                 try:
                     status = await self.runner.run()
                 finally:
+                    self.cpu.stop()  # before the writer stops, so the last sample is stored
                     self.writer.stop()
         except BaseException as e:
             status = "cancelled" if isinstance(e, (anyio.get_cancelled_exc_class(), KeyboardInterrupt)) \

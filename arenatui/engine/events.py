@@ -103,4 +103,17 @@ class RunFinished:
     message: str | None = None
 
 
-Event = CallStarted | CallRetrying | CallFinished | ConcurrencyChanged | RunPaused | RunResumed | RunFinished
+@dataclass(frozen=True, slots=True)
+class ClientLoadSampled:
+    """How busy this process (the client: engine, HTTP, store, views) was over the last interval."""
+
+    cpu: float
+    """CPU time over wall time: the fraction of one core (above 1.0 when several threads are busy)."""
+    interval_s: float
+    t: float
+    at: float
+    """Epoch seconds."""
+
+
+Event = (CallStarted | CallRetrying | CallFinished | ConcurrencyChanged | RunPaused | RunResumed | RunFinished
+         | ClientLoadSampled)

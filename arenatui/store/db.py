@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arenatui.engine.events import CallResult, ConcurrencyChanged
+from arenatui.engine.events import CallResult, ClientLoadSampled, ConcurrencyChanged
 from arenatui.errors import PlanError, StoreError
 from arenatui.store.schema import MIGRATIONS, RESULT_COLUMNS
 
@@ -177,6 +177,15 @@ class Store:
         self.conn.execute(
             "INSERT INTO concurrency_changes (run_id, at, old, new, model_key, source) VALUES (?, ?, ?, ?, ?, ?)",
             (run_id, ev.at, ev.old, ev.new, ev.model_key, ev.source))
+
+    def write_client_load(self, run_id: str, samples: Sequence[ClientLoadSampled]) -> None:
+        self.conn.executemany("INSERT INTO client_load (run_id, at, cpu, interval_s) VALUES (?, ?, ?, ?)",
+                              [(run_id, ev.at, ev.cpu, ev.interval_s) for ev in samples])
+
+    def client_load(self, run_id: str) -> list[tuple[float, float, float]]:
+        """The client's CPU samples of a run, oldest first: (epoch seconds, fraction of one core, interval s)."""
+        return self.conn.execute("SELECT at, cpu, interval_s FROM client_load WHERE run_id = ? ORDER BY at",
+                                 (run_id,)).fetchall()
 
     def done_keys(self, run_id: str) -> dict[str, set[tuple[str, int]]]:
         """Per model, the (case id, trial) pairs with a final result: what resume must not call again."""

@@ -58,4 +58,15 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX concurrency_changes_run ON concurrency_changes (run_id, at);
     """,
+    # 2: the client's own CPU load about once a second (fraction of one core), to tell when arenatui itself
+    # was the bottleneck
+    """
+    CREATE TABLE client_load (
+        run_id TEXT NOT NULL,
+        at REAL NOT NULL,
+        cpu REAL NOT NULL,
+        interval_s REAL NOT NULL
+    );
+    CREATE INDEX client_load_run ON client_load (run_id, at);
+    """,
 )

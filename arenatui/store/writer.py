@@ -17,7 +17,7 @@ from pathlib import Path
 
 import anyio
 
-from arenatui.engine.events import CallFinished, CallResult, ConcurrencyChanged, Event
+from arenatui.engine.events import CallFinished, CallResult, ClientLoadSampled, ConcurrencyChanged, Event
 from arenatui.store.db import Store
 
 
@@ -27,7 +27,8 @@ class ResultWriter:
         self.run_id = run_id
         self.min_interval_s = min_interval_s
         self._rows: list[CallResult] = []
-        self._changes: list[ConcurrencyChanged] = []
+        self._changes: list[ConcurrencyChanged | ClientLoadSampled] = []
+        """Rare run-level events, written in order with the next batch."""
         self._wake: anyio.Event | None = None
         self._signalled = False
         self._closing = False
@@ -38,7 +39,7 @@ class ResultWriter:
         """Sink for the engine: O(1), no I/O."""
         if type(ev) is CallFinished:
             self._rows.append(ev.result)  # the row is built at commit time, off the event path
-        elif type(ev) is ConcurrencyChanged:
+        elif type(ev) is ConcurrencyChanged or type(ev) is ClientLoadSampled:
             self._changes.append(ev)
         else:
             return
@@ -47,16 +48,20 @@ class ResultWriter:
             if self._wake is not None:
                 self._wake.set()
 
-    def _write(self, results: list[CallResult], changes: list[ConcurrencyChanged]) -> None:
+    def _write(self, results: list[CallResult], changes: list[ConcurrencyChanged | ClientLoadSampled]) -> None:
         for ch in changes:
-            self.store.write_concurrency_change(self.run_id, ch)
+            if type(ch) is ConcurrencyChanged:
+                self.store.write_concurrency_change(self.run_id, ch)
+        loads = [ch for ch in changes if type(ch) is ClientLoadSampled]
+        if loads:
+            self.store.write_client_load(self.run_id, loads)
         run_id = self.run_id
         # CallResult's fields are RESULT_COLUMNS after run_id, in order (tests/unit check it)
         self.store.write_rows([(run_id, *r) for r in results])
         self.written += len(results)
         self.batches += 1
 
-    def _take(self) -> tuple[list[CallResult], list[ConcurrencyChanged]]:
+    def _take(self) -> tuple[list[CallResult], list[ConcurrencyChanged | ClientLoadSampled]]:
         rows, self._rows = self._rows, []
         changes, self._changes = self._changes, []
         self._signalled = False

@@ -376,7 +376,8 @@ class RunScreen(Screen[None]):
         frac = snap.done / snap.planned if snap.planned else 1.0
         key = (state, snap.done, snap.planned, int(snap.elapsed_s), None if snap.eta_s is None else int(snap.eta_s),
                round(snap.cost, 4), runner.target, snap.in_flight, snap.backing_off, round(snap.calls_per_s),
-               snap.retries, self.size.width)
+               snap.retries, self.size.width,
+               None if snap.client_cpu is None else round(snap.client_cpu, 2), snap.client_overloaded)
         if self._shown_keys.get("status") == key:
             return
         self._shown_keys["status"] = key
@@ -397,6 +398,12 @@ class RunScreen(Screen[None]):
         st.append(f"target {runner.target}", Style(bold=True, underline=True))
         st.append(f"   in flight {snap.in_flight}   backing off {snap.backing_off}   retries {snap.retries}"
                   f"   errors {snap.errored}")
+        if snap.client_cpu is not None:  # the client's own load: when high, it is inside the latencies shown
+            st.append(f"   client CPU {snap.client_cpu:.0%}")
+            if snap.client_overloaded:
+                warn = self.app.theme_variables.get("warning")
+                st.append(" ⚠ client-bound: latencies inflated", Style(bold=True, color=warn) if warn else
+                          Style(bold=True))
         if self.sweep_ended or state in ("finished", "cancelled", "failed"):
             st.append(f"   — the sweep has {'ended' if state == 'finished' else state}: press r for the results",
                       Style(bold=True))

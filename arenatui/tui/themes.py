@@ -32,6 +32,7 @@ STATE_VARIABLES: dict[str, str] = {
     "arena-marker": "#E0A458",
     "arena-chart": "#5FA8D3",
     "arena-chart-retry": "#E0A458",
+    "arena-muted": "#7A8496",
 }
 """The app's own colour variables and their fallbacks (a theme without them still works)."""
 

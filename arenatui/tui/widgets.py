@@ -85,7 +85,7 @@ class CallMatrix(Widget, can_focus=True):
     CallMatrix > .matrix--failed { color: $arena-failed; }
     CallMatrix > .matrix--errored { color: $arena-errored; text-style: bold; }
     CallMatrix > .matrix--label { color: $foreground; }
-    CallMatrix > .matrix--header { color: $text-muted; }
+    CallMatrix > .matrix--header { color: $arena-muted; }
     CallMatrix > .matrix--cursor { background: $accent 40%; }
     CallMatrix:focus > .matrix--cursor { background: $accent; color: $background; }
     """
@@ -306,7 +306,7 @@ class RatesChart(Widget):
     RatesChart > .rates--throughput { color: $arena-chart; }
     RatesChart > .rates--retry { color: $arena-chart-retry; }
     RatesChart > .rates--marker { color: $arena-marker; text-style: bold; }
-    RatesChart > .rates--label { color: $text-muted; }
+    RatesChart > .rates--label { color: $arena-muted; }
     """
     COMPONENT_CLASSES = {"rates--throughput", "rates--retry", "rates--marker", "rates--label"}
 

@@ -218,10 +218,12 @@ class MockServer:
                 payload = payload[: len(payload) // 2]
             return web.Response(body=payload, content_type="application/json")
 
+        loop = asyncio.get_running_loop()
+        start = loop.time()
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await resp.prepare(request)
         if out.ttft_s > 0:
-            await asyncio.sleep(out.ttft_s)
+            await asyncio.sleep(out.ttft_s - (loop.time() - start))
         pieces = _pieces(out.text, out.output_tokens)
         step = max(0.0, out.latency_s - out.ttft_s) / len(pieces)
         for ev in self._sse_start(wire, name, out):
@@ -234,7 +236,8 @@ class MockServer:
                 await resp.write(b'data: {"choices": [{"delta": {"content": "unterminated\n\n')
             await resp.write(self._sse_piece(wire, name, piece))
             if step > 0:
-                await asyncio.sleep(step)
+                # against the schedule, not after the last write: lateness must not add up over the pieces
+                await asyncio.sleep(start + out.ttft_s + (i + 1) * step - loop.time())
         for ev in self._sse_end(wire, name, out, include_usage):
             await resp.write(ev)
         await resp.write_eof()

@@ -151,11 +151,55 @@ def q(values: list[float], p: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[round(p * 100) - 1]
 
 
+async def bare_aiohttp_latency(base: str, key: str, concurrency: int, calls: int) -> tuple[list[float], list[float]]:
+    """Latency and time to the first body byte (ms) of the same requests from a bare aiohttp client: the
+    reference for what the server and the machine add on their own."""
+    body = {"model": key, "messages": [{"role": "user", "content": CASE["input"]}], "max_tokens": 64,
+            "stream": MODELS[key]["stream"]}
+    url = f"{base}/v1/chat/completions"
+    lat: list[float] = []
+    first: list[float] = []
+    left = calls
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        async def worker() -> None:
+            nonlocal left
+            while left > 0:
+                left -= 1
+                t0 = time.monotonic()
+                async with session.post(url, json=body) as r:
+                    t1 = None
+                    async for _ in r.content.iter_any():
+                        t1 = t1 or time.monotonic()
+                now = time.monotonic()
+                lat.append((now - t0) * 1000.0)
+                first.append(((t1 or now) - t0) * 1000.0)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(concurrency):
+                tg.start_soon(worker)
+    return lat, first
+
+
+def emit_latency(name: str, mode: str, lat: list[float], ttft: list[float],
+                 bare: dict[str, float] | None = None) -> dict[str, float]:
+    """Percentiles over the truth; with `bare`, also over the bare client's (what our client adds on its own)."""
+    figures = {"p50": (q(lat, 0.50), TRUE_LATENCY_S), "p99": (q(lat, 0.99), TRUE_LATENCY_S)}
+    if mode == "stream":
+        figures |= {"ttft_p50": (q(ttft, 0.50), TRUE_TTFT_S), "ttft_p99": (q(ttft, 0.99), TRUE_TTFT_S)}
+    for k, (v, truth) in figures.items():
+        emit(f"{name}_{k}_ratio_to_true", v / (truth * 1000), "x")
+        if bare is not None:
+            emit(f"{name}_{k}_ratio_to_bare_aiohttp", v / bare[k], "x")
+    return {k: v for k, (v, _) in figures.items()}
+
+
 def measure_latency(tmp: Path, base: str, server_pid: int, transports: list[str], waves: int) -> None:
-    for t in transports:
-        for mode in ("json", "stream"):
-            key = f"lat-{mode}"
-            for c in (64, 256):
+    for mode in ("json", "stream"):
+        key = f"lat-{mode}"
+        for c in (64, 256):
+            lat, first = anyio.run(bare_aiohttp_latency, base, key, c, c * waves)
+            bare = emit_latency(f"latency_{mode}_c{c}_bare_aiohttp", mode, lat, first)
+            for t in transports:
                 trials = c * waves
                 path = write_project(tmp / f"lat-{key}-{t}-{c}.toml", base, [key], transport=t, trials=trials,
                                      concurrency=c)
@@ -175,13 +219,8 @@ def measure_latency(tmp: Path, base: str, server_pid: int, transports: list[str]
                 name = f"latency_{mode}_c{c}_{t}"
                 if len(ok) < len(finished):
                     emit(f"{name}_errored_calls", len(finished) - len(ok), "calls")
-                lat = [r.latency_ms for r in ok if r.latency_ms is not None]
-                emit(f"{name}_p50_ratio_to_true", q(lat, 0.50) / (TRUE_LATENCY_S * 1000), "x")
-                emit(f"{name}_p99_ratio_to_true", q(lat, 0.99) / (TRUE_LATENCY_S * 1000), "x")
-                if mode == "stream":
-                    tt = [r.ttft_ms for r in ok if r.ttft_ms is not None]
-                    emit(f"{name}_ttft_p50_ratio_to_true", q(tt, 0.50) / (TRUE_TTFT_S * 1000), "x")
-                    emit(f"{name}_ttft_p99_ratio_to_true", q(tt, 0.99) / (TRUE_TTFT_S * 1000), "x")
+                emit_latency(name, mode, [r.latency_ms for r in ok if r.latency_ms is not None],
+                             [r.ttft_ms for r in ok if r.ttft_ms is not None], bare)
                 emit(f"{name}_calls_per_s", len(finished) / wall, "calls/s")
                 emit(f"{name}_offered_calls_per_s", c / TRUE_LATENCY_S, "calls/s")
                 emit(f"{name}_client_cpu", cpu / wall, "cores")

@@ -180,8 +180,18 @@ class SSEDecoder:
         self._data: list[str] = []
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
-        buf = self._buf + chunk
+        buf = self._buf + chunk if self._buf else chunk
         out: list[SSEEvent] = []
+        if b"\r" not in buf:
+            # The common case, LF line ends: split in C and decode once (a multi-byte character never
+            # contains an LF byte, so decoding whole lines together gives what decoding each would).
+            head, sep, tail = buf.rpartition(b"\n")
+            self._buf = tail
+            if sep:
+                line = self._line
+                for text in head.decode("utf-8", errors="replace").split("\n"):
+                    line(text, out)
+            return out
         start = 0
         n = len(buf)
         while start < n:
@@ -210,6 +220,9 @@ class SSEDecoder:
         return out
 
     def _line(self, line: str, out: list[SSEEvent]) -> None:
+        if line.startswith("data:"):  # most lines: skip the general field parsing below
+            self._data.append(line[6:] if line.startswith(" ", 5) else line[5:])
+            return
         if not line:
             if self._data:
                 out.append(SSEEvent(self._event or "message", "\n".join(self._data)))

@@ -16,7 +16,7 @@ from arenatui.config.schema import Case, ModelConfig, RunSettings
 from arenatui.errors import ProviderError, ProviderSetupError, RateLimited, TerminalError, TransientError
 from arenatui.providers.anthropic import AnthropicProvider, AnthropicStream, parse_message
 from arenatui.providers.base import Request
-from arenatui.providers.http import SSEDecoder, error_for_status, parse_retry_after, scrub
+from arenatui.providers.http import SSEDecoder, SSEEvent, error_for_status, parse_retry_after, scrub
 from arenatui.providers.openai import OpenAIProvider, OpenAIStream, parse_chat_completion
 
 CASE = Case(id="c1", input="What is 2+2?", expected="4")
@@ -221,3 +221,11 @@ def test_sse_chunking_does_not_matter(parts: list[bytes], size: int) -> None:
     pieces = SSEDecoder()
     b = [ev for i in range(0, len(raw), size) for ev in pieces.feed(raw[i : i + size])] + pieces.close()
     assert a == b
+
+
+def test_sse_multibyte_text_split_anywhere() -> None:
+    raw = 'data: {"t": "café ✓ 東京"}\n\ndata: [DONE]\n\n'.encode()
+    want = [SSEEvent("message", '{"t": "café ✓ 東京"}'), SSEEvent("message", "[DONE]")]
+    for cut in range(1, len(raw)):
+        dec = SSEDecoder()
+        assert dec.feed(raw[:cut]) + dec.feed(raw[cut:]) + dec.close() == want, cut

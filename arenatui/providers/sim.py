@@ -11,7 +11,6 @@ import asyncio
 import hashlib
 import math
 import re
-import struct
 import time
 from collections.abc import Awaitable, Callable
 from statistics import NormalDist
@@ -30,13 +29,24 @@ _NUM_RE = re.compile(r"^[-+]?\d+(?:\.\d+)?$")
 
 
 _GOLDEN = 0.6180339887498949
-_U32 = struct.Struct("<8I")
+_U32 = 2.3283064365386963e-10  # 2**-32
+
+
+def draw(seed: int, key: str, case_id: str, trial: int) -> int:
+    """256 deterministic bits for one (seed, model, case, trial): the same in any process."""
+    digest = hashlib.blake2b(f"{seed}|{key}|{case_id}|{trial}".encode(), digest_size=32).digest()
+    return int.from_bytes(digest, "little")
+
+
+def uniform(bits: int, i: int) -> float:
+    """The i-th (0-7) uniform in (0, 1) of a `draw`."""
+    return (((bits >> (32 * i)) & 0xFFFFFFFF) + 0.5) * _U32
 
 
 def uniforms(seed: int, key: str, case_id: str, trial: int) -> list[float]:
-    """Eight uniforms in (0, 1) for one (seed, model, case, trial): the same in any process."""
-    digest = hashlib.blake2b(f"{seed}|{key}|{case_id}|{trial}".encode(), digest_size=32).digest()
-    return [(v + 0.5) * 2.3283064365386963e-10 for v in _U32.unpack(digest)]
+    """All eight uniforms of a `draw` (for tests and tools; the hot path takes only what it needs)."""
+    bits = draw(seed, key, case_id, trial)
+    return [uniform(bits, i) for i in range(8)]
 
 
 def _per_attempt(u: float, attempt: int) -> float:
@@ -104,28 +114,34 @@ class SimCore:
                 return sa[t]
         return self.s.accuracy
 
-    def outcome(self, case_id: str, trial: int, attempt: int, *, expected: str | None, stratum: str | None,
+    def outcome(self, case_id: str, trial: int, attempt: int, expected: str | None, stratum: str | None,
                 tags: tuple[str, ...], prompt: str, max_tokens: int) -> SimOutcome:
         s = self.s
-        u_correct, u_wrong, u_len, u_jit, u_fail, u_ttft, _, _ = uniforms(self.seed, self.key, case_id, trial)
-        if attempt > 1:
-            u_len, u_jit, u_fail, u_ttft = (_per_attempt(u, attempt) for u in (u_len, u_jit, u_fail, u_ttft))
-        correct = u_correct < self.accuracy_for(stratum, tags)
-        tokens = s.output_tokens if s.exact_timing else max(1, round(s.output_tokens * (0.5 + u_len)))
+        bits = draw(self.seed, self.key, case_id, trial)
+        # uniforms 0-1 belong to the (case, trial): the answer; 2-5 to the attempt: length, jitter, failure, TTFT
+
+        def per_attempt(i: int) -> float:
+            u = uniform(bits, i)
+            return u if attempt <= 1 else _per_attempt(u, attempt)
+
+        correct = uniform(bits, 0) < self.accuracy_for(stratum, tags)
+        tokens = s.output_tokens if s.exact_timing else max(1, round(s.output_tokens * (0.5 + per_attempt(2))))
         finish = "stop"
         if tokens > max_tokens:
             tokens, finish = max_tokens, "length"
-        factor = math.exp(s.jitter * _NORMAL.inv_cdf(u_jit)) if s.jitter else 1.0
+        factor = math.exp(s.jitter * _NORMAL.inv_cdf(per_attempt(3))) if s.jitter else 1.0
         latency = (s.base_latency_s + tokens * s.per_token_s) * factor
-        ttft = s.base_latency_s * factor * (1.0 if s.exact_timing else 0.8 + 0.4 * u_ttft)
-        ttft = min(ttft, latency)
-        text = _answer(expected, correct, u_wrong, case_id)
+        ttft = 0.0
+        if s.base_latency_s:
+            ttft = min(latency, s.base_latency_s * factor * (1.0 if s.exact_timing else 0.8 + 0.4 * per_attempt(5)))
+        transient = s.transient_rate > 0 and per_attempt(4) < s.transient_rate
+        text = expected if (correct and expected is not None) else _answer(expected, correct, uniform(bits, 1),
+                                                                            case_id)
         if finish == "length" and len(text) > 8:
             text = text[: max(1, len(text) // 2)]
-        return SimOutcome(
-            text=text, latency_s=latency, ttft_s=ttft, input_tokens=estimate_tokens(prompt), output_tokens=tokens,
-            finish_reason=finish, transient=u_fail < s.transient_rate, correct=correct,
-        )
+        # positional: this runs once per simulated attempt (fields: text, latency_s, ttft_s, input_tokens,
+        # output_tokens, finish_reason, transient, correct)
+        return SimOutcome(text, latency, ttft, estimate_tokens(prompt), tokens, finish, transient, correct)
 
 
 def _answer(expected: str | None, correct: bool, u: float, case_id: str) -> str:
@@ -170,8 +186,8 @@ class SimProvider:
             raise RateLimited(f"simulated 429 from {self.model.key}: rate limit reached", retry_after=retry_after)
         try:
             case = request.case
-            out = core.outcome(case.id, request.trial, request.attempt, expected=case.expected, stratum=case.stratum,
-                               tags=case.tags, prompt=case.prompt_text(), max_tokens=request.max_tokens)
+            out = core.outcome(case.id, request.trial, request.attempt, case.expected, case.stratum, case.tags,
+                               case.input if type(case.input) is str else case.prompt_text(), request.max_tokens)
             wait = out.latency_s / 2 if out.transient else out.latency_s
             timeout = request.timeout_s
             queued = 0.0
@@ -190,8 +206,8 @@ class SimProvider:
                 await (self._sleep or self._pick_sleep())(wait)
             if out.transient:
                 raise TransientError(f"simulated 503 from {self.model.key}: overloaded, try again")
-            return Completion(text=out.text, input_tokens=out.input_tokens, output_tokens=out.output_tokens,
-                              finish_reason=out.finish_reason, ttft_s=queued + out.ttft_s)
+            # text, input_tokens, output_tokens, finish_reason, ttft_s
+            return Completion(out.text, out.input_tokens, out.output_tokens, out.finish_reason, queued + out.ttft_s)
         finally:
             core.release()
 

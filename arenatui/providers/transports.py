@@ -191,10 +191,16 @@ class AiohttpWire:
         self._session: aiohttp.ClientSession | None = None
 
     def _open(self) -> aiohttp.ClientSession:
+        import ssl
+
+        import certifi
+
         aiohttp = self._aiohttp
         self._session = aiohttp.ClientSession(
             headers=self._headers,
-            connector=aiohttp.TCPConnector(limit=0, limit_per_host=0),
+            # certifi's CA bundle, as httpx uses: both transports trust the same servers on any system
+            connector=aiohttp.TCPConnector(limit=0, limit_per_host=0,
+                                           ssl=ssl.create_default_context(cafile=certifi.where())),
             timeout=aiohttp.ClientTimeout(total=None, connect=self._timeout_s, sock_read=self._timeout_s),
             trust_env=False,
             raise_for_status=False,

@@ -60,8 +60,8 @@ class _Ring:
     """Per-second buckets of several counters over the last RING seconds, addressed by absolute second."""
 
     __slots__ = ("stamp", "values")
-    COUNTERS = ("done", "tokens", "retries", "limited", "attempts", "lat_sum")
-    DONE, TOKENS, RETRIES, LIMITED, ATTEMPTS, LAT_SUM = range(6)
+    COUNTERS = ("done", "tokens", "retries", "limited", "lat_sum")
+    DONE, TOKENS, RETRIES, LIMITED, LAT_SUM = range(5)
 
     def __init__(self) -> None:
         self.stamp = array("q", [-1] * RING)
@@ -99,6 +99,7 @@ class _ModelAgg:
     in_flight: int = 0
     backing_off: int = 0
     attempts: int = 0
+    """Attempts started."""
     retries: int = 0
     rate_limited: int = 0
     input_tokens: int = 0
@@ -256,20 +257,24 @@ class LiveMetrics:
     def _started(self, ev: CallStarted) -> None:
         mi = self._m_index[ev.model_key]
         agg = self.models[mi]
+        src = QUEUED
         if self._backoff:
             key = (ev.model_key, ev.case_id, ev.trial)
             if key in self._backoff:
                 self._backoff.discard(key)
                 agg.backing_off -= 1
-                self._move(mi, ev.case_id, BACKOFF, IN_FLIGHT)
-            else:
-                self._move(mi, ev.case_id, QUEUED, IN_FLIGHT)
-        else:
-            self._move(mi, ev.case_id, QUEUED, IN_FLIGHT)
+                src = BACKOFF
+        # _move, inlined: this runs once per attempt
+        c = self._c_index.get(ev.case_id)
+        if c is not None:
+            idx = mi * self._n_cases + c
+            cells = self.cells
+            if cells[src][idx]:
+                cells[src][idx] -= 1
+            cells[IN_FLIGHT][idx] += 1
+            self.dirty.add(idx)
         agg.in_flight += 1
         agg.attempts += 1
-        ring = agg.ring
-        ring.values[_Ring.ATTEMPTS][ring.slot(self._sec(ev.t))] += 1
 
     def _finished(self, ev: CallFinished) -> None:
         r = ev.result
@@ -307,7 +312,14 @@ class LiveMetrics:
             self._log(ev.t, "error", r.model_key,
                       f"{r.model_key} {r.case_id}#{r.trial}: {ec} after {r.attempts} attempt(s): "
                       f"{r.error_message or ''}")
-        self._move(mi, r.case_id, src, dst)
+        c = self._c_index.get(r.case_id)  # _move, inlined: this runs once per call
+        if c is not None:
+            idx = mi * self._n_cases + c
+            cells = self.cells
+            if cells[src][idx]:
+                cells[src][idx] -= 1
+            cells[dst][idx] += 1
+            self.dirty.add(idx)
         if r.score is not None:
             agg.score_sum += r.score
         ring = agg.ring
@@ -426,8 +438,9 @@ class LiveMetrics:
         for agg in self.models:
             ring = agg.ring
             done_w = ring.total(_Ring.DONE, now_sec, w)
-            attempts_w = ring.total(_Ring.ATTEMPTS, now_sec, w)
             retries_w = ring.total(_Ring.RETRIES, now_sec, w)
+            # every attempt ends as a finished call or a retry, so these are the attempts that ended
+            attempts_w = done_w + retries_w
             limited_w = ring.total(_Ring.LIMITED, now_sec, w)
             span = min(w, elapsed) if elapsed > 0 else 1.0
             cps = done_w / max(span, 1e-9)

@@ -8,8 +8,9 @@ Against `arena mock-server` on loopback, the server in a subprocess so its CPU i
 2. Latency inflation: real sweeps (engine, store, live metrics) against a server whose latency is
    exactly 100 ms (streamed: first token at exactly 50 ms), at 64 and 256 in flight. The p50 and p99
    of the latency and time to first token the sweep records (CallFinished events, the rows the
-   store keeps) divided by the true values; with the calls/s reached, the calls/s offered
-   (concurrency / 100 ms) and both processes' CPU, which say who saturated first.
+   store keeps) divided by the true values and by a bare aiohttp client's in the same run; with the
+   calls/s reached, the calls/s offered (concurrency / 100 ms), both processes' CPU, and the rate at
+   which the client's CPU per call would fill one core (where it saturates).
 
     python benchmarks/http_overhead.py [--calls 1500] [--transports aiohttp,httpx]
 
@@ -151,7 +152,8 @@ def q(values: list[float], p: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[round(p * 100) - 1]
 
 
-async def bare_aiohttp_latency(base: str, key: str, concurrency: int, calls: int) -> tuple[list[float], list[float]]:
+async def bare_aiohttp_latency(base: str, key: str, concurrency: int,
+                               calls: int) -> tuple[list[float], list[float], float]:
     """Latency and time to the first body byte (ms) of the same requests from a bare aiohttp client: the
     reference for what the server and the machine add on their own."""
     body = {"model": key, "messages": [{"role": "user", "content": CASE["input"]}], "max_tokens": 64,
@@ -174,10 +176,11 @@ async def bare_aiohttp_latency(base: str, key: str, concurrency: int, calls: int
                 lat.append((now - t0) * 1000.0)
                 first.append(((t1 or now) - t0) * 1000.0)
 
+        t0 = time.perf_counter()
         async with anyio.create_task_group() as tg:
             for _ in range(concurrency):
                 tg.start_soon(worker)
-    return lat, first
+    return lat, first, calls / (time.perf_counter() - t0)
 
 
 def emit_latency(name: str, mode: str, lat: list[float], ttft: list[float],
@@ -197,8 +200,9 @@ def measure_latency(tmp: Path, base: str, server_pid: int, transports: list[str]
     for mode in ("json", "stream"):
         key = f"lat-{mode}"
         for c in (64, 256):
-            lat, first = anyio.run(bare_aiohttp_latency, base, key, c, c * waves)
+            lat, first, rate = anyio.run(bare_aiohttp_latency, base, key, c, c * waves)
             bare = emit_latency(f"latency_{mode}_c{c}_bare_aiohttp", mode, lat, first)
+            emit(f"latency_{mode}_c{c}_bare_aiohttp_calls_per_s", rate, "calls/s")
             for t in transports:
                 trials = c * waves
                 path = write_project(tmp / f"lat-{key}-{t}-{c}.toml", base, [key], transport=t, trials=trials,
@@ -224,6 +228,9 @@ def measure_latency(tmp: Path, base: str, server_pid: int, transports: list[str]
                 emit(f"{name}_calls_per_s", len(finished) / wall, "calls/s")
                 emit(f"{name}_offered_calls_per_s", c / TRUE_LATENCY_S, "calls/s")
                 emit(f"{name}_client_cpu", cpu / wall, "cores")
+                # where this client saturates: the rate at which its CPU per call (whole sweep: engine, HTTP,
+                # store, live metrics) fills one core
+                emit(f"{name}_client_saturates_at", len(finished) / cpu, "calls/s")
                 emit(f"{name}_server_cpu", srv / wall, "cores")
 
 

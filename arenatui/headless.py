@@ -78,7 +78,7 @@ async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunSta
                 snap = sweep.live.snapshot()
                 progress.update(task, completed=snap.done, stats=(
                     f"in flight {snap.in_flight:>3}  backoff {snap.backing_off:>3}  retries {snap.retries:>4}  "
-                    f"{snap.calls_per_s:7.1f} calls/s"))
+                    f"{snap.calls_per_s:7.1f} calls/s{_client(snap)}"))
                 progress.refresh()
                 progress.stop()
     return status

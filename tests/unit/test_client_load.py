@@ -118,3 +118,15 @@ def test_samples_are_stored_with_the_run_and_warned_about(tmp_path: Path) -> Non
         assert warning is not None and "for 6s of this 8s run" in warning and "peak 99%" in warning
         other = store.create_run("p", None, {}, {}, 1)
         assert client_load_warning(store, other) is None
+
+
+def test_headless_progress_line_shows_the_load_and_the_warning() -> None:
+    from arenatui.headless import _client
+
+    live = LiveMetrics(["m"], ["c"], 1, clock=lambda: 0.0)
+    assert _client(live.snapshot()) == ""
+    live.on_event(ClientLoadSampled(0.35, 1.0, 0.0, 0.0))
+    assert _client(live.snapshot()) == "  client CPU  35%"
+    for i in range(5):
+        live.on_event(ClientLoadSampled(0.9, 1.0, 1.0 + i, 0.0))
+    assert "client-bound" in _client(live.snapshot())

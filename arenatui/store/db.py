@@ -25,6 +25,19 @@ UPSERT_RESULT = (
 )
 
 
+INSERT_CONCURRENCY_CHANGE = (
+    "INSERT INTO concurrency_changes (run_id, at, old, new, model_key, source) VALUES (?, ?, ?, ?, ?, ?)")
+INSERT_CLIENT_LOAD = "INSERT INTO client_load (run_id, at, cpu, interval_s) VALUES (?, ?, ?, ?)"
+
+
+def concurrency_change_row(run_id: str, ev: ConcurrencyChanged) -> tuple[Any, ...]:
+    return (run_id, ev.at, ev.old, ev.new, ev.model_key, ev.source)
+
+
+def client_load_row(run_id: str, ev: ClientLoadSampled) -> tuple[Any, ...]:
+    return (run_id, ev.at, ev.cpu, ev.interval_s)
+
+
 def default_db_path() -> Path:
     from arenatui.paths import data_dir
 
@@ -174,13 +187,10 @@ class Store:
             raise
 
     def write_concurrency_change(self, run_id: str, ev: ConcurrencyChanged) -> None:
-        self.conn.execute(
-            "INSERT INTO concurrency_changes (run_id, at, old, new, model_key, source) VALUES (?, ?, ?, ?, ?, ?)",
-            (run_id, ev.at, ev.old, ev.new, ev.model_key, ev.source))
+        self.conn.execute(INSERT_CONCURRENCY_CHANGE, concurrency_change_row(run_id, ev))
 
     def write_client_load(self, run_id: str, samples: Sequence[ClientLoadSampled]) -> None:
-        self.conn.executemany("INSERT INTO client_load (run_id, at, cpu, interval_s) VALUES (?, ?, ?, ?)",
-                              [(run_id, ev.at, ev.cpu, ev.interval_s) for ev in samples])
+        self.conn.executemany(INSERT_CLIENT_LOAD, [client_load_row(run_id, ev) for ev in samples])
 
     def client_load(self, run_id: str) -> list[tuple[float, float, float]]:
         """The client's CPU samples of a run, oldest first: (epoch seconds, fraction of one core, interval s)."""

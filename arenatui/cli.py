@@ -69,7 +69,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     out = Console(highlight=False)
     err = Console(stderr=True, highlight=False)
-    sweep = Sweep(_sweep_options(args))  # type: ignore[arg-type]
+    sweep = Sweep(_sweep_options(args), live_metrics=not args.quiet)  # type: ignore[arg-type]
     plan = sweep.plan
     if not args.quiet:
         what = "Resuming" if sweep.resumed else "Run"

@@ -108,7 +108,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     final = sweep.status or status
     print(f"Run id: {sweep.run_id} ({final or 'not started'})")
     if final != "finished":
-        print(f"Every finished call is stored. Resume with:\n  {sweep.resume_command.replace('evaluate', 'run')}")
+        print(f"Every finished call is stored. Resume with:\n  {sweep.resume_in('run')}")
         return EXIT_INTERRUPTED if final in ("cancelled", None) else EXIT_FAILED
     return EXIT_OK
 
@@ -184,8 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--theme", help="console theme: dark, light, high-contrast, or a user theme (remembered)")
     p.add_argument("--db", help="results database (default: in the user data directory)")
     p.add_argument("--concurrency", "-c", type=_positive_int, help="starting global concurrency")
-    p.set_defaults(func=cmd_run, demo=True, project=None, models=(), tags=(), limit=None, trials=None, seed=None,
-                   resume=None)
+    p.add_argument("--trials", type=_positive_int, help="trials per (model, case): more for a longer run")
+    p.add_argument("--seed", type=int, help="seed for the simulated models")
+    p.set_defaults(func=cmd_run, demo=True, project=None, models=(), tags=(), limit=None, resume=None)
 
     p = sub.add_parser("runs", help="list stored runs")
     p.add_argument("--db", help="results database")

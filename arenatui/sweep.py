@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,10 +104,14 @@ class Sweep:
         """The client's own CPU load beside the engine: stored with the run, shown live, warned about."""
         self.status: RunStatus | None = None
 
+    def resume_in(self, command: str) -> str:
+        """The command line that continues this run with `arena COMMAND` ('evaluate' or 'run')."""
+        db = f" --db {shlex.quote(str(self.db_path))}" if self.db_path != default_db_path() else ""
+        return f"arena {command} --resume {self.run_id}{db}"
+
     @property
     def resume_command(self) -> str:
-        db = f" --db {self.db_path}" if self.db_path != default_db_path() else ""
-        return f"arena evaluate --resume {self.run_id}{db}"
+        return self.resume_in("evaluate")
 
     async def run(self) -> RunStatus:
         """Run to the end, cancellation, or failure; the run record says which and every finished call is stored."""

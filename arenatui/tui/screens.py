@@ -573,7 +573,7 @@ class RunScreen(Screen[None]):
 
         q = Text("Stop the sweep?\n\nCalls in flight are cancelled; every finished call stays stored. "
                  "Resume with:\n\n  ")
-        q.append(literal(self.sweep.resume_command.replace("evaluate", "run"), "bold", newlines=False))
+        q.append(literal(self.sweep.resume_in("run"), "bold", newlines=False))
         self.app.push_screen(Confirm(q), answer)
 
     def stop_sweep(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -67,7 +68,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from arenatui.store import Store
     from arenatui.sweep import Sweep
 
-    out = Console(highlight=False)
+    # Piped into a CI log, Rich would assume 80 columns and squeeze the leaderboard into ellipses.
+    wide = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
+    out = Console(highlight=False, width=wide)
     err = Console(stderr=True, highlight=False)
     sweep = Sweep(_sweep_options(args), live_metrics=not args.quiet)  # type: ignore[arg-type]
     plan = sweep.plan

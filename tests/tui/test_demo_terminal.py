@@ -45,12 +45,12 @@ def test_arena_demo_in_a_terminal(arena_home: Path, tmp_path: Path) -> None:
     _tmux(sock, "resize-window", "-t", "demo", "-x", "160", "-y", "48")
     try:
         t0 = time.monotonic()
-        screen = _wait_for(sock, lambda s: "▶ running" in s and "target 8" in s)
+        screen = _wait_for(sock, lambda s: "▶ running" in s and "target 6" in s)
         assert time.monotonic() - t0 < 10  # "within two seconds" on a warm machine; CI gets slack
         screen = _wait_for(sock, lambda s: re.search(r"[✓✗!][0-9]+/3", s) is not None)  # a finished cell
         _tmux(sock, "send-keys", "-t", "demo", "+")
-        screen = _wait_for(sock, lambda s: "target 16" in s)
-        assert "concurrency 8 → 16 (user)" in _wait_for(sock, lambda s: "8 → 16" in s)
+        screen = _wait_for(sock, lambda s: "target 8" in s)
+        assert "concurrency 6 → 8 (user)" in _wait_for(sock, lambda s: "6 → 8" in s)
         _tmux(sock, "send-keys", "-t", "demo", "q")
         screen = _wait_for(sock, lambda s: "Stop the sweep?" in s)
         assert "arena run --resume" in screen
@@ -65,4 +65,4 @@ def test_arena_demo_in_a_terminal(arena_home: Path, tmp_path: Path) -> None:
         changes = store.concurrency_changes(run.run_id)
         assert run.status in ("cancelled", "finished")
         assert run.stored > 0
-    assert any(old == 8 and new == 16 and src == "user" for _at, old, new, _mk, src in changes)
+    assert any(old == 6 and new == 8 and src == "user" for _at, old, new, _mk, src in changes)

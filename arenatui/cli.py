@@ -83,6 +83,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     with Store(sweep.db_path) as store:
         spend = sum(r[0] for r in store.results(sweep.run_id, ("cost",)))
         out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed), markup=False)
+        stored = sum(len(keys) for keys in store.done_keys(sweep.run_id).values())
+        if stored < plan.total:
+            out.print(f"Stored: {stored} of {plan.total} calls", markup=False)
         out.print(spend_line(spend), markup=False)
         if not args.no_report and status == "finished":
             print_leaderboard(out, store, sweep.run_id)

@@ -199,6 +199,9 @@ class LiveMetrics:
         self.cells: list[array[int]] = [array("H", [0]) * n_cells for _ in range(_N_STATES)]
         self.cells[QUEUED] = array("H", [trials]) * n_cells
         self.dirty: set[int] = set()
+        self._dirty_on = False
+        """Changed cells are tracked only once a view asks for them (take_dirty): a headless run, which never
+        does, would otherwise grow a set as large as the matrix."""
         self.models = [_ModelAgg(k, planned=len(self.case_ids) * trials) for k in self.model_keys]
         self.state = "running"
         self.target = 0
@@ -232,7 +235,8 @@ class LiveMetrics:
         if cells[src][idx]:
             cells[src][idx] -= 1
         cells[dst][idx] += 1
-        self.dirty.add(idx)
+        if self._dirty_on:
+            self.dirty.add(idx)
 
     def _sec(self, t: float) -> int:
         return int(t - self.t0)
@@ -272,7 +276,8 @@ class LiveMetrics:
             if cells[src][idx]:
                 cells[src][idx] -= 1
             cells[IN_FLIGHT][idx] += 1
-            self.dirty.add(idx)
+            if self._dirty_on:
+                self.dirty.add(idx)
         agg.in_flight += 1
         agg.attempts += 1
 
@@ -317,7 +322,8 @@ class LiveMetrics:
             if cells[src][idx]:
                 cells[src][idx] -= 1
             cells[dst][idx] += 1
-            self.dirty.add(idx)
+            if self._dirty_on:
+                self.dirty.add(idx)
         if score is not None:
             agg.score_sum += score
         sec = int(ev.t - self.t0)
@@ -425,6 +431,10 @@ class LiveMetrics:
 
     def take_dirty(self) -> set[int]:
         """Cell indexes (model_index * n_cases + case_index) changed since the last call."""
+        if not self._dirty_on:
+            # the first call: nothing was tracked before it, so every cell counts as changed
+            self._dirty_on = True
+            return set(range(len(self.cells[QUEUED])))
         d, self.dirty = self.dirty, set()
         return d
 

@@ -268,21 +268,12 @@ class LiveMetrics:
                 self._backoff.discard(key)
                 agg.backing_off -= 1
                 src = BACKOFF
-        # _move, inlined: this runs once per attempt
-        c = self._c_index.get(ev.case_id)
-        if c is not None:
-            idx = mi * self._n_cases + c
-            cells = self.cells
-            if cells[src][idx]:
-                cells[src][idx] -= 1
-            cells[IN_FLIGHT][idx] += 1
-            if self._dirty_on:
-                self.dirty.add(idx)
+        self._move(mi, ev.case_id, src, IN_FLIGHT)
         agg.in_flight += 1
         agg.attempts += 1
 
     def _finished(self, ev: CallFinished) -> None:
-        # The hottest function outside the engine: one tuple unpack, locals, no method calls on success.
+        # The hottest function outside the engine: one tuple unpack, then locals.
         (mk, cid, trial, status, _output, score, _passed, ec, emsg, attempts, lat, _total, ttft, itok, otok, cost,
          _finish, _est, _started_at, _finished_at) = ev.result
         mi = self._m_index[mk]
@@ -315,15 +306,7 @@ class LiveMetrics:
             cls = ec or "error"
             agg.errors[cls] = agg.errors.get(cls, 0) + 1
             self._log(ev.t, "error", mk, f"{mk} {cid}#{trial}: {cls} after {attempts} attempt(s): {emsg or ''}")
-        c = self._c_index.get(cid)
-        if c is not None:
-            idx = mi * self._n_cases + c
-            cells = self.cells
-            if cells[src][idx]:
-                cells[src][idx] -= 1
-            cells[dst][idx] += 1
-            if self._dirty_on:
-                self.dirty.add(idx)
+        self._move(mi, cid, src, dst)
         if score is not None:
             agg.score_sum += score
         sec = int(ev.t - self.t0)

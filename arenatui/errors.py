@@ -80,5 +80,7 @@ class TerminalError(ProviderError):
 
 def render_error(exc: BaseException) -> str:
     """One readable paragraph for a person, wrapped to 100 columns, prefixed with ``error:``."""
-    text = str(exc).strip() or exc.__class__.__name__
+    from arenatui.safe_text import printable  # messages quote user files: no escape sequence reaches the terminal
+
+    text = printable(str(exc).strip() or exc.__class__.__name__, newlines=False)
     return textwrap.fill("error: " + " ".join(text.split()), width=100, break_on_hyphens=False)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import socket
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
@@ -36,6 +38,23 @@ def concurrency_change_row(run_id: str, ev: ConcurrencyChanged) -> tuple[Any, ..
 
 def client_load_row(run_id: str, ev: ClientLoadSampled) -> tuple[Any, ...]:
     return (run_id, ev.at, ev.cpu, ev.interval_s)
+
+
+_RUN_COLUMNS = ("r.run_id, r.project, r.project_path, r.config_json, r.filters_json, r.planned, r.started_at, "
+                "r.finished_at, r.status, r.message, r.pid, r.host")
+
+
+def _process_alive(pid: int | None, host: str | None) -> bool:
+    """Whether the process recorded for a running run still exists; unknowable elsewhere: assume so."""
+    if pid is None or host != socket.gethostname():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def default_db_path() -> Path:
@@ -129,26 +148,32 @@ class Store:
         run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
         self.conn.execute(
             "INSERT INTO runs (run_id, project, project_path, config_json, filters_json, planned, started_at, status,"
-            " arenatui_version) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+            " arenatui_version, pid, host) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
             (run_id, project, project_path, json.dumps(config), json.dumps(filters), planned, time.time(),
-             __version__),
+             __version__, os.getpid(), socket.gethostname()),
         )
         return run_id
 
     def mark_run(self, run_id: str, status: str, message: str | None = None) -> None:
-        finished = None if status == "running" else time.time()
+        if status == "running":  # (re)started by this process, e.g. on resume
+            self.conn.execute("UPDATE runs SET status = ?, message = ?, finished_at = NULL, pid = ?, host = ? "
+                              "WHERE run_id = ?", (status, message, os.getpid(), socket.gethostname(), run_id))
+            return
         self.conn.execute("UPDATE runs SET status = ?, message = ?, finished_at = ? WHERE run_id = ?",
-                          (status, message, finished, run_id))
+                          (status, message, time.time(), run_id))
 
     def _record(self, row: Sequence[Any]) -> RunRecord:
+        """Row: the run columns of _RUN_COLUMNS, then optionally the stored count."""
+        status = row[8]
+        if status == "running" and not _process_alive(row[10], row[11]):
+            status = "interrupted"  # its process died without saying so (SIGKILL, a crash, power loss)
         return RunRecord(run_id=row[0], project=row[1], project_path=row[2], config=json.loads(row[3]),
                          filters=json.loads(row[4]), planned=row[5], started_at=row[6], finished_at=row[7],
-                         status=row[8], message=row[9], stored=row[10] if len(row) > 10 else 0)
+                         status=status, message=row[9], stored=row[12] if len(row) > 12 else 0)
 
     def get_run(self, run_id: str) -> RunRecord:
         """A run by id, or the newest with 'last'."""
-        cols = ("SELECT r.run_id, r.project, r.project_path, r.config_json, r.filters_json, r.planned, r.started_at,"
-                " r.finished_at, r.status, r.message FROM runs r")
+        cols = f"SELECT {_RUN_COLUMNS} FROM runs r"
         if run_id == "last":
             row = self.conn.execute(cols + " ORDER BY r.started_at DESC, r.rowid DESC LIMIT 1").fetchone()
             if row is None:
@@ -161,8 +186,7 @@ class Store:
 
     def list_runs(self, limit: int = 50) -> list[RunRecord]:
         rows = self.conn.execute(
-            "SELECT r.run_id, r.project, r.project_path, r.config_json, r.filters_json, r.planned, r.started_at,"
-            " r.finished_at, r.status, r.message,"
+            f"SELECT {_RUN_COLUMNS},"
             " (SELECT COUNT(*) FROM results x WHERE x.run_id = r.run_id AND"
             "  (x.error_class IS NULL OR x.error_class != 'cancelled'))"
             " FROM runs r ORDER BY r.started_at DESC, r.rowid DESC LIMIT ?", (limit,)).fetchall()

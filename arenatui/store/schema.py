@@ -69,4 +69,9 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX client_load_run ON client_load (run_id, at);
     """,
+    # 3: which process runs a run, so a run whose process died (SIGKILL, power loss) shows as interrupted
+    """
+    ALTER TABLE runs ADD COLUMN pid INTEGER;
+    ALTER TABLE runs ADD COLUMN host TEXT;
+    """,
 )

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from arenatui.store import Store
+
 PROJECT = """
 [project]
 name = "killme"
@@ -78,6 +80,9 @@ def test_resume_after_sigkill_stores_each_planned_call_exactly_once(tmp_path: Pa
     assert p.returncode == -signal.SIGKILL
     before = _rows(db)
     assert 15 <= before < PLANNED, "the kill must land mid-run for this test to mean anything"
+    with Store(db) as store:  # its process is gone: `arena runs` must not call it running
+        (killed,) = store.list_runs()
+        assert killed.status == "interrupted" and killed.stored >= before
 
     r = _arena(["evaluate", "--resume", "last", "--db", str(db), "--quiet"], env, tmp_path)
     assert r.returncode == 0, r.stderr

@@ -98,7 +98,7 @@ def test_migration_2_applies_to_a_v1_database(tmp_path: Path) -> None:
     _v1_database(db)
     with Store(db) as store:
         (version,) = store.conn.execute("PRAGMA user_version").fetchone()
-        assert version == len(MIGRATIONS) == 2
+        assert version == len(MIGRATIONS) >= 2
         assert store.get_run("old").status == "finished"  # what was there is kept
         assert store.client_load("old") == []
 

@@ -69,9 +69,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from arenatui.sweep import Sweep
 
     # Piped into a CI log, Rich would assume 80 columns and squeeze the leaderboard into ellipses.
-    wide = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
-    out = Console(highlight=False, width=wide)
-    err = Console(stderr=True, highlight=False)
+    def width(stream: object) -> int | None:
+        return None if getattr(stream, "isatty", lambda: False)() or os.environ.get("COLUMNS") else 160
+
+    out = Console(highlight=False, width=width(sys.stdout))
+    err = Console(stderr=True, highlight=False, width=width(sys.stderr))
     sweep = Sweep(_sweep_options(args), live_metrics=not args.quiet)  # type: ignore[arg-type]
     plan = sweep.plan
     if not args.quiet:

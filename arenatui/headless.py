@@ -31,6 +31,11 @@ def _client(snap: LiveSnapshot) -> str:
                                                    if snap.client_overloaded else "")
 
 
+def _stats(snap: LiveSnapshot, *, eta: bool) -> str:
+    return (f"in flight {snap.in_flight:>3}  backoff {snap.backing_off:>3}  retries {snap.retries:>4}  "
+            f"{snap.calls_per_s:7.1f} calls/s" + (f"  {_eta(snap.eta_s)}" if eta else "") + _client(snap))
+
+
 async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunStatus:
     """Run the sweep; Ctrl-C (or SIGTERM) cancels it cleanly, a second Ctrl-C stops waiting."""
     progress = None
@@ -58,9 +63,7 @@ async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunSta
         assert progress is not None and task is not None
         while True:
             snap = sweep.live.snapshot()
-            progress.update(task, completed=snap.done, stats=(
-                f"in flight {snap.in_flight:>3}  backoff {snap.backing_off:>3}  retries {snap.retries:>4}  "
-                f"{snap.calls_per_s:7.1f} calls/s  {_eta(snap.eta_s)}{_client(snap)}"))
+            progress.update(task, completed=snap.done, stats=_stats(snap, eta=True))
             progress.refresh()
             await anyio.sleep(REFRESH_S)
 
@@ -76,9 +79,7 @@ async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunSta
             tg.cancel_scope.cancel()
             if progress is not None and task is not None:
                 snap = sweep.live.snapshot()
-                progress.update(task, completed=snap.done, stats=(
-                    f"in flight {snap.in_flight:>3}  backoff {snap.backing_off:>3}  retries {snap.retries:>4}  "
-                    f"{snap.calls_per_s:7.1f} calls/s{_client(snap)}"))
+                progress.update(task, completed=snap.done, stats=_stats(snap, eta=False))
                 progress.refresh()
                 progress.stop()
     return status

@@ -17,7 +17,7 @@ import anyio
 
 from arenatui.config import Project, load_project, project_from_dict, project_to_dict
 from arenatui.engine.client_load import CpuSampler
-from arenatui.engine.events import Event, RunStatus
+from arenatui.engine.events import RunStatus
 from arenatui.engine.runner import Runner, Sink
 from arenatui.errors import ArenaError
 from arenatui.live import LiveMetrics
@@ -48,14 +48,13 @@ class Sweep:
 
     def __init__(self, opts: SweepOptions, *, extra_sinks: Sequence[Sink] = (), live_metrics: bool = True) -> None:
         self.db_path = Path(opts.db) if opts.db is not None else default_db_path()
-        fresh: Project | None = None
+        fresh: Plan | None = None
         if opts.resume is None:
             # Validate the project before the database is touched: bad input leaves nothing behind.
             if opts.project is None:
                 raise ArenaError("no project: pass --project FILE (or a directory holding arena.toml), or "
                                  "--resume RUN_ID|last")
-            fresh = _with_seed(load_project(opts.project), opts.seed)
-            make_plan(fresh, opts.filters)  # filter errors too
+            fresh = make_plan(_with_seed(load_project(opts.project), opts.seed), opts.filters)
         store = Store(self.db_path)
         try:
             stored: list[tuple[str, str, int, str, float | None]] = []
@@ -71,9 +70,8 @@ class Sweep:
                     if r[5] != "cancelled"]
                 self.resumed = True
             else:
-                project = fresh
                 self.filters = opts.filters
-                self.plan = make_plan(project, self.filters)
+                self.plan = fresh
                 self.resumed = False
             self.project = self.plan.project
             plan: Plan = self.plan
@@ -84,7 +82,7 @@ class Sweep:
             if self.resumed:
                 store.mark_run(self.run_id, "running")
             else:
-                self.run_id = store.create_run(project.name, str(project.path), project_to_dict(project),
+                self.run_id = store.create_run(self.project.name, str(self.project.path), project_to_dict(self.project),
                                                self.filters.to_dict(), self.plan.total)
         finally:
             store.close()
@@ -95,12 +93,7 @@ class Sweep:
         watched = (self.live.on_event,) if live_metrics else ()
         sinks = (self.writer.on_event, *watched, *extra_sinks)
         self.runner = Runner(plan, self.providers, sinks=sinks, concurrency=concurrency)
-
-        def emit(ev: Event) -> None:
-            for sink in sinks:
-                sink(ev)
-
-        self.cpu = CpuSampler(emit)
+        self.cpu = CpuSampler(self.runner.emit)
         """The client's own CPU load beside the engine: stored with the run, shown live, warned about."""
         self.status: RunStatus | None = None
 

@@ -112,7 +112,7 @@ class Runner:
         n = max(1, int(n))
         old, self.target = self.target, n
         if old != n:
-            self._emit(ConcurrencyChanged(old, n, None, source, time.monotonic(), time.time()))
+            self.emit(ConcurrencyChanged(old, n, None, source, time.monotonic(), time.time()))
         self._spawn()
         self._notify()
 
@@ -121,7 +121,7 @@ class Runner:
         old = lane.cap
         lane.cap = None if cap is None else max(1, int(cap))
         if old != lane.cap:
-            self._emit(ConcurrencyChanged(old or 0, lane.cap or 0, model_key, source, time.monotonic(), time.time()))
+            self.emit(ConcurrencyChanged(old or 0, lane.cap or 0, model_key, source, time.monotonic(), time.time()))
         self._notify()
 
     def model_cap(self, model_key: str) -> int | None:
@@ -130,12 +130,12 @@ class Runner:
     def pause(self) -> None:
         if not self.paused:
             self.paused = True
-            self._emit(RunPaused(time.monotonic()))
+            self.emit(RunPaused(time.monotonic()))
 
     def resume(self) -> None:
         if self.paused:
             self.paused = False
-            self._emit(RunResumed(time.monotonic()))
+            self.emit(RunResumed(time.monotonic()))
             self._notify()
 
     def cancel(self) -> None:
@@ -150,7 +150,7 @@ class Runner:
         if self._started:
             raise RuntimeError("a Runner runs once")
         self._started = True
-        self._emit(ConcurrencyChanged(0, self.target, None, "config", time.monotonic(), time.time()))
+        self.emit(ConcurrencyChanged(0, self.target, None, "config", time.monotonic(), time.time()))
         status: RunStatus = "finished"
         message: str | None = None
         try:
@@ -160,13 +160,13 @@ class Runner:
         except BaseException as e:
             status = "cancelled" if isinstance(e, anyio.get_cancelled_exc_class()) or self.cancelled else "failed"
             message = None if status == "cancelled" else f"{type(e).__name__}: {e}"
-            self._emit(RunFinished(status, time.monotonic(), message))
+            self.emit(RunFinished(status, time.monotonic(), message))
             raise
         finally:
             self._tg = None
         if self.cancelled:
             status = "cancelled"
-        self._emit(RunFinished(status, time.monotonic(), message))
+        self.emit(RunFinished(status, time.monotonic(), message))
         return status
 
     def _spawn(self) -> None:
@@ -224,7 +224,8 @@ class Runner:
         finally:
             self.workers -= 1
 
-    def _emit(self, ev: Event) -> None:
+    def emit(self, ev: Event) -> None:
+        """Hand one event to every sink, in order (also for run-level events from beside the engine)."""
         for sink in self._sinks:
             sink(ev)
 
@@ -248,7 +249,7 @@ class Runner:
                     await lane.tpm.acquire(min(need, model.tpm or need))
                 attempt += 1  # counts attempts started: a call cancelled while waiting on a limiter made none
                 ta = time.monotonic()
-                self._emit(CallStarted(mkey, case.id, trial, attempt, ta))
+                self.emit(CallStarted(mkey, case.id, trial, attempt, ta))
                 retry_after: float | None = None
                 # Positional construction on the hot path: keyword arguments cost 2.5 µs more per CallResult.
                 request = Request(model, case, trial, attempt, build_messages(model, self._defaults, case),
@@ -284,7 +285,7 @@ class Runner:
                     out_tok += comp.output_tokens
                     sc = self._scorers.score(comp.text, case)
                     ttft = comp.ttft_s
-                    self._emit(CallFinished(CallResult(
+                    self.emit(CallFinished(CallResult(
                         mkey, case.id, trial,  # model_key, case_id, trial
                         "passed" if sc.passed else "failed", comp.text, sc.value, sc.passed,  # status .. passed
                         None, None, attempt,  # error_class, error_message, attempts
@@ -305,16 +306,16 @@ class Runner:
                     err_msg = (f"{err_msg} ({asked} exceeds the {policy.budget_s - elapsed:.0f}s left of this "
                                f"call's {policy.budget_s:g}s budget; not retried)")
                     break
-                self._emit(CallRetrying(mkey, case.id, trial, attempt, err_class, delay, err_msg[:MESSAGE_LIMIT],
+                self.emit(CallRetrying(mkey, case.id, trial, attempt, err_class, delay, err_msg[:MESSAGE_LIMIT],
                                         time.monotonic()))
                 await anyio.sleep(delay)
         except anyio.get_cancelled_exc_class():
             now = time.monotonic()
-            self._emit(CallFinished(self._errored(lane, case, trial, "cancelled", "the sweep was stopped",
+            self.emit(CallFinished(self._errored(lane, case, trial, "cancelled", "the sweep was stopped",
                                                   attempt, latency, t0, now, started_wall, in_tok, out_tok), now))
             raise
         now = time.monotonic()
-        self._emit(CallFinished(self._errored(lane, case, trial, err_class, err_msg, attempt, latency, t0, now,
+        self.emit(CallFinished(self._errored(lane, case, trial, err_class, err_msg, attempt, latency, t0, now,
                                               started_wall, in_tok, out_tok), now))
 
     def _errored(self, lane: _ModelLane, case: Case, trial: int, err_class: ErrorClass, msg: str, attempts: int,

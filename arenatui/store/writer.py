@@ -36,6 +36,7 @@ from arenatui.store.db import (
     Store,
     client_load_row,
     concurrency_change_row,
+    result_row,
 )
 
 _SINK = Path(__file__).with_name("sink_process.py")
@@ -96,8 +97,7 @@ class ResultWriter:
         if loads:
             statements.append((INSERT_CLIENT_LOAD, loads))
         if results:
-            # CallResult's fields are RESULT_COLUMNS after run_id, in order (tests/unit check it)
-            statements.append((UPSERT_RESULT, [(run_id, *r) for r in results]))
+            statements.append((UPSERT_RESULT, [result_row(run_id, r) for r in results]))
         payload = marshal.dumps(statements)
         try:
             self._in.write(len(payload).to_bytes(4, "little") + payload)

@@ -115,3 +115,11 @@ def test_config_snapshot_holds_no_secret_values(db_path: Path, monkeypatch: pyte
     # the snapshot is a loadable project: resume rebuilds the same thing
     again = project_from_dict(rec.config, Path("p.toml"))
     assert again.models == proj.models and again.cases == proj.cases and again.run == proj.run
+
+
+def test_call_result_fields_are_the_results_columns_in_order() -> None:
+    # the writer builds rows as (run_id, *result): a reordered field would silently shift columns
+    from arenatui.engine.events import CallResult
+    from arenatui.store.schema import RESULT_COLUMNS
+
+    assert ("run_id", *CallResult._fields) == RESULT_COLUMNS

@@ -113,6 +113,14 @@ class Sweep:
         # A full collection scans every live object, the imported HTTP stack included (~20 ms measured), and
         # that pause lands inside every call in flight. Objects alive now live for the whole run: leave them
         # out of the collector's scans (until the run ends), so collections see only what the run allocates.
+        # Providers create their sessions first (HTTP: the aiohttp import, the TLS context), so those are frozen too.
+        for p in self.providers.values():
+            prepare = getattr(p, "prepare", None)
+            if prepare is not None:
+                try:
+                    prepare()
+                except Exception:  # the same error reaches each call, which records it per call
+                    pass
         gc.collect()
         gc.freeze()
         try:

@@ -45,6 +45,9 @@ class CallResult(NamedTuple):
     """Epoch seconds."""
     finished_at: float
     """Epoch seconds."""
+    connect_ms: float | None = None
+    """The last attempt, from its start until its request was on the wire (connecting, TLS, this client's
+    own queueing), where the provider can tell: time that is in total_ms but not in latency_ms."""
 
 
 class CallStarted(NamedTuple):

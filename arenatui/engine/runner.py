@@ -285,15 +285,19 @@ class Runner:
                     out_tok += comp.output_tokens
                     sc = self._scorers.score(comp.text, case)
                     ttft = comp.ttft_s
+                    wire_s = comp.latency_s  # HTTP providers time the wire themselves (connecting left out)
+                    connect = comp.connect_s
                     self.emit(CallFinished(CallResult(
                         mkey, case.id, trial,  # model_key, case_id, trial
                         "passed" if sc.passed else "failed", comp.text, sc.value, sc.passed,  # status .. passed
                         None, None, attempt,  # error_class, error_message, attempts
-                        (now - ta) * 1000.0, (now - t0) * 1000.0,  # latency_ms, total_ms
+                        wire_s * 1000.0 if wire_s is not None else (now - ta) * 1000.0,  # latency_ms
+                        (now - t0) * 1000.0,  # total_ms
                         ttft * 1000.0 if ttft is not None else None,  # ttft_ms
                         in_tok, out_tok, model.cost(in_tok, out_tok),  # input_tokens, output_tokens, cost
                         comp.finish_reason, comp.tokens_estimated,
                         started_wall, started_wall + (now - t0),  # started_at, finished_at (epoch)
+                        connect * 1000.0 if connect is not None else None,  # connect_ms
                     ), now))
                     return
                 # the attempt failed: retry or record

@@ -38,11 +38,19 @@ class Completion(NamedTuple):
     """Seconds from sending the request to the first content token (streaming only)."""
     tokens_estimated: bool = False
     """True when the server reported no usage and the counts are our estimate."""
+    latency_s: float | None = None
+    """Seconds from the request going onto the wire to its last byte, where the provider can tell; None
+    and the engine times the whole attempt."""
+    connect_s: float | None = None
+    """Seconds from the attempt's start until its request was on the wire: opening a connection (TCP,
+    TLS) and waiting for this client's own event loop. Not part of the latency: it is not the provider's."""
 
 
 class Provider(Protocol):
     """Implementations may set ``enforces_timeout = True`` when they end every attempt at
-    ``request.timeout_s`` themselves (raising TimeoutError); the engine then skips its own cancel scope."""
+    ``request.timeout_s`` themselves (raising TimeoutError); the engine then skips its own cancel scope.
+    They may also have a ``prepare()`` method, which a sweep calls in its event loop before the first call
+    (open sessions there, not in the first calls' latencies); what it raises is left for the calls to report."""
 
     async def complete(self, request: Request) -> Completion:
         """Perform one attempt. Raise a ProviderError subclass on failure."""

@@ -33,7 +33,7 @@ from arenatui.errors import (
     TransientError,
 )
 from arenatui.providers.base import Completion, Request, estimate_tokens
-from arenatui.providers.transports import Wire, open_wire, resolve
+from arenatui.providers.transports import Wire, WireResponse, open_wire, resolve
 from arenatui.safe_text import one_line
 
 MESSAGE_CHARS = 300
@@ -384,6 +384,11 @@ class HttpProvider:
             self._wire = open_wire(name, self._headers, self._timeout_s, self._fake)
         return self._wire
 
+    def prepare(self) -> None:
+        """Choose the transport and open its session now (in the running loop, before the first call), so
+        neither the import nor the TLS context lands inside the first calls' latencies."""
+        self.wire.warm()
+
     # ---- per wire format ----
 
     def auth_headers(self, key: str | None) -> dict[str, str]:
@@ -412,13 +417,22 @@ class HttpProvider:
             with anyio.fail_after(request.timeout_s):
                 t0 = time.monotonic()
                 async with wire.post(self.url, content) as resp:
+                    sent = resp.sent_at or t0
                     if not 200 <= resp.status < 300:
                         raw = await _read_capped(resp.chunks(), ERROR_BODY_BYTES)
                         raise error_for_status(resp.status, resp.headers, raw, where=self.where,
                                                secrets=self._secrets)
                     if "text/event-stream" in resp.headers.get("content-type", ""):
-                        return await self._read_stream(wire, resp.chunks(), request, t0)
-                    return self.parse_json(await resp.read(), request)
+                        comp, end = await self._read_stream(wire, resp, request, sent)
+                    else:
+                        raw = await resp.read()
+                        end = time.monotonic()
+                        comp = self.parse_json(raw, request)
+            # The answer is timed. Let every other call whose bytes arrived in this same turn of the event
+            # loop take its own time too, before this one goes on to scoring, events and its next request:
+            # otherwise the k-th answer of a burst is stamped after k-1 calls' worth of that work.
+            await anyio.lowlevel.cancel_shielded_checkpoint()
+            return comp._replace(latency_s=end - sent, connect_s=sent - t0)
         except ProviderError:
             raise
         except wire.timeout_errors:
@@ -430,14 +444,34 @@ class HttpProvider:
     def _detail(self, e: BaseException) -> str:
         return one_line(scrub(str(e) or type(e).__name__, self._secrets), MESSAGE_CHARS)
 
-    async def _read_stream(self, wire: Wire, chunks: AsyncIterator[bytes], request: Request,
-                           t0: float) -> Completion:
-        reader = self.stream_reader(request, t0)
+    async def _read_stream(self, wire: Wire, resp: WireResponse, request: Request,
+                           sent: float) -> tuple[Completion, float]:
+        """The folded answer, and when its last event arrived.
+
+        Event by event only until the first token (time to first token is stamped as it arrives); then the
+        rest of the body in one read, so the event loop wakes this call once more rather than once per
+        token: per-token wake-ups were most of a streamed call's client CPU, which under load is queueing
+        inside every latency we record.
+        """
+        reader = self.stream_reader(request, sent)
         decoder = SSEDecoder()
+        end: float | None = None
         try:
-            async for chunk in chunks:
+            async for chunk in resp.chunks():
                 for ev in decoder.feed(chunk):
                     reader.on_event(ev)
+                if reader.done:
+                    end = time.monotonic()
+                    break
+                if reader.ttft_s is not None:
+                    break
+            if end is None:
+                rest = await resp.rest()
+                end = time.monotonic()
+                for ev in decoder.feed(rest):
+                    reader.on_event(ev)
+            else:
+                await resp.rest()  # whatever follows the final event, so the connection can be reused
         except wire.timeout_errors:
             raise
         except wire.errors as e:
@@ -445,7 +479,7 @@ class HttpProvider:
                 f"stream from {self.where} broke off ({type(e).__name__}: {self._detail(e)})")) from None
         for ev in decoder.close():
             reader.on_event(ev)
-        return reader.finish()
+        return reader.finish(), end
 
     async def aclose(self) -> None:
         wire, self._wire = self._wire, None

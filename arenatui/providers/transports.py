@@ -17,9 +17,10 @@ queue requests inside the client, where the wait would be counted as the provide
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 import sniffio
@@ -36,8 +37,18 @@ class WireResponse(Protocol):
     status: int
     headers: Mapping[str, str]
 
+    @property
+    def sent_at(self) -> float | None:
+        """`time.monotonic()` when the request went onto the socket (after connecting and TLS, after
+        waiting for this client's own event loop), or None where the transport cannot tell (a fake one)."""
+        ...
+
     def chunks(self) -> AsyncIterator[bytes]:
-        """The body as it arrives, in whatever pieces the network gives."""
+        """The body as it arrives, in whatever pieces the network gives (one iterator: call it once)."""
+        ...
+
+    async def rest(self) -> bytes:
+        """What is left of the body once `chunks` was left early: one wake-up at its end, not one per piece."""
         ...
 
     async def read(self) -> bytes:
@@ -52,6 +63,10 @@ class Wire(Protocol):
     """Exceptions meaning the exchange failed (refused, reset, protocol error, body cut short)."""
 
     def post(self, url: str, body: bytes) -> AbstractAsyncContextManager[WireResponse]:
+        ...
+
+    def warm(self) -> None:
+        """Create now what the first request would (session, pool, TLS context), inside the running loop."""
         ...
 
     async def aclose(self) -> None:
@@ -71,16 +86,36 @@ def resolve(name: str) -> str:
 # ---- httpx ---------------------------------------------------------------------------------------
 
 
-class _HttpxResponse:
-    __slots__ = ("_r", "headers", "status")
+class _Sent:
+    """Filled in by a transport's trace hook when the request's bytes are handed to the socket."""
 
-    def __init__(self, r: httpx.Response) -> None:
+    __slots__ = ("at",)
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+
+class _HttpxResponse:
+    __slots__ = ("_it", "_r", "_sent", "headers", "status")
+
+    def __init__(self, r: httpx.Response, sent: _Sent) -> None:
         self._r = r
+        self._it: AsyncIterator[bytes] | None = None
+        self._sent = sent
         self.status = r.status_code
         self.headers: Mapping[str, str] = r.headers
 
+    @property
+    def sent_at(self) -> float | None:
+        return self._sent.at
+
     def chunks(self) -> AsyncIterator[bytes]:
-        return self._r.aiter_bytes()
+        self._it = self._r.aiter_bytes()
+        return self._it
+
+    async def rest(self) -> bytes:
+        # on in the same iterator (httpx allows one per response): `async for` left early does not close it
+        return b"".join([c async for c in (self._it or self.chunks())])
 
     async def read(self) -> bytes:
         return await self._r.aread()
@@ -135,11 +170,22 @@ class HttpxWire:
     async def post(self, url: str, body: bytes) -> AsyncIterator[WireResponse]:
         shard = self._pick()
         shard.busy += 1
+        sent = _Sent()
+
+        async def trace(event: str, info: object) -> None:
+            # httpcore's events: connection.connect_tcp.*, connection.start_tls.*, http11.send_request_headers.*...
+            if event.endswith("send_request_headers.started"):
+                sent.at = time.monotonic()
+
         try:
-            async with shard.client.stream("POST", url, content=body) as r:
-                yield _HttpxResponse(r)
+            async with shard.client.stream("POST", url, content=body, extensions={"trace": trace}) as r:
+                yield _HttpxResponse(r, sent)
         finally:
             shard.busy -= 1
+
+    def warm(self) -> None:
+        if not self._shards:
+            self._shards.append(_Shard(self._client()))
 
     @property
     def shards(self) -> int:
@@ -155,15 +201,23 @@ class HttpxWire:
 
 
 class _AiohttpResponse:
-    __slots__ = ("_r", "headers", "status")
+    __slots__ = ("_r", "_sent", "headers", "status")
 
-    def __init__(self, r: aiohttp.ClientResponse) -> None:
+    def __init__(self, r: aiohttp.ClientResponse, sent: _Sent) -> None:
         self._r = r
+        self._sent = sent
         self.status = r.status
         self.headers: Mapping[str, str] = r.headers
 
+    @property
+    def sent_at(self) -> float | None:
+        return self._sent.at
+
     def chunks(self) -> AsyncIterator[bytes]:
         return self._r.content.iter_any()
+
+    async def rest(self) -> bytes:
+        return await self._r.content.read()
 
     async def read(self) -> bytes:
         return await self._r.read()
@@ -196,6 +250,11 @@ class AiohttpWire:
         import certifi
 
         aiohttp = self._aiohttp
+        # When the request leaves: aiohttp (on Python < 3.12) writes the body from a task of its own, one
+        # event-loop turn after `post` was called, so a burst of N new requests puts N requests' worth of our
+        # own work between "post" and "sent". That wait is ours, not the provider's: stamp the real moment.
+        trace = aiohttp.TraceConfig()
+        trace.on_request_chunk_sent.append(_stamp_sent)
         self._session = aiohttp.ClientSession(
             headers=self._headers,
             # certifi's CA bundle, as httpx uses: both transports trust the same servers on any system
@@ -204,19 +263,31 @@ class AiohttpWire:
             timeout=aiohttp.ClientTimeout(total=None, connect=self._timeout_s, sock_read=self._timeout_s),
             trust_env=False,
             raise_for_status=False,
+            trace_configs=[trace],
         )
         return self._session
+
+    def warm(self) -> None:
+        if self._session is None:
+            self._open()
 
     @asynccontextmanager
     async def post(self, url: str, body: bytes) -> AsyncIterator[WireResponse]:
         session = self._session or self._open()
-        async with session.post(url, data=body, allow_redirects=False) as r:
-            yield _AiohttpResponse(r)
+        sent = _Sent()
+        async with session.post(url, data=body, allow_redirects=False, trace_request_ctx=sent) as r:
+            yield _AiohttpResponse(r, sent)
 
     async def aclose(self) -> None:
         session, self._session = self._session, None
         if session is not None:
             await session.close()
+
+
+async def _stamp_sent(session: object, ctx: Any, params: object) -> None:
+    sent: _Sent = ctx.trace_request_ctx
+    if sent.at is None:  # the first chunk: headers and body leave together
+        sent.at = time.monotonic()
 
 
 def open_wire(name: str, headers: Mapping[str, str], timeout_s: float,

@@ -5,7 +5,7 @@ from __future__ import annotations
 RESULT_COLUMNS: tuple[str, ...] = (
     "run_id", "model_key", "case_id", "trial", "status", "output", "score", "passed", "error_class",
     "error_message", "attempts", "latency_ms", "total_ms", "ttft_ms", "input_tokens", "output_tokens", "cost",
-    "finish_reason", "tokens_estimated", "started_at", "finished_at",
+    "finish_reason", "tokens_estimated", "started_at", "finished_at", "connect_ms",
 )
 
 MIGRATIONS: tuple[str, ...] = (
@@ -73,5 +73,10 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE runs ADD COLUMN pid INTEGER;
     ALTER TABLE runs ADD COLUMN host TEXT;
+    """,
+    # 4: how long each call's request took to get onto the wire (connecting, TLS, the client's own queueing),
+    # which latency_ms leaves out
+    """
+    ALTER TABLE results ADD COLUMN connect_ms REAL;
     """,
 )

@@ -212,6 +212,10 @@ class CallDetail(ModalScreen[None]):
             out.append(f"   attempts {row['attempts']}   latency {_num(row['latency_ms'], ' ms')}"
                        f"   total {_num(row['total_ms'], ' ms')}   TTFT {_num(row['ttft_ms'], ' ms')}"
                        f"   tokens {row['input_tokens']}→{row['output_tokens']}\n")
+            if row["connect_ms"] is not None and row["connect_ms"] >= 1.0:
+                # worth a line only when it is: a new connection (TCP, TLS), or arenatui itself running behind
+                out.append(f"request on the wire after {_num(row['connect_ms'], ' ms')} (connecting, TLS, client "
+                           f"queueing; not in the latency)\n")
             if row["error_class"]:
                 out.append("error ", label)
                 out.append(literal(str(row["error_class"]), newlines=False))

@@ -46,6 +46,10 @@ def test_answers_stream_and_not(mock_server: MockServerProcess, tmp_path: Path, 
         assert r["input_tokens"] > 0 and r["output_tokens"] > 0
         assert r["tokens_estimated"] == 0  # usage came from the server, streamed or not
         assert r["finish_reason"] == "stop"
+        # the transport stamped when the request went out (with no stamp it would be exactly 0), and that wait
+        # is kept apart from the latency
+        assert r["connect_ms"] is not None and r["connect_ms"] > 0
+        assert r["latency_ms"] + r["connect_ms"] <= r["total_ms"] + 0.5
         if model.endswith("-ns"):
             assert r["ttft_ms"] is None
         else:

@@ -130,3 +130,16 @@ def test_headless_progress_line_shows_the_load_and_the_warning() -> None:
     for i in range(5):
         live.on_event(ClientLoadSampled(0.9, 1.0, 1.0 + i, 0.0))
     assert "client-bound" in _client(live.snapshot())
+
+
+def test_results_from_before_migration_4_read_with_no_connect_time(tmp_path: Path) -> None:
+    db = tmp_path / "v1.db"
+    _v1_database(db)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("INSERT INTO results (run_id, model_key, case_id, trial, status, passed, attempts, total_ms, "
+                 "input_tokens, output_tokens, cost, started_at, finished_at) "
+                 "VALUES ('old', 'm', 'c', 0, 'passed', 1, 1, 12.0, 1, 1, 0.0, 0.0, 0.1)")
+    conn.close()
+    with Store(db) as store:
+        row = store.result("old", "m", "c", 0)
+        assert row is not None and row["status"] == "passed" and row["connect_ms"] is None

@@ -10,7 +10,10 @@ Against `arena mock-server` on loopback, the server in a subprocess so its CPU i
    of the latency and time to first token the sweep records (CallFinished events, the rows the
    store keeps) divided by the true values and by a bare aiohttp client's in the same run; with the
    calls/s reached, the calls/s offered (concurrency / 100 ms), both processes' CPU, and the rate at
-   which the client's CPU per call would fill one core (where it saturates).
+   which the client's CPU per call would fill one core (where it saturates). Each is given over every
+   call (`_all_calls`) and over the steady state (`_steady`, the targets' basis): without the first two
+   waves, whose requests open the connections and then still start in step, so that both processes
+   (the server too, and the bare client alike) take them as one burst.
 
     python benchmarks/http_overhead.py [--calls 1500] [--transports aiohttp,httpx]
 
@@ -28,7 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import aiohttp
 import anyio
@@ -152,15 +155,20 @@ def q(values: list[float], p: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[round(p * 100) - 1]
 
 
-async def bare_aiohttp_latency(base: str, key: str, concurrency: int,
-                               calls: int) -> tuple[list[float], list[float], float]:
-    """Latency and time to the first body byte (ms) of the same requests from a bare aiohttp client: the
-    reference for what the server and the machine add on their own."""
+class Timed(NamedTuple):
+    started: float
+    """monotonic seconds: orders calls into waves"""
+    latency_ms: float
+    ttft_ms: float | None
+
+
+async def bare_aiohttp_latency(base: str, key: str, concurrency: int, calls: int) -> tuple[list[Timed], float]:
+    """Latency and time to the first body byte of the same requests from a bare aiohttp client, timed the
+    plain way (from calling `post` to the last byte): the reference for what the server and the machine add."""
     body = {"model": key, "messages": [{"role": "user", "content": CASE["input"]}], "max_tokens": 64,
             "stream": MODELS[key]["stream"]}
     url = f"{base}/v1/chat/completions"
-    lat: list[float] = []
-    first: list[float] = []
+    out: list[Timed] = []
     left = calls
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
         async def worker() -> None:
@@ -173,19 +181,25 @@ async def bare_aiohttp_latency(base: str, key: str, concurrency: int,
                     async for _ in r.content.iter_any():
                         t1 = t1 or time.monotonic()
                 now = time.monotonic()
-                lat.append((now - t0) * 1000.0)
-                first.append(((t1 or now) - t0) * 1000.0)
+                out.append(Timed(t0, (now - t0) * 1000.0, ((t1 or now) - t0) * 1000.0))
 
         t0 = time.perf_counter()
         async with anyio.create_task_group() as tg:
             for _ in range(concurrency):
                 tg.start_soon(worker)
-    return lat, first, calls / (time.perf_counter() - t0)
+    return out, calls / (time.perf_counter() - t0)
 
 
-def emit_latency(name: str, mode: str, lat: list[float], ttft: list[float],
-                 bare: dict[str, float] | None = None) -> dict[str, float]:
+def steady(calls: list[Timed], concurrency: int, warmup_waves: int) -> list[Timed]:
+    """The calls after the first `warmup_waves` × concurrency to start: every connection's first request
+    (TCP set-up at both ends) and the bursts that follow while all calls still start in step."""
+    return sorted(calls, key=lambda c: c.started)[warmup_waves * concurrency:]
+
+
+def emit_latency(name: str, mode: str, calls: list[Timed], bare: dict[str, float] | None = None) -> dict[str, float]:
     """Percentiles over the truth; with `bare`, also over the bare client's (what our client adds on its own)."""
+    lat = [c.latency_ms for c in calls]
+    ttft = [c.ttft_ms for c in calls if c.ttft_ms is not None]
     figures = {"p50": (q(lat, 0.50), TRUE_LATENCY_S), "p99": (q(lat, 0.99), TRUE_LATENCY_S)}
     if mode == "stream":
         figures |= {"ttft_p50": (q(ttft, 0.50), TRUE_TTFT_S), "ttft_p99": (q(ttft, 0.99), TRUE_TTFT_S)}
@@ -196,12 +210,23 @@ def emit_latency(name: str, mode: str, lat: list[float], ttft: list[float],
     return {k: v for k, (v, _) in figures.items()}
 
 
-def measure_latency(tmp: Path, base: str, server_pid: int, transports: list[str], waves: int) -> None:
+Figures = dict[str, float]
+
+
+def emit_both(name: str, mode: str, calls: list[Timed], c: int, warmup: int,
+              bare: tuple[Figures, Figures] | None = None) -> tuple[Figures, Figures]:
+    """Figures over every call, then over the steady state (`_steady`), the targets' basis."""
+    every = emit_latency(f"{name}_all_calls", mode, calls, bare[0] if bare else None)
+    st = emit_latency(f"{name}_steady", mode, steady(calls, c, warmup), bare[1] if bare else None)
+    return every, st
+
+
+def measure_latency(tmp: Path, base: str, server_pid: int, transports: list[str], waves: int, warmup: int) -> None:
     for mode in ("json", "stream"):
         key = f"lat-{mode}"
         for c in (64, 256):
-            lat, first, rate = anyio.run(bare_aiohttp_latency, base, key, c, c * waves)
-            bare = emit_latency(f"latency_{mode}_c{c}_bare_aiohttp", mode, lat, first)
+            timed, rate = anyio.run(bare_aiohttp_latency, base, key, c, c * waves)
+            bare = emit_both(f"latency_{mode}_c{c}_bare_aiohttp", mode, timed, c, warmup)
             emit(f"latency_{mode}_c{c}_bare_aiohttp_calls_per_s", rate, "calls/s")
             for t in transports:
                 trials = c * waves
@@ -219,12 +244,18 @@ def measure_latency(tmp: Path, base: str, server_pid: int, transports: list[str]
                 anyio.run(sweep.run)
                 wall = time.perf_counter() - t0
                 cpu, srv = time.process_time() - cpu0, server_cpu_s(server_pid) - srv0
-                ok = [e.result for e in finished if e.result.error_class is None]
+                ok = [e.result for e in finished if e.result.error_class is None and e.result.latency_ms is not None]
                 name = f"latency_{mode}_c{c}_{t}"
                 if len(ok) < len(finished):
                     emit(f"{name}_errored_calls", len(finished) - len(ok), "calls")
-                emit_latency(name, mode, [r.latency_ms for r in ok if r.latency_ms is not None],
-                             [r.ttft_ms for r in ok if r.ttft_ms is not None], bare)
+                # what the sweep records (the rows the store keeps), ordered by when each call started
+                emit_both(name, mode, [Timed(r.started_at, r.latency_ms, r.ttft_ms) for r in ok if r.latency_ms],
+                          c, warmup, bare)
+                connect = [r.connect_ms for r in ok if r.connect_ms is not None]
+                if connect:
+                    # left out of the latency: connecting (the first wave) and our own queueing before the send
+                    emit(f"{name}_connect_p50", q(connect, 0.50), "ms")
+                    emit(f"{name}_connect_max", max(connect), "ms")
                 emit(f"{name}_calls_per_s", len(finished) / wall, "calls/s")
                 emit(f"{name}_offered_calls_per_s", c / TRUE_LATENCY_S, "calls/s")
                 emit(f"{name}_client_cpu", cpu / wall, "cores")
@@ -237,7 +268,9 @@ def measure_latency(tmp: Path, base: str, server_pid: int, transports: list[str]
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=1500, help="calls per CPU figure")
-    ap.add_argument("--waves", type=int, default=10, help="latency runs make concurrency × waves calls")
+    ap.add_argument("--waves", type=int, default=30, help="latency runs make concurrency × waves calls")
+    ap.add_argument("--warmup-waves", type=int, default=2,
+                    help="the steady-state figures leave out the first WARMUP_WAVES × concurrency calls to start")
     ap.add_argument("--transports", default="aiohttp,httpx")
     ap.add_argument("--only", choices=("cpu", "latency"))
     args = ap.parse_args()
@@ -252,7 +285,7 @@ def main() -> None:
             if args.only != "latency":
                 measure_cpu(tmp, base, transports, args.calls)
             if args.only != "cpu":
-                measure_latency(tmp, base, proc.pid, transports, args.waves)
+                measure_latency(tmp, base, proc.pid, transports, args.waves, args.warmup_waves)
             emit("machine_load_avg_1m_at_end", os.getloadavg()[0], "runnable")
         finally:
             proc.terminate()

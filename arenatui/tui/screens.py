@@ -133,7 +133,13 @@ tab        move between matrix, model table and log filter
 r          results (leaderboard) once calls have finished
 q          stop the sweep (asks first); finished calls stay stored
 ctrl+p     command palette: every action above, and the theme
-?          this help"""
+?          this help
+
+client CPU in the header is this process's load, in shares of one core: the event loop that
+sends every request and times every answer. Above 80% for a while, arenatui itself is part of
+the latencies shown. (Results are written by a child process, whose CPU is not counted: it
+does not delay the timing.) Latency and TTFT run from the moment a request is on the wire;
+connecting and TLS are shown apart, as "on the wire after", in a call's detail."""
 
 
 class Help(ModalScreen[None]):

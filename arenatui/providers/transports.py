@@ -48,7 +48,7 @@ class WireResponse(Protocol):
         ...
 
     async def rest(self) -> bytes:
-        """What is left of the body once `chunks` was left early: one wake-up at its end, not one per piece."""
+        """What is left of the body once `chunks` was left early, in one piece."""
         ...
 
     async def read(self) -> bytes:

@@ -50,6 +50,10 @@ class ProviderError(Exception):
     """One attempt of one call failed. Subclasses tell the engine whether to retry."""
 
     error_class = "transient"
+    latency_s: float | None = None
+    """Where the provider could tell: from the request going onto the wire to the refusal's last byte."""
+    connect_s: float | None = None
+    """Where the provider could tell: the attempt's start until its request was on the wire."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

@@ -240,6 +240,7 @@ class Runner:
         err_class: ErrorClass = "transient"
         err_msg = ""
         latency: float | None = None
+        connect_ms: float | None = None
         try:
             while True:
                 if lane.rpm is not None:
@@ -261,15 +262,15 @@ class Runner:
                         with anyio.fail_after(self.timeout_s):
                             comp = await lane.provider.complete(request)
                 except TimeoutError:
-                    latency = (time.monotonic() - ta) * 1000.0
+                    latency, connect_ms = (time.monotonic() - ta) * 1000.0, None
                     err_class, err_msg = "timeout", f"no complete answer within {self.timeout_s:g}s"
                 except RateLimited as e:
-                    latency = (time.monotonic() - ta) * 1000.0
+                    latency, connect_ms = _attempt_times(e, ta)
                     err_class, err_msg, retry_after = "rate_limited", e.message, e.retry_after
                     in_tok += getattr(e, "input_tokens", 0)
                     out_tok += getattr(e, "output_tokens", 0)
                 except ProviderError as e:
-                    latency = (time.monotonic() - ta) * 1000.0
+                    latency, connect_ms = _attempt_times(e, ta)
                     err_class = "terminal" if isinstance(e, TerminalError) else "transient"
                     err_msg = e.message
                     in_tok += getattr(e, "input_tokens", 0)
@@ -277,7 +278,7 @@ class Runner:
                 except anyio.get_cancelled_exc_class():
                     raise
                 except Exception as e:  # a provider bug must not take the sweep down: record it, never retry
-                    latency = (time.monotonic() - ta) * 1000.0
+                    latency, connect_ms = (time.monotonic() - ta) * 1000.0, None
                     err_class, err_msg = "terminal", f"provider raised {type(e).__name__}: {e}"
                 else:
                     now = time.monotonic()
@@ -286,7 +287,7 @@ class Runner:
                     sc = self._scorers.score(comp.text, case)
                     ttft = comp.ttft_s
                     wire_s = comp.latency_s  # HTTP providers time the wire themselves (connecting left out)
-                    connect = comp.connect_s
+                    connect_s = comp.connect_s
                     self.emit(CallFinished(CallResult(
                         mkey, case.id, trial,  # model_key, case_id, trial
                         "passed" if sc.passed else "failed", comp.text, sc.value, sc.passed,  # status .. passed
@@ -297,7 +298,7 @@ class Runner:
                         in_tok, out_tok, model.cost(in_tok, out_tok),  # input_tokens, output_tokens, cost
                         comp.finish_reason, comp.tokens_estimated,
                         started_wall, started_wall + (now - t0),  # started_at, finished_at (epoch)
-                        connect * 1000.0 if connect is not None else None,  # connect_ms
+                        connect_s * 1000.0 if connect_s is not None else None,  # connect_ms
                     ), now))
                     return
                 # the attempt failed: retry or record
@@ -316,19 +317,29 @@ class Runner:
         except anyio.get_cancelled_exc_class():
             now = time.monotonic()
             self.emit(CallFinished(self._errored(lane, case, trial, "cancelled", "the sweep was stopped",
-                                                  attempt, latency, t0, now, started_wall, in_tok, out_tok), now))
+                                                  attempt, latency, t0, now, started_wall, in_tok, out_tok,
+                                                  connect_ms), now))
             raise
         now = time.monotonic()
         self.emit(CallFinished(self._errored(lane, case, trial, err_class, err_msg, attempt, latency, t0, now,
-                                              started_wall, in_tok, out_tok), now))
+                                              started_wall, in_tok, out_tok, connect_ms), now))
 
     def _errored(self, lane: _ModelLane, case: Case, trial: int, err_class: ErrorClass, msg: str, attempts: int,
                  latency: float | None, t0: float, now: float, started_wall: float, in_tok: int,
-                 out_tok: int) -> CallResult:
+                 out_tok: int, connect_ms: float | None) -> CallResult:
         return CallResult(
             model_key=lane.model.key, case_id=case.id, trial=trial, status="errored", output=None, score=None,
             passed=False, error_class=err_class, error_message=msg[:MESSAGE_LIMIT], attempts=attempts,
             latency_ms=latency, total_ms=(now - t0) * 1000.0, ttft_ms=None, input_tokens=in_tok,
             output_tokens=out_tok, cost=lane.model.cost(in_tok, out_tok), finish_reason=None,
             tokens_estimated=False, started_at=started_wall, finished_at=started_wall + (now - t0),
+            connect_ms=connect_ms,
         )
+
+
+def _attempt_times(e: ProviderError, ta: float) -> tuple[float, float | None]:
+    """latency_ms and connect_ms of a failed attempt: from the wire where the provider timed it (an HTTP
+    refusal), else the whole attempt."""
+    if e.latency_s is None:
+        return (time.monotonic() - ta) * 1000.0, None
+    return e.latency_s * 1000.0, e.connect_s * 1000.0 if e.connect_s is not None else None

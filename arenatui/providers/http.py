@@ -420,8 +420,10 @@ class HttpProvider:
                     sent = resp.sent_at or t0
                     if not 200 <= resp.status < 300:
                         raw = await _read_capped(resp.chunks(), ERROR_BODY_BYTES)
-                        raise error_for_status(resp.status, resp.headers, raw, where=self.where,
+                        err = error_for_status(resp.status, resp.headers, raw, where=self.where,
                                                secrets=self._secrets)
+                        err.latency_s, err.connect_s = time.monotonic() - sent, sent - t0  # a 429 is timed too
+                        raise err
                     if "text/event-stream" in resp.headers.get("content-type", ""):
                         comp, end = await self._read_stream(wire, resp, request, sent)
                     else:

@@ -86,6 +86,7 @@ def test_terminal_faults_make_exactly_one_attempt(mock_server: MockServerProcess
         assert r["error_class"] == "terminal", (model, r["error_message"])
         assert r["attempts"] == 1
         assert f"HTTP {fault}" in r["error_message"]
+        assert r["connect_ms"] is not None and r["connect_ms"] > 0  # a refusal is timed from the wire too
         assert len(out.of(CallStarted, model)) == 1
         assert not out.of(CallRetrying, model)
 
@@ -115,6 +116,7 @@ def test_429_retry_after_is_honoured(mock_server: MockServerProcess, tmp_path: P
     for model in keys:
         (r,) = out.by_model(model)
         assert r["error_class"] == "rate_limited" and r["attempts"] == 2
+        assert r["connect_ms"] is not None and r["connect_ms"] > 0 and r["latency_ms"] < 1000
         starts = sorted(out.of(CallStarted, model), key=lambda e: e.attempt)
         (retrying,) = out.of(CallRetrying, model)
         assert retrying.reason == "rate_limited"

@@ -108,5 +108,5 @@ class AnthropicProvider(HttpProvider):
     def parse_json(self, raw: bytes, request: Request) -> Completion:
         return parse_message(raw, request, self.where)
 
-    def stream_reader(self, request: Request, t0: float) -> StreamReader:
-        return AnthropicStream(request, t0, self.where, self._secrets)
+    def stream_reader(self, request: Request, sent: float) -> StreamReader:
+        return AnthropicStream(request, sent, self.where, self._secrets)

@@ -288,9 +288,9 @@ def with_usage(err: ProviderError, input_tokens: int, output_tokens: int) -> Pro
 class StreamReader:
     """Folds one streamed answer, event by event. Subclasses read their wire format in `on_event`."""
 
-    def __init__(self, request: Request, t0: float, where: str, secrets: tuple[str, ...] = ()) -> None:
+    def __init__(self, request: Request, sent: float, where: str, secrets: tuple[str, ...] = ()) -> None:
         self.request = request
-        self.t0 = t0
+        self.sent = sent  # when the request went onto the wire: time to first token counts from here
         self.where = where
         self.secrets = secrets
         self.parts: list[str] = []
@@ -303,7 +303,7 @@ class StreamReader:
     def add_text(self, text: str) -> None:
         if text:
             if self.ttft_s is None:
-                self.ttft_s = time.monotonic() - self.t0
+                self.ttft_s = time.monotonic() - self.sent
             self.parts.append(text)
 
     def on_event(self, ev: SSEEvent) -> None:
@@ -403,7 +403,7 @@ class HttpProvider:
     def parse_json(self, raw: bytes, request: Request) -> Completion:
         raise NotImplementedError
 
-    def stream_reader(self, request: Request, t0: float) -> StreamReader:
+    def stream_reader(self, request: Request, sent: float) -> StreamReader:
         raise NotImplementedError
 
     # ---- the call ----

@@ -94,5 +94,5 @@ class OpenAIProvider(HttpProvider):
     def parse_json(self, raw: bytes, request: Request) -> Completion:
         return parse_chat_completion(raw, request, self.where)
 
-    def stream_reader(self, request: Request, t0: float) -> StreamReader:
-        return OpenAIStream(request, t0, self.where, self._secrets)
+    def stream_reader(self, request: Request, sent: float) -> StreamReader:
+        return OpenAIStream(request, sent, self.where, self._secrets)

@@ -1,4 +1,4 @@
-"""Screens of the console: the run screen, and the small screens it opens (detail, input, confirm, results, help)."""
+"""The run screen: watch a sweep and steer its concurrency."""
 
 from __future__ import annotations
 
@@ -6,18 +6,22 @@ from typing import Any
 
 from rich.style import Style
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Footer, Input, Label, RichLog, Static
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input, RichLog
 from textual.worker import Worker, WorkerState
 
-from arenatui.live import STATE_NAMES, LiveSnapshot, ModelSnapshot
-from arenatui.safe_text import literal, one_line, printable
+from arenatui.live import LiveSnapshot, ModelSnapshot
+from arenatui.safe_text import literal, one_line
 from arenatui.sweep import Sweep
-from arenatui.tui.widgets import GLYPHS, CallMatrix, Column, ModelTable, RatesChart, StatusBar, bar, duration, spark
+from arenatui.tui.screens.common import fmt_errors, fmt_num
+from arenatui.tui.screens.detail import CallDetail
+from arenatui.tui.screens.dialogs import Confirm, Help, ValueInput
+from arenatui.tui.screens.results import Results
+from arenatui.tui.widgets import CallMatrix, Column, ModelTable, RatesChart, StatusBar, bar, duration, spark
 
 REFRESH_S = 0.25
 """The run screen samples live metrics this often (DESIGN.md: ~4 Hz keeps the engine within a few %)."""
@@ -42,244 +46,6 @@ def concurrency_step(current: int, direction: int) -> int:
         n *= 2
     return max(1, n)
 
-
-def _num(v: float | None, unit: str = "") -> str:
-    if v is None:
-        return "-"
-    return (f"{v:.0f}" if abs(v) >= 10 else f"{v:.1f}") + unit
-
-
-def _errors(errors: dict[str, int] | Any) -> str:
-    short = {"rate_limited": "429", "timeout": "timeout", "transient": "transient", "terminal": "terminal",
-             "cancelled": "cancelled"}
-    return " ".join(f"{short.get(k, k)}×{v}" for k, v in sorted(errors.items())) or "-"
-
-
-class ValueInput(ModalScreen[int | None]):
-    """Ask for a whole number (concurrency, a model cap); Escape keeps what was there."""
-
-    BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
-
-    def __init__(self, prompt: Text, current: str, *, allow_empty: bool = False) -> None:
-        super().__init__()
-        self._prompt = prompt
-        self._current = current
-        self._allow_empty = allow_empty
-
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog"):
-            yield Label(self._prompt)
-            yield Input(value=self._current, type="integer", id="value")
-            yield Label(Text("Enter to apply, Escape to keep" + (", empty for no cap" if self._allow_empty else "")),
-                        classes="hint")
-
-    def on_mount(self) -> None:
-        inp = self.query_one("#value", Input)
-        inp.focus()
-        self.call_after_refresh(inp.action_select_all)  # typing replaces the current value
-
-    @on(Input.Submitted)
-    def _submitted(self, event: Input.Submitted) -> None:
-        v = event.value.strip()
-        if not v and self._allow_empty:
-            self.dismiss(0)
-            return
-        try:
-            n = int(v)
-        except ValueError:
-            self.notify("a whole number, please", severity="warning")
-            return
-        if n < 1:
-            self.notify("at least 1", severity="warning")
-            return
-        self.dismiss(n)
-
-    def action_dismiss_none(self) -> None:
-        self.dismiss(None)
-
-
-class Confirm(ModalScreen[bool]):
-    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
-
-    def __init__(self, question: Text) -> None:
-        super().__init__()
-        self._question = question
-
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog"):
-            yield Label(self._question)
-            with Horizontal(classes="buttons"):
-                yield Button("Yes, stop (y)", id="yes", variant="error")
-                yield Button("No, keep running (n)", id="no", variant="primary")
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
-
-    def action_answer(self, yes: bool) -> None:
-        self.dismiss(yes)
-
-
-HELP = """\
-p          pause / resume (calls in flight finish; no new ones start)
-+ / -      global concurrency up / down the ladder 1, 2, 4, 8, 16, 32, 64…
-> / <      global concurrency +1 / -1 (shift)
-c          type an exact global concurrency
-[ / ]      cap of the model highlighted in the model table down / up by one
-m          type an exact cap for that model (empty = no cap)
-arrows     move in the call matrix; Enter or click shows that call
-/          filter the event log (matches kind, model and text)
-tab        move between matrix, model table and log filter
-r          results (leaderboard) once calls have finished
-q          stop the sweep (asks first); finished calls stay stored
-ctrl+p     command palette: every action above, and the theme
-?          this help
-
-client CPU in the header is this process's load, in shares of one core: the event loop that
-sends every request and times every answer. Above 80% for a while, arenatui itself is part of
-the latencies shown. (Results are written by a child process, whose CPU is not counted: it
-does not delay the timing.) Latency and TTFT run from the moment a request is on the wire;
-connecting and TLS are shown apart, as "on the wire after", in a call's detail."""
-
-
-class Help(ModalScreen[None]):
-    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close")]
-
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog wide"):
-            yield Label(Text("Keys", style="bold"))
-            yield Static(Text(HELP))
-            yield Label(Text("Cell glyphs: " + "  ".join(f"{g} {n}" for g, n in zip(GLYPHS, STATE_NAMES,
-                                                                                     strict=True))),
-                        classes="hint")
-
-
-class CallDetail(ModalScreen[None]):
-    """One (model, case): every trial as stored, read in a thread; sealed cases show only scores."""
-
-    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
-
-    def __init__(self, sweep: Sweep, model_index: int, case_index: int) -> None:
-        super().__init__()
-        self.sweep = sweep
-        self.model_key = sweep.plan.models[model_index].key
-        self.case = sweep.plan.cases[case_index]
-        self.model_index = model_index
-        self.case_index = case_index
-
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog detail"):
-            title = Text("Call ", style="bold")
-            title.append(literal(self.model_key, newlines=False))
-            title.append(" × ")
-            title.append(literal(self.case.id, newlines=False))
-            if self.case.sealed:
-                title.append("   (sealed: input, expected and output are never shown)", style="italic")
-            yield Label(title)
-            with VerticalScroll(id="detail-body"):
-                yield Static(Text("loading…"), id="detail-text")
-
-    def on_mount(self) -> None:
-        self._load()
-
-    @work(thread=True, group="detail", exit_on_error=False)
-    def _load(self) -> None:
-        from arenatui.store import Store
-
-        rows: list[dict[str, Any] | None] = []
-        with Store(self.sweep.db_path) as store:
-            for trial in range(self.sweep.plan.trials):
-                rows.append(store.result(self.sweep.run_id, self.model_key, self.case.id, trial))
-        self.app.call_from_thread(self.show_rows, rows)
-
-    def show_rows(self, rows: list[dict[str, Any] | None]) -> None:
-        self.query_one("#detail-text", Static).update(self.render_rows(rows))
-
-    def render_rows(self, rows: list[dict[str, Any] | None]) -> Text:
-        out = Text()
-        sealed = self.case.sealed
-        label = Style(bold=True)
-        if not sealed:
-            out.append("input\n", label)
-            out.append(literal(self.case.prompt_text()))
-            out.append("\n\nexpected\n", label)
-            out.append(literal(self.case.expected if self.case.expected is not None else "(none)"))
-            out.append("\n")
-        counts = self.sweep.live.cell(self.model_index, self.case_index)
-        for trial, row in enumerate(rows):
-            out.append(f"\ntrial {trial}  ", label)
-            if row is None:
-                live = ", ".join(f"{n} {STATE_NAMES[i]}" for i, n in enumerate(counts) if n)
-                out.append(f"not stored yet (this cell now: {live})\n")
-                continue
-            out.append(literal(str(row["status"]), newlines=False))
-            score = row["score"]
-            out.append(f"   score {score:.3f}" if score is not None else "   score -")
-            out.append(f"   attempts {row['attempts']}   latency {_num(row['latency_ms'], ' ms')}"
-                       f"   total {_num(row['total_ms'], ' ms')}   TTFT {_num(row['ttft_ms'], ' ms')}"
-                       f"   tokens {row['input_tokens']}→{row['output_tokens']}\n")
-            if row["connect_ms"] is not None and row["connect_ms"] >= 1.0:
-                # worth a line only when it is: a new connection (TCP, TLS), or arenatui itself running behind
-                out.append(f"request on the wire after {_num(row['connect_ms'], ' ms')} (connecting, TLS, client "
-                           f"queueing; not in the latency)\n")
-            if row["error_class"]:
-                out.append("error ", label)
-                out.append(literal(str(row["error_class"]), newlines=False))
-                out.append(": ")
-                out.append(literal(row["error_message"]))
-                out.append("\n")
-            if not sealed:
-                out.append("output\n", label)
-                out.append(literal(row["output"]) if row["output"] is not None else Text("(none)"))
-                out.append("\n")
-        return out
-
-
-class Results(Screen[None]):
-    """The leaderboard of what is stored so far, read in a thread (the full results screens come later)."""
-
-    BINDINGS = [Binding("escape,r", "app.pop_screen", "Back to the run")]
-
-    def __init__(self, sweep: Sweep) -> None:
-        super().__init__()
-        self.sweep = sweep
-
-    def compose(self) -> ComposeResult:
-        head = Text("Leaderboard ", style="bold")
-        head.append(f"run {self.sweep.run_id} · ")
-        head.append(literal(self.sweep.project.name, newlines=False))
-        yield Static(head, id="results-title")
-        yield DataTable(id="leaderboard", cursor_type="row", zebra_stripes=True)
-        yield Footer()
-
-    def on_mount(self) -> None:
-        t = self.query_one(DataTable)
-        for col in ("#", "model", "score", "95% CI", "mean ms", "p95 ms", "calls", "retries", "errors", "spend",
-                    "$/completed"):
-            t.add_column(col, key=col)
-        self._load()
-
-    @work(thread=True, group="results", exit_on_error=False)
-    def _load(self) -> None:
-        from arenatui.report import run_summaries
-        from arenatui.store import Store
-
-        with Store(self.sweep.db_path) as store:
-            sums = run_summaries(store, self.sweep.run_id)
-        self.app.call_from_thread(self._show, sums)
-
-    def _show(self, sums: list[Any]) -> None:
-        t = self.query_one(DataTable)
-        for i, s in enumerate(sums, 1):
-            sc = s.score
-            t.add_row(
-                str(i), literal(s.model_key, newlines=False), f"{sc.estimate:.3f}",
-                f"{sc.low:.3f}–{sc.high:.3f}" if sc.n > 1 else "-", _num(s.mean_latency_ms), _num(s.p95_latency_ms),
-                str(s.calls), str(s.retries), Text(_errors(s.errors)), f"${s.spend:.4f}",
-                "-" if s.cost_per_completed is None else f"${s.cost_per_completed:.5f}",
-            )
-        if not sums:
-            self.notify("no finished calls stored yet")
 
 
 MODEL_COLUMNS = ("model", "cap", "in flight", "backoff", "done", "calls/s", "tok/s", "retries", "429 %", "errors",
@@ -456,7 +222,8 @@ class RunScreen(Screen[None]):
         return (
             "-" if cap is None else str(cap), str(m.in_flight), str(m.backing_off), f"{m.done}/{m.planned}",
             f"{m.calls_per_s:.1f}", f"{m.tokens_per_s:.0f}", str(m.retries), f"{m.rate_limited_rate:.0%}",
-            _errors(m.errors), _num(m.p50_ms), _num(m.p95_ms), _num(m.ttft_p50_ms), spark(m.latency_series[-20:], 20),
+            fmt_errors(m.errors), fmt_num(m.p50_ms), fmt_num(m.p95_ms), fmt_num(m.ttft_p50_ms),
+            spark(m.latency_series[-20:], 20),
         )
 
     def _log_line(self, t: float, kind: str, text: str) -> Text:
@@ -618,4 +385,3 @@ class RunScreen(Screen[None]):
         self.app.push_screen(CallDetail(self.sweep, event.model_index, event.case_index))
 
 
-__all__ = ["CallDetail", "Confirm", "Help", "Results", "RunScreen", "ValueInput", "concurrency_step", "printable"]

@@ -1,0 +1,19 @@
+"""Upper bounds on what a user can ask for, checked where input enters (config, CLI, console), in one place.
+
+Each bound is far above any sensible use and well below what breaks something: an unbounded concurrency
+starts a worker per unit (a million workers took 42 s and 3.5 GB for 144 calls), and the live matrix keeps
+per-cell trial counts in 16-bit arrays.
+"""
+
+from __future__ import annotations
+
+MAX_CONCURRENCY = 4096
+"""Global concurrency and per-model caps: more calls at once than any provider serves from one client."""
+MAX_TRIALS = 1000
+"""Trials per (model, case); the live matrix counts a cell's trials in 16 bits (65,535)."""
+MAX_ATTEMPTS = 100
+"""Attempts per call, retries included."""
+MAX_RPM = 10_000_000
+"""Requests (or tokens) per minute for a rate limit."""
+MIN_PORT, MAX_PORT = 0, 65535
+"""TCP ports (0 asks the system for a free one)."""

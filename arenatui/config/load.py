@@ -6,6 +6,7 @@ import csv
 import dataclasses
 import difflib
 import json
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -28,6 +29,7 @@ from arenatui.config.schema import (
     SimSettings,
 )
 from arenatui.errors import ConfigError
+from arenatui.limits import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_NESTING, MAX_RPM, MAX_TRIALS
 
 T = TypeVar("T")
 _KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,79}$")
@@ -51,7 +53,48 @@ def load_project(path: str | Path) -> Project:
         raise ConfigError(str(p), None, f"is not valid TOML ({e})") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(str(p), None, f"cannot be read ({e})") from None
+    except RecursionError:  # tomllib recurses per level of arrays and inline tables
+        raise ConfigError(str(p), None, _TOO_DEEP) from None
     return project_from_dict(raw, p)
+
+
+_TOO_DEEP = f"is nested too deeply to read: arrays and tables may nest at most {MAX_NESTING} levels"
+
+
+def check_values(file: Path, where: str, data: Any) -> None:
+    """Reject what no later layer can store, send or show: lone surrogates in any string (SQLite and JSON
+    encoders refuse them at the end of a run, losing its rows), nan/inf in any number, and nesting deeper
+    than MAX_NESTING (json and the store recurse per level).
+
+    Iterative, so that a hostile file cannot make the check itself recurse; `where` prefixes key paths.
+    """
+    stack: list[tuple[str, Any, int]] = [(where, data, 0)]
+    while stack:
+        path, v, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise ConfigError(str(file), path or None, _TOO_DEEP)
+        if isinstance(v, str):
+            if v.isascii():
+                continue
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError as e:  # only a surrogate cannot be encoded
+                bad = e.start
+                raise ConfigError(str(file), path or None,
+                                  f"holds a lone surrogate (\\u{ord(v[bad]):04x} at character {bad + 1}), which is "
+                                  "not a character: fix the text or its \\u escapes (a pair such as "
+                                  "\\ud83d\\ude00 is fine)") from None
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise ConfigError(str(file), path or None, f"expected a finite number, got {v}")
+        elif isinstance(v, Mapping):
+            for k, item in reversed(list(v.items())):  # reversed onto the stack: the first bad value is reported
+                key = str(k)
+                stack.append((f"{path}.{key}" if path else key, item, depth + 1))
+                stack.append((f"{path}.{key}" if path else key, key, depth + 1))  # keys are text too
+        elif isinstance(v, (list, tuple)):
+            for i in range(len(v) - 1, -1, -1):
+                stack.append((f"{path}[{i}]", v[i], depth + 1))
 
 
 class _Table:
@@ -94,16 +137,20 @@ class _Table:
         v = self.get(name, float, default, "a number")
         if v is None or name not in self.data:
             return v
+        if not math.isfinite(v):  # nan passes every comparison below
+            raise self.error(name, f"expected a finite number, got {v}")
         if lo is not None and (v < lo or (lo_open and v == lo)):
             raise self.error(name, f"expected a number {'>' if lo_open else '>='} {lo:g}, got {v:g}")
         if hi is not None and v > hi:
             raise self.error(name, f"expected a number <= {hi:g}, got {v:g}")
         return v
 
-    def integer(self, name: str, default: int | None, *, lo: int | None = None) -> int | None:
+    def integer(self, name: str, default: int | None, *, lo: int | None = None, hi: int | None = None) -> int | None:
         v = self.get(name, int, default, "a whole number")
         if v is not None and lo is not None and name in self.data and v < lo:
             raise self.error(name, f"expected a whole number >= {lo}, got {v}")
+        if v is not None and hi is not None and name in self.data and v > hi:
+            raise self.error(name, f"expected a whole number <= {hi}, got {v}")
         return v
 
     def boolean(self, name: str, default: bool) -> bool:
@@ -146,16 +193,16 @@ def _read_sim(t: _Table) -> SimSettings:
         v = strata.number(k, None, lo=0.0, hi=1.0)
         assert v is not None
         sa[k] = v
-    rpm = s.number("rpm", None, lo=0.0, lo_open=True)
+    rpm = s.number("rpm", None, lo=0.0, lo_open=True, hi=MAX_RPM)
     out = SimSettings(
         base_latency_s=s.number("base_latency_s", d.base_latency_s, lo=0.0) or 0.0,
         per_token_s=s.number("per_token_s", d.per_token_s, lo=0.0) or 0.0,
         jitter=s.number("jitter", d.jitter, lo=0.0, hi=3.0) or 0.0,
         output_tokens=s.integer("output_tokens", d.output_tokens, lo=1) or 1,
         rpm=rpm,
-        burst=s.number("burst", None, lo=1.0),
+        burst=s.number("burst", None, lo=1.0, hi=MAX_RPM),
         reject_cost=s.number("reject_cost", d.reject_cost, lo=0.0, hi=1.0) or 0.0,
-        max_concurrent=s.integer("max_concurrent", None, lo=1),
+        max_concurrent=s.integer("max_concurrent", None, lo=1, hi=MAX_CONCURRENCY),
         transient_rate=s.number("transient_rate", d.transient_rate, lo=0.0, hi=1.0) or 0.0,
         serial=s.boolean("serial", d.serial),
         exact_timing=s.boolean("exact_timing", d.exact_timing),
@@ -209,9 +256,9 @@ def _read_model(t: _Table) -> ModelConfig:
         api_key_env=api_key_env,
         price_in_per_mtok=t.number("price_in_per_mtok", 0.0, lo=0.0) or 0.0,
         price_out_per_mtok=t.number("price_out_per_mtok", 0.0, lo=0.0) or 0.0,
-        max_concurrency=t.integer("max_concurrency", None, lo=1),
-        rpm=t.number("rpm", None, lo=0.0, lo_open=True),
-        tpm=t.number("tpm", None, lo=0.0, lo_open=True),
+        max_concurrency=t.integer("max_concurrency", None, lo=1, hi=MAX_CONCURRENCY),
+        rpm=t.number("rpm", None, lo=0.0, lo_open=True, hi=MAX_RPM),
+        tpm=t.number("tpm", None, lo=0.0, lo_open=True, hi=MAX_RPM),
         max_tokens=t.integer("max_tokens", None, lo=1),
         temperature=t.number("temperature", None, lo=0.0, hi=2.0),
         system=t.string("system"),
@@ -292,8 +339,13 @@ def _read_case(file: Path, path: str, data: Any) -> Case:
     if isinstance(cid, int) and not isinstance(cid, bool):
         cid = str(cid)
     t.seen.add("id")
-    if not isinstance(cid, str) or not cid.strip():
-        raise t.error("id", "is required: a non-empty string or number naming the case")
+    if cid is None:
+        raise t.error("id", "is required: a non-empty string (or whole number) naming the case")
+    if not isinstance(cid, str):
+        # 1.5 would be stored as "1.5" but 1.50 too: an id must be exact, so only text or whole numbers.
+        raise t.error("id", f"expected a string or whole number naming the case, got {_kind(cid)} {cid!r}"[:300])
+    if not cid.strip():
+        raise t.error("id", "must not be empty: a non-empty string (or whole number) naming the case")
     if "input" not in t.data:
         raise t.error("input", "is required: a prompt string, or an array of {role, content} messages")
     raw_input = t.data["input"]
@@ -342,38 +394,81 @@ def _read_case_file(project_file: Path, key: str, value: str,
     if not p.exists():
         raise ConfigError(str(project_file), key, f"case file {str(p)!r} does not exist")
     cases: list[Case] = []
+    suffix = p.suffix.lower()
+    if suffix not in (".csv", ".jsonl", ".ndjson", ".json"):
+        raise ConfigError(str(project_file), key, f"expected a .jsonl or .csv case file, got {p.name!r}")
     try:
-        text = p.read_text(encoding="utf-8")
+        # utf-8-sig: a byte-order mark (Excel's "CSV UTF-8") is dropped, not read as part of the first key.
+        # newline="": the csv module sees quoted line breaks as they are, and JSON lines split only at \n.
+        with p.open(encoding="utf-8-sig", newline="") as f:
+            rows = _read_csv_rows(p, f) if suffix == ".csv" else _read_jsonl_rows(p, f)
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(str(p), None, f"cannot be read ({e})") from None
-    if p.suffix.lower() == ".csv":
-        reader = csv.DictReader(text.splitlines())
-        for n, row in enumerate(reader, start=2):
-            d: dict[str, Any] = {k: v for k, v in row.items() if k is not None and v not in (None, "")}
+    for n, d in rows:
+        check_values(p, f"line {n}", d)
+        cases.append(_read_case(p, f"line {n}", d))
+        if origins is not None:
+            origins.append((str(p), f"line {n}.id"))
+    return cases
+
+
+def _read_csv_rows(p: Path, f: Any) -> list[tuple[int, Any]]:
+    """(first line number, row as case data) for each record; a malformed record is an error naming its line."""
+    reader = csv.reader(f, strict=True)
+    out: list[tuple[int, Any]] = []
+    header: list[str] | None = None
+    start = 1
+    try:
+        for record in reader:
+            line, start = start, reader.line_num + 1  # a quoted field may span lines: name where the row starts
+            if not any(field.strip() for field in record):
+                continue
+            if header is None:
+                header = [h.strip() for h in record]
+                blank = [i + 1 for i, h in enumerate(header) if not h]
+                if blank:
+                    raise ConfigError(str(p), f"line {line}", f"the header has an empty column name (column "
+                                      f"{blank[0]}): name every column (id, input, expected, tags, ...)")
+                dup = next((h for i, h in enumerate(header) if h in header[:i]), None)
+                if dup is not None:
+                    raise ConfigError(str(p), f"line {line}", f"the header names column {dup!r} twice")
+                continue
+            if len(record) != len(header):
+                raise ConfigError(str(p), f"line {line}", f"has {len(record)} fields, the header has {len(header)} "
+                                  f"({', '.join(header)}): quote a field that holds a comma, a quote or a line break "
+                                  '("like ""this"", or this")')
+            d: dict[str, Any] = {k: v for k, v in zip(header, record, strict=True) if v != ""}
             if "tags" in d:
                 d["tags"] = [x.strip() for x in str(d["tags"]).replace(";", ",").split(",") if x.strip()]
             if "sealed" in d:
                 d["sealed"] = str(d["sealed"]).strip().lower() in ("1", "true", "yes")
-            cases.append(_read_case(p, f"line {n}", d))
-            if origins is not None:
-                origins.append((str(p), f"line {n}.id"))
-    elif p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ConfigError(str(p), f"line {n}", f"is not valid JSON ({e.msg} at column {e.colno})") from None
-            cases.append(_read_case(p, f"line {n}", obj))
-            if origins is not None:
-                origins.append((str(p), f"line {n}.id"))
-    else:
-        raise ConfigError(str(project_file), key, f"expected a .jsonl or .csv case file, got {p.name!r}")
-    return cases
+            out.append((line, d))
+    except csv.Error as e:
+        raise ConfigError(str(p), f"line {start}", f"is not valid CSV ({e}); a quoted field must end with a quote "
+                          'and double any quote inside it ("like ""this""")') from None
+    return out
+
+
+def _read_jsonl_rows(p: Path, f: Any) -> list[tuple[int, Any]]:
+    out: list[tuple[int, Any]] = []
+    # Split at \n only: str.splitlines() would also split at U+2028 and other marks that JSON strings may hold.
+    for n, line in enumerate(f.read().split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ConfigError(str(p), f"line {n}", f"is not valid JSON ({e.msg} at column {e.colno})") from None
+        except RecursionError:  # json recurses per level of nesting
+            raise ConfigError(str(p), f"line {n}", _TOO_DEEP) from None
+        out.append((n, obj))
+    return out
+
+
 
 
 def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
+    check_values(file, "", raw)
     top = _Table(file, "", raw)
     proj = top.table("project")
     name = proj.string("name", file.stem) or file.stem
@@ -391,13 +486,13 @@ def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
     rt = top.table("run")
     d = RunSettings()
     run = RunSettings(
-        concurrency=rt.integer("concurrency", d.concurrency, lo=1) or 1,
+        concurrency=rt.integer("concurrency", d.concurrency, lo=1, hi=MAX_CONCURRENCY) or 1,
         timeout_s=rt.number("timeout_s", d.timeout_s, lo=0.0, lo_open=True) or d.timeout_s,
-        max_attempts=rt.integer("max_attempts", d.max_attempts, lo=1) or 1,
+        max_attempts=rt.integer("max_attempts", d.max_attempts, lo=1, hi=MAX_ATTEMPTS) or 1,
         backoff_base_s=rt.number("backoff_base_s", d.backoff_base_s, lo=0.0) or 0.0,
         backoff_cap_s=rt.number("backoff_cap_s", d.backoff_cap_s, lo=0.0) or 0.0,
         retry_budget_s=rt.number("retry_budget_s", d.retry_budget_s, lo=0.0, lo_open=True) or d.retry_budget_s,
-        trials=rt.integer("trials", d.trials, lo=1) or 1,
+        trials=rt.integer("trials", d.trials, lo=1, hi=MAX_TRIALS) or 1,
         seed=rt.integer("seed", d.seed) or 0,
     )
     rt.finish()

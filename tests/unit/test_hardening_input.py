@@ -1,0 +1,295 @@
+"""Issue 9, input items: hostile project and case files, out-of-bound numbers and invisible marks end in one
+clear error (exit 2, file, line or key), never a traceback, a silent change or a phantom run."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from arenatui.cli import main
+from arenatui.config import load_project
+from arenatui.errors import ConfigError
+from arenatui.limits import MAX_CONCURRENCY, MAX_NESTING, MAX_TRIALS
+from arenatui.safe_text import printable
+
+MODEL = '[[models]]\nkey = "a"\nprovider = "sim"\n'
+CASE = '[[cases]]\nid = "q1"\ninput = "2+2?"\nexpected = "4"\n'
+
+
+def project(tmp_path: Path, text: str, **files: str | bytes) -> Path:
+    for name, content in files.items():
+        p = tmp_path / name.replace("__", ".")
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content, encoding="utf-8", newline="")
+    p = tmp_path / "arena.toml"
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def load_error(path: Path) -> ConfigError:
+    with pytest.raises(ConfigError) as ei:
+        load_project(path)
+    return ei.value
+
+
+def cli_error(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return " ".join(err.split())  # the paragraph is wrapped at 100 columns
+
+
+# ---- 1. CSV case files ---------------------------------------------------------------------------------------
+
+
+def csv_project(tmp_path: Path, content: str | bytes) -> Path:
+    return project(tmp_path, 'cases_file = "cases.csv"\n' + MODEL, cases__csv=content)
+
+
+def test_csv_keeps_line_breaks_inside_quoted_fields(tmp_path: Path) -> None:
+    p = csv_project(tmp_path, 'id,input,expected\na,"Line one.\nLine two.",x\nb,"say ""hi"", then go",y\n')
+    cases = load_project(p).cases
+    assert [c.id for c in cases] == ["a", "b"]
+    assert cases[0].input == "Line one.\nLine two."
+    assert cases[1].input == 'say "hi", then go'
+
+
+def test_csv_keeps_crlf_line_breaks_inside_quoted_fields(tmp_path: Path) -> None:
+    p = csv_project(tmp_path, b'id,input,expected\r\na,"one\r\ntwo",x\r\nb,plain,y\r\n')
+    cases = load_project(p).cases
+    assert cases[0].input == "one\r\ntwo" and cases[1].input == "plain"
+
+
+def test_csv_accepts_a_utf8_byte_order_mark(tmp_path: Path) -> None:
+    p = csv_project(tmp_path, "\ufeffid,input,expected\nq,Caf\u00e9?,oui\n".encode())
+    (case,) = load_project(p).cases
+    assert case.id == "q" and case.input == "Café?" and case.expected == "oui"
+
+
+@pytest.mark.parametrize(("content", "line", "words"), [
+    ('id,input,expected\na,"unterminated,x\nb,y,z\n', "line 2", "not valid CSV"),
+    ('id,input,expected\na,"x"y,z\n', "line 2", "not valid CSV"),
+    ("id,input,expected\na,b,c\nd,e,f,extra\n", "line 3", "has 4 fields, the header has 3"),
+    ("id,input,expected\na,b,c\nd,e\n", "line 3", "has 2 fields, the header has 3"),
+    ('id,input,expected\na,"two\nlines",c\nd,e,f,g\n', "line 4", "has 4 fields"),
+    ("id,,expected\na,b,c\n", "line 1", "empty column name"),
+])
+def test_malformed_csv_names_file_and_line(tmp_path: Path, content: str, line: str, words: str) -> None:
+    e = load_error(csv_project(tmp_path, content))
+    assert e.file == str(tmp_path / "cases.csv")
+    assert e.key == line and words in e.expected
+
+
+def test_malformed_csv_through_the_cli_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = csv_project(tmp_path, "id,input,expected\na,b,c\nd,e,f,extra\n")
+    err = cli_error(["evaluate", "-p", str(p), "--db", str(tmp_path / "r.db"), "-q"], capsys)
+    assert "cases.csv: line 3" in err
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_a_non_string_id_says_so(tmp_path: Path) -> None:
+    p = project(tmp_path, 'cases_file = "c.jsonl"\n' + MODEL, c__jsonl='{"id": 1.5, "input": "x"}\n')
+    e = load_error(p)
+    assert e.key == "line 1.id"
+    assert "expected a string or whole number" in e.expected and "1.5" in e.expected
+    assert "required" not in e.expected
+    e = load_error(project(tmp_path, 'cases_file = "c.jsonl"\n' + MODEL, c__jsonl='{"input": "x"}\n'))
+    assert "is required" in e.expected
+    p = project(tmp_path, 'cases_file = "c.jsonl"\n' + MODEL, c__jsonl='{"id": 7, "input": "x"}\n')
+    assert load_project(p).cases[0].id == "7"
+
+
+def test_jsonl_keeps_line_separator_characters_inside_strings(tmp_path: Path) -> None:
+    # str.splitlines() would cut this line at U+2028 and report invalid JSON.
+    p = project(tmp_path, 'cases_file = "c.jsonl"\n' + MODEL,
+                c__jsonl=json.dumps({"id": "a", "input": "x\u2028y\x1cz"}, ensure_ascii=False) + "\n")
+    assert load_project(p).cases[0].input == "x\u2028y\x1cz"
+
+
+# ---- 2. lone surrogates ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("row", "key"), [
+    ({"id": "bad\ud800id", "input": "x"}, "line 2.id"),
+    ({"id": "a", "input": "x\udfff"}, "line 2.input"),
+    ({"id": "a", "input": "x", "expected": "\ud800"}, "line 2.expected"),
+    ({"id": "a", "input": [{"role": "user", "content": "\ud800"}]}, "line 2.input[0].content"),
+    ({"id": "a", "input": "x", "tags": ["ok", "b\ud800"]}, "line 2.tags[1]"),
+    ({"id": "a", "input": "x", "stratum": "\ud800"}, "line 2.stratum"),
+])
+def test_lone_surrogate_in_jsonl_is_rejected_at_load(tmp_path: Path, row: dict[str, object], key: str) -> None:
+    lines = json.dumps({"id": "fine", "input": "y"}) + "\n" + json.dumps(row) + "\n"  # json.dumps escapes it
+    e = load_error(project(tmp_path, 'cases_file = "c.jsonl"\n' + MODEL, c__jsonl=lines))
+    assert e.file == str(tmp_path / "c.jsonl") and e.key == key
+    assert "lone surrogate" in e.expected
+
+
+def test_a_surrogate_pair_is_fine(tmp_path: Path) -> None:
+    p = project(tmp_path, 'cases_file = "c.jsonl"\n' + MODEL, c__jsonl='{"id": "a", "input": "smile \\ud83d\\ude00"}\n')
+    assert load_project(p).cases[0].input == "smile \U0001f600"
+
+
+def test_lone_surrogate_in_toml_and_csv_is_rejected(tmp_path: Path) -> None:
+    e = load_error(project(tmp_path, MODEL + '[[cases]]\nid = "bad\\ud800id"\ninput = "x"\n'))
+    assert e.file == str(tmp_path / "arena.toml")
+    # CSV and raw TOML bytes: a surrogate encoded as UTF-8 is not UTF-8 at all.
+    e = load_error(csv_project(tmp_path, b"id,input\nbad\xed\xa0\x80id,x\n"))
+    assert e.file == str(tmp_path / "cases.csv") and "cannot be read" in e.expected
+
+
+def test_lone_surrogate_through_the_cli_leaves_no_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = project(tmp_path, 'cases_file = "c.jsonl"\n' + MODEL, c__jsonl='{"id": "bad\\ud800id", "input": "x"}\n')
+    err = cli_error(["evaluate", "-p", str(p), "--db", str(tmp_path / "r.db"), "-q"], capsys)
+    assert "c.jsonl: line 1.id" in err and "lone surrogate" in err
+    assert not (tmp_path / "r.db").exists()
+
+
+# ---- 3. nan and inf -------------------------------------------------------------------------------------------
+
+
+FLOAT_KEYS = [
+    ("[[models]]\nkey = 'a'\nprovider = 'sim'\nprice_in_per_mtok = {v}\n", "models[0].price_in_per_mtok"),
+    ("[[models]]\nkey = 'a'\nprovider = 'sim'\nprice_out_per_mtok = {v}\n", "models[0].price_out_per_mtok"),
+    ("[[models]]\nkey = 'a'\nprovider = 'sim'\nrpm = {v}\n", "models[0].rpm"),
+    ("[[models]]\nkey = 'a'\nprovider = 'sim'\ntpm = {v}\n", "models[0].tpm"),
+    ("[[models]]\nkey = 'a'\nprovider = 'sim'\ntemperature = {v}\n", "models[0].temperature"),
+    ("[[models]]\nkey = 'a'\nprovider = 'sim'\n[models.sim]\naccuracy = {v}\n", "models[0].sim.accuracy"),
+    ("[[models]]\nkey = 'a'\nprovider = 'sim'\n[models.sim]\nrpm = {v}\n", "models[0].sim.rpm"),
+    ("[[models]]\nkey = 'a'\nprovider = 'sim'\n[models.sim]\nbase_latency_s = {v}\n", "models[0].sim.base_latency_s"),
+    ("[[models]]\nkey = 'a'\nprovider = 'sim'\n[models.sim]\njitter = {v}\n", "models[0].sim.jitter"),
+    ("[[models]]\nkey = 'a'\nprovider = 'sim'\n[models.sim.strata_accuracy]\nhard = {v}\n",
+     "models[0].sim.strata_accuracy.hard"),
+    ("[[models]]\nkey = 'a'\nprovider = 'sim'\n[models.extra_body]\ntop_p = {v}\n", "models[0].extra_body.top_p"),
+    (MODEL + "[run]\ntimeout_s = {v}\n", "run.timeout_s"),
+    (MODEL + "[run]\nbackoff_base_s = {v}\n", "run.backoff_base_s"),
+    (MODEL + "[run]\nbackoff_cap_s = {v}\n", "run.backoff_cap_s"),
+    (MODEL + "[run]\nretry_budget_s = {v}\n", "run.retry_budget_s"),
+    (MODEL + "[defaults]\ntemperature = {v}\n", "defaults.temperature"),
+    (MODEL + "[[scorers]]\nkind = 'numeric'\ntolerance = {v}\n", "scorers[0].tolerance"),
+    (MODEL + "[mock.models.a]\nretry_after_s = {v}\n", "mock.models.a.retry_after_s"),
+]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "+nan"])
+@pytest.mark.parametrize(("snippet", "key"), FLOAT_KEYS)
+def test_every_float_key_rejects_nan_and_inf(tmp_path: Path, snippet: str, key: str, value: str) -> None:
+    e = load_error(project(tmp_path, CASE + snippet.format(v=value)))
+    assert e.key == key
+    assert "finite number" in e.expected
+
+
+def test_nan_in_a_jsonl_case_is_rejected(tmp_path: Path) -> None:
+    e = load_error(project(tmp_path, 'cases_file = "c.jsonl"\n' + MODEL,
+                           c__jsonl='{"id": "a", "input": "x", "expected": NaN}\n'))
+    assert e.key == "line 1.expected" and "finite number" in e.expected
+
+
+def test_nan_price_through_the_cli_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = project(tmp_path, CASE + "[[models]]\nkey = 'a'\nprovider = 'sim'\nprice_in_per_mtok = nan\n")
+    err = cli_error(["evaluate", "-p", str(p), "--db", str(tmp_path / "r.db"), "-q"], capsys)
+    assert "models[0].price_in_per_mtok: expected a finite number, got nan" in err
+
+
+# ---- 10. numeric bounds ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("snippet", "key", "words"), [
+    (MODEL + "[run]\ntrials = 65536\n", "run.trials", f"<= {MAX_TRIALS}"),
+    (MODEL + "[run]\nconcurrency = 1000000\n", "run.concurrency", f"<= {MAX_CONCURRENCY}"),
+    (MODEL + "[run]\nmax_attempts = 100000\n", "run.max_attempts", "<= 100"),
+    ("[[models]]\nkey = 'a'\nmax_concurrency = 1000000\n", "models[0].max_concurrency", f"<= {MAX_CONCURRENCY}"),
+    ("[[models]]\nkey = 'a'\nrpm = 1e300\n", "models[0].rpm", "<= 1e+07"),
+    ("[[models]]\nkey = 'a'\ntpm = 1e300\n", "models[0].tpm", "<= 1e+07"),
+    ("[[models]]\nkey = 'a'\n[models.sim]\nrpm = 1e300\n", "models[0].sim.rpm", "<= 1e+07"),
+    ("[[models]]\nkey = 'a'\n[models.sim]\nmax_concurrent = 9999999\n", "models[0].sim.max_concurrent",
+     f"<= {MAX_CONCURRENCY}"),
+])
+def test_numbers_in_the_project_are_bounded(tmp_path: Path, snippet: str, key: str, words: str) -> None:
+    e = load_error(project(tmp_path, CASE + snippet))
+    assert e.key == key and words in e.expected
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--trials", "65536"], f"--trials: expected a whole number <= {MAX_TRIALS}, got 65536"),
+    (["-c", "1000000"], f"expected a whole number <= {MAX_CONCURRENCY}, got 1000000"),
+    (["--trials", "0"], "expected a whole number >= 1"),
+    (["-c", "many"], "expected a whole number, got 'many'"),
+])
+def test_cli_flags_are_bounded_and_leave_no_run(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
+                                                words: str) -> None:
+    p = project(tmp_path, MODEL + CASE)
+    db = tmp_path / "r.db"
+    for command in ("evaluate", "run"):
+        with pytest.raises(SystemExit) as ei:
+            main([command, "-p", str(p), "--db", str(db), *args])
+        assert ei.value.code == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert words in err and "Traceback" not in err
+    assert not db.exists()
+
+
+def test_a_bounded_trials_value_still_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = project(tmp_path, MODEL.replace('"sim"\n', '"sim"\n[models.sim]\nbase_latency_s = 0.0\nper_token_s = 0.0\n'
+                                       'jitter = 0.0\n') + CASE)
+    db = tmp_path / "r.db"
+    assert main(["evaluate", "-p", str(p), "--db", str(db), "-q", "--trials", "3", "-c", str(MAX_CONCURRENCY)]) == 0
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM results").fetchone() == (3,)
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "http"])
+def test_mock_server_port_is_bounded(capsys: pytest.CaptureFixture[str], port: str) -> None:
+    with pytest.raises(SystemExit) as ei:
+        main(["mock-server", "--port", port])
+    assert ei.value.code == 2
+    err = capsys.readouterr().err
+    assert "--port" in err and "Traceback" not in err
+
+
+# ---- 12. deep nesting -----------------------------------------------------------------------------------------
+
+
+def test_a_toml_array_5000_deep_is_a_clear_error(tmp_path: Path) -> None:
+    e = load_error(project(tmp_path, "x = " + "[" * 5000 + "]" * 5000 + "\n" + MODEL + CASE))
+    assert e.file == str(tmp_path / "arena.toml") and "nested too deeply" in e.expected
+
+
+def test_a_jsonl_line_100000_deep_is_a_clear_error(tmp_path: Path) -> None:
+    deep = '{"id": "a", "input": "x", "extra": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
+    e = load_error(project(tmp_path, 'cases_file = "c.jsonl"\n' + MODEL, c__jsonl='{"id": "ok", "input": "y"}\n' + deep))
+    assert e.key == "line 2" and "nested too deeply" in e.expected
+
+
+def test_nesting_past_the_bound_but_within_the_parser_is_caught_too(tmp_path: Path) -> None:
+    depth = MAX_NESTING + 5
+    e = load_error(project(tmp_path, MODEL + "[models.extra_body]\nx = " + "[" * depth + "]" * depth + "\n" + CASE))
+    assert e.key is not None and e.key.startswith("models[0].extra_body.x[0]") and "nested too deeply" in e.expected
+    ok = project(tmp_path, MODEL + "[models.extra_body]\nx = [[[1]]]\n" + CASE)
+    assert load_project(ok).models[0].extra_body == {"x": [[[1]]]}
+
+
+def test_deep_nesting_through_the_cli_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = project(tmp_path, "x = " + "[" * 5000 + "]" * 5000 + "\n" + MODEL + CASE)
+    err = cli_error(["evaluate", "-p", str(p), "--db", str(tmp_path / "r.db")], capsys)
+    assert "nested too deeply" in err
+
+
+# ---- 24. zero-width and bidi marks ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mark", ["\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u202a", "\u202b", "\u202c",
+                                  "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\ufeff"])
+def test_zero_width_and_bidi_marks_are_shown_as_escapes(mark: str) -> None:
+    shown = printable(f"pay{mark}pal")
+    assert mark not in shown
+    assert shown == f"pay\\u{ord(mark):04x}pal"
+
+
+def test_ordinary_text_is_unchanged() -> None:
+    s = "Café — naïve 東京 \U0001f600 x\ty\nz"
+    assert printable(s) == s

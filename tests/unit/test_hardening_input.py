@@ -261,7 +261,8 @@ def test_a_toml_array_5000_deep_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_a_jsonl_line_100000_deep_is_a_clear_error(tmp_path: Path) -> None:
     deep = '{"id": "a", "input": "x", "extra": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
-    e = load_error(project(tmp_path, 'cases_file = "c.jsonl"\n' + MODEL, c__jsonl='{"id": "ok", "input": "y"}\n' + deep))
+    lines = '{"id": "ok", "input": "y"}\n' + deep
+    e = load_error(project(tmp_path, 'cases_file = "c.jsonl"\n' + MODEL, c__jsonl=lines))
     assert e.key == "line 2" and "nested too deeply" in e.expected
 
 

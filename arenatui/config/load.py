@@ -30,9 +30,12 @@ from arenatui.config.schema import (
 )
 from arenatui.errors import ConfigError
 from arenatui.limits import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_NESTING, MAX_RPM, MAX_TRIALS
+from arenatui.redact import REDACTED, redact_url
 
 T = TypeVar("T")
 _KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,79}$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")
 
 
 def resolve_project_path(path: str | Path) -> Path:
@@ -62,31 +65,36 @@ _TOO_DEEP = f"is nested too deeply to read: arrays and tables may nest at most {
 
 
 def check_values(file: Path, where: str, data: Any) -> None:
-    """Reject what no later layer can store, send or show: lone surrogates in any string (SQLite and JSON
-    encoders refuse them at the end of a run, losing its rows), nan/inf in any number, and nesting deeper
-    than MAX_NESTING (json and the store recurse per level).
+    """Reject what no later layer can store, send or show (see `first_bad_value`), naming file and key."""
+    bad = first_bad_value(data, where)
+    if bad is not None:
+        raise ConfigError(str(file), bad[0] or None, bad[1])
 
-    Iterative, so that a hostile file cannot make the check itself recurse; `where` prefixes key paths.
+
+def first_bad_value(data: Any, where: str = "") -> tuple[str, str] | None:
+    """(key path, what is wrong) for the first value in `data` that no later layer can store, send or show:
+    a lone surrogate in any string or key (SQLite and JSON encoders refuse it at the end of a run, losing its
+    rows), nan/inf in any number, nesting deeper than MAX_NESTING (json and the store recurse per level).
+
+    Iterative, so that hostile data cannot make the check itself recurse; `where` prefixes key paths.
     """
     stack: list[tuple[str, Any, int]] = [(where, data, 0)]
     while stack:
         path, v, depth = stack.pop()
         if depth > MAX_NESTING:
-            raise ConfigError(str(file), path or None, _TOO_DEEP)
+            return path, _TOO_DEEP
         if isinstance(v, str):
             if v.isascii():
                 continue
             try:
                 v.encode("utf-8")
             except UnicodeEncodeError as e:  # only a surrogate cannot be encoded
-                bad = e.start
-                raise ConfigError(str(file), path or None,
-                                  f"holds a lone surrogate (\\u{ord(v[bad]):04x} at character {bad + 1}), which is "
-                                  "not a character: fix the text or its \\u escapes (a pair such as "
-                                  "\\ud83d\\ude00 is fine)") from None
+                return path, (f"holds a lone surrogate (\\u{ord(v[e.start]):04x} at character {e.start + 1}), which "
+                              "is not a character: fix the text or its \\u escapes (a pair such as \\ud83d\\ude00 "
+                              "is fine)")
         elif isinstance(v, float):
             if not math.isfinite(v):
-                raise ConfigError(str(file), path or None, f"expected a finite number, got {v}")
+                return path, f"expected a finite number, got {v}"
         elif isinstance(v, Mapping):
             for k, item in reversed(list(v.items())):  # reversed onto the stack: the first bad value is reported
                 key = str(k)
@@ -95,6 +103,7 @@ def check_values(file: Path, where: str, data: Any) -> None:
         elif isinstance(v, (list, tuple)):
             for i in range(len(v) - 1, -1, -1):
                 stack.append((f"{path}[{i}]", v[i], depth + 1))
+    return None
 
 
 class _Table:
@@ -227,13 +236,15 @@ def _read_model(t: _Table) -> ModelConfig:
     model = t.string("model", key) or key
     base_url = t.string("base_url")
     if base_url is not None and not re.match(r"^https?://", base_url):
-        raise t.error("base_url", f"expected an http:// or https:// URL, got {base_url!r}")
+        raise t.error("base_url", f"expected an http:// or https:// URL, got {redact_url(base_url)!r}")
+    if base_url is not None and REDACTED in base_url:
+        base_url = _secret_from_project_file(t, key, "base_url", base_url)
     if provider == "openai" and base_url is None:
         base_url = "https://api.openai.com/v1"
     if provider == "anthropic" and base_url is None:
         base_url = "https://api.anthropic.com"
     api_key_env = t.string("api_key_env")
-    if api_key_env is not None and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", api_key_env):
+    if api_key_env is not None and not _ENV_NAME_RE.match(api_key_env):
         raise t.error("api_key_env", f"expected the NAME of an environment variable (not the key itself), got a "
                       f"value of {len(api_key_env)} characters")
     transport = t.string("transport", "auto") or "auto"
@@ -243,11 +254,24 @@ def _read_model(t: _Table) -> ModelConfig:
         raise t.error("transport", f"expected one of {', '.join(TRANSPORTS)}, got {transport!r}{hint}")
     extra = t.table("extra_body")
     headers = _str_table(t, "headers")
-    for h in headers:
+    for h, v in headers.items():
+        if not _HEADER_NAME_RE.match(h):
+            raise t.error(f"headers.{h}", "expected an HTTP header name (letters, digits and -)")
         if h.lower() in ("authorization", "x-api-key", "api-key", "proxy-authorization"):
             # A key written into the project would be stored with every run; keys come from the environment.
             raise t.error(f"headers.{h}", "must not hold credentials: name the environment variable that holds "
-                          "the key in api_key_env instead")
+                          "the key in api_key_env (or this header's value in headers_env) instead")
+        if v == REDACTED:  # a run's stored configuration: the value was never stored
+            headers[h] = _secret_from_project_file(t, key, f"headers.{h}", v)
+    headers_env = _str_table(t, "headers_env")
+    for h, var in headers_env.items():
+        if not _HEADER_NAME_RE.match(h):
+            raise t.error(f"headers_env.{h}", "expected an HTTP header name (letters, digits and -)")
+        if not _ENV_NAME_RE.match(var):
+            raise t.error(f"headers_env.{h}", f"expected the NAME of an environment variable (not the value "
+                          f"itself), got a value of {len(var)} characters")
+        if h.lower() in {k.lower() for k in headers}:
+            raise t.error(f"headers_env.{h}", "is also set in headers: give each header one value")
     m = ModelConfig(
         key=key,
         provider=provider,  # type: ignore[arg-type]
@@ -265,11 +289,39 @@ def _read_model(t: _Table) -> ModelConfig:
         stream=t.boolean("stream", True),
         transport=transport,
         headers=headers,
+        headers_env=headers_env,
         extra_body=dict(extra.data),
         sim=_read_sim(t),
     )
     t.finish()
     return m
+
+
+def _secret_from_project_file(t: _Table, model_key: str, name: str, stored: str) -> str:
+    """A credential that a run stored redacted (a header value, a base_url's password or token), read again
+    from the project file the run came from, so that a resumed run sends what the first one did.
+
+    `t.file` is that file when `t` reads a run's stored configuration; when it is the project file itself,
+    the value read is the one written there (a literal "[redacted]" stays one).
+    """
+    where = t.key(name)
+    value: Any = None
+    try:
+        raw = tomllib.loads(t.file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        raw = None
+    models = raw.get("models") if isinstance(raw, dict) else None
+    for m in models if isinstance(models, list) else ():
+        if isinstance(m, dict) and m.get("key") == model_key:
+            value = m
+            for part in name.split(".", 1):
+                value = value.get(part) if isinstance(value, dict) else None
+    if not isinstance(value, str) or (name == "base_url" and redact_url(value) != stored):
+        raise ConfigError(str(t.file), where, "was stored with this run without its credential (credentials are "
+                          f"never stored), and {t.file} no longer gives model {model_key!r} the same "
+                          f"{name.split('.')[0]}: restore the project file at that path (resume from the directory "
+                          "the run started in), or start a new run")
+    return value
 
 
 def _read_mock(t: _Table, model_keys: list[str]) -> dict[str, MockFaults]:
@@ -576,7 +628,8 @@ def _prune(d: dict[str, Any]) -> dict[str, Any]:
 def project_to_dict(p: Project) -> dict[str, Any]:
     """The project as TOML-shaped data with cases inline: what a run stores and resumes from.
 
-    Holds only the *names* of API-key variables, never their values.
+    Holds only the *names* of API-key and header variables, never their values; header values and credentials
+    in base_url are redacted.
     """
     def case(c: Case) -> dict[str, Any]:
         d = _prune(dataclasses.asdict(c))
@@ -589,6 +642,12 @@ def project_to_dict(p: Project) -> dict[str, Any]:
 
     def model(m: ModelConfig) -> dict[str, Any]:
         d = _prune({k: v for k, v in dataclasses.asdict(m).items() if k != "sim"})
+        # Credentials never reach the store: header values and a base_url's userinfo and credential parameters
+        # are redacted (resume reads them again from the project file, see _secret_from_project_file).
+        if m.headers:
+            d["headers"] = dict.fromkeys(m.headers, REDACTED)
+        if m.base_url is not None:
+            d["base_url"] = redact_url(m.base_url)
         sim = _prune(dataclasses.asdict(m.sim))
         if m.provider == "sim" or sim != _prune(dataclasses.asdict(SimSettings())):
             d["sim"] = sim

@@ -34,14 +34,15 @@ from arenatui.errors import (
 )
 from arenatui.providers.base import Completion, Request, estimate_tokens
 from arenatui.providers.transports import Wire, WireResponse, open_wire, resolve
+from arenatui.redact import REDACTED, redact_urls_in_text, url_credentials
 from arenatui.safe_text import one_line
 
 MESSAGE_CHARS = 300
 """Longest provider message kept in an error (the rest of a body is noise, and may hold secrets)."""
 ERROR_BODY_BYTES = 64 * 1024
 """Most bytes of an error body read: enough for any real error, bounded against a hostile server."""
-SENSITIVE_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"})
-REDACTED = "[redacted]"
+SENSITIVE_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie",
+                               "x-goog-api-key"})
 
 # ---- secrets -------------------------------------------------------------------------------------
 
@@ -49,6 +50,10 @@ _KEY_VALUE = re.compile(
     r"(?i)(\b(?:x-api-key|api[-_]?key|authorization|proxy-authorization|access[-_]?token|secret|key|token)\b"
     r"[\"']?\s*[:=]\s*[\"']?)(?:bearer\s+)?[^\s\"',;}\[\]]+")
 _BEARER = re.compile(r"(?i)\bbearer\s+[^\s\"',;}\[\]]+")
+_AUTH_HEADER = re.compile(
+    r"(?i)(\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?)[^\"'\r\n,;}\]]+")
+"""An echoed Authorization header, whatever its scheme (Basic, Bearer, Digest, AWS4-HMAC-SHA256 ...): the
+whole value goes, scheme and credential alike."""
 _KEY_SHAPED = re.compile(r"\b(?:sk|pk|rk|ak|key)[-_][A-Za-z0-9_\-]{8,}")
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=]{32,}")
 
@@ -66,10 +71,40 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     for s in secrets:
         if s:
             text = text.replace(s, REDACTED)
+    text = redact_urls_in_text(text)
+    text = _AUTH_HEADER.sub(lambda m: m.group(1) + REDACTED, text)
     text = _KEY_VALUE.sub(lambda m: m.group(1) + REDACTED, text)
     text = _BEARER.sub("Bearer " + REDACTED, text)
     text = _KEY_SHAPED.sub(REDACTED, text)
     return _LONG_TOKEN.sub(_redact_long, text)
+
+
+def read_header_env(model: ModelConfig) -> dict[str, str]:
+    """Header values from the environment variables named in ``headers_env``; a setup error when one is unset."""
+    out: dict[str, str] = {}
+    for header, var in model.headers_env.items():
+        value = os.environ.get(var, "").strip()
+        if not value:
+            raise ProviderSetupError(
+                f"model {model.key!r} reads its {header} header from the environment variable {var}, which is not "
+                f"set (or empty). Set it (export {var}=...) or remove it from headers_env.")
+        out[header] = value
+    return out
+
+
+def url_secrets(url: str | None) -> set[str]:
+    """Credentials in a URL as an error body might echo them: as written, unquoted, and as a Basic header."""
+    if not url:
+        return set()
+    from base64 import b64encode
+    from urllib.parse import unquote
+
+    out: set[str] = set()
+    for c in url_credentials(url):
+        out.update((c, unquote(c)))
+        if ":" in c:  # user:password, which clients send as Authorization: Basic base64(...)
+            out.add(b64encode(unquote(c).encode()).decode())
+    return out
 
 
 def read_api_key(model: ModelConfig) -> str | None:
@@ -363,9 +398,14 @@ class HttpProvider:
         headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
         headers.update(self.auth_headers(key))
         headers.update(model.headers)
+        from_env = read_header_env(model)
+        headers.update(from_env)
         self._headers = headers
+        # Every value the project gave a header is treated as a credential (short ones would only garble text).
+        given = {v for v in (*model.headers.values(), *from_env.values()) if len(v) >= 6}
         self._secrets = tuple(sorted({v for k, v in headers.items() if k.lower() in SENSITIVE_HEADERS and v}
-                                     | ({key} if key else set()), key=len, reverse=True))
+                                     | given | url_secrets(model.base_url) | ({key} if key else set()),
+                                     key=len, reverse=True))
         if model.base_url is None:
             raise ProviderSetupError(f"model {model.key!r}: base_url is required for provider {model.provider!r}")
         self.url = self.endpoint(model.base_url.rstrip("/"))

@@ -10,6 +10,7 @@ bytes: a server's garbage is a transient failure of one attempt, never a crash o
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
@@ -105,6 +106,37 @@ def url_secrets(url: str | None) -> set[str]:
         if ":" in c:  # user:password, which clients send as Authorization: Basic base64(...)
             out.add(b64encode(unquote(c).encode()).decode())
     return out
+
+
+def split_userinfo(url: str) -> tuple[str, str | None]:
+    """`url` without its ``user:password@``, and the ``Basic ...`` header value that carries them instead."""
+    from base64 import b64encode
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url, None
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    user, _, password = userinfo.partition(":")
+    basic = "Basic " + b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+    return urlunsplit(parts._replace(netloc=host)), basic
+
+
+class _RedactUrlsInLogs(logging.Filter):
+    """httpx logs every request's URL at INFO: credential query parameters must not reach a log that way."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        clean = redact_urls_in_text(msg)
+        if clean != msg:
+            record.msg, record.args = clean, ()
+        return True
+
+
+logging.getLogger("httpx").addFilter(_RedactUrlsInLogs())
 
 
 def read_api_key(model: ModelConfig) -> str | None:
@@ -408,7 +440,11 @@ class HttpProvider:
                                      key=len, reverse=True))
         if model.base_url is None:
             raise ProviderSetupError(f"model {model.key!r}: base_url is required for provider {model.provider!r}")
-        self.url = self.endpoint(model.base_url.rstrip("/"))
+        # user:password@ in base_url goes out as a Basic header, never in the URL: HTTP clients log request URLs.
+        base_url, basic = split_userinfo(model.base_url)
+        if basic is not None and not any(k.lower() == "authorization" for k in headers):
+            headers["authorization"] = basic
+        self.url = self.endpoint(base_url.rstrip("/"))
         self._timeout_s = run.timeout_s
         self._fake = transport
         self._wire: Wire | None = None

@@ -294,3 +294,97 @@ def test_zero_width_and_bidi_marks_are_shown_as_escapes(mark: str) -> None:
 def test_ordinary_text_is_unchanged() -> None:
     s = "Café — naïve 東京 \U0001f600 x\ty\nz"
     assert printable(s) == s
+
+
+# ---- 19, 20. credentials in URLs, error bodies and headers ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("http://user:pw@host/v1", "http://[redacted]@host/v1"),
+    ("https://h:8443/v1?api_key=s3cr3t&model=x", "https://h:8443/v1?api_key=[redacted]&model=x"),
+    ("https://h/v1?key=a&token=b&access_token=c&sig=d&X-Amz-Signature=e&api-version=2024",
+     "https://h/v1?key=[redacted]&token=[redacted]&access_token=[redacted]&sig=[redacted]"
+     "&X-Amz-Signature=[redacted]&api-version=2024"),
+    ("https://api.openai.com/v1", "https://api.openai.com/v1"),
+    ("http://u:p@h:notaport/v1", "http://[redacted]@h:notaport/v1"),
+])
+def test_redact_url(url: str, shown: str) -> None:
+    from arenatui.redact import redact_url
+
+    assert redact_url(url) == shown
+
+
+@pytest.mark.parametrize("echo", [
+    "Authorization: Basic dXNlcjpwdw==",
+    '{"Authorization": "Basic dXNlcjpwdw=="}',
+    "authorization=Digest dXNlcjpwdw==",
+    "'Proxy-Authorization': 'Bearer dXNlcjpwdw=='",
+    "Authorization: AWS4-HMAC-SHA256 dXNlcjpwdw==",
+    "failed for http://user:dXNlcjpwdw==@host/v1",
+    "GET https://h/v1?access_token=dXNlcjpwdw== 401",
+])
+def test_scrub_removes_whole_authorization_values_and_url_credentials(echo: str) -> None:
+    from arenatui.providers.http import scrub
+
+    out = scrub(echo)
+    assert "dXNlcjpwdw" not in out and "[redacted]" in out
+    assert "Basic" not in out and "Digest" not in out and "AWS4" not in out
+
+
+def test_httpx_request_logs_lose_url_credentials(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    import arenatui.providers.http  # noqa: F401  (installs the filter)
+
+    caplog.set_level(logging.INFO, logger="httpx")
+    logging.getLogger("httpx").info('HTTP Request: %s %s "%s"', "POST", "http://h/v1?api_key=zz9secret", "200 OK")
+    assert "zz9secret" not in caplog.text and "api_key=[redacted]" in caplog.text
+
+
+def test_stored_project_holds_header_names_and_redacted_urls(tmp_path: Path) -> None:
+    from arenatui.config import project_to_dict
+
+    p = project(tmp_path, CASE + '[[models]]\nkey = "a"\nprovider = "openai"\n'
+                'base_url = "http://bob:hunter2@h/v1?api_key=abc"\n'
+                'headers = {X-Goog-Api-Key = "g00gsecret", Cookie = "sid=c00kie"}\n'
+                'headers_env = {X-Other = "ARENA_OTHER"}\n')
+    proj = load_project(p)
+    assert proj.models[0].headers == {"X-Goog-Api-Key": "g00gsecret", "Cookie": "sid=c00kie"}
+    stored = json.dumps(project_to_dict(proj))
+    for secret in ("hunter2", "bob", "abc", "g00gsecret", "c00kie"):
+        assert secret not in stored
+    m = project_to_dict(proj)["models"][0]
+    assert m["headers"] == {"X-Goog-Api-Key": "[redacted]", "Cookie": "[redacted]"}
+    assert m["headers_env"] == {"X-Other": "ARENA_OTHER"}
+    assert m["base_url"] == "http://[redacted]@h/v1?api_key=[redacted]"
+
+
+@pytest.mark.parametrize(("snippet", "key", "words"), [
+    ('headers_env = {X-Key = "not a name"}\n', "models[0].headers_env.X-Key", "NAME of an environment variable"),
+    ('headers_env = {"bad header" = "VAR"}\n', "models[0].headers_env.bad header", "HTTP header name"),
+    ('headers = {X-Key = "v"}\nheaders_env = {x-key = "VAR"}\n', "models[0].headers_env.x-key", "also set"),
+    ('headers = {Authorization = "Bearer x"}\n', "models[0].headers.Authorization", "headers_env"),
+])
+def test_headers_env_is_validated(tmp_path: Path, snippet: str, key: str, words: str) -> None:
+    e = load_error(project(tmp_path, CASE + '[[models]]\nkey = "a"\nprovider = "openai"\n' + snippet))
+    assert e.key == key and words in e.expected
+
+
+def test_headers_env_values_come_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from arenatui.config import load_project as load
+    from arenatui.errors import ProviderSetupError
+    from arenatui.providers.base import make_provider
+
+    p = project(tmp_path, CASE + '[[models]]\nkey = "a"\nprovider = "openai"\nbase_url = "http://u:p@127.0.0.1:9/v1"\n'
+                'headers_env = {X-Goog-Api-Key = "ARENA_GOOG"}\n')
+    proj = load(p)
+    monkeypatch.delenv("ARENA_GOOG", raising=False)
+    with pytest.raises(ProviderSetupError) as ei:
+        make_provider(proj.models[0], proj.run)
+    assert "ARENA_GOOG" in str(ei.value) and "X-Goog-Api-Key" in str(ei.value)
+    monkeypatch.setenv("ARENA_GOOG", "from-env-value")
+    prov = make_provider(proj.models[0], proj.run)
+    headers = prov._headers  # type: ignore[attr-defined]
+    assert headers["X-Goog-Api-Key"] == "from-env-value"
+    assert headers["authorization"] == "Basic dTpw"  # u:p, sent as a header: never in a logged URL
+    assert prov.url == "http://127.0.0.1:9/v1/chat/completions"  # type: ignore[attr-defined]

@@ -45,7 +45,7 @@ def recorder() -> Iterator[Recorder]:
     rec = Recorder()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))))
             headers = dict(self.headers.items())
             rec.seen.append(headers)
@@ -64,7 +64,7 @@ def recorder() -> Iterator[Recorder]:
             self.end_headers()
             self.wfile.write(data)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -146,9 +146,19 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not runs:
         con.print(f"No runs stored in {store.path} yet. Try: arena demo", markup=False)
         return EXIT_OK
+    # The run id is what --resume needs: it is never cut or wrapped, whatever the width (80 columns, or a pipe,
+    # where Rich assumes 80); the project name folds onto more lines instead, and at a width too narrow for
+    # the table, the table grows past it rather than cutting an id.
+    id_width = max(len(r.run_id) for r in runs)
     t = Table(header_style="bold")
-    for col in ("run id", "project", "started", "status", "stored", "planned"):
-        t.add_column(col, justify="right" if col in ("stored", "planned") else "left")
+    t.add_column("run id", no_wrap=True, min_width=id_width, overflow="ignore")
+    t.add_column("project", overflow="fold", ratio=1, min_width=7)
+    t.add_column("started", no_wrap=True, min_width=19)
+    t.add_column("status", no_wrap=True)
+    t.add_column("stored", justify="right", no_wrap=True)
+    t.add_column("planned", justify="right", no_wrap=True)
+    if con.width < id_width + 7 + 19 + 9 + 6 + 7 + 19:  # columns and borders: narrower would squeeze the id
+        con.width = id_width + 7 + 19 + 9 + 6 + 7 + 19
     for r in runs:
         t.add_row(r.run_id, literal(r.project, newlines=False),
                   time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at)), r.status, str(r.stored),

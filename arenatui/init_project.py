@@ -48,6 +48,10 @@ _OPENAI_EXAMPLE = """
 # price_out_per_mtok = 0.6
 # max_concurrency = 16      # client-side cap for this model
 # rpm = 500                 # client-side requests per minute
+# Extra headers: values in `headers` are sent but stored with a run only as [redacted] (resume reads
+# them again from this file); credential headers belong in headers_env, which names the environment
+# variable holding each value, like api_key_env:
+# headers_env = { "X-Goog-Api-Key" = "GOOGLE_API_KEY", "Cookie" = "GATEWAY_COOKIE" }
 """
 
 _SCORERS = """

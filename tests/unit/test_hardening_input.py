@@ -388,3 +388,67 @@ def test_headers_env_values_come_from_the_environment(tmp_path: Path, monkeypatc
     assert headers["X-Goog-Api-Key"] == "from-env-value"
     assert headers["authorization"] == "Basic dTpw"  # u:p, sent as a header: never in a logged URL
     assert prov.url == "http://127.0.0.1:9/v1/chat/completions"  # type: ignore[attr-defined]
+
+
+# ---- 22. arena runs never cuts a run id -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("columns", ["80", "40", None])
+def test_arena_runs_never_cuts_run_ids(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch, columns: str | None) -> None:
+    from arenatui.store import Store
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)  # piped: Rich assumes 80
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        ids = [store.create_run("a-project-name-long-enough-to-squeeze-every-other-column-of-the-table" * k,
+                                "p.toml", {}, {}, 10) for k in (1, 2)]
+        ids.append(store.create_run("short", "p.toml", {}, {}, 10))
+    assert main(["runs", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    for run_id in ids:
+        assert run_id in out, out
+    assert "…" not in out
+
+
+# ---- 14. arena init onto a file, an existing project, a path it cannot write ------------------------------------
+
+
+def test_init_onto_an_existing_file_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "notes.txt"
+    f.write_text("mine", encoding="utf-8")
+    err = cli_error(["init", str(f)], capsys)
+    assert f"{f} is a file, not a directory" in err
+    assert f.read_text(encoding="utf-8") == "mine"
+    err = cli_error(["init", str(f / "sub")], capsys)  # a path through a file
+    assert "cannot write the starter project" in err and "Not a directory" in err
+
+
+def test_init_onto_an_existing_project_needs_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "arena.toml").write_text("# mine\n", encoding="utf-8")
+    err = cli_error(["init", str(tmp_path)], capsys)
+    assert "arena.toml already exists; pass --force" in err
+    assert (tmp_path / "arena.toml").read_text(encoding="utf-8") == "# mine\n"
+    assert not (tmp_path / "cases.jsonl").exists()
+    assert main(["init", str(tmp_path), "--force"]) == 0
+    assert load_project(tmp_path).name == "my-eval"
+
+
+def test_init_onto_a_read_only_path_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tests may run as root, which ignores permission bits: make the file system refuse as a read-only one does.
+    def refuse(self: Path, *args: object, **kwargs: object) -> None:
+        raise OSError(30, "Read-only file system", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    err = cli_error(["init", str(tmp_path / "new")], capsys)
+    assert f"cannot write the starter project into {tmp_path / 'new'}" in err and "Read-only file system" in err
+
+
+def test_init_template_documents_headers_env(tmp_path: Path) -> None:
+    assert main(["init", str(tmp_path)]) == 0
+    text = (tmp_path / "arena.toml").read_text(encoding="utf-8")
+    assert "headers_env" in text

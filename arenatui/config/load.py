@@ -281,8 +281,9 @@ def _read_model(t: _Table) -> ModelConfig:
         price_in_per_mtok=t.number("price_in_per_mtok", 0.0, lo=0.0) or 0.0,
         price_out_per_mtok=t.number("price_out_per_mtok", 0.0, lo=0.0) or 0.0,
         max_concurrency=t.integer("max_concurrency", None, lo=1, hi=MAX_CONCURRENCY),
-        rpm=t.number("rpm", None, lo=0.0, lo_open=True, hi=MAX_RPM),
-        tpm=t.number("tpm", None, lo=0.0, lo_open=True, hi=MAX_RPM),
+        # The client's limiter admits a request only when a whole one fits in its minute.
+        rpm=t.number("rpm", None, lo=1.0, hi=MAX_RPM),
+        tpm=t.number("tpm", None, lo=1.0, hi=MAX_RPM),
         max_tokens=t.integer("max_tokens", None, lo=1),
         temperature=t.number("temperature", None, lo=0.0, hi=2.0),
         system=t.string("system"),

@@ -206,6 +206,8 @@ def test_nan_price_through_the_cli_is_exit_2(tmp_path: Path, capsys: pytest.Capt
     ("[[models]]\nkey = 'a'\nrpm = 1e300\n", "models[0].rpm", "<= 1e+07"),
     ("[[models]]\nkey = 'a'\ntpm = 1e300\n", "models[0].tpm", "<= 1e+07"),
     ("[[models]]\nkey = 'a'\n[models.sim]\nrpm = 1e300\n", "models[0].sim.rpm", "<= 1e+07"),
+    ("[[models]]\nkey = 'a'\nrpm = 1e-300\n", "models[0].rpm", ">= 1"),  # the limiter could never admit one
+    ("[[models]]\nkey = 'a'\ntpm = 0.5\n", "models[0].tpm", ">= 1"),
     ("[[models]]\nkey = 'a'\n[models.sim]\nmax_concurrent = 9999999\n", "models[0].sim.max_concurrent",
      f"<= {MAX_CONCURRENCY}"),
 ])

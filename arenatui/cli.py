@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from arenatui.errors import ArenaError, render_error
-from arenatui.limits import MAX_CONCURRENCY, MAX_PORT, MAX_TRIALS, MIN_PORT
+from arenatui.limits import MAX_CONCURRENCY, MAX_PORT, MAX_SQL_INT, MAX_TRIALS, MIN_PORT
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -220,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("runs", help="list stored runs")
     p.add_argument("--db", help="results database")
-    p.add_argument("--limit", type=_positive_int, default=50)
+    p.add_argument("--limit", type=_whole_number(1, MAX_SQL_INT), default=50, help="newest N runs (default: 50)")
     p.set_defaults(func=cmd_runs)
 
     p = sub.add_parser("init", help="write a starter project (arena.toml and cases.jsonl)")

@@ -20,3 +20,5 @@ MIN_PORT, MAX_PORT = 0, 65535
 MAX_NESTING = 64
 """Levels of arrays and tables in a project or case file: real files use a handful; a file 5,000 deep made
 the parsers raise RecursionError."""
+MAX_SQL_INT = 2**63 - 1
+"""The largest whole number SQLite stores or compares: a count passed to a query (``arena runs --limit``)."""

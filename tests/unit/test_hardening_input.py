@@ -244,6 +244,13 @@ def test_a_bounded_trials_value_still_runs(tmp_path: Path, capsys: pytest.Captur
         assert conn.execute("SELECT COUNT(*) FROM results").fetchone() == (3,)
 
 
+def test_runs_limit_is_bounded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as ei:
+        main(["runs", "--db", str(tmp_path / "r.db"), "--limit", "99999999999999999999"])
+    assert ei.value.code == 2
+    assert "--limit: expected a whole number <=" in " ".join(capsys.readouterr().err.split())
+
+
 @pytest.mark.parametrize("port", ["99999", "-1", "http"])
 def test_mock_server_port_is_bounded(capsys: pytest.CaptureFixture[str], port: str) -> None:
     with pytest.raises(SystemExit) as ei:

@@ -465,8 +465,15 @@ def _read_case_file(project_file: Path, key: str, value: str,
     return cases
 
 
+_CSV_FIELD_CHARS = 1 << 30
+
+
 def _read_csv_rows(p: Path, f: Any) -> list[tuple[int, Any]]:
     """(first line number, row as case data) for each record; a malformed record is an error naming its line."""
+    # The csv module refuses fields past 128 KiB by default (a process-wide setting): long-context prompts are
+    # longer. Raised once, never lowered, so that other readers in the process keep working.
+    if csv.field_size_limit() < _CSV_FIELD_CHARS:
+        csv.field_size_limit(_CSV_FIELD_CHARS)
     reader = csv.reader(f, strict=True)
     out: list[tuple[int, Any]] = []
     header: list[str] | None = None

@@ -65,6 +65,12 @@ def test_csv_keeps_crlf_line_breaks_inside_quoted_fields(tmp_path: Path) -> None
     assert cases[0].input == "one\r\ntwo" and cases[1].input == "plain"
 
 
+def test_csv_keeps_a_long_context_prompt(tmp_path: Path) -> None:
+    long = "word " * 100_000  # 500 KB: past the csv module's default field limit
+    p = csv_project(tmp_path, f'id,input\nq,"{long}"\n')
+    assert load_project(p).cases[0].input == long
+
+
 def test_csv_accepts_a_utf8_byte_order_mark(tmp_path: Path) -> None:
     p = csv_project(tmp_path, "\ufeffid,input,expected\nq,Caf\u00e9?,oui\n".encode())
     (case,) = load_project(p).cases

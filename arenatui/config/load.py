@@ -495,8 +495,8 @@ def _read_csv_rows(p: Path, f: Any) -> list[tuple[int, Any]]:
                 continue
             if len(record) != len(header):
                 raise ConfigError(str(p), f"line {line}", f"has {len(record)} fields, the header has {len(header)} "
-                                  f"({', '.join(header)}): quote a field that holds a comma, a quote or a line break "
-                                  '("like ""this"", or this")')
+                                  f"({', '.join(header)}): put a field that holds a comma, a quote or a line break in double "
+                                  'quotes, doubling the quotes inside it: "one, two" or "say ""hi"""')
             d: dict[str, Any] = {k: v for k, v in zip(header, record, strict=True) if v != ""}
             if "tags" in d:
                 d["tags"] = [x.strip() for x in str(d["tags"]).replace(";", ",").split(",") if x.strip()]
@@ -504,8 +504,8 @@ def _read_csv_rows(p: Path, f: Any) -> list[tuple[int, Any]]:
                 d["sealed"] = str(d["sealed"]).strip().lower() in ("1", "true", "yes")
             out.append((line, d))
     except csv.Error as e:
-        raise ConfigError(str(p), f"line {start}", f"is not valid CSV ({e}); a quoted field must end with a quote "
-                          'and double any quote inside it ("like ""this""")') from None
+        raise ConfigError(str(p), f"line {start}", f"is not valid CSV ({e}): a quoted field must end with a "
+                          'quote and double every quote inside it, as in "say ""hi"""') from None
     return out
 
 

@@ -495,8 +495,8 @@ def _read_csv_rows(p: Path, f: Any) -> list[tuple[int, Any]]:
                 continue
             if len(record) != len(header):
                 raise ConfigError(str(p), f"line {line}", f"has {len(record)} fields, the header has {len(header)} "
-                                  f"({', '.join(header)}): put a field that holds a comma, a quote or a line break in double "
-                                  'quotes, doubling the quotes inside it: "one, two" or "say ""hi"""')
+                                  f"({', '.join(header)}): put a field that holds a comma, a quote or a line "
+                                  'break in double quotes, doubling the quotes inside it: "one, two" or "say ""hi"""')
             d: dict[str, Any] = {k: v for k, v in zip(header, record, strict=True) if v != ""}
             if "tags" in d:
                 d["tags"] = [x.strip() for x in str(d["tags"]).replace(";", ",").split(",") if x.strip()]

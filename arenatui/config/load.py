@@ -76,33 +76,48 @@ def first_bad_value(data: Any, where: str = "") -> tuple[str, str] | None:
     a lone surrogate in any string or key (SQLite and JSON encoders refuse it at the end of a run, losing its
     rows), nan/inf in any number, nesting deeper than MAX_NESTING (json and the store recurse per level).
 
-    Iterative, so that hostile data cannot make the check itself recurse; `where` prefixes key paths.
+    Iterative, so that hostile data cannot make the check itself recurse; `where` prefixes key paths, which
+    are only built for containers and for the value reported (benchmarks/case_load.py measures the cost).
     """
+    bad = _bad_leaf(data)
+    if bad is not None:
+        return where, bad
     stack: list[tuple[str, Any, int]] = [(where, data, 0)]
     while stack:
         path, v, depth = stack.pop()
-        if depth > MAX_NESTING:
+        if depth >= MAX_NESTING:
             return path, _TOO_DEEP
-        if isinstance(v, str):
-            if v.isascii():
-                continue
-            try:
-                v.encode("utf-8")
-            except UnicodeEncodeError as e:  # only a surrogate cannot be encoded
-                return path, (f"holds a lone surrogate (\\u{ord(v[e.start]):04x} at character {e.start + 1}), which "
-                              "is not a character: fix the text or its \\u escapes (a pair such as \\ud83d\\ude00 "
-                              "is fine)")
-        elif isinstance(v, float):
-            if not math.isfinite(v):
-                return path, f"expected a finite number, got {v}"
-        elif isinstance(v, Mapping):
-            for k, item in reversed(list(v.items())):  # reversed onto the stack: the first bad value is reported
-                key = str(k)
-                stack.append((f"{path}.{key}" if path else key, item, depth + 1))
-                stack.append((f"{path}.{key}" if path else key, key, depth + 1))  # keys are text too
+        if isinstance(v, Mapping):
+            pairs: Any = v.items()
+            mapping = True
         elif isinstance(v, (list, tuple)):
-            for i in range(len(v) - 1, -1, -1):
-                stack.append((f"{path}[{i}]", v[i], depth + 1))
+            pairs = enumerate(v)
+            mapping = False
+        else:
+            continue
+        nested = []
+        for k, item in pairs:
+            bad = (_bad_leaf(k) if mapping and isinstance(k, str) else None) or _bad_leaf(item)
+            if bad is not None or isinstance(item, (Mapping, list, tuple)):
+                child = (f"{path}.{k}" if path else str(k)) if mapping else f"{path}[{k}]"
+                if bad is not None:
+                    return child, bad
+                nested.append((child, item, depth + 1))
+        stack.extend(reversed(nested))  # the first bad value in reading order is the one reported
+    return None
+
+
+def _bad_leaf(v: Any) -> str | None:
+    if isinstance(v, str):
+        if v.isascii():
+            return None
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError as e:  # only a surrogate cannot be encoded
+            return (f"holds a lone surrogate (\\u{ord(v[e.start]):04x} at character {e.start + 1}), which is not a "
+                    "character: fix the text or its \\u escapes (a pair such as \\ud83d\\ude00 is fine)")
+    elif isinstance(v, float) and not math.isfinite(v):
+        return f"expected a finite number, got {v}"
     return None
 
 

@@ -23,6 +23,7 @@ from httpkit import MockServerProcess
 from arenatui.cli import main
 from arenatui.engine.events import CallFinished
 from arenatui.errors import ConfigError
+from arenatui.store import Store
 from arenatui.sweep import Sweep, SweepOptions
 
 USER_PW = "alice:pw-9f3kq"  # short and plain: only the URL rules and the known-value scrub can catch it
@@ -177,6 +178,8 @@ def test_resume_without_the_project_file_says_what_is_missing(recorder: Recorder
     project = write(tmp_path, recorder.url, ["ok"], cases=2)
     db = tmp_path / "r.db"
     sweep = Sweep(SweepOptions(project=project, db=db))  # recorded, never run
+    with Store(db) as store:
+        store.mark_run(sweep.run_id, "cancelled")  # as an interrupted run ends
     project.unlink()
     with pytest.raises(ConfigError) as ei:
         Sweep(SweepOptions(resume=sweep.run_id, db=db))

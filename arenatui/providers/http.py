@@ -444,7 +444,9 @@ class HttpProvider:
         base_url, basic = split_userinfo(model.base_url)
         if basic is not None and not any(k.lower() == "authorization" for k in headers):
             headers["authorization"] = basic
-        self.url = self.endpoint(base_url.rstrip("/"))
+        # A query in base_url (?api-version=..., a gateway's ?key=...) belongs after the endpoint's path.
+        base_url, _, query = base_url.partition("?")
+        self.url = self.endpoint(base_url.rstrip("/")) + (f"?{query}" if query else "")
         self._timeout_s = run.timeout_s
         self._fake = transport
         self._wire: Wire | None = None

@@ -29,7 +29,8 @@ from arenatui.sweep import Sweep, SweepOptions
 USER_PW = "alice:pw-9f3kq"  # short and plain: only the URL rules and the known-value scrub can catch it
 HEADER_SECRET = "hdr-canary-7d2p"
 COOKIE_SECRET = "cookie-canary-4x8m"
-CANARIES = ("pw-9f3kq", base64.b64encode(USER_PW.encode()).decode(), HEADER_SECRET, COOKIE_SECRET)
+QUERY_SECRET = "qp-canary-3k9z"
+CANARIES = ("pw-9f3kq", base64.b64encode(USER_PW.encode()).decode(), HEADER_SECRET, COOKIE_SECRET, QUERY_SECRET)
 
 
 @dataclass
@@ -39,6 +40,7 @@ class Recorder:
 
     url: str = ""
     seen: list[dict[str, str]] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
 
 
 @pytest.fixture
@@ -50,6 +52,7 @@ def recorder() -> Iterator[Recorder]:
             body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))))
             headers = dict(self.headers.items())
             rec.seen.append(headers)
+            rec.paths.append(self.path)
             if body.get("model") == "echo":
                 status, out = 401, {"error": {"message": "unauthorized; request headers: " + json.dumps(headers),
                                               "type": "authentication_error"}}
@@ -69,7 +72,7 @@ def recorder() -> Iterator[Recorder]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    rec.url = f"http://{USER_PW}@127.0.0.1:{server.server_address[1]}/v1"
+    rec.url = f"http://{USER_PW}@127.0.0.1:{server.server_address[1]}/v1?api_key={QUERY_SECRET}&api-version=1"
     t = threading.Thread(target=server.serve_forever, daemon=True)
     t.start()
     try:
@@ -121,6 +124,7 @@ def test_credentials_in_base_url_and_headers_are_sent_never_stored_or_shown(
     assert code == 0, err
     # Sent: the proof that redaction did not simply drop them.
     assert len(recorder.seen) == 6
+    assert set(recorder.paths) == {f"/v1/chat/completions?api_key={QUERY_SECRET}&api-version=1"}
     for h in recorder.seen:
         low = {k.lower(): v for k, v in h.items()}
         assert low["authorization"] == "Basic " + base64.b64encode(USER_PW.encode()).decode()
@@ -133,6 +137,7 @@ def test_credentials_in_base_url_and_headers_are_sent_never_stored_or_shown(
     cfg = config_json(db)
     m = cfg["models"][0]
     assert m["base_url"].startswith("http://[redacted]@127.0.0.1:")
+    assert m["base_url"].endswith("/v1?api_key=[redacted]&api-version=1")
     assert m["headers"] == {"X-Goog-Api-Key": "[redacted]", "X-Trace": "[redacted]"}
     assert m["headers_env"] == {"Cookie": "ARENA_TEST_COOKIE"}
     # The echoed headers did arrive in the stored error (scrubbed): otherwise this test would prove nothing.
@@ -164,6 +169,7 @@ def test_a_resumed_run_still_sends_the_redacted_credentials(recorder: Recorder, 
     assert anyio.run(resumed.run) == "finished"
     later = recorder.seen[made:]
     assert len(later) == 3 - made
+    assert all(QUERY_SECRET in path for path in recorder.paths[made:])
     for h in later:
         low = {k.lower(): v for k, v in h.items()}
         assert low["authorization"] == "Basic " + base64.b64encode(USER_PW.encode()).decode()

@@ -467,3 +467,15 @@ def test_init_template_documents_headers_env(tmp_path: Path) -> None:
     assert main(["init", str(tmp_path)]) == 0
     text = (tmp_path / "arena.toml").read_text(encoding="utf-8")
     assert "headers_env" in text
+
+
+def test_a_query_in_base_url_follows_the_endpoint_path(tmp_path: Path) -> None:
+    from arenatui.providers.base import make_provider
+
+    p = project(tmp_path, CASE + '[[models]]\nkey = "a"\nprovider = "openai"\n'
+                'base_url = "http://127.0.0.1:9/v1/?api-version=2024-06&key=gw"\n'
+                '[[models]]\nkey = "b"\nprovider = "anthropic"\nbase_url = "http://127.0.0.1:9?token=t"\n')
+    proj = load_project(p)
+    a, b = (make_provider(m, proj.run) for m in proj.models)
+    assert a.url == "http://127.0.0.1:9/v1/chat/completions?api-version=2024-06&key=gw"  # type: ignore[attr-defined]
+    assert b.url == "http://127.0.0.1:9/v1/messages?token=t"  # type: ignore[attr-defined]

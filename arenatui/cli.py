@@ -157,8 +157,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     t.add_column("status", no_wrap=True)
     t.add_column("stored", justify="right", no_wrap=True)
     t.add_column("planned", justify="right", no_wrap=True)
-    if con.width < id_width + 7 + 19 + 9 + 6 + 7 + 19:  # columns and borders: narrower would squeeze the id
-        con.width = id_width + 7 + 19 + 9 + 6 + 7 + 19
+    narrowest = id_width + 7 + 19 + len("cancelled") + len("stored") + len("planned") + 7 + 6 * 2  # + borders, padding
+    con.width = max(con.width, narrowest)
     for r in runs:
         t.add_row(r.run_id, literal(r.project, newlines=False),
                   time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at)), r.status, str(r.stored),

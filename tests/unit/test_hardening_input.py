@@ -75,6 +75,8 @@ def test_csv_accepts_a_utf8_byte_order_mark(tmp_path: Path) -> None:
     p = csv_project(tmp_path, "\ufeffid,input,expected\nq,Caf\u00e9?,oui\n".encode())
     (case,) = load_project(p).cases
     assert case.id == "q" and case.input == "Café?" and case.expected == "oui"
+    p = project(tmp_path, 'cases_file = "c.jsonl"\n' + MODEL, c__jsonl='\ufeff{"id": "j", "input": "x"}\r\n'.encode())
+    assert [c.id for c in load_project(p).cases] == ["j"]
 
 
 @pytest.mark.parametrize(("content", "line", "words"), [

@@ -6,10 +6,11 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from arenatui.errors import ArenaError, render_error
+from arenatui.limits import MAX_CONCURRENCY, MAX_PORT, MAX_SQL_INT, MAX_TRIALS, MIN_PORT
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -23,14 +24,25 @@ def _csv(value: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value.split(",") if v.strip())
 
 
-def _positive_int(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {n}")
-    return n
+def _whole_number(lo: int, hi: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number in [lo, hi] (the bounds from arenatui.limits), else a usage error (exit 2)."""
+    def parse(value: str) -> int:
+        try:
+            n = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+        if n < lo:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {lo}, got {n}")
+        if hi is not None and n > hi:
+            raise argparse.ArgumentTypeError(f"expected a whole number <= {hi}, got {n}")
+        return n
+    return parse
+
+
+_positive_int = _whole_number(1)
+_trials = _whole_number(1, MAX_TRIALS)
+_concurrency = _whole_number(1, MAX_CONCURRENCY)
+_port = _whole_number(MIN_PORT, MAX_PORT)
 
 
 def _add_sweep_args(p: argparse.ArgumentParser, *, project_required: bool = False) -> None:
@@ -38,8 +50,8 @@ def _add_sweep_args(p: argparse.ArgumentParser, *, project_required: bool = Fals
     p.add_argument("--models", type=_csv, default=(), help="only these model keys (comma-separated)")
     p.add_argument("--tags", type=_csv, default=(), help="only cases with any of these tags or strata")
     p.add_argument("--limit", type=_positive_int, help="only the first N cases (after --tags)")
-    p.add_argument("--trials", type=_positive_int, help="trials per (model, case), overriding [run].trials")
-    p.add_argument("--concurrency", "-c", type=_positive_int, help="starting global concurrency")
+    p.add_argument("--trials", type=_trials, help="trials per (model, case), overriding [run].trials")
+    p.add_argument("--concurrency", "-c", type=_concurrency, help="starting global concurrency")
     p.add_argument("--seed", type=int, help="seed for simulated models and jitter, overriding [run].seed")
     p.add_argument("--db", help="results database (default: in the user data directory)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue a stored run ('last' for the newest)")
@@ -134,9 +146,19 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not runs:
         con.print(f"No runs stored in {store.path} yet. Try: arena demo", markup=False)
         return EXIT_OK
+    # The run id is what --resume needs: it is never cut or wrapped, whatever the width (80 columns, or a pipe,
+    # where Rich assumes 80); the project name folds onto more lines instead, and at a width too narrow for
+    # the table, the table grows past it rather than cutting an id.
+    id_width = max(len(r.run_id) for r in runs)
     t = Table(header_style="bold")
-    for col in ("run id", "project", "started", "status", "stored", "planned"):
-        t.add_column(col, justify="right" if col in ("stored", "planned") else "left")
+    t.add_column("run id", no_wrap=True, min_width=id_width, overflow="ignore")
+    t.add_column("project", overflow="fold", ratio=1, min_width=7)
+    t.add_column("started", no_wrap=True, min_width=19)
+    t.add_column("status", no_wrap=True)
+    t.add_column("stored", justify="right", no_wrap=True)
+    t.add_column("planned", justify="right", no_wrap=True)
+    narrowest = id_width + 7 + 19 + len("cancelled") + len("stored") + len("planned") + 7 + 6 * 2  # + borders, padding
+    con.width = max(con.width, narrowest)
     for r in runs:
         t.add_row(r.run_id, literal(r.project, newlines=False),
                   time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at)), r.status, str(r.stored),
@@ -191,14 +213,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="the bundled offline demo sweep in the live console")
     p.add_argument("--theme", help="console theme: dark, light, high-contrast, or a user theme (remembered)")
     p.add_argument("--db", help="results database (default: in the user data directory)")
-    p.add_argument("--concurrency", "-c", type=_positive_int, help="starting global concurrency")
-    p.add_argument("--trials", type=_positive_int, help="trials per (model, case): more for a longer run")
+    p.add_argument("--concurrency", "-c", type=_concurrency, help="starting global concurrency")
+    p.add_argument("--trials", type=_trials, help="trials per (model, case): more for a longer run")
     p.add_argument("--seed", type=int, help="seed for the simulated models")
     p.set_defaults(func=cmd_run, demo=True, project=None, models=(), tags=(), limit=None, resume=None)
 
     p = sub.add_parser("runs", help="list stored runs")
     p.add_argument("--db", help="results database")
-    p.add_argument("--limit", type=_positive_int, default=50)
+    p.add_argument("--limit", type=_whole_number(1, MAX_SQL_INT), default=50, help="newest N runs (default: 50)")
     p.set_defaults(func=cmd_runs)
 
     p = sub.add_parser("init", help="write a starter project (arena.toml and cases.jsonl)")
@@ -208,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("mock-server", help="serve simulated models over the OpenAI and Anthropic HTTP APIs (offline)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)")
-    p.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765; 0 picks a free one)")
+    p.add_argument("--port", type=_port, default=8765, help="port to listen on (default: 8765; 0 picks a free one)")
     p.add_argument("--config", help="project TOML whose [[models]] (sim settings, [mock] faults) and cases to serve")
     p.add_argument("--seed", type=int, help="seed for the simulation (default: the project's [run].seed)")
     p.set_defaults(func=cmd_mock_server)

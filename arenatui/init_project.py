@@ -48,6 +48,10 @@ _OPENAI_EXAMPLE = """
 # price_out_per_mtok = 0.6
 # max_concurrency = 16      # client-side cap for this model
 # rpm = 500                 # client-side requests per minute
+# Extra headers: values in `headers` are sent but stored with a run only as [redacted] (resume reads
+# them again from this file); credential headers belong in headers_env, which names the environment
+# variable holding each value, like api_key_env:
+# headers_env = { "X-Goog-Api-Key" = "GOOGLE_API_KEY", "Cookie" = "GATEWAY_COOKIE" }
 """
 
 _SCORERS = """
@@ -76,12 +80,28 @@ _CASE_ROWS = [
 
 
 def write_starter(directory: Path, *, force: bool = False) -> list[Path]:
-    directory.mkdir(parents=True, exist_ok=True)
+    """Write arena.toml and cases.jsonl into `directory`; every refusal is an ArenaError naming the path."""
+    if directory.exists() and not directory.is_dir():
+        raise ArenaError(f"{directory} is a file, not a directory: `arena init DIR` writes arena.toml and "
+                         "cases.jsonl into DIR; choose a directory (new or existing)")
     toml_path = directory / "arena.toml"
     cases_path = directory / "cases.jsonl"
     for p in (toml_path, cases_path):
         if p.exists() and not force:
             raise ArenaError(f"{p} already exists; pass --force to overwrite it or choose another directory")
+        if p.is_dir():
+            raise ArenaError(f"{p} is a directory; choose another directory to write the project into")
+    try:
+        _write(directory, toml_path, cases_path)
+    except OSError as e:  # read-only file system, no permission, a path component that is a file, disk full
+        where = e.filename or directory
+        raise ArenaError(f"cannot write the starter project into {directory}: {where}: {e.strerror or e}. "
+                         "Choose a directory you can write to") from None
+    return [toml_path, cases_path]
+
+
+def _write(directory: Path, toml_path: Path, cases_path: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
     # Top-level keys first: tomli-w may write `scorers` as an inline array (a bare key), which after a
     # table header such as [models.sim] would belong to that table instead.
     parts = ["# arenatui project. Run it with:  arena run --project " + str(directory) + "\n", _CASES,
@@ -93,4 +113,3 @@ def write_starter(directory: Path, *, force: bool = False) -> list[Path]:
     parts.append(_OPENAI_EXAMPLE)
     toml_path.write_text("".join(parts), encoding="utf-8")
     cases_path.write_text("".join(json.dumps(r) + "\n" for r in _CASE_ROWS), encoding="utf-8")
-    return [toml_path, cases_path]

@@ -17,3 +17,8 @@ MAX_RPM = 10_000_000
 """Requests (or tokens) per minute for a rate limit."""
 MIN_PORT, MAX_PORT = 0, 65535
 """TCP ports (0 asks the system for a free one)."""
+MAX_NESTING = 64
+"""Levels of arrays and tables in a project or case file: real files use a handful; a file 5,000 deep made
+the parsers raise RecursionError."""
+MAX_SQL_INT = 2**63 - 1
+"""The largest whole number SQLite stores or compares: a count passed to a query (``arena runs --limit``)."""

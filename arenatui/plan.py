@@ -9,6 +9,7 @@ from typing import Any
 
 from arenatui.config.schema import Case, ModelConfig, Project
 from arenatui.errors import PlanError
+from arenatui.limits import MAX_TRIALS
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +88,6 @@ def make_plan(project: Project, filters: Filters = Filters(),
             raise PlanError(f"--limit: expected a whole number >= 1, got {filters.limit}")
         cases = cases[: filters.limit]
     trials = filters.trials if filters.trials is not None else project.run.trials
-    if trials < 1:
-        raise PlanError(f"--trials: expected a whole number >= 1, got {trials}")
+    if not 1 <= trials <= MAX_TRIALS:
+        raise PlanError(f"--trials: expected a whole number from 1 to {MAX_TRIALS}, got {trials}")
     return Plan(project=project, models=models, cases=cases, trials=trials, done=done or {})

@@ -1,7 +1,8 @@
 """Untrusted text (model output, case text, provider error bodies, names from config) made safe to show.
 
 Two rules: never parse it as markup (wrap it in `rich.text.Text`), and never let it reach the
-terminal as a control sequence (C0/C1 controls, DEL and lone surrogates become visible escapes).
+terminal as a control sequence (C0/C1 controls, DEL, lone surrogates, zero-width and bidi marks become
+visible escapes).
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ import re
 
 from rich.text import Text
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# Zero-width and bidi marks (U+200B..U+200F, U+202A..U+202E, U+2066..U+2069, U+FEFF) are invisible or reorder
+# what follows them: shown as escapes so a model or case file cannot hide or disguise text on screen.
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
 def _visible(m: re.Match[str]) -> str:

@@ -6,6 +6,7 @@ import csv
 import dataclasses
 import difflib
 import json
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -28,9 +29,13 @@ from arenatui.config.schema import (
     SimSettings,
 )
 from arenatui.errors import ConfigError
+from arenatui.limits import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_NESTING, MAX_RPM, MAX_TRIALS
+from arenatui.redact import REDACTED, redact_url
 
 T = TypeVar("T")
 _KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,79}$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")
 
 
 def resolve_project_path(path: str | Path) -> Path:
@@ -51,7 +56,69 @@ def load_project(path: str | Path) -> Project:
         raise ConfigError(str(p), None, f"is not valid TOML ({e})") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(str(p), None, f"cannot be read ({e})") from None
+    except RecursionError:  # tomllib recurses per level of arrays and inline tables
+        raise ConfigError(str(p), None, _TOO_DEEP) from None
     return project_from_dict(raw, p)
+
+
+_TOO_DEEP = f"is nested too deeply to read: arrays and tables may nest at most {MAX_NESTING} levels"
+
+
+def check_values(file: Path, where: str, data: Any) -> None:
+    """Reject what no later layer can store, send or show (see `first_bad_value`), naming file and key."""
+    bad = first_bad_value(data, where)
+    if bad is not None:
+        raise ConfigError(str(file), bad[0] or None, bad[1])
+
+
+def first_bad_value(data: Any, where: str = "") -> tuple[str, str] | None:
+    """(key path, what is wrong) for the first value in `data` that no later layer can store, send or show:
+    a lone surrogate in any string or key (SQLite and JSON encoders refuse it at the end of a run, losing its
+    rows), nan/inf in any number, nesting deeper than MAX_NESTING (json and the store recurse per level).
+
+    Iterative, so that hostile data cannot make the check itself recurse; `where` prefixes key paths, which
+    are only built for containers and for the value reported (benchmarks/case_load.py measures the cost).
+    """
+    bad = _bad_leaf(data)
+    if bad is not None:
+        return where, bad
+    stack: list[tuple[str, Any, int]] = [(where, data, 0)]
+    while stack:
+        path, v, depth = stack.pop()
+        if depth >= MAX_NESTING:
+            return path, _TOO_DEEP
+        if isinstance(v, Mapping):
+            pairs: Any = v.items()
+            mapping = True
+        elif isinstance(v, (list, tuple)):
+            pairs = enumerate(v)
+            mapping = False
+        else:
+            continue
+        nested = []
+        for k, item in pairs:
+            bad = (_bad_leaf(k) if mapping and isinstance(k, str) else None) or _bad_leaf(item)
+            if bad is not None or isinstance(item, (Mapping, list, tuple)):
+                child = (f"{path}.{k}" if path else str(k)) if mapping else f"{path}[{k}]"
+                if bad is not None:
+                    return child, bad
+                nested.append((child, item, depth + 1))
+        stack.extend(reversed(nested))  # the first bad value in reading order is the one reported
+    return None
+
+
+def _bad_leaf(v: Any) -> str | None:
+    if isinstance(v, str):
+        if v.isascii():
+            return None
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError as e:  # only a surrogate cannot be encoded
+            return (f"holds a lone surrogate (\\u{ord(v[e.start]):04x} at character {e.start + 1}), which is not a "
+                    "character: fix the text or its \\u escapes (a pair such as \\ud83d\\ude00 is fine)")
+    elif isinstance(v, float) and not math.isfinite(v):
+        return f"expected a finite number, got {v}"
+    return None
 
 
 class _Table:
@@ -94,16 +161,20 @@ class _Table:
         v = self.get(name, float, default, "a number")
         if v is None or name not in self.data:
             return v
+        if not math.isfinite(v):  # nan passes every comparison below
+            raise self.error(name, f"expected a finite number, got {v}")
         if lo is not None and (v < lo or (lo_open and v == lo)):
             raise self.error(name, f"expected a number {'>' if lo_open else '>='} {lo:g}, got {v:g}")
         if hi is not None and v > hi:
             raise self.error(name, f"expected a number <= {hi:g}, got {v:g}")
         return v
 
-    def integer(self, name: str, default: int | None, *, lo: int | None = None) -> int | None:
+    def integer(self, name: str, default: int | None, *, lo: int | None = None, hi: int | None = None) -> int | None:
         v = self.get(name, int, default, "a whole number")
         if v is not None and lo is not None and name in self.data and v < lo:
             raise self.error(name, f"expected a whole number >= {lo}, got {v}")
+        if v is not None and hi is not None and name in self.data and v > hi:
+            raise self.error(name, f"expected a whole number <= {hi}, got {v}")
         return v
 
     def boolean(self, name: str, default: bool) -> bool:
@@ -146,16 +217,16 @@ def _read_sim(t: _Table) -> SimSettings:
         v = strata.number(k, None, lo=0.0, hi=1.0)
         assert v is not None
         sa[k] = v
-    rpm = s.number("rpm", None, lo=0.0, lo_open=True)
+    rpm = s.number("rpm", None, lo=0.0, lo_open=True, hi=MAX_RPM)
     out = SimSettings(
         base_latency_s=s.number("base_latency_s", d.base_latency_s, lo=0.0) or 0.0,
         per_token_s=s.number("per_token_s", d.per_token_s, lo=0.0) or 0.0,
         jitter=s.number("jitter", d.jitter, lo=0.0, hi=3.0) or 0.0,
         output_tokens=s.integer("output_tokens", d.output_tokens, lo=1) or 1,
         rpm=rpm,
-        burst=s.number("burst", None, lo=1.0),
+        burst=s.number("burst", None, lo=1.0, hi=MAX_RPM),
         reject_cost=s.number("reject_cost", d.reject_cost, lo=0.0, hi=1.0) or 0.0,
-        max_concurrent=s.integer("max_concurrent", None, lo=1),
+        max_concurrent=s.integer("max_concurrent", None, lo=1, hi=MAX_CONCURRENCY),
         transient_rate=s.number("transient_rate", d.transient_rate, lo=0.0, hi=1.0) or 0.0,
         serial=s.boolean("serial", d.serial),
         exact_timing=s.boolean("exact_timing", d.exact_timing),
@@ -180,13 +251,15 @@ def _read_model(t: _Table) -> ModelConfig:
     model = t.string("model", key) or key
     base_url = t.string("base_url")
     if base_url is not None and not re.match(r"^https?://", base_url):
-        raise t.error("base_url", f"expected an http:// or https:// URL, got {base_url!r}")
+        raise t.error("base_url", f"expected an http:// or https:// URL, got {redact_url(base_url)!r}")
+    if base_url is not None and REDACTED in base_url:
+        base_url = _secret_from_project_file(t, key, "base_url", base_url)
     if provider == "openai" and base_url is None:
         base_url = "https://api.openai.com/v1"
     if provider == "anthropic" and base_url is None:
         base_url = "https://api.anthropic.com"
     api_key_env = t.string("api_key_env")
-    if api_key_env is not None and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", api_key_env):
+    if api_key_env is not None and not _ENV_NAME_RE.match(api_key_env):
         raise t.error("api_key_env", f"expected the NAME of an environment variable (not the key itself), got a "
                       f"value of {len(api_key_env)} characters")
     transport = t.string("transport", "auto") or "auto"
@@ -196,11 +269,24 @@ def _read_model(t: _Table) -> ModelConfig:
         raise t.error("transport", f"expected one of {', '.join(TRANSPORTS)}, got {transport!r}{hint}")
     extra = t.table("extra_body")
     headers = _str_table(t, "headers")
-    for h in headers:
+    for h, v in headers.items():
+        if not _HEADER_NAME_RE.match(h):
+            raise t.error(f"headers.{h}", "expected an HTTP header name (letters, digits and -)")
         if h.lower() in ("authorization", "x-api-key", "api-key", "proxy-authorization"):
             # A key written into the project would be stored with every run; keys come from the environment.
             raise t.error(f"headers.{h}", "must not hold credentials: name the environment variable that holds "
-                          "the key in api_key_env instead")
+                          "the key in api_key_env (or this header's value in headers_env) instead")
+        if v == REDACTED:  # a run's stored configuration: the value was never stored
+            headers[h] = _secret_from_project_file(t, key, f"headers.{h}", v)
+    headers_env = _str_table(t, "headers_env")
+    for h, var in headers_env.items():
+        if not _HEADER_NAME_RE.match(h):
+            raise t.error(f"headers_env.{h}", "expected an HTTP header name (letters, digits and -)")
+        if not _ENV_NAME_RE.match(var):
+            raise t.error(f"headers_env.{h}", f"expected the NAME of an environment variable (not the value "
+                          f"itself), got a value of {len(var)} characters")
+        if h.lower() in {k.lower() for k in headers}:
+            raise t.error(f"headers_env.{h}", "is also set in headers: give each header one value")
     m = ModelConfig(
         key=key,
         provider=provider,  # type: ignore[arg-type]
@@ -209,20 +295,49 @@ def _read_model(t: _Table) -> ModelConfig:
         api_key_env=api_key_env,
         price_in_per_mtok=t.number("price_in_per_mtok", 0.0, lo=0.0) or 0.0,
         price_out_per_mtok=t.number("price_out_per_mtok", 0.0, lo=0.0) or 0.0,
-        max_concurrency=t.integer("max_concurrency", None, lo=1),
-        rpm=t.number("rpm", None, lo=0.0, lo_open=True),
-        tpm=t.number("tpm", None, lo=0.0, lo_open=True),
+        max_concurrency=t.integer("max_concurrency", None, lo=1, hi=MAX_CONCURRENCY),
+        # The client's limiter admits a request only when a whole one fits in its minute.
+        rpm=t.number("rpm", None, lo=1.0, hi=MAX_RPM),
+        tpm=t.number("tpm", None, lo=1.0, hi=MAX_RPM),
         max_tokens=t.integer("max_tokens", None, lo=1),
         temperature=t.number("temperature", None, lo=0.0, hi=2.0),
         system=t.string("system"),
         stream=t.boolean("stream", True),
         transport=transport,
         headers=headers,
+        headers_env=headers_env,
         extra_body=dict(extra.data),
         sim=_read_sim(t),
     )
     t.finish()
     return m
+
+
+def _secret_from_project_file(t: _Table, model_key: str, name: str, stored: str) -> str:
+    """A credential that a run stored redacted (a header value, a base_url's password or token), read again
+    from the project file the run came from, so that a resumed run sends what the first one did.
+
+    `t.file` is that file when `t` reads a run's stored configuration; when it is the project file itself,
+    the value read is the one written there (a literal "[redacted]" stays one).
+    """
+    where = t.key(name)
+    value: Any = None
+    try:
+        raw = tomllib.loads(t.file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        raw = None
+    models = raw.get("models") if isinstance(raw, dict) else None
+    for m in models if isinstance(models, list) else ():
+        if isinstance(m, dict) and m.get("key") == model_key:
+            value = m
+            for part in name.split(".", 1):
+                value = value.get(part) if isinstance(value, dict) else None
+    if not isinstance(value, str) or (name == "base_url" and redact_url(value) != stored):
+        raise ConfigError(str(t.file), where, "was stored with this run without its credential (credentials are "
+                          f"never stored), and {t.file} no longer gives model {model_key!r} the same "
+                          f"{name.split('.')[0]}: restore the project file at that path (resume from the directory "
+                          "the run started in), or start a new run")
+    return value
 
 
 def _read_mock(t: _Table, model_keys: list[str]) -> dict[str, MockFaults]:
@@ -292,8 +407,13 @@ def _read_case(file: Path, path: str, data: Any) -> Case:
     if isinstance(cid, int) and not isinstance(cid, bool):
         cid = str(cid)
     t.seen.add("id")
-    if not isinstance(cid, str) or not cid.strip():
-        raise t.error("id", "is required: a non-empty string or number naming the case")
+    if cid is None:
+        raise t.error("id", "is required: a non-empty string (or whole number) naming the case")
+    if not isinstance(cid, str):
+        # 1.5 would be stored as "1.5" but 1.50 too: an id must be exact, so only text or whole numbers.
+        raise t.error("id", f"expected a string or whole number naming the case, got {_kind(cid)} {cid!r}"[:300])
+    if not cid.strip():
+        raise t.error("id", "must not be empty: a non-empty string (or whole number) naming the case")
     if "input" not in t.data:
         raise t.error("input", "is required: a prompt string, or an array of {role, content} messages")
     raw_input = t.data["input"]
@@ -342,38 +462,88 @@ def _read_case_file(project_file: Path, key: str, value: str,
     if not p.exists():
         raise ConfigError(str(project_file), key, f"case file {str(p)!r} does not exist")
     cases: list[Case] = []
+    suffix = p.suffix.lower()
+    if suffix not in (".csv", ".jsonl", ".ndjson", ".json"):
+        raise ConfigError(str(project_file), key, f"expected a .jsonl or .csv case file, got {p.name!r}")
     try:
-        text = p.read_text(encoding="utf-8")
+        # utf-8-sig: a byte-order mark (Excel's "CSV UTF-8") is dropped, not read as part of the first key.
+        # newline="": the csv module sees quoted line breaks as they are, and JSON lines split only at \n.
+        with p.open(encoding="utf-8-sig", newline="") as f:
+            rows = _read_csv_rows(p, f) if suffix == ".csv" else _read_jsonl_rows(p, f)
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(str(p), None, f"cannot be read ({e})") from None
-    if p.suffix.lower() == ".csv":
-        reader = csv.DictReader(text.splitlines())
-        for n, row in enumerate(reader, start=2):
-            d: dict[str, Any] = {k: v for k, v in row.items() if k is not None and v not in (None, "")}
+    for n, d in rows:
+        check_values(p, f"line {n}", d)
+        cases.append(_read_case(p, f"line {n}", d))
+        if origins is not None:
+            origins.append((str(p), f"line {n}.id"))
+    return cases
+
+
+_CSV_FIELD_CHARS = 1 << 30
+
+
+def _read_csv_rows(p: Path, f: Any) -> list[tuple[int, Any]]:
+    """(first line number, row as case data) for each record; a malformed record is an error naming its line."""
+    # The csv module refuses fields past 128 KiB by default (a process-wide setting): long-context prompts are
+    # longer. Raised once, never lowered, so that other readers in the process keep working.
+    if csv.field_size_limit() < _CSV_FIELD_CHARS:
+        csv.field_size_limit(_CSV_FIELD_CHARS)
+    reader = csv.reader(f, strict=True)
+    out: list[tuple[int, Any]] = []
+    header: list[str] | None = None
+    start = 1
+    try:
+        for record in reader:
+            line, start = start, reader.line_num + 1  # a quoted field may span lines: name where the row starts
+            if not any(field.strip() for field in record):
+                continue
+            if header is None:
+                header = [h.strip() for h in record]
+                blank = [i + 1 for i, h in enumerate(header) if not h]
+                if blank:
+                    raise ConfigError(str(p), f"line {line}", f"the header has an empty column name (column "
+                                      f"{blank[0]}): name every column (id, input, expected, tags, ...)")
+                dup = next((h for i, h in enumerate(header) if h in header[:i]), None)
+                if dup is not None:
+                    raise ConfigError(str(p), f"line {line}", f"the header names column {dup!r} twice")
+                continue
+            if len(record) != len(header):
+                raise ConfigError(str(p), f"line {line}", f"has {len(record)} fields, the header has {len(header)} "
+                                  f"({', '.join(header)}): put a field that holds a comma, a quote or a line "
+                                  'break in double quotes, doubling the quotes inside it: "one, two" or "say ""hi"""')
+            d: dict[str, Any] = {k: v for k, v in zip(header, record, strict=True) if v != ""}
             if "tags" in d:
                 d["tags"] = [x.strip() for x in str(d["tags"]).replace(";", ",").split(",") if x.strip()]
             if "sealed" in d:
                 d["sealed"] = str(d["sealed"]).strip().lower() in ("1", "true", "yes")
-            cases.append(_read_case(p, f"line {n}", d))
-            if origins is not None:
-                origins.append((str(p), f"line {n}.id"))
-    elif p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ConfigError(str(p), f"line {n}", f"is not valid JSON ({e.msg} at column {e.colno})") from None
-            cases.append(_read_case(p, f"line {n}", obj))
-            if origins is not None:
-                origins.append((str(p), f"line {n}.id"))
-    else:
-        raise ConfigError(str(project_file), key, f"expected a .jsonl or .csv case file, got {p.name!r}")
-    return cases
+            out.append((line, d))
+    except csv.Error as e:
+        raise ConfigError(str(p), f"line {start}", f"is not valid CSV ({e}): a quoted field must end with a "
+                          'quote and double every quote inside it, as in "say ""hi"""') from None
+    return out
+
+
+def _read_jsonl_rows(p: Path, f: Any) -> list[tuple[int, Any]]:
+    out: list[tuple[int, Any]] = []
+    # Split at \n only: str.splitlines() would also split at U+2028 and other marks that JSON strings may hold.
+    for n, line in enumerate(f.read().split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ConfigError(str(p), f"line {n}", f"is not valid JSON ({e.msg} at column {e.colno})") from None
+        except RecursionError:  # json recurses per level of nesting
+            raise ConfigError(str(p), f"line {n}", _TOO_DEEP) from None
+        out.append((n, obj))
+    return out
+
+
 
 
 def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
+    check_values(file, "", raw)
     top = _Table(file, "", raw)
     proj = top.table("project")
     name = proj.string("name", file.stem) or file.stem
@@ -391,13 +561,13 @@ def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
     rt = top.table("run")
     d = RunSettings()
     run = RunSettings(
-        concurrency=rt.integer("concurrency", d.concurrency, lo=1) or 1,
+        concurrency=rt.integer("concurrency", d.concurrency, lo=1, hi=MAX_CONCURRENCY) or 1,
         timeout_s=rt.number("timeout_s", d.timeout_s, lo=0.0, lo_open=True) or d.timeout_s,
-        max_attempts=rt.integer("max_attempts", d.max_attempts, lo=1) or 1,
+        max_attempts=rt.integer("max_attempts", d.max_attempts, lo=1, hi=MAX_ATTEMPTS) or 1,
         backoff_base_s=rt.number("backoff_base_s", d.backoff_base_s, lo=0.0) or 0.0,
         backoff_cap_s=rt.number("backoff_cap_s", d.backoff_cap_s, lo=0.0) or 0.0,
         retry_budget_s=rt.number("retry_budget_s", d.retry_budget_s, lo=0.0, lo_open=True) or d.retry_budget_s,
-        trials=rt.integer("trials", d.trials, lo=1) or 1,
+        trials=rt.integer("trials", d.trials, lo=1, hi=MAX_TRIALS) or 1,
         seed=rt.integer("seed", d.seed) or 0,
     )
     rt.finish()
@@ -481,7 +651,8 @@ def _prune(d: dict[str, Any]) -> dict[str, Any]:
 def project_to_dict(p: Project) -> dict[str, Any]:
     """The project as TOML-shaped data with cases inline: what a run stores and resumes from.
 
-    Holds only the *names* of API-key variables, never their values.
+    Holds only the *names* of API-key and header variables, never their values; header values and credentials
+    in base_url are redacted.
     """
     def case(c: Case) -> dict[str, Any]:
         d = _prune(dataclasses.asdict(c))
@@ -494,6 +665,12 @@ def project_to_dict(p: Project) -> dict[str, Any]:
 
     def model(m: ModelConfig) -> dict[str, Any]:
         d = _prune({k: v for k, v in dataclasses.asdict(m).items() if k != "sim"})
+        # Credentials never reach the store: header values and a base_url's userinfo and credential parameters
+        # are redacted (resume reads them again from the project file, see _secret_from_project_file).
+        if m.headers:
+            d["headers"] = dict.fromkeys(m.headers, REDACTED)
+        if m.base_url is not None:
+            d["base_url"] = redact_url(m.base_url)
         sim = _prune(dataclasses.asdict(m.sim))
         if m.provider == "sim" or sim != _prune(dataclasses.asdict(SimSettings())):
             d["sim"] = sim

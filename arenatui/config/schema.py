@@ -113,6 +113,11 @@ class ModelConfig:
     transport: str = "auto"
     """HTTP client for openai/anthropic models: 'auto' (aiohttp on asyncio, else httpx), 'aiohttp' or 'httpx'."""
     headers: dict[str, str] = field(default_factory=dict)
+    """Extra request headers. Stored with a run by name only (values redacted); resume reads them again from
+    the project file."""
+    headers_env: dict[str, str] = field(default_factory=dict)
+    """Header name -> NAME of the environment variable holding its value (credential headers: X-Goog-Api-Key,
+    Cookie, ...); like api_key_env, only the names are ever stored."""
     extra_body: dict[str, Any] = field(default_factory=dict)
     sim: SimSettings = field(default_factory=SimSettings)
 

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 
+from arenatui.config.load import first_bad_value
 from arenatui.config.schema import Case, MockFaults, ModelConfig, Project
 from arenatui.mockserver.faults import HTTP_TYPES, FaultPicker, retry_after_headers
 from arenatui.providers.sim import SimCore, SimOutcome
@@ -143,10 +144,17 @@ class MockServer:
         wire: Wire = "anthropic" if request.path.endswith("/messages") else "openai"
         try:
             body = json.loads(await request.read())
-        except ValueError:
+        except ValueError:  # invalid JSON, and bytes that are not UTF-8
             return self._error(request, wire, None, 400, "the request body is not valid JSON")
+        except RecursionError:
+            return self._error(request, wire, None, 400, "the request body is nested too deeply")
         if not isinstance(body, dict):
             return self._error(request, wire, None, 400, "the request body must be a JSON object")
+        # A lone surrogate ("\\ud800" is valid JSON) cannot be hashed, encoded or echoed: say so, as a real API
+        # does, instead of failing with a 500 and a traceback in the log.
+        bad = first_bad_value(body)
+        if bad is not None:
+            return self._error(request, wire, None, 400, f"{bad[0] or 'the request body'}: {bad[1]}")
         return body
 
     # ---- the one simulated answer ----------------------------------------------------------------

@@ -10,6 +10,7 @@ bytes: a server's garbage is a transient failure of one attempt, never a crash o
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
@@ -34,14 +35,15 @@ from arenatui.errors import (
 )
 from arenatui.providers.base import Completion, Request, estimate_tokens
 from arenatui.providers.transports import Wire, WireResponse, open_wire, resolve
+from arenatui.redact import REDACTED, redact_urls_in_text, url_credentials
 from arenatui.safe_text import one_line
 
 MESSAGE_CHARS = 300
 """Longest provider message kept in an error (the rest of a body is noise, and may hold secrets)."""
 ERROR_BODY_BYTES = 64 * 1024
 """Most bytes of an error body read: enough for any real error, bounded against a hostile server."""
-SENSITIVE_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"})
-REDACTED = "[redacted]"
+SENSITIVE_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie",
+                               "x-goog-api-key"})
 
 # ---- secrets -------------------------------------------------------------------------------------
 
@@ -49,6 +51,10 @@ _KEY_VALUE = re.compile(
     r"(?i)(\b(?:x-api-key|api[-_]?key|authorization|proxy-authorization|access[-_]?token|secret|key|token)\b"
     r"[\"']?\s*[:=]\s*[\"']?)(?:bearer\s+)?[^\s\"',;}\[\]]+")
 _BEARER = re.compile(r"(?i)\bbearer\s+[^\s\"',;}\[\]]+")
+_AUTH_HEADER = re.compile(
+    r"(?i)(\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?)[^\"'\r\n,;}\]]+")
+"""An echoed Authorization header, whatever its scheme (Basic, Bearer, Digest, AWS4-HMAC-SHA256 ...): the
+whole value goes, scheme and credential alike."""
 _KEY_SHAPED = re.compile(r"\b(?:sk|pk|rk|ak|key)[-_][A-Za-z0-9_\-]{8,}")
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=]{32,}")
 
@@ -66,10 +72,71 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     for s in secrets:
         if s:
             text = text.replace(s, REDACTED)
+    text = redact_urls_in_text(text)
+    text = _AUTH_HEADER.sub(lambda m: m.group(1) + REDACTED, text)
     text = _KEY_VALUE.sub(lambda m: m.group(1) + REDACTED, text)
     text = _BEARER.sub("Bearer " + REDACTED, text)
     text = _KEY_SHAPED.sub(REDACTED, text)
     return _LONG_TOKEN.sub(_redact_long, text)
+
+
+def read_header_env(model: ModelConfig) -> dict[str, str]:
+    """Header values from the environment variables named in ``headers_env``; a setup error when one is unset."""
+    out: dict[str, str] = {}
+    for header, var in model.headers_env.items():
+        value = os.environ.get(var, "").strip()
+        if not value:
+            raise ProviderSetupError(
+                f"model {model.key!r} reads its {header} header from the environment variable {var}, which is not "
+                f"set (or empty). Set it (export {var}=...) or remove it from headers_env.")
+        out[header] = value
+    return out
+
+
+def url_secrets(url: str | None) -> set[str]:
+    """Credentials in a URL as an error body might echo them: as written, unquoted, and as a Basic header."""
+    if not url:
+        return set()
+    from base64 import b64encode
+    from urllib.parse import unquote
+
+    out: set[str] = set()
+    for c in url_credentials(url):
+        out.update((c, unquote(c)))
+        if ":" in c:  # user:password, which clients send as Authorization: Basic base64(...)
+            out.add(b64encode(unquote(c).encode()).decode())
+    return out
+
+
+def split_userinfo(url: str) -> tuple[str, str | None]:
+    """`url` without its ``user:password@``, and the ``Basic ...`` header value that carries them instead."""
+    from base64 import b64encode
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url, None
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    user, _, password = userinfo.partition(":")
+    basic = "Basic " + b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+    return urlunsplit(parts._replace(netloc=host)), basic
+
+
+class _RedactUrlsInLogs(logging.Filter):
+    """httpx logs every request's URL at INFO: credential query parameters must not reach a log that way."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        clean = redact_urls_in_text(msg)
+        if clean != msg:
+            record.msg, record.args = clean, ()
+        return True
+
+
+logging.getLogger("httpx").addFilter(_RedactUrlsInLogs())
 
 
 def read_api_key(model: ModelConfig) -> str | None:
@@ -363,12 +430,23 @@ class HttpProvider:
         headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
         headers.update(self.auth_headers(key))
         headers.update(model.headers)
+        from_env = read_header_env(model)
+        headers.update(from_env)
         self._headers = headers
+        # Every value the project gave a header is treated as a credential (short ones would only garble text).
+        given = {v for v in (*model.headers.values(), *from_env.values()) if len(v) >= 6}
         self._secrets = tuple(sorted({v for k, v in headers.items() if k.lower() in SENSITIVE_HEADERS and v}
-                                     | ({key} if key else set()), key=len, reverse=True))
+                                     | given | url_secrets(model.base_url) | ({key} if key else set()),
+                                     key=len, reverse=True))
         if model.base_url is None:
             raise ProviderSetupError(f"model {model.key!r}: base_url is required for provider {model.provider!r}")
-        self.url = self.endpoint(model.base_url.rstrip("/"))
+        # user:password@ in base_url goes out as a Basic header, never in the URL: HTTP clients log request URLs.
+        base_url, basic = split_userinfo(model.base_url)
+        if basic is not None and not any(k.lower() == "authorization" for k in headers):
+            headers["authorization"] = basic
+        # A query in base_url (?api-version=..., a gateway's ?key=...) belongs after the endpoint's path.
+        base_url, _, query = base_url.partition("?")
+        self.url = self.endpoint(base_url.rstrip("/")) + (f"?{query}" if query else "")
         self._timeout_s = run.timeout_s
         self._fake = transport
         self._wire: Wire | None = None

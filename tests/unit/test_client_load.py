@@ -4,7 +4,6 @@ the end-of-run warning."""
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 
 import anyio
@@ -44,26 +43,36 @@ def test_sample_is_cpu_over_wall_time() -> None:
 
 
 def test_sampler_runs_beside_other_tasks_and_stops() -> None:
+    # Behaviour only: the sampler emits while another task keeps working, and stop() ends run(). How much CPU it
+    # sees depends on what else the machine runs (the sampler's figures are tested with fake clocks above).
     got: list[ClientLoadSampled] = []
+    work_steps = 0
+    ended = False
 
     async def go() -> None:
-        s = CpuSampler(got.append, interval_s=0.02)
-        with anyio.fail_after(5):
-            await run_beside(s)
+        nonlocal ended
+        s = CpuSampler(got.append, interval_s=0.005)
+        with anyio.fail_after(60):  # a hang guard, not a timing assertion
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run_sampler, s)
+                await work_beside(s)
+        ended = True
 
-    async def run_beside(s: CpuSampler) -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(s.run)
-            for _ in range(15):  # busy for 10 ms at a time, letting the sampler in between: it should see it
-                t_end = time.perf_counter() + 0.01
-                while time.perf_counter() < t_end:
-                    pass
-                await anyio.lowlevel.checkpoint()
-            s.stop()
+    async def run_sampler(s: CpuSampler) -> None:
+        await s.run()
+
+    async def work_beside(s: CpuSampler) -> None:
+        nonlocal work_steps
+        while len(got) < 3:  # keep working until the sampler has reported beside us several times
+            sum(range(1000))
+            work_steps += 1
+            await anyio.sleep(0.001)
+        s.stop()
 
     anyio.run(go)
+    assert ended and work_steps > 0
     assert len(got) >= 3
-    assert max(e.cpu for e in got) > 0.3
+    assert all(e.cpu >= 0.0 and e.interval_s > 0.0 for e in got)
 
 
 def test_overload_needs_a_sustained_stretch() -> None:

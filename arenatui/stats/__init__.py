@@ -16,7 +16,7 @@ from arenatui.stats.compare import (
 from arenatui.stats.frontier import pareto_front
 from arenatui.stats.items import LatencySample, RunResults
 from arenatui.stats.leaderboard import ModelRow, leaderboard, model_row
-from arenatui.stats.passk import consistency, pass_at_k, pass_at_k_case
+from arenatui.stats.passk import consistency, pass_at_k, pass_at_k_case, pass_at_ks
 from arenatui.stats.strata import GroupScores, Reversal, group_scores, reversals
 from arenatui.stats.summary import ModelSummary, summarize
 
@@ -24,5 +24,6 @@ __all__ = [
     "Comparison", "GroupScores", "Interval", "LatencySample", "ModelRow", "ModelSummary", "PairDecision",
     "Reversal", "RunChange", "RunResults", "all_pairs", "cases_needed", "compare_models", "compare_runs",
     "consistency", "group_scores", "holm_adjust", "leaderboard", "mean_ci", "model_row", "paired_bootstrap",
-    "paired_differences", "pareto_front", "pass_at_k", "pass_at_k_case", "reversals", "summarize", "verdict_text",
+    "paired_differences", "pareto_front", "pass_at_k", "pass_at_k_case", "pass_at_ks", "reversals", "summarize",
+    "verdict_text",
 ]

@@ -238,3 +238,20 @@ def compare_runs(old: RunResults, new: RunResults, *, n_resamples: int = N_RESAM
                                only_a=int((has_n & ~has_o).sum()), only_b=int((has_o & ~has_n).sum()))
         out.append(RunChange(m, c))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Disagreement:
+    """A working case where A's and B's per-case scores differ (trials averaged)."""
+
+    case_id: str
+    score_a: float
+    score_b: float
+
+
+def disagreements(results: RunResults, a: str, b: str) -> list[Disagreement]:
+    """Working cases both answered where A and B scored differently, largest gap first."""
+    sa, sb = results.case_scores(a), results.case_scores(b)
+    idx = np.flatnonzero(results.working & ~np.isnan(sa) & ~np.isnan(sb) & (sa != sb))
+    idx = idx[np.argsort(-np.abs(sa[idx] - sb[idx]), kind="stable")]
+    return [Disagreement(results.cases[j], float(sa[j]), float(sb[j])) for j in idx]

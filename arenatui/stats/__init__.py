@@ -17,7 +17,7 @@ from arenatui.stats.compare import (
 )
 from arenatui.stats.frontier import pareto_front
 from arenatui.stats.items import LatencySample, RunResults
-from arenatui.stats.leaderboard import ModelRow, leaderboard, model_row
+from arenatui.stats.leaderboard import ModelRow, leaderboard, model_row, ranked_models
 from arenatui.stats.passk import consistency, pass_at_k, pass_at_k_case, pass_at_ks
 from arenatui.stats.strata import GroupScores, Reversal, group_differences, group_scores, reversals
 from arenatui.stats.summary import ModelSummary, summarize
@@ -27,5 +27,5 @@ __all__ = [
     "PairDecision", "Reversal", "RunChange", "RunResults", "all_pairs", "cases_needed", "compare_models",
     "compare_runs", "consistency", "disagreements", "group_differences", "group_scores", "holm_adjust",
     "leaderboard", "mean_ci", "model_row", "paired_bootstrap", "paired_differences", "pareto_front", "pass_at_k",
-    "pass_at_k_case", "pass_at_ks", "reversals", "summarize", "verdict_text",
+    "pass_at_k_case", "pass_at_ks", "ranked_models", "reversals", "summarize", "verdict_text",
 ]

@@ -136,3 +136,14 @@ def leaderboard(results: RunResults, *, seed: int = 0, n_resamples: int = LEADER
             for r, cf, lf in zip(rows, cost_front, lat_front, strict=True)]
     rows.sort(key=lambda r: -(r.quality.estimate if r.quality.n else -1.0))
     return rows
+
+
+def ranked_models(results: RunResults) -> list[str]:
+    """Models with any answered working case, best quality (point estimate) first: no resampling."""
+    ranked = []
+    for m in results.models:
+        s = results.case_scores(m)[results.working]
+        s = s[~np.isnan(s)]
+        if s.size:
+            ranked.append((-float(s.mean()), results.models.index(m), m))
+    return [m for *_, m in sorted(ranked)]

@@ -34,6 +34,16 @@ def _positive_int(value: str) -> int:
     return n
 
 
+def _share(value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {value!r}") from None
+    if not 0.0 <= x <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {x:g}")
+    return x
+
+
 def _add_sweep_args(p: argparse.ArgumentParser, *, project_required: bool = False) -> None:
     p.add_argument("--project", "-p", help="project TOML file, or a directory holding arena.toml")
     p.add_argument("--models", type=_csv, default=(), help="only these model keys (comma-separated)")
@@ -70,8 +80,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from arenatui.headless import run_headless
-    from arenatui.report import client_load_warning, print_leaderboard, spend_line, summary_line
+    from arenatui.report import (
+        client_load_warning,
+        error_failure,
+        errored_line,
+        print_leaderboard,
+        spend_line,
+        summary_line,
+    )
     from arenatui.store import Store
+    from arenatui.store.queries import load_results
     from arenatui.sweep import Sweep
 
     out = Console(highlight=False, width=_width(sys.stdout))
@@ -91,8 +109,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if stored < plan.total:
             out.print(f"Stored: {stored} of {plan.total} calls", markup=False)
         out.print(spend_line(spend), markup=False)
-        if not args.no_report and status == "finished":
-            print_leaderboard(out, store, sweep.run_id)
+        report = not args.no_report and status == "finished"
+        results = load_results(store, sweep.run_id, latency=report)
+        line = errored_line(results)
+        if line:
+            out.print(line, markup=False)
+        if report:
+            print_leaderboard(out, results)
         warning = client_load_warning(store, sweep.run_id)
         if warning:
             err.print(warning, markup=False, style="bold yellow")
@@ -101,6 +124,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         err.print(f"The run was {status}; every finished call is stored. Resume with:\n  {sweep.resume_command}",
                   markup=False)
         return EXIT_INTERRUPTED if status == "cancelled" else EXIT_FAILED
+    failure = error_failure(results, args.fail_on_error)
+    if failure:
+        err.print(f"Failing: {failure}.", markup=False, style="bold red")
+        return EXIT_FAILED
     return EXIT_OK
 
 
@@ -230,6 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sweep_args(p)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress display")
     p.add_argument("--no-report", action="store_true", help="no leaderboard at the end")
+    p.add_argument("--fail-on-error", type=_share, metavar="RATE",
+                   help="exit 1 when more than this share (0-1) of calls errored (default: when a model had every "
+                        "call errored)")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("run", help="run a sweep in the live console (watch it, tune concurrency by hand)")

@@ -54,6 +54,8 @@ def _add_sweep_args(p: argparse.ArgumentParser, *, project_required: bool = Fals
     p.add_argument("--seed", type=int, help="seed for simulated models and jitter, overriding [run].seed")
     p.add_argument("--db", help="results database (default: in the user data directory)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue a stored run ('last' for the newest)")
+    p.add_argument("--retry-errored", action="store_true",
+                   help="with --resume: run again the calls that ended errored (one row per call is kept)")
 
 
 def _sweep_options(args: argparse.Namespace) -> object:
@@ -63,10 +65,13 @@ def _sweep_options(args: argparse.Namespace) -> object:
     if args.resume and (args.models or args.tags or args.limit or args.trials):
         raise ArenaError("--resume continues a run with the filters it was started with; drop --models, --tags, "
                          "--limit and --trials")
+    if args.retry_errored and not args.resume:
+        raise ArenaError("--retry-errored runs a stored run's errored calls again: pass --resume RUN_ID (or last)")
     return SweepOptions(
         project=args.project, filters=Filters(models=args.models, tags=args.tags, limit=args.limit,
                                               trials=args.trials),
         db=args.db, resume=args.resume, concurrency=args.concurrency, seed=args.seed,
+        retry_errored=args.retry_errored,
     )
 
 
@@ -273,7 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", "-c", type=_positive_int, help="starting global concurrency")
     p.add_argument("--trials", type=_positive_int, help="trials per (model, case): more for a longer run")
     p.add_argument("--seed", type=int, help="seed for the simulated models")
-    p.set_defaults(func=cmd_run, demo=True, project=None, models=(), tags=(), limit=None, resume=None)
+    p.set_defaults(func=cmd_run, demo=True, project=None, models=(), tags=(), limit=None, resume=None,
+                   retry_errored=False)
 
     p = sub.add_parser("runs", help="list stored runs")
     p.add_argument("--db", help="results database")

@@ -244,3 +244,37 @@ def test_export_rows_per_call_and_sealed_cases_as_aggregates(run_db: tuple[Path,
     assert {r["row"] for r in table} == {"call", "sealed_aggregate"}
     first = table[0]
     assert first["status"] in ("passed", "failed", "errored") and first["stratum"] in ("easy", "hard")
+
+
+def test_resume_retry_errored_runs_errored_calls_again_one_row_per_call(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    # A provider that serves one request at a time: at concurrency 8 with one attempt, most calls give up on 429s.
+    proj = tmp_path / "ceiling.toml"
+    proj.write_text('[run]\nmax_attempts = 1\n[[models]]\nkey = "one-at-a-time"\nprovider = "sim"\n'
+                    'price_in_per_mtok = 1.0\nsim = { base_latency_s = 0.01, per_token_s = 0.0, max_concurrent = 1 }\n'
+                    + "".join(f'[[cases]]\nid = "c{j}"\ninput = "x"\nexpected = "y"\n' for j in range(16)),
+                    encoding="utf-8")
+    db = tmp_path / "r.db"
+    code, out, _ = _run(capsys, "evaluate", "--project", str(proj), "--db", str(db), "--quiet", "-c", "8",
+                        "--fail-on-error", "1")
+    assert code == 0
+    run_id = re.search(r"Run id: (\S+)", out).group(1)  # type: ignore[union-attr]
+    with sqlite3.connect(db) as c:
+        errored, spent = c.execute("SELECT SUM(status = 'errored'), SUM(attempts) FROM results").fetchone()
+    assert errored > 0, "the ceiling should have refused some calls"
+    code, out, err = _run(capsys, "evaluate", "--resume", run_id, "--retry-errored", "--db", str(db), "--quiet",
+                          "-c", "1")
+    assert code == 0, err
+    with sqlite3.connect(db) as c:
+        rows, left, attempts = c.execute(
+            "SELECT COUNT(*), SUM(status = 'errored'), SUM(attempts) FROM results WHERE run_id = ?",
+            (run_id,)).fetchone()
+    assert rows == 16 and left == 0
+    assert attempts == spent + errored  # the refused attempts stay counted beside the new ones
+    assert "Errored:" not in out
+
+
+def test_retry_errored_needs_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "evaluate", "--project", str(tmp_path), "--retry-errored", "--db",
+                        str(tmp_path / "r.db"))
+    assert code == 2 and "pass --resume" in _one_paragraph(err)

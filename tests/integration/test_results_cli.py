@@ -278,3 +278,25 @@ def test_retry_errored_needs_resume(tmp_path: Path, capsys: pytest.CaptureFixtur
     code, _, err = _run(capsys, "evaluate", "--project", str(tmp_path), "--retry-errored", "--db",
                         str(tmp_path / "r.db"))
     assert code == 2 and "pass --resume" in _one_paragraph(err)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_sealed_outputs_are_stored_as_hash_and_length_unless_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                  keep: bool) -> None:
+    proj = tmp_path / "sealed.toml"
+    proj.write_text(f"[run]\nkeep_sealed_outputs = {str(keep).lower()}\n"
+                    '[[models]]\nkey = "m"\nprovider = "sim"\nsim = { base_latency_s = 0.0, accuracy = 1.0 }\n'
+                    '[[cases]]\nid = "open"\ninput = "x"\nexpected = "yes"\n'
+                    '[[cases]]\nid = "held"\ninput = "x"\nexpected = "yes"\nsealed = true\n', encoding="utf-8")
+    db = tmp_path / "s.db"
+    assert main(["evaluate", "--project", str(proj), "--db", str(db), "--quiet"]) == 0
+    capsys.readouterr()
+    with sqlite3.connect(db) as c:
+        rows = dict(c.execute("SELECT case_id, output FROM results").fetchall())
+        scores = dict(c.execute("SELECT case_id, score FROM results").fetchall())
+    assert scores == {"open": 1.0, "held": 1.0}  # the score is kept either way
+    if keep:
+        assert rows["held"] == rows["open"]
+    else:
+        assert re.fullmatch(r"\[sealed output: sha256 [0-9a-f]{64}, \d+ characters\]", rows["held"]), rows["held"]
+        assert rows["open"] and not rows["open"].startswith("[sealed")

@@ -161,20 +161,22 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     from arenatui.safe_text import literal
     from arenatui.store import Store
+    from arenatui.store.queries import list_runs
 
     with Store(args.db) as store:
-        runs = store.list_runs(args.limit)
-    con = Console(highlight=False)
+        runs = list_runs(store, args.limit)
+    con = Console(highlight=False, width=_width(sys.stdout))
     if not runs:
         con.print(f"No runs stored in {store.path} yet. Try: arena demo", markup=False)
         return EXIT_OK
     t = Table(header_style="bold")
-    for col in ("run id", "project", "started", "status", "stored", "planned"):
-        t.add_column(col, justify="right" if col in ("stored", "planned") else "left")
+    for col in ("run id", "project", "started", "status", "models", "stored", "planned"):
+        # the run id is what a user copies into compare/report/export: never cut
+        t.add_column(col, justify="right" if col in ("stored", "planned") else "left", no_wrap=col == "run id")
     for r in runs:
         t.add_row(r.run_id, literal(r.project, newlines=False),
-                  time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at)), r.status, str(r.stored),
-                  str(r.planned))
+                  time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at)), r.status,
+                  literal(", ".join(r.models), newlines=False), str(r.calls), str(r.planned))
     con.print(t)
     return EXIT_OK
 

@@ -51,7 +51,7 @@ def _money(v: float | None) -> str:
 
 
 def run_summaries(store: Store, run_id: str) -> list[ModelSummary]:
-    """The first results screen's numbers (errored calls scored 0): kept until that screen reads stats.leaderboard."""
+    """The first results screen's numbers: kept until that screen reads stats.leaderboard."""
     return summarize(store.results(run_id, SUMMARY_COLUMNS))
 
 

@@ -300,3 +300,33 @@ def test_sealed_outputs_are_stored_as_hash_and_length_unless_kept(tmp_path: Path
     else:
         assert re.fullmatch(r"\[sealed output: sha256 [0-9a-f]{64}, \d+ characters\]", rows["held"]), rows["held"]
         assert rows["open"] and not rows["open"].startswith("[sealed")
+
+
+def test_a_run_with_nothing_stored_still_reports_and_exports(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from arenatui.store import Store
+
+    db = tmp_path / "empty.db"
+    cfg = {"project": {"name": "empty"}, "cases": [{"id": "c1", "input": "x", "expected": "y"}],
+           "models": [{"key": "a", "provider": "sim", "model": "a"}, {"key": "b", "provider": "sim", "model": "b"}]}
+    with Store(db) as s:
+        s.create_run("empty", None, cfg, {}, 2)
+    for fmt in ("md", "json", "html"):
+        code, out, _ = _run(capsys, "report", "last", "-f", fmt, "--db", str(db))
+        assert code == 0 and out
+    assert json.loads(_run(capsys, "report", "last", "-f", "json", "--db", str(db))[1])["pairs"] == []
+    assert _run(capsys, "export", "last", "--db", str(db))[:2] == (0, "")
+    code, _, err = _run(capsys, "compare", "last", "--db", str(db))
+    assert code == 2 and "fewer than two models with answered calls" in _one_paragraph(err)
+
+
+def test_histogram_line_marks_zero() -> None:
+    import numpy as np
+
+    from arenatui.compare_cli import histogram_line
+
+    bars, marker = histogram_line(np.array([-0.1, 0.0, 0.1, 0.2, 0.3]), width=8)
+    assert bars.startswith("-0.100 ") and bars.endswith(" +0.300")
+    assert marker.index("^") == len("-0.100 ") + 2  # zero sits a quarter of the way along 8 bins
+    assert histogram_line(np.array([0.2, 0.3]), width=8)[1].strip() == "0 is below this range"
+    assert histogram_line(np.array([])) == ("", "")

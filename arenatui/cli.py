@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TextIO
 
 from arenatui.errors import ArenaError, render_error
 from arenatui.limits import MAX_CONCURRENCY, MAX_PORT, MAX_SQL_INT, MAX_TRIALS, MIN_PORT
@@ -45,6 +46,16 @@ _concurrency = _whole_number(1, MAX_CONCURRENCY)
 _port = _whole_number(MIN_PORT, MAX_PORT)
 
 
+def _share(value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {value!r}") from None
+    if not 0.0 <= x <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {x:g}")
+    return x
+
+
 def _add_sweep_args(p: argparse.ArgumentParser, *, project_required: bool = False) -> None:
     p.add_argument("--project", "-p", help="project TOML file, or a directory holding arena.toml")
     p.add_argument("--models", type=_csv, default=(), help="only these model keys (comma-separated)")
@@ -55,6 +66,8 @@ def _add_sweep_args(p: argparse.ArgumentParser, *, project_required: bool = Fals
     p.add_argument("--seed", type=int, help="seed for simulated models and jitter, overriding [run].seed")
     p.add_argument("--db", help="results database (default: in the user data directory)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue a stored run ('last' for the newest)")
+    p.add_argument("--retry-errored", action="store_true",
+                   help="with --resume: run again the calls that ended errored (one row per call is kept)")
 
 
 def _sweep_options(args: argparse.Namespace) -> object:
@@ -64,11 +77,19 @@ def _sweep_options(args: argparse.Namespace) -> object:
     if args.resume and (args.models or args.tags or args.limit or args.trials):
         raise ArenaError("--resume continues a run with the filters it was started with; drop --models, --tags, "
                          "--limit and --trials")
+    if args.retry_errored and not args.resume:
+        raise ArenaError("--retry-errored runs a stored run's errored calls again: pass --resume RUN_ID (or last)")
     return SweepOptions(
         project=args.project, filters=Filters(models=args.models, tags=args.tags, limit=args.limit,
                                               trials=args.trials),
         db=args.db, resume=args.resume, concurrency=args.concurrency, seed=args.seed,
+        retry_errored=args.retry_errored,
     )
+
+
+def _width(stream: object) -> int | None:
+    """Piped into a CI log, Rich would assume 80 columns and squeeze tables into ellipses."""
+    return None if getattr(stream, "isatty", lambda: False)() or os.environ.get("COLUMNS") else 160
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -76,16 +97,20 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from arenatui.headless import run_headless
-    from arenatui.report import client_load_warning, print_leaderboard, spend_line, summary_line
+    from arenatui.report import (
+        client_load_warning,
+        error_failure,
+        errored_line,
+        print_leaderboard,
+        spend_line,
+        summary_line,
+    )
     from arenatui.store import Store
+    from arenatui.store.queries import load_results
     from arenatui.sweep import Sweep
 
-    # Piped into a CI log, Rich would assume 80 columns and squeeze the leaderboard into ellipses.
-    def width(stream: object) -> int | None:
-        return None if getattr(stream, "isatty", lambda: False)() or os.environ.get("COLUMNS") else 160
-
-    out = Console(highlight=False, width=width(sys.stdout))
-    err = Console(stderr=True, highlight=False, width=width(sys.stderr))
+    out = Console(highlight=False, width=_width(sys.stdout))
+    err = Console(stderr=True, highlight=False, width=_width(sys.stderr))
     sweep = Sweep(_sweep_options(args), live_metrics=not args.quiet)  # type: ignore[arg-type]
     plan = sweep.plan
     if not args.quiet:
@@ -101,8 +126,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if stored < plan.total:
             out.print(f"Stored: {stored} of {plan.total} calls", markup=False)
         out.print(spend_line(spend), markup=False)
-        if not args.no_report and status == "finished":
-            print_leaderboard(out, store, sweep.run_id)
+        report = not args.no_report and status == "finished"
+        results = load_results(store, sweep.run_id, latency=report)
+        line = errored_line(results)
+        if line:
+            out.print(line, markup=False)
+        if report:
+            print_leaderboard(out, results)
         warning = client_load_warning(store, sweep.run_id)
         if warning:
             err.print(warning, markup=False, style="bold yellow")
@@ -111,6 +141,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         err.print(f"The run was {status}; every finished call is stored. Resume with:\n  {sweep.resume_command}",
                   markup=False)
         return EXIT_INTERRUPTED if status == "cancelled" else EXIT_FAILED
+    failure = error_failure(results, args.fail_on_error)
+    if failure:
+        err.print(f"Failing: {failure}.", markup=False, style="bold red")
+        return EXIT_FAILED
     return EXIT_OK
 
 
@@ -139,10 +173,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     from arenatui.safe_text import literal
     from arenatui.store import Store
+    from arenatui.store.queries import list_runs
 
     with Store(args.db) as store:
-        runs = store.list_runs(args.limit)
-    con = Console(highlight=False)
+        runs = list_runs(store, args.limit)
+    con = Console(highlight=False, width=_width(sys.stdout))
     if not runs:
         con.print(f"No runs stored in {store.path} yet. Try: arena demo", markup=False)
         return EXIT_OK
@@ -155,15 +190,63 @@ def cmd_runs(args: argparse.Namespace) -> int:
     t.add_column("project", overflow="fold", ratio=1, min_width=7)
     t.add_column("started", no_wrap=True, min_width=19)
     t.add_column("status", no_wrap=True)
+    t.add_column("models", overflow="fold", ratio=1, min_width=6)
     t.add_column("stored", justify="right", no_wrap=True)
     t.add_column("planned", justify="right", no_wrap=True)
-    narrowest = id_width + 7 + 19 + len("cancelled") + len("stored") + len("planned") + 7 + 6 * 2  # + borders, padding
+    narrowest = id_width + 7 + 19 + len("cancelled") + 6 + len("stored") + len("planned") + 8 + 7 * 2
     con.width = max(con.width, narrowest)
     for r in runs:
         t.add_row(r.run_id, literal(r.project, newlines=False),
-                  time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at)), r.status, str(r.stored),
-                  str(r.planned))
+                  time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at)), r.status,
+                  literal(", ".join(r.models), newlines=False), str(r.calls), str(r.planned))
     con.print(t)
+    return EXIT_OK
+
+
+def _write_output(path: str | None, fn: Callable[[TextIO, bool], object]) -> None:
+    """Run fn(stream, terminal) into the file `path` (bad path: exit 2), or into stdout."""
+    if path is None:
+        fn(sys.stdout, sys.stdout.isatty())
+        return
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            fn(f, False)
+    except OSError as e:
+        raise ArenaError(f"-o {path}: cannot write the file: {e.strerror or e}") from None
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from arenatui.compare_cli import run_compare
+
+    run_compare(args.db, args.run, args.other, args.a, args.b, args.all, args.json,
+                Console(highlight=False, soft_wrap=args.json, width=_width(sys.stdout)))
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from arenatui.decision_report import build_report, render
+    from arenatui.store import Store
+
+    with Store(args.db) as store:
+        rep = build_report(store, args.run)
+    _write_output(args.output, lambda f, tty: f.write(render(rep, args.format, terminal=tty)))
+    if args.output:
+        print(f"wrote {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from arenatui.export import write_export
+    from arenatui.store import Store
+
+    with Store(args.db) as store:
+        rows: list[int] = []
+        _write_output(args.output, lambda f, tty: rows.append(write_export(store, args.run, args.format, f,
+                                                                           terminal=tty)))
+    if args.output:
+        print(f"wrote {rows[0]} rows to {args.output}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -203,6 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sweep_args(p)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress display")
     p.add_argument("--no-report", action="store_true", help="no leaderboard at the end")
+    p.add_argument("--fail-on-error", type=_share, metavar="RATE",
+                   help="exit 1 when more than this share (0-1) of calls errored (default: when a model had every "
+                        "call errored)")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("run", help="run a sweep in the live console (watch it, tune concurrency by hand)")
@@ -216,12 +302,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", "-c", type=_concurrency, help="starting global concurrency")
     p.add_argument("--trials", type=_trials, help="trials per (model, case): more for a longer run")
     p.add_argument("--seed", type=int, help="seed for the simulated models")
-    p.set_defaults(func=cmd_run, demo=True, project=None, models=(), tags=(), limit=None, resume=None)
+    p.set_defaults(func=cmd_run, demo=True, project=None, models=(), tags=(), limit=None, resume=None,
+                   retry_errored=False)
 
     p = sub.add_parser("runs", help="list stored runs")
     p.add_argument("--db", help="results database")
     p.add_argument("--limit", type=_whole_number(1, MAX_SQL_INT), default=50, help="newest N runs (default: 50)")
     p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("compare", help="paired bootstrap: two models of a run, every pair (Holm), or two runs")
+    p.add_argument("run", metavar="RUN", help="a run id, or 'last'")
+    p.add_argument("other", metavar="OTHER_RUN", nargs="?",
+                   help="a second run of the same project: compare model by model (new − old)")
+    p.add_argument("--a", metavar="MODEL", help="first model (default: the top two by quality)")
+    p.add_argument("--b", metavar="MODEL", help="second model")
+    p.add_argument("--all", action="store_true", help="every pair of models, Holm-adjusted")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--db", help="results database")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("report", help="a run's decision report: leaderboard, verdicts, strata, cost, frontier")
+    p.add_argument("run", metavar="RUN", help="a run id, or 'last'")
+    p.add_argument("--format", "-f", choices=("md", "json", "html"), default="md")
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--db", help="results database")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("export", help="a run's calls as JSON lines or CSV (sealed cases as aggregates only)")
+    p.add_argument("run", metavar="RUN", help="a run id, or 'last'")
+    p.add_argument("--format", "-f", choices=("jsonl", "csv"), default="jsonl")
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--db", help="results database")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("init", help="write a starter project (arena.toml and cases.jsonl)")
     p.add_argument("dir", nargs="?", default=".", help="directory to write into (default: here)")

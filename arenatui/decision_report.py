@@ -37,8 +37,8 @@ def _safe_url(url: str | None) -> str | None:
     if not url:
         return url
     parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
+    # not .hostname: a stored URL's userinfo reads "[redacted]@", which .hostname takes for an IPv6 literal
+    netloc = parts.netloc.rsplit("@", 1)[-1]
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -36,10 +37,12 @@ def _safe_url(url: str | None) -> str | None:
     """A base URL without user info, query or fragment: where credentials could hide."""
     if not url:
         return url
-    parts = urlsplit(url)
-    # not .hostname: a stored URL's userinfo reads "[redacted]@", which .hostname takes for an IPv6 literal
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    # userinfo goes before parsing: a stored URL's reads "[redacted]@", which urlsplit takes for an IPv6 literal
+    try:
+        parts = urlsplit(re.sub(r"(?<=://)[^/?#]*@", "", url))
+    except ValueError:
+        return "(unparseable URL)"
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
 _MODEL_SETTINGS = ("key", "provider", "model", "price_in_per_mtok", "price_out_per_mtok", "max_concurrency", "rpm",

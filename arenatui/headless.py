@@ -36,8 +36,15 @@ def _stats(snap: LiveSnapshot, *, eta: bool) -> str:
             f"{snap.calls_per_s:7.1f} calls/s" + (f"  {_eta(snap.eta_s)}" if eta else "") + _client(snap))
 
 
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+"""Ctrl-C, and what `timeout`, CI cancellation, `docker stop`, systemd and a closed terminal send."""
+
+
 async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunStatus:
-    """Run the sweep; Ctrl-C (or SIGTERM) cancels it cleanly, a second Ctrl-C stops waiting."""
+    """Run the sweep; Ctrl-C, SIGTERM or SIGHUP cancels it cleanly, a second one stops waiting for calls in flight.
+
+    Either way the writer commits every finished call and the run's end is recorded.
+    """
     progress = None
     if not quiet:
         progress = Progress(
@@ -47,15 +54,18 @@ async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunSta
         )
     status: RunStatus = "failed"
 
-    async def watch_signals() -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for _ in signals:
+    async def watch_signals(sweep_scope: anyio.CancelScope) -> None:
+        with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+            async for signum in signals:
+                if sweep.stopped_by is None:
+                    sweep.stopped_by = int(signum)
                 if not sweep.runner.cancelled:
                     console.print("\nStopping: finished calls are stored; calls in flight are cancelled.",
                                   highlight=False, markup=False)
                     sweep.runner.cancel()
                 else:
-                    raise KeyboardInterrupt
+                    # Stop waiting: cancelling the sweep's scope still runs its cleanup (writer, run record).
+                    sweep_scope.cancel()
 
     task = progress.add_task("sweep", total=sweep.live.planned, stats="") if progress is not None else None
 
@@ -67,14 +77,18 @@ async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunSta
             progress.refresh()
             await anyio.sleep(REFRESH_S)
 
+    sweep_scope = anyio.CancelScope()
     async with anyio.create_task_group() as tg:
         if sys.platform != "win32":
-            tg.start_soon(watch_signals)
+            tg.start_soon(watch_signals, sweep_scope)
         if progress is not None:
             progress.start()
             tg.start_soon(show)
         try:
-            status = await sweep.run()
+            with sweep_scope:
+                status = await sweep.run()
+            if sweep_scope.cancelled_caught:
+                status = sweep.status or "cancelled"
         finally:
             tg.cancel_scope.cancel()
             if progress is not None and task is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from arenatui.engine.events import CallResult, ClientLoadSampled, ConcurrencyChanged
-from arenatui.errors import PlanError, StoreError
+from arenatui.errors import DiskFullError, PlanError, StoreError
 from arenatui.store.schema import MIGRATIONS, RESULT_COLUMNS
 
 _PLACEHOLDERS = ", ".join("?" for _ in RESULT_COLUMNS)
@@ -30,6 +31,8 @@ UPSERT_RESULT = (
 INSERT_CONCURRENCY_CHANGE = (
     "INSERT INTO concurrency_changes (run_id, at, old, new, model_key, source) VALUES (?, ?, ?, ?, ?, ?)")
 INSERT_CLIENT_LOAD = "INSERT INTO client_load (run_id, at, cpu, interval_s) VALUES (?, ?, ?, ?)"
+HEARTBEAT = "UPDATE runs SET heartbeat_at = ? WHERE run_id = ? AND pid = ?"
+"""The running process's claim on its run, renewed every HEARTBEAT_S (see Store.claim_run)."""
 
 
 def concurrency_change_row(run_id: str, ev: ConcurrencyChanged) -> tuple[Any, ...]:
@@ -41,13 +44,55 @@ def client_load_row(run_id: str, ev: ClientLoadSampled) -> tuple[Any, ...]:
 
 
 _RUN_COLUMNS = ("r.run_id, r.project, r.project_path, r.config_json, r.filters_json, r.planned, r.started_at, "
-                "r.finished_at, r.status, r.message, r.pid, r.host")
+                "r.finished_at, r.status, r.message, r.pid, r.host, r.heartbeat_at, r.case_set")
+
+HEARTBEAT_S = 5.0
+"""How often a running run's process renews its claim (the results writer sends it with its batches)."""
+LEASE_S = 30.0
+"""A run on another host whose heartbeat is older than this has no live holder: it may be resumed."""
+QUICK_CHECK_BYTES = 64 << 20
+"""Files up to this size are checked for corruption on open (about a second for 64 MB on a slow disk)."""
 
 
-def _process_alive(pid: int | None, host: str | None) -> bool:
-    """Whether the process recorded for a running run still exists; unknowable elsewhere: assume so."""
-    if pid is None or host != socket.gethostname():
+def wait_s() -> float:
+    """How long to wait for another process's lock on the database (ARENATUI_DB_WAIT_S, default 10 s)."""
+    try:
+        return max(0.0, float(os.environ.get("ARENATUI_DB_WAIT_S", "10")))
+    except ValueError:
+        return 10.0
+
+
+def explain(path: Path | str, name: str, message: str) -> StoreError:
+    """A SQLite failure as a paragraph for a person: what happened to which file and what to do.
+
+    `name` is SQLite's error name (SQLITE_FULL, ...) when known, else the exception's class name.
+    """
+    where = repr(str(path))
+    low = message.lower()
+    if name.startswith("SQLITE_FULL") or "database or disk is full" in low:
+        return DiskFullError(f"disk full: the results database {where} cannot grow ({message}). Free space on that "
+                             "disk, or pass --db with a file on another one; every call committed before is kept")
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in low or "not a database" in low:
+        return StoreError(f"the results database {where} is corrupt ({message}). Move it away or restore it from a "
+                          "backup, and arenatui starts a new one; to rescue what it holds: "
+                          f"sqlite3 {str(path)!r} .recover | sqlite3 recovered.db")
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in low:
+        return StoreError(f"the results database {where} is locked by another process (waited {wait_s():g} s; "
+                          "ARENATUI_DB_WAIT_S sets how long). Let the other arena process finish or stop it, or "
+                          "pass --db with another file")
+    return StoreError(f"the results database {where} cannot be used: {message}")
+
+
+def explain_error(path: Path | str, e: sqlite3.Error) -> StoreError:
+    return explain(path, getattr(e, "sqlite_errorname", "") or type(e).__name__, str(e))
+
+
+def _process_alive(pid: int | None, host: str | None, heartbeat_at: float | None = None) -> bool:
+    """Whether the process recorded for a running run still exists; elsewhere, whether its heartbeat is fresh."""
+    if pid is None:
         return True
+    if host != socket.gethostname():
+        return heartbeat_at is None or time.time() - heartbeat_at < LEASE_S
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -72,13 +117,25 @@ def connect(path: Path | str) -> sqlite3.Connection:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(path, timeout=30.0, check_same_thread=False, isolation_level=None)
+        small = path.exists() and path.stat().st_size <= QUICK_CHECK_BYTES
+    except OSError as e:
+        raise StoreError(f"cannot open the results database {str(path)!r}: {e}") from None
+    try:
+        conn = sqlite3.connect(path, timeout=wait_s(), check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
         # NORMAL in WAL mode: a commit survives a crash or SIGKILL of this process (not a power cut).
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
-    except (sqlite3.Error, OSError) as e:
-        raise StoreError(f"cannot open the results database {str(path)!r}: {e}") from None
+        pages = os.environ.get("ARENATUI_MAX_PAGE_COUNT")
+        if pages:  # a full disk, simulated for tests: SQLite refuses to grow the file past this many pages
+            conn.execute(f"PRAGMA max_page_count = {int(pages)}")
+        if small:  # a corrupt page found now is one clear message, not a traceback from some later query
+            problems = [r[0] for r in conn.execute("PRAGMA quick_check(3)")]
+            if problems != ["ok"]:
+                conn.close()
+                raise explain(path, "SQLITE_CORRUPT", "; ".join(problems))
+    except sqlite3.Error as e:
+        raise explain_error(path, e) from None
     return conn
 
 
@@ -125,7 +182,8 @@ class Store:
         try:
             migrate(self.conn, self.path)
         except sqlite3.Error as e:
-            raise StoreError(f"the results database {str(self.path)!r} cannot be used: {e}") from None
+            self.conn.close()
+            raise explain_error(self.path, e) from None
 
     def close(self) -> None:
         self.conn.close()
@@ -143,30 +201,86 @@ class Store:
         from arenatui import __version__
 
         run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
-        self.conn.execute(
-            "INSERT INTO runs (run_id, project, project_path, config_json, filters_json, planned, started_at, status,"
-            " arenatui_version, pid, host) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
-            (run_id, project, project_path, json.dumps(config), json.dumps(filters), planned, time.time(),
-             __version__, os.getpid(), socket.gethostname()),
-        )
+        config = dict(config)
+        cases = config.pop("cases", None)
+        digest = None
+        c = self.conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            if cases is not None:  # once per content: ten runs of one project store its cases once
+                cases_json = json.dumps(cases, sort_keys=True, separators=(",", ":"))
+                digest = hashlib.sha256(cases_json.encode()).hexdigest()
+                c.execute("INSERT OR IGNORE INTO case_sets (digest, cases_json) VALUES (?, ?)", (digest, cases_json))
+            now = time.time()
+            c.execute(
+                "INSERT INTO runs (run_id, project, project_path, config_json, filters_json, planned, started_at,"
+                " status, arenatui_version, pid, host, case_set, heartbeat_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+                (run_id, project, project_path, json.dumps(config), json.dumps(filters), planned, now,
+                 __version__, os.getpid(), socket.gethostname(), digest, now),
+            )
+            c.execute("COMMIT")
+        except BaseException:
+            if c.in_transaction:
+                c.execute("ROLLBACK")
+            raise
         return run_id
 
+    def claim_run(self, run_id: str, resume_hint: str = "") -> None:
+        """Make this process the holder of a stored run, or refuse while another live process holds it.
+
+        In one write transaction, so of two resumes started at once exactly one wins and the other
+        sees the winner as the live holder. A holder on this host is alive while its pid is; one on
+        another host while its heartbeat is younger than LEASE_S.
+        """
+        c = self.conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            row = c.execute("SELECT status, pid, host, heartbeat_at, started_at FROM runs WHERE run_id = ?",
+                            (run_id,)).fetchone()
+            if row is None:
+                raise PlanError(f"no run {run_id!r} in {str(self.path)!r}; `arena runs` lists the stored runs")
+            status, pid, host, beat, started = row
+            if status == "running" and pid != os.getpid() and _process_alive(pid, host, beat or started):
+                here = host == socket.gethostname()
+                since = f", last heartbeat {time.time() - (beat or started):.0f} s ago" if not here else ""
+                raise PlanError(
+                    f"run {run_id} is still being run by process {pid} on {host}{since}; a second process would "
+                    "make its remaining calls twice. Wait for it to end, or stop it (Ctrl-C in its terminal"
+                    + (f", or kill {pid}" if here else "") + ")" + (f", then: {resume_hint}" if resume_hint else ""))
+            c.execute("UPDATE runs SET status = 'running', message = NULL, finished_at = NULL, pid = ?, host = ?, "
+                      "heartbeat_at = ? WHERE run_id = ?", (os.getpid(), socket.gethostname(), time.time(), run_id))
+            c.execute("COMMIT")
+        except BaseException:
+            if c.in_transaction:
+                c.execute("ROLLBACK")
+            raise
+
     def mark_run(self, run_id: str, status: str, message: str | None = None) -> None:
-        if status == "running":  # (re)started by this process, e.g. on resume
-            self.conn.execute("UPDATE runs SET status = ?, message = ?, finished_at = NULL, pid = ?, host = ? "
-                              "WHERE run_id = ?", (status, message, os.getpid(), socket.gethostname(), run_id))
+        if status == "running":
+            self.claim_run(run_id)
             return
         self.conn.execute("UPDATE runs SET status = ?, message = ?, finished_at = ? WHERE run_id = ?",
                           (status, message, time.time(), run_id))
 
-    def _record(self, row: Sequence[Any]) -> RunRecord:
+    def _record(self, row: Sequence[Any], case_sets: dict[str, Any] | None = None) -> RunRecord:
         """Row: the run columns of _RUN_COLUMNS, then optionally the stored count."""
         status = row[8]
-        if status == "running" and not _process_alive(row[10], row[11]):
+        if status == "running" and not _process_alive(row[10], row[11], row[12]):
             status = "interrupted"  # its process died without saying so (SIGKILL, a crash, power loss)
-        return RunRecord(run_id=row[0], project=row[1], project_path=row[2], config=json.loads(row[3]),
+        config = json.loads(row[3])
+        digest = row[13]
+        if digest is not None:  # stored once per content since schema 5; older runs hold their cases inline
+            cache = case_sets if case_sets is not None else {}
+            if digest not in cache:
+                found = self.conn.execute("SELECT cases_json FROM case_sets WHERE digest = ?", (digest,)).fetchone()
+                if found is None:
+                    raise explain(self.path, "SQLITE_CORRUPT", f"run {row[0]}'s case set {digest[:12]} is missing")
+                cache[digest] = json.loads(found[0])
+            config["cases"] = cache[digest]
+        return RunRecord(run_id=row[0], project=row[1], project_path=row[2], config=config,
                          filters=json.loads(row[4]), planned=row[5], started_at=row[6], finished_at=row[7],
-                         status=status, message=row[9], stored=row[12] if len(row) > 12 else 0)
+                         status=status, message=row[9], stored=row[14] if len(row) > 14 else 0)
 
     def get_run(self, run_id: str) -> RunRecord:
         """A run by id, or the newest with 'last'."""
@@ -187,7 +301,8 @@ class Store:
             " (SELECT COUNT(*) FROM results x WHERE x.run_id = r.run_id AND"
             "  (x.error_class IS NULL OR x.error_class != 'cancelled'))"
             " FROM runs r ORDER BY r.started_at DESC, r.rowid DESC LIMIT ?", (limit,)).fetchall()
-        return [self._record(r) for r in rows]
+        case_sets: dict[str, Any] = {}
+        return [self._record(r, case_sets) for r in rows]
 
     # ---- results -------------------------------------------------------------------------------
 

@@ -30,12 +30,15 @@ import anyio
 from arenatui.engine.events import CallFinished, CallResult, ClientLoadSampled, ConcurrencyChanged, Event
 from arenatui.errors import StoreError
 from arenatui.store.db import (
+    HEARTBEAT,
+    HEARTBEAT_S,
     INSERT_CLIENT_LOAD,
     INSERT_CONCURRENCY_CHANGE,
     UPSERT_RESULT,
     Store,
     client_load_row,
     concurrency_change_row,
+    explain,
     result_row,
 )
 
@@ -61,6 +64,11 @@ class ResultWriter:
         """Results handed to the writer process."""
         self.batches = 0
         self._acked = 0
+        self.unclean_batches = 0
+        """Batches the writer process committed only after repairing or leaving out some rows."""
+        self.problems: list[str] = []
+        """What the writer process reported when it ended: rows repaired or left out (read by `close`)."""
+        self._beat_due = time.monotonic() + HEARTBEAT_S
         self._proc = subprocess.Popen(
             [sys.executable, str(_SINK), str(self.db_path)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
@@ -98,6 +106,10 @@ class ResultWriter:
             statements.append((INSERT_CLIENT_LOAD, loads))
         if results:
             statements.append((UPSERT_RESULT, [result_row(run_id, r) for r in results]))
+        now = time.monotonic()
+        if now >= self._beat_due:
+            self._beat_due = now + HEARTBEAT_S
+            statements.append((HEARTBEAT, [(time.time(), run_id, os.getpid())]))
         payload = marshal.dumps(statements)
         try:
             self._in.write(len(payload).to_bytes(4, "little") + payload)
@@ -109,10 +121,24 @@ class ResultWriter:
 
     def _failed(self) -> StoreError:
         self._proc.wait(timeout=10)
-        err = self._proc.stderr.read().decode(errors="replace").strip() if self._proc.stderr else ""
-        last = err.splitlines()[-1] if err else f"exit code {self._proc.returncode}"
+        self._read_problems()
+        for line in self.problems:
+            if line.startswith("sink-error "):  # "sink-error SQLITE_FULL: database or disk is full"
+                name, _, message = line.removeprefix("sink-error ").partition(": ")
+                return explain(self.db_path, name, message)
+        last = self.problems[-1] if self.problems else f"exit code {self._proc.returncode}"
         return StoreError(f"the results writer for {str(self.db_path)!r} stopped ({last}); results not yet "
                           "committed are lost, everything before is stored")
+
+    def _read_problems(self) -> None:
+        if self._proc.stderr is None or self._proc.stderr.closed:
+            return
+        err = self._proc.stderr.read().decode(errors="replace")
+        self.problems += [line.strip() for line in err.splitlines() if line.strip()]
+
+    def _count(self, acks: bytes) -> None:
+        self._acked += len(acks)
+        self.unclean_batches += acks.count(b"!")
 
     def _read_acks(self) -> None:
         try:
@@ -121,7 +147,7 @@ class ResultWriter:
             return
         if not got and self._proc.poll() is not None:
             raise self._failed()
-        self._acked += len(got)
+        self._count(got)
 
     def _take(self) -> tuple[list[CallResult], list[ConcurrencyChanged | ClientLoadSampled]]:
         rows, self._rows = self._rows, []
@@ -136,10 +162,11 @@ class ResultWriter:
             while not self._closing:
                 if not self._signalled:
                     self._wake = anyio.Event()
-                    await self._wake.wait()
+                    with anyio.move_on_after(max(0.0, self._beat_due - time.monotonic())):
+                        await self._wake.wait()
                 rows, changes = self._take()
                 t = time.monotonic()
-                if rows or changes:
+                if rows or changes or t >= self._beat_due:
                     self._send(rows, changes)
                 self._read_acks()
                 rest = self.min_interval_s - (time.monotonic() - t)
@@ -163,7 +190,7 @@ class ResultWriter:
             if time.monotonic() > deadline:
                 raise StoreError(f"the results writer for {str(self.db_path)!r} did not commit within 60 s")
             try:
-                self._acked += len(os.read(self._out_fd, 65536))
+                self._count(os.read(self._out_fd, 65536))
             except BlockingIOError:
                 time.sleep(0.001)
 
@@ -188,6 +215,8 @@ class ResultWriter:
                 self._proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self._proc.kill()
+                self._proc.wait()
+            self._read_problems()
             if self._proc.stdout:
                 self._proc.stdout.close()
             if self._proc.stderr:

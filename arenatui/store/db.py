@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -9,10 +10,10 @@ import secrets
 import socket
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from arenatui.engine.events import CallResult, ClientLoadSampled, ConcurrencyChanged
 from arenatui.errors import DiskFullError, PlanError, StoreError
@@ -160,6 +161,21 @@ def _split(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _explained(method: Callable[_P, _T]) -> Callable[_P, _T]:
+    """A Store method whose SQLite failures (locked, full, corrupt) reach the person as one clear paragraph."""
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        try:
+            return method(*args, **kwargs)
+        except sqlite3.Error as e:
+            raise explain_error(args[0].path, e) from None  # type: ignore[attr-defined]
+    return wrapper
+
+
 @dataclass(frozen=True, slots=True)
 class RunRecord:
     run_id: str
@@ -196,6 +212,7 @@ class Store:
 
     # ---- runs ----------------------------------------------------------------------------------
 
+    @_explained
     def create_run(self, project: str, project_path: str | None, config: dict[str, Any], filters: dict[str, Any],
                    planned: int) -> str:
         from arenatui import __version__
@@ -226,6 +243,7 @@ class Store:
             raise
         return run_id
 
+    @_explained
     def claim_run(self, run_id: str, resume_hint: str = "") -> None:
         """Make this process the holder of a stored run, or refuse while another live process holds it.
 
@@ -256,6 +274,7 @@ class Store:
                 c.execute("ROLLBACK")
             raise
 
+    @_explained
     def mark_run(self, run_id: str, status: str, message: str | None = None) -> None:
         if status == "running":
             self.claim_run(run_id)
@@ -282,6 +301,7 @@ class Store:
                          filters=json.loads(row[4]), planned=row[5], started_at=row[6], finished_at=row[7],
                          status=status, message=row[9], stored=row[14] if len(row) > 14 else 0)
 
+    @_explained
     def get_run(self, run_id: str) -> RunRecord:
         """A run by id, or the newest with 'last'."""
         cols = f"SELECT {_RUN_COLUMNS} FROM runs r"
@@ -295,6 +315,7 @@ class Store:
                 raise PlanError(f"no run {run_id!r} in {str(self.path)!r}; `arena runs` lists the stored runs")
         return self._record(row)
 
+    @_explained
     def list_runs(self, limit: int = 50) -> list[RunRecord]:
         rows = self.conn.execute(
             f"SELECT {_RUN_COLUMNS},"
@@ -306,10 +327,12 @@ class Store:
 
     # ---- results -------------------------------------------------------------------------------
 
+    @_explained
     def write_results(self, run_id: str, results: Iterable[CallResult]) -> None:
         rows = [result_row(run_id, r) for r in results]
         self.write_rows(rows)
 
+    @_explained
     def write_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
         if not rows:
             return
@@ -322,17 +345,21 @@ class Store:
             c.execute("ROLLBACK")
             raise
 
+    @_explained
     def write_concurrency_change(self, run_id: str, ev: ConcurrencyChanged) -> None:
         self.conn.execute(INSERT_CONCURRENCY_CHANGE, concurrency_change_row(run_id, ev))
 
+    @_explained
     def write_client_load(self, run_id: str, samples: Sequence[ClientLoadSampled]) -> None:
         self.conn.executemany(INSERT_CLIENT_LOAD, [client_load_row(run_id, ev) for ev in samples])
 
+    @_explained
     def client_load(self, run_id: str) -> list[tuple[float, float, float]]:
         """The client's CPU samples of a run, oldest first: (epoch seconds, fraction of one core, interval s)."""
         return self.conn.execute("SELECT at, cpu, interval_s FROM client_load WHERE run_id = ? ORDER BY at",
                                  (run_id,)).fetchall()
 
+    @_explained
     def done_keys(self, run_id: str) -> dict[str, set[tuple[str, int]]]:
         """Per model, the (case id, trial) pairs with a final result: what resume must not call again."""
         out: dict[str, set[tuple[str, int]]] = {}
@@ -342,10 +369,12 @@ class Store:
             out.setdefault(mk, set()).add((cid, trial))
         return out
 
+    @_explained
     def count_results(self, run_id: str) -> int:
         (n,) = self.conn.execute("SELECT COUNT(*) FROM results WHERE run_id = ?", (run_id,)).fetchone()
         return int(n)
 
+    @_explained
     def results(self, run_id: str, columns: Sequence[str] = RESULT_COLUMNS) -> list[tuple[Any, ...]]:
         for c in columns:
             if c not in RESULT_COLUMNS:
@@ -354,12 +383,14 @@ class Store:
             f"SELECT {', '.join(columns)} FROM results WHERE run_id = ? ORDER BY model_key, case_id, trial",
             (run_id,)).fetchall()
 
+    @_explained
     def result(self, run_id: str, model_key: str, case_id: str, trial: int) -> dict[str, Any] | None:
         row = self.conn.execute(
             f"SELECT {', '.join(RESULT_COLUMNS)} FROM results WHERE run_id = ? AND model_key = ? AND case_id = ? "
             "AND trial = ?", (run_id, model_key, case_id, trial)).fetchone()
         return dict(zip(RESULT_COLUMNS, row, strict=True)) if row else None
 
+    @_explained
     def concurrency_changes(self, run_id: str) -> list[tuple[float, int, int, str | None, str]]:
         return self.conn.execute(
             "SELECT at, old, new, model_key, source FROM concurrency_changes WHERE run_id = ? ORDER BY at",

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from arenatui.engine.events import RunStatus
+from arenatui.errors import ArenaError, unwrap
 from arenatui.live import LiveSnapshot
 from arenatui.sweep import Sweep
 
@@ -78,22 +79,28 @@ async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunSta
             await anyio.sleep(REFRESH_S)
 
     sweep_scope = anyio.CancelScope()
-    async with anyio.create_task_group() as tg:
-        if sys.platform != "win32":
-            tg.start_soon(watch_signals, sweep_scope)
-        if progress is not None:
-            progress.start()
-            tg.start_soon(show)
-        try:
-            with sweep_scope:
-                status = await sweep.run()
-            if sweep_scope.cancelled_caught:
-                status = sweep.status or "cancelled"
-        finally:
-            tg.cancel_scope.cancel()
-            if progress is not None and task is not None:
-                snap = sweep.live.snapshot()
-                progress.update(task, completed=snap.done, stats=_stats(snap, eta=False))
-                progress.refresh()
-                progress.stop()
+    try:
+        async with anyio.create_task_group() as tg:
+            if sys.platform != "win32":
+                tg.start_soon(watch_signals, sweep_scope)
+            if progress is not None:
+                progress.start()
+                tg.start_soon(show)
+            try:
+                with sweep_scope:
+                    status = await sweep.run()
+                if sweep_scope.cancelled_caught:
+                    status = sweep.status or "cancelled"
+            finally:
+                tg.cancel_scope.cancel()
+                if progress is not None and task is not None:
+                    snap = sweep.live.snapshot()
+                    progress.update(task, completed=snap.done, stats=_stats(snap, eta=False))
+                    progress.refresh()
+                    progress.stop()
+    except BaseExceptionGroup as group:  # the store failed mid-run: one paragraph, not a task group's traceback
+        leaf = unwrap(group)
+        if isinstance(leaf, ArenaError):
+            raise leaf from None
+        raise
     return status

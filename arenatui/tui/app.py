@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import signal
 from collections.abc import Iterable
 
 from textual.app import App, SystemCommand
@@ -50,12 +52,36 @@ class ArenaApp(App[RunStatus | None]):
         return dict(STATE_VARIABLES)
 
     def on_mount(self) -> None:
+        self._watch_stop_signals()
         for problem in self.theme_problems:
             self.notify(problem, title="Theme not loaded", severity="warning", timeout=12, markup=False)
         if self._theme_arg and self._theme_arg == self.theme:
             remember_theme(self.theme)
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.push_screen(RunScreen(self.sweep, autostart=self.autostart))
+
+    def _watch_stop_signals(self) -> None:
+        """SIGTERM and SIGHUP stop the sweep like `q` then `y`: the run's end is recorded, the terminal restored."""
+        loop = asyncio.get_running_loop()
+        for name in ("SIGTERM", "SIGHUP"):
+            if hasattr(signal, name):
+                try:
+                    loop.add_signal_handler(getattr(signal, name), self._stop_signal, int(getattr(signal, name)))
+                except (NotImplementedError, RuntimeError, ValueError):
+                    pass  # not the main thread (tests drive the app elsewhere) or not a Unix loop
+
+    def _stop_signal(self, signum: int) -> None:
+        if self.sweep.stopped_by is None:
+            self.sweep.stopped_by = signum
+        try:
+            rs = self.run_screen
+        except LookupError:
+            self.exit(self.sweep.status)
+            return
+        if rs.sweep_ended or rs._sweep_worker is None or self.sweep.runner.cancelled:
+            self.exit(self.sweep.status)  # nothing to wait for, or a second signal: stop waiting
+        else:
+            rs.stop_sweep()
 
     def _theme_changed(self, theme: Theme) -> None:
         remember_theme(theme.name)

@@ -153,8 +153,13 @@ def migrate(conn: sqlite3.Connection, path: Path | str) -> None:
             conn.execute(f"PRAGMA user_version = {i + 1}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)  # a Ctrl-C may land after COMMIT: then there is nothing to roll back
             raise
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:  # SQLite ends some transactions itself (a full disk), and a Ctrl-C may follow COMMIT
+        conn.execute("ROLLBACK")
 
 
 def _split(script: str) -> list[str]:
@@ -238,8 +243,7 @@ class Store:
             )
             c.execute("COMMIT")
         except BaseException:
-            if c.in_transaction:
-                c.execute("ROLLBACK")
+            _rollback(c)
             raise
         return run_id
 
@@ -270,8 +274,7 @@ class Store:
                       "heartbeat_at = ? WHERE run_id = ?", (os.getpid(), socket.gethostname(), time.time(), run_id))
             c.execute("COMMIT")
         except BaseException:
-            if c.in_transaction:
-                c.execute("ROLLBACK")
+            _rollback(c)
             raise
 
     @_explained
@@ -342,7 +345,7 @@ class Store:
             c.executemany(UPSERT_RESULT, rows)
             c.execute("COMMIT")
         except BaseException:
-            c.execute("ROLLBACK")
+            _rollback(c)
             raise
 
     @_explained

@@ -104,7 +104,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     sweep = Sweep(_sweep_options(args), live_metrics=not args.quiet)  # type: ignore[arg-type]
     plan = sweep.plan
     for notice in sweep.notices:
-        err.print(render_error(notice, prefix="note"), markup=False)
+        err.print(render_error(notice, prefix="note"), markup=False, soft_wrap=True)
     if not args.quiet:
         what = "Resuming" if sweep.resumed else "Run"
         err.print(f"{what} {sweep.run_id}: {plan.describe()}, {plan.remaining} to make", markup=False)
@@ -112,9 +112,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     try:
         status = anyio.run(lambda: run_headless(sweep, quiet=args.quiet, console=err))
     except ArenaError as e:  # the store failed mid-run (disk full, a corrupt file): what was committed is kept
-        err.print(render_error(e), markup=False)
+        err.print(render_error(e), markup=False, soft_wrap=True)
         err.print(f"The run {sweep.run_id} failed; every call committed before is stored. Resume with:\n"
-                  f"  {sweep.resume_command}", markup=False)
+                  f"  {sweep.resume_command}", markup=False, soft_wrap=True)
         return e.exit_code
     except KeyboardInterrupt as e:  # a signal before or after the loop watched them: the sweep recorded its end
         if isinstance(e, _Stopped):
@@ -122,7 +122,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         status = sweep.status or "cancelled"
     elapsed = time.monotonic() - t0
     for problem in sweep.store_warnings():
-        err.print(render_error(problem, prefix="warning"), markup=False, style="bold yellow")
+        err.print(render_error(problem, prefix="warning"), markup=False, style="bold yellow", soft_wrap=True)
     with Store(sweep.db_path) as store:
         spend = sum(r[0] for r in store.results(sweep.run_id, ("cost",)))
         out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed), markup=False)
@@ -138,7 +138,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     out.print(f"Run id: {sweep.run_id}", markup=False)
     if status != "finished":
         err.print(f"The run was {status}; every finished call is stored. Resume with:\n  {sweep.resume_command}",
-                  markup=False)
+                  markup=False, soft_wrap=True)  # never cut: the command is what the person copies
         return exit_for(sweep.stopped_by) if status == "cancelled" else EXIT_FAILED
     return EXIT_OK
 

@@ -108,4 +108,5 @@ def render_error(exc: BaseException | str, *, prefix: str = "error") -> str:
     from arenatui.safe_text import printable  # messages quote user files: no escape sequence reaches the terminal
 
     text = printable(str(exc).strip() or exc.__class__.__name__, newlines=False)
-    return textwrap.fill(f"{prefix}: " + " ".join(text.split()), width=100, break_on_hyphens=False)
+    return textwrap.fill(f"{prefix}: " + " ".join(text.split()), width=100, break_on_hyphens=False,
+                         break_long_words=False)  # a path or command cut in two cannot be copied

@@ -15,8 +15,9 @@ and counted. At the end it writes one summary line per kind of problem to stderr
 engine's process reads when it closes the writer. A failure no row can survive (disk full, a
 corrupt or locked file) ends it with exit code 3 and one line ``sink-error SQLITE_NAME: message``.
 
-It ignores SIGINT, SIGTERM and SIGHUP (a signal to the process group reaches it too; the
-engine's process decides what to do and closes it) and ends at end of input: when the engine's
+It runs in its own process group (a signal to the engine's group does not reach it), and ignores
+SIGINT, SIGTERM and SIGHUP besides (sent to it directly, or by a supervisor that signals every
+process it started): the engine's process decides what to do and closes it. It ends at end of input: when the engine's
 process exits or is killed, every frame it finished sending is committed, and a frame cut off
 half-way is dropped whole.
 """

@@ -72,6 +72,9 @@ class ResultWriter:
         self._proc = subprocess.Popen(
             [sys.executable, str(_SINK), str(self.db_path)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
+            # Its own process group: Ctrl-C, a closed terminal or `kill -- -PGID` reach only the engine's
+            # process, which decides; the child also ignores those signals once started (sink_process.py).
+            process_group=0,
         )
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._in = self._proc.stdin

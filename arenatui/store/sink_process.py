@@ -17,9 +17,9 @@ corrupt or locked file) ends it with exit code 3 and one line ``sink-error SQLIT
 
 It runs in its own process group (a signal to the engine's group does not reach it), and ignores
 SIGINT, SIGTERM and SIGHUP besides (sent to it directly, or by a supervisor that signals every
-process it started): the engine's process decides what to do and closes it. It ends at end of input: when the engine's
-process exits or is killed, every frame it finished sending is committed, and a frame cut off
-half-way is dropped whole.
+process it started): the engine's process decides what to do and closes it. It ends at end of
+input: when the engine's process exits or is killed, every frame it finished sending is
+committed, and a frame cut off half-way is dropped whole.
 """
 
 from __future__ import annotations

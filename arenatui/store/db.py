@@ -52,7 +52,11 @@ HEARTBEAT_S = 5.0
 LEASE_S = 30.0
 """A run on another host whose heartbeat is older than this has no live holder: it may be resumed."""
 QUICK_CHECK_BYTES = 64 << 20
-"""Files up to this size are checked for corruption on open (about a second for 64 MB on a slow disk)."""
+"""Files up to this size are checked for corruption on open (60 ms for 61 MB measured, from the page cache)."""
+
+
+_CHECKED: set[Path] = set()
+"""Files this process has checked already: a command opens its database several times (~60 ms per 64 MB)."""
 
 
 def wait_s() -> float:
@@ -118,7 +122,7 @@ def connect(path: Path | str) -> sqlite3.Connection:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        small = path.exists() and path.stat().st_size <= QUICK_CHECK_BYTES
+        small = path.exists() and path.stat().st_size <= QUICK_CHECK_BYTES and path.resolve() not in _CHECKED
     except OSError as e:
         raise StoreError(f"cannot open the results database {str(path)!r}: {e}") from None
     try:
@@ -135,6 +139,7 @@ def connect(path: Path | str) -> sqlite3.Connection:
             if problems != ["ok"]:
                 conn.close()
                 raise explain(path, "SQLITE_CORRUPT", "; ".join(problems))
+            _CHECKED.add(path.resolve())
     except sqlite3.Error as e:
         raise explain_error(path, e) from None
     return conn

@@ -68,3 +68,38 @@ def test_a_signal_to_the_console_restores_the_terminal_and_records_the_end(arena
         (run,) = store.list_runs()
     assert run.status == "cancelled" and run.stored > 0
     assert f"arena run --resume {run.run_id} --db {db}" in screen.replace("\n", "")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(TMUX is None or sys.platform == "win32", reason="needs tmux")
+def test_a_closed_terminal_ends_the_console_and_records_the_end(arena_home: Path, tmp_path: Path) -> None:
+    """A real hangup (the terminal's server gone): writes fail, yet the process ends and the run is not 'running'."""
+    sock = f"arena-hup-{os.getpid()}-{tmp_path.name}"
+    pid_file, db = tmp_path / "pid", tmp_path / "demo.db"
+    arena = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "arenatui", "demo", "--trials", "50", "--db",
+                                                str(db)))
+    inner = f"echo $$ > {shlex.quote(str(pid_file))}; exec {arena}"
+    cmd = (f"cd {shlex.quote(str(tmp_path))} && unset COLUMNS LINES && ARENATUI_HOME={shlex.quote(str(arena_home))} "
+           f"sh -c {shlex.quote(inner)}")
+    _tmux(sock, "-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "160", "-y", "48", cmd)
+    try:
+        _wait(lambda: re.search(r"[✓✗!][0-9]+/50", _tmux(sock, "capture-pane", "-p", "-t", "demo")) is not None)
+    finally:
+        _tmux(sock, "kill-server")
+    pid = int(pid_file.read_text().strip())
+
+    def gone() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    try:
+        _wait(gone, timeout=60)
+    finally:
+        if not gone():
+            os.kill(pid, signal.SIGKILL)
+    with Store(db) as store:
+        (run,) = store.list_runs()
+    assert run.status == "cancelled" and run.stored > 0

@@ -34,9 +34,11 @@ def _stop_like_ctrl_c(signum: int, _frame: object) -> None:
 
 
 def _handle_stop_signals() -> None:
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), _stop_like_ctrl_c)
+    from arenatui.sweep import stop_signals
+
+    for sig in stop_signals():
+        if sig != signal.SIGINT:  # Python's own Ctrl-C handling raises KeyboardInterrupt already
+            signal.signal(sig, _stop_like_ctrl_c)
 
 
 def demo_project_path() -> Path:

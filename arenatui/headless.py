@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 
 import anyio
@@ -12,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from arenatui.engine.events import RunStatus
 from arenatui.errors import ArenaError, unwrap
 from arenatui.live import LiveSnapshot
-from arenatui.sweep import Sweep
+from arenatui.sweep import Sweep, stop_signals
 
 REFRESH_S = 0.25
 
@@ -37,10 +36,6 @@ def _stats(snap: LiveSnapshot, *, eta: bool) -> str:
             f"{snap.calls_per_s:7.1f} calls/s" + (f"  {_eta(snap.eta_s)}" if eta else "") + _client(snap))
 
 
-STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
-"""Ctrl-C, and what `timeout`, CI cancellation, `docker stop`, systemd and a closed terminal send."""
-
-
 async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunStatus:
     """Run the sweep; Ctrl-C, SIGTERM or SIGHUP cancels it cleanly, a second one stops waiting for calls in flight.
 
@@ -56,14 +51,17 @@ async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunSta
     status: RunStatus = "failed"
 
     async def watch_signals(sweep_scope: anyio.CancelScope) -> None:
-        with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+        with anyio.open_signal_receiver(*stop_signals()) as signals:
             async for signum in signals:
                 if sweep.stopped_by is None:
                     sweep.stopped_by = int(signum)
                 if not sweep.runner.cancelled:
-                    console.print("\nStopping: finished calls are stored; calls in flight are cancelled.",
-                                  highlight=False, markup=False)
                     sweep.runner.cancel()
+                    try:
+                        console.print("\nStopping: finished calls are stored; calls in flight are cancelled.",
+                                      highlight=False, markup=False)
+                    except OSError:
+                        pass  # the terminal is gone (SIGHUP): stopping matters, saying so cannot
                 else:
                     # Stop waiting: cancelling the sweep's scope still runs its cleanup (writer, run record).
                     sweep_scope.cancel()

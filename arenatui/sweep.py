@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import shlex
+import signal
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,17 @@ from arenatui.plan import Filters, Plan, make_plan
 from arenatui.providers.base import Provider, make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.db import explain_error
+
+
+def stop_signals() -> tuple[signal.Signals, ...]:
+    """The signals a view turns into a clean stop: Ctrl-C, and SIGTERM and SIGHUP (`timeout`, CI cancellation,
+    `docker stop`, a closed terminal), except those ignored when arena started (`nohup` ignores SIGHUP)."""
+    out = [signal.SIGINT]
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
+            out.append(sig)
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)

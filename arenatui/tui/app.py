@@ -14,7 +14,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 from arenatui.engine.events import RunStatus
-from arenatui.sweep import Sweep
+from arenatui.sweep import Sweep, stop_signals
 from arenatui.tui.screens import RunScreen
 from arenatui.tui.themes import DEFAULT_THEME, STATE_VARIABLES, load_themes, remember_theme, remembered_theme
 
@@ -77,12 +77,13 @@ class ArenaApp(App[RunStatus | None]):
     def _watch_stop_signals(self) -> None:
         """SIGTERM and SIGHUP stop the sweep like `q` then `y`: the run's end is recorded, the terminal restored."""
         loop = asyncio.get_running_loop()
-        for name in ("SIGTERM", "SIGHUP"):
-            if hasattr(signal, name):
-                try:
-                    loop.add_signal_handler(getattr(signal, name), self._stop_signal, int(getattr(signal, name)))
-                except (NotImplementedError, RuntimeError, ValueError):
-                    pass  # not the main thread (tests drive the app elsewhere) or not a Unix loop
+        for sig in stop_signals():
+            if sig == signal.SIGINT:
+                continue  # Ctrl-C is a key in the console (raw mode), bound to its own action
+            try:
+                loop.add_signal_handler(sig, self._stop_signal, int(sig))
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass  # not the main thread (tests drive the app elsewhere) or not a Unix loop
 
     def _stop_signal(self, signum: int) -> None:
         if self.sweep.stopped_by is None:

@@ -7,6 +7,7 @@ what the store keeps (every finished call, the run's end recorded, never left 'r
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -236,3 +237,16 @@ def test_resume_refuses_project_and_seed_and_says_what_changed_in_the_file(tmp_p
     assert f"note: the project file {proj} changed since this run started" in note
     assert "1 models added (m3)" in note and "1 models removed (m2)" in note and "1 cases changed (q2)" in note
     assert "The run's stored configuration is used" in note
+
+
+@pytest.mark.skipif(shutil.which("nohup") is None, reason="needs nohup")
+def test_under_nohup_a_hangup_is_ignored_as_asked(tmp_path: Path) -> None:
+    proj, db = _project(tmp_path, 60), tmp_path / "r.db"
+    p = subprocess.Popen([shutil.which("nohup") or "nohup", sys.executable, "-m", "arenatui", "evaluate", "-p",
+                          str(proj), "--db", str(db), "-q", "--no-report"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=_env(tmp_path), cwd=tmp_path, start_new_session=True)
+    _wait_rows(p, db, 10)
+    os.killpg(p.pid, signal.SIGHUP)
+    _out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert _only_run(db)[1:] == ("finished", 120)

@@ -103,8 +103,12 @@ def _process_alive(pid: int | None, host: str | None, heartbeat_at: float | None
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    try:  # the pid may since belong to another program (a reboot, pids wrapping around)
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc (macOS) or not ours to read: trust the pid
+    return not cmdline or b"arena" in cmdline  # empty while a process starts: trust the pid
 
 
 def default_db_path() -> Path:

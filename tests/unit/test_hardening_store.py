@@ -98,10 +98,19 @@ def test_a_database_from_before_case_sets_keeps_working(db_path: Path) -> None:
         assert run.run_id == "old" and run.status == "finished"
 
 
+def _started(cmd: list[str]) -> subprocess.Popen[bytes]:
+    p = subprocess.Popen(cmd)
+    deadline = time.monotonic() + 30
+    proc = Path(f"/proc/{p.pid}/cmdline")
+    while proc.exists() and not proc.read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.01)  # its command line appears once the new program has started
+    return p
+
+
 def test_resume_is_refused_while_the_runs_process_lives_here_and_allowed_once_it_is_gone(db_path: Path) -> None:
     with Store(db_path) as store:
         run_id = store.create_run("p", None, CONFIG, {}, 50)
-        other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        other = _started([sys.executable, "-c", "import time; time.sleep(60)  # stands in for arena"])
         try:
             store.conn.execute("UPDATE runs SET pid = ? WHERE run_id = ?", (other.pid, run_id))
             with pytest.raises(PlanError, match=rf"still being run by process {other.pid} on .*kill {other.pid}"):
@@ -112,6 +121,20 @@ def test_resume_is_refused_while_the_runs_process_lives_here_and_allowed_once_it
         store.claim_run(run_id)  # its process is gone: this one takes the run over
         row = store.conn.execute("SELECT status, pid FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         assert row == ("running", os.getpid())
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
+def test_a_pid_now_used_by_another_program_does_not_hold_the_run(db_path: Path) -> None:
+    with Store(db_path) as store:
+        run_id = store.create_run("p", None, CONFIG, {}, 50)
+        other = _started([sys.executable, "-c", "import time; time.sleep(60)"])
+        try:
+            store.conn.execute("UPDATE runs SET pid = ? WHERE run_id = ?", (other.pid, run_id))
+            assert store.get_run(run_id).status == "interrupted"
+            store.claim_run(run_id)
+        finally:
+            other.kill()
+            other.wait()
 
 
 def test_a_run_held_on_another_host_is_refused_until_its_heartbeat_is_stale(db_path: Path) -> None:

@@ -44,6 +44,15 @@ def client_load_row(run_id: str, ev: ClientLoadSampled) -> tuple[Any, ...]:
     return (run_id, ev.at, ev.cpu, ev.interval_s)
 
 
+EVENT_ROWS: dict[type, tuple[str, Callable[[str, Any], tuple[Any, ...]]]] = {
+    ConcurrencyChanged: (INSERT_CONCURRENCY_CHANGE, concurrency_change_row),
+    ClientLoadSampled: (INSERT_CLIENT_LOAD, client_load_row),
+}
+"""Run-level events the results writer stores besides finished calls: event type → (INSERT, row of run id and
+event). A new kind of row is one entry here (and its table in a migration); the writer and its process need
+no change."""
+
+
 _RUN_COLUMNS = ("r.run_id, r.project, r.project_path, r.config_json, r.filters_json, r.planned, r.started_at, "
                 "r.finished_at, r.status, r.message, r.pid, r.host, r.heartbeat_at, r.case_set")
 

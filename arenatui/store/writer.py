@@ -27,17 +27,14 @@ from typing import Any
 
 import anyio
 
-from arenatui.engine.events import CallFinished, CallResult, ClientLoadSampled, ConcurrencyChanged, Event
+from arenatui.engine.events import CallFinished, CallResult, Event
 from arenatui.errors import StoreError
 from arenatui.store.db import (
+    EVENT_ROWS,
     HEARTBEAT,
     HEARTBEAT_S,
-    INSERT_CLIENT_LOAD,
-    INSERT_CONCURRENCY_CHANGE,
     UPSERT_RESULT,
     Store,
-    client_load_row,
-    concurrency_change_row,
     explain,
     result_row,
 )
@@ -54,7 +51,7 @@ class ResultWriter:
         self.run_id = run_id
         self.min_interval_s = min_interval_s
         self._rows: list[CallResult] = []
-        self._changes: list[ConcurrencyChanged | ClientLoadSampled] = []
+        self._changes: list[Event] = []
         """Rare run-level events, written in order with the next batch."""
         self._wake: anyio.Event | None = None
         self._signalled = False
@@ -89,7 +86,7 @@ class ResultWriter:
         """Sink for the engine: O(1), no I/O."""
         if type(ev) is CallFinished:
             self._rows.append(ev.result)  # the row is built when the batch is sent, off the event path
-        elif type(ev) is ConcurrencyChanged or type(ev) is ClientLoadSampled:
+        elif type(ev) in EVENT_ROWS:
             self._changes.append(ev)
         else:
             return
@@ -98,15 +95,13 @@ class ResultWriter:
             if self._wake is not None:
                 self._wake.set()
 
-    def _send(self, results: list[CallResult], changes: list[ConcurrencyChanged | ClientLoadSampled]) -> None:
+    def _send(self, results: list[CallResult], changes: list[Event]) -> None:
         run_id = self.run_id
         statements: list[tuple[str, list[tuple[Any, ...]]]] = []
-        cc = [concurrency_change_row(run_id, ch) for ch in changes if type(ch) is ConcurrencyChanged]
-        if cc:
-            statements.append((INSERT_CONCURRENCY_CHANGE, cc))
-        loads = [client_load_row(run_id, ch) for ch in changes if type(ch) is ClientLoadSampled]
-        if loads:
-            statements.append((INSERT_CLIENT_LOAD, loads))
+        by_kind: dict[type, list[tuple[Any, ...]]] = {}
+        for ch in changes:  # in the order each kind first appeared
+            by_kind.setdefault(type(ch), []).append(EVENT_ROWS[type(ch)][1](run_id, ch))
+        statements += [(EVENT_ROWS[kind][0], rows) for kind, rows in by_kind.items()]
         if results:
             statements.append((UPSERT_RESULT, [result_row(run_id, r) for r in results]))
         now = time.monotonic()
@@ -152,7 +147,7 @@ class ResultWriter:
             raise self._failed()
         self._count(got)
 
-    def _take(self) -> tuple[list[CallResult], list[ConcurrencyChanged | ClientLoadSampled]]:
+    def _take(self) -> tuple[list[CallResult], list[Event]]:
         rows, self._rows = self._rows, []
         changes, self._changes = self._changes, []
         self._signalled = False

@@ -75,7 +75,7 @@ def project_changes(project_path: str | None, stored: Project) -> list[str]:
         return []
     try:
         now = project_to_dict(load_project(project_path))
-    except ArenaError:
+    except Exception:  # advice only: whatever is wrong with the file now must not stop the resume
         return [f"the project file {project_path} no longer loads; the run's stored configuration is used"]
     then = project_to_dict(stored)
     diffs = _differences("models", {m["key"]: m for m in then["models"]}, {m["key"]: m for m in now["models"]})

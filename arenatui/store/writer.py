@@ -12,6 +12,12 @@ process still commits every batch it was sent. What is lost is at most the last
 
 Group commit: when the writer is idle a result is sent at once; under load results gather for
 at least `min_interval_s` between batches.
+
+A row the database refuses never costs its batch: the writer process retries it row by row and
+reports what it repaired or left out (`problems`, read at `close`). A failure of the file itself
+(disk full, corrupt, locked) ends it and reaches the person through `db.explain`. Every
+HEARTBEAT_S a batch also renews the run's claim (Store.claim_run), so another host can tell a
+live holder from a dead one.
 """
 
 from __future__ import annotations

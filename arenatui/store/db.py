@@ -92,8 +92,8 @@ def explain(path: Path | str, name: str, message: str) -> StoreError:
                           f"sqlite3 {str(path)!r} .recover | sqlite3 recovered.db")
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in low:
         return StoreError(f"the results database {where} is locked by another process (waited {wait_s():g} s; "
-                          "ARENATUI_DB_WAIT_S sets how long). Let the other arena process finish or stop it, or "
-                          "pass --db with another file")
+                          "ARENATUI_DB_WAIT_S sets how long). Let the other process finish or stop it, or pass --db "
+                          "with another file")
     return StoreError(f"the results database {where} cannot be used: {message}")
 
 
@@ -151,7 +151,8 @@ def connect(path: Path | str) -> sqlite3.Connection:
             problems = [r[0] for r in conn.execute("PRAGMA quick_check(3)")]
             if problems != ["ok"]:
                 conn.close()
-                raise explain(path, "SQLITE_CORRUPT", "; ".join(problems))
+                found = " ".join(" ".join(problems).replace("*** in database main ***", "").split())
+                raise explain(path, "SQLITE_CORRUPT", found if len(found) <= 160 else found[:157] + "...")
             _CHECKED.add(path.resolve())
     except sqlite3.Error as e:
         raise explain_error(path, e) from None

@@ -41,6 +41,10 @@ def _safe(value: Any) -> Any:
     return value
 
 
+def _rows(n: int) -> str:
+    return f"{n} row" if n == 1 else f"{n} rows"
+
+
 class _Problems:
     def __init__(self) -> None:
         self.repaired = 0
@@ -50,10 +54,10 @@ class _Problems:
     def summary(self) -> list[str]:
         out = []
         if self.repaired:
-            out.append(f"sink-repaired {self.repaired} rows stored with text that could not be encoded made safe "
-                       "(lone surrogates written as \\udXXXX)")
+            out.append(f"sink-repaired {_rows(self.repaired)} stored with text that could not be encoded made "
+                       "safe (lone surrogates written as \\udXXXX)")
         if self.dropped:
-            out.append(f"sink-dropped {self.dropped} rows could not be stored ({self.first_drop})")
+            out.append(f"sink-dropped {_rows(self.dropped)} could not be stored ({self.first_drop})")
         return out
 
 

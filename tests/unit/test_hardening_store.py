@@ -56,7 +56,7 @@ def test_a_lone_surrogate_row_is_stored_made_safe_and_every_other_row_too(db_pat
     assert len(stored) == 10
     assert stored["bad\\ud800id"] == "out\\udfffput"  # the text made safe, visibly, not silently dropped
     assert writer.unclean_batches >= 1
-    assert any("1 rows stored with text that could not be encoded made safe" in p for p in writer.problems)
+    assert any("1 row stored with text that could not be encoded made safe" in p for p in writer.problems)
 
 
 def test_a_row_the_database_refuses_is_left_out_and_counted_the_rest_committed(db_path: Path) -> None:
@@ -68,7 +68,7 @@ def test_a_row_the_database_refuses_is_left_out_and_counted_the_rest_committed(d
     with Store(db_path) as store:
         assert sorted(r[0] for r in store.results(run_id, ("case_id",))) == ["q0", "q1", "q2", "q4", "q5"]
         assert store.done_keys(run_id) == {"m1": {("q0", 0), ("q1", 0), ("q2", 0), ("q4", 0), ("q5", 0)}}
-    assert any("1 rows could not be stored" in p and "q3 refused" in p for p in writer.problems)
+    assert any("1 row could not be stored" in p and "q3 refused" in p for p in writer.problems)
 
 
 def test_case_sets_are_stored_once_per_content_and_runs_read_them_back(db_path: Path) -> None:

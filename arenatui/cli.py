@@ -4,16 +4,43 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
+import sqlite3
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from arenatui.errors import ArenaError, render_error
+from arenatui.errors import ArenaError, render_error, unwrap
 from arenatui.limits import MAX_CONCURRENCY, MAX_PORT, MAX_SQL_INT, MAX_TRIALS, MIN_PORT
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def exit_for(signum: int | None) -> int:
+    """The shell's convention for a run stopped by a signal: 128 + its number (SIGTERM 143, SIGHUP 129)."""
+    return 128 + signum if signum else EXIT_INTERRUPTED
+
+
+class _Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP before or after the event loop watches signals: handled like Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop_like_ctrl_c(signum: int, _frame: object) -> None:
+    raise _Stopped(signum)
+
+
+def _handle_stop_signals() -> None:
+    from arenatui.sweep import stop_signals
+
+    for sig in stop_signals():
+        if sig != signal.SIGINT:  # Python's own Ctrl-C handling raises KeyboardInterrupt already
+            signal.signal(sig, _stop_like_ctrl_c)
 
 
 def demo_project_path() -> Path:
@@ -74,9 +101,10 @@ def _sweep_options(args: argparse.Namespace) -> object:
     from arenatui.plan import Filters
     from arenatui.sweep import SweepOptions
 
-    if args.resume and (args.models or args.tags or args.limit or args.trials):
-        raise ArenaError("--resume continues a run with the filters it was started with; drop --models, --tags, "
-                         "--limit and --trials")
+    if args.resume and (args.models or args.tags or args.limit or args.trials or args.project
+                        or args.seed is not None):
+        raise ArenaError("--resume continues a run with the project, seed and filters it was started with (stored "
+                         "with the run); drop --project, --seed, --models, --tags, --limit and --trials")
     if args.retry_errored and not args.resume:
         raise ArenaError("--retry-errored runs a stored run's errored calls again: pass --resume RUN_ID (or last)")
     return SweepOptions(
@@ -111,14 +139,29 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     out = Console(highlight=False, width=_width(sys.stdout))
     err = Console(stderr=True, highlight=False, width=_width(sys.stderr))
+    _handle_stop_signals()
     sweep = Sweep(_sweep_options(args), live_metrics=not args.quiet)  # type: ignore[arg-type]
     plan = sweep.plan
+    for notice in sweep.notices:
+        err.print(render_error(notice, prefix="note"), markup=False, soft_wrap=True)
     if not args.quiet:
         what = "Resuming" if sweep.resumed else "Run"
         err.print(f"{what} {sweep.run_id}: {plan.describe()}, {plan.remaining} to make", markup=False)
     t0 = time.monotonic()
-    status = anyio.run(lambda: run_headless(sweep, quiet=args.quiet, console=err))
+    try:
+        status = anyio.run(lambda: run_headless(sweep, quiet=args.quiet, console=err))
+    except ArenaError as e:  # the store failed mid-run (disk full, a corrupt file): what was committed is kept
+        err.print(render_error(e), markup=False, soft_wrap=True)
+        err.print(f"The run {sweep.run_id} failed; every call committed before is stored. Resume with:\n"
+                  f"  {sweep.resume_command}", markup=False, soft_wrap=True)
+        return e.exit_code
+    except KeyboardInterrupt as e:  # a signal before or after the loop watched them: the sweep recorded its end
+        if isinstance(e, _Stopped):
+            sweep.stopped_by = e.signum
+        status = sweep.status or "cancelled"
     elapsed = time.monotonic() - t0
+    for problem in sweep.store_warnings():
+        err.print(render_error(problem, prefix="warning"), markup=False, style="bold yellow", soft_wrap=True)
     with Store(sweep.db_path) as store:
         spend = sum(r[0] for r in store.results(sweep.run_id, ("cost",)))
         out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed), markup=False)
@@ -139,8 +182,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     out.print(f"Run id: {sweep.run_id}", markup=False)
     if status != "finished":
         err.print(f"The run was {status}; every finished call is stored. Resume with:\n  {sweep.resume_command}",
-                  markup=False)
-        return EXIT_INTERRUPTED if status == "cancelled" else EXIT_FAILED
+                  markup=False, soft_wrap=True)  # never cut: the command is what the person copies
+        return exit_for(sweep.stopped_by) if status == "cancelled" else EXIT_FAILED
     failure = error_failure(results, args.fail_on_error)
     if failure:
         err.print(f"Failing: {failure}.", markup=False, style="bold red")
@@ -154,16 +197,28 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if getattr(args, "demo", False):
         args.project = str(demo_project_path())
+    _handle_stop_signals()
     sweep = Sweep(_sweep_options(args))  # type: ignore[arg-type]
+    notes = [render_error(n, prefix="note") for n in sweep.notices]
+    for note in notes:
+        print(note, file=sys.stderr)
 
     from arenatui.tui.app import ArenaApp
 
     status = ArenaApp(sweep, theme=args.theme).run()
     final = sweep.status or status
+    for note in notes:  # again: the console's screen hid the first time
+        print(note, file=sys.stderr)
+    for problem in sweep.store_warnings():
+        print(render_error(problem, prefix="warning"), file=sys.stderr)
+    if sweep.error is not None:
+        print(render_error(sweep.error), file=sys.stderr)
     print(f"Run id: {sweep.run_id} ({final or 'not started'})")
     if final != "finished":
         print(f"Every finished call is stored. Resume with:\n  {sweep.resume_in('run')}")
-        return EXIT_INTERRUPTED if final in ("cancelled", None) else EXIT_FAILED
+        if sweep.error is not None:
+            return sweep.error.exit_code
+        return exit_for(sweep.stopped_by) if final in ("cancelled", None) else EXIT_FAILED
     return EXIT_OK
 
 
@@ -357,10 +412,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
-        return int(args.func(args))
+        try:
+            return int(args.func(args))
+        except BaseExceptionGroup as group:  # a task group's wrapping: the person hears the error inside
+            raise unwrap(group) from None
+        except sqlite3.Error as e:  # a query outside the store's own checks met a corrupt, locked or full file
+            from arenatui.store.db import default_db_path, explain_error
+
+            raise explain_error(getattr(args, "db", None) or default_db_path(), e) from None
     except ArenaError as e:
         print(render_error(e), file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         print("\ninterrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return exit_for(e.signum) if isinstance(e, _Stopped) else EXIT_INTERRUPTED

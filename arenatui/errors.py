@@ -3,7 +3,8 @@
     ArenaError                      anything arenatui reports to a user (exit code 2 at the CLI)
     ├── ConfigError                 a project file, case file or theme is wrong: file, key path, expectation
     ├── PlanError                   filters leave nothing to run, a run to resume does not exist
-    ├── StoreError                  the results database cannot be opened or is from a newer arenatui
+    ├── StoreError                  the results database cannot be used: newer schema, corrupt, locked
+    │   └── DiskFullError           the disk holding it is full (exit code 1: the run failed, resume later)
     └── ProviderSetupError          a provider cannot start: missing API key variable, bad base_url
 
     ProviderError                   raised by providers for one attempt; the engine classifies, never the user
@@ -40,6 +41,26 @@ class PlanError(ArenaError):
 
 class StoreError(ArenaError):
     """The results database cannot be used."""
+
+
+class DiskFullError(StoreError):
+    """The disk under the results database is full: the run failed; what was committed is kept."""
+
+    exit_code = 1
+
+
+def unwrap(exc: BaseException) -> BaseException:
+    """The error a person should hear about inside a task group's ExceptionGroup: an ArenaError first."""
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [unwrap(e) for e in exc.exceptions]
+        for leaf in leaves:
+            if isinstance(leaf, ArenaError):
+                return leaf
+        for leaf in leaves:
+            if isinstance(leaf, Exception):
+                return leaf
+        return leaves[0] if leaves else exc
+    return exc
 
 
 class ProviderSetupError(ArenaError):
@@ -82,9 +103,10 @@ class TerminalError(ProviderError):
     error_class = "terminal"
 
 
-def render_error(exc: BaseException) -> str:
-    """One readable paragraph for a person, wrapped to 100 columns, prefixed with ``error:``."""
+def render_error(exc: BaseException | str, *, prefix: str = "error") -> str:
+    """One readable paragraph for a person, wrapped to 100 columns, prefixed with ``error:`` (or `prefix`)."""
     from arenatui.safe_text import printable  # messages quote user files: no escape sequence reaches the terminal
 
     text = printable(str(exc).strip() or exc.__class__.__name__, newlines=False)
-    return textwrap.fill("error: " + " ".join(text.split()), width=100, break_on_hyphens=False)
+    return textwrap.fill(f"{prefix}: " + " ".join(text.split()), width=100, break_on_hyphens=False,
+                         break_long_words=False)  # a path or command cut in two cannot be copied

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 
 import anyio
@@ -10,8 +9,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from arenatui.engine.events import RunStatus
+from arenatui.errors import ArenaError, unwrap
 from arenatui.live import LiveSnapshot
-from arenatui.sweep import Sweep
+from arenatui.sweep import Sweep, stop_signals
 
 REFRESH_S = 0.25
 
@@ -37,7 +37,10 @@ def _stats(snap: LiveSnapshot, *, eta: bool) -> str:
 
 
 async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunStatus:
-    """Run the sweep; Ctrl-C (or SIGTERM) cancels it cleanly, a second Ctrl-C stops waiting."""
+    """Run the sweep; Ctrl-C, SIGTERM or SIGHUP cancels it cleanly, a second one stops waiting for calls in flight.
+
+    Either way the writer commits every finished call and the run's end is recorded.
+    """
     progress = None
     if not quiet:
         progress = Progress(
@@ -47,15 +50,21 @@ async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunSta
         )
     status: RunStatus = "failed"
 
-    async def watch_signals() -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for _ in signals:
+    async def watch_signals(sweep_scope: anyio.CancelScope) -> None:
+        with anyio.open_signal_receiver(*stop_signals()) as signals:
+            async for signum in signals:
+                if sweep.stopped_by is None:
+                    sweep.stopped_by = int(signum)
                 if not sweep.runner.cancelled:
-                    console.print("\nStopping: finished calls are stored; calls in flight are cancelled.",
-                                  highlight=False, markup=False)
                     sweep.runner.cancel()
+                    try:
+                        console.print("\nStopping: finished calls are stored; calls in flight are cancelled.",
+                                      highlight=False, markup=False)
+                    except OSError:
+                        pass  # the terminal is gone (SIGHUP): stopping matters, saying so cannot
                 else:
-                    raise KeyboardInterrupt
+                    # Stop waiting: cancelling the sweep's scope still runs its cleanup (writer, run record).
+                    sweep_scope.cancel()
 
     task = progress.add_task("sweep", total=sweep.live.planned, stats="") if progress is not None else None
 
@@ -67,19 +76,29 @@ async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunSta
             progress.refresh()
             await anyio.sleep(REFRESH_S)
 
-    async with anyio.create_task_group() as tg:
-        if sys.platform != "win32":
-            tg.start_soon(watch_signals)
-        if progress is not None:
-            progress.start()
-            tg.start_soon(show)
-        try:
-            status = await sweep.run()
-        finally:
-            tg.cancel_scope.cancel()
-            if progress is not None and task is not None:
-                snap = sweep.live.snapshot()
-                progress.update(task, completed=snap.done, stats=_stats(snap, eta=False))
-                progress.refresh()
-                progress.stop()
+    sweep_scope = anyio.CancelScope()
+    try:
+        async with anyio.create_task_group() as tg:
+            if sys.platform != "win32":
+                tg.start_soon(watch_signals, sweep_scope)
+            if progress is not None:
+                progress.start()
+                tg.start_soon(show)
+            try:
+                with sweep_scope:
+                    status = await sweep.run()
+                if sweep_scope.cancelled_caught:
+                    status = sweep.status or "cancelled"
+            finally:
+                tg.cancel_scope.cancel()
+                if progress is not None and task is not None:
+                    snap = sweep.live.snapshot()
+                    progress.update(task, completed=snap.done, stats=_stats(snap, eta=False))
+                    progress.refresh()
+                    progress.stop()
+    except BaseExceptionGroup as group:  # the store failed mid-run: one paragraph, not a task group's traceback
+        leaf = unwrap(group)
+        if isinstance(leaf, ArenaError):
+            raise leaf from None
+        raise
     return status

@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import gc
 import shlex
+import signal
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,11 +21,23 @@ from arenatui.config import Project, load_project, project_from_dict, project_to
 from arenatui.engine.client_load import CpuSampler
 from arenatui.engine.events import RunStatus
 from arenatui.engine.runner import Runner, Sink
-from arenatui.errors import ArenaError
+from arenatui.errors import ArenaError, StoreError, unwrap
 from arenatui.live import LiveMetrics
 from arenatui.plan import Filters, Plan, make_plan
 from arenatui.providers.base import Provider, make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
+from arenatui.store.db import explain_error
+
+
+def stop_signals() -> tuple[signal.Signals, ...]:
+    """The signals a view turns into a clean stop: Ctrl-C, and SIGTERM and SIGHUP (`timeout`, CI cancellation,
+    `docker stop`, a closed terminal), except those ignored when arena started (`nohup` ignores SIGHUP)."""
+    out = [signal.SIGINT]
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
+            out.append(sig)
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +59,50 @@ def _with_seed(project: Project, seed: int | None) -> Project:
     return dataclasses.replace(project, run=dataclasses.replace(project.run, seed=seed))
 
 
+def _differences(what: str, old: dict[str, object], new: dict[str, object]) -> list[str]:
+    out = []
+    added = [k for k in new if k not in old]
+    removed = [k for k in old if k not in new]
+    changed = [k for k in old if k in new and old[k] != new[k]]
+    for verb, keys in (("added", added), ("removed", removed), ("changed", changed)):
+        if keys:
+            shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+            out.append(f"{len(keys)} {what} {verb} ({shown})")
+    return out
+
+
+def project_changes(project_path: str | None, stored: Project) -> list[str]:
+    """What differs between a resumed run's stored project and its file now: said, never applied."""
+    if not project_path or not Path(project_path).exists():
+        return []
+    try:
+        now = project_to_dict(load_project(project_path))
+    except Exception:  # advice only: whatever is wrong with the file now must not stop the resume
+        return [f"the project file {project_path} no longer loads; the run's stored configuration is used"]
+    then = project_to_dict(stored)
+    diffs = _differences("models", {m["key"]: m for m in then["models"]}, {m["key"]: m for m in now["models"]})
+    diffs += _differences("cases", {c["id"]: c for c in then["cases"]}, {c["id"]: c for c in now["cases"]})
+    rest = [k for k in then if k not in ("models", "cases", "project") and then[k] != now.get(k)]
+    if rest:
+        diffs.append("settings changed in " + ", ".join(f"[{k}]" for k in rest))
+    if not diffs:
+        return []
+    return [f"the project file {project_path} changed since this run started: {'; '.join(diffs)}. The run's stored "
+            "configuration is used; start a new run (without --resume) to use the file as it is now"]
+
+
 class Sweep:
     """Prepared in the constructor (errors surface before anything starts); `await run()` runs it."""
 
     def __init__(self, opts: SweepOptions, *, extra_sinks: Sequence[Sink] = (), live_metrics: bool = True) -> None:
         self.db_path = Path(opts.db) if opts.db is not None else default_db_path()
+        self.notices: list[str] = []
+        """Things the person should know before the run starts (the project file changed since, ...)."""
+        self.stopped_by: int | None = None
+        """The signal (SIGINT, SIGTERM, SIGHUP) that stopped the run, set by the view that caught it."""
+        self.error: ArenaError | None = None
+        """Why the run failed, when it was the store's fault (disk full, a corrupt file): said to the person."""
+        self.run_id = ""
         fresh: Plan | None = None
         if opts.resume is None:
             # Validate the project before the database is touched: bad input leaves nothing behind.
@@ -68,6 +121,7 @@ class Sweep:
                 self.run_id = rec.run_id
                 self.plan = make_plan(project, self.filters,
                                       store.done_keys(rec.run_id, retry_errored=opts.retry_errored))
+                self.notices += project_changes(rec.project_path, project)
                 stored = [(r[0], r[1], r[2], r[3], r[4]) for r in store.results(
                     rec.run_id, ("model_key", "case_id", "trial", "status", "score", "error_class"))
                     if r[5] != "cancelled" and not (opts.retry_errored and r[3] == "errored")]
@@ -83,7 +137,7 @@ class Sweep:
             self.providers: dict[str, Provider] = {
                 m.key: make_provider(m, self.project.run, concurrency_hint=concurrency) for m in plan.models}
             if self.resumed:
-                store.mark_run(self.run_id, "running")
+                store.claim_run(self.run_id, self.resume_command)
             else:
                 self.run_id = store.create_run(self.project.name, str(self.project.path), project_to_dict(self.project),
                                                self.filters.to_dict(), self.plan.total)
@@ -104,6 +158,17 @@ class Sweep:
         """The command line that continues this run with `arena COMMAND` ('evaluate' or 'run')."""
         db = f" --db {shlex.quote(str(self.db_path))}" if self.db_path != default_db_path() else ""
         return f"arena {command} --resume {self.run_id}{db}"
+
+    def store_warnings(self) -> list[str]:
+        """What the results writer had to repair or leave out, in words (empty when every row went in as sent)."""
+        out = []
+        for line in self.writer.problems:
+            kind, _, text = line.partition(" ")
+            if kind == "sink-repaired":
+                out.append(f"{text} in {self.db_path}")
+            elif kind == "sink-dropped":
+                out.append(f"{text} in {self.db_path}; their calls run again on resume")
+        return out
 
     @property
     def resume_command(self) -> str:
@@ -136,20 +201,40 @@ class Sweep:
                     self.cpu.stop()  # before the writer stops, so the last sample is stored
                     self.writer.stop()
         except BaseException as e:
-            status = "cancelled" if isinstance(e, (anyio.get_cancelled_exc_class(), KeyboardInterrupt)) \
-                or self.runner.cancelled else "failed"
-            message = None if status == "cancelled" else f"{type(e).__name__}: {e}"
+            leaf = unwrap(e)
+            status = "cancelled" if isinstance(leaf, (anyio.get_cancelled_exc_class(), KeyboardInterrupt)) \
+                or (self.runner.cancelled and not isinstance(leaf, ArenaError)) else "failed"
+            message = None if status == "cancelled" else f"{type(leaf).__name__}: {leaf}"
+            if isinstance(leaf, ArenaError):
+                self.error = leaf
+                raise leaf from None  # one paragraph for the person, not an ExceptionGroup
             raise
         finally:
             gc.unfreeze()
-            self.status = status
             with anyio.CancelScope(shield=True):
                 for p in self.providers.values():
                     try:
                         await p.aclose()
                     except Exception:
                         pass
-            self.writer.close()
+            # Whatever happens while closing, the run's end is recorded: never left 'running'.
+            try:
+                self.writer.close()
+            except StoreError as e:
+                if self.error is None:
+                    self.error = e
+                    status, message = "failed", str(e)
+            self.status = status
+            self._record_end(status, message)
+        if self.error is not None:
+            raise self.error
+        return status
+
+    def _record_end(self, status: RunStatus, message: str | None) -> None:
+        try:
             with Store(self.db_path) as store:
                 store.mark_run(self.run_id, status, message)
-        return status
+        except (StoreError, sqlite3.Error) as e:
+            # The process exits next, so `arena runs` shows the run interrupted all the same; say why here.
+            if self.error is None:
+                self.error = e if isinstance(e, StoreError) else explain_error(self.db_path, e)

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import secrets
 import socket
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from arenatui.engine.events import CallResult, ClientLoadSampled, ConcurrencyChanged
-from arenatui.errors import PlanError, StoreError
+from arenatui.errors import DiskFullError, PlanError, StoreError
 from arenatui.store.schema import MIGRATIONS, RESULT_COLUMNS
 
 _PLACEHOLDERS = ", ".join("?" for _ in RESULT_COLUMNS)
@@ -35,6 +37,8 @@ UPSERT_RETRYING = UPSERT_RESULT.replace("WHERE results.error_class = 'cancelled'
 INSERT_CONCURRENCY_CHANGE = (
     "INSERT INTO concurrency_changes (run_id, at, old, new, model_key, source) VALUES (?, ?, ?, ?, ?, ?)")
 INSERT_CLIENT_LOAD = "INSERT INTO client_load (run_id, at, cpu, interval_s) VALUES (?, ?, ?, ?)"
+HEARTBEAT = "UPDATE runs SET heartbeat_at = ? WHERE run_id = ? AND pid = ?"
+"""The running process's claim on its run, renewed every HEARTBEAT_S (see Store.claim_run)."""
 
 
 def concurrency_change_row(run_id: str, ev: ConcurrencyChanged) -> tuple[Any, ...]:
@@ -45,21 +49,80 @@ def client_load_row(run_id: str, ev: ClientLoadSampled) -> tuple[Any, ...]:
     return (run_id, ev.at, ev.cpu, ev.interval_s)
 
 
+EVENT_ROWS: dict[type, tuple[str, Callable[[str, Any], tuple[Any, ...]]]] = {
+    ConcurrencyChanged: (INSERT_CONCURRENCY_CHANGE, concurrency_change_row),
+    ClientLoadSampled: (INSERT_CLIENT_LOAD, client_load_row),
+}
+"""Run-level events the results writer stores besides finished calls: event type → (INSERT, row of run id and
+event). A new kind of row is one entry here (and its table in a migration); the writer and its process need
+no change."""
+
+
 _RUN_COLUMNS = ("r.run_id, r.project, r.project_path, r.config_json, r.filters_json, r.planned, r.started_at, "
-                "r.finished_at, r.status, r.message, r.pid, r.host")
+                "r.finished_at, r.status, r.message, r.pid, r.host, r.heartbeat_at, r.case_set")
+
+HEARTBEAT_S = 5.0
+"""How often a running run's process renews its claim (the results writer sends it with its batches)."""
+LEASE_S = 30.0
+"""A run on another host whose heartbeat is older than this has no live holder: it may be resumed."""
+QUICK_CHECK_BYTES = 64 << 20
+"""Files up to this size are checked for corruption on open (60 ms for 61 MB measured, from the page cache)."""
 
 
-def _process_alive(pid: int | None, host: str | None) -> bool:
-    """Whether the process recorded for a running run still exists; unknowable elsewhere: assume so."""
-    if pid is None or host != socket.gethostname():
+_CHECKED: set[Path] = set()
+"""Files this process has checked already: a command opens its database several times (~60 ms per 64 MB)."""
+
+
+def wait_s() -> float:
+    """How long to wait for another process's lock on the database (ARENATUI_DB_WAIT_S, default 10 s)."""
+    try:
+        return max(0.0, float(os.environ.get("ARENATUI_DB_WAIT_S", "10")))
+    except ValueError:
+        return 10.0
+
+
+def explain(path: Path | str, name: str, message: str) -> StoreError:
+    """A SQLite failure as a paragraph for a person: what happened to which file and what to do.
+
+    `name` is SQLite's error name (SQLITE_FULL, ...) when known, else the exception's class name.
+    """
+    where = repr(str(path))
+    low = message.lower()
+    if name.startswith("SQLITE_FULL") or "database or disk is full" in low:
+        return DiskFullError(f"disk full: the results database {where} cannot grow ({message}). Free space on that "
+                             "disk, or pass --db with a file on another one; every call committed before is kept")
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in low or "not a database" in low:
+        return StoreError(f"the results database {where} is corrupt ({message}). Move it away or restore it from a "
+                          "backup, and arenatui starts a new one; to rescue what it holds: "
+                          f"sqlite3 {str(path)!r} .recover | sqlite3 recovered.db")
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in low:
+        return StoreError(f"the results database {where} is locked by another process (waited {wait_s():g} s; "
+                          "ARENATUI_DB_WAIT_S sets how long). Let the other process finish or stop it, or pass --db "
+                          "with another file")
+    return StoreError(f"the results database {where} cannot be used: {message}")
+
+
+def explain_error(path: Path | str, e: sqlite3.Error) -> StoreError:
+    return explain(path, getattr(e, "sqlite_errorname", "") or type(e).__name__, str(e))
+
+
+def _process_alive(pid: int | None, host: str | None, heartbeat_at: float | None = None) -> bool:
+    """Whether the process recorded for a running run still exists; elsewhere, whether its heartbeat is fresh."""
+    if pid is None:
         return True
+    if host != socket.gethostname():
+        return heartbeat_at is None or time.time() - heartbeat_at < LEASE_S
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    try:  # the pid may since belong to another program (a reboot, pids wrapping around)
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc (macOS) or not ours to read: trust the pid
+    return not cmdline or b"arena" in cmdline  # empty while a process starts: trust the pid
 
 
 def default_db_path() -> Path:
@@ -77,13 +140,27 @@ def connect(path: Path | str) -> sqlite3.Connection:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(path, timeout=30.0, check_same_thread=False, isolation_level=None)
+        small = path.exists() and path.stat().st_size <= QUICK_CHECK_BYTES and path.resolve() not in _CHECKED
+    except OSError as e:
+        raise StoreError(f"cannot open the results database {str(path)!r}: {e}") from None
+    try:
+        conn = sqlite3.connect(path, timeout=wait_s(), check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
         # NORMAL in WAL mode: a commit survives a crash or SIGKILL of this process (not a power cut).
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
-    except (sqlite3.Error, OSError) as e:
-        raise StoreError(f"cannot open the results database {str(path)!r}: {e}") from None
+        pages = os.environ.get("ARENATUI_MAX_PAGE_COUNT")
+        if pages:  # a full disk, simulated for tests: SQLite refuses to grow the file past this many pages
+            conn.execute(f"PRAGMA max_page_count = {int(pages)}")
+        if small:  # a corrupt page found now is one clear message, not a traceback from some later query
+            problems = [r[0] for r in conn.execute("PRAGMA quick_check(3)")]
+            if problems != ["ok"]:
+                conn.close()
+                found = " ".join(" ".join(problems).replace("*** in database main ***", "").split())
+                raise explain(path, "SQLITE_CORRUPT", found if len(found) <= 160 else found[:157] + "...")
+            _CHECKED.add(path.resolve())
+    except sqlite3.Error as e:
+        raise explain_error(path, e) from None
     return conn
 
 
@@ -100,12 +177,32 @@ def migrate(conn: sqlite3.Connection, path: Path | str) -> None:
             conn.execute(f"PRAGMA user_version = {i + 1}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)  # a Ctrl-C may land after COMMIT: then there is nothing to roll back
             raise
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:  # SQLite ends some transactions itself (a full disk), and a Ctrl-C may follow COMMIT
+        conn.execute("ROLLBACK")
 
 
 def _split(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
+
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _explained(method: Callable[_P, _T]) -> Callable[_P, _T]:
+    """A Store method whose SQLite failures (locked, full, corrupt) reach the person as one clear paragraph."""
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        try:
+            return method(*args, **kwargs)
+        except sqlite3.Error as e:
+            raise explain_error(args[0].path, e) from None  # type: ignore[attr-defined]
+    return wrapper
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +227,8 @@ class Store:
         try:
             migrate(self.conn, self.path)
         except sqlite3.Error as e:
-            raise StoreError(f"the results database {str(self.path)!r} cannot be used: {e}") from None
+            self.conn.close()
+            raise explain_error(self.path, e) from None
 
     def close(self) -> None:
         self.conn.close()
@@ -143,36 +241,94 @@ class Store:
 
     # ---- runs ----------------------------------------------------------------------------------
 
+    @_explained
     def create_run(self, project: str, project_path: str | None, config: dict[str, Any], filters: dict[str, Any],
                    planned: int) -> str:
         from arenatui import __version__
 
         run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
-        self.conn.execute(
-            "INSERT INTO runs (run_id, project, project_path, config_json, filters_json, planned, started_at, status,"
-            " arenatui_version, pid, host) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
-            (run_id, project, project_path, json.dumps(config), json.dumps(filters), planned, time.time(),
-             __version__, os.getpid(), socket.gethostname()),
-        )
+        config = dict(config)
+        cases = config.pop("cases", None)
+        digest = None
+        c = self.conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            if cases is not None:  # once per content: ten runs of one project store its cases once
+                cases_json = json.dumps(cases, sort_keys=True, separators=(",", ":"))
+                digest = hashlib.sha256(cases_json.encode()).hexdigest()
+                c.execute("INSERT OR IGNORE INTO case_sets (digest, cases_json) VALUES (?, ?)", (digest, cases_json))
+            now = time.time()
+            c.execute(
+                "INSERT INTO runs (run_id, project, project_path, config_json, filters_json, planned, started_at,"
+                " status, arenatui_version, pid, host, case_set, heartbeat_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+                (run_id, project, project_path, json.dumps(config), json.dumps(filters), planned, now,
+                 __version__, os.getpid(), socket.gethostname(), digest, now),
+            )
+            c.execute("COMMIT")
+        except BaseException:
+            _rollback(c)
+            raise
         return run_id
 
+    @_explained
+    def claim_run(self, run_id: str, resume_hint: str = "") -> None:
+        """Make this process the holder of a stored run, or refuse while another live process holds it.
+
+        In one write transaction, so of two resumes started at once exactly one wins and the other
+        sees the winner as the live holder. A holder on this host is alive while its pid is; one on
+        another host while its heartbeat is younger than LEASE_S.
+        """
+        c = self.conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            row = c.execute("SELECT status, pid, host, heartbeat_at, started_at FROM runs WHERE run_id = ?",
+                            (run_id,)).fetchone()
+            if row is None:
+                raise PlanError(f"no run {run_id!r} in {str(self.path)!r}; `arena runs` lists the stored runs")
+            status, pid, host, beat, started = row
+            if status == "running" and pid != os.getpid() and _process_alive(pid, host, beat or started):
+                here = host == socket.gethostname()
+                since = f", last heartbeat {time.time() - (beat or started):.0f} s ago" if not here else ""
+                raise PlanError(
+                    f"run {run_id} is still being run by process {pid} on {host}{since}; a second process would "
+                    "make its remaining calls twice. Wait for it to end, or stop it (Ctrl-C in its terminal"
+                    + (f", or kill {pid}" if here else "") + ")" + (f", then: {resume_hint}" if resume_hint else ""))
+            c.execute("UPDATE runs SET status = 'running', message = NULL, finished_at = NULL, pid = ?, host = ?, "
+                      "heartbeat_at = ? WHERE run_id = ?", (os.getpid(), socket.gethostname(), time.time(), run_id))
+            c.execute("COMMIT")
+        except BaseException:
+            _rollback(c)
+            raise
+
+    @_explained
     def mark_run(self, run_id: str, status: str, message: str | None = None) -> None:
-        if status == "running":  # (re)started by this process, e.g. on resume
-            self.conn.execute("UPDATE runs SET status = ?, message = ?, finished_at = NULL, pid = ?, host = ? "
-                              "WHERE run_id = ?", (status, message, os.getpid(), socket.gethostname(), run_id))
+        if status == "running":
+            self.claim_run(run_id)
             return
         self.conn.execute("UPDATE runs SET status = ?, message = ?, finished_at = ? WHERE run_id = ?",
                           (status, message, time.time(), run_id))
 
-    def _record(self, row: Sequence[Any]) -> RunRecord:
+    def _record(self, row: Sequence[Any], case_sets: dict[str, Any] | None = None) -> RunRecord:
         """Row: the run columns of _RUN_COLUMNS, then optionally the stored count."""
         status = row[8]
-        if status == "running" and not _process_alive(row[10], row[11]):
+        if status == "running" and not _process_alive(row[10], row[11], row[12]):
             status = "interrupted"  # its process died without saying so (SIGKILL, a crash, power loss)
-        return RunRecord(run_id=row[0], project=row[1], project_path=row[2], config=json.loads(row[3]),
+        config = json.loads(row[3])
+        digest = row[13]
+        if digest is not None:  # stored once per content since schema 5; older runs hold their cases inline
+            cache = case_sets if case_sets is not None else {}
+            if digest not in cache:
+                found = self.conn.execute("SELECT cases_json FROM case_sets WHERE digest = ?", (digest,)).fetchone()
+                if found is None:
+                    raise explain(self.path, "SQLITE_CORRUPT", f"run {row[0]}'s case set {digest[:12]} is missing")
+                cache[digest] = json.loads(found[0])
+            config["cases"] = cache[digest]
+        return RunRecord(run_id=row[0], project=row[1], project_path=row[2], config=config,
                          filters=json.loads(row[4]), planned=row[5], started_at=row[6], finished_at=row[7],
-                         status=status, message=row[9], stored=row[12] if len(row) > 12 else 0)
+                         status=status, message=row[9], stored=row[14] if len(row) > 14 else 0)
 
+    @_explained
     def get_run(self, run_id: str) -> RunRecord:
         """A run by id, or the newest with 'last'."""
         cols = f"SELECT {_RUN_COLUMNS} FROM runs r"
@@ -186,20 +342,24 @@ class Store:
                 raise PlanError(f"no run {run_id!r} in {str(self.path)!r}; `arena runs` lists the stored runs")
         return self._record(row)
 
+    @_explained
     def list_runs(self, limit: int = 50) -> list[RunRecord]:
         rows = self.conn.execute(
             f"SELECT {_RUN_COLUMNS},"
             " (SELECT COUNT(*) FROM results x WHERE x.run_id = r.run_id AND"
             "  (x.error_class IS NULL OR x.error_class != 'cancelled'))"
             " FROM runs r ORDER BY r.started_at DESC, r.rowid DESC LIMIT ?", (limit,)).fetchall()
-        return [self._record(r) for r in rows]
+        case_sets: dict[str, Any] = {}
+        return [self._record(r, case_sets) for r in rows]
 
     # ---- results -------------------------------------------------------------------------------
 
+    @_explained
     def write_results(self, run_id: str, results: Iterable[CallResult]) -> None:
         rows = [result_row(run_id, r) for r in results]
         self.write_rows(rows)
 
+    @_explained
     def write_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
         if not rows:
             return
@@ -209,20 +369,24 @@ class Store:
             c.executemany(UPSERT_RESULT, rows)
             c.execute("COMMIT")
         except BaseException:
-            c.execute("ROLLBACK")
+            _rollback(c)
             raise
 
+    @_explained
     def write_concurrency_change(self, run_id: str, ev: ConcurrencyChanged) -> None:
         self.conn.execute(INSERT_CONCURRENCY_CHANGE, concurrency_change_row(run_id, ev))
 
+    @_explained
     def write_client_load(self, run_id: str, samples: Sequence[ClientLoadSampled]) -> None:
         self.conn.executemany(INSERT_CLIENT_LOAD, [client_load_row(run_id, ev) for ev in samples])
 
+    @_explained
     def client_load(self, run_id: str) -> list[tuple[float, float, float]]:
         """The client's CPU samples of a run, oldest first: (epoch seconds, fraction of one core, interval s)."""
         return self.conn.execute("SELECT at, cpu, interval_s FROM client_load WHERE run_id = ? ORDER BY at",
                                  (run_id,)).fetchall()
 
+    @_explained
     def done_keys(self, run_id: str, *, retry_errored: bool = False) -> dict[str, set[tuple[str, int]]]:
         """Per model, the (case id, trial) pairs with a final result: what resume must not call again.
 
@@ -234,10 +398,12 @@ class Store:
             out.setdefault(mk, set()).add((cid, trial))
         return out
 
+    @_explained
     def count_results(self, run_id: str) -> int:
         (n,) = self.conn.execute("SELECT COUNT(*) FROM results WHERE run_id = ?", (run_id,)).fetchone()
         return int(n)
 
+    @_explained
     def results(self, run_id: str, columns: Sequence[str] = RESULT_COLUMNS) -> list[tuple[Any, ...]]:
         for c in columns:
             if c not in RESULT_COLUMNS:
@@ -246,12 +412,14 @@ class Store:
             f"SELECT {', '.join(columns)} FROM results WHERE run_id = ? ORDER BY model_key, case_id, trial",
             (run_id,)).fetchall()
 
+    @_explained
     def result(self, run_id: str, model_key: str, case_id: str, trial: int) -> dict[str, Any] | None:
         row = self.conn.execute(
             f"SELECT {', '.join(RESULT_COLUMNS)} FROM results WHERE run_id = ? AND model_key = ? AND case_id = ? "
             "AND trial = ?", (run_id, model_key, case_id, trial)).fetchone()
         return dict(zip(RESULT_COLUMNS, row, strict=True)) if row else None
 
+    @_explained
     def concurrency_changes(self, run_id: str) -> list[tuple[float, int, int, str | None, str]]:
         return self.conn.execute(
             "SELECT at, old, new, model_key, source FROM concurrency_changes WHERE run_id = ? ORDER BY at",

@@ -79,4 +79,14 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE results ADD COLUMN connect_ms REAL;
     """,
+    # 5: case sets stored once per content digest; a heartbeat for the run's holder (w9-store)
+    # A 100,000-case project stored 7 MB per run inline; the heartbeat tells a live holder on another host.
+    """
+    CREATE TABLE case_sets (
+        digest TEXT PRIMARY KEY,
+        cases_json TEXT NOT NULL
+    );
+    ALTER TABLE runs ADD COLUMN case_set TEXT REFERENCES case_sets (digest);
+    ALTER TABLE runs ADD COLUMN heartbeat_at REAL;
+    """,
 )

@@ -12,6 +12,12 @@ process still commits every batch it was sent. What is lost is at most the last
 
 Group commit: when the writer is idle a result is sent at once; under load results gather for
 at least `min_interval_s` between batches.
+
+A row the database refuses never costs its batch: the writer process retries it row by row and
+reports what it repaired or left out (`problems`, read at `close`). A failure of the file itself
+(disk full, corrupt, locked) ends it and reaches the person through `db.explain`. Every
+HEARTBEAT_S a batch also renews the run's claim (Store.claim_run), so another host can tell a
+live holder from a dead one.
 """
 
 from __future__ import annotations
@@ -27,16 +33,16 @@ from typing import Any
 
 import anyio
 
-from arenatui.engine.events import CallFinished, CallResult, ClientLoadSampled, ConcurrencyChanged, Event
+from arenatui.engine.events import CallFinished, CallResult, Event
 from arenatui.errors import StoreError
 from arenatui.store.db import (
-    INSERT_CLIENT_LOAD,
-    INSERT_CONCURRENCY_CHANGE,
+    EVENT_ROWS,
+    HEARTBEAT,
+    HEARTBEAT_S,
     UPSERT_RESULT,
     UPSERT_RETRYING,
     Store,
-    client_load_row,
-    concurrency_change_row,
+    explain,
     result_row,
 )
 
@@ -55,7 +61,7 @@ class ResultWriter:
         """With --retry-errored, a call's new result replaces its stored errored one."""
         self.min_interval_s = min_interval_s
         self._rows: list[CallResult] = []
-        self._changes: list[ConcurrencyChanged | ClientLoadSampled] = []
+        self._changes: list[Event] = []
         """Rare run-level events, written in order with the next batch."""
         self._wake: anyio.Event | None = None
         self._signalled = False
@@ -65,9 +71,17 @@ class ResultWriter:
         """Results handed to the writer process."""
         self.batches = 0
         self._acked = 0
+        self.unclean_batches = 0
+        """Batches the writer process committed only after repairing or leaving out some rows."""
+        self.problems: list[str] = []
+        """What the writer process reported when it ended: rows repaired or left out (read by `close`)."""
+        self._beat_due = time.monotonic() + HEARTBEAT_S
         self._proc = subprocess.Popen(
             [sys.executable, str(_SINK), str(self.db_path)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
+            # Its own process group: Ctrl-C, a closed terminal or `kill -- -PGID` reach only the engine's
+            # process, which decides; the child also ignores those signals once started (sink_process.py).
+            process_group=0,
         )
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._in = self._proc.stdin
@@ -82,7 +96,7 @@ class ResultWriter:
         """Sink for the engine: O(1), no I/O."""
         if type(ev) is CallFinished:
             self._rows.append(ev.result)  # the row is built when the batch is sent, off the event path
-        elif type(ev) is ConcurrencyChanged or type(ev) is ClientLoadSampled:
+        elif type(ev) in EVENT_ROWS:
             self._changes.append(ev)
         else:
             return
@@ -91,17 +105,19 @@ class ResultWriter:
             if self._wake is not None:
                 self._wake.set()
 
-    def _send(self, results: list[CallResult], changes: list[ConcurrencyChanged | ClientLoadSampled]) -> None:
+    def _send(self, results: list[CallResult], changes: list[Event]) -> None:
         run_id = self.run_id
         statements: list[tuple[str, list[tuple[Any, ...]]]] = []
-        cc = [concurrency_change_row(run_id, ch) for ch in changes if type(ch) is ConcurrencyChanged]
-        if cc:
-            statements.append((INSERT_CONCURRENCY_CHANGE, cc))
-        loads = [client_load_row(run_id, ch) for ch in changes if type(ch) is ClientLoadSampled]
-        if loads:
-            statements.append((INSERT_CLIENT_LOAD, loads))
+        by_kind: dict[type, list[tuple[Any, ...]]] = {}
+        for ch in changes:  # in the order each kind first appeared
+            by_kind.setdefault(type(ch), []).append(EVENT_ROWS[type(ch)][1](run_id, ch))
+        statements += [(EVENT_ROWS[kind][0], rows) for kind, rows in by_kind.items()]
         if results:
             statements.append((self._upsert, [result_row(run_id, r) for r in results]))
+        now = time.monotonic()
+        if now >= self._beat_due:
+            self._beat_due = now + HEARTBEAT_S
+            statements.append((HEARTBEAT, [(time.time(), run_id, os.getpid())]))
         payload = marshal.dumps(statements)
         try:
             self._in.write(len(payload).to_bytes(4, "little") + payload)
@@ -113,10 +129,24 @@ class ResultWriter:
 
     def _failed(self) -> StoreError:
         self._proc.wait(timeout=10)
-        err = self._proc.stderr.read().decode(errors="replace").strip() if self._proc.stderr else ""
-        last = err.splitlines()[-1] if err else f"exit code {self._proc.returncode}"
+        self._read_problems()
+        for line in self.problems:
+            if line.startswith("sink-error "):  # "sink-error SQLITE_FULL: database or disk is full"
+                name, _, message = line.removeprefix("sink-error ").partition(": ")
+                return explain(self.db_path, name, message)
+        last = self.problems[-1] if self.problems else f"exit code {self._proc.returncode}"
         return StoreError(f"the results writer for {str(self.db_path)!r} stopped ({last}); results not yet "
                           "committed are lost, everything before is stored")
+
+    def _read_problems(self) -> None:
+        if self._proc.stderr is None or self._proc.stderr.closed:
+            return
+        err = self._proc.stderr.read().decode(errors="replace")
+        self.problems += [line.strip() for line in err.splitlines() if line.strip()]
+
+    def _count(self, acks: bytes) -> None:
+        self._acked += len(acks)
+        self.unclean_batches += acks.count(b"!")
 
     def _read_acks(self) -> None:
         try:
@@ -125,9 +155,9 @@ class ResultWriter:
             return
         if not got and self._proc.poll() is not None:
             raise self._failed()
-        self._acked += len(got)
+        self._count(got)
 
-    def _take(self) -> tuple[list[CallResult], list[ConcurrencyChanged | ClientLoadSampled]]:
+    def _take(self) -> tuple[list[CallResult], list[Event]]:
         rows, self._rows = self._rows, []
         changes, self._changes = self._changes, []
         self._signalled = False
@@ -140,10 +170,11 @@ class ResultWriter:
             while not self._closing:
                 if not self._signalled:
                     self._wake = anyio.Event()
-                    await self._wake.wait()
+                    with anyio.move_on_after(max(0.0, self._beat_due - time.monotonic())):
+                        await self._wake.wait()
                 rows, changes = self._take()
                 t = time.monotonic()
-                if rows or changes:
+                if rows or changes or t >= self._beat_due:
                     self._send(rows, changes)
                 self._read_acks()
                 rest = self.min_interval_s - (time.monotonic() - t)
@@ -167,7 +198,7 @@ class ResultWriter:
             if time.monotonic() > deadline:
                 raise StoreError(f"the results writer for {str(self.db_path)!r} did not commit within 60 s")
             try:
-                self._acked += len(os.read(self._out_fd, 65536))
+                self._count(os.read(self._out_fd, 65536))
             except BlockingIOError:
                 time.sleep(0.001)
 
@@ -192,6 +223,8 @@ class ResultWriter:
                 self._proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self._proc.kill()
+                self._proc.wait()
+            self._read_problems()
             if self._proc.stdout:
                 self._proc.stdout.close()
             if self._proc.stderr:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
+import threading
+import time
 from collections.abc import Iterable
 
 from textual.app import App, SystemCommand
@@ -9,9 +14,20 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 from arenatui.engine.events import RunStatus
-from arenatui.sweep import Sweep
+from arenatui.sweep import Sweep, stop_signals
 from arenatui.tui.screens import RunScreen
 from arenatui.tui.themes import DEFAULT_THEME, STATE_VARIABLES, load_themes, remember_theme, remembered_theme
+
+
+def _terminal_gone() -> bool:
+    """After a hangup the terminal refuses every ioctl: a SIGHUP sent by `kill` leaves it answering."""
+    try:
+        import termios
+
+        termios.tcgetattr(1)
+    except Exception:  # termios.error (ENOTTY, EIO); no termios at all
+        return True
+    return False
 
 
 class ArenaApp(App[RunStatus | None]):
@@ -50,12 +66,66 @@ class ArenaApp(App[RunStatus | None]):
         return dict(STATE_VARIABLES)
 
     def on_mount(self) -> None:
+        self._watch_stop_signals()
         for problem in self.theme_problems:
             self.notify(problem, title="Theme not loaded", severity="warning", timeout=12, markup=False)
         if self._theme_arg and self._theme_arg == self.theme:
             remember_theme(self.theme)
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.push_screen(RunScreen(self.sweep, autostart=self.autostart))
+
+    def _watch_stop_signals(self) -> None:
+        """SIGTERM and SIGHUP stop the sweep like `q` then `y`: the run's end is recorded, the terminal restored."""
+        loop = asyncio.get_running_loop()
+        for sig in stop_signals():
+            if sig == signal.SIGINT:
+                continue  # Ctrl-C is a key in the console (raw mode), bound to its own action
+            try:
+                loop.add_signal_handler(sig, self._stop_signal, int(sig))
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass  # not the main thread (tests drive the app elsewhere) or not a Unix loop
+
+    def _stop_signal(self, signum: int) -> None:
+        if self.sweep.stopped_by is None:
+            self.sweep.stopped_by = signum
+        if signum == getattr(signal, "SIGHUP", None) and _terminal_gone():
+            self._write_nowhere()
+        try:
+            rs = self.run_screen
+        except LookupError:
+            self.exit(self.sweep.status)
+            return
+        if rs.sweep_ended or rs._sweep_worker is None or self.sweep.runner.cancelled:
+            self.exit(self.sweep.status)  # nothing to wait for, or a second signal: stop waiting
+        else:
+            rs.stop_sweep()
+
+    def _write_nowhere(self) -> None:
+        """The terminal hung up: writes to it fail (EIO), which ends Textual's writer thread, and its
+        bounded queue would then block the event loop before the sweep could record its end. Send
+        output to /dev/null, keep the queue drained, and make sure the process ends."""
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):
+            os.dup2(devnull, fd)
+        os.close(devnull)
+        writer = getattr(self._driver, "_writer_thread", None)
+        queue = getattr(writer, "_queue", None)
+        if writer is not None and queue is not None and not writer.is_alive():
+            def drain() -> None:
+                while queue.get() is not None:
+                    pass
+            threading.Thread(target=drain, name="arena-drain", daemon=True).start()
+        sweep = self.sweep
+
+        def watchdog() -> None:
+            # Nobody can see this process any more: once the run's end is recorded (or after a minute
+            # in any case, the writer process keeps what was sent), leave without waiting on a terminal.
+            deadline = time.monotonic() + 60.0
+            while sweep.status is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(5.0)
+            os._exit(128 + int(signal.SIGHUP))
+        threading.Thread(target=watchdog, name="arena-hangup", daemon=True).start()
 
     def _theme_changed(self, theme: Theme) -> None:
         remember_theme(theme.name)

@@ -12,6 +12,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -20,7 +21,7 @@ from arenatui.engine.client_load import CpuSampler
 from arenatui.engine.events import RunStatus
 from arenatui.engine.runner import Runner, Sink
 from arenatui.errors import ArenaError
-from arenatui.live import LiveMetrics
+from arenatui.live import STORED_COLUMNS, LiveMetrics, busy_seconds
 from arenatui.plan import Filters, Plan, make_plan
 from arenatui.providers.base import Provider, make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
@@ -57,7 +58,8 @@ class Sweep:
             fresh = make_plan(_with_seed(load_project(opts.project), opts.seed), opts.filters)
         store = Store(self.db_path)
         try:
-            stored: list[tuple[str, str, int, str, float | None]] = []
+            stored: list[tuple[Any, ...]] = []
+            stored_elapsed = 0.0
             if fresh is None:
                 assert opts.resume is not None
                 rec = store.get_run(opts.resume)
@@ -65,9 +67,11 @@ class Sweep:
                 self.filters = Filters.from_dict(rec.filters)
                 self.run_id = rec.run_id
                 self.plan = make_plan(project, self.filters, store.done_keys(rec.run_id))
-                stored = [(r[0], r[1], r[2], r[3], r[4]) for r in store.results(
-                    rec.run_id, ("model_key", "case_id", "trial", "status", "score", "error_class"))
-                    if r[5] != "cancelled"]
+                # every stored figure comes back on screen (spend, retries, latencies, errors, elapsed), not zeros
+                rows = store.results(rec.run_id, (*STORED_COLUMNS, "started_at", "finished_at"))
+                n = len(STORED_COLUMNS)
+                stored = [r[:n] for r in rows if r[5] != "cancelled"]
+                stored_elapsed = busy_seconds((r[n], r[n + 1]) for r in rows if r[n] and r[n + 1])
                 self.resumed = True
             else:
                 self.filters = opts.filters
@@ -87,7 +91,7 @@ class Sweep:
         finally:
             store.close()
         self.live = LiveMetrics([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials)
-        self.live.preload(stored)
+        self.live.preload(stored, elapsed_s=stored_elapsed)
         self.writer = ResultWriter(self.db_path, self.run_id)
         # Nobody reads live metrics in a quiet headless run; folding them costs ~10 us a call at zero latency.
         watched = (self.live.on_event,) if live_metrics else ()

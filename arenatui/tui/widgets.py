@@ -5,6 +5,7 @@ None of them know the engine or the store: the screen hands them numbers from li
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -18,12 +19,20 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, STATE_NAMES
+from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED
 from arenatui.safe_text import printable
 
 GLYPHS = ("·", "▸", "↻", "✓", "✗", "!")
 """One glyph per call state (queued, in flight, backing off, passed, failed, errored): never colour alone."""
 STATE_CLASSES = ("queued", "in-flight", "backoff", "passed", "failed", "errored")
+MOSTLY = 6
+"""A display state beside the six call states: a finished cell where most, not all, answered trials passed."""
+STARTED = 7
+"""A display state: some trials finished, the rest still queued (nothing in flight this moment)."""
+CELL_GLYPHS = (*GLYPHS, "◑", "▹")
+CELL_CLASSES = (*STATE_CLASSES, "mostly", "started")
+CELL_NAMES = ("queued", "in flight", "backing off", "all passed", "under half passed", "errored", "half or more passed",
+              "started")
 SPARK = " ▁▂▃▄▅▆▇█"
 
 CellReader = Callable[[int, int, int], tuple[int, ...]]
@@ -45,18 +54,47 @@ def spark(values: Sequence[float], width: int, top: float | None = None) -> str:
 
 
 def cell_state(counts: Sequence[int]) -> int:
-    """The one state a cell (or bucket of cells) shows: work in progress first, then the worst outcome."""
+    """The one state a cell (or bucket of cells) shows: work in progress first, then the pass rate.
+
+    One failed trial of thirty must not paint a cell red: a finished cell is ✓ when every answered trial
+    passed, ◑ when half or more did, ✗ below half, and ! when errors outnumber answers. A cell with some
+    trials done and the rest queued is ▹ (started), never a premature verdict.
+    """
     if counts[IN_FLIGHT]:
         return IN_FLIGHT
     if counts[BACKOFF]:
         return BACKOFF
-    if counts[ERRORED]:
+    answered = counts[PASSED] + counts[FAILED]
+    done = answered + counts[ERRORED]
+    if not done:
+        return QUEUED
+    if counts[QUEUED]:
+        return STARTED
+    if counts[ERRORED] > answered:
         return ERRORED
-    if counts[FAILED]:
-        return FAILED
-    if counts[PASSED]:
+    if counts[PASSED] == answered:
         return PASSED
-    return QUEUED
+    return MOSTLY if 2 * counts[PASSED] >= answered else FAILED
+
+
+def short_labels(ids: Sequence[str], width: int) -> list[str]:
+    """Each id cut to `width` characters so that neighbours stay distinguishable: when two cut the same,
+    both keep their head and their tail ("capital-fr", "capital-au" → "cap…fr", "cap…au")."""
+    if width <= 0:
+        return ["" for _ in ids]
+    cut = [i[:width] for i in ids]
+    out = []
+    for k, full in enumerate(ids):
+        twins = [ids[j] for j in (k - 1, k + 1) if 0 <= j < len(ids) and cut[j] == cut[k] and ids[j] != full]
+        if len(full) > width and twins and width >= 3:
+            # keep the part that differs: as much tail as the difference needs, the rest head
+            common = max(len(os.path.commonprefix([full, t])) for t in twins)
+            tail = max(1, min(width - 2, len(full) - common))
+            head = width - 1 - tail
+            out.append(full[:head] + "…" + full[len(full) - tail:])
+        else:
+            out.append(cut[k])
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +122,15 @@ class CallMatrix(Widget, can_focus=True):
     CallMatrix > .matrix--passed { color: $arena-passed; }
     CallMatrix > .matrix--failed { color: $arena-failed; }
     CallMatrix > .matrix--errored { color: $arena-errored; text-style: bold; }
+    CallMatrix > .matrix--mostly { color: $warning; }
+    CallMatrix > .matrix--started { color: $arena-in-flight; }
     CallMatrix > .matrix--label { color: $foreground; }
     CallMatrix > .matrix--header { color: $arena-muted; }
     CallMatrix > .matrix--cursor { background: $accent 40%; }
     CallMatrix:focus > .matrix--cursor { background: $accent; color: $background; }
     """
     COMPONENT_CLASSES = {
-        *(f"matrix--{c}" for c in STATE_CLASSES), "matrix--label", "matrix--header", "matrix--cursor",
+        *(f"matrix--{c}" for c in CELL_CLASSES), "matrix--label", "matrix--header", "matrix--cursor",
     }
     BINDINGS = [
         Binding("left", "move(0, -1)", "left", show=False),
@@ -99,7 +139,7 @@ class CallMatrix(Widget, can_focus=True):
         Binding("down", "move(1, 0)", "down", show=False),
         Binding("home", "move(0, -100000)", show=False),
         Binding("end", "move(0, 100000)", show=False),
-        Binding("enter", "select", "Call detail"),
+        Binding("enter", "select", "Call detail", show=False),
     ]
 
     class CellSelected(Message):
@@ -124,11 +164,20 @@ class CallMatrix(Widget, can_focus=True):
         self.cursor = (0, 0)
         """(model index, column)."""
         self._styles: dict[str, Style] | None = None
+        self._top = 0
+        """The first model row on screen: rows follow the cursor when models outnumber the rows."""
+        self.show_legend = True
+        """The glyph legend under the rows; the screen turns it off when height is short (help has it)."""
 
     # ---- sizing and layout ---------------------------------------------------------------------
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self.model_keys) + 2
+        return len(self.model_keys) + 1 + self.show_legend
+
+    @property
+    def _rows(self) -> int:
+        """Model rows on screen."""
+        return max(1, self.size.height - 1 - self.show_legend)
 
     def _compute_layout(self, width: int) -> _Layout:
         label_w = min(max((len(k) for k in self.model_keys), default=5), 22) + 1
@@ -137,6 +186,10 @@ class CallMatrix(Widget, can_focus=True):
         full_w = 2 + len(f"{self.trials}/{self.trials}") if self.trials > 1 else 2
         for cw in (full_w, 2):
             if n * cw <= avail:
+                if cw == full_w:
+                    # use the width: wider cells show more of each case's name (up to all of it)
+                    longest = max((len(c) for c in self.case_ids), default=1) + 1
+                    cw = max(cw, min(longest, avail // n, 24))
                 return _Layout(label_w, cw, 1, n)
         per_col = -(-n // avail)
         return _Layout(label_w, 1, per_col, -(-n // per_col))
@@ -184,7 +237,9 @@ class CallMatrix(Widget, can_focus=True):
             self._refresh_row(m)
 
     def _refresh_row(self, m: int) -> None:
-        self.refresh(Region(0, m + 1, self.size.width, 1))
+        y = m - self._top + 1
+        if 1 <= y <= self._rows:
+            self.refresh(Region(0, y, self.size.width, 1))
 
     # ---- rendering -----------------------------------------------------------------------------
 
@@ -202,10 +257,10 @@ class CallMatrix(Widget, can_focus=True):
         lay = self._layout
         assert lay is not None
         if lay.cell_w <= 2:
-            return GLYPHS[state] + (" " if lay.cell_w == 2 else "")
+            return CELL_GLYPHS[state] + (" " if lay.cell_w == 2 else "")
         if state == QUEUED:
-            return GLYPHS[state].ljust(lay.cell_w)
-        return f"{GLYPHS[state]}{passed}/{planned}".ljust(lay.cell_w)
+            return CELL_GLYPHS[state].ljust(lay.cell_w)
+        return f"{CELL_GLYPHS[state]}{passed}/{planned}".ljust(lay.cell_w)
 
     def render_line(self, y: int) -> Strip:
         if self._layout is None:
@@ -218,10 +273,11 @@ class CallMatrix(Widget, can_focus=True):
         n_models = len(self.model_keys)
         if y == 0:
             return self._header(lay, width, base)
-        if y == n_models + 1:
+        rows = self._rows
+        if self.show_legend and y == min(rows, n_models) + 1:
             return self._legend(width, base)
-        m = y - 1
-        if m >= n_models:
+        m = self._top + y - 1
+        if y > rows or m >= n_models:
             return Strip.blank(width, base)
         cursor_here = self.cursor[0] == m
         strip = None if cursor_here else self._strips.get(m)
@@ -231,7 +287,7 @@ class CallMatrix(Widget, can_focus=True):
             run: list[str] = []
             run_style: Style | None = None
             for col, (state, passed, planned) in enumerate(self._cols[m]):
-                style = self._style(f"matrix--{STATE_CLASSES[state]}")
+                style = self._style(f"matrix--{CELL_CLASSES[state]}")
                 if cursor_here and col == self.cursor[1]:
                     style = style + self._style("matrix--cursor")
                 if style is not run_style and run:
@@ -248,19 +304,33 @@ class CallMatrix(Widget, can_focus=True):
 
     def _header(self, lay: _Layout, width: int, base: Style) -> Strip:
         hs = self._style("matrix--header")
+        n = len(self.case_ids)
+        hidden = len(self.model_keys) - self._rows
+        more = f"{self._top + 1}-{self._top + self._rows} of {len(self.model_keys)} models"
+        corner = (more if hidden > 0 else "")[: lay.label_w - 1].ljust(lay.label_w)
         if lay.per_col == 1 and lay.cell_w > 2:
-            text = "".join(c[: lay.cell_w - 1].ljust(lay.cell_w) for c in self.case_ids)
+            text = "".join(c.ljust(lay.cell_w) for c in short_labels(self.case_ids, lay.cell_w - 1))
+        elif lay.per_col == 1:
+            # one glyph per case: mark every fifth column and say where the first and last case are
+            ticks = "".join("|" if k % 5 == 0 else " " for k in range(n)) if lay.cell_w == 1 else \
+                "".join(("|" if k % 5 == 0 else " ").ljust(lay.cell_w) for k in range(n))
+            text = f"{ticks}  {n} cases, | every 5th from {self.case_ids[0] if n else ''}"
         else:
-            n = len(self.case_ids)
-            text = f"{n} cases" + (f", {lay.per_col} per column (worst state shown)" if lay.per_col > 1 else "")
-        return Strip([Segment(" " * lay.label_w + text, hs)]).apply_style(base).adjust_cell_length(width, base)
+            text = f"{n} cases, {lay.per_col} per column (first: {self.case_ids[0]}; work and pass rate shown)"
+        strip = Strip([Segment(corner, hs), Segment(text, hs)])
+        return strip.apply_style(base).adjust_cell_length(width, base)
 
     def _legend(self, width: int, base: Style) -> Strip:
+        order = (PASSED, MOSTLY, FAILED, ERRORED, IN_FLIGHT, STARTED, BACKOFF, QUEUED)
+        long = sum(len(CELL_NAMES[i]) + 5 for i in order) + 24 <= width
+        short = {PASSED: "all pass", MOSTLY: "≥½ pass", FAILED: "<½ pass", ERRORED: "errors", IN_FLIGHT: "running",
+                 STARTED: "started", BACKOFF: "retrying", QUEUED: "queued"}
         segs = []
-        for i, name in enumerate(STATE_NAMES):
-            segs.append(Segment(GLYPHS[i], self._style(f"matrix--{STATE_CLASSES[i]}")))
-            segs.append(Segment(f" {name}   ", self._style("matrix--header")))
-        segs.append(Segment("n/k = trials passed", self._style("matrix--header")))
+        for i in order:
+            segs.append(Segment(CELL_GLYPHS[i], self._style(f"matrix--{CELL_CLASSES[i]}")))
+            segs.append(Segment(f" {CELL_NAMES[i] if long else short[i]}  ", self._style("matrix--header")))
+        if long:
+            segs.append(Segment("n/k = trials passed", self._style("matrix--header")))
         return Strip(segs).apply_style(base).adjust_cell_length(width, base)
 
     # ---- cursor --------------------------------------------------------------------------------
@@ -279,6 +349,13 @@ class CallMatrix(Widget, can_focus=True):
         self.cursor = (m, col)
         for row in {old[0], m}:
             self._strips.pop(row, None)
+        rows = self._rows
+        top = max(0, min(max(self._top, m - rows + 1), m, max(0, len(self.model_keys) - rows)))
+        if top != self._top:
+            self._top = top
+            self.refresh()
+            return
+        for row in {old[0], m}:
             self._refresh_row(row)
 
     def action_move(self, dm: int, dc: int) -> None:
@@ -289,12 +366,13 @@ class CallMatrix(Widget, can_focus=True):
 
     def on_click(self, event: events.Click) -> None:
         lay = self._layout
-        if lay is None or event.y < 1 or event.y > len(self.model_keys) or event.x < lay.label_w:
+        if lay is None or event.y < 1 or event.y > min(self._rows, len(self.model_keys) - self._top) \
+                or event.x < lay.label_w:
             return
         col = (event.x - lay.label_w) // lay.cell_w
         if col >= lay.n_cols:
             return
-        self._set_cursor(event.y - 1, col)
+        self._set_cursor(self._top + event.y - 1, col)
         self.action_select()
 
 
@@ -388,14 +466,22 @@ def _fit(values: Sequence[float], width: int) -> list[float]:
 class Column:
     title: str
     width: int
+    """The most characters it takes; it takes fewer when its title and values are shorter."""
     right: bool = False
+    priority: int = 5
+    """When the table is too wide, lower priorities are left out first."""
+    min_width: int = 0
+    """Set on the sparkline column: it shrinks to this before it is left out, and grows into spare width."""
 
 
 class ModelTable(Widget, can_focus=True):
-    """One row per model, fixed columns, rows redrawn only when their values change (cached strips).
+    """One row per model, columns fitted to the width, rows redrawn only when their values change (cached strips).
 
     A DataTable repaints every visible cell whenever any cell changes; at a few frames a second with
-    every rate moving that cost the engine several percent (benchmarks/ui_overhead.py).
+    every rate moving that cost the engine several percent (benchmarks/ui_overhead.py). Columns are
+    left out lowest priority first when the terminal is narrow, and a column is as wide as what it
+    shows, so no column pads blanks another needs. The last column may be a sparkline (`min_width`).
+    When there are more models than rows, the rows follow the cursor.
     """
 
     DEFAULT_CSS = """
@@ -417,35 +503,110 @@ class ModelTable(Widget, can_focus=True):
         self.columns = list(columns)
         self.keys = list(keys)
         self._values: list[tuple[str, ...]] = [("",) * (len(columns) - 1) for _ in keys]
+        self._series: list[Sequence[float]] = [() for _ in keys]
         self._names = [printable(k, newlines=False) for k in keys]
         self._strips: dict[int, Strip] = {}
         self.cursor_row = 0
+        self._top = 0
+        """The first model row on screen."""
+        self._shown: tuple[tuple[int, int], ...] = ()
+        """(column index, width) of the columns on screen, and the gap between them in `_gap`."""
+        self._gap = 2
+        self._plan_key: tuple[int, ...] = ()
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self.keys) + 1
 
-    def set_row(self, index: int, values: tuple[str, ...]) -> None:
-        if self._values[index] != values:
+    @property
+    def shown_titles(self) -> list[str]:
+        """Titles of the columns on screen now (tests read it)."""
+        return [self.columns[i].title for i, _w in self._shown]
+
+    def _content_widths(self) -> tuple[int, ...]:
+        widths = [max(len(self.columns[0].title), max((len(n) for n in self._names), default=0))]
+        for j, col in enumerate(self.columns[1:]):
+            longest = max((len(v[j]) for v in self._values), default=0)
+            widths.append(max(len(col.title), longest))
+        return tuple(min(w, c.width) for w, c in zip(widths, self.columns, strict=True))
+
+    def _replan(self) -> None:
+        widths = self._content_widths()
+        avail = self.size.width
+        key = (avail, *widths)
+        if key == self._plan_key:
+            return
+        self._plan_key = key
+        cols = list(range(len(self.columns)))
+        flex = {i for i in cols if self.columns[i].min_width}
+
+        def need(keep: list[int], gap: int) -> int:
+            return sum(self.columns[i].min_width if i in flex else widths[i] for i in keep) + gap * len(keep)
+
+        keep, gap = cols, 2
+        while keep:
+            if need(keep, 2) <= avail:
+                gap = 2
+                break
+            if need(keep, 1) <= avail:
+                gap = 1
+                break
+            keep = [i for i in keep if i != min((i for i in keep if i), key=lambda i: self.columns[i].priority)] \
+                if len(keep) > 1 else []
+        spare = avail - need(keep, gap)
+        shown = []
+        for i in keep:
+            w = widths[i]
+            if i in flex:
+                w = min(self.columns[i].width, self.columns[i].min_width + spare)
+            shown.append((i, w))
+        self._shown, self._gap = tuple(shown), gap
+        self._strips.clear()
+        self.refresh()
+
+    def on_resize(self) -> None:
+        self._replan()
+        self._scroll_to_cursor()
+
+    def set_row(self, index: int, values: tuple[str, ...], series: Sequence[float] = ()) -> None:
+        if self._values[index] != values or (series and self._series[index] != series):
             self._values[index] = values
+            self._series[index] = series
             self._strips.pop(index, None)
-            self.refresh(Region(0, index + 1, self.size.width, 1))
+            self._replan()
+            self._refresh_model(index)
+
+    def _refresh_model(self, index: int) -> None:
+        y = index - self._top + 1
+        if 1 <= y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._strips.clear()
 
-    def _fit(self, text: str, col: Column) -> str:
-        text = text[: col.width]
-        return (text.rjust(col.width) if col.right else text.ljust(col.width)) + "  "
+    def _fit(self, text: str, col: Column, width: int) -> str:
+        text = text[:width]
+        return (text.rjust(width) if col.right else text.ljust(width)) + " " * self._gap
+
+    def _cell(self, i: int, col_index: int, width: int) -> str:
+        col = self.columns[col_index]
+        if col_index == 0:
+            return self._fit(self._names[i], col, width)
+        if col.min_width:
+            return self._fit(spark(self._series[i][-width:], width) if self._series[i] else
+                             self._values[i][col_index - 1], col, width)
+        return self._fit(self._values[i][col_index - 1], col, width)
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         base = self.rich_style
+        if not self._shown:
+            self._replan()
         if y == 0:
-            head = "".join(self._fit(c.title, c) for c in self.columns)
+            head = "".join(self._fit(self.columns[i].title, self.columns[i], w) for i, w in self._shown)
             return Strip([Segment(head, self.get_component_rich_style("models--header", partial=True))]) \
                 .apply_style(base).adjust_cell_length(width, base)
-        i = y - 1
+        i = self._top + y - 1
         if i >= len(self.keys):
             return Strip.blank(width, base)
         strip = self._strips.get(i)
@@ -453,27 +614,50 @@ class ModelTable(Widget, can_focus=True):
             row = self.get_component_rich_style("models--row", partial=True)
             if i == self.cursor_row:
                 row = row + self.get_component_rich_style("models--cursor", partial=True)
-            cols = self.columns
-            body = self._fit(self._names[i], cols[0]) + "".join(
-                self._fit(v, c) for v, c in zip(self._values[i][:-1], cols[1:-1], strict=True))
             spark_style = row + self.get_component_rich_style("models--spark", partial=True)
-            strip = Strip([Segment(body, row), Segment(self._fit(self._values[i][-1], cols[-1]), spark_style)]) \
-                .apply_style(base).adjust_cell_length(width, base)
+            segs = [Segment(self._cell(i, ci, w), spark_style if self.columns[ci].min_width else row)
+                    for ci, w in self._shown]
+            strip = Strip(segs).apply_style(base).adjust_cell_length(width, base)
             self._strips[i] = strip
         return strip
 
     def action_cursor(self, delta: int) -> None:
         self._move_to(self.cursor_row + delta)
 
+    def _scroll_to_cursor(self) -> bool:
+        rows = max(1, self.size.height - 1)
+        top = min(max(self._top, self.cursor_row - rows + 1), self.cursor_row)
+        top = max(0, min(top, max(0, len(self.keys) - rows)))
+        if top != self._top:
+            self._top = top
+            self.refresh()
+            return True
+        return False
+
     def _move_to(self, row: int) -> None:
         old, self.cursor_row = self.cursor_row, max(0, min(row, len(self.keys) - 1))
         for r in (old, self.cursor_row):
             self._strips.pop(r, None)
-            self.refresh(Region(0, r + 1, self.size.width, 1))
+        if not self._scroll_to_cursor():
+            for r in (old, self.cursor_row):
+                self._refresh_model(r)
 
     def on_click(self, event: events.Click) -> None:
-        if 1 <= event.y <= len(self.keys):
-            self._move_to(event.y - 1)
+        if 1 <= event.y <= len(self.keys) - self._top:
+            self._move_to(self._top + event.y - 1)
+
+
+def fit_line(parts: Sequence[tuple[Text, int]], width: int) -> Text:
+    """One line from (text, priority) parts in order: the lowest-priority parts are left out until it fits
+    (later parts first among equals), so a narrow terminal loses the least useful figures, never a wrap."""
+    keep = list(range(len(parts)))
+    while keep and sum(parts[i][0].cell_len for i in keep) > width:
+        drop = min(reversed(keep), key=lambda i: parts[i][1])
+        keep.remove(drop)
+    out = Text(no_wrap=True, overflow="ellipsis")
+    for i in keep:
+        out.append_text(parts[i][0])
+    return out
 
 
 class StatusBar(Widget):

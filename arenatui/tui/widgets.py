@@ -5,7 +5,6 @@ None of them know the engine or the store: the screen hands them numbers from li
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -77,6 +76,15 @@ def cell_state(counts: Sequence[int]) -> int:
     return MOSTLY if 2 * counts[PASSED] >= answered else FAILED
 
 
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 def short_labels(ids: Sequence[str], width: int) -> list[str]:
     """Each id cut to `width` characters so that neighbours stay distinguishable: when two cut the same,
     both keep their head and their tail ("capital-fr", "capital-au" → "cap…fr", "cap…au")."""
@@ -88,7 +96,7 @@ def short_labels(ids: Sequence[str], width: int) -> list[str]:
         twins = [ids[j] for j in (k - 1, k + 1) if 0 <= j < len(ids) and cut[j] == cut[k] and ids[j] != full]
         if len(full) > width and twins and width >= 3:
             # keep the part that differs: as much tail as the difference needs, the rest head
-            common = max(len(os.path.commonprefix([full, t])) for t in twins)
+            common = max(_common_prefix(full, t) for t in twins)
             tail = max(1, min(width - 2, len(full) - common))
             head = width - 1 - tail
             out.append(full[:head] + "…" + full[len(full) - tail:])

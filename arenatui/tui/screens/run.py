@@ -100,6 +100,7 @@ class RunScreen(Screen[None]):
         Binding("m", "ask_model_cap", "Model cap", show=False),  # hinted in the model table's title
         Binding("r", "results", "Results"),
         Binding("slash", "filter_log", "Filter"),
+        Binding("w", "wrap_log", "Wrap events", show=False),
         Binding("greater_than_sign", "nudge(1)", "+1", show=False),
         Binding("less_than_sign", "nudge(-1)", "-1", show=False),
         Binding("right_square_bracket", "model_cap(1)", "Cap +", show=False),
@@ -116,6 +117,7 @@ class RunScreen(Screen[None]):
         self._log_seen = 0
         self._frame = 0
         self._log_filter = ""
+        self._log_wrap = False
         self._sweep_worker: Worker[Any] | None = None
 
     # ---- layout --------------------------------------------------------------------------------
@@ -287,7 +289,8 @@ class RunScreen(Screen[None]):
         vars_ = self.app.theme_variables
         colour = {"retry": "arena-retrying", "error": "arena-errored", "concurrency": "arena-marker"}.get(kind)
         glyph = {"retry": "↻", "error": "!", "concurrency": "⇅", "state": "■"}.get(kind, "·")
-        line = Text(no_wrap=True, overflow="ellipsis")
+        # cut with … on one line, or (w) wrapped under its text so the reason at the end is readable
+        line = Text(no_wrap=not self._log_wrap, overflow="ellipsis")
         line.append(f"{duration(t):>6} ")
         style = Style(color=vars_.get(colour)) if colour and vars_.get(colour) else Style()
         line.append(f"{glyph} {kind[:6]:<6} ", style)
@@ -313,6 +316,15 @@ class RunScreen(Screen[None]):
     @on(Input.Changed, "#log-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         self._log_filter = event.value.strip().lower()
+        self._rewrite_log()
+
+    def action_wrap_log(self) -> None:
+        self._log_wrap = not self._log_wrap
+        self.query_one("#log", RichLog).wrap = self._log_wrap
+        self._rewrite_log()
+        self.notify("Events wrap onto more lines." if self._log_wrap else "Events show one line each.", timeout=3)
+
+    def _rewrite_log(self) -> None:
         log = self.query_one("#log", RichLog)
         log.clear()
         shown = [e for e in self.sweep.live.log if self._matches(e.kind, e.model_key, e.text)]
@@ -335,7 +347,7 @@ class RunScreen(Screen[None]):
             self.notify(one_line(f"{type(event.worker.error).__name__}: {event.worker.error}", 300),
                         title="The sweep failed", severity="error", timeout=30, markup=False)
         elif status == "finished":
-            self.notify("Every call is stored. Press r for the leaderboard.", title="Sweep finished", timeout=15)
+            self.notify("Every call is stored. Press r for the leaderboard.", title="Sweep finished", timeout=6)
 
     # ---- actions -------------------------------------------------------------------------------
 

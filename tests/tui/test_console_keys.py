@@ -1,0 +1,186 @@
+"""Issue 12's key fixes, driven by Pilot on a scripted sweep (the engine never runs): one test per fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input, RichLog
+
+from arenatui.sweep import Sweep
+from arenatui.tui.app import ArenaApp
+from arenatui.tui.screens import CallDetail, RunScreen
+from arenatui.tui.screens.dialogs import Confirm, Help
+from arenatui.tui.widgets import CallMatrix, ModelTable, StatusBar
+
+from .support import scripted_sweep
+
+pytestmark = pytest.mark.anyio
+
+
+class _Active:
+    """A scripted sweep that counts as running: keys act on its runner as on a real one."""
+
+    @staticmethod
+    def arm(app: ArenaApp) -> RunScreen:
+        rs = app.run_screen
+        rs._sweep_worker = object()  # type: ignore[assignment]  # what `start` sets; the keys only test it exists
+        return rs
+
+
+def _messages(app: ArenaApp) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+async def test_every_quit_path_asks_first(tmp_path: Path) -> None:
+    sweep, _clock = scripted_sweep(tmp_path, finished=False)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        _Active.arm(app)
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert isinstance(app.screen, Confirm)  # ctrl+q asks, as q does
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, RunScreen) and app.is_running
+        quit_cmd = next(c for c in app.get_system_commands(app.screen) if c.title == "Quit")
+        await quit_cmd.callback()  # type: ignore[misc]  # the palette's Quit
+        await pilot.pause()
+        assert isinstance(app.screen, Confirm)
+        await pilot.press("n")
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, Confirm)
+        await pilot.press("y")
+        await pilot.pause()
+        assert sweep.runner.cancelled
+
+
+async def test_escape_leaves_the_filter_and_keys_work_again(tmp_path: Path) -> None:
+    sweep, _clock = scripted_sweep(tmp_path, finished=False)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        _Active.arm(app)
+        await pilot.press("slash")
+        assert isinstance(app.focused, Input)
+        await pilot.press("r", "e", "t")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.focused, CallMatrix)
+        assert app.run_screen.query_one("#log-filter", Input).value == "ret"  # the filter stays applied
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, Help)  # `?` is a key again, not a character typed into the filter
+        await pilot.press("escape")
+        await pilot.press("slash", "enter")
+        await pilot.pause()
+        assert isinstance(app.focused, CallMatrix)
+
+
+async def test_minus_at_one_says_so(tmp_path: Path) -> None:
+    sweep, _clock = scripted_sweep(tmp_path, finished=False)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        _Active.arm(app)
+        sweep.runner.set_concurrency(1)
+        await pilot.press("minus")
+        await pilot.pause()
+        assert sweep.runner.target == 1
+        assert any("already at the minimum" in m for m in _messages(app))
+        await pilot.press("plus")
+        assert sweep.runner.target == 2
+
+
+async def test_cap_down_from_no_cap_steps_from_what_the_model_runs(tmp_path: Path) -> None:
+    sweep, _clock = scripted_sweep(tmp_path, finished=False)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        _Active.arm(app)
+        live = sweep.live
+        key = sweep.plan.models[0].key
+        live.models[0].in_flight = 3  # the model runs 3 at once now
+        assert sweep.runner.model_cap(key) is None
+        app.run_screen.query_one(ModelTable).focus()
+        await pilot.press("left_square_bracket")
+        await pilot.pause()
+        assert sweep.runner.model_cap(key) == 2  # from 3 in flight down one, not to 1
+        await pilot.press("left_square_bracket")
+        await pilot.press("left_square_bracket")
+        assert sweep.runner.model_cap(key) == 1
+        await pilot.pause()
+        assert any("already capped at the minimum" in m for m in _messages(app))
+
+
+async def test_wrap_shows_the_end_of_a_long_event(tmp_path: Path) -> None:
+    sweep, _clock = scripted_sweep(tmp_path, finished=True)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        log = app.run_screen.query_one("#log", RichLog)
+        await pilot.pause()
+        text = "".join(seg.text for line in log.lines for seg in line)
+        assert "upstream overloaded" not in text  # cut at the pane's width
+        await pilot.press("w")
+        await pilot.pause()
+        text = "".join(seg.text for line in log.lines for seg in line)
+        assert "upstream overloaded" in text
+
+
+async def test_finished_run_labels_totals_and_the_window_while_running(tmp_path: Path) -> None:
+    sweep, _clock = scripted_sweep(tmp_path, finished=False)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        table = app.run_screen.query_one(ModelTable)
+        assert "rates over the last" in str(table.border_title)
+        status = str(app.run_screen.query_one(StatusBar).text)
+        assert "concurrency" in status and "target 4" in status
+    sweep, _clock = scripted_sweep(tmp_path, finished=True)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "run's totals" in str(app.run_screen.query_one(ModelTable).border_title)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 40), (200, 55)])
+async def test_the_essentials_fit_at_every_size(tmp_path: Path, size: tuple[int, int]) -> None:
+    sweep, _clock = scripted_sweep(tmp_path, finished=False)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        screen = app.export_screenshot().replace("&#160;", " ")
+        status = str(app.run_screen.query_one(StatusBar).text).splitlines()
+        assert len(status) == 3 and status[2].startswith(" concurrency target")
+        assert all(len(line) <= size[0] for line in status)
+        table = app.run_screen.query_one(ModelTable)
+        for must in ("p50 ms", "p95 ms", "429 %", "done", "latency"):
+            assert any(t.startswith(must) for t in table.shown_titles), (must, table.shown_titles)
+        assert "Quit" in screen and "Help" in screen
+        assert app.run_screen.virtual_size.height <= size[1]  # nothing scrolls the dashboard
+
+
+async def test_help_fits_and_says_how_to_close(tmp_path: Path) -> None:
+    sweep, _clock = scripted_sweep(tmp_path, finished=False)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        dialog = app.screen.query_one("#help")
+        assert dialog.region.right <= 80 and dialog.region.bottom <= 24
+        assert "Escape, ? or q closes" in app.export_screenshot().replace("&#160;", " ")
+
+
+async def test_call_detail_says_why_a_trial_failed(tmp_path: Path) -> None:
+    sweep: Sweep
+    sweep, _clock = scripted_sweep(tmp_path, finished=True)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        detail = CallDetail(sweep, 0, 0)
+        await app.push_screen(detail)
+        row = {"status": "failed", "score": 0.0, "attempts": 1, "latency_ms": 120.0, "total_ms": 150.0,
+               "ttft_ms": 40.0, "input_tokens": 8, "output_tokens": 52, "connect_ms": None, "error_class": None,
+               "error_message": None, "output": "Lyon"}
+        text = detail.render_rows([row]).plain
+        assert "why scored 0 by" in text and f"expected {sweep.plan.cases[0].expected}" in text
+        line = next(ln for ln in text.splitlines() if "tokens" in ln)
+        assert "tokens 8→52" in line and len(line) < 100  # one short line: nothing orphaned at 120 columns
+        await pilot.pause()

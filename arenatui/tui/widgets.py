@@ -385,10 +385,11 @@ class CallMatrix(Widget, can_focus=True):
 
 
 class RatesChart(Widget):
-    """Throughput and retries per second over the whole run, with concurrency changes marked below."""
+    """Throughput and retries per second over the whole run, across the full width, with every concurrency
+    change (global ▲/▼, a model's cap ◆) marked below at its moment."""
 
     DEFAULT_CSS = """
-    RatesChart { height: 1fr; min-height: 6; }
+    RatesChart { height: 1fr; min-height: 3; }
     RatesChart > .rates--throughput { color: $arena-chart; }
     RatesChart > .rates--retry { color: $arena-chart-retry; }
     RatesChart > .rates--marker { color: $arena-marker; text-style: bold; }
@@ -410,41 +411,52 @@ class RatesChart(Widget):
 
     def render(self) -> Text:
         thr, ret, step, markers = self._data
-        label_w = 16
+        narrow = self.size.width < 60
+        label_w = 8 if narrow else 12
         w = max(10, self.size.width - label_w)
-        rows = max(5, self.size.height)
-        thr_h = max(1, min(8, (rows - 3) * 2 // 3))
-        ret_h = max(1, min(4, rows - 3 - thr_h))
+        rows = max(3, self.size.height)
+        # rows: calls/s chart, retry/s chart, the concurrency marks, and the time axis when there is room
+        axis = rows >= 6
+        avail = rows - 1 - axis
+        thr_h = max(1, min(12, (avail * 2 + 2) // 3))
+        ret_h = max(1, min(6, avail - thr_h)) if avail > thr_h else 0
+        # the series fills the width: fewer points than columns are stretched, not padded on the left
+        n = max(1, len(thr))
+        reps = max(1, w // n) if len(thr) <= w else 1
+        thr_s = [v for v in thr for _ in range(reps)]
+        ret_s = [v for v in ret for _ in range(reps)]
         lab = self.get_component_rich_style("rates--label", partial=True)
         peak = max(thr, default=0.0)
         rpeak = max(ret, default=0.0)
         out = Text(no_wrap=True, overflow="crop")
-        for i, line in enumerate(tall_spark(thr, w, thr_h)):
-            out.append(f"{'calls/s' if i == 0 else '':<8}{peak if i == 0 else 0:>7.0f} " if i in (0, thr_h - 1)
-                       else " " * label_w, lab)
+        for i, line in enumerate(tall_spark(thr_s, w, thr_h)):
+            name = ("calls/s" if i == 0 else "") if not narrow else ("calls/s" if i == 0 else f"{peak:.0f}" if i == 1
+                                                                  else "")
+            top = f"{peak:>4.0f} " if i == 0 and not narrow else ""
+            out.append(f"{name:<{label_w - len(top)}}{top}"[:label_w], lab)
             out.append(line, self.get_component_rich_style("rates--throughput", partial=True))
             out.append("\n")
-        for i, line in enumerate(tall_spark(ret, w, ret_h, top=max(rpeak, 1.0))):
-            out.append(f"{'retry/s':<8}{rpeak:>7.0f} " if i == 0 else " " * label_w, lab)
+        for i, line in enumerate(tall_spark(ret_s, w, ret_h, top=max(rpeak, 1.0)) if ret_h else []):
+            out.append((f"{'retry/s':<{label_w - 5}}{rpeak:>4.0f} " if i == 0 and not narrow else
+                        "retry/s " if i == 0 else " " * label_w)[:label_w].ljust(label_w), lab)
             out.append(line, self.get_component_rich_style("rates--retry", partial=True))
             out.append("\n")
-        # concurrency changes at their moment: ▲ raised, ▼ lowered; the label says to what
-        n_points = max(1, len(thr))
-        offset = max(0, w - n_points) if n_points <= w else 0
-        scale = 1.0 if n_points <= w else w / n_points
+        # every knob change at its moment: ▲/▼ global (labelled with the new target), ◆ a model's cap
+        used = len(thr) * reps if len(thr) <= w else w
+        offset = w - used
+        scale = reps if len(thr) <= w else w / n
         marks = [" "] * w
         for t, old, new, model_key, _source in markers:
-            if model_key is not None:
-                continue
             x = min(w - 1, offset + int(t / max(step, 1e-9) * scale))
-            tag = ("▲" if new >= old else "▼") + str(new)
+            tag = ("◆" if model_key is not None else ("▲" if new >= old else "▼") + str(new))
             start = max(0, min(x, w - len(tag)))
             marks[start: start + len(tag)] = list(tag)
-        out.append(f"{'concurrency':<16}", lab)
+        out.append(f"{'conc.' if narrow else 'concurrency':<{label_w}}", lab)
         out.append("".join(marks), self.get_component_rich_style("rates--marker", partial=True))
-        out.append("\n")
-        span = len(thr) * step
-        out.append(f"{'':<16}{'-' + _dur(span):<{max(1, w - 3)}}now", lab)
+        if axis:
+            span = len(thr) * step
+            out.append("\n")
+            out.append(f"{'':<{label_w}}{'-' + _dur(span):<{max(1, w - 3)}}now", lab)
         return out
 
 

@@ -321,8 +321,7 @@ class RunScreen(Screen[None]):
     def action_wrap_log(self) -> None:
         self._log_wrap = not self._log_wrap
         self.query_one("#log", RichLog).wrap = self._log_wrap
-        self._rewrite_log()
-        self.notify("Events wrap onto more lines." if self._log_wrap else "Events show one line each.", timeout=3)
+        self._rewrite_log()  # no toast: it would cover the very pane that changed
 
     def _rewrite_log(self) -> None:
         log = self.query_one("#log", RichLog)

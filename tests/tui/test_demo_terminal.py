@@ -62,7 +62,8 @@ def test_arena_demo_in_a_terminal(arena_home: Path, tmp_path: Path, size: tuple[
             _tmux(sock, "send-keys", "-t", "demo", "-l", "user")
             _tmux(sock, "send-keys", "-t", "demo", "Escape")
             _tmux(sock, "send-keys", "-t", "demo", "w")
-            assert "(user)" in _wait_for(sock, lambda s: "6 → 8" in s)  # the line may wrap before "(user)"
+            screen = _wait_for(sock, lambda s: "(user)" in s)  # shown in full, wrapped
+            assert "6 → 8" in screen
         _tmux(sock, "send-keys", "-t", "demo", "q")
         screen = _wait_for(sock, lambda s: "Stop the sweep?" in s)
         assert "arena run --resume" in screen

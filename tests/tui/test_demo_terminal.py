@@ -61,6 +61,7 @@ def test_arena_demo_in_a_terminal(arena_home: Path, tmp_path: Path, size: tuple[
             _tmux(sock, "send-keys", "-t", "demo", "/")
             _tmux(sock, "send-keys", "-t", "demo", "-l", "user")
             _tmux(sock, "send-keys", "-t", "demo", "Escape")
+            time.sleep(0.5)  # ESC then w at once is what a terminal sends for alt+w
             _tmux(sock, "send-keys", "-t", "demo", "w")
             screen = _wait_for(sock, lambda s: "(user)" in s)  # shown in full, wrapped
             assert "6 → 8" in screen

@@ -183,6 +183,8 @@ class ModelSnapshot:
     cost: float
     latency_series: tuple[float, ...]
     """Mean latency (ms) per second over the last seconds, oldest first; 0 where nothing finished."""
+    throughput_series: tuple[float, ...] = ()
+    """Calls finished per second over the same seconds as latency_series, oldest first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -548,7 +550,7 @@ class LiveMetrics:
                 rate_limited=agg.rate_limited, rate_limited_rate=(limited_w / attempts_w) if attempts_w else 0.0,
                 errors=dict(agg.errors), p50_ms=percentile(lat, 0.5), p95_ms=percentile(lat, 0.95),
                 ttft_p50_ms=percentile(tt, 0.5), score=(agg.score_sum / agg.done) if agg.done else None,
-                cost=agg.cost, latency_series=series,
+                cost=agg.cost, latency_series=series, throughput_series=tuple(counts),
             ))
         done = sum(m.done for m in models)
         remaining = self.planned - done

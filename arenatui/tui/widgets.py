@@ -401,12 +401,18 @@ class RatesChart(Widget):
         super().__init__(id=id)
         self._data: tuple[tuple[float, ...], tuple[float, ...], float, tuple[tuple[float, int, int, str | None, str],
                                                                              ...]] = ((), (), 1.0, ())
+        self._per_model: tuple[tuple[str, tuple[float, ...]], ...] = ()
 
     def update_series(self, throughput: tuple[float, ...], retries: tuple[float, ...], step_s: float,
-                      markers: tuple[tuple[float, int, int, str | None, str], ...]) -> None:
+                      markers: tuple[tuple[float, int, int, str | None, str], ...],
+                      per_model: tuple[tuple[str, tuple[float, ...]], ...] = ()) -> None:
+        """The run's series; `per_model` (model key, calls per second over the last seconds) is drawn as one
+        row per model under the run's chart when the pane is tall enough for it."""
         data = (throughput, retries, step_s, markers)
-        if data != self._data:
+        per_model = tuple((printable(k, newlines=False), v) for k, v in per_model)
+        if data != self._data or per_model != self._per_model:
             self._data = data
+            self._per_model = per_model
             self.refresh()
 
     def render(self) -> Text:
@@ -415,7 +421,13 @@ class RatesChart(Widget):
         label_w = 8 if narrow else 12
         w = max(10, self.size.width - label_w)
         rows = max(3, self.size.height)
-        # rows: calls/s chart, retry/s chart, the concurrency marks, and the time axis when there is room
+        # rows: calls/s chart, retry/s chart, the concurrency marks, and the time axis when there is room;
+        # a tall pane also gets one row per model (its calls/s over the last minute) below those
+        n_models = len(self._per_model)
+        per_model = self._per_model if n_models and rows >= 10 + n_models else ()
+        per_h = max(1, min(4, (rows - 15) // n_models)) if per_model else 0
+        if per_model:
+            rows -= n_models * per_h + 1
         axis = rows >= 6
         avail = rows - 1 - axis
         thr_h = max(1, min(12, (avail * 2 + 2) // 3))
@@ -457,6 +469,17 @@ class RatesChart(Widget):
             span = len(thr) * step
             out.append("\n")
             out.append(f"{'':<{label_w}}{'-' + _dur(span):<{max(1, w - 3)}}now", lab)
+        if per_model:
+            n_pts = max(len(v) for _k, v in per_model)
+            out.append("\n")
+            out.append(f"{'per model':<{label_w}}calls/s, last {n_pts} s (one scale)", lab)
+            scale_top = max((max(v, default=0.0) for _k, v in per_model), default=0.0)
+            style = self.get_component_rich_style("rates--throughput", partial=True)
+            for key, series in per_model:
+                for r, line in enumerate(tall_spark(series, w, per_h, top=scale_top)):
+                    out.append("\n")
+                    out.append(f"{key[: label_w - 1] if r == 0 else '':<{label_w}}", lab)
+                    out.append(line, style)
         return out
 
 

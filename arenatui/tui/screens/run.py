@@ -183,8 +183,9 @@ class RunScreen(Screen[None]):
             # and leaving it out redraws the chart once a second instead of every frame.
             running = snap.state in ("running", "paused") and not self.sweep_ended
             cut = slice(None, -1) if running and len(snap.throughput_series) > 1 else slice(None)
+            per_model = tuple((m.key, m.throughput_series[cut]) for m in snap.models)
             self.query_one("#rates", RatesChart).update_series(snap.throughput_series[cut], snap.retry_series[cut],
-                                                               snap.series_step_s, snap.markers)
+                                                               snap.series_step_s, snap.markers, per_model)
             self._show_log()
 
     def _pace(self, client_cpu: float | None) -> None:

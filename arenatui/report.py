@@ -10,6 +10,7 @@ from arenatui.engine.client_load import OVERLOAD_CPU, OVERLOAD_S, sustained_over
 from arenatui.safe_text import literal
 from arenatui.stats.summary import SUMMARY_COLUMNS, ModelSummary, summarize
 from arenatui.store import Store
+from arenatui.wording import LEADERBOARD_NOTE
 
 
 def summary_line(n_models: int, n_cases: int, trials: int, elapsed_s: float) -> str:
@@ -27,7 +28,8 @@ def _ms(v: float | None) -> str:
 
 
 def leaderboard_table(summaries: list[ModelSummary]) -> Table:
-    t = Table(title="Leaderboard", title_justify="left", header_style="bold")
+    t = Table(title="Leaderboard", title_justify="left", header_style="bold", caption=LEADERBOARD_NOTE,
+              caption_justify="left")
     t.add_column("#", justify="right")
     t.add_column("model")
     t.add_column("score", justify="right")

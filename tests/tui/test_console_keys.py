@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rich.text import Text
 from textual.widgets import Input, RichLog
 
 from arenatui.sweep import Sweep
@@ -184,3 +185,39 @@ async def test_call_detail_says_why_a_trial_failed(tmp_path: Path) -> None:
         line = next(ln for ln in text.splitlines() if "tokens" in ln)
         assert "tokens 8→52" in line and len(line) < 100  # one short line: nothing orphaned at 120 columns
         await pilot.pause()
+
+
+async def test_leaderboard_right_aligns_numbers_and_explains_score(tmp_path: Path) -> None:
+    from rich.console import Console
+    from textual.widgets import DataTable
+
+    from arenatui.report import leaderboard_table, run_summaries
+    from arenatui.store import Store
+    from arenatui.tui.screens.results import Results
+    from arenatui.wording import LEADERBOARD_NOTE
+
+    from .support import _result
+
+    sweep, _clock = scripted_sweep(tmp_path, finished=True)
+    model = sweep.plan.models[0].key
+    with Store(sweep.db_path) as store:
+        store.write_results(sweep.run_id, [_result(model, c.id, 0, "passed", 0.0) for c in sweep.plan.cases])
+        sums = run_summaries(store, sweep.run_id)
+    console = Console(width=160, record=True)
+    console.print(leaderboard_table(sums))
+    headless = " ".join(console.export_text().split())  # the note wraps at the table's width
+    assert "$/completed: all spend" in headless and "score: mean per-case score" in headless
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.push_screen(Results(sweep))
+        table = app.screen.query_one(DataTable)
+        for _ in range(500):  # read in a thread
+            if table.row_count:
+                break
+            await pilot.pause(0.01)
+        row = table.get_row_at(0)
+        score, errors = row[2], row[8]
+        assert isinstance(score, Text) and score.justify == "right"
+        assert str(errors) == "0"  # none is 0, as headless says it
+        assert LEADERBOARD_NOTE in app.export_screenshot().replace("&#160;", " ").replace("&quot;", '"') or \
+            str(app.screen.query_one("#results-note").render()) == LEADERBOARD_NOTE

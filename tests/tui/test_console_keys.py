@@ -221,3 +221,26 @@ async def test_leaderboard_right_aligns_numbers_and_explains_score(tmp_path: Pat
         assert str(errors) == "0"  # none is 0, as headless says it
         assert LEADERBOARD_NOTE in app.export_screenshot().replace("&#160;", " ").replace("&quot;", '"') or \
             str(app.screen.query_one("#results-note").render()) == LEADERBOARD_NOTE
+
+
+def test_a_resumed_run_shows_its_stored_figures_not_zeros(tmp_path: Path) -> None:
+    """Issue 10/12: `arena run --resume ID` showed spend $0.0000, retries 0 and empty latency columns."""
+    from arenatui.store import Store
+    from arenatui.sweep import SweepOptions
+
+    from .support import _result, sim_project
+
+    db = tmp_path / "resume.db"
+    first = Sweep(SweepOptions(project=sim_project(tmp_path, models=1, cases=4), db=db))
+    with Store(db) as store:
+        store.write_results(first.run_id, [
+            _result("sim-0", "case-000", 0, "passed", 0.0, attempts=3),
+            _result("sim-0", "case-001", 0, "errored", 0.0, attempts=2, error="HTTP 503"),
+        ])
+        store.mark_run(first.run_id, "cancelled")
+    again = Sweep(SweepOptions(resume=first.run_id, db=db))
+    s = again.live.snapshot()
+    m = s.models[0]
+    assert (s.done, s.retries, s.errored) == (2, 3, 1)
+    assert s.cost == pytest.approx(0.0002) and m.errors == {"transient": 1}
+    assert m.p50_ms == pytest.approx(120.0)

@@ -342,12 +342,11 @@ class RunScreen(Screen[None]):
         if self.exit_when_stopped:
             self.app.exit(self.sweep.status)
             return
-        status = self.sweep.status or "failed"
         if event.state == WorkerState.ERROR and event.worker.error is not None:
             self.notify(one_line(f"{type(event.worker.error).__name__}: {event.worker.error}", 300),
                         title="The sweep failed", severity="error", timeout=30, markup=False)
-        elif status == "finished":
-            self.notify("Every call is stored. Press r for the leaderboard.", title="Sweep finished", timeout=6)
+        # A finished sweep gets no toast: it covered the Events pane's border, and the header already says
+        # "✓ finished … ended: r results" while the events log "run finished".
 
     # ---- actions -------------------------------------------------------------------------------
 

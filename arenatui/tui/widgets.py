@@ -314,7 +314,8 @@ class CallMatrix(Widget, can_focus=True):
         hs = self._style("matrix--header")
         n = len(self.case_ids)
         hidden = len(self.model_keys) - self._rows
-        more = f"{self._top + 1}-{self._top + self._rows} of {len(self.model_keys)} models"
+        # models hidden above or below: say which are shown, as far as the label column allows
+        more = f"↕{self._top + 1}-{self._top + self._rows}/{len(self.model_keys)}"
         corner = (more if hidden > 0 else "")[: lay.label_w - 1].ljust(lay.label_w)
         if lay.per_col == 1 and lay.cell_w > 2:
             text = "".join(c.ljust(lay.cell_w) for c in short_labels(self.case_ids, lay.cell_w - 1))

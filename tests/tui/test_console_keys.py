@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -244,3 +245,51 @@ def test_a_resumed_run_shows_its_stored_figures_not_zeros(tmp_path: Path) -> Non
     assert (s.done, s.retries, s.errored) == (2, 3, 1)
     assert s.cost == pytest.approx(0.0002) and m.errors == {"transient": 1}
     assert m.p50_ms == pytest.approx(120.0)
+
+
+async def test_matrix_and_model_table_follow_the_cursor_when_models_outnumber_rows(tmp_path: Path) -> None:
+    from arenatui.sweep import SweepOptions
+
+    from .support import sim_project
+
+    sweep = Sweep(SweepOptions(project=sim_project(tmp_path, models=14, cases=10), db=tmp_path / "many.db"))
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        matrix = app.run_screen.query_one(CallMatrix)
+        matrix.focus()
+        assert matrix._rows < 14  # not every model fits at 80x24
+        for _ in range(13):
+            await pilot.press("down")
+        await pilot.pause()
+        assert matrix.cursor[0] == 13 and matrix._top == 14 - matrix._rows
+        lines = ["".join(seg.text for seg in matrix.render_line(y)) for y in range(matrix.size.height)]
+        assert lines[0].startswith("↕") and lines[matrix._rows].startswith("sim-13"), lines
+        table = app.run_screen.query_one(ModelTable)
+        table.focus()
+        for _ in range(13):
+            await pilot.press("down")
+        await pilot.pause()
+        assert table.cursor_row == 13 and table._top > 0
+        assert app.run_screen.virtual_size.height <= 24
+
+
+async def test_palette_screenshot_says_where_it_went(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sweep, _clock = scripted_sweep(tmp_path, finished=True)
+    (tmp_path / "shots").mkdir()
+    monkeypatch.chdir(tmp_path / "shots")
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.action_save_screenshot()
+        await pilot.pause()
+        (svg,) = list(os.scandir(tmp_path / "shots"))
+        assert any(svg.path in m for m in _messages(app)), _messages(app)
+        def refused(**_kw: object) -> str:
+            raise PermissionError(13, "Permission denied")
+
+        monkeypatch.setattr(app, "save_screenshot", refused)
+        app.action_save_screenshot()
+        await pilot.pause()
+        assert any(m.startswith("Could not save a screenshot in") and "Permission denied" in m
+                   for m in _messages(app))

@@ -32,6 +32,8 @@ BUSY_REFRESH_S = 1.0
 BUSY_CPU, IDLE_CPU = 0.9, 0.7
 TABLE_EVERY = 4
 """The model table is refreshed every this many frames (1 Hz): rates over a 10 s window need no more."""
+PANE_SHARE = 35
+"""Per cent of the rows under the header the call matrix, and the model table, each take at most."""
 LEGEND_MIN_HEIGHT = 30
 """Terminal rows from which the matrix shows its glyph legend."""
 LOG_BATCH = 200
@@ -160,6 +162,13 @@ class RunScreen(Screen[None]):
         if matrix.show_legend != legend:
             matrix.show_legend = legend
             matrix.refresh(layout=True)
+        # Heights in rows, not per cent (a percentage is of the height left by the docked footer and rounds
+        # down): at 80x24 both panes show four models. The matrix's own height is bounded too, not only its
+        # panel's, so it knows how many model rows it shows and can follow the cursor past them.
+        share = max(5, (self.size.height - 4) * PANE_SHARE // 100)
+        self.query_one("#matrix-panel").styles.max_height = share
+        matrix.styles.max_height = share - 2
+        self.query_one("#models", ModelTable).styles.max_height = share
 
     def start(self) -> None:
         self._sweep_worker = self.run_worker(self.sweep.run(), name="sweep", group="sweep", exit_on_error=False)

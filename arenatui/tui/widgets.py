@@ -647,7 +647,10 @@ class ModelTable(Widget, can_focus=True):
         if not self._shown:
             self._replan()
         if y == 0:
-            head = "".join(self._fit(self.columns[i].title, self.columns[i], w) for i, w in self._shown)
+            # a shrunk sparkline column keeps the word before its comma ("latency"), not a cut one
+            head = "".join(self._fit(self.columns[i].title if w >= len(self.columns[i].title) or
+                                     not self.columns[i].min_width else self.columns[i].title.split(",")[0],
+                                     self.columns[i], w) for i, w in self._shown)
             return Strip([Segment(head, self.get_component_rich_style("models--header", partial=True))]) \
                 .apply_style(base).adjust_cell_length(width, base)
         i = self._top + y - 1

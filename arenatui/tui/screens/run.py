@@ -139,7 +139,7 @@ class RunScreen(Screen[None]):
             chart.border_title = "Rates over the run"
             yield chart
             with Vertical(id="log-panel", classes="panel") as lv:
-                lv.border_title = "Events"
+                lv.border_title = "Events (/ filter · w wrap)"
                 yield FilterInput(placeholder="filter events (/)", id="log-filter")
                 yield RichLog(id="log", max_lines=1000, min_width=1, wrap=False, markup=False, highlight=False,
                               auto_scroll=True)

@@ -516,6 +516,8 @@ class Column:
     """When the table is too wide, lower priorities are left out first."""
     min_width: int = 0
     """Set on the sparkline column: it shrinks to this before it is left out, and grows into spare width."""
+    priority_if_any: int | None = None
+    """The priority while some row shows more than "0" or "-" (errors matter once there are some)."""
 
 
 class ModelTable(Widget, can_focus=True):
@@ -576,12 +578,19 @@ class ModelTable(Widget, can_focus=True):
     def _replan(self) -> None:
         widths = self._content_widths()
         avail = self.size.width
-        key = (avail, *widths)
+        key = (avail, *widths, *(c.priority_if_any is not None and any(v[j - 1] not in ("0", "-", "")
+                                                                        for v in self._values)
+                                  for j, c in enumerate(self.columns) if j))
         if key == self._plan_key:
             return
         self._plan_key = key
         cols = list(range(len(self.columns)))
         flex = {i for i in cols if self.columns[i].min_width}
+        busy = {i for i in cols[1:] if any(v[i - 1] not in ("0", "-", "") for v in self._values)}
+
+        def priority(i: int) -> int:
+            c = self.columns[i]
+            return c.priority_if_any if c.priority_if_any is not None and i in busy else c.priority
 
         def need(keep: list[int], gap: int) -> int:
             return sum(self.columns[i].min_width if i in flex else widths[i] for i in keep) + gap * len(keep)
@@ -594,8 +603,7 @@ class ModelTable(Widget, can_focus=True):
             if need(keep, 1) <= avail:
                 gap = 1
                 break
-            keep = [i for i in keep if i != min((i for i in keep if i), key=lambda i: self.columns[i].priority)] \
-                if len(keep) > 1 else []
+            keep = [i for i in keep if i != min((i for i in keep if i), key=priority)] if len(keep) > 1 else []
         spare = avail - need(keep, gap)
         shown = []
         for i in keep:

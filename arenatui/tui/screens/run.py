@@ -58,14 +58,14 @@ MODEL_COLUMNS = (
     # title, most characters, right-aligned, priority (lowest is left out first when the terminal is narrow)
     Column("model", 24, False, 10),
     Column("cap", 4, True, 3),
-    Column("in flight", 9, True, 8),
+    Column("in flight", 9, True, 5),  # the header line has the total: per model it goes before the rest
     Column("backoff", 7, True, 2),
     Column("done", 15, True, 9),
     Column("calls/s", 8, True, 7),
     Column("tok/s", 7, True, 1),
-    Column("retries", 7, True, 6),
+    Column("retries", 7, True, 7),
     Column("429 %", 5, True, 8),
-    Column("errors", 24, False, 4),
+    Column("errors", 24, False, 4, priority_if_any=7),
     Column("p50 ms", 6, True, 8),
     Column("p95 ms", 6, True, 7),
     Column("TTFT p50", 8, True, 1),

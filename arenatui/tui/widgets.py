@@ -620,12 +620,21 @@ class ModelTable(Widget, can_focus=True):
         self._scroll_to_cursor()
 
     def set_row(self, index: int, values: tuple[str, ...], series: Sequence[float] = ()) -> None:
-        if self._values[index] != values or (series and self._series[index] != series):
-            self._values[index] = values
-            self._series[index] = series
-            self._strips.pop(index, None)
+        self.set_rows([(index, values, series)])
+
+    def set_rows(self, rows: Iterable[tuple[int, tuple[str, ...], Sequence[float]]]) -> None:
+        """(model index, values, latency series) for rows that may have changed; the columns are fitted once."""
+        changed = []
+        for index, values, series in rows:
+            if self._values[index] != values or (series and self._series[index] != series):
+                self._values[index] = values
+                self._series[index] = series
+                self._strips.pop(index, None)
+                changed.append(index)
+        if changed:
             self._replan()
-            self._refresh_model(index)
+            for index in changed:
+                self._refresh_model(index)
 
     def _refresh_model(self, index: int) -> None:
         y = index - self._top + 1
@@ -706,9 +715,12 @@ def fit_line(parts: Sequence[tuple[Text, int]], width: int) -> Text:
     """One line from (text, priority) parts in order: the lowest-priority parts are left out until it fits
     (later parts first among equals), so a narrow terminal loses the least useful figures, never a wrap."""
     keep = list(range(len(parts)))
-    while keep and sum(parts[i][0].cell_len for i in keep) > width:
+    lens = [p[0].cell_len for p in parts]
+    total = sum(lens)
+    while keep and total > width:
         drop = min(reversed(keep), key=lambda i: parts[i][1])
         keep.remove(drop)
+        total -= lens[drop]
     out = Text(no_wrap=True, overflow="ellipsis")
     for i in keep:
         out.append_text(parts[i][0])

@@ -283,9 +283,7 @@ class RunScreen(Screen[None]):
                  "Models · rates are the run's totals")
         if table.border_title != title + MODELS_KEYS:
             table.border_title = title + MODELS_KEYS
-        with self.app.batch_update():
-            for i, m in enumerate(snap.models):
-                table.set_row(i, self._model_row(m), m.latency_series)
+        table.set_rows((i, self._model_row(m), m.latency_series) for i, m in enumerate(snap.models))
 
     def _model_row(self, m: ModelSnapshot) -> tuple[str, ...]:
         cap = self.sweep.runner.model_cap(m.key)

@@ -12,7 +12,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from arenatui.engine.client_load import OVERLOAD_CPU, OVERLOAD_S, OverloadTracker
 from arenatui.engine.events import (
@@ -43,6 +43,44 @@ def percentile(sorted_values: Sequence[float], q: float) -> float | None:
     lo = int(k)
     hi = min(lo + 1, len(sorted_values) - 1)
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+def busy_seconds(spans: Iterable[tuple[float, float]]) -> float:
+    """Seconds covered by at least one (start, end) span: the time earlier sessions of a run took, without
+    the gaps between them (a run resumed the next day did not take a day)."""
+    total = 0.0
+    cur_start = cur_end = None
+    for start, end in sorted(spans):
+        if cur_end is None or start > cur_end:
+            if cur_end is not None and cur_start is not None:
+                total += cur_end - cur_start
+            cur_start, cur_end = start, end
+        else:
+            cur_end = max(cur_end, end)
+    if cur_end is not None and cur_start is not None:
+        total += cur_end - cur_start
+    return total
+
+
+class StoredResult(NamedTuple):
+    """One result a resumed or reopened run already has, as `preload` folds it back in."""
+
+    model_key: str
+    case_id: str
+    trial: int
+    status: str
+    score: float | None
+    error_class: str | None = None
+    attempts: int = 1
+    latency_ms: float | None = None
+    ttft_ms: float | None = None
+    cost: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+STORED_COLUMNS = StoredResult._fields
+"""The results-table columns `preload` reads, in StoredResult's order (they share names)."""
 
 
 @dataclass(slots=True)
@@ -100,6 +138,11 @@ class _ModelAgg:
     backing_off: int = 0
     attempts: int = 0
     """Attempts started."""
+    preloaded: int = 0
+    """Results that were stored before this session: counted in totals, never in a rate."""
+    preloaded_output_tokens: int = 0
+    session_attempts: int = 0
+    """Attempts that ended in this session (finished calls plus retries): the run-total 429 share's base."""
     retries: int = 0
     rate_limited: int = 0
     input_tokens: int = 0
@@ -140,6 +183,8 @@ class ModelSnapshot:
     cost: float
     latency_series: tuple[float, ...]
     """Mean latency (ms) per second over the last seconds, oldest first; 0 where nothing finished."""
+    throughput_series: tuple[float, ...] = ()
+    """Calls finished per second over the same seconds as latency_series, oldest first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +222,9 @@ class LiveSnapshot:
     work is now inside the latencies and caps the throughput shown."""
     client_overload_s: float = 0.0
     """Seconds of the run spent in such sustained overload so far."""
+    rates_window_s: float | None = None
+    """Seconds the rolling rates (calls/s, tok/s, 429 %, retry share) are over; None once the run has
+    ended, when they are the session's totals instead of a window that would decay to zero."""
 
 
 class LiveMetrics:
@@ -223,6 +271,8 @@ class LiveMetrics:
         self._retry_sec: list[int] = []
         self.markers: list[tuple[float, int, int, str | None, str]] = []
         self.preloaded = 0
+        self.prior_elapsed = 0.0
+        """Seconds the run had already taken in earlier sessions (a resumed run): added to elapsed."""
 
     # ---- folding -------------------------------------------------------------------------------
 
@@ -294,6 +344,7 @@ class LiveMetrics:
             self._move(mi, cid, src, QUEUED)  # resume runs it again
             return
         agg.done += 1
+        agg.session_attempts += 1
         if status == "passed":
             agg.passed += 1
             dst = PASSED
@@ -335,6 +386,7 @@ class LiveMetrics:
         agg.in_flight -= 1
         agg.backing_off += 1
         agg.retries += 1
+        agg.session_attempts += 1
         sec = self._sec(ev.t)
         ring = agg.ring
         i = ring.slot(sec)
@@ -351,13 +403,15 @@ class LiveMetrics:
     def _concurrency(self, ev: ConcurrencyChanged) -> None:
         if ev.model_key is None:
             self.target = ev.new
-            what = "concurrency"
+            change = f"concurrency {ev.old} → {ev.new}"
         else:
             self.caps[ev.model_key] = ev.new or None
-            what = f"{ev.model_key} cap"
+            # a cap of 0 is the engine's "no cap": say so rather than show a limit of zero
+            change = (f"{ev.model_key} cap {ev.old or 'no cap'} → {ev.new or 'no cap'}"
+                      .replace("cap no cap", "no cap"))
         self.markers.append((ev.t - self.t0, ev.old, ev.new, ev.model_key, ev.source))
         if ev.source != "config":
-            self._log(ev.t, "concurrency", ev.model_key, f"{what} {ev.old} → {ev.new} ({ev.source})")
+            self._log(ev.t, "concurrency", ev.model_key, f"{change} ({ev.source})")
 
     def _client_load(self, ev: ClientLoadSampled) -> None:
         self.client_cpu = ev.cpu
@@ -379,24 +433,44 @@ class LiveMetrics:
         self.end_t = ev.t
         self._log(ev.t, "state", None, f"run {ev.status}" + (f": {ev.message}" if ev.message else ""))
 
-    def preload(self, stored: Iterable[tuple[str, str, int, str, float | None]]) -> None:
-        """Fill the matrix and totals with results a resumed run already has: (model, case, trial, status, score)."""
-        for model_key, case_id, _trial, status, score in stored:
-            mi = self._m_index.get(model_key)
-            if mi is None or case_id not in self._c_index:
+    def preload(self, stored: Iterable[Sequence[Any]], *, elapsed_s: float = 0.0) -> None:
+        """Fold in the results a resumed or reopened run already has, so its figures are the run's, not zeros.
+
+        Rows are `StoredResult`s, or any sequence in that order (the first five fields are enough): the
+        matrix, totals, retries, errors, spend and latency percentiles come back; rates stay this session's.
+        `elapsed_s` is the time the earlier sessions took.
+        """
+        self.prior_elapsed += max(0.0, elapsed_s)
+        for raw in stored:
+            r = StoredResult(*raw)
+            mi = self._m_index.get(r.model_key)
+            if mi is None or r.case_id not in self._c_index or r.error_class == "cancelled":
                 continue
             agg = self.models[mi]
             agg.done += 1
-            dst = {"passed": PASSED, "failed": FAILED}.get(status, ERRORED)
+            agg.preloaded += 1
+            dst = {"passed": PASSED, "failed": FAILED}.get(r.status, ERRORED)
             if dst == PASSED:
                 agg.passed += 1
             elif dst == FAILED:
                 agg.failed += 1
             else:
                 agg.errored += 1
-            if score is not None:
-                agg.score_sum += score
-            self._move(mi, case_id, QUEUED, dst)
+                cls = r.error_class or "error"
+                agg.errors[cls] = agg.errors.get(cls, 0) + 1
+            if r.score is not None:
+                agg.score_sum += r.score
+            extra = max(0, (r.attempts or 1) - 1)
+            agg.retries += extra
+            agg.cost += r.cost or 0.0
+            agg.input_tokens += r.input_tokens or 0
+            agg.output_tokens += r.output_tokens or 0
+            agg.preloaded_output_tokens += r.output_tokens or 0
+            if r.latency_ms is not None and dst != ERRORED:
+                agg.latencies.append(r.latency_ms)
+            if r.ttft_ms is not None:
+                agg.ttfts.append(r.ttft_ms)
+            self._move(mi, r.case_id, QUEUED, dst)
             self.preloaded += 1
 
     # ---- reading -------------------------------------------------------------------------------
@@ -422,29 +496,45 @@ class LiveMetrics:
         return d
 
     def elapsed(self) -> float:
+        """Seconds of this session (the time base of the rate series); the run's is `snapshot().elapsed_s`."""
         end = self.end_t if self.end_t is not None else self._clock()
         return max(0.0, end - self.t0)
 
     def snapshot(self) -> LiveSnapshot:
+        ended = self.end_t is not None
         now = self._clock() if self.end_t is None else self.end_t
         elapsed = max(0.0, now - self.t0)
+        # this session's seconds: the base of every rate (preloaded results are never in a rate)
         now_sec = int(elapsed)
         w = max(1, min(int(self.window_s), now_sec + 1))
         models = []
         tot_cps = 0.0
         tot_attempts_w = tot_retries_w = 0.0
+        eta: float | None = 0.0
         for agg in self.models:
             ring = agg.ring
-            done_w = ring.total(_Ring.DONE, now_sec, w)
-            retries_w = ring.total(_Ring.RETRIES, now_sec, w)
-            # every attempt ends as a finished call or a retry, so these are the attempts that ended
-            attempts_w = done_w + retries_w
-            limited_w = ring.total(_Ring.LIMITED, now_sec, w)
-            span = min(w, elapsed) if elapsed > 0 else 1.0
+            session_done = agg.done - agg.preloaded
+            if ended:
+                # The run is over: a rolling window would decay to zero; show what the session did instead.
+                span = max(elapsed, 1e-9)
+                done_w = float(session_done)
+                attempts_w = float(agg.session_attempts)
+                retries_w = float(max(0, agg.session_attempts - session_done))
+                limited_w = float(agg.rate_limited)
+                tokens = float(agg.output_tokens - agg.preloaded_output_tokens)
+            else:
+                span = min(w, elapsed) if elapsed > 0 else 1.0
+                done_w = ring.total(_Ring.DONE, now_sec, w)
+                retries_w = ring.total(_Ring.RETRIES, now_sec, w)
+                # every attempt ends as a finished call or a retry, so these are the attempts that ended
+                attempts_w = done_w + retries_w
+                limited_w = ring.total(_Ring.LIMITED, now_sec, w)
+                tokens = ring.total(_Ring.TOKENS, now_sec, w)
             cps = done_w / max(span, 1e-9)
             tot_cps += cps
             tot_attempts_w += attempts_w
             tot_retries_w += retries_w
+            eta = _slowest(eta, agg.planned - agg.done, cps, session_done / elapsed if elapsed > 0 else 0.0)
             lat = sorted(agg.latencies)
             tt = sorted(agg.ttfts)
             n_series = 60
@@ -455,22 +545,26 @@ class LiveMetrics:
                 key=agg.key, planned=agg.planned, done=agg.done, passed=agg.passed, failed=agg.failed,
                 errored=agg.errored, in_flight=agg.in_flight, backing_off=agg.backing_off,
                 cap=self.caps.get(agg.key), calls_per_s=cps,
-                tokens_per_s=ring.total(_Ring.TOKENS, now_sec, w) / max(span, 1e-9),
+                tokens_per_s=tokens / max(span, 1e-9),
                 retries=agg.retries, retry_rate=(retries_w / attempts_w) if attempts_w else 0.0,
                 rate_limited=agg.rate_limited, rate_limited_rate=(limited_w / attempts_w) if attempts_w else 0.0,
                 errors=dict(agg.errors), p50_ms=percentile(lat, 0.5), p95_ms=percentile(lat, 0.95),
                 ttft_p50_ms=percentile(tt, 0.5), score=(agg.score_sum / agg.done) if agg.done else None,
-                cost=agg.cost, latency_series=series,
+                cost=agg.cost, latency_series=series, throughput_series=tuple(counts),
             ))
         done = sum(m.done for m in models)
         remaining = self.planned - done
-        overall_cps = (done - self.preloaded) / elapsed if elapsed > 0 else 0.0
-        rate = tot_cps if tot_cps > 0 else overall_cps
-        eta = remaining / rate if rate > 0 and remaining > 0 else (0.0 if remaining == 0 else None)
+        if remaining <= 0:
+            eta = 0.0
+        elif eta is None:
+            # a model with nothing finished yet has no rate of its own: fall back to the run's
+            overall_cps = (done - self.preloaded) / elapsed if elapsed > 0 else 0.0
+            rate = tot_cps if tot_cps > 0 else overall_cps
+            eta = remaining / rate if rate > 0 else None
         thr, step = _bucket(self._done_sec, now_sec + 1)
         ret, _ = _bucket(self._retry_sec, now_sec + 1)
         return LiveSnapshot(
-            elapsed_s=elapsed, state=self.state, planned=self.planned, done=done,
+            elapsed_s=elapsed + self.prior_elapsed, state=self.state, planned=self.planned, done=done,
             passed=sum(m.passed for m in models), failed=sum(m.failed for m in models),
             errored=sum(m.errored for m in models), in_flight=sum(m.in_flight for m in models),
             backing_off=sum(m.backing_off for m in models), retries=sum(m.retries for m in models),
@@ -479,7 +573,19 @@ class LiveMetrics:
             cost=sum(m.cost for m in models), models=tuple(models), throughput_series=thr, retry_series=ret,
             series_step_s=step, markers=tuple(self.markers), client_cpu=self.client_cpu,
             client_overloaded=self.client_load.overloaded, client_overload_s=self.client_load.overload_s,
+            rates_window_s=None if ended else float(w),
         )
+
+
+def _slowest(eta: float | None, remaining: int, window_cps: float, session_cps: float) -> float | None:
+    """The later of `eta` and one model's finish (its remaining calls at its own rate): the slowest model
+    decides when the run ends. None once any unfinished model has no rate yet."""
+    if remaining <= 0 or eta is None:
+        return eta
+    rate = window_cps if window_cps > 0 else session_cps
+    if rate <= 0:
+        return None
+    return max(eta, remaining / rate)
 
 
 def _bucket(per_sec: list[int], length: int, max_points: int = 240) -> tuple[tuple[float, ...], float]:

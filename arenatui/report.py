@@ -11,6 +11,7 @@ from arenatui.safe_text import literal, one_line
 from arenatui.stats import ModelRow, RunResults, leaderboard
 from arenatui.stats.summary import SUMMARY_COLUMNS, ModelSummary, summarize
 from arenatui.store import Store
+from arenatui.wording import LEADERBOARD_NOTE
 
 
 def summary_line(n_models: int, n_cases: int, trials: int, elapsed_s: float) -> str:
@@ -30,7 +31,7 @@ def _ms(v: float | None) -> str:
 def leaderboard_table(rows: list[ModelRow]) -> Table:
     """The headless leaderboard: quality over answered calls beside coverage, errors and what a correct answer cost."""
     t = Table(title="Leaderboard (quality over answered calls; errored calls count against coverage)",
-              title_justify="left", header_style="bold")
+              title_justify="left", header_style="bold", caption=LEADERBOARD_NOTE, caption_justify="left")
     for col in ("#", "model", "quality", "95% CI", "coverage", "errors", "p50 ms", "p95 ms", "retries", "spend",
                 "$/correct", "$/answered"):
         t.add_column(col, justify="left" if col in ("model", "errors") else "right")

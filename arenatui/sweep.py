@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -22,7 +23,7 @@ from arenatui.engine.client_load import CpuSampler
 from arenatui.engine.events import RunStatus
 from arenatui.engine.runner import Runner, Sink
 from arenatui.errors import ArenaError, StoreError, unwrap
-from arenatui.live import LiveMetrics
+from arenatui.live import STORED_COLUMNS, LiveMetrics, busy_seconds
 from arenatui.plan import Filters, Plan, make_plan
 from arenatui.providers.base import Provider, make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
@@ -112,7 +113,8 @@ class Sweep:
             fresh = make_plan(_with_seed(load_project(opts.project), opts.seed), opts.filters)
         store = Store(self.db_path)
         try:
-            stored: list[tuple[str, str, int, str, float | None]] = []
+            stored: list[tuple[Any, ...]] = []
+            stored_elapsed = 0.0
             if fresh is None:
                 assert opts.resume is not None
                 rec = store.get_run(opts.resume)
@@ -122,9 +124,12 @@ class Sweep:
                 self.plan = make_plan(project, self.filters,
                                       store.done_keys(rec.run_id, retry_errored=opts.retry_errored))
                 self.notices += project_changes(rec.project_path, project)
-                stored = [(r[0], r[1], r[2], r[3], r[4]) for r in store.results(
-                    rec.run_id, ("model_key", "case_id", "trial", "status", "score", "error_class"))
-                    if r[5] != "cancelled" and not (opts.retry_errored and r[3] == "errored")]
+                # every stored figure comes back on screen (spend, retries, latencies, errors, elapsed), not zeros
+                rows = store.results(rec.run_id, (*STORED_COLUMNS, "started_at", "finished_at"))
+                n = len(STORED_COLUMNS)
+                stored = [r[:n] for r in rows
+                          if r[5] != "cancelled" and not (opts.retry_errored and r[3] == "errored")]
+                stored_elapsed = busy_seconds((r[n], r[n + 1]) for r in rows if r[n] and r[n + 1])
                 self.resumed = True
             else:
                 self.filters = opts.filters
@@ -144,7 +149,7 @@ class Sweep:
         finally:
             store.close()
         self.live = LiveMetrics([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials)
-        self.live.preload(stored)
+        self.live.preload(stored, elapsed_s=stored_elapsed)
         self.writer = ResultWriter(self.db_path, self.run_id, retry_errored=opts.retry_errored)
         # Nobody reads live metrics in a quiet headless run; folding them costs ~10 us a call at zero latency.
         watched = (self.live.on_event,) if live_metrics else ()

@@ -16,6 +16,7 @@ from textual.theme import Theme
 from arenatui.engine.events import RunStatus
 from arenatui.sweep import Sweep, stop_signals
 from arenatui.tui.screens import RunScreen
+from arenatui.tui.screens.dialogs import Confirm
 from arenatui.tui.themes import DEFAULT_THEME, STATE_VARIABLES, load_themes, remember_theme, remembered_theme
 
 
@@ -137,8 +138,35 @@ class ArenaApp(App[RunStatus | None]):
                 return s
         raise LookupError("no run screen")
 
+    async def action_quit(self) -> None:
+        """ctrl+q and the palette's Quit: the same confirmation as `q` while a sweep runs (one path to stop)."""
+        try:
+            rs = self.run_screen
+        except LookupError:
+            self.exit()
+            return
+        if any(isinstance(s, Confirm) for s in self.screen_stack):
+            return  # already asking
+        rs.action_stop()
+
+    def action_save_screenshot(self) -> None:
+        """Save an SVG of the screen in the current directory and say where, or why not."""
+        try:
+            path = self.save_screenshot(path=os.getcwd())
+        except OSError as e:
+            self.notify(f"Could not save a screenshot in {os.getcwd()}: {e.strerror or e}", title="Screenshot",
+                        severity="error", markup=False)
+            return
+        self.notify(f"Saved {path}", title="Screenshot", markup=False)
+
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        # Textual's own "Keys" duplicated ours, "Maximize" drew a pane over a hatch, and "Screenshot" failed
+        # without a path or reason: keep the rest, add a screenshot that says where it went.
+        for cmd in super().get_system_commands(screen):
+            if cmd.title not in ("Keys", "Maximize", "Minimize", "Screenshot"):
+                yield cmd
+        yield SystemCommand("Screenshot", "Save an SVG of the screen in the current directory",
+                            lambda: self.set_timer(0.1, self.action_save_screenshot))
         try:
             rs = self.run_screen
         except LookupError:
@@ -152,4 +180,4 @@ class ArenaApp(App[RunStatus | None]):
                             rs.action_ask_model_cap)
         yield SystemCommand("Results", "r: the leaderboard of what is stored", rs.action_results)
         yield SystemCommand("Stop the sweep", "q: asks first; finished calls stay stored", rs.action_stop)
-        yield SystemCommand("Keys", "?: every shortcut", rs.action_help)
+        yield SystemCommand("Help", "?: every key, the cell glyphs, what the figures mean", rs.action_help)

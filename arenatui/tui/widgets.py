@@ -18,12 +18,20 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, STATE_NAMES
+from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED
 from arenatui.safe_text import printable
 
 GLYPHS = ("·", "▸", "↻", "✓", "✗", "!")
 """One glyph per call state (queued, in flight, backing off, passed, failed, errored): never colour alone."""
 STATE_CLASSES = ("queued", "in-flight", "backoff", "passed", "failed", "errored")
+MOSTLY = 6
+"""A display state beside the six call states: a finished cell where most, not all, answered trials passed."""
+STARTED = 7
+"""A display state: some trials finished, the rest still queued (nothing in flight this moment)."""
+CELL_GLYPHS = (*GLYPHS, "◑", "▹")
+CELL_CLASSES = (*STATE_CLASSES, "mostly", "started")
+CELL_NAMES = ("queued", "in flight", "backing off", "all passed", "under half passed", "errored", "half or more passed",
+              "started")
 SPARK = " ▁▂▃▄▅▆▇█"
 
 CellReader = Callable[[int, int, int], tuple[int, ...]]
@@ -45,18 +53,56 @@ def spark(values: Sequence[float], width: int, top: float | None = None) -> str:
 
 
 def cell_state(counts: Sequence[int]) -> int:
-    """The one state a cell (or bucket of cells) shows: work in progress first, then the worst outcome."""
+    """The one state a cell (or bucket of cells) shows: work in progress first, then the pass rate.
+
+    One failed trial of thirty must not paint a cell red: a finished cell is ✓ when every answered trial
+    passed, ◑ when half or more did, ✗ below half, and ! when errors outnumber answers. A cell with some
+    trials done and the rest queued is ▹ (started), never a premature verdict.
+    """
     if counts[IN_FLIGHT]:
         return IN_FLIGHT
     if counts[BACKOFF]:
         return BACKOFF
-    if counts[ERRORED]:
+    answered = counts[PASSED] + counts[FAILED]
+    done = answered + counts[ERRORED]
+    if not done:
+        return QUEUED
+    if counts[QUEUED]:
+        return STARTED
+    if counts[ERRORED] > answered:
         return ERRORED
-    if counts[FAILED]:
-        return FAILED
-    if counts[PASSED]:
+    if counts[PASSED] == answered:
         return PASSED
-    return QUEUED
+    return MOSTLY if 2 * counts[PASSED] >= answered else FAILED
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def short_labels(ids: Sequence[str], width: int) -> list[str]:
+    """Each id cut to `width` characters so that neighbours stay distinguishable: when two cut the same,
+    both keep their head and their tail ("capital-fr", "capital-au" → "cap…fr", "cap…au")."""
+    if width <= 0:
+        return ["" for _ in ids]
+    cut = [i[:width] for i in ids]
+    out = []
+    for k, full in enumerate(ids):
+        twins = [ids[j] for j in (k - 1, k + 1) if 0 <= j < len(ids) and cut[j] == cut[k] and ids[j] != full]
+        if len(full) > width and twins and width >= 3:
+            # keep the part that differs: as much tail as the difference needs, the rest head
+            common = max(_common_prefix(full, t) for t in twins)
+            tail = max(1, min(width - 2, len(full) - common))
+            head = width - 1 - tail
+            out.append(full[:head] + "…" + full[len(full) - tail:])
+        else:
+            out.append(cut[k])
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +130,15 @@ class CallMatrix(Widget, can_focus=True):
     CallMatrix > .matrix--passed { color: $arena-passed; }
     CallMatrix > .matrix--failed { color: $arena-failed; }
     CallMatrix > .matrix--errored { color: $arena-errored; text-style: bold; }
+    CallMatrix > .matrix--mostly { color: $warning; }
+    CallMatrix > .matrix--started { color: $arena-in-flight; }
     CallMatrix > .matrix--label { color: $foreground; }
     CallMatrix > .matrix--header { color: $arena-muted; }
     CallMatrix > .matrix--cursor { background: $accent 40%; }
     CallMatrix:focus > .matrix--cursor { background: $accent; color: $background; }
     """
     COMPONENT_CLASSES = {
-        *(f"matrix--{c}" for c in STATE_CLASSES), "matrix--label", "matrix--header", "matrix--cursor",
+        *(f"matrix--{c}" for c in CELL_CLASSES), "matrix--label", "matrix--header", "matrix--cursor",
     }
     BINDINGS = [
         Binding("left", "move(0, -1)", "left", show=False),
@@ -99,7 +147,7 @@ class CallMatrix(Widget, can_focus=True):
         Binding("down", "move(1, 0)", "down", show=False),
         Binding("home", "move(0, -100000)", show=False),
         Binding("end", "move(0, 100000)", show=False),
-        Binding("enter", "select", "Call detail"),
+        Binding("enter", "select", "Call detail", show=False),
     ]
 
     class CellSelected(Message):
@@ -124,11 +172,20 @@ class CallMatrix(Widget, can_focus=True):
         self.cursor = (0, 0)
         """(model index, column)."""
         self._styles: dict[str, Style] | None = None
+        self._top = 0
+        """The first model row on screen: rows follow the cursor when models outnumber the rows."""
+        self.show_legend = True
+        """The glyph legend under the rows; the screen turns it off when height is short (help has it)."""
 
     # ---- sizing and layout ---------------------------------------------------------------------
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self.model_keys) + 2
+        return len(self.model_keys) + 1 + self.show_legend
+
+    @property
+    def _rows(self) -> int:
+        """Model rows on screen."""
+        return max(1, self.size.height - 1 - self.show_legend)
 
     def _compute_layout(self, width: int) -> _Layout:
         label_w = min(max((len(k) for k in self.model_keys), default=5), 22) + 1
@@ -137,6 +194,10 @@ class CallMatrix(Widget, can_focus=True):
         full_w = 2 + len(f"{self.trials}/{self.trials}") if self.trials > 1 else 2
         for cw in (full_w, 2):
             if n * cw <= avail:
+                if cw == full_w:
+                    # use the width: wider cells show more of each case's name (up to all of it)
+                    longest = max((len(c) for c in self.case_ids), default=1) + 1
+                    cw = max(cw, min(longest, avail // n, 24))
                 return _Layout(label_w, cw, 1, n)
         per_col = -(-n // avail)
         return _Layout(label_w, 1, per_col, -(-n // per_col))
@@ -184,7 +245,9 @@ class CallMatrix(Widget, can_focus=True):
             self._refresh_row(m)
 
     def _refresh_row(self, m: int) -> None:
-        self.refresh(Region(0, m + 1, self.size.width, 1))
+        y = m - self._top + 1
+        if 1 <= y <= self._rows:
+            self.refresh(Region(0, y, self.size.width, 1))
 
     # ---- rendering -----------------------------------------------------------------------------
 
@@ -202,10 +265,10 @@ class CallMatrix(Widget, can_focus=True):
         lay = self._layout
         assert lay is not None
         if lay.cell_w <= 2:
-            return GLYPHS[state] + (" " if lay.cell_w == 2 else "")
+            return CELL_GLYPHS[state] + (" " if lay.cell_w == 2 else "")
         if state == QUEUED:
-            return GLYPHS[state].ljust(lay.cell_w)
-        return f"{GLYPHS[state]}{passed}/{planned}".ljust(lay.cell_w)
+            return CELL_GLYPHS[state].ljust(lay.cell_w)
+        return f"{CELL_GLYPHS[state]}{passed}/{planned}".ljust(lay.cell_w)
 
     def render_line(self, y: int) -> Strip:
         if self._layout is None:
@@ -218,10 +281,11 @@ class CallMatrix(Widget, can_focus=True):
         n_models = len(self.model_keys)
         if y == 0:
             return self._header(lay, width, base)
-        if y == n_models + 1:
+        rows = self._rows
+        if self.show_legend and y == min(rows, n_models) + 1:
             return self._legend(width, base)
-        m = y - 1
-        if m >= n_models:
+        m = self._top + y - 1
+        if y > rows or m >= n_models:
             return Strip.blank(width, base)
         cursor_here = self.cursor[0] == m
         strip = None if cursor_here else self._strips.get(m)
@@ -231,7 +295,7 @@ class CallMatrix(Widget, can_focus=True):
             run: list[str] = []
             run_style: Style | None = None
             for col, (state, passed, planned) in enumerate(self._cols[m]):
-                style = self._style(f"matrix--{STATE_CLASSES[state]}")
+                style = self._style(f"matrix--{CELL_CLASSES[state]}")
                 if cursor_here and col == self.cursor[1]:
                     style = style + self._style("matrix--cursor")
                 if style is not run_style and run:
@@ -248,19 +312,34 @@ class CallMatrix(Widget, can_focus=True):
 
     def _header(self, lay: _Layout, width: int, base: Style) -> Strip:
         hs = self._style("matrix--header")
+        n = len(self.case_ids)
+        hidden = len(self.model_keys) - self._rows
+        # models hidden above or below: say which are shown, as far as the label column allows
+        more = f"↕{self._top + 1}-{self._top + self._rows}/{len(self.model_keys)}"
+        corner = (more if hidden > 0 else "")[: lay.label_w - 1].ljust(lay.label_w)
         if lay.per_col == 1 and lay.cell_w > 2:
-            text = "".join(c[: lay.cell_w - 1].ljust(lay.cell_w) for c in self.case_ids)
+            text = "".join(c.ljust(lay.cell_w) for c in short_labels(self.case_ids, lay.cell_w - 1))
+        elif lay.per_col == 1:
+            # one glyph per case: mark every fifth column and say where the first and last case are
+            ticks = "".join("|" if k % 5 == 0 else " " for k in range(n)) if lay.cell_w == 1 else \
+                "".join(("|" if k % 5 == 0 else " ").ljust(lay.cell_w) for k in range(n))
+            text = f"{ticks}  {n} cases, | every 5th from {self.case_ids[0] if n else ''}"
         else:
-            n = len(self.case_ids)
-            text = f"{n} cases" + (f", {lay.per_col} per column (worst state shown)" if lay.per_col > 1 else "")
-        return Strip([Segment(" " * lay.label_w + text, hs)]).apply_style(base).adjust_cell_length(width, base)
+            text = f"{n} cases, {lay.per_col} per column (first: {self.case_ids[0]}; work and pass rate shown)"
+        strip = Strip([Segment(corner, hs), Segment(text, hs)])
+        return strip.apply_style(base).adjust_cell_length(width, base)
 
     def _legend(self, width: int, base: Style) -> Strip:
+        order = (PASSED, MOSTLY, FAILED, ERRORED, IN_FLIGHT, STARTED, BACKOFF, QUEUED)
+        long = sum(len(CELL_NAMES[i]) + 5 for i in order) + 24 <= width
+        short = {PASSED: "all pass", MOSTLY: "≥½ pass", FAILED: "<½ pass", ERRORED: "errors", IN_FLIGHT: "running",
+                 STARTED: "started", BACKOFF: "retrying", QUEUED: "queued"}
         segs = []
-        for i, name in enumerate(STATE_NAMES):
-            segs.append(Segment(GLYPHS[i], self._style(f"matrix--{STATE_CLASSES[i]}")))
-            segs.append(Segment(f" {name}   ", self._style("matrix--header")))
-        segs.append(Segment("n/k = trials passed", self._style("matrix--header")))
+        for i in order:
+            segs.append(Segment(CELL_GLYPHS[i], self._style(f"matrix--{CELL_CLASSES[i]}")))
+            segs.append(Segment(f" {CELL_NAMES[i] if long else short[i]}  ", self._style("matrix--header")))
+        if long:
+            segs.append(Segment("n/k = trials passed", self._style("matrix--header")))
         return Strip(segs).apply_style(base).adjust_cell_length(width, base)
 
     # ---- cursor --------------------------------------------------------------------------------
@@ -279,6 +358,13 @@ class CallMatrix(Widget, can_focus=True):
         self.cursor = (m, col)
         for row in {old[0], m}:
             self._strips.pop(row, None)
+        rows = self._rows
+        top = max(0, min(max(self._top, m - rows + 1), m, max(0, len(self.model_keys) - rows)))
+        if top != self._top:
+            self._top = top
+            self.refresh()
+            return
+        for row in {old[0], m}:
             self._refresh_row(row)
 
     def action_move(self, dm: int, dc: int) -> None:
@@ -289,20 +375,22 @@ class CallMatrix(Widget, can_focus=True):
 
     def on_click(self, event: events.Click) -> None:
         lay = self._layout
-        if lay is None or event.y < 1 or event.y > len(self.model_keys) or event.x < lay.label_w:
+        if lay is None or event.y < 1 or event.y > min(self._rows, len(self.model_keys) - self._top) \
+                or event.x < lay.label_w:
             return
         col = (event.x - lay.label_w) // lay.cell_w
         if col >= lay.n_cols:
             return
-        self._set_cursor(event.y - 1, col)
+        self._set_cursor(self._top + event.y - 1, col)
         self.action_select()
 
 
 class RatesChart(Widget):
-    """Throughput and retries per second over the whole run, with concurrency changes marked below."""
+    """Throughput and retries per second over the whole run, across the full width, with every concurrency
+    change (global ▲/▼, a model's cap ◆) marked below at its moment."""
 
     DEFAULT_CSS = """
-    RatesChart { height: 1fr; min-height: 6; }
+    RatesChart { height: 1fr; min-height: 3; }
     RatesChart > .rates--throughput { color: $arena-chart; }
     RatesChart > .rates--retry { color: $arena-chart-retry; }
     RatesChart > .rates--marker { color: $arena-marker; text-style: bold; }
@@ -314,51 +402,85 @@ class RatesChart(Widget):
         super().__init__(id=id)
         self._data: tuple[tuple[float, ...], tuple[float, ...], float, tuple[tuple[float, int, int, str | None, str],
                                                                              ...]] = ((), (), 1.0, ())
+        self._per_model: tuple[tuple[str, tuple[float, ...]], ...] = ()
 
     def update_series(self, throughput: tuple[float, ...], retries: tuple[float, ...], step_s: float,
-                      markers: tuple[tuple[float, int, int, str | None, str], ...]) -> None:
+                      markers: tuple[tuple[float, int, int, str | None, str], ...],
+                      per_model: tuple[tuple[str, tuple[float, ...]], ...] = ()) -> None:
+        """The run's series; `per_model` (model key, calls per second over the last seconds) is drawn as one
+        row per model under the run's chart when the pane is tall enough for it."""
         data = (throughput, retries, step_s, markers)
-        if data != self._data:
+        per_model = tuple((printable(k, newlines=False), v) for k, v in per_model)
+        if data != self._data or per_model != self._per_model:
             self._data = data
+            self._per_model = per_model
             self.refresh()
 
     def render(self) -> Text:
         thr, ret, step, markers = self._data
-        label_w = 16
+        narrow = self.size.width < 60
+        label_w = 8 if narrow else 12
         w = max(10, self.size.width - label_w)
-        rows = max(5, self.size.height)
-        thr_h = max(1, min(8, (rows - 3) * 2 // 3))
-        ret_h = max(1, min(4, rows - 3 - thr_h))
+        rows = max(3, self.size.height)
+        # rows: calls/s chart, retry/s chart, the concurrency marks, and the time axis when there is room;
+        # a tall pane also gets one row per model (its calls/s over the last minute) below those
+        n_models = len(self._per_model)
+        per_model = self._per_model if n_models and rows >= 10 + n_models else ()
+        per_h = max(1, min(4, (rows - 15) // n_models)) if per_model else 0
+        if per_model:
+            rows -= n_models * per_h + 1
+        axis = rows >= 6
+        avail = rows - 1 - axis
+        thr_h = max(1, min(12, (avail * 2 + 2) // 3))
+        ret_h = max(1, min(6, avail - thr_h)) if avail > thr_h else 0
+        # the series fills the width: fewer points than columns are stretched, not padded on the left
+        n = max(1, len(thr))
+        reps = max(1, w // n) if len(thr) <= w else 1
+        thr_s = [v for v in thr for _ in range(reps)]
+        ret_s = [v for v in ret for _ in range(reps)]
         lab = self.get_component_rich_style("rates--label", partial=True)
         peak = max(thr, default=0.0)
         rpeak = max(ret, default=0.0)
         out = Text(no_wrap=True, overflow="crop")
-        for i, line in enumerate(tall_spark(thr, w, thr_h)):
-            out.append(f"{'calls/s' if i == 0 else '':<8}{peak if i == 0 else 0:>7.0f} " if i in (0, thr_h - 1)
-                       else " " * label_w, lab)
+        for i, line in enumerate(tall_spark(thr_s, w, thr_h)):
+            name = ("calls/s" if i == 0 else "") if not narrow else ("calls/s" if i == 0 else f"{peak:.0f}" if i == 1
+                                                                  else "")
+            top = f"{peak:>4.0f} " if i == 0 and not narrow else ""
+            out.append(f"{name:<{label_w - len(top)}}{top}"[:label_w], lab)
             out.append(line, self.get_component_rich_style("rates--throughput", partial=True))
             out.append("\n")
-        for i, line in enumerate(tall_spark(ret, w, ret_h, top=max(rpeak, 1.0))):
-            out.append(f"{'retry/s':<8}{rpeak:>7.0f} " if i == 0 else " " * label_w, lab)
+        for i, line in enumerate(tall_spark(ret_s, w, ret_h, top=max(rpeak, 1.0)) if ret_h else []):
+            out.append((f"{'retry/s':<{label_w - 5}}{rpeak:>4.0f} " if i == 0 and not narrow else
+                        "retry/s " if i == 0 else " " * label_w)[:label_w].ljust(label_w), lab)
             out.append(line, self.get_component_rich_style("rates--retry", partial=True))
             out.append("\n")
-        # concurrency changes at their moment: ▲ raised, ▼ lowered; the label says to what
-        n_points = max(1, len(thr))
-        offset = max(0, w - n_points) if n_points <= w else 0
-        scale = 1.0 if n_points <= w else w / n_points
+        # every knob change at its moment: ▲/▼ global (labelled with the new target), ◆ a model's cap
+        used = len(thr) * reps if len(thr) <= w else w
+        offset = w - used
+        scale = reps if len(thr) <= w else w / n
         marks = [" "] * w
         for t, old, new, model_key, _source in markers:
-            if model_key is not None:
-                continue
             x = min(w - 1, offset + int(t / max(step, 1e-9) * scale))
-            tag = ("▲" if new >= old else "▼") + str(new)
+            tag = ("◆" if model_key is not None else ("▲" if new >= old else "▼") + str(new))
             start = max(0, min(x, w - len(tag)))
             marks[start: start + len(tag)] = list(tag)
-        out.append(f"{'concurrency':<16}", lab)
+        out.append(f"{'conc.' if narrow else 'concurrency':<{label_w}}", lab)
         out.append("".join(marks), self.get_component_rich_style("rates--marker", partial=True))
-        out.append("\n")
-        span = len(thr) * step
-        out.append(f"{'':<16}{'-' + _dur(span):<{max(1, w - 3)}}now", lab)
+        if axis:
+            span = len(thr) * step
+            out.append("\n")
+            out.append(f"{'':<{label_w}}{'-' + _dur(span):<{max(1, w - 3)}}now", lab)
+        if per_model:
+            n_pts = max(len(v) for _k, v in per_model)
+            out.append("\n")
+            out.append(f"{'per model':<{label_w}}calls/s, last {n_pts} s (one scale)", lab)
+            scale_top = max((max(v, default=0.0) for _k, v in per_model), default=0.0)
+            style = self.get_component_rich_style("rates--throughput", partial=True)
+            for key, series in per_model:
+                for r, line in enumerate(tall_spark(series, w, per_h, top=scale_top)):
+                    out.append("\n")
+                    out.append(f"{key[: label_w - 1] if r == 0 else '':<{label_w}}", lab)
+                    out.append(line, style)
         return out
 
 
@@ -388,14 +510,24 @@ def _fit(values: Sequence[float], width: int) -> list[float]:
 class Column:
     title: str
     width: int
+    """The most characters it takes; it takes fewer when its title and values are shorter."""
     right: bool = False
+    priority: int = 5
+    """When the table is too wide, lower priorities are left out first."""
+    min_width: int = 0
+    """Set on the sparkline column: it shrinks to this before it is left out, and grows into spare width."""
+    priority_if_any: int | None = None
+    """The priority while some row shows more than "0" or "-" (errors matter once there are some)."""
 
 
 class ModelTable(Widget, can_focus=True):
-    """One row per model, fixed columns, rows redrawn only when their values change (cached strips).
+    """One row per model, columns fitted to the width, rows redrawn only when their values change (cached strips).
 
     A DataTable repaints every visible cell whenever any cell changes; at a few frames a second with
-    every rate moving that cost the engine several percent (benchmarks/ui_overhead.py).
+    every rate moving that cost the engine several percent (benchmarks/ui_overhead.py). Columns are
+    left out lowest priority first when the terminal is narrow, and a column is as wide as what it
+    shows, so no column pads blanks another needs. The last column may be a sparkline (`min_width`).
+    When there are more models than rows, the rows follow the cursor.
     """
 
     DEFAULT_CSS = """
@@ -417,35 +549,128 @@ class ModelTable(Widget, can_focus=True):
         self.columns = list(columns)
         self.keys = list(keys)
         self._values: list[tuple[str, ...]] = [("",) * (len(columns) - 1) for _ in keys]
+        self._series: list[Sequence[float]] = [() for _ in keys]
         self._names = [printable(k, newlines=False) for k in keys]
         self._strips: dict[int, Strip] = {}
         self.cursor_row = 0
+        self._top = 0
+        """The first model row on screen."""
+        self._shown: tuple[tuple[int, int], ...] = ()
+        """(column index, width) of the columns on screen, and the gap between them in `_gap`."""
+        self._gap = 2
+        self._plan_key: tuple[int, ...] = ()
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self.keys) + 1
 
-    def set_row(self, index: int, values: tuple[str, ...]) -> None:
-        if self._values[index] != values:
-            self._values[index] = values
-            self._strips.pop(index, None)
-            self.refresh(Region(0, index + 1, self.size.width, 1))
+    @property
+    def shown_titles(self) -> list[str]:
+        """Titles of the columns on screen now (tests read it)."""
+        return [self.columns[i].title for i, _w in self._shown]
+
+    def _content_widths(self) -> tuple[int, ...]:
+        widths = [max(len(self.columns[0].title), max((len(n) for n in self._names), default=0))]
+        for j, col in enumerate(self.columns[1:]):
+            longest = max((len(v[j]) for v in self._values), default=0)
+            widths.append(max(len(col.title), longest))
+        return tuple(min(w, c.width) for w, c in zip(widths, self.columns, strict=True))
+
+    def _replan(self) -> None:
+        widths = self._content_widths()
+        avail = self.size.width
+        key = (avail, *widths, *(c.priority_if_any is not None and any(v[j - 1] not in ("0", "-", "")
+                                                                        for v in self._values)
+                                  for j, c in enumerate(self.columns) if j))
+        if key == self._plan_key:
+            return
+        self._plan_key = key
+        cols = list(range(len(self.columns)))
+        flex = {i for i in cols if self.columns[i].min_width}
+        busy = {i for i in cols[1:] if any(v[i - 1] not in ("0", "-", "") for v in self._values)}
+
+        def priority(i: int) -> int:
+            c = self.columns[i]
+            return c.priority_if_any if c.priority_if_any is not None and i in busy else c.priority
+
+        def need(keep: list[int], gap: int) -> int:
+            return sum(self.columns[i].min_width if i in flex else widths[i] for i in keep) + gap * len(keep)
+
+        keep, gap = cols, 2
+        while keep:
+            if need(keep, 2) <= avail:
+                gap = 2
+                break
+            if need(keep, 1) <= avail:
+                gap = 1
+                break
+            keep = [i for i in keep if i != min((i for i in keep if i), key=priority)] if len(keep) > 1 else []
+        spare = avail - need(keep, gap)
+        shown = []
+        for i in keep:
+            w = widths[i]
+            if i in flex:
+                w = min(self.columns[i].width, self.columns[i].min_width + spare)
+            shown.append((i, w))
+        self._shown, self._gap = tuple(shown), gap
+        self._strips.clear()
+        self.refresh()
+
+    def on_resize(self) -> None:
+        self._replan()
+        self._scroll_to_cursor()
+
+    def set_row(self, index: int, values: tuple[str, ...], series: Sequence[float] = ()) -> None:
+        self.set_rows([(index, values, series)])
+
+    def set_rows(self, rows: Iterable[tuple[int, tuple[str, ...], Sequence[float]]]) -> None:
+        """(model index, values, latency series) for rows that may have changed; the columns are fitted once."""
+        changed = []
+        for index, values, series in rows:
+            if self._values[index] != values or (series and self._series[index] != series):
+                self._values[index] = values
+                self._series[index] = series
+                self._strips.pop(index, None)
+                changed.append(index)
+        if changed:
+            self._replan()
+            for index in changed:
+                self._refresh_model(index)
+
+    def _refresh_model(self, index: int) -> None:
+        y = index - self._top + 1
+        if 1 <= y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._strips.clear()
 
-    def _fit(self, text: str, col: Column) -> str:
-        text = text[: col.width]
-        return (text.rjust(col.width) if col.right else text.ljust(col.width)) + "  "
+    def _fit(self, text: str, col: Column, width: int) -> str:
+        text = text[:width]
+        return (text.rjust(width) if col.right else text.ljust(width)) + " " * self._gap
+
+    def _cell(self, i: int, col_index: int, width: int) -> str:
+        col = self.columns[col_index]
+        if col_index == 0:
+            return self._fit(self._names[i], col, width)
+        if col.min_width:
+            return self._fit(spark(self._series[i][-width:], width) if self._series[i] else
+                             self._values[i][col_index - 1], col, width)
+        return self._fit(self._values[i][col_index - 1], col, width)
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         base = self.rich_style
+        if not self._shown:
+            self._replan()
         if y == 0:
-            head = "".join(self._fit(c.title, c) for c in self.columns)
+            # a shrunk sparkline column keeps the word before its comma ("latency"), not a cut one
+            head = "".join(self._fit(self.columns[i].title if w >= len(self.columns[i].title) or
+                                     not self.columns[i].min_width else self.columns[i].title.split(",")[0],
+                                     self.columns[i], w) for i, w in self._shown)
             return Strip([Segment(head, self.get_component_rich_style("models--header", partial=True))]) \
                 .apply_style(base).adjust_cell_length(width, base)
-        i = y - 1
+        i = self._top + y - 1
         if i >= len(self.keys):
             return Strip.blank(width, base)
         strip = self._strips.get(i)
@@ -453,27 +678,53 @@ class ModelTable(Widget, can_focus=True):
             row = self.get_component_rich_style("models--row", partial=True)
             if i == self.cursor_row:
                 row = row + self.get_component_rich_style("models--cursor", partial=True)
-            cols = self.columns
-            body = self._fit(self._names[i], cols[0]) + "".join(
-                self._fit(v, c) for v, c in zip(self._values[i][:-1], cols[1:-1], strict=True))
             spark_style = row + self.get_component_rich_style("models--spark", partial=True)
-            strip = Strip([Segment(body, row), Segment(self._fit(self._values[i][-1], cols[-1]), spark_style)]) \
-                .apply_style(base).adjust_cell_length(width, base)
+            segs = [Segment(self._cell(i, ci, w), spark_style if self.columns[ci].min_width else row)
+                    for ci, w in self._shown]
+            strip = Strip(segs).apply_style(base).adjust_cell_length(width, base)
             self._strips[i] = strip
         return strip
 
     def action_cursor(self, delta: int) -> None:
         self._move_to(self.cursor_row + delta)
 
+    def _scroll_to_cursor(self) -> bool:
+        rows = max(1, self.size.height - 1)
+        top = min(max(self._top, self.cursor_row - rows + 1), self.cursor_row)
+        top = max(0, min(top, max(0, len(self.keys) - rows)))
+        if top != self._top:
+            self._top = top
+            self.refresh()
+            return True
+        return False
+
     def _move_to(self, row: int) -> None:
         old, self.cursor_row = self.cursor_row, max(0, min(row, len(self.keys) - 1))
         for r in (old, self.cursor_row):
             self._strips.pop(r, None)
-            self.refresh(Region(0, r + 1, self.size.width, 1))
+        if not self._scroll_to_cursor():
+            for r in (old, self.cursor_row):
+                self._refresh_model(r)
 
     def on_click(self, event: events.Click) -> None:
-        if 1 <= event.y <= len(self.keys):
-            self._move_to(event.y - 1)
+        if 1 <= event.y <= len(self.keys) - self._top:
+            self._move_to(self._top + event.y - 1)
+
+
+def fit_line(parts: Sequence[tuple[Text, int]], width: int) -> Text:
+    """One line from (text, priority) parts in order: the lowest-priority parts are left out until it fits
+    (later parts first among equals), so a narrow terminal loses the least useful figures, never a wrap."""
+    keep = list(range(len(parts)))
+    lens = [p[0].cell_len for p in parts]
+    total = sum(lens)
+    while keep and total > width:
+        drop = min(reversed(keep), key=lambda i: parts[i][1])
+        keep.remove(drop)
+        total -= lens[drop]
+    out = Text(no_wrap=True, overflow="ellipsis")
+    for i in keep:
+        out.append_text(parts[i][0])
+    return out
 
 
 class StatusBar(Widget):

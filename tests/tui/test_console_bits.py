@@ -32,8 +32,10 @@ async def test_palette_offers_the_actions_and_the_log_filters(tmp_path: Path) ->
     async with app.run_test(size=(160, 48)) as pilot:
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for wanted in ("Pause or resume the sweep", "Raise concurrency", "Lower concurrency", "Set concurrency",
-                       "Results", "Stop the sweep", "Keys", "Theme"):
+                       "Results", "Stop the sweep", "Help", "Theme", "Screenshot"):
             assert wanted in titles
+        # one entry per name: Textual's own "Keys" duplicated ours, "Maximize" drew a pane over a hatch
+        assert len(titles) == len(set(titles)) and "Keys" not in titles and "Maximize" not in titles
         log = app.run_screen.query_one("#log", RichLog)
         await pilot.pause(0.1)
         before = len(log.lines)

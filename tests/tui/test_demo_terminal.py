@@ -35,14 +35,16 @@ def _wait_for(sock: str, pred: object, timeout: float = 20.0) -> str:
 
 @pytest.mark.slow
 @pytest.mark.skipif(TMUX is None, reason="needs tmux")
-def test_arena_demo_in_a_terminal(arena_home: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("size", [(160, 48), (80, 24)], ids=["160x48", "80x24"])
+def test_arena_demo_in_a_terminal(arena_home: Path, tmp_path: Path, size: tuple[int, int]) -> None:
+    cols, rows = str(size[0]), str(size[1])
     sock = f"arena-test-{os.getpid()}-{tmp_path.name}"
     arena = [sys.executable, "-m", "arenatui"]
     # pytest exports COLUMNS/LINES for its own output; Textual would believe them over the terminal
     cmd = (f"cd {shlex.quote(str(tmp_path))} && unset COLUMNS LINES && ARENATUI_HOME={shlex.quote(str(arena_home))} "
            f"{' '.join(shlex.quote(a) for a in arena)} demo; echo EXIT=$?; sleep 30")
-    _tmux(sock, "-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "160", "-y", "48", cmd)
-    _tmux(sock, "resize-window", "-t", "demo", "-x", "160", "-y", "48")
+    _tmux(sock, "-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", cols, "-y", rows, cmd)
+    _tmux(sock, "resize-window", "-t", "demo", "-x", cols, "-y", rows)
     try:
         t0 = time.monotonic()
         screen = _wait_for(sock, lambda s: "▶ running" in s and "target 6" in s)
@@ -50,7 +52,19 @@ def test_arena_demo_in_a_terminal(arena_home: Path, tmp_path: Path) -> None:
         screen = _wait_for(sock, lambda s: re.search(r"[✓✗!][0-9]+/3", s) is not None)  # a finished cell
         _tmux(sock, "send-keys", "-t", "demo", "+")
         screen = _wait_for(sock, lambda s: "target 8" in s)
-        assert "concurrency 6 → 8 (user)" in _wait_for(sock, lambda s: "6 → 8" in s)
+        # issue 12: at every size the concurrency line and the quit and help hints stay on screen
+        assert re.search(r"^ concurrency target 8 +in flight", screen, re.M), screen
+        assert "q Quit" in screen and "? Help" in screen, screen
+        if size[0] >= 120:
+            assert "concurrency 6 → 8 (user)" in _wait_for(sock, lambda s: "6 → 8" in s)
+        else:  # the events pane is small: filter it to user changes (Escape leaves the filter), wrap with w
+            _tmux(sock, "send-keys", "-t", "demo", "/")
+            _tmux(sock, "send-keys", "-t", "demo", "-l", "user")
+            _tmux(sock, "send-keys", "-t", "demo", "Escape")
+            time.sleep(0.5)  # ESC then w at once is what a terminal sends for alt+w
+            _tmux(sock, "send-keys", "-t", "demo", "w")
+            screen = _wait_for(sock, lambda s: "(user)" in s)  # shown in full, wrapped
+            assert "6 → 8" in screen
         _tmux(sock, "send-keys", "-t", "demo", "q")
         screen = _wait_for(sock, lambda s: "Stop the sweep?" in s)
         assert "arena run --resume" in screen

@@ -7,9 +7,9 @@ import time
 import pytest
 
 from arenatui.engine.events import CallFinished, CallStarted
-from arenatui.live import ERRORED, IN_FLIGHT, PASSED, QUEUED, LiveMetrics
+from arenatui.live import ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, LiveMetrics
 from arenatui.tui.themes import STATE_VARIABLES
-from arenatui.tui.widgets import CallMatrix, bar, cell_state, spark, tall_spark
+from arenatui.tui.widgets import MOSTLY, STARTED, CallMatrix, bar, cell_state, short_labels, spark, tall_spark
 
 from .support import _result
 
@@ -24,11 +24,23 @@ def test_cell_range_sums_states_over_cases() -> None:
     assert live.cell_range(1, 8, 99) == (4, 0, 0, 0, 0, 0)
 
 
-def test_cell_state_shows_work_first_then_worst_outcome() -> None:
-    assert cell_state((1, 0, 0, 2, 0, 0)) == PASSED
+def test_cell_state_shows_work_first_then_the_pass_rate() -> None:
+    # (queued, in flight, backing off, passed, failed, errored)
     assert cell_state((0, 1, 0, 0, 0, 5)) == IN_FLIGHT
-    assert cell_state((0, 0, 0, 3, 0, 1)) == ERRORED
     assert cell_state((3, 0, 0, 0, 0, 0)) == QUEUED
+    assert cell_state((1, 0, 0, 2, 0, 0)) == STARTED  # a cell still running is no verdict yet
+    assert cell_state((0, 0, 0, 3, 0, 0)) == PASSED
+    assert cell_state((0, 0, 0, 28, 2, 0)) == MOSTLY  # 28/30 is not a failure (issue 12)
+    assert cell_state((0, 0, 0, 1, 2, 0)) == FAILED
+    assert cell_state((0, 0, 0, 3, 0, 1)) == PASSED  # one error of four: coverage, not quality
+    assert cell_state((0, 0, 0, 1, 0, 2)) == ERRORED
+
+
+def test_short_labels_keep_neighbours_apart() -> None:
+    ids = ["capital-fr", "capital-au", "add", "element", "elephant"]
+    assert short_labels(ids, 4) == ["c…fr", "c…au", "add", "elem", "elep"]
+    assert short_labels(ids, 7) == ["capi…fr", "capi…au", "add", "element", "elephan"]
+    assert short_labels(ids, 12) == ids
 
 
 def test_spark_and_bar() -> None:

@@ -131,3 +131,75 @@ def test_preload_counts_stored_results_but_not_in_the_rate() -> None:
     assert (s.done, s.passed, s.errored) == (2, 1, 1)
     assert s.calls_per_s == 0.0
     assert lm.cell(0, 0)[PASSED] == 1 and lm.cell(0, 1)[ERRORED] == 1 and lm.cell(0, 2)[QUEUED] == 1
+
+
+def test_eta_is_decided_by_the_slowest_model() -> None:
+    # Issue 12, item 17: after 5 s "a" (2 calls/s) has 10 left and "b" (capped, 1 call/s) has 15 left. The global
+    # rate (3/s over 25 left) would say 8 s; the run ends when "b" does, in 15 s.
+    clock = Clock()
+    t0 = clock.now
+    lm = LiveMetrics(["a", "b"], [f"c{i}" for i in range(20)], 1, clock=clock, window_s=10.0)
+    done_a = 0
+    for sec in range(5):
+        for k in range(2):  # "a": 2 calls/s
+            lm.on_event(CallStarted("a", f"c{done_a}", 0, 1, t0 + sec + k * 0.4))
+            lm.on_event(CallFinished(result("a", f"c{done_a}"), t0 + sec + k * 0.4 + 0.1))
+            done_a += 1
+        lm.on_event(CallStarted("b", f"c{sec}", 0, 1, t0 + sec))  # "b": 1 call/s
+        lm.on_event(CallFinished(result("b", f"c{sec}"), t0 + sec + 0.5))
+    clock.now = t0 + 5.0
+    s = lm.snapshot()
+    assert (s.models[0].done, s.models[1].done) == (10, 5)
+    assert s.eta_s == pytest.approx(15 / 1.0, rel=0.05)  # "b": 15 left at 1/s; "a" would need 5 s
+
+
+def test_finished_run_shows_totals_not_a_decayed_window() -> None:
+    clock = Clock()
+    t0 = clock.now
+    lm = LiveMetrics(["a"], [f"c{i}" for i in range(40)], 1, clock=clock, window_s=10.0)
+    for i in range(40):  # 40 calls over 20 s, the first 10 each with one 429
+        t = t0 + i * 0.5
+        lm.on_event(CallStarted("a", f"c{i}", 0, 1, t))
+        if i < 10:
+            lm.on_event(CallRetrying("a", f"c{i}", 0, 1, "rate_limited", 0.01, "429", t))
+            lm.on_event(CallStarted("a", f"c{i}", 0, 2, t))
+        lm.on_event(CallFinished(result("a", f"c{i}", attempts=2 if i < 10 else 1), t + 0.01))
+    clock.now = t0 + 20.0
+    live_s = lm.snapshot()
+    assert live_s.rates_window_s == 10.0
+    assert live_s.models[0].rate_limited_rate == 0.0  # the last 10 s had no 429
+    lm.on_event(RunFinished("finished", t0 + 20.0))
+    clock.now = t0 + 200.0  # long after the end: nothing decays
+    s = lm.snapshot()
+    assert s.rates_window_s is None
+    m = s.models[0]
+    assert m.calls_per_s == pytest.approx(40 / 20.0)
+    assert m.rate_limited_rate == pytest.approx(10 / 50) and m.retry_rate == pytest.approx(10 / 50)
+    assert s.eta_s == 0.0
+
+
+def test_cap_changes_from_and_to_no_cap_are_logged_in_words() -> None:
+    clock = Clock()
+    lm = LiveMetrics(["a"], ["c1"], 1, clock=clock)
+    lm.on_event(ConcurrencyChanged(0, 3, "a", "user", clock.now, 0.0))
+    lm.on_event(ConcurrencyChanged(3, 0, "a", "user", clock.now, 0.0))
+    assert [e.text for e in lm.log] == ["a no cap → 3 (user)", "a cap 3 → no cap (user)"]
+
+
+def test_preload_brings_back_spend_retries_latency_errors_and_elapsed() -> None:
+    from arenatui.live import StoredResult, busy_seconds
+
+    clock = Clock()
+    lm = LiveMetrics(["a"], ["c1", "c2", "c3", "c4"], 1, clock=clock)
+    lm.preload([
+        StoredResult("a", "c1", 0, "passed", 1.0, None, 3, 200.0, 50.0, 0.01, 10, 5),
+        StoredResult("a", "c2", 0, "errored", None, "timeout", 2, None, None, 0.02, 10, 0),
+        StoredResult("a", "c3", 0, "errored", None, "cancelled", 1, None, None, 0.0, 0, 0),  # runs again
+    ], elapsed_s=busy_seconds([(100.0, 130.0), (110.0, 140.0), (5000.0, 5002.0)]))
+    s = lm.snapshot()
+    m = s.models[0]
+    assert (m.done, m.errored, m.retries, m.errors) == (2, 1, 3, {"timeout": 1})
+    assert m.cost == pytest.approx(0.03) and s.cost == pytest.approx(0.03)
+    assert m.p50_ms == pytest.approx(200.0) and m.ttft_p50_ms == pytest.approx(50.0)
+    assert s.elapsed_s == pytest.approx(42.0)  # 40 s busy, then 2 s: the gap between sessions is not counted
+    assert m.calls_per_s == 0.0 and lm.cell(0, 2)[QUEUED] == 1

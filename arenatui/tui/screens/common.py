@@ -14,6 +14,7 @@ def fmt_num(v: float | None, unit: str = "") -> str:
 def fmt_errors(errors: dict[str, int] | Any) -> str:
     short = {"rate_limited": "429", "timeout": "timeout", "transient": "transient", "terminal": "terminal",
              "cancelled": "cancelled"}
-    return " ".join(f"{short.get(k, k)}×{v}" for k, v in sorted(errors.items())) or "-"
+    # none is "0", as the headless leaderboard and the header's error count say it
+    return " ".join(f"{short.get(k, k)}×{v}" for k, v in sorted(errors.items())) or "0"
 
 

@@ -14,9 +14,14 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
 from arenatui.live import STATE_NAMES
-from arenatui.safe_text import literal
+from arenatui.safe_text import literal, one_line
 from arenatui.sweep import Sweep
 from arenatui.tui.screens.common import fmt_num
+
+SCORER_WORDS = {"exact": "exact match", "contains": "must contain the expected answer",
+                "regex": "must match a pattern", "choice": "the chosen option must be the expected one",
+                "numeric": "the last number must equal the expected one", "json_valid": "must be valid JSON"}
+"""What each scorer kind asks of an answer, for a failed trial's "why"."""
 
 
 class CallDetail(ModalScreen[None]):
@@ -60,6 +65,21 @@ class CallDetail(ModalScreen[None]):
     def show_rows(self, rows: list[dict[str, Any] | None]) -> None:
         self.query_one("#detail-text", Static).update(self.render_rows(rows))
 
+    def _why_failed(self, row: dict[str, Any]) -> Text:
+        """A failed (answered) trial's reason in words: which scorer, what it wanted (unless sealed)."""
+        scorers = self.sweep.plan.project.scorers
+        name = self.case.scorer or (scorers[0].name if scorers else "?")
+        kind = next((sc.kind for sc in scorers if sc.name == name), "?")
+        score = row["score"]
+        why = Text(f"scored {score:g} by {name} ({SCORER_WORDS.get(kind, kind)})" if score is not None else
+                   f"not passed by {name} ({SCORER_WORDS.get(kind, kind)})")
+        if self.case.sealed:
+            why.append(": the expected answer is sealed")
+        elif self.case.expected is not None:
+            why.append(": expected ")
+            why.append(literal(one_line(self.case.expected, 120), "bold", newlines=False))
+        return why
+
     def render_rows(self, rows: list[dict[str, Any] | None]) -> Text:
         out = Text()
         sealed = self.case.sealed
@@ -80,15 +100,21 @@ class CallDetail(ModalScreen[None]):
             out.append(literal(str(row["status"]), newlines=False))
             score = row["score"]
             out.append(f"   score {score:.3f}" if score is not None else "   score -")
-            out.append(f"   attempts {row['attempts']}   latency {fmt_num(row['latency_ms'], ' ms')}"
-                       f"   total {fmt_num(row['total_ms'], ' ms')}   TTFT {fmt_num(row['ttft_ms'], ' ms')}"
-                       f"   tokens {row['input_tokens']}→{row['output_tokens']}\n")
+            out.append(f"   attempts {row['attempts']}\n")
+            # the figures on a line of their own, short enough for an 80-column dialog (no orphaned "8→52")
+            figures = [f"latency {fmt_num(row['latency_ms'], ' ms')}", f"total {fmt_num(row['total_ms'], ' ms')}",
+                       f"TTFT {fmt_num(row['ttft_ms'], ' ms')}", f"tokens {row['input_tokens']}→{row['output_tokens']}"]
+            out.append("  " + " · ".join(figures) + "\n")
+            if row["status"] == "failed":
+                out.append("why ", label)
+                out.append_text(self._why_failed(row))
+                out.append("\n")
             if row["connect_ms"] is not None and row["connect_ms"] >= 1.0:
                 # worth a line only when it is: a new connection (TCP, TLS), or arenatui itself running behind
                 out.append(f"request on the wire after {fmt_num(row['connect_ms'], ' ms')} (connecting, TLS, client "
                            f"queueing; not in the latency)\n")
             if row["error_class"]:
-                out.append("error ", label)
+                out.append("why ", label)
                 out.append(literal(str(row["error_class"]), newlines=False))
                 out.append(": ")
                 out.append(literal(row["error_message"]))

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from arenatui.live import STATE_NAMES
-from arenatui.tui.widgets import GLYPHS
+from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED
+from arenatui.tui.widgets import CELL_GLYPHS, CELL_NAMES, MOSTLY, STARTED
 
 
 class ValueInput(ModalScreen[int | None]):
@@ -79,37 +80,62 @@ class Confirm(ModalScreen[bool]):
         self.dismiss(yes)
 
 
-HELP = """\
-p          pause / resume (calls in flight finish; no new ones start)
-+ / -      global concurrency up / down the ladder 1, 2, 4, 8, 16, 32, 64…
-> / <      global concurrency +1 / -1 (shift)
-c          type an exact global concurrency
-[ / ]      cap of the model highlighted in the model table down / up by one
-m          type an exact cap for that model (empty = no cap)
-arrows     move in the call matrix; Enter or click shows that call
-/          filter the event log (matches kind, model and text)
-tab        move between matrix, model table and log filter
-r          results (leaderboard) once calls have finished
-q          stop the sweep (asks first); finished calls stay stored
-ctrl+p     command palette: every action above, and the theme
-?          this help
+KEYS = (
+    ("p", "pause / resume (calls in flight finish; no new ones start)"),
+    ("+ / -", "global concurrency up / down the ladder 1, 2, 4, 8, 16, 32, 64…"),
+    ("> / <", "global concurrency +1 / -1"),
+    ("c", "type an exact global concurrency"),
+    ("[ / ]", "cap of the model highlighted in the model table down / up by one (from no cap: from what it "
+              "runs at now)"),
+    ("m", "type an exact cap for that model (empty = no cap)"),
+    ("arrows", "move in the call matrix; Enter or click shows that call"),
+    ("/", "filter the events (matches kind, model and text); Escape or Enter returns to the panes"),
+    ("w", "wrap long events onto more lines, or back to one line each"),
+    ("tab", "move between matrix, model table and event filter"),
+    ("r", "results (leaderboard) once calls have finished"),
+    ("q", "stop the sweep (asks first, as ctrl+q and the palette's Quit do); finished calls stay stored"),
+    ("ctrl+p", "command palette: every action above, the theme, a screenshot"),
+    ("?", "this help"),
+)
+"""Every key of the run screen with what it does: one line each, wrapped to the terminal by the dialog."""
 
-client CPU in the header is this process's load, in shares of one core: the event loop that
-sends every request and times every answer. Above 80% for a while, arenatui itself is part of
-the latencies shown. (Results are written by a child process, whose CPU is not counted: it
-does not delay the timing.) Latency and TTFT run from the moment a request is on the wire;
-connecting and TLS are shown apart, as "on the wire after", in a call's detail."""
+FIGURES = (
+    "Rates in the model table (calls/s, tok/s, 429 %) are over a rolling window named in the table's title; "
+    "once the sweep ends they are the run's totals. 429 % is the share of attempts a provider answered "
+    "\"too many requests\". ETA is when the slowest model finishes at its own rate.",
+    "client CPU in the header is this process's load, in shares of one core: the event loop that sends every "
+    "request and times every answer. Above 80% for a while, arenatui itself is part of the latencies shown. "
+    "(Results are written by a child process, whose CPU is not counted: it does not delay the timing.)",
+    "Latency and TTFT run from the moment a request is on the wire; connecting and TLS are shown apart, as "
+    "\"on the wire after\", in a call's detail.",
+)
 
 
 class Help(ModalScreen[None]):
+    """Keys, cell glyphs and what the figures mean, reflowed to the terminal's width (nothing hard-wrapped)."""
+
     BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close")]
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog wide"):
-            yield Label(Text("Keys", style="bold"))
-            yield Static(Text(HELP))
-            yield Label(Text("Cell glyphs: " + "  ".join(f"{g} {n}" for g, n in zip(GLYPHS, STATE_NAMES,
-                                                                                     strict=True))),
-                        classes="hint")
-
-
+        keys = Table.grid(padding=(0, 2))
+        keys.add_column(no_wrap=True, style="bold")
+        keys.add_column(ratio=1)
+        for key, what in KEYS:
+            keys.add_row(key, what)
+        glyphs = Table.grid(padding=(0, 2))
+        glyphs.add_column(no_wrap=True)
+        glyphs.add_column(ratio=1)
+        order = (PASSED, MOSTLY, FAILED, ERRORED, IN_FLIGHT, STARTED, BACKOFF, QUEUED)
+        for i in order:
+            glyphs.add_row(CELL_GLYPHS[i], CELL_NAMES[i] + (" (of the answered trials)" if i in (MOSTLY, FAILED)
+                                                             else ""))
+        glyphs.add_row("n/k", "trials passed of trials planned, in a cell wide enough to show it")
+        with Vertical(classes="dialog wide", id="help"):
+            yield Label(Text.assemble(("Keys", "bold"), ("   Escape, ? or q closes this", "italic")))
+            with VerticalScroll(id="help-body"):
+                yield Static(keys)
+                yield Label(Text("Cell glyphs in the call matrix", style="bold"), classes="hint")
+                yield Static(glyphs)
+                yield Label(Text("The figures", style="bold"), classes="hint")
+                for para in FIGURES:
+                    yield Static(Text(para), classes="para")

@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Footer, Static
 from arenatui.safe_text import literal
 from arenatui.sweep import Sweep
 from arenatui.tui.screens.common import fmt_errors, fmt_num
+from arenatui.wording import LEADERBOARD_NOTE
 
 
 class Results(Screen[None]):
@@ -31,13 +32,15 @@ class Results(Screen[None]):
         head.append(literal(self.sweep.project.name, newlines=False))
         yield Static(head, id="results-title")
         yield DataTable(id="leaderboard", cursor_type="row", zebra_stripes=True)
+        yield Static(Text(LEADERBOARD_NOTE), id="results-note")
         yield Footer()
 
     def on_mount(self) -> None:
         t = self.query_one(DataTable)
         for col in ("#", "model", "score", "95% CI", "mean ms", "p95 ms", "calls", "retries", "errors", "spend",
                     "$/completed"):
-            t.add_column(col, key=col)
+            # numbers right-aligned, as the headless leaderboard has them
+            t.add_column(col if col in ("model", "errors") else Text(col, justify="right"), key=col)
         self._load()
 
     @work(thread=True, group="results", exit_on_error=False)
@@ -53,13 +56,11 @@ class Results(Screen[None]):
         t = self.query_one(DataTable)
         for i, s in enumerate(sums, 1):
             sc = s.score
-            t.add_row(
-                str(i), literal(s.model_key, newlines=False), f"{sc.estimate:.3f}",
-                f"{sc.low:.3f}–{sc.high:.3f}" if sc.n > 1 else "-", fmt_num(s.mean_latency_ms),
-                fmt_num(s.p95_latency_ms),
-                str(s.calls), str(s.retries), Text(fmt_errors(s.errors)), f"${s.spend:.4f}",
-                "-" if s.cost_per_completed is None else f"${s.cost_per_completed:.5f}",
-            )
+            cells = (str(i), f"{sc.estimate:.3f}", f"{sc.low:.3f}–{sc.high:.3f}" if sc.n > 1 else "-",
+                     fmt_num(s.mean_latency_ms), fmt_num(s.p95_latency_ms), str(s.calls), str(s.retries),
+                     f"${s.spend:.4f}", "-" if s.cost_per_completed is None else f"${s.cost_per_completed:.5f}")
+            num = [Text(c, justify="right") for c in cells]
+            t.add_row(num[0], literal(s.model_key, newlines=False), *num[1:7], Text(fmt_errors(s.errors)), *num[7:])
         if not sums:
             self.notify("no finished calls stored yet")
 

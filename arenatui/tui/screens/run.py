@@ -10,18 +10,20 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, RichLog
 from textual.worker import Worker, WorkerState
 
+from arenatui.limits import MAX_CONCURRENCY
 from arenatui.live import LiveSnapshot, ModelSnapshot
-from arenatui.safe_text import literal, one_line
+from arenatui.safe_text import literal, one_line, printable
 from arenatui.sweep import Sweep
 from arenatui.tui.screens.common import fmt_errors, fmt_num
 from arenatui.tui.screens.detail import CallDetail
 from arenatui.tui.screens.dialogs import Confirm, Help, ValueInput
 from arenatui.tui.screens.results import Results
-from arenatui.tui.widgets import CallMatrix, Column, ModelTable, RatesChart, StatusBar, bar, duration, spark
+from arenatui.tui.widgets import CallMatrix, Column, ModelTable, RatesChart, StatusBar, bar, duration, fit_line
 
 REFRESH_S = 0.25
 """The run screen samples live metrics this often (DESIGN.md: ~4 Hz keeps the engine within a few %)."""
@@ -30,6 +32,10 @@ BUSY_REFRESH_S = 1.0
 BUSY_CPU, IDLE_CPU = 0.9, 0.7
 TABLE_EVERY = 4
 """The model table is refreshed every this many frames (1 Hz): rates over a 10 s window need no more."""
+PANE_SHARE = 35
+"""Per cent of the rows under the header the call matrix, and the model table, each take at most."""
+LEGEND_MIN_HEIGHT = 30
+"""Terminal rows from which the matrix shows its glyph legend."""
 LOG_BATCH = 200
 """At most this many new log lines are written per frame; older ones in a burst are skipped, not queued."""
 
@@ -48,27 +54,59 @@ def concurrency_step(current: int, direction: int) -> int:
 
 
 
-MODEL_COLUMNS = ("model", "cap", "in flight", "backoff", "done", "calls/s", "tok/s", "retries", "429 %", "errors",
-                 "p50 ms", "p95 ms", "TTFT p50", "latency, last 60 s")
+MODEL_COLUMNS = (
+    # title, most characters, right-aligned, priority (lowest is left out first when the terminal is narrow)
+    Column("model", 24, False, 10),
+    Column("cap", 4, True, 3),
+    Column("in flight", 9, True, 5),  # the header line has the total: per model it goes before the rest
+    Column("backoff", 7, True, 2),
+    Column("done", 15, True, 9),
+    Column("calls/s", 8, True, 7),
+    Column("tok/s", 7, True, 1),
+    Column("retries", 7, True, 7),
+    Column("429 %", 5, True, 8),
+    Column("errors", 24, False, 4, priority_if_any=7),
+    Column("p50 ms", 6, True, 8),
+    Column("p95 ms", 6, True, 7),
+    Column("TTFT p50", 8, True, 1),
+    Column("latency, last 60 s", 60, False, 6, min_width=6),
+)
+"""The model table's columns; latency and the 429 share stay longest, then throughput and retries."""
+MODELS_KEYS = " (↑↓ · [ ] cap ±1 · m cap)"
+
+
+class FilterInput(Input):
+    """The event filter: Escape or Enter leaves it (as in k9s and lazygit) and the screen's keys work again."""
+
+    BINDINGS = [Binding("escape", "leave", "Back", show=True), Binding("enter", "leave", show=False)]
+
+    class Left(Message):
+        """The user is done typing the filter."""
+
+    def action_leave(self) -> None:
+        self.post_message(self.Left())
 
 
 class RunScreen(Screen[None]):
     """Watch a sweep and steer its concurrency. Samples `sweep.live` on a timer; redraws only what changed."""
 
+    # Footer order is priority order: the footer cuts from the right, and quit and help must be the last
+    # hints a narrow terminal loses (issue 12).
     BINDINGS = [
-        Binding("p", "pause", "Pause/resume"),
-        Binding("plus,equals_sign", "step(1)", "Conc +", key_display="+"),
-        Binding("minus", "step(-1)", "Conc -", key_display="-"),
-        Binding("greater_than_sign", "nudge(1)", "+1", show=False),
-        Binding("less_than_sign", "nudge(-1)", "-1", show=False),
-        Binding("c", "ask_concurrency", "Set conc."),
-        Binding("right_square_bracket", "model_cap(1)", "Cap +", show=False),
-        Binding("left_square_bracket", "model_cap(-1)", "Cap -", show=False),
-        Binding("m", "ask_model_cap", "Model cap"),
-        Binding("slash", "filter_log", "Filter log", show=False),
-        Binding("r", "results", "Results"),
         Binding("q", "stop", "Quit"),
         Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("p", "pause", "Pause"),
+        Binding("plus,equals_sign", "step(1)", "Conc+", key_display="+"),
+        Binding("minus", "step(-1)", "Conc-", key_display="-"),
+        Binding("c", "ask_concurrency", "Set conc", show=False),  # hinted in the status line
+        Binding("m", "ask_model_cap", "Model cap", show=False),  # hinted in the model table's title
+        Binding("r", "results", "Results"),
+        Binding("slash", "filter_log", "Filter"),
+        Binding("w", "wrap_log", "Wrap events", show=False),
+        Binding("greater_than_sign", "nudge(1)", "+1", show=False),
+        Binding("less_than_sign", "nudge(-1)", "-1", show=False),
+        Binding("right_square_bracket", "model_cap(1)", "Cap +", show=False),
+        Binding("left_square_bracket", "model_cap(-1)", "Cap -", show=False),
     ]
 
     def __init__(self, sweep: Sweep, *, autostart: bool = True) -> None:
@@ -81,6 +119,7 @@ class RunScreen(Screen[None]):
         self._log_seen = 0
         self._frame = 0
         self._log_filter = ""
+        self._log_wrap = False
         self._sweep_worker: Worker[Any] | None = None
 
     # ---- layout --------------------------------------------------------------------------------
@@ -92,25 +131,19 @@ class RunScreen(Screen[None]):
             v.border_title = "Calls: models × cases"
             yield CallMatrix([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials,
                              self.sweep.live.cell_range, id="matrix")
-        key_w = min(24, max((len(m.key) for m in plan.models), default=5))
-        done_w = 2 * len(str(len(plan.cases) * plan.trials)) + 1
-        widths = {"model": key_w, "done": done_w, "errors": 24, "latency, last 60 s": 20}
-        right = {"cap", "in flight", "backoff", "done", "calls/s", "tok/s", "retries", "429 %", "p50 ms", "p95 ms",
-                 "TTFT p50"}
-        table = ModelTable([Column(c, max(len(c), widths.get(c, 0)), c in right) for c in MODEL_COLUMNS],
-                           [m.key for m in plan.models], id="models")
-        table.border_title = "Models (↑↓ choose · [ ] cap ±1 · m set cap)"
+        table = ModelTable(MODEL_COLUMNS, [m.key for m in plan.models], id="models")
+        table.border_title = "Models" + MODELS_KEYS
         yield table
         with Horizontal(id="bottom"):
             chart = RatesChart(id="rates")
             chart.border_title = "Rates over the run"
             yield chart
             with Vertical(id="log-panel", classes="panel") as lv:
-                lv.border_title = "Events"
-                yield Input(placeholder="filter events (/)", id="log-filter")
+                lv.border_title = "Events (/ filter · w wrap)"
+                yield FilterInput(placeholder="filter events (/)", id="log-filter")
                 yield RichLog(id="log", max_lines=1000, min_width=1, wrap=False, markup=False, highlight=False,
                               auto_scroll=True)
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#matrix", CallMatrix).focus()
@@ -121,6 +154,21 @@ class RunScreen(Screen[None]):
         self.refresh_now(everything=True)
         self._refresh_every = REFRESH_S
         self._timer = self.set_interval(REFRESH_S, self.refresh_now, name="live-refresh")
+
+    def on_resize(self) -> None:
+        # the glyph legend costs a row a short terminal needs for the panes; help (?) has it too
+        matrix = self.query_one("#matrix", CallMatrix)
+        legend = self.size.height >= LEGEND_MIN_HEIGHT
+        if matrix.show_legend != legend:
+            matrix.show_legend = legend
+            matrix.refresh(layout=True)
+        # Heights in rows, not per cent (a percentage is of the height left by the docked footer and rounds
+        # down): at 80x24 both panes show four models. The matrix's own height is bounded too, not only its
+        # panel's, so it knows how many model rows it shows and can follow the cursor past them.
+        share = max(5, (self.size.height - 4) * PANE_SHARE // 100)
+        self.query_one("#matrix-panel").styles.max_height = share
+        matrix.styles.max_height = share - 2
+        self.query_one("#models", ModelTable).styles.max_height = share
 
     def start(self) -> None:
         self._sweep_worker = self.run_worker(self.sweep.run(), name="sweep", group="sweep", exit_on_error=False)
@@ -144,8 +192,9 @@ class RunScreen(Screen[None]):
             # and leaving it out redraws the chart once a second instead of every frame.
             running = snap.state in ("running", "paused") and not self.sweep_ended
             cut = slice(None, -1) if running and len(snap.throughput_series) > 1 else slice(None)
+            per_model = tuple((m.key, m.throughput_series[cut]) for m in snap.models)
             self.query_one("#rates", RatesChart).update_series(snap.throughput_series[cut], snap.retry_series[cut],
-                                                               snap.series_step_s, snap.markers)
+                                                               snap.series_step_s, snap.markers, per_model)
             self._show_log()
 
     def _pace(self, client_cpu: float | None) -> None:
@@ -177,60 +226,79 @@ class RunScreen(Screen[None]):
         frac = snap.done / snap.planned if snap.planned else 1.0
         key = (state, snap.done, snap.planned, int(snap.elapsed_s), None if snap.eta_s is None else int(snap.eta_s),
                round(snap.cost, 4), runner.target, snap.in_flight, snap.backing_off, round(snap.calls_per_s),
-               snap.retries, self.size.width,
+               snap.retries, snap.errored, snap.rates_window_s, self.size.width,
                None if snap.client_cpu is None else round(snap.client_cpu, 2), snap.client_overloaded)
         if self._shown_keys.get("status") == key:
             return
         self._shown_keys["status"] = key
-        st = Text(no_wrap=True, overflow="ellipsis")
-        st.append(" arena ", Style(bold=True, reverse=True))
-        st.append("  ")
-        st.append(literal(self.sweep.project.name, "bold", newlines=False))
-        st.append(f"   run {self.sweep.run_id}   ")
+        width = max(20, self.size.width)
+        bold = Style(bold=True)
         glyph = {"running": "▶", "paused": "⏸", "finished": "✓", "cancelled": "■", "failed": "✗",
                  "stopping": "■"}.get(state, "•")
-        st.append(f" {glyph} {state} ", Style(bold=True, reverse=True))
-        st.append(f"   elapsed {duration(snap.elapsed_s)}   ETA {duration(snap.eta_s) if snap.eta_s else '-'}"
-                  f"   spend ${snap.cost:.4f}\n")
-        width = max(20, self.size.width - 40)
-        st.append(f" {bar(frac, width)} ", Style(bold=True))
-        st.append(f"{snap.done}/{snap.planned} ({frac:.0%})   {snap.calls_per_s:.1f} calls/s\n")
-        st.append(" concurrency ", Style(bold=True))
-        st.append(f"target {runner.target}", Style(bold=True, underline=True))
-        st.append(f"   in flight {snap.in_flight}   backing off {snap.backing_off}   retries {snap.retries}"
-                  f"   errors {snap.errored}")
+        # Three lines, each fitted to the width by priority (a wrap would push the concurrency line away).
+        line1: list[tuple[Text, int]] = [
+            (Text(" arena ", Style(bold=True, reverse=True)), 9),
+            (Text.assemble("  ", literal(self.sweep.project.name, "bold", newlines=False)), 3),
+            (Text(f"   run {self.sweep.run_id}"), 1),
+            (Text.assemble("  ", (f" {glyph} {state} ", Style(bold=True, reverse=True))), 10),
+            (Text(f"  elapsed {duration(snap.elapsed_s)}"), 8),
+            (Text(f"  ETA {duration(snap.eta_s) if snap.eta_s else '-'}"), 7),
+            (Text(f"  spend ${snap.cost:.4f}"), 6),
+        ]
+        counts = f" {snap.done}/{snap.planned} ({frac:.0%})"
+        rate = f"  {snap.calls_per_s:.1f} calls/s" + ("" if snap.rates_window_s is None else
+                                                        f" ({snap.rates_window_s:.0f} s)")
+        bar_w = max(8, width - 2 - len(counts) - len(rate))
+        line2: list[tuple[Text, int]] = [(Text(f" {bar(frac, bar_w)}", bold), 5), (Text(counts), 9),
+                                         (Text(rate), 8)]
+        line3: list[tuple[Text, int]] = [
+            (Text(" concurrency ", bold), 10),
+            (Text(f"target {runner.target}", Style(bold=True, underline=True)), 10),
+            (Text(f"  in flight {snap.in_flight}"), 9),
+            (Text(f"  backing off {snap.backing_off}"), 5),
+            (Text(f"  retries {snap.retries}"), 8),
+            (Text(f"  errors {snap.errored}"), 8),
+        ]
         if snap.client_cpu is not None:  # the client's own load: when high, it is inside the latencies shown
-            st.append(f"   client CPU {snap.client_cpu:.0%}")
+            line3.append((Text(f"  client CPU {snap.client_cpu:.0%}"), 4))
             if snap.client_overloaded:
                 warn = self.app.theme_variables.get("warning")
-                st.append(" ⚠ client-bound: latencies inflated", Style(bold=True, color=warn) if warn else
-                          Style(bold=True))
+                line3.append((Text(" ⚠ client-bound: latencies inflated",
+                                   Style(bold=True, color=warn) if warn else bold), 7))
         if self.sweep_ended or state in ("finished", "cancelled", "failed"):
-            st.append(f"   — the sweep has {'ended' if state == 'finished' else state}: press r for the results",
-                      Style(bold=True))
+            line3.append((Text(f"  — {'ended' if state == 'finished' else state}: r results", bold), 9))
         else:
-            st.append("   + / - step · < / > ±1 · c set · p pause", Style(dim=True))
+            line3.append((Text("   + / - step · < / > ±1 · c set · p pause", Style(dim=True)), 1))
+        st = Text(no_wrap=True, overflow="ellipsis")
+        for i, parts in enumerate((line1, line2, line3)):
+            if i:
+                st.append("\n")
+            st.append_text(fit_line(parts, width))
         self.query_one("#status", StatusBar).show(st)
 
     def _show_models(self, snap: LiveSnapshot) -> None:
         table = self.query_one("#models", ModelTable)
-        for i, m in enumerate(snap.models):
-            table.set_row(i, self._model_row(m))
+        window = snap.rates_window_s
+        title = (f"Models · rates over the last {window:.0f} s" if window is not None else
+                 "Models · rates are the run's totals")
+        if table.border_title != title + MODELS_KEYS:
+            table.border_title = title + MODELS_KEYS
+        table.set_rows((i, self._model_row(m), m.latency_series) for i, m in enumerate(snap.models))
 
     def _model_row(self, m: ModelSnapshot) -> tuple[str, ...]:
         cap = self.sweep.runner.model_cap(m.key)
         return (
             "-" if cap is None else str(cap), str(m.in_flight), str(m.backing_off), f"{m.done}/{m.planned}",
             f"{m.calls_per_s:.1f}", f"{m.tokens_per_s:.0f}", str(m.retries), f"{m.rate_limited_rate:.0%}",
-            fmt_errors(m.errors), fmt_num(m.p50_ms), fmt_num(m.p95_ms), fmt_num(m.ttft_p50_ms),
-            spark(m.latency_series[-20:], 20),
+            fmt_errors(m.errors), fmt_num(m.p50_ms), fmt_num(m.p95_ms), fmt_num(m.ttft_p50_ms), "",
         )
 
     def _log_line(self, t: float, kind: str, text: str) -> Text:
         vars_ = self.app.theme_variables
         colour = {"retry": "arena-retrying", "error": "arena-errored", "concurrency": "arena-marker"}.get(kind)
         glyph = {"retry": "↻", "error": "!", "concurrency": "⇅", "state": "■"}.get(kind, "·")
-        line = Text(no_wrap=True, overflow="ellipsis")
+        # cut with … on one line, or (w) wrapped under its text so the reason at the end is readable
+        line = Text(no_wrap=not self._log_wrap, overflow="ellipsis")
         line.append(f"{duration(t):>6} ")
         style = Style(color=vars_.get(colour)) if colour and vars_.get(colour) else Style()
         line.append(f"{glyph} {kind[:6]:<6} ", style)
@@ -256,6 +324,14 @@ class RunScreen(Screen[None]):
     @on(Input.Changed, "#log-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         self._log_filter = event.value.strip().lower()
+        self._rewrite_log()
+
+    def action_wrap_log(self) -> None:
+        self._log_wrap = not self._log_wrap
+        self.query_one("#log", RichLog).wrap = self._log_wrap
+        self._rewrite_log()  # no toast: it would cover the very pane that changed
+
+    def _rewrite_log(self) -> None:
         log = self.query_one("#log", RichLog)
         log.clear()
         shown = [e for e in self.sweep.live.log if self._matches(e.kind, e.model_key, e.text)]
@@ -273,12 +349,11 @@ class RunScreen(Screen[None]):
         if self.exit_when_stopped:
             self.app.exit(self.sweep.status)
             return
-        status = self.sweep.status or "failed"
         if event.state == WorkerState.ERROR and event.worker.error is not None:
             self.notify(one_line(f"{type(event.worker.error).__name__}: {event.worker.error}", 300),
                         title="The sweep failed", severity="error", timeout=30, markup=False)
-        elif status == "finished":
-            self.notify("Every call is stored. Press r for the leaderboard.", title="Sweep finished", timeout=15)
+        # A finished sweep gets no toast: it covered the Events pane's border, and the header already says
+        # "✓ finished … ended: r results" while the events log "run finished".
 
     # ---- actions -------------------------------------------------------------------------------
 
@@ -291,10 +366,24 @@ class RunScreen(Screen[None]):
             self.refresh_now(everything=True)
 
     def action_step(self, direction: int) -> None:
-        self.set_target(concurrency_step(self.sweep.runner.target, direction))
+        self._change_target(concurrency_step(self.sweep.runner.target, direction))
 
     def action_nudge(self, delta: int) -> None:
-        self.set_target(self.sweep.runner.target + delta)
+        self._change_target(self.sweep.runner.target + delta)
+
+    def _change_target(self, n: int) -> None:
+        """A key's change of the global target, or a word on why there is none (never silence)."""
+        if not self._sweep_active():
+            self.notify("The sweep has ended: concurrency no longer applies.", timeout=4)
+            return
+        current = self.sweep.runner.target
+        if current <= 1 and n <= 1:
+            self.notify("Concurrency is already at the minimum: 1 call at once.", timeout=4)
+            return
+        if n > MAX_CONCURRENCY:
+            self.notify(f"Concurrency is already at the maximum: {MAX_CONCURRENCY} calls at once.", timeout=4)
+            return
+        self.set_target(max(1, n))
 
     def action_ask_concurrency(self) -> None:
         if not self._sweep_active():
@@ -317,9 +406,18 @@ class RunScreen(Screen[None]):
             return
         key = self._highlighted_model()
         cap = self.sweep.runner.model_cap(key)
-        base = cap if cap is not None else max(1, self.sweep.live.models[self.sweep.live.model_keys.index(key)]
-                                                   .in_flight or self.sweep.runner.target)
-        self.sweep.runner.set_model_cap(key, max(1, base + delta), source="user")
+        if cap is None:
+            # From no cap, step from what the model runs at now (its calls in flight), not from zero.
+            live = self.sweep.live
+            level = live.models[live.model_keys.index(key)].in_flight or self.sweep.runner.target
+            new = max(1, min(level, self.sweep.runner.target) + delta)
+        else:
+            new = cap + delta
+        if new < 1:
+            self.notify(f"{printable(key, newlines=False)} is already capped at the minimum: 1 call at once.",
+                        timeout=4, markup=False)
+            return
+        self.sweep.runner.set_model_cap(key, min(new, MAX_CONCURRENCY), source="user")
         self.refresh_now(everything=True)
 
     def action_ask_model_cap(self) -> None:
@@ -350,6 +448,10 @@ class RunScreen(Screen[None]):
 
     def action_filter_log(self) -> None:
         self.query_one("#log-filter", Input).focus()
+
+    @on(FilterInput.Left)
+    def _filter_left(self) -> None:
+        self.query_one("#matrix", CallMatrix).focus()
 
     def action_results(self) -> None:
         if self.sweep.live.snapshot().done == 0:

@@ -26,6 +26,7 @@ from arenatui.engine.events import (
     RunPaused,
     RunResumed,
 )
+from arenatui.limits import MAX_CONCURRENCY
 
 QUEUED, IN_FLIGHT, BACKOFF, PASSED, FAILED, ERRORED = range(6)
 STATE_NAMES = ("queued", "in flight", "backing off", "passed", "failed", "errored")
@@ -356,7 +357,11 @@ class LiveMetrics:
             self.caps[ev.model_key] = ev.new or None
             what = f"{ev.model_key} cap"
         self.markers.append((ev.t - self.t0, ev.old, ev.new, ev.model_key, ev.source))
-        if ev.source != "config":
+        if ev.requested is not None:  # out of bounds: say what was asked and why it is not what was set
+            self._log(ev.t, "concurrency", ev.model_key,
+                      f"{what} {ev.old} → {ev.new} ({ev.source}): {ev.requested} asked, {what} is bounded to "
+                      f"1..{MAX_CONCURRENCY}")
+        elif ev.source != "config":
             self._log(ev.t, "concurrency", ev.model_key, f"{what} {ev.old} → {ev.new} ({ev.source})")
 
     def _client_load(self, ev: ClientLoadSampled) -> None:

@@ -10,20 +10,23 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from arenatui.limits import MAX_CONCURRENCY
 from arenatui.live import STATE_NAMES
 from arenatui.tui.widgets import GLYPHS
 
 
 class ValueInput(ModalScreen[int | None]):
-    """Ask for a whole number (concurrency, a model cap); Escape keeps what was there."""
+    """Ask for a whole number (concurrency, a model cap) up to `maximum`; Escape keeps what was there."""
 
     BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
 
-    def __init__(self, prompt: Text, current: str, *, allow_empty: bool = False) -> None:
+    def __init__(self, prompt: Text, current: str, *, allow_empty: bool = False,
+                 maximum: int = MAX_CONCURRENCY) -> None:
         super().__init__()
         self._prompt = prompt
         self._current = current
         self._allow_empty = allow_empty
+        self._maximum = maximum
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -50,6 +53,10 @@ class ValueInput(ModalScreen[int | None]):
             return
         if n < 1:
             self.notify("at least 1", severity="warning")
+            return
+        if n > self._maximum:
+            # a million workers is no faster than a few thousand and took gigabytes: refuse, and say the bound
+            self.notify(f"at most {self._maximum:,} (the bound on concurrency)", severity="warning")
             return
         self.dismiss(n)
 

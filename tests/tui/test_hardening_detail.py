@@ -34,6 +34,10 @@ async def _until(pred: object) -> None:
             await anyio.sleep(0.02)
 
 
+def _saved(folder: Path, pattern: str) -> list[Path]:
+    return sorted(folder.glob(pattern))
+
+
 def _shown(detail: CallDetail) -> str:
     try:
         return str(detail.query_one("#detail-text", Static).render())
@@ -63,7 +67,7 @@ async def test_a_huge_output_shows_a_prefix_its_size_and_saves_whole(tmp_path: P
         await _until(lambda: any("Saved" in str(n.message) for n in app._notifications))
         (note,) = [str(n.message) for n in app._notifications if "Saved" in str(n.message)]
         await pilot.press("escape")
-    (saved,) = tmp_path.glob("arena-output-*-sim-0-case-000-t0.txt")
+    (saved,) = _saved(tmp_path, "arena-output-*-sim-0-case-000-t0.txt")
     assert str(saved) in note and f"{len(huge.encode()):,} bytes" in note
     assert saved.read_text(encoding="utf-8") == huge
 
@@ -105,7 +109,7 @@ async def test_sealed_detail_scrubs_an_echoed_prompt_and_refuses_to_save(tmp_pat
         assert "Castle Morwenna" not in shown and "Obsidian" not in shown and "hidden vault" not in shown
         await pilot.press("s")
         await _until(lambda: any("sealed" in str(n.message) for n in app._notifications))
-    assert not list(tmp_path.glob("arena-output-*"))
+    assert not _saved(tmp_path, "arena-output-*")
 
 
 async def test_value_input_refuses_a_number_past_the_bound_and_says_which(tmp_path: Path) -> None:

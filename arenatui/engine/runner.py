@@ -134,7 +134,7 @@ class Runner:
         asked = concurrency if concurrency is not None else run.concurrency
         self.target = _bounded(asked)
         self._asked = None if asked == self.target else asked
-        self._unstarted = plan.remaining
+        self._unstarted = _calls_to_make(plan)
         """Calls not yet taken from the lanes: with the parked ones, the most workers that could be busy."""
         self._parked_n = 0
         self._seq = itertools.count()
@@ -238,7 +238,7 @@ class Runner:
             return
         # a worker per call that could be running now, never more: the rest of the pool is spawned when a
         # raised limit can use it
-        want = min(self.target, self._unstarted + self._parked_n)
+        want = min(self.target, max(1, self._unstarted + self._parked_n))  # one, to end a run with none to do
         while self.workers < want:
             self.workers += 1
             tg.start_soon(self._worker)
@@ -490,3 +490,13 @@ def _attempt_times(e: ProviderError, ta: float) -> tuple[float, float | None]:
 def _bounded(n: int) -> int:
     """A concurrency level or cap within [1, MAX_CONCURRENCY]."""
     return min(max(1, n), MAX_CONCURRENCY)
+
+
+def _calls_to_make(plan: Plan) -> int:
+    """The plan's calls not yet stored, counted exactly (`done` may hold keys of cases a filter left out)."""
+    case_ids = {c.id for c in plan.cases}
+    n = 0
+    for m in plan.models:
+        done = plan.done.get(m.key, ())
+        n += len(plan.cases) * plan.trials - sum(1 for cid, t in done if cid in case_ids and 0 <= t < plan.trials)
+    return n

@@ -405,3 +405,15 @@ def test_plan_pending_and_run_end_with_nothing_to_do() -> None:
     assert anyio.run(r.run) == "finished"
     assert r.workers == 0 and rec.results == []
     assert isinstance(rec, Recorder)
+
+
+def test_stored_keys_outside_the_plan_do_not_shrink_the_pool_below_the_calls_left() -> None:
+    # a resume under other filters: stored rows of cases this plan leaves out must not count as calls done
+    proj = project(3)
+    plan = make_plan(proj, done={"m": {("elsewhere", 0), ("gone", 0), ("c000", 0)}})
+    assert plan.remaining == 0  # the plan's own count is fooled
+    prov = ScriptedProvider(lambda req: 0.01)
+    r, rec = runner(plan, {"m": prov}, concurrency=8)
+    assert anyio.run(r.run) == "finished"
+    assert sorted(x.case_id for x in rec.results) == ["c001", "c002"]
+    assert prov.max_in_flight == 2

@@ -94,6 +94,7 @@ c          type an exact global concurrency
 [ / ]      cap of the model highlighted in the model table down / up by one
 m          type an exact cap for that model (empty = no cap)
 arrows     move in the call matrix; Enter or click shows that call
+           (in a call's detail, s saves its whole outputs to files)
 /          filter the event log (matches kind, model and text)
 tab        move between matrix, model table and log filter
 r          results (leaderboard) once calls have finished

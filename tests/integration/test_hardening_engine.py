@@ -20,7 +20,7 @@ from spine_fakes import Recorder, ScriptedProvider, SleepyProvider, project, run
 import arenatui.engine.runner as runner_mod
 import arenatui.scoring.scorers as scorers_mod
 from arenatui.config import project_from_dict
-from arenatui.engine import CallFinished, CallRetrying, ConcurrencyChanged, RetryPolicy
+from arenatui.engine import CallFinished, CallRetrying, CallStarted, ConcurrencyChanged, RetryPolicy
 from arenatui.engine.sealed import REDACTED
 from arenatui.errors import RateLimited, TerminalError, TransientError
 from arenatui.limits import MAX_CONCURRENCY
@@ -417,3 +417,63 @@ def test_stored_keys_outside_the_plan_do_not_shrink_the_pool_below_the_calls_lef
     assert anyio.run(r.run) == "finished"
     assert sorted(x.case_id for x in rec.results) == ["c001", "c002"]
     assert prov.max_in_flight == 2
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_mixed_failures_end_every_call_once_within_every_limit(seed: int) -> None:
+    # random 429s (with and without retry-after), transient and terminal errors across three models with caps,
+    # while the limit and a cap change mid-run: each call ends exactly once and no limit is ever passed
+    import random
+
+    rnd = random.Random(seed)
+    models = ({"key": "a", "provider": "sim", "max_concurrency": 2}, "b", {"key": "c", "provider": "sim",
+                                                                          "max_concurrency": 3})
+    proj = project(25, models=models, trials=2)
+    target = [5]
+    violations: list[str] = []
+
+    def make(key: str) -> ScriptedProvider:
+        def behave(req: Request) -> Any:
+            x = rnd.random()
+            if x < 0.2:
+                return RateLimited("429", retry_after=rnd.choice([None, 0.01, 0.03]))
+            if x < 0.3:
+                return TransientError("503")
+            if x < 0.33:
+                return TerminalError("400")
+            return rnd.choice([0.0, 0.001, 0.003])
+        return ScriptedProvider(behave)
+
+    provs = {k: make(k) for k in ("a", "b", "c")}
+    policy = RetryPolicy(max_attempts=4, base_s=0.001, cap_s=0.01, budget_s=600.0)
+    r, rec = runner(proj, provs, concurrency=5, policy=policy, seed=seed)
+
+    def check(ev: Any) -> None:
+        if isinstance(ev, CallStarted):  # a lowered cap lets calls in flight finish: check each start
+            lane = r._by_key[ev.model_key]
+            if lane.cap is not None and lane.in_flight > lane.cap:
+                violations.append(f"{ev.model_key} started a call over its cap")
+        for k, lane in r._by_key.items():
+            if lane.in_flight + len(lane.parked) > max(target[0], r.target):
+                violations.append(f"{k} holds more calls than the limit")
+        if r.workers > max(target[0], r.target):
+            violations.append("more workers than the limit")
+
+    r._sinks = (*r._sinks, check)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(r.run)
+            await wait_until(lambda: len(rec.results) >= 30, timeout=30)
+            r.set_concurrency(2)
+            r.set_model_cap("b", 1)
+            await wait_until(lambda: len(rec.results) >= 80, timeout=30)
+            target[0] = 9
+            r.set_concurrency(9)
+
+    anyio.run(main)
+    assert violations == []
+    keys = [(x.model_key, x.case_id, x.trial) for x in rec.results]
+    assert len(keys) == len(set(keys)) == 150
+    assert r.workers == 0 and all(not lane.parked for lane in r._by_key.values())
+    assert len(rec.started()) == sum(x.attempts for x in rec.results)

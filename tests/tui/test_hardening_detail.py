@@ -72,6 +72,22 @@ async def test_a_huge_output_shows_a_prefix_its_size_and_saves_whole(tmp_path: P
     assert saved.read_text(encoding="utf-8") == huge
 
 
+async def test_a_save_that_fails_says_why_and_the_console_goes_on(tmp_path: Path, db_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    sweep = Sweep(SweepOptions(project=sim_project(tmp_path, models=1, cases=1), db=db_path))
+    with Store(db_path) as store:
+        store.write_results(sweep.run_id, [_result("sim-0", "case-000", 0, "passed", 0.0, output="forty-two")])
+    (tmp_path / f"arena-output-{sweep.run_id}-sim-0-case-000-t0.txt").mkdir()  # the file's name is taken
+    monkeypatch.chdir(tmp_path)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=SIZE) as pilot:
+        app.push_screen(CallDetail(sweep, 0, 0))
+        await _until(lambda: isinstance(app.screen, CallDetail) and "trial 0" in _shown(app.screen))
+        await pilot.press("s")
+        await _until(lambda: any("Could not save" in str(n.message) for n in app._notifications))
+        assert isinstance(app.screen, CallDetail) and app.is_running
+
+
 async def test_a_short_output_has_no_cut_note(tmp_path: Path, db_path: Path) -> None:
     sweep = Sweep(SweepOptions(project=sim_project(tmp_path, models=1, cases=1), db=db_path))
     with Store(db_path) as store:

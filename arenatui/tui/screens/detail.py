@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
 from arenatui.engine.sealed import scrub_sealed
+from arenatui.errors import ArenaError
 from arenatui.live import STATE_NAMES
 from arenatui.safe_text import literal
 from arenatui.sweep import Sweep
@@ -78,7 +80,12 @@ class CallDetail(ModalScreen[None]):
             self.notify("This case is sealed: its outputs are never shown or exported.", severity="warning",
                         markup=False)
             return
-        self._save(Path.cwd())
+        try:
+            folder = Path.cwd()
+        except OSError as e:  # the folder the console was started in is gone
+            self.notify(f"Could not save the output: no current folder ({e})", severity="error", markup=False)
+            return
+        self._save(folder)
 
     @work(thread=True, group="detail-save", exit_on_error=False)
     def _save(self, folder: Path) -> None:
@@ -93,14 +100,16 @@ class CallDetail(ModalScreen[None]):
                     n = store.save_output(self.sweep.run_id, self.model_key, self.case.id, trial, dest)
                     if n is not None:
                         saved.append((dest, n))
-        except OSError as e:
-            self.app.call_from_thread(self.notify, f"Could not save the output: {e}", severity="error",
-                                      markup=False)
+        except (OSError, sqlite3.Error, ArenaError) as e:  # a read-only folder, a full disk, a locked database
+            self.app.call_from_thread(self.notify, f"Could not save the output into {folder}: {e}",
+                                      severity="error", markup=False)
             return
         if not saved:
             msg = "No output stored for this call yet."
-        else:
+        elif len(saved) <= 3:
             msg = "Saved " + "; ".join(f"{p} ({n:,} bytes)" for p, n in saved)
+        else:
+            msg = f"Saved {len(saved)} files ({sum(n for _, n in saved):,} bytes) in {folder}: {saved[0][0].name} …"
         self.app.call_from_thread(self.notify, msg, timeout=15, markup=False)
 
     def show_rows(self, rows: list[dict[str, Any] | None]) -> None:

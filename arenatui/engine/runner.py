@@ -462,6 +462,8 @@ class Runner:
             return msg[:MESSAGE_LIMIT]
         scrubber = self._scrubbers.get(case.id)
         if scrubber is None:
+            if len(self._scrubbers) >= 16:  # the few cases retrying now; an index per sealed case would pile up
+                del self._scrubbers[next(iter(self._scrubbers))]
             scrubber = self._scrubbers[case.id] = SealedScrubber(case)
         # scrubbed before the cut, with a margin, so no run of case text straddles the cut unnoticed
         return scrubber.scrub(msg[:MESSAGE_LIMIT + MIN_RUN])[:MESSAGE_LIMIT]

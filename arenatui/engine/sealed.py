@@ -20,11 +20,19 @@ MIN_WHOLE = 3
 a one- or two-character answer ("B", "42") cannot be hidden without destroying the message."""
 REDACTED = "[sealed case text removed]"
 
+_ANCHOR = 6
+_STEP = MIN_RUN - _ANCHOR + 1
+"""Any shared run of MIN_RUN characters contains a case-text substring of _ANCHOR characters that starts at
+a multiple of _STEP in the case text: indexing only those keeps the index at a seventh of the text's length
+(a 1 MB sealed document is not 3 million 12-character strings)."""
+_MAX_HITS = 256
+"""Positions in the case texts tried per anchor found in a message (bounds the work on repetitive text)."""
+
 
 class SealedScrubber:
     """Removes one sealed case's texts from messages. Built once per case, on its first error."""
 
-    __slots__ = ("_grams", "_wholes")
+    __slots__ = ("_anchors", "_forms", "_wholes")
 
     def __init__(self, case: Case) -> None:
         texts = [case.prompt_text()]
@@ -38,38 +46,59 @@ class SealedScrubber:
             if t:
                 forms.update((t, json.dumps(t)[1:-1], json.dumps(t, ensure_ascii=False)[1:-1]))
         self._wholes = sorted((f for f in forms if len(f) >= MIN_WHOLE), key=len, reverse=True)
-        self._grams = {f[i:i + MIN_RUN] for f in forms if len(f) >= MIN_RUN for i in range(len(f) - MIN_RUN + 1)}
+        self._forms = [f for f in forms if len(f) >= MIN_RUN]
+        anchors: dict[str, list[tuple[int, int]]] = {}
+        for fi, f in enumerate(self._forms):
+            for q in range(0, len(f) - _ANCHOR + 1, _STEP):
+                anchors.setdefault(f[q:q + _ANCHOR], []).append((fi, q))
+        self._anchors = anchors
 
     def scrub(self, message: str) -> str:
         if not message:
             return message
-        covered = bytearray(len(message))
+        n = len(message)
+        covered = bytearray(n)
         for w in self._wholes:
             start = message.find(w)
             while start != -1:
                 covered[start:start + len(w)] = b"\x01" * len(w)
                 start = message.find(w, start + 1)
-        grams = self._grams
-        if grams:
-            for i in range(len(message) - MIN_RUN + 1):
-                if message[i:i + MIN_RUN] in grams:
-                    covered[i:i + MIN_RUN] = b"\x01" * MIN_RUN
+        anchors, forms = self._anchors, self._forms
+        i = 0
+        while i <= n - _ANCHOR:
+            hits = anchors.get(message[i:i + _ANCHOR])
+            nxt = i + 1
+            if hits:
+                for fi, q in hits[:_MAX_HITS]:
+                    f = forms[fi]
+                    # left: MIN_RUN is enough to decide (a longer run was met, and covered, at an earlier i)
+                    a, b = i, q
+                    while a > 0 and b > 0 and i - a < MIN_RUN and message[a - 1] == f[b - 1]:
+                        a -= 1
+                        b -= 1
+                    c, d = i + _ANCHOR, q + _ANCHOR
+                    while c < n and d < len(f) and message[c] == f[d]:
+                        c += 1
+                        d += 1
+                    if c - a >= MIN_RUN:
+                        covered[a:c] = b"\x01" * (c - a)
+                        nxt = max(nxt, c - _ANCHOR + 1)
+            i = nxt
         if not any(covered):
             return message
         out: list[str] = []
         i = 0
-        n = len(message)
         while i < n:
+            j = i
             if covered[i]:
-                while i < n and covered[i]:
-                    i += 1
+                while j < n and covered[j]:
+                    j += 1
                 out.append(REDACTED)
             else:
-                j = i
                 while j < n and not covered[j]:
                     j += 1
                 out.append(message[i:j])
-                i = j
+            i = j
         return "".join(out)
 
 

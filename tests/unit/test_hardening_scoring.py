@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arenatui.config import Case, ScorerConfig
 from arenatui.engine.sealed import MIN_RUN, REDACTED, SealedScrubber, scrub_sealed
@@ -101,3 +103,36 @@ def test_chat_message_inputs_are_covered_and_open_cases_untouched() -> None:
     assert scrub_sealed(open_case, f"x {PROMPT}") == f"x {PROMPT}"
     assert scrub_sealed(SEALED, None) is None
     assert scrub_sealed(SEALED, "HTTP 429: slow down") == "HTTP 429: slow down"
+
+
+def _segments(out: str) -> list[str]:
+    return out.split(REDACTED)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet="abcde \n\"", min_size=0, max_size=300), cuts=st.lists(
+    st.tuples(st.integers(0, 300), st.integers(0, 60)), max_size=6), junk=st.text(alphabet="xyz0", max_size=20))
+def test_no_run_of_case_text_survives_anywhere(text: str, cuts: list[tuple[int, int]], junk: str) -> None:
+    case = Case(id="s", input=text, expected=None, sealed=True)
+    msg = junk + "".join(text[a:a + n] + junk for a, n in cuts) + json.dumps(text)
+    out = SealedScrubber(case).scrub(msg)
+    for seg in _segments(out):
+        for form in (text, json.dumps(text)[1:-1]):
+            for i in range(len(seg) - MIN_RUN + 1):
+                assert seg[i:i + MIN_RUN] not in form
+
+
+def test_a_long_sealed_document_is_indexed_sparsely_and_scrubbed() -> None:
+    import random
+
+    rnd = random.Random(5)
+    doc = " ".join("".join(rnd.choice("abcdefghij") for _ in range(rnd.randint(2, 9))) for _ in range(40_000))
+    case = Case(id="s", input=doc, expected="the answer", sealed=True)
+    scrubber = SealedScrubber(case)
+    assert len(scrubber._anchors) < len(doc) // 2  # not one entry per position per form
+    msg = f"HTTP 413: body too large: {doc[123_456:125_000]!r} (limit 1 MB)"
+    out = scrubber.scrub(msg)
+    assert out.startswith("HTTP 413: body too large: ") and out.endswith(" (limit 1 MB)") and REDACTED in out
+    for seg in _segments(out):
+        for i in range(len(seg) - MIN_RUN + 1):
+            assert seg[i:i + MIN_RUN] not in doc

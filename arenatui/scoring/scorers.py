@@ -89,8 +89,9 @@ class Scorer:
         try:
             return regex.compile(pattern, self._flags)
         except (regex.error, ValueError, OverflowError, RecursionError) as e:
-            raise ScoringError(f"scorer {self.cfg.name!r}: its pattern with this case's expected text filled in "
-                               f"is not a valid regular expression ({e})") from None
+            what = "with this case's expected text filled in " if "{expected}" in (self.cfg.pattern or "") else ""
+            raise ScoringError(f"scorer {self.cfg.name!r}: its pattern {what}is not a valid regular expression "
+                               f"({e})") from None
 
     def score(self, output: str, case: Case, timeout_s: float = REGEX_TIMEOUT_S) -> Score:
         """The verdict on `output`; raises ScoringSlow if a regex needs longer than `timeout_s`, ScoringError

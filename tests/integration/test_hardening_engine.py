@@ -477,3 +477,25 @@ def test_mixed_failures_end_every_call_once_within_every_limit(seed: int) -> Non
     assert len(keys) == len(set(keys)) == 150
     assert r.workers == 0 and all(not lane.parked for lane in r._by_key.values())
     assert len(rec.started()) == sum(x.attempts for x in rec.results)
+
+
+def test_paused_sweep_starts_no_parked_retry_until_resumed() -> None:
+    proj = project(4)
+    prov = ScriptedProvider(lambda req: RateLimited("429", retry_after=0.02) if req.attempt == 1 else 0.0)
+    policy = RetryPolicy(max_attempts=3, base_s=0.001, cap_s=0.002, budget_s=600.0)
+    r, rec = runner(proj, {"m": prov}, concurrency=4, policy=policy)
+    seen: dict[str, int] = {}
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(r.run)
+            await wait_until(lambda: len(rec.retrying()) == 4)
+            r.pause()
+            await anyio.sleep(0.1)  # every retry is due by now
+            seen["attempts_while_paused"] = len(prov.calls)
+            seen["parked"] = len(r._by_key["m"].parked)
+            r.resume()
+
+    anyio.run(main)
+    assert seen == {"attempts_while_paused": 4, "parked": 4}
+    assert [x.status for x in rec.results] == ["passed"] * 4 and all(x.attempts == 2 for x in rec.results)

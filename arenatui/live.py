@@ -26,6 +26,7 @@ from arenatui.engine.events import (
     RunPaused,
     RunResumed,
 )
+from arenatui.limits import MAX_CONCURRENCY
 
 QUEUED, IN_FLIGHT, BACKOFF, PASSED, FAILED, ERRORED = range(6)
 STATE_NAMES = ("queued", "in flight", "backing off", "passed", "failed", "errored")
@@ -410,7 +411,10 @@ class LiveMetrics:
             change = (f"{ev.model_key} cap {ev.old or 'no cap'} → {ev.new or 'no cap'}"
                       .replace("cap no cap", "no cap"))
         self.markers.append((ev.t - self.t0, ev.old, ev.new, ev.model_key, ev.source))
-        if ev.source != "config":
+        if ev.requested is not None:  # out of bounds: say what was asked and why it is not what was set
+            self._log(ev.t, "concurrency", ev.model_key,
+                      f"{change} ({ev.source}): {ev.requested} asked, bounded to 1..{MAX_CONCURRENCY}")
+        elif ev.source != "config":
             self._log(ev.t, "concurrency", ev.model_key, f"{change} ({ev.source})")
 
     def _client_load(self, ev: ClientLoadSampled) -> None:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 Status = Literal["passed", "failed", "errored"]
-ErrorClass = Literal["rate_limited", "timeout", "transient", "terminal", "cancelled"]
+ErrorClass = Literal["rate_limited", "timeout", "transient", "terminal", "cancelled", "scoring_error"]
+"""scoring_error: the model answered (the output is kept) but the scorer could not judge it."""
 RunStatus = Literal["finished", "cancelled", "failed"]
 
 
@@ -87,6 +88,9 @@ class ConcurrencyChanged:
     t: float
     at: float
     """Epoch seconds."""
+    requested: int | None = None
+    """What was asked for, when it was out of bounds (below 1 or above limits.MAX_CONCURRENCY) and `new` is
+    the nearest bound instead; None when `new` is what was asked."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,16 +4,26 @@ Design (see shared/DESIGN.md, measured limits): long-lived workers pull the next
 per-model lazy iterators, round-robin across models that have room under their cap. The global
 concurrency limit *is* the number of workers: raising it spawns workers at once, lowering it lets
 surplus workers retire after the call they hold, so no call is interrupted and none starts above
-the new level. That keeps a limiter acquire off the hot path for the common case.
+the new level. That keeps a limiter acquire off the hot path for the common case. Never more workers
+start than there are calls left to make (a million-worker pool for 144 calls took 42 s and 3.5 GB).
+
+A call backing off between attempts holds no worker: it is parked in its model's heap of calls due
+at a time, and the worker goes on with other work (one model told to wait 120 s used to hold every
+worker asleep while healthy models stood still). A due call goes before a new one of its model. A
+model's parked and in-flight calls together stay within the global limit, so a model that is backing
+off does not keep opening new calls against its provider; its cap still means calls in flight at the
+provider, which parked calls are not.
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
+import itertools
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 from aiolimiter import AsyncLimiter
@@ -32,15 +42,38 @@ from arenatui.engine.events import (
     RunPaused,
     RunResumed,
     RunStatus,
+    Status,
 )
 from arenatui.engine.retry import RetryPolicy
+from arenatui.engine.sealed import MIN_RUN, SealedScrubber
 from arenatui.errors import ProviderError, RateLimited, TerminalError
+from arenatui.limits import MAX_CONCURRENCY
 from arenatui.plan import Plan
 from arenatui.providers.base import Provider, Request, build_messages, estimate_tokens
-from arenatui.scoring import ScorerSet
+from arenatui.scoring import REGEX_TIMEOUT_S, Score, ScorerSet, ScoringError, ScoringSlow
 
 Sink = Callable[[Event], None]
 MESSAGE_LIMIT = 2000
+SCORE_ON_LOOP_S = 0.02
+"""How long a regex scorer may hold the event loop; one that needs longer runs again in a thread, with up
+to REGEX_TIMEOUT_S, so in-flight calls keep being timed and Ctrl-C keeps working."""
+
+
+@dataclass(slots=True)
+class _Parked:
+    """A call backing off between attempts, with what its attempts so far have added up to."""
+
+    case: Case
+    trial: int
+    attempt: int
+    t0: float
+    started_wall: float
+    in_tok: int
+    out_tok: int
+    err_class: ErrorClass
+    err_msg: str
+    latency: float | None
+    connect_ms: float | None
 
 
 @dataclass(slots=True)
@@ -57,6 +90,8 @@ class _ModelLane:
     tpm: AsyncLimiter | None
     in_flight: int = 0
     exhausted: bool = False
+    parked: list[tuple[float, int, _Parked]] = field(default_factory=list)
+    """Heap of (due time, sequence, call) backing off: they hold no worker until due."""
 
 
 def sealed_output(text: str) -> str:
@@ -105,7 +140,14 @@ class Runner:
             ))
         self._by_key = {lane.model.key: lane for lane in self._lanes}
         self._rr = 0
-        self.target = max(1, concurrency if concurrency is not None else run.concurrency)
+        asked = concurrency if concurrency is not None else run.concurrency
+        self.target = _bounded(asked)
+        self._asked = None if asked == self.target else asked
+        self._unstarted = _calls_to_make(plan)
+        """Calls not yet taken from the lanes: with the parked ones, the most workers that could be busy."""
+        self._parked_n = 0
+        self._seq = itertools.count()
+        self._scrubbers: dict[str, SealedScrubber] = {}
         self.workers = 0
         self.in_flight = 0
         self.paused = False
@@ -117,20 +159,28 @@ class Runner:
     # ---- control -------------------------------------------------------------------------------
 
     def set_concurrency(self, n: int, source: str = "user") -> None:
-        """Change the global limit. Raising starts calls at once; lowering lets running calls finish."""
-        n = max(1, int(n))
+        """Change the global limit. Raising starts calls at once; lowering lets running calls finish.
+
+        Out of bounds (below 1, above limits.MAX_CONCURRENCY) it is set to the nearest bound, and the
+        ConcurrencyChanged event says what was asked."""
+        asked = int(n)
+        n = _bounded(asked)
         old, self.target = self.target, n
-        if old != n:
-            self.emit(ConcurrencyChanged(old, n, None, source, time.monotonic(), time.time()))
+        if old != n or asked != n:
+            self.emit(ConcurrencyChanged(old, n, None, source, time.monotonic(), time.time(),
+                                         None if asked == n else asked))
         self._spawn()
         self._notify()
 
     def set_model_cap(self, model_key: str, cap: int | None, source: str = "user") -> None:
+        """Cap one model's calls in flight at its provider (None: no cap), bounded like set_concurrency."""
         lane = self._by_key[model_key]
         old = lane.cap
-        lane.cap = None if cap is None else max(1, int(cap))
-        if old != lane.cap:
-            self.emit(ConcurrencyChanged(old or 0, lane.cap or 0, model_key, source, time.monotonic(), time.time()))
+        asked = None if cap is None else int(cap)
+        lane.cap = None if asked is None else _bounded(asked)
+        if old != lane.cap or asked != lane.cap:
+            self.emit(ConcurrencyChanged(old or 0, lane.cap or 0, model_key, source, time.monotonic(), time.time(),
+                                         None if asked == lane.cap else asked))
         self._notify()
 
     def model_cap(self, model_key: str) -> int | None:
@@ -159,7 +209,7 @@ class Runner:
         if self._started:
             raise RuntimeError("a Runner runs once")
         self._started = True
-        self.emit(ConcurrencyChanged(0, self.target, None, "config", time.monotonic(), time.time()))
+        self.emit(ConcurrencyChanged(0, self.target, None, "config", time.monotonic(), time.time(), self._asked))
         status: RunStatus = "finished"
         message: str | None = None
         try:
@@ -169,20 +219,36 @@ class Runner:
         except BaseException as e:
             status = "cancelled" if isinstance(e, anyio.get_cancelled_exc_class()) or self.cancelled else "failed"
             message = None if status == "cancelled" else f"{type(e).__name__}: {e}"
+            self._cancel_parked()
             self.emit(RunFinished(status, time.monotonic(), message))
             raise
         finally:
             self._tg = None
         if self.cancelled:
             status = "cancelled"
+            self._cancel_parked()
         self.emit(RunFinished(status, time.monotonic(), message))
         return status
+
+    def _cancel_parked(self) -> None:
+        """Calls stopped while backing off end as 'cancelled', like the ones in flight: resume runs them again."""
+        now = time.monotonic()
+        for lane in self._lanes:
+            for _due, _seq, p in sorted(lane.parked):
+                self.emit(CallFinished(self._errored(lane, p.case, p.trial, "cancelled", "the sweep was stopped",
+                                                      p.attempt, p.latency, p.t0, now, p.started_wall, p.in_tok,
+                                                      p.out_tok, p.connect_ms), now))
+            lane.parked.clear()
+        self._parked_n = 0
 
     def _spawn(self) -> None:
         tg = self._tg
         if tg is None or self.cancelled:
             return
-        while self.workers < self.target:
+        # a worker per call that could be running now, never more: the rest of the pool is spawned when a
+        # raised limit can use it
+        want = min(self.target, max(1, self._unstarted + self._parked_n))  # one, to end a run with none to do
+        while self.workers < want:
             self.workers += 1
             tg.start_soon(self._worker)
 
@@ -190,20 +256,33 @@ class Runner:
         self._wake.set()
         self._wake = anyio.Event()
 
-    def _next_call(self) -> tuple[_ModelLane, Case, int] | None:
+    def _next_call(self) -> tuple[_ModelLane, Case, int, _Parked | None] | None:
         lanes = self._lanes
         n = len(lanes)
+        now = time.monotonic() if self._parked_n else 0.0
         for i in range(n):
             idx = (self._rr + i) % n
             lane = lanes[idx]
-            if lane.exhausted or (lane.cap is not None and lane.in_flight >= lane.cap):
+            if lane.cap is not None and lane.in_flight >= lane.cap:
+                continue
+            parked = lane.parked
+            if parked:
+                if parked[0][0] <= now:  # a retry that is due goes first
+                    p = heapq.heappop(parked)[2]
+                    self._parked_n -= 1
+                    self._rr = idx + 1
+                    return lane, p.case, p.trial, p
+                if lane.in_flight + len(parked) >= self.target:
+                    continue  # backing off: no new calls for this model beyond what one worker pool would hold
+            if lane.exhausted:
                 continue
             item = next(lane.calls, None)
             if item is None:
                 lane.exhausted = True
                 continue
+            self._unstarted -= 1
             self._rr = idx + 1
-            return lane, item[0], item[1]
+            return lane, item[0], item[1], None
         return None
 
     async def _worker(self) -> None:
@@ -216,115 +295,149 @@ class Runner:
                     continue
                 nxt = self._next_call()
                 if nxt is None:
-                    if all(lane.exhausted for lane in self._lanes):
+                    if not self._parked_n and all(lane.exhausted for lane in self._lanes):
                         return
-                    await self._wake.wait()  # every lane with work is at its cap
+                    await self._idle()
                     continue
-                lane, case, trial = nxt
+                lane, case, trial, parked = nxt
                 lane.in_flight += 1
                 self.in_flight += 1
                 try:
-                    await self._call(lane, case, trial)
+                    await self._call(lane, case, trial, parked)
                 finally:
                     lane.in_flight -= 1
                     self.in_flight -= 1
-                    if lane.cap is not None:
+                    if lane.cap is not None or lane.parked:
                         self._notify()
         finally:
             self.workers -= 1
+
+    async def _idle(self) -> None:
+        """Wait for a change (a call ended, a limit moved) or for the next parked call that could start to be due."""
+        wake = self._wake
+        due = min((lane.parked[0][0] for lane in self._lanes
+                   if lane.parked and (lane.cap is None or lane.in_flight < lane.cap)), default=None)
+        if due is None:
+            await wake.wait()  # every lane with work is at its cap, or backing off with its share in use
+            return
+        with anyio.move_on_after(max(0.0, due - time.monotonic())):
+            await wake.wait()
 
     def emit(self, ev: Event) -> None:
         """Hand one event to every sink, in order (also for run-level events from beside the engine)."""
         for sink in self._sinks:
             sink(ev)
 
-    async def _call(self, lane: _ModelLane, case: Case, trial: int) -> None:
+    async def _call(self, lane: _ModelLane, case: Case, trial: int, parked: _Parked | None) -> None:
+        """Attempts of one call until it ends (one CallFinished) or backs off (parked, to go on when due)."""
         model = lane.model
         mkey = model.key
         policy = self.policy
-        started_wall = time.time()
-        t0 = time.monotonic()
-        attempt = 0
-        in_tok = out_tok = 0
-        err_class: ErrorClass = "transient"
-        err_msg = ""
-        latency: float | None = None
-        connect_ms: float | None = None
+        latency: float | None
+        connect_ms: float | None
+        if parked is None:
+            started_wall = time.time()
+            t0 = time.monotonic()
+            attempt = 0
+            in_tok = out_tok = 0
+            err_class: ErrorClass = "transient"
+            err_msg = ""
+            latency = connect_ms = None
+        else:
+            p = parked
+            started_wall, t0, attempt, in_tok, out_tok = p.started_wall, p.t0, p.attempt, p.in_tok, p.out_tok
+            err_class, err_msg, latency, connect_ms = p.err_class, p.err_msg, p.latency, p.connect_ms
         try:
-            while True:
-                if lane.rpm is not None:
-                    await lane.rpm.acquire()
-                if lane.tpm is not None:
-                    need = estimate_tokens(case.prompt_text()) + lane.max_tokens
-                    await lane.tpm.acquire(min(need, model.tpm or need))
-                attempt += 1  # counts attempts started: a call cancelled while waiting on a limiter made none
-                ta = time.monotonic()
-                self.emit(CallStarted(mkey, case.id, trial, attempt, ta))
-                retry_after: float | None = None
-                # Positional construction on the hot path: keyword arguments cost 2.5 µs more per CallResult.
-                request = Request(model, case, trial, attempt, build_messages(model, self._defaults, case),
-                                  lane.max_tokens, lane.temperature, self.timeout_s)
-                try:
-                    if lane.own_timeout:
-                        comp = await lane.provider.complete(request)
-                    else:
-                        with anyio.fail_after(self.timeout_s):
-                            comp = await lane.provider.complete(request)
-                except TimeoutError:
-                    latency, connect_ms = (time.monotonic() - ta) * 1000.0, None
-                    err_class, err_msg = "timeout", f"no complete answer within {self.timeout_s:g}s"
-                except RateLimited as e:
-                    latency, connect_ms = _attempt_times(e, ta)
-                    err_class, err_msg, retry_after = "rate_limited", e.message, e.retry_after
-                    in_tok += getattr(e, "input_tokens", 0)
-                    out_tok += getattr(e, "output_tokens", 0)
-                except ProviderError as e:
-                    latency, connect_ms = _attempt_times(e, ta)
-                    err_class = "terminal" if isinstance(e, TerminalError) else "transient"
-                    err_msg = e.message
-                    in_tok += getattr(e, "input_tokens", 0)
-                    out_tok += getattr(e, "output_tokens", 0)
-                except anyio.get_cancelled_exc_class():
-                    raise
-                except Exception as e:  # a provider bug must not take the sweep down: record it, never retry
-                    latency, connect_ms = (time.monotonic() - ta) * 1000.0, None
-                    err_class, err_msg = "terminal", f"provider raised {type(e).__name__}: {e}"
+            if lane.rpm is not None:
+                await lane.rpm.acquire()
+            if lane.tpm is not None:
+                need = estimate_tokens(case.prompt_text()) + lane.max_tokens
+                await lane.tpm.acquire(min(need, model.tpm or need))
+            attempt += 1  # counts attempts started: a call cancelled while waiting on a limiter made none
+            ta = time.monotonic()
+            self.emit(CallStarted(mkey, case.id, trial, attempt, ta))
+            retry_after: float | None = None
+            # Positional construction on the hot path: keyword arguments cost 2.5 µs more per CallResult.
+            request = Request(model, case, trial, attempt, build_messages(model, self._defaults, case),
+                              lane.max_tokens, lane.temperature, self.timeout_s)
+            try:
+                if lane.own_timeout:
+                    comp = await lane.provider.complete(request)
                 else:
-                    now = time.monotonic()
-                    in_tok += comp.input_tokens
-                    out_tok += comp.output_tokens
-                    sc = self._scorers.score(comp.text, case)
-                    ttft = comp.ttft_s
-                    wire_s = comp.latency_s  # HTTP providers time the wire themselves (connecting left out)
-                    connect_s = comp.connect_s
-                    self.emit(CallFinished(CallResult(
-                        mkey, case.id, trial,  # model_key, case_id, trial
-                        "passed" if sc.passed else "failed",  # status
-                        sealed_output(comp.text) if case.sealed and not self._keep_sealed else comp.text,  # output
-                        sc.value, sc.passed,  # score, passed
-                        None, None, attempt,  # error_class, error_message, attempts
-                        wire_s * 1000.0 if wire_s is not None else (now - ta) * 1000.0,  # latency_ms
-                        (now - t0) * 1000.0,  # total_ms
-                        ttft * 1000.0 if ttft is not None else None,  # ttft_ms
-                        in_tok, out_tok, model.cost(in_tok, out_tok),  # input_tokens, output_tokens, cost
-                        comp.finish_reason, comp.tokens_estimated,
-                        started_wall, started_wall + (now - t0),  # started_at, finished_at (epoch)
-                        connect_s * 1000.0 if connect_s is not None else None,  # connect_ms
-                    ), now))
-                    return
-                # the attempt failed: retry or record
-                if err_class == "terminal" or attempt >= policy.max_attempts:
-                    break
+                    with anyio.fail_after(self.timeout_s):
+                        comp = await lane.provider.complete(request)
+            except TimeoutError:
+                latency, connect_ms = (time.monotonic() - ta) * 1000.0, None
+                err_class, err_msg = "timeout", f"no complete answer within {self.timeout_s:g}s"
+            except RateLimited as e:
+                latency, connect_ms = _attempt_times(e, ta)
+                err_class, err_msg, retry_after = "rate_limited", e.message, e.retry_after
+                in_tok += getattr(e, "input_tokens", 0)
+                out_tok += getattr(e, "output_tokens", 0)
+            except ProviderError as e:
+                latency, connect_ms = _attempt_times(e, ta)
+                err_class = "terminal" if isinstance(e, TerminalError) else "transient"
+                err_msg = e.message
+                in_tok += getattr(e, "input_tokens", 0)
+                out_tok += getattr(e, "output_tokens", 0)
+            except anyio.get_cancelled_exc_class():
+                raise
+            except Exception as e:  # a provider bug must not take the sweep down: record it, never retry
+                latency, connect_ms = (time.monotonic() - ta) * 1000.0, None
+                err_class, err_msg = "terminal", f"provider raised {type(e).__name__}: {e}"
+            else:
+                now = time.monotonic()
+                in_tok += comp.input_tokens
+                out_tok += comp.output_tokens
+                try:
+                    sc: Score | str = self._scorers.score(comp.text, case, SCORE_ON_LOOP_S)
+                except Exception as e:  # slow, or no verdict at all: off the hot path
+                    sc = await self._score_after(e, comp.text, case)
+                ttft = comp.ttft_s
+                wire_s = comp.latency_s  # HTTP providers time the wire themselves (connecting left out)
+                connect_s = comp.connect_s
+                if type(sc) is str:  # the scorer could not judge: the answer is kept, the call is errored
+                    status: Status = "errored"
+                    value: float | None = None
+                    passed = False
+                    sc_class: ErrorClass | None = "scoring_error"
+                    sc_msg: str | None = self._message(case, sc)
+                else:
+                    assert isinstance(sc, Score)
+                    value, passed = sc.value, sc.passed
+                    status = "passed" if passed else "failed"
+                    sc_class = sc_msg = None
+                self.emit(CallFinished(CallResult(
+                    mkey, case.id, trial,  # model_key, case_id, trial
+                    status,  # status
+                    sealed_output(comp.text) if case.sealed and not self._keep_sealed else comp.text,  # output
+                    value, passed,  # score, passed
+                    sc_class, sc_msg, attempt,  # error_class, error_message, attempts
+                    wire_s * 1000.0 if wire_s is not None else (now - ta) * 1000.0,  # latency_ms
+                    (now - t0) * 1000.0,  # total_ms
+                    ttft * 1000.0 if ttft is not None else None,  # ttft_ms
+                    in_tok, out_tok, model.cost(in_tok, out_tok),  # input_tokens, output_tokens, cost
+                    comp.finish_reason, comp.tokens_estimated,
+                    started_wall, started_wall + (now - t0),  # started_at, finished_at (epoch)
+                    connect_s * 1000.0 if connect_s is not None else None,  # connect_ms
+                ), now))
+                return
+            # the attempt failed: retry (parked until due, holding no worker) or record
+            if err_class != "terminal" and attempt < policy.max_attempts:
                 delay = policy.delay(attempt, retry_after, self._rng)
                 elapsed = time.monotonic() - t0
-                if elapsed + delay > policy.budget_s:
-                    asked = f"retry-after {retry_after:g}s" if retry_after is not None else f"backoff {delay:.1f}s"
-                    err_msg = (f"{err_msg} ({asked} exceeds the {policy.budget_s - elapsed:.0f}s left of this "
-                               f"call's {policy.budget_s:g}s budget; not retried)")
-                    break
-                self.emit(CallRetrying(mkey, case.id, trial, attempt, err_class, delay, err_msg[:MESSAGE_LIMIT],
-                                        time.monotonic()))
-                await anyio.sleep(delay)
+                if elapsed + delay <= policy.budget_s:
+                    self.emit(CallRetrying(mkey, case.id, trial, attempt, err_class, delay,
+                                            self._message(case, err_msg), time.monotonic()))
+                    heapq.heappush(lane.parked, (time.monotonic() + delay, next(self._seq), _Parked(
+                        case, trial, attempt, t0, started_wall, in_tok, out_tok, err_class, err_msg, latency,
+                        connect_ms)))
+                    self._parked_n += 1
+                    self._notify()  # idle workers wait for the earliest due call: this one may be earlier
+                    return
+                asked = f"retry-after {retry_after:g}s" if retry_after is not None else f"backoff {delay:.1f}s"
+                err_msg = (f"{err_msg} ({asked} exceeds the {policy.budget_s - elapsed:.0f}s left of this "
+                           f"call's {policy.budget_s:g}s budget; not retried)")
         except anyio.get_cancelled_exc_class():
             now = time.monotonic()
             self.emit(CallFinished(self._errored(lane, case, trial, "cancelled", "the sweep was stopped",
@@ -335,12 +448,43 @@ class Runner:
         self.emit(CallFinished(self._errored(lane, case, trial, err_class, err_msg, attempt, latency, t0, now,
                                               started_wall, in_tok, out_tok, connect_ms), now))
 
+    async def _score_after(self, e: Exception, output: str, case: Case) -> Score | str:
+        """The verdict after scoring on the loop raised `e`, or why there is none (a message): one call's
+        scoring error, never the sweep's end.
+
+        A regex that needs longer than SCORE_ON_LOOP_S is run again in a thread (its matcher lets go of the
+        GIL) for up to REGEX_TIMEOUT_S, so a pathological pattern neither blocks the loop nor hangs the sweep."""
+        scorers = self._scorers
+        try:
+            if isinstance(e, ScoringSlow):
+                # abandon_on_cancel: Ctrl-C stops the sweep now; the thread ends by itself within its timeout
+                return await anyio.to_thread.run_sync(scorers.score, output, case, REGEX_TIMEOUT_S,
+                                                      abandon_on_cancel=True)
+            raise e
+        except ScoringError as err:
+            return str(err)
+        except Exception as err:  # a scorer bug: this call's error, not the sweep's end
+            return f"scorer {scorers.for_case(case).cfg.name!r} raised {type(err).__name__}: {err}"
+
+    def _message(self, case: Case, msg: str) -> str:
+        """An error message as stored and shown: bounded, and for a sealed case without the case's texts (a
+        provider's error body may quote the prompt)."""
+        if not case.sealed:
+            return msg[:MESSAGE_LIMIT]
+        scrubber = self._scrubbers.get(case.id)
+        if scrubber is None:
+            if len(self._scrubbers) >= 16:  # the few cases retrying now; an index per sealed case would pile up
+                del self._scrubbers[next(iter(self._scrubbers))]
+            scrubber = self._scrubbers[case.id] = SealedScrubber(case)
+        # scrubbed before the cut, with a margin, so no run of case text straddles the cut unnoticed
+        return scrubber.scrub(msg[:MESSAGE_LIMIT + MIN_RUN])[:MESSAGE_LIMIT]
+
     def _errored(self, lane: _ModelLane, case: Case, trial: int, err_class: ErrorClass, msg: str, attempts: int,
                  latency: float | None, t0: float, now: float, started_wall: float, in_tok: int,
                  out_tok: int, connect_ms: float | None) -> CallResult:
         return CallResult(
             model_key=lane.model.key, case_id=case.id, trial=trial, status="errored", output=None, score=None,
-            passed=False, error_class=err_class, error_message=msg[:MESSAGE_LIMIT], attempts=attempts,
+            passed=False, error_class=err_class, error_message=self._message(case, msg), attempts=attempts,
             latency_ms=latency, total_ms=(now - t0) * 1000.0, ttft_ms=None, input_tokens=in_tok,
             output_tokens=out_tok, cost=lane.model.cost(in_tok, out_tok), finish_reason=None,
             tokens_estimated=False, started_at=started_wall, finished_at=started_wall + (now - t0),
@@ -354,3 +498,18 @@ def _attempt_times(e: ProviderError, ta: float) -> tuple[float, float | None]:
     if e.latency_s is None:
         return (time.monotonic() - ta) * 1000.0, None
     return e.latency_s * 1000.0, e.connect_s * 1000.0 if e.connect_s is not None else None
+
+
+def _bounded(n: int) -> int:
+    """A concurrency level or cap within [1, MAX_CONCURRENCY]."""
+    return min(max(1, n), MAX_CONCURRENCY)
+
+
+def _calls_to_make(plan: Plan) -> int:
+    """The plan's calls not yet stored, counted exactly (`done` may hold keys of cases a filter left out)."""
+    case_ids = {c.id for c in plan.cases}
+    n = 0
+    for m in plan.models:
+        done = plan.done.get(m.key, ())
+        n += len(plan.cases) * plan.trials - sum(1 for cid, t in done if cid in case_ids and 0 <= t < plan.trials)
+    return n

@@ -1,13 +1,26 @@
-"""The built-in scorers: exact, contains, regex, choice, numeric, json_valid."""
+"""The built-in scorers: exact, contains, regex, choice, numeric, json_valid.
+
+A scorer's verdict on one output either comes back or raises `ScoringError`, which the engine stores as
+that call's `scoring_error` (never the sweep's end). Regex scorers run a user's pattern on a model's
+output, and a pattern like ``(L+)+X`` on 5,000 L's backtracks for longer than the universe: they use
+the `regex` library, whose matcher takes a ``timeout`` (the stdlib's `re` has none and cannot be
+interrupted, not even by Ctrl-C), so every verdict is bounded in time.
+"""
 
 from __future__ import annotations
 
 import json
 import math
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+import regex
 
 from arenatui.config.schema import Case, ScorerConfig
+
+REGEX_TIMEOUT_S = 2.0
+"""The longest a regex scorer may take over one output before the call gets a scoring error: far above
+what a sane pattern needs on a long answer (a linear scan of 50 MB takes well under a second)."""
 
 _NUMBER_RE = re.compile(r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
@@ -52,14 +65,37 @@ def _last_number(output: str) -> float | None:
     return None
 
 
+class ScoringError(Exception):
+    """One output could not be scored: the call is stored as errored with error class `scoring_error`."""
+
+
+class ScoringSlow(ScoringError):
+    """A regex scorer ran past the time it was given: the caller may try again with more time elsewhere."""
+
+
 class Scorer:
     def __init__(self, cfg: ScorerConfig) -> None:
         self.cfg = cfg
-        self._regex: re.Pattern[str] | None = None
+        self._flags = regex.V0 | (0 if cfg.case_sensitive else regex.IGNORECASE)
+        self._regex: Any = None
+        self._broken: ScoringError | None = None
         if cfg.kind == "regex" and cfg.pattern is not None and "{expected}" not in cfg.pattern:
-            self._regex = re.compile(cfg.pattern, 0 if cfg.case_sensitive else re.IGNORECASE)
+            try:
+                self._regex = self._compile(cfg.pattern)
+            except ScoringError as e:  # the config check compiles with `re`; a difference shows per call
+                self._broken = e
 
-    def score(self, output: str, case: Case) -> Score:
+    def _compile(self, pattern: str) -> Any:
+        try:
+            return regex.compile(pattern, self._flags)
+        except (regex.error, ValueError, OverflowError, RecursionError) as e:
+            what = "with this case's expected text filled in " if "{expected}" in (self.cfg.pattern or "") else ""
+            raise ScoringError(f"scorer {self.cfg.name!r}: its pattern {what}is not a valid regular expression "
+                               f"({e})") from None
+
+    def score(self, output: str, case: Case, timeout_s: float = REGEX_TIMEOUT_S) -> Score:
+        """The verdict on `output`; raises ScoringSlow if a regex needs longer than `timeout_s`, ScoringError
+        if the scorer cannot judge this case at all."""
         cfg = self.cfg
         exp = case.expected
         kind = cfg.kind
@@ -70,12 +106,18 @@ class Scorer:
                 return Score(0.0, False)
             return Score(1.0, True)
         if kind == "regex":
+            if self._broken is not None:
+                raise self._broken
             rx = self._regex
             if rx is None:
                 assert cfg.pattern is not None
-                pat = cfg.pattern.replace("{expected}", re.escape(exp or ""))
-                rx = re.compile(pat, 0 if cfg.case_sensitive else re.IGNORECASE)
-            ok = rx.search(output) is not None
+                rx = self._compile(cfg.pattern.replace("{expected}", regex.escape(exp or "", special_only=True)))
+            try:
+                # concurrent: the matcher lets go of the GIL, so a slow match in a thread leaves the loop free
+                ok = rx.search(output, timeout=timeout_s, concurrent=True) is not None
+            except TimeoutError:
+                raise ScoringSlow(f"scorer {cfg.name!r}: the regex gave no verdict within {timeout_s:g}s on an "
+                                  f"output of {len(output):,} characters (catastrophic backtracking?)") from None
             return Score(float(ok), ok)
         if exp is None:
             return Score(0.0, False)
@@ -107,5 +149,5 @@ class ScorerSet:
             return self.by_name[case.scorer]
         return self.default
 
-    def score(self, output: str, case: Case) -> Score:
-        return self.for_case(case).score(output, case)
+    def score(self, output: str, case: Case, timeout_s: float = REGEX_TIMEOUT_S) -> Score:
+        return self.for_case(case).score(output, case, timeout_s)

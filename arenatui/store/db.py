@@ -420,6 +420,36 @@ class Store:
         return dict(zip(RESULT_COLUMNS, row, strict=True)) if row else None
 
     @_explained
+    def result_preview(self, run_id: str, model_key: str, case_id: str, trial: int,
+                       limit: int) -> dict[str, Any] | None:
+        """One result with only the first `limit` characters of its output, and `output_chars`, the output's
+        whole length: showing a 50 MB answer reads its start, not all of it into Python (40 s and 3.3 GB)."""
+        cols = [c for c in RESULT_COLUMNS if c != "output"]
+        row = self.conn.execute(
+            f"SELECT {', '.join(cols)}, substr(output, 1, ?), length(output) FROM results WHERE run_id = ? "
+            "AND model_key = ? AND case_id = ? AND trial = ?", (limit, run_id, model_key, case_id, trial)).fetchone()
+        if row is None:
+            return None
+        out = dict(zip(cols, row[:-2], strict=True))
+        out["output"], out["output_chars"] = row[-2], row[-1]
+        return out
+
+    def save_output(self, run_id: str, model_key: str, case_id: str, trial: int, dest: Path) -> int | None:
+        """Write one result's whole output to `dest` as UTF-8, a megabyte at a time (never all of it in memory).
+        Returns the bytes written, or None when the call has no output (not stored, or errored)."""
+        found = self.conn.execute(
+            "SELECT rowid FROM results WHERE run_id = ? AND model_key = ? AND case_id = ? AND trial = ? "
+            "AND output IS NOT NULL", (run_id, model_key, case_id, trial)).fetchone()
+        if found is None:
+            return None
+        written = 0
+        with self.conn.blobopen("results", "output", found[0], readonly=True) as blob, open(dest, "wb") as f:
+            while chunk := blob.read(1 << 20):
+                f.write(chunk)
+                written += len(chunk)
+        return written
+
+    @_explained
     def concurrency_changes(self, run_id: str) -> list[tuple[float, int, int, str | None, str]]:
         return self.conn.execute(
             "SELECT at, old, new, model_key, source FROM concurrency_changes WHERE run_id = ? ORDER BY at",

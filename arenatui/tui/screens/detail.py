@@ -1,7 +1,10 @@
-"""The call detail: one (model, case) with every trial as stored."""
+"""The call detail: one (model, case) with every trial as stored, long texts cut to a screenful's worth."""
 
 from __future__ import annotations
 
+import re
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 from rich.style import Style
@@ -13,6 +16,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
+from arenatui.engine.sealed import scrub_sealed
+from arenatui.errors import ArenaError
 from arenatui.live import STATE_NAMES
 from arenatui.safe_text import literal, one_line
 from arenatui.sweep import Sweep
@@ -23,11 +28,20 @@ SCORER_WORDS = {"exact": "exact match", "contains": "must contain the expected a
                 "numeric": "the last number must equal the expected one", "json_valid": "must be valid JSON"}
 """What each scorer kind asks of an answer, for a failed trial's "why"."""
 
+PREVIEW_CHARS = 20_000
+"""Characters of an output (or a case's input) read and shown: pages of text, where a whole 50 MB answer
+froze the console for 40 s at 3.3 GB. The whole of an output is one key away (s saves it to a file)."""
+
+
+def _file_part(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("._")[:60] or "x"
+
 
 class CallDetail(ModalScreen[None]):
     """One (model, case): every trial as stored, read in a thread; sealed cases show only scores."""
 
-    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
+    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close"),
+                Binding("s", "save_outputs", "Save whole outputs to files")]
 
     def __init__(self, sweep: Sweep, model_index: int, case_index: int) -> None:
         super().__init__()
@@ -48,6 +62,9 @@ class CallDetail(ModalScreen[None]):
             yield Label(title)
             with VerticalScroll(id="detail-body"):
                 yield Static(Text("loading…"), id="detail-text")
+            if not self.case.sealed:
+                yield Label(Text(f"s saves each trial's whole output to a file (shown: the first {PREVIEW_CHARS:,} "
+                                 "characters)   Escape closes"), classes="hint")
 
     def on_mount(self) -> None:
         self._load()
@@ -59,8 +76,46 @@ class CallDetail(ModalScreen[None]):
         rows: list[dict[str, Any] | None] = []
         with Store(self.sweep.db_path) as store:
             for trial in range(self.sweep.plan.trials):
-                rows.append(store.result(self.sweep.run_id, self.model_key, self.case.id, trial))
+                rows.append(store.result_preview(self.sweep.run_id, self.model_key, self.case.id, trial,
+                                                 PREVIEW_CHARS))
         self.app.call_from_thread(self.show_rows, rows)
+
+    def action_save_outputs(self) -> None:
+        if self.case.sealed:
+            self.notify("This case is sealed: its outputs are never shown or exported.", severity="warning",
+                        markup=False)
+            return
+        try:
+            folder = Path.cwd()
+        except OSError as e:  # the folder the console was started in is gone
+            self.notify(f"Could not save the output: no current folder ({e})", severity="error", markup=False)
+            return
+        self._save(folder)
+
+    @work(thread=True, group="detail-save", exit_on_error=False)
+    def _save(self, folder: Path) -> None:
+        from arenatui.store import Store
+
+        saved: list[tuple[Path, int]] = []
+        try:
+            with Store(self.sweep.db_path) as store:
+                for trial in range(self.sweep.plan.trials):
+                    dest = folder / (f"arena-output-{_file_part(self.sweep.run_id)}-{_file_part(self.model_key)}-"
+                                     f"{_file_part(self.case.id)}-t{trial}.txt")
+                    n = store.save_output(self.sweep.run_id, self.model_key, self.case.id, trial, dest)
+                    if n is not None:
+                        saved.append((dest, n))
+        except (OSError, sqlite3.Error, ArenaError) as e:  # a read-only folder, a full disk, a locked database
+            self.app.call_from_thread(self.notify, f"Could not save the output into {folder}: {e}",
+                                      severity="error", markup=False)
+            return
+        if not saved:
+            msg = "No output stored for this call yet."
+        elif len(saved) <= 3:
+            msg = "Saved " + "; ".join(f"{p} ({n:,} bytes)" for p, n in saved)
+        else:
+            msg = f"Saved {len(saved)} files ({sum(n for _, n in saved):,} bytes) in {folder}: {saved[0][0].name} …"
+        self.app.call_from_thread(self.notify, msg, timeout=15, markup=False)
 
     def show_rows(self, rows: list[dict[str, Any] | None]) -> None:
         self.query_one("#detail-text", Static).update(self.render_rows(rows))
@@ -86,7 +141,10 @@ class CallDetail(ModalScreen[None]):
         label = Style(bold=True)
         if not sealed:
             out.append("input\n", label)
-            out.append(literal(self.case.prompt_text()))
+            prompt = self.case.prompt_text()
+            out.append(literal(prompt[:PREVIEW_CHARS]))
+            if len(prompt) > PREVIEW_CHARS:
+                out.append(f"\n… the first {PREVIEW_CHARS:,} of {len(prompt):,} characters", "italic")
             out.append("\n\nexpected\n", label)
             out.append(literal(self.case.expected if self.case.expected is not None else "(none)"))
             out.append("\n")
@@ -117,11 +175,16 @@ class CallDetail(ModalScreen[None]):
                 out.append("why ", label)
                 out.append(literal(str(row["error_class"]), newlines=False))
                 out.append(": ")
-                out.append(literal(row["error_message"]))
+                out.append(literal(scrub_sealed(self.case, row["error_message"])))
                 out.append("\n")
             if not sealed:
                 out.append("output\n", label)
-                out.append(literal(row["output"]) if row["output"] is not None else Text("(none)"))
+                output = row["output"]
+                out.append(literal(output[:PREVIEW_CHARS]) if output is not None else Text("(none)"))
+                total = row.get("output_chars")
+                if output is not None and total is not None and total > len(output[:PREVIEW_CHARS]):
+                    out.append(f"\n… the first {PREVIEW_CHARS:,} of {total:,} characters: s saves the whole output "
+                               "to a file", "italic")
                 out.append("\n")
         return out
 

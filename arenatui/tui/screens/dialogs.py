@@ -11,20 +11,23 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from arenatui.limits import MAX_CONCURRENCY
 from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED
 from arenatui.tui.widgets import CELL_GLYPHS, CELL_NAMES, MOSTLY, STARTED
 
 
 class ValueInput(ModalScreen[int | None]):
-    """Ask for a whole number (concurrency, a model cap); Escape keeps what was there."""
+    """Ask for a whole number (concurrency, a model cap) up to `maximum`; Escape keeps what was there."""
 
     BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
 
-    def __init__(self, prompt: Text, current: str, *, allow_empty: bool = False) -> None:
+    def __init__(self, prompt: Text, current: str, *, allow_empty: bool = False,
+                 maximum: int = MAX_CONCURRENCY) -> None:
         super().__init__()
         self._prompt = prompt
         self._current = current
         self._allow_empty = allow_empty
+        self._maximum = maximum
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -51,6 +54,10 @@ class ValueInput(ModalScreen[int | None]):
             return
         if n < 1:
             self.notify("at least 1", severity="warning")
+            return
+        if n > self._maximum:
+            # a million workers is no faster than a few thousand and took gigabytes: refuse, and say the bound
+            self.notify(f"at most {self._maximum:,} (the bound on concurrency)", severity="warning")
             return
         self.dismiss(n)
 
@@ -88,7 +95,7 @@ KEYS = (
     ("[ / ]", "cap of the model highlighted in the model table down / up by one (from no cap: from what it "
               "runs at now)"),
     ("m", "type an exact cap for that model (empty = no cap)"),
-    ("arrows", "move in the call matrix; Enter or click shows that call"),
+    ("arrows", "move in the call matrix; Enter or click shows that call (there, s saves its whole outputs to files)"),
     ("/", "filter the events (matches kind, model and text); Escape or Enter returns to the panes"),
     ("w", "wrap long events onto more lines, or back to one line each"),
     ("tab", "move between matrix, model table and event filter"),

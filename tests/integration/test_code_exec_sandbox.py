@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from arenatui.scoring.code_exec import ExecLimits, extract_code, run_code
+from arenatui.scoring.code_exec import ExecLimits, ExecResult, extract_code, run_code
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="resource limits are Linux-only")
 
@@ -33,7 +33,7 @@ def sandbox_processes() -> list[str]:
     return found
 
 
-def run(code: str, tests: str = "") -> object:
+def run(code: str, tests: str = "") -> ExecResult:
     r = run_code(code, tests, LIMITS)
     assert r.duration_s < HANG_GUARD_S
     assert sandbox_processes() == []
@@ -42,34 +42,35 @@ def run(code: str, tests: str = "") -> object:
 
 def test_passing_and_failing_tests() -> None:
     good = run("def add(a, b):\n    return a + b\n", "assert add(2, 3) == 5\n")
-    assert good.verdict == "passed"  # type: ignore[attr-defined]
+    assert good.verdict == "passed"
     bad = run("def add(a, b):\n    return a - b\n", "assert add(2, 3) == 5\n")
-    assert bad.verdict == "failed" and "AssertionError" in bad.summary()  # type: ignore[attr-defined]
+    assert bad.verdict == "failed" and "AssertionError" in bad.summary()
 
 
 def test_infinite_loop_is_a_timeout() -> None:
-    assert run("while True:\n    pass\n").verdict == "timeout"  # type: ignore[attr-defined]
+    assert run("while True:\n    pass\n").verdict == "timeout"
 
 
 def test_huge_allocation_is_a_memory_limit() -> None:
-    assert run("x = bytearray(4 * 1024 ** 3)\n").verdict == "memory_limit"  # type: ignore[attr-defined]
+    assert run("x = bytearray(4 * 1024 ** 3)\n").verdict == "memory_limit"
 
 
 def test_fork_loop_ends_and_leaves_no_process_behind() -> None:
-    r = run("import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.01)\n")
-    assert r.verdict in ("timeout", "crashed")  # type: ignore[attr-defined]
+    r = run("import os, time\nwhile True:\n    try:\n        os.fork()\n"
+            "    except OSError:\n        time.sleep(0.01)\n")
+    assert r.verdict in ("timeout", "crashed")
 
 
 def test_a_hundred_megabytes_of_output_is_capped_and_marked() -> None:
     r = run("import sys\nsys.stdout.write('x' * 100_000_000)\n")
-    assert r.truncated and len(r.stdout) <= LIMITS.output_kb * 1024  # type: ignore[attr-defined]
+    assert r.truncated and len(r.stdout) <= LIMITS.output_kb * 1024
 
 
 def test_the_environment_holds_none_of_ours(monkeypatch: pytest.MonkeyPatch) -> None:
     canary = "sk-canary-" + os.urandom(8).hex()
     monkeypatch.setenv("OPENAI_API_KEY", canary)
     r = run("import os\nprint(dict(os.environ))\n")
-    assert r.verdict == "passed" and canary not in r.stdout and "OPENAI_API_KEY" not in r.stdout  # type: ignore
+    assert r.verdict == "passed" and canary not in r.stdout and "OPENAI_API_KEY" not in r.stdout
 
 
 def test_a_write_outside_its_directory_fails_and_its_directory_is_removed() -> None:
@@ -77,7 +78,7 @@ def test_a_write_outside_its_directory_fails_and_its_directory_is_removed() -> N
     protected = Path(__file__).parent / "must-not-exist.txt"
     r = run(f"open({str(protected)!r}, 'w').write('x')\n")
     if os.geteuid() == 0:  # dropped to nobody: the checkout is not theirs to write
-        assert r.verdict == "crashed" and not protected.exists()  # type: ignore[attr-defined]
+        assert r.verdict == "crashed" and not protected.exists()
     protected.unlink(missing_ok=True)
     assert set(Path(tempfile.gettempdir()).glob("arena-exec-*")) <= before
 
@@ -101,9 +102,9 @@ def test_a_connect_to_a_local_listener_fails_where_the_network_is_isolated() -> 
     r = run(f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=1).sendall(b'hi')\n")
     t.join()
     server.close()
-    if not r.network_isolated:  # type: ignore[attr-defined]
+    if not r.network_isolated:
         pytest.skip("this kernel allows no new network namespace here; README says the network is not isolated")
-    assert r.verdict == "crashed" and accepted == []  # type: ignore[attr-defined]
+    assert r.verdict == "crashed" and accepted == []
 
 
 def test_code_is_taken_from_the_first_python_block() -> None:

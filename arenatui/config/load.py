@@ -373,6 +373,9 @@ def _read_mock(t: _Table, model_keys: list[str]) -> dict[str, MockFaults]:
 
 def _read_scorer(t: _Table) -> ScorerConfig:
     kind = t.string("kind", required=True)
+    if kind == "llm_judge":
+        raise t.error("kind", "llm_judge is not available yet in this version; use json_schema, python (your own "
+                              "function) or code_exec")
     if kind not in SCORER_KINDS:
         close = difflib.get_close_matches(kind or "", SCORER_KINDS, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
@@ -389,6 +392,22 @@ def _read_scorer(t: _Table) -> ScorerConfig:
     choices = t.get("choices", list, ["A", "B", "C", "D"], "an array of strings")
     if not choices or not all(isinstance(c, str) and c for c in choices):
         raise t.error("choices", "expected a non-empty array of non-empty strings")
+    schema = _read_schema(t) if kind == "json_schema" else None
+    labels = t.get("labels", list, [], "an array of strings")
+    if not all(isinstance(x, str) and x.strip() for x in labels) or len(set(labels)) != len(labels):
+        raise t.error("labels", "expected an array of distinct non-empty strings")
+    if kind == "f1" and len(labels) < 2:
+        raise t.error("labels", "an f1 scorer needs the label set: at least two labels, e.g. [\"pos\", \"neg\"]")
+    function = t.string("function")
+    if kind == "python":
+        if function is None:
+            raise t.error("function", "is required for a python scorer: 'package.module:function'")
+        from arenatui.scoring.plugin import PluginProblem, load_function
+
+        try:
+            load_function(function, t.file.parent)
+        except PluginProblem as e:
+            raise t.error("function", str(e)) from None
     out = ScorerConfig(
         name=name,
         kind=kind,  # type: ignore[arg-type]
@@ -396,9 +415,42 @@ def _read_scorer(t: _Table) -> ScorerConfig:
         choices=tuple(choices),
         tolerance=t.number("tolerance", 1e-6, lo=0.0) or 0.0,
         case_sensitive=t.boolean("case_sensitive", False),
+        schema=schema,
+        labels=tuple(labels),
+        function=function,
+        timeout_s=t.number("timeout_s", 10.0, lo=0.0, hi=3600.0, lo_open=True) or 10.0,
+        memory_mb=t.integer("memory_mb", 512, lo=64) or 512,
     )
     t.finish()
     return out
+
+
+def _read_schema(t: _Table) -> dict[str, Any]:
+    """A json_schema scorer's schema: inline ``schema`` table or ``schema_file`` (JSON), checked now."""
+    from arenatui.scoring.json_schema import SchemaProblem, check_schema
+
+    inline: dict[str, Any] | None = t.get("schema", dict, None, "an inline table holding a JSON Schema")
+    path = t.string("schema_file")
+    if (inline is None) == (path is None):
+        raise t.error("schema", "a json_schema scorer needs exactly one of 'schema' (inline table) or 'schema_file'")
+    key = "schema"
+    if path is not None:
+        key = "schema_file"
+        f = Path(path) if Path(path).is_absolute() else t.file.parent / path
+        try:
+            inline = json.loads(f.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise t.error("schema_file", f"cannot read {f}: {e.strerror or e}") from None
+        except (ValueError, RecursionError) as e:
+            raise t.error("schema_file", f"{f} is not valid JSON ({e})") from None
+        if not isinstance(inline, dict):
+            raise t.error("schema_file", f"{f} must hold a JSON object (a schema)")
+    assert inline is not None
+    try:
+        check_schema(inline)
+    except SchemaProblem as e:
+        raise t.error(key, f"is not a valid JSON Schema: {e}") from None
+    return dict(inline)
 
 
 def _read_case(file: Path, path: str, data: Any) -> Case:
@@ -449,6 +501,8 @@ def _read_case(file: Path, path: str, data: Any) -> Case:
         stratum=t.string("stratum"),
         sealed=t.boolean("sealed", False),
         scorer=t.string("scorer"),
+        tests=t.string("tests"),
+        language=t.string("language"),
     )
     t.finish()
     return case
@@ -570,6 +624,7 @@ def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
         trials=rt.integer("trials", d.trials, lo=1, hi=MAX_TRIALS) or 1,
         seed=rt.integer("seed", d.seed) or 0,
         keep_sealed_outputs=rt.boolean("keep_sealed_outputs", d.keep_sealed_outputs),
+        allow_code_exec=rt.boolean("allow_code_exec", False),
     )
     rt.finish()
     top.seen.add("mock")  # [mock] is read after the models it names
@@ -637,6 +692,11 @@ def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
             close = difflib.get_close_matches(c.scorer, sorted(scorer_names), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else f"; defined: {', '.join(sorted(scorer_names))}"
             raise ConfigError(str(file), f"cases[id={c.id}].scorer", f"names no [[scorers]] entry {c.scorer!r}{hint}")
+    for i, s in enumerate(scorers):
+        if s.kind == "code_exec" and not run.allow_code_exec:
+            raise ConfigError(str(file), f"scorers[{i}].kind",
+                              "code_exec runs model-written code on this machine: set [run] allow_code_exec = true "
+                              "to allow it (it guards against accidents, not attacks; see README)")
     mock = _read_mock(top.table("mock"), [m.key for m in models])
     top.finish()
     return Project(
@@ -647,6 +707,13 @@ def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
 
 def _prune(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None and v != {} and v != ()}
+
+
+def _scorer_dict(s: ScorerConfig) -> dict[str, Any]:
+    d = dict(_prune(dataclasses.asdict(s)), choices=list(s.choices))
+    if s.labels:
+        d["labels"] = list(s.labels)
+    return d
 
 
 def project_to_dict(p: Project) -> dict[str, Any]:
@@ -682,7 +749,7 @@ def project_to_dict(p: Project) -> dict[str, Any]:
         "defaults": _prune(dataclasses.asdict(p.defaults)),
         "run": dataclasses.asdict(p.run),
         "models": [model(m) for m in p.models],
-        "scorers": [dict(_prune(dataclasses.asdict(s)), choices=list(s.choices)) for s in p.scorers],
+        "scorers": [_scorer_dict(s) for s in p.scorers],
         "cases": [case(c) for c in p.cases],
     }
     if p.mock:

@@ -10,8 +10,10 @@ ProviderKind = Literal["sim", "openai", "anthropic"]
 PROVIDERS: tuple[str, ...] = ("sim", "openai", "anthropic")
 TRANSPORTS: tuple[str, ...] = ("auto", "httpx", "aiohttp")
 """HTTP clients a model may use (arenatui.providers.transports says why there are two)."""
-ScorerKind = Literal["exact", "contains", "regex", "choice", "numeric", "json_valid"]
-SCORER_KINDS: tuple[str, ...] = ("exact", "contains", "regex", "choice", "numeric", "json_valid")
+ScorerKind = Literal["exact", "contains", "regex", "choice", "numeric", "json_valid", "json_schema", "f1", "python",
+                     "code_exec"]
+SCORER_KINDS: tuple[str, ...] = ("exact", "contains", "regex", "choice", "numeric", "json_valid", "json_schema", "f1",
+                                 "python", "code_exec")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,8 @@ class RunSettings:
     seed: int = 0
     keep_sealed_outputs: bool = False
     """Store a sealed case's output in full; by default only its SHA-256 and length are kept (the score always is)."""
+    allow_code_exec: bool = False
+    """Whether code_exec scorers may run model-written code on this machine (off unless the project says so)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +142,11 @@ class Case:
     sealed: bool = False
     """Held-out case: its input and expected answer are never shown or exported, only its score."""
     scorer: str | None = None
+    tests: str | None = None
+    """code_exec: Python run after the model's code; the case passes when it exits cleanly (asserts hold)."""
+    language: str | None = None
+    """The language the answer should be in (ISO 639-1, e.g. "fr"): an answer plainly in another one is
+    the failure mode wrong_language."""
 
     def prompt_text(self) -> str:
         if isinstance(self.input, str):
@@ -156,6 +165,16 @@ class ScorerConfig:
     tolerance: float = 1e-6
     """numeric: absolute tolerance."""
     case_sensitive: bool = False
+    schema: dict[str, Any] | None = None
+    """json_schema: the JSON Schema the answer must validate against (``schema_file`` is read into it)."""
+    labels: tuple[str, ...] = ()
+    """f1: the label set of a classification task."""
+    function: str | None = None
+    """python: ``package.module:function`` taking (case, output) and returning a float, bool or Score."""
+    timeout_s: float = 10.0
+    """code_exec: wall clock for one run of the model's code with the case's tests."""
+    memory_mb: int = 512
+    """code_exec: address-space limit of the process running the code."""
 
 
 MOCK_FAULTS: tuple[str, ...] = (

@@ -1,10 +1,16 @@
-"""The built-in scorers: exact, contains, regex, choice, numeric, json_valid.
+"""The scorers: exact, contains, regex, choice, numeric, json_valid, json_schema, f1, python, code_exec.
+
+Each returns a Score; ``invalid_format`` says the scorer could not read an answer out of the output at all
+(unparseable JSON, no option chosen, no number), which failure_modes reports apart from a wrong answer, and
+``detail`` says why in a line (the JSON path that failed, the code's verdict).
 
 A scorer's verdict on one output either comes back or raises `ScoringError`, which the engine stores as
 that call's `scoring_error` (never the sweep's end). Regex scorers run a user's pattern on a model's
 output, and a pattern like ``(L+)+X`` on 5,000 L's backtracks for longer than the universe: they use
 the `regex` library, whose matcher takes a ``timeout`` (the stdlib's `re` has none and cannot be
-interrupted, not even by Ctrl-C), so every verdict is bounded in time.
+interrupted, not even by Ctrl-C), so every verdict is bounded in time. Scorers that may take long by
+nature (``python`` functions, ``code_exec``) are `blocking`: the engine runs them in worker threads under
+a limit of their own.
 """
 
 from __future__ import annotations
@@ -12,11 +18,15 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import regex
 
 from arenatui.config.schema import Case, ScorerConfig
+from arenatui.scoring.code_exec import ExecLimits, extract_code, run_code
+from arenatui.scoring.json_schema import SchemaValidator
+from arenatui.scoring.plugin import PluginProblem, UserScorer, coerce, load_function
 
 REGEX_TIMEOUT_S = 2.0
 """The longest a regex scorer may take over one output before the call gets a scoring error: far above
@@ -28,6 +38,8 @@ _NUMBER_RE = re.compile(r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 class Score(NamedTuple):
     value: float
     passed: bool
+    invalid_format: bool = False
+    detail: str | None = None
 
 
 def _norm(s: str, case_sensitive: bool) -> str:
@@ -73,8 +85,21 @@ class ScoringSlow(ScoringError):
     """A regex scorer ran past the time it was given: the caller may try again with more time elsewhere."""
 
 
+def extract_label(output: str, labels: tuple[str, ...]) -> str | None:
+    """The label a classification answer gives: the whole answer, or the only label it names as a word."""
+    norm = _norm(output, False).strip(" .!\"'`*")
+    by_norm = {_norm(lb, False): lb for lb in labels}
+    if norm in by_norm:
+        return by_norm[norm]
+    named = [lb for n, lb in by_norm.items() if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", norm)]
+    return named[0] if len(named) == 1 else None
+
+
 class Scorer:
-    def __init__(self, cfg: ScorerConfig) -> None:
+    blocking = False
+    """True when scoring may take long (user code, a process): the engine runs it in a worker thread."""
+
+    def __init__(self, cfg: ScorerConfig, project_dir: Path | None = None) -> None:
         self.cfg = cfg
         self._flags = regex.V0 | (0 if cfg.case_sensitive else regex.IGNORECASE)
         self._regex: Any = None
@@ -84,6 +109,18 @@ class Scorer:
                 self._regex = self._compile(cfg.pattern)
             except ScoringError as e:  # the config check compiles with `re`; a difference shows per call
                 self._broken = e
+        self._schema: SchemaValidator | None = None
+        self._function: UserScorer | None = None
+        if cfg.kind == "json_schema" and cfg.schema is not None:
+            self._schema = SchemaValidator(cfg.schema)
+        elif cfg.kind == "python" and cfg.function is not None:
+            self.blocking = True
+            try:
+                self._function = load_function(cfg.function, project_dir)
+            except PluginProblem as e:  # checked when the project loaded; a resume elsewhere may not find it
+                self._broken = ScoringError(f"scorer {cfg.name!r}: {e}")
+        elif cfg.kind == "code_exec":
+            self.blocking = True
 
     def _compile(self, pattern: str) -> Any:
         try:
@@ -102,9 +139,28 @@ class Scorer:
         if kind == "json_valid":
             try:
                 json.loads(output)
-            except (ValueError, RecursionError):
-                return Score(0.0, False)
+            except (ValueError, RecursionError) as e:
+                return Score(0.0, False, True, f"not JSON: {e}")
             return Score(1.0, True)
+        if kind == "json_schema":
+            assert self._schema is not None
+            problem = self._schema.problem(output)
+            return Score(1.0, True) if problem is None else Score(0.0, False, True, problem)
+        if kind == "python":
+            if self._broken is not None:
+                raise self._broken
+            assert self._function is not None
+            try:
+                value, passed = coerce(self._function(case, output))
+            except ValueError as e:
+                raise ScoringError(f"scorer {cfg.name!r}: {e}") from None
+            return Score(value, passed)
+        if kind == "code_exec":
+            if not case.tests:
+                return Score(0.0, False, False, "the case has no tests to run the code against")
+            result = run_code(extract_code(output), case.tests,
+                              ExecLimits(timeout_s=cfg.timeout_s, memory_mb=cfg.memory_mb))
+            return Score(float(result.passed), result.passed, False, result.summary(200))
         if kind == "regex":
             if self._broken is not None:
                 raise self._broken
@@ -127,11 +183,20 @@ class Scorer:
             ok = _norm(exp, cfg.case_sensitive) in _norm(output, cfg.case_sensitive)
         elif kind == "choice":
             got = extract_choice(output, cfg.choices)
-            ok = got is not None and got.casefold() == exp.strip().casefold()
+            if got is None:
+                return Score(0.0, False, True, f"no choice among {', '.join(cfg.choices)}")
+            ok = got.casefold() == exp.strip().casefold()
+        elif kind == "f1":
+            label = extract_label(output, cfg.labels)
+            if label is None:
+                return Score(0.0, False, True, f"no label among {', '.join(cfg.labels)}")
+            ok = _norm(label, False) == _norm(exp, False)
         elif kind == "numeric":
             got_n = _last_number(output)
+            if got_n is None:
+                return Score(0.0, False, True, "no number in the answer")
             want = _last_number(exp)
-            ok = got_n is not None and want is not None and math.isclose(got_n, want, rel_tol=0, abs_tol=cfg.tolerance)
+            ok = want is not None and math.isclose(got_n, want, rel_tol=0, abs_tol=cfg.tolerance)
         else:  # pragma: no cover - guarded by config validation
             raise AssertionError(kind)
         return Score(float(ok), ok)
@@ -140,8 +205,8 @@ class Scorer:
 class ScorerSet:
     """Picks each case's scorer: the one it names, else the project's first."""
 
-    def __init__(self, scorers: tuple[ScorerConfig, ...]) -> None:
-        self.by_name = {s.name: Scorer(s) for s in scorers}
+    def __init__(self, scorers: tuple[ScorerConfig, ...], project_dir: Path | None = None) -> None:
+        self.by_name = {s.name: Scorer(s, project_dir) for s in scorers}
         self.default = self.by_name[scorers[0].name]
 
     def for_case(self, case: Case) -> Scorer:

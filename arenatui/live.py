@@ -78,6 +78,7 @@ class StoredResult(NamedTuple):
     cost: float = 0.0
     input_tokens: int = 0
     output_tokens: int = 0
+    failure_mode: str | None = None
 
 
 STORED_COLUMNS = StoredResult._fields
@@ -151,6 +152,8 @@ class _ModelAgg:
     cost: float = 0.0
     score_sum: float = 0.0
     errors: dict[str, int] = field(default_factory=dict)
+    failures: dict[str, int] = field(default_factory=dict)
+    """Failed (answered, not passed) calls by failure mode: wrong_answer, refusal, invalid_format, ..."""
     latencies: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
     ttfts: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
     ring: _Ring = field(default_factory=_Ring)
@@ -186,6 +189,8 @@ class ModelSnapshot:
     """Mean latency (ms) per second over the last seconds, oldest first; 0 where nothing finished."""
     throughput_series: tuple[float, ...] = ()
     """Calls finished per second over the same seconds as latency_series, oldest first."""
+    failures: Mapping[str, int] = field(default_factory=dict)
+    """Failed (answered, not passed) calls by failure mode."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,7 +331,7 @@ class LiveMetrics:
     def _finished(self, ev: CallFinished) -> None:
         # The hottest function outside the engine: one tuple unpack, then locals.
         (mk, cid, trial, status, _output, score, _passed, ec, emsg, attempts, lat, _total, ttft, itok, otok, cost,
-         _finish, _est, _started_at, _finished_at, _connect) = ev.result
+         _finish, _est, _started_at, _finished_at, _connect, mode, _detail) = ev.result
         mi = self._m_index[mk]
         agg = self.models[mi]
         if self._backoff and (mk, cid, trial) in self._backoff:
@@ -352,6 +357,8 @@ class LiveMetrics:
         elif status == "failed":
             agg.failed += 1
             dst = FAILED
+            if mode is not None:
+                agg.failures[mode] = agg.failures.get(mode, 0) + 1
         else:
             agg.errored += 1
             dst = ERRORED
@@ -458,6 +465,8 @@ class LiveMetrics:
                 agg.passed += 1
             elif dst == FAILED:
                 agg.failed += 1
+                if r.failure_mode:
+                    agg.failures[r.failure_mode] = agg.failures.get(r.failure_mode, 0) + 1
             else:
                 agg.errored += 1
                 cls = r.error_class or "error"
@@ -554,7 +563,7 @@ class LiveMetrics:
                 rate_limited=agg.rate_limited, rate_limited_rate=(limited_w / attempts_w) if attempts_w else 0.0,
                 errors=dict(agg.errors), p50_ms=percentile(lat, 0.5), p95_ms=percentile(lat, 0.95),
                 ttft_p50_ms=percentile(tt, 0.5), score=(agg.score_sum / agg.done) if agg.done else None,
-                cost=agg.cost, latency_series=series, throughput_series=tuple(counts),
+                cost=agg.cost, latency_series=series, throughput_series=tuple(counts), failures=dict(agg.failures),
             ))
         done = sum(m.done for m in models)
         remaining = self.planned - done

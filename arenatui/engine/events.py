@@ -49,6 +49,10 @@ class CallResult(NamedTuple):
     connect_ms: float | None = None
     """The last attempt, from its start until its request was on the wire (connecting, TLS, this client's
     own queueing), where the provider can tell: time that is in total_ms but not in latency_ms."""
+    failure_mode: str | None = None
+    """What a result that did not pass looked like (arenatui.scoring.failure_modes): 'none' when it passed."""
+    score_detail: str | None = None
+    """The scorer's own word on the answer: the JSON path that failed, the code's verdict."""
 
 
 class CallStarted(NamedTuple):

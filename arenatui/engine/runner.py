@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import itertools
+import os
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -51,6 +52,7 @@ from arenatui.limits import MAX_CONCURRENCY
 from arenatui.plan import Plan
 from arenatui.providers.base import Provider, Request, build_messages, estimate_tokens
 from arenatui.scoring import REGEX_TIMEOUT_S, Score, ScorerSet, ScoringError, ScoringSlow
+from arenatui.scoring.failure_modes import classify
 
 Sink = Callable[[Event], None]
 MESSAGE_LIMIT = 2000
@@ -122,7 +124,10 @@ class Runner:
         self.timeout_s = timeout_s if timeout_s is not None else run.timeout_s
         self._rng = rng or random.Random(run.seed)
         self._sinks = tuple(sinks)
-        self._scorers = ScorerSet(plan.project.scorers)
+        self._scorers = ScorerSet(plan.project.scorers, plan.project.path.parent)
+        # code_exec and user functions run in threads; this many at once, so a slow scorer cannot take every
+        # thread the engine's other work needs (anyio's default pool has 40)
+        self._slow_scoring = anyio.CapacityLimiter(max(1, os.cpu_count() or 1))
         self._keep_sealed = run.keep_sealed_outputs
         defaults = self._defaults = plan.project.defaults
         self._lanes: list[_ModelLane] = []
@@ -389,24 +394,34 @@ class Runner:
                 now = time.monotonic()
                 in_tok += comp.input_tokens
                 out_tok += comp.output_tokens
+                scorer = self._scorers.for_case(case)
                 try:
-                    sc: Score | str = self._scorers.score(comp.text, case, SCORE_ON_LOOP_S)
+                    if scorer.blocking:  # a process or the user's code: never on the event loop
+                        raise ScoringSlow(f"scorer {scorer.cfg.name!r} runs off the event loop")
+                    sc: Score | str = scorer.score(comp.text, case, SCORE_ON_LOOP_S)
                 except Exception as e:  # slow, or no verdict at all: off the hot path
                     sc = await self._score_after(e, comp.text, case)
                 ttft = comp.ttft_s
                 wire_s = comp.latency_s  # HTTP providers time the wire themselves (connecting left out)
                 connect_s = comp.connect_s
+                detail: str | None = None
                 if type(sc) is str:  # the scorer could not judge: the answer is kept, the call is errored
                     status: Status = "errored"
                     value: float | None = None
                     passed = False
                     sc_class: ErrorClass | None = "scoring_error"
                     sc_msg: str | None = self._message(case, sc)
+                    mode = "scoring_error"
                 else:
                     assert isinstance(sc, Score)
                     value, passed = sc.value, sc.passed
                     status = "passed" if passed else "failed"
                     sc_class = sc_msg = None
+                    mode = "none" if passed else classify(
+                        passed=False, output=comp.text, finish_reason=comp.finish_reason,
+                        invalid_format=sc.invalid_format, language=case.language)
+                    if sc.detail is not None:
+                        detail = self._message(case, sc.detail)
                 self.emit(CallFinished(CallResult(
                     mkey, case.id, trial,  # model_key, case_id, trial
                     status,  # status
@@ -420,6 +435,7 @@ class Runner:
                     comp.finish_reason, comp.tokens_estimated,
                     started_wall, started_wall + (now - t0),  # started_at, finished_at (epoch)
                     connect_s * 1000.0 if connect_s is not None else None,  # connect_ms
+                    mode, detail,  # failure_mode, score_detail
                 ), now))
                 return
             # the attempt failed: retry (parked until due, holding no worker) or record
@@ -459,7 +475,7 @@ class Runner:
             if isinstance(e, ScoringSlow):
                 # abandon_on_cancel: Ctrl-C stops the sweep now; the thread ends by itself within its timeout
                 return await anyio.to_thread.run_sync(scorers.score, output, case, REGEX_TIMEOUT_S,
-                                                      abandon_on_cancel=True)
+                                                      abandon_on_cancel=True, limiter=self._slow_scoring)
             raise e
         except ScoringError as err:
             return str(err)
@@ -488,7 +504,7 @@ class Runner:
             latency_ms=latency, total_ms=(now - t0) * 1000.0, ttft_ms=None, input_tokens=in_tok,
             output_tokens=out_tok, cost=lane.model.cost(in_tok, out_tok), finish_reason=None,
             tokens_estimated=False, started_at=started_wall, finished_at=started_wall + (now - t0),
-            connect_ms=connect_ms,
+            connect_ms=connect_ms, failure_mode=err_class,
         )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 RESULT_COLUMNS: tuple[str, ...] = (
     "run_id", "model_key", "case_id", "trial", "status", "output", "score", "passed", "error_class",
     "error_message", "attempts", "latency_ms", "total_ms", "ttft_ms", "input_tokens", "output_tokens", "cost",
-    "finish_reason", "tokens_estimated", "started_at", "finished_at", "connect_ms",
+    "finish_reason", "tokens_estimated", "started_at", "finished_at", "connect_ms", "failure_mode", "score_detail",
 )
 
 MIGRATIONS: tuple[str, ...] = (
@@ -88,5 +88,18 @@ MIGRATIONS: tuple[str, ...] = (
     );
     ALTER TABLE runs ADD COLUMN case_set TEXT REFERENCES case_sets (digest);
     ALTER TABLE runs ADD COLUMN heartbeat_at REAL;
+    """,
+    # 6: what each wrong answer looked like (arenatui.scoring.failure_modes) and the scorer's own word on it (the
+    # JSON path that failed, the code's verdict). Old rows get every mode SQL can tell; refusal, invalid_format and
+    # wrong_language need the scorer and stay wrong_answer.
+    """
+    ALTER TABLE results ADD COLUMN failure_mode TEXT;
+    ALTER TABLE results ADD COLUMN score_detail TEXT;
+    UPDATE results SET failure_mode = CASE
+        WHEN error_class IS NOT NULL THEN error_class
+        WHEN passed = 1 THEN 'none'
+        WHEN output IS NULL OR trim(output) = '' THEN 'empty'
+        WHEN finish_reason IN ('length', 'max_tokens', 'model_length') THEN 'truncated'
+        ELSE 'wrong_answer' END;
     """,
 )

@@ -18,3 +18,14 @@ def fmt_errors(errors: dict[str, int] | Any) -> str:
     return " ".join(f"{short.get(k, k)}×{v}" for k, v in sorted(errors.items())) or "0"
 
 
+
+
+FAILURE_SHORT = {"wrong_answer": "wrong", "invalid_format": "format", "truncated": "cut", "refusal": "refusal",
+                 "empty": "empty", "wrong_language": "lang", "judge_error": "judge"}
+"""Failure modes in a table cell: short words, so two or three fit beside each other."""
+
+
+def fmt_failures(failures: dict[str, int] | Any, most: int = 3) -> str:
+    """The commonest failure modes of a model's failed answers, most first: `wrong×4 refusal×2`."""
+    ranked = sorted(failures.items(), key=lambda kv: (-kv[1], kv[0]))[:most]
+    return " ".join(f"{FAILURE_SHORT.get(k, k)}×{v}" for k, v in ranked) or "-"

@@ -19,7 +19,7 @@ from arenatui.limits import MAX_CONCURRENCY
 from arenatui.live import LiveSnapshot, ModelSnapshot
 from arenatui.safe_text import literal, one_line, printable
 from arenatui.sweep import Sweep
-from arenatui.tui.screens.common import fmt_errors, fmt_num
+from arenatui.tui.screens.common import fmt_errors, fmt_failures, fmt_num
 from arenatui.tui.screens.detail import CallDetail
 from arenatui.tui.screens.dialogs import Confirm, Help, ValueInput
 from arenatui.tui.screens.results import Results
@@ -66,6 +66,7 @@ MODEL_COLUMNS = (
     Column("retries", 7, True, 7),
     Column("429 %", 5, True, 8),
     Column("errors", 24, False, 4, priority_if_any=7),
+    Column("failed as", 22, False, 3, priority_if_any=5),
     Column("p50 ms", 6, True, 8),
     Column("p95 ms", 6, True, 7),
     Column("TTFT p50", 8, True, 1),
@@ -290,7 +291,8 @@ class RunScreen(Screen[None]):
         return (
             "-" if cap is None else str(cap), str(m.in_flight), str(m.backing_off), f"{m.done}/{m.planned}",
             f"{m.calls_per_s:.1f}", f"{m.tokens_per_s:.0f}", str(m.retries), f"{m.rate_limited_rate:.0%}",
-            fmt_errors(m.errors), fmt_num(m.p50_ms), fmt_num(m.p95_ms), fmt_num(m.ttft_p50_ms), "",
+            fmt_errors(m.errors), fmt_failures(m.failures), fmt_num(m.p50_ms), fmt_num(m.p95_ms),
+            fmt_num(m.ttft_p50_ms), "",
         )
 
     def _log_line(self, t: float, kind: str, text: str) -> Text:

@@ -40,13 +40,13 @@ def results_project(tmp_path: Path, *, seed: int = 11) -> Path:
                   "sealed": True})
     raw: dict[str, Any] = {
         "project": {"name": "results-test"},
-        "run": {"concurrency": 16, "trials": TRIALS, "seed": seed, "timeout_s": 10.0, "max_attempts": 2,
+        "run": {"concurrency": 16, "trials": TRIALS, "seed": seed, "timeout_s": 10.0, "max_attempts": 1,
                 "backoff_base_s": 0.0, "backoff_cap_s": 0.0},
         "models": [
             {"key": "sim-strong", "provider": "sim", "model": "strong", "price_in_per_mtok": 3.0,
              "price_out_per_mtok": 15.0, "sim": _sim(0.90, 0.55)},
             {"key": "sim-twin", "provider": "sim", "model": "twin", "price_in_per_mtok": 1.0,
-             "price_out_per_mtok": 4.0, "sim": _sim(0.87, 0.55, transient_rate=0.2)},
+             "price_out_per_mtok": 4.0, "sim": _sim(0.87, 0.55, transient_rate=0.15)},
             {"key": "sim-weak", "provider": "sim", "model": "weak", "price_in_per_mtok": 0.1,
              "price_out_per_mtok": 0.4, "sim": _sim(0.50, 0.85)},
         ],

@@ -145,6 +145,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_browse(args: argparse.Namespace) -> int:
+    from arenatui.tui.browse import browse
+
+    return browse(args.db, args.run, args.theme)
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     from arenatui.init_project import write_starter
 
@@ -200,6 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", help="results database")
     p.add_argument("--limit", type=_positive_int, default=50)
     p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("browse", help="the results view of stored runs: leaderboard, compare, strata, cases, frontier")
+    p.add_argument("run", nargs="?", metavar="RUN_ID", help="the run to open ('last' for the newest); else the list")
+    p.add_argument("--db", help="results database (default: in the user data directory)")
+    p.add_argument("--theme", help="console theme: dark, light, high-contrast, or a user theme")
+    p.set_defaults(func=cmd_browse)
 
     p = sub.add_parser("init", help="write a starter project (arena.toml and cases.jsonl)")
     p.add_argument("dir", nargs="?", default=".", help="directory to write into (default: here)")

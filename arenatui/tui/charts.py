@@ -51,7 +51,7 @@ def histogram(values: Sequence[float] | np.ndarray, width: int, height: int, *, 
     for row in range(height - 1, -1, -1):
         line = []
         for c in range(width):
-            fill = int(round(eighths[c] - row * 8))
+            fill = round(eighths[c] - row * 8)
             if fill <= 0 and c == zc:
                 line.append("│")
             else:
@@ -122,8 +122,8 @@ def scatter(points: Sequence[Point], width: int, height: int, *, x_name: str, y_
     grid: list[list[tuple[str, bool]]] = [[(" ", False)] * plot_w for _ in range(height)]
     index = {id(p): i for i, p in enumerate(points)}
     for p, x, y in zip(usable, xs, ys, strict=True):
-        c = min(plot_w - 1, max(0, int(round((x - x_lo) / (x_hi - x_lo) * (plot_w - 1)))))
-        r = min(height - 1, max(0, int(round((y_hi - y) / (y_hi - y_lo) * (height - 1)))))
+        c = min(plot_w - 1, max(0, round((x - x_lo) / (x_hi - x_lo) * (plot_w - 1))))
+        r = min(height - 1, max(0, round((y_hi - y) / (y_hi - y_lo) * (height - 1))))
         mark = MARKERS[index[id(p)] % len(MARKERS)]
         if grid[r][c][0] != " ":
             mark = "+"  # two models at the same place: the legend still lists both

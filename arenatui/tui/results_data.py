@@ -134,10 +134,10 @@ class PairResult:
         d = self.diff
         if not d.n:
             return f"no cases answered by both {self.a} and {self.b}: nothing to compare"
-        ci = f"95% CI {d.low:+.3f} to {d.high:+.3f}, n = {d.n} cases"
+        ci = f"95% CI {d.low:+.3f} to {d.high:+.3f}"
         if self.decided:
             better, worse = (self.a, self.b) if d.estimate > 0 else (self.b, self.a)
-            return f"{better} is better than {worse} by {abs(d.estimate):.3f} ({ci})"
+            return f"{better} is better than {worse} by {abs(d.estimate):.3f} ({ci}, n = {d.n} cases)"
         need = self.cases_needed()
         tail = (f"; about {need} cases would resolve a difference of {abs(d.estimate):.3f}" if need
                 else "; the observed difference is zero")

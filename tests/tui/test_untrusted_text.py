@@ -67,7 +67,7 @@ async def test_injections_show_literally(tmp_path: Path, db_path: Path) -> None:
                 assert v in text, v
             app.pop_screen()
             await pilot.pause(0.05)
-        app.push_screen(Results(sweep))
+        app.push_screen(Results(sweep.db_path, sweep.run_id))
         await _settle(pilot, app, lambda: "evil" in screen_text(app))
         text = screen_text(app)
         assert "[red]evil[/] ␛]0;t\\x07" in text

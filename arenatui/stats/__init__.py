@@ -1,6 +1,28 @@
 """Statistics over per-item results: pure numpy, no I/O, no UI."""
 
 from arenatui.stats.bootstrap import Interval, mean_ci, paired_bootstrap
+from arenatui.stats.compare import (
+    Comparison,
+    PairDecision,
+    RunChange,
+    all_pairs,
+    cases_needed,
+    compare_models,
+    compare_runs,
+    holm_adjust,
+    paired_differences,
+    verdict_text,
+)
+from arenatui.stats.frontier import pareto_front
+from arenatui.stats.items import LatencySample, RunResults
+from arenatui.stats.leaderboard import ModelRow, leaderboard, model_row
+from arenatui.stats.passk import consistency, pass_at_k, pass_at_k_case
+from arenatui.stats.strata import GroupScores, Reversal, group_scores, reversals
 from arenatui.stats.summary import ModelSummary, summarize
 
-__all__ = ["Interval", "ModelSummary", "mean_ci", "paired_bootstrap", "summarize"]
+__all__ = [
+    "Comparison", "GroupScores", "Interval", "LatencySample", "ModelRow", "ModelSummary", "PairDecision",
+    "Reversal", "RunChange", "RunResults", "all_pairs", "cases_needed", "compare_models", "compare_runs",
+    "consistency", "group_scores", "holm_adjust", "leaderboard", "mean_ci", "model_row", "paired_bootstrap",
+    "paired_differences", "pareto_front", "pass_at_k", "pass_at_k_case", "reversals", "summarize", "verdict_text",
+]

@@ -25,8 +25,8 @@ class Interval:
     n: int
 
 
-def _resampled_means(values: Floats, n_resamples: int, rng: np.random.Generator) -> Floats:
-    """Means of n_resamples bootstrap resamples of `values` (1-D)."""
+def resampled_means(values: Floats, n_resamples: int, rng: np.random.Generator) -> Floats:
+    """Means of n_resamples bootstrap resamples of `values` (1-D): the paired path passes a − b here."""
     n = len(values)
     distinct, counts = np.unique(values, return_counts=True)
     if len(distinct) <= _DISTINCT_LIMIT:
@@ -50,7 +50,7 @@ def mean_ci(values: Floats | list[float], *, n_resamples: int = 10_000, level: f
     est = float(v.mean())
     if v.size == 1:
         return Interval(est, est, est, 1)
-    means = _resampled_means(v, n_resamples, np.random.default_rng(seed))
+    means = resampled_means(v, n_resamples, np.random.default_rng(seed))
     a = (1 - level) / 2
     lo, hi = np.quantile(means, [a, 1 - a])
     return Interval(est, float(lo), float(hi), int(v.size))
@@ -80,7 +80,7 @@ def paired_bootstrap(a: Floats | list[float], b: Floats | list[float], *, n_resa
     if d.size == 0:
         nan = float("nan")
         return PairedComparison(Interval(nan, nan, nan, 0), nan)
-    means = _resampled_means(d, n_resamples, np.random.default_rng(seed))
+    means = resampled_means(d, n_resamples, np.random.default_rng(seed))
     alpha = (1 - level) / 2
     lo, hi = np.quantile(means, [alpha, 1 - alpha])
     return PairedComparison(Interval(float(d.mean()), float(lo), float(hi), int(d.size)),

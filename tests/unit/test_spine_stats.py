@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from arenatui.stats import mean_ci, paired_bootstrap
-from arenatui.stats.bootstrap import _resampled_means
+from arenatui.stats.bootstrap import resampled_means
 
 B = 20_000
 
@@ -22,7 +22,7 @@ def brute_means(values: np.ndarray, n: int, seed: int) -> np.ndarray:
     np.array([0, 1 / 3, 2 / 3, 1, 1, 2 / 3, 0, 1, 1, 1 / 3, 1, 1, 2 / 3, 0, 1], dtype=float),  # trial averages
 ])
 def test_multinomial_shortcut_matches_index_resampling_in_distribution(values: np.ndarray) -> None:
-    fast = _resampled_means(values, B, np.random.default_rng(1))
+    fast = resampled_means(values, B, np.random.default_rng(1))
     slow = brute_means(values, B, 2)
     qs = [0.025, 0.1, 0.25, 0.5, 0.75, 0.9, 0.975]
     # one resampled mean moves in steps of 1/(3n); quantiles of 20,000 draws agree within a step or two

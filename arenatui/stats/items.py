@@ -1,0 +1,85 @@
+"""A run's results as arrays: one (model × case) cell per item, aggregated over trials by the store.
+
+The stats functions read only this container, so they stay pure (no SQL, no files) and the store can
+fill it with GROUP BY queries instead of handing over a million rows (DESIGN.md, scale).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+Floats = NDArray[np.float64]
+Ints = NDArray[np.int64]
+Bools = NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True)
+class LatencySample:
+    """One model's answered calls: latency (last attempt, request to last byte) and time to first token, ms."""
+
+    latency_ms: Floats
+    ttft_ms: Floats
+
+
+@dataclass(frozen=True, slots=True)
+class RunResults:
+    """Per (model, case) aggregates of one run's stored calls; cancelled calls are left out (never final).
+
+    Arrays indexed [model, case] follow `models` and `cases` order. A call is *answered* when it produced
+    an output that was scored (passed or failed); an errored call is coverage, never a zero.
+    """
+
+    run_id: str
+    models: tuple[str, ...]
+    cases: tuple[str, ...]
+    trials: int
+    """Planned trials per (model, case)."""
+    strata: tuple[str | None, ...]
+    tags: tuple[tuple[str, ...], ...]
+    sealed: Bools
+    """Held-out cases: scored apart from working cases, shown only as aggregates."""
+    calls: Ints
+    """Stored final calls (passed, failed, errored)."""
+    answered: Ints
+    score_sum: Floats
+    """Sum of scores over answered trials."""
+    passed: Ints
+    cost: Floats
+    """Spend of every attempt of every call, errored ones and retries included."""
+    tokens: Ints
+    """Input + output tokens of every attempt."""
+    attempts: Ints
+    errors: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per model, errored calls by error class (rate_limited, timeout, transient, terminal)."""
+    latency: dict[str, LatencySample] = field(default_factory=dict)
+
+    def model_index(self, model: str) -> int:
+        try:
+            return self.models.index(model)
+        except ValueError:
+            raise KeyError(model) from None
+
+    def case_scores(self, model: str) -> Floats:
+        """Per case, the mean score over this model's answered trials; NaN where it answered none."""
+        i = self.model_index(model)
+        n = self.answered[i]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n > 0, self.score_sum[i] / np.maximum(n, 1), np.nan)
+
+    @property
+    def working(self) -> Bools:
+        return ~self.sealed
+
+
+def empty_results(run_id: str, models: tuple[str, ...] = (), trials: int = 1) -> RunResults:
+    """A run with no stored calls (yet)."""
+    m = len(models)
+    return RunResults(
+        run_id=run_id, models=models, cases=(), trials=trials, strata=(), tags=(), sealed=np.zeros(0, bool),
+        calls=np.zeros((m, 0), np.int64), answered=np.zeros((m, 0), np.int64), score_sum=np.zeros((m, 0)),
+        passed=np.zeros((m, 0), np.int64), cost=np.zeros((m, 0)), tokens=np.zeros((m, 0), np.int64),
+        attempts=np.zeros((m, 0), np.int64),
+    )

@@ -1,0 +1,133 @@
+"""The leaderboard's numbers per model: quality over answered calls beside coverage, errors, cost and latency.
+
+Quality is the mean over working cases of each case's mean score over its answered trials: a call that
+errored (rate-limited, timed out) says nothing about the model's answers, so it lowers coverage, never
+the score. Sealed cases are scored apart; the working − sealed gap is the contamination signal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from arenatui.stats.bootstrap import Interval, mean_ci
+from arenatui.stats.frontier import pareto_front
+from arenatui.stats.items import Floats, LatencySample, RunResults
+from arenatui.stats.passk import consistency, pass_at_k
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRow:
+    model: str
+    quality: Interval
+    """Mean per-case score over working cases answered, 95% bootstrap interval over cases."""
+    planned: int
+    """Calls planned over working and sealed cases."""
+    calls: int
+    """Calls stored with a final result."""
+    answered: int
+    errored: int
+    errors: dict[str, int]
+    """Errored calls by class."""
+    retries: int
+    passed: int
+    """Answered calls that passed, working and sealed."""
+    pass_at: dict[int, float]
+    """pass@k over working cases for every k up to the trials (unbiased estimator)."""
+    consistency: float
+    """Share of working cases (2+ answered trials) where every trial agreed; NaN with one trial."""
+    spend: float
+    """Every attempt's spend, errored calls and retries included."""
+    tokens: int
+    cost_per_correct: float | None
+    """Spend / passed calls: what one correct answer cost, failures and retries paid for."""
+    tokens_per_correct: float | None
+    cost_per_answered: float | None
+    latency_p50: float | None
+    latency_p95: float | None
+    latency_p99: float | None
+    ttft_p50: float | None
+    ttft_p95: float | None
+    sealed: Interval
+    """Quality over sealed cases (NaN when the run has none)."""
+    on_cost_front: bool = False
+    """Pareto-optimal for quality against cost per correct answer."""
+    on_latency_front: bool = False
+    """Pareto-optimal for quality against p95 latency."""
+
+    @property
+    def coverage(self) -> float:
+        """Answered / planned calls."""
+        return self.answered / self.planned if self.planned else float("nan")
+
+    @property
+    def error_rate(self) -> float:
+        return self.errored / self.calls if self.calls else float("nan")
+
+    @property
+    def timeout_rate(self) -> float:
+        return self.errors.get("timeout", 0) / self.calls if self.calls else float("nan")
+
+    @property
+    def retry_rate(self) -> float:
+        """Retries per stored call."""
+        return self.retries / self.calls if self.calls else float("nan")
+
+    @property
+    def sealed_gap(self) -> float | None:
+        """Working − sealed quality: well above zero suggests the working cases leaked into training."""
+        if self.quality.n == 0 or self.sealed.n == 0:
+            return None
+        return self.quality.estimate - self.sealed.estimate
+
+
+def _percentiles(values: Floats, qs: tuple[float, ...]) -> list[float | None]:
+    if values.size == 0:
+        return [None] * len(qs)
+    return [float(v) for v in np.percentile(values, qs)]
+
+
+def _quality(scores: Floats, mask: np.ndarray, seed: int) -> Interval:
+    s = scores[mask]
+    return mean_ci(s[~np.isnan(s)], seed=seed)
+
+
+def model_row(results: RunResults, model: str, *, seed: int = 0) -> ModelRow:
+    i = results.model_index(model)
+    scores = results.case_scores(model)
+    working = results.working
+    answered = int(results.answered[i].sum())
+    calls = int(results.calls[i].sum())
+    passed = int(results.passed[i].sum())
+    spend = float(results.cost[i].sum())
+    tokens = int(results.tokens[i].sum())
+    lat = results.latency.get(model, LatencySample(np.zeros(0), np.zeros(0)))
+    p50, p95, p99 = _percentiles(lat.latency_ms, (50, 95, 99))
+    t50, t95 = _percentiles(lat.ttft_ms, (50, 95))
+    n_w, c_w = results.answered[i][working], results.passed[i][working]
+    return ModelRow(
+        model=model, quality=_quality(scores, working, seed), planned=len(results.cases) * results.trials,
+        calls=calls, answered=answered, errored=calls - answered, errors=dict(results.errors.get(model, {})),
+        retries=int(results.attempts[i].sum()) - calls, passed=passed,
+        pass_at={k: pass_at_k(n_w, c_w, k) for k in range(1, results.trials + 1)},
+        consistency=consistency(n_w, c_w), spend=spend, tokens=tokens,
+        cost_per_correct=spend / passed if passed else None,
+        tokens_per_correct=tokens / passed if passed else None,
+        cost_per_answered=spend / answered if answered else None,
+        latency_p50=p50, latency_p95=p95, latency_p99=p99, ttft_p50=t50, ttft_p95=t95,
+        sealed=_quality(scores, results.sealed, seed),
+    )
+
+
+def leaderboard(results: RunResults, *, seed: int = 0) -> list[ModelRow]:
+    """Every model of the run, best quality first (models with nothing answered last), frontiers marked."""
+    rows = [model_row(results, m, seed=seed) for m in results.models]
+    q = [r.quality.estimate if r.quality.n else None for r in rows]
+    cost_front = pareto_front(q, [r.cost_per_correct for r in rows])
+    lat_front = pareto_front(q, [r.latency_p95 for r in rows])
+    rows = [dataclasses.replace(r, on_cost_front=cf, on_latency_front=lf)
+            for r, cf, lf in zip(rows, cost_front, lat_front, strict=True)]
+    rows.sort(key=lambda r: -(r.quality.estimate if r.quality.n else -1.0))
+    return rows

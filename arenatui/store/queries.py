@@ -1,0 +1,254 @@
+"""Read-side queries for the results views, reports and exports: aggregated in SQLite, handed over as arrays.
+
+A run's per-item results are one GROUP BY over (model, case) that walks the results table's primary key
+(run_id, model_key, case_id, trial), so a 1,000,000-call run arrives as 200,000 aggregate rows rather than
+a million Python tuples (benchmarks/results_scale.py measures it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arenatui.errors import PlanError
+from arenatui.stats.items import LatencySample, RunResults
+from arenatui.store.db import RunRecord, Store
+
+_FINAL = "(error_class IS NULL OR error_class != 'cancelled')"
+"""A cancelled call is not final: resume runs it again, so no view counts it."""
+
+
+@dataclass(frozen=True, slots=True)
+class CaseInfo:
+    id: str
+    stratum: str | None
+    tags: tuple[str, ...]
+    sealed: bool
+    input: str
+    """The prompt as text ('' for a sealed case: never shown)."""
+    expected: str | None
+    """None for a sealed case: never shown."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """What a stored run planned: its models, cases (with strata, tags, sealed flags) and trials."""
+
+    record: RunRecord
+    models: tuple[str, ...]
+    cases: tuple[CaseInfo, ...]
+    trials: int
+
+    @property
+    def total(self) -> int:
+        return len(self.models) * len(self.cases) * self.trials
+
+
+@dataclass(frozen=True, slots=True)
+class RunListing:
+    """A row of the runs view: a stored run with its models and calls."""
+
+    run_id: str
+    project: str
+    started_at: float
+    status: str
+    models: tuple[str, ...]
+    calls: int
+    """Calls stored with a final result."""
+    planned: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallRow:
+    """One stored call, for the cases view and exports."""
+
+    model_key: str
+    case_id: str
+    trial: int
+    status: str
+    output: str | None
+    score: float | None
+    passed: bool
+    error_class: str | None
+    error_message: str | None
+    attempts: int
+    latency_ms: float | None
+    ttft_ms: float | None
+    total_ms: float
+    input_tokens: int
+    output_tokens: int
+    cost: float
+
+
+_CALL_COLUMNS = ("model_key, case_id, trial, status, output, score, passed, error_class, error_message, attempts, "
+                 "latency_ms, ttft_ms, total_ms, input_tokens, output_tokens, cost")
+
+
+def _call_row(r: tuple[Any, ...]) -> CallRow:
+    return CallRow(r[0], r[1], int(r[2]), r[3], r[4], r[5], bool(r[6]), r[7], r[8], int(r[9]), r[10], r[11],
+                   float(r[12]), int(r[13]), int(r[14]), float(r[15]))
+
+
+def resolve_run(store: Store, run: str) -> RunRecord:
+    """A run by id, or the newest with 'last'; an unknown id is bad input (exit 2) that names the database."""
+    if run == "last":
+        row = store.conn.execute("SELECT run_id FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1").fetchone()
+        if row is None:
+            raise PlanError(f"no runs stored in {str(store.path)!r} yet, so there is no 'last' run; run a sweep "
+                            "first (arena demo), or pass --db to the database that holds your runs")
+        run = row[0]
+    elif store.conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run,)).fetchone() is None:
+        raise PlanError(f"no run {run!r} in {str(store.path)!r}; `arena runs` lists the stored runs (RUN is a run "
+                        "id or 'last')")
+    return store.get_run(run)
+
+
+def _case_text(c: Any) -> str:
+    if isinstance(c, str):
+        return c
+    if isinstance(c, list):
+        return "\n".join(str(m.get("content", "")) for m in c if isinstance(m, dict))
+    return ""
+
+
+def run_plan(record: RunRecord) -> RunPlan:
+    """The run's planned models, cases and trials, from the project and filters stored with it."""
+    from arenatui.config import project_from_dict
+    from arenatui.plan import Filters, make_plan
+
+    project = project_from_dict(record.config, Path(record.project_path or f"run {record.run_id}"))
+    plan = make_plan(project, Filters.from_dict(record.filters))
+    cases = tuple(
+        CaseInfo(c.id, c.stratum, tuple(c.tags), c.sealed, "" if c.sealed else c.prompt_text(),
+                 None if c.sealed else c.expected)
+        for c in plan.cases)
+    return RunPlan(record, tuple(m.key for m in plan.models), cases, plan.trials)
+
+
+def list_runs(store: Store, limit: int = 50) -> list[RunListing]:
+    """Stored runs, newest first, with the models each planned and its stored calls."""
+    out = []
+    for r in store.list_runs(limit):
+        wanted = set(r.filters.get("models") or ())
+        models = tuple(str(m.get("key")) for m in r.config.get("models", ())
+                       if isinstance(m, dict) and (not wanted or m.get("key") in wanted))
+        out.append(RunListing(r.run_id, r.project, r.started_at, r.status, models, r.stored, r.planned))
+    return out
+
+
+def load_results(store: Store, run: str | RunRecord, *, latency: bool = True) -> RunResults:
+    """A run's results as (model × case) arrays, with errors by class and answered calls' latencies."""
+    record = run if isinstance(run, RunRecord) else resolve_run(store, run)
+    plan = run_plan(record)
+    return load_plan_results(store, plan, latency=latency)
+
+
+def load_plan_results(store: Store, plan: RunPlan, *, latency: bool = True) -> RunResults:
+    run_id = plan.record.run_id
+    models, case_ids = plan.models, tuple(c.id for c in plan.cases)
+    m_index = {m: i for i, m in enumerate(models)}
+    c_index = {c: j for j, c in enumerate(case_ids)}
+    shape = (len(models), len(case_ids))
+    calls = np.zeros(shape, np.int64)
+    answered = np.zeros(shape, np.int64)
+    passed = np.zeros(shape, np.int64)
+    attempts = np.zeros(shape, np.int64)
+    tokens = np.zeros(shape, np.int64)
+    score_sum = np.zeros(shape)
+    cost = np.zeros(shape)
+    rows = store.conn.execute(
+        "SELECT model_key, case_id, COUNT(*), SUM(status != 'errored'), "
+        "TOTAL(CASE WHEN status != 'errored' THEN score END), SUM(passed), SUM(attempts), "
+        "SUM(input_tokens + output_tokens), TOTAL(cost) "
+        f"FROM results WHERE run_id = ? AND {_FINAL} GROUP BY model_key, case_id", (run_id,)).fetchall()
+    if rows:
+        cols = list(zip(*rows, strict=True))
+        mi = np.fromiter((m_index.get(m, -1) for m in cols[0]), np.int64, len(rows))
+        ci = np.fromiter((c_index.get(c, -1) for c in cols[1]), np.int64, len(rows))
+        ok = (mi >= 0) & (ci >= 0)  # rows outside the plan (none, unless the database was edited) are left out
+        at = (mi[ok], ci[ok])
+        for arr, col, dtype in ((calls, 2, np.int64), (answered, 3, np.int64), (score_sum, 4, np.float64),
+                                (passed, 5, np.int64), (attempts, 6, np.int64), (tokens, 7, np.int64),
+                                (cost, 8, np.float64)):
+            arr[at] = np.asarray(cols[col], dtype=dtype)[ok]
+    errors: dict[str, dict[str, int]] = {}
+    for mk, ec, n in store.conn.execute(
+            f"SELECT model_key, error_class, COUNT(*) FROM results WHERE run_id = ? AND status = 'errored' AND "
+            f"{_FINAL} GROUP BY model_key, error_class", (run_id,)):
+        if mk in m_index:
+            errors.setdefault(mk, {})[str(ec)] = int(n)
+    lat: dict[str, LatencySample] = {}
+    if latency:
+        for m in models:
+            lat[m] = latency_sample(store, run_id, m)
+    return RunResults(
+        run_id=run_id, models=models, cases=case_ids, trials=plan.trials,
+        strata=tuple(c.stratum for c in plan.cases), tags=tuple(c.tags for c in plan.cases),
+        sealed=np.array([c.sealed for c in plan.cases], dtype=bool), calls=calls, answered=answered,
+        score_sum=score_sum, passed=passed, cost=cost, tokens=tokens, attempts=attempts, errors=errors,
+        latency=lat)
+
+
+def latency_sample(store: Store, run_id: str, model: str) -> LatencySample:
+    """One model's answered calls' latencies and TTFTs (ms), read by the primary key's (run, model) prefix."""
+    cur = store.conn.execute(
+        "SELECT latency_ms, ttft_ms FROM results WHERE run_id = ? AND model_key = ? AND status != 'errored'",
+        (run_id, model))
+    rows = cur.fetchall()
+    if not rows:
+        return LatencySample(np.zeros(0), np.zeros(0))
+    arr = np.array(rows, dtype=np.float64)  # NULL arrives as None and becomes NaN
+    lat, ttft = arr[:, 0], arr[:, 1]
+    return LatencySample(lat[~np.isnan(lat)], ttft[~np.isnan(ttft)])
+
+
+def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_ids: tuple[str, ...] = (),
+              outcome: str | None = None, search: str | None = None, limit: int | None = None,
+              offset: int = 0) -> list[CallRow]:
+    """Stored final calls, ordered by case, model and trial, filtered for the cases view.
+
+    outcome: 'passed', 'failed' or 'errored'. search: a substring of the output or error message (literal, not
+    a pattern). Strata and tags are case properties: filter `case_ids` with the run's plan.
+    """
+    where = ["run_id = ?", _FINAL]
+    params: list[Any] = [run_id]
+    if models:
+        where.append(f"model_key IN ({', '.join('?' for _ in models)})")
+        params.extend(models)
+    if case_ids:
+        where.append(f"case_id IN ({', '.join('?' for _ in case_ids)})")
+        params.extend(case_ids)
+    if outcome is not None:
+        if outcome not in ("passed", "failed", "errored"):
+            raise ValueError(outcome)
+        where.append("status = ?")
+        params.append(outcome)
+    if search:
+        where.append("(instr(lower(output), lower(?)) > 0 OR instr(lower(error_message), lower(?)) > 0)")
+        params.extend((search, search))
+    sql = f"SELECT {_CALL_COLUMNS} FROM results WHERE {' AND '.join(where)} ORDER BY case_id, model_key, trial"
+    if limit is not None:
+        sql += " LIMIT ? OFFSET ?"
+        params.extend((limit, offset))
+    return [_call_row(r) for r in store.conn.execute(sql, params)]
+
+
+def iter_call_rows(store: Store, run_id: str, batch: int = 10_000) -> Iterator[CallRow]:
+    """Every stored final call of a run, in (model, case, trial) order, without holding them all at once."""
+    cur = store.conn.execute(
+        f"SELECT {_CALL_COLUMNS} FROM results WHERE run_id = ? AND {_FINAL} ORDER BY model_key, case_id, trial",
+        (run_id,))
+    while True:
+        chunk = cur.fetchmany(batch)
+        if not chunk:
+            return
+        yield from (_call_row(r) for r in chunk)
+
+
+def case_calls(store: Store, run_id: str, case_id: str) -> list[CallRow]:
+    """Every model's calls of one case, for the side-by-side view."""
+    return call_rows(store, run_id, case_ids=(case_id,))

@@ -10,7 +10,6 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -22,20 +21,11 @@ from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedCont
 from textual.worker import Worker, WorkerState
 
 from arenatui.safe_text import literal, printable
+from arenatui.stats import Comparison, ModelRow
 from arenatui.store import Store
-from arenatui.store.db import RunRecord
+from arenatui.store.queries import RunListing, list_runs
 from arenatui.tui.charts import Point, histogram, scatter
-from arenatui.tui.results_data import (
-    OUTCOMES,
-    CaseRow,
-    ModelStats,
-    PairResult,
-    RunView,
-    compare_models,
-    compare_runs,
-    group_cases,
-    load_run_view,
-)
+from arenatui.tui.results_data import OUTCOMES, CaseRow, RunView, StratumDiff, interval_text, load_run_view, run_changes
 from arenatui.tui.screens.common import fmt_num
 from arenatui.tui.screens.results_detail import CaseDetail, ModelDetail, money, pct, score3
 
@@ -49,45 +39,47 @@ def _nan_last(v: float | None) -> float:
 
 
 # (header, sort key: smaller sorts first unless the column is "higher is better")
-LEADERBOARD: tuple[tuple[str, Callable[[ModelStats], float], bool], ...] = (
-    ("score", lambda s: s.score.estimate if s.score.n else -math.inf, True),
-    ("95% CI", lambda s: s.score.low if s.score.n else -math.inf, True),
-    ("n", lambda s: float(s.score.n), True),
-    ("coverage", lambda s: s.coverage, True),
-    ("pass@1", lambda s: -_nan_last(-s.pass_at[0]) if s.pass_at else -math.inf, True),
-    ("pass@k", lambda s: -_nan_last(-s.pass_at[-1]) if s.pass_at else -math.inf, True),
-    ("agree", lambda s: -_nan_last(-s.consistency), True),
+def _high(v: float | None) -> float:
+    """Sort key for a higher-is-better figure: unknown last."""
+    return -math.inf if v is None or math.isnan(v) else v
+
+
+def _top_k(s: ModelRow) -> float:
+    return s.pass_at[max(s.pass_at)] if s.pass_at else math.nan
+
+
+LEADERBOARD: tuple[tuple[str, Callable[[ModelRow], float], bool], ...] = (
+    ("score", lambda s: _high(s.quality.estimate if s.quality.n else None), True),
+    ("95% CI", lambda s: _high(s.quality.low if s.quality.n else None), True),
+    ("n", lambda s: float(s.quality.n), True),
+    ("coverage", lambda s: _high(s.coverage), True),
+    ("pass@1", lambda s: _high(s.pass_at.get(1)), True),
+    ("pass@k", lambda s: _high(_top_k(s)), True),
+    ("agree", lambda s: _high(s.consistency), True),
     ("$/correct", lambda s: _nan_last(s.cost_per_correct), False),
     ("$/answered", lambda s: _nan_last(s.cost_per_answered), False),
-    ("p50 ms", lambda s: _nan_last(s.latency[0] if s.latency else None), False),
-    ("p95 ms", lambda s: _nan_last(s.latency[1] if s.latency else None), False),
-    ("TTFT p50", lambda s: _nan_last(s.ttft[0] if s.ttft else None), False),
+    ("p50 ms", lambda s: _nan_last(s.latency_p50), False),
+    ("p95 ms", lambda s: _nan_last(s.latency_p95), False),
+    ("TTFT p50", lambda s: _nan_last(s.ttft_p50), False),
     ("errors", lambda s: _nan_last(s.error_rate), False),
     ("retries", lambda s: _nan_last(s.retry_rate), False),
 )
+"""(header, sort key, higher is better): a first sort puts the best first, lower-is-better columns ascending."""
 
 
-def leaderboard_cells(s: ModelStats, trials: int) -> list[str | Text]:
-    sc = s.score
+def leaderboard_cells(s: ModelRow, trials: int) -> list[str | Text]:
+    q = s.quality
     return [
-        literal(s.key, newlines=False), score3(sc.estimate) if sc.n else "-",
-        f"{sc.low:.3f}–{sc.high:.3f}" if sc.n > 1 else "-", str(sc.n), pct(s.coverage),
-        score3(s.pass_at[0]) if s.pass_at else "-",
-        f"{score3(s.pass_at[-1])} k={trials}" if s.pass_at else "-", pct(s.consistency),
-        money(s.cost_per_correct), money(s.cost_per_answered),
-        fmt_num(s.latency[0] if s.latency else None), fmt_num(s.latency[1] if s.latency else None),
-        fmt_num(s.ttft[0] if s.ttft else None), pct(s.error_rate), pct(s.retry_rate),
+        literal(s.model, newlines=False), score3(q.estimate) if q.n else "-",
+        f"{q.low:.3f}–{q.high:.3f}" if q.n > 1 else "-", str(q.n), pct(s.coverage),
+        score3(s.pass_at.get(1, math.nan)), f"{score3(_top_k(s))} k={trials}", pct(s.consistency),
+        money(s.cost_per_correct), money(s.cost_per_answered), fmt_num(s.latency_p50), fmt_num(s.latency_p95),
+        fmt_num(s.ttft_p50), pct(s.error_rate), pct(s.retry_rate),
     ]
 
 
 def _started(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
-
-
-def _run_models(rec: RunRecord) -> list[str]:
-    wanted = set(rec.filters.get("models") or ())
-    keys = [str(m.get("key")) for m in rec.config.get("models", []) if isinstance(m, dict)]
-    return [k for k in keys if not wanted or k in wanted]
 
 
 class Results(Screen[None]):
@@ -115,8 +107,8 @@ class Results(Screen[None]):
         self.standalone = standalone
         """Opened by `arena browse` (Escape quits) rather than from the run screen (Escape goes back)."""
         self.view: RunView | None = None
-        self.pair: PairResult | None = None
-        self.runs: list[RunRecord] = []
+        self.pair: Comparison | None = None
+        self.runs: list[RunListing] = []
         self.marked: list[str] = []
         self.sort_column = 0
         self.sort_reverse = False
@@ -173,11 +165,10 @@ class Results(Screen[None]):
     # ---- loading (workers) -------------------------------------------------------------------------------
 
     @work(thread=True, group="results-runs", exit_on_error=False)
-    def _load_runs(self) -> list[RunRecord]:
+    def _load_runs(self) -> None:
         with Store(self.db) as store:
-            runs = store.list_runs(200)
+            runs = list_runs(store, 200)
         self.app.call_from_thread(self._show_runs, runs)
-        return runs
 
     def open_run(self, run_id: str) -> None:
         self.query_one("#results-title", Static).update(Text(f"loading run {printable(run_id, newlines=False)}…"))
@@ -190,34 +181,34 @@ class Results(Screen[None]):
 
     @work(thread=True, group="results-pair", exclusive=True, exit_on_error=False)
     def _load_pair(self, view: RunView, a: str, b: str) -> None:
-        pair = compare_models(view, a, b)
-        strata = view.stratum_diffs(pair)
-        self.app.call_from_thread(self._show_pair, view, pair, strata)
+        pair = view.compare(a, b)
+        strata = view.stratum_diffs(a, b)
+        disagree = view.disagreements(a, b)
+        self.app.call_from_thread(self._show_pair, view, pair, strata, disagree)
 
     @work(thread=True, group="results-cases", exclusive=True, exit_on_error=False)
     def _filter_cases(self, view: RunView, model: str | None, group: str | None, outcome: str | None,
                       text: str) -> None:
-        ids: set[str] | None = None
-        if group:
-            ids = next((set(v) for label, v in group_cases(view.cases) if label == group), set())
+        ids = view.group_case_ids(group) if group else None
         rows = [r for r in view.rows if (ids is None or r.case.id in ids) and r.has(model, outcome)
                 and (not text or r.matches(text))]
         self.app.call_from_thread(self._show_cases, view, rows)
 
     @work(thread=True, group="results-runs", exclusive=True, exit_on_error=False)
     def _compare_runs(self, old_id: str, new_id: str) -> None:
-        old = load_run_view(self.db, old_id)
-        new = load_run_view(self.db, new_id)
-        diffs = compare_runs(old, new)
+        changes = run_changes(self.db, old_id, new_id)
         out = Text(f"{new_id} − {old_id}, model by model over the working cases both runs answered\n", "bold")
-        for d in diffs:
-            out.append(literal(d.model, newlines=False))
-            i = d.diff
-            if i.n:
-                out.append(f"  {i.estimate:+.3f} (95% CI {i.low:+.3f} to {i.high:+.3f}, n {i.n})  ")
-            else:
-                out.append("  ")
-            out.append(d.verdict + "\n")
+        for ch in changes:
+            c = ch.comparison
+            name = literal(ch.model, newlines=False)
+            if ch.regression:
+                name.stylize("bold")
+            out.append(name)
+            if c.n:
+                out.append(f"  {c.diff.estimate:+.3f} (95% CI {interval_text(c.diff)}, n {c.n})")
+            out.append("  REGRESSION: " if ch.regression else "  ")
+            out.append(literal(c.verdict, newlines=False))
+            out.append("\n")
         self.app.call_from_thread(self.query_one("#runs-compare", Static).update, out)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -227,25 +218,26 @@ class Results(Screen[None]):
 
     # ---- showing --------------------------------------------------------------------------------------
 
-    def _show_runs(self, runs: list[RunRecord]) -> None:
+    def _show_runs(self, runs: list[RunListing]) -> None:
         self.runs = runs
         t = self.query_one("#runs-table", DataTable)
         t.clear()
         for r in runs:
             t.add_row("*" if r.run_id in self.marked else "", r.run_id, literal(r.project, newlines=False),
-                      _started(r.started_at), literal(", ".join(_run_models(r)), newlines=False),
-                      f"{r.stored}/{r.planned}", r.status, key=r.run_id)
+                      _started(r.started_at), literal(", ".join(r.models), newlines=False),
+                      f"{r.calls}/{r.planned}", r.status, key=r.run_id)
         if not runs:
             self.query_one("#runs-compare", Static).update(Text(f"No runs stored in {self.db} yet. Try: arena demo"))
 
     def _show_view(self, view: RunView) -> None:
         self.view = view
-        self.run_id = view.run.run_id
-        r = view.run
+        self.run_id = view.run_id
+        r = view.plan.record
         title = Text("Results ", style="bold")
         title.append(f"run {r.run_id} · ")
         title.append(literal(r.project, newlines=False))
-        title.append(f" · {len(view.models)} models × {len(view.cases)} cases × {view.trials} trials · {r.status}")
+        title.append(f" · {len(view.plan.models)} models × {len(view.plan.cases)} cases × {view.plan.trials} trials "
+                     f"· {r.status}")
         self.query_one("#results-title", Static).update(title)
         self._show_leaderboard()
         ranked = view.ranked
@@ -262,7 +254,7 @@ class Results(Screen[None]):
             self.query_one("#verdict", Static).update(Text("one model: nothing to compare"))
         self._show_pairs()
         self._show_strata()
-        groups = [(printable(label, newlines=False), label) for label, _ in group_cases(view.cases)]
+        groups = [(printable(label, newlines=False), label) for label in view.group_labels()]
         with self.prevent(Select.Changed):
             self.query_one("#case-model", Select).set_options(options)
             self.query_one("#case-group", Select).set_options(groups)
@@ -283,56 +275,63 @@ class Results(Screen[None]):
                 label.append(" ▲" if self.sort_reverse else " ▼")
             t.add_column(label, key=name)
         name, key, higher = LEADERBOARD[self.sort_column]
-        order = sorted((view.stats[m] for m in view.models), key=key, reverse=higher != self.sort_reverse)
+        order = sorted(view.board, key=key, reverse=higher != self.sort_reverse)
         for i, s in enumerate(order, 1):
-            t.add_row(str(i), *leaderboard_cells(s, view.trials), key=s.key)
+            t.add_row(str(i), *leaderboard_cells(s, view.plan.trials), key=s.model)
         note = Text(f"sorted by {name}; s next column, S back; Enter opens a model. Score is over answered calls "
                     "only; coverage says how many were answered.")
-        if any(s.sealed is not None for s in view.stats.values()):
+        if view.results.sealed.any():
             note.append(" Sealed cases are scored apart (Enter on a model).")
         self.query_one("#leaderboard-note", Static).update(note)
 
-    def _show_pair(self, view: RunView, pair: PairResult, strata: list[tuple[str, Any]]) -> None:
+    def _show_pair(self, view: RunView, pair: Comparison, strata: list[StratumDiff],
+                   disagree: list[tuple[str, float, float]]) -> None:
         if view is not self.view:
             return
         self.pair = pair
         out = Text()
-        out.append(pair.verdict(), "bold")
+        verdict = literal(pair.verdict)
+        verdict.stylize("bold")
+        out.append(verdict)
         out.append("\n")
-        if pair.diff.n:
+        if pair.n:
             out.append("A = ")
             out.append(literal(pair.a, newlines=False))
             out.append(", B = ")
             out.append(literal(pair.b, newlines=False))
-            out.append(f"; mean A − B {pair.diff.estimate:+.3f}, P(A > B) {pair.p_a_better:.3f} over "
-                       f"{len(pair.resamples)} paired resamples of cases")
-            held = view.holm.get((pair.a, pair.b), view.holm.get((pair.b, pair.a)))
+            out.append(f"; mean A − B {pair.diff.estimate:+.3f} (95% CI {interval_text(pair.diff)}), n = {pair.n} "
+                       f"cases, P(A > B) {pair.p_a_better:.3f} over {len(pair.differences)} paired resamples")
+            held = view.decision(pair.a, pair.b)
             if held is not None and len(view.pairs) > 1:
-                out.append(f"; across all {len(view.pairs)} pairs (Holm) "
-                           f"{'still ordered' if held else 'not ordered'}")
+                out.append(f"; across all {len(view.pairs)} pairs (Holm, adjusted p {held.p_holm:.3f}) "
+                           f"{'still ordered' if held.decided else 'not ordered'}")
             out.append("\n")
-        note = pair.coverage_note()
+        note = pair.coverage_note
         if note:
-            out.append(note + "\n")
+            out.append(literal(note))
+            out.append("\n")
         self.query_one("#verdict", Static).update(out)
         width = max(20, self.app.size.width - 6)  # the tab may be hidden (size 0) when this arrives
         hist = Text("resampled mean differences A − B (│ marks zero, [ ] the 95% interval)\n", "italic")
-        hist.append(histogram(pair.resamples, width, 6, interval=(pair.diff.low, pair.diff.high)))
+        hist.append(histogram(pair.differences, width, 6, interval=(pair.diff.low, pair.diff.high)))
         self.query_one("#histogram", Static).update(hist)
         st = self.query_one("#pair-strata", DataTable)
         st.clear(columns=True)
         for col in ("stratum / tag", "n", "A − B", "95% CI", ""):
             st.add_column(col, key=col or "flag")
-        for label, d in strata:
-            flip = pair.decided and d.n and (d.estimate > 0) != (pair.diff.estimate > 0) and d.estimate != 0
-            st.add_row(literal(label, newlines=False), str(d.n), f"{d.estimate:+.3f}",
-                       f"{d.low:+.3f} to {d.high:+.3f}", "▼ reversed" if flip else "")
+        for sd in strata:
+            d = sd.comparison.diff
+            if not d.n:
+                continue
+            flip = pair.decided and d.estimate != 0 and (d.estimate > 0) != (pair.diff.estimate > 0)
+            st.add_row(literal(sd.label, newlines=False), str(d.n), f"{d.estimate:+.3f}", interval_text(d),
+                       "▼ reversed" if flip else "")
         dis = self.query_one("#disagree", DataTable)
         dis.clear(columns=True)
         for col in ("case where they disagree", "stratum", "A", "B"):
             dis.add_column(col, key=col)
-        cases = {c.id: c for c in view.cases}
-        for cid, sa, sb in pair.disagreements()[:MAX_CASE_ROWS]:
+        cases = {c.id: c for c in view.plan.cases}
+        for cid, sa, sb in disagree[:MAX_CASE_ROWS]:
             dis.add_row(literal(cid, newlines=False), literal(cases[cid].stratum or "-", newlines=False),
                         f"{sa:.2f}", f"{sb:.2f}", key=cid)
 
@@ -346,20 +345,19 @@ class Results(Screen[None]):
         t.add_column("row − column", key="row")
         for m in ranked:
             t.add_column(literal(m, newlines=False), key=m)
-        by_pair = {(p.a, p.b): p for p in view.pairs}
         for a in ranked:
             cells: list[str | Text] = [literal(a, newlines=False)]
             for b in ranked:
                 if a == b:
                     cells.append("·")
                     continue
-                p = by_pair.get((a, b)) or by_pair.get((b, a))
-                if p is None or not p.diff.n:
+                p = view.decision(a, b)
+                if p is None or not p.comparison.n:
                     cells.append("-")
                     continue
-                d = p.diff.estimate if p.a == a else -p.diff.estimate
-                decided = view.holm.get((p.a, p.b), False)
-                cells.append(f"{d:+.3f} {'✓' if decided else '?'}")
+                c = p.comparison
+                d = c.diff.estimate if c.a == a else -c.diff.estimate
+                cells.append(f"{d:+.3f} {'✓' if p.decided else '?'}")
             t.add_row(*cells, key=a)
         n = len(view.pairs)
         self.query_one("#pairs-note", Static).update(Text(
@@ -379,22 +377,23 @@ class Results(Screen[None]):
             t.add_column(literal(m, newlines=False), key=m)
         notes = Text()
         for g in view.groups:
-            cells: list[str | Text] = [literal(g.label, newlines=False), str(g.n_cases)]
+            label = f"{g.kind} {g.group}"
+            flagged = {r.model for r in view.reversals if r.group == g.group and r.kind == g.kind}
+            cells: list[str | Text] = [literal(label, newlines=False), str(g.cases)]
             for m in ranked:
                 i = g.scores[m]
                 cell = f"{score3(i.estimate)} ±{(i.high - i.low) / 2:.2f}" if i.n > 1 else score3(i.estimate)
-                if m in g.reversals:
-                    cell += " ▼"
-                cells.append(cell)
-            t.add_row(*cells, key=g.label)
-            for m, below in g.reversals.items():
-                notes.append("▼ ")
-                notes.append(literal(g.label, newlines=False))
-                notes.append(": ")
-                notes.append(literal(m, newlines=False))
-                notes.append(" scores below ")
-                notes.append(literal(", ".join(below), newlines=False))
-                notes.append(" here, though it beats it overall (Simpson's reversal)\n")
+                cells.append(cell + (" ▼" if m in flagged else ""))
+            t.add_row(*cells, key=label)
+        for r in view.reversals:
+            notes.append("▼ ")
+            notes.append(literal(f"{r.kind} {r.group}", newlines=False))
+            notes.append(": ")
+            notes.append(literal(r.model, newlines=False))
+            notes.append(" scores below ")
+            notes.append(literal(r.beaten, newlines=False))
+            notes.append(f" here ({r.group_diff:+.3f}), though it beats it overall by {r.overall_diff:.3f} "
+                         "(Simpson's reversal)\n")
         if not notes:
             notes.append("No reversals: no model scores below, in any stratum or tag, a model it beats overall.")
         self.query_one("#strata-note", Static).update(notes)
@@ -419,13 +418,14 @@ class Results(Screen[None]):
         t.clear(columns=True)
         t.add_column("case", key="case")
         t.add_column("stratum", key="stratum")
-        for m in view.models:
+        models = view.results.models
+        for m in models:
             t.add_column(literal(m, newlines=False), key=m)
         t.add_column("tags", key="tags")
         for r in rows[:MAX_CASE_ROWS]:
             cells: list[str | Text] = [literal(r.case.id, newlines=False),
                                        literal(r.case.stratum or "-", newlines=False)]
-            for m in view.models:
+            for m in models:
                 p, f, e = r.outcomes[m]
                 cell = f"{p}/{p + f}" if p + f else "-"
                 cells.append(cell + (f" {e}err" if e else ""))
@@ -438,12 +438,12 @@ class Results(Screen[None]):
         view = self.view
         if view is None:
             return
-        pts = view.frontier()
+        rows = [r for r in view.board if r.quality.n]
         width = max(40, min(100, self.app.size.width - 6))
-        cost = [Point(p.model, p.cost_per_correct if p.cost_per_correct is not None else math.nan, p.quality,
-                      p.on_cost_front) for p in pts]
-        lat = [Point(p.model, p.p95_ms if p.p95_ms is not None else math.nan, p.quality, p.on_latency_front)
-               for p in pts]
+        cost = [Point(r.model, r.cost_per_correct if r.cost_per_correct is not None else math.nan,
+                      r.quality.estimate, r.on_cost_front) for r in rows]
+        lat = [Point(r.model, r.latency_p95 if r.latency_p95 is not None else math.nan, r.quality.estimate,
+                     r.on_latency_front) for r in rows]
         self.query_one("#frontier-cost", Static).update(
             scatter(cost, width, 8, x_name="$ per correct answer", y_name="score", log_x=True))
         self.query_one("#frontier-latency", Static).update(
@@ -483,7 +483,7 @@ class Results(Screen[None]):
 
     @on(DataTable.RowSelected, "#leaderboard-table")
     def _model_selected(self, event: DataTable.RowSelected) -> None:
-        if self.view is not None and event.row_key.value in self.view.stats:
+        if self.view is not None and event.row_key.value in self.view.by_model:
             self.app.push_screen(ModelDetail(self.view, event.row_key.value))
 
     @on(DataTable.HeaderSelected, "#leaderboard-table")
@@ -500,9 +500,9 @@ class Results(Screen[None]):
         view = self.view
         if view is None or event.row_key.value is None:
             return
-        case = next((c for c in view.cases if c.id == event.row_key.value), None)
+        case = view.case(event.row_key.value)
         if case is not None:
-            self.app.push_screen(CaseDetail(self.db, view.run.run_id, case, view.models))
+            self.app.push_screen(CaseDetail(self.db, view.run_id, case, view.results.models))
 
     @on(DataTable.CellSelected, "#pairs-table")
     def _pair_selected(self, event: DataTable.CellSelected) -> None:
@@ -513,6 +513,24 @@ class Results(Screen[None]):
         row, col = event.coordinate.row, event.coordinate.column - 1
         if 0 <= col < len(ranked) and row != col:
             self.compare(ranked[row], ranked[col])
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        # keys go to the tab's main table at once (arrows, Enter), not to whatever had focus before
+        tables = event.pane.query(DataTable)
+        main = next((t for t in tables if t.id not in ("pair-strata",)), None)
+        if main is not None and event.pane.id != "compare":
+            main.focus()
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keys that only mean something on one tab are shown only there."""
+        tab = self.query_one("#results-tabs", TabbedContent).active if self.is_mounted else ""
+        if action == "sort":
+            return tab == "leaderboard"
+        if action == "mark_run":
+            return tab == "runs"
+        return True
 
     def action_tab(self, tab: str) -> None:
         self.query_one("#results-tabs", TabbedContent).active = tab
@@ -542,7 +560,8 @@ class Results(Screen[None]):
             t.update_cell(r.run_id, "mark", "*" if r.run_id in self.marked else "")
         note = self.query_one("#runs-compare", Static)
         if len(self.marked) < 2:
-            note.update(Text("Marked one run; mark another of the same project to compare them."))
+            note.update(Text("Marked one run; mark another of the same project to compare them." if self.marked
+                             else "Enter opens a run; m marks two runs of one project to compare them."))
             return
         old, new = sorted((by_id[m] for m in self.marked), key=lambda r: r.started_at)
         if old.project != new.project:

@@ -14,9 +14,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-from arenatui.config.schema import Case
 from arenatui.safe_text import literal
-from arenatui.tui.results_data import ModelStats, RunView, case_results
+from arenatui.stats import ModelRow
+from arenatui.store.queries import CallRow, CaseInfo
+from arenatui.tui.results_data import RunView, case_results
 from arenatui.tui.screens.common import fmt_errors, fmt_num
 
 _LABEL = Style(bold=True)
@@ -41,7 +42,7 @@ class CaseDetail(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
 
-    def __init__(self, db: Path, run_id: str, case: Case, models: tuple[str, ...]) -> None:
+    def __init__(self, db: Path, run_id: str, case: CaseInfo, models: tuple[str, ...]) -> None:
         super().__init__()
         self.db = db
         self.run_id = run_id
@@ -66,7 +67,7 @@ class CaseDetail(ModalScreen[None]):
                     head.append("sealed case: its input, expected answer and outputs are never shown", "italic")
                 else:
                     head.append("input\n", _LABEL)
-                    head.append(literal(c.prompt_text()))
+                    head.append(literal(c.input))
                     head.append("\nexpected\n", _LABEL)
                     head.append(literal(c.expected if c.expected is not None else "(none)"))
                 yield Static(head, id="case-head")
@@ -82,73 +83,70 @@ class CaseDetail(ModalScreen[None]):
         rows = case_results(self.db, self.run_id, self.case.id)
         self.app.call_from_thread(self.show_rows, rows)
 
-    def show_rows(self, rows: dict[str, list[dict[str, object]]]) -> None:
+    def show_rows(self, rows: dict[str, list[CallRow]]) -> None:
         for i, m in enumerate(self.models):
             self.query_one(f"#case-model-{i}", Static).update(self.render_model(m, rows.get(m, [])))
 
-    def render_model(self, model: str, trials: list[dict[str, object]]) -> Text:
+    def render_model(self, model: str, trials: list[CallRow]) -> Text:
         out = literal(model, "bold", newlines=False)
         out.append("\n")
         if not trials:
             out.append("nothing stored\n")
         for r in trials:
-            out.append(f"\ntrial {r['trial']} ", _LABEL)
-            out.append(literal(str(r["status"]), newlines=False))
-            score = r["score"]
-            out.append(f"\nscore {score:.3f}" if isinstance(score, float) else "\nscore -")
-            latency = r["latency_ms"]
-            out.append(f"  attempts {r['attempts']}\nlatency "
-                       f"{fmt_num(latency if isinstance(latency, float) else None, ' ms')}\n")
-            if r["error_class"]:
+            out.append(f"\ntrial {r.trial} ", _LABEL)
+            out.append(literal(r.status, newlines=False))
+            out.append(f"\nscore {r.score:.3f}" if r.score is not None else "\nscore -")
+            out.append(f"  attempts {r.attempts}\nlatency {fmt_num(r.latency_ms, ' ms')}\n")
+            if r.error_class:
                 out.append("error ", _LABEL)
-                out.append(literal(str(r["error_class"]), newlines=False))
+                out.append(literal(r.error_class, newlines=False))
                 out.append(": ")
-                out.append(literal(str(r["error_message"] or "")))
+                out.append(literal(r.error_message or ""))
                 out.append("\n")
             elif not self.case.sealed:
-                out.append(literal(str(r["output"]) if r["output"] is not None else "(no output)"))
+                out.append(literal(r.output) if r.output is not None else Text("(no output)"))
                 out.append("\n")
         return out
 
 
-def model_text(view: RunView, s: ModelStats) -> Text:
+def model_text(view: RunView, s: ModelRow) -> Text:
     """Every figure of one model, each beside what qualifies it (coverage beside score, errors beside latency)."""
     out = Text()
-    sc = s.score
+    q = s.quality
     out.append("score ", _LABEL)
-    out.append(f"{score3(sc.estimate)}  95% CI {score3(sc.low)}–{score3(sc.high)} over {sc.n} working cases "
+    out.append(f"{score3(q.estimate)}  95% CI {score3(q.low)}–{score3(q.high)} over {q.n} working cases "
                f"answered (errored calls are coverage, not zeros)\n")
     out.append("coverage ", _LABEL)
-    out.append(f"{pct(s.coverage)}: {s.answered} of {s.planned} planned calls answered; "
-               f"{s.passed} passed, {s.failed} failed, {s.errored} errored ({fmt_errors(s.errors)})\n")
+    out.append(f"{pct(s.coverage)}: {s.answered} of {s.planned} planned calls answered; {s.passed} passed, "
+               f"{s.answered - s.passed} failed, {s.errored} errored ({fmt_errors(s.errors)})\n")
     out.append("pass@k ", _LABEL)
-    out.append("  ".join(f"k={k} {score3(v)}" for k, v in enumerate(s.pass_at, 1)))
+    out.append("  ".join(f"k={k} {score3(v)}" for k, v in sorted(s.pass_at.items())))
     out.append(f"   trials agree on {pct(s.consistency)} of cases\n")
     out.append("cost ", _LABEL)
     out.append(f"{money(s.spend)} spent (every attempt); {money(s.cost_per_correct)} per correct answer, "
                f"{money(s.cost_per_answered)} per answered call, "
                f"{fmt_num(s.tokens_per_correct)} tokens per correct answer\n")
     out.append("latency ", _LABEL)
-    if s.latency:
-        p50, p95, p99 = s.latency
-        out.append(f"p50 {fmt_num(p50, ' ms')}  p95 {fmt_num(p95, ' ms')}  p99 {fmt_num(p99, ' ms')}")
+    if s.latency_p50 is not None:
+        out.append(f"p50 {fmt_num(s.latency_p50, ' ms')}  p95 {fmt_num(s.latency_p95, ' ms')}  "
+                   f"p99 {fmt_num(s.latency_p99, ' ms')}")
     else:
         out.append("no answered calls")
-    if s.ttft:
-        out.append(f"   TTFT p50 {fmt_num(s.ttft[0], ' ms')}  p95 {fmt_num(s.ttft[1], ' ms')}")
+    if s.ttft_p50 is not None:
+        out.append(f"   TTFT p50 {fmt_num(s.ttft_p50, ' ms')}  p95 {fmt_num(s.ttft_p95, ' ms')}")
     out.append(f"\n        beside: errors {pct(s.error_rate)}, timeouts {pct(s.timeout_rate)} (a timeout removes the "
                f"slowest calls from the percentiles), retries {pct(s.retry_rate)} of calls\n")
-    if s.sealed is not None:
-        out.append("sealed ", _LABEL)
+    if s.sealed.n:
         gap = s.sealed_gap
+        out.append("sealed ", _LABEL)
         out.append(f"{score3(s.sealed.estimate)} over {s.sealed.n} sealed cases; working − sealed "
                    f"{'-' if gap is None else f'{gap:+.3f}'} (a large gap hints at contamination)\n")
     out.append("\nby stratum and tag\n", _LABEL)
     for g in view.groups:
-        i = g.scores[s.key]
-        out.append(literal(g.label, newlines=False))
+        i = g.scores[s.model]
+        out.append(literal(f"{g.kind} {g.group}", newlines=False))
         out.append(f"  {score3(i.estimate)} ({score3(i.low)}–{score3(i.high)}, n {i.n})")
-        below = g.reversals.get(s.key)
+        below = [r.beaten for r in view.reversals if r.model == s.model and r.group == g.group and r.kind == g.kind]
         if below:
             out.append("  ▼ below ")
             out.append(literal(", ".join(below), newlines=False))
@@ -173,4 +171,4 @@ class ModelDetail(ModalScreen[None]):
             title.append(literal(self.model, newlines=False))
             yield Label(title)
             with VerticalScroll(id="model-body"):
-                yield Static(model_text(self.view, self.view.stats[self.model]), id="model-text")
+                yield Static(model_text(self.view, self.view.by_model[self.model]), id="model-text")

@@ -43,7 +43,11 @@ def histogram(values: Sequence[float] | np.ndarray, width: int, height: int, *, 
     def col(x: float) -> int:
         return min(width - 1, max(0, int((x - lo) / (hi - lo) * width)))
 
-    counts = np.bincount(np.clip(((v - lo) / (hi - lo) * width).astype(np.int64), 0, width - 1), minlength=width)
+    # Resampled means of 0/1 scores sit on a lattice: with more bins than lattice points some bins would be
+    # empty and the bars comb-toothed, so use no more bins than distinct values and widen each to fit.
+    bins = max(1, min(width, int(np.unique(v).size)))
+    per_bin = np.bincount(np.clip(((v - lo) / (hi - lo) * bins).astype(np.int64), 0, bins - 1), minlength=bins)
+    counts = per_bin[np.arange(width) * bins // width]
     top = int(counts.max()) or 1
     zc = col(zero)
     eighths = counts / top * height * 8

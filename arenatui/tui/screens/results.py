@@ -144,7 +144,7 @@ class Results(Screen[None]):
             with TabPane("6 Cases", id="cases"):
                 with Horizontal(id="case-filters"):
                     yield Select[str]([], prompt="any model", id="case-model", allow_blank=True)
-                    yield Select[str]([], prompt="any stratum/tag", id="case-group", allow_blank=True)
+                    yield Select[str]([], prompt="any group", id="case-group", allow_blank=True)
                     yield Select[str]([(o, o) for o in OUTCOMES], prompt="any outcome", id="case-outcome",
                                       allow_blank=True)
                     yield Input(placeholder="search (/)", id="case-search")

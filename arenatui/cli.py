@@ -6,8 +6,9 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TextIO
 
 from arenatui.errors import ArenaError, render_error
 
@@ -59,6 +60,11 @@ def _sweep_options(args: argparse.Namespace) -> object:
     )
 
 
+def _width(stream: object) -> int | None:
+    """Piped into a CI log, Rich would assume 80 columns and squeeze tables into ellipses."""
+    return None if getattr(stream, "isatty", lambda: False)() or os.environ.get("COLUMNS") else 160
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     import anyio
     from rich.console import Console
@@ -68,12 +74,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from arenatui.store import Store
     from arenatui.sweep import Sweep
 
-    # Piped into a CI log, Rich would assume 80 columns and squeeze the leaderboard into ellipses.
-    def width(stream: object) -> int | None:
-        return None if getattr(stream, "isatty", lambda: False)() or os.environ.get("COLUMNS") else 160
-
-    out = Console(highlight=False, width=width(sys.stdout))
-    err = Console(stderr=True, highlight=False, width=width(sys.stderr))
+    out = Console(highlight=False, width=_width(sys.stdout))
+    err = Console(stderr=True, highlight=False, width=_width(sys.stderr))
     sweep = Sweep(_sweep_options(args), live_metrics=not args.quiet)  # type: ignore[arg-type]
     plan = sweep.plan
     if not args.quiet:
@@ -151,6 +153,53 @@ def cmd_browse(args: argparse.Namespace) -> int:
     return browse(args.db, args.run, args.theme)
 
 
+def _write_output(path: str | None, fn: Callable[[TextIO, bool], object]) -> None:
+    """Run fn(stream, terminal) into the file `path` (bad path: exit 2), or into stdout."""
+    if path is None:
+        fn(sys.stdout, sys.stdout.isatty())
+        return
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            fn(f, False)
+    except OSError as e:
+        raise ArenaError(f"-o {path}: cannot write the file: {e.strerror or e}") from None
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from arenatui.compare_cli import run_compare
+
+    run_compare(args.db, args.run, args.other, args.a, args.b, args.all, args.json,
+                Console(highlight=False, soft_wrap=args.json, width=_width(sys.stdout)))
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from arenatui.decision_report import build_report, render
+    from arenatui.store import Store
+
+    with Store(args.db) as store:
+        rep = build_report(store, args.run)
+    _write_output(args.output, lambda f, tty: f.write(render(rep, args.format, terminal=tty)))
+    if args.output:
+        print(f"wrote {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from arenatui.export import write_export
+    from arenatui.store import Store
+
+    with Store(args.db) as store:
+        rows: list[int] = []
+        _write_output(args.output, lambda f, tty: rows.append(write_export(store, args.run, args.format, f,
+                                                                           terminal=tty)))
+    if args.output:
+        print(f"wrote {rows[0]} rows to {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     from arenatui.init_project import write_starter
 
@@ -212,6 +261,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", help="results database (default: in the user data directory)")
     p.add_argument("--theme", help="console theme: dark, light, high-contrast, or a user theme")
     p.set_defaults(func=cmd_browse)
+
+    p = sub.add_parser("compare", help="paired bootstrap: two models of a run, every pair (Holm), or two runs")
+    p.add_argument("run", metavar="RUN", help="a run id, or 'last'")
+    p.add_argument("other", metavar="OTHER_RUN", nargs="?",
+                   help="a second run of the same project: compare model by model (new − old)")
+    p.add_argument("--a", metavar="MODEL", help="first model (default: the top two by quality)")
+    p.add_argument("--b", metavar="MODEL", help="second model")
+    p.add_argument("--all", action="store_true", help="every pair of models, Holm-adjusted")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--db", help="results database")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("report", help="a run's decision report: leaderboard, verdicts, strata, cost, frontier")
+    p.add_argument("run", metavar="RUN", help="a run id, or 'last'")
+    p.add_argument("--format", "-f", choices=("md", "json", "html"), default="md")
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--db", help="results database")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("export", help="a run's calls as JSON lines or CSV (sealed cases as aggregates only)")
+    p.add_argument("run", metavar="RUN", help="a run id, or 'last'")
+    p.add_argument("--format", "-f", choices=("jsonl", "csv"), default="jsonl")
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--db", help="results database")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("init", help="write a starter project (arena.toml and cases.jsonl)")
     p.add_argument("dir", nargs="?", default=".", help="directory to write into (default: here)")

@@ -3,26 +3,29 @@
 from arenatui.stats.bootstrap import Interval, mean_ci, paired_bootstrap
 from arenatui.stats.compare import (
     Comparison,
+    Disagreement,
     PairDecision,
     RunChange,
     all_pairs,
     cases_needed,
     compare_models,
     compare_runs,
+    disagreements,
     holm_adjust,
     paired_differences,
     verdict_text,
 )
 from arenatui.stats.frontier import pareto_front
 from arenatui.stats.items import LatencySample, RunResults
-from arenatui.stats.leaderboard import ModelRow, leaderboard, model_row
-from arenatui.stats.passk import consistency, pass_at_k, pass_at_k_case
-from arenatui.stats.strata import GroupScores, Reversal, group_scores, reversals
+from arenatui.stats.leaderboard import ModelRow, leaderboard, model_row, ranked_models
+from arenatui.stats.passk import consistency, pass_at_k, pass_at_k_case, pass_at_ks
+from arenatui.stats.strata import GroupScores, Reversal, group_differences, group_scores, reversals
 from arenatui.stats.summary import ModelSummary, summarize
 
 __all__ = [
-    "Comparison", "GroupScores", "Interval", "LatencySample", "ModelRow", "ModelSummary", "PairDecision",
-    "Reversal", "RunChange", "RunResults", "all_pairs", "cases_needed", "compare_models", "compare_runs",
-    "consistency", "group_scores", "holm_adjust", "leaderboard", "mean_ci", "model_row", "paired_bootstrap",
-    "paired_differences", "pareto_front", "pass_at_k", "pass_at_k_case", "reversals", "summarize", "verdict_text",
+    "Comparison", "Disagreement", "GroupScores", "Interval", "LatencySample", "ModelRow", "ModelSummary",
+    "PairDecision", "Reversal", "RunChange", "RunResults", "all_pairs", "cases_needed", "compare_models",
+    "compare_runs", "consistency", "disagreements", "group_differences", "group_scores", "holm_adjust",
+    "leaderboard", "mean_ci", "model_row", "paired_bootstrap", "paired_differences", "pareto_front", "pass_at_k",
+    "pass_at_k_case", "pass_at_ks", "ranked_models", "reversals", "summarize", "verdict_text",
 ]

@@ -29,7 +29,9 @@ def resampled_means(values: Floats, n_resamples: int, rng: np.random.Generator) 
     """Means of n_resamples bootstrap resamples of `values` (1-D): the paired path passes a − b here."""
     n = len(values)
     distinct, counts = np.unique(values, return_counts=True)
-    if len(distinct) <= _DISTINCT_LIMIT:
+    # A multinomial draw costs about twice an index draw per category (measured: ~85 ns a binomial against ~37 ns
+    # an index), so counts win whenever categories are well under half the items, not only for 0/1 scores.
+    if len(distinct) <= max(_DISTINCT_LIMIT, n // 4):
         draws = rng.multinomial(n, counts / n, size=n_resamples)
         return np.asarray(draws @ distinct / n, dtype=np.float64)
     out = np.empty(n_resamples)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -18,19 +19,30 @@ def pass_at_k_case(n: int, c: int, k: int) -> float:
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
-def pass_at_k(answered: Ints, passed: Ints, k: int) -> float:
-    """Mean pass@k over the cases with at least k answered trials; NaN when there are none.
+def pass_at_ks(answered: Ints, passed: Ints, ks: Sequence[int]) -> dict[int, float]:
+    """Mean pass@k over the cases with at least k answered trials, for each k; NaN where there are none.
 
     Computed once per distinct (n, c) pair: a run has few, however many cases it has.
     """
     n = np.asarray(answered, dtype=np.int64)
     c = np.asarray(passed, dtype=np.int64)
-    keep = n >= k
-    if not keep.any():
-        return float("nan")
-    pairs, counts = np.unique(np.stack([n[keep], c[keep]], axis=1), axis=0, return_counts=True)
-    values = np.array([pass_at_k_case(int(nn), int(cc), k) for nn, cc in pairs])
-    return float(values @ counts / counts.sum())
+    top = int(n.max(initial=0)) + 1
+    codes, counts = np.unique(n * top + c, return_counts=True)
+    ns, cs = codes // top, codes % top
+    out = {}
+    for k in ks:
+        keep = ns >= k
+        if not keep.any():
+            out[k] = float("nan")
+            continue
+        values = np.array([pass_at_k_case(int(nn), int(cc), k) for nn, cc in zip(ns[keep], cs[keep], strict=True)])
+        out[k] = float(values @ counts[keep] / counts[keep].sum())
+    return out
+
+
+def pass_at_k(answered: Ints, passed: Ints, k: int) -> float:
+    """Mean pass@k over the cases with at least k answered trials; NaN when there are none."""
+    return pass_at_ks(answered, passed, (k,))[k]
 
 
 def consistency(answered: Ints, passed: Ints) -> float:

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from arenatui.stats.bootstrap import Interval, mean_ci
-from arenatui.stats.compare import PairDecision
+from arenatui.stats.compare import Comparison, PairDecision, compare_models
 from arenatui.stats.items import Bools, RunResults
+from arenatui.stats.leaderboard import LEADERBOARD_RESAMPLES
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,14 +52,14 @@ def groups(results: RunResults) -> list[tuple[str, str, Bools]]:
     return out
 
 
-def group_scores(results: RunResults, *, seed: int = 0) -> list[GroupScores]:
+def group_scores(results: RunResults, *, seed: int = 0, n_resamples: int = LEADERBOARD_RESAMPLES) -> list[GroupScores]:
     out = []
     per_model = {m: results.case_scores(m) for m in results.models}
     for name, kind, mask in groups(results):
         scores = {}
         for m, s in per_model.items():
             v = s[mask]
-            scores[m] = mean_ci(v[~np.isnan(v)], seed=seed)
+            scores[m] = mean_ci(v[~np.isnan(v)], seed=seed, n_resamples=n_resamples)
         out.append(GroupScores(name, kind, int(mask.sum()), scores))
     return out
 
@@ -85,3 +86,10 @@ def reversals(table: list[GroupScores], decisions: Iterable[PairDecision]) -> li
             if sa.estimate < sb.estimate:
                 out.append(Reversal(g.group, g.kind, a, b, overall, sa.estimate - sb.estimate))
     return out
+
+
+def group_differences(results: RunResults, a: str, b: str, *, n_resamples: int = LEADERBOARD_RESAMPLES,
+                      seed: int = 0) -> list[tuple[str, str, Comparison]]:
+    """A − B within each stratum and tag, paired over the group's working cases both answered: (group, kind, result)."""
+    return [(name, kind, compare_models(results, a, b, cases=mask, n_resamples=n_resamples, seed=seed))
+            for name, kind, mask in groups(results)]

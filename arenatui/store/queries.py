@@ -7,6 +7,8 @@ a million Python tuples (benchmarks/results_scale.py measures it).
 
 from __future__ import annotations
 
+import itertools
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,10 +183,9 @@ def load_plan_results(store: Store, plan: RunPlan, *, latency: bool = True) -> R
             f"{_FINAL} GROUP BY model_key, error_class", (run_id,)):
         if mk in m_index:
             errors.setdefault(mk, {})[str(ec)] = int(n)
-    lat: dict[str, LatencySample] = {}
-    if latency:
-        for m in models:
-            lat[m] = latency_sample(store, run_id, m)
+    # Percentiles need every answered call's time: one read per model by the primary key's (run, model) prefix
+    # (≈ 0.5 s for 1,000,000 calls; a thread beside the GROUP BY measured no faster: both build Python objects).
+    lat = {m: latency_sample(store.conn, run_id, m) for m in models} if latency else {}
     return RunResults(
         run_id=run_id, models=models, cases=case_ids, trials=plan.trials,
         strata=tuple(c.stratum for c in plan.cases), tags=tuple(c.tags for c in plan.cases),
@@ -193,17 +194,14 @@ def load_plan_results(store: Store, plan: RunPlan, *, latency: bool = True) -> R
         latency=lat)
 
 
-def latency_sample(store: Store, run_id: str, model: str) -> LatencySample:
+def latency_sample(conn: sqlite3.Connection, run_id: str, model: str) -> LatencySample:
     """One model's answered calls' latencies and TTFTs (ms), read by the primary key's (run, model) prefix."""
-    cur = store.conn.execute(
-        "SELECT latency_ms, ttft_ms FROM results WHERE run_id = ? AND model_key = ? AND status != 'errored'",
-        (run_id, model))
-    rows = cur.fetchall()
-    if not rows:
-        return LatencySample(np.zeros(0), np.zeros(0))
-    arr = np.array(rows, dtype=np.float64)  # NULL arrives as None and becomes NaN
-    lat, ttft = arr[:, 0], arr[:, 1]
-    return LatencySample(lat[~np.isnan(lat)], ttft[~np.isnan(ttft)])
+    cur = conn.execute(
+        "SELECT IFNULL(latency_ms, -1.0), IFNULL(ttft_ms, -1.0) FROM results WHERE run_id = ? AND model_key = ? "
+        "AND status != 'errored'", (run_id, model))
+    flat = np.fromiter(itertools.chain.from_iterable(cur), np.float64)  # NULL arrives as -1: never a real time
+    lat, ttft = flat[0::2], flat[1::2]
+    return LatencySample(lat[lat >= 0], ttft[ttft >= 0])
 
 
 def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_ids: tuple[str, ...] = (),

@@ -38,9 +38,10 @@ class BrowseApp(App[None]):
 def browse(db: str | None, run: str | None, theme: str | None = None) -> int:
     """`arena browse [RUN_ID|last] [--db PATH]`: an unknown run or database fails here, before the app starts."""
     from arenatui.store import Store
+    from arenatui.store.queries import resolve_run
 
     with Store(db) as store:
         path = store.path
-        run_id = store.get_run(run).run_id if run else None
+        run_id = resolve_run(store, run).run_id if run else None
     BrowseApp(path, run_id, theme=theme).run()
     return 0

@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from arenatui.stats import (
     Comparison,
+    Disagreement,
     GroupScores,
     ModelRow,
     PairDecision,
@@ -23,6 +22,8 @@ from arenatui.stats import (
     all_pairs,
     compare_models,
     compare_runs,
+    disagreements,
+    group_differences,
     group_scores,
     leaderboard,
     reversals,
@@ -33,8 +34,6 @@ from arenatui.store import Store
 from arenatui.store.queries import CallRow, CaseInfo, RunPlan, case_calls, load_plan_results, resolve_run, run_plan
 
 OUTCOMES = ("passed", "failed", "errored")
-STRATUM_RESAMPLES = 2_000
-"""Per-stratum differences are many small bootstraps: fewer resamples keep a compare under a second."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,17 +113,10 @@ class RunView:
 
     def stratum_diffs(self, a: str, b: str) -> list[StratumDiff]:
         """A − B inside each stratum and tag, over the working cases there that both answered."""
-        return [StratumDiff(f"{kind} {name}",
-                            compare_models(self.results, a, b, cases=mask, n_resamples=STRATUM_RESAMPLES))
-                for name, kind, mask in groups(self.results)]
+        return [StratumDiff(f"{kind} {name}", c) for name, kind, c in group_differences(self.results, a, b)]
 
-    def disagreements(self, a: str, b: str) -> list[tuple[str, float, float]]:
-        """(case id, A's score, B's score) on working cases both answered where they differ, largest first."""
-        sa, sb = self.results.case_scores(a), self.results.case_scores(b)
-        both = self.results.working & ~np.isnan(sa) & ~np.isnan(sb) & (sa != sb)
-        idx = np.flatnonzero(both)
-        order = idx[np.argsort(-np.abs(sa[idx] - sb[idx]), kind="stable")]
-        return [(self.results.cases[i], float(sa[i]), float(sb[i])) for i in order]
+    def disagreements(self, a: str, b: str) -> list[Disagreement]:
+        return disagreements(self.results, a, b)
 
 
 def _case_rows(plan: RunPlan, res: RunResults) -> list[CaseRow]:

@@ -21,7 +21,7 @@ from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedCont
 from textual.worker import Worker, WorkerState
 
 from arenatui.safe_text import literal, printable
-from arenatui.stats import Comparison, ModelRow
+from arenatui.stats import Comparison, Disagreement, ModelRow
 from arenatui.store import Store
 from arenatui.store.queries import RunListing, list_runs
 from arenatui.tui.charts import Point, histogram, scatter
@@ -285,7 +285,7 @@ class Results(Screen[None]):
         self.query_one("#leaderboard-note", Static).update(note)
 
     def _show_pair(self, view: RunView, pair: Comparison, strata: list[StratumDiff],
-                   disagree: list[tuple[str, float, float]]) -> None:
+                   disagree: list[Disagreement]) -> None:
         if view is not self.view:
             return
         self.pair = pair
@@ -331,9 +331,9 @@ class Results(Screen[None]):
         for col in ("case where they disagree", "stratum", "A", "B"):
             dis.add_column(col, key=col)
         cases = {c.id: c for c in view.plan.cases}
-        for cid, sa, sb in disagree[:MAX_CASE_ROWS]:
-            dis.add_row(literal(cid, newlines=False), literal(cases[cid].stratum or "-", newlines=False),
-                        f"{sa:.2f}", f"{sb:.2f}", key=cid)
+        for g in disagree[:MAX_CASE_ROWS]:
+            dis.add_row(literal(g.case_id, newlines=False), literal(cases[g.case_id].stratum or "-", newlines=False),
+                        f"{g.score_a:.2f}", f"{g.score_b:.2f}", key=g.case_id)
 
     def _show_pairs(self) -> None:
         view = self.view

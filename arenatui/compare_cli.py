@@ -1,0 +1,206 @@
+"""`arena compare`: two models of a run, every pair (Holm), or two runs of one project, as text or JSON."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from arenatui.decision_report import interval_dict
+from arenatui.errors import PlanError
+from arenatui.safe_text import literal
+from arenatui.stats import (
+    Comparison,
+    RunResults,
+    all_pairs,
+    compare_models,
+    compare_runs,
+    disagreements,
+    group_differences,
+    ranked_models,
+)
+from arenatui.store import Store
+from arenatui.store.queries import load_plan_results, resolve_run, run_plan
+
+_BARS = "▁▂▃▄▅▆▇█"
+
+
+def require_model(results: RunResults, model: str, flag: str) -> str:
+    if model in results.models:
+        return model
+    close = difflib.get_close_matches(model, results.models, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; the run has: {', '.join(results.models)}"
+    raise PlanError(f"{flag}: no model {model!r} in run {results.run_id}{hint}")
+
+
+def default_pair(results: RunResults) -> tuple[str, str]:
+    """The top two models by quality (those that answered anything)."""
+    ranked = ranked_models(results)
+    if len(ranked) < 2:
+        raise PlanError(f"run {results.run_id} has fewer than two models with answered calls: nothing to compare")
+    return ranked[0], ranked[1]
+
+
+def histogram_line(values: np.ndarray, width: int = 48) -> tuple[str, str]:
+    """The resampled differences as one line of bars, and a second line marking zero (or where it lies off-range)."""
+    if values.size == 0:
+        return "", ""
+    lo, hi = float(values.min()), float(values.max())
+    if hi == lo:
+        hi = lo + 1e-9
+    counts, _edges = np.histogram(values, bins=width, range=(lo, hi))
+    top = counts.max() or 1
+    bars = "".join(" " if c == 0 else _BARS[min(len(_BARS) - 1, int(c / top * (len(_BARS) - 1) + 0.5))]
+                   for c in counts)
+    if lo <= 0 <= hi:
+        pos = min(width - 1, int((0 - lo) / (hi - lo) * width))
+        marker = " " * pos + "^ 0"
+    else:
+        marker = "0 is below this range" if lo > 0 else " " * (width - 1) + "0 is above this range"
+    return f"{lo:+.3f} {bars} {hi:+.3f}", " " * (len(f"{lo:+.3f}") + 1) + marker
+
+
+def comparison_dict(c: Comparison) -> dict[str, Any]:
+    return {"a": c.a, "b": c.b, "diff": interval_dict(c.diff), "p_a_better": _num(c.p_a_better),
+            "p_value": _num(c.p_value), "decided": c.decided, "better": c.better, "verdict": c.verdict,
+            "only_a": c.only_a, "only_b": c.only_b, "coverage_note": c.coverage_note, "cases_needed": c.cases_needed}
+
+
+def _fmt(v: float, digits: int = 3) -> str:
+    return f"{v:.{digits}f}" if np.isfinite(v) else "-"
+
+
+def _num(v: float) -> float | None:
+    return None if not np.isfinite(v) else float(v)
+
+
+def compare_two(console: Console, results: RunResults, a: str, b: str, *, as_json: bool) -> None:
+    c = compare_models(results, a, b)
+    groups = group_differences(results, a, b)
+    differ = disagreements(results, a, b)
+    if as_json:
+        out = comparison_dict(c)
+        out["run_id"] = results.run_id
+        out["groups"] = [{"group": g, "kind": k, **comparison_dict(x)} for g, k, x in groups]
+        out["disagreements"] = [{"case_id": d.case_id, "score_a": d.score_a, "score_b": d.score_b} for d in differ]
+        console.print_json(json.dumps(out, allow_nan=False))
+        return
+    head = Text(f"Run {results.run_id}: ")
+    head.append(literal(a, newlines=False)).append(" − ").append(literal(b, newlines=False))
+    head.append(f" over {c.n} shared working cases")
+    console.print(head)
+    if c.n:
+        console.print(f"  difference {c.diff.estimate:+.3f}, 95% CI {c.diff.low:+.3f} to {c.diff.high:+.3f}, "
+                      f"P(A > B) = {c.p_a_better:.3f}", markup=False)
+    console.print(Text("  ").append(literal(c.verdict, "bold", newlines=False)))
+    if c.coverage_note:
+        console.print(Text("  ").append(literal(c.coverage_note, newlines=False)))
+    bars, zero = histogram_line(c.differences)
+    if bars:
+        console.print("  resampled differences:", markup=False)
+        console.print(Text("  " + bars))
+        console.print(Text("  " + zero))
+    if groups:
+        t = Table(title="By stratum and tag (working cases both answered)", title_justify="left", header_style="bold")
+        for col in ("group", "kind", "n", "A − B", "95% CI", "ordered"):
+            t.add_column(col, justify="right" if col in ("n", "A − B") else "left")
+        for g, k, x in groups:
+            ci = f"{x.diff.low:+.3f} to {x.diff.high:+.3f}" if x.n > 1 else "-"
+            est = f"{x.diff.estimate:+.3f}" if x.n else "-"
+            t.add_row(literal(g, newlines=False), k, str(x.n), est, ci,
+                      literal(x.better, newlines=False) if x.better else Text("no"))
+        console.print(t)
+    if differ:
+        t = Table(title=f"Cases where they disagree ({len(differ)}, largest gap first; first 20)", title_justify="left",
+                  header_style="bold")
+        t.add_column("case")
+        t.add_column("A", justify="right")
+        t.add_column("B", justify="right")
+        for d in differ[:20]:
+            t.add_row(literal(d.case_id, newlines=False), f"{d.score_a:.2f}", f"{d.score_b:.2f}")
+        console.print(t)
+
+
+def compare_all(console: Console, results: RunResults, *, as_json: bool) -> None:
+    answered = ranked_models(results)
+    decisions = all_pairs(results, answered)
+    if as_json:
+        console.print_json(json.dumps({"run_id": results.run_id, "pairs": [
+            {**comparison_dict(d.comparison), "p_holm": _num(d.p_holm), "decided_holm": d.decided,
+             "better_holm": d.better, "verdict_holm": d.verdict} for d in decisions]}, allow_nan=False))
+        return
+    t = Table(title=f"All {len(decisions)} pairs of run {results.run_id} (Holm-adjusted at 5%)", title_justify="left",
+              header_style="bold")
+    for col in ("A", "B", "n", "A − B", "95% CI", "P(A > B)", "Holm p", "better", "cases to resolve"):
+        t.add_column(col, justify="left" if col in ("A", "B", "better") else "right")
+    for d in decisions:
+        c = d.comparison
+        ci = f"{c.diff.low:+.3f} to {c.diff.high:+.3f}" if c.n > 1 else "-"
+        t.add_row(literal(c.a, newlines=False), literal(c.b, newlines=False), str(c.n),
+                  f"{c.diff.estimate:+.3f}" if c.n else "-", ci, _fmt(c.p_a_better), _fmt(d.p_holm, 4),
+                  literal(d.better, "bold", newlines=False) if d.better else Text("no ordering"),
+                  "-" if d.decided or c.cases_needed is None else f"~{c.cases_needed}")
+    console.print(t)
+    if not answered or len(answered) < 2:
+        console.print("Fewer than two models answered: nothing to compare.", markup=False)
+
+
+def compare_two_runs(console: Console, old: RunResults, new: RunResults, *, as_json: bool) -> None:
+    changes = compare_runs(old, new)
+    if not changes:
+        raise PlanError(f"runs {old.run_id} and {new.run_id} share no model: nothing to compare")
+    if as_json:
+        console.print_json(json.dumps({"old": old.run_id, "new": new.run_id, "models": [
+            {"model": c.model, "regression": c.regression, **comparison_dict(c.comparison)} for c in changes]},
+            allow_nan=False))
+        return
+    t = Table(title=f"Run {new.run_id} against run {old.run_id}, model by model (new − old, shared cases)",
+              title_justify="left", header_style="bold")
+    for col in ("model", "n", "new − old", "95% CI", "verdict"):
+        t.add_column(col, justify="right" if col in ("n", "new − old") else "left")
+    for ch in changes:
+        c = ch.comparison
+        ci = f"{c.diff.low:+.3f} to {c.diff.high:+.3f}" if c.n > 1 else "-"
+        t.add_row(literal(ch.model, newlines=False), str(c.n), f"{c.diff.estimate:+.3f}" if c.n else "-", ci,
+                  literal(("REGRESSION: " if ch.regression else "") + c.verdict, "bold" if c.decided else "",
+                          newlines=False))
+    console.print(t)
+
+
+def run_compare(db: str | None, run: str, other: str | None, a: str | None, b: str | None, all_: bool,
+                as_json: bool, console: Console) -> None:
+    if (a is None) != (b is None):
+        raise PlanError("compare: pass both --a and --b (two models of the run), or neither for the top two")
+    if all_ and a is not None:
+        raise PlanError("compare: --all compares every pair; drop --a and --b, or drop --all")
+    if other is not None and (all_ or a is not None):
+        raise PlanError("compare: two runs are compared model by model; drop --a, --b and --all")
+    with Store(db) as store:
+        rec = resolve_run(store, run)
+        results = load_plan_results(store, run_plan(rec), latency=False)
+        if other is not None:
+            rec2 = resolve_run(store, other)
+            if rec2.project != rec.project:
+                raise PlanError(f"compare: run {rec.run_id} is of project {rec.project!r} and run {rec2.run_id} of "
+                                f"{rec2.project!r}; two runs are compared only within one project")
+            if rec2.run_id == rec.run_id:
+                raise PlanError(f"compare: both runs are {rec.run_id}; pass two different runs")
+            results2 = load_plan_results(store, run_plan(rec2), latency=False)
+    if other is not None:
+        old, new = (results, results2) if rec.started_at <= rec2.started_at else (results2, results)
+        compare_two_runs(console, old, new, as_json=as_json)
+    elif all_:
+        compare_all(console, results, as_json=as_json)
+    else:
+        if a is not None and b is not None:
+            pair = (require_model(results, a, "--a"), require_model(results, b, "--b"))
+            if pair[0] == pair[1]:
+                raise PlanError(f"compare: --a and --b are both {a!r}; pass two different models")
+        else:
+            pair = default_pair(results)
+        compare_two(console, results, *pair, as_json=as_json)

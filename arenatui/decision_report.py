@@ -1,0 +1,387 @@
+"""`arena report`: a run's decision report (Markdown, JSON or self-contained HTML) from the stored results.
+
+One builder makes a JSON-shaped dict (what the JSON format prints); Markdown and HTML render that dict, so the
+three formats never disagree. Names, error bodies and case ids are untrusted: escaped for each format.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from arenatui.safe_text import one_line, printable
+from arenatui.stats import Interval, ModelRow, RunResults, all_pairs, group_scores, leaderboard, reversals
+from arenatui.store import Store
+from arenatui.store.queries import RunPlan, load_plan_results, resolve_run, run_plan
+
+TOP_PAIRS = 5
+"""Models whose pairwise verdicts the report lists (10 pairs); the leaderboard shows every model."""
+FORMATS = ("md", "json", "html")
+
+
+def _num(v: float | None) -> float | None:
+    return None if v is None or not math.isfinite(v) else float(v)
+
+
+def interval_dict(iv: Interval) -> dict[str, Any]:
+    return {"estimate": _num(iv.estimate), "low": _num(iv.low), "high": _num(iv.high), "n": iv.n}
+
+
+def _safe_url(url: str | None) -> str | None:
+    """A base URL without user info, query or fragment: where credentials could hide."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+_MODEL_SETTINGS = ("key", "provider", "model", "price_in_per_mtok", "price_out_per_mtok", "max_concurrency", "rpm",
+                   "tpm", "max_tokens", "temperature", "stream", "transport", "api_key_env")
+
+
+def run_settings(plan: RunPlan) -> dict[str, Any]:
+    """The settings a reviewer needs to reproduce the run, and nothing that could hold a secret.
+
+    Left out: headers and extra request fields (they carry tokens), base URL user info and query strings.
+    api_key_env is the *name* of a variable, never its value.
+    """
+    cfg = plan.record.config
+    models = []
+    for m in cfg.get("models", ()):
+        if not isinstance(m, dict) or m.get("key") not in plan.models:
+            continue
+        d = {k: m[k] for k in _MODEL_SETTINGS if k in m}
+        if m.get("base_url"):
+            d["base_url"] = _safe_url(str(m["base_url"]))
+        models.append(d)
+    return {"run": dict(cfg.get("run", {})), "filters": plan.record.filters, "models": models,
+            "cases": len(plan.cases), "sealed_cases": sum(c.sealed for c in plan.cases), "trials": plan.trials}
+
+
+def model_dict(r: ModelRow) -> dict[str, Any]:
+    return {
+        "model": r.model, "quality": interval_dict(r.quality), "coverage": _num(r.coverage), "planned": r.planned,
+        "calls": r.calls, "answered": r.answered, "errored": r.errored, "errors": dict(sorted(r.errors.items())),
+        "error_rate": _num(r.error_rate), "timeout_rate": _num(r.timeout_rate), "retries": r.retries,
+        "retry_rate": _num(r.retry_rate), "passed": r.passed,
+        "pass_at": {str(k): _num(v) for k, v in r.pass_at.items()}, "consistency": _num(r.consistency),
+        "spend": r.spend, "tokens": r.tokens, "cost_per_correct": _num(r.cost_per_correct),
+        "tokens_per_correct": _num(r.tokens_per_correct), "cost_per_answered": _num(r.cost_per_answered),
+        "latency_ms": {"p50": _num(r.latency_p50), "p95": _num(r.latency_p95), "p99": _num(r.latency_p99)},
+        "ttft_ms": {"p50": _num(r.ttft_p50), "p95": _num(r.ttft_p95)},
+        "on_cost_front": r.on_cost_front, "on_latency_front": r.on_latency_front,
+        "sealed": interval_dict(r.sealed) if r.sealed.n else None, "sealed_gap": _num(r.sealed_gap),
+    }
+
+
+def _failures(store: Store, run_id: str, limit: int = 3) -> dict[str, list[dict[str, Any]]]:
+    """Per model, its most frequent error messages (one line each)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for mk, ec, msg, n in store.conn.execute(
+            "SELECT model_key, error_class, error_message, COUNT(*) AS n FROM results WHERE run_id = ? AND "
+            "status = 'errored' AND error_class != 'cancelled' GROUP BY model_key, error_class, error_message "
+            "ORDER BY model_key, n DESC", (run_id,)):
+        rows = out.setdefault(mk, [])
+        if len(rows) < limit:
+            rows.append({"error_class": ec, "message": one_line(msg, 160), "calls": int(n)})
+    return out
+
+
+def build_report(store: Store, run: str) -> dict[str, Any]:
+    record = resolve_run(store, run)
+    plan = run_plan(record)
+    results = load_plan_results(store, plan)
+    return report_dict(plan, results, _failures(store, record.run_id))
+
+
+def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    rec = plan.record
+    rows = leaderboard(results)
+    answered_models = [r.model for r in rows if r.quality.n]
+    top = answered_models[:TOP_PAIRS]
+    decisions = all_pairs(results, answered_models) if len(answered_models) > 1 else []
+    top_set = set(top)
+    pairs = [{
+        "a": d.comparison.a, "b": d.comparison.b, "diff": interval_dict(d.comparison.diff),
+        "p_a_better": _num(d.comparison.p_a_better), "p_holm": _num(d.p_holm), "decided": d.decided,
+        "better": d.better, "verdict": d.verdict, "only_a": d.comparison.only_a, "only_b": d.comparison.only_b,
+        "coverage_note": d.comparison.coverage_note, "cases_needed": d.comparison.cases_needed,
+    } for d in decisions if d.comparison.a in top_set and d.comparison.b in top_set]
+    table = group_scores(results)
+    notes = []
+    coverages = {round(r.coverage, 6) for r in rows if r.planned}
+    if len(coverages) > 1:
+        notes.append("Coverage differs between models: each comparison is over the cases both models answered.")
+    if any(r.errored for r in rows):
+        notes.append("Errored calls (rate limits, timeouts) count against coverage, never as wrong answers.")
+    if len(decisions) > 1:
+        notes.append(f"Pairwise decisions are Holm-adjusted over all {len(decisions)} pairs of models.")
+    return {
+        "run": {"run_id": rec.run_id, "project": rec.project, "status": rec.status,
+                "started_at": _iso(rec.started_at), "finished_at": _iso(rec.finished_at), "planned": rec.planned,
+                "stored": int(results.calls.sum())},
+        "settings": run_settings(plan),
+        "leaderboard": [model_dict(r) for r in rows],
+        "pairs": pairs,
+        "strata": [{"group": g.group, "kind": g.kind, "cases": g.cases,
+                    "scores": {m: interval_dict(iv) for m, iv in g.scores.items()}} for g in table],
+        "reversals": [{"group": v.group, "kind": v.kind, "model": v.model, "beaten": v.beaten,
+                       "overall_diff": v.overall_diff, "group_diff": v.group_diff}
+                      for v in reversals(table, decisions)],
+        "failures": failures,
+        "notes": notes,
+    }
+
+
+def _iso(t: float | None) -> str | None:
+    return None if t is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+# ---- formatting shared by Markdown and HTML --------------------------------------------------------------
+
+
+def _f(v: float | None, digits: int = 3) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _money(v: float | None) -> str:
+    return "-" if v is None else (f"${v:.4f}" if v >= 0.01 else f"${v:.6f}")
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0f}"
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0%}"
+
+
+def _ci(iv: dict[str, Any]) -> str:
+    if iv["n"] < 2 or iv["low"] is None:
+        return "-"
+    return f"{iv['low']:.3f}–{iv['high']:.3f}"
+
+
+def _errors(e: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in e.items()) or "0"
+
+
+LEADERBOARD_HEAD = ("#", "model", "quality", "95% CI", "n", "coverage", "errors", "pass@k", "consistent",
+                    "$/correct", "$/answered", "p50 ms", "p95 ms", "p99 ms", "TTFT p50", "TTFT p95", "timeouts",
+                    "retries/call", "front")
+
+
+def leaderboard_cells(m: dict[str, Any], rank: int) -> list[str]:
+    ks = m["pass_at"]
+    passk = " ".join(f"@{k} {_f(v, 2)}" for k, v in ks.items()) if len(ks) > 1 else "-"
+    front = "+".join(x for x, on in (("cost", m["on_cost_front"]), ("latency", m["on_latency_front"])) if on)
+    return [str(rank), m["model"], _f(m["quality"]["estimate"]), _ci(m["quality"]), str(m["quality"]["n"]),
+            _pct(m["coverage"]), _errors(m["errors"]), passk, _pct(m["consistency"]), _money(m["cost_per_correct"]),
+            _money(m["cost_per_answered"]), _ms(m["latency_ms"]["p50"]), _ms(m["latency_ms"]["p95"]),
+            _ms(m["latency_ms"]["p99"]), _ms(m["ttft_ms"]["p50"]), _ms(m["ttft_ms"]["p95"]), _pct(m["timeout_rate"]),
+            _f(m["retry_rate"], 2), front or "-"]
+
+
+def _sealed_rows(rep: dict[str, Any]) -> list[list[str]]:
+    return [[m["model"], _f(m["quality"]["estimate"]), _f(m["sealed"]["estimate"]), _ci(m["sealed"]),
+             str(m["sealed"]["n"]), _f(m["sealed_gap"])] for m in rep["leaderboard"] if m["sealed"]]
+
+
+def _strata_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    models = [m["model"] for m in rep["leaderboard"]]
+    flagged = {(v["group"], v["model"]) for v in rep["reversals"]}
+    head = ["group", "kind", "cases", *models]
+    rows = []
+    for g in rep["strata"]:
+        cells = [g["group"], g["kind"], str(g["cases"])]
+        for m in models:
+            iv = g["scores"].get(m)
+            text = "-" if iv is None or iv["n"] == 0 else f"{iv['estimate']:.3f} ({_ci(iv)})"
+            cells.append(text + (" ⚠" if (g["group"], m) in flagged else ""))
+        rows.append(cells)
+    return head, rows
+
+
+# ---- Markdown ------------------------------------------------------------------------------------------------
+
+
+def _md(s: object) -> str:
+    """A table cell or inline text: one line, no control characters, Markdown's active characters escaped."""
+    text = printable(str(s), newlines=False)
+    for ch in "\\`*_[]<>|":
+        text = text.replace(ch, "\\" + ch)
+    return text
+
+
+def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    out = ["| " + " | ".join(_md(h) for h in head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def render_markdown(rep: dict[str, Any]) -> str:
+    run = rep["run"]
+    lines = [f"# Decision report: {_md(run['project'])}, run {_md(run['run_id'])}", "",
+             f"Status {_md(run['status'])}; started {run['started_at']}; {run['stored']} of {run['planned']} calls "
+             "stored.", ""]
+    lines += [f"- {_md(n)}" for n in rep["notes"]] + ([""] if rep["notes"] else [])
+    lines += ["## Leaderboard", "", "Quality is over answered calls (trials averaged per case), with a 95% "
+              "bootstrap interval over cases; coverage is answered / planned calls.", ""]
+    lines += _md_table(LEADERBOARD_HEAD, [leaderboard_cells(m, i) for i, m in enumerate(rep["leaderboard"], 1)])
+    lines += ["", "## Which models are separated", ""]
+    if not rep["pairs"]:
+        lines.append("Fewer than two models answered: nothing to compare.")
+    for p in rep["pairs"]:
+        lines.append(f"- **{_md(p['a'])} vs {_md(p['b'])}**: {_md(p['verdict'])}; P({_md(p['a'])} > "
+                     f"{_md(p['b'])}) = {_f(p['p_a_better'], 3)}, Holm-adjusted p = {_f(p['p_holm'], 4)}, "
+                     f"n = {p['diff']['n']}" + (f"; {_md(p['coverage_note'])}" if p["coverage_note"] else ""))
+    if rep["strata"]:
+        head, rows = _strata_rows(rep)
+        lines += ["", "## Strata and tags", "", "⚠ marks a group where a model scores below one it beats overall "
+                  "(Simpson's reversal).", ""]
+        lines += _md_table(head, rows)
+    sealed = _sealed_rows(rep)
+    if sealed:
+        lines += ["", "## Sealed cases", "", "Scored apart from working cases; only aggregates are shown. A large "
+                  "working − sealed gap suggests the working cases leaked into training.", ""]
+        lines += _md_table(("model", "working", "sealed", "sealed 95% CI", "sealed n", "gap"), sealed)
+    lines += ["", "## Cost and frontier", ""]
+    lines += _md_table(("model", "spend", "tokens", "$/correct", "tokens/correct", "$/answered", "quality-cost front",
+                        "quality-p95 front"),
+                       [[m["model"], _money(m["spend"]), str(m["tokens"]), _money(m["cost_per_correct"]),
+                         _f(m["tokens_per_correct"], 0), _money(m["cost_per_answered"]),
+                         "yes" if m["on_cost_front"] else "", "yes" if m["on_latency_front"] else ""]
+                        for m in rep["leaderboard"]])
+    lines += ["", "$/correct is the spend of every attempt (retries and errored calls included) over passed calls.",
+              "", "## Failures", ""]
+    if not rep["failures"]:
+        lines.append("No call errored.")
+    for model, items in rep["failures"].items():
+        for f in items:
+            lines.append(f"- {_md(model)}: {_md(f['error_class'])} × {f['calls']}: {_md(f['message'])}")
+    lines += ["", "## Run settings", "", "Secrets are never stored: API keys appear as the names of their "
+              "environment variables; headers and extra request fields are left out.", "", "```json",
+              json.dumps(rep["settings"], indent=2, ensure_ascii=True), "```", ""]
+    return "\n".join(lines)
+
+
+# ---- HTML ------------------------------------------------------------------------------------------------
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}
+th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right}
+th{background:#f3f3f3}td:nth-child(2),th:nth-child(2){text-align:left}
+.decided{color:#0a6b2d;font-weight:600}.open{color:#8a5a00}
+pre{background:#f6f6f6;padding:1em;overflow:auto}svg{border:1px solid #ddd;background:#fff}
+.front{fill:#0a6b2d}.dot{fill:#888}
+"""
+
+
+def _h(s: object) -> str:
+    return html.escape(printable(str(s), newlines=False), quote=True)
+
+
+def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    th = "".join(f"<th>{_h(c)}</th>" for c in head)
+    body = "".join("<tr>" + "".join(f"<td>{_h(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _scatter(points: list[tuple[str, float, float, bool]], x_label: str) -> str:
+    """An inline SVG scatter of quality (y) against a cost (x), the Pareto front filled."""
+    if not points:
+        return "<p>No model has both figures.</p>"
+    w, h, pad = 520, 300, 50
+    xs = [p[1] for p in points]
+    ys = [p[2] for p in points]
+    x0, x1 = min(xs), max(xs)
+    y0, y1 = min(ys), max(ys)
+    x1 = x1 if x1 > x0 else x0 + 1
+    y1 = y1 if y1 > y0 else y0 + 0.1
+
+    def sx(v: float) -> float:
+        return pad + (v - x0) / (x1 - x0) * (w - 2 * pad)
+
+    def sy(v: float) -> float:
+        return h - pad - (v - y0) / (y1 - y0) * (h - 2 * pad)
+
+    dots = "".join(
+        f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" class="{"front" if front else "dot"}"/>'
+        f'<text x="{sx(x) + 7:.1f}" y="{sy(y) - 7:.1f}" font-size="11">{_h(name)}</text>'
+        for name, x, y, front in points)
+    axes = (f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="#999"/>'
+            f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="#999"/>'
+            f'<text x="{w / 2}" y="{h - 12}" font-size="12" text-anchor="middle">{_h(x_label)} (lower is better)'
+            f'</text><text x="14" y="{h / 2}" font-size="12" transform="rotate(-90 14 {h / 2})" '
+            f'text-anchor="middle">quality</text>')
+    return f'<svg width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img">{axes}{dots}</svg>'
+
+
+def render_html(rep: dict[str, Any]) -> str:
+    run = rep["run"]
+    parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>Decision report: {_h(run['project'])}"
+             f"</title><style>{_CSS}</style></head><body>",
+             f"<h1>Decision report: {_h(run['project'])}, run {_h(run['run_id'])}</h1>",
+             f"<p>Status {_h(run['status'])}; started {_h(run['started_at'])}; {run['stored']} of {run['planned']} "
+             "calls stored.</p>"]
+    if rep["notes"]:
+        parts.append("<ul>" + "".join(f"<li>{_h(n)}</li>" for n in rep["notes"]) + "</ul>")
+    parts.append("<h2>Leaderboard</h2><p>Quality is over answered calls (trials averaged per case), with a 95% "
+                 "bootstrap interval over cases; coverage is answered / planned calls.</p>")
+    parts.append(_html_table(LEADERBOARD_HEAD, [leaderboard_cells(m, i) for i, m in enumerate(rep["leaderboard"], 1)]))
+    parts.append("<h2>Which models are separated</h2><ul>")
+    for p in rep["pairs"]:
+        cls = "decided" if p["decided"] else "open"
+        note = f"; {_h(p['coverage_note'])}" if p["coverage_note"] else ""
+        parts.append(f"<li><b>{_h(p['a'])} vs {_h(p['b'])}</b>: <span class={cls}>{_h(p['verdict'])}</span>; "
+                     f"P({_h(p['a'])} &gt; {_h(p['b'])}) = {_f(p['p_a_better'])}, Holm-adjusted p = "
+                     f"{_f(p['p_holm'], 4)}, n = {p['diff']['n']}{note}.</li>")
+    parts.append("</ul>" if rep["pairs"] else "<li>Fewer than two models answered: nothing to compare.</li></ul>")
+    if rep["strata"]:
+        head, rows = _strata_rows(rep)
+        parts.append("<h2>Strata and tags</h2><p>⚠ marks a group where a model scores below one it beats overall "
+                     "(Simpson's reversal).</p>" + _html_table(head, rows))
+    sealed = _sealed_rows(rep)
+    if sealed:
+        parts.append("<h2>Sealed cases</h2><p>Scored apart from working cases; only aggregates are shown. A large "
+                     "working − sealed gap suggests the working cases leaked into training.</p>"
+                     + _html_table(("model", "working", "sealed", "sealed 95% CI", "sealed n", "gap"), sealed))
+    lb = rep["leaderboard"]
+    parts.append("<h2>Cost and frontier</h2><p>$/correct is the spend of every attempt (retries and errored calls "
+                 "included) over passed calls. Filled points are Pareto-optimal.</p>")
+    parts.append(_scatter([(m["model"], m["cost_per_correct"], m["quality"]["estimate"], m["on_cost_front"])
+                           for m in lb if m["cost_per_correct"] is not None and m["quality"]["estimate"] is not None],
+                          "$ per correct answer"))
+    parts.append(_scatter([(m["model"], m["latency_ms"]["p95"], m["quality"]["estimate"], m["on_latency_front"])
+                           for m in lb if m["latency_ms"]["p95"] is not None and m["quality"]["estimate"] is not None],
+                          "p95 latency, ms"))
+    parts.append("<h2>Failures</h2>")
+    if not rep["failures"]:
+        parts.append("<p>No call errored.</p>")
+    else:
+        parts.append(_html_table(("model", "class", "calls", "message"),
+                                 [[m, f["error_class"], str(f["calls"]), f["message"]]
+                                  for m, items in rep["failures"].items() for f in items]))
+    parts.append("<h2>Run settings</h2><p>Secrets are never stored: API keys appear as the names of their "
+                 "environment variables; headers and extra request fields are left out.</p>"
+                 f"<pre>{html.escape(json.dumps(rep['settings'], indent=2, ensure_ascii=True))}</pre>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def render(rep: dict[str, Any], fmt: str, *, terminal: bool = False) -> str:
+    """The report as text; for a terminal, JSON escapes every non-ASCII character (no control sequence gets out)."""
+    if fmt == "json":
+        return json.dumps(rep, indent=2, ensure_ascii=terminal, allow_nan=False) + "\n"
+    if fmt == "html":
+        return render_html(rep)
+    return render_markdown(rep)

@@ -1,0 +1,80 @@
+"""`arena export`: a run's calls as JSON lines or CSV, one row per call; sealed cases only as per-model aggregates.
+
+Rows stream from the store in batches, so a million-call run exports in bounded memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+import numpy as np
+
+from arenatui.safe_text import printable
+from arenatui.stats.items import RunResults
+from arenatui.store import Store
+from arenatui.store.queries import RunPlan, iter_call_rows, load_plan_results, resolve_run, run_plan
+
+FORMATS = ("jsonl", "csv")
+COLUMNS: tuple[str, ...] = (
+    "row", "run_id", "model_key", "case_id", "stratum", "tags", "trial", "status", "score", "passed", "error_class",
+    "error_message", "attempts", "latency_ms", "ttft_ms", "total_ms", "input_tokens", "output_tokens", "cost",
+    "output", "cases", "calls", "answered",
+)
+"""`row` is 'call' for one call, 'sealed_aggregate' for one model's sealed cases together (cases, calls and
+answered are set only there; score is then the mean per-case score over answered sealed cases)."""
+
+
+def call_records(store: Store, plan: RunPlan) -> Iterator[dict[str, Any]]:
+    run_id = plan.record.run_id
+    cases = {c.id: c for c in plan.cases}
+    for r in iter_call_rows(store, run_id):
+        case = cases.get(r.case_id)
+        if case is None or case.sealed:
+            continue
+        yield {"row": "call", "run_id": run_id, "model_key": r.model_key, "case_id": r.case_id,
+               "stratum": case.stratum, "tags": list(case.tags), "trial": r.trial, "status": r.status,
+               "score": r.score, "passed": r.passed, "error_class": r.error_class, "error_message": r.error_message,
+               "attempts": r.attempts, "latency_ms": r.latency_ms, "ttft_ms": r.ttft_ms, "total_ms": r.total_ms,
+               "input_tokens": r.input_tokens, "output_tokens": r.output_tokens, "cost": r.cost, "output": r.output}
+
+
+def sealed_records(results: RunResults) -> Iterator[dict[str, Any]]:
+    sealed = results.sealed
+    if not sealed.any():
+        return
+    for i, m in enumerate(results.models):
+        scores = results.case_scores(m)[sealed]
+        answered = scores[~np.isnan(scores)]
+        yield {"row": "sealed_aggregate", "run_id": results.run_id, "model_key": m,
+               "score": float(answered.mean()) if answered.size else None,
+               "passed": int(results.passed[i][sealed].sum()), "attempts": int(results.attempts[i][sealed].sum()),
+               "cost": float(results.cost[i][sealed].sum()), "cases": int(sealed.sum()),
+               "calls": int(results.calls[i][sealed].sum()), "answered": int(results.answered[i][sealed].sum())}
+
+
+def write_export(store: Store, run: str, fmt: str, out: TextIO, *, terminal: bool = False) -> int:
+    """Write every exported row to `out`; returns the number of rows. On a terminal, control characters in model
+    output are shown as escapes instead of reaching it."""
+    plan = run_plan(resolve_run(store, run))
+    results = load_plan_results(store, plan, latency=False)
+    n = 0
+    records = itertools.chain(call_records(store, plan), sealed_records(results))
+    if fmt == "jsonl":
+        for rec in records:
+            out.write(json.dumps(rec, ensure_ascii=terminal, allow_nan=False) + "\n")
+            n += 1
+        return n
+    w = csv.DictWriter(out, fieldnames=COLUMNS, extrasaction="raise", lineterminator="\n")
+    w.writeheader()
+    for rec in records:
+        row = {k: ("" if v is None else ";".join(v) if isinstance(v, list) else v) for k, v in rec.items()}
+        if terminal:
+            row = {k: printable(v) if isinstance(v, str) else v for k, v in row.items()}
+        w.writerow(row)
+        n += 1
+    return n
+

@@ -1,0 +1,129 @@
+"""Results at scale: a 1,000,000-call store, then the leaderboard, one compare, all pairs, and peak RSS.
+
+    python benchmarks/results_scale.py [--models 20] [--cases 10000] [--trials 5] [--repeat 3] [--db PATH]
+
+The store is built fast by inserting synthetic rows directly (executemany), not by running a sweep: what is
+measured is the read side. Model i passes a case with probability 0.5 + 0.02·i shifted by a per-case
+difficulty, 3% of calls error (rate-limited or timeout), a tenth of cases are sealed.
+Targets on 2 cores: results_leaderboard_s < 2, results_compare_s < 0.3, results_all_pairs_s < 5,
+results_peak_rss_mb < 500. results_leaderboard_over_scan divides the leaderboard by one plain scan of the
+results table (SELECT COUNT(*), TOTAL(score)), a figure that moves less with the machine's load. Each time
+is the median of --repeat runs (this shared machine moves ±50% between runs). Prints one JSON line per
+figure (DESIGN.md, Benchmarks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arenatui.stats import all_pairs, compare_models, leaderboard
+from arenatui.store import Store
+from arenatui.store.queries import load_results
+
+
+def _project(n_models: int, n_cases: int, trials: int) -> dict[str, Any]:
+    return {
+        "project": {"name": "scale"},
+        "run": {"concurrency": 64, "trials": trials, "timeout_s": 60.0},
+        "models": [{"key": f"model-{i:02d}", "provider": "sim", "model": f"m{i}",
+                    "sim": {"base_latency_s": 0.0, "per_token_s": 0.0}} for i in range(n_models)],
+        "scorers": [{"name": "exact", "kind": "exact"}],
+        "cases": [{"id": f"case-{j:05d}", "input": f"question {j}", "expected": "yes",
+                   "stratum": ("easy", "medium", "hard")[j % 3], "tags": [f"t{j % 7}"],
+                   **({"sealed": True} if j % 10 == 0 else {})} for j in range(n_cases)],
+    }
+
+
+def build(db: Path, n_models: int, n_cases: int, trials: int) -> str:
+    rng = np.random.default_rng(0)
+    with Store(db) as store:
+        run_id = store.create_run("scale", None, _project(n_models, n_cases, trials), {}, n_models * n_cases * trials)
+        difficulty = rng.normal(0.0, 0.2, n_cases)
+        now = time.time()
+        for i in range(n_models):
+            p = np.clip(0.5 + 0.02 * i + difficulty, 0.02, 0.98)
+            passed = rng.random((n_cases, trials)) < p[:, None]
+            err = rng.random((n_cases, trials)) < 0.03
+            lat = rng.lognormal(np.log(300 + 20 * i), 0.4, (n_cases, trials))
+            rows = []
+            mk = f"model-{i:02d}"
+            for j in range(n_cases):
+                cid = f"case-{j:05d}"
+                for t in range(trials):
+                    if err[j, t]:
+                        ec = "timeout" if (j + t) % 3 == 0 else "rate_limited"
+                        rows.append((run_id, mk, cid, t, "errored", None, None, 0, ec, "simulated", 3, None,
+                                     900.0, None, 10, 0, 0.0001, None, 0, now, now, None))
+                    else:
+                        ok = bool(passed[j, t])
+                        ms = float(lat[j, t])
+                        rows.append((run_id, mk, cid, t, "passed" if ok else "failed", "yes" if ok else "no",
+                                     1.0 if ok else 0.0, int(ok), None, None, 1, ms, ms, ms / 4, 10, 5, 0.0002,
+                                     "stop", 0, now, now, None))
+            store.write_rows(rows)
+        store.mark_run(run_id, "finished")
+    return run_id
+
+
+def _rss_mb() -> float:
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb / 1024 if sys.platform != "darwin" else kb / 1024 / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", type=int, default=20)
+    ap.add_argument("--cases", type=int, default=10_000)
+    ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--db", help="reuse (or build) this database instead of a temporary one")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(a.db) if a.db else Path(tmp) / "scale.db"
+        t0 = time.perf_counter()
+        fresh = not db.exists()
+        run_id = build(db, a.models, a.cases, a.trials) if fresh else "last"
+        build_s = time.perf_counter() - t0
+        figures: list[tuple[str, float, str]] = []
+        if fresh:
+            figures.append(("results_build_s", build_s, "s"))
+        times: dict[str, list[float]] = {"results_leaderboard_s": [], "results_compare_s": [],
+                                         "results_all_pairs_s": [], "results_scan_s": []}
+        for _ in range(a.repeat):
+            with Store(db) as store:
+                t0 = time.perf_counter()
+                calls = store.conn.execute("SELECT COUNT(*), TOTAL(score) FROM results").fetchone()[0]
+                times["results_scan_s"].append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                results = load_results(store, run_id)
+                rows = leaderboard(results)
+                times["results_leaderboard_s"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            compare_models(results, rows[0].model, rows[1].model)
+            times["results_compare_s"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            pairs = all_pairs(results)
+            times["results_all_pairs_s"].append(time.perf_counter() - t0)
+        figures.append(("results_calls", float(calls), "calls"))
+        figures.append(("results_pairs", float(len(pairs)), "pairs"))
+        figures.extend((name, statistics.median(v), "s") for name, v in times.items())
+        # The machine's speed moves with its load: the leaderboard against one plain scan of the same table.
+        figures.append(("results_leaderboard_over_scan", statistics.median(times["results_leaderboard_s"]) /
+                        statistics.median(times["results_scan_s"]), "ratio"))
+        figures.append(("results_peak_rss_mb", _rss_mb(), "MB"))
+    for name, value, unit in figures:
+        print(json.dumps({"name": name, "value": round(value, 4), "unit": unit}))
+
+
+if __name__ == "__main__":
+    main()

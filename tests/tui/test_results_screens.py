@@ -276,3 +276,21 @@ async def test_r_on_the_run_screen_opens_the_results(tmp_path: Path) -> None:
         assert app.screen.db == sweep.db_path and app.screen.run_id == sweep.run_id
         await pilot.press("escape")
         assert not isinstance(app.screen, Results)
+
+
+async def test_f5_reads_the_store_again_and_keeps_the_pair(db: Path) -> None:
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        screen.compare("sim-strong", "sim-weak")
+        await settle(pilot, lambda: screen.pair is not None and screen.pair.b == "sim-weak")
+        with Store(db) as store:  # as if a sweep still running had stored more: here, fewer sim-weak answers
+            store.conn.execute("DELETE FROM results WHERE model_key = 'sim-weak' AND case_id LIKE 'easy-0%'")
+        old = screen.view
+        await pilot.press("f5")
+        await settle(pilot, lambda: screen.view is not old and screen.pair is not None
+                     and screen.pair.n < 120)
+        assert (screen.pair.a, screen.pair.b) == ("sim-strong", "sim-weak")
+        board = {r[1]: r for r in rows(screen.query_one("#leaderboard-table", DataTable))}
+        assert board["sim-weak"][5] != "100%"  # its coverage fell

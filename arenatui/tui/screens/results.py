@@ -87,6 +87,7 @@ class Results(Screen[None]):
 
     BINDINGS = [
         Binding("escape", "back", "Back"),
+        Binding("f5", "reload", "Reload", show=False),
         Binding("1", "tab('runs')", "Tabs", key_display="1-7"),
         Binding("2", "tab('leaderboard')", "Board", show=False),
         Binding("3", "tab('compare')", "Compare", show=False),
@@ -243,13 +244,17 @@ class Results(Screen[None]):
         ranked = view.ranked
         options = [(printable(m, newlines=False), m) for m in ranked]
         a, b = self.query_one("#pick-a", Select), self.query_one("#pick-b", Select)
+        # a reload keeps the pair the user picked; a new run starts with its top two
+        picked = (a.value, b.value)
+        if not all(isinstance(v, str) and v in ranked for v in picked) or picked[0] == picked[1]:
+            picked = (ranked[0], ranked[1]) if len(ranked) >= 2 else (Select.BLANK, Select.BLANK)
         with self.prevent(Select.Changed):
             a.set_options(options)
             b.set_options(options)
             if len(ranked) >= 2:
-                a.value, b.value = ranked[0], ranked[1]
+                a.value, b.value = picked
         if len(ranked) >= 2:
-            self._load_pair(view, ranked[0], ranked[1])
+            self._load_pair(view, str(picked[0]), str(picked[1]))
         else:
             self.query_one("#verdict", Static).update(Text("one model: nothing to compare"))
         self._show_pairs()
@@ -573,6 +578,12 @@ class Results(Screen[None]):
             return
         note.update(Text("comparing…"))
         self._compare_runs(old.run_id, new.run_id)
+
+    def action_reload(self) -> None:
+        """Read the store again: a sweep still running has stored more since the view opened."""
+        self._load_runs()
+        if self.run_id:
+            self.open_run(self.run_id)
 
     def action_back(self) -> None:
         if self.standalone:

@@ -7,6 +7,7 @@ Quality is over answered calls only; sealed cases are scored apart and their tex
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,6 +77,8 @@ class RunView:
     groups: list[GroupScores]
     reversals: list[Reversal]
     rows: list[CaseRow]
+    complete: bool = False
+    """False while only the leaderboard is computed (`load_board`), True after `complete_view`."""
     by_model: dict[str, ModelRow] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -127,15 +130,25 @@ def _case_rows(plan: RunPlan, res: RunResults) -> list[CaseRow]:
             for j, c in enumerate(plan.cases)]
 
 
-def load_run_view(db: Path | str, run: str) -> RunView:
-    """Read a run ('last' for the newest) and compute its leaderboard, all pairs, strata and case table."""
+def load_board(db: Path | str, run: str) -> RunView:
+    """Read a run ('last' for the newest) and compute its leaderboard: what the view shows first."""
     with Store(db) as store:
         plan = run_plan(resolve_run(store, run))
         res = load_plan_results(store, plan)
-    board = leaderboard(res)
-    pairs = all_pairs(res, [r.model for r in board])
+    return RunView(plan, res, leaderboard(res), [], [], [], [])
+
+
+def complete_view(view: RunView) -> RunView:
+    """The rest, which takes longer (all pairs above all): the view with pairs, strata and the case table."""
+    res = view.results
+    pairs = all_pairs(res, view.ranked)
     table = group_scores(res)
-    return RunView(plan, res, board, pairs, table, reversals(table, pairs), _case_rows(plan, res))
+    return dataclasses.replace(view, pairs=pairs, groups=table, reversals=reversals(table, pairs),
+                               rows=_case_rows(view.plan, res), complete=True)
+
+
+def load_run_view(db: Path | str, run: str) -> RunView:
+    return complete_view(load_board(db, run))
 
 
 def case_results(db: Path | str, run_id: str, case_id: str) -> dict[str, list[CallRow]]:

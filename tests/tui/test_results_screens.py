@@ -168,7 +168,8 @@ async def test_cases_filter_search_and_side_by_side(db: Path) -> None:
         await pilot.press("6")
         screen = app.screen
         t = screen.query_one("#cases-table", DataTable)
-        assert t.row_count == 121
+        await settle(pilot, lambda: screen.cases_filled)
+        assert t.row_count == 121  # filled in chunks of 100
         screen.query_one("#case-model", Select).value = "sim-twin"
         screen.query_one("#case-outcome", Select).value = "errored"
         await settle(pilot, lambda: t.row_count < 121)

@@ -42,6 +42,10 @@ def opened(*keys: str) -> Any:
             await app.workers.wait_for_complete()
         await pilot.pause()
         await app.workers.wait_for_complete()
+        for _ in range(100):  # the case table fills a chunk per frame
+            await pilot.pause(0.02)
+            if getattr(app.screen, "cases_filled", True):
+                break
         await pilot.pause()
     return run_before
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from rich.text import Text
@@ -25,13 +26,24 @@ from arenatui.stats import Comparison, Disagreement, ModelRow
 from arenatui.store import Store
 from arenatui.store.queries import RunListing, list_runs
 from arenatui.tui.charts import Point, histogram, scatter
-from arenatui.tui.results_data import OUTCOMES, CaseRow, RunView, StratumDiff, interval_text, load_run_view, run_changes
+from arenatui.tui.results_data import (
+    OUTCOMES,
+    CaseRow,
+    RunView,
+    StratumDiff,
+    complete_view,
+    interval_text,
+    load_board,
+    run_changes,
+)
 from arenatui.tui.screens.common import fmt_num
 from arenatui.tui.screens.results_detail import CaseDetail, ModelDetail, money, pct, score3
 
 TABS = ("runs", "leaderboard", "compare", "pairs", "strata", "cases", "frontier")
-MAX_CASE_ROWS = 2000
+MAX_CASE_ROWS = 500
 """The case table shows at most this many matches (a DataTable's cost grows with its rows)."""
+CASE_CHUNK, CASE_CHUNK_S = 100, 0.02
+"""Case rows are added this many at a time, this far apart, so keys keep being answered meanwhile."""
 
 
 def _nan_last(v: float | None) -> float:
@@ -113,7 +125,9 @@ class Results(Screen[None]):
         self.marked: list[str] = []
         self.sort_column = 0
         self.sort_reverse = False
-        self._case_rows: list[CaseRow] = []
+        self._case_fill = 0
+        self.cases_filled = False
+        """The case table holds every row of the current filters (it fills a chunk per frame)."""
 
     # ---- layout ------------------------------------------------------------------------------------------
 
@@ -177,8 +191,10 @@ class Results(Screen[None]):
 
     @work(thread=True, group="results-view", exclusive=True, exit_on_error=False)
     def _load_view(self, run_id: str) -> None:
-        view = load_run_view(self.db, run_id)
-        self.app.call_from_thread(self._show_view, view)
+        # the leaderboard first (a fraction of a second at 1M calls), then all pairs, strata and cases
+        board = load_board(self.db, run_id)
+        self.app.call_from_thread(self._show_board, board)
+        self.app.call_from_thread(self._show_rest, complete_view(board))
 
     @work(thread=True, group="results-pair", exclusive=True, exit_on_error=False)
     def _load_pair(self, view: RunView, a: str, b: str) -> None:
@@ -230,17 +246,32 @@ class Results(Screen[None]):
         if not runs:
             self.query_one("#runs-compare", Static).update(Text(f"No runs stored in {self.db} yet. Try: arena demo"))
 
-    def _show_view(self, view: RunView) -> None:
+    def _show_board(self, view: RunView) -> None:
         self.view = view
         self.run_id = view.run_id
+        self._show_title()
+        self._show_leaderboard()
+        self._show_frontier()
+
+    def _show_title(self) -> None:
+        view = self.view
+        if view is None:
+            return
         r = view.plan.record
         title = Text("Results ", style="bold")
         title.append(f"run {r.run_id} · ")
         title.append(literal(r.project, newlines=False))
         title.append(f" · {len(view.plan.models)} models × {len(view.plan.cases)} cases × {view.plan.trials} trials "
                      f"· {r.status}")
+        if not view.complete:
+            title.append(" · comparing every pair…", "italic")
         self.query_one("#results-title", Static).update(title)
-        self._show_leaderboard()
+
+    def _show_rest(self, view: RunView) -> None:
+        if self.view is None or view.run_id != self.view.run_id:
+            return  # another run was opened meanwhile
+        self.view = view
+        self._show_title()
         ranked = view.ranked
         options = [(printable(m, newlines=False), m) for m in ranked]
         a, b = self.query_one("#pick-a", Select), self.query_one("#pick-b", Select)
@@ -264,7 +295,6 @@ class Results(Screen[None]):
             self.query_one("#case-model", Select).set_options(options)
             self.query_one("#case-group", Select).set_options(groups)
         self.refilter()
-        self._show_frontier()
 
     def _show_leaderboard(self) -> None:
         view = self.view
@@ -418,7 +448,6 @@ class Results(Screen[None]):
     def _show_cases(self, view: RunView, rows: list[CaseRow]) -> None:
         if view is not self.view:
             return
-        self._case_rows = rows
         t = self.query_one("#cases-table", DataTable)
         t.clear(columns=True)
         t.add_column("case", key="case")
@@ -427,7 +456,19 @@ class Results(Screen[None]):
         for m in models:
             t.add_column(literal(m, newlines=False), key=m)
         t.add_column("tags", key="tags")
-        for r in rows[:MAX_CASE_ROWS]:
+        self._case_fill += 1
+        self.cases_filled = False
+        self._fill_cases(self._case_fill, models, rows[:MAX_CASE_ROWS], 0)
+        if len(rows) > MAX_CASE_ROWS:
+            self.notify(f"showing the first {MAX_CASE_ROWS} of {len(rows)} matching cases: narrow the filters")
+
+    def _fill_cases(self, fill: int, models: tuple[str, ...], rows: list[CaseRow], start: int) -> None:
+        """Add the case rows a chunk per frame: a DataTable's cost grows with rows added at once, and one
+        frame of 500 rows held the UI loop for a quarter of a second (benchmarks/results_view.py)."""
+        if fill != self._case_fill:
+            return  # the filters changed meanwhile: a newer fill owns the table
+        t = self.query_one("#cases-table", DataTable)
+        for r in rows[start:start + CASE_CHUNK]:
             cells: list[str | Text] = [literal(r.case.id, newlines=False),
                                        literal(r.case.stratum or "-", newlines=False)]
             for m in models:
@@ -436,8 +477,10 @@ class Results(Screen[None]):
                 cells.append(cell + (f" {e}err" if e else ""))
             cells.append(literal(", ".join(r.case.tags), newlines=False))
             t.add_row(*cells, key=r.case.id)
-        if len(rows) > MAX_CASE_ROWS:
-            self.notify(f"showing the first {MAX_CASE_ROWS} of {len(rows)} matching cases: narrow the filters")
+        if start + CASE_CHUNK < len(rows):
+            self.set_timer(CASE_CHUNK_S, partial(self._fill_cases, fill, models, rows, start + CASE_CHUNK))
+        else:
+            self.cases_filled = True
 
     def _show_frontier(self) -> None:
         view = self.view

@@ -196,14 +196,16 @@ class Results(Screen[None]):
         self.app.call_from_thread(self._show_board, board)
         self.app.call_from_thread(self._show_rest, complete_view(board))
 
-    @work(thread=True, group="results-pair", exclusive=True, exit_on_error=False)
+    # A description of its own: by default Textual describes a worker by the repr of its arguments, and the
+    # repr of a 1M-call RunView took half a second on the UI loop.
+    @work(thread=True, group="results-pair", exclusive=True, exit_on_error=False, description="compare two models")
     def _load_pair(self, view: RunView, a: str, b: str) -> None:
         pair = view.compare(a, b)
         strata = view.stratum_diffs(a, b)
         disagree = view.disagreements(a, b)
         self.app.call_from_thread(self._show_pair, view, pair, strata, disagree)
 
-    @work(thread=True, group="results-cases", exclusive=True, exit_on_error=False)
+    @work(thread=True, group="results-cases", exclusive=True, exit_on_error=False, description="filter the cases")
     def _filter_cases(self, view: RunView, model: str | None, group: str | None, outcome: str | None,
                       text: str) -> None:
         ids = view.group_case_ids(group) if group else None

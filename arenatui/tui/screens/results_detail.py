@@ -74,6 +74,7 @@ class CaseDetail(ModalScreen[None]):
                 with Horizontal(id="case-models"):
                     for i, m in enumerate(self.models):
                         yield Static(literal(m, "bold", newlines=False), id=f"case-model-{i}", classes="case-model")
+            yield Label(Text("Escape closes"), classes="hint")
 
     def on_mount(self) -> None:
         self._load()
@@ -104,6 +105,7 @@ class CaseDetail(ModalScreen[None]):
                 out.append(literal(r.error_message or ""))
                 out.append("\n")
             elif not self.case.sealed:
+                out.append("output\n", _LABEL)
                 out.append(literal(r.output) if r.output is not None else Text("(no output)"))
                 out.append("\n")
         return out
@@ -172,3 +174,4 @@ class ModelDetail(ModalScreen[None]):
             yield Label(title)
             with VerticalScroll(id="model-body"):
                 yield Static(model_text(self.view, self.view.by_model[self.model]), id="model-text")
+            yield Label(Text("Escape closes"), classes="hint")

@@ -66,18 +66,24 @@ async def test_leaderboard_ranks_and_sorts_by_any_column(db: Path) -> None:
         # s steps through the columns: $/correct (cheapest first) puts sim-weak on top
         for _ in range(7):
             await pilot.press("s")
-        assert app.screen.sort_column == 7
+        assert app.screen.sort_column == 8
         assert [r[1] for r in rows(t)] == ["sim-weak", "sim-twin", "sim-strong"]
         await pilot.press("S")  # back one column: trials agree (highest first)
-        assert app.screen.sort_column == 6
+        assert app.screen.sort_column == 7
         assert [r[1] for r in rows(t)] == ["sim-strong", "sim-weak", "sim-twin"]
         # a click on a header sorts by it; a second click reverses
         await pilot.click(DataTable, offset=(3, 0))  # "#" is not sortable
-        assert app.screen.sort_column == 6
+        assert app.screen.sort_column == 7
         t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[12].key, 12, t.ordered_columns[12].label))
         await pilot.pause()
-        assert app.screen.sort_column == 10  # p95 ms, fastest first
+        assert app.screen.sort_column == 11  # p95 ms, fastest first
         assert rows(t)[0][1] == "sim-strong"
+        t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[1].key, 1, t.ordered_columns[1].label))
+        await pilot.pause()
+        assert [r[1] for r in rows(t)] == ["sim-strong", "sim-twin", "sim-weak"]  # by name
+        t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[1].key, 1, t.ordered_columns[1].label))
+        await pilot.pause()
+        assert [r[1] for r in rows(t)] == ["sim-weak", "sim-twin", "sim-strong"]  # again: reversed
 
 
 async def test_enter_on_the_leaderboard_opens_the_model(db: Path) -> None:

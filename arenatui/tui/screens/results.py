@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -60,7 +61,8 @@ def _top_k(s: ModelRow) -> float:
     return s.pass_at[max(s.pass_at)] if s.pass_at else math.nan
 
 
-LEADERBOARD: tuple[tuple[str, Callable[[ModelRow], float], bool], ...] = (
+LEADERBOARD: tuple[tuple[str, Callable[[ModelRow], Any], bool], ...] = (
+    ("model", lambda s: s.model, False),
     ("score", lambda s: _high(s.quality.estimate if s.quality.n else None), True),
     ("95% CI", lambda s: _high(s.quality.low if s.quality.n else None), True),
     ("n", lambda s: float(s.quality.n), True),
@@ -123,7 +125,8 @@ class Results(Screen[None]):
         self.pair: Comparison | None = None
         self.runs: list[RunListing] = []
         self.marked: list[str] = []
-        self.sort_column = 0
+        self.sort_column = 1
+        """Index into LEADERBOARD: score, best first, to begin with."""
         self.sort_reverse = False
         self._case_fill = 0
         self.cases_filled = False
@@ -305,7 +308,6 @@ class Results(Screen[None]):
         t = self.query_one("#leaderboard-table", DataTable)
         t.clear(columns=True)
         t.add_column("#", key="#")
-        t.add_column("model", key="model")
         for i, (name, _key, _hi) in enumerate(LEADERBOARD):
             label = Text(name)
             if i == self.sort_column:
@@ -538,7 +540,7 @@ class Results(Screen[None]):
 
     @on(DataTable.HeaderSelected, "#leaderboard-table")
     def _header_selected(self, event: DataTable.HeaderSelected) -> None:
-        i = event.column_index - 2
+        i = event.column_index - 1
         if 0 <= i < len(LEADERBOARD):
             self.sort_reverse = not self.sort_reverse if i == self.sort_column else False
             self.sort_column = i

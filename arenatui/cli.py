@@ -34,6 +34,16 @@ def _positive_int(value: str) -> int:
     return n
 
 
+def _share(value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {value!r}") from None
+    if not 0.0 <= x <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {x:g}")
+    return x
+
+
 def _add_sweep_args(p: argparse.ArgumentParser, *, project_required: bool = False) -> None:
     p.add_argument("--project", "-p", help="project TOML file, or a directory holding arena.toml")
     p.add_argument("--models", type=_csv, default=(), help="only these model keys (comma-separated)")
@@ -44,6 +54,8 @@ def _add_sweep_args(p: argparse.ArgumentParser, *, project_required: bool = Fals
     p.add_argument("--seed", type=int, help="seed for simulated models and jitter, overriding [run].seed")
     p.add_argument("--db", help="results database (default: in the user data directory)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue a stored run ('last' for the newest)")
+    p.add_argument("--retry-errored", action="store_true",
+                   help="with --resume: run again the calls that ended errored (one row per call is kept)")
 
 
 def _sweep_options(args: argparse.Namespace) -> object:
@@ -53,10 +65,13 @@ def _sweep_options(args: argparse.Namespace) -> object:
     if args.resume and (args.models or args.tags or args.limit or args.trials):
         raise ArenaError("--resume continues a run with the filters it was started with; drop --models, --tags, "
                          "--limit and --trials")
+    if args.retry_errored and not args.resume:
+        raise ArenaError("--retry-errored runs a stored run's errored calls again: pass --resume RUN_ID (or last)")
     return SweepOptions(
         project=args.project, filters=Filters(models=args.models, tags=args.tags, limit=args.limit,
                                               trials=args.trials),
         db=args.db, resume=args.resume, concurrency=args.concurrency, seed=args.seed,
+        retry_errored=args.retry_errored,
     )
 
 
@@ -70,8 +85,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from arenatui.headless import run_headless
-    from arenatui.report import client_load_warning, print_leaderboard, spend_line, summary_line
+    from arenatui.report import (
+        client_load_warning,
+        error_failure,
+        errored_line,
+        print_leaderboard,
+        spend_line,
+        summary_line,
+    )
     from arenatui.store import Store
+    from arenatui.store.queries import load_results
     from arenatui.sweep import Sweep
 
     out = Console(highlight=False, width=_width(sys.stdout))
@@ -91,8 +114,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if stored < plan.total:
             out.print(f"Stored: {stored} of {plan.total} calls", markup=False)
         out.print(spend_line(spend), markup=False)
-        if not args.no_report and status == "finished":
-            print_leaderboard(out, store, sweep.run_id)
+        report = not args.no_report and status == "finished"
+        results = load_results(store, sweep.run_id, latency=report)
+        line = errored_line(results)
+        if line:
+            out.print(line, markup=False)
+        if report:
+            print_leaderboard(out, results)
         warning = client_load_warning(store, sweep.run_id)
         if warning:
             err.print(warning, markup=False, style="bold yellow")
@@ -101,6 +129,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         err.print(f"The run was {status}; every finished call is stored. Resume with:\n  {sweep.resume_command}",
                   markup=False)
         return EXIT_INTERRUPTED if status == "cancelled" else EXIT_FAILED
+    failure = error_failure(results, args.fail_on_error)
+    if failure:
+        err.print(f"Failing: {failure}.", markup=False, style="bold red")
+        return EXIT_FAILED
     return EXIT_OK
 
 
@@ -129,20 +161,22 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     from arenatui.safe_text import literal
     from arenatui.store import Store
+    from arenatui.store.queries import list_runs
 
     with Store(args.db) as store:
-        runs = store.list_runs(args.limit)
-    con = Console(highlight=False)
+        runs = list_runs(store, args.limit)
+    con = Console(highlight=False, width=_width(sys.stdout))
     if not runs:
         con.print(f"No runs stored in {store.path} yet. Try: arena demo", markup=False)
         return EXIT_OK
     t = Table(header_style="bold")
-    for col in ("run id", "project", "started", "status", "stored", "planned"):
-        t.add_column(col, justify="right" if col in ("stored", "planned") else "left")
+    for col in ("run id", "project", "started", "status", "models", "stored", "planned"):
+        # the run id is what a user copies into compare/report/export: never cut
+        t.add_column(col, justify="right" if col in ("stored", "planned") else "left", no_wrap=col == "run id")
     for r in runs:
         t.add_row(r.run_id, literal(r.project, newlines=False),
-                  time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at)), r.status, str(r.stored),
-                  str(r.planned))
+                  time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at)), r.status,
+                  literal(", ".join(r.models), newlines=False), str(r.calls), str(r.planned))
     con.print(t)
     return EXIT_OK
 
@@ -236,6 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sweep_args(p)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress display")
     p.add_argument("--no-report", action="store_true", help="no leaderboard at the end")
+    p.add_argument("--fail-on-error", type=_share, metavar="RATE",
+                   help="exit 1 when more than this share (0-1) of calls errored (default: when a model had every "
+                        "call errored)")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("run", help="run a sweep in the live console (watch it, tune concurrency by hand)")
@@ -249,7 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", "-c", type=_positive_int, help="starting global concurrency")
     p.add_argument("--trials", type=_positive_int, help="trials per (model, case): more for a longer run")
     p.add_argument("--seed", type=int, help="seed for the simulated models")
-    p.set_defaults(func=cmd_run, demo=True, project=None, models=(), tags=(), limit=None, resume=None)
+    p.set_defaults(func=cmd_run, demo=True, project=None, models=(), tags=(), limit=None, resume=None,
+                   retry_errored=False)
 
     p = sub.add_parser("runs", help="list stored runs")
     p.add_argument("--db", help="results database")

@@ -71,6 +71,11 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
             "only_a": c.only_a, "only_b": c.only_b, "coverage_note": c.coverage_note, "cases_needed": c.cases_needed}
 
 
+def _print_json(console: Console, data: dict[str, Any]) -> None:
+    """Plain JSON for scripts: no colour codes, every non-ASCII character escaped (nothing reaches a terminal raw)."""
+    console.file.write(json.dumps(data, indent=2, ensure_ascii=True, allow_nan=False) + "\n")
+
+
 def _fmt(v: float, digits: int = 3) -> str:
     return f"{v:.{digits}f}" if np.isfinite(v) else "-"
 
@@ -88,7 +93,7 @@ def compare_two(console: Console, results: RunResults, a: str, b: str, *, as_jso
         out["run_id"] = results.run_id
         out["groups"] = [{"group": g, "kind": k, **comparison_dict(x)} for g, k, x in groups]
         out["disagreements"] = [{"case_id": d.case_id, "score_a": d.score_a, "score_b": d.score_b} for d in differ]
-        console.print_json(json.dumps(out, allow_nan=False))
+        _print_json(console, out)
         return
     head = Text(f"Run {results.run_id}: ")
     head.append(literal(a, newlines=False)).append(" − ").append(literal(b, newlines=False))
@@ -130,9 +135,9 @@ def compare_all(console: Console, results: RunResults, *, as_json: bool) -> None
     answered = ranked_models(results)
     decisions = all_pairs(results, answered)
     if as_json:
-        console.print_json(json.dumps({"run_id": results.run_id, "pairs": [
+        _print_json(console, {"run_id": results.run_id, "pairs": [
             {**comparison_dict(d.comparison), "p_holm": _num(d.p_holm), "decided_holm": d.decided,
-             "better_holm": d.better, "verdict_holm": d.verdict} for d in decisions]}, allow_nan=False))
+             "better_holm": d.better, "verdict_holm": d.verdict} for d in decisions]})
         return
     t = Table(title=f"All {len(decisions)} pairs of run {results.run_id} (Holm-adjusted at 5%)", title_justify="left",
               header_style="bold")
@@ -155,9 +160,8 @@ def compare_two_runs(console: Console, old: RunResults, new: RunResults, *, as_j
     if not changes:
         raise PlanError(f"runs {old.run_id} and {new.run_id} share no model: nothing to compare")
     if as_json:
-        console.print_json(json.dumps({"old": old.run_id, "new": new.run_id, "models": [
-            {"model": c.model, "regression": c.regression, **comparison_dict(c.comparison)} for c in changes]},
-            allow_nan=False))
+        _print_json(console, {"old": old.run_id, "new": new.run_id, "models": [
+            {"model": c.model, "regression": c.regression, **comparison_dict(c.comparison)} for c in changes]})
         return
     t = Table(title=f"Run {new.run_id} against run {old.run_id}, model by model (new − old, shared cases)",
               title_justify="left", header_style="bold")

@@ -1,4 +1,4 @@
-"""End-of-run text for people: the summary line, the spend, and the leaderboard (Rich, no markup from data)."""
+"""End-of-run text for people: summary line, spend, errored calls, leaderboard (Rich, no markup from data)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from rich.table import Table
 from rich.text import Text
 
 from arenatui.engine.client_load import OVERLOAD_CPU, OVERLOAD_S, sustained_overload
-from arenatui.safe_text import literal
+from arenatui.safe_text import literal, one_line
+from arenatui.stats import ModelRow, RunResults, leaderboard
 from arenatui.stats.summary import SUMMARY_COLUMNS, ModelSummary, summarize
 from arenatui.store import Store
 
@@ -26,39 +27,74 @@ def _ms(v: float | None) -> str:
     return "-" if v is None else (f"{v:.0f}" if v >= 10 else f"{v:.1f}")
 
 
-def leaderboard_table(summaries: list[ModelSummary]) -> Table:
-    t = Table(title="Leaderboard", title_justify="left", header_style="bold")
-    t.add_column("#", justify="right")
-    t.add_column("model")
-    t.add_column("score", justify="right")
-    t.add_column("95% CI", justify="right")
-    t.add_column("mean ms", justify="right")
-    t.add_column("p95 ms", justify="right")
-    t.add_column("calls", justify="right")
-    t.add_column("retries", justify="right")
-    t.add_column("errors", justify="right")
-    t.add_column("spend", justify="right")
-    t.add_column("$/completed", justify="right")
-    for i, s in enumerate(summaries, 1):
-        sc = s.score
-        ci = f"{sc.low:.3f}–{sc.high:.3f}" if sc.n > 1 else "-"
-        errs = ", ".join(f"{k} {v}" for k, v in sorted(s.errors.items())) or "0"
+def leaderboard_table(rows: list[ModelRow]) -> Table:
+    """The headless leaderboard: quality over answered calls beside coverage, errors and what a correct answer cost."""
+    t = Table(title="Leaderboard (quality over answered calls; errored calls count against coverage)",
+              title_justify="left", header_style="bold")
+    for col in ("#", "model", "quality", "95% CI", "coverage", "errors", "p50 ms", "p95 ms", "retries", "spend",
+                "$/correct", "$/answered"):
+        t.add_column(col, justify="left" if col in ("model", "errors") else "right")
+    for i, r in enumerate(rows, 1):
+        q = r.quality
+        ci = f"{q.low:.3f}–{q.high:.3f}" if q.n > 1 else "-"
+        errs = ", ".join(f"{k} {v}" for k, v in sorted(r.errors.items())) or "0"
         t.add_row(
-            str(i), literal(s.model_key, newlines=False), f"{sc.estimate:.3f}", ci, _ms(s.mean_latency_ms),
-            _ms(s.p95_latency_ms), str(s.calls), str(s.retries), Text(errs), f"${s.spend:.4f}",
-            "-" if s.cost_per_completed is None else f"${s.cost_per_completed:.5f}",
+            str(i), literal(r.model, newlines=False), f"{q.estimate:.3f}" if q.n else "-", ci,
+            f"{r.coverage:.0%}" if r.planned else "-", Text(errs), _ms(r.latency_p50), _ms(r.latency_p95),
+            str(r.retries), f"${r.spend:.4f}", _money(r.cost_per_correct), _money(r.cost_per_answered),
         )
     return t
 
 
+def _money(v: float | None) -> str:
+    return "-" if v is None else f"${v:.5f}"
+
+
 def run_summaries(store: Store, run_id: str) -> list[ModelSummary]:
+    """The first results screen's numbers: kept until that screen reads stats.leaderboard."""
     return summarize(store.results(run_id, SUMMARY_COLUMNS))
 
 
-def print_leaderboard(console: Console, store: Store, run_id: str) -> list[ModelSummary]:
-    sums = run_summaries(store, run_id)
-    console.print(leaderboard_table(sums))
-    return sums
+def print_leaderboard(console: Console, results: RunResults) -> list[ModelRow]:
+    rows = leaderboard(results)
+    console.print(leaderboard_table(rows))
+    return rows
+
+
+def errored_line(results: RunResults) -> str | None:
+    """How many calls errored, by class, whenever any did (None when none did)."""
+    by_class: dict[str, int] = {}
+    for errs in results.errors.values():
+        for k, v in errs.items():
+            by_class[k] = by_class.get(k, 0) + v
+    total = sum(by_class.values())
+    if not total:
+        return None
+    calls = int(results.calls.sum())
+    classes = ", ".join(f"{k} {v}" for k, v in sorted(by_class.items(), key=lambda kv: (-kv[1], kv[0])))
+    per_model = "; ".join(f"{one_line(m, 80)} {sum(e.values())}" for m, e in results.errors.items() if e)
+    return (f"Errored: {total} of {calls} calls ({classes}); by model: {per_model}. Quality is over answered "
+            "calls; errored ones count against coverage.")
+
+
+def error_failure(results: RunResults, max_rate: float | None) -> str | None:
+    """Why errors should fail the run, or None.
+
+    With a rate: more than that share of stored calls errored. Without: some model had every call errored.
+    """
+    calls = int(results.calls.sum())
+    errored = calls - int(results.answered.sum())
+    if max_rate is not None:
+        if calls and errored / calls > max_rate:
+            return (f"{errored} of {calls} calls errored ({errored / calls:.1%}), more than --fail-on-error "
+                    f"{max_rate:g} allows")
+        return None
+    dead = [m for i, m in enumerate(results.models)
+            if results.calls[i].sum() > 0 and results.answered[i].sum() == 0]
+    if dead:
+        return (f"every call of {', '.join(one_line(m, 80) for m in dead)} errored, so the run says nothing about "
+                f"{'that model' if len(dead) == 1 else 'those models'} (pass --fail-on-error 1 to accept it)")
+    return None
 
 
 def client_load_warning(store: Store, run_id: str) -> str | None:

@@ -35,6 +35,8 @@ class SweepOptions:
     """A run id, or 'last'."""
     concurrency: int | None = None
     seed: int | None = None
+    retry_errored: bool = False
+    """With resume: run again the calls that ended errored (rate-limited, timed out ...), not only cancelled ones."""
 
 
 def _with_seed(project: Project, seed: int | None) -> Project:
@@ -64,10 +66,11 @@ class Sweep:
                 project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"))
                 self.filters = Filters.from_dict(rec.filters)
                 self.run_id = rec.run_id
-                self.plan = make_plan(project, self.filters, store.done_keys(rec.run_id))
+                self.plan = make_plan(project, self.filters,
+                                      store.done_keys(rec.run_id, retry_errored=opts.retry_errored))
                 stored = [(r[0], r[1], r[2], r[3], r[4]) for r in store.results(
                     rec.run_id, ("model_key", "case_id", "trial", "status", "score", "error_class"))
-                    if r[5] != "cancelled"]
+                    if r[5] != "cancelled" and not (opts.retry_errored and r[3] == "errored")]
                 self.resumed = True
             else:
                 self.filters = opts.filters
@@ -88,7 +91,7 @@ class Sweep:
             store.close()
         self.live = LiveMetrics([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials)
         self.live.preload(stored)
-        self.writer = ResultWriter(self.db_path, self.run_id)
+        self.writer = ResultWriter(self.db_path, self.run_id, retry_errored=opts.retry_errored)
         # Nobody reads live metrics in a quiet headless run; folding them costs ~10 us a call at zero latency.
         watched = (self.live.on_event,) if live_metrics else ()
         sinks = (self.writer.on_event, *watched, *extra_sinks)

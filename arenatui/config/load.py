@@ -399,6 +399,7 @@ def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
         retry_budget_s=rt.number("retry_budget_s", d.retry_budget_s, lo=0.0, lo_open=True) or d.retry_budget_s,
         trials=rt.integer("trials", d.trials, lo=1) or 1,
         seed=rt.integer("seed", d.seed) or 0,
+        keep_sealed_outputs=rt.boolean("keep_sealed_outputs", d.keep_sealed_outputs),
     )
     rt.finish()
     top.seen.add("mock")  # [mock] is read after the models it names

@@ -39,6 +39,8 @@ class RunSettings:
     """Longest time one call may spend, attempts and sleeps together; a retry-after past it ends the call."""
     trials: int = 1
     seed: int = 0
+    keep_sealed_outputs: bool = False
+    """Store a sealed case's output in full; by default only its SHA-256 and length are kept (the score always is)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ the new level. That keeps a limiter acquire off the hot path for the common case
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -58,6 +59,13 @@ class _ModelLane:
     exhausted: bool = False
 
 
+def sealed_output(text: str) -> str:
+    """What is stored of a sealed case's output: its SHA-256 and length, enough to tell whether answers changed
+    between runs without keeping a held-out answer anywhere it could leak from."""
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"[sealed output: sha256 {digest}, {len(text)} characters]"
+
+
 class Runner:
     """Runs one plan once. Steer it with `set_concurrency`, `set_model_cap`, `pause`, `resume`, `cancel`."""
 
@@ -80,6 +88,7 @@ class Runner:
         self._rng = rng or random.Random(run.seed)
         self._sinks = tuple(sinks)
         self._scorers = ScorerSet(plan.project.scorers)
+        self._keep_sealed = run.keep_sealed_outputs
         defaults = self._defaults = plan.project.defaults
         self._lanes: list[_ModelLane] = []
         for m in plan.models:
@@ -290,7 +299,9 @@ class Runner:
                     connect_s = comp.connect_s
                     self.emit(CallFinished(CallResult(
                         mkey, case.id, trial,  # model_key, case_id, trial
-                        "passed" if sc.passed else "failed", comp.text, sc.value, sc.passed,  # status .. passed
+                        "passed" if sc.passed else "failed",  # status
+                        sealed_output(comp.text) if case.sealed and not self._keep_sealed else comp.text,  # output
+                        sc.value, sc.passed,  # score, passed
                         None, None, attempt,  # error_class, error_message, attempts
                         wire_s * 1000.0 if wire_s is not None else (now - ta) * 1000.0,  # latency_ms
                         (now - t0) * 1000.0,  # total_ms

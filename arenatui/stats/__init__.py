@@ -1,4 +1,15 @@
-"""Statistics over per-item results: pure numpy, no I/O, no UI."""
+"""Statistics over per-item results: pure numpy, no I/O, no UI.
+
+The results views use it in this order (in a worker thread: SQL and numpy never run on the UI loop)::
+
+    results = store.queries.load_results(store, "last")   # RunResults: (model × case) arrays
+    rows = leaderboard(results)                             # ModelRow per model, best first, fronts marked
+    c = compare_models(results, a, b)                       # verdict, interval, P(A > B), histogram data
+    pairs = all_pairs(results)                              # Holm-adjusted decisions for every pair
+    table = group_scores(results); flags = reversals(table, pairs)
+    group_differences(results, a, b); disagreements(results, a, b)
+    compare_runs(old_results, new_results)
+"""
 
 from arenatui.stats.bootstrap import Interval, mean_ci, paired_bootstrap
 from arenatui.stats.compare import (

@@ -20,7 +20,8 @@ class ModelSummary:
     model_key: str
     calls: int
     score: Interval
-    """Mean per-case score (trials averaged first; errored calls score 0), 95% bootstrap interval over cases."""
+    """Mean per-case score over answered calls (trials averaged first; errored calls left out), 95% bootstrap
+    interval over cases. The first results screen's figure; stats.leaderboard is the full one."""
     passed: int
     failed: int
     errored: int
@@ -48,7 +49,8 @@ def summarize(rows: Iterable[Sequence[object]], model_order: Sequence[str] | Non
         passed = failed = errored = retries = 0
         spend = 0.0
         for _mk, cid, _trial, status, score, ec, attempts, latency, cost in rs:
-            by_case[str(cid)].append(float(score) if score is not None else 0.0)  # type: ignore[arg-type]
+            if status != "errored":  # an errored call is coverage, never a zero (issue 10)
+                by_case[str(cid)].append(float(score) if score is not None else 0.0)  # type: ignore[arg-type]
             retries += int(attempts) - 1  # type: ignore[call-overload]
             spend += float(cost)  # type: ignore[arg-type]
             if status == "passed":

@@ -18,13 +18,18 @@ from arenatui.errors import PlanError, StoreError
 from arenatui.store.schema import MIGRATIONS, RESULT_COLUMNS
 
 _PLACEHOLDERS = ", ".join("?" for _ in RESULT_COLUMNS)
-_UPDATES = ", ".join(f"{c} = excluded.{c}" for c in RESULT_COLUMNS[4:])
-# A stored final result is never overwritten; a 'cancelled' one is replaced when resume runs the call again.
+_SPENT = ("attempts", "input_tokens", "output_tokens", "cost")
+_UPDATES = ", ".join(f"{c} = results.{c} + excluded.{c}" if c in _SPENT else f"{c} = excluded.{c}"
+                     for c in RESULT_COLUMNS[4:])
+# A stored final result is never overwritten; a 'cancelled' one is replaced when resume runs the call again, and
+# with --retry-errored (UPSERT_RETRYING) every errored one is. Either way one row per call key is kept, and what
+# the earlier attempts spent stays counted in attempts, tokens and cost (DESIGN.md: cost counts every attempt).
 UPSERT_RESULT = (
     f"INSERT INTO results ({', '.join(RESULT_COLUMNS)}) VALUES ({_PLACEHOLDERS}) "
     f"ON CONFLICT (run_id, model_key, case_id, trial) DO UPDATE SET {_UPDATES} "
     "WHERE results.error_class = 'cancelled'"
 )
+UPSERT_RETRYING = UPSERT_RESULT.replace("WHERE results.error_class = 'cancelled'", "WHERE results.status = 'errored'")
 
 
 INSERT_CONCURRENCY_CHANGE = (
@@ -218,12 +223,14 @@ class Store:
         return self.conn.execute("SELECT at, cpu, interval_s FROM client_load WHERE run_id = ? ORDER BY at",
                                  (run_id,)).fetchall()
 
-    def done_keys(self, run_id: str) -> dict[str, set[tuple[str, int]]]:
-        """Per model, the (case id, trial) pairs with a final result: what resume must not call again."""
+    def done_keys(self, run_id: str, *, retry_errored: bool = False) -> dict[str, set[tuple[str, int]]]:
+        """Per model, the (case id, trial) pairs with a final result: what resume must not call again.
+
+        With retry_errored, only passed and failed calls count as done, so every errored call runs again."""
         out: dict[str, set[tuple[str, int]]] = {}
+        final = "status != 'errored'" if retry_errored else "(error_class IS NULL OR error_class != 'cancelled')"
         for mk, cid, trial in self.conn.execute(
-                "SELECT model_key, case_id, trial FROM results WHERE run_id = ? AND "
-                "(error_class IS NULL OR error_class != 'cancelled')", (run_id,)):
+                f"SELECT model_key, case_id, trial FROM results WHERE run_id = ? AND {final}", (run_id,)):
             out.setdefault(mk, set()).add((cid, trial))
         return out
 

@@ -33,6 +33,7 @@ from arenatui.store.db import (
     INSERT_CLIENT_LOAD,
     INSERT_CONCURRENCY_CHANGE,
     UPSERT_RESULT,
+    UPSERT_RETRYING,
     Store,
     client_load_row,
     concurrency_change_row,
@@ -45,10 +46,13 @@ _PIPE_BYTES = 1 << 20
 
 
 class ResultWriter:
-    def __init__(self, db_path: Path | str, run_id: str, *, min_interval_s: float = 0.02) -> None:
+    def __init__(self, db_path: Path | str, run_id: str, *, min_interval_s: float = 0.02,
+                 retry_errored: bool = False) -> None:
         self.db_path = Path(db_path)
         Store(self.db_path).close()  # create and migrate before the child opens it
         self.run_id = run_id
+        self._upsert = UPSERT_RETRYING if retry_errored else UPSERT_RESULT
+        """With --retry-errored, a call's new result replaces its stored errored one."""
         self.min_interval_s = min_interval_s
         self._rows: list[CallResult] = []
         self._changes: list[ConcurrencyChanged | ClientLoadSampled] = []
@@ -97,7 +101,7 @@ class ResultWriter:
         if loads:
             statements.append((INSERT_CLIENT_LOAD, loads))
         if results:
-            statements.append((UPSERT_RESULT, [result_row(run_id, r) for r in results]))
+            statements.append((self._upsert, [result_row(run_id, r) for r in results]))
         payload = marshal.dumps(statements)
         try:
             self._in.write(len(payload).to_bytes(4, "little") + payload)

@@ -258,6 +258,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_browse(args: argparse.Namespace) -> int:
+    from arenatui.tui.browse import browse
+
+    return browse(args.db, args.run, args.theme)
+
+
 def _write_output(path: str | None, fn: Callable[[TextIO, bool], object]) -> None:
     """Run fn(stream, terminal) into the file `path` (bad path: exit 2), or into stdout."""
     if path is None:
@@ -364,6 +370,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", help="results database")
     p.add_argument("--limit", type=_whole_number(1, MAX_SQL_INT), default=50, help="newest N runs (default: 50)")
     p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("browse", help="the results view of stored runs: leaderboard, compare, strata, cases, frontier")
+    p.add_argument("run", nargs="?", metavar="RUN_ID", help="the run to open ('last' for the newest); else the list")
+    p.add_argument("--db", help="results database (default: in the user data directory)")
+    p.add_argument("--theme", help="console theme: dark, light, high-contrast, or a user theme")
+    p.set_defaults(func=cmd_browse)
 
     p = sub.add_parser("compare", help="paired bootstrap: two models of a run, every pair (Holm), or two runs")
     p.add_argument("run", metavar="RUN", help="a run id, or 'last'")

@@ -67,8 +67,15 @@ async def test_injections_show_literally(tmp_path: Path, db_path: Path) -> None:
                 assert v in text, v
             app.pop_screen()
             await pilot.pause(0.05)
-        app.push_screen(Results(sweep))
-        await _settle(pilot, app, lambda: "evil" in screen_text(app))
+        # the results view: the case opened from the cases table shows input and both outputs literally
+        app.push_screen(Results(sweep.db_path, sweep.run_id))
+        await _settle(pilot, app, lambda: getattr(app.screen, "view", None) is not None)
+        await pilot.press("6")
+        await _settle(pilot, app, lambda: "case-000" in screen_text(app))
+        app.screen.query_one("#cases-table").focus()
+        await pilot.press("enter")
+        await _settle(pilot, app, lambda: "trial 0" in screen_text(app))
         text = screen_text(app)
-        assert "[red]evil[/] ␛]0;t\\x07" in text
+        for v in VISIBLE:
+            assert v in text, v
         assert app.title == "arena" and app.is_running

@@ -1,67 +1,639 @@
-"""The results screen: the leaderboard of what is stored so far."""
+"""The results view: runs, leaderboard, compare, all pairs, strata, cases and frontier of a stored run, in tabs.
+
+Every figure is computed in a thread worker (`results_data`); the screen only formats what comes back,
+so no keypress waits on SQL or numpy.
+"""
 
 from __future__ import annotations
 
+import math
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState
 
-from arenatui.safe_text import literal
-from arenatui.sweep import Sweep
-from arenatui.tui.screens.common import fmt_errors, fmt_num
+from arenatui.safe_text import literal, printable
+from arenatui.stats import Comparison, Disagreement, ModelRow
+from arenatui.store import Store
+from arenatui.store.queries import RunListing, list_runs
+from arenatui.tui.charts import Point, histogram, scatter
+from arenatui.tui.results_data import (
+    OUTCOMES,
+    CaseRow,
+    RunView,
+    StratumDiff,
+    complete_view,
+    interval_text,
+    load_board,
+    run_changes,
+)
+from arenatui.tui.screens.common import fmt_num
+from arenatui.tui.screens.results_detail import CaseDetail, ModelDetail, money, pct, score3
 from arenatui.wording import LEADERBOARD_NOTE
+
+TABS = ("runs", "leaderboard", "compare", "pairs", "strata", "cases", "frontier")
+MAX_CASE_ROWS = 500
+"""The case table shows at most this many matches (a DataTable's cost grows with its rows)."""
+CASE_CHUNK, CASE_CHUNK_S = 100, 0.02
+"""Case rows are added this many at a time, this far apart, so keys keep being answered meanwhile."""
+
+
+def _nan_last(v: float | None) -> float:
+    return math.inf if v is None or math.isnan(v) else v
+
+
+# (header, sort key: smaller sorts first unless the column is "higher is better")
+def _high(v: float | None) -> float:
+    """Sort key for a higher-is-better figure: unknown last."""
+    return -math.inf if v is None or math.isnan(v) else v
+
+
+def _top_k(s: ModelRow) -> float:
+    return s.pass_at[max(s.pass_at)] if s.pass_at else math.nan
+
+
+LEADERBOARD: tuple[tuple[str, Callable[[ModelRow], Any], bool], ...] = (
+    ("model", lambda s: s.model, False),
+    ("score", lambda s: _high(s.quality.estimate if s.quality.n else None), True),
+    ("95% CI", lambda s: _high(s.quality.low if s.quality.n else None), True),
+    ("n", lambda s: float(s.quality.n), True),
+    ("coverage", lambda s: _high(s.coverage), True),
+    ("pass@1", lambda s: _high(s.pass_at.get(1)), True),
+    ("pass@k", lambda s: _high(_top_k(s)), True),
+    ("agree", lambda s: _high(s.consistency), True),
+    ("$/correct", lambda s: _nan_last(s.cost_per_correct), False),
+    ("$/answered", lambda s: _nan_last(s.cost_per_answered), False),
+    ("p50 ms", lambda s: _nan_last(s.latency_p50), False),
+    ("p95 ms", lambda s: _nan_last(s.latency_p95), False),
+    ("TTFT p50", lambda s: _nan_last(s.ttft_p50), False),
+    ("errors", lambda s: _nan_last(s.error_rate), False),
+    ("retries", lambda s: _nan_last(s.retry_rate), False),
+)
+"""(header, sort key, higher is better): a first sort puts the best first, lower-is-better columns ascending."""
+
+
+def leaderboard_cells(s: ModelRow, trials: int) -> list[str | Text]:
+    q = s.quality
+    return [
+        literal(s.model, newlines=False), score3(q.estimate) if q.n else "-",
+        f"{q.low:.3f}–{q.high:.3f}" if q.n > 1 else "-", str(q.n), pct(s.coverage),
+        score3(s.pass_at.get(1, math.nan)), f"{score3(_top_k(s))} k={trials}", pct(s.consistency),
+        money(s.cost_per_correct), money(s.cost_per_answered), fmt_num(s.latency_p50), fmt_num(s.latency_p95),
+        fmt_num(s.ttft_p50), pct(s.error_rate), pct(s.retry_rate),
+    ]
+
+
+def _started(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
 
 
 class Results(Screen[None]):
-    """The leaderboard of what is stored so far, read in a thread (the full results screens come later)."""
+    """The results of one stored run (or, without a run, the list of runs to pick from)."""
 
-    BINDINGS = [Binding("escape,r", "app.pop_screen", "Back to the run")]
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("f5", "reload", "Reload", show=False),
+        Binding("1", "tab('runs')", "Tabs", key_display="1-7"),
+        Binding("2", "tab('leaderboard')", "Board", show=False),
+        Binding("3", "tab('compare')", "Compare", show=False),
+        Binding("4", "tab('pairs')", "Pairs", show=False),
+        Binding("5", "tab('strata')", "Strata", show=False),
+        Binding("6", "tab('cases')", "Cases", show=False),
+        Binding("7", "tab('frontier')", "Frontier", show=False),
+        Binding("s", "sort(1)", "Sort"),
+        Binding("S", "sort(-1)", "Sort back", show=False),
+        Binding("m", "mark_run", "Mark run"),
+        Binding("slash", "search", "Search"),
+    ]
 
-    def __init__(self, sweep: Sweep) -> None:
+    def __init__(self, db: Path | str, run_id: str | None, *, standalone: bool = False) -> None:
         super().__init__()
-        self.sweep = sweep
+        self.db = Path(db)
+        self.run_id = run_id
+        self.standalone = standalone
+        """Opened by `arena browse` (Escape quits) rather than from the run screen (Escape goes back)."""
+        self.view: RunView | None = None
+        self.pair: Comparison | None = None
+        self.runs: list[RunListing] = []
+        self.marked: list[str] = []
+        self.sort_column = 1
+        """Index into LEADERBOARD: score, best first, to begin with."""
+        self.sort_reverse = False
+        self._case_fill = 0
+        self.cases_filled = False
+        """The case table holds every row of the current filters (it fills a chunk per frame)."""
+
+    # ---- layout ------------------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        head = Text("Leaderboard ", style="bold")
-        head.append(f"run {self.sweep.run_id} · ")
-        head.append(literal(self.sweep.project.name, newlines=False))
-        yield Static(head, id="results-title")
-        yield DataTable(id="leaderboard", cursor_type="row", zebra_stripes=True)
-        yield Static(Text(LEADERBOARD_NOTE), id="results-note")
+        yield Static(Text("loading…"), id="results-title")
+        with TabbedContent(initial="leaderboard" if self.run_id else "runs", id="results-tabs"):
+            with TabPane("1 Runs", id="runs"):
+                yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
+                yield Static(Text("Enter opens a run; m marks two runs of one project to compare them, model by "
+                                  "model."), id="runs-compare", classes="note")
+            with TabPane("2 Leaderboard", id="leaderboard"):
+                yield DataTable(id="leaderboard-table", cursor_type="row", zebra_stripes=True)
+                yield Static(Text(""), id="leaderboard-note", classes="note")
+            with TabPane("3 Compare", id="compare"):
+                with Horizontal(id="compare-picks"):
+                    yield Select[str]([], prompt="model A", id="pick-a", allow_blank=True)
+                    yield Select[str]([], prompt="model B", id="pick-b", allow_blank=True)
+                with VerticalScroll(id="compare-body"):
+                    yield Static(Text(""), id="verdict")
+                    yield Static(Text(""), id="histogram")
+                    yield DataTable(id="pair-strata", cursor_type="row", zebra_stripes=True)
+                    yield DataTable(id="disagree", cursor_type="row", zebra_stripes=True)
+            with TabPane("4 Pairs", id="pairs"):
+                yield Static(Text(""), id="pairs-note", classes="note")
+                yield DataTable(id="pairs-table", cursor_type="cell", zebra_stripes=True)
+            with TabPane("5 Strata", id="strata"):
+                yield DataTable(id="strata-table", cursor_type="row", zebra_stripes=True)
+                yield Static(Text(""), id="strata-note", classes="note")
+            with TabPane("6 Cases", id="cases"):
+                with Horizontal(id="case-filters"):
+                    yield Select[str]([], prompt="any model", id="case-model", allow_blank=True)
+                    yield Select[str]([], prompt="any group", id="case-group", allow_blank=True)
+                    yield Select[str]([(o, o) for o in OUTCOMES], prompt="any outcome", id="case-outcome",
+                                      allow_blank=True)
+                    yield Input(placeholder="search (/)", id="case-search")
+                yield DataTable(id="cases-table", cursor_type="row", zebra_stripes=True)
+            with TabPane("7 Frontier", id="frontier"), VerticalScroll(id="frontier-body"):
+                yield Static(Text(""), id="frontier-cost")
+                yield Static(Text(""), id="frontier-latency", classes="spaced")
         yield Footer()
 
     def on_mount(self) -> None:
-        t = self.query_one(DataTable)
-        for col in ("#", "model", "score", "95% CI", "mean ms", "p95 ms", "calls", "retries", "errors", "spend",
-                    "$/completed"):
-            # numbers right-aligned, as the headless leaderboard has them
-            t.add_column(col if col in ("model", "errors") else Text(col, justify="right"), key=col)
-        self._load()
+        t = self.query_one("#runs-table", DataTable)
+        for col in ("", "run id", "project", "started", "models", "calls", "status"):
+            t.add_column(col, key=col or "mark")
+        self._load_runs()
+        if self.run_id:
+            self.open_run(self.run_id)
 
-    @work(thread=True, group="results", exit_on_error=False)
-    def _load(self) -> None:
-        from arenatui.report import run_summaries
-        from arenatui.store import Store
+    # ---- loading (workers) -------------------------------------------------------------------------------
 
-        with Store(self.sweep.db_path) as store:
-            sums = run_summaries(store, self.sweep.run_id)
-        self.app.call_from_thread(self._show, sums)
+    @work(thread=True, group="results-runs", exit_on_error=False)
+    def _load_runs(self) -> None:
+        with Store(self.db) as store:
+            runs = list_runs(store, 200)
+        self.app.call_from_thread(self._show_runs, runs)
 
-    def _show(self, sums: list[Any]) -> None:
-        t = self.query_one(DataTable)
-        for i, s in enumerate(sums, 1):
-            sc = s.score
-            cells = (str(i), f"{sc.estimate:.3f}", f"{sc.low:.3f}–{sc.high:.3f}" if sc.n > 1 else "-",
-                     fmt_num(s.mean_latency_ms), fmt_num(s.p95_latency_ms), str(s.calls), str(s.retries),
-                     f"${s.spend:.4f}", "-" if s.cost_per_completed is None else f"${s.cost_per_completed:.5f}")
-            num = [Text(c, justify="right") for c in cells]
-            t.add_row(num[0], literal(s.model_key, newlines=False), *num[1:7], Text(fmt_errors(s.errors)), *num[7:])
-        if not sums:
-            self.notify("no finished calls stored yet")
+    def open_run(self, run_id: str) -> None:
+        self.query_one("#results-title", Static).update(Text(f"loading run {printable(run_id, newlines=False)}…"))
+        self._load_view(run_id)
 
+    @work(thread=True, group="results-view", exclusive=True, exit_on_error=False)
+    def _load_view(self, run_id: str) -> None:
+        # the leaderboard first (a fraction of a second at 1M calls), then all pairs, strata and cases
+        board = load_board(self.db, run_id)
+        self.app.call_from_thread(self._show_board, board)
+        self.app.call_from_thread(self._show_rest, complete_view(board))
 
+    # A description of its own: by default Textual describes a worker by the repr of its arguments, and the
+    # repr of a 1M-call RunView took half a second on the UI loop.
+    @work(thread=True, group="results-pair", exclusive=True, exit_on_error=False, description="compare two models")
+    def _load_pair(self, view: RunView, a: str, b: str) -> None:
+        pair = view.compare(a, b)
+        strata = view.stratum_diffs(a, b)
+        disagree = view.disagreements(a, b)
+        self.app.call_from_thread(self._show_pair, view, pair, strata, disagree)
+
+    @work(thread=True, group="results-cases", exclusive=True, exit_on_error=False, description="filter the cases")
+    def _filter_cases(self, view: RunView, model: str | None, group: str | None, outcome: str | None,
+                      text: str) -> None:
+        ids = view.group_case_ids(group) if group else None
+        rows = [r for r in view.rows if (ids is None or r.case.id in ids) and r.has(model, outcome)
+                and (not text or r.matches(text))]
+        self.app.call_from_thread(self._show_cases, view, rows)
+
+    @work(thread=True, group="results-runs", exclusive=True, exit_on_error=False)
+    def _compare_runs(self, old_id: str, new_id: str) -> None:
+        changes = run_changes(self.db, old_id, new_id)
+        out = Text(f"{new_id} − {old_id}, model by model over the working cases both runs answered\n", "bold")
+        for ch in changes:
+            c = ch.comparison
+            name = literal(ch.model, newlines=False)
+            if ch.regression:
+                name.stylize("bold")
+            out.append(name)
+            if c.n:
+                out.append(f"  {c.diff.estimate:+.3f} (95% CI {interval_text(c.diff)}, n {c.n})")
+            out.append("  REGRESSION: " if ch.regression else "  ")
+            out.append(literal(c.verdict, newlines=False))
+            out.append("\n")
+        self.app.call_from_thread(self.query_one("#runs-compare", Static).update, out)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            self.notify(printable(str(event.worker.error)), title="Cannot show the results", severity="error",
+                        timeout=10, markup=False)
+
+    # ---- showing --------------------------------------------------------------------------------------
+
+    def _show_runs(self, runs: list[RunListing]) -> None:
+        self.runs = runs
+        t = self.query_one("#runs-table", DataTable)
+        t.clear()
+        for r in runs:
+            t.add_row("*" if r.run_id in self.marked else "", r.run_id, literal(r.project, newlines=False),
+                      _started(r.started_at), literal(", ".join(r.models), newlines=False),
+                      f"{r.calls}/{r.planned}", r.status, key=r.run_id)
+        if not runs:
+            self.query_one("#runs-compare", Static).update(Text(f"No runs stored in {self.db} yet. Try: arena demo"))
+
+    def _show_board(self, view: RunView) -> None:
+        self.view = view
+        self.run_id = view.run_id
+        self._show_title()
+        self._show_leaderboard()
+        self._show_frontier()
+
+    def _show_title(self) -> None:
+        view = self.view
+        if view is None:
+            return
+        r = view.plan.record
+        title = Text("Results ", style="bold")
+        title.append(f"run {r.run_id} · ")
+        title.append(literal(r.project, newlines=False))
+        title.append(f" · {len(view.plan.models)} models × {len(view.plan.cases)} cases × {view.plan.trials} trials "
+                     f"· {r.status}")
+        if not view.complete:
+            title.append(" · comparing every pair…", "italic")
+        self.query_one("#results-title", Static).update(title)
+
+    def _show_rest(self, view: RunView) -> None:
+        if self.view is None or view.run_id != self.view.run_id:
+            return  # another run was opened meanwhile
+        self.view = view
+        self._show_title()
+        ranked = view.ranked
+        options = [(printable(m, newlines=False), m) for m in ranked]
+        a, b = self.query_one("#pick-a", Select), self.query_one("#pick-b", Select)
+        # a reload keeps the pair the user picked; a new run starts with its top two
+        picked = (a.value, b.value)
+        if not all(isinstance(v, str) and v in ranked for v in picked) or picked[0] == picked[1]:
+            picked = (ranked[0], ranked[1]) if len(ranked) >= 2 else (Select.BLANK, Select.BLANK)
+        with self.prevent(Select.Changed):
+            a.set_options(options)
+            b.set_options(options)
+            if len(ranked) >= 2:
+                a.value, b.value = picked
+        if len(ranked) >= 2:
+            self._load_pair(view, str(picked[0]), str(picked[1]))
+        else:
+            self.query_one("#verdict", Static).update(Text("one model: nothing to compare"))
+        self._show_pairs()
+        self._show_strata()
+        groups = [(printable(label, newlines=False), label) for label in view.group_labels()]
+        with self.prevent(Select.Changed):
+            self.query_one("#case-model", Select).set_options(options)
+            self.query_one("#case-group", Select).set_options(groups)
+        self.refilter()
+
+    def _show_leaderboard(self) -> None:
+        view = self.view
+        if view is None:
+            return
+        t = self.query_one("#leaderboard-table", DataTable)
+        t.clear(columns=True)
+        t.add_column("#", key="#")
+        for i, (name, _key, _hi) in enumerate(LEADERBOARD):
+            label = Text(name)
+            if i == self.sort_column:
+                label.append(" ▲" if self.sort_reverse else " ▼")
+            t.add_column(label, key=name)
+        name, key, higher = LEADERBOARD[self.sort_column]
+        order = sorted(view.board, key=key, reverse=higher != self.sort_reverse)
+        for i, s in enumerate(order, 1):
+            t.add_row(str(i), *leaderboard_cells(s, view.plan.trials), key=s.model)
+        note = Text(f"sorted by {name}; s next column, S back; Enter opens a model. {LEADERBOARD_NOTE}")
+        if view.results.sealed.any():
+            note.append(" Sealed cases are scored apart (Enter on a model).")
+        self.query_one("#leaderboard-note", Static).update(note)
+
+    def _show_pair(self, view: RunView, pair: Comparison, strata: list[StratumDiff],
+                   disagree: list[Disagreement]) -> None:
+        if view is not self.view:
+            return
+        self.pair = pair
+        out = Text()
+        verdict = literal(pair.verdict)
+        verdict.stylize("bold")
+        out.append(verdict)
+        out.append("\n")
+        if pair.n:
+            out.append("A = ")
+            out.append(literal(pair.a, newlines=False))
+            out.append(", B = ")
+            out.append(literal(pair.b, newlines=False))
+            out.append(f"; mean A − B {pair.diff.estimate:+.3f} (95% CI {interval_text(pair.diff)}), n = {pair.n} "
+                       f"cases, P(A > B) {pair.p_a_better:.3f} over {len(pair.differences)} paired resamples")
+            held = view.decision(pair.a, pair.b)
+            if held is not None and len(view.pairs) > 1:
+                out.append(f"; across all {len(view.pairs)} pairs (Holm, adjusted p {held.p_holm:.3f}) "
+                           f"{'still ordered' if held.decided else 'not ordered'}")
+            out.append("\n")
+        note = pair.coverage_note
+        if note:
+            out.append(literal(note))
+            out.append("\n")
+        self.query_one("#verdict", Static).update(out)
+        width = max(20, self.app.size.width - 6)  # the tab may be hidden (size 0) when this arrives
+        hist = Text("resampled mean differences A − B (│ marks zero, [ ] the 95% interval)\n", "italic")
+        hist.append(histogram(pair.differences, width, 6, interval=(pair.diff.low, pair.diff.high)))
+        self.query_one("#histogram", Static).update(hist)
+        st = self.query_one("#pair-strata", DataTable)
+        st.clear(columns=True)
+        for col in ("stratum / tag", "n", "A − B", "95% CI", ""):
+            st.add_column(col, key=col or "flag")
+        for sd in strata:
+            d = sd.comparison.diff
+            if not d.n:
+                continue
+            flip = pair.decided and d.estimate != 0 and (d.estimate > 0) != (pair.diff.estimate > 0)
+            st.add_row(literal(sd.label, newlines=False), str(d.n), f"{d.estimate:+.3f}", interval_text(d),
+                       "▼ reversed" if flip else "")
+        dis = self.query_one("#disagree", DataTable)
+        dis.clear(columns=True)
+        for col in ("case where they disagree", "stratum", "A", "B"):
+            dis.add_column(col, key=col)
+        cases = {c.id: c for c in view.plan.cases}
+        for g in disagree[:MAX_CASE_ROWS]:
+            dis.add_row(literal(g.case_id, newlines=False), literal(cases[g.case_id].stratum or "-", newlines=False),
+                        f"{g.score_a:.2f}", f"{g.score_b:.2f}", key=g.case_id)
+
+    def _show_pairs(self) -> None:
+        view = self.view
+        if view is None:
+            return
+        ranked = view.ranked
+        t = self.query_one("#pairs-table", DataTable)
+        t.clear(columns=True)
+        t.add_column("row − column", key="row")
+        for m in ranked:
+            t.add_column(literal(m, newlines=False), key=m)
+        for a in ranked:
+            cells: list[str | Text] = [literal(a, newlines=False)]
+            for b in ranked:
+                if a == b:
+                    cells.append("·")
+                    continue
+                p = view.decision(a, b)
+                if p is None or not p.comparison.n:
+                    cells.append("-")
+                    continue
+                c = p.comparison
+                d = c.diff.estimate if c.a == a else -c.diff.estimate
+                cells.append(f"{d:+.3f} {'✓' if p.decided else '?'}")
+            t.add_row(*cells, key=a)
+        n = len(view.pairs)
+        self.query_one("#pairs-note", Static).update(Text(
+            f"Mean score difference, row − column, over the cases both answered. ✓ ordered after Holm's adjustment "
+            f"over all {n} pairs (family-wise 5%), ? not ordered on this evidence. Enter compares the pair."))
+
+    def _show_strata(self) -> None:
+        view = self.view
+        if view is None:
+            return
+        t = self.query_one("#strata-table", DataTable)
+        t.clear(columns=True)
+        t.add_column("stratum / tag", key="group")
+        t.add_column("n", key="n")
+        ranked = view.ranked
+        for m in ranked:
+            t.add_column(literal(m, newlines=False), key=m)
+        notes = Text()
+        for g in view.groups:
+            label = f"{g.kind} {g.group}"
+            flagged = {r.model for r in view.reversals if r.group == g.group and r.kind == g.kind}
+            cells: list[str | Text] = [literal(label, newlines=False), str(g.cases)]
+            for m in ranked:
+                i = g.scores[m]
+                cell = f"{score3(i.estimate)} ±{(i.high - i.low) / 2:.2f}" if i.n > 1 else score3(i.estimate)
+                cells.append(cell + (" ▼" if m in flagged else ""))
+            t.add_row(*cells, key=label)
+        for r in view.reversals:
+            notes.append("▼ ")
+            notes.append(literal(f"{r.kind} {r.group}", newlines=False))
+            notes.append(": ")
+            notes.append(literal(r.model, newlines=False))
+            notes.append(" scores below ")
+            notes.append(literal(r.beaten, newlines=False))
+            notes.append(f" here ({r.group_diff:+.3f}), though it beats it overall by {r.overall_diff:.3f} "
+                         "(Simpson's reversal)\n")
+        if not notes:
+            notes.append("No reversals: no model scores below, in any stratum or tag, a model it beats overall.")
+        self.query_one("#strata-note", Static).update(notes)
+
+    def refilter(self) -> None:
+        view = self.view
+        if view is None:
+            return
+
+        def val(sel_id: str) -> str | None:
+            v = self.query_one(sel_id, Select).value
+            return v if isinstance(v, str) else None
+
+        self._filter_cases(view, val("#case-model"), val("#case-group"), val("#case-outcome"),
+                           self.query_one("#case-search", Input).value.strip())
+
+    def _show_cases(self, view: RunView, rows: list[CaseRow]) -> None:
+        if view is not self.view:
+            return
+        t = self.query_one("#cases-table", DataTable)
+        t.clear(columns=True)
+        t.add_column("case", key="case")
+        t.add_column("stratum", key="stratum")
+        models = view.results.models
+        for m in models:
+            t.add_column(literal(m, newlines=False), key=m)
+        t.add_column("tags", key="tags")
+        self._case_fill += 1
+        self.cases_filled = False
+        self._fill_cases(self._case_fill, models, rows[:MAX_CASE_ROWS], 0)
+        if len(rows) > MAX_CASE_ROWS:
+            self.notify(f"showing the first {MAX_CASE_ROWS} of {len(rows)} matching cases: narrow the filters")
+
+    def _fill_cases(self, fill: int, models: tuple[str, ...], rows: list[CaseRow], start: int) -> None:
+        """Add the case rows a chunk per frame: a DataTable's cost grows with rows added at once, and one
+        frame of 500 rows held the UI loop for a quarter of a second (benchmarks/results_view.py)."""
+        if fill != self._case_fill:
+            return  # the filters changed meanwhile: a newer fill owns the table
+        t = self.query_one("#cases-table", DataTable)
+        for r in rows[start:start + CASE_CHUNK]:
+            cells: list[str | Text] = [literal(r.case.id, newlines=False),
+                                       literal(r.case.stratum or "-", newlines=False)]
+            for m in models:
+                p, f, e = r.outcomes[m]
+                cell = f"{p}/{p + f}" if p + f else "-"
+                cells.append(cell + (f" {e}err" if e else ""))
+            cells.append(literal(", ".join(r.case.tags), newlines=False))
+            t.add_row(*cells, key=r.case.id)
+        if start + CASE_CHUNK < len(rows):
+            self.set_timer(CASE_CHUNK_S, partial(self._fill_cases, fill, models, rows, start + CASE_CHUNK))
+        else:
+            self.cases_filled = True
+
+    def _show_frontier(self) -> None:
+        view = self.view
+        if view is None:
+            return
+        rows = [r for r in view.board if r.quality.n]
+        width = max(40, min(100, self.app.size.width - 6))
+        cost = [Point(r.model, r.cost_per_correct if r.cost_per_correct is not None else math.nan,
+                      r.quality.estimate, r.on_cost_front) for r in rows]
+        lat = [Point(r.model, r.latency_p95 if r.latency_p95 is not None else math.nan, r.quality.estimate,
+                     r.on_latency_front) for r in rows]
+        self.query_one("#frontier-cost", Static).update(
+            scatter(cost, width, 8, x_name="$ per correct answer", y_name="score", log_x=True))
+        self.query_one("#frontier-latency", Static).update(
+            scatter(lat, width, 8, x_name="p95 latency", y_name="score", x_unit=" ms"))
+
+    # ---- events and keys ----------------------------------------------------------------------------
+
+    @on(Select.Changed, "#pick-a, #pick-b")
+    def _pick_changed(self) -> None:
+        a, b = self.query_one("#pick-a", Select).value, self.query_one("#pick-b", Select).value
+        if self.view is None or not isinstance(a, str) or not isinstance(b, str):
+            return
+        if a == b:
+            self.query_one("#verdict", Static).update(Text("pick two different models"))
+            return
+        self._load_pair(self.view, a, b)
+
+    def compare(self, a: str, b: str) -> None:
+        """Show the paired comparison of a and b on the compare tab."""
+        with self.prevent(Select.Changed):
+            self.query_one("#pick-a", Select).value = a
+            self.query_one("#pick-b", Select).value = b
+        if self.view is not None:
+            self._load_pair(self.view, a, b)
+        self.action_tab("compare")
+
+    @on(Select.Changed, "#case-model, #case-group, #case-outcome")
+    @on(Input.Changed, "#case-search")
+    def _filters_changed(self) -> None:
+        self.refilter()
+
+    @on(DataTable.RowSelected, "#runs-table")
+    def _run_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value:
+            self.open_run(event.row_key.value)
+            self.action_tab("leaderboard")
+
+    @on(DataTable.RowSelected, "#leaderboard-table")
+    def _model_selected(self, event: DataTable.RowSelected) -> None:
+        if self.view is not None and event.row_key.value in self.view.by_model:
+            self.app.push_screen(ModelDetail(self.view, event.row_key.value))
+
+    @on(DataTable.HeaderSelected, "#leaderboard-table")
+    def _header_selected(self, event: DataTable.HeaderSelected) -> None:
+        i = event.column_index - 1
+        if 0 <= i < len(LEADERBOARD):
+            self.sort_reverse = not self.sort_reverse if i == self.sort_column else False
+            self.sort_column = i
+            self._show_leaderboard()
+
+    @on(DataTable.RowSelected, "#disagree")
+    @on(DataTable.RowSelected, "#cases-table")
+    def _case_selected(self, event: DataTable.RowSelected) -> None:
+        view = self.view
+        if view is None or event.row_key.value is None:
+            return
+        case = view.case(event.row_key.value)
+        if case is not None:
+            self.app.push_screen(CaseDetail(self.db, view.run_id, case, view.results.models))
+
+    @on(DataTable.CellSelected, "#pairs-table")
+    def _pair_selected(self, event: DataTable.CellSelected) -> None:
+        view = self.view
+        if view is None:
+            return
+        ranked = view.ranked
+        row, col = event.coordinate.row, event.coordinate.column - 1
+        if 0 <= col < len(ranked) and row != col:
+            self.compare(ranked[row], ranked[col])
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        # keys go to the tab's main table at once (arrows, Enter), not to whatever had focus before
+        tables = event.pane.query(DataTable)
+        main = next((t for t in tables if t.id not in ("pair-strata",)), None)
+        if main is not None and event.pane.id != "compare":
+            main.focus()
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keys that only mean something on one tab are shown only there."""
+        tab = self.query_one("#results-tabs", TabbedContent).active if self.is_mounted else ""
+        if action == "sort":
+            return tab == "leaderboard"
+        if action == "mark_run":
+            return tab == "runs"
+        return True
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one("#results-tabs", TabbedContent).active = tab
+
+    def action_sort(self, step: int) -> None:
+        if self.query_one("#results-tabs", TabbedContent).active != "leaderboard":
+            return
+        self.sort_column = (self.sort_column + step) % len(LEADERBOARD)
+        self.sort_reverse = False
+        self._show_leaderboard()
+
+    def action_search(self) -> None:
+        self.action_tab("cases")
+        self.query_one("#case-search", Input).focus()
+
+    def action_mark_run(self) -> None:
+        if self.query_one("#results-tabs", TabbedContent).active != "runs" or not self.runs:
+            return
+        t = self.query_one("#runs-table", DataTable)
+        run = self.runs[max(0, min(t.cursor_row, len(self.runs) - 1))]
+        if run.run_id in self.marked:
+            self.marked.remove(run.run_id)
+        else:
+            self.marked = [*self.marked[-1:], run.run_id]
+        by_id = {r.run_id: r for r in self.runs}
+        for r in self.runs:
+            t.update_cell(r.run_id, "mark", "*" if r.run_id in self.marked else "")
+        note = self.query_one("#runs-compare", Static)
+        if len(self.marked) < 2:
+            note.update(Text("Marked one run; mark another of the same project to compare them." if self.marked
+                             else "Enter opens a run; m marks two runs of one project to compare them."))
+            return
+        old, new = sorted((by_id[m] for m in self.marked), key=lambda r: r.started_at)
+        if old.project != new.project:
+            msg = Text("Runs of different projects cannot be compared: ")
+            msg.append(literal(old.project, newlines=False))
+            msg.append(" and ")
+            msg.append(literal(new.project, newlines=False))
+            note.update(msg)
+            return
+        note.update(Text("comparing…"))
+        self._compare_runs(old.run_id, new.run_id)
+
+    def action_reload(self) -> None:
+        """Read the store again: a sweep still running has stored more since the view opened."""
+        self._load_runs()
+        if self.run_id:
+            self.open_run(self.run_id)
+
+    def action_back(self) -> None:
+        if self.standalone:
+            self.app.exit()
+        else:
+            self.app.pop_screen()

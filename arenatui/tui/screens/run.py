@@ -459,7 +459,7 @@ class RunScreen(Screen[None]):
         if self.sweep.live.snapshot().done == 0:
             self.notify("No finished calls yet: results appear once calls finish.")
             return
-        self.app.push_screen(Results(self.sweep))
+        self.app.push_screen(Results(self.sweep.db_path, self.sweep.run_id))
 
     def action_help(self) -> None:
         self.app.push_screen(Help())

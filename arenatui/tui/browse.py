@@ -1,0 +1,47 @@
+"""`arena browse`: the results view of stored runs on its own, without a sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.app import App
+from textual.binding import Binding
+
+from arenatui.tui.screens.results import Results
+from arenatui.tui.themes import DEFAULT_THEME, STATE_VARIABLES, load_themes, remembered_theme
+
+
+class BrowseApp(App[None]):
+    """Browse the stored runs of one database; opens `run_id` ('last' for the newest) when given."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "arena browse"
+    BINDINGS = [Binding("q", "quit", "Quit")]
+
+    def __init__(self, db: Path | str, run_id: str | None = None, *, theme: str | None = None) -> None:
+        super().__init__()
+        self.db = Path(db)
+        self.run_id = run_id
+        loaded = load_themes()
+        for t in loaded.themes:
+            self.register_theme(t)
+        wanted = [theme, remembered_theme(), DEFAULT_THEME]
+        self.theme = next((n for n in wanted if n and n in self.available_themes), "textual-dark")
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(STATE_VARIABLES)
+
+    def on_mount(self) -> None:
+        self.push_screen(Results(self.db, self.run_id, standalone=True))
+
+
+def browse(db: str | None, run: str | None, theme: str | None = None) -> int:
+    """`arena browse [RUN_ID|last] [--db PATH]`: an unknown run or database fails here, before the app starts."""
+    from arenatui.store import Store
+    from arenatui.store.queries import resolve_run
+
+    with Store(db) as store:
+        path = store.path
+        run_id = resolve_run(store, run).run_id if run else None
+    BrowseApp(path, run_id, theme=theme).run()
+    return 0

@@ -1,0 +1,173 @@
+"""What the results screens show of a stored run, gathered from the stats API in one worker call (no Textual).
+
+`arenatui.stats` and `arenatui.store.queries` compute everything; this module only puts together what
+one screen needs at once, and the few table shapes the screens want (outcomes per case and model).
+Quality is over answered calls only; sealed cases are scored apart and their text never reaches here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from arenatui.stats import (
+    Comparison,
+    Disagreement,
+    GroupScores,
+    ModelRow,
+    PairDecision,
+    Reversal,
+    RunChange,
+    RunResults,
+    all_pairs,
+    compare_models,
+    compare_runs,
+    disagreements,
+    group_differences,
+    group_scores,
+    leaderboard,
+    reversals,
+)
+from arenatui.stats.bootstrap import Interval
+from arenatui.stats.strata import groups
+from arenatui.store import Store
+from arenatui.store.queries import CallRow, CaseInfo, RunPlan, case_calls, load_plan_results, resolve_run, run_plan
+
+OUTCOMES = ("passed", "failed", "errored")
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRow:
+    """One case of the cases table: per model, how its trials ended."""
+
+    case: CaseInfo
+    outcomes: dict[str, tuple[int, int, int]]
+    """Per model: (passed, failed, errored) trials."""
+
+    def has(self, model: str | None, outcome: str | None) -> bool:
+        """Whether `model` (any model when None) has a trial that ended as `outcome` (any when None)."""
+        if outcome is None:
+            return True
+        i = OUTCOMES.index(outcome)
+        keys = [model] if model else list(self.outcomes)
+        return any(self.outcomes.get(k, (0, 0, 0))[i] for k in keys)
+
+    def matches(self, text: str) -> bool:
+        """Case-insensitive search over the id, the input and the expected answer (a sealed case has neither)."""
+        t = text.lower()
+        return t in self.case.id.lower() or t in self.case.input.lower() or t in (self.case.expected or "").lower()
+
+
+@dataclass(frozen=True, slots=True)
+class StratumDiff:
+    label: str
+    comparison: Comparison
+
+
+@dataclass(slots=True)
+class RunView:
+    """Everything the results screens show about one run, computed once in a worker."""
+
+    plan: RunPlan
+    results: RunResults
+    board: list[ModelRow]
+    """Best quality first."""
+    pairs: list[PairDecision]
+    groups: list[GroupScores]
+    reversals: list[Reversal]
+    rows: list[CaseRow]
+    complete: bool = False
+    """False while only the leaderboard is computed (`load_board`), True after `complete_view`."""
+    by_model: dict[str, ModelRow] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_model = {r.model: r for r in self.board}
+
+    @property
+    def run_id(self) -> str:
+        return self.plan.record.run_id
+
+    @property
+    def ranked(self) -> list[str]:
+        return [r.model for r in self.board]
+
+    def decision(self, a: str, b: str) -> PairDecision | None:
+        """The all-pairs (Holm) decision for a and b, in either order."""
+        for p in self.pairs:
+            if {p.comparison.a, p.comparison.b} == {a, b}:
+                return p
+        return None
+
+    def case(self, case_id: str) -> CaseInfo | None:
+        return next((c for c in self.plan.cases if c.id == case_id), None)
+
+    def group_labels(self) -> list[str]:
+        return [f"{g.kind} {g.group}" for g in self.groups]
+
+    def group_case_ids(self, label: str) -> set[str]:
+        for name, kind, mask in groups(self.results):
+            if f"{kind} {name}" == label:
+                return {c for c, keep in zip(self.results.cases, mask, strict=True) if keep}
+        return set()
+
+    def compare(self, a: str, b: str) -> Comparison:
+        return compare_models(self.results, a, b)
+
+    def stratum_diffs(self, a: str, b: str) -> list[StratumDiff]:
+        """A − B inside each stratum and tag, over the working cases there that both answered."""
+        return [StratumDiff(f"{kind} {name}", c) for name, kind, c in group_differences(self.results, a, b)]
+
+    def disagreements(self, a: str, b: str) -> list[Disagreement]:
+        return disagreements(self.results, a, b)
+
+
+def _case_rows(plan: RunPlan, res: RunResults) -> list[CaseRow]:
+    failed = res.answered - res.passed
+    errored = res.calls - res.answered
+    return [CaseRow(c, {m: (int(res.passed[i, j]), int(failed[i, j]), int(errored[i, j]))
+                        for i, m in enumerate(res.models)})
+            for j, c in enumerate(plan.cases)]
+
+
+def load_board(db: Path | str, run: str) -> RunView:
+    """Read a run ('last' for the newest) and compute its leaderboard: what the view shows first."""
+    with Store(db) as store:
+        plan = run_plan(resolve_run(store, run))
+        res = load_plan_results(store, plan)
+    return RunView(plan, res, leaderboard(res), [], [], [], [])
+
+
+def complete_view(view: RunView) -> RunView:
+    """The rest, which takes longer (all pairs above all): the view with pairs, strata and the case table."""
+    res = view.results
+    pairs = all_pairs(res, view.ranked)
+    table = group_scores(res)
+    return dataclasses.replace(view, pairs=pairs, groups=table, reversals=reversals(table, pairs),
+                               rows=_case_rows(view.plan, res), complete=True)
+
+
+def load_run_view(db: Path | str, run: str) -> RunView:
+    return complete_view(load_board(db, run))
+
+
+def case_results(db: Path | str, run_id: str, case_id: str) -> dict[str, list[CallRow]]:
+    """Every stored trial of one case, per model (the caller hides a sealed case's outputs)."""
+    with Store(db) as store:
+        calls = case_calls(store, run_id, case_id)
+    out: dict[str, list[CallRow]] = {}
+    for c in calls:
+        out.setdefault(c.model_key, []).append(c)
+    return out
+
+
+def run_changes(db: Path | str, old_id: str, new_id: str) -> list[RunChange]:
+    """Model by model, new − old over the working cases both runs answered."""
+    with Store(db) as store:
+        old = load_plan_results(store, run_plan(resolve_run(store, old_id)), latency=False)
+        new = load_plan_results(store, run_plan(resolve_run(store, new_id)), latency=False)
+    return compare_runs(old, new)
+
+
+def interval_text(i: Interval) -> str:
+    return f"{i.low:+.3f} to {i.high:+.3f}" if i.n > 1 else "-"

@@ -1,0 +1,177 @@
+"""Details opened from the results screens: one case across every model side by side, and one model's figures."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from rich.style import Style
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static
+
+from arenatui.safe_text import literal
+from arenatui.stats import ModelRow
+from arenatui.store.queries import CallRow, CaseInfo
+from arenatui.tui.results_data import RunView, case_results
+from arenatui.tui.screens.common import fmt_errors, fmt_num
+
+_LABEL = Style(bold=True)
+
+
+def pct(v: float | None) -> str:
+    return "-" if v is None or math.isnan(v) else f"{v * 100:.0f}%"
+
+
+def money(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"${v:.2e}" if 0 < v < 0.001 else f"${v:.4f}"
+
+
+def score3(v: float) -> str:
+    return "-" if math.isnan(v) else f"{v:.3f}"
+
+
+class CaseDetail(ModalScreen[None]):
+    """One case: the input and expected answer, then each model's stored trials in its own column."""
+
+    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
+
+    def __init__(self, db: Path, run_id: str, case: CaseInfo, models: tuple[str, ...]) -> None:
+        super().__init__()
+        self.db = db
+        self.run_id = run_id
+        self.case = case
+        self.models = models
+
+    def compose(self) -> ComposeResult:
+        c = self.case
+        with Vertical(classes="dialog detail"):
+            title = Text("Case ", style="bold")
+            title.append(literal(c.id, newlines=False))
+            if c.stratum:
+                title.append("   stratum ")
+                title.append(literal(c.stratum, newlines=False))
+            if c.tags:
+                title.append("   tags ")
+                title.append(literal(", ".join(c.tags), newlines=False))
+            yield Label(title)
+            with VerticalScroll(id="case-body"):
+                head = Text()
+                if c.sealed:
+                    head.append("sealed case: its input, expected answer and outputs are never shown", "italic")
+                else:
+                    head.append("input\n", _LABEL)
+                    head.append(literal(c.input))
+                    head.append("\nexpected\n", _LABEL)
+                    head.append(literal(c.expected if c.expected is not None else "(none)"))
+                yield Static(head, id="case-head")
+                with Horizontal(id="case-models"):
+                    for i, m in enumerate(self.models):
+                        yield Static(literal(m, "bold", newlines=False), id=f"case-model-{i}", classes="case-model")
+            yield Label(Text("Escape closes"), classes="hint")
+
+    def on_mount(self) -> None:
+        self._load()
+
+    @work(thread=True, group="case", exit_on_error=False)
+    def _load(self) -> None:
+        rows = case_results(self.db, self.run_id, self.case.id)
+        self.app.call_from_thread(self.show_rows, rows)
+
+    def show_rows(self, rows: dict[str, list[CallRow]]) -> None:
+        for i, m in enumerate(self.models):
+            self.query_one(f"#case-model-{i}", Static).update(self.render_model(m, rows.get(m, [])))
+
+    def render_model(self, model: str, trials: list[CallRow]) -> Text:
+        out = literal(model, "bold", newlines=False)
+        out.append("\n")
+        if not trials:
+            out.append("nothing stored\n")
+        for r in trials:
+            out.append(f"\ntrial {r.trial} ", _LABEL)
+            out.append(literal(r.status, newlines=False))
+            out.append(f"\nscore {r.score:.3f}" if r.score is not None else "\nscore -")
+            out.append(f"  attempts {r.attempts}\nlatency {fmt_num(r.latency_ms, ' ms')}\n")
+            if r.error_class:
+                out.append("error ", _LABEL)
+                out.append(literal(r.error_class, newlines=False))
+                out.append(": ")
+                out.append(literal(r.error_message or ""))
+                out.append("\n")
+            elif not self.case.sealed:
+                out.append("output\n", _LABEL)
+                out.append(literal(r.output) if r.output is not None else Text("(no output)"))
+                out.append("\n")
+        return out
+
+
+def model_text(view: RunView, s: ModelRow) -> Text:
+    """Every figure of one model, each beside what qualifies it (coverage beside score, errors beside latency)."""
+    out = Text()
+    q = s.quality
+    out.append("score ", _LABEL)
+    out.append(f"{score3(q.estimate)}  95% CI {score3(q.low)}–{score3(q.high)} over {q.n} working cases "
+               f"answered (errored calls are coverage, not zeros)\n")
+    out.append("coverage ", _LABEL)
+    out.append(f"{pct(s.coverage)}: {s.answered} of {s.planned} planned calls answered; {s.passed} passed, "
+               f"{s.answered - s.passed} failed, {s.errored} errored ({fmt_errors(s.errors)})\n")
+    out.append("pass@k ", _LABEL)
+    out.append("  ".join(f"k={k} {score3(v)}" for k, v in sorted(s.pass_at.items())))
+    out.append(f"   trials agree on {pct(s.consistency)} of cases\n")
+    out.append("cost ", _LABEL)
+    out.append(f"{money(s.spend)} spent (every attempt); {money(s.cost_per_correct)} per correct answer, "
+               f"{money(s.cost_per_answered)} per answered call, "
+               f"{fmt_num(s.tokens_per_correct)} tokens per correct answer\n")
+    out.append("latency ", _LABEL)
+    if s.latency_p50 is not None:
+        out.append(f"p50 {fmt_num(s.latency_p50, ' ms')}  p95 {fmt_num(s.latency_p95, ' ms')}  "
+                   f"p99 {fmt_num(s.latency_p99, ' ms')}")
+    else:
+        out.append("no answered calls")
+    if s.ttft_p50 is not None:
+        out.append(f"   TTFT p50 {fmt_num(s.ttft_p50, ' ms')}  p95 {fmt_num(s.ttft_p95, ' ms')}")
+    out.append(f"\n        beside: errors {pct(s.error_rate)}, timeouts {pct(s.timeout_rate)} (a timeout removes the "
+               f"slowest calls from the percentiles), retries {pct(s.retry_rate)} of calls\n")
+    if s.sealed.n:
+        gap = s.sealed_gap
+        out.append("sealed ", _LABEL)
+        out.append(f"{score3(s.sealed.estimate)} over {s.sealed.n} sealed cases; working − sealed "
+                   f"{'-' if gap is None else f'{gap:+.3f}'} (a large gap hints at contamination)\n")
+    out.append("\nby stratum and tag\n", _LABEL)
+    for g in view.groups:
+        i = g.scores[s.model]
+        out.append(literal(f"{g.kind} {g.group}", newlines=False))
+        out.append(f"  {score3(i.estimate)} ({score3(i.low)}–{score3(i.high)}, n {i.n})")
+        below = [r.beaten for r in view.reversals if r.model == s.model and r.group == g.group and r.kind == g.kind]
+        if below:
+            out.append("  ▼ below ")
+            out.append(literal(", ".join(below), newlines=False))
+            out.append(", which it beats overall")
+        out.append("\n")
+    return out
+
+
+class ModelDetail(ModalScreen[None]):
+    """One model's figures from the leaderboard, with the caveats that go with them."""
+
+    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
+
+    def __init__(self, view: RunView, model: str) -> None:
+        super().__init__()
+        self.view = view
+        self.model = model
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog detail"):
+            title = Text("Model ", style="bold")
+            title.append(literal(self.model, newlines=False))
+            yield Label(title)
+            with VerticalScroll(id="model-body"):
+                yield Static(model_text(self.view, self.view.by_model[self.model]), id="model-text")
+            yield Label(Text("Escape closes"), classes="hint")

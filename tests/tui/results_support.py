@@ -1,0 +1,98 @@
+"""A stored simulated run with known true differences, for the results screens' tests.
+
+sim-strong (0.90, hard 0.55) vs sim-weak (0.50, hard 0.85): clearly separated overall, reversed on the
+hard stratum. sim-strong vs sim-twin (0.87): too close to order on 120 cases. sim-twin fails transiently
+now and then (some retries, a few calls errored). Wall-clock figures (latency, TTFT, start time, run id)
+are replaced by fixed values after the sweep, so screens drawn from this store are identical run to run.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import anyio
+import tomli_w
+
+from arenatui.store import Store
+from arenatui.sweep import Sweep, SweepOptions
+
+RUN_ID = "20260101-120000-test"
+OLD_RUN_ID = "20251231-120000-test"
+MODELS = ("sim-strong", "sim-twin", "sim-weak")
+N_EASY, N_HARD, TRIALS = 80, 40, 2
+
+
+def _sim(accuracy: float, hard: float, **extra: Any) -> dict[str, Any]:
+    return {"base_latency_s": 0.0, "per_token_s": 0.0, "jitter": 0.0, "output_tokens": 16, "accuracy": accuracy,
+            "strata_accuracy": {"hard": hard}, **extra}
+
+
+def results_project(tmp_path: Path, *, seed: int = 11) -> Path:
+    cases: list[dict[str, Any]] = []
+    for j in range(N_EASY + N_HARD):
+        hard = j >= N_EASY
+        cases.append({"id": f"{'hard' if hard else 'easy'}-{j:03d}", "input": f"What is {j} + 42 - {j}?",
+                      "expected": "42", "stratum": "hard" if hard else "easy",
+                      "tags": ["math"] if j % 2 else ["trivia"]})
+    cases.append({"id": "sealed-1", "input": "SECRET sealed question", "expected": "42", "stratum": "hard",
+                  "sealed": True})
+    raw: dict[str, Any] = {
+        "project": {"name": "results-test"},
+        "run": {"concurrency": 16, "trials": TRIALS, "seed": seed, "timeout_s": 10.0, "max_attempts": 1,
+                "backoff_base_s": 0.0, "backoff_cap_s": 0.0},
+        "models": [
+            {"key": "sim-strong", "provider": "sim", "model": "strong", "price_in_per_mtok": 3.0,
+             "price_out_per_mtok": 15.0, "sim": _sim(0.90, 0.55)},
+            {"key": "sim-twin", "provider": "sim", "model": "twin", "price_in_per_mtok": 1.0,
+             "price_out_per_mtok": 4.0, "sim": _sim(0.87, 0.55, transient_rate=0.15)},
+            {"key": "sim-weak", "provider": "sim", "model": "weak", "price_in_per_mtok": 0.1,
+             "price_out_per_mtok": 0.4, "sim": _sim(0.50, 0.85)},
+        ],
+        "scorers": [{"name": "numeric", "kind": "numeric"}],
+        "cases": cases,
+    }
+    path = tmp_path / "results.toml"
+    path.write_text(tomli_w.dumps(raw), encoding="utf-8")
+    return path
+
+
+def _run(project: Path, db: Path, run_id: str, started: float) -> None:
+    sweep = Sweep(SweepOptions(project=project, db=db), live_metrics=False)
+    status = anyio.run(sweep.run)
+    assert status == "finished"
+    with Store(db) as store:
+        c = store.conn
+        # fixed stand-ins for wall-clock values: the snapshot tests must not depend on this machine's timing
+        c.execute("UPDATE results SET run_id = ?, "
+                  "latency_ms = CASE WHEN status = 'errored' THEN latency_ms ELSE 100 + (output_tokens * 7 + "
+                  "  length(case_id) * 13 + trial * 5 + unicode(model_key) * length(model_key)) % 400 END, "
+                  "ttft_ms = CASE WHEN status = 'errored' THEN NULL ELSE 20 + (trial * 11 + length(model_key) * 3) END,"
+                  " total_ms = 0, started_at = 0, finished_at = 0, connect_ms = NULL WHERE run_id = ?",
+                  (run_id, sweep.run_id))
+        c.execute("UPDATE runs SET run_id = ?, started_at = ?, finished_at = ?, project_path = 'results.toml' "
+                  "WHERE run_id = ?", (run_id, started, started + 5, sweep.run_id))
+        c.execute("DELETE FROM client_load")
+        c.execute("DELETE FROM concurrency_changes")
+
+
+_CACHE: dict[str, Path] = {}
+
+
+def results_db(tmp_path_factory: Any) -> Path:
+    """Two stored runs of the same project (the newer one is 'last'), built once per test session."""
+    if "db" not in _CACHE:
+        d: Path = tmp_path_factory.mktemp("results-db")
+        db = d / "results.db"
+        _run(results_project(d, seed=5), db, OLD_RUN_ID, 1767182400.0)
+        _run(results_project(d, seed=11), db, RUN_ID, 1767268800.0)
+        _CACHE["db"] = db
+    return _CACHE["db"]
+
+
+def copy_db(tmp_path_factory: Any, tmp_path: Path) -> Path:
+    src = results_db(tmp_path_factory)
+    dst = tmp_path / "results.db"
+    shutil.copy(src, dst)
+    return dst

@@ -1,0 +1,306 @@
+"""The results view on a stored simulated run with known differences: navigation, sorting, verdicts, cases."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Select, Static
+
+from arenatui.cli import main
+from arenatui.store import Store
+from arenatui.tui.browse import BrowseApp
+from arenatui.tui.screens.results import Results
+from arenatui.tui.screens.results_detail import CaseDetail, ModelDetail
+from arenatui.wording import LEADERBOARD_NOTE
+
+from .results_support import OLD_RUN_ID, RUN_ID, copy_db
+from .support import INJECTIONS
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def db(tmp_path_factory: Any, tmp_path: Path) -> Path:
+    return copy_db(tmp_path_factory, tmp_path)
+
+
+def screen_text(app: Any) -> str:
+    svg = app.export_screenshot()
+    parts = re.findall(r"<text[^>]*>(.*?)</text>", svg, flags=re.S)
+    return html.unescape("".join(parts)).replace("\xa0", " ")
+
+
+def static_text(app: Any, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())
+
+
+async def settle(pilot: Pilot[Any], pred: Any = None) -> None:
+    """Wait for the results' workers (and their call_from_thread callbacks) to finish, then for `pred`."""
+    app = pilot.app
+    for _ in range(200):
+        await pilot.pause(0.02)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        ready = pred() if pred is not None else getattr(screen, "view", True) is not None
+        if ready:
+            return
+    raise AssertionError("timed out waiting for the results")
+
+
+def rows(table: DataTable[Any]) -> list[list[str]]:
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def test_leaderboard_ranks_and_sorts_by_any_column(db: Path) -> None:
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        t = app.screen.query_one("#leaderboard-table", DataTable)
+        assert [r[1] for r in rows(t)] == ["sim-twin", "sim-strong", "sim-weak"]  # best score first
+        assert rows(t)[0][5] == "85%"  # sim-twin's errored calls are coverage, not zeros
+        # the figures are explained in the same words as under the headless leaderboard (issue 12, item 18)
+        assert LEADERBOARD_NOTE in str(app.screen.query_one("#leaderboard-note", Static).render())
+        # s steps through the columns: $/correct (cheapest first) puts sim-weak on top
+        for _ in range(7):
+            await pilot.press("s")
+        assert app.screen.sort_column == 8
+        assert [r[1] for r in rows(t)] == ["sim-weak", "sim-twin", "sim-strong"]
+        await pilot.press("S")  # back one column: trials agree (highest first)
+        assert app.screen.sort_column == 7
+        assert [r[1] for r in rows(t)] == ["sim-strong", "sim-weak", "sim-twin"]
+        # a click on a header sorts by it; a second click reverses
+        await pilot.click(DataTable, offset=(3, 0))  # "#" is not sortable
+        assert app.screen.sort_column == 7
+        t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[12].key, 12, t.ordered_columns[12].label))
+        await pilot.pause()
+        assert app.screen.sort_column == 11  # p95 ms, fastest first
+        assert rows(t)[0][1] == "sim-strong"
+        t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[1].key, 1, t.ordered_columns[1].label))
+        await pilot.pause()
+        assert [r[1] for r in rows(t)] == ["sim-strong", "sim-twin", "sim-weak"]  # by name
+        t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[1].key, 1, t.ordered_columns[1].label))
+        await pilot.pause()
+        assert [r[1] for r in rows(t)] == ["sim-weak", "sim-twin", "sim-strong"]  # again: reversed
+
+
+async def test_enter_on_the_leaderboard_opens_the_model(db: Path) -> None:
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.screen.query_one("#leaderboard-table", DataTable).focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ModelDetail) and app.screen.model == "sim-twin"
+        text = screen_text(app)
+        assert "coverage 85%" in text and "transient×36" in text
+        assert "sealed" in text and "working − sealed" in text
+        await pilot.press("escape")
+        assert isinstance(app.screen, Results)
+
+
+async def test_compare_separated_and_not_separated(db: Path) -> None:
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        screen = app.screen
+        # default: the top two, which the evidence cannot order
+        assert screen.query_one("#pick-a", Select).value == "sim-twin"
+        assert screen.query_one("#pick-b", Select).value == "sim-strong"
+        verdict = static_text(app, "#verdict")
+        assert verdict.startswith("no ordering established on this evidence (118 cases)")
+        assert "cases would resolve a difference of" in verdict
+        assert "compared over the 118 cases both answered" in verdict
+        hist = static_text(app, "#histogram")
+        assert "│" in hist or "┼" in hist
+        # sim-strong against sim-weak: clearly separated
+        screen.query_one("#pick-a", Select).value = "sim-strong"
+        screen.query_one("#pick-b", Select).value = "sim-weak"
+        await settle(pilot, lambda: screen.pair is not None and screen.pair.b == "sim-weak"
+                     and screen.pair.a == "sim-strong")
+        verdict = static_text(app, "#verdict")
+        assert verdict.startswith("sim-strong is better by 0.183 (95% CI 0.")
+        assert "n = 120 cases" in verdict
+        assert "across all 3 pairs (Holm, adjusted p " in verdict and verdict.rstrip().endswith("still ordered")
+        strata = rows(screen.query_one("#pair-strata", DataTable))
+        hard = next(r for r in strata if r[0] == "stratum hard")
+        assert hard[4] == "▼ reversed"  # sim-weak is better on hard cases
+        # Enter on a case where they disagree opens it
+        dis = screen.query_one("#disagree", DataTable)
+        assert dis.row_count > 0
+        dis.focus()
+        await pilot.press("enter")
+        await settle(pilot, lambda: isinstance(app.screen, CaseDetail))
+        assert app.screen.case.id == str(dis.get_row_at(0)[0])
+
+
+async def test_all_pairs_with_holm_and_enter_compares(db: Path) -> None:
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        t = app.screen.query_one("#pairs-table", DataTable)
+        r = {row[0]: row[1:] for row in rows(t)}
+        assert r["sim-twin"] == ["·", "+0.008 ?", "+0.195 ✓"]
+        assert r["sim-strong"][2] == "+0.183 ✓"
+        assert r["sim-weak"][0] == "-0.195 ✓"
+        t.focus()
+        t.move_cursor(row=1, column=3)  # sim-strong − sim-weak
+        await pilot.press("enter")
+        await settle(pilot, lambda: app.screen.pair is not None and app.screen.pair.b == "sim-weak")
+        assert app.screen.query_one("#results-tabs").active == "compare"
+        assert static_text(app, "#verdict").startswith("sim-strong is better by")
+
+
+async def test_strata_flag_the_reversal(db: Path) -> None:
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        t = app.screen.query_one("#strata-table", DataTable)
+        r = {row[0]: row for row in rows(t)}
+        assert r["stratum hard"][3].endswith("▼") and not r["stratum easy"][3].endswith("▼")
+        note = static_text(app, "#strata-note")
+        assert "stratum hard: sim-strong scores below sim-weak here" in note and "Simpson" in note
+
+
+async def test_cases_filter_search_and_side_by_side(db: Path) -> None:
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("6")
+        screen = app.screen
+        t = screen.query_one("#cases-table", DataTable)
+        await settle(pilot, lambda: screen.cases_filled)
+        assert t.row_count == 121  # filled in chunks of 100
+        screen.query_one("#case-model", Select).value = "sim-twin"
+        screen.query_one("#case-outcome", Select).value = "errored"
+        await settle(pilot, lambda: t.row_count < 121)
+        errored = rows(t)
+        assert errored and all("err" in r[3] for r in errored)  # sim-twin's column says how many errored
+        screen.query_one("#case-group", Select).value = "stratum hard"
+        await settle(pilot, lambda: all(r[1] == "hard" for r in rows(t)))
+        screen.query_one("#case-model", Select).clear()
+        screen.query_one("#case-outcome", Select).clear()
+        screen.query_one("#case-group", Select).clear()
+        await pilot.press("slash")
+        await pilot.press(*"easy-01")
+        await settle(pilot, lambda: t.row_count == 10)
+        assert {r[0] for r in rows(t)} == {f"easy-{i:03d}" for i in range(10, 20)}
+        t.focus()
+        await pilot.press("enter")
+        await settle(pilot, lambda: isinstance(app.screen, CaseDetail) and "trial 1" in screen_text(app))
+        text = screen_text(app)
+        assert "What is 10 + 42 - 10?" in text and "expected" in text
+        for m in ("sim-strong", "sim-twin", "sim-weak"):
+            assert m in text
+
+
+async def test_sealed_case_text_is_never_shown(db: Path) -> None:
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        case = next(c for c in screen.view.plan.cases if c.id == "sealed-1")
+        app.push_screen(CaseDetail(db, RUN_ID, case, screen.view.results.models))
+        await settle(pilot, lambda: "trial 1" in screen_text(app))
+        text = screen_text(app)
+        assert "SECRET" not in text and "sealed case" in text
+        await pilot.press("escape")
+        await pilot.press("6")
+        await pilot.press("slash")
+        await pilot.press(*"SECRET")
+        await settle(pilot, lambda: screen.query_one("#cases-table", DataTable).row_count == 0)
+
+
+async def test_outputs_and_names_show_literally(db: Path) -> None:
+    payload = " | ".join(INJECTIONS)
+    with Store(db) as store:
+        store.conn.execute("UPDATE results SET output = ? WHERE case_id = 'easy-000'", (payload,))
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(pilot)
+        case = next(c for c in app.screen.view.plan.cases if c.id == "easy-000")
+        app.push_screen(CaseDetail(db, RUN_ID, case, app.screen.view.results.models))
+        await settle(pilot, lambda: "trial 1" in screen_text(app))
+        text = screen_text(app)
+        assert "[bold red]x[/]" in text and "[link=https://example.com]y[/link]" in text and "␛[2J" in text
+        assert app.is_running
+
+
+async def test_runs_pick_one_or_compare_two(db: Path) -> None:
+    app = BrowseApp(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, lambda: app.screen.runs)
+        screen = app.screen
+        assert screen.query_one("#results-tabs").active == "runs"
+        t = screen.query_one("#runs-table", DataTable)
+        assert [r[1] for r in rows(t)] == [RUN_ID, OLD_RUN_ID]
+        assert rows(t)[0][4] == "sim-strong, sim-twin, sim-weak" and rows(t)[0][5] == "726/726"
+        t.focus()
+        await pilot.press("m", "down", "m")
+        await settle(pilot, lambda: "model by model" in static_text(app, "#runs-compare"))
+        note = static_text(app, "#runs-compare")
+        assert f"{RUN_ID} − {OLD_RUN_ID}" in note
+        assert all(m in note for m in ("sim-strong", "sim-twin", "sim-weak"))
+        await pilot.press("enter")  # opens the older run
+        await settle(pilot, lambda: screen.view is not None and screen.view.run_id == OLD_RUN_ID)
+        assert screen.query_one("#results-tabs").active == "leaderboard"
+
+
+async def test_runs_of_different_projects_are_not_compared(db: Path) -> None:
+    with Store(db) as store:
+        store.conn.execute("UPDATE runs SET project = 'other' WHERE run_id = ?", (OLD_RUN_ID,))
+    app = BrowseApp(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, lambda: app.screen.runs)
+        app.screen.query_one("#runs-table", DataTable).focus()
+        await pilot.press("m", "down", "m")
+        await pilot.pause()
+        assert static_text(app, "#runs-compare").startswith("Runs of different projects cannot be compared")
+
+
+def test_browse_an_unknown_run_exits_2(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["browse", "nosuch", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "no run 'nosuch'" in err and "Traceback" not in err
+
+
+async def test_r_on_the_run_screen_opens_the_results(tmp_path: Path) -> None:
+    from arenatui.tui.app import ArenaApp
+
+    from .support import scripted_sweep
+
+    sweep, _ = scripted_sweep(tmp_path, finished=True)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("r")
+        await pilot.pause()
+        assert isinstance(app.screen, Results)
+        assert app.screen.db == sweep.db_path and app.screen.run_id == sweep.run_id
+        await pilot.press("escape")
+        assert not isinstance(app.screen, Results)
+
+
+async def test_f5_reads_the_store_again_and_keeps_the_pair(db: Path) -> None:
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        screen.compare("sim-strong", "sim-weak")
+        await settle(pilot, lambda: screen.pair is not None and screen.pair.b == "sim-weak")
+        with Store(db) as store:  # as if a sweep still running had stored more: here, fewer sim-weak answers
+            store.conn.execute("DELETE FROM results WHERE model_key = 'sim-weak' AND case_id LIKE 'easy-0%'")
+        old = screen.view
+        await pilot.press("f5")
+        await settle(pilot, lambda: screen.view is not old and screen.pair is not None
+                     and screen.pair.n < 120)
+        assert (screen.pair.a, screen.pair.b) == ("sim-strong", "sim-weak")
+        board = {r[1]: r for r in rows(screen.query_one("#leaderboard-table", DataTable))}
+        assert board["sim-weak"][5] != "100%"  # its coverage fell

@@ -67,6 +67,8 @@ class ExecResult:
     truncated: bool
     network_isolated: bool
     duration_s: float
+    process_group: int | None = None
+    """The sandbox's process group (killed whole at the end): a check that nothing of it lives on."""
 
     @property
     def passed(self) -> bool:
@@ -177,8 +179,9 @@ def sandbox_python() -> tuple[str, bool]:
     return sys.executable, False
 
 
-def _group_size(pgid: int) -> int:
-    """Processes in a process group, read from /proc (Linux); 0 where /proc cannot tell."""
+def group_size(pgid: int) -> int:
+    """Live processes in a process group, read from /proc (Linux); 0 where /proc cannot tell. Zombies (killed,
+    waiting for their parent or init to reap them) run nothing and are not counted."""
     n = 0
     try:
         names = os.listdir("/proc")
@@ -194,7 +197,7 @@ def _group_size(pgid: int) -> int:
             continue
         # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses, so split after the last ')'
         fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 2 and int(fields[2]) == pgid:
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
             n += 1
     return n
 
@@ -252,12 +255,19 @@ def run_code(code: str, tests: str, limits: ExecLimits = ExecLimits()) -> ExecRe
             if time.monotonic() >= deadline:
                 timed_out = True
                 break
-            if posix and _group_size(proc.pid) > limits.max_processes:
+            if posix and group_size(proc.pid) > limits.max_processes:
                 too_many = True
                 break
-        # Whatever happened, nothing of the sandbox outlives the scorer: the whole group goes.
+        # Whatever happened, nothing of the sandbox outlives the scorer: the whole group goes, again while a
+        # fork loop still has members that were being born as the first signal went out.
         _kill_group(proc.pid)
         proc.wait()
+        if posix:
+            for _ in range(200):
+                if group_size(proc.pid) == 0:
+                    break
+                _kill_group(proc.pid)
+                time.sleep(0.01)
         for r in readers:
             r.join(timeout=2.0)
         proc.stdout.close()
@@ -286,6 +296,6 @@ def run_code(code: str, tests: str, limits: ExecLimits = ExecLimits()) -> ExecRe
             verdict = "failed"
         else:
             verdict = "crashed"
-        return ExecResult(verdict, rc, stdout, stderr, cut[0], isolated, time.monotonic() - t0)
+        return ExecResult(verdict, rc, stdout, stderr, cut[0], isolated, time.monotonic() - t0, proc.pid)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

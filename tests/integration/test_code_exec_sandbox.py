@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from arenatui.scoring.code_exec import ExecLimits, ExecResult, extract_code, run_code
+from arenatui.scoring.code_exec import ExecLimits, ExecResult, extract_code, group_size, run_code
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="resource limits are Linux-only")
 
@@ -21,24 +21,10 @@ SHORT = ExecLimits(timeout_s=2.0, memory_mb=256, max_processes=16, output_kb=16)
 """For code that never ends: the timeout is the verdict."""
 
 
-def sandbox_processes() -> list[str]:
-    """Processes still running a sandboxed solution (the script is always named solution.py)."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"arena-exec-" in cmd and b"solution.py" in cmd:
-                found.append(pid)
-    return found
-
-
 def run(code: str, tests: str = "", limits: ExecLimits = LIMITS) -> ExecResult:
     r = run_code(code, tests, limits)
     assert r.duration_s < limits.timeout_s + 15  # not a performance check: it says "it did not hang"
-    assert sandbox_processes() == []
+    assert r.process_group is not None and group_size(r.process_group) == 0  # nothing of it lives on
     return r
 
 

@@ -16,9 +16,10 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from arenatui.safe_text import one_line, printable
+from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import Interval, ModelRow, RunResults, all_pairs, group_scores, leaderboard, reversals
 from arenatui.store import Store
-from arenatui.store.queries import RunPlan, load_plan_results, resolve_run, run_plan
+from arenatui.store.queries import RunPlan, failure_modes, load_plan_results, resolve_run, run_plan
 
 TOP_PAIRS = 5
 """Models whose pairwise verdicts the report lists (10 pairs); the leaderboard shows every model."""
@@ -101,10 +102,11 @@ def build_report(store: Store, run: str) -> dict[str, Any]:
     record = resolve_run(store, run)
     plan = run_plan(record)
     results = load_plan_results(store, plan)
-    return report_dict(plan, results, _failures(store, record.run_id))
+    return report_dict(plan, results, _failures(store, record.run_id), failure_modes(store, record.run_id))
 
 
-def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dict[str, Any]]],
+                modes: dict[str, dict[str, int]] | None = None) -> dict[str, Any]:
     rec = plan.record
     rows = leaderboard(results)
     answered_models = [r.model for r in rows if r.quality.n]
@@ -139,6 +141,8 @@ def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dic
                        "overall_diff": v.overall_diff, "group_diff": v.group_diff}
                       for v in reversals(table, decisions)],
         "failures": failures,
+        "failure_modes": {r.model: dict(sorted((modes or {}).get(r.model, {}).items(), key=lambda kv: -kv[1]))
+                          for r in rows},
         "notes": notes,
     }
 
@@ -229,6 +233,18 @@ def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return out
 
 
+def _mode_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The failure-mode table: one row per model, a column per mode any model shows, count and share."""
+    per_model: dict[str, dict[str, int]] = rep.get("failure_modes", {})
+    modes = [m for m in FAILURE_MODES if any(m in d for d in per_model.values())]
+    rows = []
+    for model, counts in per_model.items():
+        failed = sum(counts.values())
+        rows.append([model, str(failed)] + [f"{counts[m]} ({counts[m] / failed:.0%})" if counts.get(m) else ""
+                                            for m in modes])
+    return ["model", "failed", *modes], rows
+
+
 def render_markdown(rep: dict[str, Any]) -> str:
     run = rep["run"]
     lines = [f"# Decision report: {_md(run['project'])}, run {_md(run['run_id'])}", "",
@@ -263,7 +279,15 @@ def render_markdown(rep: dict[str, Any]) -> str:
                          "yes" if m["on_cost_front"] else "", "yes" if m["on_latency_front"] else ""]
                         for m in rep["leaderboard"]])
     lines += ["", "$/correct is the spend of every attempt (retries and errored calls included) over passed calls.",
-              "", "## Failures", ""]
+              "", "## What the wrong answers looked like", ""]
+    head, mode_rows = _mode_rows(rep)
+    if len(head) > 2:
+        lines += ["Failed (answered, not passed) calls by failure mode: \"0.78, mostly refusals\" and \"0.78, "
+                  "mostly invalid JSON\" call for different fixes.", ""]
+        lines += _md_table(head, mode_rows)
+    else:
+        lines.append("No answer failed.")
+    lines += ["", "## Failures", ""]
     if not rep["failures"]:
         lines.append("No call errored.")
     for model, items in rep["failures"].items():
@@ -367,6 +391,10 @@ def render_html(rep: dict[str, Any]) -> str:
     parts.append(_scatter([(m["model"], m["latency_ms"]["p95"], m["quality"]["estimate"], m["on_latency_front"])
                            for m in lb if m["latency_ms"]["p95"] is not None and m["quality"]["estimate"] is not None],
                           "p95 latency, ms"))
+    head, mode_rows = _mode_rows(rep)
+    parts.append("<h2>What the wrong answers looked like</h2>")
+    parts.append("<p>Failed (answered, not passed) calls by failure mode.</p>" + _html_table(head, mode_rows)
+                 if len(head) > 2 else "<p>No answer failed.</p>")
     parts.append("<h2>Failures</h2>")
     if not rep["failures"]:
         parts.append("<p>No call errored.</p>")

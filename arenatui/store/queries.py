@@ -250,3 +250,14 @@ def iter_call_rows(store: Store, run_id: str, batch: int = 10_000) -> Iterator[C
 def case_calls(store: Store, run_id: str, case_id: str) -> list[CallRow]:
     """Every model's calls of one case, for the side-by-side view."""
     return call_rows(store, run_id, case_ids=(case_id,))
+
+
+def failure_modes(store: Store, run_id: str) -> dict[str, dict[str, int]]:
+    """Per model, its failed answers (answered, not passed) by failure mode: what each wrong answer looked like.
+    Rows stored before failure modes existed count as wrong_answer."""
+    out: dict[str, dict[str, int]] = {}
+    for mk, mode, n in store.conn.execute(
+            "SELECT model_key, COALESCE(failure_mode, 'wrong_answer'), COUNT(*) FROM results WHERE run_id = ? AND "
+            "status = 'failed' GROUP BY 1, 2", (run_id,)):
+        out.setdefault(str(mk), {})[str(mode)] = int(n)
+    return out

@@ -32,7 +32,16 @@ from arenatui.stats import (
 from arenatui.stats.bootstrap import Interval
 from arenatui.stats.strata import groups
 from arenatui.store import Store
-from arenatui.store.queries import CallRow, CaseInfo, RunPlan, case_calls, load_plan_results, resolve_run, run_plan
+from arenatui.store.queries import (
+    CallRow,
+    CaseInfo,
+    RunPlan,
+    case_calls,
+    failure_modes,
+    load_plan_results,
+    resolve_run,
+    run_plan,
+)
 
 OUTCOMES = ("passed", "failed", "errored")
 
@@ -80,6 +89,8 @@ class RunView:
     complete: bool = False
     """False while only the leaderboard is computed (`load_board`), True after `complete_view`."""
     by_model: dict[str, ModelRow] = field(default_factory=dict)
+    failures: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per model, its failed answers by failure mode (arenatui.scoring.failure_modes)."""
 
     def __post_init__(self) -> None:
         self.by_model = {r.model: r for r in self.board}
@@ -135,7 +146,8 @@ def load_board(db: Path | str, run: str) -> RunView:
     with Store(db) as store:
         plan = run_plan(resolve_run(store, run))
         res = load_plan_results(store, plan)
-    return RunView(plan, res, leaderboard(res), [], [], [], [])
+        modes = failure_modes(store, plan.record.run_id)
+    return RunView(plan, res, leaderboard(res), [], [], [], [], failures=modes)
 
 
 def complete_view(view: RunView) -> RunView:

@@ -25,7 +25,9 @@ from arenatui.tui.screens.common import fmt_num
 
 SCORER_WORDS = {"exact": "exact match", "contains": "must contain the expected answer",
                 "regex": "must match a pattern", "choice": "the chosen option must be the expected one",
-                "numeric": "the last number must equal the expected one", "json_valid": "must be valid JSON"}
+                "numeric": "the last number must equal the expected one", "json_valid": "must be valid JSON",
+                "json_schema": "must validate against a JSON Schema", "f1": "the label must be the expected one",
+                "python": "a function of the project's", "code_exec": "the code must pass the case's tests"}
 """What each scorer kind asks of an answer, for a failed trial's "why"."""
 
 PREVIEW_CHARS = 20_000
@@ -133,6 +135,15 @@ class CallDetail(ModalScreen[None]):
         elif self.case.expected is not None:
             why.append(": expected ")
             why.append(literal(one_line(self.case.expected, 120), "bold", newlines=False))
+        mode = row.get("failure_mode")
+        if mode and mode not in ("none", "wrong_answer"):
+            why.append("; failed as ")
+            why.append(mode, "bold")
+        detail = row.get("score_detail")
+        if detail and not self.case.sealed:
+            why.append(" (")
+            why.append(literal(one_line(detail, 200), newlines=False))
+            why.append(")")
         return why
 
     def render_rows(self, rows: list[dict[str, Any] | None]) -> Text:

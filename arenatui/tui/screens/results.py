@@ -23,6 +23,7 @@ from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedCont
 from textual.worker import Worker, WorkerState
 
 from arenatui.safe_text import literal, printable
+from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import Comparison, Disagreement, ModelRow
 from arenatui.store import Store
 from arenatui.store.queries import RunListing, list_runs
@@ -37,7 +38,7 @@ from arenatui.tui.results_data import (
     load_board,
     run_changes,
 )
-from arenatui.tui.screens.common import fmt_num
+from arenatui.tui.screens.common import FAILURE_SHORT, fmt_num
 from arenatui.tui.screens.results_detail import CaseDetail, ModelDetail, money, pct, score3
 from arenatui.wording import LEADERBOARD_NOTE
 
@@ -145,6 +146,7 @@ class Results(Screen[None]):
             with TabPane("2 Leaderboard", id="leaderboard"):
                 yield DataTable(id="leaderboard-table", cursor_type="row", zebra_stripes=True)
                 yield Static(Text(""), id="leaderboard-note", classes="note")
+                yield DataTable(id="failures-table", cursor_type="row", zebra_stripes=True, show_cursor=False)
             with TabPane("3 Compare", id="compare"):
                 with Horizontal(id="compare-picks"):
                     yield Select[str]([], prompt="model A", id="pick-a", allow_blank=True)
@@ -322,6 +324,26 @@ class Results(Screen[None]):
         if view.results.sealed.any():
             note.append(" Sealed cases are scored apart (Enter on a model).")
         self.query_one("#leaderboard-note", Static).update(note)
+        self._show_failures(view)
+
+    def _show_failures(self, view: RunView) -> None:
+        """What each model's wrong answers looked like: failed calls by failure mode, count and share."""
+        t = self.query_one("#failures-table", DataTable)
+        t.clear(columns=True)
+        modes = [m for m in FAILURE_MODES if any(m in d for d in view.failures.values())]
+        t.display = bool(modes)
+        if not modes:
+            return
+        t.add_column("failed as", key="model")
+        t.add_column(Text("failed", justify="right"), key="failed")
+        for m in modes:
+            t.add_column(Text(FAILURE_SHORT.get(m, m), justify="right"), key=m)
+        for model in view.ranked:
+            counts = view.failures.get(model, {})
+            failed = sum(counts.values())
+            t.add_row(literal(model, newlines=False), Text(str(failed), justify="right"),
+                      *(Text(f"{counts[m]} {counts[m] / failed:.0%}" if counts.get(m) else "-", justify="right")
+                        for m in modes), key=model)
 
     def _show_pair(self, view: RunView, pair: Comparison, strata: list[StratumDiff],
                    disagree: list[Disagreement]) -> None:

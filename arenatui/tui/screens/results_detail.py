@@ -121,6 +121,12 @@ def model_text(view: RunView, s: ModelRow) -> Text:
     out.append("coverage ", _LABEL)
     out.append(f"{pct(s.coverage)}: {s.answered} of {s.planned} planned calls answered; {s.passed} passed, "
                f"{s.answered - s.passed} failed, {s.errored} errored ({fmt_errors(s.errors)})\n")
+    fails = view.failures.get(s.model, {})
+    if fails:
+        n = sum(fails.values())
+        out.append("failed as ", _LABEL)
+        out.append(", ".join(f"{mode} {k} ({k / n:.0%})" for mode, k in sorted(fails.items(), key=lambda kv: -kv[1])))
+        out.append("\n")
     out.append("pass@k ", _LABEL)
     out.append("  ".join(f"k={k} {score3(v)}" for k, v in sorted(s.pass_at.items())))
     out.append(f"   trials agree on {pct(s.consistency)} of cases\n")

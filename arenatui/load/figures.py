@@ -16,7 +16,7 @@ import re
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -136,9 +136,11 @@ class Samples:
         for name in self.__slots__:
             getattr(self, name).extend(getattr(other, name))
 
-    def columns(self, start: int = 0) -> dict[str, npt.NDArray[np.generic]]:
-        """Copies as numpy arrays, from the `start`-th sample on."""
-        return {name: np.array(getattr(self, name)[start:]) for name in self.__slots__}
+    def columns(self, start: int = 0, stop: int | None = None) -> dict[str, npt.NDArray[Any]]:
+        """Copies as numpy arrays of samples [start, stop) (default: all; `add` fills `out_tokens` last, so its
+        length is a stop every column has reached even while another thread appends)."""
+        stop = len(self.out_tokens) if stop is None else stop
+        return {name: np.array(getattr(self, name)[start:stop]) for name in self.__slots__}
 
 
 def percentiles(values: Floats) -> dict[float, float]:

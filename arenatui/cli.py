@@ -128,19 +128,23 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from arenatui.safe_text import literal
     from arenatui.store import Store
 
+    from arenatui.store.load_queries import run_kinds
+
     with Store(args.db) as store:
         runs = store.list_runs(args.limit)
+        kinds = run_kinds(store, [r.run_id for r in runs])  # a load run stores requests, not results
     con = Console(highlight=False)
     if not runs:
         con.print(f"No runs stored in {store.path} yet. Try: arena demo", markup=False)
         return EXIT_OK
     t = Table(header_style="bold")
-    for col in ("run id", "project", "started", "status", "stored", "planned"):
+    for col in ("run id", "kind", "project", "started", "status", "stored", "planned"):
         t.add_column(col, justify="right" if col in ("stored", "planned") else "left")
     for r in runs:
-        t.add_row(r.run_id, literal(r.project, newlines=False),
-                  time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at)), r.status, str(r.stored),
-                  str(r.planned))
+        kind, load_stored = kinds.get(r.run_id, ("sweep", 0))
+        t.add_row(r.run_id, kind, literal(r.project, newlines=False),
+                  time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at)), r.status,
+                  str(load_stored if kind == "load" else r.stored), str(r.planned))
     con.print(t)
     return EXIT_OK
 
@@ -212,6 +216,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="project TOML whose [[models]] (sim settings, [mock] faults) and cases to serve")
     p.add_argument("--seed", type=int, help="seed for the simulation (default: the project's [run].seed)")
     p.set_defaults(func=cmd_mock_server)
+
+    from arenatui.load.cli import add_load_parser
+
+    add_load_parser(sub)  # `arena load`: open-loop load runs (arenatui/load/cli.py)
 
     return parser
 

@@ -127,7 +127,6 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     from arenatui.safe_text import literal
     from arenatui.store import Store
-
     from arenatui.store.load_queries import run_kinds
 
     with Store(args.db) as store:
@@ -164,11 +163,17 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
 
     from arenatui.config import load_project
     from arenatui.mockserver import serve
+    from arenatui.mockserver.faults import Stall
 
     project = load_project(args.config) if args.config else None
+    stall = None
+    if args.stall_for is not None:
+        if not (args.stall_for > 0 and args.stall_after >= 0):
+            raise ArenaError("--stall-for needs seconds above 0 and --stall-after seconds >= 0")
+        stall = Stall(args.stall_after, args.stall_for)
     try:
         asyncio.run(serve(project, args.host, args.port, seed=args.seed,
-                          announce=lambda line: print(line, flush=True)))
+                          announce=lambda line: print(line, flush=True), stall=stall))
     except OSError as e:  # the port is taken, the host is not ours
         raise ArenaError(f"mock-server cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     return EXIT_OK
@@ -215,6 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765; 0 picks a free one)")
     p.add_argument("--config", help="project TOML whose [[models]] (sim settings, [mock] faults) and cases to serve")
     p.add_argument("--seed", type=int, help="seed for the simulation (default: the project's [run].seed)")
+    p.add_argument("--stall-for", type=float, help="stall every request once for this many seconds (a GC pause)")
+    p.add_argument("--stall-after", type=float, default=5.0, help="seconds after the first request the stall starts")
     p.set_defaults(func=cmd_mock_server)
 
     from arenatui.load.cli import add_load_parser

@@ -61,7 +61,7 @@ def figures_text(s: LoadSnapshot) -> Text:
     label = Style(dim=True)
 
     def row(name: str, value: str, warn: bool = False) -> None:
-        t.append(f"{name:<22}", label)
+        t.append(f"{name:<24}", label)
         t.append(value + "\n", Style(bold=True, color="yellow") if warn else Style(bold=True))
 
     behind = s.achieved_rate < 0.95 * s.scheduled_rate and s.done > 0
@@ -71,7 +71,7 @@ def figures_text(s: LoadSnapshot) -> Text:
     row("in flight", str(s.in_flight))
     lagging = not math.isnan(s.lag_p99_ms) and s.lag_p99_ms > 50.0
     row("schedule lag p50/p99", f"{_ms(s.lag_p50_ms)} / {_ms(s.lag_p99_ms)}" +
-        ("  (client sets the pace)" if lagging else ""), lagging)
+        ("  (client-bound)" if lagging else ""), lagging)
     row("TTFT p50/p99", f"{_ms(s.ttft_p50_ms)} / {_ms(s.ttft_p99_ms)}")
     row("latency p50/p99", f"{_ms(s.latency_p50_ms)} / {_ms(s.latency_p99_ms)}")
     row("latency p99 (schedule)", _ms(s.latency_sched_p99_ms))

@@ -208,8 +208,9 @@ class Figures:
 def compute(samples: Samples, windows: Sequence[Window], slo: Slo | None = None, *,
             segment: int | None = None) -> Figures:
     """Figures over the given windows together: requests *scheduled* in a window (after its warmup) for
-    latencies, outcomes and goodput; ok answers *finished* in a window for the achieved rate (so a
-    backlog that drains after the offered load moved on is not credited to it)."""
+    latencies, outcomes and goodput; ok answers to the segment's own requests *finished* in its window for
+    the achieved rate. So a backlog that drains after the window is not credited to the segment, nor to
+    the next one (whose window would otherwise count more answers than it was offered)."""
     c = samples.columns()
     sched, fin = c["scheduled"], c["finished"]
     in_sched = np.zeros(len(samples), dtype=bool)
@@ -218,8 +219,9 @@ def compute(samples: Samples, windows: Sequence[Window], slo: Slo | None = None,
     for w in windows:
         lo, hi = w.start_s + w.warmup_s, w.end_s
         measured += w.measured_s
-        in_sched |= (sched >= lo) & (sched < hi) & (c["segment"] == w.segment)
-        in_fin |= (fin >= lo) & (fin < hi)
+        mine = c["segment"] == w.segment
+        in_sched |= (sched >= lo) & (sched < hi) & mine
+        in_fin |= (fin >= lo) & (fin < hi) & mine
     in_sched &= c["warmup"] == 0
     outcome = c["outcome"]
     ok = outcome == OK

@@ -122,3 +122,15 @@ def test_parse_rates() -> None:
                  (None, None, "1:8"), (-1.0, None, None), (None, "0", None)):
         with pytest.raises(ArenaError):
             parse_rates(*args)
+
+
+def test_a_backlog_is_not_credited_to_the_next_segment() -> None:
+    s = Samples()
+    for i in range(50):  # segment 0 offered 10/s, but its answers all come late, inside segment 1's window
+        s.add(req(i, sched=i * 0.1, lag_ms=6000.0, segment=0))
+    for i in range(50):
+        s.add(req(100 + i, sched=5.0 + i * 0.1, lat=10.0, segment=1))
+    w0, w1 = Window(0, 10.0, 0.0, 5.0), Window(1, 10.0, 5.0, 10.0)
+    f0, f1 = compute(s, [w0], segment=0), compute(s, [w1], segment=1)
+    assert f0.achieved_rate == 0.0  # nothing answered within its own window
+    assert f1.achieved_rate == pytest.approx(10.0)  # not 20/s: segment 0's late answers are not its own

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from arenatui.load.arrivals import Arrival, arrival_times, parse_arrival, read_t
 
 
 def _gaps(times: list[float]) -> list[float]:
-    return [b - a for a, b in zip(times, times[1:], strict=False)]
+    return [b - a for a, b in pairwise(times)]
 
 
 def test_constant_is_exact_and_does_not_drift() -> None:

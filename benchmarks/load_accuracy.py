@@ -42,8 +42,8 @@ FIXED = {"base_latency_s": TRUE_TTFT_S, "per_token_s": (TRUE_LATENCY_S - TRUE_TT
 ZERO = {"base_latency_s": 0.0, "per_token_s": 0.0, "jitter": 0.0, "output_tokens": 8}
 
 
-def emit(name: str, value: float, unit: str) -> None:
-    print(json.dumps({"name": name, "value": round(value, 4), "unit": unit}), flush=True)
+def emit(name: str, value: float | None, unit: str) -> None:
+    print(json.dumps({"name": name, "value": None if value is None else round(value, 4), "unit": unit}), flush=True)
 
 
 def start_server(config: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
@@ -124,13 +124,12 @@ def main() -> None:
         zero_proc, zero_base = start_server(write_project(tmp / "zero-server.toml", None, ZERO))
         procs.append(zero_proc)
         zero = write_project(tmp / "zero.toml", zero_base, ZERO)
-        rates = (200.0, 400.0, 800.0, 1600.0, 3200.0)
+        rates = (200.0, 400.0, 800.0, 1600.0, 3200.0, 6400.0)
         for n in (1, 2):
             o = load(zero, db, rates, 4.0 * q, warmup_s=1.0 * q, processes=n)
             emit(f"saturation_rate_{n}_process", saturation(o.segments), "requests/s")
-            first = o.saturation
-            emit(f"saturation_point_offered_{n}_process", first.target_rate if first else float("nan"),
-                 "requests/s")
+            first = o.saturation  # None: achieved followed offered up to the last rate (the figure is then null)
+            emit(f"saturation_point_offered_{n}_process", first.target_rate if first else None, "requests/s")
     finally:
         for proc in procs:
             proc.terminate()

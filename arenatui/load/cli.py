@@ -129,7 +129,9 @@ def cmd_load(args: argparse.Namespace) -> int:
 
     opts = load_options(args)
     run = LoadRun(opts)
-    wide = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200
+    # Piped or in CI, Rich would take 80 columns (or COLUMNS) and squeeze 19 columns into ellipses.
+    cols = os.environ.get("COLUMNS", "")
+    wide = None if sys.stdout.isatty() else max(200, int(cols) if cols.isdigit() else 0)
     out = Console(highlight=False, width=wide)
     err = Console(stderr=True, highlight=False, width=wide)
     if not args.quiet and sys.stdout.isatty():

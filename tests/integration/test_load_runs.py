@@ -176,3 +176,22 @@ def test_cli_headless_prints_the_tables_and_runs_lists_it(tmp_path: Path, capsys
     assert "per segment" in out and "Percentiles" in out and "goodput" in out and "Run id:" in out
     assert main(["runs", "--db", db]) == 0
     assert "load" in capsys.readouterr().out
+
+
+def test_a_rate_change_reaches_every_shard(tmp_path: Path) -> None:
+    r = LoadRun(LoadOptions(project(tmp_path), (20.0,), 1.2, Arrival("constant"), db=tmp_path / "d", processes=2))
+
+    async def go() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(r.run)
+            while r.engine.now_s() < 0.5:  # shards take a moment to start; the schedule's zero comes after
+                await anyio.sleep(0.05)
+            r.change_rate(60.0)
+
+    anyio.run(go)
+    assert r.status == "finished"
+    assert [w.rate for w in r.engine.windows] == [20.0, 60.0]
+    with Store(tmp_path / "d") as store:
+        per_shard = dict(store.conn.execute("SELECT shard, COUNT(*) FROM load_requests WHERE run_id = ? AND "
+                                            "segment = 1 GROUP BY shard", (r.run_id,)).fetchall())
+    assert set(per_shard) == {0, 1} and abs(per_shard[0] - per_shard[1]) <= 1  # both switched, in step

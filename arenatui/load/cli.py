@@ -24,7 +24,8 @@ PROGRESS_S = 1.0
 
 def add_load_parser(sub: Any) -> None:
     p = sub.add_parser("load", help="an open-loop load run: requests on a schedule, latency from schedule and send")
-    p.add_argument("--project", "-p", required=True, help="project TOML file, or a directory holding arena.toml")
+    p.add_argument("--project", "-p", help="project TOML file, or a directory holding arena.toml")
+    p.add_argument("--show", metavar="RUN_ID", help="print the tables of a stored load run ('last' for the newest)")
     p.add_argument("--model", "-m", help="the model key to load (needed when the project has several)")
     p.add_argument("--rate", "-r", help="requests per second")
     p.add_argument("--rates", help="one segment per rate, e.g. 1,2,4,8 (the saturation point is marked)")
@@ -121,17 +122,31 @@ async def run_headless(run: LoadRun, *, quiet: bool, err: Console) -> RunStatus:
     return status
 
 
+def _width() -> int | None:
+    """Piped or in CI, Rich would take 80 columns (or COLUMNS) and squeeze 19 columns into ellipses."""
+    cols = os.environ.get("COLUMNS", "")
+    return None if sys.stdout.isatty() else max(200, int(cols) if cols.isdigit() else 0)
+
+
 def cmd_load(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from arenatui.load.report import print_outcome
     from arenatui.load.run import LoadRun
+    from arenatui.store import default_db_path
 
+    if args.show:
+        from arenatui.load.report import stored_outcome
+
+        run_id, stored = stored_outcome(args.db or default_db_path(), args.show)
+        print_outcome(Console(highlight=False, width=_width()), Console(stderr=True, highlight=False), stored)
+        Console(highlight=False).print(f"Run id: {run_id} ({stored.status})", markup=False)
+        return 0
+    if not args.project:
+        raise ArenaError("no project: pass --project FILE (or a directory holding arena.toml), or --show RUN_ID")
     opts = load_options(args)
     run = LoadRun(opts)
-    # Piped or in CI, Rich would take 80 columns (or COLUMNS) and squeeze 19 columns into ellipses.
-    cols = os.environ.get("COLUMNS", "")
-    wide = None if sys.stdout.isatty() else max(200, int(cols) if cols.isdigit() else 0)
+    wide = _width()
     out = Console(highlight=False, width=wide)
     err = Console(stderr=True, highlight=False, width=wide)
     if not args.quiet and sys.stdout.isatty():

@@ -4,13 +4,20 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import cast
 
 from rich.console import Console
 from rich.table import Table
 
-from arenatui.load.figures import Figures
+from arenatui.engine.events import RunStatus
+from arenatui.errors import PlanError
+from arenatui.load.figures import Figures, Slo, compute, mark_saturation, per_segment
 from arenatui.load.live import LoadSnapshot
 from arenatui.load.run import LoadOutcome
+from arenatui.load.store import stored_run
+from arenatui.store import Store
+from arenatui.store.load_queries import run_kinds
 
 
 def ms(v: float) -> str:
@@ -79,3 +86,18 @@ def progress_line(s: LoadSnapshot) -> str:
             f"{s.achieved_rate:7.2f}/s  in flight {s.in_flight:>4}  lag p99 {ms(s.lag_p99_ms)} ms  latency p50/p99 "
             f"{ms(s.latency_p50_ms)}/{ms(s.latency_p99_ms)} ms  err {s.error_share:.1%} 429 "
             f"{s.rate_limited_share:.1%} timeout {s.timeout_share:.1%}{cpu}")
+
+
+def stored_outcome(db: Path | str, run_id: str) -> tuple[str, LoadOutcome]:
+    """A stored load run's figures, recomputed exactly from its requests (with the SLO it ran with)."""
+    with Store(db) as store:
+        rec = store.get_run(run_id)
+        if run_kinds(store, [rec.run_id])[rec.run_id][0] != "load":
+            raise PlanError(f"run {rec.run_id} is a sweep, not a load run; `arena runs` shows each run's kind")
+    slo_d = rec.filters.get("slo")
+    slo = Slo(**slo_d) if isinstance(slo_d, dict) else None
+    samples, windows = stored_run(db, rec.run_id)
+    run = compute(samples, windows, slo)
+    segs = per_segment(samples, windows, slo)
+    sat = mark_saturation(segs) if len(segs) > 1 else None
+    return rec.run_id, LoadOutcome(cast(RunStatus, rec.status), run, segs, sat, list(run.warnings))

@@ -176,6 +176,17 @@ def test_cli_headless_prints_the_tables_and_runs_lists_it(tmp_path: Path, capsys
     assert "per segment" in out and "Percentiles" in out and "goodput" in out and "Run id:" in out
     assert main(["runs", "--db", db]) == 0
     assert "load" in capsys.readouterr().out
+    assert main(["load", "--show", "last", "--db", db]) == 0  # a later report, recomputed from the stored rows
+    shown = capsys.readouterr().out
+    assert "per segment" in shown and "Percentiles" in shown and "(finished)" in shown
+
+
+def test_show_refuses_a_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "d")
+    assert main(["evaluate", "--project", str(project(tmp_path)), "--db", db, "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    assert main(["load", "--show", "last", "--db", db]) == 2
+    assert "not a load run" in capsys.readouterr().err
 
 
 def test_a_rate_change_reaches_every_shard(tmp_path: Path) -> None:

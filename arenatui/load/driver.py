@@ -131,6 +131,8 @@ class OpenLoopDriver:
             self._scope = scope
             async with anyio.create_task_group() as tg:
                 await self._dispatch(tg)
+        if self.cancelled and self.windows and self.now_s() < self.windows[-1].end_s:
+            self._cut(self.now_s())  # a stopped segment was offered load until the stop, not its planned end
 
     def _begin(self, segment: int, rate: float, start: float, end: float, source: str) -> None:
         self.rate = rate

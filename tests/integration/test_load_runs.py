@@ -195,7 +195,9 @@ def test_a_rate_change_reaches_every_shard(tmp_path: Path) -> None:
     async def go() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(r.run)
-            while r.engine.now_s() < 0.5:  # shards take a moment to start; the schedule's zero comes after
+            for _ in range(400):  # shards take a moment to start; the schedule's zero comes after
+                if r.engine.now_s() >= 0.5:
+                    break
                 await anyio.sleep(0.05)
             r.change_rate(60.0)
 
@@ -206,3 +208,19 @@ def test_a_rate_change_reaches_every_shard(tmp_path: Path) -> None:
         per_shard = dict(store.conn.execute("SELECT shard, COUNT(*) FROM load_requests WHERE run_id = ? AND "
                                             "segment = 1 GROUP BY shard", (r.run_id,)).fetchall())
     assert set(per_shard) == {0, 1} and abs(per_shard[0] - per_shard[1]) <= 1  # both switched, in step
+
+
+def test_a_stopped_run_measures_until_the_stop(tmp_path: Path) -> None:
+    r = LoadRun(LoadOptions(project(tmp_path), (40.0,), 30.0, Arrival("constant"), db=tmp_path / "d"))
+
+    async def go() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(r.run)
+            await anyio.sleep(0.5)
+            r.cancel()
+
+    anyio.run(go)
+    assert r.status == "cancelled"
+    f = r.figures().run
+    assert f.measured_s < 2.0  # not the planned 30 s, which would show a tenth of the offered rate
+    assert f.offered_rate == pytest.approx(40.0, rel=0.3)

@@ -28,8 +28,9 @@ class LoadSnapshot:
     segment: int
     target_rate: float
     """The rate being offered now (requests/s)."""
-    scheduled_rate: float
-    """Requests due per second over the window (what the schedule actually offered)."""
+    sent_rate: float
+    """Requests sent per second over the window: below the target when the in-flight cap or the client's own
+    CPU holds requests back (their lag says by how much)."""
     achieved_rate: float
     """Ok answers finished per second over the window."""
     in_flight: int
@@ -55,7 +56,7 @@ def _pct(v: npt.NDArray[Any], q: float) -> float:
 
 
 def snapshot(samples: Samples, *, now_s: float, total_s: float, segment: int, target_rate: float, in_flight: int,
-             client_cpu: float | None = None, window_s: float = WINDOW_S) -> LoadSnapshot:
+             sent_rate: float, client_cpu: float | None = None, window_s: float = WINDOW_S) -> LoadSnapshot:
     """Figures over the requests finished in the last `window_s` seconds (less at the start of the run)."""
     lo = now_s - window_s
     stop = len(samples.out_tokens)  # the column appended last: every other column is at least this long
@@ -70,10 +71,8 @@ def snapshot(samples: Samples, *, now_s: float, total_s: float, segment: int, ta
     sched_lat = (lat + lag)[ok]
     finite = sched_lat[np.isfinite(sched_lat)]
     hist = np.bincount(np.searchsorted(np.asarray(HISTOGRAM_EDGES_MS), finite), minlength=len(HISTOGRAM_EDGES_MS) + 1)
-    sched = c["scheduled"]
     return LoadSnapshot(
-        elapsed_s=now_s, total_s=total_s, segment=segment, target_rate=target_rate,
-        scheduled_rate=float(((sched >= lo) & (sched < now_s)).sum()) / span,
+        elapsed_s=now_s, total_s=total_s, segment=segment, target_rate=target_rate, sent_rate=sent_rate,
         achieved_rate=float(ok.sum()) / span, in_flight=in_flight, done=len(samples),
         lag_p50_ms=_pct(lag, 50), lag_p99_ms=_pct(lag, 99),
         ttft_p50_ms=_pct(ttft[ok], 50), ttft_p99_ms=_pct(ttft[ok], 99),

@@ -82,10 +82,10 @@ def print_outcome(out: Console, err: Console, outcome: LoadOutcome) -> None:
 
 def progress_line(s: LoadSnapshot) -> str:
     cpu = "" if s.client_cpu is None else f"  client CPU {s.client_cpu:4.0%}"
-    return (f"{s.elapsed_s:6.1f}/{s.total_s:.0f}s  seg {s.segment}  offered {s.target_rate:g}/s  achieved "
-            f"{s.achieved_rate:7.2f}/s  in flight {s.in_flight:>4}  lag p99 {ms(s.lag_p99_ms)} ms  latency p50/p99 "
-            f"{ms(s.latency_p50_ms)}/{ms(s.latency_p99_ms)} ms  err {s.error_share:.1%} 429 "
-            f"{s.rate_limited_share:.1%} timeout {s.timeout_share:.1%}{cpu}")
+    return (f"{s.elapsed_s:6.1f}/{s.total_s:.0f}s  seg {s.segment}  offered {s.target_rate:g}/s  "
+            f"sent {s.sent_rate:7.2f}/s  achieved {s.achieved_rate:7.2f}/s  in flight {s.in_flight:>4}  "
+            f"lag p99 {ms(s.lag_p99_ms)} ms  latency p50/p99 {ms(s.latency_p50_ms)}/{ms(s.latency_p99_ms)} ms  "
+            f"err {s.error_share:.1%} 429 {s.rate_limited_share:.1%} timeout {s.timeout_share:.1%}{cpu}")
 
 
 def stored_outcome(db: Path | str, run_id: str) -> tuple[str, LoadOutcome]:

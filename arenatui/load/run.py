@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import math
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,7 +23,7 @@ from arenatui.errors import ArenaError, ConfigError
 from arenatui.load.arrivals import Arrival
 from arenatui.load.driver import LoadPlan, OpenLoopDriver, SegmentStarted
 from arenatui.load.figures import Figures, LoadRequest, Samples, Slo, Window, compute, mark_saturation, per_segment
-from arenatui.load.live import LoadSnapshot, snapshot
+from arenatui.load.live import WINDOW_S, LoadSnapshot, snapshot
 from arenatui.load.store import request_row, segment_row
 from arenatui.providers.base import Provider, make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
@@ -62,6 +63,9 @@ class LoadEngine(Protocol):
 
     @property
     def in_flight(self) -> int: ...
+
+    @property
+    def sent(self) -> int: ...
 
     def now_s(self) -> float: ...
 
@@ -151,6 +155,8 @@ class LoadRun:
                                          on_segment=self.on_segment)
         self.status: RunStatus | None = None
         self.outcome: LoadOutcome | None = None
+        self._sent_history: deque[tuple[float, int]] = deque()
+        """(seconds, requests sent) at each snapshot over the last window: the live sent rate."""
 
     # ---- sinks -----------------------------------------------------------------------------------
 
@@ -175,10 +181,18 @@ class LoadRun:
         self.engine.cancel()
 
     def snapshot(self) -> LoadSnapshot:
+        """Live figures; call from one thread at a time (the views sample a few times a second)."""
         e = self.engine
-        return snapshot(self.samples, now_s=e.now_s(), total_s=self.plan.total_s if self.plan.arrival.kind != "trace"
+        now, sent = e.now_s(), e.sent
+        hist = self._sent_history
+        hist.append((now, sent))
+        while len(hist) > 2 and hist[1][0] <= now - WINDOW_S:
+            hist.popleft()
+        t_then, sent_then = hist[0]
+        sent_rate = (sent - sent_then) / (now - t_then) if now > t_then else 0.0
+        return snapshot(self.samples, now_s=now, total_s=self.plan.total_s if self.plan.arrival.kind != "trace"
                         else self.plan.arrival.trace_duration_s, segment=e.windows[-1].segment if e.windows else 0,
-                        target_rate=e.rate, in_flight=e.in_flight, client_cpu=self.client_cpu)
+                        target_rate=e.rate, in_flight=e.in_flight, sent_rate=sent_rate, client_cpu=self.client_cpu)
 
     def figures(self) -> LoadOutcome:
         windows = list(self.engine.windows)

@@ -8,7 +8,7 @@ finished request as a raw sample: the parent's `Samples` and store writer see ex
 would have, so merged percentiles are exact.
 
 Wire: parent -> shard, JSON lines on stdin (the setup, then `start`, `rate`, `cancel`); shard -> parent,
-frames on stdout (4-byte little-endian length + `marshal` payload): ("ready",), ("r", in_flight, rows),
+frames on stdout (4-byte little-endian length + `marshal` payload): ("ready",), ("r", in_flight, rows, sent),
 ("s", window, source), ("c", cpu sample), ("done",).
 """
 
@@ -62,6 +62,7 @@ class ShardSet:
         self.t0: float | None = None
         self.cancelled = False
         self._in_flight = [0] * processes
+        self._sent = [0] * processes
         self._procs: list[Process] = []
         self.overload = [OverloadTracker() for _ in range(processes)]
         """One per shard: a streak of one process's samples says whether that process was CPU-bound."""
@@ -69,6 +70,10 @@ class ShardSet:
     @property
     def in_flight(self) -> int:
         return sum(self._in_flight)
+
+    @property
+    def sent(self) -> int:
+        return sum(self._sent)
 
     def now_s(self) -> float:
         return time.monotonic() - self.t0 if self.t0 is not None else 0.0
@@ -120,6 +125,7 @@ class ShardSet:
             kind = msg[0]
             if kind == "r":
                 self._in_flight[shard] = msg[1]
+                self._sent[shard] = msg[3]
                 for row in msg[2]:
                     self.on_request(LoadRequest(*row))
             elif kind == "s":
@@ -245,7 +251,7 @@ async def _shard_main() -> None:
             if rows:
                 batch = rows[:]
                 rows.clear()
-                send(("r", driver.in_flight, batch))
+                send(("r", driver.in_flight, batch, driver.sent))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(control)
@@ -257,7 +263,7 @@ async def _shard_main() -> None:
     with anyio.CancelScope(shield=True):
         await provider.aclose()
     if rows:
-        send(("r", 0, rows[:]))
+        send(("r", 0, rows[:], driver.sent))
     send(("done",))
 
 

@@ -32,7 +32,7 @@ class ScriptedRun:
 
     def snapshot(self) -> LoadSnapshot:
         return LoadSnapshot(elapsed_s=12.0, total_s=60.0, segment=len(self.changes), target_rate=self.rate,
-                            scheduled_rate=9.9, achieved_rate=7.5, in_flight=12, done=118, lag_p50_ms=1.2,
+                            sent_rate=9.9, achieved_rate=7.5, in_flight=12, done=118, lag_p50_ms=1.2,
                             lag_p99_ms=180.0, ttft_p50_ms=120.0, ttft_p99_ms=480.0, latency_p50_ms=640.0,
                             latency_p99_ms=1900.0, latency_sched_p99_ms=2100.0, error_share=0.02,
                             rate_limited_share=0.05, timeout_share=0.01,

@@ -10,7 +10,7 @@
 4. Saturation: a server that answers at once (streamed), rates doubling until achieved falls below 95%
    of offered, with 1 and with 2 client processes. On a 2-core machine the server shares the cores.
 
-    python benchmarks/load_accuracy.py [--quick]
+    python benchmarks/load_accuracy.py [--quick] [--parts accuracy,stall,bursty,saturation]
 
 JSON lines, one per figure: {"name": ..., "value": ..., "unit": ...}.
 """
@@ -80,56 +80,75 @@ def saturation(figs: list[Figures]) -> float:
     return max(f.achieved_rate for f in figs)
 
 
+def accuracy(fixed: Path, db: Path, q: float) -> None:
+    """1. Rate and latency accuracy below saturation."""
+    o = load(fixed, db, (40.0,), 20.0 * q, warmup_s=2.0)
+    emit("achieved_over_offered_40rps", o.run.achieved_rate / o.run.offered_rate, "ratio")
+    emit("ttft_p50_over_truth", o.run.ttft_send[50.0] / (TRUE_TTFT_S * 1000), "ratio")
+    emit("latency_p50_over_truth", o.run.latency_send[50.0] / (TRUE_LATENCY_S * 1000), "ratio")
+    emit("latency_p50_from_schedule_over_truth", o.run.latency_schedule[50.0] / (TRUE_LATENCY_S * 1000), "ratio")
+    emit("lag_p99_40rps", o.run.lag[99.0], "ms")
+
+
+def stall(stalled: Path, db: Path) -> None:
+    """2. A 2 s stall once: from schedule shows it, from send does not."""
+    o = load(stalled, db, (50.0,), 30.0, max_in_flight=8)
+    emit("stall_p99_from_schedule", o.run.latency_schedule[99.0], "ms")
+    emit("stall_p99_from_send", o.run.latency_send[99.0], "ms")
+    emit("stall_p99_schedule_over_send", o.run.latency_schedule[99.0] / o.run.latency_send[99.0], "ratio")
+    emit("stall_max_from_send", o.run.latency_send[100.0], "ms")
+
+
+def bursty(fixed: Path, db: Path, q: float) -> None:
+    """3. Poisson vs constant at 70/s against 80/s of capacity (8 in flight x 100 ms)."""
+    c = load(fixed, db, (70.0,), 20.0 * q, Arrival("constant"), max_in_flight=8, warmup_s=2.0)
+    p = load(fixed, db, (70.0,), 20.0 * q, Arrival("poisson"), max_in_flight=8, warmup_s=2.0)
+    emit("near_saturation_constant_p99_from_schedule", c.run.latency_schedule[99.0], "ms")
+    emit("near_saturation_poisson_p99_from_schedule", p.run.latency_schedule[99.0], "ms")
+    emit("near_saturation_poisson_over_constant_p99", p.run.latency_schedule[99.0] / c.run.latency_schedule[99.0],
+         "ratio")
+
+
+def saturate(zero: Path, db: Path, q: float) -> None:
+    """4. Saturation with 1 and 2 client processes against a server that answers at once."""
+    rates = (200.0, 400.0, 800.0, 1600.0, 3200.0, 6400.0)
+    for n in (1, 2):
+        o = load(zero, db, rates, 4.0 * q, warmup_s=1.0 * q, processes=n)
+        emit(f"saturation_rate_{n}_process", saturation(o.segments), "requests/s")
+        first = o.saturation  # None: achieved followed offered up to the last rate (the figure is then null)
+        emit(f"saturation_point_offered_{n}_process", first.target_rate if first else None, "requests/s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="shorter runs (noisier figures)")
+    ap.add_argument("--parts", default="accuracy,stall,bursty,saturation", help="which measurements to run")
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
     q = 0.5 if args.quick else 1.0
     tmp = Path(tempfile.mkdtemp(prefix="arena-load-bench-"))
     db = tmp / "bench.db"
     server_cfg = write_project(tmp / "server.toml", None, FIXED)
     procs: list[subprocess.Popen[str]] = []
-    try:
-        proc, base = start_server(server_cfg)
+
+    def server(config: Path, *extra: str) -> str:
+        proc, base = start_server(config, *extra)
         procs.append(proc)
-        fixed = write_project(tmp / "fixed.toml", base, FIXED)
+        return base
 
-        # 1. rate and latency accuracy below saturation
-        o = load(fixed, db, (40.0,), 20.0 * q, warmup_s=2.0)
-        emit("achieved_over_offered_40rps", o.run.achieved_rate / o.run.offered_rate, "ratio")
-        emit("ttft_p50_over_truth", o.run.ttft_send[50.0] / (TRUE_TTFT_S * 1000), "ratio")
-        emit("latency_p50_over_truth", o.run.latency_send[50.0] / (TRUE_LATENCY_S * 1000), "ratio")
-        emit("latency_p50_from_schedule_over_truth", o.run.latency_schedule[50.0] / (TRUE_LATENCY_S * 1000), "ratio")
-        emit("lag_p99_40rps", o.run.lag[99.0], "ms")
-
-        # 2. a 2 s stall once: from schedule shows it, from send does not
-        stall_proc, stall_base = start_server(server_cfg, "--stall-after", "5", "--stall-for", "2")
-        procs.append(stall_proc)
-        stalled = write_project(tmp / "stalled.toml", stall_base, FIXED)
-        o = load(stalled, db, (50.0,), 30.0, max_in_flight=8)
-        emit("stall_p99_from_schedule", o.run.latency_schedule[99.0], "ms")
-        emit("stall_p99_from_send", o.run.latency_send[99.0], "ms")
-        emit("stall_p99_schedule_over_send", o.run.latency_schedule[99.0] / o.run.latency_send[99.0], "ratio")
-        emit("stall_max_from_send", o.run.latency_send[100.0], "ms")
-
-        # 3. poisson vs constant at 70/s against 80/s of capacity (8 in flight x 100 ms)
-        c = load(fixed, db, (70.0,), 20.0 * q, Arrival("constant"), max_in_flight=8, warmup_s=2.0)
-        p = load(fixed, db, (70.0,), 20.0 * q, Arrival("poisson"), max_in_flight=8, warmup_s=2.0)
-        emit("near_saturation_constant_p99_from_schedule", c.run.latency_schedule[99.0], "ms")
-        emit("near_saturation_poisson_p99_from_schedule", p.run.latency_schedule[99.0], "ms")
-        emit("near_saturation_poisson_over_constant_p99", p.run.latency_schedule[99.0] / c.run.latency_schedule[99.0],
-             "ratio")
-
-        # 4. saturation with 1 and 2 client processes against a server that answers at once
-        zero_proc, zero_base = start_server(write_project(tmp / "zero-server.toml", None, ZERO))
-        procs.append(zero_proc)
-        zero = write_project(tmp / "zero.toml", zero_base, ZERO)
-        rates = (200.0, 400.0, 800.0, 1600.0, 3200.0, 6400.0)
-        for n in (1, 2):
-            o = load(zero, db, rates, 4.0 * q, warmup_s=1.0 * q, processes=n)
-            emit(f"saturation_rate_{n}_process", saturation(o.segments), "requests/s")
-            first = o.saturation  # None: achieved followed offered up to the last rate (the figure is then null)
-            emit(f"saturation_point_offered_{n}_process", first.target_rate if first else None, "requests/s")
+    try:
+        if parts & {"accuracy", "bursty"}:
+            fixed = write_project(tmp / "fixed.toml", server(server_cfg), FIXED)
+            if "accuracy" in parts:
+                accuracy(fixed, db, q)
+            if "bursty" in parts:
+                bursty(fixed, db, q)
+        if "stall" in parts:
+            stall(write_project(tmp / "stalled.toml", server(server_cfg, "--stall-after", "5", "--stall-for", "2"),
+                                FIXED), db)
+        if "saturation" in parts:
+            zero_base = server(write_project(tmp / "zero-server.toml", None, ZERO))
+            saturate(write_project(tmp / "zero.toml", zero_base, ZERO), db, q)
     finally:
         for proc in procs:
             proc.terminate()

@@ -224,3 +224,27 @@ def test_a_stopped_run_measures_until_the_stop(tmp_path: Path) -> None:
     f = r.figures().run
     assert f.measured_s < 2.0  # not the planned 30 s, which would show a tenth of the offered rate
     assert f.offered_rate == pytest.approx(40.0, rel=0.3)
+
+
+def test_warnings_for_a_short_metered_run_and_a_busy_client(tmp_path: Path) -> None:
+    from arenatui.engine.events import ClientLoadSampled
+
+    r = LoadRun(LoadOptions(project(tmp_path, sim={**SIM, "rpm": 600}), (5.0,), 30.0, db=tmp_path / "d"))
+    try:
+        for i in range(6):  # six seconds at 95% of a core: a sustained overload
+            r._on_cpu(ClientLoadSampled(0.95, 1.0, float(i), 1000.0 + i))
+        warnings = r.figures().warnings
+    finally:
+        r.writer.close()
+    assert any("rate-limit window" in w and "30 s" in w for w in warnings)
+    assert any("CPU was above 80%" in w for w in warnings)
+
+
+def test_no_window_warning_for_an_unmetered_sim_or_a_long_segment(tmp_path: Path) -> None:
+    from arenatui.config import load_project
+    from arenatui.load.run import rate_limit_warning
+
+    sim = load_project(project(tmp_path)).models[0]
+    http = load_project(project(tmp_path, provider="openai", base_url="http://127.0.0.1:9/v1")).models[0]
+    assert rate_limit_warning(sim, 10.0) is None
+    assert rate_limit_warning(http, 10.0) is not None and rate_limit_warning(http, 60.0) is None

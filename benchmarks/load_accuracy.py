@@ -112,11 +112,14 @@ def bursty(fixed: Path, db: Path, q: float) -> None:
 def saturate(zero: Path, db: Path, q: float) -> None:
     """4. Saturation with 1 and 2 client processes against a server that answers at once."""
     rates = (500.0, 700.0, 1000.0, 1400.0, 2000.0, 2800.0, 4000.0, 5600.0)  # x1.4: a finer bracket than doubling
+    sustained: dict[int, float] = {}
     for n in (1, 2):
         o = load(zero, db, rates, 4.0 * q, warmup_s=1.0 * q, processes=n)
-        emit(f"saturation_rate_{n}_process", saturation(o.segments), "requests/s")
+        sustained[n] = saturation(o.segments)
+        emit(f"saturation_rate_{n}_process", sustained[n], "requests/s")
         first = o.saturation  # None: achieved followed offered up to the last rate (the figure is then null)
         emit(f"saturation_point_offered_{n}_process", first.target_rate if first else None, "requests/s")
+    emit("saturation_rate_2_over_1_process", sustained[2] / sustained[1], "ratio")
 
 
 def main() -> None:

@@ -154,7 +154,6 @@ class LoadRun:
             self.engine = OpenLoopDriver(self.plan, self.provider, on_request=self.on_request,
                                          on_segment=self.on_segment)
         self.status: RunStatus | None = None
-        self.outcome: LoadOutcome | None = None
         self._sent_history: deque[tuple[float, int]] = deque()
         """(seconds, requests sent) at each snapshot over the last window: the live sent rate."""
 

@@ -147,6 +147,17 @@ class ShardSet:
                 return True
 
     async def run(self) -> None:
+        try:
+            await self._run()
+        finally:
+            for proc in self._procs:  # cancelled from outside (the console closed): no shard outlives the run
+                if proc.returncode is None:
+                    try:
+                        proc.kill()
+                    except ProcessLookupError:
+                        pass  # it ended on its own meanwhile
+
+    async def _run(self) -> None:
         cmd = [sys.executable, "-m", "arenatui.load.shards"]
         errors: list[str] = []
         async with anyio.create_task_group() as tg:

@@ -248,3 +248,17 @@ def test_no_window_warning_for_an_unmetered_sim_or_a_long_segment(tmp_path: Path
     http = load_project(project(tmp_path, provider="openai", base_url="http://127.0.0.1:9/v1")).models[0]
     assert rate_limit_warning(sim, 10.0) is None
     assert rate_limit_warning(http, 10.0) is not None and rate_limit_warning(http, 60.0) is None
+
+
+def test_cancelling_a_sharded_run_from_outside_leaves_no_shard(tmp_path: Path) -> None:
+    r = LoadRun(LoadOptions(project(tmp_path), (20.0,), 30.0, Arrival("constant"), db=tmp_path / "d", processes=2))
+
+    async def go() -> None:
+        with anyio.move_on_after(1.5):  # what closing the console does to the run's worker
+            await r.run()
+
+    anyio.run(go)
+    procs = r.engine._procs  # type: ignore[attr-defined]
+    assert len(procs) == 2
+    for p in procs:
+        assert p.returncode is not None

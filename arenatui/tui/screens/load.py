@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
+from arenatui.limits import MAX_RPM
 from arenatui.load.live import HISTOGRAM_EDGES_MS, LoadSnapshot
 
 REFRESH_S = 0.25
@@ -175,7 +176,7 @@ class LoadScreen(Screen[None]):
     def action_step(self, direction: int) -> None:
         if self.ended or self.rate is None:
             return
-        new = rate_step(self.rate, direction)
+        new = min(rate_step(self.rate, direction), MAX_RPM / 60.0)
         try:
             self.load.change_rate(new)
         except ValueError as e:  # a trace's times are fixed

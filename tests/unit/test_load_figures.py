@@ -134,3 +134,16 @@ def test_a_backlog_is_not_credited_to_the_next_segment() -> None:
     f0, f1 = compute(s, [w0], segment=0), compute(s, [w1], segment=1)
     assert f0.achieved_rate == 0.0  # nothing answered within its own window
     assert f1.achieved_rate == pytest.approx(10.0)  # not 20/s: segment 0's late answers are not its own
+
+
+def test_cli_durations() -> None:
+    from arenatui.load.cli import _duration
+
+    assert _duration("15m", "--duration") == 900.0
+    assert _duration("90s", "--duration") == 90.0
+    assert _duration("500ms", "--duration") == 0.5
+    assert _duration("2.5", "--duration") == 2.5
+    assert _duration("0", "--warmup", zero_ok=True) == 0.0
+    for bad in ("0", "-1", "soon", "5h", "m"):
+        with pytest.raises(ConfigError, match="--duration"):
+            _duration(bad, "--duration")

@@ -228,10 +228,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     from arenatui.safe_text import literal
     from arenatui.store import Store
+    from arenatui.store.load_queries import run_kinds
     from arenatui.store.queries import list_runs
 
     with Store(args.db) as store:
         runs = list_runs(store, args.limit)
+        kinds = run_kinds(store, [r.run_id for r in runs])  # a load run stores requests, not results
     con = Console(highlight=False, width=_width(sys.stdout))
     if not runs:
         con.print(f"No runs stored in {store.path} yet. Try: arena demo", markup=False)
@@ -242,18 +244,21 @@ def cmd_runs(args: argparse.Namespace) -> int:
     id_width = max(len(r.run_id) for r in runs)
     t = Table(header_style="bold")
     t.add_column("run id", no_wrap=True, min_width=id_width, overflow="ignore")
+    t.add_column("kind", no_wrap=True)
     t.add_column("project", overflow="fold", ratio=1, min_width=7)
     t.add_column("started", no_wrap=True, min_width=19)
     t.add_column("status", no_wrap=True)
     t.add_column("models", overflow="fold", ratio=1, min_width=6)
     t.add_column("stored", justify="right", no_wrap=True)
     t.add_column("planned", justify="right", no_wrap=True)
-    narrowest = id_width + 7 + 19 + len("cancelled") + 6 + len("stored") + len("planned") + 8 + 7 * 2
+    narrowest = id_width + 5 + 7 + 19 + len("cancelled") + 6 + len("stored") + len("planned") + 9 + 8 * 2
     con.width = max(con.width, narrowest)
     for r in runs:
-        t.add_row(r.run_id, literal(r.project, newlines=False),
+        kind, load_stored = kinds.get(r.run_id, ("sweep", 0))
+        t.add_row(r.run_id, kind, literal(r.project, newlines=False),
                   time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at)), r.status,
-                  literal(", ".join(r.models), newlines=False), str(r.calls), str(r.planned))
+                  literal(", ".join(r.models), newlines=False), str(load_stored if kind == "load" else r.calls),
+                  str(r.planned))
     con.print(t)
     return EXIT_OK
 
@@ -326,11 +331,17 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
 
     from arenatui.config import load_project
     from arenatui.mockserver import serve
+    from arenatui.mockserver.faults import Stall
 
     project = load_project(args.config) if args.config else None
+    stall = None
+    if args.stall_for is not None:
+        if not (args.stall_for > 0 and args.stall_after >= 0):
+            raise ArenaError("--stall-for needs seconds above 0 and --stall-after seconds >= 0")
+        stall = Stall(args.stall_after, args.stall_for)
     try:
         asyncio.run(serve(project, args.host, args.port, seed=args.seed,
-                          announce=lambda line: print(line, flush=True)))
+                          announce=lambda line: print(line, flush=True), stall=stall))
     except OSError as e:  # the port is taken, the host is not ours
         raise ArenaError(f"mock-server cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     return EXIT_OK
@@ -412,7 +423,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=_port, default=8765, help="port to listen on (default: 8765; 0 picks a free one)")
     p.add_argument("--config", help="project TOML whose [[models]] (sim settings, [mock] faults) and cases to serve")
     p.add_argument("--seed", type=int, help="seed for the simulation (default: the project's [run].seed)")
+    p.add_argument("--stall-for", type=float, help="stall every request once for this many seconds (a GC pause)")
+    p.add_argument("--stall-after", type=float, default=5.0, help="seconds after the first request the stall starts")
     p.set_defaults(func=cmd_mock_server)
+
+    from arenatui.load.cli import add_load_parser
+
+    add_load_parser(sub)  # `arena load`: open-loop load runs (arenatui/load/cli.py)
 
     return parser
 

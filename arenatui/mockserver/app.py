@@ -24,7 +24,7 @@ from aiohttp import web
 
 from arenatui.config.load import first_bad_value
 from arenatui.config.schema import Case, MockFaults, ModelConfig, Project
-from arenatui.mockserver.faults import HTTP_TYPES, FaultPicker, retry_after_headers
+from arenatui.mockserver.faults import HTTP_TYPES, FaultPicker, Stall, retry_after_headers
 from arenatui.providers.sim import SimCore, SimOutcome
 
 Wire = Literal["openai", "anthropic"]
@@ -82,8 +82,9 @@ def _sse(data: object, event: str | None = None) -> bytes:
 class MockServer:
     """The models of one project (or any model name, with default settings, when there is no project)."""
 
-    def __init__(self, project: Project | None = None, seed: int | None = None) -> None:
+    def __init__(self, project: Project | None = None, seed: int | None = None, stall: Stall | None = None) -> None:
         self.project = project
+        self.stall = stall
         self.seed = seed if seed is not None else (project.run.seed if project else 0)
         self._rng = random.Random(self.seed)
         self._models: dict[str, ServedModel] = {}
@@ -173,6 +174,10 @@ class MockServer:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             return self._error(request, wire, sm, 400, "max_tokens: a whole number >= 1 is required")
         stream = body.get("stream") is True
+        if self.stall is not None:
+            pause = self.stall.wait_s(asyncio.get_running_loop().time())
+            if pause > 0:
+                await asyncio.sleep(pause)
 
         fault = sm.faults.pick()
         if fault is not None and fault.isdigit():
@@ -356,9 +361,10 @@ class MockServer:
 
 
 async def serve(project: Project | None, host: str = "127.0.0.1", port: int = 8765, seed: int | None = None,
-                announce: Callable[[str], None] = print, stop: asyncio.Event | None = None) -> None:
+                announce: Callable[[str], None] = print, stop: asyncio.Event | None = None,
+                stall: Stall | None = None) -> None:
     """Serve until `stop` is set (or SIGINT/SIGTERM); announce the address once listening."""
-    server = MockServer(project, seed)
+    server = MockServer(project, seed, stall)
     runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
     await runner.setup()
     try:

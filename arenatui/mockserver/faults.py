@@ -51,3 +51,21 @@ def retry_after_headers(delay_s: float, form: str, now: float) -> dict[str, str]
         # HTTP dates have whole seconds: name the first whole second at or after the asked-for moment.
         return {"Retry-After": formatdate(math.ceil(now + delay_s), usegmt=True)}
     return {"retry-after-ms": ms, "Retry-After": secs}
+
+
+class Stall:
+    """The whole server stops answering once: every request arriving in [after_s, after_s + for_s) after the
+    first request waits until the stall ends (a GC pause, a failover). What an open-loop client must show in
+    its from-schedule latencies, and a closed-loop one hides (coordinated omission)."""
+
+    def __init__(self, after_s: float, for_s: float) -> None:
+        self.after_s = after_s
+        self.for_s = for_s
+        self._first: float | None = None
+
+    def wait_s(self, now: float) -> float:
+        """Seconds a request arriving at `now` (a loop clock) waits before it is served."""
+        if self._first is None:
+            self._first = now
+        start = self._first + self.after_s
+        return start + self.for_s - now if start <= now < start + self.for_s else 0.0

@@ -102,4 +102,36 @@ MIGRATIONS: tuple[str, ...] = (
         WHEN finish_reason IN ('length', 'max_tokens', 'model_length') THEN 'truncated'
         ELSE 'wrong_answer' END;
     """,
+    # 7: open-loop load runs: a run kind, one row per request, and the segments (one per offered rate)
+    """
+    ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'sweep';
+    CREATE TABLE load_requests (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        segment INTEGER NOT NULL,
+        shard INTEGER NOT NULL DEFAULT 0,
+        case_id TEXT NOT NULL,
+        warmup INTEGER NOT NULL DEFAULT 0,
+        scheduled_s REAL NOT NULL,
+        sent_s REAL NOT NULL,
+        finished_s REAL NOT NULL,
+        outcome TEXT NOT NULL,
+        ttft_ms REAL,
+        latency_ms REAL,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        error_message TEXT,
+        PRIMARY KEY (run_id, seq)
+    );
+    CREATE TABLE load_segments (
+        run_id TEXT NOT NULL,
+        segment INTEGER NOT NULL,
+        rate REAL NOT NULL,
+        start_s REAL NOT NULL,
+        end_s REAL NOT NULL,
+        warmup_s REAL NOT NULL DEFAULT 0,
+        source TEXT NOT NULL,
+        PRIMARY KEY (run_id, segment)
+    );
+    """,
 )

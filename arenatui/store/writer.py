@@ -63,6 +63,8 @@ class ResultWriter:
         self._rows: list[CallResult] = []
         self._changes: list[Event] = []
         """Rare run-level events, written in order with the next batch."""
+        self._other: list[tuple[str, list[tuple[Any, ...]]]] = []
+        """Rows of other tables (a load run's requests and segments) as (SQL, rows), committed with the next batch."""
         self._wake: anyio.Event | None = None
         self._signalled = False
         self._closing = False
@@ -105,9 +107,21 @@ class ResultWriter:
             if self._wake is not None:
                 self._wake.set()
 
-    def _send(self, results: list[CallResult], changes: list[Event]) -> None:
+    def on_rows(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        """Queue rows of another table (SQL from arenatui.store): O(1), no I/O, committed with the next batch."""
+        if self._other and self._other[-1][0] == sql:
+            self._other[-1][1].extend(rows)  # one executemany per table and batch, not one per request
+        else:
+            self._other.append((sql, list(rows)))
+        if not self._signalled:
+            self._signalled = True
+            if self._wake is not None:
+                self._wake.set()
+
+    def _send(self, results: list[CallResult], changes: list[Event],
+              other: list[tuple[str, list[tuple[Any, ...]]]] | None = None) -> None:
         run_id = self.run_id
-        statements: list[tuple[str, list[tuple[Any, ...]]]] = []
+        statements: list[tuple[str, list[tuple[Any, ...]]]] = list(other or ())
         by_kind: dict[type, list[tuple[Any, ...]]] = {}
         for ch in changes:  # in the order each kind first appeared
             by_kind.setdefault(type(ch), []).append(EVENT_ROWS[type(ch)][1](run_id, ch))
@@ -157,12 +171,13 @@ class ResultWriter:
             raise self._failed()
         self._count(got)
 
-    def _take(self) -> tuple[list[CallResult], list[Event]]:
+    def _take(self) -> tuple[list[CallResult], list[Event], list[tuple[str, list[tuple[Any, ...]]]]]:
         rows, self._rows = self._rows, []
         changes, self._changes = self._changes, []
+        other, self._other = self._other, []
         self._signalled = False
         self._wake = None
-        return rows, changes
+        return rows, changes, other
 
     async def run(self) -> None:
         """Send until `stop()`; whatever is queued when this ends (even by cancellation) is committed."""
@@ -172,10 +187,10 @@ class ResultWriter:
                     self._wake = anyio.Event()
                     with anyio.move_on_after(max(0.0, self._beat_due - time.monotonic())):
                         await self._wake.wait()
-                rows, changes = self._take()
+                rows, changes, other = self._take()
                 t = time.monotonic()
-                if rows or changes or t >= self._beat_due:
-                    self._send(rows, changes)
+                if rows or changes or other or t >= self._beat_due:
+                    self._send(rows, changes, other)
                 self._read_acks()
                 rest = self.min_interval_s - (time.monotonic() - t)
                 if rest > 0 and not self._closing:
@@ -185,9 +200,9 @@ class ResultWriter:
 
     def flush(self) -> None:
         """Send what is queued and wait until the writer process has committed everything sent."""
-        rows, changes = self._take()
-        if rows or changes:
-            self._send(rows, changes)
+        rows, changes, other = self._take()
+        if rows or changes or other:
+            self._send(rows, changes, other)
         deadline = time.monotonic() + 60.0
         while self._acked < self.batches:
             if self._proc.poll() is not None:

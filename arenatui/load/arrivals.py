@@ -1,0 +1,172 @@
+"""Arrival processes as pure functions: when each request of a load run is due, relative to its segment's start.
+
+An open-loop run fires requests at these times whatever happened to earlier ones. Each process is a
+sequence of gaps with mean 1/rate: constant (gap exactly 1/rate), poisson (exponential gaps, CV 1),
+gamma:CV (gamma gaps with shape 1/CV², so CV above 1 is burstier than poisson and below 1 more regular),
+and trace:FILE (offsets in seconds from a JSONL or CSV file, optionally naming the case to send).
+
+Generators are lazy (a rate change mid-run starts a new segment, so nothing is drawn that will not be
+used) and seeded: every shard of a run draws the same schedule and keeps its own share of it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from arenatui.errors import ConfigError
+
+ArrivalKind = Literal["constant", "poisson", "gamma", "trace"]
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRow:
+    offset_s: float
+    """Seconds after the run's start."""
+    case_id: str | None = None
+    """The case to send, or None to cycle through the project's cases."""
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """How requests arrive: the parsed `--arrival` value."""
+
+    kind: ArrivalKind = "constant"
+    cv: float = 1.0
+    """Coefficient of variation of the gaps (gamma; poisson is 1, constant 0)."""
+    trace: tuple[TraceRow, ...] = ()
+
+    def describe(self) -> str:
+        if self.kind == "gamma":
+            return f"gamma:{self.cv:g}"
+        if self.kind == "trace":
+            return f"trace ({len(self.trace)} requests)"
+        return self.kind
+
+    @property
+    def trace_duration_s(self) -> float:
+        return self.trace[-1].offset_s if self.trace else 0.0
+
+
+def parse_arrival(value: str, *, where: str = "--arrival") -> Arrival:
+    """`constant`, `poisson`, `gamma:CV` or `trace:FILE`; a ConfigError naming what was expected otherwise."""
+    kind, _, arg = value.partition(":")
+    kind = kind.strip().lower()
+    if kind in ("constant", "poisson") and not arg:
+        return Arrival(kind)  # type: ignore[arg-type]
+    if kind == "gamma":
+        try:
+            cv = float(arg)
+        except ValueError:
+            cv = math.nan
+        if not (math.isfinite(cv) and 0.0 < cv <= 100.0):
+            raise ConfigError(where, None, f"gamma:CV needs a coefficient of variation above 0 and at most 100 "
+                                           f"(1 is poisson, 2 is bursty), got {value!r}")
+        return Arrival("gamma", cv=cv)
+    if kind == "trace":
+        if not arg:
+            raise ConfigError(where, None, "trace:FILE needs a JSONL or CSV file of offsets in seconds")
+        return Arrival("trace", cv=math.nan, trace=read_trace(Path(arg)))
+    raise ConfigError(where, None, f"expected constant, poisson, gamma:CV or trace:FILE, got {value!r}")
+
+
+def _offset(file: Path, where: str, raw: object) -> float:
+    try:
+        t = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        t = math.nan
+    if isinstance(raw, bool) or not math.isfinite(t) or t < 0:
+        raise ConfigError(str(file), where, f"an offset in seconds (a number >= 0), got {raw!r}")
+    return t
+
+
+def read_trace(file: Path) -> tuple[TraceRow, ...]:
+    """Rows sorted by offset (ties keep file order). JSONL: `{"offset": s, "case": id}` per line
+    (`t` or `timestamp` for the offset also read); CSV: a header with `offset` and optionally `case`."""
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(str(file), None, f"a readable UTF-8 trace file ({e.__class__.__name__}: {e})") from None
+    rows: list[TraceRow] = []
+    if file.suffix.lower() == ".csv":
+        reader = csv.DictReader(text.splitlines())
+        fields = [f.strip().lower() for f in reader.fieldnames or []]
+        if "offset" not in fields:
+            raise ConfigError(str(file), "header", f"a CSV header with an 'offset' column, got {fields!r}")
+        for n, rec in enumerate(reader, start=2):
+            rec = {(k or "").strip().lower(): (v or "").strip() for k, v in rec.items()}
+            rows.append(TraceRow(_offset(file, f"line {n}: offset", rec.get("offset")), rec.get("case") or None))
+    else:
+        for n, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                raise ConfigError(str(file), f"line {n}", "a JSON object per line (JSONL)") from None
+            if not isinstance(obj, dict):
+                raise ConfigError(str(file), f"line {n}", f"a JSON object, got {type(obj).__name__}")
+            key = next((k for k in ("offset", "t", "timestamp") if k in obj), None)
+            if key is None:
+                raise ConfigError(str(file), f"line {n}", "an 'offset' key (seconds from the start)")
+            case = obj.get("case", obj.get("case_id"))
+            if case is not None and not isinstance(case, str):
+                raise ConfigError(str(file), f"line {n}: case", f"a case id (string), got {case!r}")
+            rows.append(TraceRow(_offset(file, f"line {n}: {key}", obj[key]), case))
+    if not rows:
+        raise ConfigError(str(file), None, "at least one request (an offset per JSONL line or CSV row)")
+    rows.sort(key=lambda r: r.offset_s)  # stable: equal offsets keep the file's order
+    return tuple(rows)
+
+
+def gaps(arrival: Arrival, rate: float, rng: random.Random) -> Iterator[float]:
+    """Endless gaps in seconds with mean 1/rate (not for traces, which have their own times)."""
+    mean = 1.0 / rate
+    if arrival.kind == "constant":
+        while True:
+            yield mean
+    elif arrival.kind == "poisson":
+        expo = rng.expovariate
+        while True:
+            yield expo(rate)
+    elif arrival.kind == "gamma":
+        shape = 1.0 / (arrival.cv * arrival.cv)
+        scale = mean / shape
+        gamma = rng.gammavariate
+        while True:
+            yield gamma(shape, scale)
+    else:
+        raise ValueError("a trace has no gaps: use trace_times")
+
+
+def arrival_times(arrival: Arrival, rate: float, duration_s: float, rng: random.Random) -> Iterator[float]:
+    """Offsets in [0, duration_s) from the segment's start. The first request is due at once for constant
+    (a run starts working immediately) and after one drawn gap for the random processes (memoryless)."""
+    if arrival.kind == "trace":
+        for row in arrival.trace:
+            if row.offset_s >= duration_s:
+                return
+            yield row.offset_s
+        return
+    t = 0.0 if arrival.kind == "constant" else None
+    g = gaps(arrival, rate, rng)
+    if t is None:
+        t = next(g)
+    i = 0
+    start = t
+    while t < duration_s:
+        yield t
+        i += 1
+        # constant: multiply, never add, so rounding does not drift over a million requests
+        t = start + i / rate if arrival.kind == "constant" else t + next(g)
+
+
+def segment_rng(seed: int, segment: int) -> random.Random:
+    """One generator per segment, the same in every shard: shards agree on the schedule without talking."""
+    return random.Random(f"arena-load|{seed}|{segment}")

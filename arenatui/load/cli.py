@@ -1,0 +1,164 @@
+"""`arena load`: its flags, their validation (exit 2 with one paragraph), and the headless run."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from arenatui.errors import ArenaError
+from arenatui.limits import MAX_CONCURRENCY
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from arenatui.engine.events import RunStatus
+    from arenatui.load.run import LoadRun
+
+PROGRESS_S = 1.0
+
+
+def add_load_parser(sub: Any) -> None:
+    p = sub.add_parser("load", help="an open-loop load run: requests on a schedule, latency from schedule and send")
+    p.add_argument("--project", "-p", help="project TOML file, or a directory holding arena.toml")
+    p.add_argument("--show", metavar="RUN_ID", help="print the tables of a stored load run ('last' for the newest)")
+    p.add_argument("--model", "-m", help="the model key to load (needed when the project has several)")
+    p.add_argument("--rate", "-r", help="requests per second")
+    p.add_argument("--rates", help="one segment per rate, e.g. 1,2,4,8 (the saturation point is marked)")
+    p.add_argument("--rate-sweep", metavar="START:STOP:STEPS", help="STEPS rates from START to STOP, geometric")
+    p.add_argument("--duration", "-d", default="60s", help="each segment's length, e.g. 90s or 15m (default 60s)")
+    p.add_argument("--arrival", default="constant", help="constant, poisson, gamma:CV or trace:FILE (JSONL or CSV)")
+    p.add_argument("--max-in-flight", help="cap on requests at once; late requests wait and their lag is reported")
+    p.add_argument("--warmup", default="0", help="seconds at the start of each segment left out of the figures")
+    p.add_argument("--slo", help="goodput terms, e.g. ttft=500ms,latency=5s,itl=50ms (times from schedule)")
+    p.add_argument("--processes", default="1", help="engine processes sharing the schedule (default 1)")
+    p.add_argument("--seed", help="seed for the arrival process and simulated models")
+    p.add_argument("--db", help="results database (default: in the user data directory)")
+    p.add_argument("--quiet", "-q", action="store_true", help="headless, no progress line (the tables still print)")
+    p.add_argument("--theme", help="console theme")
+    p.set_defaults(func=cmd_load)
+
+
+def _int(value: str | None, flag: str, lo: int, hi: int) -> int | None:
+    if value is None:
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        raise ArenaError(f"{flag}: expected a whole number from {lo} to {hi}, got {value!r}") from None
+    if not lo <= n <= hi:
+        raise ArenaError(f"{flag}: expected a whole number from {lo} to {hi}, got {n}")
+    return n
+
+
+def _duration(value: str, flag: str, *, zero_ok: bool = False) -> float:
+    from arenatui.load.figures import parse_seconds
+
+    v = value.strip().lower()
+    if zero_ok and v in ("0", "0s", "0ms", "0.0"):
+        return 0.0
+    if v.endswith("m") and not v.endswith("ms"):
+        return parse_seconds(v[:-1], where=flag) * 60.0
+    return parse_seconds(v, where=flag)
+
+
+def load_options(args: argparse.Namespace) -> Any:
+    from arenatui.load.arrivals import parse_arrival
+    from arenatui.load.figures import parse_slo
+    from arenatui.load.run import LoadOptions, parse_rates
+
+    rate: float | None = None
+    if args.rate is not None:
+        try:
+            rate = float(args.rate)
+        except ValueError:
+            raise ArenaError(f"--rate: expected requests per second (a number above 0), got {args.rate!r}") from None
+    arrival = parse_arrival(args.arrival)
+    if arrival.kind == "trace":
+        if args.rate is not None or args.rates is not None or args.rate_sweep is not None:
+            raise ArenaError("--arrival trace:FILE sets its own times: drop --rate, --rates and --rate-sweep")
+        rates: tuple[float, ...] = (1.0,)
+    else:
+        rates = parse_rates(rate, args.rates, args.rate_sweep)
+    seed = _int(args.seed, "--seed", -(2**63), 2**63 - 1)
+    return LoadOptions(
+        project=args.project, rates=rates, duration_s=_duration(args.duration, "--duration"), arrival=arrival,
+        model=args.model, max_in_flight=_int(args.max_in_flight, "--max-in-flight", 1, MAX_CONCURRENCY),
+        warmup_s=_duration(args.warmup, "--warmup", zero_ok=True),
+        slo=parse_slo(args.slo) if args.slo is not None else None,
+        processes=_int(args.processes, "--processes", 1, os.cpu_count() or 1) or 1, db=args.db, seed=seed,
+    )
+
+
+async def run_headless(run: LoadRun, *, quiet: bool, err: Console) -> RunStatus:
+    """Run to the end; Ctrl-C or SIGTERM stops it (requests in flight are stored as cancelled)."""
+    from arenatui.load.report import progress_line
+
+    async def watch_signals() -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for _ in signals:
+                err.print("\nStopping: finished requests are stored.", markup=False)
+                run.cancel()
+
+    async def show() -> None:
+        while True:
+            await anyio.sleep(PROGRESS_S)
+            err.print(progress_line(run.snapshot()), markup=False, highlight=False)
+
+    status: RunStatus = "failed"
+    async with anyio.create_task_group() as tg:
+        if sys.platform != "win32":
+            tg.start_soon(watch_signals)
+        if not quiet:
+            tg.start_soon(show)
+        try:
+            status = await run.run()
+        finally:
+            tg.cancel_scope.cancel()
+    return status
+
+
+def _width() -> int | None:
+    """Piped or in CI, Rich would take 80 columns (or COLUMNS) and squeeze 19 columns into ellipses."""
+    cols = os.environ.get("COLUMNS", "")
+    return None if sys.stdout.isatty() else max(200, int(cols) if cols.isdigit() else 0)
+
+
+def cmd_load(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from arenatui.load.report import print_outcome
+    from arenatui.load.run import LoadRun
+    from arenatui.store import default_db_path
+
+    if args.show:
+        from arenatui.load.report import stored_outcome
+
+        run_id, stored = stored_outcome(args.db or default_db_path(), args.show)
+        print_outcome(Console(highlight=False, width=_width()), Console(stderr=True, highlight=False), stored)
+        Console(highlight=False).print(f"Run id: {run_id} ({stored.status})", markup=False)
+        return 0
+    if not args.project:
+        raise ArenaError("no project: pass --project FILE (or a directory holding arena.toml), or --show RUN_ID")
+    opts = load_options(args)
+    run = LoadRun(opts)
+    wide = _width()
+    out = Console(highlight=False, width=wide)
+    err = Console(stderr=True, highlight=False, width=wide)
+    if not args.quiet and sys.stdout.isatty():
+        from arenatui.tui.load_app import LoadApp
+
+        LoadApp(run, theme=args.theme).run()
+        status = run.status or "cancelled"
+    else:
+        if not args.quiet:
+            err.print(f"Load run {run.run_id}: {run.model.key}, {opts.arrival.describe()} arrivals, rates "
+                      f"{', '.join(f'{r:g}' for r in opts.rates)}/s, {opts.duration_s:g}s each", markup=False)
+        status = anyio.run(lambda: run_headless(run, quiet=args.quiet, err=err))
+    print_outcome(out, err, run.figures())
+    out.print(f"Run id: {run.run_id} ({status})", markup=False)
+    return {"finished": 0, "cancelled": 130}.get(status, 1)

@@ -1,0 +1,256 @@
+"""The open-loop driver: requests fire at their scheduled times whatever happened to earlier ones.
+
+One dispatcher task walks the schedule (arrivals.py) and starts one task per request when it is due;
+an optional in-flight cap makes the dispatcher wait, and that wait is measured (the schedule lag),
+never hidden. A load run does not retry: a 429 or a timeout is a result of the offered load.
+
+Segments: `--rates` / `--rate-sweep` plan one segment per rate back to back; a rate change mid-run
+(`+`/`-` in the console) ends the current segment at that moment and starts a new one at the new
+rate until the planned segment's end. Every shard of a sharded run walks the same schedule (same seed,
+same segments) and sends only the requests whose schedule index falls to it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import anyio
+
+from arenatui.config.schema import Case, Defaults, ModelConfig
+from arenatui.errors import ProviderError, RateLimited, TerminalError
+from arenatui.load.arrivals import Arrival, arrival_times, segment_rng
+from arenatui.load.figures import (
+    CANCELLED,
+    OK,
+    RATE_LIMITED,
+    TERMINAL,
+    TIMEOUT,
+    TRANSIENT,
+    LoadRequest,
+    Window,
+)
+from arenatui.providers.base import Provider, Request, build_messages
+
+MESSAGE_LIMIT = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class LoadPlan:
+    """What a load run offers: everything a shard needs to walk the same schedule as every other."""
+
+    model: ModelConfig
+    cases: tuple[Case, ...]
+    defaults: Defaults
+    arrival: Arrival
+    rates: tuple[float, ...]
+    """One planned segment per rate (a trace has one segment at its mean rate)."""
+    duration_s: float
+    """Each planned segment's length."""
+    warmup_s: float = 0.0
+    """At the start of every segment: requests due then are sent and stored but left out of the figures."""
+    max_in_flight: int | None = None
+    timeout_s: float = 60.0
+    seed: int = 0
+
+    @property
+    def total_s(self) -> float:
+        return self.duration_s * len(self.rates)
+
+    def planned_requests(self) -> int:
+        if self.arrival.kind == "trace":
+            return len(self.arrival.trace)
+        return int(sum(math.ceil(r * self.duration_s) for r in self.rates))
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentStarted:
+    """A segment began (or, the same index again, was cut short by a rate change: its end moved)."""
+
+    window: Window
+    source: str
+    """'plan' or 'user'."""
+
+
+class OpenLoopDriver:
+    """Runs one plan (or one shard of it) against one provider. `change_rate` steers it; `cancel` stops it."""
+
+    def __init__(self, plan: LoadPlan, provider: Provider, *, on_request: Callable[[LoadRequest], None],
+                 on_segment: Callable[[SegmentStarted], None] = lambda s: None, shard: int = 0, shards: int = 1,
+                 t0: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.plan = plan
+        self.provider = provider
+        self.on_request = on_request
+        self.on_segment = on_segment
+        self.shard, self.shards = shard, shards
+        self.t0 = t0
+        self._clock = clock
+        self._own_timeout = bool(getattr(provider, "enforces_timeout", False))
+        m = plan.model
+        self._max_tokens = m.max_tokens or plan.defaults.max_tokens
+        self._temperature = m.temperature if m.temperature is not None else plan.defaults.temperature
+        self._messages = {c.id: build_messages(m, plan.defaults, c) for c in plan.cases}
+        self._cases = {c.id: c for c in plan.cases}
+        self._limiter = anyio.CapacityLimiter(plan.max_in_flight) if plan.max_in_flight else None
+        self._pending: tuple[float, float] | None = None
+        self._wake = anyio.Event()
+        self.windows: list[Window] = []
+        self.rate = plan.rates[0] if plan.rates else 0.0
+        self.in_flight = 0
+        self.sent = 0
+        self.cancelled = False
+        self._scope: anyio.CancelScope | None = None
+
+    # ---- control ---------------------------------------------------------------------------------
+
+    def now_s(self) -> float:
+        """Seconds since the run's start (its schedule's zero)."""
+        return self._clock() - self.t0 if self.t0 is not None else 0.0
+
+    def change_rate(self, rate: float, at_s: float | None = None) -> None:
+        """From `at_s` (default: now) offer `rate` until the current planned segment ends."""
+        if self.plan.arrival.kind == "trace":
+            raise ValueError("a trace sets its own times; its rate cannot be changed")
+        self._pending = (self.now_s() if at_s is None else at_s, float(rate))
+        self._wake.set()
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    # ---- running ---------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Walk the whole schedule, then wait for every request in flight."""
+        if self.t0 is None:
+            self.t0 = self._clock()
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            async with anyio.create_task_group() as tg:
+                await self._dispatch(tg)
+        if self.cancelled and self.windows and self.now_s() < self.windows[-1].end_s:
+            self._cut(self.now_s())  # a stopped segment was offered load until the stop, not its planned end
+
+    def _begin(self, segment: int, rate: float, start: float, end: float, source: str) -> None:
+        self.rate = rate
+        w = Window(segment, rate, start, end, self.plan.warmup_s)
+        self.windows.append(w)
+        self.on_segment(SegmentStarted(w, source))
+
+    def _cut(self, at: float) -> None:
+        w = self.windows[-1]
+        w = Window(w.segment, w.rate, w.start_s, max(w.start_s, at), w.warmup_s)
+        self.windows[-1] = w
+        self.on_segment(SegmentStarted(w, "cut"))
+
+    async def _dispatch(self, tg: anyio.abc.TaskGroup) -> None:
+        plan = self.plan
+        seq = 0
+        segment = 0
+        trace = plan.arrival.trace if plan.arrival.kind == "trace" else ()
+        if trace:
+            end = plan.arrival.trace_duration_s + 1e-9
+            rate = len(trace) / end if end > 1e-6 else float(len(trace))
+            planned = [(rate, 0.0, end)]
+        else:
+            planned = [(r, i * plan.duration_s, (i + 1) * plan.duration_s) for i, r in enumerate(plan.rates)]
+        for rate, start, end in planned:
+            source = "plan"
+            while True:
+                self._begin(segment, rate, start, end, source)
+                times = arrival_times(plan.arrival, rate, end - start, segment_rng(plan.seed, segment))
+                change = None
+                for i, off in enumerate(times):
+                    due = start + off
+                    change = await self._wait_until(due)
+                    if change is not None:
+                        break
+                    mine = seq % self.shards == self.shard
+                    n = seq
+                    seq += 1
+                    if not mine:
+                        continue
+                    case_id = trace[i].case_id if trace and trace[i].case_id in self._cases else None
+                    if case_id is None:
+                        case_id = plan.cases[n % len(plan.cases)].id
+                    if self._limiter is not None:
+                        await self._limiter.acquire_on_behalf_of(n)  # released by the request's own task
+                    self.in_flight += 1
+                    self.sent += 1
+                    tg.start_soon(self._one, n, segment, case_id, off < plan.warmup_s, due)
+                if change is None:
+                    change = await self._wait_until(end)  # idle until the planned boundary (or a change)
+                segment += 1
+                if change is None:
+                    break
+                at, rate = change
+                start = min(max(at, start), end)
+                self._cut(start)
+                source = "user"
+                if start >= end:
+                    break
+
+    async def _wait_until(self, due: float) -> tuple[float, float] | None:
+        """Sleep until `due` (seconds from t0); return a pending rate change due no later, instead."""
+        assert self.t0 is not None
+        while True:
+            p = self._pending
+            if p is not None and p[0] <= due:
+                self._pending = None
+                return p
+            delay = self.t0 + due - self._clock()
+            if delay <= 0:
+                return None
+            with anyio.move_on_after(delay):
+                await self._wake.wait()
+            if self._wake.is_set():
+                self._wake = anyio.Event()
+
+    async def _one(self, seq: int, segment: int, case_id: str, warmup: bool, due: float) -> None:
+        assert self.t0 is not None
+        t0 = self.t0
+        case = self._cases[case_id]
+        request = Request(self.plan.model, case, seq, 1, self._messages[case_id], self._max_tokens,
+                          self._temperature, self.plan.timeout_s)
+        sent = self._clock()
+        outcome, message = OK, None
+        ttft_ms: float | None = None
+        in_tok = out_tok = 0
+        try:
+            try:
+                if self._own_timeout:
+                    comp = await self.provider.complete(request)
+                else:
+                    with anyio.fail_after(self.plan.timeout_s):
+                        comp = await self.provider.complete(request)
+            except TimeoutError:
+                outcome, message = TIMEOUT, f"no complete answer within {self.plan.timeout_s:g}s"
+            except RateLimited as e:
+                outcome, message = RATE_LIMITED, e.message
+            except TerminalError as e:
+                outcome, message = TERMINAL, e.message
+            except ProviderError as e:
+                outcome, message = TRANSIENT, e.message
+            except anyio.get_cancelled_exc_class():
+                now = self._clock()
+                self.on_request(LoadRequest(seq, segment, self.shard, case_id, warmup, due, sent - t0, now - t0,
+                                            CANCELLED, None, None, 0, 0, "the load run was stopped"))
+                raise
+            except Exception as e:  # a provider bug must not end the run: record it
+                outcome, message = TERMINAL, f"provider raised {type(e).__name__}: {e}"
+            else:
+                in_tok, out_tok = comp.input_tokens, comp.output_tokens
+                if comp.ttft_s is not None:
+                    ttft_ms = ((comp.connect_s or 0.0) + comp.ttft_s) * 1000.0
+            now = self._clock()
+            self.on_request(LoadRequest(seq, segment, self.shard, case_id, warmup, due, sent - t0, now - t0,
+                                        outcome, ttft_ms, (now - sent) * 1000.0, in_tok, out_tok,
+                                        message[:MESSAGE_LIMIT] if message else None))
+        finally:
+            self.in_flight -= 1
+            if self._limiter is not None:
+                self._limiter.release_on_behalf_of(seq)
+

@@ -1,0 +1,290 @@
+"""One load run from start to end, for any view: validate, record the run, wire driver -> store and samples.
+
+The headless command and the console both drive a `LoadRun`; neither talks to the store or providers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+
+from arenatui.config import load_project, project_to_dict
+from arenatui.config.schema import ModelConfig, Project
+from arenatui.engine.client_load import CpuSampler, OverloadTracker
+from arenatui.engine.events import ClientLoadSampled, RunStatus
+from arenatui.errors import ArenaError, ConfigError
+from arenatui.load.arrivals import Arrival
+from arenatui.load.driver import LoadPlan, OpenLoopDriver, SegmentStarted
+from arenatui.load.figures import Figures, LoadRequest, Samples, Slo, Window, compute, mark_saturation, per_segment
+from arenatui.load.live import WINDOW_S, LoadSnapshot, snapshot
+from arenatui.load.store import request_row, segment_row
+from arenatui.providers.base import Provider, make_provider
+from arenatui.store import ResultWriter, Store, default_db_path
+from arenatui.store.load_queries import INSERT_LOAD_REQUEST, UPSERT_LOAD_SEGMENT, mark_load_run
+
+RATE_LIMIT_WINDOW_S = 60.0
+"""An rpm limit (and every hosted API's) is metered per minute: a shorter segment never exhausts it."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoadOptions:
+    project: str | Path
+    rates: tuple[float, ...]
+    duration_s: float
+    arrival: Arrival = field(default_factory=Arrival)
+    model: str | None = None
+    max_in_flight: int | None = None
+    warmup_s: float = 0.0
+    slo: Slo | None = None
+    processes: int = 1
+    db: str | Path | None = None
+    seed: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the run record keeps of the options (filters_json): enough to read the run back."""
+        slo = None if self.slo is None else dataclasses.asdict(self.slo)
+        return {"kind": "load", "model": self.model, "rates": list(self.rates), "duration_s": self.duration_s,
+                "arrival": self.arrival.describe(), "max_in_flight": self.max_in_flight,
+                "warmup_s": self.warmup_s, "slo": slo, "processes": self.processes}
+
+
+class LoadEngine(Protocol):
+    """What a view steers: the in-process driver, or the shards of `--processes N`."""
+
+    rate: float
+    windows: list[Window]
+
+    @property
+    def in_flight(self) -> int: ...
+
+    @property
+    def sent(self) -> int: ...
+
+    def now_s(self) -> float: ...
+
+    def change_rate(self, rate: float, at_s: float | None = None) -> None: ...
+
+    def cancel(self) -> None: ...
+
+    async def run(self) -> None: ...
+
+
+def pick_model(project: Project, key: str | None) -> ModelConfig:
+    keys = [m.key for m in project.models]
+    if key is None:
+        if len(keys) == 1:
+            return project.models[0]
+        raise ConfigError(str(project.path), "models", f"--model KEY naming one of {', '.join(keys)} (a load run "
+                                                      "offers load to one model)")
+    for m in project.models:
+        if m.key == key:
+            return m
+    raise ConfigError(str(project.path), "models", f"--model {key!r}: no such model key; expected one of "
+                                                  f"{', '.join(keys)}")
+
+
+def rate_limit_warning(model: ModelConfig, segment_s: float) -> str | None:
+    """A segment shorter than the provider's rate-limit window measures a provider that never ran out."""
+    metered = model.rpm or model.tpm or model.sim.rpm or model.provider != "sim"
+    if not metered or segment_s >= RATE_LIMIT_WINDOW_S:
+        return None
+    return (f"each segment lasts {segment_s:g} s, shorter than the provider's {RATE_LIMIT_WINDOW_S:.0f} s rate-limit "
+            "window (an rpm limit): a run that never exhausts its allowance measures nothing; use --duration 60 or "
+            "more (a production test: 15 minutes at the expected peak rate)")
+
+
+@dataclass(slots=True)
+class LoadOutcome:
+    status: RunStatus
+    run: Figures
+    segments: list[Figures]
+    saturation: Figures | None
+    warnings: list[str]
+
+
+class LoadRun:
+    """Prepared in the constructor (bad input fails before anything is recorded); `await run()` runs it."""
+
+    def __init__(self, opts: LoadOptions) -> None:
+        self.opts = opts
+        project = load_project(opts.project)
+        if opts.seed is not None:
+            project = dataclasses.replace(project, run=dataclasses.replace(project.run, seed=opts.seed))
+        self.project = project
+        self.model = pick_model(project, opts.model)
+        if opts.arrival.kind == "trace":
+            known = {c.id for c in project.cases}
+            unknown = sorted({r.case_id for r in opts.arrival.trace if r.case_id and r.case_id not in known})
+            if unknown:
+                raise ConfigError("--arrival trace", "case", f"case ids of {project.path}; unknown: "
+                                                             f"{', '.join(unknown[:5])}")
+        if opts.warmup_s >= opts.duration_s and opts.arrival.kind != "trace":
+            raise ArenaError(f"--warmup {opts.warmup_s:g}s leaves nothing of each {opts.duration_s:g}s segment to "
+                             "measure; make it shorter than --duration")
+        self.plan = LoadPlan(self.model, project.cases, project.defaults, opts.arrival, opts.rates, opts.duration_s,
+                             opts.warmup_s, opts.max_in_flight, project.run.timeout_s, project.run.seed)
+        self.db_path = Path(opts.db) if opts.db is not None else default_db_path()
+        hint = opts.max_in_flight or 64
+        # Built here even when shards build their own: a missing API key fails before a run is recorded.
+        self.provider: Provider = make_provider(self.model, project.run, concurrency_hint=hint)
+        with Store(self.db_path) as store:
+            self.run_id = store.create_run(project.name, str(project.path), project_to_dict(project), opts.to_dict(),
+                                           self.plan.planned_requests())
+            mark_load_run(store, self.run_id)
+        self.samples = Samples()
+        self.writer = ResultWriter(self.db_path, self.run_id)
+        self.overload = OverloadTracker()
+        self.client_cpu: float | None = None
+        self.cpu = CpuSampler(self._on_cpu)
+        self.engine: LoadEngine
+        if opts.processes > 1:
+            from arenatui.load.shards import ShardSet
+
+            # Each shard's samples go to its own tracker in the ShardSet (interleaved, no streak means anything).
+            self.engine = ShardSet(self.plan, project, opts.processes, on_request=self.on_request,
+                                   on_segment=self.on_segment, on_cpu=self.writer.on_event)
+        else:
+            self.engine = OpenLoopDriver(self.plan, self.provider, on_request=self.on_request,
+                                         on_segment=self.on_segment)
+        self.status: RunStatus | None = None
+        self._sent_history: deque[tuple[float, int]] = deque()
+        """(seconds, requests sent) at each snapshot over the last window: the live sent rate."""
+
+    # ---- sinks -----------------------------------------------------------------------------------
+
+    def on_request(self, r: LoadRequest) -> None:
+        self.samples.add(r)
+        self.writer.on_rows(INSERT_LOAD_REQUEST, [request_row(self.run_id, r)])
+
+    def on_segment(self, s: SegmentStarted) -> None:
+        self.writer.on_rows(UPSERT_LOAD_SEGMENT, [segment_row(self.run_id, s.window, s.source)])
+
+    def _on_cpu(self, ev: ClientLoadSampled) -> None:
+        self.client_cpu = ev.cpu
+        self.overload.add(ev.cpu, ev.interval_s)
+        self.writer.on_event(ev)
+
+    # ---- steering and reading --------------------------------------------------------------------
+
+    def change_rate(self, rate: float) -> None:
+        self.engine.change_rate(rate)
+
+    def cancel(self) -> None:
+        self.engine.cancel()
+
+    def snapshot(self) -> LoadSnapshot:
+        """Live figures; call from one thread at a time (the views sample a few times a second)."""
+        e = self.engine
+        now, sent = e.now_s(), e.sent
+        hist = self._sent_history
+        hist.append((now, sent))
+        while len(hist) > 2 and hist[1][0] <= now - WINDOW_S:
+            hist.popleft()
+        t_then, sent_then = hist[0]
+        sent_rate = (sent - sent_then) / (now - t_then) if now > t_then else 0.0
+        return snapshot(self.samples, now_s=now, total_s=self.plan.total_s if self.plan.arrival.kind != "trace"
+                        else self.plan.arrival.trace_duration_s, segment=e.windows[-1].segment if e.windows else 0,
+                        target_rate=e.rate, in_flight=e.in_flight, sent_rate=sent_rate, client_cpu=self.client_cpu)
+
+    def figures(self) -> LoadOutcome:
+        windows = list(self.engine.windows)
+        run = compute(self.samples, windows, self.opts.slo)
+        segs = per_segment(self.samples, windows, self.opts.slo)
+        sat = mark_saturation(segs) if len(segs) > 1 else None
+        warnings = list(run.warnings)
+        segment_s = self.plan.arrival.trace_duration_s if self.plan.arrival.kind == "trace" else self.opts.duration_s
+        w = rate_limit_warning(self.model, segment_s)
+        if w:
+            warnings.append(w)
+        busiest = max([self.overload, *getattr(self.engine, "overload", [])], key=lambda t: t.overload_s)
+        if busiest.overload_s > 0:
+            warnings.append(f"the client's CPU was above 80% of a core for {busiest.overload_s:.0f} s (peak "
+                            f"{busiest.peak:.0%}): the client was part of the latencies it recorded; try "
+                            "--processes 2 or a lower rate")
+        if run.requests and run.outcomes.get("timeout", 0):
+            warnings.append(f"{run.share('timeout'):.1%} of requests timed out after {self.plan.timeout_s:g} s: "
+                            "their latency is not in the percentiles (see the timeout column)")
+        return LoadOutcome(self.status or "failed", run, segs, sat, warnings)
+
+    async def run(self) -> RunStatus:
+        status: RunStatus = "failed"
+        message: str | None = None
+        prepare = getattr(self.provider, "prepare", None)
+        if prepare is not None and self.opts.processes == 1:
+            try:
+                prepare()
+            except Exception:
+                pass  # each request reports the same error
+        gc.collect()
+        gc.freeze()  # as in a sweep: collections scan only what the run allocates
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.writer.run)
+                tg.start_soon(self.cpu.run)
+                try:
+                    await self.engine.run()
+                    status = "cancelled" if getattr(self.engine, "cancelled", False) else "finished"
+                finally:
+                    self.cpu.stop()
+                    self.writer.stop()
+        except BaseException as e:
+            status = "cancelled" if isinstance(e, (anyio.get_cancelled_exc_class(), KeyboardInterrupt)) \
+                or getattr(self.engine, "cancelled", False) else "failed"
+            message = None if status == "cancelled" else f"{type(e).__name__}: {e}"
+            if status == "failed":
+                raise
+        finally:
+            gc.unfreeze()
+            self.status = status
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self.provider.aclose()
+                except Exception:
+                    pass
+            self.writer.close()
+            with Store(self.db_path) as store:
+                store.mark_run(self.run_id, status, message)
+        return status
+
+
+def parse_rates(rate: float | None, rates: str | None, sweep: str | None) -> tuple[float, ...]:
+    """--rate R, --rates 1,2,4 or --rate-sweep START:STOP:STEPS (geometric when START>0) into segment rates."""
+    from arenatui.limits import MAX_RPM
+
+    max_rate = MAX_RPM / 60.0
+    given = [n for n, v in (("--rate", rate), ("--rates", rates), ("--rate-sweep", sweep)) if v is not None]
+    if len(given) > 1:
+        raise ArenaError(f"give one of --rate, --rates and --rate-sweep, not {' and '.join(given)}")
+    out: list[float] = []
+    where = given[0] if given else "--rate"
+    try:
+        if rate is not None:
+            out = [float(rate)]
+        elif rates is not None:
+            out = [float(x) for x in rates.split(",") if x.strip()]
+        elif sweep is not None:
+            parts = sweep.split(":")
+            if len(parts) != 3:
+                raise ValueError
+            start, stop, steps = float(parts[0]), float(parts[1]), int(parts[2])
+            if steps < 2 or start <= 0 or stop <= start:
+                raise ArenaError(f"--rate-sweep {sweep!r}: expected START:STOP:STEPS with 0 < START < STOP and "
+                                 "STEPS >= 2, e.g. 1:64:7")
+            ratio = (stop / start) ** (1.0 / (steps - 1))
+            out = [round(start * ratio**i, 6) for i in range(steps)]
+    except ValueError:
+        raise ArenaError(f"{where}: expected requests per second as numbers (--rate 5, --rates 1,2,4,8 or "
+                         f"--rate-sweep 1:64:7), got {rate if rate is not None else rates or sweep!r}") from None
+    if not out:
+        raise ArenaError("no rate: pass --rate R (requests/s), --rates 1,2,4,8 or --rate-sweep START:STOP:STEPS")
+    for r in out:
+        if not (math.isfinite(r) and 0 < r <= max_rate):
+            raise ArenaError(f"{where}: a rate above 0 and at most {max_rate:g} requests/s, got {r:g}")
+    return tuple(out)

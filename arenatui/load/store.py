@@ -1,0 +1,39 @@
+"""A load run in the store: rows out of requests and segments, and a stored run's samples and figures back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from arenatui.load.figures import OUTCOMES, Figures, LoadRequest, Samples, Slo, Window, compute, per_segment
+from arenatui.store import Store
+from arenatui.store.load_queries import load_requests, load_segments
+
+
+def request_row(run_id: str, r: LoadRequest) -> tuple[Any, ...]:
+    return (run_id, r.seq, r.segment, r.shard, r.case_id, int(r.warmup), r.scheduled_s, r.sent_s, r.finished_s,
+            OUTCOMES[r.outcome], r.ttft_ms, r.latency_ms, r.input_tokens, r.output_tokens, r.error_message)
+
+
+def segment_row(run_id: str, w: Window, source: str) -> tuple[Any, ...]:
+    return (run_id, w.segment, w.rate, w.start_s, w.end_s, w.warmup_s, source)
+
+
+def stored_run(db: Path | str, run_id: str) -> tuple[Samples, list[Window]]:
+    """A stored load run's samples and segment windows (for a report or export)."""
+    code = {name: i for i, name in enumerate(OUTCOMES)}
+    samples = Samples()
+    with Store(db) as store:
+        for row in load_requests(store, run_id):
+            (seq, segment, shard, case_id, warmup, sched, sent, fin, outcome, ttft, lat, itok, otok, msg) = row
+            samples.add(LoadRequest(seq, segment, shard, case_id, bool(warmup), sched, sent, fin, code[outcome],
+                                    ttft, lat, itok, otok, msg))
+        windows = [Window(seg, rate, start, end, warm) for seg, rate, start, end, warm, _ in
+                   load_segments(store, run_id)]
+    return samples, windows
+
+
+def stored_figures(db: Path | str, run_id: str, slo: Slo | None = None) -> tuple[Figures, list[Figures]]:
+    """The whole run's figures and each segment's, recomputed exactly from the stored requests."""
+    samples, windows = stored_run(db, run_id)
+    return compute(samples, windows, slo), per_segment(samples, windows, slo)

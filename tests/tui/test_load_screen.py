@@ -1,0 +1,96 @@
+"""The load screen with Pilot: live figures shown, `+`/`-` change the offered rate, `q` stops then quits;
+a snapshot from a scripted run; and a real short run on a simulated model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import tomli_w
+
+from arenatui.load.arrivals import Arrival
+from arenatui.load.live import LoadSnapshot
+from arenatui.load.run import LoadOptions, LoadRun
+from arenatui.tui.load_app import LoadApp
+from arenatui.tui.screens.load import LoadScreen, rate_step
+
+pytestmark = pytest.mark.anyio
+
+
+class ScriptedRun:
+    """A `LoadRun` look-alike whose snapshot is fixed: what the screen shows depends only on it."""
+
+    run_id = "20260101-000000-test"
+
+    def __init__(self) -> None:
+        self.status: str | None = None
+        self.rate = 10.0
+        self.changes: list[float] = []
+        self.cancelled = False
+
+    def snapshot(self) -> LoadSnapshot:
+        return LoadSnapshot(elapsed_s=12.0, total_s=60.0, segment=len(self.changes), target_rate=self.rate,
+                            sent_rate=9.9, achieved_rate=7.5, in_flight=12, done=118, lag_p50_ms=1.2,
+                            lag_p99_ms=180.0, ttft_p50_ms=120.0, ttft_p99_ms=480.0, latency_p50_ms=640.0,
+                            latency_p99_ms=1900.0, latency_sched_p99_ms=2100.0, error_share=0.02,
+                            rate_limited_share=0.05, timeout_share=0.01,
+                            histogram=(0, 0, 0, 0, 3, 20, 60, 30, 5, 0, 0), client_cpu=0.35)
+
+    def change_rate(self, rate: float) -> None:
+        self.changes.append(rate)
+        self.rate = rate
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    async def run(self) -> Any:
+        return None
+
+
+def test_rate_ladder() -> None:
+    assert rate_step(10, 1) == 20 and rate_step(20, 1) == 50 and rate_step(50, 1) == 100
+    assert rate_step(10, -1) == 5 and rate_step(1, -1) == 0.5 and rate_step(3, 1) == 5 and rate_step(3, -1) == 2
+
+
+async def test_keys_change_the_rate_and_q_stops() -> None:
+    run = ScriptedRun()
+    app = LoadApp(run, autostart=False)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await pilot.pause(0.3)
+        screen = app.screen
+        assert isinstance(screen, LoadScreen)
+        text = str(screen.query_one("#load-figures").render())
+        assert "7.50 req/s" in text and "not keeping up" in text and "client-bound" in text
+        await pilot.press("plus")
+        await pilot.press("plus")
+        await pilot.press("minus")
+        assert run.changes == [20.0, 50.0, 20.0]
+        await pilot.press("q")
+        assert run.cancelled and app.is_running
+
+
+def test_load_screen_snapshot(snap_compare: Any) -> None:
+    assert snap_compare(LoadApp(ScriptedRun(), theme="dark", autostart=False), terminal_size=(120, 24))
+
+
+async def test_a_real_short_run_in_the_console(tmp_path: Path) -> None:
+    raw = {"project": {"name": "tui-load"}, "run": {"seed": 1},
+           "models": [{"key": "m", "provider": "sim", "model": "m",
+                       "sim": {"base_latency_s": 0.01, "per_token_s": 0.0, "jitter": 0.0, "output_tokens": 4}}],
+           "cases": [{"id": "a", "input": "hi"}]}
+    p = tmp_path / "p.toml"
+    p.write_text(tomli_w.dumps(raw), encoding="utf-8")
+    run = LoadRun(LoadOptions(p, (30.0,), 2.0, Arrival("constant"), db=tmp_path / "d"))
+    app = LoadApp(run)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("plus")  # 30 -> 50 req/s for the rest: a second segment
+        with anyio.fail_after(20):
+            while not app.screen.ended:  # type: ignore[attr-defined]
+                await pilot.pause(0.1)
+        await pilot.press("q")
+    assert run.status == "finished"
+    assert [w.rate for w in run.engine.windows] == [30.0, 50.0]
+    assert len(run.samples) > 18

@@ -291,13 +291,33 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _load_run(store: object, run: str) -> tuple[str, str] | None:
+    """(run id, project) when RUN names a load run, else None (a sweep)."""
+    from arenatui.store import Store
+    from arenatui.store.load_queries import run_kinds
+    from arenatui.store.queries import resolve_run
+
+    assert isinstance(store, Store)
+    rec = resolve_run(store, run)
+    return (rec.run_id, rec.project) if run_kinds(store, [rec.run_id])[rec.run_id][0] == "load" else None
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from arenatui.decision_report import build_report, render
     from arenatui.store import Store
 
     with Store(args.db) as store:
-        rep = build_report(store, args.run)
-    _write_output(args.output, lambda f, tty: f.write(render(rep, args.format, terminal=tty)))
+        load = _load_run(store, args.run)
+        db_path = store.path
+        rep = build_report(store, args.run) if load is None else None
+    if load is not None:  # a load run: its segment and percentile tables, recomputed from the stored requests
+        from arenatui.load.files import load_report
+
+        text = load_report(db_path, load[0], load[1], args.format)
+        _write_output(args.output, lambda f, tty: f.write(text))
+    else:
+        assert rep is not None
+        _write_output(args.output, lambda f, tty: f.write(render(rep, args.format, terminal=tty)))
     if args.output:
         print(f"wrote {args.output}", file=sys.stderr)
     return EXIT_OK
@@ -309,8 +329,15 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     with Store(args.db) as store:
         rows: list[int] = []
-        _write_output(args.output, lambda f, tty: rows.append(write_export(store, args.run, args.format, f,
-                                                                           terminal=tty)))
+        load = _load_run(store, args.run)
+        if load is not None:  # a load run: one row per stored request
+            from arenatui.load.files import write_load_export
+
+            _write_output(args.output, lambda f, tty: rows.append(write_load_export(store, load[0], args.format, f,
+                                                                                    terminal=tty)))
+        else:
+            _write_output(args.output, lambda f, tty: rows.append(write_export(store, args.run, args.format, f,
+                                                                               terminal=tty)))
     if args.output:
         print(f"wrote {rows[0]} rows to {args.output}", file=sys.stderr)
     return EXIT_OK

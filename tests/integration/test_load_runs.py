@@ -181,6 +181,34 @@ def test_cli_headless_prints_the_tables_and_runs_lists_it(tmp_path: Path, capsys
     assert "per segment" in shown and "Percentiles" in shown and "(finished)" in shown
 
 
+def test_report_and_export_read_a_load_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 14: every request is stored, so `arena report` and `arena export` show load runs too."""
+    import csv
+    import io
+    import json
+
+    db = str(tmp_path / "d")
+    assert main(["load", "--project", str(project(tmp_path)), "--db", db, "--rates", "20,40", "--duration", "0.4",
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["report", "last", "--db", db, "--format", "json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["run"]["kind"] == "load" and len(rep["segments"]) == 2
+    assert rep["run_figures"]["requests"] > 0 and "p99" in rep["run_figures"]["latency_from_schedule_ms"]
+    assert main(["report", "last", "--db", db, "--format", "md"]) == 0
+    md = capsys.readouterr().out
+    assert "## Segments" in md and "| all |" in md
+    assert main(["report", "last", "--db", db, "--format", "html"]) == 0
+    assert "<h2>Percentiles, whole run</h2>" in capsys.readouterr().out
+    assert main(["export", "last", "--db", db, "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert len(rows) >= rep["run_figures"]["requests"] > 0  # every stored request, warm-up ones included
+    assert {"scheduled_s", "sent_s", "latency_ms", "outcome"} <= set(rows[0])
+    assert main(["export", "last", "--db", db, "--format", "jsonl"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(rows) and json.loads(lines[0])["run_id"] == rep["run"]["run_id"]
+
+
 def test_show_refuses_a_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = str(tmp_path / "d")
     assert main(["evaluate", "--project", str(project(tmp_path)), "--db", db, "--quiet", "--no-report"]) == 0

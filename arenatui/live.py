@@ -25,6 +25,7 @@ from arenatui.engine.events import (
     RunFinished,
     RunPaused,
     RunResumed,
+    TunerDecided,
 )
 
 QUEUED, IN_FLIGHT, BACKOFF, PASSED, FAILED, ERRORED = range(6)
@@ -212,7 +213,7 @@ class LiveMetrics:
         self._handlers: dict[type, Callable[[Any], None]] = {
             CallStarted: self._started, CallFinished: self._finished, CallRetrying: self._retrying,
             ConcurrencyChanged: self._concurrency, RunPaused: self._paused, RunResumed: self._resumed,
-            RunFinished: self._run_finished, ClientLoadSampled: self._client_load,
+            RunFinished: self._run_finished, ClientLoadSampled: self._client_load, TunerDecided: self._tuner,
         }
         self.client_cpu: float | None = None
         self.client_load = OverloadTracker()
@@ -356,8 +357,11 @@ class LiveMetrics:
             self.caps[ev.model_key] = ev.new or None
             what = f"{ev.model_key} cap"
         self.markers.append((ev.t - self.t0, ev.old, ev.new, ev.model_key, ev.source))
-        if ev.source != "config":
+        if ev.source not in ("config", "tuner"):  # the tuner logs its decisions with their reasons
             self._log(ev.t, "concurrency", ev.model_key, f"{what} {ev.old} → {ev.new} ({ev.source})")
+
+    def _tuner(self, ev: TunerDecided) -> None:
+        self._log(ev.t, "tuner", ev.model_key, ev.reason)
 
     def _client_load(self, ev: ClientLoadSampled) -> None:
         self.client_cpu = ev.cpu

@@ -252,6 +252,7 @@ class Runner:
                 ta = time.monotonic()
                 self.emit(CallStarted(mkey, case.id, trial, attempt, ta))
                 retry_after: float | None = None
+                http_status: int | None = None
                 # Positional construction on the hot path: keyword arguments cost 2.5 µs more per CallResult.
                 request = Request(model, case, trial, attempt, build_messages(model, self._defaults, case),
                                   lane.max_tokens, lane.temperature, self.timeout_s)
@@ -267,12 +268,13 @@ class Runner:
                 except RateLimited as e:
                     latency, connect_ms = _attempt_times(e, ta)
                     err_class, err_msg, retry_after = "rate_limited", e.message, e.retry_after
+                    http_status = e.http_status
                     in_tok += getattr(e, "input_tokens", 0)
                     out_tok += getattr(e, "output_tokens", 0)
                 except ProviderError as e:
                     latency, connect_ms = _attempt_times(e, ta)
                     err_class = "terminal" if isinstance(e, TerminalError) else "transient"
-                    err_msg = e.message
+                    err_msg, http_status = e.message, e.http_status
                     in_tok += getattr(e, "input_tokens", 0)
                     out_tok += getattr(e, "output_tokens", 0)
                 except anyio.get_cancelled_exc_class():
@@ -312,7 +314,7 @@ class Runner:
                                f"call's {policy.budget_s:g}s budget; not retried)")
                     break
                 self.emit(CallRetrying(mkey, case.id, trial, attempt, err_class, delay, err_msg[:MESSAGE_LIMIT],
-                                        time.monotonic()))
+                                        time.monotonic(), retry_after, http_status))
                 await anyio.sleep(delay)
         except anyio.get_cancelled_exc_class():
             now = time.monotonic()

@@ -22,21 +22,32 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from arenatui.engine.events import CallFinished, CallResult, ClientLoadSampled, ConcurrencyChanged, Event
+from arenatui.engine.events import (
+    CallFinished,
+    CallResult,
+    CallRetrying,
+    ClientLoadSampled,
+    ConcurrencyChanged,
+    Event,
+)
 from arenatui.errors import StoreError
 from arenatui.store.db import (
     INSERT_CLIENT_LOAD,
     INSERT_CONCURRENCY_CHANGE,
+    INSERT_FAILED_ATTEMPT,
     UPSERT_RESULT,
     Store,
     client_load_row,
     concurrency_change_row,
+    final_attempt_row,
     result_row,
+    retry_row,
 )
 
 _SINK = Path(__file__).with_name("sink_process.py")
@@ -53,6 +64,8 @@ class ResultWriter:
         self._rows: list[CallResult] = []
         self._changes: list[ConcurrencyChanged | ClientLoadSampled] = []
         """Rare run-level events, written in order with the next batch."""
+        self._retries: list[tuple[CallRetrying, float]] = []
+        """Failed attempts that were retried, with the epoch time they failed."""
         self._wake: anyio.Event | None = None
         self._signalled = False
         self._closing = False
@@ -80,6 +93,8 @@ class ResultWriter:
             self._rows.append(ev.result)  # the row is built when the batch is sent, off the event path
         elif type(ev) is ConcurrencyChanged or type(ev) is ClientLoadSampled:
             self._changes.append(ev)
+        elif type(ev) is CallRetrying:
+            self._retries.append((ev, time.time()))
         else:
             return
         if not self._signalled:
@@ -87,7 +102,8 @@ class ResultWriter:
             if self._wake is not None:
                 self._wake.set()
 
-    def _send(self, results: list[CallResult], changes: list[ConcurrencyChanged | ClientLoadSampled]) -> None:
+    def _send(self, results: list[CallResult], changes: list[ConcurrencyChanged | ClientLoadSampled],
+              retries: Sequence[tuple[CallRetrying, float]] = ()) -> None:
         run_id = self.run_id
         statements: list[tuple[str, list[tuple[Any, ...]]]] = []
         cc = [concurrency_change_row(run_id, ch) for ch in changes if type(ch) is ConcurrencyChanged]
@@ -98,6 +114,12 @@ class ResultWriter:
             statements.append((INSERT_CLIENT_LOAD, loads))
         if results:
             statements.append((UPSERT_RESULT, [result_row(run_id, r) for r in results]))
+        # every failed attempt: the retried ones, then the one that ended each errored call
+        attempts = [retry_row(run_id, ev, at) for ev, at in retries]
+        attempts += [final_attempt_row(run_id, r) for r in results
+                     if r.error_class is not None and r.error_class != "cancelled"]
+        if attempts:
+            statements.append((INSERT_FAILED_ATTEMPT, attempts))
         payload = marshal.dumps(statements)
         try:
             self._in.write(len(payload).to_bytes(4, "little") + payload)
@@ -123,12 +145,14 @@ class ResultWriter:
             raise self._failed()
         self._acked += len(got)
 
-    def _take(self) -> tuple[list[CallResult], list[ConcurrencyChanged | ClientLoadSampled]]:
+    def _take(self) -> tuple[list[CallResult], list[ConcurrencyChanged | ClientLoadSampled],
+                             list[tuple[CallRetrying, float]]]:
         rows, self._rows = self._rows, []
         changes, self._changes = self._changes, []
+        retries, self._retries = self._retries, []
         self._signalled = False
         self._wake = None
-        return rows, changes
+        return rows, changes, retries
 
     async def run(self) -> None:
         """Send until `stop()`; whatever is queued when this ends (even by cancellation) is committed."""
@@ -137,10 +161,10 @@ class ResultWriter:
                 if not self._signalled:
                     self._wake = anyio.Event()
                     await self._wake.wait()
-                rows, changes = self._take()
+                rows, changes, retries = self._take()
                 t = time.monotonic()
-                if rows or changes:
-                    self._send(rows, changes)
+                if rows or changes or retries:
+                    self._send(rows, changes, retries)
                 self._read_acks()
                 rest = self.min_interval_s - (time.monotonic() - t)
                 if rest > 0 and not self._closing:
@@ -150,9 +174,9 @@ class ResultWriter:
 
     def flush(self) -> None:
         """Send what is queued and wait until the writer process has committed everything sent."""
-        rows, changes = self._take()
-        if rows or changes:
-            self._send(rows, changes)
+        rows, changes, retries = self._take()
+        if rows or changes or retries:
+            self._send(rows, changes, retries)
         deadline = time.monotonic() + 60.0
         while self._acked < self.batches:
             if self._proc.poll() is not None:

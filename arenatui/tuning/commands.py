@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from rich.console import Console
 from rich.table import Table
@@ -29,8 +31,13 @@ def readout_table(ro: ModelReadout) -> Table:
     return t
 
 
+def _out() -> Console:
+    # piped into a log, Rich would assume 80 columns and squeeze the tables into ellipses
+    return Console(highlight=False, width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160)
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
-    out = Console(highlight=False)
+    out = _out()
     err = Console(stderr=True, highlight=False)
     err.print(f"Tuning with at most {args.budget} calls per model…", markup=False)
     res = tune(args.project, models=args.models, budget=args.budget, db=args.db, seed=args.seed)
@@ -51,7 +58,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    out = Console(highlight=False)
+    out = _out()
     err = Console(stderr=True, highlight=False)
     levels: tuple[int, ...] = args.levels
     err.print(f"Sweeping concurrency {', '.join(map(str, levels))}: one stored run per level…", markup=False)
@@ -68,7 +75,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                                            else ""))
     out.print(t)
     k = next((r.level for r in runs if r.knee), None)
-    out.print(f"knee: {k} (the lowest level within 5% of the best goodput with no call given up)", markup=False)
+    out.print(f"knee: {k} (the lowest level within 5% of the best goodput with no call given up and under 5% 429s)", markup=False)
     return 0
 
 

@@ -178,7 +178,7 @@ class ModelController:
             # Little's law: the level the provider sustained. The small margin keeps a rate limit's
             # token bucket from being drained to zero (which would answer 429 to every burst).
             sustained = g * w.mean_latency_s
-            new = min(self.level - 1, max(1, math.floor(sustained * 0.95)))
+            new = min(self.level - 1, max(1, math.floor(sustained * 0.95 + 0.5)))
             how = f"sustained {g:.1f}/s × {w.mean_latency_s * 1000:.0f} ms = {sustained:.1f} in flight"
         else:
             new = max(1, self.level // 2)

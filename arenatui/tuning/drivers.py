@@ -23,7 +23,7 @@ from arenatui.limits import MAX_CONCURRENCY
 from arenatui.live import percentile
 from arenatui.plan import Filters
 from arenatui.tuning.controller import TunerSettings
-from arenatui.tuning.levels import FLAT, ModelReadout
+from arenatui.tuning.levels import ERROR_SHARE, FLAT, ModelReadout
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +107,9 @@ class _Count:
 
 
 def knee(runs: Sequence[LevelRun]) -> int | None:
-    """The lowest level whose goodput is within FLAT of the best among levels where no call gave up (else all)."""
-    clean = [r for r in runs if r.errored == 0] or list(runs)
+    """The lowest level whose goodput is within FLAT of the best among clean levels: no call gave up and 429s
+    under ERROR_SHARE of attempts (else among all)."""
+    clean = [r for r in runs if r.errored == 0 and r.limited_share <= ERROR_SHARE] or list(runs)
     if not clean:
         return None
     top = max(r.goodput for r in clean)

@@ -75,7 +75,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                                            else ""))
     out.print(t)
     k = next((r.level for r in runs if r.knee), None)
-    out.print(f"knee: {k} (the lowest level within 5% of the best goodput with no call given up and under 5% 429s)", markup=False)
+    out.print(f"knee: {k} (the lowest level within 5% of the best goodput with no call given up and under 5% "
+              "429s)", markup=False)
     return 0
 
 

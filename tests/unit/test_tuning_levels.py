@@ -34,9 +34,9 @@ def test_windows_close_on_evidence_and_carry_level_goodput_and_429s() -> None:
     t = _drive(tr, 2, 40, 100.0)
     _drive(tr, 4, 60, t, limited_every=5)
     assert windows and {w.level for w in windows} == {2, 4}
-    w2 = [w for w in windows if w.level == 2][0]
+    w2 = next(w for w in windows if w.level == 2)
     assert 15 < w2.goodput < 25  # 2 in flight × 0.1 s = 20/s
-    w4 = [w for w in windows if w.level == 4][0]
+    w4 = next(w for w in windows if w.level == 4)
     assert w4.rate_limited > 0 and w4.retry_after_s == 0.5
     ro = tr.readout("m")
     assert [r.level for r in ro.levels] == [2, 4]

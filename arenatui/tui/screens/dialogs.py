@@ -86,6 +86,7 @@ p          pause / resume (calls in flight finish; no new ones start)
 c          type an exact global concurrency
 [ / ]      cap of the model highlighted in the model table down / up by one
 m          type an exact cap for that model (empty = no cap)
+a          auto-tuner on/off: finds each model's level (a manual change suspends it for that model)
 arrows     move in the call matrix; Enter or click shows that call
 /          filter the event log (matches kind, model and text)
 tab        move between matrix, model table and log filter

@@ -21,6 +21,7 @@ from arenatui.tui.screens.common import fmt_errors, fmt_num
 from arenatui.tui.screens.detail import CallDetail
 from arenatui.tui.screens.dialogs import Confirm, Help, ValueInput
 from arenatui.tui.screens.results import Results
+from arenatui.tui.tuning_view import TuningReadout
 from arenatui.tui.widgets import CallMatrix, Column, ModelTable, RatesChart, StatusBar, bar, duration, spark
 
 REFRESH_S = 0.25
@@ -65,6 +66,7 @@ class RunScreen(Screen[None]):
         Binding("right_square_bracket", "model_cap(1)", "Cap +", show=False),
         Binding("left_square_bracket", "model_cap(-1)", "Cap -", show=False),
         Binding("m", "ask_model_cap", "Model cap"),
+        Binding("a", "toggle_tuner", "Auto-tune"),
         Binding("slash", "filter_log", "Filter log", show=False),
         Binding("r", "results", "Results"),
         Binding("q", "stop", "Quit"),
@@ -101,6 +103,7 @@ class RunScreen(Screen[None]):
                            [m.key for m in plan.models], id="models")
         table.border_title = "Models (↑↓ choose · [ ] cap ±1 · m set cap)"
         yield table
+        yield TuningReadout(self.sweep.tuner, id="tuning")
         with Horizontal(id="bottom"):
             chart = RatesChart(id="rates")
             chart.border_title = "Rates over the run"
@@ -140,6 +143,7 @@ class RunScreen(Screen[None]):
             self.query_one("#matrix", CallMatrix).cells_changed(live.take_dirty())
             if self._frame % TABLE_EVERY == 1 or snap.state != "running" or self.sweep_ended:
                 self._show_models(snap)
+                self.query_one("#tuning", TuningReadout).show()
             # While running, chart whole seconds only: the current second's bucket is partial (a false dip),
             # and leaving it out redraws the chart once a second instead of every frame.
             running = snap.state in ("running", "paused") and not self.sweep_ended
@@ -228,8 +232,9 @@ class RunScreen(Screen[None]):
 
     def _log_line(self, t: float, kind: str, text: str) -> Text:
         vars_ = self.app.theme_variables
-        colour = {"retry": "arena-retrying", "error": "arena-errored", "concurrency": "arena-marker"}.get(kind)
-        glyph = {"retry": "↻", "error": "!", "concurrency": "⇅", "state": "■"}.get(kind, "·")
+        colour = {"retry": "arena-retrying", "error": "arena-errored", "concurrency": "arena-marker",
+                  "tuner": "arena-marker"}.get(kind)
+        glyph = {"retry": "↻", "error": "!", "concurrency": "⇅", "state": "■", "tuner": "◆"}.get(kind, "·")
         line = Text(no_wrap=True, overflow="ellipsis")
         line.append(f"{duration(t):>6} ")
         style = Style(color=vars_.get(colour)) if colour and vars_.get(colour) else Style()
@@ -337,6 +342,13 @@ class RunScreen(Screen[None]):
         prompt.append(literal(key, "bold", newlines=False))
         prompt.append(" (calls at once for this model)")
         self.app.push_screen(ValueInput(prompt, "" if cap is None else str(cap), allow_empty=True), apply)
+
+    def action_toggle_tuner(self) -> None:
+        if self._sweep_active():
+            on = self.sweep.toggle_tuner()
+            self.notify("Auto-tuner on: each model's level is now the tuner's (a manual change suspends it)"
+                        if on else "Auto-tuner off: levels stay where they are", timeout=6)
+            self.refresh_now(everything=True)
 
     def action_pause(self) -> None:
         if not self._sweep_active():

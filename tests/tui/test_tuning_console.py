@@ -19,9 +19,11 @@ pytestmark = pytest.mark.anyio
 SIZE = (160, 48)
 
 
-async def _until(pred: object, timeout: float = 20.0) -> None:
-    with anyio.fail_after(timeout):
-        while not pred():  # type: ignore[operator]
+async def _until(pred: object) -> None:
+    with anyio.fail_after(20.0):
+        for _ in range(1_000_000):  # polling: the state lives in the engine, not behind an event
+            if pred():  # type: ignore[operator]
+                return
             await anyio.sleep(0.02)
 
 

@@ -152,7 +152,8 @@ class Sweep:
         gc.freeze()
         if self.tune_at_start and not self.tuner.enabled:
             n = max(1, len(self.plan.models))
-            self.tuner.enable({m.key: self.runner.model_cap(m.key) or max(1, self.runner.target // n)
+            # from the model's share of the global level (at least 2: one more look than a serial server needs)
+            self.tuner.enable({m.key: self.runner.model_cap(m.key) or max(2, self.runner.target // n)
                                for m in self.plan.models})
         try:
             async with anyio.create_task_group() as tg:

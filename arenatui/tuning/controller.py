@@ -70,6 +70,10 @@ class ModelController:
     probe_from: int | None = None
     prev_level: int | None = None
     """The level the climb came from (its goodput is the step's baseline)."""
+    last_clean: int | None = None
+    """The level of the last window without errors: where a step up came from."""
+    windows_here: int = 0
+    """Windows seen at the current level since the controller moved to it."""
     careful: bool = False
     """After a back-off: climb one level at a time (Little's law under a 429 storm underestimates the limit,
     since refused requests eat into it), never doubling into the storm again."""
@@ -93,6 +97,7 @@ class ModelController:
         new = max(1, min(self.ceiling, new))
         if new == self.level:
             return None
+        self.windows_here = 0
         d = Decision(self.model_key, self.level, new, f"{self.model_key} {self.level} → {new}: {reason}")
         self.prev_level, self.level = self.level, new
         return d
@@ -103,11 +108,13 @@ class ModelController:
             return None  # measured before the last change took hold (or under someone else's level)
         s = self.settings
         g = self._record(w)
+        self.windows_here += 1
         base_t = self.base_transient or 0.0
         excess_t = max(0.0, w.transient_share - base_t)
         errors = w.limited_share + excess_t
         if errors > s.error_share:
             return self._back_off(w, g, excess_t)
+        self.last_clean = self.level
         if self.phase == "probe":
             base = self.probe_from if self.probe_from is not None else self.level - 1
             gb = self.goodput.get(base, 0.0)
@@ -180,9 +187,16 @@ class ModelController:
             sustained = g * w.mean_latency_s
             new = min(self.level - 1, max(1, math.floor(sustained * 0.95 + 0.5)))
             how = f"sustained {g:.1f}/s × {w.mean_latency_s * 1000:.0f} ms = {sustained:.1f} in flight"
+            if self.windows_here == 1 and self.last_clean is not None and new < self.last_clean < self.level:
+                # the first look at a level we just stepped up to: the storm it set off (refused requests
+                # count against the limit) collapsed what got through, so Little's law reads low; the level
+                # we came from was clean moments ago
+                new = self.last_clean
+                how += f"; back to {new}, clean one window ago"
         else:
             new = max(1, self.level // 2)
             how = "nothing answered: halving"
+        self.last_clean = None
         if w.retry_after_s is not None:
             how += f"; provider asked to wait {w.retry_after_s:.1f}s (a rate, not a level)"
         return self._move(new, f"{what}; {how}")

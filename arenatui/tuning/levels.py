@@ -1,7 +1,7 @@
 """Per-model level observations folded from engine events: what each concurrency level gave, with evidence.
 
 A model's *level* is its concurrency: its cap when it has one (the tuner always sets one), else the mean
-number of its calls in flight over the hold, rounded (round-robin decides an uncapped model's share of the
+number of its calls in flight or backing off (both hold a worker) over the hold, rounded (round-robin decides an uncapped model's share of the
 global limit, so the configured global figure would be the wrong label). A *hold* is the time a model spends
 at one configured level; it is cut into *windows* once each has enough evidence (at least `min_calls`
 attempts ended and `min_s` seconds, and at least `per_level` attempts per unit of level so a wide level is
@@ -35,7 +35,7 @@ def percentile(sorted_values: Sequence[float], q: float) -> float | None:
 class Evidence:
     """How much a window (or a level) needs before its figures count."""
 
-    min_calls: int = 10
+    min_calls: int = 8
     min_s: float = 1.0
     per_level: float = 3.0
     """Attempts ended per unit of level: a level of 8 needs 24, so it is measured over several latencies."""
@@ -164,10 +164,14 @@ class _Model:
     settle_until: float = 0.0
     acc: _Acc | None = None
     latency_ewma: float | None = None
+    retry_after: float | None = None
+    """The longest retry-after of the last window: a provider's own word on how long its limit needs."""
     backoff: set[tuple[str, int]] = field(default_factory=set)
     levels: dict[int, LevelStats] = field(default_factory=dict)
 
 
+RETRY_AFTER_SETTLE_S = 10.0
+"""Longest wait, after a level change, for a provider's retry-after to pass before measuring."""
 FLAT = 0.05
 """Goodput within this share of the best counts as the same: the lowest such level is the optimum."""
 ERROR_SHARE = 0.05
@@ -216,7 +220,8 @@ class LevelTracker:
     def _advance(self, m: _Model, t: float) -> _Acc | None:
         """Integrate in-flight up to t; start the window once the hold has settled. The window being filled."""
         if m.last_t is not None and m.acc is not None and t > m.last_t:
-            m.acc.area += m.in_flight * (t - max(m.last_t, m.acc.start))
+            # calls sleeping before a retry still hold their worker: they are part of the level the user set
+            m.acc.area += (m.in_flight + len(m.backoff)) * (t - max(m.last_t, m.acc.start))
         m.last_t = t
         if m.hold_start is None:
             m.hold_start = t
@@ -226,8 +231,11 @@ class LevelTracker:
         return m.acc
 
     def _settle(self, m: _Model) -> float:
-        lat = m.latency_ewma or 0.0
-        return min(self.evidence.max_settle_s, lat)
+        """Left out at the start of a hold: a latency (calls from the old level finishing), or, after 429s, as
+        long as the provider asked to wait (its limit is still refilling from the storm)."""
+        lat = min(self.evidence.max_settle_s, m.latency_ewma or 0.0)
+        asked = min(RETRY_AFTER_SETTLE_S, m.retry_after or 0.0)
+        return max(lat, asked)
 
     def _finished(self, ev: CallFinished) -> None:
         r = ev.result
@@ -321,6 +329,7 @@ class LevelTracker:
         assert acc is not None
         acc.seconds = max(0.0, t - acc.start)
         m.acc = None
+        m.retry_after = acc.retry_after
         if acc.seconds <= 0 or (acc.attempts == 0 and acc.seconds < self.evidence.min_s):
             if report:
                 m.acc = _Acc(start=t)
@@ -399,8 +408,6 @@ def verdict(rows: Sequence[LevelReadout], best: int | None) -> str:
     if clean_above:
         parts.append(f"goodput {'flat' if all(r.goodput >= top * (1 - FLAT) for r in clean_above) else 'lower'} "
                      f"above {best}")
-    elif any(r.goodput < top * (1 - FLAT) for r in above):
-        parts.append(f"goodput lower above {best}")
     if first_limited is not None:
         parts.append(f"429s from {first_limited}")
     if first_transient is not None:

@@ -10,8 +10,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from arenatui.errors import ArenaError
 from arenatui.safe_text import literal
-from arenatui.tuning.drivers import LevelRun, fmt_ms, fmt_share, sweep_levels, tune, write_max_concurrency
+from arenatui.tuning.drivers import (
+    LevelRun,
+    fmt_ms,
+    fmt_share,
+    stored_readouts,
+    sweep_levels,
+    tune,
+    write_max_concurrency,
+)
 from arenatui.tuning.levels import ModelReadout
 
 
@@ -39,6 +48,16 @@ def _out() -> Console:
 def cmd_tune(args: argparse.Namespace) -> int:
     out = _out()
     err = Console(stderr=True, highlight=False)
+    if args.show:
+        run_id, stored = stored_readouts(args.show, args.db)
+        if not stored:
+            out.print(f"Run {run_id} kept no per-level readout (no level was held long enough, or it ran before "
+                      "arenatui stored one).", markup=False)
+        for ro in stored:
+            out.print(readout_table(ro))
+        return 0
+    if not args.project:
+        raise ArenaError("arena tune: pass --project FILE to tune, or --show RUN_ID to print a stored run's readout")
     err.print(f"Tuning with at most {args.budget} calls per model…", markup=False)
     res = tune(args.project, models=args.models, budget=args.budget, db=args.db, seed=args.seed)
     for ro in res.readouts:

@@ -1,12 +1,13 @@
 """Per-model level observations folded from engine events: what each concurrency level gave, with evidence.
 
 A model's *level* is its concurrency: its cap when it has one (the tuner always sets one), else the mean
-number of its calls in flight or backing off (both hold a worker) over the hold, rounded (round-robin decides an uncapped model's share of the
-global limit, so the configured global figure would be the wrong label). A *hold* is the time a model spends
-at one configured level; it is cut into *windows* once each has enough evidence (at least `min_calls`
-attempts ended and `min_s` seconds, and at least `per_level` attempts per unit of level so a wide level is
-measured over several latencies). The first `settle` of a hold is left out: calls started at the old level
-are still finishing, so counting them would credit the new level with the old one's goodput.
+number of its calls in flight or backing off (both hold a worker) over the hold, rounded (round-robin
+decides an uncapped model's share of the global limit, so the global figure would be the wrong label).
+A *hold* is the time a model spends at one configured level; it is cut into *windows* once each has
+enough evidence (at least `min_calls` attempts ended and `min_s` seconds, and at least `per_level`
+attempts per unit of level, so a wide level is measured over several latencies). The start of a hold is
+left out (`_settle`): calls started at the old level are still finishing, so counting them would credit
+the new level with the old one's goodput.
 
 Pure and synchronous like `live.py`: O(1) per event, no clock of its own (event times only), no UI imports.
 """
@@ -36,7 +37,7 @@ class Evidence:
     """How much a window (or a level) needs before its figures count."""
 
     min_calls: int = 8
-    min_s: float = 1.0
+    min_s: float = 0.25
     per_level: float = 3.0
     """Attempts ended per unit of level: a level of 8 needs 24, so it is measured over several latencies."""
     max_settle_s: float = 3.0
@@ -166,7 +167,8 @@ class _Model:
     latency_ewma: float | None = None
     retry_after: float | None = None
     """The longest retry-after of the last window: a provider's own word on how long its limit needs."""
-    backoff: set[tuple[str, int]] = field(default_factory=set)
+    backoff: dict[tuple[str, int], float] = field(default_factory=dict)
+    """Calls sleeping before a retry → when they wake (monotonic seconds)."""
     levels: dict[int, LevelStats] = field(default_factory=dict)
 
 
@@ -209,7 +211,7 @@ class LevelTracker:
         self._advance(m, ev.t)
         m.in_flight += 1
         if m.backoff:
-            m.backoff.discard((ev.case_id, ev.trial))
+            m.backoff.pop((ev.case_id, ev.trial), None)
 
     def _level(self, m: _Model) -> int | None:
         """The configured level, or None when the model is uncapped (then measured from in-flight)."""
@@ -225,17 +227,20 @@ class LevelTracker:
         m.last_t = t
         if m.hold_start is None:
             m.hold_start = t
-            m.settle_until = t + self._settle(m)
+            m.settle_until = t + self._settle(m, t)
         if m.acc is None and t >= m.settle_until:
             m.acc = _Acc(start=t)
         return m.acc
 
-    def _settle(self, m: _Model) -> float:
-        """Left out at the start of a hold: a latency (calls from the old level finishing), or, after 429s, as
-        long as the provider asked to wait (its limit is still refilling from the storm)."""
+    def _settle(self, m: _Model, t: float) -> float:
+        """Left out at the start of a hold: a latency (calls from the old level finishing), and, after 429s, as
+        long as the provider asked to wait (its limit is still refilling from the storm) and until the calls
+        sleeping before a retry wake (they hold the model's slots while they sleep, so the new level would
+        be measured with fewer calls than it has)."""
         lat = min(self.evidence.max_settle_s, m.latency_ewma or 0.0)
-        asked = min(RETRY_AFTER_SETTLE_S, m.retry_after or 0.0)
-        return max(lat, asked)
+        asked = m.retry_after or 0.0
+        sleepers = max(m.backoff.values(), default=t) - t
+        return max(lat, min(RETRY_AFTER_SETTLE_S, max(asked, sleepers)))
 
     def _finished(self, ev: CallFinished) -> None:
         r = ev.result
@@ -245,7 +250,7 @@ class LevelTracker:
         acc = self._advance(m, ev.t)
         key = (r.case_id, r.trial)
         if key in m.backoff:
-            m.backoff.discard(key)
+            del m.backoff[key]
         elif r.attempts > 0:
             m.in_flight -= 1
         if r.error_class == "cancelled":
@@ -276,7 +281,7 @@ class LevelTracker:
             return
         acc = self._advance(m, ev.t)
         m.in_flight -= 1
-        m.backoff.add((ev.case_id, ev.trial))
+        m.backoff[(ev.case_id, ev.trial)] = ev.t + ev.delay
         if acc is None:
             return
         acc.attempts += 1
@@ -313,7 +318,7 @@ class LevelTracker:
         if acc is not None:
             self._close(m, t, report=False)
         m.hold_start = t
-        m.settle_until = t + self._settle(m)
+        m.settle_until = t + self._settle(m, t)
         m.acc = None
 
     def _maybe_close(self, m: _Model, t: float) -> None:

@@ -6,7 +6,7 @@ it receives windows from a `LevelTracker` and acts through the runner's control 
 `set_concurrency`, source "tuner"), the same one a user has.
 
 How it moves:
-- climb: doubling while goodput nearly doubles (the provider is far from any limit), else one step at a
+- climb: ×1.5 while goodput grows in proportion to the level (the provider is far from any limit), else one step at a
   time; stop when a step gains less than FLAT and settle on the lowest level within FLAT of the best.
 - back off on errors: when 429s (or transients above the quietest level's) pass ERROR_SHARE, the provider is
   past its limit. A 429 is a rate or a ceiling, not a level, so the new level comes from Little's law:
@@ -27,7 +27,7 @@ from arenatui.engine.events import ConcurrencyChanged, Event, TunerDecided
 from arenatui.limits import MAX_CONCURRENCY
 from arenatui.tuning.levels import ERROR_SHARE, FLAT, Evidence, LevelTracker, Window
 
-Phase = Literal["climb", "settled", "probe"]
+Phase = Literal["climb", "settled", "probe", "descend"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +40,11 @@ class TunerSettings:
     """Settled windows between upward probes."""
     avoid_windows: int = 24
     """Windows for which a level that erred is not tried again."""
-    double_gain: float = 0.6
-    """Climb by doubling while a step gains at least this share (the provider is nowhere near a limit)."""
+    linear: float = 0.8
+    """Climb by `fast_step` while a step gains at least this share of what it added (goodput still grows
+    in proportion to the level: the provider is nowhere near a limit), else one level at a time."""
+    fast_step: float = 1.5
+    """×1.5 rather than ×2: the step that finally crosses a limit sets off a smaller storm of 429s."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,20 +125,24 @@ class ModelController:
             self.probe_from = None
             if gain > s.flat:
                 self.phase = "climb"
-                return self._step_up(gain, f"probe paid: goodput +{gain:.0%}, {w.rate_limited} 429s")
+                return self._step_up(False, f"probe paid: goodput +{gain:.0%}, {w.rate_limited} 429s")
             self.phase = "settled"
             self.settled_windows = 0
             return self._move(base, f"probe gained {gain:+.0%} (≤ {s.flat:.0%}): back to {base}")
+        if self.phase == "descend":
+            return self._settle(f"goodput {g:.1f}/s at {self.level}")
         if self.phase == "climb":
             prev = self.prev_level
             gp = self.goodput.get(prev) if prev is not None and prev < self.level else None
             if gp is None and self.careful:
-                return self._step_up(0.0, f"goodput {g:.1f}/s, {w.rate_limited} 429s: one level up")
+                return self._step_up(False, f"goodput {g:.1f}/s, {w.rate_limited} 429s: one level up")
             if gp is None:
-                return self._step_up(1.0, f"first look: goodput {g:.1f}/s, {w.rate_limited} 429s")
+                return self._step_up(True, f"first look: goodput {g:.1f}/s, {w.rate_limited} 429s")
             gain = g / gp - 1 if gp > 0 else 1.0
             if gain > s.flat:
-                return self._step_up(gain, f"goodput +{gain:.0%}, {w.rate_limited} 429s")
+                assert prev is not None
+                fast = gain >= s.linear * (self.level / prev - 1)
+                return self._step_up(fast, f"goodput +{gain:.0%}, {w.rate_limited} 429s")
             return self._settle(f"goodput {gain:+.0%} from {prev} to {self.level}")
         # settled
         self.settled_windows += 1
@@ -148,9 +155,11 @@ class ModelController:
                 return self._move(up, f"probe one level up (settled for {s.probe_every} windows)")
         return None
 
-    def _step_up(self, gain: float, why: str) -> Decision | None:
+    def _step_up(self, fast: bool, why: str) -> Decision | None:
         s = self.settings
-        up = self.level * 2 if gain >= s.double_gain and not self.careful else self.level + 1
+        up = self.level + 1
+        if fast and not self.careful:
+            up = max(up, math.ceil(self.level * s.fast_step))
         while up > self.level and self._avoided(up):
             up -= 1
         up = min(up, self.ceiling)
@@ -167,6 +176,12 @@ class ModelController:
             return None
         top = max(ok.values())
         best = min(lv for lv, g in ok.items() if g >= top * (1 - self.settings.flat))
+        lower = max(1, best // 2)
+        if best == min(ok) and lower < best and len(ok) > 1:
+            # goodput is flat from the lowest level seen upwards: a level below it may do as well with less
+            # queueing (a serial local server gives the same goodput at 1 as at 8, with 1/8 the latency)
+            self.phase = "descend"
+            return self._move(lower, f"{why}; flat from {best} up: trying {lower}")
         if best == self.level:
             return None
         return self._move(best, f"{why}; settling on {best}, the lowest within {self.settings.flat:.0%} of "

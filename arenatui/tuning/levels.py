@@ -37,7 +37,7 @@ class Evidence:
     """How much a window (or a level) needs before its figures count."""
 
     min_calls: int = 8
-    min_s: float = 0.25
+    min_s: float = 0.5
     per_level: float = 3.0
     """Attempts ended per unit of level: a level of 8 needs 24, so it is measured over several latencies."""
     max_settle_s: float = 3.0

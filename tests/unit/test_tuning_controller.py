@@ -45,7 +45,7 @@ def settle(ctl: ModelController, windows: int = 40, **provider: object) -> list[
 def test_rate_limit_settles_at_littles_law_level_and_does_not_oscillate() -> None:
     ctl = ModelController("m", 1, ceiling=64, settings=TunerSettings(probe_every=1000))
     seen = settle(ctl, rate=50.0)  # 50 req/s × 0.1 s = 5 in flight
-    assert seen[:4] == [1, 2, 4, 8]  # doubling while goodput doubles
+    assert seen[:5] == [1, 2, 3, 5, 8]  # ×1.5 (at least +1) while goodput grows as fast
     assert seen[-10:] == [5] * 10 or seen[-10:] == [4] * 10
     assert len(set(seen[-15:])) == 1  # settled, not oscillating
 
@@ -61,6 +61,13 @@ def test_serial_local_server_settles_at_one() -> None:
     ctl = ModelController("m", 1, ceiling=64)
     seen = settle(ctl, serial=True, windows=6)
     assert seen[-1] == 1
+
+
+def test_flat_from_the_start_level_tries_lower_until_a_serial_server_is_at_one() -> None:
+    ctl = ModelController("m", 4, ceiling=64, settings=TunerSettings(probe_every=1000))
+    seen = settle(ctl, serial=True, windows=8)
+    assert seen[:3] == [4, 6, 2]  # flat from 4 up: try 2, then 1
+    assert seen[-1] == 1 and set(seen[-4:]) == {1}
 
 
 def test_level_independent_transients_do_not_push_the_level_down() -> None:
@@ -112,6 +119,6 @@ def test_decision_reasons_name_the_model_levels_and_evidence() -> None:
     ctl.goodput[2] = 17.0
     d = ctl.observe(provider_window(4))
     assert d is not None
-    assert d.reason.startswith("sim-limited 4 → 8: goodput +")
+    assert d.reason.startswith("sim-limited 4 → 6: goodput +")
     assert "0 429s" in d.reason
     assert math.isclose(ctl.goodput[4], 40.0)

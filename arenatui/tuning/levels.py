@@ -296,21 +296,17 @@ class LevelTracker:
         self._maybe_close(m, ev.t)
 
     def _changed(self, ev: ConcurrencyChanged) -> None:
+        # each hold ends under the level it was held at, so the new level is set only after
         if ev.model_key is None:
-            affected = [m for m in self.models.values() if m.cap is None or m.cap > min(ev.old, ev.new)]
+            for m in self.models.values():
+                if m.cap is None or m.cap > min(ev.old, ev.new):
+                    self._end_hold(m, ev.t)
             self.target = ev.new
-        else:
-            m = self.models.get(ev.model_key)
-            if m is None:
-                return
-            affected = [m]
-            m_new = ev.new or None
-            for mm in affected:
-                self._end_hold(mm, ev.t)
-            m.cap = m_new
             return
-        for m in affected:
-            self._end_hold(m, ev.t)
+        model = self.models.get(ev.model_key)
+        if model is not None:
+            self._end_hold(model, ev.t)
+            model.cap = ev.new or None
 
     def _end_hold(self, m: _Model, t: float) -> None:
         """The level changes: keep what the current window measured (too short or not) under its level."""

@@ -68,3 +68,16 @@ def test_still_rising_when_the_top_level_is_best() -> None:
     rows = [_row(1, 10), _row(2, 20), _row(3, 29, enough=False)]
     assert best_level(rows) == 2
     assert verdict(rows, 2) == "still rising at 2: try higher"
+
+
+def test_a_hold_is_kept_under_the_level_it_was_held_at_when_the_global_limit_changes() -> None:
+    tr = LevelTracker(["m"], evidence=Evidence(min_calls=1000, min_s=0.1, max_settle_s=0.0))
+    tr.on_event(ConcurrencyChanged(0, 4, None, "config", 0.0, 0.0))
+    tr.on_event(ConcurrencyChanged(0, 8, "m", "user", 0.0, 0.0))  # capped at 8, held at 4 by the global
+    t = 0.0
+    for i in range(30):
+        tr.on_event(CallStarted("m", f"c{i}", 0, 1, t))
+        t += 0.025
+        tr.on_event(CallFinished(_result(f"c{i}"), t))
+    tr.on_event(ConcurrencyChanged(4, 8, None, "user", t, 0.0))
+    assert [r.level for r in tr.readout("m").levels] == [4]

@@ -36,7 +36,7 @@ class TunerSettings:
     """Highest level the tuner gives one model (a user's cap, when lower, wins)."""
     error_share: float = ERROR_SHARE
     flat: float = FLAT
-    probe_every: int = 8
+    probe_every: int = 20
     """Settled windows between upward probes."""
     avoid_windows: int = 24
     """Windows for which a level that erred is not tried again."""

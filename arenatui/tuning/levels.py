@@ -172,6 +172,8 @@ class _Model:
     levels: dict[int, LevelStats] = field(default_factory=dict)
 
 
+STORM_SHARE = 0.3
+"""429s per attempt past which a window closes as soon as it has `min_calls` attempts."""
 RETRY_AFTER_SETTLE_S = 10.0
 """Longest wait, after a level change, for a provider's retry-after to pass before measuring."""
 FLAT = 0.05
@@ -323,6 +325,9 @@ class LevelTracker:
         seconds = t - acc.start
         level = self._level(m) or max(1, round(acc.area / seconds)) if seconds > 0 else 1
         if acc.attempts >= self.evidence.needed(level) and seconds >= self.evidence.min_s:
+            self._close(m, t, report=True)
+        elif acc.attempts >= self.evidence.min_calls and acc.rate_limited > STORM_SHARE * acc.attempts:
+            # a storm needs no more evidence: every further attempt at this level is another 429
             self._close(m, t, report=True)
 
     def _close(self, m: _Model, t: float, *, report: bool) -> None:

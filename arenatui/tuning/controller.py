@@ -66,6 +66,8 @@ class ModelController:
     phase: Phase = "climb"
     goodput: dict[int, float] = field(default_factory=dict)
     """Latest goodput seen at each level (averaged with the previous sighting)."""
+    verified: set[int] = field(default_factory=set)
+    """Levels measured with a full window (not only a climb's rough look)."""
     avoid: dict[int, int] = field(default_factory=dict)
     """Level → windows left during which it (and anything above) is not tried."""
     base_transient: float | None = None
@@ -81,12 +83,22 @@ class ModelController:
     """After a back-off: climb one level at a time (Little's law under a 429 storm underestimates the limit,
     since refused requests eat into it), never doubling into the storm again."""
 
+    @property
+    def climbing_fast(self) -> bool:
+        """Still on the first climb, far from any limit seen: rough windows will do."""
+        return self.phase == "climb" and not self.careful
+
     def _avoided(self, level: int) -> bool:
         return any(level >= lv for lv, left in self.avoid.items() if left > 0)
 
     def _record(self, w: Window) -> float:
         g = w.goodput
         old = self.goodput.get(w.level)
+        if not w.quick and w.level not in self.verified:
+            self.verified.add(w.level)
+            old = None  # a full window replaces a rough look
+        elif w.quick and w.level in self.verified:
+            return g  # a rough look does not move a measured figure
         self.goodput[w.level] = g if old is None else 0.5 * (old + g)
         if self.base_transient is None or w.transient_share < self.base_transient:
             self.base_transient = w.transient_share
@@ -174,8 +186,15 @@ class ModelController:
         ok = {lv: g for lv, g in self.goodput.items() if not self._avoided(lv)}
         if not ok:
             return None
-        top = max(ok.values())
+        measured = [g for lv, g in ok.items() if lv in self.verified]
+        top = max(measured or ok.values())
         best = min(lv for lv, g in ok.items() if g >= top * (1 - self.settings.flat))
+        near = top * (1 - 3 * self.settings.flat)  # a rough look can be this far off; further is truly lower
+        rough = [lv for lv, g in ok.items() if lv < best and lv not in self.verified and g >= near]
+        if rough:
+            # levels below were only glanced at on the way up: measure the nearest before ruling it out
+            self.phase = "descend"
+            return self._move(max(rough), f"{why}; measuring {max(rough)} properly before settling")
         lower = max(1, best // 2)
         if best == min(ok) and lower < best and len(ok) > 1:
             # goodput is flat from the lowest level seen upwards: a level below it may do as well with less
@@ -280,10 +299,13 @@ class Tuner:
             start = start_levels.get(k) or self._caps(k) or 1
             start = max(1, min(self.ceiling(k), start))
             self.controllers[k] = ModelController(k, start, self.ceiling(k), self.settings)
+            self.tracker.set_quick(k, True)
         self._apply_all("tuner on")
 
     def disable(self) -> None:
         self.enabled = False
+        for k in self.model_keys:
+            self.tracker.set_quick(k, False)
         self._emit(TunerDecided(None, 0, 0, "tuner off: levels stay where they are", self._clock()))
 
     def toggle(self, start_levels: dict[str, int] | None = None) -> bool:
@@ -307,6 +329,7 @@ class Tuner:
         if c is None:
             return
         d = c.observe(w)
+        self.tracker.set_quick(w.model_key, c.climbing_fast)
         if d is None:
             return
         self.decisions.append(d)

@@ -68,6 +68,8 @@ class Window:
     """The longest retry-after a provider asked for in the window."""
     t: float
     """When the window closed (monotonic seconds)."""
+    quick: bool = False
+    """Closed on its attempts alone (a climb's rough look), without `min_s` of evidence."""
 
     @property
     def goodput(self) -> float:
@@ -170,9 +172,12 @@ class _Model:
     backoff: dict[tuple[str, int], float] = field(default_factory=dict)
     """Calls sleeping before a retry → when they wake (monotonic seconds)."""
     levels: dict[int, LevelStats] = field(default_factory=dict)
+    quick: bool = False
+    """Windows need only their attempts, not `min_s`: set while a tuner climbs far below any limit, where a
+    rough figure is enough to take the next step."""
 
 
-STORM_SHARE = 0.3
+STORM_SHARE = 0.15
 """429s per attempt past which a window closes as soon as it has `min_calls` attempts."""
 RETRY_AFTER_SETTLE_S = 10.0
 """Longest wait, after a level change, for a provider's retry-after to pass before measuring."""
@@ -324,7 +329,7 @@ class LevelTracker:
         assert acc is not None
         seconds = t - acc.start
         level = self._level(m) or max(1, round(acc.area / seconds)) if seconds > 0 else 1
-        if acc.attempts >= self.evidence.needed(level) and seconds >= self.evidence.min_s:
+        if acc.attempts >= self.evidence.needed(level) and (m.quick or seconds >= self.evidence.min_s):
             self._close(m, t, report=True)
         elif acc.attempts >= self.evidence.min_calls and acc.rate_limited > STORM_SHARE * acc.attempts:
             # a storm needs no more evidence: every further attempt at this level is another 429
@@ -354,9 +359,14 @@ class LevelTracker:
                 self.on_window(Window(
                     m.key, level, acc.seconds, acc.answered, acc.attempts, acc.rate_limited, acc.transient,
                     acc.given_up, (acc.lat_sum / acc.answered / 1000.0) if acc.answered else None, acc.retry_after,
-                    t))
+                    t, acc.seconds < self.evidence.min_s))
 
     # ---- reading -------------------------------------------------------------------------------
+
+    def set_quick(self, model_key: str, quick: bool) -> None:
+        m = self.models.get(model_key)
+        if m is not None:
+            m.quick = quick
 
     def readout(self, model_key: str) -> ModelReadout:
         return readout_of(model_key, list(self.models[model_key].levels.values()), self.evidence)

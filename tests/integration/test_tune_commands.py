@@ -29,6 +29,11 @@ max_concurrency = 2  # was set by hand
 sim = { base_latency_s = 0.04, per_token_s = 0.0, jitter = 0.1, max_concurrent = 6, accuracy = 1.0 }
 
 [[models]]
+key = "rpm"   # a hosted model limited to 200 requests/s: 200/s × 50 ms = 10 in flight
+provider = "sim"
+sim = { base_latency_s = 0.05, per_token_s = 0.0, jitter = 0.1, rpm = 12000, burst = 10, accuracy = 1.0 }
+
+[[models]]
 # a local server that serves one request at a time
 key = "local"
 provider = "sim"
@@ -56,7 +61,8 @@ def proj(tmp_path: Path) -> Path:
 def test_tune_recommends_each_models_optimum_and_write_keeps_comments(
         proj: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "t.db"
-    code = main(["tune", "--project", str(proj), "--budget", "500", "--db", str(db), "--write"])
+    code = main(["tune", "--project", str(proj), "--models", "ceiling,local", "--budget", "500", "--db", str(db),
+                 "--write"])
     out = capsys.readouterr().out
     assert code == 0
     assert "recommended max_concurrency for ceiling" in out and "optimum ≈" in out
@@ -70,20 +76,24 @@ def test_tune_recommends_each_models_optimum_and_write_keeps_comments(
                     "# was set by hand", "# a local server that serves one request at a time"):
         assert comment in text
     assert text.replace("max_concurrency = 2  # was set by hand", "").count("max_concurrency") == 1
+    assert "key = \"rpm\"   # a hosted model limited to 200 requests/s" in text  # untouched: not tuned
     with sqlite3.connect(db) as c:
         assert c.execute("SELECT COUNT(*) FROM tuning_levels").fetchone()[0] >= 2
         assert c.execute("SELECT COUNT(*) FROM results").fetchone()[0] <= 2 * 500
 
 
-def test_tune_finds_a_ceiling_within_one_level(proj: Path, tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_tune_finds_a_ceiling_and_a_rate_limit_near_their_optimum(proj: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     proj.write_text(PROJECT.replace("max_concurrency = 2  # was set by hand\n", ""), encoding="utf-8")
-    code = main(["tune", "--project", str(proj), "--models", "ceiling", "--budget", "900",
+    code = main(["tune", "--project", str(proj), "--models", "ceiling,rpm", "--budget", "1000",
                  "--db", str(tmp_path / "t.db"), "--write"])
+    out = capsys.readouterr().out
     assert code == 0
     data = tomllib.loads(proj.read_text(encoding="utf-8"))
-    level = {m["key"]: m.get("max_concurrency") for m in data["models"]}["ceiling"]
-    assert 5 <= level <= 7, capsys.readouterr().out
+    levels = {m["key"]: m.get("max_concurrency") for m in data["models"]}
+    assert 5 <= levels["ceiling"] <= 7, out  # the ceiling is 6
+    assert 8 <= levels["rpm"] <= 12, out  # Little's law: 10 (a loaded machine stretches latencies)
+    assert levels["local"] is None
 
 
 def test_write_refuses_a_layout_it_cannot_edit_safely(tmp_path: Path) -> None:

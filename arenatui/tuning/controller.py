@@ -84,6 +84,11 @@ class ModelController:
     since refused requests eat into it), never doubling into the storm again."""
 
     @property
+    def held_level(self) -> int:
+        """Where it stands, a probe one level up not counted (the level to recommend)."""
+        return self.probe_from if self.phase == "probe" and self.probe_from is not None else self.level
+
+    @property
     def climbing_fast(self) -> bool:
         """Still on the first climb, far from any limit seen: rough windows will do."""
         return self.phase == "climb" and not self.careful
@@ -189,12 +194,15 @@ class ModelController:
         measured = [g for lv, g in ok.items() if lv in self.verified]
         top = max(measured or ok.values())
         best = min(lv for lv, g in ok.items() if g >= top * (1 - self.settings.flat))
-        near = top * (1 - 3 * self.settings.flat)  # a rough look can be this far off; further is truly lower
-        rough = [lv for lv, g in ok.items() if lv < best and lv not in self.verified and g >= near]
+        near = top * (1 - 4 * self.settings.flat)  # a rough look can be this far off; further is truly lower
+        rough = [lv for lv, g in ok.items() if lv <= best and lv not in self.verified and g >= near]
         if rough:
-            # levels below were only glanced at on the way up: measure the nearest before ruling it out
+            # the best, or a level below it, was only glanced at on the way up: measure it before deciding
             self.phase = "descend"
-            return self._move(max(rough), f"{why}; measuring {max(rough)} properly before settling")
+            target = max(rough)
+            if target == self.level:
+                return None  # the next window here is a full one
+            return self._move(target, f"{why}; measuring {target} properly before settling")
         lower = max(1, best // 2)
         if best == min(ok) and lower < best and len(ok) > 1:
             # goodput is flat from the lowest level seen upwards: a level below it may do as well with less

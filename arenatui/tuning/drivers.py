@@ -32,7 +32,7 @@ class TuneResult:
     run_id: str
     readouts: tuple[ModelReadout, ...]
     recommended: dict[str, int]
-    """Per model: the readout's best level, else where the tuner stood at the end."""
+    """Per model: where the tuner settled (a probe not counted)."""
     decisions: tuple[str, ...]
     wall_s: float
 
@@ -56,8 +56,9 @@ def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 200, 
     readouts = tuple(sweep.tuner.tracker.readouts())
     rec = {}
     for ro in readouts:
-        level = ro.best if ro.best is not None else sweep.tuner.level(ro.model_key)
-        rec[ro.model_key] = level or 1
+        # the tuner's own level where it has one: it re-measures what the readout only glanced at
+        ctl = sweep.tuner.controllers.get(ro.model_key)
+        rec[ro.model_key] = (ctl.held_level if ctl is not None else None) or ro.best or 1
     return TuneResult(sweep.run_id, readouts, rec, tuple(d.reason for d in sweep.tuner.decisions), wall)
 
 

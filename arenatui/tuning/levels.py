@@ -329,7 +329,8 @@ class LevelTracker:
         assert acc is not None
         seconds = t - acc.start
         level = self._level(m) or max(1, round(acc.area / seconds)) if seconds > 0 else 1
-        if acc.attempts >= self.evidence.needed(level) and (m.quick or seconds >= self.evidence.min_s):
+        need = self.evidence.needed(level)
+        if (acc.attempts >= need and seconds >= self.evidence.min_s) or (m.quick and acc.attempts >= 2 * need):
             self._close(m, t, report=True)
         elif acc.attempts >= self.evidence.min_calls and acc.rate_limited > STORM_SHARE * acc.attempts:
             # a storm needs no more evidence: every further attempt at this level is another 429

@@ -161,7 +161,13 @@ class ModelController:
                 fast = gain >= s.linear * (self.level / prev - 1)
                 return self._step_up(fast, f"goodput +{gain:.0%}, {w.rate_limited} 429s")
             return self._settle(f"goodput {gain:+.0%} from {prev} to {self.level}")
-        # settled
+        # settled: as figures firm up, a lower level may turn out as good (never up: that is what probes are for)
+        ok = {lv: gv for lv, gv in self.goodput.items() if not self._avoided(lv) and lv in self.verified}
+        if ok and self.level in ok:
+            top = max(ok.values())
+            lowest = min(lv for lv, gv in ok.items() if gv >= top * (1 - s.flat))
+            if lowest < self.level:
+                return self._settle(f"goodput at {self.level} now {g:.1f}/s, no better than at {lowest}")
         self.settled_windows += 1
         if self.settled_windows >= s.probe_every:
             self.settled_windows = 0

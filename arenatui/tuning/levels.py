@@ -236,7 +236,9 @@ class LevelTracker:
             m.hold_start = t
             m.settle_until = t + self._settle(m, t)
         if m.acc is None and t >= m.settle_until:
-            m.acc = _Acc(start=t)
+            # from the end of the settling, not from this event: starting at an event that is then counted
+            # would put n completions in n - 1 intervals (+6% on a window of 16 calls)
+            m.acc = _Acc(start=m.settle_until)
         return m.acc
 
     def _settle(self, m: _Model, t: float) -> float:

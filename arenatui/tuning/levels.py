@@ -383,7 +383,9 @@ def readout_of(model_key: str, stats: Sequence[LevelStats], evidence: Evidence) 
     rows = []
     for s in sorted(stats, key=lambda s: s.level):
         lat = sorted(s.latencies)
-        enough = s.attempts >= evidence.needed(s.level) and s.seconds >= evidence.min_s
+        # a storm of 429s is evidence enough that a level is past the limit, however briefly it was held
+        enough = (s.attempts >= evidence.needed(s.level) and s.seconds >= evidence.min_s) or (
+            s.attempts >= evidence.min_calls and s.rate_limited > STORM_SHARE * s.attempts)
         rows.append(LevelReadout(
             s.level, s.seconds, s.answered, s.answered / s.seconds if s.seconds > 0 else 0.0,
             s.rate_limited / s.attempts if s.attempts else 0.0, s.transient / s.attempts if s.attempts else 0.0,

@@ -81,3 +81,14 @@ def test_a_hold_is_kept_under_the_level_it_was_held_at_when_the_global_limit_cha
         tr.on_event(CallFinished(_result(f"c{i}"), t))
     tr.on_event(ConcurrencyChanged(4, 8, None, "user", t, 0.0))
     assert [r.level for r in tr.readout("m").levels] == [4]
+
+
+def test_a_brief_storm_of_429s_counts_as_evidence_that_a_level_is_past_the_limit() -> None:
+    windows: list[Window] = []
+    tr = LevelTracker(["m"], evidence=Evidence(min_calls=10, min_s=0.5, max_settle_s=0.0), on_window=windows.append)
+    t = _drive(tr, 2, 40, 0.0)
+    _drive(tr, 4, 12, t, limited_every=2)  # 0.3 s at 4, half the attempts refused: closed early, as a storm
+    assert any(w.level == 4 and w.seconds < 0.5 for w in windows)
+    ro = tr.readout("m")
+    assert [(r.level, r.enough) for r in ro.levels] == [(2, True), (4, True)]
+    assert ro.verdict == "optimum ≈ 2: 429s from 4"

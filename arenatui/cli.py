@@ -234,7 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "(comments and layout kept)")
     p.add_argument("--seed", type=int, help="seed for simulated models and jitter, overriding [run].seed")
     p.add_argument("--db", help="results database (default: in the user data directory)")
-    p.add_argument("--verbose", "-v", action="store_true", help="also print every tuner decision")
+    p.add_argument("--verbose", "-v", action="store_true", help="also print every tuner decision (with --show: "
+                   "the stored ones)")
     p.set_defaults(func=cmd_tune)
 
     p = sub.add_parser("sweep", help="run the same matrix at several concurrency levels and mark the knee")

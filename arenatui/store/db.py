@@ -33,6 +33,8 @@ INSERT_CLIENT_LOAD = "INSERT INTO client_load (run_id, at, cpu, interval_s) VALU
 INSERT_FAILED_ATTEMPT = (
     "INSERT INTO failed_attempts (run_id, model_key, case_id, trial, attempt, error_class, http_status, "
     "retry_after_s, delay_s, at, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+INSERT_TUNING_DECISION = (
+    "INSERT INTO tuning_decisions (run_id, at, model_key, old, new, reason) VALUES (?, ?, ?, ?, ?, ?)")
 FAILED_ATTEMPT_COLUMNS = ("attempt", "error_class", "http_status", "retry_after_s", "delay_s", "at", "message")
 
 
@@ -289,6 +291,11 @@ class Store:
         except BaseException:
             c.execute("ROLLBACK")
             raise
+
+    def tuning_decisions(self, run_id: str) -> list[tuple[float, str | None, int, int, str]]:
+        """The auto-tuner's decisions, oldest first: (epoch seconds, model key, old, new, reason)."""
+        return self.conn.execute("SELECT at, model_key, old, new, reason FROM tuning_decisions WHERE run_id = ? "
+                                 "ORDER BY at, rowid", (run_id,)).fetchall()
 
     def tuning_levels(self, run_id: str) -> list[tuple[Any, ...]]:
         """A run's per-level readout: (model_key, level, seconds, answered, goodput, limited_share,

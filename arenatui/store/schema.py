@@ -80,8 +80,8 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE results ADD COLUMN connect_ms REAL;
     """,
     # 5: every failed attempt (why a call that passed on its 6th attempt needed six), and each model's
-    # per-level readout (what every concurrency level gave) kept with the run, and `arena sweep`'s runs grouped
-    # by level (w11-tune)
+    # per-level readout (what every concurrency level gave) and the tuner's decisions with their reasons kept
+    # with the run, and `arena sweep`'s runs grouped by level (w11-tune)
     """
     CREATE TABLE failed_attempts (
         run_id TEXT NOT NULL,
@@ -115,6 +115,15 @@ MIGRATIONS: tuple[str, ...] = (
         verdict TEXT NOT NULL DEFAULT '',
         PRIMARY KEY (run_id, model_key, level)
     );
+    CREATE TABLE tuning_decisions (
+        run_id TEXT NOT NULL,
+        at REAL NOT NULL,
+        model_key TEXT,
+        old INTEGER NOT NULL,
+        new INTEGER NOT NULL,
+        reason TEXT NOT NULL
+    );
+    CREATE INDEX tuning_decisions_run ON tuning_decisions (run_id, at);
     CREATE TABLE level_sweeps (
         sweep_id TEXT NOT NULL,
         level INTEGER NOT NULL,

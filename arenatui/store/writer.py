@@ -35,12 +35,14 @@ from arenatui.engine.events import (
     ClientLoadSampled,
     ConcurrencyChanged,
     Event,
+    TunerDecided,
 )
 from arenatui.errors import StoreError
 from arenatui.store.db import (
     INSERT_CLIENT_LOAD,
     INSERT_CONCURRENCY_CHANGE,
     INSERT_FAILED_ATTEMPT,
+    INSERT_TUNING_DECISION,
     UPSERT_RESULT,
     Store,
     client_load_row,
@@ -66,6 +68,8 @@ class ResultWriter:
         """Rare run-level events, written in order with the next batch."""
         self._retries: list[tuple[CallRetrying, float]] = []
         """Failed attempts that were retried, with the epoch time they failed."""
+        self._decisions: list[tuple[Any, ...]] = []
+        """The auto-tuner's decisions as rows (rare: a few a minute)."""
         self._wake: anyio.Event | None = None
         self._signalled = False
         self._closing = False
@@ -95,6 +99,8 @@ class ResultWriter:
             self._changes.append(ev)
         elif type(ev) is CallRetrying:
             self._retries.append((ev, time.time()))
+        elif type(ev) is TunerDecided:
+            self._decisions.append((self.run_id, time.time(), ev.model_key, ev.old, ev.new, ev.reason))
         else:
             return
         if not self._signalled:
@@ -120,6 +126,9 @@ class ResultWriter:
                      if r.error_class is not None and r.error_class != "cancelled"]
         if attempts:
             statements.append((INSERT_FAILED_ATTEMPT, attempts))
+        if self._decisions:
+            decisions, self._decisions = self._decisions, []
+            statements.append((INSERT_TUNING_DECISION, decisions))
         payload = marshal.dumps(statements)
         try:
             self._in.write(len(payload).to_bytes(4, "little") + payload)
@@ -163,7 +172,7 @@ class ResultWriter:
                     await self._wake.wait()
                 rows, changes, retries = self._take()
                 t = time.monotonic()
-                if rows or changes or retries:
+                if rows or changes or retries or self._decisions:
                     self._send(rows, changes, retries)
                 self._read_acks()
                 rest = self.min_interval_s - (time.monotonic() - t)
@@ -175,7 +184,7 @@ class ResultWriter:
     def flush(self) -> None:
         """Send what is queued and wait until the writer process has committed everything sent."""
         rows, changes, retries = self._take()
-        if rows or changes or retries:
+        if rows or changes or retries or self._decisions:
             self._send(rows, changes, retries)
         deadline = time.monotonic() + 60.0
         while self._acked < self.batches:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 from rich.console import Console
 from rich.table import Table
@@ -55,6 +56,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
                       "arenatui stored one).", markup=False)
         for ro in stored:
             out.print(readout_table(ro))
+        if args.verbose:
+            from arenatui.store import Store
+
+            with Store(args.db) as store:
+                for at, _key, _old, _new, reason in store.tuning_decisions(run_id):
+                    line = Text(time.strftime("%H:%M:%S ", time.localtime(at)))
+                    line.append(literal(reason, newlines=False))
+                    out.print(line)
         return 0
     if not args.project:
         raise ArenaError("arena tune: pass --project FILE to tune, or --show RUN_ID to print a stored run's readout")

@@ -144,6 +144,9 @@ def test_evaluate_tune_stores_decisions_readout_and_every_failed_attempt(
     with sqlite3.connect(db) as c:
         sources = {r[0] for r in c.execute("SELECT source FROM concurrency_changes")}
         assert "tuner" in sources
+        reasons = [r[0] for r in c.execute("SELECT reason FROM tuning_decisions ORDER BY at, rowid")]
+        assert reasons[0].startswith("tuner on: starting at ceiling ")
+        assert any(r.startswith("ceiling ") and " → " in r and "429s" in r for r in reasons)
         levels = c.execute("SELECT level, enough, best, verdict FROM tuning_levels").fetchall()
         assert any(r[2] for r in levels) and all(r[3] == levels[0][3] for r in levels)
         retried = c.execute("SELECT SUM(attempts) - COUNT(*) FROM results").fetchone()[0]

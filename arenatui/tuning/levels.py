@@ -167,6 +167,9 @@ class _Model:
     settle_until: float = 0.0
     acc: _Acc | None = None
     latency_ewma: float | None = None
+    ready_t: float | None = None
+    """When the model's first attempt ended (answered or refused): before it, the run is still starting
+    (processes, first connections) and nothing measured is typical."""
     retry_after: float | None = None
     """The longest retry-after of the last window: a provider's own word on how long its limit needs."""
     backoff: dict[tuple[str, int], float] = field(default_factory=dict)
@@ -235,10 +238,13 @@ class LevelTracker:
         if m.hold_start is None:
             m.hold_start = t
             m.settle_until = t + self._settle(m, t)
-        if m.acc is None and t >= m.settle_until:
-            # from the end of the settling, not from this event: starting at an event that is then counted
-            # would put n completions in n - 1 intervals (+6% on a window of 16 calls)
-            m.acc = _Acc(start=m.settle_until)
+        if m.acc is None and m.ready_t is not None and t >= m.settle_until:
+            # The first event after the settling opens the window and is not counted in it: counting it would
+            # put n events in n - 1 intervals (+6% on a window of 16 calls). Starting at settle_until instead
+            # is no cure: a serial server's completions are periodic, and settle_until (a latency after a
+            # change made at a completion) falls just before the next one.
+            m.acc = _Acc(start=t)
+            return None
         return m.acc
 
     def _settle(self, m: _Model, t: float) -> float:
@@ -264,6 +270,8 @@ class LevelTracker:
             m.in_flight -= 1
         if r.error_class == "cancelled":
             return
+        if m.ready_t is None:
+            m.ready_t = ev.t
         answered = r.status != "errored"
         if answered and r.latency_ms is not None:
             lat_s = r.latency_ms / 1000.0
@@ -291,6 +299,8 @@ class LevelTracker:
         acc = self._advance(m, ev.t)
         m.in_flight -= 1
         m.backoff[(ev.case_id, ev.trial)] = ev.t + ev.delay
+        if m.ready_t is None:
+            m.ready_t = ev.t
         if acc is None:
             return
         acc.attempts += 1

@@ -28,7 +28,7 @@ async def _until(pred: object) -> None:
 
 
 async def test_a_toggles_the_tuner_which_sets_levels_and_logs_reasons(tmp_path: Path, db_path: Path) -> None:
-    sweep = Sweep(SweepOptions(project=sim_project(tmp_path, cases=3000, latency=0.01, concurrency=4), db=db_path))
+    sweep = Sweep(SweepOptions(project=sim_project(tmp_path, cases=20000, latency=0.05, concurrency=4), db=db_path))
     app = ArenaApp(sweep)
     async with app.run_test(size=SIZE) as pilot:
         await _until(lambda: sweep.live.snapshot().done > 0)
@@ -56,7 +56,7 @@ async def test_a_toggles_the_tuner_which_sets_levels_and_logs_reasons(tmp_path: 
 
 
 async def test_a_manual_cap_change_suspends_the_tuner_for_that_model_only(tmp_path: Path, db_path: Path) -> None:
-    sweep = Sweep(SweepOptions(project=sim_project(tmp_path, cases=3000, latency=0.01, concurrency=4), db=db_path,
+    sweep = Sweep(SweepOptions(project=sim_project(tmp_path, cases=20000, latency=0.05, concurrency=4), db=db_path,
                                tune=True))
     app = ArenaApp(sweep)
     async with app.run_test(size=SIZE) as pilot:

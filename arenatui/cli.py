@@ -112,6 +112,7 @@ def _sweep_options(args: argparse.Namespace) -> object:
                                               trials=args.trials),
         db=args.db, resume=args.resume, concurrency=args.concurrency, seed=args.seed,
         retry_errored=args.retry_errored,
+        tune=getattr(args, "tune", False),
     )
 
 
@@ -374,6 +375,31 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    from arenatui.tuning.commands import cmd_tune as run
+
+    return run(args)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from arenatui.tuning.commands import cmd_sweep as run
+
+    return run(args)
+
+
+def _levels(value: str) -> tuple[int, ...]:
+    from arenatui.limits import MAX_CONCURRENCY
+
+    try:
+        levels = tuple(int(v) for v in _csv(value))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected whole numbers separated by commas (1,2,4,8), got {value!r}") \
+            from None
+    if not levels or any(not 1 <= n <= MAX_CONCURRENCY for n in levels):
+        raise argparse.ArgumentTypeError(f"expected whole numbers from 1 to {MAX_CONCURRENCY}, got {value!r}")
+    return tuple(sorted(set(levels)))
+
+
 def build_parser() -> argparse.ArgumentParser:
     from arenatui import __version__
 
@@ -388,11 +414,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fail-on-error", type=_share, metavar="RATE",
                    help="exit 1 when more than this share (0-1) of calls errored (default: when a model had every "
                         "call errored)")
+    p.add_argument("--tune", action="store_true", help="auto-tune each model's concurrency while it runs")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("run", help="run a sweep in the live console (watch it, tune concurrency by hand)")
     _add_sweep_args(p)
     p.add_argument("--theme", help="console theme: dark, light, high-contrast, or a user theme (remembered)")
+    p.add_argument("--tune", action="store_true", help="start with the auto-tuner on (a toggles it)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("demo", help="the bundled offline demo sweep in the live console")
@@ -401,8 +429,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", "-c", type=_concurrency, help="starting global concurrency")
     p.add_argument("--trials", type=_trials, help="trials per (model, case): more for a longer run")
     p.add_argument("--seed", type=int, help="seed for the simulated models")
+    p.add_argument("--tune", action="store_true", help="start with the auto-tuner on (a toggles it)")
     p.set_defaults(func=cmd_run, demo=True, project=None, models=(), tags=(), limit=None, resume=None,
                    retry_errored=False)
+
+    p = sub.add_parser("tune", help="find each model's concurrency optimum with the auto-tuner (and record it)")
+    p.add_argument("--project", "-p", help="project TOML file, or a directory holding arena.toml")
+    p.add_argument("--show", metavar="RUN_ID", help="print a stored run's per-level readout ('last' for the newest)")
+    p.add_argument("--models", type=_csv, default=(), help="only these model keys (comma-separated)")
+    p.add_argument("--budget", type=_positive_int, default=200, help="at most this many calls per model (default 200)")
+    p.add_argument("--write", action="store_true", help="record each model's max_concurrency in the project file "
+                   "(comments and layout kept)")
+    p.add_argument("--seed", type=int, help="seed for simulated models and jitter, overriding [run].seed")
+    p.add_argument("--db", help="results database (default: in the user data directory)")
+    p.add_argument("--verbose", "-v", action="store_true", help="also print every tuner decision (with --show: "
+                   "the stored ones)")
+    p.set_defaults(func=cmd_tune)
+
+    p = sub.add_parser("sweep", help="run the same matrix at several concurrency levels and mark the knee")
+    p.add_argument("--project", "-p", required=True, help="project TOML file, or a directory holding arena.toml")
+    p.add_argument("--levels", type=_levels, default=(1, 2, 4, 8, 16), help="levels to run (default 1,2,4,8,16)")
+    p.add_argument("--models", type=_csv, default=(), help="only these model keys (comma-separated)")
+    p.add_argument("--limit", type=_positive_int, help="only the first N cases")
+    p.add_argument("--trials", type=_positive_int, help="trials per (model, case), overriding [run].trials")
+    p.add_argument("--seed", type=int, help="seed for simulated models and jitter, overriding [run].seed")
+    p.add_argument("--db", help="results database (default: in the user data directory)")
+    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("runs", help="list stored runs")
     p.add_argument("--db", help="results database")

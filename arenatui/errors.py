@@ -75,6 +75,8 @@ class ProviderError(Exception):
     """Where the provider could tell: from the request going onto the wire to the refusal's last byte."""
     connect_s: float | None = None
     """Where the provider could tell: the attempt's start until its request was on the wire."""
+    http_status: int | None = None
+    """The HTTP status of the refusal, for HTTP providers (stored with each failed attempt)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

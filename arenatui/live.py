@@ -25,6 +25,7 @@ from arenatui.engine.events import (
     RunFinished,
     RunPaused,
     RunResumed,
+    TunerDecided,
 )
 from arenatui.limits import MAX_CONCURRENCY
 
@@ -266,7 +267,7 @@ class LiveMetrics:
         self._handlers: dict[type, Callable[[Any], None]] = {
             CallStarted: self._started, CallFinished: self._finished, CallRetrying: self._retrying,
             ConcurrencyChanged: self._concurrency, RunPaused: self._paused, RunResumed: self._resumed,
-            RunFinished: self._run_finished, ClientLoadSampled: self._client_load,
+            RunFinished: self._run_finished, ClientLoadSampled: self._client_load, TunerDecided: self._tuner,
         }
         self.client_cpu: float | None = None
         self.client_load = OverloadTracker()
@@ -421,8 +422,11 @@ class LiveMetrics:
         if ev.requested is not None:  # out of bounds: say what was asked and why it is not what was set
             self._log(ev.t, "concurrency", ev.model_key,
                       f"{change} ({ev.source}): {ev.requested} asked, bounded to 1..{MAX_CONCURRENCY}")
-        elif ev.source != "config":
+        elif ev.source not in ("config", "tuner"):  # the tuner logs its decisions with their reasons
             self._log(ev.t, "concurrency", ev.model_key, f"{change} ({ev.source})")
+
+    def _tuner(self, ev: TunerDecided) -> None:
+        self._log(ev.t, "tuner", ev.model_key, ev.reason)
 
     def _client_load(self, ev: ClientLoadSampled) -> None:
         self.client_cpu = ev.cpu

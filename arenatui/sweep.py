@@ -20,7 +20,7 @@ import anyio
 
 from arenatui.config import Project, load_project, project_from_dict, project_to_dict
 from arenatui.engine.client_load import CpuSampler
-from arenatui.engine.events import RunStatus
+from arenatui.engine.events import Event, RunStatus
 from arenatui.engine.runner import Runner, Sink
 from arenatui.errors import ArenaError, StoreError, unwrap
 from arenatui.live import STORED_COLUMNS, LiveMetrics, busy_seconds
@@ -52,6 +52,8 @@ class SweepOptions:
     seed: int | None = None
     retry_errored: bool = False
     """With resume: run again the calls that ended errored (rate-limited, timed out ...), not only cancelled ones."""
+    tune: bool = False
+    """Start with the auto-tuner on (arenatui.tuning)."""
 
 
 def _with_seed(project: Project, seed: int | None) -> Project:
@@ -153,11 +155,36 @@ class Sweep:
         self.writer = ResultWriter(self.db_path, self.run_id, retry_errored=opts.retry_errored)
         # Nobody reads live metrics in a quiet headless run; folding them costs ~10 us a call at zero latency.
         watched = (self.live.on_event,) if live_metrics else ()
-        sinks = (self.writer.on_event, *watched, *extra_sinks)
+        from arenatui.tuning.controller import Tuner
+
+        self.tune_at_start = opts.tune
+        # Last sink: its decisions emit events of their own, which every other sink must see after this one.
+        self.tuner = Tuner([m.key for m in plan.models], set_level=self._set_level, set_total=self._set_total,
+                           emit=self._emit, caps=lambda k: self.runner.model_cap(k),
+                           user_caps={m.key: m.max_concurrency for m in plan.models})
+        """Per-level readout (always) and the auto-tuner (when on); `a` in the console toggles it."""
+        sinks = (self.writer.on_event, *watched, *extra_sinks, self.tuner.on_event)
         self.runner = Runner(plan, self.providers, sinks=sinks, concurrency=concurrency)
         self.cpu = CpuSampler(self.runner.emit)
         """The client's own CPU load beside the engine: stored with the run, shown live, warned about."""
         self.status: RunStatus | None = None
+
+    def _set_level(self, key: str, n: int) -> None:
+        self.runner.set_model_cap(key, n, source="tuner")
+
+    def _set_total(self, n: int) -> None:
+        self.runner.set_concurrency(n, source="tuner")
+
+    def _emit(self, ev: Event) -> None:
+        self.runner.emit(ev)
+
+    def toggle_tuner(self) -> bool:
+        """Switch the auto-tuner on (each model from its cap, or the calls it has in flight) or off."""
+        starts = {}
+        for m in self.live.models:
+            cap = self.runner.model_cap(m.key)
+            starts[m.key] = cap or max(1, m.in_flight or self.runner.target // max(1, len(self.live.models)))
+        return self.tuner.toggle(starts)
 
     def resume_in(self, command: str) -> str:
         """The command line that continues this run with `arena COMMAND` ('evaluate' or 'run')."""
@@ -196,6 +223,11 @@ class Sweep:
                     pass
         gc.collect()
         gc.freeze()
+        if self.tune_at_start and not self.tuner.enabled:
+            n = max(1, len(self.plan.models))
+            # from the model's share of the global level (at least 2: one more look than a serial server needs)
+            self.tuner.enable({m.key: self.runner.model_cap(m.key) or max(2, self.runner.target // n)
+                               for m in self.plan.models})
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.writer.run)
@@ -237,8 +269,12 @@ class Sweep:
 
     def _record_end(self, status: RunStatus, message: str | None) -> None:
         try:
+            from arenatui.tuning.levels import readout_rows
+
             with Store(self.db_path) as store:
-                store.mark_run(self.run_id, status, message)
+                store.mark_run(self.run_id, status, message)  # first: the run's end matters most
+                store.write_tuning_levels(self.run_id, readout_rows(
+                    {r.model_key: r for r in self.tuner.tracker.readouts()}))
         except (StoreError, sqlite3.Error) as e:
             # The process exits next, so `arena runs` shows the run interrupted all the same; say why here.
             if self.error is None:

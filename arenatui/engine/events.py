@@ -74,6 +74,10 @@ class CallRetrying(NamedTuple):
     """Seconds the call now sleeps before its next attempt."""
     message: str
     t: float
+    retry_after: float | None = None
+    """Seconds the provider asked to wait (a 429's retry-after), when it said."""
+    http_status: int | None = None
+    """The HTTP status of the failed attempt, where there was one."""
 
 
 class CallFinished(NamedTuple):
@@ -126,5 +130,17 @@ class ClientLoadSampled:
     """Epoch seconds."""
 
 
+@dataclass(frozen=True, slots=True)
+class TunerDecided:
+    """The auto-tuner changed a model's level (old → new), or switched on, off or was suspended (old = new = 0)."""
+
+    model_key: str | None
+    old: int
+    new: int
+    reason: str
+    """One line for people: 'sim-limited 4 → 5: goodput +18%, 0 429s'."""
+    t: float
+
+
 Event = (CallStarted | CallRetrying | CallFinished | ConcurrencyChanged | RunPaused | RunResumed | RunFinished
-         | ClientLoadSampled)
+         | ClientLoadSampled | TunerDecided)

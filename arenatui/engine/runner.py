@@ -362,6 +362,7 @@ class Runner:
             ta = time.monotonic()
             self.emit(CallStarted(mkey, case.id, trial, attempt, ta))
             retry_after: float | None = None
+            http_status: int | None = None
             # Positional construction on the hot path: keyword arguments cost 2.5 µs more per CallResult.
             request = Request(model, case, trial, attempt, build_messages(model, self._defaults, case),
                               lane.max_tokens, lane.temperature, self.timeout_s)
@@ -377,12 +378,13 @@ class Runner:
             except RateLimited as e:
                 latency, connect_ms = _attempt_times(e, ta)
                 err_class, err_msg, retry_after = "rate_limited", e.message, e.retry_after
+                http_status = e.http_status
                 in_tok += getattr(e, "input_tokens", 0)
                 out_tok += getattr(e, "output_tokens", 0)
             except ProviderError as e:
                 latency, connect_ms = _attempt_times(e, ta)
                 err_class = "terminal" if isinstance(e, TerminalError) else "transient"
-                err_msg = e.message
+                err_msg, http_status = e.message, e.http_status
                 in_tok += getattr(e, "input_tokens", 0)
                 out_tok += getattr(e, "output_tokens", 0)
             except anyio.get_cancelled_exc_class():
@@ -444,7 +446,8 @@ class Runner:
                 elapsed = time.monotonic() - t0
                 if elapsed + delay <= policy.budget_s:
                     self.emit(CallRetrying(mkey, case.id, trial, attempt, err_class, delay,
-                                            self._message(case, err_msg), time.monotonic()))
+                                            self._message(case, err_msg), time.monotonic(), retry_after,
+                                            http_status))
                     heapq.heappush(lane.parked, (time.monotonic() + delay, next(self._seq), _Parked(
                         case, trial, attempt, t0, started_wall, in_tok, out_tok, err_class, err_msg, latency,
                         connect_ms)))

@@ -216,13 +216,17 @@ def error_for_status(status: int, headers: Mapping[str, str], body: bytes, *, wh
     text = f"HTTP {status} from {where}" + (f": {msg}" if msg else "")
     low = {str(k).lower(): str(v).strip().lower() for k, v in headers.items()}
     should_retry = low.get("x-should-retry")
+    err: ProviderError
     if should_retry == "false":
-        return TerminalError(text + " (server said x-should-retry: false)")
-    if status == 429:
-        return RateLimited(text, retry_after=parse_retry_after(headers))
-    if should_retry == "true" or status in (408, 409) or status >= 500:
-        return TransientError(text)
-    return TerminalError(text)
+        err = TerminalError(text + " (server said x-should-retry: false)")
+    elif status == 429:
+        err = RateLimited(text, retry_after=parse_retry_after(headers))
+    elif should_retry == "true" or status in (408, 409) or status >= 500:
+        err = TransientError(text)
+    else:
+        err = TerminalError(text)
+    err.http_status = status  # stored with the failed attempt
+    return err
 
 
 # ---- server-sent events ----------------------------------------------------------------------------

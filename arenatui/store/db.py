@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from arenatui.engine.events import CallResult, ClientLoadSampled, ConcurrencyChanged
+from arenatui.engine.events import CallResult, CallRetrying, ClientLoadSampled, ConcurrencyChanged
 from arenatui.errors import DiskFullError, PlanError, StoreError
 from arenatui.store.schema import MIGRATIONS, RESULT_COLUMNS
 
@@ -39,6 +39,24 @@ INSERT_CONCURRENCY_CHANGE = (
 INSERT_CLIENT_LOAD = "INSERT INTO client_load (run_id, at, cpu, interval_s) VALUES (?, ?, ?, ?)"
 HEARTBEAT = "UPDATE runs SET heartbeat_at = ? WHERE run_id = ? AND pid = ?"
 """The running process's claim on its run, renewed every HEARTBEAT_S (see Store.claim_run)."""
+INSERT_FAILED_ATTEMPT = (
+    "INSERT INTO failed_attempts (run_id, model_key, case_id, trial, attempt, error_class, http_status, "
+    "retry_after_s, delay_s, at, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+INSERT_TUNING_DECISION = (
+    "INSERT INTO tuning_decisions (run_id, at, model_key, old, new, reason) VALUES (?, ?, ?, ?, ?, ?)")
+FAILED_ATTEMPT_COLUMNS = ("attempt", "error_class", "http_status", "retry_after_s", "delay_s", "at", "message")
+
+
+def retry_row(run_id: str, ev: CallRetrying, at: float) -> tuple[Any, ...]:
+    """A failed attempt that was retried; `at` is epoch seconds."""
+    return (run_id, ev.model_key, ev.case_id, ev.trial, ev.attempt, ev.reason, ev.http_status, ev.retry_after,
+            ev.delay, at, ev.message)
+
+
+def final_attempt_row(run_id: str, r: CallResult) -> tuple[Any, ...]:
+    """The failed attempt that ended an errored call (no retry followed, so nothing was slept)."""
+    return (run_id, r.model_key, r.case_id, r.trial, r.attempts, r.error_class, None, None, None, r.finished_at,
+            r.error_message)
 
 
 def concurrency_change_row(run_id: str, ev: ConcurrencyChanged) -> tuple[Any, ...]:
@@ -454,3 +472,52 @@ class Store:
         return self.conn.execute(
             "SELECT at, old, new, model_key, source FROM concurrency_changes WHERE run_id = ? ORDER BY at",
             (run_id,)).fetchall()
+
+    # ---- failed attempts and the tuning readout --------------------------------------------------
+
+    def failed_attempts(self, run_id: str, model_key: str, case_id: str, trial: int) -> list[dict[str, Any]]:
+        """One call's failed attempts, first first."""
+        rows = self.conn.execute(
+            f"SELECT {', '.join(FAILED_ATTEMPT_COLUMNS)} FROM failed_attempts WHERE run_id = ? AND model_key = ? "
+            "AND case_id = ? AND trial = ? ORDER BY attempt, at", (run_id, model_key, case_id, trial)).fetchall()
+        return [dict(zip(FAILED_ATTEMPT_COLUMNS, r, strict=True)) for r in rows]
+
+    def write_tuning_levels(self, run_id: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Replace a run's per-level readout (rows as `tuning.levels.readout_rows` makes them)."""
+        c = self.conn
+        c.execute("BEGIN")
+        try:
+            c.execute("DELETE FROM tuning_levels WHERE run_id = ?", (run_id,))
+            c.executemany(
+                "INSERT INTO tuning_levels (run_id, model_key, level, seconds, answered, goodput, limited_share, "
+                "transient_share, retries_per_s, given_up, p50_ms, p95_ms, enough, best, verdict) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [(run_id, *r) for r in rows])
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+
+    def tuning_decisions(self, run_id: str) -> list[tuple[float, str | None, int, int, str]]:
+        """The auto-tuner's decisions, oldest first: (epoch seconds, model key, old, new, reason)."""
+        return self.conn.execute("SELECT at, model_key, old, new, reason FROM tuning_decisions WHERE run_id = ? "
+                                 "ORDER BY at, rowid", (run_id,)).fetchall()
+
+    def tuning_levels(self, run_id: str) -> list[tuple[Any, ...]]:
+        """A run's per-level readout: (model_key, level, seconds, answered, goodput, limited_share,
+        transient_share, retries_per_s, given_up, p50_ms, p95_ms, enough, best, verdict)."""
+        return self.conn.execute(
+            "SELECT model_key, level, seconds, answered, goodput, limited_share, transient_share, retries_per_s, "
+            "given_up, p50_ms, p95_ms, enough, best, verdict FROM tuning_levels WHERE run_id = ? "
+            "ORDER BY model_key, level", (run_id,)).fetchall()
+
+    def write_level_sweep(self, sweep_id: str, rows: Sequence[Sequence[Any]]) -> None:
+        """`arena sweep`'s runs, one per level: (level, run_id, wall_s, answered, errored, goodput, limited_share,
+        p95_ms, knee)."""
+        self.conn.executemany(
+            "INSERT INTO level_sweeps (sweep_id, level, run_id, wall_s, answered, errored, goodput, limited_share, "
+            "p95_ms, knee) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [(sweep_id, *r) for r in rows])
+
+    def level_sweep(self, sweep_id: str) -> list[tuple[Any, ...]]:
+        return self.conn.execute(
+            "SELECT level, run_id, wall_s, answered, errored, goodput, limited_share, p95_ms, knee FROM level_sweeps "
+            "WHERE sweep_id = ? ORDER BY level", (sweep_id,)).fetchall()

@@ -79,7 +79,7 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE results ADD COLUMN connect_ms REAL;
     """,
-    # 5: case sets stored once per content digest; a heartbeat for the run's holder (w9-store)
+    # 5: case sets stored once per content digest; a heartbeat for the run's holder
     # A 100,000-case project stored 7 MB per run inline; the heartbeat tells a live holder on another host.
     """
     CREATE TABLE case_sets (
@@ -132,6 +132,64 @@ MIGRATIONS: tuple[str, ...] = (
         warmup_s REAL NOT NULL DEFAULT 0,
         source TEXT NOT NULL,
         PRIMARY KEY (run_id, segment)
+    """,
+    # 8: every failed attempt (why a call that passed on its 6th attempt needed six), and each model's
+    # per-level readout (what every concurrency level gave) and the tuner's decisions with their reasons kept
+    # with the run, and `arena sweep`'s runs grouped by level
+    """
+    CREATE TABLE failed_attempts (
+        run_id TEXT NOT NULL,
+        model_key TEXT NOT NULL,
+        case_id TEXT NOT NULL,
+        trial INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        error_class TEXT NOT NULL,
+        http_status INTEGER,
+        retry_after_s REAL,
+        delay_s REAL,
+        at REAL NOT NULL,
+        message TEXT
+    );
+    CREATE INDEX failed_attempts_call ON failed_attempts (run_id, model_key, case_id, trial);
+    CREATE TABLE tuning_levels (
+        run_id TEXT NOT NULL,
+        model_key TEXT NOT NULL,
+        level INTEGER NOT NULL,
+        seconds REAL NOT NULL,
+        answered INTEGER NOT NULL,
+        goodput REAL NOT NULL,
+        limited_share REAL NOT NULL,
+        transient_share REAL NOT NULL,
+        retries_per_s REAL NOT NULL,
+        given_up INTEGER NOT NULL,
+        p50_ms REAL,
+        p95_ms REAL,
+        enough INTEGER NOT NULL,
+        best INTEGER NOT NULL DEFAULT 0,
+        verdict TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (run_id, model_key, level)
+    );
+    CREATE TABLE tuning_decisions (
+        run_id TEXT NOT NULL,
+        at REAL NOT NULL,
+        model_key TEXT,
+        old INTEGER NOT NULL,
+        new INTEGER NOT NULL,
+        reason TEXT NOT NULL
+    );
+    CREATE INDEX tuning_decisions_run ON tuning_decisions (run_id, at);
+    CREATE TABLE level_sweeps (
+        sweep_id TEXT NOT NULL,
+        level INTEGER NOT NULL,
+        run_id TEXT NOT NULL,
+        wall_s REAL NOT NULL,
+        answered INTEGER NOT NULL,
+        errored INTEGER NOT NULL,
+        goodput REAL NOT NULL,
+        limited_share REAL NOT NULL,
+        p95_ms REAL,
+        knee INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (sweep_id, level)
     );
     """,
 )

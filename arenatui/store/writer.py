@@ -28,22 +28,27 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from arenatui.engine.events import CallFinished, CallResult, Event
+from arenatui.engine.events import CallFinished, CallResult, CallRetrying, Event, TunerDecided
 from arenatui.errors import StoreError
 from arenatui.store.db import (
     EVENT_ROWS,
     HEARTBEAT,
     HEARTBEAT_S,
+    INSERT_FAILED_ATTEMPT,
+    INSERT_TUNING_DECISION,
     UPSERT_RESULT,
     UPSERT_RETRYING,
     Store,
     explain,
+    final_attempt_row,
     result_row,
+    retry_row,
 )
 
 _SINK = Path(__file__).with_name("sink_process.py")
@@ -65,6 +70,8 @@ class ResultWriter:
         """Rare run-level events, written in order with the next batch."""
         self._other: list[tuple[str, list[tuple[Any, ...]]]] = []
         """Rows of other tables (a load run's requests and segments) as (SQL, rows), committed with the next batch."""
+        self._retries: list[tuple[CallRetrying, float]] = []
+        """Failed attempts that were retried, with the epoch time they failed."""
         self._wake: anyio.Event | None = None
         self._signalled = False
         self._closing = False
@@ -100,6 +107,11 @@ class ResultWriter:
             self._rows.append(ev.result)  # the row is built when the batch is sent, off the event path
         elif type(ev) in EVENT_ROWS:
             self._changes.append(ev)
+        elif type(ev) is CallRetrying:
+            self._retries.append((ev, time.time()))
+        elif type(ev) is TunerDecided:  # rare (a few a minute): a row of its own table
+            self.on_rows(INSERT_TUNING_DECISION, [(self.run_id, time.time(), ev.model_key, ev.old, ev.new, ev.reason)])
+            return
         else:
             return
         if not self._signalled:
@@ -119,7 +131,8 @@ class ResultWriter:
                 self._wake.set()
 
     def _send(self, results: list[CallResult], changes: list[Event],
-              other: list[tuple[str, list[tuple[Any, ...]]]] | None = None) -> None:
+              other: list[tuple[str, list[tuple[Any, ...]]]] | None = None,
+              retries: Sequence[tuple[CallRetrying, float]] = ()) -> None:
         run_id = self.run_id
         statements: list[tuple[str, list[tuple[Any, ...]]]] = list(other or ())
         by_kind: dict[type, list[tuple[Any, ...]]] = {}
@@ -128,6 +141,12 @@ class ResultWriter:
         statements += [(EVENT_ROWS[kind][0], rows) for kind, rows in by_kind.items()]
         if results:
             statements.append((self._upsert, [result_row(run_id, r) for r in results]))
+        # every failed attempt: the retried ones, then the one that ended each errored call
+        attempts = [retry_row(run_id, ev, at) for ev, at in retries]
+        attempts += [final_attempt_row(run_id, r) for r in results
+                     if r.error_class is not None and r.error_class != "cancelled"]
+        if attempts:
+            statements.append((INSERT_FAILED_ATTEMPT, attempts))
         now = time.monotonic()
         if now >= self._beat_due:
             self._beat_due = now + HEARTBEAT_S
@@ -171,13 +190,15 @@ class ResultWriter:
             raise self._failed()
         self._count(got)
 
-    def _take(self) -> tuple[list[CallResult], list[Event], list[tuple[str, list[tuple[Any, ...]]]]]:
+    def _take(self) -> tuple[list[CallResult], list[Event], list[tuple[str, list[tuple[Any, ...]]]],
+                             list[tuple[CallRetrying, float]]]:
         rows, self._rows = self._rows, []
         changes, self._changes = self._changes, []
         other, self._other = self._other, []
+        retries, self._retries = self._retries, []
         self._signalled = False
         self._wake = None
-        return rows, changes, other
+        return rows, changes, other, retries
 
     async def run(self) -> None:
         """Send until `stop()`; whatever is queued when this ends (even by cancellation) is committed."""
@@ -187,10 +208,10 @@ class ResultWriter:
                     self._wake = anyio.Event()
                     with anyio.move_on_after(max(0.0, self._beat_due - time.monotonic())):
                         await self._wake.wait()
-                rows, changes, other = self._take()
+                rows, changes, other, retries = self._take()
                 t = time.monotonic()
-                if rows or changes or other or t >= self._beat_due:
-                    self._send(rows, changes, other)
+                if rows or changes or other or retries or t >= self._beat_due:
+                    self._send(rows, changes, other, retries)
                 self._read_acks()
                 rest = self.min_interval_s - (time.monotonic() - t)
                 if rest > 0 and not self._closing:
@@ -200,9 +221,9 @@ class ResultWriter:
 
     def flush(self) -> None:
         """Send what is queued and wait until the writer process has committed everything sent."""
-        rows, changes, other = self._take()
-        if rows or changes or other:
-            self._send(rows, changes, other)
+        rows, changes, other, retries = self._take()
+        if rows or changes or other or retries:
+            self._send(rows, changes, other, retries)
         deadline = time.monotonic() + 60.0
         while self._acked < self.batches:
             if self._proc.poll() is not None:

@@ -178,6 +178,8 @@ class ArenaApp(App[RunStatus | None]):
         yield SystemCommand("Set concurrency", "c: type an exact global concurrency", rs.action_ask_concurrency)
         yield SystemCommand("Set the highlighted model's cap", "m: calls at once for one model",
                             rs.action_ask_model_cap)
+        yield SystemCommand("Auto-tuner on/off", "a: find each model's concurrency level; a manual change suspends it",
+                            rs.action_toggle_tuner)
         yield SystemCommand("Results", "r: the leaderboard of what is stored", rs.action_results)
         yield SystemCommand("Stop the sweep", "q: asks first; finished calls stay stored", rs.action_stop)
         yield SystemCommand("Help", "?: every key, the cell glyphs, what the figures mean", rs.action_help)

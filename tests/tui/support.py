@@ -108,6 +108,7 @@ def scripted_sweep(tmp_path: Path, *, finished: bool) -> tuple[Sweep, FrozenCloc
         events.append(RunFinished("finished", t + 1.0))
     for ev in events:
         live.on_event(ev)
+        sweep.tuner.on_event(ev)  # the tuning readout's per-level figures, from the same script
     clock.t = t + 1.0
     sweep.runner.target = 4
     return sweep, clock

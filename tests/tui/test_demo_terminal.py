@@ -49,7 +49,7 @@ def test_arena_demo_in_a_terminal(arena_home: Path, tmp_path: Path, size: tuple[
         t0 = time.monotonic()
         screen = _wait_for(sock, lambda s: "▶ running" in s and "target 6" in s)
         assert time.monotonic() - t0 < 10  # "within two seconds" on a warm machine; CI gets slack
-        screen = _wait_for(sock, lambda s: re.search(r"[✓✗!][0-9]+/3", s) is not None)  # a finished cell
+        screen = _wait_for(sock, lambda s: re.search(r"[✓✗!][0-9]+/8", s) is not None)  # a finished cell
         _tmux(sock, "send-keys", "-t", "demo", "+")
         screen = _wait_for(sock, lambda s: "target 8" in s)
         # issue 12: at every size the concurrency line and the quit and help hints stay on screen

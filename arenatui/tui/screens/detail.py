@@ -78,8 +78,11 @@ class CallDetail(ModalScreen[None]):
         rows: list[dict[str, Any] | None] = []
         with Store(self.sweep.db_path) as store:
             for trial in range(self.sweep.plan.trials):
-                rows.append(store.result_preview(self.sweep.run_id, self.model_key, self.case.id, trial,
-                                                 PREVIEW_CHARS))
+                row = store.result_preview(self.sweep.run_id, self.model_key, self.case.id, trial, PREVIEW_CHARS)
+                if row is not None:  # the attempt history: why a call needed more than one attempt
+                    row["failed_attempts"] = store.failed_attempts(self.sweep.run_id, self.model_key, self.case.id,
+                                                                   trial)
+                rows.append(row)
         self.app.call_from_thread(self.show_rows, rows)
 
     def action_save_outputs(self) -> None:
@@ -182,6 +185,16 @@ class CallDetail(ModalScreen[None]):
                 # worth a line only when it is: a new connection (TCP, TLS), or arenatui itself running behind
                 out.append(f"request on the wire after {fmt_num(row['connect_ms'], ' ms')} (connecting, TLS, client "
                            f"queueing; not in the latency)\n")
+            for fa in row.get("failed_attempts") or ():
+                out.append(f"  attempt {fa['attempt']} failed: ", label)
+                out.append(literal(str(fa["error_class"]), newlines=False))
+                if fa["http_status"] is not None:
+                    out.append(f" (HTTP {fa['http_status']})")
+                if fa["retry_after_s"] is not None:
+                    out.append(f", asked to wait {fa['retry_after_s']:.2f}s")
+                if fa["delay_s"] is not None:
+                    out.append(f", slept {fa['delay_s']:.2f}s")
+                out.append("\n")
             if row["error_class"]:
                 out.append("why ", label)
                 out.append(literal(str(row["error_class"]), newlines=False))

@@ -95,6 +95,7 @@ KEYS = (
     ("[ / ]", "cap of the model highlighted in the model table down / up by one (from no cap: from what it "
               "runs at now)"),
     ("m", "type an exact cap for that model (empty = no cap)"),
+    ("a", "auto-tuner on/off: finds each model's level (a manual change suspends it for that model)"),
     ("arrows", "move in the call matrix; Enter or click shows that call (there, s saves its whole outputs to files)"),
     ("/", "filter the events (matches kind, model and text); Escape or Enter returns to the panes"),
     ("w", "wrap long events onto more lines, or back to one line each"),

@@ -23,6 +23,7 @@ from arenatui.tui.screens.common import fmt_errors, fmt_failures, fmt_num
 from arenatui.tui.screens.detail import CallDetail
 from arenatui.tui.screens.dialogs import Confirm, Help, ValueInput
 from arenatui.tui.screens.results import Results
+from arenatui.tui.tuning_view import TuningReadout
 from arenatui.tui.widgets import CallMatrix, Column, ModelTable, RatesChart, StatusBar, bar, duration, fit_line
 
 REFRESH_S = 0.25
@@ -99,6 +100,7 @@ class RunScreen(Screen[None]):
         Binding("p", "pause", "Pause"),
         Binding("plus,equals_sign", "step(1)", "Conc+", key_display="+"),
         Binding("minus", "step(-1)", "Conc-", key_display="-"),
+        Binding("a", "toggle_tuner", "Auto-tune"),
         Binding("c", "ask_concurrency", "Set conc", show=False),  # hinted in the status line
         Binding("m", "ask_model_cap", "Model cap", show=False),  # hinted in the model table's title
         Binding("r", "results", "Results"),
@@ -135,6 +137,7 @@ class RunScreen(Screen[None]):
         table = ModelTable(MODEL_COLUMNS, [m.key for m in plan.models], id="models")
         table.border_title = "Models" + MODELS_KEYS
         yield table
+        yield TuningReadout(self.sweep.tuner, id="tuning")
         with Horizontal(id="bottom"):
             chart = RatesChart(id="rates")
             chart.border_title = "Rates over the run"
@@ -189,6 +192,7 @@ class RunScreen(Screen[None]):
             self.query_one("#matrix", CallMatrix).cells_changed(live.take_dirty())
             if self._frame % TABLE_EVERY == 1 or snap.state != "running" or self.sweep_ended:
                 self._show_models(snap)
+                self.query_one("#tuning", TuningReadout).show()
             # While running, chart whole seconds only: the current second's bucket is partial (a false dip),
             # and leaving it out redraws the chart once a second instead of every frame.
             running = snap.state in ("running", "paused") and not self.sweep_ended
@@ -297,8 +301,9 @@ class RunScreen(Screen[None]):
 
     def _log_line(self, t: float, kind: str, text: str) -> Text:
         vars_ = self.app.theme_variables
-        colour = {"retry": "arena-retrying", "error": "arena-errored", "concurrency": "arena-marker"}.get(kind)
-        glyph = {"retry": "↻", "error": "!", "concurrency": "⇅", "state": "■"}.get(kind, "·")
+        colour = {"retry": "arena-retrying", "error": "arena-errored", "concurrency": "arena-marker",
+                  "tuner": "arena-marker"}.get(kind)
+        glyph = {"retry": "↻", "error": "!", "concurrency": "⇅", "state": "■", "tuner": "◆"}.get(kind, "·")
         # cut with … on one line, or (w) wrapped under its text so the reason at the end is readable
         line = Text(no_wrap=not self._log_wrap, overflow="ellipsis")
         line.append(f"{duration(t):>6} ")
@@ -437,6 +442,13 @@ class RunScreen(Screen[None]):
         prompt.append(literal(key, "bold", newlines=False))
         prompt.append(" (calls at once for this model)")
         self.app.push_screen(ValueInput(prompt, "" if cap is None else str(cap), allow_empty=True), apply)
+
+    def action_toggle_tuner(self) -> None:
+        if self._sweep_active():
+            on = self.sweep.toggle_tuner()
+            self.notify("Auto-tuner on: each model's level is now the tuner's (a manual change suspends it)"
+                        if on else "Auto-tuner off: levels stay where they are", timeout=6)
+            self.refresh_now(everything=True)
 
     def action_pause(self) -> None:
         if not self._sweep_active():

@@ -1,0 +1,1 @@
+"""Finding each model's concurrency optimum: per-level observations, the auto-tuner, tune and sweep drivers."""

@@ -1,0 +1,357 @@
+"""The auto-tuner: per model, find the lowest level with (nearly) the highest goodput and few errors, and hold it.
+
+`ModelController` is a pure object: windows in (`levels.Window`), decisions out. It never reads a clock or
+touches the engine, so tests drive it with synthetic windows. `Tuner` wires controllers to a running sweep:
+it receives windows from a `LevelTracker` and acts through the runner's control surface (`set_model_cap`,
+`set_concurrency`, source "tuner"), the same one a user has.
+
+How it moves:
+- climb: ×1.5 while goodput grows in proportion to the level (the provider is far from any limit), else one step at a
+  time; stop when a step gains less than FLAT and settle on the lowest level within FLAT of the best.
+- back off on errors: when 429s (or transients above the quietest level's) pass ERROR_SHARE, the provider is
+  past its limit. A 429 is a rate or a ceiling, not a level, so the new level comes from Little's law:
+  answered calls/s × mean latency is the level the provider actually sustained; halving and creeping back
+  would cost a storm of retries on every creep. Levels that erred are not tried again for a while.
+- settled: hold; every `probe_every` windows try one level up, keep it only if it gains more than FLAT.
+  A limit that drops mid-run shows as errors at the settled level and is handled as above.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from arenatui.engine.events import ConcurrencyChanged, Event, TunerDecided
+from arenatui.limits import MAX_CONCURRENCY
+from arenatui.tuning.levels import ERROR_SHARE, FLAT, Evidence, LevelTracker, Window
+
+Phase = Literal["climb", "settled", "probe", "descend"]
+
+
+@dataclass(frozen=True, slots=True)
+class TunerSettings:
+    max_level: int = 64
+    """Highest level the tuner gives one model (a user's cap, when lower, wins)."""
+    error_share: float = ERROR_SHARE
+    flat: float = FLAT
+    probe_every: int = 20
+    """Settled windows between upward probes."""
+    avoid_windows: int = 24
+    """Windows for which a level that erred is not tried again."""
+    linear: float = 0.8
+    """Climb by `fast_step` while a step gains at least this share of what it added (goodput still grows
+    in proportion to the level: the provider is nowhere near a limit), else one level at a time."""
+    fast_step: float = 1.5
+    """×1.5 rather than ×2: the step that finally crosses a limit sets off a smaller storm of 429s."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    model_key: str
+    old: int
+    new: int
+    reason: str
+
+
+@dataclass(slots=True)
+class ModelController:
+    """Decides one model's level from its windows. `level` is where it stands now."""
+
+    model_key: str
+    level: int
+    ceiling: int = 64
+    settings: TunerSettings = field(default_factory=TunerSettings)
+    phase: Phase = "climb"
+    goodput: dict[int, float] = field(default_factory=dict)
+    """Latest goodput seen at each level (averaged with the previous sighting)."""
+    verified: set[int] = field(default_factory=set)
+    """Levels measured with a full window (not only a climb's rough look)."""
+    avoid: dict[int, int] = field(default_factory=dict)
+    """Level → windows left during which it (and anything above) is not tried."""
+    base_transient: float | None = None
+    settled_windows: int = 0
+    probe_from: int | None = None
+    prev_level: int | None = None
+    """The level the climb came from (its goodput is the step's baseline)."""
+    last_clean: int | None = None
+    """The level of the last window without errors: where a step up came from."""
+    windows_here: int = 0
+    """Windows seen at the current level since the controller moved to it."""
+    careful: bool = False
+    """After a back-off: climb one level at a time (Little's law under a 429 storm underestimates the limit,
+    since refused requests eat into it), never doubling into the storm again."""
+
+    @property
+    def held_level(self) -> int:
+        """Where it stands, a probe one level up not counted (the level to recommend)."""
+        return self.probe_from if self.phase == "probe" and self.probe_from is not None else self.level
+
+    @property
+    def climbing_fast(self) -> bool:
+        """Still on the first climb, far from any limit seen: rough windows will do."""
+        return self.phase == "climb" and not self.careful
+
+    def _avoided(self, level: int) -> bool:
+        return any(level >= lv for lv, left in self.avoid.items() if left > 0)
+
+    def _record(self, w: Window) -> float:
+        g = w.goodput
+        old = self.goodput.get(w.level)
+        if not w.quick and w.level not in self.verified:
+            self.verified.add(w.level)
+            old = None  # a full window replaces a rough look
+        elif w.quick and w.level in self.verified:
+            return g  # a rough look does not move a measured figure
+        self.goodput[w.level] = g if old is None else 0.5 * (old + g)
+        if self.base_transient is None or w.transient_share < self.base_transient:
+            self.base_transient = w.transient_share
+        for lv in list(self.avoid):
+            self.avoid[lv] -= 1
+            if self.avoid[lv] <= 0:
+                del self.avoid[lv]
+        return g
+
+    def _move(self, new: int, reason: str) -> Decision | None:
+        new = max(1, min(self.ceiling, new))
+        if new == self.level:
+            return None
+        self.windows_here = 0
+        d = Decision(self.model_key, self.level, new, f"{self.model_key} {self.level} → {new}: {reason}")
+        self.prev_level, self.level = self.level, new
+        return d
+
+    def observe(self, w: Window) -> Decision | None:
+        """One closed window at the current level; a decision when the level should change."""
+        if w.level != self.level:
+            return None  # measured before the last change took hold (or under someone else's level)
+        s = self.settings
+        g = self._record(w)
+        self.windows_here += 1
+        base_t = self.base_transient or 0.0
+        excess_t = max(0.0, w.transient_share - base_t)
+        errors = w.limited_share + excess_t
+        if errors > s.error_share:
+            return self._back_off(w, g, excess_t)
+        self.last_clean = self.level
+        if self.phase == "probe":
+            base = self.probe_from if self.probe_from is not None else self.level - 1
+            gb = self.goodput.get(base, 0.0)
+            gain = g / gb - 1 if gb > 0 else 1.0
+            self.probe_from = None
+            if gain > s.flat:
+                self.phase = "climb"
+                return self._step_up(False, f"probe paid: goodput +{gain:.0%}, {w.rate_limited} 429s")
+            self.phase = "settled"
+            self.settled_windows = 0
+            return self._move(base, f"probe gained {gain:+.0%} (≤ {s.flat:.0%}): back to {base}")
+        if self.phase == "descend":
+            return self._settle(f"goodput {g:.1f}/s at {self.level}")
+        if self.phase == "climb":
+            prev = self.prev_level
+            gp = self.goodput.get(prev) if prev is not None and prev < self.level else None
+            if gp is None and self.careful:
+                return self._step_up(False, f"goodput {g:.1f}/s, {w.rate_limited} 429s: one level up")
+            if gp is None:
+                return self._step_up(True, f"first look: goodput {g:.1f}/s, {w.rate_limited} 429s")
+            gain = g / gp - 1 if gp > 0 else 1.0
+            if gain > s.flat:
+                assert prev is not None
+                fast = gain >= s.linear * (self.level / prev - 1)
+                return self._step_up(fast, f"goodput +{gain:.0%}, {w.rate_limited} 429s")
+            return self._settle(f"goodput {gain:+.0%} from {prev} to {self.level}")
+        # settled: as figures firm up, a lower level may turn out as good (never up: that is what probes are for)
+        ok = {lv: gv for lv, gv in self.goodput.items() if not self._avoided(lv) and lv in self.verified}
+        if ok and self.level in ok:
+            top = max(ok.values())
+            lowest = min(lv for lv, gv in ok.items() if gv >= top * (1 - s.flat))
+            if lowest < self.level:
+                return self._settle(f"goodput at {self.level} now {g:.1f}/s, no better than at {lowest}")
+        self.settled_windows += 1
+        if self.settled_windows >= s.probe_every:
+            self.settled_windows = 0
+            up = self.level + 1
+            if up <= self.ceiling and not self._avoided(up):
+                self.phase = "probe"
+                self.probe_from = self.level
+                return self._move(up, f"probe one level up (settled for {s.probe_every} windows)")
+        return None
+
+    def _step_up(self, fast: bool, why: str) -> Decision | None:
+        s = self.settings
+        up = self.level + 1
+        if fast and not self.careful:
+            up = max(up, math.ceil(self.level * s.fast_step))
+        while up > self.level and self._avoided(up):
+            up -= 1
+        up = min(up, self.ceiling)
+        if up <= self.level:
+            return self._settle(f"{why}; at the ceiling ({self.ceiling}) or below a level that erred")
+        return self._move(up, why)
+
+    def _settle(self, why: str) -> Decision | None:
+        """Stop climbing: the lowest clean level within FLAT of the best goodput seen."""
+        self.phase = "settled"
+        self.settled_windows = 0
+        ok = {lv: g for lv, g in self.goodput.items() if not self._avoided(lv)}
+        if not ok:
+            return None
+        measured = [g for lv, g in ok.items() if lv in self.verified]
+        top = max(measured or ok.values())
+        best = min(lv for lv, g in ok.items() if g >= top * (1 - self.settings.flat))
+        near = top * (1 - 4 * self.settings.flat)  # a rough look can be this far off; further is truly lower
+        rough = [lv for lv, g in ok.items() if lv <= best and lv not in self.verified and g >= near]
+        if rough:
+            # the best, or a level below it, was only glanced at on the way up: measure it before deciding
+            self.phase = "descend"
+            target = max(rough)
+            if target == self.level:
+                return None  # the next window here is a full one
+            return self._move(target, f"{why}; measuring {target} properly before settling")
+        lower = max(1, best // 2)
+        if best == min(ok) and lower < best and len(ok) > 1:
+            # goodput is flat from the lowest level seen upwards: a level below it may do as well with less
+            # queueing (a serial local server gives the same goodput at 1 as at 8, with 1/8 the latency)
+            self.phase = "descend"
+            return self._move(lower, f"{why}; flat from {best} up: trying {lower}")
+        if best == self.level:
+            return None
+        return self._move(best, f"{why}; settling on {best}, the lowest within {self.settings.flat:.0%} of "
+                                f"the best goodput ({top:.1f}/s)")
+
+    def _back_off(self, w: Window, g: float, excess_t: float) -> Decision | None:
+        s = self.settings
+        self.phase = "climb"  # one level at a time from the sustained level, up to just below the one that erred
+        self.careful = True
+        self.settled_windows = 0
+        self.probe_from = None
+        self.avoid[self.level] = s.avoid_windows
+        self.goodput.pop(self.level, None)  # its goodput was bought with retries: not a candidate
+        what = (f"{w.limited_share:.0%} 429s" if w.limited_share >= excess_t else f"{excess_t:.0%} more transients")
+        if w.mean_latency_s and g > 0:
+            # Little's law: the level the provider sustained. The small margin keeps a rate limit's
+            # token bucket from being drained to zero (which would answer 429 to every burst).
+            sustained = g * w.mean_latency_s
+            new = min(self.level - 1, max(1, math.floor(sustained * 0.95 + 0.5)))
+            how = f"sustained {g:.1f}/s × {w.mean_latency_s * 1000:.0f} ms = {sustained:.1f} in flight"
+            if self.windows_here == 1 and self.last_clean is not None and new < self.last_clean < self.level:
+                # the first look at a level we just stepped up to: the storm it set off (refused requests
+                # count against the limit) collapsed what got through, so Little's law reads low; the level
+                # we came from was clean moments ago
+                new = self.last_clean
+                how += f"; back to {new}, clean one window ago"
+        else:
+            new = max(1, self.level // 2)
+            how = "nothing answered: halving"
+        self.last_clean = None
+        if w.retry_after_s is not None:
+            how += f"; provider asked to wait {w.retry_after_s:.1f}s (a rate, not a level)"
+        return self._move(new, f"{what}; {how}")
+
+
+class Tuner:
+    """The auto-tuner on a running sweep: one `ModelController` per model, on or off, per-model suspension.
+
+    `set_level(model_key, n)` and `set_total(n)` are the runner's controls (source "tuner"); `emit` reports a
+    `TunerDecided` event. A user's change of a model's cap suspends the tuner for that model; a user's change
+    of the global level suspends it for all (the tuner keeps the global at the sum of the models' levels, so
+    each model gets the level it was given). `enable()` re-enables every model.
+    """
+
+    def __init__(self, model_keys: Sequence[str], *, set_level: Callable[[str, int], None],
+                 set_total: Callable[[int], None], emit: Callable[[Event], None],
+                 caps: Callable[[str], int | None], user_caps: dict[str, int | None] | None = None,
+                 settings: TunerSettings | None = None, evidence: Evidence | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
+        import time
+
+        self.settings = settings or TunerSettings()
+        self.model_keys = tuple(model_keys)
+        self._set_level = set_level
+        self._set_total = set_total
+        self._emit = emit
+        self._caps = caps
+        self._clock = clock or time.monotonic
+        self.user_caps = dict(user_caps or {})
+        """Caps from the project file: the tuner stays at or below them."""
+        self.enabled = False
+        self.suspended: set[str] = set()
+        self.controllers: dict[str, ModelController] = {}
+        self.decisions: list[Decision] = []
+        self.tracker = LevelTracker(model_keys, evidence=evidence, on_window=self._window)
+
+    def on_event(self, ev: Event) -> None:
+        """Sink: fold into the tracker (always: the readout is wanted with or without the tuner); watch for
+        manual changes."""
+        if type(ev) is ConcurrencyChanged and ev.source == "user" and self.enabled:
+            if ev.model_key is None:
+                for k in self.model_keys:
+                    self._suspend(k, "the global concurrency was changed by hand")
+            else:
+                self._suspend(ev.model_key, "its cap was changed by hand")
+        self.tracker.on_event(ev)
+
+    def _suspend(self, key: str, why: str) -> None:
+        if key in self.suspended or key not in self.controllers:
+            return
+        self.suspended.add(key)
+        self._emit(TunerDecided(key, 0, 0, f"tuner suspended for {key}: {why} (press a twice to re-enable)",
+                                self._clock()))
+
+    def ceiling(self, key: str) -> int:
+        user = self.user_caps.get(key)
+        top = min(self.settings.max_level, MAX_CONCURRENCY)
+        return min(top, user) if user else top
+
+    def enable(self, start_levels: dict[str, int] | None = None) -> None:
+        """Switch on (or back on after a suspension): each model starts from its current level."""
+        self.enabled = True
+        self.suspended.clear()
+        start_levels = start_levels or {}
+        for k in self.model_keys:
+            start = start_levels.get(k) or self._caps(k) or 1
+            start = max(1, min(self.ceiling(k), start))
+            self.controllers[k] = ModelController(k, start, self.ceiling(k), self.settings)
+            self.tracker.set_quick(k, True)
+        self._apply_all("tuner on")
+
+    def disable(self) -> None:
+        self.enabled = False
+        for k in self.model_keys:
+            self.tracker.set_quick(k, False)
+        self._emit(TunerDecided(None, 0, 0, "tuner off: levels stay where they are", self._clock()))
+
+    def toggle(self, start_levels: dict[str, int] | None = None) -> bool:
+        if self.enabled:
+            self.disable()
+        else:
+            self.enable(start_levels)
+        return self.enabled
+
+    def _apply_all(self, why: str) -> None:
+        for k, c in self.controllers.items():
+            self._set_level(k, c.level)
+        self._set_total(sum(c.level for c in self.controllers.values()))
+        levels = ", ".join(f"{k} {c.level}" for k, c in self.controllers.items())
+        self._emit(TunerDecided(None, 0, 0, f"{why}: starting at {levels}", self._clock()))
+
+    def _window(self, w: Window) -> None:
+        if not self.enabled or w.model_key in self.suspended:
+            return
+        c = self.controllers.get(w.model_key)
+        if c is None:
+            return
+        d = c.observe(w)
+        self.tracker.set_quick(w.model_key, c.climbing_fast)
+        if d is None:
+            return
+        self.decisions.append(d)
+        self._emit(TunerDecided(d.model_key, d.old, d.new, d.reason, self._clock()))
+        self._set_level(d.model_key, d.new)
+        self._set_total(sum(ctl.level if k not in self.suspended else (self._caps(k) or ctl.level)
+                            for k, ctl in self.controllers.items()))
+
+    def level(self, key: str) -> int | None:
+        c = self.controllers.get(key)
+        return c.level if c is not None else None

@@ -1,0 +1,98 @@
+"""The auto-tuner in the console: `a` toggles it, the readout shows levels, a manual change suspends a model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from arenatui.store import Store
+from arenatui.sweep import Sweep, SweepOptions
+from arenatui.tui.app import ArenaApp
+from arenatui.tui.tuning_view import TuningReadout
+
+from .support import sim_project
+
+pytestmark = pytest.mark.anyio
+
+SIZE = (160, 48)
+
+
+async def _until(pred: object) -> None:
+    with anyio.fail_after(20.0):
+        for _ in range(1_000_000):  # polling: the state lives in the engine, not behind an event
+            if pred():  # type: ignore[operator]
+                return
+            await anyio.sleep(0.02)
+
+
+async def test_a_toggles_the_tuner_which_sets_levels_and_logs_reasons(tmp_path: Path, db_path: Path) -> None:
+    sweep = Sweep(SweepOptions(project=sim_project(tmp_path, cases=20000, latency=0.05, concurrency=4), db=db_path))
+    app = ArenaApp(sweep)
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(lambda: sweep.live.snapshot().done > 0)
+        await pilot.press("a")
+        assert sweep.tuner.enabled
+        assert sweep.runner.model_cap("sim-0") == sweep.tuner.level("sim-0")
+        # the tuner climbs (these models have no limit) and says why in the event log
+        await _until(lambda: len(sweep.tuner.decisions) >= 2)
+        assert sweep.runner.model_cap("sim-0") == sweep.tuner.level("sim-0")
+        assert sweep.runner.target == sum(sweep.tuner.level(k) or 0 for k in ("sim-0", "sim-1"))
+        await _until(lambda: any(e.kind == "tuner" and "goodput" in e.text for e in sweep.live.log))
+        await pilot.pause(1.2)  # the readout refreshes with the model table (1 Hz)
+        readout = app.run_screen.query_one("#tuning", TuningReadout)
+        text = str(readout.text)
+        assert "auto-tuner on" in text and "sim-0" in text and "/s" in text
+        await pilot.press("a")
+        assert not sweep.tuner.enabled
+        before = len(sweep.tuner.decisions)
+        await pilot.pause(0.5)
+        assert len(sweep.tuner.decisions) == before
+        sweep.runner.cancel()
+        await _until(lambda: app.run_screen.sweep_ended)
+    with Store(db_path) as store:
+        assert any(src == "tuner" for _at, _o, _n, _m, src in store.concurrency_changes(sweep.run_id))
+
+
+async def test_a_manual_cap_change_suspends_the_tuner_for_that_model_only(tmp_path: Path, db_path: Path) -> None:
+    sweep = Sweep(SweepOptions(project=sim_project(tmp_path, cases=20000, latency=0.05, concurrency=4), db=db_path,
+                               tune=True))
+    app = ArenaApp(sweep)
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(lambda: sweep.tuner.enabled and sweep.live.snapshot().done > 0)
+        # the first row (sim-0) is highlighted: ] raises its cap by hand
+        app.run_screen.query_one("#models").focus()
+        await pilot.press("right_square_bracket")
+        assert "sim-0" in sweep.tuner.suspended and "sim-1" not in sweep.tuner.suspended
+        manual = sweep.runner.model_cap("sim-0")
+        await _until(lambda: any(d.model_key == "sim-1" for d in sweep.tuner.decisions))
+        n0 = sum(d.model_key == "sim-0" for d in sweep.tuner.decisions)
+        await pilot.pause(1.0)
+        assert sum(d.model_key == "sim-0" for d in sweep.tuner.decisions) == n0
+        assert sweep.runner.model_cap("sim-0") == manual
+        assert any("suspended for sim-0" in e.text for e in sweep.live.log)
+        await pilot.pause(1.2)
+        assert "suspended" in str(app.run_screen.query_one("#tuning", TuningReadout).text)
+        # off and on again re-enables every model
+        await pilot.press("a", "a")
+        assert sweep.tuner.enabled and not sweep.tuner.suspended
+        sweep.runner.cancel()
+        await _until(lambda: app.run_screen.sweep_ended)
+
+
+def test_call_detail_shows_the_attempt_history(tmp_path: Path, db_path: Path) -> None:
+    from arenatui.tui.screens import CallDetail
+
+    sweep = Sweep(SweepOptions(project=sim_project(tmp_path, cases=3), db=db_path))
+    detail = CallDetail(sweep, 0, 0)
+    row = {"status": "passed", "score": 1.0, "attempts": 3, "latency_ms": 10.0, "total_ms": 900.0, "ttft_ms": None,
+           "input_tokens": 1, "output_tokens": 1, "connect_ms": None, "error_class": None, "error_message": None,
+           "output": "42", "failed_attempts": [
+               {"attempt": 1, "error_class": "rate_limited", "http_status": 429, "retry_after_s": 0.5,
+                "delay_s": 0.6, "at": 0.0, "message": "slow down"},
+               {"attempt": 2, "error_class": "transient", "http_status": 503, "retry_after_s": None,
+                "delay_s": 0.2, "at": 0.0, "message": "[bold]x"}]}
+    text = detail.render_rows([row]).plain
+    assert "attempt 1 failed: rate_limited (HTTP 429), asked to wait 0.50s, slept 0.60s" in text
+    assert "attempt 2 failed: transient (HTTP 503), slept 0.20s" in text

@@ -1,0 +1,94 @@
+"""Per-level observations folded from engine events: windows, evidence, best level and verdict."""
+
+from __future__ import annotations
+
+from arenatui.engine.events import CallFinished, CallResult, CallRetrying, CallStarted, ConcurrencyChanged
+from arenatui.tuning.levels import Evidence, LevelReadout, LevelTracker, Window, best_level, verdict
+
+
+def _result(case: str, status: str = "passed", lat: float = 100.0, ec: str | None = None,
+            attempts: int = 1) -> CallResult:
+    return CallResult("m", case, 0, status, "x", 1.0, status == "passed", ec, None, attempts, lat, lat, None, 1, 1,
+                      0.0, "stop", False, 0.0, 0.1)  # type: ignore[arg-type]
+
+
+def _drive(tr: LevelTracker, level: int, n: int, t0: float, *, limited_every: int = 0) -> float:
+    """n calls at `level`, each 0.1 s; every `limited_every`-th gets one 429 first. Returns the end time."""
+    tr.on_event(ConcurrencyChanged(0, level, "m", "tuner", t0, 0.0))
+    t = t0
+    for i in range(n):
+        case = f"c{t0}-{i}"
+        tr.on_event(CallStarted("m", case, 0, 1, t))
+        if limited_every and i % limited_every == 0:
+            tr.on_event(CallRetrying("m", case, 0, 1, "rate_limited", 0.0, "429", t, 0.5))
+            tr.on_event(CallStarted("m", case, 0, 2, t))
+        t += 0.1 / level
+        tr.on_event(CallFinished(_result(case, attempts=2 if limited_every and i % limited_every == 0 else 1), t))
+    return t
+
+
+def test_windows_close_on_evidence_and_carry_level_goodput_and_429s() -> None:
+    windows: list[Window] = []
+    tr = LevelTracker(["m"], evidence=Evidence(min_calls=10, min_s=0.5, per_level=3, max_settle_s=0.0),
+                      on_window=windows.append)
+    t = _drive(tr, 2, 40, 100.0)
+    _drive(tr, 4, 60, t, limited_every=5)
+    assert windows and {w.level for w in windows} == {2, 4}
+    w2 = next(w for w in windows if w.level == 2)
+    assert 15 < w2.goodput < 25  # 2 in flight × 0.1 s = 20/s
+    w4 = next(w for w in windows if w.level == 4)
+    assert w4.rate_limited > 0 and w4.retry_after_s == 0.5
+    ro = tr.readout("m")
+    assert [r.level for r in ro.levels] == [2, 4]
+
+
+def test_short_holds_are_not_enough_evidence() -> None:
+    tr = LevelTracker(["m"], evidence=Evidence(min_calls=10, min_s=5.0, max_settle_s=0.0))
+    t = _drive(tr, 2, 40, 0.0)
+    tr.on_event(ConcurrencyChanged(2, 3, "m", "user", t, 0.0))
+    ro = tr.readout("m")
+    assert ro.levels and not ro.levels[0].enough
+    assert ro.best is None and ro.verdict.startswith("not enough evidence yet")
+
+
+def _row(level: int, goodput: float, limited: float = 0.0, enough: bool = True) -> LevelReadout:
+    return LevelReadout(level, 10.0, int(goodput * 10), goodput, limited, 0.0, 0.0, 0, 100.0, 120.0, enough)
+
+
+def test_best_is_the_lowest_level_within_five_percent_and_verdict_names_it() -> None:
+    rows = [_row(1, 10), _row(2, 20), _row(4, 40), _row(5, 49), _row(6, 50, limited=0.2), _row(8, 50, 0.4)]
+    assert best_level(rows) == 5
+    assert verdict(rows, 5) == "optimum ≈ 5: 429s from 6"
+    rows = [_row(4, 40), _row(5, 49), _row(6, 50), _row(7, 50.5)]
+    assert best_level(rows) == 5
+    assert verdict(rows, 5) == "optimum ≈ 5: goodput flat above 5"
+
+
+def test_still_rising_when_the_top_level_is_best() -> None:
+    rows = [_row(1, 10), _row(2, 20), _row(3, 29, enough=False)]
+    assert best_level(rows) == 2
+    assert verdict(rows, 2) == "still rising at 2: try higher"
+
+
+def test_a_hold_is_kept_under_the_level_it_was_held_at_when_the_global_limit_changes() -> None:
+    tr = LevelTracker(["m"], evidence=Evidence(min_calls=1000, min_s=0.1, max_settle_s=0.0))
+    tr.on_event(ConcurrencyChanged(0, 4, None, "config", 0.0, 0.0))
+    tr.on_event(ConcurrencyChanged(0, 8, "m", "user", 0.0, 0.0))  # capped at 8, held at 4 by the global
+    t = 0.0
+    for i in range(30):
+        tr.on_event(CallStarted("m", f"c{i}", 0, 1, t))
+        t += 0.025
+        tr.on_event(CallFinished(_result(f"c{i}"), t))
+    tr.on_event(ConcurrencyChanged(4, 8, None, "user", t, 0.0))
+    assert [r.level for r in tr.readout("m").levels] == [4]
+
+
+def test_a_brief_storm_of_429s_counts_as_evidence_that_a_level_is_past_the_limit() -> None:
+    windows: list[Window] = []
+    tr = LevelTracker(["m"], evidence=Evidence(min_calls=10, min_s=0.5, max_settle_s=0.0), on_window=windows.append)
+    t = _drive(tr, 2, 40, 0.0)
+    _drive(tr, 4, 12, t, limited_every=2)  # 0.3 s at 4, half the attempts refused: closed early, as a storm
+    assert any(w.level == 4 and w.seconds < 0.5 for w in windows)
+    ro = tr.readout("m")
+    assert [(r.level, r.enough) for r in ro.levels] == [(2, True), (4, True)]
+    assert ro.verdict == "optimum ≈ 2: 429s from 4"

@@ -132,6 +132,7 @@ MIGRATIONS: tuple[str, ...] = (
         warmup_s REAL NOT NULL DEFAULT 0,
         source TEXT NOT NULL,
         PRIMARY KEY (run_id, segment)
+    );
     """,
     # 8: every failed attempt (why a call that passed on its 6th attempt needed six), and each model's
     # per-level readout (what every concurrency level gave) and the tuner's decisions with their reasons kept

@@ -14,6 +14,7 @@ from arenatui.tuning.controller import Tuner
 from arenatui.tuning.levels import LevelReadout, ModelReadout
 
 KEY_WIDTH = 14
+COMPACT_WIDTH = 60
 LEVELS_SHOWN = 6
 """Levels listed per model: the best and those nearest it (the chart shows all)."""
 
@@ -35,13 +36,26 @@ def _near_best(rows: Sequence[LevelReadout], best: int | None) -> list[LevelRead
 
 
 def readout_line(ro: ModelReadout, state: str, width: int) -> Text:
-    """One model: key, tuner state, goodput-vs-level chart, levels (best in bold), then the verdict."""
+    """One model: key, tuner state, goodput-vs-level chart, the verdict, then the levels (best in bold).
+
+    Below COMPACT_WIDTH columns (the pane beside the events at 80-120 columns) the key and chart shrink and
+    the state is a tag (`T9` the tuner's level, `S` suspended), so the verdict still fits."""
+    compact = width < COMPACT_WIDTH
+    key_w = 11 if compact else KEY_WIDTH
     line = Text(no_wrap=True, overflow="ellipsis")
-    line.append(literal(ro.model_key[:KEY_WIDTH], newlines=False))
-    line.append(" " * max(1, KEY_WIDTH + 1 - min(len(ro.model_key), KEY_WIDTH)))
-    line.append(f"{state:<9}", Style(dim=True))
-    line.append(f"{goodput_chart(ro.levels):<8} ")
+    line.append(literal(ro.model_key[:key_w], newlines=False))
+    line.append(" " * max(1, key_w + 1 - min(len(ro.model_key), key_w)))
+    if compact:
+        tag = "" if state == "manual" else "S" if state == "suspended" else "T" + state.split()[-1]
+        line.append(f"{tag:<4}", Style(dim=True))
+        line.append(f"{goodput_chart(ro.levels)[-5:]:<5} ")
+    else:
+        line.append(f"{state:<9}", Style(dim=True))
+        line.append(f"{goodput_chart(ro.levels):<8} ")
+    # the verdict before the levels: a narrow pane cuts the levels, never the conclusion
+    line.append("→ " + ro.verdict, Style(italic=True))
     for r in _near_best(ro.levels, ro.best):
+        line.append("  ")
         text = f"{r.level}:{r.goodput:.1f}/s"
         if r.limited_share > 0.005:
             text += f" 429 {r.limited_share:.0%}"
@@ -50,8 +64,6 @@ def readout_line(ro: ModelReadout, state: str, width: int) -> Text:
         if not r.enough:
             text += "?"
         line.append(text, Style(bold=True, underline=True) if r.best else Style(dim=not r.enough))
-        line.append("  ")
-    line.append("→ " + ro.verdict, Style(italic=True))
     return line
 
 
@@ -59,8 +71,9 @@ class TuningReadout(Widget):
     """What each model's levels gave, refreshed by the run screen with `show()` (no timer of its own)."""
 
     DEFAULT_CSS = """
-    TuningReadout { height: auto; max-height: 8; padding: 0 1; border: round $primary 40%;
-                    border-title-color: $primary; }
+    TuningReadout { width: 1fr; height: 100%; padding: 0 1; border: round $primary 40%;
+                    border-title-color: $primary; overflow: hidden hidden; text-wrap: nowrap;
+                    text-overflow: ellipsis; }
     """
 
     def __init__(self, tuner: Tuner, *, id: str | None = None) -> None:
@@ -68,7 +81,11 @@ class TuningReadout(Widget):
         self.tuner = tuner
         self.text = Text("no level held long enough yet: levels appear as calls finish", style="dim")
         self._shown: object = None
-        self.border_title = "Tuning (a auto-tuner · ? marks levels without enough evidence yet)"
+        self.border_title = self._title()
+
+    def _title(self) -> str:
+        on = "on" if self.tuner.enabled else "off"
+        return f"Tuning · auto-tuner {on} (a) · ? = evidence still short · t rates"
 
     def state_of(self, key: str) -> str:
         t = self.tuner
@@ -85,14 +102,16 @@ class TuningReadout(Widget):
         if key == self._shown:
             return
         self._shown = key
-        out = Text()
-        head = Text("auto-tuner ", Style(bold=True))
-        head.append("on" if self.tuner.enabled else "off (press a)", Style(bold=True, reverse=self.tuner.enabled))
-        out.append_text(head)
-        for ro, st in zip(readouts, states, strict=True):
-            out.append("\n")
+        # one line per model, cut rather than wrapped: the pane is as high as the models are many
+        out = Text(no_wrap=True, overflow="ellipsis")
+        for i, (ro, st) in enumerate(zip(readouts, states, strict=True)):
+            if i:
+                out.append("\n")
             out.append_text(readout_line(ro, st, self.size.width))
+        if not readouts:
+            out.append("no level held long enough yet: levels appear as calls finish", Style(dim=True))
         self.text = out
+        self.border_title = self._title()
         self.refresh(layout=True)
 
     def render(self) -> Text:

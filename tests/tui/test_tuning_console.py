@@ -43,7 +43,7 @@ async def test_a_toggles_the_tuner_which_sets_levels_and_logs_reasons(tmp_path: 
         await pilot.pause(1.2)  # the readout refreshes with the model table (1 Hz)
         readout = app.run_screen.query_one("#tuning", TuningReadout)
         text = str(readout.text)
-        assert "auto-tuner on" in text and "sim-0" in text and "/s" in text
+        assert "auto-tuner on" in str(readout.border_title) and "sim-0" in text and "/s" in text
         await pilot.press("a")
         assert not sweep.tuner.enabled
         before = len(sweep.tuner.decisions)
@@ -73,7 +73,10 @@ async def test_a_manual_cap_change_suspends_the_tuner_for_that_model_only(tmp_pa
         assert sweep.runner.model_cap("sim-0") == manual
         assert any("suspended for sim-0" in e.text for e in sweep.live.log)
         await pilot.pause(1.2)
-        assert "suspended" in str(app.run_screen.query_one("#tuning", TuningReadout).text)
+        readout = app.run_screen.query_one("#tuning", TuningReadout)
+        assert readout.state_of("sim-0") == "suspended"
+        # the pane beside the events is compact: a suspended model is tagged S where the tuner's show T<level>
+        assert any(line.startswith("sim-0") and " S " in line for line in str(readout.text).splitlines())
         # off and on again re-enables every model
         await pilot.press("a", "a")
         assert sweep.tuner.enabled and not sweep.tuner.suspended

@@ -55,9 +55,10 @@ async def test_injections_show_literally(tmp_path: Path, db_path: Path) -> None:
         store.write_results(sweep.run_id, [_result("[red]evil[/] \x1b]0;t\x07", "case-001", 0, "passed", 0.0)])
     app = ArenaApp(sweep, autostart=False)
     async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.press("w")  # wrap the events: the line is longer than the events pane is wide
         await pilot.pause(0.3)
         text = screen_text(app)
-        assert "attempt(s): [bold red]x[/]" in text  # the event log (lines are cut at the panel's width)
+        assert "attempt(s): [bold red]x[/]" in text
         # the detail of the errored call and of the passed one (input, output, error body)
         for model_index in (0, 1):
             app.push_screen(CallDetail(sweep, model_index, 0))

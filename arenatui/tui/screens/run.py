@@ -36,6 +36,8 @@ TABLE_EVERY = 4
 PANE_SHARE = 35
 """Per cent of the rows under the header the call matrix, and the model table, each take at most."""
 LEGEND_MIN_HEIGHT = 30
+WIDE_FOR_TUNING = 150
+"""From this many columns the rates chart, the tuning readout and the events share the bottom row."""
 """Terminal rows from which the matrix shows its glyph legend."""
 LOG_BATCH = 200
 """At most this many new log lines are written per frame; older ones in a burst are skipped, not queued."""
@@ -106,6 +108,7 @@ class RunScreen(Screen[None]):
         Binding("r", "results", "Results"),
         Binding("slash", "filter_log", "Filter"),
         Binding("w", "wrap_log", "Wrap events", show=False),
+        Binding("t", "toggle_tuning_view", "Rates/tuning", show=False),  # hinted in the rates pane's title
         Binding("greater_than_sign", "nudge(1)", "+1", show=False),
         Binding("less_than_sign", "nudge(-1)", "-1", show=False),
         Binding("right_square_bracket", "model_cap(1)", "Cap +", show=False),
@@ -123,6 +126,8 @@ class RunScreen(Screen[None]):
         self._frame = 0
         self._log_filter = ""
         self._log_wrap = False
+        self._tuning_shown = sweep.tune_at_start
+        """On a narrow terminal, the bottom-left pane shows the tuning readout instead of the rates chart."""
         self._sweep_worker: Worker[Any] | None = None
 
     # ---- layout --------------------------------------------------------------------------------
@@ -137,11 +142,11 @@ class RunScreen(Screen[None]):
         table = ModelTable(MODEL_COLUMNS, [m.key for m in plan.models], id="models")
         table.border_title = "Models" + MODELS_KEYS
         yield table
-        yield TuningReadout(self.sweep.tuner, id="tuning")
         with Horizontal(id="bottom"):
             chart = RatesChart(id="rates")
-            chart.border_title = "Rates over the run"
+            chart.border_title = "Rates over the run (t tuning)"
             yield chart
+            yield TuningReadout(self.sweep.tuner, id="tuning")
             with Vertical(id="log-panel", classes="panel") as lv:
                 lv.border_title = "Events (/ filter · w wrap)"
                 yield FilterInput(placeholder="filter events (/)", id="log-filter")
@@ -173,6 +178,18 @@ class RunScreen(Screen[None]):
         self.query_one("#matrix-panel").styles.max_height = share
         matrix.styles.max_height = share - 2
         self.query_one("#models", ModelTable).styles.max_height = share
+        self._place_tuning()
+
+    def _place_tuning(self) -> None:
+        """Rates and tuning side by side where the width allows, else one of them, `t` choosing which (turning
+        the auto-tuner on shows the tuning readout): the bottom row keeps the events pane at every width."""
+        both = self.size.width >= WIDE_FOR_TUNING
+        self.query_one("#rates", RatesChart).display = both or not self._tuning_shown
+        self.query_one("#tuning", TuningReadout).display = both or self._tuning_shown
+
+    def action_toggle_tuning_view(self) -> None:
+        self._tuning_shown = not self._tuning_shown
+        self._place_tuning()
 
     def start(self) -> None:
         self._sweep_worker = self.run_worker(self.sweep.run(), name="sweep", group="sweep", exit_on_error=False)
@@ -446,6 +463,9 @@ class RunScreen(Screen[None]):
     def action_toggle_tuner(self) -> None:
         if self._sweep_active():
             on = self.sweep.toggle_tuner()
+            if on and not self._tuning_shown:  # what the tuner does is what the user now wants to watch
+                self._tuning_shown = True
+                self._place_tuning()
             self.notify("Auto-tuner on: each model's level is now the tuner's (a manual change suspends it)"
                         if on else "Auto-tuner off: levels stay where they are", timeout=6)
             self.refresh_now(everything=True)

@@ -63,13 +63,13 @@ def build(db: Path, n_models: int, n_cases: int, trials: int) -> str:
                     if err[j, t]:
                         ec = "timeout" if (j + t) % 3 == 0 else "rate_limited"
                         rows.append((run_id, mk, cid, t, "errored", None, None, 0, ec, "simulated", 3, None,
-                                     900.0, None, 10, 0, 0.0001, None, 0, now, now, None))
+                                     900.0, None, 10, 0, 0.0001, None, 0, now, now, None, ec, None))
                     else:
                         ok = bool(passed[j, t])
                         ms = float(lat[j, t])
                         rows.append((run_id, mk, cid, t, "passed" if ok else "failed", "yes" if ok else "no",
                                      1.0 if ok else 0.0, int(ok), None, None, 1, ms, ms, ms / 4, 10, 5, 0.0002,
-                                     "stop", 0, now, now, None))
+                                     "stop", 0, now, now, None, "none" if ok else "wrong_answer", None))
             store.write_rows(rows)
         store.mark_run(run_id, "finished")
     return run_id

@@ -11,6 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from arenatui.load.report import stored_outcome
+from arenatui.load.run import LoadOutcome
 from arenatui.stats import (
     Comparison,
     Disagreement,
@@ -32,6 +34,7 @@ from arenatui.stats import (
 from arenatui.stats.bootstrap import Interval
 from arenatui.stats.strata import groups
 from arenatui.store import Store
+from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import (
     CallRow,
     CaseInfo,
@@ -91,6 +94,8 @@ class RunView:
     by_model: dict[str, ModelRow] = field(default_factory=dict)
     failures: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per model, its failed answers by failure mode (arenatui.scoring.failure_modes)."""
+    load: LoadOutcome | None = None
+    """A load run's figures, recomputed from its stored requests (a load run has no per-case results)."""
 
     def __post_init__(self) -> None:
         self.by_model = {r.model: r for r in self.board}
@@ -147,12 +152,16 @@ def load_board(db: Path | str, run: str) -> RunView:
         plan = run_plan(resolve_run(store, run))
         res = load_plan_results(store, plan)
         modes = failure_modes(store, plan.record.run_id)
-    return RunView(plan, res, leaderboard(res), [], [], [], [], failures=modes)
+        is_load = run_kinds(store, [plan.record.run_id])[plan.record.run_id][0] == "load"
+    load = stored_outcome(db, plan.record.run_id)[1] if is_load else None
+    return RunView(plan, res, leaderboard(res), [], [], [], [], failures=modes, load=load)
 
 
 def complete_view(view: RunView) -> RunView:
     """The rest, which takes longer (all pairs above all): the view with pairs, strata and the case table."""
     res = view.results
+    if view.load is not None:  # requests on a schedule, not cases: nothing to pair or stratify
+        return dataclasses.replace(view, complete=True)
     pairs = all_pairs(res, view.ranked)
     table = group_scores(res)
     return dataclasses.replace(view, pairs=pairs, groups=table, reversals=reversals(table, pairs),

@@ -261,6 +261,21 @@ class Results(Screen[None]):
         self._show_leaderboard()
         self._show_frontier()
 
+    def _show_load(self, view: RunView) -> None:
+        """A load run in the leaderboard's place: its segment and percentile tables (as `arena load --show`)."""
+        from rich.console import Group
+
+        from arenatui.load.report import percentile_table, segment_table
+
+        assert view.load is not None
+        self.query_one("#leaderboard-table", DataTable).display = False
+        self.query_one("#failures-table", DataTable).display = False
+        warnings = Text("\n".join(f"warning: {w}" for w in view.load.warnings), style="bold")
+        self.query_one("#leaderboard-note", Static).update(Group(
+            Text("A load run: requests on a schedule, latencies from schedule and from send (the other tabs are "
+                 "for sweeps).", style="italic"),
+            segment_table(view.load), percentile_table(view.load), warnings))
+
     def _show_title(self) -> None:
         view = self.view
         if view is None:
@@ -269,8 +284,11 @@ class Results(Screen[None]):
         title = Text("Results ", style="bold")
         title.append(f"run {r.run_id} · ")
         title.append(literal(r.project, newlines=False))
-        title.append(f" · {len(view.plan.models)} models × {len(view.plan.cases)} cases × {view.plan.trials} trials "
-                     f"· {r.status}")
+        if view.load is not None:
+            title.append(f" · load run, {view.load.run.requests} requests · {r.status}")
+        else:
+            title.append(f" · {len(view.plan.models)} models × {len(view.plan.cases)} cases × {view.plan.trials} "
+                         f"trials · {r.status}")
         if not view.complete:
             title.append(" · comparing every pair…", "italic")
         self.query_one("#results-title", Static).update(title)
@@ -308,6 +326,10 @@ class Results(Screen[None]):
         view = self.view
         if view is None:
             return
+        if view.load is not None:
+            self._show_load(view)
+            return
+        self.query_one("#leaderboard-table", DataTable).display = True
         t = self.query_one("#leaderboard-table", DataTable)
         t.clear(columns=True)
         t.add_column("#", key="#")

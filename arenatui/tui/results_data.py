@@ -45,6 +45,8 @@ from arenatui.store.queries import (
     resolve_run,
     run_plan,
 )
+from arenatui.tuning.drivers import stored_readouts
+from arenatui.tuning.levels import ModelReadout
 
 OUTCOMES = ("passed", "failed", "errored")
 
@@ -94,6 +96,8 @@ class RunView:
     by_model: dict[str, ModelRow] = field(default_factory=dict)
     failures: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per model, its failed answers by failure mode (arenatui.scoring.failure_modes)."""
+    tuning: dict[str, ModelReadout] = field(default_factory=dict)
+    """Per model, the concurrency levels it ran at and what each gave (stored with every sweep)."""
     load: LoadOutcome | None = None
     """A load run's figures, recomputed from its stored requests (a load run has no per-case results)."""
 
@@ -154,7 +158,8 @@ def load_board(db: Path | str, run: str) -> RunView:
         modes = failure_modes(store, plan.record.run_id)
         is_load = run_kinds(store, [plan.record.run_id])[plan.record.run_id][0] == "load"
     load = stored_outcome(db, plan.record.run_id)[1] if is_load else None
-    return RunView(plan, res, leaderboard(res), [], [], [], [], failures=modes, load=load)
+    tuning = {} if is_load else {ro.model_key: ro for ro in stored_readouts(plan.record.run_id, db)[1]}
+    return RunView(plan, res, leaderboard(res), [], [], [], [], failures=modes, tuning=tuning, load=load)
 
 
 def complete_view(view: RunView) -> RunView:

@@ -75,6 +75,10 @@ def _run(project: Path, db: Path, run_id: str, started: float) -> None:
                   "WHERE run_id = ?", (run_id, started, started + 5, sweep.run_id))
         c.execute("DELETE FROM client_load")
         c.execute("DELETE FROM concurrency_changes")
+        # what each concurrency level gave is timing too: tests that need a readout write a fixed one
+        c.execute("DELETE FROM tuning_levels")
+        c.execute("DELETE FROM failed_attempts")
+        c.execute("DELETE FROM tuning_decisions")
 
 
 _CACHE: dict[str, Path] = {}

@@ -104,6 +104,31 @@ async def test_enter_on_the_leaderboard_opens_the_model(db: Path) -> None:
         assert isinstance(app.screen, Results)
 
 
+async def test_the_concurrency_readout_stored_with_a_run_is_shown(db: Path) -> None:
+    """Issue 11: every sweep keeps what each concurrency level gave; the leaderboard names each model's verdict and
+    the model's detail lists its levels."""
+    from arenatui.store import Store
+
+    verdict = "optimum ≈ 3: 429s from 4"
+    with Store(db) as store:  # a fixed readout: the fixture's own depends on this machine's timing
+        store.write_tuning_levels(RUN_ID, [
+            ("sim-twin", 2, 5.0, 40, 8.0, 0.0, 0.0, 0.0, 0, 300.0, 450.0, 1, 0, verdict),
+            ("sim-twin", 3, 5.0, 60, 12.0, 0.0, 0.0, 0.0, 0, 310.0, 480.0, 1, 1, verdict),
+            ("sim-twin", 4, 2.0, 10, 5.0, 0.4, 0.0, 2.0, 0, 500.0, 900.0, 1, 0, verdict),
+        ])
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert f"concurrency: sim-twin {verdict}" in static_text(app, "#leaderboard-note")
+        app.screen.query_one("#leaderboard-table", DataTable).focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        detail = static_text(app, "#model-text")
+        assert f"concurrency {verdict}" in detail
+        assert "level   3: goodput 12.00/s, 429s 0%" in detail and "◀ best" in detail
+        assert "level   4: goodput 5.00/s, 429s 40%" in detail
+
+
 async def test_compare_separated_and_not_separated(db: Path) -> None:
     app = BrowseApp(db, RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -345,6 +345,10 @@ class Results(Screen[None]):
         note = Text(f"sorted by {name}; s next column, S back; Enter opens a model. {LEADERBOARD_NOTE}")
         if view.results.sealed.any():
             note.append(" Sealed cases are scored apart (Enter on a model).")
+        optima = [(m, view.tuning[m].verdict) for m in view.ranked if m in view.tuning and view.tuning[m].levels]
+        if optima:  # what each level gave is in the model's detail (Enter)
+            note.append("\nconcurrency: ")
+            note.append(literal("; ".join(f"{m} {v}" for m, v in optima), newlines=False))
         self.query_one("#leaderboard-note", Static).update(note)
         self._show_failures(view)
 

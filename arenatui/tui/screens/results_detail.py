@@ -127,6 +127,16 @@ def model_text(view: RunView, s: ModelRow) -> Text:
         out.append("failed as ", _LABEL)
         out.append(", ".join(f"{mode} {k} ({k / n:.0%})" for mode, k in sorted(fails.items(), key=lambda kv: -kv[1])))
         out.append("\n")
+    ro = view.tuning.get(s.model)
+    if ro is not None and ro.levels:
+        out.append("concurrency ", _LABEL)
+        out.append(literal(ro.verdict, newlines=False))
+        out.append("\n")
+        for lv in ro.levels:
+            line = (f"   level {lv.level:>3}: goodput {lv.goodput:.2f}/s, 429s {lv.limited_share:.0%}, "
+                    f"p95 {fmt_num(lv.p95_ms, ' ms')}, held {lv.seconds:.0f} s"
+                    + ("" if lv.enough else " (not enough evidence)") + ("  ◀ best" if lv.best else "") + "\n")
+            out.append(line, "bold" if lv.best else "")
     out.append("pass@k ", _LABEL)
     out.append("  ".join(f"k={k} {score3(v)}" for k, v in sorted(s.pass_at.items())))
     out.append(f"   trials agree on {pct(s.consistency)} of cases\n")

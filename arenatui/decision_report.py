@@ -20,6 +20,7 @@ from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import Interval, ModelRow, RunResults, all_pairs, group_scores, leaderboard, reversals
 from arenatui.store import Store
 from arenatui.store.queries import RunPlan, failure_modes, load_plan_results, resolve_run, run_plan
+from arenatui.wording import fmt_errors
 
 TOP_PAIRS = 5
 """Models whose pairwise verdicts the report lists (10 pairs); the leaderboard shows every model."""
@@ -177,7 +178,7 @@ def _ci(iv: dict[str, Any]) -> str:
 
 
 def _errors(e: dict[str, int]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in e.items()) or "0"
+    return fmt_errors(e)
 
 
 LEADERBOARD_HEAD = ("#", "model", "quality", "95% CI", "n", "coverage", "errors", "pass@k", "consistent",

@@ -11,7 +11,7 @@ from arenatui.safe_text import literal, one_line
 from arenatui.stats import ModelRow, RunResults, leaderboard
 from arenatui.stats.summary import SUMMARY_COLUMNS, ModelSummary, summarize
 from arenatui.store import Store
-from arenatui.wording import LEADERBOARD_NOTE
+from arenatui.wording import LEADERBOARD_NOTE, fmt_errors
 
 
 def summary_line(n_models: int, n_cases: int, trials: int, elapsed_s: float) -> str:
@@ -38,7 +38,7 @@ def leaderboard_table(rows: list[ModelRow]) -> Table:
     for i, r in enumerate(rows, 1):
         q = r.quality
         ci = f"{q.low:.3f}–{q.high:.3f}" if q.n > 1 else "-"
-        errs = ", ".join(f"{k} {v}" for k, v in sorted(r.errors.items())) or "0"
+        errs = fmt_errors(r.errors)
         t.add_row(
             str(i), literal(r.model, newlines=False), f"{q.estimate:.3f}" if q.n else "-", ci,
             f"{r.coverage:.0%}" if r.planned else "-", Text(errs), _ms(r.latency_p50), _ms(r.latency_p95),

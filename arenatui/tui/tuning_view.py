@@ -79,7 +79,7 @@ class TuningReadout(Widget):
     def __init__(self, tuner: Tuner, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.tuner = tuner
-        self.text = Text("no level held long enough yet: levels appear as calls finish", style="dim")
+        self.text = self._render_text([], [])  # the same text show() makes before any level is held
         self._shown: object = None
         self.border_title = self._title()
 
@@ -102,6 +102,11 @@ class TuningReadout(Widget):
         if key == self._shown:
             return
         self._shown = key
+        self.text = self._render_text(readouts, states)
+        self.border_title = self._title()
+        self.refresh(layout=True)
+
+    def _render_text(self, readouts: Sequence[ModelReadout], states: Sequence[str]) -> Text:
         # one line per model, cut rather than wrapped: the pane is as high as the models are many
         out = Text(no_wrap=True, overflow="ellipsis")
         for i, (ro, st) in enumerate(zip(readouts, states, strict=True)):
@@ -110,9 +115,7 @@ class TuningReadout(Widget):
             out.append_text(readout_line(ro, st, self.size.width))
         if not readouts:
             out.append("no level held long enough yet: levels appear as calls finish", Style(dim=True))
-        self.text = out
-        self.border_title = self._title()
-        self.refresh(layout=True)
+        return out
 
     def render(self) -> Text:
         return self.text

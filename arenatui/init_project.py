@@ -56,7 +56,17 @@ _OPENAI_EXAMPLE = """
 
 _SCORERS = """
 # Scorers: exact, contains, regex (pattern, may use {expected}), choice (label extraction),
-# numeric (tolerance), json_valid. A case may name one with `scorer = "name"`; the first is the default.
+# numeric (tolerance), json_valid, json_schema (schema or schema_file), f1 (labels), python (your own
+# function) and code_exec (runs the answer's code with the case's `tests`; needs [run] allow_code_exec =
+# true). A case may name one with `scorer = "name"`; the first is the default. Your own scorer, in a file
+# my_scorers.py beside this one:
+#     def grade(case, output):                 # case.expected, case.input, case.tags ...
+#         return output.strip().lower() == (case.expected or "").lower()   # bool, a float in [0, 1], or Score
+# and here:
+#     [[scorers]]
+#     name = "mine"
+#     kind = "python"
+#     function = "my_scorers:grade"
 """
 _SCORERS_DATA = {"scorers": [{"name": "exact", "kind": "exact"}, {"name": "choice", "kind": "choice"},
                              {"name": "numeric", "kind": "numeric", "tolerance": 0.01}]}

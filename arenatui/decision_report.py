@@ -12,6 +12,7 @@ import math
 import re
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -99,11 +100,44 @@ def _failures(store: Store, run_id: str, limit: int = 3) -> dict[str, list[dict[
     return out
 
 
+def _classification(store: Store, plan: RunPlan) -> dict[str, dict[str, Any]]:
+    """Per model, macro-F1 over each f1 scorer's labels (working cases only: a sealed output is not kept)."""
+    from arenatui.config import project_from_dict
+    from arenatui.scoring.f1 import macro_f1, per_label_f1
+    from arenatui.scoring.scorers import extract_label
+
+    rec = plan.record
+    project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"))
+    f1_scorers = {sc.name: sc for sc in project.scorers if sc.kind == "f1"}
+    if not f1_scorers:
+        return {}
+    default = project.scorers[0].name
+    sealed = {c.id for c in plan.cases if c.sealed}
+    cases = {c.id: (f1_scorers[c.scorer or default], c.expected) for c in project.cases
+             if (c.scorer or default) in f1_scorers and c.id not in sealed and c.expected is not None}
+    pairs: dict[tuple[str, str], list[tuple[str, str | None]]] = {}
+    for mk, cid, output in store.conn.execute(
+            "SELECT model_key, case_id, output FROM results WHERE run_id = ? AND status IN ('passed', 'failed')",
+            (rec.run_id,)):
+        if cid in cases:
+            sc, expected = cases[cid]
+            assert expected is not None
+            pairs.setdefault((mk, sc.name), []).append((expected, extract_label(output or "", sc.labels)))
+    out: dict[str, dict[str, Any]] = {}
+    for (mk, name), ps in sorted(pairs.items()):
+        labels = f1_scorers[name].labels
+        out.setdefault(mk, {})[name] = {"macro_f1": macro_f1(ps, labels), "calls": len(ps),
+                                        "per_label": per_label_f1(ps, labels)}
+    return out
+
+
 def build_report(store: Store, run: str) -> dict[str, Any]:
     record = resolve_run(store, run)
     plan = run_plan(record)
     results = load_plan_results(store, plan)
-    return report_dict(plan, results, _failures(store, record.run_id), failure_modes(store, record.run_id))
+    rep = report_dict(plan, results, _failures(store, record.run_id), failure_modes(store, record.run_id))
+    rep["classification"] = _classification(store, plan)
+    return rep
 
 
 def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dict[str, Any]]],
@@ -246,6 +280,12 @@ def _mode_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return ["model", "failed", *modes], rows
 
 
+def _f1_rows(classification: dict[str, dict[str, Any]]) -> list[list[str]]:
+    return [[model, name, _f(v["macro_f1"]), str(v["calls"]),
+             ", ".join(f"{lb} {f:.2f}" for lb, f in v["per_label"].items())]
+            for model, by_scorer in classification.items() for name, v in by_scorer.items()]
+
+
 def render_markdown(rep: dict[str, Any]) -> str:
     run = rep["run"]
     lines = [f"# Decision report: {_md(run['project'])}, run {_md(run['run_id'])}", "",
@@ -288,6 +328,11 @@ def render_markdown(rep: dict[str, Any]) -> str:
         lines += _md_table(head, mode_rows)
     else:
         lines.append("No answer failed.")
+    classification = rep.get("classification") or {}
+    if classification:
+        lines += ["", "## Classification (macro-F1)", "", "Macro-F1 averages each label's F1, so a model that "
+                  "answers the majority class everywhere scores low even when its accuracy is high.", ""]
+        lines += _md_table(("model", "scorer", "macro-F1", "calls", "F1 per label"), _f1_rows(classification))
     lines += ["", "## Failures", ""]
     if not rep["failures"]:
         lines.append("No call errored.")
@@ -396,6 +441,10 @@ def render_html(rep: dict[str, Any]) -> str:
     parts.append("<h2>What the wrong answers looked like</h2>")
     parts.append("<p>Failed (answered, not passed) calls by failure mode.</p>" + _html_table(head, mode_rows)
                  if len(head) > 2 else "<p>No answer failed.</p>")
+    classification = rep.get("classification") or {}
+    if classification:
+        parts.append("<h2>Classification (macro-F1)</h2>" + _html_table(
+            ("model", "scorer", "macro-F1", "calls", "F1 per label"), _f1_rows(classification)))
     parts.append("<h2>Failures</h2>")
     if not rep["failures"]:
         parts.append("<p>No call errored.</p>")

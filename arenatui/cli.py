@@ -235,6 +235,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         runs = list_runs(store, args.limit)
         kinds = run_kinds(store, [r.run_id for r in runs])  # a load run stores requests, not results
+        # a model whose stored readout established an optimum shows it beside its name: "sim-limited ≈3"
+        optima = {r.run_id: {row[0]: row[1] for row in store.tuning_levels(r.run_id)
+                             if row[12] and str(row[13]).startswith("optimum")} for r in runs}
     con = Console(highlight=False, width=_width(sys.stdout))
     if not runs:
         con.print(f"No runs stored in {store.path} yet. Try: arena demo", markup=False)
@@ -249,7 +252,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     t.add_column("project", overflow="fold", ratio=1, min_width=7)
     t.add_column("started", no_wrap=True, min_width=19)
     t.add_column("status", no_wrap=True)
-    t.add_column("models", overflow="fold", ratio=1, min_width=6)
+    t.add_column("models (≈ concurrency optimum)", overflow="fold", ratio=1, min_width=6)
     t.add_column("stored", justify="right", no_wrap=True)
     t.add_column("planned", justify="right", no_wrap=True)
     narrowest = id_width + 5 + 7 + 19 + len("cancelled") + 6 + len("stored") + len("planned") + 9 + 8 * 2
@@ -258,7 +261,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
         kind, load_stored = kinds.get(r.run_id, ("sweep", 0))
         t.add_row(r.run_id, kind, literal(r.project, newlines=False),
                   time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at)), r.status,
-                  literal(", ".join(r.models), newlines=False), str(load_stored if kind == "load" else r.calls),
+                  literal(", ".join(m + (f" ≈{optima[r.run_id][m]}" if m in optima[r.run_id] else "")
+                                    for m in r.models), newlines=False),
+                  str(load_stored if kind == "load" else r.calls),
                   str(r.planned))
     con.print(t)
     return EXIT_OK

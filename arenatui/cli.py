@@ -35,6 +35,24 @@ def _stop_like_ctrl_c(signum: int, _frame: object) -> None:
     raise _Stopped(signum)
 
 
+def _hold_stop_signals() -> list[int]:
+    """From here on, Ctrl-C, SIGTERM and SIGHUP are noted, not raised: the run has recorded its end, and what is
+    left (the summary and the resume command, well under a second) must not be cut short by the second of two
+    quick Ctrl-C. Returns the list the signals are noted in."""
+    from arenatui.sweep import stop_signals
+
+    noted: list[int] = []
+    for sig in {signal.SIGINT, *stop_signals()}:
+        previous = signal.signal(sig, lambda signum, _frame: noted.append(signum))
+        # `arena` exits right after; called in-process (tests, scripts), the caller gets its handlers back
+        _held_handlers.append((sig, previous))
+    return noted
+
+
+_held_handlers: list[tuple[int, object]] = []
+"""Signal handlers replaced by _hold_stop_signals, put back when the command returns (see main)."""
+
+
 def _handle_stop_signals() -> None:
     from arenatui.sweep import stop_signals
 
@@ -160,6 +178,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if isinstance(e, _Stopped):
             sweep.stopped_by = e.signum
         status = sweep.status or "cancelled"
+    late = _hold_stop_signals()
     elapsed = time.monotonic() - t0
     for problem in sweep.store_warnings():
         err.print(render_error(problem, prefix="warning"), markup=False, style="bold yellow", soft_wrap=True)
@@ -184,7 +203,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if status != "finished":
         err.print(f"The run was {status}; every finished call is stored. Resume with:\n  {sweep.resume_command}",
                   markup=False, soft_wrap=True)  # never cut: the command is what the person copies
-        return exit_for(sweep.stopped_by) if status == "cancelled" else EXIT_FAILED
+        return exit_for(sweep.stopped_by or (late[0] if late and late[0] != signal.SIGINT else None)) \
+            if status == "cancelled" else EXIT_FAILED
     failure = error_failure(results, args.fail_on_error)
     if failure:
         err.print(f"Failing: {failure}.", markup=False, style="bold red")
@@ -524,6 +544,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
+    try:
+        return _run_command(args)
+    finally:
+        while _held_handlers:
+            sig, previous = _held_handlers.pop()
+            signal.signal(sig, previous)  # type: ignore[arg-type]
+
+
+def _run_command(args: argparse.Namespace) -> int:
     try:
         try:
             return int(args.func(args))

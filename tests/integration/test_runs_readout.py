@@ -27,7 +27,9 @@ expected = "x"
 """
 
 
-def test_runs_names_each_models_optimum(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_runs_names_each_models_optimum(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "240")  # wide enough that the models column never folds a name
     project = tmp_path / "arena.toml"
     project.write_text(PROJECT)
     db = tmp_path / "r.db"

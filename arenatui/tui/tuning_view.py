@@ -79,7 +79,9 @@ class TuningReadout(Widget):
     def __init__(self, tuner: Tuner, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.tuner = tuner
-        self.text = self._render_text([], [])  # the same text show() makes before any level is held
+        self._readouts: list[ModelReadout] = []
+        self._states: list[str] = []
+        self._cache: tuple[object, Text] | None = None
         self._shown: object = None
         self.border_title = self._title()
 
@@ -102,9 +104,18 @@ class TuningReadout(Widget):
         if key == self._shown:
             return
         self._shown = key
-        self.text = self._render_text(readouts, states)
+        self._readouts, self._states = readouts, states
         self.border_title = self._title()
         self.refresh(layout=True)
+
+    @property
+    def text(self) -> Text:
+        """The readout at the pane's width now: built when drawn, so a resize (or the first layout, when the
+        width was still 0) never leaves the compact or the full form behind."""
+        key = (self._shown, self.size.width)
+        if self._cache is None or self._cache[0] != key:
+            self._cache = (key, self._render_text(self._readouts, self._states))
+        return self._cache[1]
 
     def _render_text(self, readouts: Sequence[ModelReadout], states: Sequence[str]) -> Text:
         # one line per model, cut rather than wrapped: the pane is as high as the models are many

@@ -34,7 +34,9 @@ def opened(*keys: str) -> Any:
         for _ in range(200):
             await pilot.pause(0.02)
             await app.workers.wait_for_complete()
-            if getattr(app.screen, "view", None) is not None and app.screen.runs:
+            view = getattr(app.screen, "view", None)
+            # every tab filled, not only the leaderboard: the pairs, strata and cases come from a second worker
+            if view is not None and view.complete and app.screen.runs:
                 break
         for k in keys:
             await pilot.press(k)

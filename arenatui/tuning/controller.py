@@ -6,6 +6,13 @@ it receives windows from a `LevelTracker` and acts through the runner's control 
 `set_concurrency`, source "tuner"), the same one a user has.
 
 How it moves:
+- ramp (slow start, as TCP does): while nothing says a limit is near, double the level every time half a level's
+  worth of calls started at it come back answered, with their latency no higher than the first ones'. No
+  evidence windows: a window costs a latency of settling plus several of measuring, and on a run of seconds the
+  climb is most of what separates a tuner from the best fixed level. The ramp ends at the first 429 (go halfway
+  back between the last clean level and this one, and let a measured window and Little's law finish the job:
+  above a rate limit goodput is the limit's, so measuring there costs retries but no time) or when latency
+  rises with the level (the server queues: it serves goodput × unqueued latency at once, the level to go to).
 - climb: ×1.5 while goodput grows in proportion to the level (the provider is far from any limit), else one step at a
   time; stop when a step gains less than FLAT and settle on the lowest level within FLAT of the best.
 - back off on errors: when 429s (or transients above the quietest level's) pass ERROR_SHARE, the provider is
@@ -13,7 +20,10 @@ How it moves:
   answered calls/s × mean latency is the level the provider actually sustained; halving and creeping back
   would cost a storm of retries on every creep. Levels that erred are not tried again for a while.
 - settled: hold; every `probe_every` windows try one level up, keep it only if it gains more than FLAT.
-  A limit that drops mid-run shows as errors at the settled level and is handled as above.
+  A limit that drops mid-run shows as 429s at a level measured clean: a few of them within one hold act at once
+  (a window there is mostly from before the drop, so its Little's law figure would be the old limit's); the
+  level halves to stop the storm and climbs back one measured level at a time, never to the level that erred.
+  After any back-off, a level whose clean goodput matches what the erring level sustained is settled on.
 """
 
 from __future__ import annotations
@@ -23,11 +33,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from arenatui.engine.events import ConcurrencyChanged, Event, TunerDecided
+from arenatui.engine.events import CallFinished, CallRetrying, CallStarted, ConcurrencyChanged, Event, TunerDecided
 from arenatui.limits import MAX_CONCURRENCY
 from arenatui.tuning.levels import ERROR_SHARE, FLAT, Evidence, LevelTracker, Window
 
-Phase = Literal["climb", "settled", "probe", "descend"]
+Phase = Literal["ramp", "climb", "settled", "probe", "descend"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +55,13 @@ class TunerSettings:
     in proportion to the level: the provider is nowhere near a limit), else one level at a time."""
     fast_step: float = 1.5
     """×1.5 rather than ×2: the step that finally crosses a limit sets off a smaller storm of 429s."""
+    ramp: bool = True
+    """Start with the ramp (slow start) when switched on by `Tuner.enable`."""
+    ramp_step: float = 2.0
+    queue_ratio: float = 1.5
+    """A ramp batch whose mean latency is this many times the lowest batch mean so far: the server queues."""
+    onset_429s: int = 3
+    """429s within one hold at a level measured clean that mean its limit dropped (at least; level/4 when higher)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +96,27 @@ class ModelController:
     """The level of the last window without errors: where a step up came from."""
     windows_here: int = 0
     """Windows seen at the current level since the controller moved to it."""
+    ramp_prev: int | None = None
+    """The ramp's previous level: clean, so a 429 at this one puts the limit between the two."""
+    ramp_top: int | None = None
+    """On a recovery ramp (after the limit dropped): the level that erred, never reached again by the ramp."""
+    ramp_rising: bool = True
+    """The ramp reached this level from below (a 429 here counts against the level, not a storm's aftermath)."""
+    strikes: dict[int, int] = field(default_factory=dict)
+    """Recovery ramp: 429s met at each level (two at one level: that is the limit)."""
+    ramp_answers: int = 0
+    """Answered calls started at the current level (the batch)."""
+    ramp_all: int = 0
+    """Answered calls since the last change, whenever they started (goodput: these over the time since)."""
+    ramp_lat_sum: float = 0.0
+    ramp_base: float | None = None
+    """Lowest mean latency of a ramp batch: latency without queueing."""
+    ramp_lat_min: float | None = None
+    """Lowest single latency seen on the ramp: the nearest to a call's unqueued service time."""
+    limit_goodput: float | None = None
+    """Goodput the last level that erred sustained (with retries): a level that gets as much cleanly is enough."""
+    onset: int = 0
+    """429s at the current level since it was last measured clean (or moved to)."""
     careful: bool = False
     """After a back-off: climb one level at a time (Little's law under a 429 storm underestimates the limit,
     since refused requests eat into it), never doubling into the storm again."""
@@ -91,7 +129,133 @@ class ModelController:
     @property
     def climbing_fast(self) -> bool:
         """Still on the first climb, far from any limit seen: rough windows will do."""
-        return self.phase == "climb" and not self.careful
+        return self.phase in ("ramp", "climb") and not self.careful
+
+    def start_ramp(self, top: int | None = None) -> None:
+        """Ramp from here: doubling (the first climb) or, below `top` (the level that erred), one level a batch."""
+        self.phase = "ramp"
+        self.ramp_prev = None
+        self.ramp_top = top
+        self.strikes = {}
+        self._new_batch()
+
+    def _new_batch(self) -> None:
+        self.ramp_answers = 0
+        self.ramp_all = 0
+        self.ramp_lat_sum = 0.0
+
+    def answered(self, latency_s: float, since_s: float, fresh: bool) -> Decision | None:
+        """A call came back answered `since_s` after the last level change (`fresh`: it started at this level). On
+        the ramp, the next step once a batch of fresh calls is in: half the level's worth when doubling (about one
+        latency at the new level), the whole level when adding one."""
+        if self.phase != "ramp":
+            return None
+        self.ramp_all += 1
+        if not fresh:
+            return None
+        self.ramp_answers += 1
+        self.ramp_lat_sum += latency_s
+        if self.ramp_lat_min is None or latency_s < self.ramp_lat_min:
+            self.ramp_lat_min = latency_s
+        additive = self.ramp_top is not None
+        if self.ramp_answers < max(2, self.level if additive else math.ceil(self.level / 2)):
+            return None
+        mean = self.ramp_lat_sum / self.ramp_answers
+        base = self.ramp_base if self.ramp_base is not None else mean
+        self.ramp_base = min(base, mean)
+        if mean > self.settings.queue_ratio * base:
+            # the server queues: of what it answers per second, it serves unqueued latency's worth at once
+            goodput = self.ramp_all / since_s if since_s > 0 else self.level / mean
+            lat_min = self.ramp_lat_min
+            served = goodput * lat_min
+            self.goodput[self.level] = goodput  # a rough look: the level settled on is measured properly
+            self.phase = "descend"
+            self.careful = True
+            new = max(1, min(self.level - 1, round(served)))
+            return self._move(new, f"latency {mean * 1000:.0f} ms at {self.level}, {mean / base:.1f}× the "
+                                   f"{base * 1000:.0f} ms below: the server queues; {goodput:.1f}/s × "
+                                   f"{lat_min * 1000:.0f} ms = {served:.1f} served at once")
+        if additive:
+            up = self.level + 1
+            top = self.ramp_top
+            assert top is not None
+            if up >= top or self.strikes.get(up, 0) >= 2 or up > self.ceiling:
+                return self._ramp_done(f"{self.level} clean again; {up} erred")
+        else:
+            up = min(self.ceiling, max(self.level + 1, math.floor(self.level * self.settings.ramp_step)))
+        while up > self.level and self._avoided(up):
+            up -= 1
+        if up <= self.level:
+            return self._ramp_done(f"at the ceiling ({self.ceiling}) or below a level that erred")
+        self.ramp_prev = self.level
+        self.ramp_rising = True
+        d = self._move(up, f"{'one up' if additive else 'ramp'}: {self.ramp_answers} answered in "
+                           f"{mean * 1000:.0f} ms on average, 0 429s")
+        self._new_batch()
+        return d
+
+    def _ramp_done(self, why: str) -> Decision | None:
+        self.phase = "settled" if self.ramp_top is not None else "climb"
+        self.careful = True
+        self.settled_windows = 0
+        self.ramp_top = None
+        return self._move(self.level, why)
+
+    def limited(self, retry_after_s: float | None = None) -> Decision | None:
+        """A call started at the current level was refused with a 429: ends the first ramp, steps a recovery one back;
+        a few at a level measured clean mean the provider's limit dropped."""
+        wait = f"; provider asked to wait {retry_after_s:.2f}s" if retry_after_s is not None else ""
+        if self.phase == "ramp" and self.ramp_top is not None:
+            # recovering after a drop: a storm's aftermath (a limit that counts refused requests is in debt) can
+            # refuse a level that is fine, so one down until a level is clean; a level reached from below and
+            # refused twice is the limit
+            new = max(1, self.level - 1)
+            if not self.ramp_rising:
+                self._new_batch()
+                return self._move(new, f"429 at {self.level} on the way down{wait}: the storm's aftermath, one down")
+            k = self.strikes[self.level] = self.strikes.get(self.level, 0) + 1
+            self.ramp_rising = False
+            if k >= 2 or new == 1:
+                self.phase = "settled"
+                self.careful = True
+                self.settled_windows = 0
+                self.ramp_top = None
+                self.avoid[self.level] = self.settings.avoid_windows
+                return self._move(new, f"429 at {self.level} again{wait}: settling one below")
+            self._new_batch()
+            return self._move(new, f"429 at {self.level}{wait}: one down, then up again once clean")
+        if self.phase == "ramp":
+            self.careful = True
+            self.phase = "climb"
+            self.avoid[self.level] = self.settings.avoid_windows
+            prev = self.ramp_prev
+            if prev is None:
+                new = max(1, self.level // 2)
+                how = "halving"
+            else:
+                new = max(prev, (prev + self.level + 1) // 2)
+                how = f"halfway back to {prev}, the last level without one, to measure the limit above it"
+            return self._move(new, f"ramp ends at the first 429{wait}: {how}")
+        if self.phase not in ("settled", "probe") and not (self.phase == "climb" and self.level in self.verified
+                                                           and self.windows_here > 0):
+            return None  # a level still being measured: its window judges the 429s
+        self.onset += 1
+        if self.onset < max(self.settings.onset_429s, math.ceil(self.level / 4)):
+            return None
+        s = self.settings
+        erred = self.level
+        self.careful = True
+        self.probe_from = None
+        self.settled_windows = 0
+        self.avoid[erred] = s.avoid_windows
+        self.goodput.pop(erred, None)
+        self.limit_goodput = None
+        self.last_clean = None
+        self.start_ramp(top=erred)
+        self.ramp_rising = False
+        return self._move(max(1, (erred + 1) // 2),
+                          f"{self.onset} 429s at a level that was clean{wait}: the provider's limit dropped; halving "
+                          f"to stop the storm, then one level up per clean latency, below {erred}")
 
     def _avoided(self, level: int) -> bool:
         return any(level >= lv for lv, left in self.avoid.items() if left > 0)
@@ -118,6 +282,7 @@ class ModelController:
         if new == self.level:
             return None
         self.windows_here = 0
+        self.onset = 0
         d = Decision(self.model_key, self.level, new, f"{self.model_key} {self.level} → {new}: {reason}")
         self.prev_level, self.level = self.level, new
         return d
@@ -127,6 +292,8 @@ class ModelController:
         if w.level != self.level:
             return None  # measured before the last change took hold (or under someone else's level)
         s = self.settings
+        if self.phase == "ramp":
+            self.phase = "climb"  # a window closed before a batch came back (calls failing, not answered): measure
         g = self._record(w)
         self.windows_here += 1
         base_t = self.base_transient or 0.0
@@ -135,6 +302,13 @@ class ModelController:
         if errors > s.error_share:
             return self._back_off(w, g, excess_t)
         self.last_clean = self.level
+        self.onset = 0
+        lg = self.limit_goodput
+        if self.phase == "climb" and self.careful and lg is not None and g >= lg * (1 - s.flat):
+            # as much as the level that erred got through, without its retries: nothing above is worth a storm
+            self.limit_goodput = None
+            return self._settle(f"goodput {g:.1f}/s without 429s, as much as the level that erred "
+                                f"sustained ({lg:.1f}/s)")
         if self.phase == "probe":
             base = self.probe_from if self.probe_from is not None else self.level - 1
             gb = self.goodput.get(base, 0.0)
@@ -228,6 +402,7 @@ class ModelController:
         self.probe_from = None
         self.avoid[self.level] = s.avoid_windows
         self.goodput.pop(self.level, None)  # its goodput was bought with retries: not a candidate
+        self.limit_goodput = g
         what = (f"{w.limited_share:.0%} 429s" if w.limited_share >= excess_t else f"{excess_t:.0%} more transients")
         if w.mean_latency_s and g > 0:
             # Little's law: the level the provider sustained. The small margin keeps a rate limit's
@@ -280,6 +455,10 @@ class Tuner:
         self.controllers: dict[str, ModelController] = {}
         self.decisions: list[Decision] = []
         self.tracker = LevelTracker(model_keys, evidence=evidence, on_window=self._window)
+        self._started: dict[tuple[str, str, int], float] = {}
+        """Attempts in flight (model, case, trial) → when they started: the ramp and a limit's drop are read from
+        calls started at the current level only."""
+        self._changed_at: dict[str, float] = {}
 
     def on_event(self, ev: Event) -> None:
         """Sink: fold into the tracker (always: the readout is wanted with or without the tuner); watch for
@@ -291,6 +470,32 @@ class Tuner:
             else:
                 self._suspend(ev.model_key, "its cap was changed by hand")
         self.tracker.on_event(ev)
+        if not self.enabled:
+            return
+        if isinstance(ev, CallStarted):
+            self._started[(ev.model_key, ev.case_id, ev.trial)] = ev.t
+        elif isinstance(ev, CallFinished):
+            r = ev.result
+            t0 = self._started.pop((r.model_key, r.case_id, r.trial), None)
+            c = self._live(r.model_key)
+            if c is None:
+                return
+            since = self._changed_at.get(r.model_key, 0.0)
+            fresh = t0 is not None and t0 >= since
+            if r.status != "errored" and r.latency_ms is not None:
+                self._apply(c, c.answered(r.latency_ms / 1000.0, ev.t - since, fresh))
+            elif r.error_class == "rate_limited" and fresh:
+                self._apply(c, c.limited(None))
+        elif isinstance(ev, CallRetrying):
+            t0 = self._started.pop((ev.model_key, ev.case_id, ev.trial), None)
+            c = self._live(ev.model_key)
+            if c is not None and ev.reason == "rate_limited" and t0 is not None \
+                    and t0 >= self._changed_at.get(c.model_key, 0.0):
+                self._apply(c, c.limited(ev.retry_after))
+
+    def _live(self, key: str) -> ModelController | None:
+        """The model's controller when the tuner acts for it (on, not suspended)."""
+        return None if key in self.suspended else self.controllers.get(key)
 
     def _suspend(self, key: str, why: str) -> None:
         if key in self.suspended or key not in self.controllers:
@@ -312,12 +517,16 @@ class Tuner:
         for k in self.model_keys:
             start = start_levels.get(k) or self._caps(k) or 1
             start = max(1, min(self.ceiling(k), start))
-            self.controllers[k] = ModelController(k, start, self.ceiling(k), self.settings)
+            self.controllers[k] = ctl = ModelController(k, start, self.ceiling(k), self.settings)
+            if self.settings.ramp:
+                ctl.start_ramp()
+            self._changed_at[k] = self._clock()
             self.tracker.set_quick(k, True)
         self._apply_all("tuner on")
 
     def disable(self) -> None:
         self.enabled = False
+        self._started.clear()
         for k in self.model_keys:
             self.tracker.set_quick(k, False)
         self._emit(TunerDecided(None, 0, 0, "tuner off: levels stay where they are", self._clock()))
@@ -342,10 +551,13 @@ class Tuner:
         c = self.controllers.get(w.model_key)
         if c is None:
             return
-        d = c.observe(w)
-        self.tracker.set_quick(w.model_key, c.climbing_fast)
+        self._apply(c, c.observe(w))
+
+    def _apply(self, c: ModelController, d: Decision | None) -> None:
+        self.tracker.set_quick(c.model_key, c.climbing_fast)
         if d is None:
             return
+        self._changed_at[d.model_key] = self._clock()
         self.decisions.append(d)
         self._emit(TunerDecided(d.model_key, d.old, d.new, d.reason, self._clock()))
         self._set_level(d.model_key, d.new)

@@ -22,8 +22,8 @@ How it moves:
 - settled: hold; every `probe_every` windows try one level up, keep it only if it gains more than FLAT.
   A limit that drops mid-run shows as 429s at a level measured clean: a few of them within one hold act at once
   (a window there is mostly from before the drop, so its Little's law figure would be the old limit's); the
-  level halves to stop the storm and climbs back one measured level at a time, never to the level that erred.
-  After any back-off, a level whose clean goodput matches what the erring level sustained is settled on.
+  level halves to stop the storm, then climbs back one level per clean latency (a ramp adding one), never to the
+  level that erred; a level refused twice on the way up is the new limit, and the one below it is settled on.
 """
 
 from __future__ import annotations
@@ -98,6 +98,11 @@ class ModelController:
     """Windows seen at the current level since the controller moved to it."""
     ramp_prev: int | None = None
     """The ramp's previous level: clean, so a 429 at this one puts the limit between the two."""
+    linear_to: int | None = None
+    """The first ramp's last clean level: latency stayed flat while the level doubled up to it, so goodput grew in
+    proportion and no level below it does as well (no need to try lower when goodput is flat above it)."""
+    spotless: set[int] = field(default_factory=set)
+    """Levels with a full window without a single 429: a few 429s there later mean the limit dropped."""
     ramp_top: int | None = None
     """On a recovery ramp (after the limit dropped): the level that erred, never reached again by the ramp."""
     ramp_rising: bool = True
@@ -113,8 +118,6 @@ class ModelController:
     """Lowest mean latency of a ramp batch: latency without queueing."""
     ramp_lat_min: float | None = None
     """Lowest single latency seen on the ramp: the nearest to a call's unqueued service time."""
-    limit_goodput: float | None = None
-    """Goodput the last level that erred sustained (with retries): a level that gets as much cleanly is enough."""
     onset: int = 0
     """429s at the current level since it was last measured clean (or moved to)."""
     careful: bool = False
@@ -189,7 +192,8 @@ class ModelController:
             return self._ramp_done(f"at the ceiling ({self.ceiling}) or below a level that erred")
         self.ramp_prev = self.level
         self.ramp_rising = True
-        d = self._move(up, f"{'one up' if additive else 'ramp'}: {self.ramp_answers} answered in "
+        rate = f"goodput {self.ramp_all / since_s:.1f}/s, " if since_s > 0 else ""
+        d = self._move(up, f"{'one up' if additive else 'ramp'}: {rate}{self.ramp_answers} answered in "
                            f"{mean * 1000:.0f} ms on average, 0 429s")
         self._new_batch()
         return d
@@ -228,7 +232,7 @@ class ModelController:
             self.careful = True
             self.phase = "climb"
             self.avoid[self.level] = self.settings.avoid_windows
-            prev = self.ramp_prev
+            prev = self.linear_to = self.ramp_prev
             if prev is None:
                 new = max(1, self.level // 2)
                 how = "halving"
@@ -236,9 +240,8 @@ class ModelController:
                 new = max(prev, (prev + self.level + 1) // 2)
                 how = f"halfway back to {prev}, the last level without one, to measure the limit above it"
             return self._move(new, f"ramp ends at the first 429{wait}: {how}")
-        if self.phase not in ("settled", "probe") and not (self.phase == "climb" and self.level in self.verified
-                                                           and self.windows_here > 0):
-            return None  # a level still being measured: its window judges the 429s
+        if self.level not in self.spotless or self.windows_here == 0 or self.phase not in ("settled", "climb"):
+            return None  # a level still being measured, or one that had 429s before: its windows judge them
         self.onset += 1
         if self.onset < max(self.settings.onset_429s, math.ceil(self.level / 4)):
             return None
@@ -249,7 +252,7 @@ class ModelController:
         self.settled_windows = 0
         self.avoid[erred] = s.avoid_windows
         self.goodput.pop(erred, None)
-        self.limit_goodput = None
+        self.spotless.discard(erred)
         self.last_clean = None
         self.start_ramp(top=erred)
         self.ramp_rising = False
@@ -303,12 +306,8 @@ class ModelController:
             return self._back_off(w, g, excess_t)
         self.last_clean = self.level
         self.onset = 0
-        lg = self.limit_goodput
-        if self.phase == "climb" and self.careful and lg is not None and g >= lg * (1 - s.flat):
-            # as much as the level that erred got through, without its retries: nothing above is worth a storm
-            self.limit_goodput = None
-            return self._settle(f"goodput {g:.1f}/s without 429s, as much as the level that erred "
-                                f"sustained ({lg:.1f}/s)")
+        if w.rate_limited == 0 and not w.quick:
+            self.spotless.add(self.level)
         if self.phase == "probe":
             base = self.probe_from if self.probe_from is not None else self.level - 1
             gb = self.goodput.get(base, 0.0)
@@ -383,7 +382,7 @@ class ModelController:
             if target == self.level:
                 return None  # the next window here is a full one
             return self._move(target, f"{why}; measuring {target} properly before settling")
-        lower = max(1, best // 2)
+        lower = max(1, best // 2, self.linear_to or 0)
         if best == min(ok) and lower < best and len(ok) > 1:
             # goodput is flat from the lowest level seen upwards: a level below it may do as well with less
             # queueing (a serial local server gives the same goodput at 1 as at 8, with 1/8 the latency)
@@ -402,7 +401,7 @@ class ModelController:
         self.probe_from = None
         self.avoid[self.level] = s.avoid_windows
         self.goodput.pop(self.level, None)  # its goodput was bought with retries: not a candidate
-        self.limit_goodput = g
+        self.spotless.discard(self.level)
         what = (f"{w.limited_share:.0%} 429s" if w.limited_share >= excess_t else f"{excess_t:.0%} more transients")
         if w.mean_latency_s and g > 0:
             # Little's law: the level the provider sustained. The small margin keeps a rate limit's

@@ -344,8 +344,10 @@ class LevelTracker:
         need = self.evidence.needed(level)
         if (acc.attempts >= need and seconds >= self.evidence.min_s) or (m.quick and acc.attempts >= 2 * need):
             self._close(m, t, report=True)
-        elif acc.attempts >= self.evidence.min_calls and acc.rate_limited > STORM_SHARE * acc.attempts:
-            # a storm needs no more evidence: every further attempt at this level is another 429
+        elif acc.attempts >= self.evidence.min_calls and acc.rate_limited > STORM_SHARE * acc.attempts \
+                and (acc.answered >= level or acc.attempts >= need):
+            # a storm needs no more evidence: every further attempt at this level is another 429. A level's worth of
+            # answers first (about one latency), else the goodput that sets the next level is a guess
             self._close(m, t, report=True)
 
     def _close(self, m: _Model, t: float, *, report: bool) -> None:

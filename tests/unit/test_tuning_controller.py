@@ -122,3 +122,135 @@ def test_decision_reasons_name_the_model_levels_and_evidence() -> None:
     assert d.reason.startswith("sim-limited 4 → 6: goodput +")
     assert "0 429s" in d.reason
     assert math.isclose(ctl.goodput[4], 40.0)
+
+
+# ---- the ramp (slow start) and reactions to single calls -------------------------------------------------------
+
+
+def phase_of(ctl: ModelController) -> str:
+    return ctl.phase  # read through a function: each call's answer can differ (mypy narrows attributes)
+
+
+def ramp_batch(ctl: ModelController, latency: float = LAT, n: int | None = None) -> int:
+    """Answer calls started at the current level until the controller moves (or `n` calls); the level after."""
+    start = ctl.level
+    for i in range(n or 4 * ctl.level + 4):
+        ctl.answered(latency, since_s=latency * (1 + i / max(1, start)), fresh=True)
+        if ctl.level != start:
+            break
+    return ctl.level
+
+
+def test_ramp_doubles_per_batch_of_answers_without_errors_up_to_the_ceiling() -> None:
+    ctl = ModelController("m", 2, ceiling=20)
+    ctl.start_ramp()
+    seen = [ctl.level]
+    for _ in range(6):
+        seen.append(ramp_batch(ctl))
+    assert seen[:5] == [2, 4, 8, 16, 20]  # ×2 per batch: no evidence window between steps
+    assert phase_of(ctl) == "climb" and ctl.careful  # at the ceiling the ramp hands over to measured windows
+    # half a level's worth of fresh answers is a batch; answers of calls started before the change do not count
+    ctl = ModelController("m", 8, ceiling=64)
+    ctl.start_ramp()
+    for _ in range(10):
+        assert ctl.answered(LAT, 0.1, fresh=False) is None
+    assert ctl.level == 8
+    for _ in range(3):
+        assert ctl.answered(LAT, 0.1, fresh=True) is None
+    d = ctl.answered(LAT, 0.1, fresh=True)
+    assert d is not None and d.new == 16 and d.reason.startswith("m 8 → 16: ramp: goodput ")
+
+
+def test_first_429_on_the_ramp_jumps_halfway_back_then_measured_steps_settle_without_oscillation() -> None:
+    ctl = ModelController("m", 2, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.start_ramp()
+    for _ in range(3):
+        ramp_batch(ctl)
+    assert ctl.level == 16 and ctl.ramp_prev == 8
+    d = ctl.limited(0.01)
+    assert d is not None and d.new == 12 and "first 429" in d.reason and "a rate" not in d.reason
+    assert phase_of(ctl) == "climb" and ctl.careful and ctl._avoided(16)
+    # a rate limit of 100/s at 0.1 s a call: 10 in flight. The window at 12 is a storm whose refused calls eat into
+    # the limit, so Little's law reads low (8); measured single steps find 10, and one storm at 11 confirms it
+    seen = settle(ctl, rate=100.0, windows=30)
+    assert seen[:6] == [12, 8, 9, 10, 11, 10]
+    assert set(seen[5:]) == {10}  # settled, never up into the storm again
+    assert phase_of(ctl) == "settled"
+    # further 429s, two at a time, at a settled level do not move it (a limit's drop needs a few)
+    assert ctl.limited(None) is None and ctl.limited(None) is None
+    ctl.observe(provider_window(10, rate=100.0))  # a clean window forgets them
+    assert ctl.limited(None) is None and ctl.limited(None) is None and ctl.level == 10
+
+
+def test_latency_rising_on_the_ramp_means_a_queue_and_goes_to_what_the_server_serves_at_once() -> None:
+    ctl = ModelController("m", 2, ceiling=64)
+    ctl.start_ramp()
+    ctl.answered(0.010, 0.010, fresh=True)
+    ctl.answered(0.020, 0.020, fresh=True)  # a serial server: the second waited for the first
+    assert ctl.level == 4
+    # at 4: two calls from before the change, then the fresh ones, each queued behind the rest
+    ctl.answered(0.02, 0.01, fresh=False)
+    ctl.answered(0.02, 0.02, fresh=False)
+    ctl.answered(0.03, 0.03, fresh=True)
+    d = ctl.answered(0.04, 0.04, fresh=True)
+    assert d is not None and d.new == 1  # 100/s answered × 10 ms unqueued latency = 1 served at once
+    assert "the server queues" in d.reason
+    seen = settle(ctl, serial=True, windows=6)
+    assert set(seen) == {1}
+
+
+def test_limit_that_halves_is_followed_down_at_once_and_settles_below_the_level_that_erred() -> None:
+    ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.phase = "settled"
+    ctl.observe(provider_window(10, rate=100.0))  # measured clean: 100/s
+    assert ctl.level == 10 and 10 in ctl.verified
+    assert ctl.limited(0.01) is None and ctl.limited(0.01) is None
+    d = ctl.limited(0.01)  # the third 429 at a level that was clean: the limit dropped (to 50/s: 5 in flight)
+    assert d is not None and d.new == 5 and "limit dropped" in d.reason
+    assert phase_of(ctl) == "ramp" and ctl.ramp_top == 10
+    # the storm's aftermath refuses 5 on the way down: one down, not counted against 5
+    d = ctl.limited(0.01)
+    assert d is not None and d.new == 4 and "aftermath" in d.reason
+    assert ramp_batch(ctl) == 5  # clean at 4: one up per batch of a level's worth of answers
+    assert ramp_batch(ctl) == 6
+    d = ctl.limited(0.01)  # 6 is over the new limit
+    assert d is not None and d.new == 5 and ctl.strikes == {6: 1}
+    assert ramp_batch(ctl) == 6
+    d = ctl.limited(0.01)  # refused twice coming from below: 6 is the limit
+    assert d is not None and d.new == 5 and "again" in d.reason
+    assert phase_of(ctl) == "settled"
+    seen = settle(ctl, rate=50.0, windows=20)
+    assert set(seen) == {5}
+
+
+def test_a_recovery_ramp_never_climbs_back_to_the_level_that_erred() -> None:
+    ctl = ModelController("m", 4, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.phase = "settled"
+    ctl.observe(provider_window(4, ceiling=4))
+    for _ in range(3):
+        ctl.limited(None)
+    assert ctl.level == 2 and ctl.ramp_top == 4
+    assert ramp_batch(ctl) == 3
+    assert ramp_batch(ctl) == 3  # 4 erred: the ramp stops below it and hands over to settled windows
+    assert phase_of(ctl) == "settled"
+
+
+def test_tuner_reads_single_calls_only_when_they_started_at_the_current_level() -> None:
+    from arenatui.engine.events import CallRetrying, CallStarted
+    from arenatui.tuning.controller import Tuner
+
+    now = [100.0]
+    levels: dict[str, int] = {}
+    tuner = Tuner(["m"], set_level=lambda k, n: levels.__setitem__(k, n), set_total=lambda n: None,
+                  emit=lambda ev: None, caps=lambda k: levels.get(k), clock=lambda: now[0])
+    tuner.enable({"m": 16})
+    ctl = tuner.controllers["m"]
+    assert phase_of(ctl) == "ramp" and levels["m"] == 16
+    # a 429 for an attempt started before the tuner set this level says nothing about it
+    tuner.on_event(CallStarted("m", "c1", 0, 1, 99.0))
+    tuner.on_event(CallRetrying("m", "c1", 0, 1, "rate_limited", 0.01, "429", 100.5, 0.01))
+    assert ctl.level == 16 and phase_of(ctl) == "ramp"
+    tuner.on_event(CallStarted("m", "c2", 0, 1, 100.2))
+    tuner.on_event(CallRetrying("m", "c2", 0, 1, "rate_limited", 0.01, "429", 100.5, 0.01))
+    assert levels["m"] == 8 and phase_of(ctl) == "climb"  # no clean level below on this ramp: halved
+    assert "ramp ends at the first 429" in tuner.decisions[-1].reason

@@ -421,6 +421,12 @@ class ModelController:
         self.last_clean = None
         if w.retry_after_s is not None:
             how += f"; provider asked to wait {w.retry_after_s:.1f}s (a rate, not a level)"
+        if w.limited_share >= excess_t and self.settings.ramp:
+            # from there one level per clean latency, never back to this one: an estimate made in a storm is rough
+            # either way, and calls tell sooner than windows whether the next level up is clean
+            self.start_ramp(top=self.level)
+            self.ramp_rising = False
+            how += f"; then one up per clean latency, below {self.level}"
         return self._move(new, f"{what}; {how}")
 
 

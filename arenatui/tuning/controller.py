@@ -9,10 +9,10 @@ How it moves:
 - ramp (slow start, as TCP does): while nothing says a limit is near, double the level every time half a level's
   worth of calls started at it come back answered, with their latency no higher than the first ones'. No
   evidence windows: a window costs a latency of settling plus several of measuring, and on a run of seconds the
-  climb is most of what separates a tuner from the best fixed level. The ramp ends at the first 429 (go halfway
-  back between the last clean level and this one, and let a measured window and Little's law finish the job:
-  above a rate limit goodput is the limit's, so measuring there costs retries but no time) or when latency
-  rises with the level (the server queues: it serves goodput × unqueued latency at once, the level to go to).
+  climb is most of what separates a tuner from the best fixed level. The ramp ends at the first 429 (back to the
+  last clean level, then a recovery ramp: one level per clean latency, never up to the level that erred; a level
+  refused twice on the way up is the limit) or when latency rises with the level (the server queues: it serves
+  goodput × unqueued latency at once, the level to go to).
 - climb: ×1.5 while goodput grows in proportion to the level (the provider is far from any limit), else one step at a
   time; stop when a step gains less than FLAT and settle on the lowest level within FLAT of the best.
 - back off on errors: when 429s (or transients above the quietest level's) pass ERROR_SHARE, the provider is
@@ -229,17 +229,19 @@ class ModelController:
             self._new_batch()
             return self._move(new, f"429 at {self.level}{wait}: one down, then up again once clean")
         if self.phase == "ramp":
+            # the limit is between the last clean level and this one: back to the clean one (no storm to measure in:
+            # a storm's goodput says little, inflated by a token bucket's burst or deflated by refusals that count
+            # against the limit), then one level per clean latency up to just below this one
+            erred = self.level
             self.careful = True
-            self.phase = "climb"
-            self.avoid[self.level] = self.settings.avoid_windows
+            self.avoid[erred] = self.settings.avoid_windows
             prev = self.linear_to = self.ramp_prev
-            if prev is None:
-                new = max(1, self.level // 2)
-                how = "halving"
-            else:
-                new = max(prev, (prev + self.level + 1) // 2)
-                how = f"halfway back to {prev}, the last level without one, to measure the limit above it"
-            return self._move(new, f"ramp ends at the first 429{wait}: {how}")
+            new = prev if prev is not None else max(1, erred // 2)
+            how = f"back to {prev}, the last level without one" if prev is not None else "halving"
+            self.start_ramp(top=erred)
+            self.ramp_rising = False
+            return self._move(new, f"ramp ends at the first 429{wait}: {how}, then one up per clean latency, "
+                                   f"below {erred}")
         if self.level not in self.spotless or self.windows_here == 0 or self.phase not in ("settled", "climb"):
             return None  # a level still being measured, or one that had 429s before: its windows judge them
         self.onset += 1

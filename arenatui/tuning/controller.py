@@ -1,9 +1,10 @@
 """The auto-tuner: per model, find the lowest level with (nearly) the highest goodput and few errors, and hold it.
 
-`ModelController` is a pure object: windows in (`levels.Window`), decisions out. It never reads a clock or
-touches the engine, so tests drive it with synthetic windows. `Tuner` wires controllers to a running sweep:
-it receives windows from a `LevelTracker` and acts through the runner's control surface (`set_model_cap`,
-`set_concurrency`, source "tuner"), the same one a user has.
+`ModelController` is a pure object: windows (`levels.Window`) and single calls (an answer's latency, a 429) in,
+decisions out. It never reads a clock or touches the engine, so tests drive it with synthetic observations.
+`Tuner` wires controllers to a running sweep: it receives windows from a `LevelTracker` and the calls started at
+each model's current level, and acts through the runner's control surface (`set_model_cap`, `set_concurrency`,
+source "tuner"), the same one a user has.
 
 How it moves:
 - ramp (slow start, as TCP does): while nothing says a limit is near, double the level every time half a level's
@@ -18,7 +19,9 @@ How it moves:
 - back off on errors: when 429s (or transients above the quietest level's) pass ERROR_SHARE, the provider is
   past its limit. A 429 is a rate or a ceiling, not a level, so the new level comes from Little's law:
   answered calls/s × mean latency is the level the provider actually sustained; halving and creeping back
-  would cost a storm of retries on every creep. Levels that erred are not tried again for a while.
+  would cost a storm of retries on every creep. From there a recovery ramp, as after the first 429 (a storm's
+  figure is rough: refusals that count against the limit make it read low). Levels that erred are not tried
+  again for a while.
 - settled: hold; every `probe_every` windows try one level up, keep it only if it gains more than FLAT.
   A limit that drops mid-run shows as 429s at a level measured clean: a few of them within one hold act at once
   (a window there is mostly from before the drop, so its Little's law figure would be the old limit's); the
@@ -104,11 +107,14 @@ class ModelController:
     spotless: set[int] = field(default_factory=set)
     """Levels with a full window without a single 429: a few 429s there later mean the limit dropped."""
     ramp_top: int | None = None
-    """On a recovery ramp (after the limit dropped): the level that erred, never reached again by the ramp."""
+    """On a recovery ramp (after a 429 on the first ramp, a back-off on 429s, a limit that dropped): the level that
+    erred, never reached again by the ramp."""
     ramp_rising: bool = True
     """The ramp reached this level from below (a 429 here counts against the level, not a storm's aftermath)."""
     strikes: dict[int, int] = field(default_factory=dict)
     """Recovery ramp: 429s met at each level (two at one level: that is the limit)."""
+    ramp_queued: bool = False
+    """The last ramp batch was slow (latency up with the level): a second one in a row means a queue."""
     ramp_answers: int = 0
     """Answered calls started at the current level (the batch)."""
     ramp_all: int = 0
@@ -140,6 +146,7 @@ class ModelController:
         self.ramp_prev = None
         self.ramp_top = top
         self.strikes = {}
+        self.ramp_queued = False
         self._new_batch()
 
     def _new_batch(self) -> None:
@@ -166,7 +173,15 @@ class ModelController:
         mean = self.ramp_lat_sum / self.ramp_answers
         base = self.ramp_base if self.ramp_base is not None else mean
         self.ramp_base = min(base, mean)
-        if mean > self.settings.queue_ratio * base:
+        queued = mean > self.settings.queue_ratio * base
+        if queued and not self.ramp_queued:
+            # one slow batch of a few calls can be chance (prompts differ in length): hold the level for another
+            self.ramp_queued = True
+            self.ramp_answers = 0
+            self.ramp_lat_sum = 0.0
+            return None
+        self.ramp_queued = queued
+        if queued:
             # the server queues: of what it answers per second, it serves unqueued latency's worth at once
             goodput = self.ramp_all / since_s if since_s > 0 else self.level / mean
             lat_min = self.ramp_lat_min

@@ -209,11 +209,22 @@ def test_latency_rising_on_the_ramp_means_a_queue_and_goes_to_what_the_server_se
     ctl.answered(0.02, 0.01, fresh=False)
     ctl.answered(0.02, 0.02, fresh=False)
     ctl.answered(0.03, 0.03, fresh=True)
-    d = ctl.answered(0.04, 0.04, fresh=True)
+    assert ctl.answered(0.04, 0.04, fresh=True) is None  # one slow batch may be chance: held for another
+    assert ctl.level == 4
+    ctl.answered(0.04, 0.05, fresh=True)
+    d = ctl.answered(0.04, 0.06, fresh=True)
     assert d is not None and d.new == 1  # 100/s answered × 10 ms unqueued latency = 1 served at once
     assert "the server queues" in d.reason
     seen = settle(ctl, serial=True, windows=6)
     assert set(seen) == {1}
+
+
+def test_one_slow_batch_on_the_ramp_is_not_a_queue() -> None:
+    ctl = ModelController("m", 2, ceiling=64)
+    ctl.start_ramp()
+    assert ramp_batch(ctl, latency=0.1) == 4
+    assert ramp_batch(ctl, latency=0.2, n=2) == 4  # twice as slow once: held, not ended
+    assert ramp_batch(ctl, latency=0.1) == 8 and phase_of(ctl) == "ramp"
 
 
 def test_limit_that_halves_is_followed_down_at_once_and_settles_below_the_level_that_erred() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Select, Static
+from textual.widgets import DataTable, Select, Static, TabbedContent
 
 from arenatui.cli import main
 from arenatui.store import Store
@@ -102,6 +102,26 @@ async def test_enter_on_the_leaderboard_opens_the_model(db: Path) -> None:
         assert "sealed" in text and "working − sealed" in text
         await pilot.press("escape")
         assert isinstance(app.screen, Results)
+
+
+@pytest.mark.parametrize("key", ["1", "3", "4", "5", "6", "7"])
+async def test_a_tab_key_from_the_leaderboard_stays_on_its_tab(db: Path, key: str) -> None:
+    """The old tab's focused table used to be blurred onto a hidden sibling (the failure-mode table), which
+    switched TabbedContent back: "3" and "7" showed the leaderboard, and the view swapped tabs on every frame."""
+    tab = ("runs", "leaderboard", "compare", "pairs", "strata", "cases", "frontier")[int(key) - 1]
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        tabs = app.screen.query_one("#results-tabs", TabbedContent)
+        assert tabs.active == "leaderboard" and app.focused is app.screen.query_one("#leaderboard-table")
+        await pilot.press(key)
+        seen = set()
+        for _ in range(10):  # frames: a tab that swaps back shows here
+            await pilot.pause()
+            seen.add(tabs.active)
+        assert seen == {tab}
+        focused = app.focused
+        assert focused is not None and tabs.get_pane(tab) in focused.ancestors  # arrows and Enter go to this tab
 
 
 async def test_the_concurrency_readout_stored_with_a_run_is_shown(db: Path) -> None:

@@ -45,6 +45,9 @@ from arenatui.wording import LEADERBOARD_NOTE
 TABS = ("runs", "leaderboard", "compare", "pairs", "strata", "cases", "frontier")
 MAX_CASE_ROWS = 500
 """The case table shows at most this many matches (a DataTable's cost grows with its rows)."""
+TAB_FOCUS = {"runs": "#runs-table", "leaderboard": "#leaderboard-table", "compare": "#compare-body",
+             "pairs": "#pairs-table", "strata": "#strata-table", "cases": "#cases-table", "frontier": "#frontier-body"}
+"""What takes the keys on each tab (the compare and frontier bodies scroll with the arrows)."""
 CASE_CHUNK, CASE_CHUNK_S = 100, 0.02
 """Case rows are added this many at a time, this far apart, so keys keep being answered meanwhile."""
 
@@ -616,12 +619,23 @@ class Results(Screen[None]):
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        # keys go to the tab's main table at once (arrows, Enter), not to whatever had focus before
-        tables = event.pane.query(DataTable)
-        main = next((t for t in tables if t.id not in ("pair-strata",)), None)
-        if main is not None and event.pane.id != "compare":
-            main.focus()
+        # a tab chosen with the mouse: keys go to its main widget at once (arrows, Enter)
+        focused = self.focused
+        if event.pane.id in TAB_FOCUS and (focused is None or event.pane not in focused.ancestors):
+            self._focus_tab(event.pane.id)
         self.refresh_bindings()
+
+    def _focus_tab(self, tab: str) -> None:
+        """Give the keys to the tab's main widget now, before the old tab hides.
+
+        Not `Widget.focus()`, which waits for the next frame: meanwhile the old tab's focused table gets hidden
+        and Textual blurs it onto a sibling in that same hidden tab, TabbedContent then switches back to the
+        tab holding the focus, and each tab's activation took the focus from the other: the view swapped
+        between two tabs until the next key (it showed the leaderboard after "3" or "7", and after "1" when
+        the machine was busy).
+        """
+        target = self.query_one(TAB_FOCUS[tab])
+        self.set_focus(target if target.display else None)  # a load run hides the leaderboard table
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Keys that only mean something on one tab are shown only there."""
@@ -633,6 +647,7 @@ class Results(Screen[None]):
         return True
 
     def action_tab(self, tab: str) -> None:
+        self._focus_tab(tab)
         self.query_one("#results-tabs", TabbedContent).active = tab
 
     def action_sort(self, step: int) -> None:
@@ -644,7 +659,7 @@ class Results(Screen[None]):
 
     def action_search(self) -> None:
         self.action_tab("cases")
-        self.query_one("#case-search", Input).focus()
+        self.set_focus(self.query_one("#case-search", Input))
 
     def action_mark_run(self) -> None:
         if self.query_one("#results-tabs", TabbedContent).active != "runs" or not self.runs:

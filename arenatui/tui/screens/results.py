@@ -84,17 +84,31 @@ LEADERBOARD: tuple[tuple[str, Callable[[ModelRow], Any], bool], ...] = (
     ("retries", lambda s: _nan_last(s.retry_rate), False),
 )
 """(header, sort key, higher is better): a first sort puts the best first, lower-is-better columns ascending."""
+F1_COLUMN = 4
+"""Where the macro-F1 column goes when a run has f1-scored answers: beside the score, visible at 80 columns."""
 
 
-def leaderboard_cells(s: ModelRow, trials: int) -> list[str | Text]:
+def leaderboard_columns(view: RunView) -> tuple[tuple[str, Callable[[ModelRow], Any], bool], ...]:
+    """The leaderboard's columns for this run: macro-F1 only when it has f1-scored answers."""
+    if not view.classification:
+        return LEADERBOARD
+    f1 = ("macro-F1", lambda s: _high(view.macro_f1(s.model)), True)
+    return (*LEADERBOARD[:F1_COLUMN], f1, *LEADERBOARD[F1_COLUMN:])
+
+
+def leaderboard_cells(s: ModelRow, trials: int, view: RunView | None = None) -> list[str | Text]:
     q = s.quality
-    return [
+    cells: list[str | Text] = [
         literal(s.model, newlines=False), score3(q.estimate) if q.n else "-",
         f"{q.low:.3f}–{q.high:.3f}" if q.n > 1 else "-", str(q.n), pct(s.coverage),
         score3(s.pass_at.get(1, math.nan)), f"{score3(_top_k(s))} k={trials}", pct(s.consistency),
         money(s.cost_per_correct), money(s.cost_per_answered), fmt_num(s.latency_p50), fmt_num(s.latency_p95),
         fmt_num(s.ttft_p50), pct(s.error_rate), pct(s.retry_rate),
     ]
+    if view is not None and view.classification:
+        f1 = view.macro_f1(s.model)
+        cells.insert(F1_COLUMN, "-" if f1 is None else score3(f1))
+    return cells
 
 
 def _started(t: float) -> str:
@@ -131,7 +145,7 @@ class Results(Screen[None]):
         self.runs: list[RunListing] = []
         self.marked: list[str] = []
         self.sort_column = 1
-        """Index into LEADERBOARD: score, best first, to begin with."""
+        """Index into the run's leaderboard columns (`leaderboard_columns`): score, best first, to begin with."""
         self.sort_reverse = False
         self._case_fill = 0
         self.cases_filled = False
@@ -336,16 +350,20 @@ class Results(Screen[None]):
         t = self.query_one("#leaderboard-table", DataTable)
         t.clear(columns=True)
         t.add_column("#", key="#")
-        for i, (name, _key, _hi) in enumerate(LEADERBOARD):
+        columns = leaderboard_columns(view)
+        self.sort_column = min(self.sort_column, len(columns) - 1)  # another run may have had the macro-F1 column
+        for i, (name, _key, _hi) in enumerate(columns):
             label = Text(name)
             if i == self.sort_column:
                 label.append(" ▲" if self.sort_reverse else " ▼")
             t.add_column(label, key=name)
-        name, key, higher = LEADERBOARD[self.sort_column]
+        name, key, higher = columns[self.sort_column]
         order = sorted(view.board, key=key, reverse=higher != self.sort_reverse)
         for i, s in enumerate(order, 1):
-            t.add_row(str(i), *leaderboard_cells(s, view.plan.trials), key=s.model)
+            t.add_row(str(i), *leaderboard_cells(s, view.plan.trials, view), key=s.model)
         note = Text(f"sorted by {name}; s next column, S back; Enter opens a model. {LEADERBOARD_NOTE}")
+        if view.classification:
+            note.append(" macro-F1: each label's F1 averaged, over the f1-scored cases (per label: Enter).")
         if view.results.sealed.any():
             note.append(" Sealed cases are scored apart (Enter on a model).")
         optima = [(m, view.tuning[m].verdict) for m in view.ranked if m in view.tuning and view.tuning[m].levels]
@@ -592,7 +610,7 @@ class Results(Screen[None]):
     @on(DataTable.HeaderSelected, "#leaderboard-table")
     def _header_selected(self, event: DataTable.HeaderSelected) -> None:
         i = event.column_index - 1
-        if 0 <= i < len(LEADERBOARD):
+        if self.view is not None and 0 <= i < len(leaderboard_columns(self.view)):
             self.sort_reverse = not self.sort_reverse if i == self.sort_column else False
             self.sort_column = i
             self._show_leaderboard()
@@ -653,7 +671,9 @@ class Results(Screen[None]):
     def action_sort(self, step: int) -> None:
         if self.query_one("#results-tabs", TabbedContent).active != "leaderboard":
             return
-        self.sort_column = (self.sort_column + step) % len(LEADERBOARD)
+        if self.view is None:
+            return
+        self.sort_column = (self.sort_column + step) % len(leaderboard_columns(self.view))
         self.sort_reverse = False
         self._show_leaderboard()
 

@@ -100,10 +100,14 @@ def _failures(store: Store, run_id: str, limit: int = 3) -> dict[str, list[dict[
     return out
 
 
-def _classification(store: Store, plan: RunPlan) -> dict[str, dict[str, Any]]:
-    """Per model, macro-F1 over each f1 scorer's labels (working cases only: a sealed output is not kept)."""
+F1Answers = dict[tuple[str, str], tuple[tuple[str, ...], list[tuple[str, str | None]]]]
+"""Per (model, f1 scorer): the scorer's labels and the (expected, answered label) pairs."""
+
+
+def f1_answers(store: Store, plan: RunPlan) -> F1Answers:
+    """Per (model, f1 scorer): the scorer's labels and, for every answered working case it scores, the
+    (expected, answered label) pair (a sealed output is not kept). The report and the results view read this."""
     from arenatui.config import project_from_dict
-    from arenatui.scoring.f1 import macro_f1, per_label_f1
     from arenatui.scoring.scorers import extract_label
 
     rec = plan.record
@@ -115,17 +119,23 @@ def _classification(store: Store, plan: RunPlan) -> dict[str, dict[str, Any]]:
     sealed = {c.id for c in plan.cases if c.sealed}
     cases = {c.id: (f1_scorers[c.scorer or default], c.expected) for c in project.cases
              if (c.scorer or default) in f1_scorers and c.id not in sealed and c.expected is not None}
-    pairs: dict[tuple[str, str], list[tuple[str, str | None]]] = {}
+    out: F1Answers = {}
     for mk, cid, output in store.conn.execute(
             "SELECT model_key, case_id, output FROM results WHERE run_id = ? AND status IN ('passed', 'failed')",
             (rec.run_id,)):
         if cid in cases:
             sc, expected = cases[cid]
             assert expected is not None
-            pairs.setdefault((mk, sc.name), []).append((expected, extract_label(output or "", sc.labels)))
+            out.setdefault((mk, sc.name), (sc.labels, []))[1].append((expected, extract_label(output or "", sc.labels)))
+    return out
+
+
+def _classification(store: Store, plan: RunPlan) -> dict[str, dict[str, Any]]:
+    """Per model, macro-F1 over each f1 scorer's labels (working cases only: a sealed output is not kept)."""
+    from arenatui.scoring.f1 import macro_f1, per_label_f1
+
     out: dict[str, dict[str, Any]] = {}
-    for (mk, name), ps in sorted(pairs.items()):
-        labels = f1_scorers[name].labels
+    for (mk, name), (labels, ps) in sorted(f1_answers(store, plan).items()):
         out.setdefault(mk, {})[name] = {"macro_f1": macro_f1(ps, labels), "calls": len(ps),
                                         "per_label": per_label_f1(ps, labels)}
     return out

@@ -8,10 +8,28 @@ as a miss for its true label (a false negative) and as no prediction.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 
-def per_label_f1(pairs: Iterable[tuple[str, str | None]], labels: Sequence[str]) -> dict[str, float]:
-    """F1 of each label over (expected, predicted) pairs; a label never expected nor predicted is left out."""
+@dataclass(frozen=True, slots=True)
+class LabelScore:
+    """One label's precision, recall and F1 over a model's answers (what the results view's model detail shows)."""
+
+    label: str
+    expected: int
+    """How many answers should have given this label (its support)."""
+    predicted: int
+    """How many answers gave it."""
+    precision: float | None
+    """None when the model never gave this label."""
+    recall: float | None
+    """None when no answer should have given it."""
+    f1: float
+
+
+def label_scores(pairs: Iterable[tuple[str, str | None]], labels: Sequence[str]) -> list[LabelScore]:
+    """Each label's scores over (expected, predicted) pairs, in `labels` order; a label never expected nor
+    predicted is left out."""
     tp = dict.fromkeys(labels, 0)
     fp = dict.fromkeys(labels, 0)
     fn = dict.fromkeys(labels, 0)
@@ -24,12 +42,19 @@ def per_label_f1(pairs: Iterable[tuple[str, str | None]], labels: Sequence[str])
             fn[expected] += 1
         if predicted is not None and predicted in fp:
             fp[predicted] += 1
-    out: dict[str, float] = {}
+    out: list[LabelScore] = []
     for lb in labels:
         denom = 2 * tp[lb] + fp[lb] + fn[lb]
         if denom:
-            out[lb] = 2 * tp[lb] / denom
+            given, due = tp[lb] + fp[lb], tp[lb] + fn[lb]
+            out.append(LabelScore(lb, due, given, tp[lb] / given if given else None, tp[lb] / due if due else None,
+                                  2 * tp[lb] / denom))
     return out
+
+
+def per_label_f1(pairs: Iterable[tuple[str, str | None]], labels: Sequence[str]) -> dict[str, float]:
+    """F1 of each label over (expected, predicted) pairs; a label never expected nor predicted is left out."""
+    return {s.label: s.f1 for s in label_scores(pairs, labels)}
 
 
 def macro_f1(pairs: Iterable[tuple[str, str | None]], labels: Sequence[str]) -> float | None:

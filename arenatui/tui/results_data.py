@@ -11,8 +11,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from arenatui.decision_report import F1Answers, f1_answers
 from arenatui.load.report import stored_outcome
 from arenatui.load.run import LoadOutcome
+from arenatui.scoring.f1 import LabelScore, label_scores, macro_f1
 from arenatui.stats import (
     Comparison,
     Disagreement,
@@ -74,6 +76,26 @@ class CaseRow:
 
 
 @dataclass(frozen=True, slots=True)
+class Classification:
+    """One model's answers to the cases of one f1 scorer: macro-F1 and each label's precision, recall and F1."""
+
+    scorer: str
+    answers: int
+    """Answered working cases × trials scored by this scorer (errored calls are coverage, not misses)."""
+    macro_f1: float | None
+    labels: list[LabelScore]
+
+
+def classifications(answers: F1Answers) -> dict[str, list[Classification]]:
+    """Per model, one Classification per f1 scorer (scorers by name), from `decision_report.f1_answers`."""
+    out: dict[str, list[Classification]] = {}
+    for (model, scorer), (labels, pairs) in sorted(answers.items()):
+        out.setdefault(model, []).append(
+            Classification(scorer, len(pairs), macro_f1(pairs, labels), label_scores(pairs, labels)))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
 class StratumDiff:
     label: str
     comparison: Comparison
@@ -100,6 +122,8 @@ class RunView:
     """Per model, the concurrency levels it ran at and what each gave (stored with every sweep)."""
     load: LoadOutcome | None = None
     """A load run's figures, recomputed from its stored requests (a load run has no per-case results)."""
+    classification: dict[str, list[Classification]] = field(default_factory=dict)
+    """Per model, its f1-scored answers (empty when the run has no f1 scorer with answered cases)."""
 
     def __post_init__(self) -> None:
         self.by_model = {r.model: r for r in self.board}
@@ -111,6 +135,11 @@ class RunView:
     @property
     def ranked(self) -> list[str]:
         return [r.model for r in self.board]
+
+    def macro_f1(self, model: str) -> float | None:
+        """The model's macro-F1: of its one f1 scorer, or the mean over several (each has its own labels)."""
+        values = [c.macro_f1 for c in self.classification.get(model, []) if c.macro_f1 is not None]
+        return sum(values) / len(values) if values else None
 
     def decision(self, a: str, b: str) -> PairDecision | None:
         """The all-pairs (Holm) decision for a and b, in either order."""
@@ -157,9 +186,11 @@ def load_board(db: Path | str, run: str) -> RunView:
         res = load_plan_results(store, plan)
         modes = failure_modes(store, plan.record.run_id)
         is_load = run_kinds(store, [plan.record.run_id])[plan.record.run_id][0] == "load"
+        f1 = {} if is_load else classifications(f1_answers(store, plan))
     load = stored_outcome(db, plan.record.run_id)[1] if is_load else None
     tuning = {} if is_load else {ro.model_key: ro for ro in stored_readouts(plan.record.run_id, db)[1]}
-    return RunView(plan, res, leaderboard(res), [], [], [], [], failures=modes, tuning=tuning, load=load)
+    return RunView(plan, res, leaderboard(res), [], [], [], [], failures=modes, tuning=tuning, load=load,
+                   classification=f1)
 
 
 def complete_view(view: RunView) -> RunView:

@@ -81,6 +81,39 @@ def _run(project: Path, db: Path, run_id: str, started: float) -> None:
         c.execute("DELETE FROM tuning_decisions")
 
 
+F1_LABELS = ("positive", "negative", "neutral")
+F1_STRATA = {"pos": ("positive", 4), "neg": ("negative", 3), "neg-hard": ("negative", 1), "neu": ("neutral", 2)}
+"""stratum: (its cases' label, how many). A simulated model answers a stratum all right (the label) or all wrong
+("I am not sure.": no label) by its accuracy there, so each label's counts, and macro-F1, follow by hand."""
+F1_ACCURACY = {
+    "sim-sharp": {"pos": 1.0, "neg": 1.0, "neg-hard": 0.0, "neu": 1.0},
+    "sim-lazy": {"pos": 1.0, "neg": 0.0, "neg-hard": 0.0, "neu": 0.0},
+}
+
+
+def f1_project(tmp_path: Path) -> Path:
+    """Sentiment cases under an f1 scorer beside arithmetic under a numeric one (only the first are F1's)."""
+    cases: list[dict[str, Any]] = []
+    for stratum, (label, n) in F1_STRATA.items():
+        cases += [{"id": f"{stratum}-{i}", "input": f"Sentiment of review {stratum} {i}?", "expected": label,
+                   "stratum": stratum, "scorer": "sentiment"} for i in range(n)]
+    cases += [{"id": f"sum-{i}", "input": f"What is {i} + 1?", "expected": str(i + 1), "stratum": "pos"}
+              for i in range(4)]
+    raw: dict[str, Any] = {
+        "project": {"name": "f1-test"},
+        "run": {"concurrency": 8, "trials": 1, "seed": 3, "timeout_s": 10.0, "max_attempts": 1,
+                "backoff_base_s": 0.0, "backoff_cap_s": 0.0},
+        "models": [{"key": k, "provider": "sim", "model": k, "price_in_per_mtok": 1.0, "price_out_per_mtok": 2.0,
+                    "sim": _sim(1.0, 1.0) | {"strata_accuracy": acc}} for k, acc in F1_ACCURACY.items()],
+        "scorers": [{"name": "numeric", "kind": "numeric"},
+                    {"name": "sentiment", "kind": "f1", "labels": list(F1_LABELS)}],
+        "cases": cases,
+    }
+    path = tmp_path / "f1.toml"
+    path.write_text(tomli_w.dumps(raw), encoding="utf-8")
+    return path
+
+
 _CACHE: dict[str, Path] = {}
 
 
@@ -93,6 +126,17 @@ def results_db(tmp_path_factory: Any) -> Path:
         _run(results_project(d, seed=11), db, RUN_ID, 1767268800.0)
         _CACHE["db"] = db
     return _CACHE["db"]
+
+
+def f1_db(tmp_path_factory: Any, tmp_path: Path) -> Path:
+    """A copy of one stored run of `f1_project` (RUN_ID), built once per test session."""
+    if "f1" not in _CACHE:
+        d: Path = tmp_path_factory.mktemp("f1-db")
+        _run(f1_project(d), d / "f1.db", RUN_ID, 1767268800.0)
+        _CACHE["f1"] = d / "f1.db"
+    dst = tmp_path / "f1.db"
+    shutil.copy(_CACHE["f1"], dst)
+    return dst
 
 
 def copy_db(tmp_path_factory: Any, tmp_path: Path) -> Path:

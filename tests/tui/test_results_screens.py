@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Select, Static
+from textual.widgets import DataTable, Select, Static, TabbedContent
 
 from arenatui.cli import main
 from arenatui.store import Store
@@ -18,7 +18,7 @@ from arenatui.tui.screens.results import Results
 from arenatui.tui.screens.results_detail import CaseDetail, ModelDetail
 from arenatui.wording import LEADERBOARD_NOTE
 
-from .results_support import OLD_RUN_ID, RUN_ID, copy_db
+from .results_support import OLD_RUN_ID, RUN_ID, copy_db, f1_db
 from .support import INJECTIONS
 
 pytestmark = pytest.mark.anyio
@@ -102,6 +102,26 @@ async def test_enter_on_the_leaderboard_opens_the_model(db: Path) -> None:
         assert "sealed" in text and "working − sealed" in text
         await pilot.press("escape")
         assert isinstance(app.screen, Results)
+
+
+@pytest.mark.parametrize("key", ["1", "3", "4", "5", "6", "7"])
+async def test_a_tab_key_from_the_leaderboard_stays_on_its_tab(db: Path, key: str) -> None:
+    """The old tab's focused table used to be blurred onto a hidden sibling (the failure-mode table), which
+    switched TabbedContent back: "3" and "7" showed the leaderboard, and the view swapped tabs on every frame."""
+    tab = ("runs", "leaderboard", "compare", "pairs", "strata", "cases", "frontier")[int(key) - 1]
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        tabs = app.screen.query_one("#results-tabs", TabbedContent)
+        assert tabs.active == "leaderboard" and app.focused is app.screen.query_one("#leaderboard-table")
+        await pilot.press(key)
+        seen = set()
+        for _ in range(10):  # frames: a tab that swaps back shows here
+            await pilot.pause()
+            seen.add(tabs.active)
+        assert seen == {tab}
+        focused = app.focused
+        assert focused is not None and tabs.get_pane(tab) in focused.ancestors  # arrows and Enter go to this tab
 
 
 async def test_the_concurrency_readout_stored_with_a_run_is_shown(db: Path) -> None:
@@ -329,3 +349,85 @@ async def test_f5_reads_the_store_again_and_keeps_the_pair(db: Path) -> None:
         assert (screen.pair.a, screen.pair.b) == ("sim-strong", "sim-weak")
         board = {r[1]: r for r in rows(screen.query_one("#leaderboard-table", DataTable))}
         assert board["sim-weak"][5] != "100%"  # its coverage fell
+
+
+# ---- macro-F1 (f1 scorers) ------------------------------------------------------------------------------------
+
+# By hand, from results_support.F1_STRATA and F1_ACCURACY (a wrong simulated answer names no label):
+# sim-sharp misses only the one neg-hard case: positive 4/4, negative tp 3 fn 1, neutral 2/2.
+SHARP_NEGATIVE_F1 = 2 * 3 / (2 * 3 + 0 + 1)
+SHARP_MACRO = (1.0 + SHARP_NEGATIVE_F1 + 1.0) / 3  # 0.952
+# sim-lazy answers only the positive cases: negative tp 0 fn 4, neutral tp 0 fn 2.
+LAZY_MACRO = (1.0 + 0.0 + 0.0) / 3  # 0.333
+
+
+@pytest.fixture
+def f1db(tmp_path_factory: Any, tmp_path: Path) -> Path:
+    return f1_db(tmp_path_factory, tmp_path)
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def f1_text(app: Any) -> str:
+    """The model detail's classification tables as plain text (they sit below the fold of the modal)."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(width=100, file=io.StringIO(), record=True)
+    console.print(app.screen.query_one("#model-f1", Static).content)
+    return flat(console.export_text())
+
+
+async def test_the_leaderboard_shows_macro_f1_for_a_run_with_f1_cases(f1db: Path) -> None:
+    app = BrowseApp(f1db, RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        t = screen.query_one("#leaderboard-table", DataTable)
+        heads = [str(c.label) for c in t.ordered_columns]
+        assert heads[:6] == ["#", "model", "score ▼", "95% CI", "n", "macro-F1"]
+        by_model = {r[1]: r for r in rows(t)}
+        assert by_model["sim-sharp"][5] == f"{SHARP_MACRO:.3f}" == "0.952"
+        assert by_model["sim-lazy"][5] == f"{LAZY_MACRO:.3f}" == "0.333"
+        assert by_model["sim-lazy"][2] == f"{8 / 14:.3f}"  # the score counts the numeric cases too
+        assert "macro-F1: each label's F1 averaged" in static_text(app, "#leaderboard-note")
+        # s steps onto the macro-F1 column, best first
+        t.focus()
+        await pilot.press("s", "s", "s")
+        assert str(t.ordered_columns[5].label) == "macro-F1 ▼"
+        assert [r[1] for r in rows(t)] == ["sim-sharp", "sim-lazy"]
+        # Enter: the model's per-label precision, recall and F1 (each computed by arenatui.scoring.f1)
+        t.move_cursor(row=0)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ModelDetail) and app.screen.model == "sim-sharp"
+        text = f1_text(app)
+        assert f"classification sentiment: macro-F1 {SHARP_MACRO:.3f} over 10 answered cases" in text
+        assert "label precision recall F1 expected given" in text
+        assert "positive 1.000 1.000 1.000 4 4" in text
+        assert f"negative 1.000 {3 / 4:.3f} {SHARP_NEGATIVE_F1:.3f} 4 3" in text  # 0.750 0.857
+        assert "neutral 1.000 1.000 1.000 2 2" in text
+        await pilot.press("escape")
+        t.move_cursor(row=1)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ModelDetail) and app.screen.model == "sim-lazy"
+        text = f1_text(app)
+        assert f"macro-F1 {LAZY_MACRO:.3f} over 10 answered cases" in text
+        assert "negative - 0.000 0.000 4 0" in text  # never said negative: no precision, not a zero
+
+
+async def test_a_run_without_f1_cases_has_no_macro_f1_column(db: Path) -> None:
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        t = app.screen.query_one("#leaderboard-table", DataTable)
+        assert "macro-F1" not in " ".join(str(c.label) for c in t.ordered_columns)
+        assert "macro-F1" not in static_text(app, "#leaderboard-note")
+        t.move_cursor(row=0)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ModelDetail) and not app.screen.query("#model-f1")

@@ -16,7 +16,7 @@ from textual.widgets import DataTable
 
 from arenatui.tui.browse import BrowseApp
 
-from .results_support import RUN_ID, copy_db
+from .results_support import RUN_ID, copy_db, f1_db
 
 SIZE = (120, 40)
 
@@ -26,6 +26,13 @@ def db(tmp_path_factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("TZ", "UTC")  # the runs tab shows start times in local time
     time.tzset()
     return copy_db(tmp_path_factory, tmp_path)
+
+
+@pytest.fixture
+def f1db(tmp_path_factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    return f1_db(tmp_path_factory, tmp_path)
 
 
 def opened(*keys: str) -> Any:
@@ -77,3 +84,17 @@ def test_case_detail(snap_compare: Any, db: Path) -> None:
         await opened("enter")(pilot)
 
     assert snap_compare(BrowseApp(db, RUN_ID, theme="dark"), terminal_size=SIZE, run_before=open_case)
+
+
+def test_leaderboard_with_macro_f1_small_terminal(snap_compare: Any, f1db: Path) -> None:
+    """A run with f1-scored cases: the macro-F1 column beside n, still inside 80 columns."""
+    assert snap_compare(BrowseApp(f1db, RUN_ID, theme="dark"), terminal_size=(80, 24), run_before=opened("2"))
+
+
+def test_model_detail_with_per_label_f1(snap_compare: Any, f1db: Path) -> None:
+    async def open_model(pilot: Pilot[Any]) -> None:
+        await opened("2", "enter")(pilot)
+        pilot.app.screen.query_one("#model-f1").scroll_visible(animate=False)
+        await pilot.pause()
+
+    assert snap_compare(BrowseApp(f1db, RUN_ID, theme="dark"), terminal_size=SIZE, run_before=open_model)

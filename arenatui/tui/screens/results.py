@@ -45,6 +45,9 @@ from arenatui.wording import LEADERBOARD_NOTE
 TABS = ("runs", "leaderboard", "compare", "pairs", "strata", "cases", "frontier")
 MAX_CASE_ROWS = 500
 """The case table shows at most this many matches (a DataTable's cost grows with its rows)."""
+TAB_FOCUS = {"runs": "#runs-table", "leaderboard": "#leaderboard-table", "compare": "#compare-body",
+             "pairs": "#pairs-table", "strata": "#strata-table", "cases": "#cases-table", "frontier": "#frontier-body"}
+"""What takes the keys on each tab (the compare and frontier bodies scroll with the arrows)."""
 CASE_CHUNK, CASE_CHUNK_S = 100, 0.02
 """Case rows are added this many at a time, this far apart, so keys keep being answered meanwhile."""
 
@@ -81,17 +84,43 @@ LEADERBOARD: tuple[tuple[str, Callable[[ModelRow], Any], bool], ...] = (
     ("retries", lambda s: _nan_last(s.retry_rate), False),
 )
 """(header, sort key, higher is better): a first sort puts the best first, lower-is-better columns ascending."""
+F1_COLUMN = 4
+"""Where the macro-F1 column goes when a run has f1-scored answers: beside the score, visible at 80 columns."""
 
 
-def leaderboard_cells(s: ModelRow, trials: int) -> list[str | Text]:
+def leaderboard_columns(view: RunView) -> tuple[tuple[str, Callable[[ModelRow], Any], bool], ...]:
+    """The leaderboard's columns for this run: macro-F1 only when it has f1-scored answers."""
+    if not view.classification:
+        return LEADERBOARD
+    f1 = ("macro-F1", lambda s: _high(view.macro_f1(s.model)), True)
+    return (*LEADERBOARD[:F1_COLUMN], f1, *LEADERBOARD[F1_COLUMN:])
+
+
+def leaderboard_cells(s: ModelRow, trials: int, view: RunView | None = None) -> list[str | Text]:
     q = s.quality
-    return [
+    cells: list[str | Text] = [
         literal(s.model, newlines=False), score3(q.estimate) if q.n else "-",
         f"{q.low:.3f}–{q.high:.3f}" if q.n > 1 else "-", str(q.n), pct(s.coverage),
         score3(s.pass_at.get(1, math.nan)), f"{score3(_top_k(s))} k={trials}", pct(s.consistency),
         money(s.cost_per_correct), money(s.cost_per_answered), fmt_num(s.latency_p50), fmt_num(s.latency_p95),
         fmt_num(s.ttft_p50), pct(s.error_rate), pct(s.retry_rate),
     ]
+    if view is not None and view.classification:
+        f1 = view.macro_f1(s.model)
+        cells.insert(F1_COLUMN, "-" if f1 is None else score3(f1))
+    return cells
+
+
+def show(table: DataTable[Any], shown: bool) -> None:
+    """Show or hide a table of auto height, touching `display` only when it changes.
+
+    The first assignment, even of the value it has, asks for a layout at once; the table measures its new rows
+    only later (on idle), and that second layout request then no longer moves the counter Textual keys its size
+    cache on. A layout in between left the table 0 rows high for good: a blank leaderboard (and failure-mode
+    table) in about one results-snapshot run in four on a busy machine.
+    """
+    if table.display != shown:
+        table.display = shown
 
 
 def _started(t: float) -> str:
@@ -128,7 +157,7 @@ class Results(Screen[None]):
         self.runs: list[RunListing] = []
         self.marked: list[str] = []
         self.sort_column = 1
-        """Index into LEADERBOARD: score, best first, to begin with."""
+        """Index into the run's leaderboard columns (`leaderboard_columns`): score, best first, to begin with."""
         self.sort_reverse = False
         self._case_fill = 0
         self.cases_filled = False
@@ -329,20 +358,24 @@ class Results(Screen[None]):
         if view.load is not None:
             self._show_load(view)
             return
-        self.query_one("#leaderboard-table", DataTable).display = True
         t = self.query_one("#leaderboard-table", DataTable)
+        show(t, True)
         t.clear(columns=True)
         t.add_column("#", key="#")
-        for i, (name, _key, _hi) in enumerate(LEADERBOARD):
+        columns = leaderboard_columns(view)
+        self.sort_column = min(self.sort_column, len(columns) - 1)  # another run may have had the macro-F1 column
+        for i, (name, _key, _hi) in enumerate(columns):
             label = Text(name)
             if i == self.sort_column:
                 label.append(" ▲" if self.sort_reverse else " ▼")
             t.add_column(label, key=name)
-        name, key, higher = LEADERBOARD[self.sort_column]
+        name, key, higher = columns[self.sort_column]
         order = sorted(view.board, key=key, reverse=higher != self.sort_reverse)
         for i, s in enumerate(order, 1):
-            t.add_row(str(i), *leaderboard_cells(s, view.plan.trials), key=s.model)
+            t.add_row(str(i), *leaderboard_cells(s, view.plan.trials, view), key=s.model)
         note = Text(f"sorted by {name}; s next column, S back; Enter opens a model. {LEADERBOARD_NOTE}")
+        if view.classification:
+            note.append(" macro-F1: each label's F1 averaged, over the f1-scored cases (per label: Enter).")
         if view.results.sealed.any():
             note.append(" Sealed cases are scored apart (Enter on a model).")
         optima = [(m, view.tuning[m].verdict) for m in view.ranked if m in view.tuning and view.tuning[m].levels]
@@ -357,7 +390,7 @@ class Results(Screen[None]):
         t = self.query_one("#failures-table", DataTable)
         t.clear(columns=True)
         modes = [m for m in FAILURE_MODES if any(m in d for d in view.failures.values())]
-        t.display = bool(modes)
+        show(t, bool(modes))
         if not modes:
             return
         t.add_column("failed as", key="model")
@@ -589,7 +622,7 @@ class Results(Screen[None]):
     @on(DataTable.HeaderSelected, "#leaderboard-table")
     def _header_selected(self, event: DataTable.HeaderSelected) -> None:
         i = event.column_index - 1
-        if 0 <= i < len(LEADERBOARD):
+        if self.view is not None and 0 <= i < len(leaderboard_columns(self.view)):
             self.sort_reverse = not self.sort_reverse if i == self.sort_column else False
             self.sort_column = i
             self._show_leaderboard()
@@ -616,12 +649,23 @@ class Results(Screen[None]):
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        # keys go to the tab's main table at once (arrows, Enter), not to whatever had focus before
-        tables = event.pane.query(DataTable)
-        main = next((t for t in tables if t.id not in ("pair-strata",)), None)
-        if main is not None and event.pane.id != "compare":
-            main.focus()
+        # a tab chosen with the mouse: keys go to its main widget at once (arrows, Enter)
+        focused = self.focused
+        if event.pane.id in TAB_FOCUS and (focused is None or event.pane not in focused.ancestors):
+            self._focus_tab(event.pane.id)
         self.refresh_bindings()
+
+    def _focus_tab(self, tab: str) -> None:
+        """Give the keys to the tab's main widget now, before the old tab hides.
+
+        Not `Widget.focus()`, which waits for the next frame: meanwhile the old tab's focused table gets hidden
+        and Textual blurs it onto a sibling in that same hidden tab, TabbedContent then switches back to the
+        tab holding the focus, and each tab's activation took the focus from the other: the view swapped
+        between two tabs until the next key (it showed the leaderboard after "3" or "7", and after "1" when
+        the machine was busy).
+        """
+        target = self.query_one(TAB_FOCUS[tab])
+        self.set_focus(target if target.display else None)  # a load run hides the leaderboard table
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Keys that only mean something on one tab are shown only there."""
@@ -633,18 +677,21 @@ class Results(Screen[None]):
         return True
 
     def action_tab(self, tab: str) -> None:
+        self._focus_tab(tab)
         self.query_one("#results-tabs", TabbedContent).active = tab
 
     def action_sort(self, step: int) -> None:
         if self.query_one("#results-tabs", TabbedContent).active != "leaderboard":
             return
-        self.sort_column = (self.sort_column + step) % len(LEADERBOARD)
+        if self.view is None:
+            return
+        self.sort_column = (self.sort_column + step) % len(leaderboard_columns(self.view))
         self.sort_reverse = False
         self._show_leaderboard()
 
     def action_search(self) -> None:
         self.action_tab("cases")
-        self.query_one("#case-search", Input).focus()
+        self.set_focus(self.query_one("#case-search", Input))
 
     def action_mark_run(self) -> None:
         if self.query_one("#results-tabs", TabbedContent).active != "runs" or not self.runs:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from rich.console import Group
 from rich.style import Style
+from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -17,7 +19,7 @@ from textual.widgets import Label, Static
 from arenatui.safe_text import literal
 from arenatui.stats import ModelRow
 from arenatui.store.queries import CallRow, CaseInfo
-from arenatui.tui.results_data import RunView, case_results
+from arenatui.tui.results_data import Classification, RunView, case_results
 from arenatui.tui.screens.common import fmt_errors, fmt_num
 
 _LABEL = Style(bold=True)
@@ -173,6 +175,26 @@ def model_text(view: RunView, s: ModelRow) -> Text:
     return out
 
 
+def f1_tables(classes: list[Classification]) -> Group:
+    """Per f1 scorer: its macro-F1, then each label's precision, recall and F1 (labels are the project's text)."""
+    parts: list[Text | Table] = []
+    for c in classes:
+        head = Text("\nclassification ", _LABEL)
+        head.append(literal(c.scorer, newlines=False))
+        head.append(f": macro-F1 {'-' if c.macro_f1 is None else score3(c.macro_f1)} over {c.answers} answered "
+                    "cases (an answer with no label misses its label)")
+        parts.append(head)
+        t = Table(box=None, padding=(0, 2), show_edge=False, header_style="bold")
+        for col in ("label", "precision", "recall", "F1", "expected", "given"):
+            t.add_column(col, justify="left" if col == "label" else "right", no_wrap=True, min_width=len(col))
+        for lb in c.labels:
+            t.add_row(literal(lb.label, newlines=False), "-" if lb.precision is None else score3(lb.precision),
+                      "-" if lb.recall is None else score3(lb.recall), score3(lb.f1), str(lb.expected),
+                      str(lb.predicted))
+        parts.append(t)
+    return Group(*parts)
+
+
 class ModelDetail(ModalScreen[None]):
     """One model's figures from the leaderboard, with the caveats that go with them."""
 
@@ -190,4 +212,7 @@ class ModelDetail(ModalScreen[None]):
             yield Label(title)
             with VerticalScroll(id="model-body"):
                 yield Static(model_text(self.view, self.view.by_model[self.model]), id="model-text")
+                classes = self.view.classification.get(self.model)
+                if classes:
+                    yield Static(f1_tables(classes), id="model-f1")
             yield Label(Text("Escape closes"), classes="hint")

@@ -332,7 +332,7 @@ class LiveMetrics:
     def _finished(self, ev: CallFinished) -> None:
         # The hottest function outside the engine: one tuple unpack, then locals.
         (mk, cid, trial, status, _output, score, _passed, ec, emsg, attempts, lat, _total, ttft, itok, otok, cost,
-         _finish, _est, _started_at, _finished_at, _connect, mode, _detail) = ev.result
+         _finish, _est, _started_at, _finished_at, _connect, mode, _detail, _http) = ev.result
         mi = self._m_index[mk]
         agg = self.models[mi]
         if self._backoff and (mk, cid, trial) in self._backoff:

@@ -53,6 +53,9 @@ class CallResult(NamedTuple):
     """What a result that did not pass looked like (arenatui.scoring.failure_modes): 'none' when it passed."""
     score_detail: str | None = None
     """The scorer's own word on the answer: the JSON path that failed, the code's verdict."""
+    http_status: int | None = None
+    """The HTTP status of the call's last attempt when it failed with one (a 429, a 503): the failed attempt
+    that ended an errored call keeps it like the retried ones do."""
 
 
 class CallStarted(NamedTuple):

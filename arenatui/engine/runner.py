@@ -352,6 +352,7 @@ class Runner:
             p = parked
             started_wall, t0, attempt, in_tok, out_tok = p.started_wall, p.t0, p.attempt, p.in_tok, p.out_tok
             err_class, err_msg, latency, connect_ms = p.err_class, p.err_msg, p.latency, p.connect_ms
+        http_status: int | None = None
         try:
             if lane.rpm is not None:
                 await lane.rpm.acquire()
@@ -362,7 +363,7 @@ class Runner:
             ta = time.monotonic()
             self.emit(CallStarted(mkey, case.id, trial, attempt, ta))
             retry_after: float | None = None
-            http_status: int | None = None
+            http_status = None
             # Positional construction on the hot path: keyword arguments cost 2.5 µs more per CallResult.
             request = Request(model, case, trial, attempt, build_messages(model, self._defaults, case),
                               lane.max_tokens, lane.temperature, self.timeout_s)
@@ -465,7 +466,7 @@ class Runner:
             raise
         now = time.monotonic()
         self.emit(CallFinished(self._errored(lane, case, trial, err_class, err_msg, attempt, latency, t0, now,
-                                              started_wall, in_tok, out_tok, connect_ms), now))
+                                              started_wall, in_tok, out_tok, connect_ms, http_status), now))
 
     async def _score_after(self, e: Exception, output: str, case: Case) -> Score | str:
         """The verdict after scoring on the loop raised `e`, or why there is none (a message): one call's
@@ -500,14 +501,14 @@ class Runner:
 
     def _errored(self, lane: _ModelLane, case: Case, trial: int, err_class: ErrorClass, msg: str, attempts: int,
                  latency: float | None, t0: float, now: float, started_wall: float, in_tok: int,
-                 out_tok: int, connect_ms: float | None) -> CallResult:
+                 out_tok: int, connect_ms: float | None, http_status: int | None = None) -> CallResult:
         return CallResult(
             model_key=lane.model.key, case_id=case.id, trial=trial, status="errored", output=None, score=None,
             passed=False, error_class=err_class, error_message=self._message(case, msg), attempts=attempts,
             latency_ms=latency, total_ms=(now - t0) * 1000.0, ttft_ms=None, input_tokens=in_tok,
             output_tokens=out_tok, cost=lane.model.cost(in_tok, out_tok), finish_reason=None,
             tokens_estimated=False, started_at=started_wall, finished_at=started_wall + (now - t0),
-            connect_ms=connect_ms, failure_mode=err_class,
+            connect_ms=connect_ms, failure_mode=err_class, http_status=http_status,
         )
 
 

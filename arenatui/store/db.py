@@ -55,8 +55,8 @@ def retry_row(run_id: str, ev: CallRetrying, at: float) -> tuple[Any, ...]:
 
 def final_attempt_row(run_id: str, r: CallResult) -> tuple[Any, ...]:
     """The failed attempt that ended an errored call (no retry followed, so nothing was slept)."""
-    return (run_id, r.model_key, r.case_id, r.trial, r.attempts, r.error_class, None, None, None, r.finished_at,
-            r.error_message)
+    return (run_id, r.model_key, r.case_id, r.trial, r.attempts, r.error_class, r.http_status, None, None,
+            r.finished_at, r.error_message)
 
 
 def concurrency_change_row(run_id: str, ev: ConcurrencyChanged) -> tuple[Any, ...]:

@@ -6,6 +6,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "run_id", "model_key", "case_id", "trial", "status", "output", "score", "passed", "error_class",
     "error_message", "attempts", "latency_ms", "total_ms", "ttft_ms", "input_tokens", "output_tokens", "cost",
     "finish_reason", "tokens_estimated", "started_at", "finished_at", "connect_ms", "failure_mode", "score_detail",
+    "http_status",
 )
 
 MIGRATIONS: tuple[str, ...] = (
@@ -192,5 +193,9 @@ MIGRATIONS: tuple[str, ...] = (
         knee INTEGER NOT NULL DEFAULT 0,
         PRIMARY KEY (sweep_id, level)
     );
+    """,
+    # 9: the HTTP status of the attempt that ended an errored call (its failed-attempt row kept None before)
+    """
+    ALTER TABLE results ADD COLUMN http_status INTEGER;
     """,
 )

@@ -150,3 +150,28 @@ def test_a_retry_that_succeeds_counts_every_attempt() -> None:
     assert (r.status, r.attempts, r.error_class) == ("passed", 2, None)
     assert r.total_ms >= r.latency_ms
     assert isinstance(rec.retrying()[0], CallRetrying)
+
+
+def test_the_attempt_that_ends_an_errored_call_keeps_its_http_status() -> None:
+    # the retried attempts carried their status on CallRetrying; the last one, which no retry follows, used to
+    # lose it, so a call's attempt history could not tell a 429 storm from a server answering 503
+    def behave(req: Request) -> Exception:
+        err: RateLimited | TransientError
+        if req.case.id == "c000":
+            err = RateLimited("429 slow down", retry_after=0.001)
+            err.http_status = 429
+        else:
+            err = TransientError("503 overloaded")
+            err.http_status = 503
+        return err
+
+    _prov, rec, _ = _run(2, behave, RetryPolicy(max_attempts=2, base_s=0.001, cap_s=0.001))
+    by_case = {r.case_id: r for r in rec.results}
+    assert (by_case["c000"].error_class, by_case["c000"].http_status) == ("rate_limited", 429)
+    assert (by_case["c001"].error_class, by_case["c001"].http_status) == ("transient", 503)
+    assert {(e.case_id, e.http_status) for e in rec.retrying()} == {("c000", 429), ("c001", 503)}
+
+    from arenatui.store.db import final_attempt_row
+
+    row = final_attempt_row("run", by_case["c001"])
+    assert row[4:7] == (2, "transient", 503)  # attempt, error class, HTTP status

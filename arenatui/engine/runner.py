@@ -10,7 +10,7 @@ start than there are calls left to make (a million-worker pool for 144 calls too
 A call backing off between attempts holds no worker: it is parked in its model's heap of calls due
 at a time, and the worker goes on with other work (one model told to wait 120 s used to hold every
 worker asleep while healthy models stood still). A due call goes before a new one of its model. A
-model's parked and in-flight calls together stay within the global limit, so a model that is backing
+model's parked and in-flight calls together stay within its cap (or the global limit), so a model that is backing
 off does not keep opening new calls against its provider; its cap still means calls in flight at the
 provider, which parked calls are not.
 """
@@ -277,8 +277,12 @@ class Runner:
                     self._parked_n -= 1
                     self._rr = idx + 1
                     return lane, p.case, p.trial, p
-                if lane.in_flight + len(parked) >= self.target:
-                    continue  # backing off: no new calls for this model beyond what one worker pool would hold
+                room = self.target if lane.cap is None else min(self.target, lane.cap)
+                if lane.in_flight + len(parked) >= room:
+                    # backing off: no new calls for this model beyond its cap (or the pool): a capped model that is
+                    # being refused must not keep opening new calls while its refused ones wait, each refusal
+                    # pushing the provider's window further out
+                    continue
             if lane.exhausted:
                 continue
             item = next(lane.calls, None)

@@ -175,3 +175,17 @@ def test_the_attempt_that_ends_an_errored_call_keeps_its_http_status() -> None:
 
     row = final_attempt_row("run", by_case["c001"])
     assert row[4:7] == (2, "transient", 503)  # attempt, error class, HTTP status
+
+
+def test_a_capped_model_being_refused_opens_no_new_calls_while_its_refused_ones_wait() -> None:
+    # cap 1 under a pool of 8: each refused call waits out its retry-after before the model's next call starts.
+    # Before, the model went on opening new calls while refused ones waited (up to the pool, not its cap), each
+    # refusal pushing a token-bucket provider's window further out: the demo's tuned model ended at cap 1 with
+    # 46 calls given up on 429s
+    p = project(4, [{"key": "m", "provider": "sim", "max_concurrency": 1}])
+    prov = ScriptedProvider(lambda req: RateLimited("429", retry_after=0.01) if req.attempt == 1 else None)
+    r, rec = runner(p, {"m": prov}, policy=RetryPolicy(max_attempts=3, base_s=0.001, cap_s=0.001), concurrency=8)
+    assert anyio.run(r.run) == "finished"
+    order = [(e.case_id, e.attempt) for e in rec.started()]
+    assert order == [(f"c{i:03d}", a) for i in range(4) for a in (1, 2)]
+    assert [x.status for x in rec.results] == ["passed"] * 4

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import difflib
+import hashlib
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from arenatui.config.schema import Case, ModelConfig, Project
+from arenatui.config.schema import JUDGE_LANE_PREFIX, Case, ModelConfig, Project, ScorerConfig
 from arenatui.errors import PlanError
 from arenatui.limits import MAX_TRIALS
 
@@ -30,14 +32,85 @@ class Filters:
                    trials=d.get("trials"))
 
 
+def judge_lane(judge_key: str) -> str:
+    """The engine's lane (and the console's row) of a judge model."""
+    return JUDGE_LANE_PREFIX + judge_key
+
+
+def judge_trial(model_index: int, trial: int, trials: int) -> int:
+    """A judge call's trial in its lane: one per candidate model and trial, so each has a cell of its own."""
+    return model_index * trials + trial
+
+
+def judged_case_ids(project: Project, scorer: ScorerConfig) -> frozenset[str]:
+    """The cases an llm_judge scorer judges: all of its cases, or its `sample` of them.
+
+    The sample is a deterministic rank of the project's cases for that scorer (BLAKE2b of scorer name and case id),
+    the same for every model, every run and any --limit/--tags, so paired comparisons stay paired and a resumed
+    run judges what the first one chose."""
+    default = project.scorers[0].name
+    mine = [c.id for c in project.cases if (c.scorer or default) == scorer.name]
+    n = len(mine)
+    k = math.ceil(scorer.sample * n) if scorer.sample <= 1.0 else min(n, int(scorer.sample))
+    if k >= n:
+        return frozenset(mine)
+    rank = sorted(mine, key=lambda cid: hashlib.blake2b(f"{scorer.name}|{cid}".encode(), digest_size=8).digest())
+    return frozenset(rank[:k])
+
+
+@dataclass(frozen=True, slots=True)
+class JudgePlan:
+    """One judge model's lane: which of the plan's cases its scorers judge."""
+
+    model: ModelConfig
+    case_ids: frozenset[str]
+    """The plan's cases it judges (for every candidate model and trial)."""
+    total: int
+    """Judge calls the whole plan makes: judged cases × candidate models × trials."""
+
+    @property
+    def key(self) -> str:
+        return judge_lane(self.model.key)
+
+
+@dataclass(frozen=True, slots=True)
+class AwaitingJudge:
+    """A stored answer that an interrupted run left unscored: resume judges it without calling its model again."""
+
+    model_key: str
+    case_id: str
+    trial: int
+    output: str
+    finish_reason: str | None
+
+
 @dataclass(slots=True)
 class Plan:
     project: Project
     models: tuple[ModelConfig, ...]
+    """The candidates: the models asked the cases (judges are in `judges`)."""
     cases: tuple[Case, ...]
     trials: int
     done: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
     """Per model, (case id, trial) already stored with a final result."""
+    judges: tuple[JudgePlan, ...] = ()
+    awaiting: tuple[AwaitingJudge, ...] = ()
+    """Answers stored unscored and awaiting their judge (resume): judged before anything else of their lane."""
+    judged_done: dict[str, int] = field(default_factory=dict)
+    """Per judge lane, judge calls already stored with a verdict (resume)."""
+
+    def judged_cases(self) -> dict[str, tuple[ScorerConfig, str]]:
+        """Case id → (its llm_judge scorer, its judge lane), for the plan's cases that are judged."""
+        out: dict[str, tuple[ScorerConfig, str]] = {}
+        default = self.project.scorers[0]
+        by_name = {s.name: s for s in self.project.scorers}
+        chosen = {s.name: judged_case_ids(self.project, s) for s in self.project.scorers if s.kind == "llm_judge"}
+        for c in self.cases:
+            s = by_name[c.scorer] if c.scorer is not None else default
+            if s.kind == "llm_judge" and c.id in chosen[s.name]:
+                assert s.judge is not None
+                out[c.id] = (s, judge_lane(s.judge))
+        return out
 
     @property
     def total(self) -> int:
@@ -67,15 +140,15 @@ class Plan:
 
 def make_plan(project: Project, filters: Filters = Filters(),
               done: dict[str, set[tuple[str, int]]] | None = None) -> Plan:
-    models = project.models
+    models = tuple(m for m in project.models if m.candidate)
     if filters.models:
-        known = [m.key for m in project.models]
+        known = [m.key for m in models]
         for k in filters.models:
             if k not in known:
                 close = difflib.get_close_matches(k, known, n=1)
                 hint = f"; did you mean '{close[0]}'?" if close else f"; the project has: {', '.join(known)}"
                 raise PlanError(f"--models: no model {k!r} in {project.path}{hint}")
-        models = tuple(m for m in project.models if m.key in filters.models)
+        models = tuple(m for m in models if m.key in filters.models)
     cases = project.cases
     if filters.tags:
         wanted = set(filters.tags)
@@ -90,4 +163,13 @@ def make_plan(project: Project, filters: Filters = Filters(),
     trials = filters.trials if filters.trials is not None else project.run.trials
     if not 1 <= trials <= MAX_TRIALS:
         raise PlanError(f"--trials: expected a whole number from 1 to {MAX_TRIALS}, got {trials}")
-    return Plan(project=project, models=models, cases=cases, trials=trials, done=done or {})
+    plan = Plan(project=project, models=models, cases=cases, trials=trials, done=done or {})
+    judged = plan.judged_cases()
+    lanes: dict[str, set[str]] = {}
+    for cid, (_s, lane) in judged.items():
+        lanes.setdefault(lane, set()).add(cid)
+    plan.judges = tuple(
+        JudgePlan(model=m, case_ids=frozenset(lanes[judge_lane(m.key)]),
+                  total=len(lanes[judge_lane(m.key)]) * len(models) * trials)
+        for m in project.models if judge_lane(m.key) in lanes)
+    return plan

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from arenatui.config.schema import (
+    JUDGE_LANE_PREFIX,
     MOCK_FAULTS,
     PROVIDERS,
     RETRY_AFTER_FORMS,
@@ -243,6 +244,8 @@ def _read_model(t: _Table) -> ModelConfig:
     if not _KEY_RE.match(key):
         raise t.error("key", "expected 1-80 characters of letters, digits and _.:/@+- "
                       "(starting with a letter or digit)")
+    if key.startswith(JUDGE_LANE_PREFIX):
+        raise t.error("key", f"must not start with {JUDGE_LANE_PREFIX!r}: the console names judge lanes that way")
     provider = t.string("provider", "sim")
     if provider not in PROVIDERS:
         close = difflib.get_close_matches(provider or "", PROVIDERS, n=1)
@@ -308,6 +311,7 @@ def _read_model(t: _Table) -> ModelConfig:
         headers_env=headers_env,
         extra_body=dict(extra.data),
         sim=_read_sim(t),
+        candidate=t.boolean("candidate", True),
     )
     t.finish()
     return m
@@ -373,9 +377,6 @@ def _read_mock(t: _Table, model_keys: list[str]) -> dict[str, MockFaults]:
 
 def _read_scorer(t: _Table) -> ScorerConfig:
     kind = t.string("kind", required=True)
-    if kind == "llm_judge":
-        raise t.error("kind", "llm_judge is not available yet in this version; use json_schema, python (your own "
-                              "function) or code_exec")
     if kind not in SCORER_KINDS:
         close = difflib.get_close_matches(kind or "", SCORER_KINDS, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
@@ -408,6 +409,45 @@ def _read_scorer(t: _Table) -> ScorerConfig:
             load_function(function, t.file.parent)
         except PluginProblem as e:
             raise t.error("function", str(e)) from None
+    judge = t.string("judge")
+    rubric = t.string("rubric")
+    scale = t.string("scale", "pass/fail") or "pass/fail"
+    verdict = t.string("verdict")
+    pass_at = t.number("pass_at", None)
+    sample = t.number("sample", 1.0, lo=0.0, lo_open=True) or 1.0
+    if kind == "llm_judge":
+        if judge is None:
+            raise t.error("judge", "is required for an llm_judge scorer: the key of the [[models]] entry that judges")
+        if rubric is None or not rubric.strip():
+            raise t.error("rubric", "is required for an llm_judge scorer: the judge's prompt, with {output} (and "
+                                    "{input}, {expected} if it needs them) where the texts go")
+        if "{output}" not in rubric:
+            raise t.error("rubric", "must contain {output}, where the answer to judge goes")
+        m_scale = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", scale)
+        if m_scale:
+            lo, hi = int(m_scale.group(1)), int(m_scale.group(2))
+            if hi <= lo:
+                raise t.error("scale", f"expected LO-HI with LO < HI, got {scale!r}")
+            scale = f"{lo}-{hi}"
+            if pass_at is not None and not lo <= pass_at <= hi:
+                raise t.error("pass_at", f"expected a verdict within the scale {scale}, got {pass_at:g}")
+        elif scale.strip().lower() in ("pass/fail", "pass-fail", "passfail"):
+            scale = "pass/fail"
+            if pass_at is not None:
+                raise t.error("pass_at", "applies to a numeric scale only (scale = \"1-5\"); this one is pass/fail")
+        else:
+            raise t.error("scale", f'expected "pass/fail" or a whole-number range such as "1-5", got {scale!r}')
+        if verdict is not None:
+            try:
+                re.compile(verdict)
+            except re.error as e:
+                raise t.error("verdict", f"is not a valid regular expression ({e})") from None
+        if sample > 1.0 and not float(sample).is_integer():
+            raise t.error("sample", f"expected a share in (0, 1] or a whole number of cases, got {sample:g}")
+    else:
+        for k, v in (("judge", judge), ("rubric", rubric), ("verdict", verdict), ("pass_at", pass_at)):
+            if v is not None:
+                raise t.error(k, f"applies to llm_judge scorers only (this one is {kind})")
     out = ScorerConfig(
         name=name,
         kind=kind,  # type: ignore[arg-type]
@@ -420,6 +460,12 @@ def _read_scorer(t: _Table) -> ScorerConfig:
         function=function,
         timeout_s=t.number("timeout_s", 10.0, lo=0.0, hi=3600.0, lo_open=True) or 10.0,
         memory_mb=t.integer("memory_mb", 512, lo=64) or 512,
+        judge=judge,
+        rubric=rubric,
+        scale=scale,
+        verdict=verdict,
+        pass_at=pass_at,
+        sample=sample,
     )
     t.finish()
     return out
@@ -697,12 +743,38 @@ def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
             raise ConfigError(str(file), f"scorers[{i}].kind",
                               "code_exec runs model-written code on this machine: set [run] allow_code_exec = true "
                               "to allow it (it guards against accidents, not attacks; see README)")
+    models = _judges_checked(file, raw_models, models, scorers)
     mock = _read_mock(top.table("mock"), [m.key for m in models])
     top.finish()
     return Project(
         name=name, path=file, defaults=defaults, run=run, models=tuple(models), cases=tuple(cases),
         scorers=tuple(scorers), theme=theme, mock=mock,
     )
+
+
+def _judges_checked(file: Path, raw_models: list[Any], models: list[ModelConfig],
+                    scorers: list[ScorerConfig]) -> list[ModelConfig]:
+    """Every llm_judge scorer names a model; a model named as a judge only judges unless it says `candidate = true`."""
+    keys = {m.key: i for i, m in enumerate(models)}
+    judges: set[str] = set()
+    for i, s in enumerate(scorers):
+        if s.kind != "llm_judge" or s.judge is None:
+            continue
+        if s.judge not in keys:
+            close = difflib.get_close_matches(s.judge, list(keys), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; the project has: {', '.join(keys)}"
+            raise ConfigError(str(file), f"scorers[{i}].judge", f"names no [[models]] entry {s.judge!r}{hint}")
+        judges.add(s.judge)
+    out = []
+    for i, m in enumerate(models):
+        said = isinstance(raw_models[i], dict) and "candidate" in raw_models[i]
+        if m.key in judges and not said:
+            m = dataclasses.replace(m, candidate=False)
+        out.append(m)
+    if not any(m.candidate for m in out):
+        raise ConfigError(str(file), "models", "no model to evaluate: every model is a judge (set candidate = true on "
+                                               "a judge that should also answer the cases)")
+    return out
 
 
 def _prune(d: dict[str, Any]) -> dict[str, Any]:

@@ -11,9 +11,11 @@ PROVIDERS: tuple[str, ...] = ("sim", "openai", "anthropic")
 TRANSPORTS: tuple[str, ...] = ("auto", "httpx", "aiohttp")
 """HTTP clients a model may use (arenatui.providers.transports says why there are two)."""
 ScorerKind = Literal["exact", "contains", "regex", "choice", "numeric", "json_valid", "json_schema", "f1", "python",
-                     "code_exec"]
+                     "code_exec", "llm_judge"]
 SCORER_KINDS: tuple[str, ...] = ("exact", "contains", "regex", "choice", "numeric", "json_valid", "json_schema", "f1",
-                                 "python", "code_exec")
+                                 "python", "code_exec", "llm_judge")
+JUDGE_LANE_PREFIX = "judge:"
+"""The engine's lane of a judge model is keyed ``judge:<model key>``; no model key may start with it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +128,9 @@ class ModelConfig:
     Cookie, ...); like api_key_env, only the names are ever stored."""
     extra_body: dict[str, Any] = field(default_factory=dict)
     sim: SimSettings = field(default_factory=SimSettings)
+    candidate: bool = True
+    """Whether the sweep asks this model the cases. A model named as an llm_judge scorer's ``judge`` is only a
+    judge unless the project sets ``candidate = true`` on it."""
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         return (input_tokens * self.price_in_per_mtok + output_tokens * self.price_out_per_mtok) / 1e6
@@ -175,6 +180,38 @@ class ScorerConfig:
     """code_exec: wall clock for one run of the model's code with the case's tests."""
     memory_mb: int = 512
     """code_exec: address-space limit of the process running the code."""
+    judge: str | None = None
+    """llm_judge: the key of the [[models]] entry that judges."""
+    rubric: str | None = None
+    """llm_judge: the judge's prompt; ``{input}``, ``{expected}`` and ``{output}`` are replaced literally."""
+    scale: str = "pass/fail"
+    """llm_judge: how the verdict reads: "pass/fail", or a whole-number range "LO-HI" such as "1-5"."""
+    verdict: str | None = None
+    """llm_judge: a regular expression whose group 1 (else whole match) is the verdict token in the judge's answer;
+    without it the last 'score: N' (or a bare number) / the last PASS or FAIL is read."""
+    pass_at: float | None = None
+    """llm_judge with a numeric scale: the lowest verdict that passes (default: the top quarter of the range)."""
+    sample: float = 1.0
+    """llm_judge: which of its cases are judged: a share in (0, 1] or, from 1 up and whole, a number of cases.
+    The same cases for every model (a deterministic rank), so paired comparisons stay paired."""
+
+    def scale_range(self) -> tuple[int, int] | None:
+        """The numeric scale (lo, hi), or None for pass/fail."""
+        if self.scale == "pass/fail":
+            return None
+        lo, _, hi = self.scale.partition("-")
+        return int(lo), int(hi)
+
+    def passing_verdict(self) -> float:
+        """The lowest numeric verdict that passes."""
+        rng = self.scale_range()
+        assert rng is not None
+        lo, hi = rng
+        if self.pass_at is not None:
+            return self.pass_at
+        import math
+
+        return lo + math.ceil(0.75 * (hi - lo))
 
 
 MOCK_FAULTS: tuple[str, ...] = (

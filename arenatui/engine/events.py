@@ -12,9 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-Status = Literal["passed", "failed", "errored"]
-ErrorClass = Literal["rate_limited", "timeout", "transient", "terminal", "cancelled", "scoring_error"]
-"""scoring_error: the model answered (the output is kept) but the scorer could not judge it."""
+Status = Literal["passed", "failed", "errored", "unscored"]
+"""unscored: the model answered (the output is kept) and an llm_judge scorer has not scored it: its failure_mode says
+why, 'unjudged' (the case is outside the scorer's sample: it never will be) or 'awaiting_judge' (a JudgeFinished
+will score it; resume judges what an interrupted run left). An unscored call is answered: coverage, not quality."""
+ErrorClass = Literal["rate_limited", "timeout", "transient", "terminal", "cancelled", "scoring_error", "judge_error"]
+"""scoring_error: the model answered (the output is kept) but the scorer could not judge it. judge_error: the same
+for an llm_judge scorer: its judge's call failed or its answer held no readable verdict (never a silent 0)."""
 RunStatus = Literal["finished", "cancelled", "failed"]
 
 
@@ -88,6 +92,27 @@ class CallFinished(NamedTuple):
     t: float
 
 
+class JudgeFinished(NamedTuple):
+    """A judge call ended, and with it the scoring of one candidate call (model_key, case_id, trial).
+
+    `result` is the judge call itself, as its lane sees it: model_key is the lane ``judge:<judge model key>``,
+    case_id the candidate's case, trial ``candidate model index × trials + candidate trial`` (plan.judge_trial), so
+    every judge call has its own cell; output is the judge's answer, cost its spend (apart from the candidate's).
+    Its status/score/passed are the verdict on the candidate: passed or failed, or errored with error_class
+    'judge_error' (unreadable verdict, or the judge call failed: error_message says how) which is also the
+    candidate's new state, with failure_mode and score_detail ("judge 4 on 1-5"). A judge call stopped with the
+    sweep has error_class 'cancelled': the candidate stays unscored/awaiting_judge and resume judges it.
+    """
+
+    result: CallResult
+    model_key: str
+    """The candidate's model."""
+    case_id: str
+    trial: int
+    """The candidate's trial."""
+    t: float
+
+
 @dataclass(frozen=True, slots=True)
 class ConcurrencyChanged:
     old: int
@@ -145,5 +170,5 @@ class TunerDecided:
     t: float
 
 
-Event = (CallStarted | CallRetrying | CallFinished | ConcurrencyChanged | RunPaused | RunResumed | RunFinished
-         | ClientLoadSampled | TunerDecided)
+Event = (CallStarted | CallRetrying | CallFinished | JudgeFinished | ConcurrencyChanged | RunPaused | RunResumed
+         | RunFinished | ClientLoadSampled | TunerDecided)

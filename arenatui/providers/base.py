@@ -11,6 +11,17 @@ from typing import NamedTuple, Protocol
 from arenatui.config.schema import Case, Defaults, ModelConfig, RunSettings
 
 
+class JudgeTask(NamedTuple):
+    """What a judge call judges: set on the Request of a judge call. Real providers ignore it (the rubric in the
+    messages is what they read); the simulated judge reads it to give a verdict it can know is right or wrong."""
+
+    output: str
+    """The candidate's answer."""
+    expected: str | None
+    scale: tuple[int, int] | None
+    """The numeric verdict range, or None for pass/fail."""
+
+
 class Request(NamedTuple):
     """One attempt's request. NamedTuple (immutable, cheap to build): one is made per attempt."""
 
@@ -23,6 +34,8 @@ class Request(NamedTuple):
     max_tokens: int
     temperature: float
     timeout_s: float
+    judge: JudgeTask | None = None
+    """Set on a judge call (llm_judge): which answer it judges."""
 
     @property
     def system(self) -> str | None:

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from arenatui.engine.events import CallResult, CallRetrying, ClientLoadSampled, ConcurrencyChanged
+from arenatui.config.schema import JUDGE_LANE_PREFIX
+from arenatui.engine.events import CallResult, CallRetrying, ClientLoadSampled, ConcurrencyChanged, JudgeFinished
 from arenatui.errors import DiskFullError, PlanError, StoreError
-from arenatui.store.schema import MIGRATIONS, RESULT_COLUMNS
+from arenatui.plan import AwaitingJudge
+from arenatui.store.schema import JUDGMENT_COLUMNS, MIGRATIONS, RESULT_COLUMNS
 
 _PLACEHOLDERS = ", ".join("?" for _ in RESULT_COLUMNS)
 _SPENT = ("attempts", "input_tokens", "output_tokens", "cost")
@@ -34,6 +36,20 @@ UPSERT_RESULT = (
 UPSERT_RETRYING = UPSERT_RESULT.replace("WHERE results.error_class = 'cancelled'", "WHERE results.status = 'errored'")
 
 
+# A judgment replaces an earlier one of the same call (--retry-errored judges judge_error calls again) and adds its
+# spend to what the earlier judge calls cost, like results do.
+UPSERT_JUDGMENT = (
+    f"INSERT INTO judgments ({', '.join(JUDGMENT_COLUMNS)}) VALUES ({', '.join('?' for _ in JUDGMENT_COLUMNS)}) "
+    "ON CONFLICT (run_id, model_key, case_id, trial) DO UPDATE SET "
+    + ", ".join(f"{c} = judgments.{c} + excluded.{c}" if c in _SPENT else f"{c} = excluded.{c}"
+                for c in JUDGMENT_COLUMNS[4:])
+)
+JUDGED = (
+    "UPDATE results SET status = ?, score = ?, passed = ?, error_class = ?, error_message = ?, failure_mode = ?, "
+    "score_detail = ? WHERE run_id = ? AND model_key = ? AND case_id = ? AND trial = ? "
+    "AND (status = 'unscored' OR error_class = 'judge_error')"
+)
+"""A judge's verdict onto the candidate's stored row (never onto a row that is scored already)."""
 INSERT_CONCURRENCY_CHANGE = (
     "INSERT INTO concurrency_changes (run_id, at, old, new, model_key, source) VALUES (?, ?, ?, ?, ?, ?)")
 INSERT_CLIENT_LOAD = "INSERT INTO client_load (run_id, at, cpu, interval_s) VALUES (?, ?, ?, ?)"
@@ -45,6 +61,21 @@ INSERT_FAILED_ATTEMPT = (
 INSERT_TUNING_DECISION = (
     "INSERT INTO tuning_decisions (run_id, at, model_key, old, new, reason) VALUES (?, ?, ?, ?, ?, ?)")
 FAILED_ATTEMPT_COLUMNS = ("attempt", "error_class", "http_status", "retry_after_s", "delay_s", "at", "message")
+
+
+def judgment_rows(run_id: str, ev: JudgeFinished) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
+    """The judgments row of a judge call and the candidate's update (JUDGED), or None for a cancelled one (the
+    candidate stays awaiting its judge)."""
+    r = ev.result
+    if r.error_class == "cancelled":
+        return None
+    judge_key = r.model_key.removeprefix(JUDGE_LANE_PREFIX)
+    judgment = (run_id, ev.model_key, ev.case_id, ev.trial, judge_key, r.status, r.score, int(r.passed),
+                r.error_class, r.error_message, r.output, r.attempts, r.latency_ms, r.total_ms, r.input_tokens,
+                r.output_tokens, r.cost, r.started_at, r.finished_at, r.score_detail)
+    update = (r.status, r.score, int(r.passed), r.error_class, r.error_message, r.failure_mode, r.score_detail,
+              run_id, ev.model_key, ev.case_id, ev.trial)
+    return judgment, update
 
 
 def retry_row(run_id: str, ev: CallRetrying, at: float) -> tuple[Any, ...]:
@@ -408,13 +439,32 @@ class Store:
     def done_keys(self, run_id: str, *, retry_errored: bool = False) -> dict[str, set[tuple[str, int]]]:
         """Per model, the (case id, trial) pairs with a final result: what resume must not call again.
 
-        With retry_errored, only passed and failed calls count as done, so every errored call runs again."""
+        With retry_errored, only answered calls count as done, so every errored call runs again (a judge_error one
+        was answered: its judge runs again, see awaiting_judge)."""
         out: dict[str, set[tuple[str, int]]] = {}
-        final = "status != 'errored'" if retry_errored else "(error_class IS NULL OR error_class != 'cancelled')"
+        final = ("(status != 'errored' OR error_class = 'judge_error')" if retry_errored
+                 else "(error_class IS NULL OR error_class != 'cancelled')")
         for mk, cid, trial in self.conn.execute(
                 f"SELECT model_key, case_id, trial FROM results WHERE run_id = ? AND {final}", (run_id,)):
             out.setdefault(mk, set()).add((cid, trial))
         return out
+
+    @_explained
+    def awaiting_judge(self, run_id: str, *, retry_errored: bool = False) -> list[AwaitingJudge]:
+        """Stored answers still to be judged: unscored ones awaiting their judge (an interrupted run), and with
+        retry_errored those whose judging failed (judge_error)."""
+        also = " OR error_class = 'judge_error'" if retry_errored else ""
+        rows = self.conn.execute(
+            "SELECT model_key, case_id, trial, output, finish_reason FROM results WHERE run_id = ? AND "
+            f"((status = 'unscored' AND failure_mode = 'awaiting_judge'){also}) ORDER BY model_key, case_id, trial",
+            (run_id,)).fetchall()
+        return [AwaitingJudge(mk, cid, int(t), out or "", fr) for mk, cid, t, out, fr in rows]
+
+    @_explained
+    def judged_counts(self, run_id: str) -> dict[str, int]:
+        """Per judge model key, judgments stored (resume: what its lane has done already)."""
+        return {k: int(n) for k, n in self.conn.execute(
+            "SELECT judge_key, COUNT(*) FROM judgments WHERE run_id = ? GROUP BY judge_key", (run_id,))}
 
     @_explained
     def count_results(self, run_id: str) -> int:

@@ -198,4 +198,36 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE results ADD COLUMN http_status INTEGER;
     """,
+    # 10: llm_judge verdicts: one judge call per judged candidate call (the latest, when --retry-errored judged it
+    # again), with the judge's own answer, attempts, tokens and spend, kept apart from the candidate's
+    """
+    CREATE TABLE judgments (
+        run_id TEXT NOT NULL,
+        model_key TEXT NOT NULL,
+        case_id TEXT NOT NULL,
+        trial INTEGER NOT NULL,
+        judge_key TEXT NOT NULL,
+        status TEXT NOT NULL,
+        score REAL,
+        passed INTEGER NOT NULL,
+        error_class TEXT,
+        error_message TEXT,
+        output TEXT,
+        attempts INTEGER NOT NULL,
+        latency_ms REAL,
+        total_ms REAL NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cost REAL NOT NULL,
+        started_at REAL NOT NULL,
+        finished_at REAL NOT NULL,
+        score_detail TEXT,
+        PRIMARY KEY (run_id, model_key, case_id, trial)
+    );
+    """,
+)
+JUDGMENT_COLUMNS: tuple[str, ...] = (
+    "run_id", "model_key", "case_id", "trial", "judge_key", "status", "score", "passed", "error_class",
+    "error_message", "output", "attempts", "latency_ms", "total_ms", "input_tokens", "output_tokens", "cost",
+    "started_at", "finished_at", "score_detail",
 )

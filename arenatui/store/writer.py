@@ -34,7 +34,7 @@ from typing import Any
 
 import anyio
 
-from arenatui.engine.events import CallFinished, CallResult, CallRetrying, Event, TunerDecided
+from arenatui.engine.events import CallFinished, CallResult, CallRetrying, Event, JudgeFinished, TunerDecided
 from arenatui.errors import StoreError
 from arenatui.store.db import (
     EVENT_ROWS,
@@ -42,11 +42,14 @@ from arenatui.store.db import (
     HEARTBEAT_S,
     INSERT_FAILED_ATTEMPT,
     INSERT_TUNING_DECISION,
+    JUDGED,
+    UPSERT_JUDGMENT,
     UPSERT_RESULT,
     UPSERT_RETRYING,
     Store,
     explain,
     final_attempt_row,
+    judgment_rows,
     result_row,
     retry_row,
 )
@@ -72,6 +75,9 @@ class ResultWriter:
         """Rows of other tables (a load run's requests and segments) as (SQL, rows), committed with the next batch."""
         self._retries: list[tuple[CallRetrying, float]] = []
         """Failed attempts that were retried, with the epoch time they failed."""
+        self._judged: list[JudgeFinished] = []
+        """Judge calls that ended: their judgments, and their verdicts onto candidates' rows (after the results of
+        the same batch, which may hold the candidate's row)."""
         self._wake: anyio.Event | None = None
         self._signalled = False
         self._closing = False
@@ -109,6 +115,8 @@ class ResultWriter:
             self._changes.append(ev)
         elif type(ev) is CallRetrying:
             self._retries.append((ev, time.time()))
+        elif type(ev) is JudgeFinished:
+            self._judged.append(ev)
         elif type(ev) is TunerDecided:  # rare (a few a minute): a row of its own table
             self.on_rows(INSERT_TUNING_DECISION, [(self.run_id, time.time(), ev.model_key, ev.old, ev.new, ev.reason)])
             return
@@ -132,7 +140,7 @@ class ResultWriter:
 
     def _send(self, results: list[CallResult], changes: list[Event],
               other: list[tuple[str, list[tuple[Any, ...]]]] | None = None,
-              retries: Sequence[tuple[CallRetrying, float]] = ()) -> None:
+              retries: Sequence[tuple[CallRetrying, float]] = (), judged: Sequence[JudgeFinished] = ()) -> None:
         run_id = self.run_id
         statements: list[tuple[str, list[tuple[Any, ...]]]] = list(other or ())
         by_kind: dict[type, list[tuple[Any, ...]]] = {}
@@ -147,6 +155,10 @@ class ResultWriter:
                      if r.error_class is not None and r.error_class != "cancelled"]
         if attempts:
             statements.append((INSERT_FAILED_ATTEMPT, attempts))
+        pairs = [p for p in (judgment_rows(run_id, ev) for ev in judged) if p is not None]
+        if pairs:
+            statements.append((UPSERT_JUDGMENT, [j for j, _u in pairs]))
+            statements.append((JUDGED, [u for _j, u in pairs]))
         now = time.monotonic()
         if now >= self._beat_due:
             self._beat_due = now + HEARTBEAT_S
@@ -191,14 +203,15 @@ class ResultWriter:
         self._count(got)
 
     def _take(self) -> tuple[list[CallResult], list[Event], list[tuple[str, list[tuple[Any, ...]]]],
-                             list[tuple[CallRetrying, float]]]:
+                             list[tuple[CallRetrying, float]], list[JudgeFinished]]:
         rows, self._rows = self._rows, []
         changes, self._changes = self._changes, []
         other, self._other = self._other, []
         retries, self._retries = self._retries, []
+        judged, self._judged = self._judged, []
         self._signalled = False
         self._wake = None
-        return rows, changes, other, retries
+        return rows, changes, other, retries, judged
 
     async def run(self) -> None:
         """Send until `stop()`; whatever is queued when this ends (even by cancellation) is committed."""
@@ -208,10 +221,10 @@ class ResultWriter:
                     self._wake = anyio.Event()
                     with anyio.move_on_after(max(0.0, self._beat_due - time.monotonic())):
                         await self._wake.wait()
-                rows, changes, other, retries = self._take()
+                rows, changes, other, retries, judged = self._take()
                 t = time.monotonic()
-                if rows or changes or other or retries or t >= self._beat_due:
-                    self._send(rows, changes, other, retries)
+                if rows or changes or other or retries or judged or t >= self._beat_due:
+                    self._send(rows, changes, other, retries, judged)
                 self._read_acks()
                 rest = self.min_interval_s - (time.monotonic() - t)
                 if rest > 0 and not self._closing:
@@ -221,9 +234,9 @@ class ResultWriter:
 
     def flush(self) -> None:
         """Send what is queued and wait until the writer process has committed everything sent."""
-        rows, changes, other, retries = self._take()
-        if rows or changes or other or retries:
-            self._send(rows, changes, other, retries)
+        rows, changes, other, retries, judged = self._take()
+        if rows or changes or other or retries or judged:
+            self._send(rows, changes, other, retries, judged)
         deadline = time.monotonic() + 60.0
         while self._acked < self.batches:
             if self._proc.poll() is not None:

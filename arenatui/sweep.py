@@ -24,7 +24,7 @@ from arenatui.engine.events import Event, RunStatus
 from arenatui.engine.runner import Runner, Sink
 from arenatui.errors import ArenaError, StoreError, unwrap
 from arenatui.live import STORED_COLUMNS, LiveMetrics, busy_seconds
-from arenatui.plan import Filters, Plan, make_plan
+from arenatui.plan import Filters, Plan, judge_lane, make_plan
 from arenatui.providers.base import Provider, make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.db import explain_error
@@ -125,6 +125,10 @@ class Sweep:
                 self.run_id = rec.run_id
                 self.plan = make_plan(project, self.filters,
                                       store.done_keys(rec.run_id, retry_errored=opts.retry_errored))
+                # answers an interruption left unjudged (and, with --retry-errored, failed judgings) are judged again;
+                # their models are never called again for them
+                self.plan.awaiting = tuple(store.awaiting_judge(rec.run_id, retry_errored=opts.retry_errored))
+                self.plan.judged_done = {judge_lane(k): n for k, n in store.judged_counts(rec.run_id).items()}
                 self.notices += project_changes(rec.project_path, project)
                 # every stored figure comes back on screen (spend, retries, latencies, errors, elapsed), not zeros
                 rows = store.results(rec.run_id, (*STORED_COLUMNS, "started_at", "finished_at"))
@@ -142,7 +146,8 @@ class Sweep:
             concurrency = opts.concurrency or self.project.run.concurrency
             # Providers first: a missing API key variable must fail before any run is recorded.
             self.providers: dict[str, Provider] = {
-                m.key: make_provider(m, self.project.run, concurrency_hint=concurrency) for m in plan.models}
+                m.key: make_provider(m, self.project.run, concurrency_hint=concurrency)
+                for m in (*plan.models, *(j.model for j in plan.judges if j.model not in plan.models))}
             if self.resumed:
                 store.claim_run(self.run_id, self.resume_command)
             else:

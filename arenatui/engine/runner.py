@@ -13,6 +13,12 @@ worker asleep while healthy models stood still). A due call goes before a new on
 model's parked and in-flight calls together stay within its cap (or the global limit), so a model that is backing
 off does not keep opening new calls against its provider; its cap still means calls in flight at the
 provider, which parked calls are not.
+
+An llm_judge case's answer is stored at once as 'unscored' and, when the case is in its scorer's sample, queued
+for its judge: each judge model is a lane of its own (``judge:<key>``, plan.judge_lane) that shares the workers,
+the judge model's provider and rate limiters, and has its cap, retries, parking and timeouts like any model. A
+judge call ends in one JudgeFinished, the verdict on the candidate. Judge lanes take work as candidates answer,
+so they are never exhausted while a candidate call is still running.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import itertools
 import os
 import random
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -30,7 +37,7 @@ import anyio
 from aiolimiter import AsyncLimiter
 from anyio.abc import TaskGroup
 
-from arenatui.config.schema import Case, ModelConfig
+from arenatui.config.schema import Case, ModelConfig, ScorerConfig
 from arenatui.engine.events import (
     CallFinished,
     CallResult,
@@ -39,6 +46,7 @@ from arenatui.engine.events import (
     ConcurrencyChanged,
     ErrorClass,
     Event,
+    JudgeFinished,
     RunFinished,
     RunPaused,
     RunResumed,
@@ -49,16 +57,30 @@ from arenatui.engine.retry import RetryPolicy
 from arenatui.engine.sealed import MIN_RUN, SealedScrubber
 from arenatui.errors import ProviderError, RateLimited, TerminalError
 from arenatui.limits import MAX_CONCURRENCY
-from arenatui.plan import Plan
-from arenatui.providers.base import Provider, Request, build_messages, estimate_tokens
+from arenatui.plan import Plan, judge_trial
+from arenatui.providers.base import JudgeTask, Provider, Request, build_messages, estimate_tokens
 from arenatui.scoring import REGEX_TIMEOUT_S, Score, ScorerSet, ScoringError, ScoringSlow
 from arenatui.scoring.failure_modes import classify
+from arenatui.scoring.judge import JudgeUnreadable, read_verdict, render_rubric
 
 Sink = Callable[[Event], None]
 MESSAGE_LIMIT = 2000
 SCORE_ON_LOOP_S = 0.02
 """How long a regex scorer may hold the event loop; one that needs longer runs again in a thread, with up
 to REGEX_TIMEOUT_S, so in-flight calls keep being timed and Ctrl-C keeps working."""
+
+
+@dataclass(slots=True)
+class _JudgeJob:
+    """A candidate's answer waiting for its judge."""
+
+    model_key: str
+    model_index: int
+    case: Case
+    trial: int
+    output: str
+    finish_reason: str | None
+    scorer: ScorerConfig
 
 
 @dataclass(slots=True)
@@ -76,10 +98,13 @@ class _Parked:
     err_msg: str
     latency: float | None
     connect_ms: float | None
+    job: _JudgeJob | None = None
 
 
 @dataclass(slots=True)
 class _ModelLane:
+    key: str
+    """The model's key, or ``judge:<key>`` for a judge lane."""
     model: ModelConfig
     calls: Iterator[tuple[Case, int]]
     provider: Provider
@@ -94,6 +119,8 @@ class _ModelLane:
     exhausted: bool = False
     parked: list[tuple[float, int, _Parked]] = field(default_factory=list)
     """Heap of (due time, sequence, call) backing off: they hold no worker until due."""
+    jobs: deque[_JudgeJob] | None = None
+    """A judge lane's answers to judge, in the order they came (None for a model's own lane)."""
 
 
 def sealed_output(text: str) -> str:
@@ -131,25 +158,41 @@ class Runner:
         self._keep_sealed = run.keep_sealed_outputs
         defaults = self._defaults = plan.project.defaults
         self._lanes: list[_ModelLane] = []
-        for m in plan.models:
+        rate_limits: dict[str, tuple[AsyncLimiter | None, AsyncLimiter | None]] = {}
+        lanes: list[tuple[str, ModelConfig, Iterator[tuple[Case, int]], deque[_JudgeJob] | None]] = [
+            (m.key, m, plan.pending(m.key), None) for m in plan.models]
+        lanes += [(j.key, j.model, iter(()), deque()) for j in plan.judges]
+        for key, m, calls, jobs in lanes:
+            # a model that is both a candidate and a judge has one provider and one set of rate limits
+            rpm, tpm = rate_limits.setdefault(m.key, (AsyncLimiter(m.rpm, 60.0) if m.rpm else None,
+                                                      AsyncLimiter(m.tpm, 60.0) if m.tpm else None))
             self._lanes.append(_ModelLane(
+                key=key,
                 model=m,
-                calls=plan.pending(m.key),
+                calls=calls,
                 provider=providers[m.key],
                 own_timeout=bool(getattr(providers[m.key], "enforces_timeout", False)),
                 cap=m.max_concurrency,
                 max_tokens=m.max_tokens or defaults.max_tokens,
                 temperature=m.temperature if m.temperature is not None else defaults.temperature,
-                rpm=AsyncLimiter(m.rpm, 60.0) if m.rpm else None,
-                tpm=AsyncLimiter(m.tpm, 60.0) if m.tpm else None,
+                rpm=rpm,
+                tpm=tpm,
+                jobs=jobs,
             ))
-        self._by_key = {lane.model.key: lane for lane in self._lanes}
+        self._by_key = {lane.key: lane for lane in self._lanes}
+        self._model_index = {m.key: i for i, m in enumerate(plan.models)}
+        self._judged = plan.judged_cases()
+        """Case id → (its llm_judge scorer, its judge lane) for the cases that are judged."""
         self._rr = 0
         asked = concurrency if concurrency is not None else run.concurrency
         self.target = _bounded(asked)
         self._asked = None if asked == self.target else asked
         self._unstarted = _calls_to_make(plan)
-        """Calls not yet taken from the lanes: with the parked ones, the most workers that could be busy."""
+        """Calls not yet taken from the lanes (judge jobs queued included): with the parked ones, the most workers
+        that could be busy."""
+        self._unjudgeable: list[tuple[_ModelLane, _JudgeJob, str]] = []
+        """Resumed answers that cannot be judged (a sealed case's answer that was not kept): reported at start."""
+        self._backlog(plan)
         self._parked_n = 0
         self._seq = itertools.count()
         self._scrubbers: dict[str, SealedScrubber] = {}
@@ -215,6 +258,11 @@ class Runner:
             raise RuntimeError("a Runner runs once")
         self._started = True
         self.emit(ConcurrencyChanged(0, self.target, None, "config", time.monotonic(), time.time(), self._asked))
+        for lane, job, why in self._unjudgeable:
+            now = time.monotonic()
+            self._finish(lane, self._errored(lane, job.case, judge_trial(job.model_index, job.trial, self.plan.trials),
+                                             "judge_error", why, 0, None, now, now, time.time(), 0, 0, None), job, now)
+        self._unjudgeable.clear()
         status: RunStatus = "finished"
         message: str | None = None
         try:
@@ -240,9 +288,9 @@ class Runner:
         now = time.monotonic()
         for lane in self._lanes:
             for _due, _seq, p in sorted(lane.parked):
-                self.emit(CallFinished(self._errored(lane, p.case, p.trial, "cancelled", "the sweep was stopped",
-                                                      p.attempt, p.latency, p.t0, now, p.started_wall, p.in_tok,
-                                                      p.out_tok, p.connect_ms), now))
+                self._finish(lane, self._errored(lane, p.case, p.trial, "cancelled", "the sweep was stopped",
+                                                 p.attempt, p.latency, p.t0, now, p.started_wall, p.in_tok,
+                                                 p.out_tok, p.connect_ms), p.job, now)
             lane.parked.clear()
         self._parked_n = 0
 
@@ -261,7 +309,36 @@ class Runner:
         self._wake.set()
         self._wake = anyio.Event()
 
-    def _next_call(self) -> tuple[_ModelLane, Case, int, _Parked | None] | None:
+    def _backlog(self, plan: Plan) -> None:
+        """Queue what a resumed run left to judge (stored answers awaiting their judge) before any new work."""
+        cases = {c.id: c for c in plan.cases}
+        for a in plan.awaiting:
+            case = cases.get(a.case_id)
+            judged = self._judged.get(a.case_id)
+            if case is None or judged is None or a.model_key not in self._model_index:
+                continue  # outside this plan (a filter), or no longer judged: left as stored
+            scorer, lane_key = judged
+            lane = self._by_key[lane_key]
+            job = _JudgeJob(a.model_key, self._model_index[a.model_key], case, a.trial, a.output, a.finish_reason,
+                            scorer)
+            if case.sealed and not self._keep_sealed:
+                self._unjudgeable.append((lane, job, "the answer to this sealed case was not kept (keep_sealed_outputs "
+                                                     "= false), so the judge cannot see it after the interruption"))
+                continue
+            assert lane.jobs is not None
+            lane.jobs.append(job)
+            self._unstarted += 1
+
+    def _enqueue(self, job: _JudgeJob, lane_key: str) -> None:
+        """A candidate answered a judged case: its judge lane has one more call to make."""
+        jobs = self._by_key[lane_key].jobs
+        assert jobs is not None
+        jobs.append(job)
+        self._unstarted += 1
+        self._spawn()
+        self._notify()
+
+    def _next_call(self) -> tuple[_ModelLane, Case, int, _Parked | None, _JudgeJob | None] | None:
         lanes = self._lanes
         n = len(lanes)
         now = time.monotonic() if self._parked_n else 0.0
@@ -276,13 +353,21 @@ class Runner:
                     p = heapq.heappop(parked)[2]
                     self._parked_n -= 1
                     self._rr = idx + 1
-                    return lane, p.case, p.trial, p
+                    return lane, p.case, p.trial, p, p.job
                 room = self.target if lane.cap is None else min(self.target, lane.cap)
                 if lane.in_flight + len(parked) >= room:
                     # backing off: no new calls for this model beyond its cap (or the pool): a capped model that is
                     # being refused must not keep opening new calls while its refused ones wait, each refusal
                     # pushing the provider's window further out
                     continue
+            jobs = lane.jobs
+            if jobs is not None:  # a judge lane: the answers queued so far
+                if not jobs:
+                    continue
+                job = jobs.popleft()
+                self._unstarted -= 1
+                self._rr = idx + 1
+                return lane, job.case, judge_trial(job.model_index, job.trial, self.plan.trials), None, job
             if lane.exhausted:
                 continue
             item = next(lane.calls, None)
@@ -291,8 +376,14 @@ class Runner:
                 continue
             self._unstarted -= 1
             self._rr = idx + 1
-            return lane, item[0], item[1], None
+            return lane, item[0], item[1], None, None
         return None
+
+    def _all_done(self) -> bool:
+        """Nothing left to start: no call backing off, every model's calls taken, every judge queue empty (a
+        running candidate may still queue a judge call: its worker then takes it, or spawns one)."""
+        return not self._parked_n and all(lane.exhausted if lane.jobs is None else not lane.jobs
+                                          for lane in self._lanes)
 
     async def _worker(self) -> None:
         try:
@@ -304,15 +395,15 @@ class Runner:
                     continue
                 nxt = self._next_call()
                 if nxt is None:
-                    if not self._parked_n and all(lane.exhausted for lane in self._lanes):
+                    if self._all_done():
                         return
                     await self._idle()
                     continue
-                lane, case, trial, parked = nxt
+                lane, case, trial, parked, job = nxt
                 lane.in_flight += 1
                 self.in_flight += 1
                 try:
-                    await self._call(lane, case, trial, parked)
+                    await self._call(lane, case, trial, parked, job)
                 finally:
                     lane.in_flight -= 1
                     self.in_flight -= 1
@@ -337,10 +428,12 @@ class Runner:
         for sink in self._sinks:
             sink(ev)
 
-    async def _call(self, lane: _ModelLane, case: Case, trial: int, parked: _Parked | None) -> None:
-        """Attempts of one call until it ends (one CallFinished) or backs off (parked, to go on when due)."""
+    async def _call(self, lane: _ModelLane, case: Case, trial: int, parked: _Parked | None,
+                    job: _JudgeJob | None = None) -> None:
+        """Attempts of one call until it ends (one CallFinished, or JudgeFinished for a judge call `job`) or backs
+        off (parked, to go on when due)."""
         model = lane.model
-        mkey = model.key
+        mkey = lane.key
         policy = self.policy
         latency: float | None
         connect_ms: float | None
@@ -360,8 +453,11 @@ class Runner:
         try:
             if lane.rpm is not None:
                 await lane.rpm.acquire()
+            if job is not None:
+                messages = self._judge_messages(model, job)
             if lane.tpm is not None:
-                need = estimate_tokens(case.prompt_text()) + lane.max_tokens
+                prompt = case.prompt_text() if job is None else messages[-1]["content"]
+                need = estimate_tokens(prompt) + lane.max_tokens
                 await lane.tpm.acquire(min(need, model.tpm or need))
             attempt += 1  # counts attempts started: a call cancelled while waiting on a limiter made none
             ta = time.monotonic()
@@ -369,8 +465,12 @@ class Runner:
             retry_after: float | None = None
             http_status = None
             # Positional construction on the hot path: keyword arguments cost 2.5 µs more per CallResult.
-            request = Request(model, case, trial, attempt, build_messages(model, self._defaults, case),
-                              lane.max_tokens, lane.temperature, self.timeout_s)
+            if job is None:
+                request = Request(model, case, trial, attempt, build_messages(model, self._defaults, case),
+                                  lane.max_tokens, lane.temperature, self.timeout_s)
+            else:
+                request = Request(model, case, trial, attempt, messages, lane.max_tokens, lane.temperature,
+                                  self.timeout_s, JudgeTask(job.output, case.expected, job.scorer.scale_range()))
             try:
                 if lane.own_timeout:
                     comp = await lane.provider.complete(request)
@@ -401,23 +501,37 @@ class Runner:
                 now = time.monotonic()
                 in_tok += comp.input_tokens
                 out_tok += comp.output_tokens
+                if job is not None:
+                    self._judged_by(lane, job, comp.text, attempt, ta, t0, now, started_wall, in_tok, out_tok,
+                                    comp.latency_s, comp.ttft_s, comp.connect_s, comp.finish_reason,
+                                    comp.tokens_estimated)
+                    return
                 scorer = self._scorers.for_case(case)
-                try:
-                    if scorer.blocking:  # a process or the user's code: never on the event loop
-                        raise ScoringSlow(f"scorer {scorer.cfg.name!r} runs off the event loop")
-                    sc: Score | str = scorer.score(comp.text, case, SCORE_ON_LOOP_S)
-                except Exception as e:  # slow, or no verdict at all: off the hot path
-                    sc = await self._score_after(e, comp.text, case)
+                judged: tuple[ScorerConfig, str] | None = None
+                sc: Score | str | None = None
+                if scorer.cfg.kind == "llm_judge":  # stored unscored now; its judge (if sampled) scores it later
+                    judged = self._judged.get(case.id)
+                else:
+                    try:
+                        if scorer.blocking:  # a process or the user's code: never on the event loop
+                            raise ScoringSlow(f"scorer {scorer.cfg.name!r} runs off the event loop")
+                        sc = scorer.score(comp.text, case, SCORE_ON_LOOP_S)
+                    except Exception as e:  # slow, or no verdict at all: off the hot path
+                        sc = await self._score_after(e, comp.text, case)
                 ttft = comp.ttft_s
                 wire_s = comp.latency_s  # HTTP providers time the wire themselves (connecting left out)
                 connect_s = comp.connect_s
                 detail: str | None = None
-                if type(sc) is str:  # the scorer could not judge: the answer is kept, the call is errored
-                    status: Status = "errored"
-                    value: float | None = None
-                    passed = False
-                    sc_class: ErrorClass | None = "scoring_error"
-                    sc_msg: str | None = self._message(case, sc)
+                status: Status
+                value: float | None
+                sc_class: ErrorClass | None
+                sc_msg: str | None
+                if sc is None:
+                    status, value, passed, sc_class, sc_msg = "unscored", None, False, None, None
+                    mode = "unjudged" if judged is None else "awaiting_judge"
+                elif type(sc) is str:  # the scorer could not judge: the answer is kept, the call is errored
+                    status, value, passed, sc_class = "errored", None, False, "scoring_error"
+                    sc_msg = self._message(case, sc)
                     mode = "scoring_error"
                 else:
                     assert isinstance(sc, Score)
@@ -444,6 +558,9 @@ class Runner:
                     connect_s * 1000.0 if connect_s is not None else None,  # connect_ms
                     mode, detail,  # failure_mode, score_detail
                 ), now))
+                if judged is not None:
+                    self._enqueue(_JudgeJob(mkey, self._model_index[mkey], case, trial, comp.text, comp.finish_reason,
+                                            judged[0]), judged[1])
                 return
             # the attempt failed: retry (parked until due, holding no worker) or record
             if err_class != "terminal" and attempt < policy.max_attempts:
@@ -455,7 +572,7 @@ class Runner:
                                             http_status))
                     heapq.heappush(lane.parked, (time.monotonic() + delay, next(self._seq), _Parked(
                         case, trial, attempt, t0, started_wall, in_tok, out_tok, err_class, err_msg, latency,
-                        connect_ms)))
+                        connect_ms, job)))
                     self._parked_n += 1
                     self._notify()  # idle workers wait for the earliest due call: this one may be earlier
                     return
@@ -464,13 +581,67 @@ class Runner:
                            f"call's {policy.budget_s:g}s budget; not retried)")
         except anyio.get_cancelled_exc_class():
             now = time.monotonic()
-            self.emit(CallFinished(self._errored(lane, case, trial, "cancelled", "the sweep was stopped",
-                                                  attempt, latency, t0, now, started_wall, in_tok, out_tok,
-                                                  connect_ms), now))
+            self._finish(lane, self._errored(lane, case, trial, "cancelled", "the sweep was stopped", attempt, latency,
+                                             t0, now, started_wall, in_tok, out_tok, connect_ms), job, now)
             raise
         now = time.monotonic()
-        self.emit(CallFinished(self._errored(lane, case, trial, err_class, err_msg, attempt, latency, t0, now,
-                                              started_wall, in_tok, out_tok, connect_ms, http_status), now))
+        self._finish(lane, self._errored(lane, case, trial, err_class, err_msg, attempt, latency, t0, now,
+                                         started_wall, in_tok, out_tok, connect_ms, http_status), job, now)
+
+    def _judge_messages(self, judge: ModelConfig, job: _JudgeJob) -> tuple[dict[str, str], ...]:
+        system = judge.system if judge.system is not None else None
+        assert job.scorer.rubric is not None
+        prompt = render_rubric(job.scorer.rubric, job.case, job.output)
+        if system:
+            return {"role": "system", "content": system}, {"role": "user", "content": prompt}
+        return ({"role": "user", "content": prompt},)
+
+    def _finish(self, lane: _ModelLane, r: CallResult, job: _JudgeJob | None, now: float) -> None:
+        """Report a call that ended without an answer: CallFinished, or for a judge call the JudgeFinished that
+        leaves its candidate judge_error (the judge's own error class is in the message) or, if cancelled, unscored."""
+        if job is None:
+            self.emit(CallFinished(r, now))
+            return
+        if r.error_class not in ("cancelled", "judge_error"):
+            r = r._replace(error_class="judge_error", failure_mode="judge_error",
+                           error_message=self._message(job.case, f"the judge's call failed ({r.error_class}): "
+                                                                 f"{r.error_message}"))
+        elif r.error_class == "judge_error":
+            r = r._replace(failure_mode="judge_error")
+        self.emit(JudgeFinished(r, job.model_key, job.case.id, job.trial, now))
+
+    def _judged_by(self, lane: _ModelLane, job: _JudgeJob, answer: str, attempt: int, ta: float, t0: float,
+                   now: float, started_wall: float, in_tok: int, out_tok: int, wire_s: float | None,
+                   ttft: float | None, connect_s: float | None, finish_reason: str | None,
+                   tokens_estimated: bool) -> None:
+        """The judge answered: read its verdict on the candidate (JudgeFinished either way; unreadable is a
+        judge_error, never a 0)."""
+        case = job.case
+        try:
+            v = read_verdict(job.scorer, answer)
+        except JudgeUnreadable as e:
+            status: Status = "errored"
+            value: float | None = None
+            passed = False
+            err: ErrorClass | None = "judge_error"
+            msg: str | None = self._message(case, str(e))
+            mode = "judge_error"
+            detail: str | None = None
+        else:
+            value, passed, err, msg, detail = v.score, v.passed, None, None, v.detail
+            status = "passed" if passed else "failed"
+            mode = "none" if passed else classify(passed=False, output=job.output, finish_reason=job.finish_reason,
+                                                  invalid_format=False, language=case.language)
+        self.emit(JudgeFinished(CallResult(
+            lane.key, case.id, judge_trial(job.model_index, job.trial, self.plan.trials), status,
+            sealed_output(answer) if case.sealed and not self._keep_sealed else answer,
+            value, passed, err, msg, attempt,
+            wire_s * 1000.0 if wire_s is not None else (now - ta) * 1000.0, (now - t0) * 1000.0,
+            ttft * 1000.0 if ttft is not None else None,
+            in_tok, out_tok, lane.model.cost(in_tok, out_tok), finish_reason, tokens_estimated,
+            started_wall, started_wall + (now - t0), connect_s * 1000.0 if connect_s is not None else None,
+            mode, detail,
+        ), job.model_key, case.id, job.trial, now))
 
     async def _score_after(self, e: Exception, output: str, case: Case) -> Score | str:
         """The verdict after scoring on the loop raised `e`, or why there is none (a message): one call's
@@ -507,7 +678,7 @@ class Runner:
                  latency: float | None, t0: float, now: float, started_wall: float, in_tok: int,
                  out_tok: int, connect_ms: float | None, http_status: int | None = None) -> CallResult:
         return CallResult(
-            model_key=lane.model.key, case_id=case.id, trial=trial, status="errored", output=None, score=None,
+            model_key=lane.key, case_id=case.id, trial=trial, status="errored", output=None, score=None,
             passed=False, error_class=err_class, error_message=self._message(case, msg), attempts=attempts,
             latency_ms=latency, total_ms=(now - t0) * 1000.0, ttft_ms=None, input_tokens=in_tok,
             output_tokens=out_tok, cost=lane.model.cost(in_tok, out_tok), finish_reason=None,

@@ -21,7 +21,7 @@ import sniffio
 
 from arenatui.config.schema import ModelConfig, SimSettings
 from arenatui.errors import RateLimited, TransientError
-from arenatui.providers.base import Completion, Request, estimate_tokens
+from arenatui.providers.base import Completion, JudgeTask, Request, estimate_tokens
 
 _NORMAL = NormalDist()
 _CHOICE_RE = re.compile(r"^[A-Za-z]$")
@@ -160,6 +160,21 @@ def _answer(expected: str | None, correct: bool, u: float, case_id: str) -> str:
     return "I am not sure."
 
 
+def judge_answer(task: JudgeTask, right: bool, u: float) -> str:
+    """A simulated judge's answer: the true verdict when `right` (drawn with the judge's accuracy), else a flipped
+    one (u < 0.5) or none it could read. True means the answer holds the expected text (no expected: passes)."""
+    norm = " ".join(task.output.split()).casefold()
+    truth = task.expected is None or " ".join(task.expected.split()).casefold() in norm
+    if not right:
+        if u >= 0.5:
+            return "I cannot grade this answer without more context."
+        truth = not truth
+    if task.scale is None:
+        return f"The answer {'meets' if truth else 'does not meet'} the rubric.\nVERDICT: {'PASS' if truth else 'FAIL'}"
+    lo, hi = task.scale
+    return f"Reasoning: compared with the reference.\nScore: {hi if truth else lo}"
+
+
 class SimProvider:
     """A simulated model served in process, on the engine's own event loop."""
 
@@ -187,7 +202,8 @@ class SimProvider:
         try:
             case = request.case
             out = core.outcome(case.id, request.trial, request.attempt, case.expected, case.stratum, case.tags,
-                               case.input if type(case.input) is str else case.prompt_text(), request.max_tokens)
+                               (case.input if type(case.input) is str else case.prompt_text()) if request.judge is None
+                               else request.messages[-1]["content"], request.max_tokens)
             wait = out.latency_s / 2 if out.transient else out.latency_s
             timeout = request.timeout_s
             queued = 0.0
@@ -206,8 +222,12 @@ class SimProvider:
                 await (self._sleep or self._pick_sleep())(wait)
             if out.transient:
                 raise TransientError(f"simulated 503 from {self.model.key}: overloaded, try again")
+            text = out.text
+            if request.judge is not None:  # a judge call: a verdict on the candidate's answer
+                text = judge_answer(request.judge, out.correct,
+                                    uniform(draw(core.seed, core.key, case.id, request.trial), 1))
             # text, input_tokens, output_tokens, finish_reason, ttft_s
-            return Completion(out.text, out.input_tokens, out.output_tokens, out.finish_reason, queued + out.ttft_s)
+            return Completion(text, out.input_tokens, out.output_tokens, out.finish_reason, queued + out.ttft_s)
         finally:
             core.release()
 

@@ -159,13 +159,6 @@ def test_code_exec_is_refused_unless_the_project_allows_it(tmp_path: Path) -> No
     assert load_project(p).run.allow_code_exec
 
 
-def test_llm_judge_says_it_is_not_available_yet(tmp_path: Path) -> None:
-    p = write(tmp_path, '[[scorers]]\nname = "j"\nkind = "llm_judge"\n')
-    with pytest.raises(ConfigError) as e:
-        load_project(p)
-    assert "not available yet" in str(e.value)
-
-
 def test_new_scorer_settings_survive_the_stored_round_trip(tmp_path: Path) -> None:
     from arenatui.config import project_from_dict, project_to_dict
 

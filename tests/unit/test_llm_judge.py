@@ -1,0 +1,214 @@
+"""llm_judge without the engine: its configuration, the rubric, reading verdicts, and which cases are sampled."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from arenatui.config import Case, ScorerConfig, load_project, project_from_dict, project_to_dict
+from arenatui.errors import ConfigError
+from arenatui.plan import judged_case_ids, make_plan
+from arenatui.providers.base import JudgeTask
+from arenatui.providers.sim import judge_answer
+from arenatui.scoring.judge import JudgeUnreadable, read_verdict, render_rubric
+
+CASE = Case(id="c", input="What is 2+2?", expected="4")
+
+
+def scale(s: str = "1-5", **kw: object) -> ScorerConfig:
+    return ScorerConfig(name="j", kind="llm_judge", judge="g", rubric="{output}", scale=s, **kw)  # type: ignore[arg-type]
+
+
+# ---- the rubric ----------------------------------------------------------------------------------------------------
+
+def test_the_rubric_fills_its_three_placeholders_literally() -> None:
+    rubric = 'Q: {input}\nRef: {expected}\nA: {output}\nReply as JSON {"score": N}; {unknown} stays.'
+    out = render_rubric(rubric, CASE, "the answer is {input} [bold]4[/bold]")
+    assert out.startswith("Q: What is 2+2?\nRef: 4\nA: the answer is {input} [bold]4[/bold]\n")
+    assert '{"score": N}; {unknown} stays.' in out  # braces of the rubric's own are kept, never str.format'ed
+
+
+def test_a_chat_case_and_a_case_without_expected_render_too() -> None:
+    chat = Case(id="c", input=({"role": "user", "content": "hi"},), expected=None)
+    assert render_rubric("{input}|{expected}|{output}", chat, "o") == "hi||o"
+
+
+# ---- reading verdicts -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("answer", "value", "passed"), [
+    ("The answer is right.\nScore: 5", 1.0, True),
+    ("Rating: 4/5 - mostly right", 0.75, True),
+    ("**Score:** 3", 0.5, False),
+    ("score = 2 because it is wrong", 0.25, False),
+    ("1", 0.0, False),
+    ("  4/5  ", 0.75, True),
+    ("First draft: score 2. On reflection, final score: 5", 1.0, True),  # the last labelled one counts
+])
+def test_a_numeric_scale_reads_the_last_labelled_score_or_a_bare_number(answer: str, value: float,
+                                                                        passed: bool) -> None:
+    v = read_verdict(scale(), answer)
+    assert (v.score, v.passed) == (value, passed)
+    assert "on 1-5" in v.detail
+
+
+@pytest.mark.parametrize("answer", [
+    "I cannot grade this.", "Score: 7", "Score: 0", "The answer has 3 parts and 2 errors.", "", "Score: high",
+])
+def test_an_unreadable_or_out_of_range_verdict_is_an_error_never_a_zero(answer: str) -> None:
+    with pytest.raises(JudgeUnreadable) as e:
+        read_verdict(scale(), answer)
+    assert "1-5" in str(e.value)
+
+
+def test_pass_at_moves_the_threshold_and_defaults_to_the_top_quarter() -> None:
+    assert scale().passing_verdict() == 4
+    assert scale("1-10").passing_verdict() == 8
+    assert scale("0-100").passing_verdict() == 75
+    assert read_verdict(scale(pass_at=3.0), "Score: 3").passed
+    assert not read_verdict(scale(), "Score: 3").passed
+
+
+@pytest.mark.parametrize(("answer", "passed"), [
+    ("VERDICT: PASS", True), ("The answer passed all checks. Fail? No. Final: Pass", True),
+    ("fail", False), ("This would pass, but the units are wrong.\nVERDICT: FAILED", False),
+])
+def test_pass_fail_reads_the_last_pass_or_fail_word(answer: str, passed: bool) -> None:
+    v = read_verdict(scale("pass/fail"), answer)
+    assert v.passed is passed and v.score == float(passed)
+
+
+def test_pass_fail_with_neither_word_is_unreadable() -> None:
+    with pytest.raises(JudgeUnreadable, match="no PASS or FAIL"):
+        read_verdict(scale("pass/fail"), "Looks fine to me.")
+
+
+def test_a_verdict_regex_picks_the_token() -> None:
+    cfg = scale("1-10", verdict=r"<grade>(\d+)</grade>")
+    assert read_verdict(cfg, "Score: 2 for style. <grade>9</grade>").score == pytest.approx(8 / 9)
+    with pytest.raises(JudgeUnreadable, match="does not match the verdict pattern"):
+        read_verdict(cfg, "Score: 9")
+    pf = scale("pass/fail", verdict=r"RESULT=(\w+)")
+    assert not read_verdict(pf, "it could pass... RESULT=fail").passed
+
+
+# ---- the simulated judge ------------------------------------------------------------------------------------------
+
+def test_the_simulated_judge_is_right_flipped_or_unreadable_on_purpose() -> None:
+    right, wrong = JudgeTask("It is 4.", "4", (1, 5)), JudgeTask("It is 5.", "4", (1, 5))
+    assert read_verdict(scale(), judge_answer(right, True, 0.9)).passed
+    assert not read_verdict(scale(), judge_answer(wrong, True, 0.9)).passed
+    assert not read_verdict(scale(), judge_answer(right, False, 0.1)).passed  # flipped
+    with pytest.raises(JudgeUnreadable):
+        read_verdict(scale(), judge_answer(right, False, 0.9))
+    pf = JudgeTask("Paris", "paris", None)
+    assert read_verdict(scale("pass/fail"), judge_answer(pf, True, 0.0)).passed
+
+
+# ---- configuration ----------------------------------------------------------------------------------------------
+
+PROJECT = """
+[project]
+name = "p"
+[[models]]
+key = "m"
+provider = "sim"
+[[models]]
+key = "grader"
+provider = "sim"
+{extra_model}
+[[scorers]]
+name = "j"
+kind = "llm_judge"
+{scorer}
+{cases}
+"""
+SCORER = 'judge = "grader"\nrubric = "Grade: {output}"'
+
+
+def project(tmp_path: Path, scorer: str = SCORER, extra_model: str = "", n_cases: int = 10) -> Path:
+    cases = "\n".join(f'[[cases]]\nid = "c{i}"\ninput = "q{i}"\nexpected = "a{i}"' for i in range(n_cases))
+    p = tmp_path / "arena.toml"
+    p.write_text(PROJECT.format(scorer=scorer, extra_model=extra_model, cases=cases))
+    return p
+
+
+@pytest.mark.parametrize(("scorer", "key", "words"), [
+    ('rubric = "{output}"', "scorers[0].judge", "is required"),
+    ('judge = "grder"\nrubric = "{output}"', "scorers[0].judge", "did you mean 'grader'"),
+    ('judge = "grader"', "scorers[0].rubric", "is required"),
+    ('judge = "grader"\nrubric = "Grade the answer."', "scorers[0].rubric", "must contain {output}"),
+    (SCORER + '\nscale = "5-1"', "scorers[0].scale", "LO < HI"),
+    (SCORER + '\nscale = "good/bad"', "scorers[0].scale", '"pass/fail" or a whole-number range'),
+    (SCORER + '\nscale = "1-5"\npass_at = 6', "scorers[0].pass_at", "within the scale 1-5"),
+    (SCORER + '\npass_at = 1', "scorers[0].pass_at", "numeric scale only"),
+    (SCORER + '\nverdict = "(unclosed"', "scorers[0].verdict", "not a valid regular expression"),
+    (SCORER + '\nsample = 2.5', "scorers[0].sample", "whole number of cases"),
+    (SCORER + '\nsample = 0', "scorers[0].sample", ""),
+])
+def test_bad_judge_settings_name_the_key(tmp_path: Path, scorer: str, key: str, words: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        load_project(project(tmp_path, scorer))
+    assert e.value.key == key and words in str(e.value)
+
+
+def test_judge_settings_on_another_scorer_kind_are_refused(tmp_path: Path) -> None:
+    p = project(tmp_path)
+    p.write_text(p.read_text() + '\n[[scorers]]\nname = "e"\nkind = "exact"\nrubric = "{output}"\n')
+    with pytest.raises(ConfigError) as e:
+        load_project(p)
+    assert e.value.key == "scorers[1].rubric" and "llm_judge scorers only" in str(e.value)
+
+
+def test_a_model_key_may_not_take_the_judge_lane_prefix(tmp_path: Path) -> None:
+    p = project(tmp_path)
+    p.write_text(p.read_text().replace('key = "m"', 'key = "judge:m"'))
+    with pytest.raises(ConfigError) as e:
+        load_project(p)
+    assert e.value.key == "models[0].key" and "judge:" in str(e.value)
+
+
+def test_a_judge_only_judges_unless_it_is_also_a_candidate(tmp_path: Path) -> None:
+    proj = load_project(project(tmp_path))
+    plan = make_plan(proj)
+    assert [m.key for m in plan.models] == ["m"]
+    assert [j.key for j in plan.judges] == ["judge:grader"] and plan.judges[0].total == 10
+    both = load_project(project(tmp_path, extra_model="candidate = true"))
+    plan2 = make_plan(both)
+    assert [m.key for m in plan2.models] == ["m", "grader"] and plan2.judges[0].total == 20
+    # what a run stores is what it resumes with
+    again = project_from_dict(project_to_dict(proj), proj.path)
+    assert [m.key for m in make_plan(again).models] == ["m"]
+
+
+def test_a_project_of_judges_only_has_nothing_to_evaluate(tmp_path: Path) -> None:
+    p = project(tmp_path)
+    p.write_text(p.read_text().replace('key = "m"\nprovider = "sim"', 'key = "m"\nprovider = "sim"\ncandidate = false'))
+    with pytest.raises(ConfigError, match="no model to evaluate"):
+        load_project(p)
+
+
+# ---- sampling ------------------------------------------------------------------------------------------------------
+
+def test_sample_takes_a_share_or_a_count_the_same_way_every_time(tmp_path: Path) -> None:
+    share = load_project(project(tmp_path, SCORER + "\nsample = 0.25", n_cases=40))
+    chosen = judged_case_ids(share, share.scorers[0])
+    assert len(chosen) == 10
+    assert chosen == judged_case_ids(load_project(project(tmp_path, SCORER + "\nsample = 0.25", n_cases=40)),
+                                     share.scorers[0])
+    count = load_project(project(tmp_path, SCORER + "\nsample = 7", n_cases=40))
+    assert len(judged_case_ids(count, count.scorers[0])) == 7
+    assert len(judged_case_ids(count, count.scorers[0])) == 7
+    everything = load_project(project(tmp_path, SCORER + "\nsample = 500", n_cases=40))
+    assert len(judged_case_ids(everything, everything.scorers[0])) == 40
+
+
+def test_the_sample_is_spread_over_the_cases_and_kept_under_a_limit(tmp_path: Path) -> None:
+    from arenatui.plan import Filters
+
+    proj = load_project(project(tmp_path, SCORER + "\nsample = 0.5", n_cases=40))
+    chosen = judged_case_ids(proj, proj.scorers[0])
+    ids = [c.id for c in proj.cases]
+    assert chosen != set(ids[:20])  # a rank by hash, not the first half
+    limited = make_plan(proj, Filters(limit=10))
+    assert limited.judges[0].case_ids == chosen & set(ids[:10])  # --limit narrows, never re-draws

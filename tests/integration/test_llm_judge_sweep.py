@@ -1,0 +1,190 @@
+"""llm_judge through whole sweeps with a simulated judge: sampling, verdicts, spend, judge errors and resume."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+
+from arenatui.engine.events import CallStarted, Event, JudgeFinished
+from arenatui.plan import judge_lane
+from arenatui.sweep import Sweep, SweepOptions
+
+PROJECT = """
+[project]
+name = "judged"
+
+[run]
+concurrency = 6
+seed = 3
+max_attempts = {attempts}
+backoff_base_s = 0.001
+backoff_cap_s = 0.002
+
+[[models]]
+key = "good"
+provider = "sim"
+sim = {{ base_latency_s = 0.001, per_token_s = 0.0, jitter = 0.0, accuracy = 1.0 }}
+
+[[models]]
+key = "bad"
+provider = "sim"
+sim = {{ base_latency_s = 0.001, per_token_s = 0.0, jitter = 0.0, accuracy = 0.0 }}
+
+[[models]]
+key = "grader"
+provider = "sim"
+price_in_per_mtok = 3.0
+price_out_per_mtok = 15.0
+{judge_extra}
+sim = {{ base_latency_s = {judge_latency}, per_token_s = 0.0, jitter = 0.0, accuracy = {judge_accuracy}, transient_rate = {transient} }}
+
+[[scorers]]
+name = "judge"
+kind = "llm_judge"
+judge = "grader"
+rubric = "Question: {{input}}\\nReference: {{expected}}\\nAnswer: {{output}}\\nGive 'Score: N' from 1 to 5."
+scale = "1-5"
+sample = {sample}
+
+{cases}
+"""
+
+
+def write(tmp_path: Path, *, sample: str = "0.5", judge_accuracy: float = 1.0, transient: float = 0.0,
+          attempts: int = 3, judge_latency: float = 0.001, judge_extra: str = "", n_cases: int = 12) -> Path:
+    cases = "\n".join(f'[[cases]]\nid = "c{i:02d}"\ninput = "What is {i} + {i}?"\nexpected = "{2 * i}"'
+                      for i in range(n_cases))
+    p = tmp_path / "arena.toml"
+    p.write_text(PROJECT.format(sample=sample, judge_accuracy=judge_accuracy, transient=transient, attempts=attempts,
+                                judge_latency=judge_latency, judge_extra=judge_extra, cases=cases))
+    return p
+
+
+def sweep(opts: SweepOptions, on_event: Callable[[Sweep, Event], None] | None = None) -> Sweep:
+    holder: list[Sweep] = []
+    s = Sweep(opts, extra_sinks=(lambda ev: on_event(holder[0], ev),) if on_event else (), live_metrics=False)
+    holder.append(s)
+    anyio.run(s.run)
+    return s
+
+
+def rows(db: Path, sql: str, *args: object) -> list[tuple[object, ...]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql, args).fetchall()
+
+
+def test_the_sampled_cases_are_judged_for_every_model_and_the_rest_stay_unscored(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    s = sweep(SweepOptions(project=write(tmp_path), db=db))
+    assert s.status == "finished"
+    judged = {m: {c for c, in rows(db, "SELECT case_id FROM judgments WHERE model_key = ?", m)} for m in ("good", "bad")}
+    assert len(judged["good"]) == 6 and judged["good"] == judged["bad"]  # the same half for both: still paired
+    # a right judge: the right model passes every judged case, the wrong one fails every one
+    assert rows(db, "SELECT DISTINCT model_key, status, failure_mode FROM results WHERE case_id IN (%s) "
+                    "ORDER BY model_key" % ",".join("?" * 6), *sorted(judged["good"])) == [
+        ("bad", "failed", "wrong_answer"), ("good", "passed", "none")]
+    unjudged = rows(db, "SELECT status, failure_mode, score, COUNT(*), COUNT(output) FROM results "
+                        "WHERE case_id NOT IN (%s) GROUP BY 1, 2" % ",".join("?" * 6), *sorted(judged["good"]))
+    assert unjudged == [("unscored", "unjudged", None, 12, 12)]  # answered and kept, never scored
+    assert rows(db, "SELECT COUNT(*) FROM results WHERE failure_mode = 'awaiting_judge'") == [(0,)]
+    detail = rows(db, "SELECT DISTINCT score_detail FROM results WHERE model_key = 'good' AND status = 'passed'")
+    assert detail == [("judge 5 on 1-5 (passes from 4)",)]
+    # the judge never answered the cases itself: it is not a candidate
+    assert rows(db, "SELECT COUNT(*) FROM results WHERE model_key = 'grader'") == [(0,)]
+
+
+def test_judge_spend_is_its_own_and_counts_every_judge_token(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    sweep(SweepOptions(project=write(tmp_path, sample="5"), db=db))
+    (n, tin, tout, cost), = rows(db, "SELECT COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cost) "
+                                     "FROM judgments WHERE judge_key = 'grader'")
+    assert n == 10 and tin > 0 and tout > 0
+    assert cost == pytest.approx((tin * 3.0 + tout * 15.0) / 1e6)
+    # the candidates are free sims: every cent of the run's spend is the judge's, none of it in results
+    assert rows(db, "SELECT SUM(cost) FROM results") == [(0.0,)]
+    # the judge read the rubric with the answer in it (input tokens of the rendered prompt, not of the case)
+    (case_tokens,), = rows(db, "SELECT MAX(input_tokens) FROM results")
+    assert tin / n > 2 * case_tokens
+
+
+def test_a_judge_that_answers_unreadably_leaves_a_judge_error_not_a_zero(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    sweep(SweepOptions(project=write(tmp_path, sample="1.0", judge_accuracy=0.0), db=db))
+    by_status = dict(rows(db, "SELECT status, COUNT(*) FROM results GROUP BY status"))  # type: ignore[arg-type]
+    errored = rows(db, "SELECT error_class, failure_mode, score, output IS NOT NULL, error_message FROM results "
+                       "WHERE status = 'errored'")
+    assert errored and by_status.get("passed", 0) + by_status.get("failed", 0) + len(errored) == 24
+    for ec, mode, score, kept, msg in errored:
+        assert (ec, mode, score, kept) == ("judge_error", "judge_error", None, 1)
+        assert "no score on the scale 1-5" in str(msg)
+    # a judge that is always wrong when readable flips every verdict: the right model fails what was judged
+    assert rows(db, "SELECT COUNT(*) FROM results WHERE model_key = 'good' AND status = 'passed'") == [(0,)]
+    assert rows(db, "SELECT COUNT(*) FROM judgments WHERE status = 'errored'") == [(len(errored),)]
+
+
+def test_a_judge_whose_calls_fail_says_so_and_its_attempts_are_kept(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    sweep(SweepOptions(project=write(tmp_path, sample="3", transient=1.0, attempts=2), db=db))
+    errs = rows(db, "SELECT DISTINCT status, error_class, error_message FROM results WHERE error_class IS NOT NULL")
+    assert len(errs) == 1
+    status, ec, msg = errs[0]
+    assert (status, ec) == ("errored", "judge_error")
+    assert str(msg).startswith("the judge's call failed (transient): simulated 503 from grader")
+    assert rows(db, "SELECT COUNT(*), SUM(attempts) FROM judgments") == [(6, 12)]
+    # each judge call's retried attempt is in failed_attempts, under its lane
+    lanes = rows(db, "SELECT DISTINCT model_key FROM failed_attempts")
+    assert lanes == [(judge_lane("grader"),)]
+
+
+def test_resume_judges_what_an_interruption_left_without_calling_the_models_again(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    project = write(tmp_path, sample="1.0", judge_latency=0.02, judge_extra="max_concurrency = 1", n_cases=10)
+
+    def stop_at_first_verdict(s: Sweep, ev: Event) -> None:
+        if type(ev) is JudgeFinished:
+            s.runner.cancel()
+
+    first = sweep(SweepOptions(project=project, db=db), stop_at_first_verdict)
+    assert first.status == "cancelled"
+    waiting = rows(db, "SELECT model_key, case_id, trial FROM results WHERE status = 'unscored' "
+                       "AND failure_mode = 'awaiting_judge'")
+    assert waiting, "the interruption should leave answers waiting for their judge"
+    stored = set(rows(db, "SELECT model_key, case_id, trial FROM results WHERE error_class IS NULL "
+                          "OR error_class != 'cancelled'"))
+    before = dict(((m, c, t), a) for m, c, t, a in rows(  # type: ignore[misc]
+        db, "SELECT model_key, case_id, trial, attempts FROM results"))
+
+    started: list[CallStarted] = []
+
+    def watch(_s: Sweep, ev: Event) -> None:
+        if type(ev) is CallStarted:
+            started.append(ev)
+
+    second = sweep(SweepOptions(resume=first.run_id, db=db), watch)
+    assert second.status == "finished"
+    again = {(ev.model_key, ev.case_id, ev.trial) for ev in started if not ev.model_key.startswith("judge:")}
+    assert not again & stored  # no stored answer was asked for again
+    assert rows(db, "SELECT COUNT(*) FROM results WHERE status = 'unscored'") == [(0,)]
+    assert rows(db, "SELECT COUNT(*) FROM judgments") == [(20,)]  # every call judged once: 10 cases × 2 models
+    for (m, c, t), a in before.items():
+        if (m, c, t) in stored:
+            assert rows(db, "SELECT attempts FROM results WHERE model_key = ? AND case_id = ? AND trial = ?",
+                        m, c, t) == [(a,)]
+    assert rows(db, "SELECT DISTINCT status FROM results ORDER BY 1") == [("failed",), ("passed",)]
+
+
+def test_retry_errored_judges_judge_errors_again_and_leaves_the_answers_alone(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    first = sweep(SweepOptions(project=write(tmp_path, sample="4", transient=1.0, attempts=1), db=db))
+    assert rows(db, "SELECT COUNT(*) FROM results WHERE error_class = 'judge_error'") == [(8,)]
+    started: list[CallStarted] = []
+    sweep(SweepOptions(resume=first.run_id, db=db, retry_errored=True),
+          lambda _s, ev: started.append(ev) if type(ev) is CallStarted else None)
+    assert {ev.model_key for ev in started} == {judge_lane("grader")}
+    assert len(started) == 8
+    # the judge still fails: each judgment now counts both of its calls
+    assert rows(db, "SELECT COUNT(*), SUM(attempts) FROM judgments") == [(8, 16)]

@@ -67,6 +67,14 @@ _SCORERS = """
 #     name = "mine"
 #     kind = "python"
 #     function = "my_scorers:grade"
+# A model as the judge of open-ended answers (the judge model only judges unless it sets candidate = true):
+#     [[scorers]]
+#     name = "judged"
+#     kind = "llm_judge"
+#     judge = "grader"                         # a [[models]] key
+#     rubric = "Question: {input}\\nReference: {expected}\\nAnswer: {output}\\nReply 'Score: N', N from 1 to 5."
+#     scale = "1-5"                            # or "pass/fail"; passes from pass_at (default 4 on 1-5)
+#     sample = 0.2                             # judge a fixed fifth of its cases (or a count: sample = 50)
 """
 _SCORERS_DATA = {"scorers": [{"name": "exact", "kind": "exact"}, {"name": "choice", "kind": "choice"},
                              {"name": "numeric", "kind": "numeric", "tolerance": 0.01}]}

@@ -212,3 +212,17 @@ def test_the_sample_is_spread_over_the_cases_and_kept_under_a_limit(tmp_path: Pa
     assert chosen != set(ids[:20])  # a rank by hash, not the first half
     limited = make_plan(proj, Filters(limit=10))
     assert limited.judges[0].case_ids == chosen & set(ids[:10])  # --limit narrows, never re-draws
+
+
+def test_the_judge_example_in_arena_inits_template_loads(tmp_path: Path) -> None:
+    from arenatui.init_project import _SCORERS
+
+    lines = _SCORERS.splitlines()
+    start = next(i for i, line in enumerate(lines) if "A model as the judge" in line)
+    snippet = "\n".join(line.removeprefix("#     ") for line in lines[start + 1:] if line.startswith("#     "))
+    p = tmp_path / "arena.toml"
+    p.write_text('[project]\nname = "p"\n[[models]]\nkey = "m"\nprovider = "sim"\n[[models]]\nkey = "grader"\n'
+                 f'provider = "sim"\n{snippet}\n[[cases]]\nid = "c"\ninput = "q"\nexpected = "a"\n')
+    proj = load_project(p)
+    assert proj.scorers[0].kind == "llm_judge" and proj.scorers[0].sample == 0.2
+    assert "{output}" in (proj.scorers[0].rubric or "") and make_plan(proj).judges

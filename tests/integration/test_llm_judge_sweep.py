@@ -40,7 +40,12 @@ provider = "sim"
 price_in_per_mtok = 3.0
 price_out_per_mtok = 15.0
 {judge_extra}
-sim = {{ base_latency_s = {judge_latency}, per_token_s = 0.0, jitter = 0.0, accuracy = {judge_accuracy}, transient_rate = {transient} }}
+[models.sim]
+base_latency_s = {judge_latency}
+per_token_s = 0.0
+jitter = 0.0
+accuracy = {judge_accuracy}
+transient_rate = {transient}
 
 [[scorers]]
 name = "judge"
@@ -81,14 +86,16 @@ def test_the_sampled_cases_are_judged_for_every_model_and_the_rest_stay_unscored
     db = tmp_path / "r.db"
     s = sweep(SweepOptions(project=write(tmp_path), db=db))
     assert s.status == "finished"
-    judged = {m: {c for c, in rows(db, "SELECT case_id FROM judgments WHERE model_key = ?", m)} for m in ("good", "bad")}
+    judged = {m: {c for c, in rows(db, "SELECT case_id FROM judgments WHERE model_key = ?", m)}
+              for m in ("good", "bad")}
     assert len(judged["good"]) == 6 and judged["good"] == judged["bad"]  # the same half for both: still paired
     # a right judge: the right model passes every judged case, the wrong one fails every one
-    assert rows(db, "SELECT DISTINCT model_key, status, failure_mode FROM results WHERE case_id IN (%s) "
-                    "ORDER BY model_key" % ",".join("?" * 6), *sorted(judged["good"])) == [
+    marks = ",".join("?" * 6)
+    assert rows(db, f"SELECT DISTINCT model_key, status, failure_mode FROM results WHERE case_id IN ({marks}) "
+                    "ORDER BY model_key", *sorted(judged["good"])) == [
         ("bad", "failed", "wrong_answer"), ("good", "passed", "none")]
     unjudged = rows(db, "SELECT status, failure_mode, score, COUNT(*), COUNT(output) FROM results "
-                        "WHERE case_id NOT IN (%s) GROUP BY 1, 2" % ",".join("?" * 6), *sorted(judged["good"]))
+                        f"WHERE case_id NOT IN ({marks}) GROUP BY 1, 2", *sorted(judged["good"]))
     assert unjudged == [("unscored", "unjudged", None, 12, 12)]  # answered and kept, never scored
     assert rows(db, "SELECT COUNT(*) FROM results WHERE failure_mode = 'awaiting_judge'") == [(0,)]
     detail = rows(db, "SELECT DISTINCT score_detail FROM results WHERE model_key = 'good' AND status = 'passed'")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -77,7 +78,7 @@ def sweep(opts: SweepOptions, on_event: Callable[[Sweep, Event], None] | None = 
     return s
 
 
-def rows(db: Path, sql: str, *args: object) -> list[tuple[object, ...]]:
+def rows(db: Path, sql: str, *args: object) -> list[tuple[Any, ...]]:
     with sqlite3.connect(db) as conn:
         return conn.execute(sql, args).fetchall()
 
@@ -121,7 +122,7 @@ def test_judge_spend_is_its_own_and_counts_every_judge_token(tmp_path: Path) -> 
 def test_a_judge_that_answers_unreadably_leaves_a_judge_error_not_a_zero(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     sweep(SweepOptions(project=write(tmp_path, sample="1.0", judge_accuracy=0.0), db=db))
-    by_status = dict(rows(db, "SELECT status, COUNT(*) FROM results GROUP BY status"))  # type: ignore[arg-type]
+    by_status: dict[str, int] = dict(rows(db, "SELECT status, COUNT(*) FROM results GROUP BY status"))
     errored = rows(db, "SELECT error_class, failure_mode, score, output IS NOT NULL, error_message FROM results "
                        "WHERE status = 'errored'")
     assert errored and by_status.get("passed", 0) + by_status.get("failed", 0) + len(errored) == 24
@@ -162,7 +163,7 @@ def test_resume_judges_what_an_interruption_left_without_calling_the_models_agai
     assert waiting, "the interruption should leave answers waiting for their judge"
     stored = set(rows(db, "SELECT model_key, case_id, trial FROM results WHERE error_class IS NULL "
                           "OR error_class != 'cancelled'"))
-    before = dict(((m, c, t), a) for m, c, t, a in rows(  # type: ignore[misc]
+    before = dict(((m, c, t), a) for m, c, t, a in rows(
         db, "SELECT model_key, case_id, trial, attempts FROM results"))
 
     started: list[CallStarted] = []

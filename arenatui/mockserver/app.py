@@ -11,6 +11,7 @@ import asyncio
 import hashlib
 import json
 import random
+import re
 import signal
 import socket
 import struct
@@ -23,9 +24,10 @@ from typing import Any, Literal
 from aiohttp import web
 
 from arenatui.config.load import first_bad_value
-from arenatui.config.schema import Case, MockFaults, ModelConfig, Project
+from arenatui.config.schema import Case, MockFaults, ModelConfig, Project, ScorerConfig
 from arenatui.mockserver.faults import HTTP_TYPES, FaultPicker, Stall, retry_after_headers
-from arenatui.providers.sim import SimCore, SimOutcome
+from arenatui.providers.base import JudgeTask
+from arenatui.providers.sim import SimCore, SimOutcome, draw, judge_answer, uniform
 
 Wire = Literal["openai", "anthropic"]
 HANG_S = 3600.0
@@ -68,6 +70,19 @@ def _case_prompt(case: Case) -> str:
     return users[-1] if users else case.prompt_text()
 
 
+def _rubric_pattern(rubric: str) -> re.Pattern[str]:
+    """A pattern that reads a rendered rubric back into its input, expected and output (named groups)."""
+    out, seen = [], set()
+    for part in re.split(r"(\{input\}|\{expected\}|\{output\})", rubric):
+        name = part[1:-1] if part in ("{input}", "{expected}", "{output}") else None
+        if name is None:
+            out.append(re.escape(part))
+        else:
+            out.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*)")
+            seen.add(name)
+    return re.compile("".join(out), re.DOTALL)
+
+
 def _pieces(text: str, n: int) -> list[str]:
     n = max(1, min(n, len(text) or 1))
     size = -(-len(text) // n) if text else 1
@@ -96,6 +111,25 @@ class MockServer:
                 self._models.setdefault(m.key, sm)
             for c in project.cases:
                 self._cases.setdefault(_case_prompt(c), c)
+        self._judges: list[tuple[re.Pattern[str], ScorerConfig]] = [
+            (_rubric_pattern(s.rubric), s) for s in (project.scorers if project else ()) if s.kind == "llm_judge"
+            and s.rubric is not None]
+        """llm_judge rubrics: a judge request is answered with a verdict, like the simulated judge's."""
+        self._inputs = {c.prompt_text(): c for c in project.cases} if self._judges and project else {}
+
+    def _judged(self, prompt: str) -> tuple[Case, JudgeTask] | None:
+        """The case and answer a judge request is about, when `prompt` is one of the project's rubrics filled in."""
+        for pattern, scorer in self._judges:
+            m = pattern.fullmatch(prompt)
+            if m is None:
+                continue
+            got = m.groupdict()
+            case = self._inputs.get(got["input"]) if "input" in got else None
+            if case is None and "expected" in got:
+                case = next((c for c in self._inputs.values() if c.expected == got["expected"]), None)
+            if case is not None:
+                return case, JudgeTask(got.get("output", ""), case.expected, scorer.scale_range())
+        return None
 
     def _served(self, m: ModelConfig, faults: MockFaults) -> ServedModel:
         return ServedModel(entry=m, core=SimCore(m.key, m.sim, self.seed), faults=FaultPicker(faults, self._rng),
@@ -197,6 +231,7 @@ class MockServer:
                                retry_after_headers(wait, sm.cfg.retry_after, time.time()))
         try:
             case = self._cases.get(prompt)
+            judged = self._judged(prompt) if case is None and self._judges else None
             cid = case.id if case else "prompt-" + hashlib.blake2b(prompt.encode(), digest_size=6).hexdigest()
             # The server cannot see trials or attempts: each repeat of a (model, case) draws anew.
             n = sm.counts[cid] = sm.counts.get(cid, 0) + 1
@@ -204,6 +239,9 @@ class MockServer:
             out = sm.core.outcome(cid, n, n, expected=case.expected if case else None,
                                   stratum=case.stratum if case else None, tags=case.tags if case else (),
                                   prompt=all_text, max_tokens=max_tokens)
+            if judged is not None:  # a judge's request: a verdict, right with the judge model's accuracy
+                u = uniform(draw(sm.core.seed, sm.core.key, cid, n), 1)
+                out = out._replace(text=judge_answer(judged[1], out.correct, u))
             if sm.serial is not None:
                 async with sm.serial:
                     return await self._answer(request, wire, sm, out, stream, include_usage, fault)

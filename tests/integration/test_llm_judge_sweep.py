@@ -196,3 +196,61 @@ def test_retry_errored_judges_judge_errors_again_and_leaves_the_answers_alone(tm
     assert len(started) == 8
     # the judge still fails: each judgment now counts both of its calls
     assert rows(db, "SELECT COUNT(*), SUM(attempts) FROM judgments") == [(8, 16)]
+
+
+HTTP_PROJECT = """
+[project]
+name = "judged-http"
+[run]
+concurrency = 4
+seed = 5
+[[models]]
+key = "good"
+provider = "openai"
+model = "good"
+base_url = "{url}/v1"
+sim = {{ base_latency_s = 0.001, per_token_s = 0.0, jitter = 0.0, accuracy = 1.0 }}
+[[models]]
+key = "bad"
+provider = "anthropic"
+model = "bad"
+base_url = "{url}"
+sim = {{ base_latency_s = 0.001, per_token_s = 0.0, jitter = 0.0, accuracy = 0.0 }}
+[[models]]
+key = "grader"
+provider = "openai"
+model = "grader"
+base_url = "{url}/v1"
+price_in_per_mtok = 1.0
+sim = {{ base_latency_s = 0.001, per_token_s = 0.0, jitter = 0.0, accuracy = 1.0 }}
+[[scorers]]
+name = "judge"
+kind = "llm_judge"
+judge = "grader"
+rubric = "Reference: {{expected}}\\nQuestion: {{input}}\\nAnswer: {{output}}\\nEnd with VERDICT: PASS or VERDICT: FAIL."
+{cases}
+"""
+
+
+def test_a_judge_over_http_judges_answers_from_the_mock_server(tmp_path: Path) -> None:
+    """The judge's calls take the real HTTP path (OpenAI wire) to the project's own mock server on loopback, which
+    reads the rubric back and answers like the simulated judge."""
+    import sys
+
+    from httpkit import start_server, stop_server
+
+    cases = "\n".join(f'[[cases]]\nid = "c{i}"\ninput = "Name item {i}."\nexpected = "item-{i}"' for i in range(6))
+    p = tmp_path / "arena.toml"
+    p.write_text(HTTP_PROJECT.format(url="http://127.0.0.1:1", cases=cases))
+    proc, m, _lines = start_server([sys.executable, "-m", "arenatui", "mock-server", "--port", "0", "--config",
+                                    str(p)], r"listening on (http://127\.0\.0\.1:\d+)")
+    try:
+        p.write_text(HTTP_PROJECT.format(url=m.group(1), cases=cases))
+        db = tmp_path / "r.db"
+        assert sweep(SweepOptions(project=p, db=db)).status == "finished"
+    finally:
+        stop_server(proc)
+    assert rows(db, "SELECT model_key, status, COUNT(*) FROM results GROUP BY 1, 2 ORDER BY 1") == [
+        ("bad", "failed", 6), ("good", "passed", 6)]
+    assert rows(db, "SELECT COUNT(*), MIN(output LIKE '%VERDICT: %'), MIN(input_tokens) > 20 FROM judgments") == [
+        (12, 1, 1)]

@@ -495,7 +495,8 @@ class Tuner:
         if not self.enabled:
             return
         if isinstance(ev, CallStarted):
-            self._started[(ev.model_key, ev.case_id, ev.trial)] = ev.t
+            if ev.model_key in self.tracker.models:  # not a judge lane's call: those end in JudgeFinished
+                self._started[(ev.model_key, ev.case_id, ev.trial)] = ev.t
         elif isinstance(ev, CallFinished):
             r = ev.result
             t0 = self._started.pop((r.model_key, r.case_id, r.trial), None)

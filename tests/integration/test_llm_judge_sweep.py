@@ -254,3 +254,29 @@ def test_a_judge_over_http_judges_answers_from_the_mock_server(tmp_path: Path) -
         ("bad", "failed", 6), ("good", "passed", 6)]
     assert rows(db, "SELECT COUNT(*), MIN(output LIKE '%VERDICT: %'), MIN(input_tokens) > 20 FROM judgments") == [
         (12, 1, 1)]
+
+
+def test_a_sealed_answer_that_was_not_kept_cannot_be_judged_after_the_fact_and_says_so(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    p = write(tmp_path, sample="1.0", transient=1.0, attempts=1, n_cases=2)
+    p.write_text(p.read_text().replace('id = "c00"', 'id = "c00"\nsealed = true'))
+    first = sweep(SweepOptions(project=p, db=db))
+    assert rows(db, "SELECT COUNT(*) FROM results WHERE error_class = 'judge_error'") == [(4,)]
+    # the judge saw the sealed answer while the run held it; the store keeps only its digest
+    assert rows(db, "SELECT COUNT(*) FROM results WHERE case_id = 'c00' AND output LIKE '[sealed output:%'") == [(2,)]
+    sweep(SweepOptions(resume=first.run_id, db=db, retry_errored=True))
+    msgs = rows(db, "SELECT DISTINCT error_message FROM results WHERE case_id = 'c00'")
+    assert len(msgs) == 1 and "was not kept" in str(msgs[0][0])
+    assert rows(db, "SELECT DISTINCT error_message LIKE 'the judge''s call failed%' FROM results "
+                    "WHERE case_id = 'c01'") == [(1,)]
+
+
+def test_the_judges_answer_about_a_sealed_case_is_sealed_too(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    p = write(tmp_path, sample="1.0", n_cases=2)
+    p.write_text(p.read_text().replace('id = "c00"', 'id = "c00"\nsealed = true'))
+    sweep(SweepOptions(project=p, db=db))
+    assert rows(db, "SELECT case_id, MIN(output LIKE '[sealed output:%'), MAX(output LIKE '[sealed output:%') "
+                    "FROM judgments GROUP BY 1") == [("c00", 1, 1), ("c01", 0, 0)]
+    assert rows(db, "SELECT DISTINCT status FROM results WHERE case_id = 'c00' AND model_key = 'good'") == [
+        ("passed",)]

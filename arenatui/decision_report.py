@@ -373,8 +373,9 @@ def _md_spend(spend: dict[str, Any] | None) -> list[str]:
 
 
 def _judged_words(j: dict[str, Any]) -> str:
+    """After the scorer's name: its judge, judged N of M cases (its sample), judge calls stored."""
     sample = f"sample {j['sample']:g}" if j["sample"] <= 1 else f"sample {int(j['sample'])} cases"
-    return (f"{j['scorer']} (judge {j['judge']}): judged {j['judged']} of {j['cases']} cases ({sample}); "
+    return (f"judge {j['judge']}: judged {j['judged']} of {j['cases']} cases ({sample}); "
             f"{j['judgments']} of {j['planned_judgments']} judge calls stored")
 
 
@@ -389,7 +390,7 @@ def _md_judged(judged: list[dict[str, Any]]) -> list[str]:
     lines = ["", "## Judged cases", "", "An llm_judge scorer judges the same deterministic sample of its cases for "
              "every model; its other cases stay unscored.", ""]
     for j in judged:
-        lines += [f"- **{_md(j['scorer'])}**: {_md(_judged_words(j))}. Judged: {_md(_judged_ids(j))}"]
+        lines += [f"- **{_md(j['scorer'])}** ({_md(_judged_words(j))}). Judged: {_md(_judged_ids(j))}"]
     return lines
 
 
@@ -566,7 +567,7 @@ def render_html(rep: dict[str, Any]) -> str:
             parts.append("<h3>Judges</h3>" + _html_table(JUDGE_HEAD, _judge_rows(spend)))
     if rep.get("judged"):
         parts.append("<h2>Judged cases</h2><ul>" + "".join(
-            f"<li><b>{_h(j['scorer'])}</b>: {_h(_judged_words(j))}. Judged: {_h(_judged_ids(j))}</li>"
+            f"<li><b>{_h(j['scorer'])}</b> ({_h(_judged_words(j))}). Judged: {_h(_judged_ids(j))}</li>"
             for j in rep["judged"]) + "</ul>")
     head, mode_rows = _mode_rows(rep)
     parts.append("<h2>What the wrong answers looked like</h2>")

@@ -117,7 +117,7 @@ def leaderboard_cells(s: ModelRow, trials: int, view: RunView | None = None) -> 
 def spend_text(view: RunView) -> Text:
     """The run's spend: the models', each judge's apart (calls, judge errors, tokens), and their total."""
     sp = view.spend
-    out = Text(f"spend {money(sp.total)}")
+    out = Text(f"{'spend' if sp.judges else 'Spend'} {money(sp.total)}")
     if sp.judges:
         out.append(f" = models {money(sp.candidates)} + judges {money(sp.judge_total)} (")
         for i, j in enumerate(sp.judges):
@@ -416,13 +416,14 @@ class Results(Screen[None]):
         note = Text(f"sorted by {name}; s next column, S back; Enter opens a model. {LEADERBOARD_NOTE}")
         if view.plan.judged:
             note.append(" Unscored calls (outside a judge's sample) are answered: coverage, not quality.")
-        note.append("\n")
-        note.append(spend_text(view))
-        note.append(judged_text(view))
         if view.classification:
             note.append(" macro-F1: each label's F1 averaged, over the f1-scored cases (per label: Enter).")
         if view.results.sealed.any():
             note.append(" Sealed cases are scored apart (Enter on a model).")
+        # a line of its own only when judges spent too: 80×24 has no row to spare
+        note.append("\n" if view.spend.judges else " ")
+        note.append(spend_text(view))
+        note.append(judged_text(view))
         optima = [(m, view.tuning[m].verdict) for m in view.ranked if m in view.tuning and view.tuning[m].levels]
         if optima:  # what each level gave is in the model's detail (Enter)
             note.append("\nconcurrency: ")

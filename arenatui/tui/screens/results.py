@@ -357,7 +357,11 @@ class Results(Screen[None]):
             title.append(f" · load run, {view.load.run.requests} requests · {r.status}")
         else:
             title.append(f" · {len(view.plan.models)} models × {len(view.plan.cases)} cases × {view.plan.trials} "
-                         f"trials · {r.status}")
+                         f"trials")
+            if view.plan.judges:
+                title.append(" · judged by ")
+                title.append(literal(", ".join(view.plan.judges), newlines=False))
+            title.append(f" · {r.status}")
         if not view.complete:
             title.append(" · comparing every pair…", "italic")
         self.query_one("#results-title", Static).update(title)

@@ -247,3 +247,23 @@ def test_evaluate_style_cli_report_and_export(judged: tuple[Path, str, list[str]
     assert rep["spend"]["total"] == pytest.approx(0.238)
     assert main(["export", run, "--db", str(db)]) == 0
     assert '"row": "spend_total"' in capsys.readouterr().out
+
+
+def test_a_run_stopped_before_its_judge_says_what_awaits(judged: tuple[Path, str, list[str]]) -> None:
+    """An interrupted run leaves an answer awaiting its judge: answered (coverage), not a failure, listed apart."""
+    db, run, ids = judged
+    with Store(db) as s:
+        s.conn.execute("DELETE FROM judgments WHERE run_id = ? AND model_key = 'alpha' AND case_id = ?", (run, ids[3]))
+        s.conn.execute("UPDATE results SET status = 'unscored', score = NULL, passed = 0, failure_mode = "
+                       "'awaiting_judge', score_detail = NULL WHERE run_id = ? AND model_key = 'alpha' AND "
+                       "case_id = ?", (run, ids[3]))
+        rep = build_report(s, run)
+        assert [a.case_id for a in s.awaiting_judge(run)] == [ids[3]]
+    alpha = next(m for m in rep["leaderboard"] if m["model"] == "alpha")
+    assert alpha["quality"]["estimate"] == pytest.approx(1.0) and alpha["quality"]["n"] == 5  # not 5 of 6
+    assert alpha["coverage"] == pytest.approx(1.0) and alpha["unscored"] == 6
+    assert rep["unscored"]["alpha"] == {"judge_error": 0, "unjudged": 5, "awaiting_judge": 1}
+    (j,) = rep["judged"]
+    assert (j["judgments"], j["planned_judgments"]) == (7, 8)
+    assert "| alpha | 5 | 1 | 0 |" in render(rep, "md")
+    assert rep["spend"]["judges"][0]["calls"] == 7

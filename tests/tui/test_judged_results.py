@@ -112,3 +112,24 @@ def test_case_detail_with_a_judge(snap_compare: Any, judged: tuple[Path, list[st
         await opened("enter")(pilot)
 
     assert snap_compare(BrowseApp(db, RUN, theme="dark"), terminal_size=(120, 40), run_before=open_case)
+
+
+@pytest.mark.anyio
+async def test_a_sealed_cases_judge_answer_is_never_shown(judged: tuple[Path, list[str]]) -> None:
+    """A judge's answer may quote the sealed case or the model's answer: only its verdict is shown."""
+    from arenatui.store import Store
+
+    db, _ = judged
+    with Store(db) as s:  # as if the sample had chosen the sealed case
+        s.conn.execute("INSERT INTO judgments SELECT run_id, model_key, 's1', trial, judge_key, status, score, "
+                       "passed, error_class, error_message, 'quoting SEALED judged question', attempts, latency_ms, "
+                       "total_ms, input_tokens, output_tokens, cost, started_at, finished_at, score_detail "
+                       "FROM judgments WHERE run_id = ? AND model_key = 'alpha' LIMIT 1", (RUN,))
+    app = BrowseApp(db, RUN)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(pilot)
+        view = app.screen.view
+        app.push_screen(CaseDetail(db, RUN, view.case("s1"), view.results.models, view.plan.judge_scorer("s1")))
+        await settle(pilot, lambda: isinstance(app.screen, CaseDetail) and "judge grader" in screen_text(app))
+        text = screen_text(app)
+        assert "judge's answer hidden: sealed case" in text and "SEALED" not in text

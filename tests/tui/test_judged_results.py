@@ -133,3 +133,9 @@ async def test_a_sealed_cases_judge_answer_is_never_shown(judged: tuple[Path, li
         await settle(pilot, lambda: isinstance(app.screen, CaseDetail) and "judge grader" in screen_text(app))
         text = screen_text(app)
         assert "judge's answer hidden: sealed case" in text and "SEALED" not in text
+
+
+def test_results_leaderboard_with_a_judge_small_terminal(snap_compare: Any, judged: tuple[Path, list[str]]) -> None:
+    """Spend apart, judged cases and the failure table with the unscored modes still fit 80×24."""
+    db, _ = judged
+    assert snap_compare(BrowseApp(db, RUN, theme="dark"), terminal_size=(80, 24), run_before=opened("2"))

@@ -153,7 +153,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         summary_line,
     )
     from arenatui.store import Store
-    from arenatui.store.queries import load_results
+    from arenatui.store.queries import load_results, run_spend
     from arenatui.sweep import Sweep
 
     out = Console(highlight=False, width=_width(sys.stdout))
@@ -183,7 +183,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     for problem in sweep.store_warnings():
         err.print(render_error(problem, prefix="warning"), markup=False, style="bold yellow", soft_wrap=True)
     with Store(sweep.db_path) as store:
-        spend = sum(r[0] for r in store.results(sweep.run_id, ("cost",)))
+        spend = run_spend(store, sweep.run_id)  # the models' and the judges' apart, and their total
         out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed), markup=False)
         stored = sum(len(keys) for keys in store.done_keys(sweep.run_id).values())
         if stored < plan.total:

@@ -20,9 +20,21 @@ from arenatui.safe_text import one_line, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import Interval, ModelRow, RunResults, all_pairs, group_scores, leaderboard, reversals
 from arenatui.store import Store
-from arenatui.store.queries import RunPlan, failure_modes, load_plan_results, resolve_run, run_plan
+from arenatui.store.queries import (
+    RunPlan,
+    RunSpend,
+    failure_modes,
+    judgments_by_case,
+    load_plan_results,
+    resolve_run,
+    run_plan,
+    run_spend,
+    unscored_modes,
+)
 from arenatui.wording import fmt_errors
 
+LISTED_CASES = 50
+"""Judged case ids a report lists per llm_judge scorer before "… and K more"."""
 TOP_PAIRS = 5
 """Models whose pairwise verdicts the report lists (10 pairs); the leaderboard shows every model."""
 FORMATS = ("md", "json", "html")
@@ -60,10 +72,14 @@ def run_settings(plan: RunPlan) -> dict[str, Any]:
     """
     cfg = plan.record.config
     models = []
+    wanted = set(plan.models) | set(plan.judges)
     for m in cfg.get("models", ()):
-        if not isinstance(m, dict) or m.get("key") not in plan.models:
+        if not isinstance(m, dict) or m.get("key") not in wanted:
             continue
         d = {k: m[k] for k in _MODEL_SETTINGS if k in m}
+        if m.get("key") in plan.judges:
+            d["judge"] = True
+            d["candidate"] = m.get("key") in plan.models
         if m.get("base_url"):
             d["base_url"] = _safe_url(str(m["base_url"]))
         models.append(d)
@@ -76,7 +92,7 @@ def model_dict(r: ModelRow) -> dict[str, Any]:
         "model": r.model, "quality": interval_dict(r.quality), "coverage": _num(r.coverage), "planned": r.planned,
         "calls": r.calls, "answered": r.answered, "errored": r.errored, "errors": dict(sorted(r.errors.items())),
         "error_rate": _num(r.error_rate), "timeout_rate": _num(r.timeout_rate), "retries": r.retries,
-        "retry_rate": _num(r.retry_rate), "passed": r.passed,
+        "retry_rate": _num(r.retry_rate), "passed": r.passed, "unscored": r.unscored,
         "pass_at": {str(k): _num(v) for k, v in r.pass_at.items()}, "consistency": _num(r.consistency),
         "spend": r.spend, "tokens": r.tokens, "cost_per_correct": _num(r.cost_per_correct),
         "tokens_per_correct": _num(r.tokens_per_correct), "cost_per_answered": _num(r.cost_per_answered),
@@ -147,7 +163,38 @@ def build_report(store: Store, run: str) -> dict[str, Any]:
     results = load_plan_results(store, plan)
     rep = report_dict(plan, results, _failures(store, record.run_id), failure_modes(store, record.run_id))
     rep["classification"] = _classification(store, plan)
+    rep["spend"] = spend_dict(run_spend(store, record.run_id))
+    rep["judged"] = judged_list(plan, judgments_by_case(store, record.run_id))
+    unscored = unscored_modes(store, record.run_id)
+    rep["unscored"] = {r["model"]: {"judge_error": r["errors"].get("judge_error", 0), **unscored.get(r["model"], {})}
+                       for r in rep["leaderboard"]
+                       if r["model"] in unscored or r["errors"].get("judge_error")}
     return rep
+
+
+def spend_dict(spend: RunSpend) -> dict[str, Any]:
+    """The run's spend: its models', each judge's apart, and the total of both."""
+    return {
+        "candidates": spend.candidates,
+        "judges": [{"judge": j.judge, "calls": j.calls, "passed": j.passed, "failed": j.failed,
+                    "judge_errors": j.errors, "attempts": j.attempts, "retries": j.retries,
+                    "input_tokens": j.input_tokens, "output_tokens": j.output_tokens, "tokens": j.tokens,
+                    "cost": j.cost, "mean_latency_ms": _num(j.mean_latency_ms)} for j in spend.judges],
+        "judges_total": spend.judge_total,
+        "total": spend.total,
+    }
+
+
+def judged_list(plan: RunPlan, stored: dict[str, int]) -> list[dict[str, Any]]:
+    """Per llm_judge scorer: judged N of M cases (its sample), the judged case ids (the first LISTED_CASES), and
+    the judge calls stored against those the plan makes. Ids only: a sealed case's text never appears."""
+    per_case = len(plan.models) * plan.trials
+    return [{
+        "scorer": j.scorer, "judge": j.judge, "sample": j.sample, "cases": len(j.case_ids),
+        "judged": len(j.judged), "judged_case_ids": list(j.judged[:LISTED_CASES]),
+        "more": max(0, len(j.judged) - LISTED_CASES),
+        "judgments": sum(stored.get(c, 0) for c in j.judged), "planned_judgments": len(j.judged) * per_case,
+    } for j in plan.judged]
 
 
 def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dict[str, Any]]],
@@ -171,6 +218,9 @@ def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dic
         notes.append("Coverage differs between models: each comparison is over the cases both models answered.")
     if any(r.errored for r in rows):
         notes.append("Errored calls (rate limits, timeouts) count against coverage, never as wrong answers.")
+    if any(r.unscored for r in rows):
+        notes.append("Unscored calls (answered, outside an llm_judge scorer's sample or not judged yet) count as "
+                     "answered for coverage and are left out of quality, pass@k and $/correct.")
     if len(decisions) > 1:
         notes.append(f"Pairwise decisions are Holm-adjusted over all {len(decisions)} pairs of models.")
     return {
@@ -290,6 +340,60 @@ def _mode_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return ["model", "failed", *modes], rows
 
 
+def _unscored_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Per model, its calls that have no score for a reason other than the model's answer."""
+    head = ["model", "unjudged", "awaiting judge", "judge_error"]
+    rows = [[model, str(d.get("unjudged", 0)), str(d.get("awaiting_judge", 0)), str(d.get("judge_error", 0))]
+            for model, d in (rep.get("unscored") or {}).items()]
+    return head, rows
+
+
+def _judge_rows(spend: dict[str, Any]) -> list[list[str]]:
+    return [[j["judge"], str(j["calls"]), str(j["judge_errors"]), str(j["retries"]), str(j["tokens"]),
+             _money(j["cost"])] for j in spend["judges"]]
+
+
+JUDGE_HEAD = ("judge", "judge calls", "judge errors", "retries", "tokens", "spend")
+
+
+def _spend_words(spend: dict[str, Any]) -> str:
+    return (f"Total spend {_money(spend['total'])}: models {_money(spend['candidates'])}, judges "
+            f"{_money(spend['judges_total'])}.")
+
+
+def _md_spend(spend: dict[str, Any] | None) -> list[str]:
+    if not spend:
+        return []
+    lines = ["", _spend_words(spend)]
+    if spend["judges"]:
+        lines += ["", "### Judges", "", "Each judge's calls, apart from the models': one per judged call (a call "
+                  "judged again keeps its latest verdict and adds its spend).", ""]
+        lines += _md_table(JUDGE_HEAD, _judge_rows(spend))
+    return lines
+
+
+def _judged_words(j: dict[str, Any]) -> str:
+    """After the scorer's name: its judge, judged N of M cases (its sample), judge calls stored."""
+    sample = f"sample {j['sample']:g}" if j["sample"] <= 1 else f"sample {int(j['sample'])} cases"
+    return (f"judge {j['judge']}: judged {j['judged']} of {j['cases']} cases ({sample}); "
+            f"{j['judgments']} of {j['planned_judgments']} judge calls stored")
+
+
+def _judged_ids(j: dict[str, Any]) -> str:
+    ids = ", ".join(j["judged_case_ids"]) or "none"
+    return ids + (f", … and {j['more']} more" if j["more"] else "")
+
+
+def _md_judged(judged: list[dict[str, Any]]) -> list[str]:
+    if not judged:
+        return []
+    lines = ["", "## Judged cases", "", "An llm_judge scorer judges the same deterministic sample of its cases for "
+             "every model; its other cases stay unscored.", ""]
+    for j in judged:
+        lines += [f"- **{_md(j['scorer'])}** ({_md(_judged_words(j))}). Judged: {_md(_judged_ids(j))}"]
+    return lines
+
+
 def _f1_rows(classification: dict[str, dict[str, Any]]) -> list[list[str]]:
     return [[model, name, _f(v["macro_f1"]), str(v["calls"]),
              ", ".join(f"{lb} {f:.2f}" for lb, f in v["per_label"].items())]
@@ -302,7 +406,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
              f"Status {_md(run['status'])}; started {run['started_at']}; {run['stored']} of {run['planned']} calls "
              "stored.", ""]
     lines += [f"- {_md(n)}" for n in rep["notes"]] + ([""] if rep["notes"] else [])
-    lines += ["## Leaderboard", "", "Quality is over answered calls (trials averaged per case), with a 95% "
+    lines += ["## Leaderboard", "", "Quality is over scored calls (trials averaged per case), with a 95% "
               "bootstrap interval over cases; coverage is answered / planned calls.", ""]
     lines += _md_table(LEADERBOARD_HEAD, [leaderboard_cells(m, i) for i, m in enumerate(rep["leaderboard"], 1)])
     lines += ["", "## Which models are separated", ""]
@@ -329,8 +433,11 @@ def render_markdown(rep: dict[str, Any]) -> str:
                          _f(m["tokens_per_correct"], 0), _money(m["cost_per_answered"]),
                          "yes" if m["on_cost_front"] else "", "yes" if m["on_latency_front"] else ""]
                         for m in rep["leaderboard"]])
-    lines += ["", "$/correct is the spend of every attempt (retries and errored calls included) over passed calls.",
-              "", "## What the wrong answers looked like", ""]
+    lines += ["", "$/correct is the spend of every attempt (retries and errored calls included) over passed calls; "
+              "it is each model's own spend (unscored calls' left out), never a judge's."]
+    lines += _md_spend(rep.get("spend"))
+    lines += _md_judged(rep.get("judged") or [])
+    lines += ["", "## What the wrong answers looked like", ""]
     head, mode_rows = _mode_rows(rep)
     if len(head) > 2:
         lines += ["Failed (answered, not passed) calls by failure mode: \"0.78, mostly refusals\" and \"0.78, "
@@ -338,6 +445,12 @@ def render_markdown(rep: dict[str, Any]) -> str:
         lines += _md_table(head, mode_rows)
     else:
         lines.append("No answer failed.")
+    head, rows_ = _unscored_rows(rep)
+    if rows_:
+        lines += ["", "Not failures, listed apart: unjudged (outside the judge's sample: never scored), awaiting "
+                  "judge (the run stopped before its judge; resume judges it), judge_error (judging failed: the call "
+                  "counts as errored, against coverage, never as a zero).", ""]
+        lines += _md_table(head, rows_)
     classification = rep.get("classification") or {}
     if classification:
         lines += ["", "## Classification (macro-F1)", "", "Macro-F1 averages each label's F1, so a model that "
@@ -418,7 +531,7 @@ def render_html(rep: dict[str, Any]) -> str:
              "calls stored.</p>"]
     if rep["notes"]:
         parts.append("<ul>" + "".join(f"<li>{_h(n)}</li>" for n in rep["notes"]) + "</ul>")
-    parts.append("<h2>Leaderboard</h2><p>Quality is over answered calls (trials averaged per case), with a 95% "
+    parts.append("<h2>Leaderboard</h2><p>Quality is over scored calls (trials averaged per case), with a 95% "
                  "bootstrap interval over cases; coverage is answered / planned calls.</p>")
     parts.append(_html_table(LEADERBOARD_HEAD, [leaderboard_cells(m, i) for i, m in enumerate(rep["leaderboard"], 1)]))
     parts.append("<h2>Which models are separated</h2><ul>")
@@ -447,10 +560,23 @@ def render_html(rep: dict[str, Any]) -> str:
     parts.append(_scatter([(m["model"], m["latency_ms"]["p95"], m["quality"]["estimate"], m["on_latency_front"])
                            for m in lb if m["latency_ms"]["p95"] is not None and m["quality"]["estimate"] is not None],
                           "p95 latency, ms"))
+    spend = rep.get("spend")
+    if spend:
+        parts.append(f"<p>{_h(_spend_words(spend))}</p>")
+        if spend["judges"]:
+            parts.append("<h3>Judges</h3>" + _html_table(JUDGE_HEAD, _judge_rows(spend)))
+    if rep.get("judged"):
+        parts.append("<h2>Judged cases</h2><ul>" + "".join(
+            f"<li><b>{_h(j['scorer'])}</b> ({_h(_judged_words(j))}). Judged: {_h(_judged_ids(j))}</li>"
+            for j in rep["judged"]) + "</ul>")
     head, mode_rows = _mode_rows(rep)
     parts.append("<h2>What the wrong answers looked like</h2>")
     parts.append("<p>Failed (answered, not passed) calls by failure mode.</p>" + _html_table(head, mode_rows)
                  if len(head) > 2 else "<p>No answer failed.</p>")
+    head, rows_ = _unscored_rows(rep)
+    if rows_:
+        parts.append("<p>Not failures, listed apart: unjudged, awaiting judge, judge_error (judging failed: "
+                     "errored).</p>" + _html_table(head, rows_))
     classification = rep.get("classification") or {}
     if classification:
         parts.append("<h2>Classification (macro-F1)</h2>" + _html_table(

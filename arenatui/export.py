@@ -1,6 +1,7 @@
 """`arena export`: a run's calls as JSON lines or CSV, one row per call; sealed cases only as per-model aggregates.
 
-Rows stream from the store in batches, so a million-call run exports in bounded memory.
+Rows stream from the store in batches, so a million-call run exports in bounded memory. After the calls: one row
+per judge (its calls, judge errors, tokens, spend) and one with the run's spend (models + judges = total).
 """
 
 from __future__ import annotations
@@ -16,16 +17,28 @@ import numpy as np
 from arenatui.safe_text import printable
 from arenatui.stats.items import RunResults
 from arenatui.store import Store
-from arenatui.store.queries import RunPlan, iter_call_rows, load_plan_results, resolve_run, run_plan
+from arenatui.store.queries import (
+    RunPlan,
+    RunSpend,
+    iter_call_rows,
+    load_plan_results,
+    resolve_run,
+    run_plan,
+    run_spend,
+)
 
 FORMATS = ("jsonl", "csv")
 COLUMNS: tuple[str, ...] = (
     "row", "run_id", "model_key", "case_id", "stratum", "tags", "trial", "status", "score", "passed", "error_class",
     "error_message", "attempts", "latency_ms", "ttft_ms", "total_ms", "input_tokens", "output_tokens", "cost",
-    "output", "cases", "calls", "answered",
+    "output", "cases", "calls", "answered", "failure_mode", "score_detail", "judge_key", "judge_errors",
+    "candidate_cost", "judge_cost",
 )
 """`row` is 'call' for one call, 'sealed_aggregate' for one model's sealed cases together (cases, calls and
-answered are set only there; score is then the mean per-case score over answered sealed cases)."""
+answered are set only there; score is then the mean per-case score over scored sealed cases), 'judge_aggregate'
+for one judge model (judge_key, calls = judgments, judge_errors, attempts, tokens, cost = its spend) and
+'spend_total' once when anything is stored (candidate_cost = the models' spend, judge_cost = the judges',
+cost = their total)."""
 
 
 def call_records(store: Store, plan: RunPlan) -> Iterator[dict[str, Any]]:
@@ -39,7 +52,8 @@ def call_records(store: Store, plan: RunPlan) -> Iterator[dict[str, Any]]:
                "stratum": case.stratum, "tags": list(case.tags), "trial": r.trial, "status": r.status,
                "score": r.score, "passed": r.passed, "error_class": r.error_class, "error_message": r.error_message,
                "attempts": r.attempts, "latency_ms": r.latency_ms, "ttft_ms": r.ttft_ms, "total_ms": r.total_ms,
-               "input_tokens": r.input_tokens, "output_tokens": r.output_tokens, "cost": r.cost, "output": r.output}
+               "input_tokens": r.input_tokens, "output_tokens": r.output_tokens, "cost": r.cost, "output": r.output,
+               "failure_mode": r.failure_mode, "score_detail": r.score_detail}
 
 
 def sealed_records(results: RunResults) -> Iterator[dict[str, Any]]:
@@ -56,13 +70,26 @@ def sealed_records(results: RunResults) -> Iterator[dict[str, Any]]:
                "calls": int(results.calls[i][sealed].sum()), "answered": int(results.answered[i][sealed].sum())}
 
 
+def spend_records(run_id: str, spend: RunSpend) -> Iterator[dict[str, Any]]:
+    """Each judge's calls and spend, then the run's total: what the models and the judges spent together."""
+    for j in spend.judges:
+        yield {"row": "judge_aggregate", "run_id": run_id, "judge_key": j.judge, "calls": j.calls,
+               "judge_errors": j.errors, "attempts": j.attempts, "input_tokens": j.input_tokens,
+               "output_tokens": j.output_tokens, "cost": j.cost}
+    yield {"row": "spend_total", "run_id": run_id, "candidate_cost": spend.candidates,
+           "judge_cost": spend.judge_total, "cost": spend.total}
+
+
 def write_export(store: Store, run: str, fmt: str, out: TextIO, *, terminal: bool = False) -> int:
     """Write every exported row to `out`; returns the number of rows. On a terminal, control characters in model
     output are shown as escapes instead of reaching it."""
     plan = run_plan(resolve_run(store, run))
     results = load_plan_results(store, plan, latency=False)
     n = 0
-    records = itertools.chain(call_records(store, plan), sealed_records(results))
+    spend = run_spend(store, plan.record.run_id)
+    stored = bool(results.calls.sum()) or bool(spend.judges)  # a run with nothing stored exports nothing
+    records = itertools.chain(call_records(store, plan), sealed_records(results),
+                              spend_records(plan.record.run_id, spend) if stored else ())
     if fmt == "jsonl":
         for rec in records:
             out.write(json.dumps(rec, ensure_ascii=terminal, allow_nan=False) + "\n")

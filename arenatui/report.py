@@ -11,6 +11,7 @@ from arenatui.safe_text import literal, one_line
 from arenatui.stats import ModelRow, RunResults, leaderboard
 from arenatui.stats.summary import SUMMARY_COLUMNS, ModelSummary, summarize
 from arenatui.store import Store
+from arenatui.store.queries import RunSpend
 from arenatui.wording import LEADERBOARD_NOTE, fmt_errors
 
 
@@ -20,8 +21,15 @@ def summary_line(n_models: int, n_cases: int, trials: int, elapsed_s: float) -> 
             f"{trials} trial(s) = {total} calls in {elapsed_s:.1f}s")
 
 
-def spend_line(spend: float) -> str:
-    return f"Spend: ${spend:.4f}"
+def spend_line(spend: float | RunSpend) -> str:
+    """The run's spend; with judges, the models' and each judge's apart, and the total of both."""
+    if not isinstance(spend, RunSpend):
+        return f"Spend: ${spend:.4f}"
+    if not spend.judges:
+        return f"Spend: ${spend.total:.4f}"
+    judges = ", ".join(f"{one_line(j.judge, 80)} ${j.cost:.4f} over {j.calls} judge calls"
+                       + (f" ({j.errors} judge errors)" if j.errors else "") for j in spend.judges)
+    return f"Spend: ${spend.total:.4f} (models ${spend.candidates:.4f}; judges ${spend.judge_total:.4f}: {judges})"
 
 
 def _ms(v: float | None) -> str:
@@ -29,8 +37,8 @@ def _ms(v: float | None) -> str:
 
 
 def leaderboard_table(rows: list[ModelRow]) -> Table:
-    """The headless leaderboard: quality over answered calls beside coverage, errors and what a correct answer cost."""
-    t = Table(title="Leaderboard (quality over answered calls; errored calls count against coverage)",
+    """The headless leaderboard: quality over scored calls beside coverage, errors and what a correct answer cost."""
+    t = Table(title="Leaderboard (quality over scored calls; errored calls count against coverage)",
               title_justify="left", header_style="bold", caption=LEADERBOARD_NOTE, caption_justify="left")
     for col in ("#", "model", "quality", "95% CI", "coverage", "errors", "p50 ms", "p95 ms", "retries", "spend",
                 "$/correct", "$/answered"):
@@ -74,7 +82,7 @@ def errored_line(results: RunResults) -> str | None:
     calls = int(results.calls.sum())
     classes = ", ".join(f"{k} {v}" for k, v in sorted(by_class.items(), key=lambda kv: (-kv[1], kv[0])))
     per_model = "; ".join(f"{one_line(m, 80)} {sum(e.values())}" for m, e in results.errors.items() if e)
-    return (f"Errored: {total} of {calls} calls ({classes}); by model: {per_model}. Quality is over answered "
+    return (f"Errored: {total} of {calls} calls ({classes}); by model: {per_model}. Quality is over scored "
             "calls; errored ones count against coverage.")
 
 

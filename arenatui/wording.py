@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-LEADERBOARD_NOTE = ("quality: mean per-case score over answered calls (a case's trials averaged first), with its "
+LEADERBOARD_NOTE = ("quality: mean per-case score over scored calls (a case's trials averaged first), with its "
                     "95% interval over cases; errored calls count against coverage, never as zeros. "
                     "$/correct: all spend, retries and errors included, per passed call; $/answered: per answered "
                     "call. \"tests\" in the summary line are the cases.")

@@ -1,10 +1,11 @@
 """Results at scale: a 1,000,000-call store, then the leaderboard, one compare, all pairs, and peak RSS.
 
-    python benchmarks/results_scale.py [--models 20] [--cases 10000] [--trials 5] [--repeat 3] [--db PATH]
+    python benchmarks/results_scale.py [--models 20] [--cases 10000] [--trials 5] [--repeat 3] [--db PATH] [--judged]
 
 The store is built fast by inserting synthetic rows directly (executemany), not by running a sweep: what is
 measured is the read side. Model i passes a case with probability 0.5 + 0.02·i shifted by a per-case
-difficulty, 3% of calls error (rate-limited or timeout), a tenth of cases are sealed.
+difficulty, 3% of calls error (rate-limited or timeout), a tenth of cases are sealed. With --judged, every other
+case is an llm_judge scorer's with sample = 0.2: the calls of the cases outside the sample are stored unscored.
 Targets on 2 cores: results_leaderboard_s < 2, results_compare_s < 0.3, results_all_pairs_s < 5,
 results_peak_rss_mb < 500. results_leaderboard_over_scan divides the leaderboard by one plain scan of the
 results table (SELECT COUNT(*), TOTAL(score)), a figure that moves less with the machine's load. Each time
@@ -31,7 +32,16 @@ from arenatui.store import Store
 from arenatui.store.queries import load_results
 
 
-def _project(n_models: int, n_cases: int, trials: int) -> dict[str, Any]:
+def _project(n_models: int, n_cases: int, trials: int, judged: bool = False) -> dict[str, Any]:
+    if judged:
+        p = _project(n_models, n_cases, trials)
+        p["models"].append({"key": "judge", "provider": "sim", "model": "j"})
+        p["scorers"].append({"name": "judged", "kind": "llm_judge", "judge": "judge", "rubric": "Rate: {output}",
+                             "sample": 0.2})
+        for j, c in enumerate(p["cases"]):
+            if j % 2:
+                c["scorer"] = "judged"
+        return p
     return {
         "project": {"name": "scale"},
         "run": {"concurrency": 64, "trials": trials, "timeout_s": 60.0},
@@ -44,10 +54,20 @@ def _project(n_models: int, n_cases: int, trials: int) -> dict[str, Any]:
     }
 
 
-def build(db: Path, n_models: int, n_cases: int, trials: int) -> str:
+def build(db: Path, n_models: int, n_cases: int, trials: int, judged: bool = False) -> str:
     rng = np.random.default_rng(0)
     with Store(db) as store:
-        run_id = store.create_run("scale", None, _project(n_models, n_cases, trials), {}, n_models * n_cases * trials)
+        project = _project(n_models, n_cases, trials, judged)
+        run_id = store.create_run("scale", None, project, {}, n_models * n_cases * trials)
+        if judged:
+            from arenatui.config import project_from_dict
+            from arenatui.plan import judged_case_ids
+
+            proj = project_from_dict(project, Path("scale.toml"))
+            chosen = judged_case_ids(proj, proj.scorers[1])
+            unjudged = {c.id for c in proj.cases if c.scorer == "judged" and c.id not in chosen}
+        else:
+            unjudged = set()
         difficulty = rng.normal(0.0, 0.2, n_cases)
         now = time.time()
         for i in range(n_models):
@@ -63,13 +83,17 @@ def build(db: Path, n_models: int, n_cases: int, trials: int) -> str:
                     if err[j, t]:
                         ec = "timeout" if (j + t) % 3 == 0 else "rate_limited"
                         rows.append((run_id, mk, cid, t, "errored", None, None, 0, ec, "simulated", 3, None,
-                                     900.0, None, 10, 0, 0.0001, None, 0, now, now, None, ec, None))
+                                     900.0, None, 10, 0, 0.0001, None, 0, now, now, None, ec, None, None))
+                    elif cid in unjudged:
+                        ms = float(lat[j, t])
+                        rows.append((run_id, mk, cid, t, "unscored", "maybe", None, 0, None, None, 1, ms, ms, ms / 4,
+                                     10, 5, 0.0002, "stop", 0, now, now, None, "unjudged", None, None))
                     else:
                         ok = bool(passed[j, t])
                         ms = float(lat[j, t])
                         rows.append((run_id, mk, cid, t, "passed" if ok else "failed", "yes" if ok else "no",
                                      1.0 if ok else 0.0, int(ok), None, None, 1, ms, ms, ms / 4, 10, 5, 0.0002,
-                                     "stop", 0, now, now, None, "none" if ok else "wrong_answer", None))
+                                     "stop", 0, now, now, None, "none" if ok else "wrong_answer", None, None))
             store.write_rows(rows)
         store.mark_run(run_id, "finished")
     return run_id
@@ -87,12 +111,13 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--db", help="reuse (or build) this database instead of a temporary one")
+    ap.add_argument("--judged", action="store_true", help="half the cases under an llm_judge scorer, sample 0.2")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(a.db) if a.db else Path(tmp) / "scale.db"
         t0 = time.perf_counter()
         fresh = not db.exists()
-        run_id = build(db, a.models, a.cases, a.trials) if fresh else "last"
+        run_id = build(db, a.models, a.cases, a.trials, a.judged) if fresh else "last"
         build_s = time.perf_counter() - t0
         figures: list[tuple[str, float, str]] = []
         if fresh:

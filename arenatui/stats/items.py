@@ -28,8 +28,10 @@ class LatencySample:
 class RunResults:
     """Per (model, case) aggregates of one run's stored calls; cancelled calls are left out (never final).
 
-    Arrays indexed [model, case] follow `models` and `cases` order. A call is *answered* when it produced
-    an output that was scored (passed or failed); an errored call is coverage, never a zero.
+    Arrays indexed [model, case] follow `models` and `cases` order. A call is *scored* when its output was
+    scored (passed or failed): quality reads only those. It is *answered* when the model answered, scored or
+    not (an llm_judge case outside its judge's sample, or still awaiting its judge, is `unscored`): coverage
+    reads those. An errored call is coverage, never a zero; an unscored one is neither a zero nor an error.
     """
 
     run_id: str
@@ -42,19 +44,31 @@ class RunResults:
     sealed: Bools
     """Held-out cases: scored apart from working cases, shown only as aggregates."""
     calls: Ints
-    """Stored final calls (passed, failed, errored)."""
-    answered: Ints
+    """Stored final calls (passed, failed, errored, unscored)."""
+    scored: Ints
+    """Calls that passed or failed: the denominator of every quality figure."""
+    unscored: Ints
+    """Calls the model answered that no scorer scored (status 'unscored'): answered, not quality, not errors."""
     score_sum: Floats
-    """Sum of scores over answered trials."""
+    """Sum of scores over scored trials."""
     passed: Ints
     cost: Floats
     """Spend of every attempt of every call, errored ones and retries included."""
     tokens: Ints
     """Input + output tokens of every attempt."""
     attempts: Ints
+    unscored_cost: Floats
+    """The part of `cost` spent on unscored calls: what a correct answer cost leaves it out (their outcome is
+    unknown). Candidate spend only: a judge's spend is in the judgments table."""
+    unscored_tokens: Ints
     errors: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per model, errored calls by error class (rate_limited, timeout, transient, terminal)."""
     latency: dict[str, LatencySample] = field(default_factory=dict)
+
+    @property
+    def answered(self) -> Ints:
+        """Calls the model answered, scored or not: coverage's numerator."""
+        return self.scored + self.unscored
 
     def model_index(self, model: str) -> int:
         try:
@@ -63,9 +77,9 @@ class RunResults:
             raise KeyError(model) from None
 
     def case_scores(self, model: str) -> Floats:
-        """Per case, the mean score over this model's answered trials; NaN where it answered none."""
+        """Per case, the mean score over this model's scored trials; NaN where none was scored."""
         i = self.model_index(model)
-        n = self.answered[i]
+        n = self.scored[i]
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(n > 0, self.score_sum[i] / np.maximum(n, 1), np.nan)
 
@@ -79,7 +93,8 @@ def empty_results(run_id: str, models: tuple[str, ...] = (), trials: int = 1) ->
     m = len(models)
     return RunResults(
         run_id=run_id, models=models, cases=(), trials=trials, strata=(), tags=(), sealed=np.zeros(0, bool),
-        calls=np.zeros((m, 0), np.int64), answered=np.zeros((m, 0), np.int64), score_sum=np.zeros((m, 0)),
-        passed=np.zeros((m, 0), np.int64), cost=np.zeros((m, 0)), tokens=np.zeros((m, 0), np.int64),
-        attempts=np.zeros((m, 0), np.int64),
+        calls=np.zeros((m, 0), np.int64), scored=np.zeros((m, 0), np.int64), unscored=np.zeros((m, 0), np.int64),
+        score_sum=np.zeros((m, 0)), passed=np.zeros((m, 0), np.int64), cost=np.zeros((m, 0)),
+        tokens=np.zeros((m, 0), np.int64), attempts=np.zeros((m, 0), np.int64), unscored_cost=np.zeros((m, 0)),
+        unscored_tokens=np.zeros((m, 0), np.int64),
     )

@@ -1,8 +1,10 @@
-"""The leaderboard's numbers per model: quality over answered calls beside coverage, errors, cost and latency.
+"""The leaderboard's numbers per model: quality over scored calls beside coverage, errors, cost and latency.
 
-Quality is the mean over working cases of each case's mean score over its answered trials: a call that
+Quality is the mean over working cases of each case's mean score over its scored trials: a call that
 errored (rate-limited, timed out) says nothing about the model's answers, so it lowers coverage, never
-the score. Sealed cases are scored apart; the working − sealed gap is the contamination signal.
+the score; an answered call no scorer scored (an llm_judge case outside the judge's sample) counts as
+answered for coverage and is left out of quality. Sealed cases are scored apart; the working − sealed gap
+is the contamination signal.
 """
 
 from __future__ import annotations
@@ -22,27 +24,32 @@ from arenatui.stats.passk import consistency, pass_at_ks
 class ModelRow:
     model: str
     quality: Interval
-    """Mean per-case score over working cases answered, 95% bootstrap interval over cases."""
+    """Mean per-case score over working cases scored, 95% bootstrap interval over cases."""
     planned: int
     """Calls planned over working and sealed cases."""
     calls: int
     """Calls stored with a final result."""
     answered: int
+    """Calls the model answered, scored or not."""
     errored: int
     errors: dict[str, int]
     """Errored calls by class."""
     retries: int
     passed: int
     """Answered calls that passed, working and sealed."""
+    unscored: int
+    """Answered calls no scorer scored (status 'unscored'): in coverage, not in quality, pass@k or $/correct."""
     pass_at: dict[int, float]
     """pass@k over working cases for every k up to the trials (unbiased estimator)."""
     consistency: float
     """Share of working cases (2+ answered trials) where every trial agreed; NaN with one trial."""
     spend: float
-    """Every attempt's spend, errored calls and retries included."""
+    """Every attempt's spend, errored calls and retries included; the model's own calls only (a judge's spend
+    is the judge's, see store.queries.run_spend)."""
     tokens: int
     cost_per_correct: float | None
-    """Spend / passed calls: what one correct answer cost, failures and retries paid for."""
+    """Spend on scored and errored calls / passed calls: what one correct answer cost, failures and retries paid
+    for (unscored calls' spend left out: whether they were correct is unknown)."""
     tokens_per_correct: float | None
     cost_per_answered: float | None
     latency_p50: float | None
@@ -103,23 +110,27 @@ def model_row(results: RunResults, model: str, *, seed: int = 0, n_resamples: in
     i = results.model_index(model)
     scores = results.case_scores(model)
     working = results.working
-    answered = int(results.answered[i].sum())
+    unscored = int(results.unscored[i].sum())
+    answered = int(results.scored[i].sum()) + unscored
     calls = int(results.calls[i].sum())
     passed = int(results.passed[i].sum())
     spend = float(results.cost[i].sum())
     tokens = int(results.tokens[i].sum())
+    # a correct answer's price is over the calls whose correctness is known (scored or errored)
+    known_spend = spend - float(results.unscored_cost[i].sum())
+    known_tokens = tokens - int(results.unscored_tokens[i].sum())
     lat = results.latency.get(model, LatencySample(np.zeros(0), np.zeros(0)))
     p50, p95, p99 = _percentiles(lat.latency_ms, (50, 95, 99))
     t50, t95 = _percentiles(lat.ttft_ms, (50, 95))
-    n_w, c_w = results.answered[i][working], results.passed[i][working]
+    n_w, c_w = results.scored[i][working], results.passed[i][working]
     return ModelRow(
         model=model, quality=_quality(scores, working, seed, n_resamples), planned=len(results.cases) * results.trials,
         calls=calls, answered=answered, errored=calls - answered, errors=dict(results.errors.get(model, {})),
-        retries=int(results.attempts[i].sum()) - calls, passed=passed,
+        retries=int(results.attempts[i].sum()) - calls, passed=passed, unscored=unscored,
         pass_at=pass_at_ks(n_w, c_w, range(1, results.trials + 1)),
         consistency=consistency(n_w, c_w), spend=spend, tokens=tokens,
-        cost_per_correct=spend / passed if passed else None,
-        tokens_per_correct=tokens / passed if passed else None,
+        cost_per_correct=known_spend / passed if passed else None,
+        tokens_per_correct=known_tokens / passed if passed else None,
         cost_per_answered=spend / answered if answered else None,
         latency_p50=p50, latency_p95=p95, latency_p99=p99, ttft_p50=t50, ttft_p95=t95,
         sealed=_quality(scores, results.sealed, seed, n_resamples),
@@ -139,7 +150,7 @@ def leaderboard(results: RunResults, *, seed: int = 0, n_resamples: int = LEADER
 
 
 def ranked_models(results: RunResults) -> list[str]:
-    """Models with any answered working case, best quality (point estimate) first: no resampling."""
+    """Models with any scored working case, best quality (point estimate) first: no resampling."""
     ranked = []
     for m in results.models:
         s = results.case_scores(m)[results.working]

@@ -20,18 +20,21 @@ class ModelSummary:
     model_key: str
     calls: int
     score: Interval
-    """Mean per-case score over answered calls (trials averaged first; errored calls left out), 95% bootstrap
-    interval over cases. The first results screen's figure; stats.leaderboard is the full one."""
+    """Mean per-case score over scored calls (trials averaged first; errored and unscored calls left out), 95%
+    bootstrap interval over cases. The first results screen's figure; stats.leaderboard is the full one."""
     passed: int
     failed: int
     errored: int
+    unscored: int
+    """Answered, not scored (an llm_judge case outside the sample or awaiting its judge): neither zero nor error."""
     errors: dict[str, int]
     retries: int
     mean_latency_ms: float | None
     p95_latency_ms: float | None
     spend: float
     cost_per_completed: float | None
-    """Spend divided by calls that produced a scored answer (retries' spend included)."""
+    """The model's own spend (retries' included, unscored calls' left out: their outcome is unknown) divided by
+    calls that produced a scored answer. A judge's spend is the judge's (store.queries.run_spend)."""
 
 
 def summarize(rows: Iterable[Sequence[object]], model_order: Sequence[str] | None = None) -> list[ModelSummary]:
@@ -46,10 +49,10 @@ def summarize(rows: Iterable[Sequence[object]], model_order: Sequence[str] | Non
         by_case: dict[str, list[float]] = defaultdict(list)
         lat = []
         errors: dict[str, int] = defaultdict(int)
-        passed = failed = errored = retries = 0
-        spend = 0.0
+        passed = failed = errored = unscored = retries = 0
+        spend = unscored_spend = 0.0
         for _mk, cid, _trial, status, score, ec, attempts, latency, cost in rs:
-            if status != "errored":  # an errored call is coverage, never a zero (issue 10)
+            if status in ("passed", "failed"):  # errored and unscored calls are coverage, never zeros (issue 10)
                 by_case[str(cid)].append(float(score) if score is not None else 0.0)  # type: ignore[arg-type]
             retries += int(attempts) - 1  # type: ignore[call-overload]
             spend += float(cost)  # type: ignore[arg-type]
@@ -57,6 +60,9 @@ def summarize(rows: Iterable[Sequence[object]], model_order: Sequence[str] | Non
                 passed += 1
             elif status == "failed":
                 failed += 1
+            elif status == "unscored":
+                unscored += 1
+                unscored_spend += float(cost)  # type: ignore[arg-type]
             else:
                 errored += 1
                 errors[str(ec)] += 1
@@ -66,10 +72,11 @@ def summarize(rows: Iterable[Sequence[object]], model_order: Sequence[str] | Non
         completed = passed + failed
         out.append(ModelSummary(
             model_key=key, calls=len(rs), score=mean_ci(per_case), passed=passed, failed=failed, errored=errored,
+            unscored=unscored,
             errors=dict(errors), retries=retries,
             mean_latency_ms=float(np.mean(lat)) if lat else None,
             p95_latency_ms=float(np.percentile(lat, 95)) if lat else None,
-            spend=spend, cost_per_completed=(spend / completed) if completed else None,
+            spend=spend, cost_per_completed=((spend - unscored_spend) / completed) if completed else None,
         ))
     if model_order is not None:
         rank = {k: i for i, k in enumerate(model_order)}

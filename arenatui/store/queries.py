@@ -22,6 +22,13 @@ from arenatui.store.db import RunRecord, Store
 
 _FINAL = "(error_class IS NULL OR error_class != 'cancelled')"
 """A cancelled call is not final: resume runs it again, so no view counts it."""
+SCORED = "status IN ('passed', 'failed')"
+"""A call whose answer was scored: the only calls quality reads. An 'unscored' call (an llm_judge case outside its
+judge's sample, or awaiting its judge) was answered: coverage, never a zero and never an error."""
+OUTCOMES = ("passed", "failed", "errored", "unscored")
+"""Every stored status, in the order views list them."""
+UNSCORED_MODES = ("unjudged", "awaiting_judge")
+"""Why an unscored call has no score (its failure_mode): outside the judge's sample, or not judged yet."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,13 +44,48 @@ class CaseInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class JudgedScorer:
+    """An llm_judge scorer of a stored run: which of the plan's cases it judges (its sample) and which it does not."""
+
+    scorer: str
+    judge: str
+    """The judge's model key."""
+    sample: float
+    """As configured: a share in (0, 1] or a whole number of cases."""
+    case_ids: tuple[str, ...]
+    """The plan's cases this scorer scores, in plan order (M)."""
+    judged: tuple[str, ...]
+    """Those of them its judge judges (N of M), in plan order; the rest stay unscored ('unjudged')."""
+
+    @property
+    def sample_text(self) -> str:
+        return f"sample {self.sample:g}" if self.sample <= 1.0 else f"sample {int(self.sample)} cases"
+
+
+@dataclass(frozen=True, slots=True)
 class RunPlan:
     """What a stored run planned: its models, cases (with strata, tags, sealed flags) and trials."""
 
     record: RunRecord
     models: tuple[str, ...]
+    """The candidates (a judge-only model is in `judges`)."""
     cases: tuple[CaseInfo, ...]
     trials: int
+    judged: tuple[JudgedScorer, ...] = ()
+    """The run's llm_judge scorers, each with its judged cases."""
+
+    @property
+    def judges(self) -> tuple[str, ...]:
+        """Judge model keys, in the order their scorers are listed (each once)."""
+        return tuple(dict.fromkeys(j.judge for j in self.judged))
+
+    def judged_case_ids(self) -> frozenset[str]:
+        """Every case some llm_judge scorer judges."""
+        return frozenset(c for j in self.judged for c in j.judged)
+
+    def judge_scorer(self, case_id: str) -> JudgedScorer | None:
+        """The llm_judge scorer that scores this case, if one does."""
+        return next((j for j in self.judged if case_id in j.case_ids), None)
 
     @property
     def total(self) -> int:
@@ -84,15 +126,19 @@ class CallRow:
     input_tokens: int
     output_tokens: int
     cost: float
+    failure_mode: str | None = None
+    """What a wrong answer looked like; for an unscored call why it has no score (UNSCORED_MODES)."""
+    score_detail: str | None = None
+    """The scorer's own word on the score (a judge's: "judge 4 on 1-5")."""
 
 
 _CALL_COLUMNS = ("model_key, case_id, trial, status, output, score, passed, error_class, error_message, attempts, "
-                 "latency_ms, ttft_ms, total_ms, input_tokens, output_tokens, cost")
+                 "latency_ms, ttft_ms, total_ms, input_tokens, output_tokens, cost, failure_mode, score_detail")
 
 
 def _call_row(r: tuple[Any, ...]) -> CallRow:
     return CallRow(r[0], r[1], int(r[2]), r[3], r[4], r[5], bool(r[6]), r[7], r[8], int(r[9]), r[10], r[11],
-                   float(r[12]), int(r[13]), int(r[14]), float(r[15]))
+                   float(r[12]), int(r[13]), int(r[14]), float(r[15]), r[16], r[17])
 
 
 def resolve_run(store: Store, run: str) -> RunRecord:
@@ -120,7 +166,7 @@ def _case_text(c: Any) -> str:
 def run_plan(record: RunRecord) -> RunPlan:
     """The run's planned models, cases and trials, from the project and filters stored with it."""
     from arenatui.config import project_from_dict
-    from arenatui.plan import Filters, make_plan
+    from arenatui.plan import Filters, judged_case_ids, make_plan
 
     project = project_from_dict(record.config, Path(record.project_path or f"run {record.run_id}"))
     plan = make_plan(project, Filters.from_dict(record.filters))
@@ -128,7 +174,15 @@ def run_plan(record: RunRecord) -> RunPlan:
         CaseInfo(c.id, c.stratum, tuple(c.tags), c.sealed, "" if c.sealed else c.prompt_text(),
                  None if c.sealed else c.expected)
         for c in plan.cases)
-    return RunPlan(record, tuple(m.key for m in plan.models), cases, plan.trials)
+    default = project.scorers[0].name
+    judged = []
+    for s in project.scorers:
+        if s.kind != "llm_judge" or s.judge is None:
+            continue
+        chosen = judged_case_ids(project, s)
+        mine = tuple(c.id for c in plan.cases if (c.scorer or default) == s.name)
+        judged.append(JudgedScorer(s.name, s.judge, s.sample, mine, tuple(c for c in mine if c in chosen)))
+    return RunPlan(record, tuple(m.key for m in plan.models), cases, plan.trials, tuple(judged))
 
 
 def list_runs(store: Store, limit: int = 50) -> list[RunListing]:
@@ -136,8 +190,11 @@ def list_runs(store: Store, limit: int = 50) -> list[RunListing]:
     out = []
     for r in store.list_runs(limit):
         wanted = set(r.filters.get("models") or ())
+        judges = {s.get("judge") for s in r.config.get("scorers", ()) if isinstance(s, dict)
+                  and s.get("kind") == "llm_judge"}
         models = tuple(str(m.get("key")) for m in r.config.get("models", ())
-                       if isinstance(m, dict) and (not wanted or m.get("key") in wanted))
+                       if isinstance(m, dict) and (not wanted or m.get("key") in wanted)
+                       and m.get("candidate", m.get("key") not in judges))  # a judge only judges unless it says
         out.append(RunListing(r.run_id, r.project, r.started_at, r.status, models, r.stored, r.planned))
     return out
 
@@ -156,27 +213,31 @@ def load_plan_results(store: Store, plan: RunPlan, *, latency: bool = True) -> R
     c_index = {c: j for j, c in enumerate(case_ids)}
     shape = (len(models), len(case_ids))
     calls = np.zeros(shape, np.int64)
-    answered = np.zeros(shape, np.int64)
+    scored = np.zeros(shape, np.int64)
+    unscored = np.zeros(shape, np.int64)
     passed = np.zeros(shape, np.int64)
     attempts = np.zeros(shape, np.int64)
     tokens = np.zeros(shape, np.int64)
+    unscored_tokens = np.zeros(shape, np.int64)
     score_sum = np.zeros(shape)
     cost = np.zeros(shape)
+    unscored_cost = np.zeros(shape)
+    figures: tuple[tuple[np.ndarray[Any, Any], type], ...] = (
+        (calls, np.int64), (scored, np.int64), (score_sum, np.float64), (passed, np.int64), (attempts, np.int64),
+        (tokens, np.int64), (cost, np.float64))
+    # Without an llm_judge scorer no call is unscored: the plain form then. The unscored columns cost ~+20% on a
+    # 1,000,000-call leaderboard (benchmarks/results_scale.py --judged: 1.84-1.99 s against 1.53-1.55 s without);
+    # a second pass over the unscored rows measured no faster.
+    scored_sql, unscored_sql = (SCORED, ", SUM(status = 'unscored'), TOTAL(CASE WHEN status = 'unscored' THEN cost "
+                                "END), TOTAL(CASE WHEN status = 'unscored' THEN input_tokens + output_tokens END)") \
+        if plan.judged else ("status != 'errored'", "")
+    if plan.judged:
+        figures += ((unscored, np.int64), (unscored_cost, np.float64), (unscored_tokens, np.int64))
     rows = store.conn.execute(
-        "SELECT model_key, case_id, COUNT(*), SUM(status != 'errored'), "
-        "TOTAL(CASE WHEN status != 'errored' THEN score END), SUM(passed), SUM(attempts), "
-        "SUM(input_tokens + output_tokens), TOTAL(cost) "
+        f"SELECT model_key, case_id, COUNT(*), SUM({scored_sql}), TOTAL(CASE WHEN {scored_sql} THEN score END), "
+        f"SUM(passed), SUM(attempts), SUM(input_tokens + output_tokens), TOTAL(cost){unscored_sql} "
         f"FROM results WHERE run_id = ? AND {_FINAL} GROUP BY model_key, case_id", (run_id,)).fetchall()
-    if rows:
-        cols = list(zip(*rows, strict=True))
-        mi = np.fromiter((m_index.get(m, -1) for m in cols[0]), np.int64, len(rows))
-        ci = np.fromiter((c_index.get(c, -1) for c in cols[1]), np.int64, len(rows))
-        ok = (mi >= 0) & (ci >= 0)  # rows outside the plan (none, unless the database was edited) are left out
-        at = (mi[ok], ci[ok])
-        for arr, col, dtype in ((calls, 2, np.int64), (answered, 3, np.int64), (score_sum, 4, np.float64),
-                                (passed, 5, np.int64), (attempts, 6, np.int64), (tokens, 7, np.int64),
-                                (cost, 8, np.float64)):
-            arr[at] = np.asarray(cols[col], dtype=dtype)[ok]
+    _fill(rows, m_index, c_index, figures)
     errors: dict[str, dict[str, int]] = {}
     for mk, ec, n in store.conn.execute(
             f"SELECT model_key, error_class, COUNT(*) FROM results WHERE run_id = ? AND status = 'errored' AND "
@@ -189,13 +250,29 @@ def load_plan_results(store: Store, plan: RunPlan, *, latency: bool = True) -> R
     return RunResults(
         run_id=run_id, models=models, cases=case_ids, trials=plan.trials,
         strata=tuple(c.stratum for c in plan.cases), tags=tuple(c.tags for c in plan.cases),
-        sealed=np.array([c.sealed for c in plan.cases], dtype=bool), calls=calls, answered=answered,
-        score_sum=score_sum, passed=passed, cost=cost, tokens=tokens, attempts=attempts, errors=errors,
-        latency=lat)
+        sealed=np.array([c.sealed for c in plan.cases], dtype=bool), calls=calls, scored=scored, unscored=unscored,
+        score_sum=score_sum, passed=passed, cost=cost, tokens=tokens, attempts=attempts, unscored_cost=unscored_cost,
+        unscored_tokens=unscored_tokens, errors=errors, latency=lat)
+
+
+def _fill(rows: list[Any], m_index: dict[str, int], c_index: dict[str, int],
+          into: tuple[tuple[np.ndarray[Any, Any], type], ...]) -> None:
+    """Aggregate rows (model, case, figures...) into their [model, case] cells: `into` is (array, dtype) per
+    figure, in the rows' order."""
+    if not rows:
+        return
+    cols = list(zip(*rows, strict=True))
+    mi = np.fromiter((m_index.get(m, -1) for m in cols[0]), np.int64, len(rows))
+    ci = np.fromiter((c_index.get(c, -1) for c in cols[1]), np.int64, len(rows))
+    ok = (mi >= 0) & (ci >= 0)  # rows outside the plan (none, unless the database was edited) are left out
+    at = (mi[ok], ci[ok])
+    for k, (arr, dtype) in enumerate(into):
+        arr[at] = np.asarray(cols[k + 2], dtype=dtype)[ok]
 
 
 def latency_sample(conn: sqlite3.Connection, run_id: str, model: str) -> LatencySample:
-    """One model's answered calls' latencies and TTFTs (ms), read by the primary key's (run, model) prefix."""
+    """One model's answered calls' latencies and TTFTs (ms), read by the primary key's (run, model) prefix.
+    Unscored calls are answered: their times count (the judge's do not: they are not in the results table)."""
     cur = conn.execute(
         "SELECT IFNULL(latency_ms, -1.0), IFNULL(ttft_ms, -1.0) FROM results WHERE run_id = ? AND model_key = ? "
         "AND status != 'errored'", (run_id, model))
@@ -209,8 +286,8 @@ def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_i
               offset: int = 0) -> list[CallRow]:
     """Stored final calls, ordered by case, model and trial, filtered for the cases view.
 
-    outcome: 'passed', 'failed' or 'errored'. search: a substring of the output or error message (literal, not
-    a pattern). Strata and tags are case properties: filter `case_ids` with the run's plan.
+    outcome: 'passed', 'failed', 'errored' or 'unscored'. search: a substring of the output or error message
+    (literal, not a pattern). Strata and tags are case properties: filter `case_ids` with the run's plan.
     """
     where = ["run_id = ?", _FINAL]
     params: list[Any] = [run_id]
@@ -221,7 +298,7 @@ def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_i
         where.append(f"case_id IN ({', '.join('?' for _ in case_ids)})")
         params.extend(case_ids)
     if outcome is not None:
-        if outcome not in ("passed", "failed", "errored"):
+        if outcome not in OUTCOMES:
             raise ValueError(outcome)
         where.append("status = ?")
         params.append(outcome)
@@ -261,3 +338,135 @@ def failure_modes(store: Store, run_id: str) -> dict[str, dict[str, int]]:
             "status = 'failed' GROUP BY 1, 2", (run_id,)):
         out.setdefault(str(mk), {})[str(mode)] = int(n)
     return out
+
+
+def unscored_modes(store: Store, run_id: str) -> dict[str, dict[str, int]]:
+    """Per model, its unscored calls by why (UNSCORED_MODES): not failures, listed apart from them."""
+    out: dict[str, dict[str, int]] = {}
+    for mk, mode, n in store.conn.execute(
+            "SELECT model_key, COALESCE(failure_mode, 'awaiting_judge'), COUNT(*) FROM results WHERE run_id = ? AND "
+            "status = 'unscored' GROUP BY 1, 2", (run_id,)):
+        out.setdefault(str(mk), {})[str(mode)] = int(n)
+    return out
+
+
+# ---- llm_judge: what the judges did and spent (the judgments table) -----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeSpend:
+    """One judge model's calls in a run: verdicts, judge errors, tokens and spend (apart from the candidates')."""
+
+    judge: str
+    """The judge's model key."""
+    calls: int
+    """Judgments stored: one per judged candidate call (a call judged again replaces its judgment)."""
+    passed: int
+    failed: int
+    errors: int
+    """Judgments that ended in judge_error: the judge call failed or its answer held no readable verdict."""
+    attempts: int
+    input_tokens: int
+    output_tokens: int
+    cost: float
+    """Every judge attempt's spend, judge errors and earlier judgings of the same call included."""
+    mean_latency_ms: float | None
+
+    @property
+    def retries(self) -> int:
+        return self.attempts - self.calls
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpend:
+    """What a run spent: the candidates' calls and each judge's, and their total."""
+
+    candidates: float
+    """Every attempt of every candidate call stored (results.cost), retries and errored calls included."""
+    judges: tuple[JudgeSpend, ...] = ()
+
+    @property
+    def judge_total(self) -> float:
+        return sum(j.cost for j in self.judges)
+
+    @property
+    def total(self) -> float:
+        return self.candidates + self.judge_total
+
+
+def judge_spend(store: Store, run_id: str) -> list[JudgeSpend]:
+    """Per judge model, its judgments, judge errors, attempts, tokens and spend, in judge key order."""
+    return [JudgeSpend(str(k), int(n), int(p), int(f), int(e), int(a), int(ti), int(to), float(c),
+                       None if lat is None else float(lat))
+            for k, n, p, f, e, a, ti, to, c, lat in store.conn.execute(
+                "SELECT judge_key, COUNT(*), SUM(status = 'passed'), SUM(status = 'failed'), "
+                "SUM(error_class = 'judge_error'), SUM(attempts), SUM(input_tokens), SUM(output_tokens), TOTAL(cost), "
+                "AVG(latency_ms) FROM judgments WHERE run_id = ? GROUP BY judge_key ORDER BY judge_key", (run_id,))]
+
+
+def run_spend(store: Store, run_id: str) -> RunSpend:
+    """The run's spend: candidates (every stored call, cancelled ones too: their attempts were paid) and judges."""
+    (candidates,) = store.conn.execute("SELECT TOTAL(cost) FROM results WHERE run_id = ?", (run_id,)).fetchone()
+    return RunSpend(float(candidates), tuple(judge_spend(store, run_id)))
+
+
+def judgments_by_case(store: Store, run_id: str) -> dict[str, int]:
+    """Per case id, judgments stored (over every candidate model and trial)."""
+    return {str(c): int(n) for c, n in store.conn.execute(
+        "SELECT case_id, COUNT(*) FROM judgments WHERE run_id = ? GROUP BY case_id", (run_id,))}
+
+
+JUDGE_ANSWER_CHARS = 20_000
+"""Characters of a judge's answer read for a view: pages of text (the whole answer is in the database)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgmentRow:
+    """One judge call: its verdict on a candidate call (model_key, case_id, trial), its answer and what it took."""
+
+    model_key: str
+    case_id: str
+    trial: int
+    judge: str
+    status: str
+    """The verdict: passed, failed, or errored (error_class judge_error)."""
+    score: float | None
+    passed: bool
+    error_class: str | None
+    error_message: str | None
+    answer: str | None
+    """The judge's answer (untrusted text), its first JUDGE_ANSWER_CHARS characters."""
+    answer_chars: int
+    attempts: int
+    latency_ms: float | None
+    total_ms: float
+    input_tokens: int
+    output_tokens: int
+    cost: float
+    score_detail: str | None
+
+
+def _judgments(store: Store, where: str, params: tuple[Any, ...]) -> list[JudgmentRow]:
+    rows = store.conn.execute(
+        "SELECT model_key, case_id, trial, judge_key, status, score, passed, error_class, error_message, "
+        "substr(output, 1, ?), IFNULL(length(output), 0), attempts, latency_ms, total_ms, input_tokens, "
+        f"output_tokens, cost, score_detail FROM judgments WHERE {where} ORDER BY model_key, trial",
+        (JUDGE_ANSWER_CHARS, *params))
+    return [JudgmentRow(r[0], r[1], int(r[2]), r[3], r[4], r[5], bool(r[6]), r[7], r[8], r[9], int(r[10]),
+                        int(r[11]), r[12], float(r[13]), int(r[14]), int(r[15]), float(r[16]), r[17]) for r in rows]
+
+
+def call_judgment(store: Store, run_id: str, model_key: str, case_id: str, trial: int) -> JudgmentRow | None:
+    """The judgment of one stored candidate call, or None when it was not judged (yet)."""
+    found = _judgments(store, "run_id = ? AND model_key = ? AND case_id = ? AND trial = ?",
+                       (run_id, model_key, case_id, trial))
+    return found[0] if found else None
+
+
+def case_judgments(store: Store, run_id: str, case_id: str) -> dict[tuple[str, int], JudgmentRow]:
+    """Every judgment of one case, by (candidate model, trial)."""
+    return {(j.model_key, j.trial): j for j in _judgments(store, "run_id = ? AND case_id = ?", (run_id, case_id))}

@@ -2,7 +2,8 @@
 
 `arenatui.stats` and `arenatui.store.queries` compute everything; this module only puts together what
 one screen needs at once, and the few table shapes the screens want (outcomes per case and model).
-Quality is over answered calls only; sealed cases are scored apart and their text never reaches here.
+Quality is over scored calls only (an unscored call, answered but outside an llm_judge sample, is coverage);
+sealed cases are scored apart and their text never reaches here.
 """
 
 from __future__ import annotations
@@ -38,19 +39,24 @@ from arenatui.stats.strata import groups
 from arenatui.store import Store
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import (
+    OUTCOMES,
     CallRow,
     CaseInfo,
+    JudgmentRow,
     RunPlan,
+    RunSpend,
     case_calls,
+    case_judgments,
     failure_modes,
+    judgments_by_case,
     load_plan_results,
     resolve_run,
     run_plan,
+    run_spend,
+    unscored_modes,
 )
 from arenatui.tuning.drivers import stored_readouts
 from arenatui.tuning.levels import ModelReadout
-
-OUTCOMES = ("passed", "failed", "errored")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +64,10 @@ class CaseRow:
     """One case of the cases table: per model, how its trials ended."""
 
     case: CaseInfo
-    outcomes: dict[str, tuple[int, int, int]]
-    """Per model: (passed, failed, errored) trials."""
+    outcomes: dict[str, tuple[int, int, int, int]]
+    """Per model: (passed, failed, errored, unscored) trials, in OUTCOMES order."""
+    judged: bool | None = None
+    """For a case an llm_judge scorer scores: whether it is in the judge's sample; None for other cases."""
 
     def has(self, model: str | None, outcome: str | None) -> bool:
         """Whether `model` (any model when None) has a trial that ended as `outcome` (any when None)."""
@@ -67,7 +75,7 @@ class CaseRow:
             return True
         i = OUTCOMES.index(outcome)
         keys = [model] if model else list(self.outcomes)
-        return any(self.outcomes.get(k, (0, 0, 0))[i] for k in keys)
+        return any(self.outcomes.get(k, (0, 0, 0, 0))[i] for k in keys)
 
     def matches(self, text: str) -> bool:
         """Case-insensitive search over the id, the input and the expected answer (a sealed case has neither)."""
@@ -124,6 +132,12 @@ class RunView:
     """A load run's figures, recomputed from its stored requests (a load run has no per-case results)."""
     classification: dict[str, list[Classification]] = field(default_factory=dict)
     """Per model, its f1-scored answers (empty when the run has no f1 scorer with answered cases)."""
+    unscored: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per model, its unscored calls by why (unjudged, awaiting_judge): not failures."""
+    spend: RunSpend = field(default_factory=lambda: RunSpend(0.0))
+    """What the run spent: candidates and each judge apart, and the total."""
+    judgments: dict[str, int] = field(default_factory=dict)
+    """Per case id, judgments stored (every model and trial)."""
 
     def __post_init__(self) -> None:
         self.by_model = {r.model: r for r in self.board}
@@ -172,10 +186,12 @@ class RunView:
 
 
 def _case_rows(plan: RunPlan, res: RunResults) -> list[CaseRow]:
-    failed = res.answered - res.passed
-    errored = res.calls - res.answered
-    return [CaseRow(c, {m: (int(res.passed[i, j]), int(failed[i, j]), int(errored[i, j]))
-                        for i, m in enumerate(res.models)})
+    failed = res.scored - res.passed
+    errored = res.calls - res.scored - res.unscored
+    judged = plan.judged_case_ids()
+    by_scorer = {c: True for j in plan.judged for c in j.case_ids}
+    return [CaseRow(c, {m: (int(res.passed[i, j]), int(failed[i, j]), int(errored[i, j]), int(res.unscored[i, j]))
+                        for i, m in enumerate(res.models)}, (c.id in judged) if c.id in by_scorer else None)
             for j, c in enumerate(plan.cases)]
 
 
@@ -185,12 +201,15 @@ def load_board(db: Path | str, run: str) -> RunView:
         plan = run_plan(resolve_run(store, run))
         res = load_plan_results(store, plan)
         modes = failure_modes(store, plan.record.run_id)
+        unscored = unscored_modes(store, plan.record.run_id)
+        spend = run_spend(store, plan.record.run_id)
+        judgments = judgments_by_case(store, plan.record.run_id) if plan.judged else {}
         is_load = run_kinds(store, [plan.record.run_id])[plan.record.run_id][0] == "load"
         f1 = {} if is_load else classifications(f1_answers(store, plan))
     load = stored_outcome(db, plan.record.run_id)[1] if is_load else None
     tuning = {} if is_load else {ro.model_key: ro for ro in stored_readouts(plan.record.run_id, db)[1]}
     return RunView(plan, res, leaderboard(res), [], [], [], [], failures=modes, tuning=tuning, load=load,
-                   classification=f1)
+                   classification=f1, unscored=unscored, spend=spend, judgments=judgments)
 
 
 def complete_view(view: RunView) -> RunView:
@@ -210,12 +229,19 @@ def load_run_view(db: Path | str, run: str) -> RunView:
 
 def case_results(db: Path | str, run_id: str, case_id: str) -> dict[str, list[CallRow]]:
     """Every stored trial of one case, per model (the caller hides a sealed case's outputs)."""
+    return case_detail(db, run_id, case_id)[0]
+
+
+def case_detail(db: Path | str, run_id: str,
+                case_id: str) -> tuple[dict[str, list[CallRow]], dict[tuple[str, int], JudgmentRow]]:
+    """Every stored trial of one case, per model, and the judgment of each judged one by (model, trial)."""
     with Store(db) as store:
         calls = case_calls(store, run_id, case_id)
+        judged = case_judgments(store, run_id, case_id)
     out: dict[str, list[CallRow]] = {}
     for c in calls:
         out.setdefault(c.model_key, []).append(c)
-    return out
+    return out, judged
 
 
 def run_changes(db: Path | str, old_id: str, new_id: str) -> list[RunChange]:

@@ -38,7 +38,7 @@ from typing import Literal
 
 from arenatui.engine.events import CallFinished, CallRetrying, CallStarted, ConcurrencyChanged, Event, TunerDecided
 from arenatui.limits import MAX_CONCURRENCY
-from arenatui.tuning.levels import ERROR_SHARE, FLAT, Evidence, LevelTracker, Window
+from arenatui.tuning.levels import ERROR_SHARE, FLAT, Evidence, LevelTracker, Window, provider_answered
 
 Phase = Literal["ramp", "climb", "settled", "probe", "descend"]
 
@@ -505,7 +505,7 @@ class Tuner:
                 return
             since = self._changed_at.get(r.model_key, 0.0)
             fresh = t0 is not None and t0 >= since
-            if r.status != "errored" and r.latency_ms is not None:
+            if provider_answered(r) and r.latency_ms is not None:
                 self._apply(c, c.answered(r.latency_ms / 1000.0, ev.t - since, fresh))
             elif r.error_class == "rate_limited" and fresh:
                 self._apply(c, c.limited(None))

@@ -24,7 +24,7 @@ from arenatui.limits import MAX_CONCURRENCY
 from arenatui.live import percentile
 from arenatui.plan import Filters
 from arenatui.tuning.controller import TunerSettings
-from arenatui.tuning.levels import ERROR_SHARE, FLAT, LevelReadout, ModelReadout
+from arenatui.tuning.levels import ERROR_SHARE, FLAT, LevelReadout, ModelReadout, provider_answered
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +115,7 @@ class _Count:
             if r.error_class == "cancelled":
                 return
             self.attempts += 1
-            if r.status == "errored":
+            if not provider_answered(r):
                 self.errored += 1
                 self.limited += r.error_class == "rate_limited"
             else:

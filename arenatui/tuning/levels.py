@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from arenatui.engine.events import CallFinished, CallRetrying, CallStarted, ConcurrencyChanged, Event
+from arenatui.engine.events import CallFinished, CallResult, CallRetrying, CallStarted, ConcurrencyChanged, Event
 
 LATENCY_SAMPLES = 512
 """Most recent answered latencies kept per (model, level) for percentiles."""
@@ -30,6 +30,13 @@ def percentile(sorted_values: Sequence[float], q: float) -> float | None:
     from arenatui.live import percentile as _p  # one implementation of percentiles (live.py imports no UI)
 
     return _p(sorted_values, q)
+
+
+def provider_answered(r: CallResult) -> bool:
+    """Whether the provider answered the call: passed, failed or unscored (an llm_judge case not judged, or not
+    yet), and also an answer only its scoring failed on (scoring_error, judge_error). A level's goodput is the
+    provider's answers; what a scorer or a judge made of them says nothing about the concurrency."""
+    return r.status != "errored" or r.error_class in ("scoring_error", "judge_error")
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +279,7 @@ class LevelTracker:
             return
         if m.ready_t is None:
             m.ready_t = ev.t
-        answered = r.status != "errored"
+        answered = provider_answered(r)
         if answered and r.latency_ms is not None:
             lat_s = r.latency_ms / 1000.0
             m.latency_ewma = lat_s if m.latency_ewma is None else 0.8 * m.latency_ewma + 0.2 * lat_s

@@ -92,3 +92,27 @@ def test_a_brief_storm_of_429s_counts_as_evidence_that_a_level_is_past_the_limit
     ro = tr.readout("m")
     assert [(r.level, r.enough) for r in ro.levels] == [(2, True), (4, True)]
     assert ro.verdict == "optimum ≈ 2: 429s from 4"
+
+
+def test_an_unscored_or_unjudgeable_answer_is_the_providers_answer() -> None:
+    """For a level's goodput the provider answered: an llm_judge case outside the sample ('unscored'), or one
+    its judge could not read (judge_error), is an answer; only the provider's own failures are not."""
+    from arenatui.tuning.drivers import _Count
+    from arenatui.tuning.levels import provider_answered
+
+    assert provider_answered(_result("a", "unscored"))
+    assert provider_answered(_result("a", "errored", ec="judge_error"))
+    assert provider_answered(_result("a", "errored", ec="scoring_error"))
+    assert not provider_answered(_result("a", "errored", ec="rate_limited"))
+    tr = LevelTracker(["m"], evidence=Evidence(min_calls=1, min_s=0.0, per_level=1, max_settle_s=0.0))
+    tr.on_event(ConcurrencyChanged(0, 2, "m", "tuner", 0.0, 0.0))
+    count = _Count()
+    # the first call ends the start-up (not in the level's window); then two answers and one timeout
+    calls = (("passed", None), ("unscored", None), ("errored", "judge_error"), ("errored", "timeout"))
+    for i, (status, ec) in enumerate(calls):
+        tr.on_event(CallStarted("m", f"c{i}", 0, 1, 0.1 * i))
+        ev = CallFinished(_result(f"c{i}", status, ec=ec), 0.1 * i + 0.05)
+        tr.on_event(ev)
+        count(ev)
+    assert tr.readout("m").levels[0].answered == 2  # the unscored answer and the unjudgeable one
+    assert (count.answered, count.errored) == (3, 1)

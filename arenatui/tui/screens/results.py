@@ -26,10 +26,9 @@ from arenatui.safe_text import literal, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import Comparison, Disagreement, ModelRow
 from arenatui.store import Store
-from arenatui.store.queries import RunListing, list_runs
+from arenatui.store.queries import OUTCOMES, UNSCORED_MODES, RunListing, list_runs
 from arenatui.tui.charts import Point, histogram, scatter
 from arenatui.tui.results_data import (
-    OUTCOMES,
     CaseRow,
     RunView,
     StratumDiff,
@@ -50,6 +49,10 @@ TAB_FOCUS = {"runs": "#runs-table", "leaderboard": "#leaderboard-table", "compar
 """What takes the keys on each tab (the compare and frontier bodies scroll with the arrows)."""
 CASE_CHUNK, CASE_CHUNK_S = 100, 0.02
 """Case rows are added this many at a time, this far apart, so keys keep being answered meanwhile."""
+
+
+UNSCORED_SHORT = {"unjudged": "unjudged", "awaiting_judge": "awaiting", "judge_error": "judge err"}
+"""The failure table's columns for calls without a score, shown in parentheses: they are not wrong answers."""
 
 
 def _nan_last(v: float | None) -> float:
@@ -111,6 +114,35 @@ def leaderboard_cells(s: ModelRow, trials: int, view: RunView | None = None) -> 
     return cells
 
 
+def spend_text(view: RunView) -> Text:
+    """The run's spend: the models', each judge's apart (calls, judge errors, tokens), and their total."""
+    sp = view.spend
+    out = Text(f"{'spend' if sp.judges else 'Spend'} {money(sp.total)}")
+    if sp.judges:
+        out.append(f" = models {money(sp.candidates)} + judges {money(sp.judge_total)} (")
+        for i, j in enumerate(sp.judges):
+            out.append("; " if i else "")
+            out.append(literal(j.judge, newlines=False))
+            out.append(f" {j.calls} calls, {j.errors} judge errors, {j.tokens} tokens, {money(j.cost)}")
+        out.append("); $/correct and $/answered are each model's own spend")
+    return out
+
+
+def judged_text(view: RunView) -> Text:
+    """Per llm_judge scorer: judged N of M cases (its sample) and the judge calls stored; empty without one."""
+    out = Text()
+    per_case = len(view.plan.models) * view.plan.trials
+    for j in view.plan.judged:
+        stored = sum(view.judgments.get(c, 0) for c in j.judged)
+        out.append("\njudged: ")
+        out.append(literal(j.scorer, newlines=False))
+        out.append(" (judge ")
+        out.append(literal(j.judge, newlines=False))
+        out.append(f") {len(j.judged)} of {len(j.case_ids)} cases ({j.sample_text}), {stored} of "
+                   f"{len(j.judged) * per_case} judge calls stored; the cases tab marks them")
+    return out
+
+
 def show(table: DataTable[Any], shown: bool) -> None:
     """Show or hide a table of auto height, touching `display` only when it changes.
 
@@ -121,6 +153,14 @@ def show(table: DataTable[Any], shown: bool) -> None:
     """
     if table.display != shown:
         table.display = shown
+
+
+def outcome_cell(passed: int, failed: int, errored: int, unscored: int) -> str:
+    """passed/scored trials, then errored and unscored ones: `2/3 1err`, `unscored` when none was scored."""
+    if unscored and not passed + failed + errored:
+        return "unscored"
+    cell = f"{passed}/{passed + failed}" if passed + failed else "-"
+    return cell + (f" {errored}err" if errored else "") + (f" {unscored}unsc" if unscored else "")
 
 
 def _started(t: float) -> str:
@@ -317,7 +357,11 @@ class Results(Screen[None]):
             title.append(f" · load run, {view.load.run.requests} requests · {r.status}")
         else:
             title.append(f" · {len(view.plan.models)} models × {len(view.plan.cases)} cases × {view.plan.trials} "
-                         f"trials · {r.status}")
+                         f"trials")
+            if view.plan.judges:
+                title.append(" · judged by ")
+                title.append(literal(", ".join(view.plan.judges), newlines=False))
+            title.append(f" · {r.status}")
         if not view.complete:
             title.append(" · comparing every pair…", "italic")
         self.query_one("#results-title", Static).update(title)
@@ -374,10 +418,16 @@ class Results(Screen[None]):
         for i, s in enumerate(order, 1):
             t.add_row(str(i), *leaderboard_cells(s, view.plan.trials, view), key=s.model)
         note = Text(f"sorted by {name}; s next column, S back; Enter opens a model. {LEADERBOARD_NOTE}")
+        if view.plan.judged:
+            note.append(" Unscored calls (outside a judge's sample) are answered: coverage, not quality.")
         if view.classification:
             note.append(" macro-F1: each label's F1 averaged, over the f1-scored cases (per label: Enter).")
         if view.results.sealed.any():
             note.append(" Sealed cases are scored apart (Enter on a model).")
+        # a line of its own only when judges spent too: 80×24 has no row to spare
+        note.append("\n" if view.spend.judges else " ")
+        note.append(spend_text(view))
+        note.append(judged_text(view))
         optima = [(m, view.tuning[m].verdict) for m in view.ranked if m in view.tuning and view.tuning[m].levels]
         if optima:  # what each level gave is in the model's detail (Enter)
             note.append("\nconcurrency: ")
@@ -386,23 +436,31 @@ class Results(Screen[None]):
         self._show_failures(view)
 
     def _show_failures(self, view: RunView) -> None:
-        """What each model's wrong answers looked like: failed calls by failure mode, count and share."""
+        """What each model's wrong answers looked like: failed calls by failure mode, count and share; then, in
+        parentheses because they are not failures, calls with no score: unjudged, awaiting judge, judge errors."""
         t = self.query_one("#failures-table", DataTable)
         t.clear(columns=True)
         modes = [m for m in FAILURE_MODES if any(m in d for d in view.failures.values())]
-        show(t, bool(modes))
-        if not modes:
+        apart: dict[str, dict[str, int]] = {
+            r.model: {**view.unscored.get(r.model, {}), "judge_error": r.errors.get("judge_error", 0)}
+            for r in view.board}
+        extra = [m for m in (*UNSCORED_MODES, "judge_error") if any(d.get(m) for d in apart.values())]
+        show(t, bool(modes or extra))
+        if not modes and not extra:
             return
         t.add_column("failed as", key="model")
         t.add_column(Text("failed", justify="right"), key="failed")
         for m in modes:
             t.add_column(Text(FAILURE_SHORT.get(m, m), justify="right"), key=m)
+        for m in extra:
+            t.add_column(Text(f"({UNSCORED_SHORT.get(m, m)})", justify="right"), key=f"apart-{m}")
         for model in view.ranked:
             counts = view.failures.get(model, {})
             failed = sum(counts.values())
             t.add_row(literal(model, newlines=False), Text(str(failed), justify="right"),
                       *(Text(f"{counts[m]} {counts[m] / failed:.0%}" if counts.get(m) else "-", justify="right")
-                        for m in modes), key=model)
+                        for m in modes),
+                      *(Text(str(apart[model].get(m) or "-"), justify="right") for m in extra), key=model)
 
     def _show_pair(self, view: RunView, pair: Comparison, strata: list[StratumDiff],
                    disagree: list[Disagreement]) -> None:
@@ -537,17 +595,20 @@ class Results(Screen[None]):
         t.clear(columns=True)
         t.add_column("case", key="case")
         t.add_column("stratum", key="stratum")
+        if view.plan.judged:
+            t.add_column("judge", key="judged")
         models = view.results.models
         for m in models:
             t.add_column(literal(m, newlines=False), key=m)
         t.add_column("tags", key="tags")
         self._case_fill += 1
         self.cases_filled = False
-        self._fill_cases(self._case_fill, models, rows[:MAX_CASE_ROWS], 0)
+        self._fill_cases(self._case_fill, models, rows[:MAX_CASE_ROWS], 0, bool(view.plan.judged))
         if len(rows) > MAX_CASE_ROWS:
             self.notify(f"showing the first {MAX_CASE_ROWS} of {len(rows)} matching cases: narrow the filters")
 
-    def _fill_cases(self, fill: int, models: tuple[str, ...], rows: list[CaseRow], start: int) -> None:
+    def _fill_cases(self, fill: int, models: tuple[str, ...], rows: list[CaseRow], start: int,
+                    judged: bool = False) -> None:
         """Add the case rows a chunk per frame: a DataTable's cost grows with rows added at once, and one
         frame of 500 rows held the UI loop for a quarter of a second (benchmarks/results_view.py)."""
         if fill != self._case_fill:
@@ -556,14 +617,14 @@ class Results(Screen[None]):
         for r in rows[start:start + CASE_CHUNK]:
             cells: list[str | Text] = [literal(r.case.id, newlines=False),
                                        literal(r.case.stratum or "-", newlines=False)]
+            if judged:
+                cells.append("" if r.judged is None else "judged" if r.judged else "unjudged")
             for m in models:
-                p, f, e = r.outcomes[m]
-                cell = f"{p}/{p + f}" if p + f else "-"
-                cells.append(cell + (f" {e}err" if e else ""))
+                cells.append(outcome_cell(*r.outcomes[m]))
             cells.append(literal(", ".join(r.case.tags), newlines=False))
             t.add_row(*cells, key=r.case.id)
         if start + CASE_CHUNK < len(rows):
-            self.set_timer(CASE_CHUNK_S, partial(self._fill_cases, fill, models, rows, start + CASE_CHUNK))
+            self.set_timer(CASE_CHUNK_S, partial(self._fill_cases, fill, models, rows, start + CASE_CHUNK, judged))
         else:
             self.cases_filled = True
 
@@ -635,7 +696,8 @@ class Results(Screen[None]):
             return
         case = view.case(event.row_key.value)
         if case is not None:
-            self.app.push_screen(CaseDetail(self.db, view.run_id, case, view.results.models))
+            self.app.push_screen(CaseDetail(self.db, view.run_id, case, view.results.models,
+                                            view.plan.judge_scorer(case.id)))
 
     @on(DataTable.CellSelected, "#pairs-table")
     def _pair_selected(self, event: DataTable.CellSelected) -> None:

@@ -18,8 +18,8 @@ from textual.widgets import Label, Static
 
 from arenatui.safe_text import literal
 from arenatui.stats import ModelRow
-from arenatui.store.queries import CallRow, CaseInfo
-from arenatui.tui.results_data import Classification, RunView, case_results
+from arenatui.store.queries import CallRow, CaseInfo, JudgedScorer, JudgmentRow
+from arenatui.tui.results_data import Classification, RunView, case_detail
 from arenatui.tui.screens.common import fmt_errors, fmt_num
 
 _LABEL = Style(bold=True)
@@ -39,17 +39,51 @@ def score3(v: float) -> str:
     return "-" if math.isnan(v) else f"{v:.3f}"
 
 
+def judgment_text(j: JudgmentRow, *, sealed: bool) -> Text:
+    """A judge's verdict on one call, what the judge call took, and its answer (untrusted: shown literally; not for
+    a sealed case, whose answer may quote it)."""
+    out = Text("judge ", _LABEL)
+    out.append(literal(j.judge, newlines=False))
+    out.append(": ")
+    out.append(literal(j.status, newlines=False))
+    if j.score_detail:
+        out.append(", ")
+        out.append(literal(j.score_detail, newlines=False))
+    if j.error_class:
+        out.append(", ")
+        out.append(literal(j.error_class, newlines=False))
+        if j.error_message:
+            out.append(": ")
+            out.append(literal(j.error_message))
+    out.append(f"\n  attempts {j.attempts}, latency {fmt_num(j.latency_ms, ' ms')}, "
+               f"{j.input_tokens + j.output_tokens} tokens, cost {money(j.cost)}\n")
+    if sealed:
+        out.append("judge's answer hidden: sealed case\n", "italic")
+    else:
+        out.append("judge's answer\n", _LABEL)
+        out.append(literal(j.answer) if j.answer is not None else Text("(no answer)"))
+        if j.answer is not None and j.answer_chars > len(j.answer):
+            out.append(f"\n… {j.answer_chars - len(j.answer)} more characters in the database", "italic")
+        out.append("\n")
+    return out
+
+
 class CaseDetail(ModalScreen[None]):
-    """One case: the input and expected answer, then each model's stored trials in its own column."""
+    """One case: the input and expected answer, then each model's stored trials (and their judge's verdicts) in
+    its own column."""
 
     BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
 
-    def __init__(self, db: Path, run_id: str, case: CaseInfo, models: tuple[str, ...]) -> None:
+    def __init__(self, db: Path, run_id: str, case: CaseInfo, models: tuple[str, ...],
+                 judging: JudgedScorer | None = None) -> None:
         super().__init__()
         self.db = db
         self.run_id = run_id
         self.case = case
         self.models = models
+        self.judging = judging
+        """The llm_judge scorer that scores this case, if one does."""
+        self.judgments: dict[tuple[str, int], JudgmentRow] = {}
 
     def compose(self) -> ComposeResult:
         c = self.case
@@ -62,6 +96,10 @@ class CaseDetail(ModalScreen[None]):
             if c.tags:
                 title.append("   tags ")
                 title.append(literal(", ".join(c.tags), newlines=False))
+            j = self.judging
+            if j is not None:
+                title.append("   judged by " if c.id in j.judged else "   unjudged: outside the sample of ")
+                title.append(literal(j.judge if c.id in j.judged else j.scorer, newlines=False))
             yield Label(title)
             with VerticalScroll(id="case-body"):
                 head = Text()
@@ -83,10 +121,12 @@ class CaseDetail(ModalScreen[None]):
 
     @work(thread=True, group="case", exit_on_error=False)
     def _load(self) -> None:
-        rows = case_results(self.db, self.run_id, self.case.id)
-        self.app.call_from_thread(self.show_rows, rows)
+        rows, judgments = case_detail(self.db, self.run_id, self.case.id)
+        self.app.call_from_thread(self.show_rows, rows, judgments)
 
-    def show_rows(self, rows: dict[str, list[CallRow]]) -> None:
+    def show_rows(self, rows: dict[str, list[CallRow]],
+                  judgments: dict[tuple[str, int], JudgmentRow] | None = None) -> None:
+        self.judgments = judgments or {}
         for i, m in enumerate(self.models):
             self.query_one(f"#case-model-{i}", Static).update(self.render_model(m, rows.get(m, [])))
 
@@ -98,6 +138,10 @@ class CaseDetail(ModalScreen[None]):
         for r in trials:
             out.append(f"\ntrial {r.trial} ", _LABEL)
             out.append(literal(r.status, newlines=False))
+            if r.status == "unscored" and r.failure_mode:  # why it has no score: not a failure
+                out.append(" (")
+                out.append(literal(r.failure_mode.replace("_", " "), newlines=False))
+                out.append(")")
             out.append(f"\nscore {r.score:.3f}" if r.score is not None else "\nscore -")
             out.append(f"  attempts {r.attempts}\nlatency {fmt_num(r.latency_ms, ' ms')}\n")
             if r.error_class:
@@ -106,10 +150,14 @@ class CaseDetail(ModalScreen[None]):
                 out.append(": ")
                 out.append(literal(r.error_message or ""))
                 out.append("\n")
-            elif not self.case.sealed:
+            # an answer that could not be scored (scoring_error, judge_error) is kept: shown like any answer
+            if not self.case.sealed and (not r.error_class or r.output is not None):
                 out.append("output\n", _LABEL)
                 out.append(literal(r.output) if r.output is not None else Text("(no output)"))
                 out.append("\n")
+            j = self.judgments.get((model, r.trial))
+            if j is not None:
+                out.append(judgment_text(j, sealed=self.case.sealed))
         return out
 
 
@@ -119,10 +167,14 @@ def model_text(view: RunView, s: ModelRow) -> Text:
     q = s.quality
     out.append("score ", _LABEL)
     out.append(f"{score3(q.estimate)}  95% CI {score3(q.low)}–{score3(q.high)} over {q.n} working cases "
-               f"answered (errored calls are coverage, not zeros)\n")
+               f"scored (errored calls are coverage, not zeros)\n")
     out.append("coverage ", _LABEL)
     out.append(f"{pct(s.coverage)}: {s.answered} of {s.planned} planned calls answered; {s.passed} passed, "
-               f"{s.answered - s.passed} failed, {s.errored} errored ({fmt_errors(s.errors)})\n")
+               f"{s.answered - s.unscored - s.passed} failed, {s.errored} errored ({fmt_errors(s.errors)})")
+    if s.unscored:
+        why = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(view.unscored.get(s.model, {}).items()))
+        out.append(f", {s.unscored} unscored ({why}; answered: coverage, not quality)")
+    out.append("\n")
     fails = view.failures.get(s.model, {})
     if fails:
         n = sum(fails.values())
@@ -143,7 +195,8 @@ def model_text(view: RunView, s: ModelRow) -> Text:
     out.append("  ".join(f"k={k} {score3(v)}" for k, v in sorted(s.pass_at.items())))
     out.append(f"   trials agree on {pct(s.consistency)} of cases\n")
     out.append("cost ", _LABEL)
-    out.append(f"{money(s.spend)} spent (every attempt); {money(s.cost_per_correct)} per correct answer, "
+    out.append(f"{money(s.spend)} spent (every attempt; its own calls, not a judge's); "
+               f"{money(s.cost_per_correct)} per correct answer, "
                f"{money(s.cost_per_answered)} per answered call, "
                f"{fmt_num(s.tokens_per_correct)} tokens per correct answer\n")
     out.append("latency ", _LABEL)

@@ -261,3 +261,44 @@ def failure_modes(store: Store, run_id: str) -> dict[str, dict[str, int]]:
             "status = 'failed' GROUP BY 1, 2", (run_id,)):
         out.setdefault(str(mk), {})[str(mode)] = int(n)
     return out
+
+
+def judged_rows(store: Store, run_id: str, *, retry_errored: bool = False) -> list[tuple[Any, ...]]:
+    """A run's stored judge calls as live metrics preload them: `live.StoredResult` order keyed by the judge lane
+    (``judge:<model key>``), then started_at and finished_at (epoch). With retry_errored the judge calls that
+    ended errored are left out: their candidates are judged again."""
+    from arenatui.config.schema import JUDGE_LANE_PREFIX
+
+    skip = " AND status != 'errored'" if retry_errored else ""
+    return store.conn.execute(
+        "SELECT ? || judge_key, case_id, trial, status, score, error_class, attempts, latency_ms, NULL, cost, "
+        "input_tokens, output_tokens, NULL, started_at, finished_at FROM judgments WHERE run_id = ?"
+        f"{skip} ORDER BY judge_key, case_id, model_key, trial", (JUDGE_LANE_PREFIX, run_id)).fetchall()
+
+
+JUDGMENT_PREVIEW_COLUMNS = ("model_key", "trial", "judge_key", "status", "score", "passed", "error_class",
+                            "error_message", "attempts", "latency_ms", "total_ms", "input_tokens", "output_tokens",
+                            "cost", "score_detail")
+
+
+def case_judgments(store: Store, run_id: str, case_id: str, *, judge_key: str | None = None,
+                   model_key: str | None = None, limit: int = 20_000) -> list[dict[str, Any]]:
+    """The stored judgments of one case (of one judge model, or of one candidate model), candidate model and
+    trial order, each with the first `limit` characters of the judge's answer as `output` and its whole length
+    as `output_chars`."""
+    where, args = "run_id = ? AND case_id = ?", [run_id, case_id]
+    if judge_key is not None:
+        where += " AND judge_key = ?"
+        args.append(judge_key)
+    if model_key is not None:
+        where += " AND model_key = ?"
+        args.append(model_key)
+    rows = store.conn.execute(
+        f"SELECT {', '.join(JUDGMENT_PREVIEW_COLUMNS)}, substr(output, 1, ?), length(output) FROM judgments "
+        f"WHERE {where} ORDER BY model_key, trial", (limit, *args)).fetchall()
+    out = []
+    for r in rows:
+        d = dict(zip(JUDGMENT_PREVIEW_COLUMNS, r[:-2], strict=True))
+        d["output"], d["output_chars"] = r[-2], r[-1]
+        out.append(d)
+    return out

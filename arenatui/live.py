@@ -431,7 +431,7 @@ class LiveMetrics:
         elif status == "failed":
             agg.failed += 1
             dst = FAILED
-            if mode is not None:
+            if mode is not None and not agg.judge:  # a judge's failed verdict is its candidate's failure, not its own
                 agg.failures[mode] = agg.failures.get(mode, 0) + 1
         elif status == "unscored":  # answered: done, but in no pass rate until (unless) its judge scores it
             agg.unscored += 1

@@ -221,7 +221,7 @@ class CallDetail(ModalScreen[None]):
         counts = self.sweep.live.cell(self.model_index, self.case_index)
         for model_key, trial, j in calls:
             out.append("\n")
-            out.append(literal(model_key, newlines=False), label)
+            out.append(literal(model_key, "bold", newlines=False))
             out.append(f" trial {trial}  ", label)
             if j is None:
                 live = ", ".join(f"{n} {STATE_NAMES[i]}" for i, n in enumerate(counts) if n)

@@ -14,6 +14,7 @@ import pytest
 
 from arenatui.engine.events import JudgeFinished
 from arenatui.headless import _stats
+from arenatui.live import UNSCORED
 from arenatui.plan import judge_trial
 from arenatui.store import Store
 from arenatui.store.db import JUDGED, UPSERT_JUDGMENT, judgment_rows
@@ -176,3 +177,49 @@ def test_headless_progress_counts_the_judge_calls(tmp_path: Path) -> None:
     assert snap.planned == sweep.plan.total + sweep.plan.judges[0].total
     line = _stats(snap, eta=True)
     assert f"judged {snap.judge_done}/{snap.judge_planned}" in line and "$0.0030 of $0.0066" in line
+
+
+@pytest.mark.parametrize("retry_errored", [False, True])
+def test_a_resumed_judged_run_shows_its_unscored_answers_and_judge_lane(tmp_path: Path, retry_errored: bool) -> None:
+    """Resume preloads the judge lane from the judgments table, unscored answers as unscored, and (with
+    --retry-errored) a judge_error answer as awaiting its judge again, not as queued or errored."""
+    from arenatui.sweep import Sweep, SweepOptions
+
+    from .judge_support import judge_project
+
+    db = tmp_path / "resume.db"
+    first = Sweep(SweepOptions(project=judge_project(tmp_path), db=db))
+    plan = first.plan
+    judged = sorted(plan.judges[0].case_ids)
+    unjudged = next(c.id for c in plan.cases if c.id not in plan.judges[0].case_ids and c.scorer is None)
+    a = plan.models[0].key
+    with Store(db) as store:
+        store.write_results(first.run_id, [
+            call_result(a, judged[0], 0, "unscored", mode="awaiting_judge"),
+            call_result(a, judged[0], 1, "unscored", mode="awaiting_judge"),
+            call_result(a, unjudged, 0, "unscored", mode="unjudged"),
+        ])
+        store.conn.execute("BEGIN")
+        for trial, (status, ec) in enumerate((("passed", None), ("errored", "judge_error"))):
+            r = call_result(LANE, judged[0], judge_trial(0, trial, plan.trials), status, score=1.0 if ec is None
+                            else None, error_class=ec, cost=0.0003, mode="judge_error" if ec else "none")
+            rows = judgment_rows(first.run_id, JudgeFinished(r, a, judged[0], trial, 0.0))
+            assert rows is not None
+            store.conn.execute(UPSERT_JUDGMENT, rows[0])
+            store.conn.execute(JUDGED, rows[1])
+        store.conn.execute("COMMIT")
+        store.mark_run(first.run_id, "cancelled")
+    again = Sweep(SweepOptions(resume=first.run_id, db=db, retry_errored=retry_errored))
+    live = again.live
+    assert live.judge_keys == (LANE,)
+    s = live.snapshot()
+    m, lane = s.models[0], s.models[-1]
+    ci = live.case_ids.index(judged[0])
+    assert (m.done, m.passed) == (3, 1) and lane.planned == plan.judges[0].total
+    if retry_errored:  # its judge runs again: the answer awaits it, the failed judge call is not done
+        assert (m.errored, m.unscored, lane.done, lane.errored) == (0, 2, 1, 0)
+        assert live.cell(0, ci)[UNSCORED] == 1
+    else:
+        assert (m.errored, m.unscored, lane.done, lane.errored) == (1, 1, 2, 1)
+        assert m.errors == {"judge_error": 1}
+    assert s.judge_done == lane.done and s.judge_cost == pytest.approx(0.0003 * lane.done)

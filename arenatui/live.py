@@ -295,6 +295,7 @@ class LiveMetrics:
         self.judge_keys = tuple(k for k, _cases, _n in judges)
         """The judge lanes, ``judge:<model key>``."""
         self.row_keys = self.model_keys + self.judge_keys
+        self._judge_set = frozenset(self.judge_keys)
         self.case_ids = tuple(case_ids)
         self.trials = trials
         self.window_s = window_s
@@ -398,6 +399,15 @@ class LiveMetrics:
         agg.in_flight += 1
         agg.attempts += 1
 
+    def _call(self, key: str, case_id: str, trial: int) -> str:
+        """A call in words for the log; a judge call names the answer it judges (its lane's trial is
+        plan.judge_trial(candidate model index, candidate trial, trials), read back here)."""
+        if key in self._judge_set:
+            mi, t = divmod(trial, self.trials)
+            if mi < len(self.model_keys):
+                return f"{key} on {self.model_keys[mi]} {case_id}#{t}"
+        return f"{key} {case_id}#{trial}"
+
     def is_judge(self, row: int) -> bool:
         """Whether a row (an index in `row_keys`) is a judge lane."""
         return row >= len(self.model_keys)
@@ -441,7 +451,8 @@ class LiveMetrics:
             dst = ERRORED
             cls = ec or "error"
             agg.errors[cls] = agg.errors.get(cls, 0) + 1
-            self._log(ev.t, "error", mk, f"{mk} {cid}#{trial}: {cls} after {attempts} attempt(s): {emsg or ''}")
+            self._log(ev.t, "error", mk, f"{self._call(mk, cid, trial)}: {cls} after {attempts} attempt(s): "
+                                         f"{emsg or ''}")
         self._move(mi, cid, src, dst)
         if score is not None:
             agg.score_sum += score
@@ -515,7 +526,7 @@ class LiveMetrics:
         self._move(mi, ev.case_id, IN_FLIGHT, BACKOFF)
         self._bump(self._retry_sec, sec)
         self._log(ev.t, "retry", ev.model_key,
-                  f"{ev.model_key} {ev.case_id}#{ev.trial}: {ev.reason} on attempt {ev.attempt}, "
+                  f"{self._call(ev.model_key, ev.case_id, ev.trial)}: {ev.reason} on attempt {ev.attempt}, "
                   f"retrying in {ev.delay:.2f}s: {ev.message}")
 
     def _concurrency(self, ev: ConcurrencyChanged) -> None:

@@ -199,7 +199,9 @@ def test_a_judge_error_errs_the_candidate_and_is_logged(plan: Plan) -> None:
     assert s.models[0].errors == {"judge_error": 1} and s.models[0].unscored == 0
     assert s.models[2].errors == {"judge_error": 1}
     assert s.errored == 1  # once: the lane's errored verdict is the candidate's
-    assert any(e.kind == "error" and e.model_key == LANE for e in lm.log)
+    # the log names the answer the judge call was judging, not only the lane's own trial number
+    assert [e.text for e in lm.log if e.kind == "error"] == [
+        f"{LANE} on cand-a {judged[1]}#0: judge_error after 1 attempt(s): boom"]
 
 
 def test_a_cancelled_judge_call_leaves_the_candidate_unscored(plan: Plan) -> None:

@@ -223,3 +223,17 @@ def test_a_resumed_judged_run_shows_its_unscored_answers_and_judge_lane(tmp_path
         assert (m.errored, m.unscored, lane.done, lane.errored) == (1, 1, 2, 1)
         assert m.errors == {"judge_error": 1}
     assert s.judge_done == lane.done and s.judge_cost == pytest.approx(0.0003 * lane.done)
+
+
+@pytest.mark.anyio
+async def test_enter_on_a_judge_lane_cell_opens_its_judge_calls(tmp_path: Path) -> None:
+    sweep, _clock = scripted_judge_sweep(tmp_path, finished=True)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        matrix = app.run_screen.query_one(CallMatrix)
+        matrix.focus()
+        await pilot.press("down", "down", "right", "enter")  # the judge row, the second case (a judged one)
+        await pilot.pause()
+        detail = app.screen
+        assert isinstance(detail, CallDetail) and detail.judge_lane and detail.model_key == LANE
+        assert detail.case.id == sweep.plan.cases[1].id and detail.case.id in sweep.plan.judges[0].case_ids

@@ -116,6 +116,11 @@ FIGURES = (
     "(Results are written by a child process, whose CPU is not counted: it does not delay the timing.)",
     "Latency and TTFT run from the moment a request is on the wire; connecting and TLS are shown apart, as "
     "\"on the wire after\", in a call's detail.",
+    "With an llm_judge scorer, each judge model has a lane of its own (⚖ judge:<model>), a row after the models: "
+    "its calls, retries, 429s, latency and spend, its cells the verdicts. Judge calls count in the header's done "
+    "and spend (\"judged n/m\" and \"judges $\" say their part). A model's answer is done when it arrives and "
+    "scored when its judge answers; \"○n\" after a model's done count is its answers with no score yet (awaiting "
+    "the judge) or ever (outside the scorer's sample): they are in no pass rate.",
 )
 
 

@@ -237,3 +237,21 @@ async def test_enter_on_a_judge_lane_cell_opens_its_judge_calls(tmp_path: Path) 
         detail = app.screen
         assert isinstance(detail, CallDetail) and detail.judge_lane and detail.model_key == LANE
         assert detail.case.id == sweep.plan.cases[1].id and detail.case.id in sweep.plan.judges[0].case_ids
+
+
+def test_a_judges_answer_and_error_show_literally(tmp_path: Path) -> None:
+    """The judge's answer is model output: markup and control sequences in it show as text, never act."""
+    from .support import INJECTIONS
+
+    sweep, _clock = scripted_judge_sweep(tmp_path, finished=True)
+    case_id = sorted(sweep.plan.judges[0].case_ids)[0]
+    detail = CallDetail(sweep, sweep.live.row_keys.index(LANE), sweep.live.case_ids.index(case_id))
+    evil = " ".join(INJECTIONS)
+    j = {"model_key": sweep.plan.models[0].key, "trial": 0, "judge_key": "sim-judge", "status": "errored",
+         "score": None, "passed": 0, "error_class": "judge_error", "error_message": evil, "attempts": 1,
+         "latency_ms": 10.0, "total_ms": 12.0, "input_tokens": 1, "output_tokens": 1, "cost": 0.0,
+         "score_detail": evil, "output": evil, "output_chars": len(evil), "failed_attempts": []}
+    text = detail.render_judgments([(sweep.plan.models[0].key, 0, j)])
+    assert "[bold red]x[/]" in text.plain and "[@click=app.quit]" in text.plain
+    assert "\x1b" not in text.plain and "\x07" not in text.plain and "\x9b" not in text.plain
+    assert not any("red" in str(span.style) or "link" in str(span.style) for span in text.spans)

@@ -126,9 +126,9 @@ class Sweep:
                 self.plan = make_plan(project, self.filters,
                                       store.done_keys(rec.run_id, retry_errored=opts.retry_errored))
                 self.notices += project_changes(rec.project_path, project)
-                # every stored figure comes back on screen (spend, retries, latencies, errors, elapsed), not zeros
-                from arenatui.store.queries import judged_rows
+                from arenatui.store.queries import judged_rows  # numpy: only a resume pays for it
 
+                # every stored figure comes back on screen (spend, retries, latencies, errors, elapsed), not zeros
                 rows = store.results(rec.run_id, (*STORED_COLUMNS, "started_at", "finished_at"))
                 rows += judged_rows(store, rec.run_id, retry_errored=opts.retry_errored)  # the judge lanes' rows
                 n = len(STORED_COLUMNS)

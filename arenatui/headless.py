@@ -31,9 +31,17 @@ def _client(snap: LiveSnapshot) -> str:
                                                    if snap.client_overloaded else "")
 
 
+def _judged(snap: LiveSnapshot) -> str:
+    """The judge calls' share of the bar (which counts them: they are calls of the sweep) and their spend."""
+    if not snap.judge_planned:
+        return ""
+    return f"  judged {snap.judge_done}/{snap.judge_planned} (${snap.judge_cost:.4f} of ${snap.cost:.4f})"
+
+
 def _stats(snap: LiveSnapshot, *, eta: bool) -> str:
     return (f"in flight {snap.in_flight:>3}  backoff {snap.backing_off:>3}  retries {snap.retries:>4}  "
-            f"{snap.calls_per_s:7.1f} calls/s" + (f"  {_eta(snap.eta_s)}" if eta else "") + _client(snap))
+            f"{snap.calls_per_s:7.1f} calls/s" + _judged(snap) + (f"  {_eta(snap.eta_s)}" if eta else "")
+            + _client(snap))
 
 
 async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunStatus:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from arenatui.engine.client_load import OVERLOAD_CPU, OVERLOAD_S, OverloadTracker
 from arenatui.engine.events import (
@@ -22,6 +22,7 @@ from arenatui.engine.events import (
     ClientLoadSampled,
     ConcurrencyChanged,
     Event,
+    JudgeFinished,
     RunFinished,
     RunPaused,
     RunResumed,
@@ -29,9 +30,13 @@ from arenatui.engine.events import (
 )
 from arenatui.limits import MAX_CONCURRENCY
 
-QUEUED, IN_FLIGHT, BACKOFF, PASSED, FAILED, ERRORED = range(6)
-STATE_NAMES = ("queued", "in flight", "backing off", "passed", "failed", "errored")
-_N_STATES = 6
+if TYPE_CHECKING:
+    from arenatui.plan import Plan
+
+QUEUED, IN_FLIGHT, BACKOFF, PASSED, FAILED, ERRORED, UNSCORED = range(7)
+STATE_NAMES = ("queued", "in flight", "backing off", "passed", "failed", "errored", "unscored")
+"""UNSCORED: answered, and an llm_judge scorer has not scored it (awaiting its judge, or outside its sample)."""
+_N_STATES = 7
 RING = 120
 """Seconds of per-model history kept for sparklines."""
 LATENCY_SAMPLES = 1024
@@ -85,6 +90,34 @@ class StoredResult(NamedTuple):
 STORED_COLUMNS = StoredResult._fields
 """The results-table columns `preload` reads, in StoredResult's order (they share names)."""
 
+JudgeLane = tuple[str, Collection[str], int]
+"""A judge lane as LiveMetrics takes it: (lane key ``judge:<model key>``, the cases it judges, judge calls per
+judged case = candidate models × trials)."""
+
+
+def judge_lanes(plan: Plan) -> list[JudgeLane]:
+    """The plan's judge lanes, as LiveMetrics takes them."""
+    per_case = len(plan.models) * plan.trials
+    return [(j.key, j.case_ids, per_case) for j in plan.judges]
+
+
+def resumed_rows(rows: Iterable[Sequence[Any]], *, retry_errored: bool) -> list[tuple[Any, ...]]:
+    """Stored results (StoredResult order, maybe with more columns after) as a resumed run's preload sees them.
+
+    A cancelled call runs again, so it is left out; with retry_errored so is every errored call, except a
+    judge_error one: its answer stays and only its judge runs again, so it is back to unscored, awaiting_judge."""
+    out = []
+    for r in rows:
+        status, ec = r[3], r[5]
+        if ec == "cancelled":
+            continue
+        if retry_errored and status == "errored":
+            if ec != "judge_error":
+                continue
+            r = (*r[:3], "unscored", None, None, *r[6:12], "awaiting_judge", *r[13:])
+        out.append(tuple(r))
+    return out
+
 
 @dataclass(slots=True)
 class LogEntry:
@@ -137,6 +170,8 @@ class _ModelAgg:
     passed: int = 0
     failed: int = 0
     errored: int = 0
+    unscored: int = 0
+    """Answered calls not scored (yet): done, but in no pass rate or score."""
     in_flight: int = 0
     backing_off: int = 0
     attempts: int = 0
@@ -158,6 +193,8 @@ class _ModelAgg:
     latencies: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
     ttfts: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
     ring: _Ring = field(default_factory=_Ring)
+    judge: bool = False
+    """A judge lane: its passed/failed/errored are its verdicts, which its candidates' rows count too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +221,7 @@ class ModelSnapshot:
     p95_ms: float | None
     ttft_p50_ms: float | None
     score: float | None
-    """Mean score of the calls finished so far (errors count as 0)."""
+    """Mean score of the calls finished and scored so far (errors count as 0; unscored calls not at all)."""
     cost: float
     latency_series: tuple[float, ...]
     """Mean latency (ms) per second over the last seconds, oldest first; 0 where nothing finished."""
@@ -192,6 +229,10 @@ class ModelSnapshot:
     """Calls finished per second over the same seconds as latency_series, oldest first."""
     failures: Mapping[str, int] = field(default_factory=dict)
     """Failed (answered, not passed) calls by failure mode."""
+    unscored: int = 0
+    """Answered calls an llm_judge scorer has not scored: awaiting their judge, or outside its sample."""
+    judge: bool = False
+    """A judge lane (key ``judge:<model key>``): its calls are judge calls, one per judged candidate call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,40 +273,69 @@ class LiveSnapshot:
     rates_window_s: float | None = None
     """Seconds the rolling rates (calls/s, tok/s, 429 %, retry share) are over; None once the run has
     ended, when they are the session's totals instead of a window that would decay to zero."""
+    unscored: int = 0
+    """Candidates' answered calls not scored (yet). passed/failed/errored count candidates' calls only (a judge
+    lane's verdicts are its candidates' results, not more of them); planned, done, the rates and cost count the
+    judge calls too: they are work and spend of the sweep."""
+    judge_planned: int = 0
+    judge_done: int = 0
+    judge_cost: float = 0.0
+    """Spend of the judge lanes, included in `cost`."""
 
 
 class LiveMetrics:
-    """Fold events into live aggregates. Construct with the plan's models, cases and trials."""
+    """Fold events into live aggregates. Construct with the plan's models, cases and trials, and its judge lanes
+    (`judge_lanes(plan)`), which become rows after the models: rows are addressed by index in `row_keys`."""
 
     def __init__(self, model_keys: Sequence[str], case_ids: Sequence[str], trials: int, *,
-                 window_s: float = 10.0, clock: Callable[[], float] = time.monotonic,
-                 log_size: int = 2000) -> None:
+                 judges: Sequence[JudgeLane] = (), window_s: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic, log_size: int = 2000) -> None:
         self.model_keys = tuple(model_keys)
+        """The candidates (the models asked the cases)."""
+        self.judge_keys = tuple(k for k, _cases, _n in judges)
+        """The judge lanes, ``judge:<model key>``."""
+        self.row_keys = self.model_keys + self.judge_keys
+        self._judge_set = frozenset(self.judge_keys)
         self.case_ids = tuple(case_ids)
         self.trials = trials
         self.window_s = window_s
         self._clock = clock
         self.t0 = clock()
         self.end_t: float | None = None
-        self._m_index = {k: i for i, k in enumerate(self.model_keys)}
+        self._m_index = {k: i for i, k in enumerate(self.row_keys)}
         self._c_index = {c: i for i, c in enumerate(self.case_ids)}
-        n_cells = len(self.model_keys) * len(self.case_ids)
-        self._n_cases = len(self.case_ids)
-        self.cells: list[array[int]] = [array("H", [0]) * n_cells for _ in range(_N_STATES)]
-        self.cells[QUEUED] = array("H", [trials]) * n_cells
+        n_cases = self._n_cases = len(self.case_ids)
+        # Per row, the calls planned in each case: a candidate's trials, a judge lane's candidates × trials on the
+        # cases it judges and none elsewhere (an unjudged case of a judge row is empty, never queued).
+        queued = array("I", [trials]) * (len(self.model_keys) * n_cases)
+        planned_rows = [n_cases * trials for _ in self.model_keys]
+        for _key, judged, per_case in judges:
+            row = array("I", [per_case if c in judged else 0 for c in self.case_ids])
+            queued.extend(row)
+            planned_rows.append(sum(row))
+        n_cells = len(queued)
+        # 16-bit counts (the matrix is the console's largest structure) unless a judge lane's cell needs more
+        code = "H" if max(queued, default=0) <= 0xFFFF else "I"
+        self.cells: list[array[int]] = [array(code, [0]) * n_cells for _ in range(_N_STATES)]
+        self.cells[QUEUED] = array(code, queued)
         self.dirty: set[int] = set()
         self._dirty_on = False
         """Changed cells are tracked only once a view asks for them (take_dirty): a headless run, which never
         does, would otherwise grow a set as large as the matrix."""
-        self.models = [_ModelAgg(k, planned=len(self.case_ids) * trials) for k in self.model_keys]
+        self.rows = [_ModelAgg(k, planned=n, judge=i >= len(self.model_keys))
+                     for i, (k, n) in enumerate(zip(self.row_keys, planned_rows, strict=True))]
+        """Every row's aggregates, in `row_keys` order: the candidates', then the judge lanes'."""
+        self.models = self.rows[: len(self.model_keys)]
+        """The candidates' aggregates (the models the tuner and the caps know)."""
         self.state = "running"
         self.target = 0
         self.caps: dict[str, int | None] = {}
-        self.planned = n_cells * trials
+        self.planned = sum(planned_rows)
         self._backoff: set[tuple[str, str, int]] = set()
         """Calls sleeping before a retry: few at a time, so kept by key (calls in flight are not)."""
         self._handlers: dict[type, Callable[[Any], None]] = {
             CallStarted: self._started, CallFinished: self._finished, CallRetrying: self._retrying,
+            JudgeFinished: self._judged,
             ConcurrencyChanged: self._concurrency, RunPaused: self._paused, RunResumed: self._resumed,
             RunFinished: self._run_finished, ClientLoadSampled: self._client_load, TunerDecided: self._tuner,
         }
@@ -317,7 +387,7 @@ class LiveMetrics:
 
     def _started(self, ev: CallStarted) -> None:
         mi = self._m_index[ev.model_key]
-        agg = self.models[mi]
+        agg = self.rows[mi]
         src = QUEUED
         if self._backoff:
             key = (ev.model_key, ev.case_id, ev.trial)
@@ -329,12 +399,25 @@ class LiveMetrics:
         agg.in_flight += 1
         agg.attempts += 1
 
-    def _finished(self, ev: CallFinished) -> None:
+    def _call(self, key: str, case_id: str, trial: int) -> str:
+        """A call in words for the log; a judge call names the answer it judges (its lane's trial is
+        plan.judge_trial(candidate model index, candidate trial, trials), read back here)."""
+        if key in self._judge_set:
+            mi, t = divmod(trial, self.trials)
+            if mi < len(self.model_keys):
+                return f"{key} on {self.model_keys[mi]} {case_id}#{t}"
+        return f"{key} {case_id}#{trial}"
+
+    def is_judge(self, row: int) -> bool:
+        """Whether a row (an index in `row_keys`) is a judge lane."""
+        return row >= len(self.model_keys)
+
+    def _finished(self, ev: CallFinished | JudgeFinished) -> None:
         # The hottest function outside the engine: one tuple unpack, then locals.
         (mk, cid, trial, status, _output, score, _passed, ec, emsg, attempts, lat, _total, ttft, itok, otok, cost,
          _finish, _est, _started_at, _finished_at, _connect, mode, _detail, _http) = ev.result
         mi = self._m_index[mk]
-        agg = self.models[mi]
+        agg = self.rows[mi]
         if self._backoff and (mk, cid, trial) in self._backoff:
             self._backoff.discard((mk, cid, trial))
             agg.backing_off -= 1
@@ -358,14 +441,18 @@ class LiveMetrics:
         elif status == "failed":
             agg.failed += 1
             dst = FAILED
-            if mode is not None:
+            if mode is not None and not agg.judge:  # a judge's failed verdict is its candidate's failure, not its own
                 agg.failures[mode] = agg.failures.get(mode, 0) + 1
+        elif status == "unscored":  # answered: done, but in no pass rate until (unless) its judge scores it
+            agg.unscored += 1
+            dst = UNSCORED
         else:
             agg.errored += 1
             dst = ERRORED
             cls = ec or "error"
             agg.errors[cls] = agg.errors.get(cls, 0) + 1
-            self._log(ev.t, "error", mk, f"{mk} {cid}#{trial}: {cls} after {attempts} attempt(s): {emsg or ''}")
+            self._log(ev.t, "error", mk, f"{self._call(mk, cid, trial)}: {cls} after {attempts} attempt(s): "
+                                         f"{emsg or ''}")
         self._move(mi, cid, src, dst)
         if score is not None:
             agg.score_sum += score
@@ -388,9 +475,42 @@ class LiveMetrics:
         else:
             self._bump(series, sec)
 
+    def _judged(self, ev: JudgeFinished) -> None:
+        """A judge call ended: its lane's row folds it like a finished call, and (unless it was cancelled) its
+        verdict scores the candidate's call, which moves from unscored to passed, failed or errored."""
+        self._finished(ev)
+        r = ev.result
+        if r.error_class == "cancelled":
+            return  # the candidate stays awaiting its judge: resume judges it
+        mi = self._m_index.get(ev.model_key)
+        c = self._c_index.get(ev.case_id)
+        if mi is None or c is None:
+            return
+        idx = mi * self._n_cases + c
+        if not self.cells[UNSCORED][idx]:
+            return  # nothing here awaits a verdict (already scored): never count a call twice
+        agg = self.rows[mi]
+        agg.unscored -= 1
+        if r.status == "passed":
+            agg.passed += 1
+            dst = PASSED
+        elif r.status == "failed":
+            agg.failed += 1
+            dst = FAILED
+            if r.failure_mode is not None:
+                agg.failures[r.failure_mode] = agg.failures.get(r.failure_mode, 0) + 1
+        else:
+            agg.errored += 1
+            dst = ERRORED
+            cls = r.error_class or "judge_error"
+            agg.errors[cls] = agg.errors.get(cls, 0) + 1
+        if r.score is not None:
+            agg.score_sum += r.score
+        self._move(mi, ev.case_id, UNSCORED, dst)
+
     def _retrying(self, ev: CallRetrying) -> None:
         mi = self._m_index[ev.model_key]
-        agg = self.models[mi]
+        agg = self.rows[mi]
         self._backoff.add((ev.model_key, ev.case_id, ev.trial))
         agg.in_flight -= 1
         agg.backing_off += 1
@@ -406,7 +526,7 @@ class LiveMetrics:
         self._move(mi, ev.case_id, IN_FLIGHT, BACKOFF)
         self._bump(self._retry_sec, sec)
         self._log(ev.t, "retry", ev.model_key,
-                  f"{ev.model_key} {ev.case_id}#{ev.trial}: {ev.reason} on attempt {ev.attempt}, "
+                  f"{self._call(ev.model_key, ev.case_id, ev.trial)}: {ev.reason} on attempt {ev.attempt}, "
                   f"retrying in {ev.delay:.2f}s: {ev.message}")
 
     def _concurrency(self, ev: ConcurrencyChanged) -> None:
@@ -453,7 +573,8 @@ class LiveMetrics:
 
         Rows are `StoredResult`s, or any sequence in that order (the first five fields are enough): the
         matrix, totals, retries, errors, spend and latency percentiles come back; rates stay this session's.
-        `elapsed_s` is the time the earlier sessions took.
+        A judge lane's stored calls come in the same way, keyed by the lane (store.queries.judged_rows), and an
+        answer left 'unscored' comes back unscored. `elapsed_s` is the time the earlier sessions took.
         """
         self.prior_elapsed += max(0.0, elapsed_s)
         for raw in stored:
@@ -461,16 +582,18 @@ class LiveMetrics:
             mi = self._m_index.get(r.model_key)
             if mi is None or r.case_id not in self._c_index or r.error_class == "cancelled":
                 continue
-            agg = self.models[mi]
+            agg = self.rows[mi]
             agg.done += 1
             agg.preloaded += 1
-            dst = {"passed": PASSED, "failed": FAILED}.get(r.status, ERRORED)
+            dst = {"passed": PASSED, "failed": FAILED, "unscored": UNSCORED}.get(r.status, ERRORED)
             if dst == PASSED:
                 agg.passed += 1
             elif dst == FAILED:
                 agg.failed += 1
                 if r.failure_mode:
                     agg.failures[r.failure_mode] = agg.failures.get(r.failure_mode, 0) + 1
+            elif dst == UNSCORED:
+                agg.unscored += 1
             else:
                 agg.errored += 1
                 cls = r.error_class or "error"
@@ -493,12 +616,13 @@ class LiveMetrics:
     # ---- reading -------------------------------------------------------------------------------
 
     def cell(self, model_index: int, case_index: int) -> tuple[int, ...]:
-        """Trials of one (model, case) in each state: (queued, in flight, backing off, passed, failed, errored)."""
+        """Calls of one (row, case) in each state: (queued, in flight, backing off, passed, failed, errored,
+        unscored); a candidate's are its trials, a judge lane's its judge calls (candidates × trials)."""
         idx = model_index * self._n_cases + case_index
         return tuple(self.cells[s][idx] for s in range(_N_STATES))
 
     def cell_range(self, model_index: int, case_start: int, case_stop: int) -> tuple[int, ...]:
-        """Trials of one model over cases [case_start, case_stop) in each state, summed: a condensed matrix column."""
+        """Calls of one row over cases [case_start, case_stop) in each state, summed: a condensed matrix column."""
         base = model_index * self._n_cases
         a, b = base + case_start, base + min(case_stop, self._n_cases)
         return tuple(sum(self.cells[s][a:b]) for s in range(_N_STATES))
@@ -528,7 +652,7 @@ class LiveMetrics:
         tot_cps = 0.0
         tot_attempts_w = tot_retries_w = 0.0
         eta: float | None = 0.0
-        for agg in self.models:
+        for agg in self.rows:
             ring = agg.ring
             session_done = agg.done - agg.preloaded
             if ended:
@@ -566,10 +690,15 @@ class LiveMetrics:
                 retries=agg.retries, retry_rate=(retries_w / attempts_w) if attempts_w else 0.0,
                 rate_limited=agg.rate_limited, rate_limited_rate=(limited_w / attempts_w) if attempts_w else 0.0,
                 errors=dict(agg.errors), p50_ms=percentile(lat, 0.5), p95_ms=percentile(lat, 0.95),
-                ttft_p50_ms=percentile(tt, 0.5), score=(agg.score_sum / agg.done) if agg.done else None,
+                ttft_p50_ms=percentile(tt, 0.5),
+                score=(agg.score_sum / scored) if (scored := agg.done - agg.unscored) > 0 else None,
                 cost=agg.cost, latency_series=series, throughput_series=tuple(counts), failures=dict(agg.failures),
+                unscored=agg.unscored, judge=agg.judge,
             ))
         done = sum(m.done for m in models)
+        # a judge lane's verdicts are its candidates' results: count them once, on the candidates
+        cands = [m for m in models if not m.judge]
+        judges = [m for m in models if m.judge]
         remaining = self.planned - done
         if remaining <= 0:
             eta = 0.0
@@ -582,15 +711,17 @@ class LiveMetrics:
         ret, _ = _bucket(self._retry_sec, now_sec + 1)
         return LiveSnapshot(
             elapsed_s=elapsed + self.prior_elapsed, state=self.state, planned=self.planned, done=done,
-            passed=sum(m.passed for m in models), failed=sum(m.failed for m in models),
-            errored=sum(m.errored for m in models), in_flight=sum(m.in_flight for m in models),
+            passed=sum(m.passed for m in cands), failed=sum(m.failed for m in cands),
+            errored=sum(m.errored for m in cands), in_flight=sum(m.in_flight for m in models),
             backing_off=sum(m.backing_off for m in models), retries=sum(m.retries for m in models),
             rate_limited=sum(m.rate_limited for m in models), target=self.target, calls_per_s=tot_cps,
             retry_rate=(tot_retries_w / tot_attempts_w) if tot_attempts_w else 0.0, eta_s=eta,
             cost=sum(m.cost for m in models), models=tuple(models), throughput_series=thr, retry_series=ret,
             series_step_s=step, markers=tuple(self.markers), client_cpu=self.client_cpu,
             client_overloaded=self.client_load.overloaded, client_overload_s=self.client_load.overload_s,
-            rates_window_s=None if ended else float(w),
+            rates_window_s=None if ended else float(w), unscored=sum(m.unscored for m in cands),
+            judge_planned=sum(m.planned for m in judges), judge_done=sum(m.done for m in judges),
+            judge_cost=sum(m.cost for m in judges),
         )
 
 

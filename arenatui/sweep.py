@@ -23,7 +23,7 @@ from arenatui.engine.client_load import CpuSampler
 from arenatui.engine.events import Event, RunStatus
 from arenatui.engine.runner import Runner, Sink
 from arenatui.errors import ArenaError, StoreError, unwrap
-from arenatui.live import STORED_COLUMNS, LiveMetrics, busy_seconds
+from arenatui.live import STORED_COLUMNS, LiveMetrics, busy_seconds, judge_lanes, resumed_rows
 from arenatui.plan import Filters, Plan, judge_lane, make_plan
 from arenatui.providers.base import Provider, make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
@@ -130,11 +130,13 @@ class Sweep:
                 self.plan.awaiting = tuple(store.awaiting_judge(rec.run_id, retry_errored=opts.retry_errored))
                 self.plan.judged_done = {judge_lane(k): n for k, n in store.judged_counts(rec.run_id).items()}
                 self.notices += project_changes(rec.project_path, project)
+                from arenatui.store.queries import judged_rows  # numpy: only a resume pays for it
+
                 # every stored figure comes back on screen (spend, retries, latencies, errors, elapsed), not zeros
                 rows = store.results(rec.run_id, (*STORED_COLUMNS, "started_at", "finished_at"))
+                rows += judged_rows(store, rec.run_id, retry_errored=opts.retry_errored)  # the judge lanes' rows
                 n = len(STORED_COLUMNS)
-                stored = [r[:n] for r in rows
-                          if r[5] != "cancelled" and not (opts.retry_errored and r[3] == "errored")]
+                stored = [r[:n] for r in resumed_rows(rows, retry_errored=opts.retry_errored)]
                 stored_elapsed = busy_seconds((r[n], r[n + 1]) for r in rows if r[n] and r[n + 1])
                 self.resumed = True
             else:
@@ -155,7 +157,8 @@ class Sweep:
                                                self.filters.to_dict(), self.plan.total)
         finally:
             store.close()
-        self.live = LiveMetrics([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials)
+        self.live = LiveMetrics([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials,
+                                judges=judge_lanes(plan))
         self.live.preload(stored, elapsed_s=stored_elapsed)
         self.writer = ResultWriter(self.db_path, self.run_id, retry_errored=opts.retry_errored)
         # Nobody reads live metrics in a quiet headless run; folding them costs ~10 us a call at zero latency.

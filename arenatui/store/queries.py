@@ -7,6 +7,7 @@ a million Python tuples (benchmarks/results_scale.py measures it).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import sqlite3
 from collections.abc import Iterator
@@ -470,3 +471,36 @@ def call_judgment(store: Store, run_id: str, model_key: str, case_id: str, trial
 def case_judgments(store: Store, run_id: str, case_id: str) -> dict[tuple[str, int], JudgmentRow]:
     """Every judgment of one case, by (candidate model, trial)."""
     return {(j.model_key, j.trial): j for j in _judgments(store, "run_id = ? AND case_id = ?", (run_id, case_id))}
+
+
+def judged_rows(store: Store, run_id: str, *, retry_errored: bool = False) -> list[tuple[Any, ...]]:
+    """A run's stored judge calls as live metrics preload them: `live.StoredResult` order keyed by the judge lane
+    (``judge:<model key>``), then started_at and finished_at (epoch). With retry_errored the judge calls that
+    ended errored are left out: their candidates are judged again."""
+    from arenatui.config.schema import JUDGE_LANE_PREFIX
+
+    skip = " AND status != 'errored'" if retry_errored else ""
+    return store.conn.execute(
+        "SELECT ? || judge_key, case_id, trial, status, score, error_class, attempts, latency_ms, NULL, cost, "
+        "input_tokens, output_tokens, NULL, started_at, finished_at FROM judgments WHERE run_id = ?"
+        f"{skip} ORDER BY judge_key, case_id, model_key, trial", (JUDGE_LANE_PREFIX, run_id)).fetchall()
+
+
+def judgment_dicts(store: Store, run_id: str, case_id: str, *, judge_key: str | None = None,
+                   model_key: str | None = None) -> list[dict[str, Any]]:
+    """The stored judgments of one case (of one judge model, or of one candidate model) as the console's detail
+    reads them: JudgmentRow's fields, with the judge's model key as `judge_key` and its answer (the first
+    JUDGE_ANSWER_CHARS characters) as `output`, its whole length as `output_chars`."""
+    where, args = "run_id = ? AND case_id = ?", [run_id, case_id]
+    if judge_key is not None:
+        where += " AND judge_key = ?"
+        args.append(judge_key)
+    if model_key is not None:
+        where += " AND model_key = ?"
+        args.append(model_key)
+    out = []
+    for j in _judgments(store, where, tuple(args)):
+        d = dataclasses.asdict(j)
+        d["judge_key"], d["output"], d["output_chars"] = d.pop("judge"), d.pop("answer"), d.pop("answer_chars")
+        out.append(d)
+    return out

@@ -18,20 +18,25 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED
+from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNSCORED
 from arenatui.safe_text import printable
 
-GLYPHS = ("·", "▸", "↻", "✓", "✗", "!")
-"""One glyph per call state (queued, in flight, backing off, passed, failed, errored): never colour alone."""
-STATE_CLASSES = ("queued", "in-flight", "backoff", "passed", "failed", "errored")
-MOSTLY = 6
-"""A display state beside the six call states: a finished cell where most, not all, answered trials passed."""
-STARTED = 7
+GLYPHS = ("·", "▸", "↻", "✓", "✗", "!", "○")
+"""One glyph per call state (queued, in flight, backing off, passed, failed, errored, unscored): never colour
+alone."""
+STATE_CLASSES = ("queued", "in-flight", "backoff", "passed", "failed", "errored", "unscored")
+MOSTLY = 7
+"""A display state beside the seven call states: a finished cell where most, not all, answered trials passed."""
+STARTED = 8
 """A display state: some trials finished, the rest still queued (nothing in flight this moment)."""
-CELL_GLYPHS = (*GLYPHS, "◑", "▹")
-CELL_CLASSES = (*STATE_CLASSES, "mostly", "started")
-CELL_NAMES = ("queued", "in flight", "backing off", "all passed", "under half passed", "errored", "half or more passed",
-              "started")
+EMPTY = 9
+"""A display state: nothing planned there (a judge lane's row on a case it does not judge), never "queued"."""
+CELL_GLYPHS = (*GLYPHS, "◑", "▹", " ")
+CELL_CLASSES = (*STATE_CLASSES, "mostly", "started", "empty")
+CELL_NAMES = ("queued", "in flight", "backing off", "all passed", "under half passed", "errored",
+              "answered, not scored (yet)", "half or more passed", "started", "not judged")
+JUDGE_MARK = "⚖ "
+"""Before a judge lane's key in the model table and the matrix: its row is a judge's calls, not a candidate's."""
 SPARK = " ▁▂▃▄▅▆▇█"
 
 CellReader = Callable[[int, int, int], tuple[int, ...]]
@@ -57,7 +62,9 @@ def cell_state(counts: Sequence[int]) -> int:
 
     One failed trial of thirty must not paint a cell red: a finished cell is ✓ when every answered trial
     passed, ◑ when half or more did, ✗ below half, and ! when errors outnumber answers. A cell with some
-    trials done and the rest queued is ▹ (started), never a premature verdict.
+    trials done and the rest queued is ▹ (started), never a premature verdict. Unscored trials (answered,
+    no judge's verdict yet or ever) are in no verdict: ○ only when nothing in the cell is scored. A cell
+    with nothing planned (a judge lane on a case it does not judge) is blank.
     """
     if counts[IN_FLIGHT]:
         return IN_FLIGHT
@@ -66,7 +73,9 @@ def cell_state(counts: Sequence[int]) -> int:
     answered = counts[PASSED] + counts[FAILED]
     done = answered + counts[ERRORED]
     if not done:
-        return QUEUED
+        if counts[UNSCORED]:
+            return STARTED if counts[QUEUED] else UNSCORED
+        return QUEUED if counts[QUEUED] else EMPTY
     if counts[QUEUED]:
         return STARTED
     if counts[ERRORED] > answered:
@@ -130,6 +139,8 @@ class CallMatrix(Widget, can_focus=True):
     CallMatrix > .matrix--passed { color: $arena-passed; }
     CallMatrix > .matrix--failed { color: $arena-failed; }
     CallMatrix > .matrix--errored { color: $arena-errored; text-style: bold; }
+    CallMatrix > .matrix--unscored { color: $arena-muted; text-style: bold; }
+    CallMatrix > .matrix--empty { color: $arena-muted; }
     CallMatrix > .matrix--mostly { color: $warning; }
     CallMatrix > .matrix--started { color: $arena-in-flight; }
     CallMatrix > .matrix--label { color: $foreground; }
@@ -159,11 +170,16 @@ class CallMatrix(Widget, can_focus=True):
             super().__init__()
 
     def __init__(self, model_keys: Sequence[str], case_ids: Sequence[str], trials: int, reader: CellReader, *,
-                 id: str | None = None) -> None:
+                 cell_max: int | None = None, judged: bool = False, id: str | None = None) -> None:
         super().__init__(id=id)
         self.model_keys = [printable(k, newlines=False) for k in model_keys]
+        """Row labels: the models', then the judge lanes' (marked)."""
         self.case_ids = [printable(c, newlines=False) for c in case_ids]
         self.trials = trials
+        self.cell_max = max(trials, cell_max or 0)
+        """The most calls one cell holds: a candidate's trials, or a judge lane's candidates × trials."""
+        self.judged = judged
+        """Some rows can be unscored (an llm_judge scorer): the legend says what ○ is."""
         self._reader = reader
         self._layout: _Layout | None = None
         self._cols: list[list[tuple[int, int, int]]] = []
@@ -191,7 +207,8 @@ class CallMatrix(Widget, can_focus=True):
         label_w = min(max((len(k) for k in self.model_keys), default=5), 22) + 1
         avail = max(1, width - label_w)
         n = max(1, len(self.case_ids))
-        full_w = 2 + len(f"{self.trials}/{self.trials}") if self.trials > 1 else 2
+        most = self.cell_max
+        full_w = 2 + len(f"{most}/{most}") if most > 1 else 2
         for cw in (full_w, 2):
             if n * cw <= avail:
                 if cw == full_w:
@@ -225,7 +242,8 @@ class CallMatrix(Widget, can_focus=True):
         start = col * lay.per_col
         stop = min(start + lay.per_col, len(self.case_ids))
         counts = self._reader(m, start, stop)
-        return cell_state(counts), counts[PASSED], self.trials * (stop - start)
+        # every call of a cell is in exactly one state, so the states add up to what the cell plans
+        return cell_state(counts), counts[PASSED], sum(counts)
 
     def cells_changed(self, indexes: Iterable[int]) -> None:
         """Cell indexes (model * n_cases + case) changed since the last frame: recompute only their columns."""
@@ -266,9 +284,9 @@ class CallMatrix(Widget, can_focus=True):
         assert lay is not None
         if lay.cell_w <= 2:
             return CELL_GLYPHS[state] + (" " if lay.cell_w == 2 else "")
-        if state == QUEUED:
+        if state in (QUEUED, EMPTY):
             return CELL_GLYPHS[state].ljust(lay.cell_w)
-        return f"{CELL_GLYPHS[state]}{passed}/{planned}".ljust(lay.cell_w)
+        return f"{CELL_GLYPHS[state]}{passed}/{planned}".ljust(lay.cell_w)[: lay.cell_w]
 
     def render_line(self, y: int) -> Strip:
         if self._layout is None:
@@ -330,10 +348,11 @@ class CallMatrix(Widget, can_focus=True):
         return strip.apply_style(base).adjust_cell_length(width, base)
 
     def _legend(self, width: int, base: Style) -> Strip:
-        order = (PASSED, MOSTLY, FAILED, ERRORED, IN_FLIGHT, STARTED, BACKOFF, QUEUED)
+        order = (PASSED, MOSTLY, FAILED, ERRORED, *((UNSCORED,) if self.judged else ()), IN_FLIGHT, STARTED, BACKOFF,
+                 QUEUED)
         long = sum(len(CELL_NAMES[i]) + 5 for i in order) + 24 <= width
         short = {PASSED: "all pass", MOSTLY: "≥½ pass", FAILED: "<½ pass", ERRORED: "errors", IN_FLIGHT: "running",
-                 STARTED: "started", BACKOFF: "retrying", QUEUED: "queued"}
+                 STARTED: "started", BACKOFF: "retrying", QUEUED: "queued", UNSCORED: "unscored"}
         segs = []
         for i in order:
             segs.append(Segment(CELL_GLYPHS[i], self._style(f"matrix--{CELL_CLASSES[i]}")))

@@ -1,4 +1,5 @@
-"""The call detail: one (model, case) with every trial as stored, long texts cut to a screenful's worth."""
+"""The call detail: one (model, case) with every trial as stored, long texts cut to a screenful's worth; on a judge
+lane's row, every judge call of that case (one per model and trial) with its verdict and the judge's answer."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
+from arenatui.config.schema import JUDGE_LANE_PREFIX, ScorerConfig
 from arenatui.engine.sealed import scrub_sealed
 from arenatui.errors import ArenaError
 from arenatui.live import STATE_NAMES
+from arenatui.plan import judge_trial
 from arenatui.safe_text import literal, one_line
 from arenatui.sweep import Sweep
 from arenatui.tui.screens.common import fmt_num
@@ -27,7 +30,8 @@ SCORER_WORDS = {"exact": "exact match", "contains": "must contain the expected a
                 "regex": "must match a pattern", "choice": "the chosen option must be the expected one",
                 "numeric": "the last number must equal the expected one", "json_valid": "must be valid JSON",
                 "json_schema": "must validate against a JSON Schema", "f1": "the label must be the expected one",
-                "python": "a function of the project's", "code_exec": "the code must pass the case's tests"}
+                "python": "a function of the project's", "code_exec": "the code must pass the case's tests",
+                "llm_judge": "a judge model's verdict"}
 """What each scorer kind asks of an answer, for a failed trial's "why"."""
 
 PREVIEW_CHARS = 20_000
@@ -48,14 +52,21 @@ class CallDetail(ModalScreen[None]):
     def __init__(self, sweep: Sweep, model_index: int, case_index: int) -> None:
         super().__init__()
         self.sweep = sweep
-        self.model_key = sweep.plan.models[model_index].key
+        self.model_key = sweep.live.row_keys[model_index]
+        """The row's key: a model's, or a judge lane's (``judge:<model key>``)."""
+        self.judge_lane = sweep.live.is_judge(model_index)
         self.case = sweep.plan.cases[case_index]
         self.model_index = model_index
         self.case_index = case_index
 
+    def _scorer(self) -> ScorerConfig | None:
+        scorers = self.sweep.plan.project.scorers
+        name = self.case.scorer or (scorers[0].name if scorers else None)
+        return next((sc for sc in scorers if sc.name == name), None)
+
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog detail"):
-            title = Text("Call ", style="bold")
+            title = Text("Judge calls " if self.judge_lane else "Call ", style="bold")
             title.append(literal(self.model_key, newlines=False))
             title.append(" × ")
             title.append(literal(self.case.id, newlines=False))
@@ -64,7 +75,10 @@ class CallDetail(ModalScreen[None]):
             yield Label(title)
             with VerticalScroll(id="detail-body"):
                 yield Static(Text("loading…"), id="detail-text")
-            if not self.case.sealed:
+            if self.judge_lane:
+                yield Label(Text(f"shown: the first {PREVIEW_CHARS:,} characters of each judge's answer   Escape "
+                                 "closes"), classes="hint")
+            elif not self.case.sealed:
                 yield Label(Text(f"s saves each trial's whole output to a file (shown: the first {PREVIEW_CHARS:,} "
                                  "characters)   Escape closes"), classes="hint")
 
@@ -74,18 +88,44 @@ class CallDetail(ModalScreen[None]):
     @work(thread=True, group="detail", exit_on_error=False)
     def _load(self) -> None:
         from arenatui.store import Store
+        from arenatui.store.queries import judgment_dicts
 
         rows: list[dict[str, Any] | None] = []
+        run_id, plan = self.sweep.run_id, self.sweep.plan
         with Store(self.sweep.db_path) as store:
-            for trial in range(self.sweep.plan.trials):
-                row = store.result_preview(self.sweep.run_id, self.model_key, self.case.id, trial, PREVIEW_CHARS)
+            if self.judge_lane:
+                self.app.call_from_thread(self.show_judgments, self._judge_calls(store, judgment_dicts(
+                    store, run_id, self.case.id, judge_key=self.model_key.removeprefix(JUDGE_LANE_PREFIX))))
+                return
+            verdicts = {j["trial"]: j for j in judgment_dicts(store, run_id, self.case.id, model_key=self.model_key)}
+            for trial in range(plan.trials):
+                row = store.result_preview(run_id, self.model_key, self.case.id, trial, PREVIEW_CHARS)
                 if row is not None:  # the attempt history: why a call needed more than one attempt
-                    row["failed_attempts"] = store.failed_attempts(self.sweep.run_id, self.model_key, self.case.id,
-                                                                   trial)
+                    row["failed_attempts"] = store.failed_attempts(run_id, self.model_key, self.case.id, trial)
+                    row["judgment"] = verdicts.get(trial)
                 rows.append(row)
         self.app.call_from_thread(self.show_rows, rows)
 
+    def _judge_calls(self, store: Any, stored: list[dict[str, Any]]) -> list[tuple[str, int, dict[str, Any] | None]]:
+        """Every judge call this lane makes on the case, (candidate model, trial, stored judgment or None), with
+        its failed attempts (stored under the lane and the judge call's trial)."""
+        plan = self.sweep.plan
+        by_call = {(j["model_key"], j["trial"]): j for j in stored}
+        out: list[tuple[str, int, dict[str, Any] | None]] = []
+        for mi, m in enumerate(plan.models):
+            for trial in range(plan.trials):
+                j = by_call.get((m.key, trial))
+                if j is not None:
+                    j["failed_attempts"] = store.failed_attempts(self.sweep.run_id, self.model_key, self.case.id,
+                                                                 judge_trial(mi, trial, plan.trials))
+                out.append((m.key, trial, j))
+        return out
+
     def action_save_outputs(self) -> None:
+        if self.judge_lane:
+            self.notify("A judge lane's answers are shown here (the first "
+                        f"{PREVIEW_CHARS:,} characters of each); s saves a model's outputs.", markup=False)
+            return
         if self.case.sealed:
             self.notify("This case is sealed: its outputs are never shown or exported.", severity="warning",
                         markup=False)
@@ -125,6 +165,121 @@ class CallDetail(ModalScreen[None]):
     def show_rows(self, rows: list[dict[str, Any] | None]) -> None:
         self.query_one("#detail-text", Static).update(self.render_rows(rows))
 
+    def show_judgments(self, calls: list[tuple[str, int, dict[str, Any] | None]]) -> None:
+        self.query_one("#detail-text", Static).update(self.render_judgments(calls))
+
+    def _case_text(self, out: Text) -> None:
+        """The case's input and expected answer (never a sealed case's)."""
+        label = Style(bold=True)
+        out.append("input\n", label)
+        prompt = self.case.prompt_text()
+        out.append(literal(prompt[:PREVIEW_CHARS]))
+        if len(prompt) > PREVIEW_CHARS:
+            out.append(f"\n… the first {PREVIEW_CHARS:,} of {len(prompt):,} characters", "italic")
+        out.append("\n\nexpected\n", label)
+        out.append(literal(self.case.expected if self.case.expected is not None else "(none)"))
+        out.append("\n")
+
+    def _judge_words(self) -> Text:
+        """Which scorer judges this case, on what scale, and how much of its cases it judges."""
+        sc = self._scorer()
+        out = Text()
+        if sc is None or sc.kind != "llm_judge":
+            return out
+        out.append("scored by ")
+        out.append(literal(sc.name, "bold", newlines=False))
+        out.append(" (llm_judge, judge ")
+        out.append(literal(sc.judge or "?", newlines=False))
+        out.append(f", scale {sc.scale}")
+        if sc.scale_range() is not None:
+            out.append(f", passes from {sc.passing_verdict():g}")
+        if sc.sample != 1.0:
+            out.append(f", sample {sc.sample:g}" + (" of its cases" if sc.sample < 1.0 else " cases"))
+        out.append(")")
+        return out
+
+    def render_judgments(self, calls: list[tuple[str, int, dict[str, Any] | None]]) -> Text:
+        """A judge lane's cell: each judge call of the case, its verdict on the model's answer and its own figures."""
+        out = Text()
+        label = Style(bold=True)
+        sealed = self.case.sealed
+        lane_case = self.case.id in next((set(j.case_ids) for j in self.sweep.plan.judges
+                                          if j.key == self.model_key), set())
+        out.append("A judge lane: one judge call per model and trial that answered this case; its verdict is that "
+                   "answer's score.\n")
+        out.append_text(self._judge_words())
+        out.append("\n")
+        if not lane_case:
+            out.append("\nThis case is not judged by this judge (another scorer, or outside its sample): its answers "
+                       "are scored otherwise or stay unscored.\n", "italic")
+            return out
+        if not sealed:
+            out.append("\n")
+            self._case_text(out)
+        counts = self.sweep.live.cell(self.model_index, self.case_index)
+        for model_key, trial, j in calls:
+            out.append("\n")
+            out.append(literal(model_key, "bold", newlines=False))
+            out.append(f" trial {trial}  ", label)
+            if j is None:
+                live = ", ".join(f"{n} {STATE_NAMES[i]}" for i, n in enumerate(counts) if n)
+                out.append(f"not judged yet (this lane on this case now: {live})\n")
+                continue
+            out.append(literal(str(j["status"]), newlines=False))
+            if j["score_detail"] and not sealed:
+                out.append("   ")
+                out.append(literal(one_line(j["score_detail"], 80), newlines=False))
+            out.append(f"   attempts {j['attempts']}\n")
+            figures = [f"latency {fmt_num(j['latency_ms'], ' ms')}", f"total {fmt_num(j['total_ms'], ' ms')}",
+                       f"tokens {j['input_tokens']}→{j['output_tokens']}", f"cost ${j['cost']:.5f}"]
+            out.append("  " + " · ".join(figures) + "\n")
+            self._attempts(out, j.get("failed_attempts") or ())
+            if j["error_class"]:
+                out.append("why ", label)
+                out.append(literal(str(j["error_class"]), newlines=False))
+                out.append(": ")
+                out.append(literal(scrub_sealed(self.case, j["error_message"])))
+                out.append("\n")
+            if not sealed:
+                out.append("judge's answer\n", label)
+                self._output(out, j["output"], j.get("output_chars"), save_hint=False)
+        return out
+
+    def _attempts(self, out: Text, failed: Any) -> None:
+        label = Style(bold=True)
+        for fa in failed:
+            out.append(f"  attempt {fa['attempt']} failed: ", label)
+            out.append(literal(str(fa["error_class"]), newlines=False))
+            if fa["http_status"] is not None:
+                out.append(f" (HTTP {fa['http_status']})")
+            if fa["retry_after_s"] is not None:
+                out.append(f", asked to wait {fa['retry_after_s']:.2f}s")
+            if fa["delay_s"] is not None:
+                out.append(f", slept {fa['delay_s']:.2f}s")
+            out.append("\n")
+
+    def _output(self, out: Text, output: str | None, total: int | None, *, save_hint: bool = True) -> None:
+        out.append(literal(output[:PREVIEW_CHARS]) if output is not None else Text("(none)"))
+        if output is not None and total is not None and total > len(output[:PREVIEW_CHARS]):
+            out.append(f"\n… the first {PREVIEW_CHARS:,} of {total:,} characters"
+                       + (": s saves the whole output to a file" if save_hint else ""), "italic")
+        out.append("\n")
+
+    def _why_unscored(self, row: dict[str, Any]) -> Text:
+        """An unscored trial: answered, and why it has no score (yet)."""
+        sc = self._scorer()
+        judge = (sc.judge or "?") if sc is not None else "?"
+        if row.get("failure_mode") == "unjudged":
+            why = Text("answered, not scored: this case is outside the sample of the llm_judge scorer ")
+            why.append(literal(sc.name if sc is not None else "?", "bold", newlines=False))
+            why.append(f" (sample {sc.sample:g})" if sc is not None else "")
+            why.append("; it never will be, and counts as answered, not in the pass rate")
+            return why
+        why = Text("answered, awaiting its judge ")
+        why.append(literal(JUDGE_LANE_PREFIX + judge, "bold", newlines=False))
+        why.append(": scored when the judge answers (resume judges what an interrupted run left)")
+        return why
+
     def _why_failed(self, row: dict[str, Any]) -> Text:
         """A failed (answered) trial's reason in words: which scorer, what it wanted (unless sealed)."""
         scorers = self.sweep.plan.project.scorers
@@ -154,14 +309,7 @@ class CallDetail(ModalScreen[None]):
         sealed = self.case.sealed
         label = Style(bold=True)
         if not sealed:
-            out.append("input\n", label)
-            prompt = self.case.prompt_text()
-            out.append(literal(prompt[:PREVIEW_CHARS]))
-            if len(prompt) > PREVIEW_CHARS:
-                out.append(f"\n… the first {PREVIEW_CHARS:,} of {len(prompt):,} characters", "italic")
-            out.append("\n\nexpected\n", label)
-            out.append(literal(self.case.expected if self.case.expected is not None else "(none)"))
-            out.append("\n")
+            self._case_text(out)
         counts = self.sweep.live.cell(self.model_index, self.case_index)
         for trial, row in enumerate(rows):
             out.append(f"\ntrial {trial}  ", label)
@@ -181,20 +329,29 @@ class CallDetail(ModalScreen[None]):
                 out.append("why ", label)
                 out.append_text(self._why_failed(row))
                 out.append("\n")
+            elif row["status"] == "unscored":
+                out.append("why ", label)
+                out.append_text(self._why_unscored(row))
+                out.append("\n")
+            j = row.get("judgment")
+            if j is not None:  # the verdict that scored it, and what judging it cost (apart from the answer's)
+                out.append("judge ", label)
+                out.append(literal(JUDGE_LANE_PREFIX + str(j["judge_key"]), newlines=False))
+                out.append(f": {j['status']}")
+                if j["score_detail"] and not sealed:
+                    out.append(" (")
+                    out.append(literal(one_line(j["score_detail"], 80), newlines=False))
+                    out.append(")")
+                out.append(f" · {j['attempts']} attempt(s) · ${j['cost']:.5f}")
+                if not sealed and j["output"]:
+                    out.append(" · said: ")
+                    out.append(literal(one_line(j["output"], 160), newlines=False))
+                out.append("\n")
             if row["connect_ms"] is not None and row["connect_ms"] >= 1.0:
                 # worth a line only when it is: a new connection (TCP, TLS), or arenatui itself running behind
                 out.append(f"request on the wire after {fmt_num(row['connect_ms'], ' ms')} (connecting, TLS, client "
                            f"queueing; not in the latency)\n")
-            for fa in row.get("failed_attempts") or ():
-                out.append(f"  attempt {fa['attempt']} failed: ", label)
-                out.append(literal(str(fa["error_class"]), newlines=False))
-                if fa["http_status"] is not None:
-                    out.append(f" (HTTP {fa['http_status']})")
-                if fa["retry_after_s"] is not None:
-                    out.append(f", asked to wait {fa['retry_after_s']:.2f}s")
-                if fa["delay_s"] is not None:
-                    out.append(f", slept {fa['delay_s']:.2f}s")
-                out.append("\n")
+            self._attempts(out, row.get("failed_attempts") or ())
             if row["error_class"]:
                 out.append("why ", label)
                 out.append(literal(str(row["error_class"]), newlines=False))
@@ -203,13 +360,7 @@ class CallDetail(ModalScreen[None]):
                 out.append("\n")
             if not sealed:
                 out.append("output\n", label)
-                output = row["output"]
-                out.append(literal(output[:PREVIEW_CHARS]) if output is not None else Text("(none)"))
-                total = row.get("output_chars")
-                if output is not None and total is not None and total > len(output[:PREVIEW_CHARS]):
-                    out.append(f"\n… the first {PREVIEW_CHARS:,} of {total:,} characters: s saves the whole output "
-                               "to a file", "italic")
-                out.append("\n")
+                self._output(out, row["output"], row.get("output_chars"))
         return out
 
 

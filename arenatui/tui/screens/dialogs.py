@@ -12,8 +12,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from arenatui.limits import MAX_CONCURRENCY
-from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED
-from arenatui.tui.widgets import CELL_GLYPHS, CELL_NAMES, MOSTLY, STARTED
+from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNSCORED
+from arenatui.tui.widgets import CELL_GLYPHS, CELL_NAMES, JUDGE_MARK, MOSTLY, STARTED
 
 
 class ValueInput(ModalScreen[int | None]):
@@ -92,8 +92,8 @@ KEYS = (
     ("+ / -", "global concurrency up / down the ladder 1, 2, 4, 8, 16, 32, 64…"),
     ("> / <", "global concurrency +1 / -1"),
     ("c", "type an exact global concurrency"),
-    ("[ / ]", "cap of the model highlighted in the model table down / up by one (from no cap: from what it "
-              "runs at now)"),
+    ("[ / ]", "cap of the model (or judge lane) highlighted in the model table down / up by one (from no cap: "
+              "from what it runs at now)"),
     ("m", "type an exact cap for that model (empty = no cap)"),
     ("a", "auto-tuner on/off: finds each model's level (a manual change suspends it for that model)"),
     ("arrows", "move in the call matrix; Enter or click shows that call (there, s saves its whole outputs to files)"),
@@ -116,6 +116,11 @@ FIGURES = (
     "(Results are written by a child process, whose CPU is not counted: it does not delay the timing.)",
     "Latency and TTFT run from the moment a request is on the wire; connecting and TLS are shown apart, as "
     "\"on the wire after\", in a call's detail.",
+    "With an llm_judge scorer, each judge model has a lane of its own (⚖ judge:<model>), a row after the models: "
+    "its calls, retries, 429s, latency and spend, its cells the verdicts. Judge calls count in the header's done "
+    "and spend (\"judged n/m\" and \"judges $\" say their part). A model's answer is done when it arrives and "
+    "scored when its judge answers; \"○n\" after a model's done count is its answers with no score yet (awaiting "
+    "the judge) or ever (outside the scorer's sample): they are in no pass rate.",
 )
 
 
@@ -133,11 +138,14 @@ class Help(ModalScreen[None]):
         glyphs = Table.grid(padding=(0, 2))
         glyphs.add_column(no_wrap=True)
         glyphs.add_column(ratio=1)
-        order = (PASSED, MOSTLY, FAILED, ERRORED, IN_FLIGHT, STARTED, BACKOFF, QUEUED)
+        order = (PASSED, MOSTLY, FAILED, ERRORED, UNSCORED, IN_FLIGHT, STARTED, BACKOFF, QUEUED)
+        notes = {MOSTLY: " (of the answered trials)", FAILED: " (of the answered trials)",
+                 UNSCORED: ": the answer awaits its judge, or its case is outside an llm_judge scorer's sample"}
         for i in order:
-            glyphs.add_row(CELL_GLYPHS[i], CELL_NAMES[i] + (" (of the answered trials)" if i in (MOSTLY, FAILED)
-                                                             else ""))
+            glyphs.add_row(CELL_GLYPHS[i], CELL_NAMES[i] + notes.get(i, ""))
         glyphs.add_row("n/k", "trials passed of trials planned, in a cell wide enough to show it")
+        glyphs.add_row(JUDGE_MARK.strip(), "a judge lane (llm_judge): one judge call per judged answer of every model "
+                                           "and trial, its cell ✓/✗ the verdicts; blank where a case is not judged")
         with Vertical(classes="dialog wide", id="help"):
             yield Label(Text.assemble(("Keys", "bold"), ("   Escape, ? or q closes this", "italic")))
             with VerticalScroll(id="help-body"):

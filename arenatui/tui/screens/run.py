@@ -24,7 +24,17 @@ from arenatui.tui.screens.detail import CallDetail
 from arenatui.tui.screens.dialogs import Confirm, Help, ValueInput
 from arenatui.tui.screens.results import Results
 from arenatui.tui.tuning_view import TuningReadout
-from arenatui.tui.widgets import CallMatrix, Column, ModelTable, RatesChart, StatusBar, bar, duration, fit_line
+from arenatui.tui.widgets import (
+    JUDGE_MARK,
+    CallMatrix,
+    Column,
+    ModelTable,
+    RatesChart,
+    StatusBar,
+    bar,
+    duration,
+    fit_line,
+)
 
 REFRESH_S = 0.25
 """The run screen samples live metrics this often (DESIGN.md: ~4 Hz keeps the engine within a few %)."""
@@ -132,14 +142,21 @@ class RunScreen(Screen[None]):
 
     # ---- layout --------------------------------------------------------------------------------
 
+    def _row_labels(self) -> list[str]:
+        """The matrix's and the model table's rows: the models, then the judge lanes, marked as judges."""
+        live = self.sweep.live
+        return [JUDGE_MARK + k if live.is_judge(i) else k for i, k in enumerate(live.row_keys)]
+
     def compose(self) -> ComposeResult:
         plan = self.sweep.plan
+        live = self.sweep.live
         yield StatusBar(id="status")
         with Vertical(id="matrix-panel", classes="panel") as v:
-            v.border_title = "Calls: models × cases"
-            yield CallMatrix([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials,
-                             self.sweep.live.cell_range, id="matrix")
-        table = ModelTable(MODEL_COLUMNS, [m.key for m in plan.models], id="models")
+            v.border_title = "Calls: models × cases" + (" (and judges)" if live.judge_keys else "")
+            yield CallMatrix(self._row_labels(), [c.id for c in plan.cases], plan.trials, live.cell_range,
+                             cell_max=len(plan.models) * plan.trials if live.judge_keys else None,
+                             judged=bool(live.judge_keys), id="matrix")
+        table = ModelTable(MODEL_COLUMNS, self._row_labels(), id="models")
         table.border_title = "Models" + MODELS_KEYS
         yield table
         with Horizontal(id="bottom"):
@@ -247,7 +264,8 @@ class RunScreen(Screen[None]):
         state = self._state(snap)
         frac = snap.done / snap.planned if snap.planned else 1.0
         key = (state, snap.done, snap.planned, int(snap.elapsed_s), None if snap.eta_s is None else int(snap.eta_s),
-               round(snap.cost, 4), runner.target, snap.in_flight, snap.backing_off, round(snap.calls_per_s),
+               round(snap.cost, 4), round(snap.judge_cost, 4), snap.judge_done, runner.target, snap.in_flight,
+               snap.backing_off, round(snap.calls_per_s),
                snap.retries, snap.errored, snap.rates_window_s, self.size.width,
                None if snap.client_cpu is None else round(snap.client_cpu, 2), snap.client_overloaded)
         if self._shown_keys.get("status") == key:
@@ -267,12 +285,16 @@ class RunScreen(Screen[None]):
             (Text(f"  ETA {duration(snap.eta_s) if snap.eta_s else '-'}"), 7),
             (Text(f"  spend ${snap.cost:.4f}"), 6),
         ]
+        if snap.judge_planned:  # judge spend is in the total and said apart (issue 13)
+            line1.insert(7, (Text(f" (judges ${snap.judge_cost:.4f})"), 4))
         counts = f" {snap.done}/{snap.planned} ({frac:.0%})"
         rate = f"  {snap.calls_per_s:.1f} calls/s" + ("" if snap.rates_window_s is None else
                                                         f" ({snap.rates_window_s:.0f} s)")
         bar_w = max(8, width - 2 - len(counts) - len(rate))
+        judged = (f"  judged {snap.judge_done}/{snap.judge_planned}" if snap.judge_planned else "")
+        bar_w = max(8, bar_w - len(judged))
         line2: list[tuple[Text, int]] = [(Text(f" {bar(frac, bar_w)}", bold), 5), (Text(counts), 9),
-                                         (Text(rate), 8)]
+                                         (Text(judged), 6), (Text(rate), 8)]
         line3: list[tuple[Text, int]] = [
             (Text(" concurrency ", bold), 10),
             (Text(f"target {runner.target}", Style(bold=True, underline=True)), 10),
@@ -307,10 +329,19 @@ class RunScreen(Screen[None]):
             table.border_title = title + MODELS_KEYS
         table.set_rows((i, self._model_row(m), m.latency_series) for i, m in enumerate(snap.models))
 
+    def _cap(self, key: str) -> int | None:
+        """A row's cap; None for a judge lane the engine keeps no cap for."""
+        try:
+            return self.sweep.runner.model_cap(key)
+        except KeyError:
+            return None
+
     def _model_row(self, m: ModelSnapshot) -> tuple[str, ...]:
-        cap = self.sweep.runner.model_cap(m.key)
+        cap = self._cap(m.key)
+        # answered calls awaiting their judge (or outside its sample) are done, yet in no score: say how many
+        done = f"{m.done}/{m.planned}" + (f" ○{m.unscored}" if m.unscored else "")
         return (
-            "-" if cap is None else str(cap), str(m.in_flight), str(m.backing_off), f"{m.done}/{m.planned}",
+            "-" if cap is None else str(cap), str(m.in_flight), str(m.backing_off), done,
             f"{m.calls_per_s:.1f}", f"{m.tokens_per_s:.0f}", str(m.retries), f"{m.rate_limited_rate:.0%}",
             fmt_errors(m.errors), fmt_failures(m.failures), fmt_num(m.p50_ms), fmt_num(m.p95_ms),
             fmt_num(m.ttft_p50_ms), "",
@@ -421,19 +452,32 @@ class RunScreen(Screen[None]):
                                         str(self.sweep.runner.target)), apply)
 
     def _highlighted_model(self) -> str:
+        """The key of the model table's row under the cursor: a model's, or a judge lane's."""
         table = self.query_one("#models", ModelTable)
-        row = max(0, min(table.cursor_row, len(self.sweep.plan.models) - 1))
-        return self.sweep.plan.models[row].key
+        keys = self.sweep.live.row_keys
+        return keys[max(0, min(table.cursor_row, len(keys) - 1))]
+
+    def _capped_lane(self, key: str) -> bool:
+        """Whether the engine caps this row's calls; a judge lane it does not cap gets a word, not a crash."""
+        try:
+            self.sweep.runner.model_cap(key)
+        except KeyError:
+            self.notify(f"{printable(key, newlines=False)}: this engine has no cap for a judge lane; its calls share "
+                        "the global concurrency.", timeout=5, markup=False)
+            return False
+        return True
 
     def action_model_cap(self, delta: int) -> None:
         if not self._sweep_active():
             return
         key = self._highlighted_model()
+        if not self._capped_lane(key):
+            return
         cap = self.sweep.runner.model_cap(key)
         if cap is None:
             # From no cap, step from what the model runs at now (its calls in flight), not from zero.
             live = self.sweep.live
-            level = live.models[live.model_keys.index(key)].in_flight or self.sweep.runner.target
+            level = live.rows[live.row_keys.index(key)].in_flight or self.sweep.runner.target
             new = max(1, min(level, self.sweep.runner.target) + delta)
         else:
             new = cap + delta
@@ -448,6 +492,8 @@ class RunScreen(Screen[None]):
         if not self._sweep_active():
             return
         key = self._highlighted_model()
+        if not self._capped_lane(key):
+            return
         cap = self.sweep.runner.model_cap(key)
 
         def apply(n: int | None) -> None:
@@ -457,7 +503,8 @@ class RunScreen(Screen[None]):
 
         prompt = Text("Cap for ")
         prompt.append(literal(key, "bold", newlines=False))
-        prompt.append(" (calls at once for this model)")
+        prompt.append(" (calls at once for this judge)" if key in self.sweep.live.judge_keys else
+                      " (calls at once for this model)")
         self.app.push_screen(ValueInput(prompt, "" if cap is None else str(cap), allow_empty=True), apply)
 
     def action_toggle_tuner(self) -> None:

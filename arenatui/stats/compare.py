@@ -71,11 +71,12 @@ class Comparison:
 
     @property
     def coverage_note(self) -> str | None:
-        """Said beside the verdict when the two models answered different cases."""
+        """Said beside the verdict when the two models have scores for different cases (one errored, or was not
+        judged, where the other was)."""
         if not (self.only_a or self.only_b):
             return None
-        return (f"compared over the {self.n} cases both answered ({self.a} also answered {self.only_a} that "
-                f"{self.b} did not, {self.b} {self.only_b} that {self.a} did not)")
+        return (f"compared over the {self.n} cases both have scores for ({self.a} also has {self.only_a} that "
+                f"{self.b} does not, {self.b} {self.only_b} that {self.a} does not)")
 
 
 def _pct(level: float) -> str:

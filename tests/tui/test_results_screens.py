@@ -161,7 +161,7 @@ async def test_compare_separated_and_not_separated(db: Path) -> None:
         verdict = static_text(app, "#verdict")
         assert verdict.startswith("no ordering established on this evidence (118 cases)")
         assert "cases would resolve a difference of" in verdict
-        assert "compared over the 118 cases both answered" in verdict
+        assert "compared over the 118 cases both have scores for" in verdict
         hist = static_text(app, "#histogram")
         assert "│" in hist or "┼" in hist
         # sim-strong against sim-weak: clearly separated

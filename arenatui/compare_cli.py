@@ -111,7 +111,8 @@ def compare_two(console: Console, results: RunResults, a: str, b: str, *, as_jso
         console.print(Text("  " + bars))
         console.print(Text("  " + zero))
     if groups:
-        t = Table(title="By stratum and tag (working cases both have scores for)", title_justify="left", header_style="bold")
+        t = Table(title="By stratum and tag (working cases both have scores for)", title_justify="left",
+                  header_style="bold")
         for col in ("group", "kind", "n", "A − B", "95% CI", "ordered"):
             t.add_column(col, justify="right" if col in ("n", "A − B") else "left")
         for g, k, x in groups:

@@ -539,8 +539,9 @@ class Results(Screen[None]):
             t.add_row(*cells, key=a)
         n = len(view.pairs)
         self.query_one("#pairs-note", Static).update(Text(
-            f"Mean score difference, row − column, over the cases both have scores for. ✓ ordered after Holm's adjustment "
-            f"over all {n} pairs (family-wise 5%), ? not ordered on this evidence. Enter compares the pair."))
+            f"Mean score difference, row − column, over the cases both have scores for. ✓ ordered after Holm's "
+            f"adjustment over all {n} pairs (family-wise 5%), ? not ordered on this evidence. Enter compares the "
+            "pair."))
 
     def _show_strata(self) -> None:
         view = self.view

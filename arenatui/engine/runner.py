@@ -116,6 +116,9 @@ class _ModelLane:
     rpm: AsyncLimiter | None
     tpm: AsyncLimiter | None
     in_flight: int = 0
+    at_provider: list[int] = field(default_factory=lambda: [0])
+    """Calls in flight at this model's provider from every lane of the model (one list shared by a model that is
+    both a candidate and a judge): what its cap bounds."""
     exhausted: bool = False
     parked: list[tuple[float, int, _Parked]] = field(default_factory=list)
     """Heap of (due time, sequence, call) backing off: they hold no worker until due."""
@@ -159,6 +162,7 @@ class Runner:
         defaults = self._defaults = plan.project.defaults
         self._lanes: list[_ModelLane] = []
         rate_limits: dict[str, tuple[AsyncLimiter | None, AsyncLimiter | None]] = {}
+        at_provider: dict[str, list[int]] = {}
         lanes: list[tuple[str, ModelConfig, Iterator[tuple[Case, int]], deque[_JudgeJob] | None]] = [
             (m.key, m, plan.pending(m.key), None) for m in plan.models]
         lanes += [(j.key, j.model, iter(()), deque()) for j in plan.judges]
@@ -178,6 +182,7 @@ class Runner:
                 rpm=rpm,
                 tpm=tpm,
                 jobs=jobs,
+                at_provider=at_provider.setdefault(m.key, [0]),
             ))
         self._by_key = {lane.key: lane for lane in self._lanes}
         self._model_index = {m.key: i for i, m in enumerate(plan.models)}
@@ -345,7 +350,7 @@ class Runner:
         for i in range(n):
             idx = (self._rr + i) % n
             lane = lanes[idx]
-            if lane.cap is not None and lane.in_flight >= lane.cap:
+            if lane.cap is not None and lane.at_provider[0] >= lane.cap:
                 continue
             parked = lane.parked
             if parked:
@@ -401,11 +406,13 @@ class Runner:
                     continue
                 lane, case, trial, parked, job = nxt
                 lane.in_flight += 1
+                lane.at_provider[0] += 1
                 self.in_flight += 1
                 try:
                     await self._call(lane, case, trial, parked, job)
                 finally:
                     lane.in_flight -= 1
+                    lane.at_provider[0] -= 1
                     self.in_flight -= 1
                     if lane.cap is not None or lane.parked:
                         self._notify()
@@ -416,7 +423,7 @@ class Runner:
         """Wait for a change (a call ended, a limit moved) or for the next parked call that could start to be due."""
         wake = self._wake
         due = min((lane.parked[0][0] for lane in self._lanes
-                   if lane.parked and (lane.cap is None or lane.in_flight < lane.cap)), default=None)
+                   if lane.parked and (lane.cap is None or lane.at_provider[0] < lane.cap)), default=None)
         if due is None:
             await wake.wait()  # every lane with work is at its cap, or backing off with its share in use
             return

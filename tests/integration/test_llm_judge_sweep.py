@@ -280,3 +280,17 @@ def test_the_judges_answer_about_a_sealed_case_is_sealed_too(tmp_path: Path) -> 
                     "FROM judgments GROUP BY 1") == [("c00", 1, 1), ("c01", 0, 0)]
     assert rows(db, "SELECT DISTINCT status FROM results WHERE case_id = 'c00' AND model_key = 'good'") == [
         ("passed",)]
+
+
+def test_a_model_that_answers_and_judges_keeps_its_cap_across_both_lanes(tmp_path: Path) -> None:
+    """Its cap bounds its calls in flight at its provider, candidate and judge calls together: the provider here
+    refuses a third call at once, and none is ever refused."""
+    db = tmp_path / "r.db"
+    p = write(tmp_path, sample="1.0", judge_latency=0.005, judge_extra="candidate = true\nmax_concurrency = 2",
+              n_cases=30)
+    p.write_text(p.read_text().replace("transient_rate = 0.0", "transient_rate = 0.0\nmax_concurrent = 2"))
+    sweep(SweepOptions(project=p, db=db))
+    assert rows(db, "SELECT COUNT(*) FROM results WHERE model_key = 'grader'") == [(30,)]
+    assert rows(db, "SELECT COUNT(*) FROM judgments") == [(90,)]  # three candidates, the judge among them
+    assert rows(db, "SELECT COUNT(*) FROM failed_attempts") == [(0,)]
+    assert rows(db, "SELECT SUM(attempts) FROM results WHERE model_key = 'grader'") == [(30,)]

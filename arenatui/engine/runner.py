@@ -16,8 +16,9 @@ provider, which parked calls are not.
 
 An llm_judge case's answer is stored at once as 'unscored' and, when the case is in its scorer's sample, queued
 for its judge: each judge model is a lane of its own (``judge:<key>``, plan.judge_lane) that shares the workers,
-the judge model's provider and rate limiters, and has its cap, retries, parking and timeouts like any model. A
-judge call ends in one JudgeFinished, the verdict on the candidate. Judge lanes take work as candidates answer,
+the judge model's provider, rate limiters and cap (a model that also answers has one count of calls at its provider),
+and has retries, parking and timeouts like any model. A judge call ends in one JudgeFinished, the verdict on the
+candidate. Judge lanes take work as candidates answer,
 so they are never exhausted while a candidate call is still running.
 """
 
@@ -596,11 +597,12 @@ class Runner:
                                          started_wall, in_tok, out_tok, connect_ms, http_status), job, now)
 
     def _judge_messages(self, judge: ModelConfig, job: _JudgeJob) -> tuple[dict[str, str], ...]:
-        system = judge.system if judge.system is not None else None
+        """The judge's request: the rubric filled in, after the judge model's own system prompt if it has one (the
+        project's [defaults] system is for the candidates: "answer with one letter" must not reach a judge)."""
         assert job.scorer.rubric is not None
         prompt = render_rubric(job.scorer.rubric, job.case, job.output)
-        if system:
-            return {"role": "system", "content": system}, {"role": "user", "content": prompt}
+        if judge.system:
+            return {"role": "system", "content": judge.system}, {"role": "user", "content": prompt}
         return ({"role": "user", "content": prompt},)
 
     def _finish(self, lane: _ModelLane, r: CallResult, job: _JudgeJob | None, now: float) -> None:

@@ -294,3 +294,41 @@ def test_a_model_that_answers_and_judges_keeps_its_cap_across_both_lanes(tmp_pat
     assert rows(db, "SELECT COUNT(*) FROM judgments") == [(90,)]  # three candidates, the judge among them
     assert rows(db, "SELECT COUNT(*) FROM failed_attempts") == [(0,)]
     assert rows(db, "SELECT SUM(attempts) FROM results WHERE model_key = 'grader'") == [(30,)]
+
+
+def test_the_judge_gets_the_rubric_under_its_own_system_prompt_not_the_candidates(tmp_path: Path) -> None:
+    from arenatui.config import load_project
+    from arenatui.engine.runner import Runner
+    from arenatui.plan import make_plan
+    from arenatui.providers.base import Completion, Request
+    from arenatui.providers.sim import SimProvider
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.requests: list[Request] = []
+
+        async def complete(self, request: Request) -> Completion:
+            self.requests.append(request)
+            return Completion("Looks right.\nScore: 5", 50, 5)
+
+        async def aclose(self) -> None:
+            return None
+
+    p = write(tmp_path, sample="1.0", n_cases=2)
+    p.write_text(p.read_text().replace('[project]\nname = "judged"', '[project]\nname = "judged"\n[defaults]\n'
+                                       'system = "Answer with a number only."')
+                 .replace('price_in_per_mtok = 3.0', 'price_in_per_mtok = 3.0\nsystem = "You are a strict grader."'))
+    plan = make_plan(load_project(p))
+    grader = Recorder()
+    events: list[Event] = []
+    providers = {m.key: SimProvider(m) for m in plan.models} | {"grader": grader}
+    anyio.run(Runner(plan, providers, sinks=[events.append]).run)  # type: ignore[arg-type]
+    assert len(grader.requests) == 4
+    for r in grader.requests:
+        assert r.messages[0] == {"role": "system", "content": "You are a strict grader."}
+        assert len(r.messages) == 2 and r.messages[1]["role"] == "user"
+        assert r.messages[1]["content"].startswith(f"Question: {r.case.prompt_text()}\nReference: {r.case.expected}\n"
+                                                   "Answer: ")
+    verdicts = [ev for ev in events if type(ev) is JudgeFinished]
+    assert len(verdicts) == 4 and {v.result.score_detail for v in verdicts} == {"judge 5 on 1-5 (passes from 4)"}
+    assert [v.result.cost for v in verdicts] == [pytest.approx((50 * 3.0 + 5 * 15.0) / 1e6)] * 4

@@ -215,7 +215,7 @@ def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dic
     notes = []
     coverages = {round(r.coverage, 6) for r in rows if r.planned}
     if len(coverages) > 1:
-        notes.append("Coverage differs between models: each comparison is over the cases both models answered.")
+        notes.append("Coverage differs between models: each comparison is over the cases both models have scores for.")
     if any(r.errored for r in rows):
         notes.append("Errored calls (rate limits, timeouts) count against coverage, never as wrong answers.")
     if any(r.unscored for r in rows):

@@ -18,6 +18,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
+from arenatui.config.schema import JUDGE_LANE_PREFIX
 from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNSCORED
 from arenatui.safe_text import printable
 
@@ -492,13 +493,16 @@ class RatesChart(Widget):
         if per_model:
             n_pts = max(len(v) for _k, v in per_model)
             out.append("\n")
-            out.append(f"{'per model':<{label_w}}calls/s, last {n_pts} s (one scale)", lab)
+            out.append(f"{'per model: calls/s':<{label_w}} over the last {n_pts} s (one scale)", lab)
             scale_top = max((max(v, default=0.0) for _k, v in per_model), default=0.0)
             style = self.get_component_rich_style("rates--throughput", partial=True)
             for key, series in per_model:
                 for r, line in enumerate(tall_spark(series, w, per_h, top=scale_top)):
                     out.append("\n")
-                    out.append(f"{key[: label_w - 1] if r == 0 else '':<{label_w}}", lab)
+                    # a judge lane by its judge's name: "judge:gr" would say less than "⚖ grader"
+                    judge = key.startswith(JUDGE_LANE_PREFIX)
+                    name = JUDGE_MARK + key.removeprefix(JUDGE_LANE_PREFIX) if judge else key
+                    out.append(f"{name[: label_w - 1] if r == 0 else '':<{label_w}}", lab)
                     out.append(line, style)
         return out
 

@@ -1,4 +1,5 @@
-"""The scorers: exact, contains, regex, choice, numeric, json_valid, json_schema, f1, python, code_exec.
+"""The scorers: exact, contains, regex, choice, numeric, json_valid, json_schema, f1, python, code_exec (llm_judge's
+verdict is a judge model's call, which the engine makes: arenatui.scoring.judge reads it).
 
 Each returns a Score; ``invalid_format`` says the scorer could not read an answer out of the output at all
 (unparseable JSON, no option chosen, no number), which failure_modes reports apart from a wrong answer, and
@@ -136,6 +137,8 @@ class Scorer:
         cfg = self.cfg
         exp = case.expected
         kind = cfg.kind
+        if kind == "llm_judge":  # its verdict comes from a judge model's call, which the engine makes
+            raise ScoringError(f"scorer {cfg.name!r} is an llm_judge: its judge model scores the answer, in the sweep")
         if kind == "json_valid":
             try:
                 json.loads(output)

@@ -405,7 +405,7 @@ def judge_spend(store: Store, run_id: str) -> list[JudgeSpend]:
                        None if lat is None else float(lat))
             for k, n, p, f, e, a, ti, to, c, lat in store.conn.execute(
                 "SELECT judge_key, COUNT(*), SUM(status = 'passed'), SUM(status = 'failed'), "
-                "SUM(error_class = 'judge_error'), SUM(attempts), SUM(input_tokens), SUM(output_tokens), TOTAL(cost), "
+                "SUM(error_class IS 'judge_error'), SUM(attempts), SUM(input_tokens), SUM(output_tokens), TOTAL(cost), "
                 "AVG(latency_ms) FROM judgments WHERE run_id = ? GROUP BY judge_key ORDER BY judge_key", (run_id,))]
 
 

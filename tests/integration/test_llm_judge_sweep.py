@@ -332,3 +332,25 @@ def test_the_judge_gets_the_rubric_under_its_own_system_prompt_not_the_candidate
     verdicts = [ev for ev in events if type(ev) is JudgeFinished]
     assert len(verdicts) == 4 and {v.result.score_detail for v in verdicts} == {"judge 5 on 1-5 (passes from 4)"}
     assert [v.result.cost for v in verdicts] == [pytest.approx((50 * 3.0 + 5 * 15.0) / 1e6)] * 4
+
+
+def test_the_reports_total_is_the_models_spend_and_the_judges(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from arenatui.cli import main
+
+    db = tmp_path / "r.db"
+    p = write(tmp_path, sample="4")
+    p.write_text(p.read_text().replace('key = "good"\nprovider = "sim"',
+                                       'key = "good"\nprovider = "sim"\nprice_out_per_mtok = 7.0'))
+    assert main(["evaluate", "--project", str(p), "--db", str(db), "--quiet"]) == 0
+    assert "judges $" in capsys.readouterr().out
+    assert main(["report", "last", "--db", str(db), "--format", "json"]) == 0
+    spend = json.loads(capsys.readouterr().out)["spend"]
+    (models,), = rows(db, "SELECT SUM(cost) FROM results")
+    (judges,), = rows(db, "SELECT SUM(cost) FROM judgments")
+    assert models > 0 and judges > 0
+    assert spend["candidates"] == pytest.approx(models) and spend["judges_total"] == pytest.approx(judges)
+    assert spend["total"] == pytest.approx(models + judges)
+    assert [(j["judge"], j["calls"]) for j in spend["judges"]] == [("grader", 8)]

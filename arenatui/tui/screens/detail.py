@@ -234,16 +234,20 @@ class CallDetail(ModalScreen[None]):
                        f"tokens {j['input_tokens']}→{j['output_tokens']}", f"cost ${j['cost']:.5f}"]
             out.append("  " + " · ".join(figures) + "\n")
             self._attempts(out, j.get("failed_attempts") or ())
-            if j["error_class"]:
-                out.append("why ", label)
-                out.append(literal(str(j["error_class"]), newlines=False))
-                out.append(": ")
-                out.append(literal(scrub_sealed(self.case, j["error_message"])))
-                out.append("\n")
+            self._why_errored(out, j)
             if not sealed:
                 out.append("judge's answer\n", label)
                 self._output(out, j["output"], j.get("output_chars"), save_hint=False)
         return out
+
+    def _why_errored(self, out: Text, call: dict[str, Any]) -> None:
+        """Why a call (or a judge call) ended errored, its message shown literally and without a sealed case's text."""
+        if call["error_class"]:
+            out.append("why ", Style(bold=True))
+            out.append(literal(str(call["error_class"]), newlines=False))
+            out.append(": ")
+            out.append(literal(scrub_sealed(self.case, call["error_message"])))
+            out.append("\n")
 
     def _attempts(self, out: Text, failed: Any) -> None:
         label = Style(bold=True)
@@ -352,12 +356,7 @@ class CallDetail(ModalScreen[None]):
                 out.append(f"request on the wire after {fmt_num(row['connect_ms'], ' ms')} (connecting, TLS, client "
                            f"queueing; not in the latency)\n")
             self._attempts(out, row.get("failed_attempts") or ())
-            if row["error_class"]:
-                out.append("why ", label)
-                out.append(literal(str(row["error_class"]), newlines=False))
-                out.append(": ")
-                out.append(literal(scrub_sealed(self.case, row["error_message"])))
-                out.append("\n")
+            self._why_errored(out, row)
             if not sealed:
                 out.append("output\n", label)
                 self._output(out, row["output"], row.get("output_chars"))

@@ -96,8 +96,6 @@ class Plan:
     judges: tuple[JudgePlan, ...] = ()
     awaiting: tuple[AwaitingJudge, ...] = ()
     """Answers stored unscored and awaiting their judge (resume): judged before anything else of their lane."""
-    judged_done: dict[str, int] = field(default_factory=dict)
-    """Per judge lane, judge calls already stored with a verdict (resume)."""
 
     def judged_cases(self) -> dict[str, tuple[ScorerConfig, str]]:
         """Case id → (its llm_judge scorer, its judge lane), for the plan's cases that are judged."""

@@ -24,7 +24,7 @@ from arenatui.engine.events import Event, RunStatus
 from arenatui.engine.runner import Runner, Sink
 from arenatui.errors import ArenaError, StoreError, unwrap
 from arenatui.live import STORED_COLUMNS, LiveMetrics, busy_seconds, judge_lanes, resumed_rows
-from arenatui.plan import Filters, Plan, judge_lane, make_plan
+from arenatui.plan import Filters, Plan, make_plan
 from arenatui.providers.base import Provider, make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.db import explain_error
@@ -128,7 +128,6 @@ class Sweep:
                 # answers an interruption left unjudged (and, with --retry-errored, failed judgings) are judged again;
                 # their models are never called again for them
                 self.plan.awaiting = tuple(store.awaiting_judge(rec.run_id, retry_errored=opts.retry_errored))
-                self.plan.judged_done = {judge_lane(k): n for k, n in store.judged_counts(rec.run_id).items()}
                 self.notices += project_changes(rec.project_path, project)
                 from arenatui.store.queries import judged_rows  # numpy: only a resume pays for it
 

@@ -461,12 +461,6 @@ class Store:
         return [AwaitingJudge(mk, cid, int(t), out or "", fr) for mk, cid, t, out, fr in rows]
 
     @_explained
-    def judged_counts(self, run_id: str) -> dict[str, int]:
-        """Per judge model key, judgments stored (resume: what its lane has done already)."""
-        return {k: int(n) for k, n in self.conn.execute(
-            "SELECT judge_key, COUNT(*) FROM judgments WHERE run_id = ? GROUP BY judge_key", (run_id,))}
-
-    @_explained
     def count_results(self, run_id: str) -> int:
         (n,) = self.conn.execute("SELECT COUNT(*) FROM results WHERE run_id = ?", (run_id,)).fetchone()
         return int(n)

@@ -153,7 +153,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         summary_line,
     )
     from arenatui.store import Store
-    from arenatui.store.queries import load_results, run_spend
+    from arenatui.store.read import read_run
     from arenatui.sweep import Sweep
 
     out = Console(highlight=False, width=_width(sys.stdout))
@@ -183,14 +183,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     for problem in sweep.store_warnings():
         err.print(render_error(problem, prefix="warning"), markup=False, style="bold yellow", soft_wrap=True)
     with Store(sweep.db_path) as store:
-        spend = run_spend(store, sweep.run_id)  # the models' and the judges' apart, and their total
+        report = not args.no_report and status == "finished"
+        stored_run = read_run(store, sweep.run_id, latency=report, detail=False)
+        spend = stored_run.spend  # the models' and the judges' apart, and their total
         out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed), markup=False)
         stored = sum(len(keys) for keys in store.done_keys(sweep.run_id).values())
         if stored < plan.total:
             out.print(f"Stored: {stored} of {plan.total} calls", markup=False)
         out.print(spend_line(spend), markup=False)
-        report = not args.no_report and status == "finished"
-        results = load_results(store, sweep.run_id, latency=report)
+        results = stored_run.results
         line = errored_line(results)
         if line:
             out.print(line, markup=False)

@@ -8,29 +8,20 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import re
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from arenatui.safe_text import one_line, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
-from arenatui.stats import Interval, ModelRow, RunResults, all_pairs, group_scores, leaderboard, reversals
+from arenatui.stats import ModelRow, RunResults, all_pairs, group_scores, leaderboard, reversals
+from arenatui.stats.jsonable import finite as _num
+from arenatui.stats.jsonable import interval_dict
 from arenatui.store import Store
-from arenatui.store.queries import (
-    RunPlan,
-    RunSpend,
-    failure_modes,
-    judgments_by_case,
-    load_plan_results,
-    resolve_run,
-    run_plan,
-    run_spend,
-    unscored_modes,
-)
+from arenatui.store.queries import RunPlan, RunSpend
+from arenatui.store.read import F1Answers, StoredRun, read_run
 from arenatui.wording import fmt_errors
 
 LISTED_CASES = 50
@@ -38,14 +29,6 @@ LISTED_CASES = 50
 TOP_PAIRS = 5
 """Models whose pairwise verdicts the report lists (10 pairs); the leaderboard shows every model."""
 FORMATS = ("md", "json", "html")
-
-
-def _num(v: float | None) -> float | None:
-    return None if v is None or not math.isfinite(v) else float(v)
-
-
-def interval_dict(iv: Interval) -> dict[str, Any]:
-    return {"estimate": _num(iv.estimate), "low": _num(iv.low), "high": _num(iv.high), "n": iv.n}
 
 
 def _safe_url(url: str | None) -> str | None:
@@ -103,69 +86,35 @@ def model_dict(r: ModelRow) -> dict[str, Any]:
     }
 
 
-def _failures(store: Store, run_id: str, limit: int = 3) -> dict[str, list[dict[str, Any]]]:
+def _failures(top: dict[str, list[tuple[str, str, int]]]) -> dict[str, list[dict[str, Any]]]:
     """Per model, its most frequent error messages (one line each)."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for mk, ec, msg, n in store.conn.execute(
-            "SELECT model_key, error_class, error_message, COUNT(*) AS n FROM results WHERE run_id = ? AND "
-            "status = 'errored' AND error_class != 'cancelled' GROUP BY model_key, error_class, error_message "
-            "ORDER BY model_key, n DESC", (run_id,)):
-        rows = out.setdefault(mk, [])
-        if len(rows) < limit:
-            rows.append({"error_class": ec, "message": one_line(msg, 160), "calls": int(n)})
-    return out
+    return {mk: [{"error_class": ec, "message": one_line(msg, 160), "calls": n} for ec, msg, n in rows]
+            for mk, rows in top.items()}
 
 
-F1Answers = dict[tuple[str, str], tuple[tuple[str, ...], list[tuple[str, str | None]]]]
-"""Per (model, f1 scorer): the scorer's labels and the (expected, answered label) pairs."""
-
-
-def f1_answers(store: Store, plan: RunPlan) -> F1Answers:
-    """Per (model, f1 scorer): the scorer's labels and, for every answered working case it scores, the
-    (expected, answered label) pair (a sealed output is not kept). The report and the results view read this."""
-    from arenatui.config import project_from_dict
-    from arenatui.scoring.scorers import extract_label
-
-    rec = plan.record
-    project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"))
-    f1_scorers = {sc.name: sc for sc in project.scorers if sc.kind == "f1"}
-    if not f1_scorers:
-        return {}
-    default = project.scorers[0].name
-    sealed = {c.id for c in plan.cases if c.sealed}
-    cases = {c.id: (f1_scorers[c.scorer or default], c.expected) for c in project.cases
-             if (c.scorer or default) in f1_scorers and c.id not in sealed and c.expected is not None}
-    out: F1Answers = {}
-    for mk, cid, output in store.conn.execute(
-            "SELECT model_key, case_id, output FROM results WHERE run_id = ? AND status IN ('passed', 'failed')",
-            (rec.run_id,)):
-        if cid in cases:
-            sc, expected = cases[cid]
-            assert expected is not None
-            out.setdefault((mk, sc.name), (sc.labels, []))[1].append((expected, extract_label(output or "", sc.labels)))
-    return out
-
-
-def _classification(store: Store, plan: RunPlan) -> dict[str, dict[str, Any]]:
+def _classification(f1: F1Answers) -> dict[str, dict[str, Any]]:
     """Per model, macro-F1 over each f1 scorer's labels (working cases only: a sealed output is not kept)."""
     from arenatui.scoring.f1 import macro_f1, per_label_f1
 
     out: dict[str, dict[str, Any]] = {}
-    for (mk, name), (labels, ps) in sorted(f1_answers(store, plan).items()):
+    for (mk, name), (labels, ps) in sorted(f1.items()):
         out.setdefault(mk, {})[name] = {"macro_f1": macro_f1(ps, labels), "calls": len(ps),
                                         "per_label": per_label_f1(ps, labels)}
     return out
 
 
 def build_report(store: Store, run: str) -> dict[str, Any]:
-    record = resolve_run(store, run)
-    plan = run_plan(record)
-    results = load_plan_results(store, plan)
-    rep = report_dict(plan, results, _failures(store, record.run_id), failure_modes(store, record.run_id))
-    rep["classification"] = _classification(store, plan)
-    rep["spend"] = spend_dict(run_spend(store, record.run_id))
-    rep["judged"] = judged_list(plan, judgments_by_case(store, record.run_id))
-    unscored = unscored_modes(store, record.run_id)
+    return report_of(read_run(store, run))
+
+
+def report_of(stored: StoredRun) -> dict[str, Any]:
+    """The report of a stored run, as JSON-shaped data (what every format renders)."""
+    plan = stored.plan
+    rep = report_dict(plan, stored.results, _failures(stored.top_errors), stored.failure_modes)
+    rep["classification"] = _classification(stored.f1)
+    rep["spend"] = spend_dict(stored.spend)
+    rep["judged"] = judged_list(plan, stored.judgments)
+    unscored = stored.unscored_modes
     rep["unscored"] = {r["model"]: {"judge_error": r["errors"].get("judge_error", 0), **unscored.get(r["model"], {})}
                        for r in rep["leaderboard"]
                        if r["model"] in unscored or r["errors"].get("judge_error")}

@@ -17,15 +17,8 @@ import numpy as np
 from arenatui.safe_text import printable
 from arenatui.stats.items import RunResults
 from arenatui.store import Store
-from arenatui.store.queries import (
-    RunPlan,
-    RunSpend,
-    iter_call_rows,
-    load_plan_results,
-    resolve_run,
-    run_plan,
-    run_spend,
-)
+from arenatui.store.queries import RunPlan, RunSpend, iter_call_rows
+from arenatui.store.read import read_run
 
 FORMATS = ("jsonl", "csv")
 COLUMNS: tuple[str, ...] = (
@@ -83,13 +76,12 @@ def spend_records(run_id: str, spend: RunSpend) -> Iterator[dict[str, Any]]:
 def write_export(store: Store, run: str, fmt: str, out: TextIO, *, terminal: bool = False) -> int:
     """Write every exported row to `out`; returns the number of rows. On a terminal, control characters in model
     output are shown as escapes instead of reaching it."""
-    plan = run_plan(resolve_run(store, run))
-    results = load_plan_results(store, plan, latency=False)
+    stored = read_run(store, run, latency=False, detail=False)
+    plan, results, spend = stored.plan, stored.results, stored.spend
     n = 0
-    spend = run_spend(store, plan.record.run_id)
-    stored = bool(results.calls.sum()) or bool(spend.judges)  # a run with nothing stored exports nothing
+    anything = bool(results.calls.sum()) or bool(spend.judges)  # a run with nothing stored exports nothing
     records = itertools.chain(call_records(store, plan), sealed_records(results),
-                              spend_records(plan.record.run_id, spend) if stored else ())
+                              spend_records(plan.record.run_id, spend) if anything else ())
     if fmt == "jsonl":
         for rec in records:
             out.write(json.dumps(rec, ensure_ascii=terminal, allow_nan=False) + "\n")

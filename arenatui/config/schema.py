@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from arenatui.engine.events import JUDGE_LANE_PREFIX as JUDGE_LANE_PREFIX  # the vocabulary's; re-exported
+
 ProviderKind = Literal["sim", "openai", "anthropic"]
 PROVIDERS: tuple[str, ...] = ("sim", "openai", "anthropic")
 TRANSPORTS: tuple[str, ...] = ("auto", "httpx", "aiohttp")
@@ -14,8 +16,6 @@ ScorerKind = Literal["exact", "contains", "regex", "choice", "numeric", "json_va
                      "code_exec", "llm_judge"]
 SCORER_KINDS: tuple[str, ...] = ("exact", "contains", "regex", "choice", "numeric", "json_valid", "json_schema", "f1",
                                  "python", "code_exec", "llm_judge")
-JUDGE_LANE_PREFIX = "judge:"
-"""The engine's lane of a judge model is keyed ``judge:<model key>``; no model key may start with it."""
 
 
 @dataclass(frozen=True, slots=True)

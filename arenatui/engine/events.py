@@ -20,6 +20,9 @@ ErrorClass = Literal["rate_limited", "timeout", "transient", "terminal", "cancel
 """scoring_error: the model answered (the output is kept) but the scorer could not judge it. judge_error: the same
 for an llm_judge scorer: its judge's call failed or its answer held no readable verdict (never a silent 0)."""
 RunStatus = Literal["finished", "cancelled", "failed"]
+JUDGE_LANE_PREFIX = "judge:"
+"""The engine's lane of a judge model is keyed ``judge:<model key>`` (its results carry that model_key); no model
+key may start with it."""
 
 
 class CallResult(NamedTuple):
@@ -60,6 +63,16 @@ class CallResult(NamedTuple):
     http_status: int | None = None
     """The HTTP status of the call's last attempt when it failed with one (a 429, a 503): the failed attempt
     that ended an errored call keeps it like the retried ones do."""
+
+
+class AwaitingJudge(NamedTuple):
+    """A stored answer that an interrupted run left unscored: resume judges it without calling its model again."""
+
+    model_key: str
+    case_id: str
+    trial: int
+    output: str
+    finish_reason: str | None
 
 
 class CallStarted(NamedTuple):

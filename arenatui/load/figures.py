@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from arenatui.engine.events import RunStatus
 from arenatui.errors import ConfigError
 
 OUTCOMES = ("ok", "rate_limited", "timeout", "transient", "terminal", "cancelled")
@@ -274,6 +275,17 @@ def per_segment(samples: Samples, windows: Sequence[Window], slo: Slo | None = N
     figs = [compute(samples, [w], slo, segment=w.segment) for w in windows]
     mark_saturation(figs)
     return figs
+
+
+@dataclass(slots=True)
+class LoadOutcome:
+    """A load run's figures: the whole run's, each segment's, where it saturated, and what to warn about."""
+
+    status: RunStatus
+    run: Figures
+    segments: list[Figures]
+    saturation: Figures | None
+    warnings: list[str]
 
 
 def mark_saturation(figs: Iterable[Figures]) -> Figures | None:

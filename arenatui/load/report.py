@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import cast
 
 from rich.console import Console
 from rich.table import Table
 
-from arenatui.engine.events import RunStatus
 from arenatui.errors import PlanError
-from arenatui.load.figures import Figures, Slo, compute, mark_saturation, per_segment
+from arenatui.load.figures import Figures, LoadOutcome
 from arenatui.load.live import LoadSnapshot
-from arenatui.load.run import LoadOutcome
-from arenatui.load.store import stored_run
+from arenatui.load.store import stored_outcome_of
 from arenatui.store import Store
 from arenatui.store.load_queries import run_kinds
 
@@ -94,10 +91,4 @@ def stored_outcome(db: Path | str, run_id: str) -> tuple[str, LoadOutcome]:
         rec = store.get_run(run_id)
         if run_kinds(store, [rec.run_id])[rec.run_id][0] != "load":
             raise PlanError(f"run {rec.run_id} is a sweep, not a load run; `arena runs` shows each run's kind")
-    slo_d = rec.filters.get("slo")
-    slo = Slo(**slo_d) if isinstance(slo_d, dict) else None
-    samples, windows = stored_run(db, rec.run_id)
-    run = compute(samples, windows, slo)
-    segs = per_segment(samples, windows, slo)
-    sat = mark_saturation(segs) if len(segs) > 1 else None
-    return rec.run_id, LoadOutcome(cast(RunStatus, rec.status), run, segs, sat, list(run.warnings))
+    return rec.run_id, stored_outcome_of(db, rec)

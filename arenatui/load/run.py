@@ -22,7 +22,16 @@ from arenatui.engine.events import ClientLoadSampled, RunStatus
 from arenatui.errors import ArenaError, ConfigError
 from arenatui.load.arrivals import Arrival
 from arenatui.load.driver import LoadPlan, OpenLoopDriver, SegmentStarted
-from arenatui.load.figures import Figures, LoadRequest, Samples, Slo, Window, compute, mark_saturation, per_segment
+from arenatui.load.figures import LoadOutcome as LoadOutcome  # re-exported: it lives with the figures now
+from arenatui.load.figures import (
+    LoadRequest,
+    Samples,
+    Slo,
+    Window,
+    compute,
+    mark_saturation,
+    per_segment,
+)
 from arenatui.load.live import WINDOW_S, LoadSnapshot, snapshot
 from arenatui.load.store import request_row, segment_row
 from arenatui.providers.base import Provider, make_provider
@@ -98,15 +107,6 @@ def rate_limit_warning(model: ModelConfig, segment_s: float) -> str | None:
     return (f"each segment lasts {segment_s:g} s, shorter than the provider's {RATE_LIMIT_WINDOW_S:.0f} s rate-limit "
             "window (an rpm limit): a run that never exhausts its allowance measures nothing; use --duration 60 or "
             "more (a production test: 15 minutes at the expected peak rate)")
-
-
-@dataclass(slots=True)
-class LoadOutcome:
-    status: RunStatus
-    run: Figures
-    segments: list[Figures]
-    saturation: Figures | None
-    warnings: list[str]
 
 
 class LoadRun:

@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from arenatui.load.figures import OUTCOMES, Figures, LoadRequest, Samples, Slo, Window, compute, per_segment
+from arenatui.engine.events import RunStatus
+from arenatui.load.figures import (
+    OUTCOMES,
+    Figures,
+    LoadOutcome,
+    LoadRequest,
+    Samples,
+    Slo,
+    Window,
+    compute,
+    mark_saturation,
+    per_segment,
+)
 from arenatui.store import Store
+from arenatui.store.db import RunRecord
 from arenatui.store.load_queries import load_requests, load_segments
 
 
@@ -37,3 +50,14 @@ def stored_figures(db: Path | str, run_id: str, slo: Slo | None = None) -> tuple
     """The whole run's figures and each segment's, recomputed exactly from the stored requests."""
     samples, windows = stored_run(db, run_id)
     return compute(samples, windows, slo), per_segment(samples, windows, slo)
+
+
+def stored_outcome_of(db: Path | str, rec: RunRecord) -> LoadOutcome:
+    """A stored load run's figures, recomputed exactly from its requests (with the SLO it ran with)."""
+    slo_d = rec.filters.get("slo")
+    slo = Slo(**slo_d) if isinstance(slo_d, dict) else None
+    samples, windows = stored_run(db, rec.run_id)
+    run = compute(samples, windows, slo)
+    segs = per_segment(samples, windows, slo)
+    sat = mark_saturation(segs) if len(segs) > 1 else None
+    return LoadOutcome(cast(RunStatus, rec.status), run, segs, sat, list(run.warnings))

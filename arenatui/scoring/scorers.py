@@ -26,6 +26,7 @@ import regex
 
 from arenatui.config.schema import Case, ScorerConfig
 from arenatui.scoring.code_exec import ExecLimits, extract_code, run_code
+from arenatui.scoring.f1 import extract_label
 from arenatui.scoring.json_schema import SchemaValidator
 from arenatui.scoring.plugin import PluginProblem, UserScorer, coerce, load_function
 
@@ -84,16 +85,6 @@ class ScoringError(Exception):
 
 class ScoringSlow(ScoringError):
     """A regex scorer ran past the time it was given: the caller may try again with more time elsewhere."""
-
-
-def extract_label(output: str, labels: tuple[str, ...]) -> str | None:
-    """The label a classification answer gives: the whole answer, or the only label it names as a word."""
-    norm = _norm(output, False).strip(" .!\"'`*")
-    by_norm = {_norm(lb, False): lb for lb in labels}
-    if norm in by_norm:
-        return by_norm[norm]
-    named = [lb for n, lb in by_norm.items() if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", norm)]
-    return named[0] if len(named) == 1 else None
 
 
 class Scorer:

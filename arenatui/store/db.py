@@ -15,10 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from arenatui.config.schema import JUDGE_LANE_PREFIX
-from arenatui.engine.events import CallResult, CallRetrying, ClientLoadSampled, ConcurrencyChanged, JudgeFinished
+from arenatui.engine.events import (
+    JUDGE_LANE_PREFIX,
+    AwaitingJudge,
+    CallResult,
+    CallRetrying,
+    ClientLoadSampled,
+    ConcurrencyChanged,
+    JudgeFinished,
+)
 from arenatui.errors import DiskFullError, PlanError, StoreError
-from arenatui.plan import AwaitingJudge
 from arenatui.store.schema import JUDGMENT_COLUMNS, MIGRATIONS, RESULT_COLUMNS
 
 _PLACEHOLDERS = ", ".join("?" for _ in RESULT_COLUMNS)

@@ -12,11 +12,11 @@ import itertools
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from arenatui.engine.events import JUDGE_LANE_PREFIX
 from arenatui.errors import PlanError
 from arenatui.stats.items import LatencySample, RunResults
 from arenatui.store.db import RunRecord, Store
@@ -156,34 +156,11 @@ def resolve_run(store: Store, run: str) -> RunRecord:
     return store.get_run(run)
 
 
-def _case_text(c: Any) -> str:
-    if isinstance(c, str):
-        return c
-    if isinstance(c, list):
-        return "\n".join(str(m.get("content", "")) for m in c if isinstance(m, dict))
-    return ""
-
-
 def run_plan(record: RunRecord) -> RunPlan:
-    """The run's planned models, cases and trials, from the project and filters stored with it."""
-    from arenatui.config import project_from_dict
-    from arenatui.plan import Filters, judged_case_ids, make_plan
+    """The run's planned models, cases and trials as stored (never re-validated): `read.stored_plan`."""
+    from arenatui.store.read import stored_plan
 
-    project = project_from_dict(record.config, Path(record.project_path or f"run {record.run_id}"))
-    plan = make_plan(project, Filters.from_dict(record.filters))
-    cases = tuple(
-        CaseInfo(c.id, c.stratum, tuple(c.tags), c.sealed, "" if c.sealed else c.prompt_text(),
-                 None if c.sealed else c.expected)
-        for c in plan.cases)
-    default = project.scorers[0].name
-    judged = []
-    for s in project.scorers:
-        if s.kind != "llm_judge" or s.judge is None:
-            continue
-        chosen = judged_case_ids(project, s)
-        mine = tuple(c.id for c in plan.cases if (c.scorer or default) == s.name)
-        judged.append(JudgedScorer(s.name, s.judge, s.sample, mine, tuple(c for c in mine if c in chosen)))
-    return RunPlan(record, tuple(m.key for m in plan.models), cases, plan.trials, tuple(judged))
+    return stored_plan(record)
 
 
 def list_runs(store: Store, limit: int = 50) -> list[RunListing]:
@@ -201,7 +178,8 @@ def list_runs(store: Store, limit: int = 50) -> list[RunListing]:
 
 
 def load_results(store: Store, run: str | RunRecord, *, latency: bool = True) -> RunResults:
-    """A run's results as (model × case) arrays, with errors by class and answered calls' latencies."""
+    """A run's results as (model × case) arrays, with errors by class and answered calls' latencies (the plan as
+    stored, never re-validated)."""
     record = run if isinstance(run, RunRecord) else resolve_run(store, run)
     plan = run_plan(record)
     return load_plan_results(store, plan, latency=latency)
@@ -328,6 +306,25 @@ def iter_call_rows(store: Store, run_id: str, batch: int = 10_000) -> Iterator[C
 def case_calls(store: Store, run_id: str, case_id: str) -> list[CallRow]:
     """Every model's calls of one case, for the side-by-side view."""
     return call_rows(store, run_id, case_ids=(case_id,))
+
+
+def top_errors(store: Store, run_id: str, limit: int = 3) -> dict[str, list[tuple[str, str, int]]]:
+    """Per model, its most frequent (error class, error message, calls), final calls only."""
+    out: dict[str, list[tuple[str, str, int]]] = {}
+    for mk, ec, msg, n in store.conn.execute(
+            "SELECT model_key, error_class, error_message, COUNT(*) AS n FROM results WHERE run_id = ? AND "
+            "status = 'errored' AND error_class != 'cancelled' GROUP BY model_key, error_class, error_message "
+            "ORDER BY model_key, n DESC", (run_id,)):
+        rows = out.setdefault(mk, [])
+        if len(rows) < limit:
+            rows.append((str(ec), str(msg or ""), int(n)))
+    return out
+
+
+def scored_outputs(store: Store, run_id: str) -> Iterator[tuple[str, str, str | None]]:
+    """(model, case id, output) of every scored call, in storage order."""
+    yield from store.conn.execute(
+        f"SELECT model_key, case_id, output FROM results WHERE run_id = ? AND {SCORED}", (run_id,))
 
 
 def failure_modes(store: Store, run_id: str) -> dict[str, dict[str, int]]:
@@ -477,8 +474,6 @@ def judged_rows(store: Store, run_id: str, *, retry_errored: bool = False) -> li
     """A run's stored judge calls as live metrics preload them: `live.StoredResult` order keyed by the judge lane
     (``judge:<model key>``), then started_at and finished_at (epoch). With retry_errored the judge calls that
     ended errored are left out: their candidates are judged again."""
-    from arenatui.config.schema import JUDGE_LANE_PREFIX
-
     skip = " AND status != 'errored'" if retry_errored else ""
     return store.conn.execute(
         "SELECT ? || judge_key, case_id, trial, status, score, error_class, attempts, latency_ms, NULL, cost, "

@@ -13,7 +13,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -24,7 +23,7 @@ from arenatui.limits import MAX_CONCURRENCY
 from arenatui.live import percentile
 from arenatui.plan import Filters
 from arenatui.tuning.controller import TunerSettings
-from arenatui.tuning.levels import ERROR_SHARE, FLAT, LevelReadout, ModelReadout, provider_answered
+from arenatui.tuning.levels import ERROR_SHARE, FLAT, ModelReadout, provider_answered
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,20 +64,11 @@ def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 200, 
 def stored_readouts(run_id: str, db: str | Path | None = None) -> tuple[str, list[ModelReadout]]:
     """A stored run's per-level readout (every run keeps one, tuned or not): (run id, readouts)."""
     from arenatui.store import Store
+    from arenatui.store.read import tuning_readouts
 
     with Store(db) as store:
         rec = store.get_run(run_id)
-        rows = store.tuning_levels(rec.run_id)
-    by_model: dict[str, list[tuple[Any, ...]]] = {}
-    for r in rows:
-        by_model.setdefault(r[0], []).append(r)
-    out = []
-    for key, rs in by_model.items():
-        levels = tuple(LevelReadout(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], bool(r[11]),
-                                    bool(r[12])) for r in rs)
-        best = next((lv.level for lv in levels if lv.best), None)
-        out.append(ModelReadout(key, levels, best, str(rs[0][13])))
-    return rec.run_id, out
+        return rec.run_id, list(tuning_readouts(store, rec.run_id))
 
 
 @dataclass(frozen=True, slots=True)

@@ -162,8 +162,9 @@ def runner(plan: Plan | Project, providers: dict[str, Any], *, rec: Recorder | N
     return r, rec
 
 
-async def wait_until(cond: Callable[[], bool], timeout: float = 5.0, step: float = 0.001) -> None:  # noqa: ASYNC109
-    """Poll a condition on engine state (a plain attribute, so there is no event to wait on)."""
+async def wait_until(cond: Callable[[], bool], timeout: float = 60.0, step: float = 0.001) -> None:  # noqa: ASYNC109
+    """Poll a condition on engine state (a plain attribute, so there is no event to wait on). The timeout is only a
+    ceiling against a hang: a busy machine takes longer, never a different path."""
     with anyio.fail_after(timeout):
         while not cond():  # noqa: ASYNC110
             await anyio.sleep(step)

@@ -34,6 +34,17 @@ def project(tmp_path: Path, **model: Any) -> Path:
     return p
 
 
+async def _schedule_reaches(r: LoadRun, t: float) -> None:
+    """Wait until the run's own schedule clock reads `t` seconds (a ceiling of two minutes against a hang): a busy
+    machine starts a run late, and sleeping a fixed time from here would cut its first segment short."""
+    for _ in range(6000):
+        engine = getattr(r, "engine", None)
+        if engine is not None and engine.now_s() >= t:
+            return
+        await anyio.sleep(0.02)
+    raise AssertionError(f"the load run's schedule never reached {t} s")
+
+
 def run(opts: LoadOptions) -> LoadRun:
     r = LoadRun(opts)
     assert anyio.run(r.run) == "finished"
@@ -93,7 +104,7 @@ def test_rate_change_mid_run_is_a_new_segment(tmp_path: Path) -> None:
     async def go() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(r.run)
-            await anyio.sleep(0.4)  # a slow machine changes later: the 2 s segment leaves room
+            await _schedule_reaches(r, 0.4)  # the schedule's clock, not ours: a busy machine starts it later
             r.change_rate(60.0)
 
     anyio.run(go)
@@ -223,10 +234,7 @@ def test_a_rate_change_reaches_every_shard(tmp_path: Path) -> None:
     async def go() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(r.run)
-            for _ in range(400):  # shards take a moment to start; the schedule's zero comes after
-                if r.engine.now_s() >= 0.5:
-                    break
-                await anyio.sleep(0.05)
+            await _schedule_reaches(r, 0.5)  # shards take a moment to start; the schedule's zero comes after
             r.change_rate(60.0)
 
     anyio.run(go)
@@ -244,7 +252,7 @@ def test_a_stopped_run_measures_until_the_stop(tmp_path: Path) -> None:
     async def go() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(r.run)
-            await anyio.sleep(0.5)
+            await _schedule_reaches(r, 0.5)
             r.cancel()
 
     anyio.run(go)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Select, Static, TabbedContent
+from textual.worker import WorkerCancelled
 
 from arenatui.cli import main
 from arenatui.store import Store
@@ -40,11 +41,17 @@ def static_text(app: Any, selector: str) -> str:
 
 
 async def settle(pilot: Pilot[Any], pred: Any = None) -> None:
-    """Wait for the results' workers (and their call_from_thread callbacks) to finish, then for `pred`."""
+    """Wait for the results' workers (and their call_from_thread callbacks) to finish, then for `pred`.
+
+    A condition, not a time: the bound on rounds is a ceiling against a hang. An exclusive worker replaced by a newer
+    one of its group (two picks in a row) ends cancelled, which is its job, not a failure: wait on."""
     app = pilot.app
-    for _ in range(200):
+    for _ in range(1000):
         await pilot.pause(0.02)
-        await app.workers.wait_for_complete()
+        try:
+            await app.workers.wait_for_complete()
+        except WorkerCancelled:
+            continue
         await pilot.pause()
         screen = app.screen
         ready = pred() if pred is not None else getattr(screen, "view", True) is not None

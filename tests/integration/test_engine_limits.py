@@ -102,7 +102,7 @@ def test_per_model_caps_are_never_exceeded_and_can_change_mid_run() -> None:
             # four workers are idle, yet the caps hold
             assert (a.max_in_flight, b.max_in_flight) == (2, 6)
             r.set_model_cap("a", 4)  # idle workers pick the new room up at once
-            await wait_until(lambda: a.in_flight == 4, timeout=1.0)
+            await wait_until(lambda: a.in_flight == 4)
             await anyio.sleep(0.03)
             assert a.max_in_flight == 4 and b.max_in_flight == 6
             assert r.model_cap("a") == 4

@@ -290,8 +290,14 @@ def test_cancelling_a_sharded_run_from_outside_leaves_no_shard(tmp_path: Path) -
     r = LoadRun(LoadOptions(project(tmp_path), (20.0,), 30.0, Arrival("constant"), db=tmp_path / "d", processes=2))
 
     async def go() -> None:
-        with anyio.move_on_after(1.5):  # what closing the console does to the run's worker
-            await r.run()
+        async with anyio.create_task_group() as tg:  # what closing the console does to the run's worker
+            tg.start_soon(r.run)
+            for _ in range(6000):  # until both shards run (a ceiling of two minutes against a hang)
+                if len(getattr(r.engine, "_procs", ())) == 2:
+                    break
+                await anyio.sleep(0.02)
+            await anyio.sleep(0.2)
+            tg.cancel_scope.cancel()
 
     anyio.run(go)
     procs = r.engine._procs  # type: ignore[attr-defined]

@@ -25,7 +25,8 @@ from arenatui.engine.runner import Runner, Sink
 from arenatui.errors import ArenaError, StoreError, unwrap
 from arenatui.live import STORED_COLUMNS, LiveMetrics, busy_seconds, judge_lanes, resumed_rows
 from arenatui.plan import Filters, Plan, make_plan
-from arenatui.providers.base import Provider, make_provider
+from arenatui.providers.base import Provider
+from arenatui.providers.registry import make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.db import explain_error
 

@@ -4,18 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from arenatui.engine.events import JUDGE_LANE_PREFIX as JUDGE_LANE_PREFIX  # the vocabulary's; re-exported
 
-ProviderKind = Literal["sim", "openai", "anthropic"]
-PROVIDERS: tuple[str, ...] = ("sim", "openai", "anthropic")
 TRANSPORTS: tuple[str, ...] = ("auto", "httpx", "aiohttp")
 """HTTP clients a model may use (arenatui.providers.transports says why there are two)."""
-ScorerKind = Literal["exact", "contains", "regex", "choice", "numeric", "json_valid", "json_schema", "f1", "python",
-                     "code_exec", "llm_judge"]
-SCORER_KINDS: tuple[str, ...] = ("exact", "contains", "regex", "choice", "numeric", "json_valid", "json_schema", "f1",
-                                 "python", "code_exec", "llm_judge")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +96,8 @@ class SimSettings:
 @dataclass(frozen=True, slots=True)
 class ModelConfig:
     key: str
-    provider: ProviderKind
+    provider: str
+    """A registered provider's name (arenatui.providers.registry): sim, openai, anthropic, or one added there."""
     model: str
     base_url: str | None = None
     api_key_env: str | None = None
@@ -162,7 +157,9 @@ class Case:
 @dataclass(frozen=True, slots=True)
 class ScorerConfig:
     name: str
-    kind: ScorerKind
+    kind: str
+    """A registered scorer kind (arenatui.scoring.registry): exact, contains, regex, choice, numeric, json_valid,
+    json_schema, f1, python, code_exec, llm_judge, or one added there."""
     pattern: str | None = None
     """regex: the pattern the output must match (``{expected}`` is replaced, escaped)."""
     choices: tuple[str, ...] = ("A", "B", "C", "D")
@@ -194,6 +191,8 @@ class ScorerConfig:
     sample: float = 1.0
     """llm_judge: which of its cases are judged: a share in (0, 1] or, from 1 up and whole, a number of cases.
     The same cases for every model (a deterministic rank), so paired comparisons stay paired."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """A kind added through the registry: its own settings, as its `read` checked them."""
 
     def scale_range(self) -> tuple[int, int] | None:
         """The numeric scale (lo, hi), or None for pass/fail."""

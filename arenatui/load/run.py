@@ -34,7 +34,8 @@ from arenatui.load.figures import (
 )
 from arenatui.load.live import WINDOW_S, LoadSnapshot, snapshot
 from arenatui.load.store import request_row, segment_row
-from arenatui.providers.base import Provider, make_provider
+from arenatui.providers.base import Provider
+from arenatui.providers.registry import make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.load_queries import INSERT_LOAD_REQUEST, UPSERT_LOAD_SEGMENT, mark_load_run
 

@@ -202,7 +202,7 @@ class ShardSet:
 
 async def _shard_main() -> None:
     from arenatui.config import project_from_dict
-    from arenatui.providers.base import make_provider
+    from arenatui.providers.registry import make_provider
 
     inp = sys.stdin.buffer
     out = sys.stdout.buffer

@@ -29,6 +29,7 @@ from arenatui.scoring.code_exec import ExecLimits, extract_code, run_code
 from arenatui.scoring.f1 import extract_label
 from arenatui.scoring.json_schema import SchemaValidator
 from arenatui.scoring.plugin import PluginProblem, UserScorer, coerce, load_function
+from arenatui.scoring.registry import scorer_kind
 
 REGEX_TIMEOUT_S = 2.0
 """The longest a regex scorer may take over one output before the call gets a scoring error: far above
@@ -103,7 +104,12 @@ class Scorer:
                 self._broken = e
         self._schema: SchemaValidator | None = None
         self._function: UserScorer | None = None
-        if cfg.kind == "json_schema" and cfg.schema is not None:
+        added = scorer_kind(cfg.kind)
+        self._added = added if added is not None and not added.builtin else None
+        """A kind added through the registry: it gives the verdict itself."""
+        if self._added is not None:
+            self.blocking = self._added.blocking
+        elif cfg.kind == "json_schema" and cfg.schema is not None:
             self._schema = SchemaValidator(cfg.schema)
         elif cfg.kind == "python" and cfg.function is not None:
             self.blocking = True
@@ -128,6 +134,8 @@ class Scorer:
         cfg = self.cfg
         exp = case.expected
         kind = cfg.kind
+        if self._added is not None:
+            return self._added.score(cfg, output, case)
         if kind == "llm_judge":  # its verdict comes from a judge model's call, which the engine makes
             raise ScoringError(f"scorer {cfg.name!r} is an llm_judge: its judge model scores the answer, in the sweep")
         if kind == "json_valid":

@@ -18,7 +18,8 @@ from spine_fakes import GatedProvider, ScriptedProvider, project, runner, wait_u
 from arenatui.engine import CallFinished, ConcurrencyChanged, RetryPolicy, RunFinished
 from arenatui.errors import RateLimited, TransientError
 from arenatui.plan import Filters
-from arenatui.providers.base import Request, make_provider
+from arenatui.providers.base import Request
+from arenatui.providers.registry import make_provider
 from arenatui.store import Store
 from arenatui.sweep import Sweep, SweepOptions
 

@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from arenatui.errors import ArenaError, render_error, unwrap
 from arenatui.limits import MAX_CONCURRENCY, MAX_PORT, MAX_SQL_INT, MAX_TRIALS, MIN_PORT
@@ -534,9 +534,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     from arenatui.load.cli import add_load_parser
 
-    add_load_parser(sub)  # `arena load`: open-loop load runs (arenatui/load/cli.py)
+    add_load_parser(sub, _load_console)  # `arena load`: open-loop load runs (arenatui/load/cli.py)
 
     return parser
+
+
+def _load_console(run: Any, theme: str | None) -> None:
+    """The live console of a load run (`arena load` in a terminal)."""
+    from arenatui.tui.load_app import LoadApp
+
+    LoadApp(run, theme=theme).run()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,6 +6,7 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -22,7 +23,9 @@ if TYPE_CHECKING:
 PROGRESS_S = 1.0
 
 
-def add_load_parser(sub: Any) -> None:
+def add_load_parser(sub: Any, console: Callable[[LoadRun, str | None], None] | None = None) -> None:
+    """`arena load`. `console` opens the live load console on a run (the entry point passes it in: nothing below
+    the UI imports the UI); without it a run in a terminal prints its progress line instead."""
     p = sub.add_parser("load", help="an open-loop load run: requests on a schedule, latency from schedule and send")
     p.add_argument("--project", "-p", help="project TOML file, or a directory holding arena.toml")
     p.add_argument("--show", metavar="RUN_ID", help="print the tables of a stored load run ('last' for the newest)")
@@ -40,7 +43,7 @@ def add_load_parser(sub: Any) -> None:
     p.add_argument("--db", help="results database (default: in the user data directory)")
     p.add_argument("--quiet", "-q", action="store_true", help="headless, no progress line (the tables still print)")
     p.add_argument("--theme", help="console theme")
-    p.set_defaults(func=cmd_load)
+    p.set_defaults(func=cmd_load, load_console=console)
 
 
 def _int(value: str | None, flag: str, lo: int, hi: int) -> int | None:
@@ -149,10 +152,9 @@ def cmd_load(args: argparse.Namespace) -> int:
     wide = _width()
     out = Console(highlight=False, width=wide)
     err = Console(stderr=True, highlight=False, width=wide)
-    if not args.quiet and sys.stdout.isatty():
-        from arenatui.tui.load_app import LoadApp
-
-        LoadApp(run, theme=args.theme).run()
+    console = getattr(args, "load_console", None)
+    if not args.quiet and sys.stdout.isatty() and console is not None:
+        console(run, args.theme)
         status = run.status or "cancelled"
     else:
         if not args.quiet:

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from arenatui.load.figures import Figures, LoadOutcome
-from arenatui.load.report import ms, pct, stored_outcome
+from arenatui.load.report import stored_outcome
+from arenatui.load.tables import ms, pct
 from arenatui.safe_text import printable
 from arenatui.store import Store
 from arenatui.store.load_queries import LOAD_REQUEST_COLUMNS, load_requests

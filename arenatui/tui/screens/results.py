@@ -334,7 +334,7 @@ class Results(Screen[None]):
         """A load run in the leaderboard's place: its segment and percentile tables (as `arena load --show`)."""
         from rich.console import Group
 
-        from arenatui.load.report import percentile_table, segment_table
+        from arenatui.load.tables import percentile_table, segment_table
 
         assert view.load is not None
         self.query_one("#leaderboard-table", DataTable).display = False

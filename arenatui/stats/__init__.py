@@ -2,7 +2,7 @@
 
 The results views use it in this order (in a worker thread: SQL and numpy never run on the UI loop)::
 
-    results = store.queries.load_results(store, "last")   # RunResults: (model × case) arrays
+    results = store.read.read_run(store, "last").results  # RunResults: (model × case) arrays
     rows = leaderboard(results)                             # ModelRow per model, best first, fronts marked
     c = compare_models(results, a, b)                       # verdict, interval, P(A > B), histogram data
     pairs = all_pairs(results)                              # Holm-adjusted decisions for every pair
@@ -31,12 +31,11 @@ from arenatui.stats.items import LatencySample, RunResults
 from arenatui.stats.leaderboard import ModelRow, leaderboard, model_row, ranked_models
 from arenatui.stats.passk import consistency, pass_at_k, pass_at_k_case, pass_at_ks
 from arenatui.stats.strata import GroupScores, Reversal, group_differences, group_scores, reversals
-from arenatui.stats.summary import ModelSummary, summarize
 
 __all__ = [
-    "Comparison", "Disagreement", "GroupScores", "Interval", "LatencySample", "ModelRow", "ModelSummary",
+    "Comparison", "Disagreement", "GroupScores", "Interval", "LatencySample", "ModelRow",
     "PairDecision", "Reversal", "RunChange", "RunResults", "all_pairs", "cases_needed", "compare_models",
     "compare_runs", "consistency", "disagreements", "group_differences", "group_scores", "holm_adjust",
     "leaderboard", "mean_ci", "model_row", "paired_bootstrap", "paired_differences", "pareto_front", "pass_at_k",
-    "pass_at_k_case", "pass_at_ks", "ranked_models", "reversals", "summarize", "verdict_text",
+    "pass_at_k_case", "pass_at_ks", "ranked_models", "reversals", "verdict_text",
 ]

@@ -20,6 +20,7 @@ import anyio
 
 from arenatui.config import Project, load_project, project_from_dict, project_to_dict
 from arenatui.engine.client_load import CpuSampler
+from arenatui.engine.control import SweepControl
 from arenatui.engine.events import Event, RunStatus
 from arenatui.engine.runner import Runner, Sink
 from arenatui.errors import ArenaError, StoreError, unwrap
@@ -176,6 +177,11 @@ class Sweep:
         self.cpu = CpuSampler(self.runner.emit)
         """The client's own CPU load beside the engine: stored with the run, shown live, warned about."""
         self.status: RunStatus | None = None
+
+    @property
+    def control(self) -> SweepControl:
+        """What a view may steer and read of the running sweep: the narrow surface, never the runner itself."""
+        return self.runner
 
     def _set_level(self, key: str, n: int) -> None:
         self.runner.set_model_cap(key, n, source="tuner")

@@ -102,3 +102,17 @@ def test_the_core_never_imports_a_view_or_the_entry_point() -> None:
             "arenatui.stats", "arenatui.tuning", "arenatui.scoring", "arenatui.live")
     assert _broken(lambda m, x: any(_under(m, c) for c in core)
                    and (_view(x) is not None or _under(x, ENTRY))) == []
+
+
+def test_views_steer_a_sweep_through_its_control_surface() -> None:
+    """`Sweep.control` (engine.control.SweepControl: set_concurrency, set_model_cap, pause, resume, cancel, reads),
+    never `sweep.runner`: the runner's lanes, queues and workers are the engine's."""
+    reaching = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = _module(path)
+        if _view(name) is None:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "runner":
+                reaching.append(f"{name}:{node.lineno}")
+    assert reaching == []

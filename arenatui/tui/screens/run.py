@@ -255,12 +255,12 @@ class RunScreen(Screen[None]):
     def _state(self, snap: LiveSnapshot) -> str:
         if self.sweep_ended or snap.state in ("finished", "cancelled", "failed"):
             return self.sweep.status or snap.state
-        if self.sweep.runner.cancelled:
+        if self.sweep.control.cancelled:
             return "stopping"
-        return "paused" if self.sweep.runner.paused else snap.state
+        return "paused" if self.sweep.control.paused else snap.state
 
     def _show_status(self, snap: LiveSnapshot) -> None:
-        runner = self.sweep.runner
+        runner = self.sweep.control
         state = self._state(snap)
         frac = snap.done / snap.planned if snap.planned else 1.0
         key = (state, snap.done, snap.planned, int(snap.elapsed_s), None if snap.eta_s is None else int(snap.eta_s),
@@ -332,7 +332,7 @@ class RunScreen(Screen[None]):
     def _cap(self, key: str) -> int | None:
         """A row's cap; None for a judge lane the engine keeps no cap for."""
         try:
-            return self.sweep.runner.model_cap(key)
+            return self.sweep.control.model_cap(key)
         except KeyError:
             return None
 
@@ -413,25 +413,25 @@ class RunScreen(Screen[None]):
     # ---- actions -------------------------------------------------------------------------------
 
     def _sweep_active(self) -> bool:
-        return not self.sweep_ended and not self.sweep.runner.cancelled
+        return not self.sweep_ended and not self.sweep.control.cancelled
 
     def set_target(self, n: int) -> None:
         if self._sweep_active():
-            self.sweep.runner.set_concurrency(n, source="user")
+            self.sweep.control.set_concurrency(n, source="user")
             self.refresh_now(everything=True)
 
     def action_step(self, direction: int) -> None:
-        self._change_target(concurrency_step(self.sweep.runner.target, direction))
+        self._change_target(concurrency_step(self.sweep.control.target, direction))
 
     def action_nudge(self, delta: int) -> None:
-        self._change_target(self.sweep.runner.target + delta)
+        self._change_target(self.sweep.control.target + delta)
 
     def _change_target(self, n: int) -> None:
         """A key's change of the global target, or a word on why there is none (never silence)."""
         if not self._sweep_active():
             self.notify("The sweep has ended: concurrency no longer applies.", timeout=4)
             return
-        current = self.sweep.runner.target
+        current = self.sweep.control.target
         if current <= 1 and n <= 1:
             self.notify("Concurrency is already at the minimum: 1 call at once.", timeout=4)
             return
@@ -449,7 +449,7 @@ class RunScreen(Screen[None]):
                 self.set_target(n)
 
         self.app.push_screen(ValueInput(Text("Global concurrency (calls at once, all models)"),
-                                        str(self.sweep.runner.target)), apply)
+                                        str(self.sweep.control.target)), apply)
 
     def _highlighted_model(self) -> str:
         """The key of the model table's row under the cursor: a model's, or a judge lane's."""
@@ -460,7 +460,7 @@ class RunScreen(Screen[None]):
     def _capped_lane(self, key: str) -> bool:
         """Whether the engine caps this row's calls; a judge lane it does not cap gets a word, not a crash."""
         try:
-            self.sweep.runner.model_cap(key)
+            self.sweep.control.model_cap(key)
         except KeyError:
             self.notify(f"{printable(key, newlines=False)}: this engine has no cap for a judge lane; its calls share "
                         "the global concurrency.", timeout=5, markup=False)
@@ -473,19 +473,19 @@ class RunScreen(Screen[None]):
         key = self._highlighted_model()
         if not self._capped_lane(key):
             return
-        cap = self.sweep.runner.model_cap(key)
+        cap = self.sweep.control.model_cap(key)
         if cap is None:
             # From no cap, step from what the model runs at now (its calls in flight), not from zero.
             live = self.sweep.live
-            level = live.rows[live.row_keys.index(key)].in_flight or self.sweep.runner.target
-            new = max(1, min(level, self.sweep.runner.target) + delta)
+            level = live.rows[live.row_keys.index(key)].in_flight or self.sweep.control.target
+            new = max(1, min(level, self.sweep.control.target) + delta)
         else:
             new = cap + delta
         if new < 1:
             self.notify(f"{printable(key, newlines=False)} is already capped at the minimum: 1 call at once.",
                         timeout=4, markup=False)
             return
-        self.sweep.runner.set_model_cap(key, min(new, MAX_CONCURRENCY), source="user")
+        self.sweep.control.set_model_cap(key, min(new, MAX_CONCURRENCY), source="user")
         self.refresh_now(everything=True)
 
     def action_ask_model_cap(self) -> None:
@@ -494,11 +494,11 @@ class RunScreen(Screen[None]):
         key = self._highlighted_model()
         if not self._capped_lane(key):
             return
-        cap = self.sweep.runner.model_cap(key)
+        cap = self.sweep.control.model_cap(key)
 
         def apply(n: int | None) -> None:
             if n is not None and self._sweep_active():
-                self.sweep.runner.set_model_cap(key, n or None, source="user")
+                self.sweep.control.set_model_cap(key, n or None, source="user")
                 self.refresh_now(everything=True)
 
         prompt = Text("Cap for ")
@@ -520,7 +520,7 @@ class RunScreen(Screen[None]):
     def action_pause(self) -> None:
         if not self._sweep_active():
             return
-        runner = self.sweep.runner
+        runner = self.sweep.control
         if runner.paused:
             runner.resume()
         else:
@@ -560,7 +560,7 @@ class RunScreen(Screen[None]):
     def stop_sweep(self) -> None:
         """Cancel the engine; the app exits once the sweep has stored what finished."""
         self.exit_when_stopped = True
-        self.sweep.runner.cancel()
+        self.sweep.control.cancel()
         self.refresh_now()
 
     @on(CallMatrix.CellSelected)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,9 +18,12 @@ import numpy as np
 
 from arenatui.engine.events import JUDGE_LANE_PREFIX
 from arenatui.errors import PlanError
+from arenatui.judge_sample import judge_sample
 from arenatui.stats.items import LatencySample, RunResults
 from arenatui.store.db import RunRecord, Store
 
+_DEFAULT_TRIALS = 1
+"""[run] trials when a stored configuration does not say (RunSettings' default)."""
 _FINAL = "(error_class IS NULL OR error_class != 'cancelled')"
 """A cancelled call is not final: resume runs it again, so no view counts it."""
 SCORED = "status IN ('passed', 'failed')"
@@ -156,11 +159,68 @@ def resolve_run(store: Store, run: str) -> RunRecord:
     return store.get_run(run)
 
 
-def run_plan(record: RunRecord) -> RunPlan:
-    """The run's planned models, cases and trials as stored (never re-validated): `read.stored_plan`."""
-    from arenatui.store.read import stored_plan
+def stored_plan(record: RunRecord) -> RunPlan:
+    """The run's planned models, cases and trials, from the configuration and filters stored with it, as stored."""
+    cfg = record.config
+    filters = record.filters
+    scorers = [s for s in table_list(cfg.get("scorers")) if isinstance(s.get("kind"), str)]
+    names = [str(s.get("name") or s["kind"]) for s in scorers]
+    default = names[0] if names else "exact"
+    judge_keys = {s.get("judge") for s in scorers if s["kind"] == "llm_judge"}
+    models = [str(m.get("key")) for m in table_list(cfg.get("models"))
+              if m.get("candidate", m.get("key") not in judge_keys)]  # a judge only judges unless it says
+    wanted_models = set(filters.get("models") or ())
+    if wanted_models:
+        models = [m for m in models if m in wanted_models]
+    raw_cases = [c for c in table_list(cfg.get("cases")) if c.get("id") is not None]
+    all_cases = [_case_info(c) for c in raw_cases]
+    case_scorer = {str(c["id"]): str(c.get("scorer") or default) for c in raw_cases}
+    cases = all_cases
+    tags = set(filters.get("tags") or ())
+    if tags:
+        cases = [c for c in cases if tags.intersection(c.tags) or c.stratum in tags]
+    limit = filters.get("limit")
+    if isinstance(limit, int) and limit >= 1:
+        cases = cases[:limit]
+    run = cfg.get("run")
+    trials = filters.get("trials") or (run.get("trials") if isinstance(run, Mapping) else None) or _DEFAULT_TRIALS
+    judged = []
+    for s, name in zip(scorers, names, strict=True):
+        if s["kind"] != "llm_judge" or not isinstance(s.get("judge"), str):
+            continue
+        sample = float(s.get("sample", 1.0))
+        chosen = judge_sample(name, sample, [c.id for c in all_cases if case_scorer[c.id] == name])
+        mine = tuple(c.id for c in cases if case_scorer[c.id] == name)
+        judged.append(JudgedScorer(name, s["judge"], sample, mine, tuple(c for c in mine if c in chosen)))
+    return RunPlan(record, tuple(models), tuple(cases), int(trials), tuple(judged))
 
-    return stored_plan(record)
+
+run_plan = stored_plan
+"""The name callers knew it by."""
+
+
+def table_list(v: Any) -> list[Mapping[str, Any]]:
+    """The tables of an array of tables in a stored configuration (anything else left out)."""
+    return [x for x in v if isinstance(x, Mapping)] if isinstance(v, Sequence) and not isinstance(v, str) else []
+
+
+def _case_info(c: Mapping[str, Any]) -> CaseInfo:
+    sealed = bool(c.get("sealed", False))
+    expected = c.get("expected")
+    raw_tags = c.get("tags") or ()
+    stratum = c.get("stratum")
+    return CaseInfo(str(c["id"]), None if stratum is None else str(stratum),
+                    tuple(str(t) for t in raw_tags) if not isinstance(raw_tags, str) else (raw_tags,), sealed,
+                    "" if sealed else _prompt_text(c.get("input")),
+                    None if sealed or expected is None else str(expected))
+
+
+def _prompt_text(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, Sequence):
+        return "\n".join(str(m.get("content", "")) for m in v if isinstance(m, Mapping))
+    return ""
 
 
 def list_runs(store: Store, limit: int = 50) -> list[RunListing]:

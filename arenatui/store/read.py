@@ -9,18 +9,14 @@ sees the results even where the project's files are gone. The read path never cl
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from arenatui.judge_sample import judge_sample
 from arenatui.stats.items import RunResults
 from arenatui.store.db import RunRecord, Store
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import (
-    CaseInfo,
-    JudgedScorer,
     RunPlan,
     RunSpend,
     failure_modes,
@@ -29,6 +25,8 @@ from arenatui.store.queries import (
     resolve_run,
     run_spend,
     scored_outputs,
+    stored_plan,
+    table_list,
     top_errors,
     unscored_modes,
 )
@@ -39,10 +37,6 @@ if TYPE_CHECKING:
 
 F1Answers = dict[tuple[str, str], tuple[tuple[str, ...], list[tuple[str, str | None]]]]
 """Per (model, f1 scorer): the scorer's labels and the (expected, answered label) pairs."""
-
-_DEFAULT_TRIALS = 1
-"""[run] trials when a stored configuration does not say (RunSettings' default)."""
-
 
 @dataclass(frozen=True, slots=True)
 class StoredRun:
@@ -107,42 +101,6 @@ def read_run(store: Store, run: str | RunRecord, *, latency: bool = True, detail
                      judgments_by_case(store, rid) if plan.judged else {}, top_errors(store, rid), f1, tuning, load)
 
 
-def stored_plan(record: RunRecord) -> RunPlan:
-    """The run's planned models, cases and trials, from the configuration and filters stored with it, as stored."""
-    cfg = record.config
-    filters = record.filters
-    scorers = [s for s in _tables(cfg.get("scorers")) if isinstance(s.get("kind"), str)]
-    names = [str(s.get("name") or s["kind"]) for s in scorers]
-    default = names[0] if names else "exact"
-    judge_keys = {s.get("judge") for s in scorers if s["kind"] == "llm_judge"}
-    models = [str(m.get("key")) for m in _tables(cfg.get("models"))
-              if m.get("candidate", m.get("key") not in judge_keys)]  # a judge only judges unless it says
-    wanted_models = set(filters.get("models") or ())
-    if wanted_models:
-        models = [m for m in models if m in wanted_models]
-    raw_cases = [c for c in _tables(cfg.get("cases")) if c.get("id") is not None]
-    all_cases = [_case_info(c) for c in raw_cases]
-    case_scorer = {str(c["id"]): str(c.get("scorer") or default) for c in raw_cases}
-    cases = all_cases
-    tags = set(filters.get("tags") or ())
-    if tags:
-        cases = [c for c in cases if tags.intersection(c.tags) or c.stratum in tags]
-    limit = filters.get("limit")
-    if isinstance(limit, int) and limit >= 1:
-        cases = cases[:limit]
-    run = cfg.get("run")
-    trials = filters.get("trials") or (run.get("trials") if isinstance(run, Mapping) else None) or _DEFAULT_TRIALS
-    judged = []
-    for s, name in zip(scorers, names, strict=True):
-        if s["kind"] != "llm_judge" or not isinstance(s.get("judge"), str):
-            continue
-        sample = float(s.get("sample", 1.0))
-        chosen = judge_sample(name, sample, [c.id for c in all_cases if case_scorer[c.id] == name])
-        mine = tuple(c.id for c in cases if case_scorer[c.id] == name)
-        judged.append(JudgedScorer(name, s["judge"], sample, mine, tuple(c for c in mine if c in chosen)))
-    return RunPlan(record, tuple(models), tuple(cases), int(trials), tuple(judged))
-
-
 def tuning_readouts(store: Store, run_id: str) -> tuple[ModelReadout, ...]:
     """A stored run's per-level readout (every sweep keeps one, tuned or not), per model."""
     from arenatui.tuning.levels import LevelReadout, ModelReadout
@@ -163,7 +121,7 @@ def f1_answers(store: Store, plan: RunPlan) -> F1Answers:
     """Per (model, f1 scorer): the scorer's labels and, for every answered working case it scores, the
     (expected, answered label) pair (a sealed output is not kept)."""
     cfg = plan.record.config
-    scorers = [s for s in _tables(cfg.get("scorers")) if isinstance(s.get("kind"), str)]
+    scorers = [s for s in table_list(cfg.get("scorers")) if isinstance(s.get("kind"), str)]
     if not any(s["kind"] == "f1" for s in scorers):
         return {}
     from arenatui.scoring.f1 import extract_label
@@ -171,7 +129,7 @@ def f1_answers(store: Store, plan: RunPlan) -> F1Answers:
     default = str(scorers[0].get("name") or scorers[0]["kind"])
     labels = {str(s.get("name") or s["kind"]): tuple(str(x) for x in s.get("labels") or ())
               for s in scorers if s["kind"] == "f1"}
-    scorer_of = {str(c["id"]): str(c.get("scorer") or default) for c in _tables(cfg.get("cases"))
+    scorer_of = {str(c["id"]): str(c.get("scorer") or default) for c in table_list(cfg.get("cases"))
                  if c.get("id") is not None}
     cases = {c.id: (scorer_of[c.id], c.expected) for c in plan.cases
              if scorer_of.get(c.id) in labels and not c.sealed and c.expected is not None}
@@ -183,29 +141,6 @@ def f1_answers(store: Store, plan: RunPlan) -> F1Answers:
             out.setdefault((mk, name), (labels[name], []))[1].append((expected, extract_label(output or "",
                                                                                               labels[name])))
     return out
-
-
-def _tables(v: Any) -> list[Mapping[str, Any]]:
-    return [x for x in v if isinstance(x, Mapping)] if isinstance(v, Sequence) and not isinstance(v, str) else []
-
-
-def _case_info(c: Mapping[str, Any]) -> CaseInfo:
-    sealed = bool(c.get("sealed", False))
-    expected = c.get("expected")
-    raw_tags = c.get("tags") or ()
-    stratum = c.get("stratum")
-    return CaseInfo(str(c["id"]), None if stratum is None else str(stratum),
-                    tuple(str(t) for t in raw_tags) if not isinstance(raw_tags, str) else (raw_tags,), sealed,
-                    "" if sealed else _prompt_text(c.get("input")),
-                    None if sealed or expected is None else str(expected))
-
-
-def _prompt_text(v: Any) -> str:
-    if isinstance(v, str):
-        return v
-    if isinstance(v, Sequence):
-        return "\n".join(str(m.get("content", "")) for m in v if isinstance(m, Mapping))
-    return ""
 
 
 def open_and_read(db: Path | str | None, run: str, **kw: bool) -> StoredRun:

@@ -22,7 +22,7 @@ from arenatui.cli import main
 from arenatui.config import project_from_dict, project_to_dict
 from arenatui.plan import Filters, judged_case_ids, make_plan
 from arenatui.store.db import RunRecord
-from arenatui.store.read import stored_plan
+from arenatui.store.queries import stored_plan
 
 GRADING = '''
 import os, pathlib

@@ -60,7 +60,8 @@ class JudgeSettings:
 class ScorerKind:
     """One kind of scorer: its name, the settings it checks, and (for a kind added through `register`) its verdict."""
 
-    name: ClassVar[str]
+    name: str
+    """What a project's `kind = "..."` says."""
     builtin: ClassVar[bool] = False
     """A built-in kind's verdict is in scorers.Scorer; an added kind's is its own `score`."""
     blocking: ClassVar[bool] = False
@@ -83,24 +84,11 @@ class _Builtin(ScorerKind):
     builtin = True
 
 
-class Exact(_Builtin):
-    name = "exact"
+class _Plain(_Builtin):
+    """A built-in kind with no settings of its own (exact, contains, choice, numeric, json_valid)."""
 
-
-class Contains(_Builtin):
-    name = "contains"
-
-
-class Choice(_Builtin):
-    name = "choice"
-
-
-class Numeric(_Builtin):
-    name = "numeric"
-
-
-class JsonValid(_Builtin):
-    name = "json_valid"
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
 class Regex(_Builtin):
@@ -245,6 +233,6 @@ def scorer_kinds() -> tuple[str, ...]:
     return tuple(_KINDS)
 
 
-for _kind in (Exact(), Contains(), Regex(), Choice(), Numeric(), JsonValid(), JsonSchema(), F1(), Python(),
-              CodeExec(), LlmJudge()):
+for _kind in (_Plain("exact"), _Plain("contains"), Regex(), _Plain("choice"), _Plain("numeric"), _Plain("json_valid"),
+              JsonSchema(), F1(), Python(), CodeExec(), LlmJudge()):
     register(_kind)

@@ -509,9 +509,9 @@ class Runner:
                         sc = scorer.score(comp.text, case, SCORE_ON_LOOP_S)
                     except Exception as e:  # slow, or no verdict at all: off the hot path
                         sc = await self._score_after(e, comp.text, case)
-                self.emit(CallFinished(self._answered(
+                self.emit(CallFinished(self._result(
                     lane, case, trial, verdict.answered(sc, comp.text, comp.finish_reason, case.language,
-                                                        judged=judged is not None),
+                                                        judged is not None),
                     comp, attempt, ta, t0, now, started_wall, in_tok, out_tok), now))
                 if judged is not None:
                     self._enqueue(JudgeJob(mkey, self._model_index[mkey], case, trial, comp.text, comp.finish_reason,
@@ -563,35 +563,36 @@ class Runner:
         judge_error, never a 0)."""
         case = job.case
         v = verdict.from_judge(job.scorer, comp.text, job.output, job.finish_reason, case.language)
-        r = self._answered(lane, case, judge_trial(job.model_index, job.trial, self.plan.trials), v, comp, attempt,
-                           ta, t0, now, started_wall, in_tok, out_tok)
+        r = self._result(lane, case, judge_trial(job.model_index, job.trial, self.plan.trials), v, comp, attempt, ta,
+                         t0, now, started_wall, in_tok, out_tok)
         self.emit(JudgeFinished(r, job.model_key, case.id, job.trial, now))
 
-    def _answered(self, lane: _ModelLane, case: Case, trial: int, v: verdict.Verdict, comp: Completion,
-                  attempt: int, ta: float, t0: float, now: float, started_wall: float, in_tok: int,
-                  out_tok: int) -> CallResult:
-        """The result of a call that was answered: its verdict, the answer (a sealed case's only as a digest) and
-        its times (HTTP providers time the wire themselves, connecting left out)."""
-        text = comp.text
-        wire_s, ttft, connect_s = comp.latency_s, comp.ttft_s, comp.connect_s
-        return self._result(
-            lane, case, trial, v, sealed_output(text) if case.sealed and not self._keep_sealed else text, attempt,
-            wire_s * 1000.0 if wire_s is not None else (now - ta) * 1000.0, t0, now,
-            ttft * 1000.0 if ttft is not None else None, in_tok, out_tok, comp.finish_reason, comp.tokens_estimated,
-            started_wall, connect_s * 1000.0 if connect_s is not None else None)
-
-    def _result(self, lane: _ModelLane, case: Case, trial: int, v: verdict.Verdict, output: str | None,
-                attempts: int, latency_ms: float | None, t0: float, now: float, ttft_ms: float | None, in_tok: int,
-                out_tok: int, finish_reason: str | None, tokens_estimated: bool, started_wall: float,
-                connect_ms: float | None, http_status: int | None = None) -> CallResult:
-        """The one CallResult builder, for every way a call ends. Positional on the hot path: keyword arguments
-        cost 2.5 µs more per CallResult."""
+    def _result(self, lane: _ModelLane, case: Case, trial: int, v: verdict.Verdict, comp: Completion | None,
+                attempts: int, ta: float, t0: float, now: float, started_wall: float, in_tok: int, out_tok: int,
+                latency_ms: float | None = None, connect_ms: float | None = None,
+                http_status: int | None = None) -> CallResult:
+        """The one CallResult builder, for every way a call ends: with an answer `comp` (its output, a sealed case's
+        only as a digest, and its times: HTTP providers time the wire themselves, connecting left out), or without
+        one (the last attempt's `latency_ms` and `connect_ms`). Positional on the hot path: keyword arguments cost
+        2.5 µs more per CallResult."""
         msg = v.error_message
         detail = v.detail
+        if comp is None:
+            output: str | None = None
+            ttft_ms: float | None = None
+            finish_reason: str | None = None
+            estimated = False
+        else:
+            output = sealed_output(comp.text) if case.sealed and not self._keep_sealed else comp.text
+            wire_s, ttft, connect_s = comp.latency_s, comp.ttft_s, comp.connect_s
+            latency_ms = wire_s * 1000.0 if wire_s is not None else (now - ta) * 1000.0
+            ttft_ms = ttft * 1000.0 if ttft is not None else None
+            connect_ms = connect_s * 1000.0 if connect_s is not None else None
+            finish_reason, estimated = comp.finish_reason, comp.tokens_estimated
         return CallResult(
             lane.key, case.id, trial, v.status, output, v.score, v.passed, v.error_class,
             None if msg is None else self._message(case, msg), attempts, latency_ms, (now - t0) * 1000.0, ttft_ms,
-            in_tok, out_tok, lane.model.cost(in_tok, out_tok), finish_reason, tokens_estimated, started_wall,
+            in_tok, out_tok, lane.model.cost(in_tok, out_tok), finish_reason, estimated, started_wall,
             started_wall + (now - t0), connect_ms, v.failure_mode,
             None if detail is None else self._message(case, detail), http_status)
 
@@ -629,8 +630,8 @@ class Runner:
     def _errored(self, lane: _ModelLane, case: Case, trial: int, err_class: ErrorClass, msg: str, attempts: int,
                  latency: float | None, t0: float, now: float, started_wall: float, in_tok: int,
                  out_tok: int, connect_ms: float | None, http_status: int | None = None) -> CallResult:
-        return self._result(lane, case, trial, verdict.ended(err_class, msg), None, attempts, latency, t0, now, None,
-                            in_tok, out_tok, None, False, started_wall, connect_ms, http_status)
+        return self._result(lane, case, trial, verdict.ended(err_class, msg), None, attempts, now, t0, now,
+                            started_wall, in_tok, out_tok, latency, connect_ms, http_status)
 
 
 def _attempt_times(e: ProviderError, ta: float) -> tuple[float, float | None]:

@@ -7,7 +7,7 @@ the scorer's detail) is decided here, once, so the console, the store and the re
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from arenatui.engine.events import ErrorClass, Status
 from arenatui.scoring.failure_modes import classify
@@ -35,9 +35,15 @@ AWAITING_JUDGE = Verdict("unscored", None, False, None, None, "awaiting_judge")
 """An llm_judge case in its sample: its judge's JudgeFinished will score it."""
 
 
+PASSED = Verdict("passed", 1.0, True, None, None, "none")
+"""The common verdict, built once: a full score with nothing to add (the engine's hot path)."""
+
+
 def scored(sc: Score, output: str, finish_reason: str | None, language: str | None) -> Verdict:
     """A scorer's verdict on an answer."""
     if sc.passed:
+        if sc.detail is None and sc.value == 1.0:
+            return PASSED
         return Verdict("passed", sc.value, True, None, None, "none", sc.detail)
     return Verdict("failed", sc.value, False, None, None,
                    classify(passed=False, output=output, finish_reason=finish_reason,
@@ -49,16 +55,15 @@ def unscorable(why: str) -> Verdict:
     return Verdict("errored", None, False, "scoring_error", why, "scoring_error")
 
 
-def answered(sc: Score | str | None, output: str, finish_reason: str | None, language: str | None, *,
-             judged: bool = False) -> Verdict:
+def answered(sc: Score | str | None, output: str, finish_reason: str | None, language: str | None,
+             judged: bool) -> Verdict:
     """The verdict on an answer: `sc` a Score, a message saying why there is none, or None for an llm_judge case
     (`judged`: in its judge's sample)."""
     if sc is None:
         return AWAITING_JUDGE if judged else UNJUDGED
     if type(sc) is str:
         return unscorable(sc)
-    assert not isinstance(sc, str)
-    return scored(sc, output, finish_reason, language)
+    return scored(cast("Score", sc), output, finish_reason, language)
 
 
 def from_judge(cfg: ScorerConfig, answer: str, candidate_output: str, candidate_finish: str | None,

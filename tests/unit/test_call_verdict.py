@@ -10,20 +10,20 @@ JUDGE = ScorerConfig(name="q", kind="llm_judge", judge="g", rubric="Rate {output
 
 
 def test_an_answer_scored_passed_or_failed_with_its_failure_mode_and_detail() -> None:
-    ok = verdict.answered(Score(1.0, True, False, "matched"), "yes", "stop", None)
+    ok = verdict.answered(Score(1.0, True, False, "matched"), "yes", "stop", None, False)
     assert ok == verdict.Verdict("passed", 1.0, True, None, None, "none", "matched")
-    cut = verdict.answered(Score(0.0, False), "the answer is", "length", None)
+    cut = verdict.answered(Score(0.0, False), "the answer is", "length", None, False)
     assert (cut.status, cut.passed, cut.failure_mode) == ("failed", False, "truncated")
-    bad = verdict.answered(Score(0.0, False, True, "not JSON"), "{", "stop", None)
+    bad = verdict.answered(Score(0.0, False, True, "not JSON"), "{", "stop", None, False)
     assert (bad.failure_mode, bad.detail) == ("invalid_format", "not JSON")
 
 
 def test_no_verdict_is_an_error_never_a_zero_and_a_judged_case_waits() -> None:
-    v = verdict.answered("scorer 'x' raised KeyError", "out", "stop", None)
+    v = verdict.answered("scorer 'x' raised KeyError", "out", "stop", None, False)
     assert (v.status, v.score, v.error_class, v.failure_mode) == ("errored", None, "scoring_error", "scoring_error")
-    assert verdict.answered(None, "out", "stop", None, judged=True).failure_mode == "awaiting_judge"
-    assert verdict.answered(None, "out", "stop", None).failure_mode == "unjudged"
-    assert verdict.answered(None, "out", "stop", None).status == "unscored"
+    assert verdict.answered(None, "out", "stop", None, True).failure_mode == "awaiting_judge"
+    assert verdict.answered(None, "out", "stop", None, False).failure_mode == "unjudged"
+    assert verdict.answered(None, "out", "stop", None, False).status == "unscored"
 
 
 def test_a_judges_reading_and_an_unreadable_one() -> None:
@@ -33,6 +33,11 @@ def test_a_judges_reading_and_an_unreadable_one() -> None:
     assert (low.status, low.passed) == ("failed", False) and low.failure_mode != "none"
     bad = verdict.from_judge(JUDGE, "I cannot say", "candidate text", "stop", None)
     assert (bad.status, bad.error_class, bad.failure_mode, bad.score) == ("errored", "judge_error", "judge_error", None)
+
+
+def test_a_full_score_is_the_shared_passed_verdict() -> None:
+    assert verdict.answered(Score(1.0, True), "yes", "stop", None, False) is verdict.PASSED
+    assert verdict.Verdict("passed", 1.0, True, None, None, "none", None) == verdict.PASSED
 
 
 def test_a_call_without_an_answer() -> None:

@@ -711,6 +711,8 @@ def _bounded(n: int) -> int:
 
 def _calls_to_make(plan: Plan) -> int:
     """The plan's calls not yet stored, counted exactly (`done` may hold keys of cases a filter left out)."""
+    if plan.shard is not None:  # a shard's calls are those its hash gives it: count them
+        return sum(1 for m in plan.models for _ in plan.pending(m.key))
     case_ids = {c.id for c in plan.cases}
     n = 0
     for m in plan.models:

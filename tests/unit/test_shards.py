@@ -188,7 +188,7 @@ def test_merge_refuses_a_running_shard_and_a_missing_run(tmp_path: Path) -> None
 def test_merge_refuses_different_shard_counts(tmp_path: Path) -> None:
     (a,) = _shard_dbs(tmp_path, 2, only=range(0, 1))
     (b,) = _shard_dbs(tmp_path, 3, only=range(1, 2), prefix="t")
-    with pytest.raises(PlanError, match="holds shard 1/3 but .* holds shards of 2; a run's shards share one N"):
+    with pytest.raises(PlanError, match=r"holds shard 1/3 but .* holds shards of 2; a run's shards share one N"):
         merge(tmp_path / "out.db", [a, b])
 
 

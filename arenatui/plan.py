@@ -63,12 +63,17 @@ def parse_shard(value: str, where: str = "--shard") -> Shard:
     return Shard(index, count)
 
 
-def in_shard(seed: int, model_key: str, case_id: str, trial: int, shard: Shard) -> bool:
-    """Whether a sweep's call falls to `shard`: its stable index (BLAKE2b of the run's seed, model, case and trial)
-    modulo the shard count. Stable: the same in every process and on every machine, whatever the call order, the
-    filters or the other models, so N shards of one seed cover the run's calls exactly once between them."""
+def shard_of(seed: int, model_key: str, case_id: str, trial: int, count: int) -> int:
+    """The shard a sweep's call falls to: its stable index (BLAKE2b of the run's seed, model, case and trial) modulo
+    the shard count. Stable: the same in every process and on every machine, whatever the call order, the filters
+    or the other models, so N shards of one seed cover the run's calls exactly once between them."""
     digest = hashlib.blake2b(f"{seed}|{model_key}|{case_id}|{trial}".encode(), digest_size=8, person=b"arena-shard")
-    return int.from_bytes(digest.digest(), "little") % shard.count == shard.index
+    return int.from_bytes(digest.digest(), "little") % count
+
+
+def in_shard(seed: int, model_key: str, case_id: str, trial: int, shard: Shard) -> bool:
+    """Whether a sweep's call falls to `shard` (`shard_of`)."""
+    return shard_of(seed, model_key, case_id, trial, shard.count) == shard.index
 
 
 def judge_lane(judge_key: str) -> str:

@@ -98,7 +98,9 @@ def test_sharded_load_machines_start_on_the_barrier_and_merge_exactly(tmp_path: 
     base = time.time() + 3.0  # the value a runner would hand every machine alike
     common = ["load", "-p", str(proj), "-m", "b", "--rate", "80", "--duration", "1s", "--arrival", "poisson",
               "--seed", "4", "--run-id", "load-1", "-q", "--start-in", "0.5s", "--start-base", f"{base:.6f}"]
-    _machines([[*common, "--shard", f"{k}/{N}", "--db", str(db)] for k, db in enumerate(shards)], arena_home)
+    # machine 0 splits its share over two processes of its own: the shares stay the same
+    _machines([[*common, "--shard", f"{k}/{N}", "--db", str(db), *(["--processes", "2"] if k == 0 else [])]
+               for k, db in enumerate(shards)], arena_home)
     whole = tmp_path / "whole-load.db"
     assert main(["load", "-p", str(proj), "-m", "b", "--rate", "80", "--duration", "1s", "--arrival", "poisson",
                  "--seed", "4", "--db", str(whole), "-q"]) == 0

@@ -193,6 +193,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed), markup=False)
         stored = sum(len(keys) for keys in store.done_keys(sweep.run_id).values())
         mine = plan.shard_total()
+        if plan.shard is not None:
+            out.print(f"Shard {plan.shard}: {mine} of those calls; `arena merge` joins the shards' databases",
+                      markup=False)
         if stored < mine:
             out.print(f"Stored: {stored} of {mine} calls" + (f" (shard {plan.shard})" if plan.shard else ""),
                       markup=False)

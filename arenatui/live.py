@@ -316,7 +316,11 @@ class LiveMetrics:
                                  for c in self.case_ids])
             planned_rows = [sum(queued[i * n_cases:(i + 1) * n_cases]) for i in range(len(self.model_keys))]
         for _key, judged, per_case in judges:
-            row = array("I", [per_case if c in judged else 0 for c in self.case_ids])
+            if mine is not None:  # a shard's judge calls follow its candidates' calls
+                row = array("I", [sum(queued[i * n_cases + j] for i in range(len(self.model_keys))) if c in judged
+                                  else 0 for j, c in enumerate(self.case_ids)])
+            else:
+                row = array("I", [per_case if c in judged else 0 for c in self.case_ids])
             queued.extend(row)
             planned_rows.append(sum(row))
         n_cells = len(queued)

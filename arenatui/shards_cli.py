@@ -126,9 +126,10 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
     t0 = time.monotonic()
     merged = merge(args.out, args.inputs, args.run)
-    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
-    out = Console(highlight=False, width=width)
-    err = Console(stderr=True, highlight=False, width=width)
+    from arenatui.cli import _width
+
+    out = Console(highlight=False, width=_width(sys.stdout))
+    err = Console(stderr=True, highlight=False, width=_width(sys.stderr))
     _print_merged(out, err, merged, Path(args.out), time.monotonic() - t0, figures=not args.quiet)
     return 0
 

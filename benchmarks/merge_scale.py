@@ -7,9 +7,10 @@ each holding the calls its `--shard K/N` would make (plan.shard_of) plus the run
 as `arena merge` in a child process, so its wall time and peak RSS are the command's own. Memory must not grow with
 the data: merge_rss_ratio divides the peak RSS of merging all shards by that of merging one (a tenth of the rows);
 near 1 means constant memory (rows stream inside SQLite: ATTACH + INSERT ... SELECT). Targets on 2 cores:
-merge_s < 60, merge_rss_ratio < 1.3. Then, unless --no-read, benchmarks/results_scale.py reads the merged run
-(leaderboard, compare, all pairs, its peak RSS) and its figures are printed prefixed `merged_`: a merged run reads
-like any other. Prints one JSON line per figure (DESIGN.md, Benchmarks).
+merge_s < 60, merge_rss_ratio < 1.3. Then, unless --no-read, benchmarks/results_scale.py (leaderboard, compare,
+all pairs, peak RSS) and benchmarks/results_view.py (`arena browse`: time to the leaderboard, the UI loop's
+stalls) read the merged run, their figures printed prefixed `merged_`: a merged run reads like any other.
+Prints one JSON line per figure (DESIGN.md, Benchmarks).
 """
 
 from __future__ import annotations
@@ -112,13 +113,13 @@ def main() -> None:
                     ("merge_s", all_s, "s"), ("merge_calls_per_s", calls / all_s, "calls/s"),
                     ("merge_peak_rss_mb", all_rss, "MB"), ("merge_one_shard_peak_rss_mb", one_rss, "MB"),
                     ("merge_one_shard_s", one_s, "s"), ("merge_rss_ratio", all_rss / one_rss, "ratio")]
-        if not a.no_read:
-            read = subprocess.run([sys.executable, str(Path(__file__).parent / "results_scale.py"), "--db",
-                                   str(tmp / "merged.db"), "--repeat", "1"], capture_output=True, text=True,
-                                  check=True)
-            for line in read.stdout.splitlines():
-                f = json.loads(line)
-                figures.append((f"merged_{f['name']}", float(f["value"]), f["unit"]))
+        if not a.no_read:  # report/compare (results_scale.py), then browse (results_view.py), on the merged run
+            for script, extra in (("results_scale.py", ["--repeat", "1"]), ("results_view.py", [])):
+                read = subprocess.run([sys.executable, str(Path(__file__).parent / script), "--db",
+                                       str(tmp / "merged.db"), *extra], capture_output=True, text=True, check=True)
+                for line in read.stdout.splitlines():
+                    f = json.loads(line)
+                    figures.append((f"merged_{f['name']}", float(f["value"]), f["unit"]))
     for name, value, unit in figures:
         print(json.dumps({"name": name, "value": round(value, 4), "unit": unit}))
 

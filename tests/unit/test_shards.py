@@ -212,3 +212,26 @@ def test_bad_shard_flags_exit_2_with_one_paragraph(tmp_path: Path, capsys: pytes
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert expected in " ".join(err.split()) and "Traceback" not in err
+
+
+def test_a_judged_sweep_merges_its_judgments_call_for_call(tmp_path: Path) -> None:
+    import tomllib
+
+    raw = tomllib.loads((Path(__file__).resolve().parents[2] / "sample_configs" / "judged.toml").read_text())
+    for m in raw["models"]:
+        m["sim"].update(base_latency_s=0.0, per_token_s=0.0)
+        for timing_dependent in ("serial", "rpm"):  # a call's attempts would hang on the machine's speed
+            m["sim"].pop(timing_dependent, None)
+    proj = tmp_path / "judged.toml"
+    proj.write_text(tomli_w.dumps(raw), encoding="utf-8")
+    dbs = _shard_dbs(tmp_path, 2, proj=proj)
+    whole = tmp_path / "whole.db"
+    assert main(["evaluate", "-p", str(proj), "--run-id", "r", "--db", str(whole), "-q", "--no-report"]) == 0
+    merge(tmp_path / "out.db", dbs)
+    cols = "model_key, case_id, trial, judge_key, status, score, output, attempts, input_tokens, output_tokens, cost"
+    query = f"SELECT {cols} FROM judgments WHERE run_id = 'r' ORDER BY model_key, case_id, trial"
+    with Store(tmp_path / "out.db") as merged, Store(whole) as one:
+        judged = merged.conn.execute(query).fetchall()
+        assert judged and judged == one.conn.execute(query).fetchall()
+        scored = "SELECT model_key, case_id, trial, status, score FROM results ORDER BY 1, 2, 3"
+        assert merged.conn.execute(scored).fetchall() == one.conn.execute(scored).fetchall()

@@ -5,9 +5,9 @@ concurrency changes, tuner decisions, the shards' own rows): nothing is summaris
 of the merged run is recomputed from the raw rows and percentiles are exact. Rows move inside SQLite, never through
 Python objects, so memory stays flat however large the shards are (benchmarks/merge_scale.py): each input is
 ATTACHed and its rows appended to a temporary table (on disk), then one transaction writes them into the output
-in key order. The order matters: written shard after shard, a 1,000,000-call run's leaderboard (a walk of the
-results by model, case, trial) jumped between the shards' pages and took 31 s instead of about 2; and the one
-transaction means a refused or failed merge leaves nothing of the run behind.
+in key order, so a refused or failed merge leaves nothing of the run behind, and the file is laid out as a run made
+on one machine (measured: the leaderboard of a merged 1,000,000-call run read as fast as an unsharded one's, and as
+fast as one written shard after shard while the file sat in the page cache).
 
 Refused, with the difference named: shards whose plans differ (project, cases, filters, rates, the start barrier),
 shards of different shard counts, the same shard twice, the same call twice, and a shard still running. Other runs
@@ -263,9 +263,8 @@ def _check_segments(conn: sqlite3.Connection, against: str, run_id: str, inp: _I
 
 def _commit(conn: sqlite3.Connection, inputs: Sequence[_Input], run_id: str, *, new_run: bool,
             merged: Merged) -> None:
-    """Write the staged rows into the output in one transaction, each table in its key's order: a table scanned by
-    its key (a run's leaderboard walks results by model, case, trial) then reads its rows in file order, as in a
-    run made on one machine, rather than jumping between ten shards' worth of pages."""
+    """Write the staged rows into the output in one transaction, each table in its key's order (as a run made on
+    one machine lays them out: a walk of a run's results by model, case, trial reads the file in order)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         if new_run:

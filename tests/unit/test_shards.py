@@ -235,3 +235,15 @@ def test_a_judged_sweep_merges_its_judgments_call_for_call(tmp_path: Path) -> No
         assert judged and judged == one.conn.execute(query).fetchall()
         scored = "SELECT model_key, case_id, trial, status, score FROM results ORDER BY 1, 2, 3"
         assert merged.conn.execute(scored).fetchall() == one.conn.execute(scored).fetchall()
+
+
+def test_resuming_a_merged_sweep_makes_the_missing_shards_calls(tmp_path: Path) -> None:
+    dbs = _shard_dbs(tmp_path, 3, only=range(0, 2))
+    out = tmp_path / "out.db"
+    merge(out, dbs)
+    with Store(out) as store:
+        before = store.count_results("r")
+        assert before < 24
+    assert main(["evaluate", "--resume", "r", "--db", str(out), "-q", "--no-report"]) == 0
+    with Store(out) as store:
+        assert store.count_results("r") == 24

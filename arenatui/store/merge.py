@@ -50,7 +50,9 @@ class _Input:
     """As `Store.get_run` tells it (a dead holder's 'running' is 'interrupted')."""
     shards: tuple[tuple[int, int], ...]
     """(shard, shard count) rows it holds of the run; () for an unsharded database."""
-    cases: Any
+    cases: str | None
+    """The digest of the run's case set (what plans compare: the cases themselves are read only to name a
+    difference)."""
 
 
 @dataclass(slots=True)
@@ -132,7 +134,12 @@ def _read_input(path: Path, run: str | None) -> tuple[_Input | None, list[str]]:
         store.conn.row_factory = None
         shards = tuple(store.conn.execute("SELECT shard, shards FROM run_shards WHERE run_id = ? ORDER BY shard",
                                           (run,)).fetchall())
-        return _Input(path, dict(row), rec.status, shards, rec.config.get("cases")), ids
+        return _Input(path, dict(row), rec.status, shards, row["case_set"]), ids
+
+
+def _cases(inp: _Input) -> Any:
+    with Store(inp.path) as store:
+        return store.get_run(str(inp.run["run_id"])).config.get("cases")
 
 
 def _choose_run(inputs: Sequence[Path], run: str | None) -> str:
@@ -188,7 +195,10 @@ def _check(reference: _Input, inputs: Sequence[_Input], have: dict[int, int]) ->
             raise PlanError(f"arena merge: run {inp.run['run_id']} in {str(inp.path)!r} is still running; merge "
                             "it when it has ended (a shard's calls would be missing)")
         if inp is not reference:
-            diff = _first_difference(plan, _plan_of(inp), "plan", (repr(str(reference.path)), repr(str(inp.path))))
+            names = (repr(str(reference.path)), repr(str(inp.path)))
+            diff = _first_difference(plan, _plan_of(inp), "plan", names)
+            if diff and diff.startswith("plan.cases:"):  # name the first case that differs
+                diff = _first_difference(_cases(reference), _cases(inp), "plan.cases", names) or diff
             if diff:
                 raise PlanError(f"arena merge: the shards planned run {inp.run['run_id']} differently ({diff}); only "
                                 "shards of one plan merge. Start every shard with the same project, seed, filters and "

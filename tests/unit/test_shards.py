@@ -247,3 +247,12 @@ def test_resuming_a_merged_sweep_makes_the_missing_shards_calls(tmp_path: Path) 
     assert main(["evaluate", "--resume", "r", "--db", str(out), "-q", "--no-report"]) == 0
     with Store(out) as store:
         assert store.count_results("r") == 24
+
+
+def test_merge_names_the_first_case_that_differs(tmp_path: Path) -> None:
+    (a,) = _shard_dbs(tmp_path, 2, only=range(0, 1))
+    other = _project(tmp_path, name="other.toml")
+    other.write_text(other.read_text().replace('expected = "3"', 'expected = "three"'), encoding="utf-8")
+    (b,) = _shard_dbs(tmp_path, 2, proj=other, only=range(1, 2))
+    with pytest.raises(PlanError, match=r"plan\.cases\['q3'\]\.expected: \"3\" in '.*s0\.db', \"three\" in"):
+        merge(tmp_path / "out.db", [a, b])

@@ -10,8 +10,9 @@ kubectl apply -f pvc.yaml
 kubectl create configmap arena-project --from-file=arena.toml --from-file=cases.jsonl \
     --dry-run=client -o yaml | kubectl apply -f -
 envsubst '$RUN_ID $START_BASE' < shards-job.yaml | kubectl apply -f -
-kubectl wait --for=condition=complete --timeout=2h "job/arena-load-$RUN_ID" \
-    || echo "a shard failed: the merge names what is missing"
+# until the Job has ended either way (a failed shard ends it Failed: the merge then names what is missing)
+until kubectl get job "arena-load-$RUN_ID" -o jsonpath='{.status.conditions[*].type}' | grep -qE 'Complete|Failed'
+do sleep 10; done
 envsubst '$RUN_ID' < merge-job.yaml | kubectl apply -f -
 kubectl wait --for=condition=complete --timeout=30m "job/arena-merge-$RUN_ID"
 kubectl logs "job/arena-merge-$RUN_ID"

@@ -88,6 +88,7 @@ def test_the_kubernetes_indexed_job_barrier_and_merge_job(tmp_path: Path, arena_
         assert isinstance(doc, dict)
         return doc
 
+    assert subprocess.run(["sh", "-n", str(k8s / "run.sh")]).returncode == 0
     job = manifest("shards-job.yaml")
     spec = job["spec"]
     script, env = _container(job)

@@ -15,9 +15,15 @@ import ctypes.util
 import math
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from arenatui.errors import ArenaError
+
+if TYPE_CHECKING:
+    from arenatui.store.shards import ShardRecord
 
 MAX_WAIT_S = 7 * 24 * 3600.0
 """A start further ahead than a week is a typo (a wrong year, epoch milliseconds)."""
@@ -111,6 +117,33 @@ def clock_estimate() -> tuple[float | None, float | None, str]:
         return None, None, "unsynchronised (the kernel's clock is not disciplined by NTP)"
     unit = 1e-9 if tx.status & _STA_NANO else 1e-6
     return tx.offset * unit, tx.esterror * 1e-6, "kernel NTP discipline (adjtimex)"
+
+
+@dataclass(frozen=True, slots=True)
+class StartSkew:
+    """The shard of a run whose start may have been furthest from the barrier's instant on a true clock."""
+
+    shard: ShardRecord
+    skew_s: float
+    """Its lateness (first request sent after its scheduled time, by its own clock) plus its clock's offset
+    estimate and that estimate's error: an upper bound on how far from the instant it really started."""
+    unknown_clocks: int
+    """Shards on the barrier whose clock had no estimate: their skew is their lateness only."""
+    on_barrier: int
+
+
+def worst_start(shards: Sequence[ShardRecord]) -> StartSkew | None:
+    """The merged run's worst start skew, or None when no shard started on a barrier."""
+    timed = [s for s in shards if s.planned_start is not None and s.start_lag_s is not None]
+    if not timed:
+        return None
+
+    def skew(s: ShardRecord) -> float:
+        assert s.start_lag_s is not None
+        return abs(s.start_lag_s) + abs(s.clock_offset_s or 0.0) + (s.clock_error_s or 0.0)
+
+    worst = max(timed, key=skew)
+    return StartSkew(worst, skew(worst), sum(1 for s in timed if s.clock_offset_s is None), len(timed))
 
 
 def monotonic_at(instant: float) -> float:

@@ -82,20 +82,19 @@ def barrier_line(shard: Shard | None, start_at: float | None) -> str | None:
 
 def start_skew_line(shards: list[ShardRecord]) -> str | None:
     """The merged run's worst start: the shard whose start may have been furthest from the planned instant."""
-    from arenatui.barrier import format_instant
+    from arenatui.barrier import format_instant, worst_start
     from arenatui.load.report import ms
 
-    timed = [s for s in shards if s.skew_s is not None and s.planned_start is not None]
-    if not timed:
+    found = worst_start(shards)
+    if found is None:
         return None
-    worst = max(timed, key=lambda s: s.skew_s or 0.0)
-    assert worst.planned_start is not None and worst.start_lag_s is not None and worst.skew_s is not None
+    worst = found.shard
+    assert worst.planned_start is not None and worst.start_lag_s is not None
     clock = (f"clock offset {ms(abs(worst.clock_offset_s) * 1000)} ms ± {ms((worst.clock_error_s or 0) * 1000)} ms"
              if worst.clock_offset_s is not None else f"clock offset unknown: {worst.clock_source or 'not recorded'}")
-    unknown = sum(1 for s in timed if s.clock_offset_s is None)
-    caveat = f"; {unknown} of {len(timed)} shards' clocks had no offset estimate, so the skew counts only their " \
-             "lateness" if unknown else ""
-    return (f"Start barrier {format_instant(worst.planned_start)}: worst start skew {ms(worst.skew_s * 1000)} ms "
+    caveat = (f"; {found.unknown_clocks} of {found.on_barrier} shards' clocks had no offset estimate, so the skew "
+              "counts only their lateness") if found.unknown_clocks else ""
+    return (f"Start barrier {format_instant(worst.planned_start)}: worst start skew {ms(found.skew_s * 1000)} ms "
             f"(shard {worst.shard}/{worst.shards} on {worst.host}: first request {ms(worst.start_lag_s * 1000)} ms "
             f"late, {clock}){caveat}")
 

@@ -37,14 +37,6 @@ class ShardRecord:
     """The estimate's own error bound, None when unknown."""
     clock_source: str | None
 
-    @property
-    def skew_s(self) -> float | None:
-        """How far this shard's start may have been from the planned instant on a true clock: its lateness plus
-        its clock's offset and error (None when it started on no barrier or its clock is unknown)."""
-        if self.start_lag_s is None:
-            return None
-        return abs(self.start_lag_s) + abs(self.clock_offset_s or 0.0) + (self.clock_error_s or 0.0)
-
 
 def record_shard(store: Store, run_id: str, shard: int, shards: int, planned_start: float | None = None) -> None:
     store.conn.execute(

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import tomli_w
 
+from arenatui.barrier import worst_start
 from arenatui.cli import main
 from arenatui.load.figures import Samples, compute
 from arenatui.load.files import figures_dict
@@ -125,8 +126,8 @@ def test_sharded_load_machines_start_on_the_barrier_and_merge_exactly(tmp_path: 
     assert _flat(figures_dict(outcome.run)) == pytest.approx(_flat(figures_dict(compute(concatenated, windows))),
                                                              nan_ok=True)
     assert outcome.notes and "worst start skew" in outcome.notes[0]
-    worst = max(recorded, key=lambda s: s.skew_s or 0.0)
-    assert f"shard {worst.shard}/{N}" in outcome.notes[0]
+    worst = worst_start(recorded)
+    assert worst is not None and f"shard {worst.shard.shard}/{N}" in outcome.notes[0]
 
 
 def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, float]:

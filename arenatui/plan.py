@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import math
+from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -141,6 +142,8 @@ class Plan:
     awaiting: tuple[AwaitingJudge, ...] = ()
     """Answers stored unscored and awaiting their judge (resume): judged before anything else of their lane."""
     filters: Filters = field(default_factory=Filters)
+    """What the plan was narrowed by, its shard among them."""
+    _shard_cells: array[int] | None = field(default=None, repr=False)
 
     def judged_cases(self) -> dict[str, tuple[ScorerConfig, str]]:
         """Case id → (its llm_judge scorer, its judge lane), for the plan's cases that are judged."""
@@ -188,11 +191,20 @@ class Plan:
         shard = self.filters.shard
         return shard is None or in_shard(self.project.run.seed, model_key, case_id, trial, shard)
 
+    def shard_cells(self) -> array[int]:
+        """Per (model, case), models-major, the trials this process makes: every trial, or a shard's. A shard's are
+        counted once, one hash per call of the whole plan (a few µs each: seconds for a 1,000,000-call plan)."""
+        if self._shard_cells is None:
+            if self.shard is None:
+                self._shard_cells = array("I", [self.trials]) * (len(self.models) * len(self.cases))
+            else:
+                self._shard_cells = array("I", [sum(self.mine(m.key, c.id, t) for t in range(self.trials))
+                                                for m in self.models for c in self.cases])
+        return self._shard_cells
+
     def shard_total(self) -> int:
-        """The calls of the plan this process makes: all of them, or a shard's (one hash per call to count)."""
-        if self.shard is None:
-            return self.total
-        return sum(1 for m in self.models for c in self.cases for t in range(self.trials) if self.mine(m.key, c.id, t))
+        """The calls of the plan this process makes: all of them, or a shard's."""
+        return self.total if self.shard is None else sum(self.shard_cells())
 
     def describe(self) -> str:
         whole = (f"{len(self.models)} model{'s' if len(self.models) != 1 else ''} × {len(self.cases)} "

@@ -162,7 +162,7 @@ class Sweep:
         finally:
             store.close()
         self.live = LiveMetrics([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials,
-                                judges=judge_lanes(plan), mine=plan.mine if plan.shard is not None else None)
+                                judges=judge_lanes(plan), cells=plan.shard_cells() if plan.shard is not None else None)
         self.live.preload(stored, elapsed_s=stored_elapsed)
         self.writer = ResultWriter(self.db_path, self.run_id, retry_errored=opts.retry_errored)
         # Nobody reads live metrics in a quiet headless run; folding them costs ~10 us a call at zero latency.

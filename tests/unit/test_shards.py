@@ -63,7 +63,7 @@ def test_a_shard_plan_pends_only_its_calls_and_the_console_plans_only_those(tmp_
     assert sum(len(s) for s in mine) == len(set().union(*mine)) == plans[0].total == 2 * 6 * 2
     for p, s in zip(plans, mine, strict=True):
         assert p.shard_total() == len(s) == p.remaining
-        live = LiveMetrics([m.key for m in p.models], [c.id for c in p.cases], p.trials, mine=p.mine)
+        live = LiveMetrics([m.key for m in p.models], [c.id for c in p.cases], p.trials, cells=p.shard_cells())
         assert live.planned == len(s)
     assert make_plan(project).shard_total() == 24
 

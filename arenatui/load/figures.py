@@ -286,6 +286,8 @@ class LoadOutcome:
     segments: list[Figures]
     saturation: Figures | None
     warnings: list[str]
+    notes: list[str] = field(default_factory=list)
+    """What a reader should know beside the figures (a merged run's worst start skew)."""
 
 
 def mark_saturation(figs: Iterable[Figures]) -> Figures | None:

@@ -23,6 +23,8 @@ def print_outcome(out: Console, err: Console, outcome: LoadOutcome) -> None:
         s = outcome.saturation
         out.print(f"Saturation: offered {s.offered_rate:.2f}/s achieved only {s.achieved_rate:.2f}/s (segment "
                   f"{s.segment}, rate {s.target_rate:g}/s)", markup=False)
+    for note in outcome.notes:
+        out.print(note, markup=False, soft_wrap=True)
     for w in outcome.warnings:
         err.print(f"warning: {w}", markup=False, style="bold yellow")
 

@@ -60,4 +60,9 @@ def stored_outcome_of(db: Path | str, rec: RunRecord) -> LoadOutcome:
     run = compute(samples, windows, slo)
     segs = per_segment(samples, windows, slo)
     sat = mark_saturation(segs) if len(segs) > 1 else None
-    return LoadOutcome(cast(RunStatus, rec.status), run, segs, sat, list(run.warnings))
+    from arenatui.shards_cli import start_skew_line
+    from arenatui.store.shards import run_shards
+
+    with Store(db) as store:
+        skew = start_skew_line(run_shards(store, rec.run_id))
+    return LoadOutcome(cast(RunStatus, rec.status), run, segs, sat, list(run.warnings), [skew] if skew else [])

@@ -107,10 +107,10 @@ def test_a_toy_provider_and_scorer_kind_run_a_sweep(registered: None, tmp_path: 
 def test_unknown_names_are_still_bad_input_with_a_hint(registered: None, tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["evaluate", "--project", str(_project(tmp_path, provider="shuot")), "--quiet"]) == 2
-    err = capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())  # the paragraph wraps at the terminal's width
     assert "provider" in err and "did you mean 'shout'" in err and "Traceback" not in err
     assert main(["evaluate", "--project", str(_project(tmp_path, kind="lound")), "--quiet"]) == 2
-    err = capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())
     assert "kind" in err and "did you mean 'loud'" in err
 
 

@@ -151,13 +151,14 @@ class SleepyProvider:
 
 def runner(plan: Plan | Project, providers: dict[str, Any], *, rec: Recorder | None = None,
            policy: RetryPolicy | None = None, concurrency: int | None = None, seed: int = 0,
-           timeout_s: float | None = None) -> tuple[Runner, Recorder]:
+           timeout_s: float | None = None, sinks: Sequence[Callable[[Event], None]] = ()) -> tuple[Runner, Recorder]:
+    """A Runner whose events go to a Recorder, then to `sinks` (what a test watches), in that order."""
     import random
 
     if not isinstance(plan, Plan):
         plan = make_plan(plan)
     rec = rec or Recorder()
-    r = Runner(plan, providers, sinks=[rec], policy=policy, concurrency=concurrency, rng=random.Random(seed),
+    r = Runner(plan, providers, sinks=[rec, *sinks], policy=policy, concurrency=concurrency, rng=random.Random(seed),
                timeout_s=timeout_s)
     return r, rec
 

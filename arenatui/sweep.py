@@ -11,7 +11,7 @@ import gc
 import shlex
 import signal
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,8 @@ def stop_signals() -> tuple[signal.Signals, ...]:
 
 @dataclass(frozen=True, slots=True)
 class SweepOptions:
-    project: str | Path | None = None
+    project: str | Path | Project | None = None
+    """A project file (or directory holding arena.toml), or a Project already validated (arenatui.api)."""
     filters: Filters = field(default_factory=Filters)
     db: str | Path | None = None
     resume: str | None = None
@@ -54,6 +55,9 @@ class SweepOptions:
     """With resume: run again the calls that ended errored (rate-limited, timed out ...), not only cancelled ones."""
     tune: bool = False
     """Start with the auto-tuner on (arenatui.tuning)."""
+    solvers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    """Python models' solver factories given from Python, by model key (arenatui.api): a resumed run gets them back
+    from here, since a function is stored only by its name."""
 
 
 def _with_seed(project: Project, seed: int | None) -> Project:
@@ -112,7 +116,8 @@ class Sweep:
             if opts.project is None:
                 raise ArenaError("no project: pass --project FILE (or a directory holding arena.toml), or "
                                  "--resume RUN_ID|last")
-            fresh = make_plan(_with_seed(load_project(opts.project), opts.seed), opts.filters)
+            project = opts.project if isinstance(opts.project, Project) else load_project(opts.project)
+            fresh = make_plan(_with_seed(project, opts.seed), opts.filters)
         store = Store(self.db_path)
         try:
             stored: list[tuple[Any, ...]] = []
@@ -120,7 +125,8 @@ class Sweep:
             if fresh is None:
                 assert opts.resume is not None
                 rec = store.get_run(opts.resume)
-                project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"))
+                project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"),
+                                            opts.solvers or None)
                 self.filters = Filters.from_dict(rec.filters)
                 self.run_id = rec.run_id
                 self.plan = make_plan(project, self.filters,
@@ -154,6 +160,10 @@ class Sweep:
             else:
                 self.run_id = store.create_run(self.project.name, str(self.project.path), project_to_dict(self.project),
                                                self.filters.to_dict(), self.plan.total)
+            for p in self.providers.values():  # a python solver's TrialContext carries the run id
+                bind = getattr(p, "bind_run", None)
+                if bind is not None:
+                    bind(self.run_id)
         finally:
             store.close()
         self.live = LiveMetrics([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials,

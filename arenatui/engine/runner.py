@@ -56,7 +56,7 @@ from arenatui.engine.events import (
 )
 from arenatui.engine.retry import RetryPolicy
 from arenatui.engine.sealed import MIN_RUN, SealedScrubber
-from arenatui.errors import ProviderError, RateLimited, TerminalError
+from arenatui.errors import ArenaError, ProviderError, RateLimited, TerminalError
 from arenatui.limits import MAX_CONCURRENCY
 from arenatui.plan import Plan, judge_trial
 from arenatui.providers.base import JudgeTask, Provider, Request, build_messages, estimate_tokens
@@ -458,6 +458,7 @@ class Runner:
             started_wall, t0, attempt, in_tok, out_tok = p.started_wall, p.t0, p.attempt, p.in_tok, p.out_tok
             err_class, err_msg, latency, connect_ms = p.err_class, p.err_msg, p.latency, p.connect_ms
         http_status: int | None = None
+        err_detail: str | None = None
         try:
             if lane.rpm is not None:
                 await lane.rpm.acquire()
@@ -496,11 +497,13 @@ class Runner:
                 out_tok += getattr(e, "output_tokens", 0)
             except ProviderError as e:
                 latency, connect_ms = _attempt_times(e, ta)
-                err_class = "terminal" if isinstance(e, TerminalError) else "transient"
+                # a terminal error's class is its own: 'terminal', or 'solver_error' (its traceback kept as detail)
+                err_class = e.error_class if isinstance(e, TerminalError) else "transient"  # type: ignore[assignment]
                 err_msg, http_status = e.message, e.http_status
+                err_detail = getattr(e, "detail", None)
                 in_tok += getattr(e, "input_tokens", 0)
                 out_tok += getattr(e, "output_tokens", 0)
-            except anyio.get_cancelled_exc_class():
+            except (anyio.get_cancelled_exc_class(), ArenaError):  # ArenaError: a misuse that must stop the run
                 raise
             except Exception as e:  # a provider bug must not take the sweep down: record it, never retry
                 latency, connect_ms = (time.monotonic() - ta) * 1000.0, None
@@ -560,7 +563,7 @@ class Runner:
                     wire_s * 1000.0 if wire_s is not None else (now - ta) * 1000.0,  # latency_ms
                     (now - t0) * 1000.0,  # total_ms
                     ttft * 1000.0 if ttft is not None else None,  # ttft_ms
-                    in_tok, out_tok, model.cost(in_tok, out_tok),  # input_tokens, output_tokens, cost
+                    in_tok, out_tok, model.cost(in_tok, out_tok) + (comp.cost or 0.0),  # tokens, cost
                     comp.finish_reason, comp.tokens_estimated,
                     started_wall, started_wall + (now - t0),  # started_at, finished_at (epoch)
                     connect_s * 1000.0 if connect_s is not None else None,  # connect_ms
@@ -571,7 +574,7 @@ class Runner:
                                             judged[0]), judged[1])
                 return
             # the attempt failed: retry (parked until due, holding no worker) or record
-            if err_class != "terminal" and attempt < policy.max_attempts:
+            if err_class in _RETRIED and attempt < policy.max_attempts:
                 delay = policy.delay(attempt, retry_after, self._rng)
                 elapsed = time.monotonic() - t0
                 if elapsed + delay <= policy.budget_s:
@@ -593,8 +596,11 @@ class Runner:
                                              t0, now, started_wall, in_tok, out_tok, connect_ms), job, now)
             raise
         now = time.monotonic()
-        self._finish(lane, self._errored(lane, case, trial, err_class, err_msg, attempt, latency, t0, now,
-                                         started_wall, in_tok, out_tok, connect_ms, http_status), job, now)
+        r = self._errored(lane, case, trial, err_class, err_msg, attempt, latency, t0, now, started_wall, in_tok,
+                          out_tok, connect_ms, http_status)
+        if err_detail is not None:
+            r = r._replace(score_detail=self._message(case, err_detail))
+        self._finish(lane, r, job, now)
 
     def _judge_messages(self, judge: ModelConfig, job: _JudgeJob) -> tuple[dict[str, str], ...]:
         """The judge's request: the rubric filled in, after the judge model's own system prompt if it has one (the
@@ -694,6 +700,10 @@ class Runner:
             tokens_estimated=False, started_at=started_wall, finished_at=started_wall + (now - t0),
             connect_ms=connect_ms, failure_mode=err_class, http_status=http_status,
         )
+
+
+_RETRIED = frozenset(("rate_limited", "transient", "timeout"))
+"""Error classes a later attempt may not repeat: terminal ones ('terminal', 'solver_error') never sleep."""
 
 
 def _attempt_times(e: ProviderError, ta: float) -> tuple[float, float | None]:

@@ -169,7 +169,8 @@ def run_plan(record: RunRecord) -> RunPlan:
     from arenatui.config import project_from_dict
     from arenatui.plan import Filters, judged_case_ids, make_plan
 
-    project = project_from_dict(record.config, Path(record.project_path or f"run {record.run_id}"))
+    project = project_from_dict(record.config, Path(record.project_path or f"run {record.run_id}"),
+                                resolve_solvers=False)
     plan = make_plan(project, Filters.from_dict(record.filters))
     cases = tuple(
         CaseInfo(c.id, c.stratum, tuple(c.tags), c.sealed, "" if c.sealed else c.prompt_text(),

@@ -125,6 +125,9 @@ class _ModelLane:
     """Heap of (due time, sequence, call) backing off: they hold no worker until due."""
     jobs: deque[_JudgeJob] | None = None
     """A judge lane's answers to judge, in the order they came (None for a model's own lane)."""
+    deferred: deque[tuple[Case, int]] = field(default_factory=deque)
+    """Calls taken from `calls` while their case had max_concurrency_per_case trials under way: they go first
+    once it has room."""
 
 
 def sealed_output(text: str) -> str:
@@ -186,6 +189,9 @@ class Runner:
                 at_provider=at_provider.setdefault(m.key, [0]),
             ))
         self._by_key = {lane.key: lane for lane in self._lanes}
+        self._per_case = run.max_concurrency_per_case
+        self._case_busy: dict[tuple[str, str], int] = {}
+        """(lane, case id) -> trials under way, from first attempt to final end (backing off included)."""
         self._model_index = {m.key: i for i, m in enumerate(plan.models)}
         self._judged = plan.judged_cases()
         """Case id → (its llm_judge scorer, its judge lane) for the cases that are judged."""
@@ -376,14 +382,48 @@ class Runner:
                 return lane, job.case, judge_trial(job.model_index, job.trial, self.plan.trials), None, job
             if lane.exhausted:
                 continue
-            item = next(lane.calls, None)
+            item = next(lane.calls, None) if self._per_case is None else self._next_for_case(lane)
             if item is None:
-                lane.exhausted = True
+                lane.exhausted = self._per_case is None or not lane.deferred
                 continue
             self._unstarted -= 1
             self._rr = idx + 1
             return lane, item[0], item[1], None, None
         return None
+
+    def _next_for_case(self, lane: _ModelLane) -> tuple[Case, int] | None:
+        """The lane's next call whose case has room under max_concurrency_per_case (counted as under way), or None;
+        calls passed over wait in the lane's `deferred`, ahead of new ones."""
+        limit = self._per_case
+        assert limit is not None
+        busy = self._case_busy
+        item: tuple[Case, int] | None = None
+        for i, (case, trial) in enumerate(lane.deferred):
+            if busy.get((lane.key, case.id), 0) < limit:
+                item = (case, trial)
+                del lane.deferred[i]
+                break
+        while item is None:
+            nxt = next(lane.calls, None)
+            if nxt is None:
+                return None
+            if busy.get((lane.key, nxt[0].id), 0) < limit:
+                item = nxt
+            else:
+                lane.deferred.append(nxt)
+        key = (lane.key, item[0].id)
+        busy[key] = busy.get(key, 0) + 1
+        return item
+
+    def _case_ended(self, lane: _ModelLane, case: Case, trial: int) -> None:
+        """A call of a per-case-limited lane returned from its worker: its case has room again unless it backs off."""
+        if any(p.case.id == case.id and p.trial == trial for _d, _s, p in lane.parked):
+            return
+        key = (lane.key, case.id)
+        busy = self._case_busy
+        busy[key] -= 1
+        if not busy[key]:
+            del busy[key]
 
     def _all_done(self) -> bool:
         """Nothing left to start: no call backing off, every model's calls taken, every judge queue empty (a
@@ -415,7 +455,9 @@ class Runner:
                     lane.in_flight -= 1
                     lane.at_provider[0] -= 1
                     self.in_flight -= 1
-                    if lane.cap is not None or lane.parked:
+                    if self._per_case is not None and job is None:
+                        self._case_ended(lane, case, trial)
+                    if lane.cap is not None or lane.parked or lane.deferred:
                         self._notify()
         finally:
             self.workers -= 1

@@ -113,8 +113,15 @@ def holds_state(obj: object) -> bool:
 
 
 def _is_async(obj: object) -> bool:
-    call = getattr(type(obj), "__call__", None) if not isinstance(obj, type) else None  # an object's async __call__
-    return inspect.iscoroutinefunction(obj) or (call is not None and inspect.iscoroutinefunction(call))
+    if inspect.iscoroutinefunction(obj):
+        return True
+    if isinstance(obj, type):
+        return False
+    for k in type(obj).__mro__:  # an object whose class defines `async def __call__`
+        call = vars(k).get("__call__")
+        if call is not None:
+            return inspect.iscoroutinefunction(call)
+    return False
 
 
 def summary(e: BaseException) -> str:

@@ -96,6 +96,9 @@ class Plan:
     judges: tuple[JudgePlan, ...] = ()
     awaiting: tuple[AwaitingJudge, ...] = ()
     """Answers stored unscored and awaiting their judge (resume): judged before anything else of their lane."""
+    chain_outcomes: dict[str, list[tuple[str, int, tuple[bool, str | None]]]] = field(default_factory=dict)
+    """Resume of a chained project: per model, (case id, trial, (passed, answer)) of the stored calls of cases
+    others depend on, from which the dependents still to run take their inputs."""
 
     def judged_cases(self) -> dict[str, tuple[ScorerConfig, str]]:
         """Case id → (its llm_judge scorer, its judge lane), for the plan's cases that are judged."""

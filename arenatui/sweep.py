@@ -134,6 +134,10 @@ class Sweep:
                 # answers an interruption left unjudged (and, with --retry-errored, failed judgings) are judged again;
                 # their models are never called again for them
                 self.plan.awaiting = tuple(store.awaiting_judge(rec.run_id, retry_errored=opts.retry_errored))
+                parents = {p for c in self.plan.cases for p in c.depends_on}
+                if parents:  # a chained project: the dependents still to run take their inputs from stored answers
+                    self.plan.chain_outcomes = store.chain_outcomes(rec.run_id, parents,
+                                                                    retry_errored=opts.retry_errored)
                 self.notices += project_changes(rec.project_path, project)
                 from arenatui.store.queries import judged_rows  # numpy: only a resume pays for it
 

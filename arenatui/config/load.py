@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from arenatui.config.schema import (
     JUDGE_LANE_PREFIX,
     MOCK_FAULTS,
+    OUTPUT_REF,
     PROVIDERS,
     RETRY_AFTER_FORMS,
     SCORER_KINDS,
@@ -37,8 +38,6 @@ from arenatui.redact import REDACTED, redact_url
 T = TypeVar("T")
 _KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,79}$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-OUTPUT_REF = re.compile(r"\{output:([^{}]+)\}")
-"""``{output:ID}`` in a chained case's input: the answer of case ID (same model, same trial)."""
 _HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")
 
 

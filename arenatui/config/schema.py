@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,8 @@ ScorerKind = Literal["exact", "contains", "regex", "choice", "numeric", "json_va
                      "code_exec", "llm_judge"]
 SCORER_KINDS: tuple[str, ...] = ("exact", "contains", "regex", "choice", "numeric", "json_valid", "json_schema", "f1",
                                  "python", "code_exec", "llm_judge")
+OUTPUT_REF = re.compile(r"\{output:([^{}]+)\}")
+"""``{output:ID}`` in a chained case's input: the answer of case ID (same model, same trial)."""
 JUDGE_LANE_PREFIX = "judge:"
 """The engine's lane of a judge model is keyed ``judge:<model key>``; no model key may start with it."""
 

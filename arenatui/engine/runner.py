@@ -39,6 +39,7 @@ from aiolimiter import AsyncLimiter
 from anyio.abc import TaskGroup
 
 from arenatui.config.schema import Case, ModelConfig, ScorerConfig
+from arenatui.engine.chains import Chains
 from arenatui.engine.events import (
     CallFinished,
     CallResult,
@@ -125,6 +126,8 @@ class _ModelLane:
     """Heap of (due time, sequence, call) backing off: they hold no worker until due."""
     jobs: deque[_JudgeJob] | None = None
     """A judge lane's answers to judge, in the order they came (None for a model's own lane)."""
+    ready: deque[tuple[Case, int]] = field(default_factory=deque)
+    """Chained cases whose parents passed in that trial, their inputs filled in: they go before new calls."""
     deferred: deque[tuple[Case, int]] = field(default_factory=deque)
     """Calls taken from `calls` while their case had max_concurrency_per_case trials under way: they go first
     once it has room."""
@@ -167,8 +170,11 @@ class Runner:
         self._lanes: list[_ModelLane] = []
         rate_limits: dict[str, tuple[AsyncLimiter | None, AsyncLimiter | None]] = {}
         at_provider: dict[str, list[int]] = {}
+        chained = any(c.depends_on for c in plan.cases)
+        self._chains = Chains(plan.cases) if chained else None
+        """A chained project's episodes: a dependent case is queued (lane.ready) once its parents passed."""
         lanes: list[tuple[str, ModelConfig, Iterator[tuple[Case, int]], deque[_JudgeJob] | None]] = [
-            (m.key, m, plan.pending(m.key), None) for m in plan.models]
+            (m.key, m, _roots(plan.pending(m.key)) if chained else plan.pending(m.key), None) for m in plan.models]
         lanes += [(j.key, j.model, iter(()), deque()) for j in plan.judges]
         for key, m, calls, jobs in lanes:
             # a model that is both a candidate and a judge has one provider and one set of rate limits
@@ -205,6 +211,9 @@ class Runner:
         self._unjudgeable: list[tuple[_ModelLane, _JudgeJob, str]] = []
         """Resumed answers that cannot be judged (a sealed case's answer that was not kept): reported at start."""
         self._backlog(plan)
+        self._unreachable_at_start: list[tuple[_ModelLane, Case, int, str]] = []
+        if self._chains is not None:
+            self._chains_started(plan, self._chains)
         self._parked_n = 0
         self._seq = itertools.count()
         self._scrubbers: dict[str, SealedScrubber] = {}
@@ -275,6 +284,9 @@ class Runner:
             self._finish(lane, self._errored(lane, job.case, judge_trial(job.model_index, job.trial, self.plan.trials),
                                              "judge_error", why, 0, None, now, now, time.time(), 0, 0, None), job, now)
         self._unjudgeable.clear()
+        for lane, case, trial, why in self._unreachable_at_start:
+            self._unreachable(lane, case, trial, why)
+        self._unreachable_at_start.clear()
         status: RunStatus = "finished"
         message: str | None = None
         try:
@@ -380,6 +392,13 @@ class Runner:
                 self._unstarted -= 1
                 self._rr = idx + 1
                 return lane, job.case, judge_trial(job.model_index, job.trial, self.plan.trials), None, job
+            if lane.ready:
+                case, trial = lane.ready.popleft()
+                self._unstarted -= 1
+                self._rr = idx + 1
+                if self._per_case is not None:  # counted like any call of its case (its end is)
+                    self._case_busy[(lane.key, case.id)] = self._case_busy.get((lane.key, case.id), 0) + 1
+                return lane, case, trial, None, None
             if lane.exhausted:
                 continue
             item = next(lane.calls, None) if self._per_case is None else self._next_for_case(lane)
@@ -428,7 +447,7 @@ class Runner:
     def _all_done(self) -> bool:
         """Nothing left to start: no call backing off, every model's calls taken, every judge queue empty (a
         running candidate may still queue a judge call: its worker then takes it, or spawns one)."""
-        return not self._parked_n and all(lane.exhausted if lane.jobs is None else not lane.jobs
+        return not self._parked_n and all((lane.exhausted and not lane.ready) if lane.jobs is None else not lane.jobs
                                           for lane in self._lanes)
 
     async def _worker(self) -> None:
@@ -477,6 +496,48 @@ class Runner:
         """Hand one event to every sink, in order (also for run-level events from beside the engine)."""
         for sink in self._sinks:
             sink(ev)
+        if self._chains is not None and type(ev) is CallFinished:
+            self._chained(ev.result)
+
+    def _chains_started(self, plan: Plan, chains: Chains) -> None:
+        """Each model's dependents that a resumed run can decide at once (their parents are stored), and those
+        whose parent a filter left out (unreachable)."""
+        for lane in self._lanes:
+            if lane.jobs is not None:
+                continue
+            done = plan.done.get(lane.key, set())
+            pending = [(c.id, t) for c in plan.cases if c.depends_on for t in range(plan.trials)
+                       if (c.id, t) not in done]
+            for case, trial, why in chains.start(lane.key, plan.chain_outcomes.get(lane.key, ()), pending):
+                if why is None:
+                    lane.ready.append((case, trial))
+                else:
+                    self._unreachable_at_start.append((lane, case, trial, why))
+
+    def _chained(self, r: CallResult) -> None:
+        """A call of a case others depend on ended: queue the dependents it made ready, record those it made
+        unreachable. A cancelled call decides nothing (resume runs it again)."""
+        chains = self._chains
+        assert chains is not None
+        lane = self._by_key.get(r.model_key)
+        if r.error_class == "cancelled" or lane is None or lane.jobs is not None or r.case_id not in chains.children:
+            return
+        for case, why in chains.finished(lane.key, r.case_id, r.trial, (r.status == "passed", r.output)):
+            if why is None:
+                lane.ready.append((case, r.trial))
+            else:
+                self._unreachable(lane, case, r.trial, why)
+        if lane.ready:
+            self._spawn()
+            self._notify()
+
+    def _unreachable(self, lane: _ModelLane, case: Case, trial: int, why: str) -> None:
+        """Store a chained call that is not made: its parent did not pass (coverage as not run, never wrong)."""
+        self._unstarted -= 1
+        now, wall = time.monotonic(), time.time()
+        self.emit(CallFinished(CallResult(
+            lane.key, case.id, trial, "unreachable", None, None, False, "unreachable", why, 0, None, 0.0, None, 0, 0,
+            0.0, None, False, wall, wall, None, "unreachable"), now))
 
     async def _call(self, lane: _ModelLane, case: Case, trial: int, parked: _Parked | None,
                     job: _JudgeJob | None = None) -> None:
@@ -754,6 +815,11 @@ def _attempt_times(e: ProviderError, ta: float) -> tuple[float, float | None]:
     if e.latency_s is None:
         return (time.monotonic() - ta) * 1000.0, None
     return e.latency_s * 1000.0, e.connect_s * 1000.0 if e.connect_s is not None else None
+
+
+def _roots(calls: Iterator[tuple[Case, int]]) -> Iterator[tuple[Case, int]]:
+    """A chained project's calls of cases that depend on none: the others are queued as their parents pass."""
+    return ((c, t) for c, t in calls if not c.depends_on)
 
 
 def _bounded(n: int) -> int:

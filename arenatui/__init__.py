@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from arenatui.config.schema import ModelConfig as Model
     from arenatui.config.schema import ScorerConfig as Scorer
     from arenatui.errors import ArenaError, ConfigError, RateLimited, SolverMisuse, Transient
-    from arenatui.providers.solver import Answer, SolverRequest, TrialContext
+    from arenatui.providers.solver import Answer, Factory, Solver, SolverRequest, TrialContext
 
 _LAZY: dict[str, tuple[str, str]] = {
     "bench": ("arenatui.api", "bench"),
@@ -36,6 +36,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "TrialContext": ("arenatui.providers.solver", "TrialContext"),
     "SolverRequest": ("arenatui.providers.solver", "SolverRequest"),
     "Answer": ("arenatui.providers.solver", "Answer"),
+    "Solver": ("arenatui.providers.solver", "Solver"),
+    "Factory": ("arenatui.providers.solver", "Factory"),
     "RateLimited": ("arenatui.errors", "RateLimited"),
     "Transient": ("arenatui.errors", "Transient"),
     "ArenaError": ("arenatui.errors", "ArenaError"),
@@ -43,8 +45,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "SolverMisuse": ("arenatui.errors", "SolverMisuse"),
 }
 
-__all__ = ["Answer", "ArenaError", "Case", "ConfigError", "Defaults", "Model", "Project", "RateLimited",
-           "RunResult", "RunSettings", "Scorer", "SimSettings", "SolverMisuse", "SolverRequest", "Transient",
+__all__ = ["Answer", "ArenaError", "Case", "ConfigError", "Defaults", "Factory", "Model", "Project", "RateLimited",
+           "RunResult", "RunSettings", "Scorer", "SimSettings", "Solver", "SolverMisuse", "SolverRequest", "Transient",
            "TrialContext", "abench", "bench"]
 
 

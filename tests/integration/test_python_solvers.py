@@ -312,12 +312,12 @@ def test_serial_solver_in_toml_and_solver_settings_errors(tmp_path: Path) -> Non
 
 def test_a_run_made_from_python_resumes_from_the_cli(tmp_path: Path) -> None:
     (tmp_path / "resumable.py").write_text(textwrap.dedent('''
-        import anyio
+        import time
 
         def make(ctx):
-            async def solve(req):
+            def solve(req):  # sync: run in a thread, which the timeout abandons (and must not keep python alive)
                 if req.case_id == "c3":
-                    await anyio.sleep(60)  # times out in the first run
+                    time.sleep(50)  # times out in the first run
                 return "ok"
             return solve
     '''))
@@ -348,3 +348,53 @@ def test_a_run_made_from_python_resumes_from_the_cli(tmp_path: Path) -> None:
     assert time.monotonic() - t0 < 60
     with sqlite3.connect(tmp_path / "r.db") as conn:
         assert conn.execute("SELECT status, COUNT(*) FROM results GROUP BY status").fetchall() == [("passed", 5)]
+
+
+def test_ctrl_c_stops_a_process_pool_and_leaves_no_worker_behind(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    (tmp_path / "sleepy.py").write_text(textwrap.dedent(f'''
+        import os, time
+        open(os.path.join({str(tmp_path)!r}, f"worker-{{os.getpid()}}"), "w").close()
+
+        def make(ctx):
+            def solve(req):
+                if req.case_id != "c0":
+                    time.sleep(60)
+                return "ok"
+            return solve
+    '''))
+    project = tmp_path / "arena.toml"
+    project.write_text('[run]\nconcurrency = 4\n\n[[models]]\nkey = "p"\nprovider = "python"\nfactory = "sleepy:make"\n'
+                       'concurrency = "process"\nprocesses = 3\n\n'
+                       + "".join(f'[[cases]]\nid = "c{i}"\ninput = "q"\nexpected = "ok"\n\n' for i in range(4)))
+    db = tmp_path / "r.db"
+    proc = subprocess.Popen([sys.executable, "-m", "arenatui", "evaluate", "--project", str(project), "--db", str(db),
+                             "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # c0 answered: the workers are up and the others are sleeping
+            if db.exists():
+                with sqlite3.connect(db) as conn:
+                    try:
+                        if conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]:
+                            break
+                    except sqlite3.OperationalError:
+                        pass
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    pids = [int(p.name.split("-")[1]) for p in tmp_path.glob("worker-*")]
+    assert len(pids) == 4  # the pool of 3, and arena itself (it imports the factory when it reads the project)
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    with sqlite3.connect(db) as conn:
+        assert sorted(conn.execute("SELECT status, IFNULL(error_class, '') FROM results").fetchall()) == [
+            ("errored", "cancelled")] * 3 + [("passed", "")]  # the sleeping calls end cancelled: resume makes them

@@ -59,6 +59,21 @@ class Overlap:
             self.now -= 1
 
 
+async def held(watched: Overlap, *also: Overlap, until_more_than: int = 1, tries: int = 50) -> None:
+    """A call in `watched` (and `also`) that holds until more than `until_more_than` calls are in `watched`, or
+    `tries` × 10 ms: overlap shows without a race on timing."""
+    for o in (watched, *also):
+        o.enter()
+    try:
+        for _ in range(tries):
+            if watched.now > until_more_than:
+                break
+            await anyio.sleep(0.01)
+    finally:
+        for o in (watched, *also):
+            o.leave()
+
+
 def test_bench_calls_the_factory_once_per_trial_with_its_context(tmp_path: Path) -> None:
     seen: list[arenatui.TrialContext] = []
 
@@ -139,15 +154,7 @@ def test_thread_solvers_overlap_and_serial_ones_never_do(tmp_path: Path) -> None
 
         def make(ctx: arenatui.TrialContext) -> Any:
             async def solve(req: arenatui.SolverRequest) -> str:
-                o.enter()
-                try:
-                    # hold until a second call is in (or 0.5 s): overlap shows without a race on timing
-                    for _ in range(50):
-                        if o.now > 1:
-                            break
-                        await anyio.sleep(0.01)
-                finally:
-                    o.leave()
+                await held(o)
                 return "ok"
 
             return solve
@@ -168,16 +175,7 @@ def test_max_concurrency_per_case_bounds_the_trials_of_one_case(tmp_path: Path) 
         o = per_case.setdefault(ctx.case_id, Overlap())
 
         async def solve(req: arenatui.SolverRequest) -> str:
-            o.enter()
-            everything.enter()
-            try:
-                for _ in range(20):
-                    if everything.now > 2:
-                        break
-                    await anyio.sleep(0.01)
-            finally:
-                o.leave()
-                everything.leave()
+            await held(everything, o, until_more_than=2, tries=20)
             return "ok"
 
         return solve

@@ -92,6 +92,9 @@ def test_bench_calls_the_factory_once_per_trial_with_its_context(tmp_path: Path)
     assert {c.run_id for c in seen} == {r.run_id} and {c.model_key for c in seen} == {"mine"}
     assert r.average_score() == 1.0 and r.pass_at() == {1: 1.0, 2: 1.0}
     assert r.leaderboard()[0].spend == pytest.approx(3.0)  # the solver's own cost, 6 calls x 0.5
+    assert r.compare("mine", "mine").n == 3
+    lines = r.export(tmp_path / "calls.jsonl").read_text().splitlines()
+    assert sum('"case_id"' in line for line in lines) == 6
     with sqlite3.connect(r.db) as conn:
         assert conn.execute("SELECT SUM(input_tokens), MIN(tokens_estimated) FROM results").fetchone() == (60, 0)
 
@@ -149,7 +152,7 @@ def test_a_solver_exception_is_that_calls_solver_error_with_its_traceback(tmp_pa
 
 
 def test_thread_solvers_overlap_and_serial_ones_never_do(tmp_path: Path) -> None:
-    def run(mode: str) -> int:
+    def run(mode: str, concurrency: int = 4) -> int:
         o = Overlap()
 
         def make(ctx: arenatui.TrialContext) -> Any:
@@ -159,12 +162,13 @@ def test_thread_solvers_overlap_and_serial_ones_never_do(tmp_path: Path) -> None
 
             return solve
 
-        arenatui.bench(_project(tmp_path, make, cases=4, trials=2, concurrency=4, mode=mode),
-                       db=tmp_path / f"{mode}.db")
+        arenatui.bench(_project(tmp_path, make, cases=4, trials=2, concurrency=concurrency, mode=mode),
+                       db=tmp_path / f"{mode}{concurrency}.db")
         return o.most
 
     assert run("thread") > 1
     assert run("serial") == 1
+    assert run("thread", concurrency=1) == 1  # concurrency 1 is strictly serial
 
 
 def test_max_concurrency_per_case_bounds_the_trials_of_one_case(tmp_path: Path) -> None:

@@ -208,22 +208,21 @@ def bench(project: str | Path | Project | None = None, *, models: Sequence[str] 
         raise RuntimeError(IN_LOOP)
     import anyio
 
-    async def make() -> Sweep:
+    def make() -> Sweep:
         return _sweep(project, models=models, tags=tags, limit=limit, trials=trials, k_values=k_values,
                       concurrency=concurrency, seed=seed, db=db, tune=tune, resume=resume)
 
     if console and sys.stdout.isatty():
         from arenatui.tui.app import ArenaApp
 
-        # the console runs its own loop; the sweep (whose engine needs a loop to build its events) is built first
-        sweep = anyio.run(make)
+        sweep = make()  # as `arena run` does: validated before the console starts its own loop
         ArenaApp(sweep).run()
         if sweep.error is not None:
             raise sweep.error
         return _result(sweep, sweep.status or "cancelled", k_values)
 
     async def go() -> RunResult:
-        sweep = await make()
+        sweep = make()
         return _result(sweep, await sweep.run(), k_values)
 
     return anyio.run(go)

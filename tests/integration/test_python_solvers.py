@@ -400,3 +400,36 @@ def test_ctrl_c_stops_a_process_pool_and_leaves_no_worker_behind(tmp_path: Path)
     with sqlite3.connect(db) as conn:
         assert sorted(conn.execute("SELECT status, IFNULL(error_class, '') FROM results").fetchall()) == [
             ("errored", "cancelled")] * 3 + [("passed", "")]  # the sleeping calls end cancelled: resume makes them
+
+
+def test_bench_with_console_runs_the_sweep_in_the_live_console(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    from arenatui.tui.app import ArenaApp
+
+    shown: list[str] = []
+    real_run = ArenaApp.run
+
+    def run_headless(app: ArenaApp) -> Any:
+        async def watch(pilot: Any) -> None:
+            shown.append(type(app.screen).__name__)
+            with anyio.fail_after(60):
+                for _ in range(1_000_000):  # polling: the console drives the sweep and stays open once it ends
+                    if app.sweep.status is not None:
+                        break
+                    await anyio.sleep(0.05)
+            app.exit()
+
+        return real_run(app, headless=True, size=(120, 40), auto_pilot=watch)
+
+    monkeypatch.setattr(ArenaApp, "run", run_headless)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+
+    def make(ctx: arenatui.TrialContext) -> Any:
+        async def solve(req: arenatui.SolverRequest) -> str:
+            await anyio.sleep(0.01)
+            return "ok"
+
+        return solve
+
+    r = arenatui.bench(_project(tmp_path, make, cases=3, trials=2), db=tmp_path / "r.db", console=True)
+    assert shown == ["RunScreen"] and r.status == "finished" and r.average_score() == 1.0

@@ -204,6 +204,10 @@ class SolverProvider:
     """One python model: its factory called once per trial, its solver awaited (or run in a thread, or in a worker
     process), its exceptions turned into the engine's error classes."""
 
+    enforces_timeout = True
+    """It ends an attempt at `request.timeout_s` itself: on asyncio with `asyncio.timeout`, a third of the cost of
+    the engine's anyio cancel scope per call (benchmarks/solver_overhead.py), elsewhere with anyio's."""
+
     def __init__(self, model: ModelConfig, run: RunSettings) -> None:
         if model.solver is None:
             raise SolverMisuse(f"model {model.key!r}: a python model needs a solver factory (factory = "
@@ -238,6 +242,15 @@ class SolverProvider:
                             trial_seed(self._seed, self.model.key, case_id, trial))
 
     async def complete(self, request: Request) -> Completion:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # trio
+            with anyio.fail_after(request.timeout_s):
+                return await self._complete(request)
+        async with asyncio.timeout(request.timeout_s):
+            return await self._complete(request)
+
+    async def _complete(self, request: Request) -> Completion:
         sreq = solver_request(request)
         started = time.monotonic()
         if self._pool is not None:

@@ -433,3 +433,23 @@ def test_bench_with_console_runs_the_sweep_in_the_live_console(tmp_path: Path, m
 
     r = arenatui.bench(_project(tmp_path, make, cases=3, trials=2), db=tmp_path / "r.db", console=True)
     assert shown == ["RunScreen"] and r.status == "finished" and r.average_score() == 1.0
+
+
+def test_an_attempt_past_timeout_s_is_a_timeout_and_is_retried_with_the_same_solver(tmp_path: Path) -> None:
+    made: list[int] = []
+
+    def make(ctx: arenatui.TrialContext) -> Any:
+        made.append(ctx.trial_index)
+
+        async def solve(req: arenatui.SolverRequest) -> str:
+            if req.attempt == 1:
+                await anyio.sleep(30)  # hangs: the provider's own timeout ends it
+            return "ok"
+
+        return solve
+
+    r = arenatui.bench(_project(tmp_path, make, cases=1, trials=2, timeout_s=0.2), db=tmp_path / "r.db")
+    assert sorted(made) == [0, 1]  # one solver per trial, its retry included
+    with sqlite3.connect(r.db) as conn:
+        assert conn.execute("SELECT status, attempts FROM results").fetchall() == [("passed", 2)] * 2
+        assert {c for (c,) in conn.execute("SELECT error_class FROM failed_attempts")} == {"timeout"}

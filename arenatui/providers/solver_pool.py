@@ -3,11 +3,11 @@ in a pool of spawned interpreters, one attempt per worker at a time.
 
 Each worker imports the factory once (by module name, or from its file for a project-local module or a script),
 then for each attempt calls the factory with the TrialContext and the solver with the request: both cross as plain
-NamedTuples, the answer comes back as one. The parent waits on a worker's pipe in a thread, so the event loop stays
-free. A worker that dies mid-call (a segfault, an OOM kill, ``os._exit``) is that call's ``solver_error`` and is
-replaced by a fresh one for the next call; a call cancelled mid-way (Ctrl-C, a timeout) kills its worker, since
-the solver's state is now unknown. Workers ignore SIGINT (a Ctrl-C reaches the whole process group): the parent
-stops them, and a worker whose parent vanished sees its pipe close and exits.
+NamedTuples, the answer comes back as one. The parent waits for a worker's pipe to be readable on the event loop,
+then reads the reply. A worker that dies mid-call (a segfault, an OOM kill, ``os._exit``) is that call's
+``solver_error`` and is replaced by a fresh one for the next call; a call cancelled mid-way (Ctrl-C, a timeout)
+kills its worker, since the solver's state is now unknown. Workers ignore SIGINT (a Ctrl-C reaches the whole
+process group): the parent stops them, and a worker whose parent vanished sees its pipe close and exits.
 """
 
 from __future__ import annotations
@@ -159,7 +159,10 @@ class SolverPool:
             ok = False
             try:
                 w.conn.send((ctx, request))
-                reply = await anyio.to_thread.run_sync(w.conn.recv, abandon_on_cancel=True)
+                # readiness on the loop, then a read that finds the reply there (or EOF: the worker died): no thread
+                # per call, and a cancelled wait leaves none behind blocked on the pipe
+                await anyio.wait_readable(w.conn.fileno())
+                reply = w.conn.recv()
                 ok = True
             except (EOFError, OSError, BrokenPipeError):
                 await anyio.to_thread.run_sync(w.process.join, _JOIN_S)

@@ -377,8 +377,8 @@ def test_ctrl_c_stops_a_process_pool_and_leaves_no_worker_behind(tmp_path: Path)
                             start_new_session=True)
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # c0 answered: the workers are up and the others are sleeping
-            if db.exists():
+        while time.monotonic() < deadline:  # c0 answered, every worker up (the others asleep in their calls)
+            if db.exists() and len(list(tmp_path.glob("worker-*"))) == 4:
                 with sqlite3.connect(db) as conn:
                     try:
                         if conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]:

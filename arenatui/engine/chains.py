@@ -38,6 +38,9 @@ class Chains:
         for c in cases:
             for p in c.depends_on:
                 self.children.setdefault(p, []).append(c)
+        self.involved = frozenset({c.id for c in cases if c.depends_on} | {p for p in self.children if p in self.cases})
+        """Cases that take part in a chain: once all of an episode's have ended, it is forgotten (a long sweep keeps
+        only the episodes under way, not every parent's answer)."""
         self._outcomes: dict[tuple[str, int], dict[str, Outcome | None]] = {}
         """(lane, trial) -> case id -> how its call ended, None while it is under way (decided ready)."""
 
@@ -67,7 +70,14 @@ class Chains:
                 else:
                     episode[child.id] = None  # under way: its own result replaces this
                     decided.append((fill_outputs(child, _answers(episode, child.depends_on)), None))
+        if len(episode) >= len(self.involved) and all(o is not None for o in episode.values()):
+            del self._outcomes[(lane, trial)]
         return decided
+
+    @property
+    def episodes(self) -> int:
+        """Episodes (lane, trial) remembered: those with a chain still under way."""
+        return len(self._outcomes)
 
     def start(self, lane: str, stored: Iterable[tuple[str, int, Outcome]], pending: Iterable[tuple[str, int]]
               ) -> list[tuple[Case, int, str | None]]:

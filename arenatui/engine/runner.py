@@ -520,7 +520,7 @@ class Runner:
         chains = self._chains
         assert chains is not None
         lane = self._by_key.get(r.model_key)
-        if r.error_class == "cancelled" or lane is None or lane.jobs is not None or r.case_id not in chains.children:
+        if r.error_class == "cancelled" or lane is None or lane.jobs is not None or r.case_id not in chains.involved:
             return
         for case, why in chains.finished(lane.key, r.case_id, r.trial, (r.status == "passed", r.output)):
             if why is None:

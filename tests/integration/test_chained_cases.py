@@ -128,3 +128,20 @@ def test_a_resumed_chained_run_fills_its_dependents_from_stored_answers(tmp_path
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT case_id, status, output FROM results ORDER BY case_id").fetchall() == [
             ("a", "passed", "first"), ("b", "passed", "then first")]
+
+
+def test_an_episode_is_forgotten_once_its_chain_has_ended() -> None:
+    from arenatui.engine.chains import Chains
+
+    chains = Chains(CASES)
+    ready = chains.finished("m", "plan", 0, (True, "PLAN"))
+    assert [(c.id, c.input, why) for c, why in ready] == [
+        ("left", "do the left half of PLAN", None), ("right", "do the right half of PLAN", None)]
+    assert chains.finished("m", "left", 0, (True, "L")) == []
+    (merge, why), = chains.finished("m", "right", 0, (True, "R"))
+    assert (merge.input, why) == ("merge L and R", None) and chains.episodes == 1
+    assert "alone" not in chains.involved  # the runner tells it only of cases in a chain
+    assert chains.finished("m", "merge", 0, (False, "?")) == [] and chains.episodes == 0
+    broken = chains.finished("m", "plan", 1, (False, None))
+    assert [(c.id, why is not None) for c, why in broken] == [("left", True), ("right", True), ("merge", True)]
+    assert chains.episodes == 0

@@ -145,3 +145,13 @@ def test_an_episode_is_forgotten_once_its_chain_has_ended() -> None:
     broken = chains.finished("m", "plan", 1, (False, None))
     assert [(c.id, why is not None) for c, why in broken] == [("left", True), ("right", True), ("merge", True)]
     assert chains.episodes == 0
+
+
+def test_a_chained_project_is_not_sharded(tmp_path: Path) -> None:
+    from arenatui.errors import PlanError
+    from arenatui.plan import Filters, Shard, make_plan
+
+    project = arenatui.Project(name="c", path=tmp_path / "arena.toml", models=(arenatui.Model(key="m"),),
+                               cases=CASES)
+    with pytest.raises(PlanError, match="chained case"):
+        make_plan(project, Filters(shard=Shard(0, 2)))

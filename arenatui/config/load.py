@@ -247,10 +247,11 @@ def _read_solver(t: _Table, provider: str, given: Callable[..., Any] | None, res
     ``factory`` is looked up beside the project file first, then among installed packages, like python scorers; a
     solver given from Python (`given`) needs none, and neither does a stored run read back (`resolve` false)."""
     factory = t.string("factory")
+    from_python = t.string("solver")  # a stored run's note: a solver given from Python that has no importable name
     concurrency = t.string("concurrency", "thread") or "thread"
     processes = t.integer("processes", 1, lo=1, hi=MAX_SOLVER_PROCESSES) or 1
     if provider != "python":
-        for name in ("factory", "concurrency", "processes"):
+        for name in ("factory", "concurrency", "processes", "solver"):
             if name in t.data:
                 raise t.error(name, 'is a solver setting: it applies only to provider = "python"'
                               + ("; did you mean 'max_concurrency'?" if name == "concurrency" else ""))
@@ -261,6 +262,10 @@ def _read_solver(t: _Table, provider: str, given: Callable[..., Any] | None, res
         raise t.error("concurrency", f"expected one of {', '.join(SOLVER_CONCURRENCY)}, got {concurrency!r}{hint}")
     solver = given
     if solver is None and resolve:
+        if factory is None and from_python is not None:
+            raise t.error("factory", f"this run's solver was given from Python ({from_python}) and has no name another "
+                                     "process can import (a lambda, a nested function, a script's __main__): resume it "
+                                     "from Python, arenatui.bench(project, resume=RUN_ID), with the same project")
         if factory is None:
             raise t.error("factory", "is required for a python model: 'module:make_solver', a function called once "
                                      "per trial that returns the solver")
@@ -928,8 +933,12 @@ def project_to_dict(p: Project) -> dict[str, Any]:
         if m.provider != "python":
             for k in ("concurrency", "processes", "factory"):
                 d.pop(k, None)
-        elif m.factory is None and m.solver is not None and solver_spec(m.solver) is not None:
-            d["factory"] = solver_spec(m.solver)  # so that resume, from the CLI too, can import it again
+        elif m.factory is None and m.solver is not None:
+            spec = solver_spec(m.solver)
+            if spec is not None:
+                d["factory"] = spec  # so that resume, from the CLI too, can import it again
+            else:  # said on a resume from the CLI: only Python, given the object again, can resume it
+                d["solver"] = str(getattr(m.solver, "__qualname__", type(m.solver).__name__))[:200]
         # Credentials never reach the store: header values and a base_url's userinfo and credential parameters
         # are redacted (resume reads them again from the project file, see _secret_from_project_file).
         if m.headers:

@@ -453,3 +453,28 @@ def test_an_attempt_past_timeout_s_is_a_timeout_and_is_retried_with_the_same_sol
     with sqlite3.connect(r.db) as conn:
         assert conn.execute("SELECT status, attempts FROM results").fetchall() == [("passed", 2)] * 2
         assert {c for (c,) in conn.execute("SELECT error_class FROM failed_attempts")} == {"timeout"}
+
+
+def test_a_run_of_a_solver_without_a_name_is_read_by_the_cli_and_resumed_from_python(tmp_path: Path) -> None:
+    def make(ctx: arenatui.TrialContext) -> Any:  # nested: no other process can import it
+        async def solve(req: arenatui.SolverRequest) -> str:
+            return "ok"
+
+        return solve
+
+    project = _project(tmp_path, make, cases=2, trials=1)
+    db = tmp_path / "r.db"
+    r = arenatui.bench(project, db=db)
+    env = {**__import__("os").environ, "PYTHONPATH": str(Path(arenatui.__file__).parent.parent)}
+    report = subprocess.run([sys.executable, "-m", "arenatui", "report", r.run_id, "--db", str(db), "--format",
+                             "json"], capture_output=True, text=True, timeout=60, env=env)
+    assert report.returncode == 0, report.stderr  # reading a run never needs its solver
+    assert '"mine"' in report.stdout
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM results WHERE case_id = 'c1'")
+    resume = subprocess.run([sys.executable, "-m", "arenatui", "evaluate", "--resume", r.run_id, "--db", str(db)],
+                            capture_output=True, text=True, timeout=60, env=env)
+    assert resume.returncode == 2
+    assert "has no name another process can import" in resume.stderr and "Traceback" not in resume.stderr
+    again = arenatui.bench(project, db=db, resume=r.run_id)  # from Python, given the project again
+    assert again.run_id == r.run_id and len(_rows(db, r.run_id)) == 2

@@ -132,8 +132,11 @@ def _validated(project: str | Path | Project) -> Project:
 
     if not isinstance(project, Project):
         return load_project(project)
-    solvers = {m.key: m.solver for m in project.models if m.solver is not None}
-    return project_from_dict(project_to_dict(project), project.path, solvers)
+    raw = project_to_dict(project)
+    for m in raw["models"]:
+        if m.get("candidate") is True:  # the default: leave it to the loader's rule (a judge only judges)
+            del m["candidate"]
+    return project_from_dict(raw, project.path, _solvers(project))
 
 
 def _solvers(project: str | Path | Project | None) -> dict[str, Callable[..., Any]]:

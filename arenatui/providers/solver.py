@@ -196,7 +196,9 @@ def _prompt_tokens(request: SolverRequest) -> int:
 
 def solver_request(request: Request) -> SolverRequest:
     case = request.case
-    return SolverRequest(case.input, request.messages, request.max_tokens, request.temperature, request.system,
+    # a judge call (the solver judges an llm_judge scorer's cases): its input is the rubric filled in, not the case's
+    text = case.input if request.judge is None else request.messages[-1]["content"]
+    return SolverRequest(text, request.messages, request.max_tokens, request.temperature, request.system,
                          case.id, request.trial, request.attempt)
 
 

@@ -478,3 +478,32 @@ def test_a_run_of_a_solver_without_a_name_is_read_by_the_cli_and_resumed_from_py
     assert "has no name another process can import" in resume.stderr and "Traceback" not in resume.stderr
     again = arenatui.bench(project, db=db, resume=r.run_id)  # from Python, given the project again
     assert again.run_id == r.run_id and len(_rows(db, r.run_id)) == 2
+
+
+def test_a_solver_can_be_an_llm_judge_and_is_asked_the_rubric(tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    def grader(ctx: arenatui.TrialContext) -> Any:
+        async def solve(req: arenatui.SolverRequest) -> str:
+            asked.append(str(req.input))
+            return "PASS" if "Paris" in str(req.input) else "FAIL"
+
+        return solve
+
+    def answerer(ctx: arenatui.TrialContext) -> Any:
+        async def solve(req: arenatui.SolverRequest) -> str:
+            return "Paris" if req.case_id == "c0" else "Lyon"
+
+        return solve
+
+    project = arenatui.Project(
+        name="judged", path=tmp_path / "arena.toml",
+        models=(arenatui.Model(key="a", solver=answerer), arenatui.Model(key="g", solver=grader)),
+        cases=(arenatui.Case(id="c0", input="capital of France?", expected="Paris"),
+               arenatui.Case(id="c1", input="capital of France, again?", expected="Paris")),
+        scorers=(arenatui.Scorer(name="j", kind="llm_judge", judge="g",
+                                 rubric="Q: {input}\nA: {output}\nPASS or FAIL?"),))
+    r = arenatui.bench(project, db=tmp_path / "r.db")
+    assert r.models == ("a",) and r.average_score("a") == 0.5
+    assert sorted(asked) == ["Q: capital of France, again?\nA: Lyon\nPASS or FAIL?",
+                             "Q: capital of France?\nA: Paris\nPASS or FAIL?"]

@@ -546,7 +546,7 @@ class Runner:
                     value, passed = sc.value, sc.passed
                     status = "passed" if passed else "failed"
                     sc_class = sc_msg = None
-                    mode = "none" if passed else classify(
+                    mode = "none" if passed else sc.failure_mode or classify(
                         passed=False, output=comp.text, finish_reason=comp.finish_reason,
                         invalid_format=sc.invalid_format, language=case.language)
                     if sc.detail is not None:

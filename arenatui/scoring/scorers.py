@@ -41,6 +41,8 @@ class Score(NamedTuple):
     passed: bool
     invalid_format: bool = False
     detail: str | None = None
+    failure_mode: str | None = None
+    """The failure mode when the scorer knows it better than the answer's text (code_exec's tests_not_run)."""
 
 
 def _norm(s: str, case_sensitive: bool) -> str:
@@ -163,7 +165,8 @@ class Scorer:
                 return Score(0.0, False, False, "the case has no tests to run the code against")
             result = run_code(extract_code(output), case.tests,
                               ExecLimits(timeout_s=cfg.timeout_s, memory_mb=cfg.memory_mb))
-            return Score(float(result.passed), result.passed, False, result.summary(200))
+            return Score(float(result.passed), result.passed, False, result.summary(200),
+                         "tests_not_run" if result.verdict == "tests_not_run" else None)
         if kind == "regex":
             if self._broken is not None:
                 raise self._broken

@@ -242,3 +242,62 @@ def test_start_up_says_which_mechanism_and_which_guards() -> None:
         assert "missing guards" in text
     else:
         assert "namespaces" in text and "missing" not in text
+
+
+SWEEP = '''
+cases_file = "cases.jsonl"
+
+[project]
+name = "attacks"
+
+[run]
+concurrency = 4
+allow_code_exec = true
+
+[[models]]
+key = "m"
+provider = "sim"
+sim = { base_latency_s = 0.001, per_token_s = 0.0, jitter = 0.0, accuracy = 1.0 }
+
+[[scorers]]
+name = "code"
+kind = "code_exec"
+timeout_s = 30
+'''
+
+
+def test_a_sweep_of_attacks_finishes_with_every_row_honest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The simulated model answers each case's `expected`: here, attacks on the sweep that runs them."""
+    isolated()
+    import json
+
+    from arenatui.cli import main
+
+    db = tmp_path / "r.db"
+    cases_file = tmp_path / "cases.jsonl"
+    add = "def add(a, b):\n    return a + b\n"
+    answers = {
+        "honest": add,
+        "early_exit": "def add(a, b):\n    return a - b\nraise SystemExit(0)\n",
+        "kill_parent": ("import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept OSError:\n"
+                        "    pass\n" + add),
+        "kill_all": "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n" + add,
+        "tamper": (f"import sqlite3\nc = sqlite3.connect({str(db)!r})\n"
+                   "c.execute(\"UPDATE results SET output = 'TAMPERED', status = 'passed'\")\nc.commit()\n" + add),
+        "peek": f"print(open({str(cases_file)!r}).read())\n" + add,
+    }
+    cases_file.write_text("".join(json.dumps({"id": k, "input": "Write add(a, b).", "expected": v,
+                                              "tests": ADD_TESTS}) + "\n" for k, v in answers.items()))
+    project = tmp_path / "arena.toml"
+    project.write_text(SWEEP)
+    assert main(["evaluate", "-p", str(project), "--db", str(db), "--quiet", "--no-report"]) == 0
+    assert "note: code_exec sandbox: namespaces" in capsys.readouterr().err
+    with sqlite3.connect(db) as conn:
+        rows = {c: (s, m, o) for c, s, m, o in conn.execute("SELECT case_id, status, failure_mode, output FROM results")}
+        run_status = conn.execute("SELECT status FROM runs").fetchall()
+    assert run_status == [("finished",)]
+    assert rows["honest"][:2] == ("passed", "none")
+    assert rows["early_exit"][:2] == ("failed", "tests_not_run")
+    assert rows["kill_parent"][:2] == ("passed", "none") and rows["kill_all"][:2] == ("passed", "none")
+    assert rows["tamper"][:2] == ("failed", "wrong_answer") and rows["peek"][:2] == ("failed", "wrong_answer")
+    assert not any(o == "TAMPERED" for _, _, o in rows.values())

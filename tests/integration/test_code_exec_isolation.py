@@ -293,7 +293,8 @@ def test_a_sweep_of_attacks_finishes_with_every_row_honest(tmp_path: Path, capsy
     assert main(["evaluate", "-p", str(project), "--db", str(db), "--quiet", "--no-report"]) == 0
     assert "note: code_exec sandbox: namespaces" in capsys.readouterr().err
     with sqlite3.connect(db) as conn:
-        rows = {c: (s, m, o) for c, s, m, o in conn.execute("SELECT case_id, status, failure_mode, output FROM results")}
+        got = conn.execute("SELECT case_id, status, failure_mode, output FROM results")
+        rows = {c: (s, m, o) for c, s, m, o in got}
         run_status = conn.execute("SELECT status FROM runs").fetchall()
     assert run_status == [("finished",)]
     assert rows["honest"][:2] == ("passed", "none")

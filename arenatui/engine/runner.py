@@ -62,7 +62,7 @@ from arenatui.plan import Plan, judge_trial
 from arenatui.providers.base import JudgeTask, Provider, Request, build_messages, estimate_tokens
 from arenatui.scoring import REGEX_TIMEOUT_S, Score, ScorerSet, ScoringError, ScoringSlow
 from arenatui.scoring.failure_modes import classify
-from arenatui.scoring.judge import JudgeUnreadable, read_verdict, render_rubric
+from arenatui.scoring.judge import JudgeUnreadable, judge_messages, read_verdict
 
 Sink = Callable[[Event], None]
 MESSAGE_LIMIT = 2000
@@ -462,7 +462,7 @@ class Runner:
             if lane.rpm is not None:
                 await lane.rpm.acquire()
             if job is not None:
-                messages = self._judge_messages(model, job)
+                messages = judge_messages(model, job.scorer, job.case, job.output)
             if lane.tpm is not None:
                 prompt = case.prompt_text() if job is None else messages[-1]["content"]
                 need = estimate_tokens(prompt) + lane.max_tokens
@@ -595,15 +595,6 @@ class Runner:
         now = time.monotonic()
         self._finish(lane, self._errored(lane, case, trial, err_class, err_msg, attempt, latency, t0, now,
                                          started_wall, in_tok, out_tok, connect_ms, http_status), job, now)
-
-    def _judge_messages(self, judge: ModelConfig, job: _JudgeJob) -> tuple[dict[str, str], ...]:
-        """The judge's request: the rubric filled in, after the judge model's own system prompt if it has one (the
-        project's [defaults] system is for the candidates: "answer with one letter" must not reach a judge)."""
-        assert job.scorer.rubric is not None
-        prompt = render_rubric(job.scorer.rubric, job.case, job.output)
-        if judge.system:
-            return {"role": "system", "content": judge.system}, {"role": "user", "content": prompt}
-        return ({"role": "user", "content": prompt},)
 
     def _finish(self, lane: _ModelLane, r: CallResult, job: _JudgeJob | None, now: float) -> None:
         """Report a call that ended without an answer: CallFinished, or for a judge call the JudgeFinished that

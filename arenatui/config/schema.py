@@ -177,7 +177,8 @@ class ScorerConfig:
     function: str | None = None
     """python: ``package.module:function`` taking (case, output) and returning a float, bool or Score."""
     timeout_s: float = 10.0
-    """code_exec: wall clock for one run of the model's code with the case's tests."""
+    """code_exec: wall clock for one run of the model's code with the case's tests; python: the longest one call of
+    the function is waited for (past it the call is that answer's scoring error)."""
     memory_mb: int = 512
     """code_exec: address-space limit of the process running the code."""
     judge: str | None = None

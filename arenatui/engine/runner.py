@@ -29,12 +29,16 @@ import heapq
 import itertools
 import os
 import random
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from aiolimiter import AsyncLimiter
 from anyio.abc import TaskGroup
 
@@ -652,9 +656,8 @@ class Runner:
         scorers = self._scorers
         try:
             if isinstance(e, ScoringSlow):
-                # abandon_on_cancel: Ctrl-C stops the sweep now; the thread ends by itself within its timeout
-                return await anyio.to_thread.run_sync(scorers.score, output, case, REGEX_TIMEOUT_S,
-                                                      abandon_on_cancel=True, limiter=self._slow_scoring)
+                async with self._slow_scoring:
+                    return await _in_daemon_thread(scorers.score, output, case, REGEX_TIMEOUT_S)
             raise e
         except ScoringError as err:
             return str(err)
@@ -685,6 +688,36 @@ class Runner:
             tokens_estimated=False, started_at=started_wall, finished_at=started_wall + (now - t0),
             connect_ms=connect_ms, failure_mode=err_class, http_status=http_status,
         )
+
+
+T = TypeVar("T")
+
+
+async def _in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a daemon thread of its own. Cancelling the wait abandons the thread, and being a daemon it
+    never holds the process at exit: Ctrl-C ends a sweep at once even while user code (a python scorer that never
+    returns, a code_exec sandbox whose launcher dies with its thread) is running. anyio's worker threads are not
+    daemons, and the interpreter waits for them at exit."""
+    token = anyio.lowlevel.current_token()
+    done = anyio.Event()
+    box: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            box.append((True, fn(*args)))
+        except BaseException as e:
+            box.append((False, e))
+        try:
+            anyio.from_thread.run_sync(done.set, token=token)
+        except BaseException:  # the loop is gone (the sweep ended without waiting): nobody to tell
+            pass
+
+    threading.Thread(target=run, name="arena scorer", daemon=True).start()
+    await done.wait()
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
 
 
 def _attempt_times(e: ProviderError, ta: float) -> tuple[float, float | None]:

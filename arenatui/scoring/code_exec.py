@@ -102,6 +102,8 @@ class ExecResult:
     """The host uid the answer ran as, when it had one of its own (as root): a check that nothing of it lives on."""
     note: str = ""
     """Why guards are missing, as the launcher found (the kernel's refusal)."""
+    workdir: str | None = None
+    """The host directory it ran from (removed by the time the result is returned)."""
 
     @property
     def passed(self) -> bool:
@@ -189,6 +191,9 @@ os.close(w)
 os.dup2(r, 0)
 os.close(r)
 libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: arenatui gone (even SIGKILLed), the sandbox goes with it
+if os.getppid() != cfg["parent"]:
+    os._exit(1)
 NEWNS, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET = 0x20000, 0x4000000, 0x8000000, 0x10000000, 0x20000000, 0x40000000
 RDONLY, NOSUID, NODEV, NOEXEC, REMOUNT, BIND, REC, PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
 root = os.geteuid() == 0
@@ -231,6 +236,7 @@ def drop_to_uid():
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
+    libc.prctl(1, signal.SIGKILL)  # a changed uid cleared the parent-death signal
 PIVOT = {"x86_64": 155, "aarch64": 41, "arm64": 41, "ppc64le": 203, "s390x": 217, "riscv64": 41}
 def build_root(new):
     # A root of our own: a tmpfs with read-only binds of what Python needs, then pivot_root into it.
@@ -645,7 +651,8 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
                    "cpu_s": int(limits.timeout_s) + 1, "uid": uid if uid is not None else NOBODY,
                    "tmp_mb": limits.tmp_mb, "drop": drop and uid is not None, "workdir": workdir,
                    "report_fd": rep_w, "done_fd": done_w, "namespaces": namespaces, "python": sys.executable,
-                   "fallback_python": python, "python_dirs": _python_dirs(), "harness": _HARNESS}
+                   "fallback_python": python, "python_dirs": _python_dirs(), "harness": _HARNESS,
+                   "parent": os.getpid()}
             cmd = [sys.executable, "-I", "-c", _LAUNCHER, json.dumps(cfg)]
         else:
             cmd = [python, "-I", "-B", "-c", _HARNESS, str(done_w)]
@@ -749,7 +756,7 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
         else:
             verdict = "tests_not_run"
         return ExecResult(verdict, rc, stdout, stderr, cut[0], "net" in guards, time.monotonic() - t0, proc.pid,
-                          guards, uid if "uid" in guards else None, "; ".join(notes)), None
+                          guards, uid if "uid" in guards else None, "; ".join(notes), workdir), None
     finally:
         for fd in fds:
             try:

@@ -152,6 +152,9 @@ class Case:
     language: str | None = None
     """The language the answer should be in (ISO 639-1, e.g. "fr"): an answer plainly in another one is
     the failure mode wrong_language."""
+    judge_expected: tuple[tuple[str, str], ...] = ()
+    """llm_judge: answers with known verdicts, (answer, verdict) pairs ("PASS"/"FAIL" or a number on the scale),
+    on which `arena judge-check` measures how often the judge agrees."""
 
     def prompt_text(self) -> str:
         if isinstance(self.input, str):

@@ -586,10 +586,14 @@ class SandboxReport:
     guards: frozenset[str]
     why: str = ""
     """Why the namespaces are missing, when they are."""
+    root: bool = True
+    """Whether arenatui runs as root."""
 
     @property
     def missing(self) -> tuple[str, ...]:
-        return tuple(g for g in GUARDS if g not in self.guards)
+        """The guards it lacks; a uid of its own is asked of root only (a user's sandboxes share its uid, each in a
+        user namespace of its own)."""
+        return tuple(g for g in GUARDS if g not in self.guards and (g != "uid" or self.root))
 
     def describe(self) -> str:
         text = f"code_exec sandbox: {self.mechanism}"
@@ -618,7 +622,7 @@ def sandbox_report() -> SandboxReport:
                 ", a uid of its own" if "uid" in r.guards else "")
         else:
             how = "no namespaces (not Linux): a clean environment, CPU and memory limits, the timeout"
-        _report = SandboxReport(how, r.guards, why)
+        _report = SandboxReport(how, r.guards, why, os.geteuid() == 0)
     return _report
 
 

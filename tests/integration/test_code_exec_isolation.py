@@ -303,3 +303,43 @@ def test_a_sweep_of_attacks_finishes_with_every_row_honest(tmp_path: Path, capsy
     assert rows["kill_parent"][:2] == ("passed", "none") and rows["kill_all"][:2] == ("passed", "none")
     assert rows["tamper"][:2] == ("failed", "wrong_answer") and rows["peek"][:2] == ("failed", "wrong_answer")
     assert not any(o == "TAMPERED" for _, _, o in rows.values())
+
+
+NONROOT = '''
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("code_exec", sys.argv[1])
+ce = importlib.util.module_from_spec(spec)
+sys.modules["code_exec"] = ce
+spec.loader.exec_module(ce)
+print("REPORT", ce.sandbox_report().describe())
+r = ce.run_code(sys.argv[2], "assert add(2, 2) == 4\\n", ce.ExecLimits(timeout_s=30.0))
+print("RESULT", r.verdict, sorted(r.guards), r.stdout.strip())
+'''
+
+
+def test_as_an_unprivileged_user_the_sandbox_is_built_in_user_namespaces() -> None:
+    """The path a normal user takes: run as `nobody` (the module is stdlib-only, so any interpreter will do)."""
+    import shutil
+    import subprocess
+
+    python, usable = code_exec.sandbox_python()
+    if os.geteuid() != 0 or not usable or shutil.which("setpriv") is None:
+        pytest.skip("needs root, setpriv and an interpreter other users may run, to become an unprivileged user")
+    where = tempfile.mkdtemp(prefix="arena-nonroot-")
+    try:
+        os.chmod(where, 0o755)
+        module = Path(where) / "code_exec.py"
+        module.write_text(Path(code_exec.__file__).read_text())
+        module.chmod(0o644)
+        answer = "import os\ndef add(a, b):\n    return a + b\nprint(os.getuid(), os.path.exists('/work'))\n"
+        out = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", python, "-I", "-c",
+                              NONROOT, str(module), answer], capture_output=True, text=True, timeout=120, cwd=where)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    report = next(ln for ln in out.stdout.splitlines() if ln.startswith("REPORT"))
+    if "through unshare" not in report:
+        pytest.skip(f"this kernel gives an unprivileged user no namespaces: {report}")
+    assert "as an unprivileged user" in report and "missing" not in report
+    result = next(ln for ln in out.stdout.splitlines() if ln.startswith("RESULT"))
+    assert result.startswith("RESULT passed ['ipc', 'mount', 'net', 'nproc', 'pid', 'user']")
+    assert result.endswith("1000 False")  # uid 1000 of its own namespace, and none of the host's directories

@@ -176,7 +176,7 @@ def main():
 main()
 """
 
-# The launcher runs as `python -I -c LAUNCHER CONFIG_JSON` (stdin: the nonce); it must stay standalone (stdlib).
+# The launcher runs as `python -I -S -c LAUNCHER CONFIG_JSON` (stdin: the nonce); it must stay standalone (stdlib).
 # It reports on cfg["report_fd"] (closed before the answer runs): "guard NAME", "missing NAME WHY", "status N"
 # (the harness's wait status, when a namespace init stood between them).
 _LAUNCHER = r"""
@@ -657,7 +657,7 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
                    "report_fd": rep_w, "done_fd": done_w, "namespaces": namespaces, "python": sys.executable,
                    "fallback_python": python, "python_dirs": _python_dirs(), "harness": _HARNESS,
                    "parent": os.getpid()}
-            cmd = [sys.executable, "-I", "-c", _LAUNCHER, json.dumps(cfg)]
+            cmd = [sys.executable, "-I", "-S", "-c", _LAUNCHER, json.dumps(cfg)]  # -S: stdlib only, no site start-up
         else:
             cmd = [python, "-I", "-B", "-c", _HARNESS, str(done_w)]
         proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.PIPE, stdout=out_w, stderr=err_w,

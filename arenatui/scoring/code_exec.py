@@ -265,8 +265,9 @@ def build_root(new):
     for name in ("null", "zero", "full", "random", "urandom"):
         open(new + "/dev/" + name, "w").close()
         mount("/dev/" + name, new + "/dev/" + name, None, BIND)
+    # /dev/shm (POSIX semaphores: multiprocessing) is the private /tmp: the one writable place stays the one
     for name, to in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
-                     ("stderr", "/proc/self/fd/2")):
+                     ("stderr", "/proc/self/fd/2"), ("shm", "/tmp")):
         os.symlink(to, new + "/dev/" + name)
     os.makedirs(new + "/tmp")
     mount("tmpfs", new + "/tmp", "tmpfs", NOSUID | NODEV, "mode=1777,size=%dm" % cfg["tmp_mb"])

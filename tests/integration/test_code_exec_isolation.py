@@ -343,3 +343,17 @@ def test_as_an_unprivileged_user_the_sandbox_is_built_in_user_namespaces() -> No
     result = next(ln for ln in out.stdout.splitlines() if ln.startswith("RESULT"))
     assert result.startswith("RESULT passed ['ipc', 'mount', 'net', 'nproc', 'pid', 'user']")
     assert result.endswith("1000 False")  # uid 1000 of its own namespace, and none of the host's directories
+
+
+def test_ordinary_answers_still_work_inside() -> None:
+    """What honest code does: processes with semaphores, temporary files, its own work dir, threads."""
+    answer = ("import multiprocessing as mp, os, tempfile, threading\n"
+              "def sq(x):\n    return x * x\n"
+              "with mp.Pool(2) as p:\n    squares = p.map(sq, range(5))\n"
+              "with tempfile.NamedTemporaryFile('w', delete=False) as f:\n    f.write('t')\n"
+              "open('here.txt', 'w').write('h')\n"
+              "box = []\nt = threading.Thread(target=lambda: box.append(1))\nt.start()\nt.join()\n")
+    tests = ("assert squares == [0, 1, 4, 9, 16]\nassert open(f.name).read() == 't'\n"
+             "assert open('here.txt').read() == 'h' and box == [1]\n")
+    r = run(answer, tests)
+    assert r.verdict == "passed", r.stderr

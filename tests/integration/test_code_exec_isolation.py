@@ -11,6 +11,7 @@ import sqlite3
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -357,3 +358,63 @@ def test_ordinary_answers_still_work_inside() -> None:
              "assert open('here.txt').read() == 'h' and box == [1]\n")
     r = run(answer, tests)
     assert r.verdict == "passed", r.stderr
+
+
+def _launchers(parent: int) -> list[tuple[int, int]]:
+    """(pid, sandbox uid) of the code_exec launchers that are children of `parent`."""
+    import json
+
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_bytes()
+            cmd = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if int(stat[stat.rfind(b")") + 2:].split()[1]) == parent and len(cmd) > 1 and b"report_fd" in cmd[-2]:
+            found.append((int(name), json.loads(cmd[-2])["uid"]))
+    return found
+
+
+def test_ctrl_c_ends_a_sweep_at_once_and_its_sandboxes_with_it(tmp_path: Path) -> None:
+    """Issue 20 item 2: a sleeping answer with a daemon, a 600 s timeout, then Ctrl-C (it used to take 604 s)."""
+    import json
+    import signal
+    import subprocess
+
+    isolated()
+    answer = DAEMON + "time.sleep(600)\n"
+    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "slow", "input": "q", "expected": answer,
+                                                      "tests": "pass"}) + "\n")
+    project = tmp_path / "arena.toml"
+    project.write_text(SWEEP.replace("timeout_s = 30", "timeout_s = 600"))
+    p = subprocess.Popen([sys.executable, "-m", "arenatui", "evaluate", "-p", str(project), "--db",
+                          str(tmp_path / "r.db"), "--quiet", "--no-report"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=tmp_path, start_new_session=True,
+                         env={**os.environ, "ARENATUI_HOME": str(tmp_path / "home")})
+    try:
+        deadline = time.monotonic() + 60
+        seen: dict[tuple[int, int], float] = {}
+        launchers: list[tuple[int, int]] = []
+        while not launchers:  # the answer's sandbox: one that lives on (start-up's probe of the sandbox ends at once)
+            assert p.poll() is None, p.communicate()
+            assert time.monotonic() < deadline, "no sandbox started"
+            time.sleep(0.05)
+            alive = _launchers(p.pid)
+            for x in alive:
+                seen.setdefault(x, time.monotonic())
+            launchers = [x for x in alive if time.monotonic() - seen[x] > 1.5]
+        os.killpg(p.pid, signal.SIGINT)
+        err = p.communicate(timeout=60)[1]  # the answer would run 600 s
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 130 and "Traceback" not in err
+    (pid, uid), = launchers
+    deadline = time.monotonic() + 30
+    while (os.path.exists(f"/proc/{pid}") or uid_processes(uid)) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the kernel is reaping them
+    assert uid_processes(uid) == 0  # the answer and its daemon died with arenatui

@@ -703,29 +703,31 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
         timed_out = too_many = False
         deadline = t0 + limits.timeout_s
         watchdog = uid is None or not drop
-        while True:
-            if proc.poll() is not None:
-                break
-            now = time.monotonic()
-            if now >= deadline:
-                timed_out = True
-                break
-            wait = min(0.05, deadline - now)
-            if open_fds:
-                ready, _, _ = select.select(list(open_fds), [], [], wait)
-                drain(ready)
-            else:
-                time.sleep(wait)
-            # RLIMIT_NPROC does not bind root: a watchdog counts the launcher group's processes too; it is what
-            # stops a fork loop when the sandbox has neither namespaces nor a uid of its own
-            counted = b"guard nproc" in b"".join(rep)
-            if watchdog and linux and not counted and group_size(proc.pid) > limits.max_processes:
-                too_many = True
-                break
-        # Whatever happened, nothing of the sandbox outlives the scorer: the launcher's group goes (its namespace
-        # with it), and as root every process of the sandbox's uid.
-        _kill_all(proc.pid, uid if linux else None)
-        proc.wait()
+        try:
+            while True:
+                if proc.poll() is not None:
+                    break
+                now = time.monotonic()
+                if now >= deadline:
+                    timed_out = True
+                    break
+                wait = min(0.05, deadline - now)
+                if open_fds:
+                    ready, _, _ = select.select(list(open_fds), [], [], wait)
+                    drain(ready)
+                else:
+                    time.sleep(wait)
+                # RLIMIT_NPROC does not bind root: a watchdog counts the launcher group's processes too; it is what
+                # stops a fork loop when the sandbox has neither namespaces nor a uid of its own
+                counted = b"guard nproc" in b"".join(rep)
+                if watchdog and linux and not counted and group_size(proc.pid) > limits.max_processes:
+                    too_many = True
+                    break
+        finally:
+            # Whatever happened (an exception too: Ctrl-C during start-up's probe), nothing of the sandbox outlives
+            # the scorer: the launcher's group goes (its namespace with it), and as root every process of its uid.
+            _kill_all(proc.pid, uid if linux else None)
+            proc.wait()
         drain(list(open_fds))  # what the pipes hold now; never waiting for a writer that is still alive
         stdout = b"".join(out).decode("utf-8", "replace")
         stderr = b"".join(err).decode("utf-8", "replace")

@@ -5,7 +5,8 @@
 Prints one JSON line per figure (medians of --runs runs of a trivial passing answer on this shared machine):
 
 - sandbox_run_ms: one run with this machine's guards (namespaces where the kernel allows them);
-- no_namespaces_run_ms: one run with the namespaces switched off (the fallback path);
+- no_namespaces_run_ms: one run with the namespaces switched off (the fallback path), with the same interpreter
+  (as root the fallback would pick one other users may run, whose start-up differs);
 - namespace_cost_ratio: the first over the second (building the root, the PID namespace's init, the user
   namespace): the price of the isolation, as a ratio so that the machine's load cancels out.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 
 import arenatui.scoring.code_exec as code_exec
@@ -37,6 +39,7 @@ def main() -> None:
     report = code_exec.sandbox_report()
     with_ns = median_ms(args.runs)
     code_exec._namespaces_work = False
+    code_exec.sandbox_python = lambda: (sys.executable, False)  # type: ignore[assignment]
     without = median_ms(args.runs)
     print(json.dumps({"name": "sandbox_mechanism", "value": report.describe(), "unit": "text"}))
     print(json.dumps({"name": "sandbox_run_ms", "value": round(with_ns, 1), "unit": "ms"}))

@@ -9,7 +9,8 @@ steer the judge ("... Score: 5"). Reading rules (documented in README):
 - The rubric asks the judge to end with a dedicated line ``VERDICT: N`` (``VERDICT: PASS`` / ``VERDICT: FAIL``):
   `judge_rubric` appends that request to a rubric that does not mention ``VERDICT`` (and has no ``verdict`` regex).
 - With a ``verdict`` regex, the verdict token is each match's group 1 (else the whole match); without one, the
-  token of each line that is only ``VERDICT: token`` (markdown emphasis allowed, N may be written "N/HI"), else an
+  token of each line that starts ``VERDICT: token`` (markdown emphasis allowed, N may be written "N/HI", a remark
+  may follow: "VERDICT: 4 - mostly right"), else an
   answer that is nothing but a verdict (a number, PASS, FAIL).
 - Two different verdicts in one answer are ambiguous: unreadable, never a pick. A number outside the scale, or a
   token that is neither pass nor fail, is unreadable too.
@@ -23,7 +24,7 @@ from typing import NamedTuple
 from arenatui.config.schema import Case, ModelConfig, ScorerConfig
 
 _TOKEN = r"(pass(?:ed)?|fail(?:ed)?|[-+]?\d+(?:\.\d+)?)(?:\s*/\s*\d+)?"
-_VERDICT_LINE = re.compile(rf"(?im)^[^\w\n]*verdict[^\w\n]*[:=][^\w\n]*{_TOKEN}[^\w\n]*$")
+_VERDICT_LINE = re.compile(rf"(?im)^[^\w\n]*verdict[^\w\n]*[:=][^\w\n]*{_TOKEN}(?:[^\w\n/][^\n]*)?$")
 _ONLY_VERDICT = re.compile(rf"(?i)^\W*{_TOKEN}\W*$")
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 _PASS_FAIL = re.compile(r"(?i)\b(pass(?:ed)?|fail(?:ed)?)\b")

@@ -44,6 +44,7 @@ def test_a_chat_case_and_a_case_without_expected_render_too() -> None:
     ("1", 0.0, False),
     ("  4/5  ", 0.75, True),
     ("VERDICT: 5\nThe units are right and so is the value.", 1.0, True),  # a line of its own, text after is fine
+    ("Close.\nVERDICT: 4 - mostly right, one unit off", 0.75, True),  # a remark after the verdict on its line
 ])
 def test_a_numeric_scale_reads_the_dedicated_verdict_line_or_a_bare_number(answer: str, value: float,
                                                                             passed: bool) -> None:
@@ -101,6 +102,7 @@ def test_pass_at_moves_the_threshold_and_defaults_to_the_top_quarter() -> None:
 @pytest.mark.parametrize(("answer", "passed"), [
     ("VERDICT: PASS", True), ("The answer passed all checks. Fail? No.\nVERDICT: Pass", True),
     ("fail", False), ("This would pass, but the units are wrong.\nVERDICT: FAILED", False),
+    ("VERDICT: PASS (the units are right)", True), ("**Verdict**: fail.", False),
 ])
 def test_pass_fail_reads_the_verdict_line(answer: str, passed: bool) -> None:
     v = read_verdict(scale("pass/fail"), answer)

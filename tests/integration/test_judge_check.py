@@ -136,3 +136,12 @@ def test_the_judge_check_over_http_reads_the_mock_servers_verdict_lines(tmp_path
         stop_server(proc)
     out = capsys.readouterr().out
     assert "agreement on pass/fail: 1.000" in out and "n = 6" in out and "judge errors" not in out
+
+
+def test_known_verdicts_are_stored_with_a_run_and_read_back(tmp_path: Path) -> None:
+    from arenatui.config import load_project, project_from_dict, project_to_dict
+
+    p = load_project(write(tmp_path, n=2, scale="pass/fail"))
+    back = project_from_dict(project_to_dict(p), p.path)
+    assert [c.judge_expected for c in back.cases] == [c.judge_expected for c in p.cases]
+    assert back.cases[0].judge_expected == (("It is item-0.", "PASS"), ("It is something else.", "FAIL"))

@@ -380,13 +380,11 @@ except Exception:
     net = False
 if net:
     say("guard net")
-nproc = False
+nproc = False  # not as a user: RLIMIT_NPROC would count every process of the user, arenatui's included
 if root and cfg["drop"]:
     drop_to_uid()
     say("guard uid")
     nproc = True
-elif not root:
-    nproc = False  # RLIMIT_NPROC would count every process of this user, arenatui's included
 limits(nproc)
 if nproc:
     say("guard nproc")

@@ -464,11 +464,6 @@ def group_size(pgid: int) -> int:
     return len(_processes(pgid=pgid))
 
 
-def uid_processes(uid: int) -> int:
-    """Live processes whose owner is ``uid``; 0 where /proc cannot tell."""
-    return len(_processes(uid=uid))
-
-
 def _kill_all(pgid: int, uid: int | None) -> None:
     """Kill the launcher's group and, as root, every process of the sandbox's uid, until none is left."""
     for _ in range(200):

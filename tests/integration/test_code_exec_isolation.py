@@ -19,7 +19,7 @@ import pytest
 import arenatui.scoring.code_exec as code_exec
 from arenatui.config import Case, ScorerConfig
 from arenatui.scoring import Scorer
-from arenatui.scoring.code_exec import ExecLimits, ExecResult, group_size, run_code, sandbox_report, uid_processes
+from arenatui.scoring.code_exec import ExecLimits, ExecResult, group_size, run_code, sandbox_report
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux-only")
 
@@ -29,15 +29,38 @@ SHORT = ExecLimits(timeout_s=3.0, memory_mb=256, max_processes=16, output_kb=16)
 """For code that never ends: the timeout is the verdict."""
 
 
-def left_behind(r: ExecResult) -> int:
+def ticks() -> float:
+    """Now, in the clock ticks since boot that /proc/PID/stat gives a process's start in."""
+    with open("/proc/uptime") as f:
+        return float(f.read().split()[0]) * os.sysconf("SC_CLK_TCK")
+
+
+def uid_left(uid: int, ended: float) -> int:
+    """Processes of a sandbox uid started before `ended`: once the run is over its uid may serve another sandbox
+    (another test running at the same time), whose processes start after."""
+    n = 0
+    for name in os.listdir("/proc"):
+        try:
+            if not name.isdigit() or os.stat(f"/proc/{name}").st_uid != uid:
+                continue
+            stat = Path(f"/proc/{name}/stat").read_bytes()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if fields[0] not in (b"Z", b"X") and int(fields[19]) <= ended:
+            n += 1
+    return n
+
+
+def left_behind(r: ExecResult, ended: float) -> int:
     assert r.process_group is not None
-    return group_size(r.process_group) + (uid_processes(r.uid) if r.uid is not None else 0)
+    return group_size(r.process_group) + (uid_left(r.uid, ended) if r.uid is not None else 0)
 
 
 def run(code: str, tests: str = "", limits: ExecLimits = LIMITS) -> ExecResult:
     r = run_code(code, tests, limits)
     assert r.duration_s < limits.timeout_s + 15  # not a performance check: it says "it did not hang"
-    assert left_behind(r) == 0  # nothing of it lives on
+    assert left_behind(r, ticks()) == 0  # nothing of it lives on
     return r
 
 
@@ -125,27 +148,31 @@ def test_a_daemon_of_an_answer_that_never_ends_goes_with_the_timeout() -> None:
 
 def test_without_namespaces_the_daemon_holding_the_pipes_does_not_hold_the_scorer(no_namespaces: None) -> None:
     r = run_code(DAEMON + "def add(a, b):\n    return a + b\n", ADD_TESTS, SHORT)
+    ended = ticks()
     assert "pid" not in r.guards and r.verdict == "passed"
     assert r.duration_s < SHORT.timeout_s + 15  # it did not wait the daemon's 600 s on its inherited pipes
     if r.uid is not None:  # as root the sandbox had a uid of its own: every process of it was killed
-        assert uid_processes(r.uid) == 0
+        assert uid_left(r.uid, ended) == 0
 
 
 # --- item 3: sandboxes cannot hurt each other or the host ----------------------------------------------------------
 
 def _together(*answers: tuple[str, str, ExecLimits]) -> list[ExecResult]:
-    """Run answers at the same time, each in its own thread (as the engine's scoring threads do)."""
+    """Run answers at the same time, each in its own thread (as the engine's scoring threads do); each is checked
+    for leftovers as it ends."""
     results: list[ExecResult | None] = [None] * len(answers)
+    left: list[int] = [0] * len(answers)
 
     def one(i: int) -> None:
-        results[i] = run_code(*answers[i])
+        r = results[i] = run_code(*answers[i])
+        left[i] = left_behind(r, ticks())
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(len(answers))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert all(r is not None for r in results)
+    assert all(r is not None for r in results) and left == [0] * len(answers)  # nothing of any lives on
     return [r for r in results if r is not None]
 
 
@@ -160,7 +187,6 @@ def test_kill_minus_one_reaches_no_other_sandbox() -> None:
     attack, honest = _together(killer, SLOW_CORRECT)
     assert honest.verdict == "passed", honest.stderr
     assert honest.uid != attack.uid  # as root, each had a uid of its own
-    assert left_behind(attack) == 0 and left_behind(honest) == 0
 
 
 def test_a_fork_bomb_stops_at_its_own_limit_and_a_neighbour_still_forks() -> None:
@@ -174,7 +200,6 @@ def test_a_fork_bomb_stops_at_its_own_limit_and_a_neighbour_still_forks() -> Non
     attack, honest = _together(bomb, forks)
     assert attack.verdict in ("timeout", "crashed") and "nproc" in attack.guards
     assert honest.verdict == "passed", honest.stderr
-    assert left_behind(attack) == 0
 
 
 def test_an_answer_cannot_kill_arenatui() -> None:
@@ -412,9 +437,10 @@ def test_ctrl_c_ends_a_sweep_at_once_and_its_sandboxes_with_it(tmp_path: Path) -
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
+    ended = ticks()
     assert p.returncode == 130 and "Traceback" not in err
     (pid, uid), = launchers
     deadline = time.monotonic() + 30
-    while (os.path.exists(f"/proc/{pid}") or uid_processes(uid)) and time.monotonic() < deadline:
+    while (os.path.exists(f"/proc/{pid}") or uid_left(uid, ended)) and time.monotonic() < deadline:
         time.sleep(0.05)  # the kernel is reaping them
-    assert uid_processes(uid) == 0  # the answer and its daemon died with arenatui
+    assert uid_left(uid, ended) == 0  # the answer and its daemon died with arenatui

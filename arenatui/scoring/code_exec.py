@@ -30,6 +30,7 @@ process that kept the pipes open (only possible without a PID namespace) cannot 
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import json
 import os
@@ -626,6 +627,8 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
     workdir = tempfile.mkdtemp(prefix="arena-exec-")
     t0 = time.monotonic()
     fds: list[int] = []
+    with _in_flight_lock:
+        _in_flight[workdir] = None
     try:
         for name, text in (("solution.py", code), ("tests.py", tests)):
             with open(os.path.join(workdir, name), "w", encoding="utf-8", errors="surrogatepass") as f:
@@ -656,6 +659,8 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
             cmd = [python, "-I", "-B", "-c", _HARNESS, str(done_w)]
         proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.PIPE, stdout=out_w, stderr=err_w,
                                 start_new_session=True, close_fds=True, pass_fds=(rep_w, done_w))
+        with _in_flight_lock:
+            _in_flight[workdir] = (proc.pid, uid)
         for w in (out_w, err_w, rep_w, done_w):
             os.close(w)
             fds.remove(w)
@@ -763,4 +768,25 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
                 os.close(fd)
             except OSError:
                 pass
+        shutil.rmtree(workdir, ignore_errors=True)
+        with _in_flight_lock:
+            _in_flight.pop(workdir, None)
+
+
+_in_flight: dict[str, tuple[int, int | None] | None] = {}
+"""Runs not ended yet: work dir -> (launcher pid, sandbox uid) once started."""
+_in_flight_lock = threading.Lock()
+
+
+@atexit.register
+def _end_in_flight() -> None:
+    """At exit (Ctrl-C with a run abandoned in its daemon thread), end every sandbox still running and remove its
+    work dir: the thread that would have never runs again. (A SIGKILL leaves the work dirs; the launchers die with
+    arenatui all the same, by their parent-death signal.)"""
+    with _in_flight_lock:
+        runs = list(_in_flight.items())
+        _in_flight.clear()
+    for workdir, started in runs:
+        if started is not None:
+            _kill_all(*started)
         shutil.rmtree(workdir, ignore_errors=True)

@@ -385,8 +385,8 @@ def test_ordinary_answers_still_work_inside() -> None:
     assert r.verdict == "passed", r.stderr
 
 
-def _launchers(parent: int) -> list[tuple[int, int]]:
-    """(pid, sandbox uid) of the code_exec launchers that are children of `parent`."""
+def _launchers(parent: int) -> list[tuple[int, int, str]]:
+    """(pid, sandbox uid, work dir) of the code_exec launchers that are children of `parent`."""
     import json
 
     found = []
@@ -399,7 +399,8 @@ def _launchers(parent: int) -> list[tuple[int, int]]:
         except OSError:
             continue
         if int(stat[stat.rfind(b")") + 2:].split()[1]) == parent and len(cmd) > 1 and b"report_fd" in cmd[-2]:
-            found.append((int(name), json.loads(cmd[-2])["uid"]))
+            cfg = json.loads(cmd[-2])
+            found.append((int(name), cfg["uid"], cfg["workdir"]))
     return found
 
 
@@ -421,8 +422,8 @@ def test_ctrl_c_ends_a_sweep_at_once_and_its_sandboxes_with_it(tmp_path: Path) -
                          env={**os.environ, "ARENATUI_HOME": str(tmp_path / "home")})
     try:
         deadline = time.monotonic() + 60
-        seen: dict[tuple[int, int], float] = {}
-        launchers: list[tuple[int, int]] = []
+        seen: dict[tuple[int, int, str], float] = {}
+        launchers: list[tuple[int, int, str]] = []
         while not launchers:  # the answer's sandbox: one that lives on (start-up's probe of the sandbox ends at once)
             assert p.poll() is None, p.communicate()
             assert time.monotonic() < deadline, "no sandbox started"
@@ -439,8 +440,9 @@ def test_ctrl_c_ends_a_sweep_at_once_and_its_sandboxes_with_it(tmp_path: Path) -
             p.wait()
     ended = ticks()
     assert p.returncode == 130 and "Traceback" not in err
-    (pid, uid), = launchers
+    (pid, uid, workdir), = launchers
     deadline = time.monotonic() + 30
     while (os.path.exists(f"/proc/{pid}") or uid_left(uid, ended)) and time.monotonic() < deadline:
         time.sleep(0.05)  # the kernel is reaping them
     assert uid_left(uid, ended) == 0  # the answer and its daemon died with arenatui
+    assert not os.path.exists(workdir)  # and its work dir went at exit, though its scoring thread never ended

@@ -188,6 +188,9 @@ class Case:
     depends_on: tuple[str, ...] = ()
     """Cases whose answers this one's input uses (``{output:ID}``): it runs once they passed, for the same model
     and trial, and is stored 'unreachable' when one of them did not."""
+    judge_expected: tuple[tuple[str, str], ...] = ()
+    """llm_judge: answers with known verdicts, (answer, verdict) pairs ("PASS"/"FAIL" or a number on the scale),
+    on which `arena judge-check` measures how often the judge agrees."""
 
     def prompt_text(self) -> str:
         if isinstance(self.input, str):
@@ -213,7 +216,8 @@ class ScorerConfig:
     function: str | None = None
     """python: ``package.module:function`` taking (case, output) and returning a float, bool or Score."""
     timeout_s: float = 10.0
-    """code_exec: wall clock for one run of the model's code with the case's tests."""
+    """code_exec: wall clock for one run of the model's code with the case's tests; python: the longest one call of
+    the function is waited for (past it the call is that answer's scoring error)."""
     memory_mb: int = 512
     """code_exec: address-space limit of the process running the code."""
     judge: str | None = None

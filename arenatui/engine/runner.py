@@ -63,7 +63,8 @@ from arenatui.plan import Plan, judge_trial
 from arenatui.providers.base import JudgeTask, Provider, Request, build_messages, estimate_tokens
 from arenatui.scoring import REGEX_TIMEOUT_S, Score, ScorerSet, ScoringError, ScoringSlow
 from arenatui.scoring.failure_modes import classify
-from arenatui.scoring.judge import JudgeUnreadable, read_verdict, render_rubric
+from arenatui.scoring.judge import JudgeUnreadable, judge_messages, read_verdict
+from arenatui.threads import in_daemon_thread
 
 Sink = Callable[[Event], None]
 MESSAGE_LIMIT = 2000
@@ -566,7 +567,7 @@ class Runner:
             if lane.rpm is not None:
                 await lane.rpm.acquire()
             if job is not None:
-                messages = self._judge_messages(model, job)
+                messages = judge_messages(model, job.scorer, job.case, job.output)
             if lane.tpm is not None:
                 prompt = case.prompt_text() if job is None else messages[-1]["content"]
                 need = estimate_tokens(prompt) + lane.max_tokens
@@ -652,7 +653,7 @@ class Runner:
                     value, passed = sc.value, sc.passed
                     status = "passed" if passed else "failed"
                     sc_class = sc_msg = None
-                    mode = "none" if passed else classify(
+                    mode = "none" if passed else sc.failure_mode or classify(
                         passed=False, output=comp.text, finish_reason=comp.finish_reason,
                         invalid_format=sc.invalid_format, language=case.language)
                     if sc.detail is not None:
@@ -704,15 +705,6 @@ class Runner:
         if err_detail is not None:
             r = r._replace(score_detail=self._message(case, err_detail))
         self._finish(lane, r, job, now)
-
-    def _judge_messages(self, judge: ModelConfig, job: _JudgeJob) -> tuple[dict[str, str], ...]:
-        """The judge's request: the rubric filled in, after the judge model's own system prompt if it has one (the
-        project's [defaults] system is for the candidates: "answer with one letter" must not reach a judge)."""
-        assert job.scorer.rubric is not None
-        prompt = render_rubric(job.scorer.rubric, job.case, job.output)
-        if judge.system:
-            return {"role": "system", "content": judge.system}, {"role": "user", "content": prompt}
-        return ({"role": "user", "content": prompt},)
 
     def _finish(self, lane: _ModelLane, r: CallResult, job: _JudgeJob | None, now: float) -> None:
         """Report a call that ended without an answer: CallFinished, or for a judge call the JudgeFinished that
@@ -770,9 +762,8 @@ class Runner:
         scorers = self._scorers
         try:
             if isinstance(e, ScoringSlow):
-                # abandon_on_cancel: Ctrl-C stops the sweep now; the thread ends by itself within its timeout
-                return await anyio.to_thread.run_sync(scorers.score, output, case, REGEX_TIMEOUT_S,
-                                                      abandon_on_cancel=True, limiter=self._slow_scoring)
+                async with self._slow_scoring:
+                    return await in_daemon_thread(scorers.score, output, case, REGEX_TIMEOUT_S)
             raise e
         except ScoringError as err:
             return str(err)
@@ -807,6 +798,8 @@ class Runner:
 
 _RETRIED = frozenset(("rate_limited", "transient", "timeout"))
 """Error classes a later attempt may not repeat: terminal ones ('terminal', 'solver_error') never sleep."""
+
+
 
 
 def _attempt_times(e: ProviderError, ta: float) -> tuple[float, float | None]:

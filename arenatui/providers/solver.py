@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
-import threading
 import time
 import traceback
 import types
@@ -38,6 +37,7 @@ from anyio.lowlevel import RunVar
 from arenatui.config.schema import ModelConfig, RunSettings
 from arenatui.errors import ProviderError, SolverFailed, SolverMisuse
 from arenatui.providers.base import Completion, Request, estimate_tokens
+from arenatui.threads import in_daemon_thread
 
 
 class TrialContext(NamedTuple):
@@ -124,37 +124,6 @@ def _is_async(obj: object) -> bool:
         if call is not None:
             return inspect.iscoroutinefunction(call)
     return False
-
-
-async def in_daemon_thread(fn: Callable[[Any], Any], arg: Any) -> Any:
-    """fn(arg) in a thread of its own, abandoned on cancellation. A daemon thread: a sync solver stuck in a call
-    (anyio's worker threads are joined at exit) must not keep `arena` from exiting after Ctrl-C or a timeout."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:  # trio: anyio's worker threads
-        return await anyio.to_thread.run_sync(fn, arg, abandon_on_cancel=True)
-    fut: asyncio.Future[Any] = loop.create_future()
-
-    def settle(value: Any, error: BaseException | None) -> None:
-        if fut.done():
-            return  # cancelled meanwhile: the answer is dropped
-        if error is not None:
-            fut.set_exception(error)
-        else:
-            fut.set_result(value)
-
-    def work() -> None:
-        try:
-            value, error = fn(arg), None
-        except BaseException as e:
-            value, error = None, e
-        try:
-            loop.call_soon_threadsafe(settle, value, error)
-        except RuntimeError:  # the loop is closed: the run is over
-            pass
-
-    threading.Thread(target=work, daemon=True, name="arenatui-solver").start()
-    return await fut
 
 
 def summary(e: BaseException) -> str:

@@ -505,5 +505,5 @@ def test_a_solver_can_be_an_llm_judge_and_is_asked_the_rubric(tmp_path: Path) ->
                                  rubric="Q: {input}\nA: {output}\nPASS or FAIL?"),))
     r = arenatui.bench(project, db=tmp_path / "r.db")
     assert r.models == ("a",) and r.average_score("a") == 0.5
-    assert sorted(asked) == ["Q: capital of France, again?\nA: Lyon\nPASS or FAIL?",
-                             "Q: capital of France?\nA: Paris\nPASS or FAIL?"]
+    assert [q.split("\n\n")[0] for q in sorted(asked)] == [  # the rubric filled in (then how to give the verdict)
+        "Q: capital of France, again?\nA: Lyon\nPASS or FAIL?", "Q: capital of France?\nA: Paris\nPASS or FAIL?"]

@@ -39,6 +39,7 @@ from aiolimiter import AsyncLimiter
 from anyio.abc import TaskGroup
 
 from arenatui.config.schema import Case, ModelConfig, ScorerConfig
+from arenatui.engine.chains import Chains
 from arenatui.engine.events import (
     CallFinished,
     CallResult,
@@ -53,14 +54,16 @@ from arenatui.engine.events import (
     RunResumed,
     RunStatus,
 )
-from arenatui.engine.judging import JudgeJob, judge_messages
+from arenatui.engine.judging import JudgeJob
 from arenatui.engine.retry import RetryPolicy
 from arenatui.engine.sealed import MIN_RUN, SealedScrubber
-from arenatui.errors import ProviderError, RateLimited, TerminalError
+from arenatui.errors import ArenaError, ProviderError, RateLimited, TerminalError
 from arenatui.limits import MAX_CONCURRENCY
 from arenatui.plan import Plan, judge_trial
 from arenatui.providers.base import Completion, JudgeTask, Provider, Request, build_messages, estimate_tokens
 from arenatui.scoring import REGEX_TIMEOUT_S, Score, ScorerSet, ScoringError, ScoringSlow, verdict
+from arenatui.scoring.judge import judge_messages
+from arenatui.threads import in_daemon_thread
 
 Sink = Callable[[Event], None]
 MESSAGE_LIMIT = 2000
@@ -110,6 +113,11 @@ class _ModelLane:
     """Heap of (due time, sequence, call) backing off: they hold no worker until due."""
     jobs: deque[JudgeJob] | None = None
     """A judge lane's answers to judge, in the order they came (None for a model's own lane)."""
+    ready: deque[tuple[Case, int]] = field(default_factory=deque)
+    """Chained cases whose parents passed in that trial, their inputs filled in: they go before new calls."""
+    deferred: deque[tuple[Case, int]] = field(default_factory=deque)
+    """Calls taken from `calls` while their case had max_concurrency_per_case trials under way: they go first
+    once it has room."""
 
 
 def sealed_output(text: str) -> str:
@@ -149,8 +157,11 @@ class Runner:
         self._lanes: list[_ModelLane] = []
         rate_limits: dict[str, tuple[AsyncLimiter | None, AsyncLimiter | None]] = {}
         at_provider: dict[str, list[int]] = {}
+        chained = any(c.depends_on for c in plan.cases)
+        self._chains = Chains(plan.cases) if chained else None
+        """A chained project's episodes: a dependent case is queued (lane.ready) once its parents passed."""
         lanes: list[tuple[str, ModelConfig, Iterator[tuple[Case, int]], deque[JudgeJob] | None]] = [
-            (m.key, m, plan.pending(m.key), None) for m in plan.models]
+            (m.key, m, _roots(plan.pending(m.key)) if chained else plan.pending(m.key), None) for m in plan.models]
         lanes += [(j.key, j.model, iter(()), deque()) for j in plan.judges]
         for key, m, calls, jobs in lanes:
             # a model that is both a candidate and a judge has one provider and one set of rate limits
@@ -171,6 +182,9 @@ class Runner:
                 at_provider=at_provider.setdefault(m.key, [0]),
             ))
         self._by_key = {lane.key: lane for lane in self._lanes}
+        self._per_case = run.max_concurrency_per_case
+        self._case_busy: dict[tuple[str, str], int] = {}
+        """(lane, case id) -> trials under way, from first attempt to final end (backing off included)."""
         self._model_index = {m.key: i for i, m in enumerate(plan.models)}
         self._judged = plan.judged_cases()
         """Case id → (its llm_judge scorer, its judge lane) for the cases that are judged."""
@@ -184,6 +198,9 @@ class Runner:
         self._unjudgeable: list[tuple[_ModelLane, JudgeJob, str]] = []
         """Resumed answers that cannot be judged (a sealed case's answer that was not kept): reported at start."""
         self._backlog(plan)
+        self._unreachable_at_start: list[tuple[_ModelLane, Case, int, str]] = []
+        if self._chains is not None:
+            self._chains_started(plan, self._chains)
         self._parked_n = 0
         self._seq = itertools.count()
         self._scrubbers: dict[str, SealedScrubber] = {}
@@ -254,6 +271,9 @@ class Runner:
             self._finish(lane, self._errored(lane, job.case, judge_trial(job.model_index, job.trial, self.plan.trials),
                                              "judge_error", why, 0, None, now, now, time.time(), 0, 0, None), job, now)
         self._unjudgeable.clear()
+        for lane, case, trial, why in self._unreachable_at_start:
+            self._unreachable(lane, case, trial, why)
+        self._unreachable_at_start.clear()
         status: RunStatus = "finished"
         message: str | None = None
         try:
@@ -359,21 +379,62 @@ class Runner:
                 self._unstarted -= 1
                 self._rr = idx + 1
                 return lane, job.case, judge_trial(job.model_index, job.trial, self.plan.trials), None, job
+            if lane.ready:
+                case, trial = lane.ready.popleft()
+                self._unstarted -= 1
+                self._rr = idx + 1
+                if self._per_case is not None:  # counted like any call of its case (its end is)
+                    self._case_busy[(lane.key, case.id)] = self._case_busy.get((lane.key, case.id), 0) + 1
+                return lane, case, trial, None, None
             if lane.exhausted:
                 continue
-            item = next(lane.calls, None)
+            item = next(lane.calls, None) if self._per_case is None else self._next_for_case(lane)
             if item is None:
-                lane.exhausted = True
+                lane.exhausted = self._per_case is None or not lane.deferred
                 continue
             self._unstarted -= 1
             self._rr = idx + 1
             return lane, item[0], item[1], None, None
         return None
 
+    def _next_for_case(self, lane: _ModelLane) -> tuple[Case, int] | None:
+        """The lane's next call whose case has room under max_concurrency_per_case (counted as under way), or None;
+        calls passed over wait in the lane's `deferred`, ahead of new ones."""
+        limit = self._per_case
+        assert limit is not None
+        busy = self._case_busy
+        item: tuple[Case, int] | None = None
+        for i, (case, trial) in enumerate(lane.deferred):
+            if busy.get((lane.key, case.id), 0) < limit:
+                item = (case, trial)
+                del lane.deferred[i]
+                break
+        while item is None:
+            nxt = next(lane.calls, None)
+            if nxt is None:
+                return None
+            if busy.get((lane.key, nxt[0].id), 0) < limit:
+                item = nxt
+            else:
+                lane.deferred.append(nxt)
+        key = (lane.key, item[0].id)
+        busy[key] = busy.get(key, 0) + 1
+        return item
+
+    def _case_ended(self, lane: _ModelLane, case: Case, trial: int) -> None:
+        """A call of a per-case-limited lane returned from its worker: its case has room again unless it backs off."""
+        if any(p.case.id == case.id and p.trial == trial for _d, _s, p in lane.parked):
+            return
+        key = (lane.key, case.id)
+        busy = self._case_busy
+        busy[key] -= 1
+        if not busy[key]:
+            del busy[key]
+
     def _all_done(self) -> bool:
         """Nothing left to start: no call backing off, every model's calls taken, every judge queue empty (a
         running candidate may still queue a judge call: its worker then takes it, or spawns one)."""
-        return not self._parked_n and all(lane.exhausted if lane.jobs is None else not lane.jobs
+        return not self._parked_n and all((lane.exhausted and not lane.ready) if lane.jobs is None else not lane.jobs
                                           for lane in self._lanes)
 
     async def _worker(self) -> None:
@@ -400,7 +461,9 @@ class Runner:
                     lane.in_flight -= 1
                     lane.at_provider[0] -= 1
                     self.in_flight -= 1
-                    if lane.cap is not None or lane.parked:
+                    if self._per_case is not None and job is None:
+                        self._case_ended(lane, case, trial)
+                    if lane.cap is not None or lane.parked or lane.deferred:
                         self._notify()
         finally:
             self.workers -= 1
@@ -420,6 +483,47 @@ class Runner:
         """Hand one event to every sink, in order (also for run-level events from beside the engine)."""
         for sink in self._sinks:
             sink(ev)
+        if self._chains is not None and type(ev) is CallFinished:
+            self._chained(ev.result)
+
+    def _chains_started(self, plan: Plan, chains: Chains) -> None:
+        """Each model's dependents that a resumed run can decide at once (their parents are stored), and those
+        whose parent a filter left out (unreachable)."""
+        for lane in self._lanes:
+            if lane.jobs is not None:
+                continue
+            done = plan.done.get(lane.key, set())
+            pending = [(c.id, t) for c in plan.cases if c.depends_on for t in range(plan.trials)
+                       if (c.id, t) not in done]
+            for case, trial, why in chains.start(lane.key, plan.chain_outcomes.get(lane.key, ()), pending):
+                if why is None:
+                    lane.ready.append((case, trial))
+                else:
+                    self._unreachable_at_start.append((lane, case, trial, why))
+
+    def _chained(self, r: CallResult) -> None:
+        """A call of a case others depend on ended: queue the dependents it made ready, record those it made
+        unreachable. A cancelled call decides nothing (resume runs it again)."""
+        chains = self._chains
+        assert chains is not None
+        lane = self._by_key.get(r.model_key)
+        if r.error_class == "cancelled" or lane is None or lane.jobs is not None or r.case_id not in chains.involved:
+            return
+        for case, why in chains.finished(lane.key, r.case_id, r.trial, (r.status == "passed", r.output)):
+            if why is None:
+                lane.ready.append((case, r.trial))
+            else:
+                self._unreachable(lane, case, r.trial, why)
+        if lane.ready:
+            self._spawn()
+            self._notify()
+
+    def _unreachable(self, lane: _ModelLane, case: Case, trial: int, why: str) -> None:
+        """Store a chained call that is not made: its parent did not pass (coverage as not run, never wrong)."""
+        self._unstarted -= 1
+        now = time.monotonic()
+        self.emit(CallFinished(self._result(lane, case, trial, verdict.unreachable(why), None, 0, now, now, now,
+                                            time.time(), 0, 0), now))
 
     async def _call(self, lane: _ModelLane, case: Case, trial: int, parked: _Parked | None,
                     job: JudgeJob | None = None) -> None:
@@ -443,11 +547,12 @@ class Runner:
             started_wall, t0, attempt, in_tok, out_tok = p.started_wall, p.t0, p.attempt, p.in_tok, p.out_tok
             err_class, err_msg, latency, connect_ms = p.err_class, p.err_msg, p.latency, p.connect_ms
         http_status: int | None = None
+        err_detail: str | None = None
         try:
             if lane.rpm is not None:
                 await lane.rpm.acquire()
             if job is not None:
-                messages = judge_messages(model, job)
+                messages = judge_messages(model, job.scorer, job.case, job.output)
             if lane.tpm is not None:
                 prompt = case.prompt_text() if job is None else messages[-1]["content"]
                 need = estimate_tokens(prompt) + lane.max_tokens
@@ -481,11 +586,13 @@ class Runner:
                 out_tok += getattr(e, "output_tokens", 0)
             except ProviderError as e:
                 latency, connect_ms = _attempt_times(e, ta)
-                err_class = "terminal" if isinstance(e, TerminalError) else "transient"
+                # a terminal error's class is its own: 'terminal', or 'solver_error' (its traceback kept as detail)
+                err_class = e.error_class if isinstance(e, TerminalError) else "transient"  # type: ignore[assignment]
                 err_msg, http_status = e.message, e.http_status
+                err_detail = getattr(e, "detail", None)
                 in_tok += getattr(e, "input_tokens", 0)
                 out_tok += getattr(e, "output_tokens", 0)
-            except anyio.get_cancelled_exc_class():
+            except (anyio.get_cancelled_exc_class(), ArenaError):  # ArenaError: a misuse that must stop the run
                 raise
             except Exception as e:  # a provider bug must not take the sweep down: record it, never retry
                 latency, connect_ms = (time.monotonic() - ta) * 1000.0, None
@@ -518,7 +625,7 @@ class Runner:
                                             judged[0]), judged[1])
                 return
             # the attempt failed: retry (parked until due, holding no worker) or record
-            if err_class != "terminal" and attempt < policy.max_attempts:
+            if err_class in _RETRIED and attempt < policy.max_attempts:
                 delay = policy.delay(attempt, retry_after, self._rng)
                 elapsed = time.monotonic() - t0
                 if elapsed + delay <= policy.budget_s:
@@ -540,8 +647,11 @@ class Runner:
                                              t0, now, started_wall, in_tok, out_tok, connect_ms), job, now)
             raise
         now = time.monotonic()
-        self._finish(lane, self._errored(lane, case, trial, err_class, err_msg, attempt, latency, t0, now,
-                                         started_wall, in_tok, out_tok, connect_ms, http_status), job, now)
+        r = self._errored(lane, case, trial, err_class, err_msg, attempt, latency, t0, now, started_wall, in_tok,
+                          out_tok, connect_ms, http_status)
+        if err_detail is not None:
+            r = r._replace(score_detail=self._message(case, err_detail))
+        self._finish(lane, r, job, now)
 
     def _finish(self, lane: _ModelLane, r: CallResult, job: JudgeJob | None, now: float) -> None:
         """Report a call that ended without an answer: CallFinished, or for a judge call the JudgeFinished that
@@ -577,6 +687,7 @@ class Runner:
         2.5 µs more per CallResult."""
         msg = v.error_message
         detail = v.detail
+        extra_cost = 0.0
         if comp is None:
             output: str | None = None
             ttft_ms: float | None = None
@@ -589,10 +700,11 @@ class Runner:
             ttft_ms = ttft * 1000.0 if ttft is not None else None
             connect_ms = connect_s * 1000.0 if connect_s is not None else None
             finish_reason, estimated = comp.finish_reason, comp.tokens_estimated
+            extra_cost = comp.cost or 0.0  # what a solver says it spent beyond tokens
         return CallResult(
             lane.key, case.id, trial, v.status, output, v.score, v.passed, v.error_class,
             None if msg is None else self._message(case, msg), attempts, latency_ms, (now - t0) * 1000.0, ttft_ms,
-            in_tok, out_tok, lane.model.cost(in_tok, out_tok), finish_reason, estimated, started_wall,
+            in_tok, out_tok, lane.model.cost(in_tok, out_tok) + extra_cost, finish_reason, estimated, started_wall,
             started_wall + (now - t0), connect_ms, v.failure_mode,
             None if detail is None else self._message(case, detail), http_status)
 
@@ -605,9 +717,8 @@ class Runner:
         scorers = self._scorers
         try:
             if isinstance(e, ScoringSlow):
-                # abandon_on_cancel: Ctrl-C stops the sweep now; the thread ends by itself within its timeout
-                return await anyio.to_thread.run_sync(scorers.score, output, case, REGEX_TIMEOUT_S,
-                                                      abandon_on_cancel=True, limiter=self._slow_scoring)
+                async with self._slow_scoring:
+                    return await in_daemon_thread(scorers.score, output, case, REGEX_TIMEOUT_S)
             raise e
         except ScoringError as err:
             return str(err)
@@ -634,12 +745,23 @@ class Runner:
                             started_wall, in_tok, out_tok, latency, connect_ms, http_status)
 
 
+_RETRIED = frozenset(("rate_limited", "transient", "timeout"))
+"""Error classes a later attempt may not repeat: terminal ones ('terminal', 'solver_error') never sleep."""
+
+
+
+
 def _attempt_times(e: ProviderError, ta: float) -> tuple[float, float | None]:
     """latency_ms and connect_ms of a failed attempt: from the wire where the provider timed it (an HTTP
     refusal), else the whole attempt."""
     if e.latency_s is None:
         return (time.monotonic() - ta) * 1000.0, None
     return e.latency_s * 1000.0, e.connect_s * 1000.0 if e.connect_s is not None else None
+
+
+def _roots(calls: Iterator[tuple[Case, int]]) -> Iterator[tuple[Case, int]]:
+    """A chained project's calls of cases that depend on none: the others are queued as their parents pass."""
+    return ((c, t) for c, t in calls if not c.depends_on)
 
 
 def _bounded(n: int) -> int:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from arenatui.config.schema import ModelConfig, RunSettings
-from arenatui.providers.base import Provider
+if TYPE_CHECKING:  # the registry imports nothing at run time: the config check reads it while `config` loads
+    from arenatui.config.schema import ModelConfig, RunSettings
+    from arenatui.providers.base import Provider
 
-Factory = Callable[[ModelConfig, RunSettings, int], Provider]
+Factory = Callable[["ModelConfig", "RunSettings", int], "Provider"]
 """Makes one model's provider: (model, run settings, concurrency hint: how many calls may be in flight at once)."""
 
 
@@ -67,6 +69,12 @@ def _openai(model: ModelConfig, run: RunSettings, hint: int) -> Provider:
     return OpenAIProvider(model, run, hint)
 
 
+def _python(model: ModelConfig, run: RunSettings, _hint: int) -> Provider:
+    from arenatui.providers.solver import SolverProvider
+
+    return SolverProvider(model, run)
+
+
 def _anthropic(model: ModelConfig, run: RunSettings, hint: int) -> Provider:
     from arenatui.providers.anthropic import AnthropicProvider
 
@@ -76,3 +84,4 @@ def _anthropic(model: ModelConfig, run: RunSettings, hint: int) -> Provider:
 register(ProviderSpec("sim", _sim))
 register(ProviderSpec("openai", _openai, "https://api.openai.com/v1", "openai"))
 register(ProviderSpec("anthropic", _anthropic, "https://api.anthropic.com", "anthropic"))
+register(ProviderSpec("python", _python))  # a user's solver (arenatui.providers.solver), called once per trial

@@ -1,5 +1,6 @@
 """The stored verdict on one call, for every path of the runner: an answer scored (or left unscored for its judge),
-an answer the scorer could not judge, a judge's reading of a candidate, and a call that ended without an answer.
+an answer the scorer could not judge, a judge's reading of a candidate, a call that ended without an answer, and a
+chained call never made.
 
 The runner times a call; what its result *says* (status, score, passed, error class and message, failure mode,
 the scorer's detail) is decided here, once, so the console, the store and the reports read one verdict.
@@ -46,8 +47,8 @@ def scored(sc: Score, output: str, finish_reason: str | None, language: str | No
             return PASSED
         return Verdict("passed", sc.value, True, None, None, "none", sc.detail)
     return Verdict("failed", sc.value, False, None, None,
-                   classify(passed=False, output=output, finish_reason=finish_reason,
-                            invalid_format=sc.invalid_format, language=language), sc.detail)
+                   sc.failure_mode or classify(passed=False, output=output, finish_reason=finish_reason,
+                                               invalid_format=sc.invalid_format, language=language), sc.detail)
 
 
 def unscorable(why: str) -> Verdict:
@@ -80,6 +81,11 @@ def from_judge(cfg: ScorerConfig, answer: str, candidate_output: str, candidate_
     return Verdict("failed", v.score, False, None, None,
                    classify(passed=False, output=candidate_output, finish_reason=candidate_finish,
                             invalid_format=False, language=language), v.detail)
+
+
+def unreachable(why: str) -> Verdict:
+    """A chained call that is not made: a case it depends on did not pass (coverage as not run, never wrong)."""
+    return Verdict("unreachable", None, False, "unreachable", why, "unreachable")
 
 
 def ended(error_class: ErrorClass, message: str) -> Verdict:

@@ -77,6 +77,8 @@ class RunPlan:
     trials: int
     judged: tuple[JudgedScorer, ...] = ()
     """The run's llm_judge scorers, each with its judged cases."""
+    chained: bool = False
+    """Some case depends on others: calls may be stored 'unreachable' (neither scored nor answered)."""
 
     @property
     def judges(self) -> tuple[str, ...]:
@@ -192,7 +194,9 @@ def stored_plan(record: RunRecord) -> RunPlan:
         chosen = judge_sample(name, sample, [c.id for c in all_cases if case_scorer[c.id] == name])
         mine = tuple(c.id for c in cases if case_scorer[c.id] == name)
         judged.append(JudgedScorer(name, s["judge"], sample, mine, tuple(c for c in mine if c in chosen)))
-    return RunPlan(record, tuple(models), tuple(cases), int(trials), tuple(judged))
+    planned = {c.id for c in cases}
+    chained = any(c.get("depends_on") for c in raw_cases if str(c["id"]) in planned)
+    return RunPlan(record, tuple(models), tuple(cases), int(trials), tuple(judged), chained)
 
 
 run_plan = stored_plan
@@ -269,18 +273,19 @@ def load_plan_results(store: Store, plan: RunPlan, *, latency: bool = True) -> R
     # a second pass over the unscored rows measured no faster.
     scored_sql, unscored_sql = (SCORED, ", SUM(status = 'unscored'), TOTAL(CASE WHEN status = 'unscored' THEN cost "
                                 "END), TOTAL(CASE WHEN status = 'unscored' THEN input_tokens + output_tokens END)") \
-        if plan.judged else ("status != 'errored'", "")
+        if plan.judged else (SCORED if plan.chained else "status != 'errored'", "")
     if plan.judged:
         figures += ((unscored, np.int64), (unscored_cost, np.float64), (unscored_tokens, np.int64))
     rows = store.conn.execute(
         f"SELECT model_key, case_id, COUNT(*), SUM({scored_sql}), TOTAL(CASE WHEN {scored_sql} THEN score END), "
-        f"SUM(passed), SUM(attempts), SUM(input_tokens + output_tokens), TOTAL(cost){unscored_sql} "
+        # a call never made (unreachable: its chain broke) has 0 attempts but is no negative retry
+        f"SUM(passed), SUM(MAX(attempts, 1)), SUM(input_tokens + output_tokens), TOTAL(cost){unscored_sql} "
         f"FROM results WHERE run_id = ? AND {_FINAL} GROUP BY model_key, case_id", (run_id,)).fetchall()
     _fill(rows, m_index, c_index, figures)
     errors: dict[str, dict[str, int]] = {}
     for mk, ec, n in store.conn.execute(
-            f"SELECT model_key, error_class, COUNT(*) FROM results WHERE run_id = ? AND status = 'errored' AND "
-            f"{_FINAL} GROUP BY model_key, error_class", (run_id,)):
+            "SELECT model_key, error_class, COUNT(*) FROM results WHERE run_id = ? AND status IN ('errored', "
+            f"'unreachable') AND {_FINAL} GROUP BY model_key, error_class", (run_id,)):
         if mk in m_index:
             errors.setdefault(mk, {})[str(ec)] = int(n)
     # Percentiles need every answered call's time: one read per model by the primary key's (run, model) prefix

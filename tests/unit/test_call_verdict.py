@@ -27,9 +27,9 @@ def test_no_verdict_is_an_error_never_a_zero_and_a_judged_case_waits() -> None:
 
 
 def test_a_judges_reading_and_an_unreadable_one() -> None:
-    v = verdict.from_judge(JUDGE, "score: 5", "candidate text", "stop", None)
+    v = verdict.from_judge(JUDGE, "VERDICT: 5", "candidate text", "stop", None)
     assert (v.status, v.score, v.passed, v.failure_mode) == ("passed", 1.0, True, "none")  # 5 of 1-5
-    low = verdict.from_judge(JUDGE, "score: 1", "candidate text", "stop", None)
+    low = verdict.from_judge(JUDGE, "VERDICT: 1", "candidate text", "stop", None)
     assert (low.status, low.passed) == ("failed", False) and low.failure_mode != "none"
     bad = verdict.from_judge(JUDGE, "I cannot say", "candidate text", "stop", None)
     assert (bad.status, bad.error_class, bad.failure_mode, bad.score) == ("errored", "judge_error", "judge_error", None)

@@ -464,7 +464,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--models", type=_csv, default=(), help="only these model keys (comma-separated)")
     p.add_argument("--budget", type=_positive_int, default=200, help="at most this many calls per model (default 200)")
     p.add_argument("--write", action="store_true", help="record each model's max_concurrency in the project file "
-                   "(comments and layout kept)")
+                   "(comments, layout, line endings, mode and owner kept; a symlink is written through; a "
+                   "read-only file is refused)")
     p.add_argument("--seed", type=int, help="seed for simulated models and jitter, overriding [run].seed")
     p.add_argument("--db", help="results database (default: in the user data directory)")
     p.add_argument("--verbose", "-v", action="store_true", help="also print every tuner decision (with --show: "

@@ -360,10 +360,10 @@ def cmd_export(args: argparse.Namespace) -> int:
             from arenatui.load.files import write_load_export
 
             _write_output(args.output, lambda f, tty: rows.append(write_load_export(store, load[0], args.format, f,
-                                                                                    terminal=tty)))
+                                                                                    terminal=tty, raw=args.raw)))
         else:
             _write_output(args.output, lambda f, tty: rows.append(write_export(store, args.run, args.format, f,
-                                                                               terminal=tty)))
+                                                                               terminal=tty, raw=args.raw)))
     if args.output:
         print(f"wrote {rows[0]} rows to {args.output}", file=sys.stderr)
     return EXIT_OK
@@ -514,6 +514,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="a run's calls as JSON lines or CSV (sealed cases as aggregates only)")
     p.add_argument("run", metavar="RUN", help="a run id, or 'last'")
     p.add_argument("--format", "-f", choices=("jsonl", "csv"), default="jsonl")
+    p.add_argument("--raw", action="store_true", help="CSV: keep cells starting with = + - @ as written (by default "
+                   "they get a leading ' so a spreadsheet does not run them as formulas)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--db", help="results database")
     p.set_defaults(func=cmd_export)

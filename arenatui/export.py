@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from arenatui.safe_text import printable
+from arenatui.safe_text import printable, spreadsheet_cell
 from arenatui.stats.items import RunResults
 from arenatui.store import Store
 from arenatui.store.queries import (
@@ -80,9 +80,10 @@ def spend_records(run_id: str, spend: RunSpend) -> Iterator[dict[str, Any]]:
            "judge_cost": spend.judge_total, "cost": spend.total}
 
 
-def write_export(store: Store, run: str, fmt: str, out: TextIO, *, terminal: bool = False) -> int:
+def write_export(store: Store, run: str, fmt: str, out: TextIO, *, terminal: bool = False, raw: bool = False) -> int:
     """Write every exported row to `out`; returns the number of rows. On a terminal, control characters in model
-    output are shown as escapes instead of reaching it."""
+    output are shown as escapes instead of reaching it. A CSV cell that a spreadsheet would read as a formula gets a
+    leading `'` unless `raw` (see `spreadsheet_cell`)."""
     plan = run_plan(resolve_run(store, run))
     results = load_plan_results(store, plan, latency=False)
     n = 0
@@ -101,6 +102,8 @@ def write_export(store: Store, run: str, fmt: str, out: TextIO, *, terminal: boo
         row = {k: ("" if v is None else ";".join(v) if isinstance(v, list) else v) for k, v in rec.items()}
         if terminal:
             row = {k: printable(v) if isinstance(v, str) else v for k, v in row.items()}
+        if not raw:
+            row = {k: spreadsheet_cell(v) if isinstance(v, str) else v for k, v in row.items()}
         w.writerow(row)
         n += 1
     return n

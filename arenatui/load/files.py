@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from arenatui.load.figures import Figures
 from arenatui.load.report import ms, pct, stored_outcome
 from arenatui.load.run import LoadOutcome
-from arenatui.safe_text import printable
+from arenatui.safe_text import printable, spreadsheet_cell
 from arenatui.store import Store
 from arenatui.store.load_queries import LOAD_REQUEST_COLUMNS, load_requests
 
@@ -121,19 +121,21 @@ def load_report(db: Path | str, run_id: str, project: str, fmt: str) -> str:
     return render_load_report(load_report_dict(rid, project, outcome), outcome, fmt)
 
 
-def write_load_export(store: Store, run_id: str, fmt: str, out: TextIO, *, terminal: bool = False) -> int:
-    """Every stored request of a load run as a row (LOAD_REQUEST_COLUMNS); returns the number of rows."""
+def write_load_export(store: Store, run_id: str, fmt: str, out: TextIO, *, terminal: bool = False,
+                      raw: bool = False) -> int:
+    """Every stored request of a load run as a row (LOAD_REQUEST_COLUMNS); returns the number of rows. CSV cells a
+    spreadsheet would read as formulas get a leading `'` unless `raw`."""
     cols = LOAD_REQUEST_COLUMNS
     n = 0
     writer = None if fmt == "jsonl" else csv.writer(out, lineterminator="\n")
     if writer is not None:
         writer.writerow(cols)
-    for raw in load_requests(store, run_id):
-        row = (run_id, *raw)
+    for stored in load_requests(store, run_id):
+        row = (run_id, *stored)
         if writer is None:
             out.write(json.dumps(dict(zip(cols, row, strict=True)), ensure_ascii=terminal, allow_nan=False) + "\n")
         else:
-            writer.writerow([printable(v) if terminal and isinstance(v, str) else "" if v is None else v
-                             for v in row])
+            cells = [printable(v) if terminal and isinstance(v, str) else "" if v is None else v for v in row]
+            writer.writerow(cells if raw else [spreadsheet_cell(v) if isinstance(v, str) else v for v in cells])
         n += 1
     return n

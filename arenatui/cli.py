@@ -252,7 +252,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from arenatui.store.load_queries import run_kinds
     from arenatui.store.queries import list_runs
 
-    with Store(args.db) as store:
+    with Store(args.db, read_only=True) as store:
         runs = list_runs(store, args.limit)
         kinds = run_kinds(store, [r.run_id for r in runs])  # a load run stores requests, not results
         # a model whose stored readout established an optimum shows it beside its name: "sim-limited ≈3"
@@ -332,7 +332,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from arenatui.decision_report import build_report, render
     from arenatui.store import Store
 
-    with Store(args.db) as store:
+    with Store(args.db, read_only=True) as store:
         load = _load_run(store, args.run)
         db_path = store.path
         rep = build_report(store, args.run) if load is None else None
@@ -353,7 +353,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from arenatui.export import write_export
     from arenatui.store import Store
 
-    with Store(args.db) as store:
+    with Store(args.db, read_only=True) as store:
         rows: list[int] = []
         load = _load_run(store, args.run)
         if load is not None:  # a load run: one row per stored request

@@ -90,7 +90,7 @@ def progress_line(s: LoadSnapshot) -> str:
 
 def stored_outcome(db: Path | str, run_id: str) -> tuple[str, LoadOutcome]:
     """A stored load run's figures, recomputed exactly from its requests (with the SLO it ran with)."""
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         rec = store.get_run(run_id)
         if run_kinds(store, [rec.run_id])[rec.run_id][0] != "load":
             raise PlanError(f"run {rec.run_id} is a sweep, not a load run; `arena runs` shows each run's kind")

@@ -23,7 +23,7 @@ def stored_run(db: Path | str, run_id: str) -> tuple[Samples, list[Window]]:
     """A stored load run's samples and segment windows (for a report or export)."""
     code = {name: i for i, name in enumerate(OUTCOMES)}
     samples = Samples()
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         for row in load_requests(store, run_id):
             (seq, segment, shard, case_id, warmup, sched, sent, fin, outcome, ttft, lat, itok, otok, msg) = row
             samples.add(LoadRequest(seq, segment, shard, case_id, bool(warmup), sched, sent, fin, code[outcome],

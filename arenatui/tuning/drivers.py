@@ -65,7 +65,7 @@ def stored_readouts(run_id: str, db: str | Path | None = None) -> tuple[str, lis
     """A stored run's per-level readout (every run keeps one, tuned or not): (run id, readouts)."""
     from arenatui.store import Store
 
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         rec = store.get_run(run_id)
         rows = store.tuning_levels(rec.run_id)
     by_model: dict[str, list[tuple[Any, ...]]] = {}

@@ -131,6 +131,8 @@ class CallRow:
     """What a wrong answer looked like; for an unscored call why it has no score (UNSCORED_MODES)."""
     score_detail: str | None = None
     """The scorer's own word on the score (a judge's: "judge 4 on 1-5")."""
+    output_chars: int | None = None
+    """The whole output's length when `output` holds only its start (read with `preview`), else None."""
 
 
 _CALL_COLUMNS = ("model_key, case_id, trial, status, output, score, passed, error_class, error_message, attempts, "
@@ -284,14 +286,20 @@ def latency_sample(conn: sqlite3.Connection, run_id: str, model: str) -> Latency
 
 def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_ids: tuple[str, ...] = (),
               outcome: str | None = None, search: str | None = None, limit: int | None = None,
-              offset: int = 0) -> list[CallRow]:
+              offset: int = 0, preview: int | None = None) -> list[CallRow]:
     """Stored final calls, ordered by case, model and trial, filtered for the cases view.
 
     outcome: 'passed', 'failed', 'errored' or 'unscored'. search: a substring of the output or error message
     (literal, not a pattern). Strata and tags are case properties: filter `case_ids` with the run's plan.
+    preview: read only the first this many characters of each output (and its whole length into `output_chars`):
+    a 50 MB answer is not read whole to show a screenful of it.
     """
     where = ["run_id = ?", _FINAL]
     params: list[Any] = [run_id]
+    columns = _CALL_COLUMNS
+    if preview is not None:
+        columns = _CALL_COLUMNS.replace("output,", "substr(output, 1, ?),", 1) + ", length(output)"
+        params.insert(0, preview)
     if models:
         where.append(f"model_key IN ({', '.join('?' for _ in models)})")
         params.extend(models)
@@ -306,11 +314,14 @@ def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_i
     if search:
         where.append("(instr(lower(output), lower(?)) > 0 OR instr(lower(error_message), lower(?)) > 0)")
         params.extend((search, search))
-    sql = f"SELECT {_CALL_COLUMNS} FROM results WHERE {' AND '.join(where)} ORDER BY case_id, model_key, trial"
+    sql = f"SELECT {columns} FROM results WHERE {' AND '.join(where)} ORDER BY case_id, model_key, trial"
     if limit is not None:
         sql += " LIMIT ? OFFSET ?"
         params.extend((limit, offset))
-    return [_call_row(r) for r in store.conn.execute(sql, params)]
+    rows = store.conn.execute(sql, params)
+    if preview is None:
+        return [_call_row(r) for r in rows]
+    return [dataclasses.replace(_call_row(r), output_chars=r[-1]) for r in rows]
 
 
 def iter_call_rows(store: Store, run_id: str, batch: int = 10_000) -> Iterator[CallRow]:
@@ -325,9 +336,9 @@ def iter_call_rows(store: Store, run_id: str, batch: int = 10_000) -> Iterator[C
         yield from (_call_row(r) for r in chunk)
 
 
-def case_calls(store: Store, run_id: str, case_id: str) -> list[CallRow]:
-    """Every model's calls of one case, for the side-by-side view."""
-    return call_rows(store, run_id, case_ids=(case_id,))
+def case_calls(store: Store, run_id: str, case_id: str, preview: int | None = None) -> list[CallRow]:
+    """Every model's calls of one case, for the side-by-side view (outputs cut to `preview` characters if given)."""
+    return call_rows(store, run_id, case_ids=(case_id,), preview=preview)
 
 
 def failure_modes(store: Store, run_id: str) -> dict[str, dict[str, int]]:

@@ -55,6 +55,7 @@ from arenatui.store.queries import (
     run_spend,
     unscored_modes,
 )
+from arenatui.tui.screens.outputs import PREVIEW_CHARS
 from arenatui.tuning.drivers import stored_readouts
 from arenatui.tuning.levels import ModelReadout
 
@@ -236,7 +237,7 @@ def case_detail(db: Path | str, run_id: str,
                 case_id: str) -> tuple[dict[str, list[CallRow]], dict[tuple[str, int], JudgmentRow]]:
     """Every stored trial of one case, per model, and the judgment of each judged one by (model, trial)."""
     with Store(db, read_only=True) as store:
-        calls = case_calls(store, run_id, case_id)
+        calls = case_calls(store, run_id, case_id, preview=PREVIEW_CHARS)  # a 50 MB answer: its start
         judged = case_judgments(store, run_id, case_id)
     out: dict[str, list[CallRow]] = {}
     for c in calls:

@@ -88,9 +88,11 @@ class RateLimited(ProviderError):
 
     error_class = "rate_limited"
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, retry_after: float | None = None, retry_after_source: str | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.retry_after_source = retry_after_source
+        """The header that gave `retry_after` (``retry-after``, ``llm_provider-retry-after``, ...), when one did."""
 
 
 class TransientError(ProviderError):

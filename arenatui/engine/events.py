@@ -85,6 +85,8 @@ class CallRetrying(NamedTuple):
     """Seconds the provider asked to wait (a 429's retry-after), when it said."""
     http_status: int | None = None
     """The HTTP status of the failed attempt, where there was one."""
+    retry_after_source: str | None = None
+    """The header that gave `retry_after` (``retry-after``, ``llm_provider-retry-after``, ...), when one did."""
 
 
 class CallFinished(NamedTuple):

@@ -471,6 +471,7 @@ class Runner:
             ta = time.monotonic()
             self.emit(CallStarted(mkey, case.id, trial, attempt, ta))
             retry_after: float | None = None
+            retry_source: str | None = None
             http_status = None
             # Positional construction on the hot path: keyword arguments cost 2.5 µs more per CallResult.
             if job is None:
@@ -491,6 +492,7 @@ class Runner:
             except RateLimited as e:
                 latency, connect_ms = _attempt_times(e, ta)
                 err_class, err_msg, retry_after = "rate_limited", e.message, e.retry_after
+                retry_source = e.retry_after_source
                 http_status = e.http_status
                 in_tok += getattr(e, "input_tokens", 0)
                 out_tok += getattr(e, "output_tokens", 0)
@@ -577,14 +579,15 @@ class Runner:
                 if elapsed + delay <= policy.budget_s:
                     self.emit(CallRetrying(mkey, case.id, trial, attempt, err_class, delay,
                                             self._message(case, err_msg), time.monotonic(), retry_after,
-                                            http_status))
+                                            http_status, retry_source))
                     heapq.heappush(lane.parked, (time.monotonic() + delay, next(self._seq), _Parked(
                         case, trial, attempt, t0, started_wall, in_tok, out_tok, err_class, err_msg, latency,
                         connect_ms, job)))
                     self._parked_n += 1
                     self._notify()  # idle workers wait for the earliest due call: this one may be earlier
                     return
-                asked = f"retry-after {retry_after:g}s" if retry_after is not None else f"backoff {delay:.1f}s"
+                asked = f"{retry_source or 'retry-after'} {retry_after:g}s" if retry_after is not None \
+                    else f"backoff {delay:.1f}s"
                 err_msg = (f"{err_msg} ({asked} exceeds the {policy.budget_s - elapsed:.0f}s left of this "
                            f"call's {policy.budget_s:g}s budget; not retried)")
         except anyio.get_cancelled_exc_class():

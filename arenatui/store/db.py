@@ -57,10 +57,11 @@ HEARTBEAT = "UPDATE runs SET heartbeat_at = ? WHERE run_id = ? AND pid = ?"
 """The running process's claim on its run, renewed every HEARTBEAT_S (see Store.claim_run)."""
 INSERT_FAILED_ATTEMPT = (
     "INSERT INTO failed_attempts (run_id, model_key, case_id, trial, attempt, error_class, http_status, "
-    "retry_after_s, delay_s, at, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+    "retry_after_s, delay_s, at, message, retry_after_source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 INSERT_TUNING_DECISION = (
     "INSERT INTO tuning_decisions (run_id, at, model_key, old, new, reason) VALUES (?, ?, ?, ?, ?, ?)")
-FAILED_ATTEMPT_COLUMNS = ("attempt", "error_class", "http_status", "retry_after_s", "delay_s", "at", "message")
+FAILED_ATTEMPT_COLUMNS = ("attempt", "error_class", "http_status", "retry_after_s", "delay_s", "at", "message",
+                          "retry_after_source")
 
 
 def judgment_rows(run_id: str, ev: JudgeFinished) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
@@ -81,13 +82,13 @@ def judgment_rows(run_id: str, ev: JudgeFinished) -> tuple[tuple[Any, ...], tupl
 def retry_row(run_id: str, ev: CallRetrying, at: float) -> tuple[Any, ...]:
     """A failed attempt that was retried; `at` is epoch seconds."""
     return (run_id, ev.model_key, ev.case_id, ev.trial, ev.attempt, ev.reason, ev.http_status, ev.retry_after,
-            ev.delay, at, ev.message)
+            ev.delay, at, ev.message, ev.retry_after_source)
 
 
 def final_attempt_row(run_id: str, r: CallResult) -> tuple[Any, ...]:
     """The failed attempt that ended an errored call (no retry followed, so nothing was slept)."""
     return (run_id, r.model_key, r.case_id, r.trial, r.attempts, r.error_class, r.http_status, None, None,
-            r.finished_at, r.error_message)
+            r.finished_at, r.error_message, None)
 
 
 def concurrency_change_row(run_id: str, ev: ConcurrencyChanged) -> tuple[Any, ...]:

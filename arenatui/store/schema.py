@@ -225,6 +225,11 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (run_id, model_key, case_id, trial)
     );
     """,
+    # 11: which header of a 429 gave the delay a retry waited (retry-after, llm_provider-retry-after,
+    # x-ratelimit-reset-requests, ...); NULL when the refusal carried no hint
+    """
+    ALTER TABLE failed_attempts ADD COLUMN retry_after_source TEXT;
+    """,
 )
 JUDGMENT_COLUMNS: tuple[str, ...] = (
     "run_id", "model_key", "case_id", "trial", "judge_key", "status", "score", "passed", "error_class",

@@ -233,6 +233,12 @@ class CallDetail(ModalScreen[None]):
                 out.append(f" (HTTP {fa['http_status']})")
             if fa["retry_after_s"] is not None:
                 out.append(f", asked to wait {fa['retry_after_s']:.2f}s")
+                if fa.get("retry_after_source"):
+                    out.append(" (")
+                    out.append(literal(str(fa["retry_after_source"]), newlines=False))
+                    out.append(")")
+            elif fa["error_class"] == "rate_limited" and fa["delay_s"] is not None:
+                out.append(", with no retry hint (no Retry-After or rate-limit reset header): backed off")
             if fa["delay_s"] is not None:
                 out.append(f", slept {fa['delay_s']:.2f}s")
             out.append("\n")

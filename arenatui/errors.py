@@ -10,6 +10,8 @@
     ProviderError                   raised by providers for one attempt; the engine classifies, never the user
     ├── RateLimited                 429 or the simulated equivalent; carries retry_after (seconds) when known
     ├── TransientError              worth retrying: 5xx, resets, timeouts, malformed or truncated responses
+    │   └── IncompleteStream        a stream that ended cleanly without its end marker (no finish reason, no
+    │                               [DONE] / message_stop): a proxy's or server's cut, never an answer
     └── TerminalError               never retried: 4xx other than 408/409/429, a refusal to serve
 """
 
@@ -99,6 +101,13 @@ class TransientError(ProviderError):
     """A failure that a later attempt may not repeat."""
 
     error_class = "transient"
+
+
+class IncompleteStream(TransientError):
+    """A streamed answer ended without its end marker: whatever arrived is not the answer (retried like a
+    transient failure; stored as ``incomplete_stream`` so a proxy cutting streams is told apart)."""
+
+    error_class = "incomplete_stream"
 
 
 class TerminalError(ProviderError):

@@ -16,7 +16,8 @@ Status = Literal["passed", "failed", "errored", "unscored"]
 """unscored: the model answered (the output is kept) and an llm_judge scorer has not scored it: its failure_mode says
 why, 'unjudged' (the case is outside the scorer's sample: it never will be) or 'awaiting_judge' (a JudgeFinished
 will score it; resume judges what an interrupted run left). An unscored call is answered: coverage, not quality."""
-ErrorClass = Literal["rate_limited", "timeout", "transient", "terminal", "cancelled", "scoring_error", "judge_error"]
+ErrorClass = Literal["rate_limited", "timeout", "transient", "terminal", "cancelled", "scoring_error", "judge_error",
+                     "incomplete_stream"]
 """scoring_error: the model answered (the output is kept) but the scorer could not judge it. judge_error: the same
 for an llm_judge scorer: its judge's call failed or its answer held no readable verdict (never a silent 0)."""
 RunStatus = Literal["finished", "cancelled", "failed"]

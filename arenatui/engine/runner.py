@@ -56,7 +56,7 @@ from arenatui.engine.events import (
 )
 from arenatui.engine.retry import RetryPolicy
 from arenatui.engine.sealed import MIN_RUN, SealedScrubber
-from arenatui.errors import ProviderError, RateLimited, TerminalError
+from arenatui.errors import IncompleteStream, ProviderError, RateLimited, TerminalError
 from arenatui.limits import MAX_CONCURRENCY
 from arenatui.plan import Plan, judge_trial
 from arenatui.providers.base import JudgeTask, Provider, Request, build_messages, estimate_tokens
@@ -498,7 +498,8 @@ class Runner:
                 out_tok += getattr(e, "output_tokens", 0)
             except ProviderError as e:
                 latency, connect_ms = _attempt_times(e, ta)
-                err_class = "terminal" if isinstance(e, TerminalError) else "transient"
+                err_class = "terminal" if isinstance(e, TerminalError) else \
+                    "incomplete_stream" if isinstance(e, IncompleteStream) else "transient"
                 err_msg, http_status = e.message, e.http_status
                 in_tok += getattr(e, "input_tokens", 0)
                 out_tok += getattr(e, "output_tokens", 0)

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 import anyio
 
 from arenatui.config.schema import Case, Defaults, ModelConfig
-from arenatui.errors import ProviderError, RateLimited, TerminalError
+from arenatui.errors import IncompleteStream, ProviderError, RateLimited, TerminalError
 from arenatui.load.arrivals import Arrival, arrival_times, segment_rng
 from arenatui.load.figures import (
     CANCELLED,
+    INCOMPLETE_STREAM,
     OK,
     RATE_LIMITED,
     TERMINAL,
@@ -232,6 +233,9 @@ class OpenLoopDriver:
                 outcome, message = RATE_LIMITED, e.message
             except TerminalError as e:
                 outcome, message = TERMINAL, e.message
+            except IncompleteStream as e:  # a stream cut without its end marker is no answer, whatever arrived
+                outcome, message = INCOMPLETE_STREAM, e.message
+                in_tok, out_tok = getattr(e, "input_tokens", 0), getattr(e, "output_tokens", 0)
             except ProviderError as e:
                 outcome, message = TRANSIENT, e.message
             except anyio.get_cancelled_exc_class():

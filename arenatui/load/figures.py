@@ -23,8 +23,8 @@ import numpy.typing as npt
 
 from arenatui.errors import ConfigError
 
-OUTCOMES = ("ok", "rate_limited", "timeout", "transient", "terminal", "cancelled")
-OK, RATE_LIMITED, TIMEOUT, TRANSIENT, TERMINAL, CANCELLED = range(6)
+OUTCOMES = ("ok", "rate_limited", "timeout", "transient", "terminal", "cancelled", "incomplete_stream")
+OK, RATE_LIMITED, TIMEOUT, TRANSIENT, TERMINAL, CANCELLED, INCOMPLETE_STREAM = range(7)
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 100.0)
 LAG_WARN_MS = 50.0
 """p99 schedule lag above this: the client (its cap, its CPU), not the provider, set the pace."""
@@ -198,7 +198,8 @@ class Figures:
     @property
     def error_share(self) -> float:
         """Every outcome but ok, rate limits and timeouts (shown beside them)."""
-        return self.share("transient") + self.share("terminal") + self.share("cancelled")
+        return (self.share("transient") + self.share("terminal") + self.share("cancelled")
+                + self.share("incomplete_stream"))
 
     @property
     def lag_warning(self) -> bool:

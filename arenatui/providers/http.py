@@ -27,6 +27,7 @@ import sniffio
 
 from arenatui.config.schema import ModelConfig, RunSettings
 from arenatui.errors import (
+    IncompleteStream,
     ProviderError,
     ProviderSetupError,
     RateLimited,
@@ -491,7 +492,8 @@ class StreamReader:
 
     def finish(self) -> Completion:
         if not self.done:
-            raise self.fail(TransientError(f"truncated stream from {self.where}: it ended before its final event"))
+            raise self.fail(IncompleteStream(f"incomplete stream from {self.where}: it ended without its end "
+                                             "marker (no finish reason, no final event)"))
         text = "".join(self.parts)
         i, o, est = usage_or_estimate(text, self.request.messages, self.input_tokens, self.output_tokens)
         return Completion(text=text, input_tokens=i, output_tokens=o, finish_reason=self.finish_reason or "stop",

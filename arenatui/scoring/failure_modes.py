@@ -26,11 +26,11 @@ from typing import Final, Literal
 
 FailureMode = Literal[
     "none", "wrong_answer", "refusal", "invalid_format", "truncated", "empty", "wrong_language", "judge_error",
-    "scoring_error", "timeout", "rate_limited", "transient", "terminal", "cancelled",
+    "scoring_error", "timeout", "rate_limited", "transient", "incomplete_stream", "terminal", "cancelled",
 ]
 FAILURE_MODES: Final[tuple[str, ...]] = (
     "none", "wrong_answer", "refusal", "invalid_format", "truncated", "empty", "wrong_language", "judge_error",
-    "scoring_error", "timeout", "rate_limited", "transient", "terminal", "cancelled",
+    "scoring_error", "timeout", "rate_limited", "transient", "incomplete_stream", "terminal", "cancelled",
 )
 """Every mode, in the order reports list them."""
 

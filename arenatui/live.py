@@ -85,6 +85,8 @@ class StoredResult(NamedTuple):
     input_tokens: int = 0
     output_tokens: int = 0
     failure_mode: str | None = None
+    tokens_estimated: int = 0
+    """1 when the server reported no usage and arenatui estimated the tokens (and so the cost)."""
 
 
 STORED_COLUMNS = StoredResult._fields
@@ -186,6 +188,8 @@ class _ModelAgg:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
+    estimated: int = 0
+    """Calls whose tokens (and so cost) arenatui estimated: the server reported no usage."""
     score_sum: float = 0.0
     errors: dict[str, int] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)
@@ -281,6 +285,9 @@ class LiveSnapshot:
     judge_done: int = 0
     judge_cost: float = 0.0
     """Spend of the judge lanes, included in `cost`."""
+    estimated_calls: int = 0
+    """Calls whose tokens and cost are arenatui's estimate (the server reported no usage): `cost` is partly
+    estimated when this is above 0."""
 
 
 class LiveMetrics:
@@ -415,7 +422,7 @@ class LiveMetrics:
     def _finished(self, ev: CallFinished | JudgeFinished) -> None:
         # The hottest function outside the engine: one tuple unpack, then locals.
         (mk, cid, trial, status, _output, score, _passed, ec, emsg, attempts, lat, _total, ttft, itok, otok, cost,
-         _finish, _est, _started_at, _finished_at, _connect, mode, _detail, _http) = ev.result
+         _finish, est, _started_at, _finished_at, _connect, mode, _detail, _http) = ev.result
         mi = self._m_index[mk]
         agg = self.rows[mi]
         if self._backoff and (mk, cid, trial) in self._backoff:
@@ -430,6 +437,8 @@ class LiveMetrics:
         agg.input_tokens += itok
         agg.output_tokens += otok
         agg.cost += cost
+        if est:
+            agg.estimated += 1
         if ec == "cancelled":
             self._move(mi, cid, src, QUEUED)  # resume runs it again
             return
@@ -603,6 +612,7 @@ class LiveMetrics:
             extra = max(0, (r.attempts or 1) - 1)
             agg.retries += extra
             agg.cost += r.cost or 0.0
+            agg.estimated += 1 if r.tokens_estimated else 0
             agg.input_tokens += r.input_tokens or 0
             agg.output_tokens += r.output_tokens or 0
             agg.preloaded_output_tokens += r.output_tokens or 0
@@ -721,7 +731,7 @@ class LiveMetrics:
             client_overloaded=self.client_load.overloaded, client_overload_s=self.client_load.overload_s,
             rates_window_s=None if ended else float(w), unscored=sum(m.unscored for m in cands),
             judge_planned=sum(m.planned for m in judges), judge_done=sum(m.done for m in judges),
-            judge_cost=sum(m.cost for m in judges),
+            judge_cost=sum(m.cost for m in judges), estimated_calls=sum(r.estimated for r in self.rows),
         )
 
 

@@ -133,15 +133,18 @@ class CallRow:
     """The scorer's own word on the score (a judge's: "judge 4 on 1-5")."""
     output_chars: int | None = None
     """The whole output's length when `output` holds only its start (read with `preview`), else None."""
+    tokens_estimated: bool = False
+    """The server reported no usage: the tokens (and so the cost) are arenatui's estimate."""
 
 
 _CALL_COLUMNS = ("model_key, case_id, trial, status, output, score, passed, error_class, error_message, attempts, "
-                 "latency_ms, ttft_ms, total_ms, input_tokens, output_tokens, cost, failure_mode, score_detail")
+                 "latency_ms, ttft_ms, total_ms, input_tokens, output_tokens, cost, failure_mode, score_detail, "
+                 "tokens_estimated")
 
 
 def _call_row(r: tuple[Any, ...]) -> CallRow:
     return CallRow(r[0], r[1], int(r[2]), r[3], r[4], r[5], bool(r[6]), r[7], r[8], int(r[9]), r[10], r[11],
-                   float(r[12]), int(r[13]), int(r[14]), float(r[15]), r[16], r[17])
+                   float(r[12]), int(r[13]), int(r[14]), float(r[15]), r[16], r[17], tokens_estimated=bool(r[18]))
 
 
 def resolve_run(store: Store, run: str) -> RunRecord:
@@ -418,6 +421,14 @@ def judge_spend(store: Store, run_id: str) -> list[JudgeSpend]:
                 "SELECT judge_key, COUNT(*), SUM(status = 'passed'), SUM(status = 'failed'), "
                 "SUM(error_class IS 'judge_error'), SUM(attempts), SUM(input_tokens), SUM(output_tokens), TOTAL(cost), "
                 "AVG(latency_ms) FROM judgments WHERE run_id = ? GROUP BY judge_key ORDER BY judge_key", (run_id,))]
+
+
+def estimated_usage(store: Store, run_id: str) -> dict[str, tuple[int, int]]:
+    """Per model with any, (calls whose tokens arenatui estimated because the server reported no usage, calls
+    stored): their tokens, and so their cost, are estimates."""
+    return {str(m): (int(e), int(n)) for m, e, n in store.conn.execute(
+        "SELECT model_key, SUM(tokens_estimated), COUNT(*) FROM results WHERE run_id = ? GROUP BY model_key "
+        "HAVING SUM(tokens_estimated) > 0 ORDER BY model_key", (run_id,))}
 
 
 def run_spend(store: Store, run_id: str) -> RunSpend:

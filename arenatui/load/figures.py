@@ -28,6 +28,9 @@ OK, RATE_LIMITED, TIMEOUT, TRANSIENT, TERMINAL, CANCELLED, INCOMPLETE_STREAM = r
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 100.0)
 LAG_WARN_MS = 50.0
 """p99 schedule lag above this: the client (its cap, its CPU), not the provider, set the pace."""
+DROP_LATE_S = 1.0
+"""A request the client reaches more than this late (its in-flight cap full, its CPU behind) is dropped unsent and
+counted: held instead, a rate far past capacity queued without bound (23 GB at 100,000/s) and the run never ended."""
 SATURATION_SHARE = 0.95
 """A segment whose achieved rate is below this share of its offered rate is past saturation."""
 
@@ -162,6 +165,9 @@ class Window:
     start_s: float
     end_s: float
     warmup_s: float = 0.0
+    dropped: int = 0
+    """Requests of this segment the client never sent: due more than DROP_LATE_S before it could send them (its
+    in-flight cap full, or its own CPU behind). Counted, never held: memory stays bounded at any rate."""
 
     @property
     def measured_s(self) -> float:
@@ -188,6 +194,8 @@ class Figures:
     output_tokens_per_s: float
     goodput: int | None = None
     goodput_share: float | None = None
+    dropped: int = 0
+    """Requests due in these windows that the client dropped unsent (Window.dropped): part of the offered rate."""
     goodput_rate: float | None = None
     saturated: bool = False
     warnings: list[str] = field(default_factory=list)
@@ -234,12 +242,13 @@ def compute(samples: Samples, windows: Sequence[Window], slo: Slo | None = None,
     with np.errstate(invalid="ignore", divide="ignore"):
         itl = np.where(out_tok > 1, (lat - ttft) / (out_tok - 1), np.nan)
     counts = np.bincount(outcome[in_sched].astype(np.int64), minlength=len(OUTCOMES))
+    dropped = sum(w.dropped for w in windows)
     fig = Figures(
         segment=segment,
         target_rate=(sum(w.rate * w.measured_s for w in windows) / measured) if measured else 0.0,
         measured_s=measured,
         requests=n,
-        offered_rate=n / measured if measured else 0.0,
+        offered_rate=(n + dropped) / measured if measured else 0.0,
         achieved_rate=float((in_fin & ok).sum()) / measured if measured else 0.0,
         outcomes={name: int(counts[i]) for i, name in enumerate(OUTCOMES) if counts[i]},
         ttft_send=percentiles(ttft[sel]),
@@ -249,6 +258,7 @@ def compute(samples: Samples, windows: Sequence[Window], slo: Slo | None = None,
         itl=percentiles(itl[sel]),
         lag=percentiles(lag[in_sched]),
         output_tokens_per_s=float(out_tok[in_fin & ok].sum()) / measured if measured else 0.0,
+        dropped=dropped,
     )
     if slo is not None:
         good = sel.copy()
@@ -262,6 +272,11 @@ def compute(samples: Samples, windows: Sequence[Window], slo: Slo | None = None,
         fig.goodput = g
         fig.goodput_share = g / n if n else 0.0
         fig.goodput_rate = g / measured if measured else 0.0
+    if dropped:
+        fig.warnings.append(f"{dropped} requests ({dropped / (n + dropped):.1%} of those offered) were dropped "
+                            f"unsent: due more than {DROP_LATE_S:g} s before the client could send them (its "
+                            "in-flight cap was full or its CPU behind): the offered rate counts them, the "
+                            "percentiles cannot")
     if fig.lag_warning:
         fig.warnings.append(f"p99 schedule lag {fig.lag[99.0]:.0f} ms is above {LAG_WARN_MS:.0f} ms: the client "
                             "(its in-flight cap or its own CPU), not the provider, set the pace; read the "

@@ -16,7 +16,7 @@ def request_row(run_id: str, r: LoadRequest) -> tuple[Any, ...]:
 
 
 def segment_row(run_id: str, w: Window, source: str) -> tuple[Any, ...]:
-    return (run_id, w.segment, w.rate, w.start_s, w.end_s, w.warmup_s, source)
+    return (run_id, w.segment, w.rate, w.start_s, w.end_s, w.warmup_s, source, w.dropped)
 
 
 def stored_run(db: Path | str, run_id: str) -> tuple[Samples, list[Window]]:
@@ -28,7 +28,7 @@ def stored_run(db: Path | str, run_id: str) -> tuple[Samples, list[Window]]:
             (seq, segment, shard, case_id, warmup, sched, sent, fin, outcome, ttft, lat, itok, otok, msg) = row
             samples.add(LoadRequest(seq, segment, shard, case_id, bool(warmup), sched, sent, fin, code[outcome],
                                     ttft, lat, itok, otok, msg))
-        windows = [Window(seg, rate, start, end, warm) for seg, rate, start, end, warm, _ in
+        windows = [Window(seg, rate, start, end, warm, dropped) for seg, rate, start, end, warm, _, dropped in
                    load_segments(store, run_id)]
     return samples, windows
 

@@ -230,6 +230,11 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE failed_attempts ADD COLUMN retry_after_source TEXT;
     """,
+    # 12: requests of a load segment dropped unsent (due more than a second before the client could send them):
+    # counted, never stored one by one (100,000/s of them would be the run's whole cost)
+    """
+    ALTER TABLE load_segments ADD COLUMN dropped INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 JUDGMENT_COLUMNS: tuple[str, ...] = (
     "run_id", "model_key", "case_id", "trial", "judge_key", "status", "score", "passed", "error_class",

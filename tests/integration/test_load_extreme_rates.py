@@ -102,3 +102,36 @@ def test_sigint_at_100000_per_second_ends_the_run_long_before_its_planned_end(tm
     with sqlite3.connect(db) as c:
         assert c.execute("SELECT status FROM runs").fetchone()[0] == "cancelled"
         assert c.execute("SELECT COUNT(*) FROM load_requests").fetchone()[0] > 0
+
+
+def test_show_after_sigkill_measures_the_time_the_run_covered(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from arenatui.cli import main
+
+    db = tmp_path / "d.db"
+    proj = project(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    p = subprocess.Popen([sys.executable, "-m", "arenatui", "load", "--project", str(proj), "--db", str(db),
+                          "--rate", "50", "--duration", "60", "--quiet"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):  # until a second's worth of requests is stored
+            time.sleep(0.1)
+            try:
+                with sqlite3.connect(db) as c:
+                    if c.execute("SELECT COUNT(*) FROM load_requests").fetchone()[0] >= 50:
+                        break
+            except sqlite3.Error:
+                pass
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    from arenatui.load.report import stored_outcome
+
+    _, outcome = stored_outcome(db, "last")
+    figures = outcome.run
+    assert outcome.status == "interrupted"
+    assert figures.measured_s < 30.0  # what the run covered, not the planned 60 s
+    assert figures.offered_rate == pytest.approx(50.0, rel=0.2)  # was 50 x covered / 60 before
+    assert main(["load", "--show", "last", "--db", str(db)]) == 0
+    assert "(interrupted)" in capsys.readouterr().out

@@ -24,6 +24,9 @@ from arenatui.errors import ConfigError
 
 ArrivalKind = Literal["constant", "poisson", "gamma", "trace"]
 
+MAX_TRACE_OFFSET_S = 7 * 24 * 3600.0
+"""The latest a trace may schedule a request (7 days): an offset of 1e308 was accepted and the run waited forever."""
+
 
 @dataclass(frozen=True, slots=True)
 class TraceRow:
@@ -81,8 +84,9 @@ def _offset(file: Path, where: str, raw: object) -> float:
         t = float(raw)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         t = math.nan
-    if isinstance(raw, bool) or not math.isfinite(t) or t < 0:
-        raise ConfigError(str(file), where, f"an offset in seconds (a number >= 0), got {raw!r}")
+    if isinstance(raw, bool) or not math.isfinite(t) or t < 0 or t > MAX_TRACE_OFFSET_S:
+        raise ConfigError(str(file), where, f"an offset in seconds, a number from 0 to {MAX_TRACE_OFFSET_S:.0f} (7 "
+                                            f"days), got {raw!r}")
     return t
 
 

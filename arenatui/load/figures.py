@@ -196,6 +196,8 @@ class Figures:
     goodput_share: float | None = None
     dropped: int = 0
     """Requests due in these windows that the client dropped unsent (Window.dropped): part of the offered rate."""
+    saturation_cause: str | None = None
+    """On the saturation point (mark_saturation): what limited it, in words (see `saturation_cause`)."""
     goodput_rate: float | None = None
     saturated: bool = False
     warnings: list[str] = field(default_factory=list)
@@ -292,8 +294,33 @@ def per_segment(samples: Samples, windows: Sequence[Window], slo: Slo | None = N
     return figs
 
 
+CAUSE_SHARE = 0.10
+"""A kind of failure this common among a saturated segment's requests is named as what limited it."""
+
+
+def saturation_cause(f: Figures) -> str:
+    """What kept a segment's achieved rate below its offered rate, by the first that holds: the provider's rate limit
+    (429s), failures (errors, cut streams), the client (it sent late or dropped requests), else the server's
+    capacity (it answered what it got, no faster; its timeouts are that too)."""
+    def words(name: str) -> str:
+        return f"{f.share(name):.0%} of requests {name.replace('_', ' ')}"
+
+    if f.share("rate_limited") >= CAUSE_SHARE:
+        return f"429s: the provider's rate limit refused {f.share('rate_limited'):.0%} of requests"
+    failing = [n for n in ("incomplete_stream", "transient", "terminal") if f.share(n) >= CAUSE_SHARE]
+    if failing:
+        return "errors: " + ", ".join(words(n) for n in failing) + " (a stream cut without its end marker is " \
+            "incomplete_stream)" * ("incomplete_stream" in failing)
+    if f.dropped or f.lag_warning:
+        late = f"{f.dropped} requests dropped unsent" if f.dropped else f"p99 schedule lag {f.lag[99.0]:.0f} ms"
+        return f"the client: it could not send at the offered rate ({late}); raise --max-in-flight or --processes"
+    timeouts = f", {f.share('timeout'):.0%} timed out" if f.share("timeout") else ""
+    return f"capacity: the server answered {f.achieved_rate:.2f}/s of {f.offered_rate:.2f}/s offered{timeouts}"
+
+
 def mark_saturation(figs: Iterable[Figures]) -> Figures | None:
-    """Mark segments past saturation; return the first (the saturation point), None if the run never got there."""
+    """Mark segments past saturation; return the first (the saturation point), None if the run never got there, with
+    its limiting cause (`saturation_cause`)."""
     first: Figures | None = None
     for f in sorted(figs, key=lambda f: f.offered_rate):
         if f.requests and f.achieved_rate < SATURATION_SHARE * f.offered_rate:
@@ -302,4 +329,6 @@ def mark_saturation(figs: Iterable[Figures]) -> Figures | None:
                 first = f
         elif first is not None:
             f.saturated = True  # faster than a saturated segment: past the point even if a lucky window kept up
+    if first is not None:
+        first.saturation_cause = saturation_cause(first)
     return first

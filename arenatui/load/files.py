@@ -51,6 +51,7 @@ def load_report_dict(run_id: str, project: str, outcome: LoadOutcome) -> dict[st
         "run_figures": figures_dict(outcome.run),
         "segments": [figures_dict(s) for s in outcome.segments],
         "saturation_segment": outcome.saturation.segment if outcome.saturation is not None else None,
+        "saturation_cause": outcome.saturation.saturation_cause if outcome.saturation is not None else None,
         "warnings": list(outcome.warnings),
         "notes": ["Latencies from schedule are what a user arriving on the schedule waited (no coordinated "
                   "omission); from send leaves the client's own lateness out. Timeout, error and 429 shares stand "
@@ -85,6 +86,9 @@ def render_load_report(rep: dict[str, Any], outcome: LoadOutcome, fmt: str) -> s
         return json.dumps(rep, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     run = rep["run"]
     pct_head = ("figure (ms)", "p50", "p90", "p95", "p99", "max")
+    sat = outcome.saturation
+    sat_words = "" if sat is None else (f"Saturation at segment {sat.segment} ({sat.target_rate:g}/s offered, "
+                                        f"{sat.achieved_rate:.2f}/s achieved): limited by {sat.saturation_cause}")
     if fmt == "md":
         def cell(v: object) -> str:
             return printable(str(v), newlines=False).replace("|", "\\|")
@@ -95,6 +99,8 @@ def render_load_report(rep: dict[str, Any], outcome: LoadOutcome, fmt: str) -> s
         lines = [f"# Load report: {printable(run['project'], newlines=False)}, run {run['run_id']}", "",
                  f"Status {run['status']}. {rep['notes'][0]}", "", "## Segments", ""]
         lines += table(_SEG_HEAD, _seg_rows(outcome))
+        if sat_words:
+            lines += ["", sat_words]
         lines += ["", "## Percentiles, whole run", "", *table(pct_head, _pct_rows(outcome))]
         if rep["warnings"]:
             lines += ["", "## Warnings", "", *(f"- {printable(w, newlines=False)}" for w in rep["warnings"])]
@@ -112,6 +118,7 @@ def render_load_report(rep: dict[str, Any], outcome: LoadOutcome, fmt: str) -> s
             "text-align:right}th{background:#f3f3f3}</style></head><body>"
             f"<h1>{title}</h1><p>Status {html.escape(run['status'])}. {html.escape(rep['notes'][0])}</p>"
             f"<h2>Segments</h2>{h_table(_SEG_HEAD, _seg_rows(outcome))}"
+            + (f"<p>{html.escape(sat_words)}</p>" if sat_words else "") +
             f"<h2>Percentiles, whole run</h2>{h_table(pct_head, _pct_rows(outcome))}"
             + (f"<h2>Warnings</h2><ul>{warn}</ul>" if warn else "") + "</body></html>\n")
 

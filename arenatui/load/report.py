@@ -75,7 +75,7 @@ def print_outcome(out: Console, err: Console, outcome: LoadOutcome) -> None:
     if outcome.saturation is not None:
         s = outcome.saturation
         out.print(f"Saturation: offered {s.offered_rate:.2f}/s achieved only {s.achieved_rate:.2f}/s (segment "
-                  f"{s.segment}, rate {s.target_rate:g}/s)", markup=False)
+                  f"{s.segment}, rate {s.target_rate:g}/s); limited by {s.saturation_cause}", markup=False)
     for w in outcome.warnings:
         err.print(f"warning: {w}", markup=False, style="bold yellow")
 

@@ -135,3 +135,13 @@ def test_show_after_sigkill_measures_the_time_the_run_covered(tmp_path: Path,
     assert figures.offered_rate == pytest.approx(50.0, rel=0.2)  # was 50 x covered / 60 before
     assert main(["load", "--show", "last", "--db", str(db)]) == 0
     assert "(interrupted)" in capsys.readouterr().out
+
+
+def test_a_rate_limited_saturation_is_said_to_be_429s(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from arenatui.cli import main
+
+    proj = project(tmp_path, sim={"base_latency_s": 0.01, "per_token_s": 0.0, "rpm": 600, "burst": 1.0})
+    assert main(["load", "--project", str(proj), "--db", str(tmp_path / "d.db"), "--rates", "5,40", "--duration",
+                 "2", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "limited by 429s: the provider's rate limit refused" in out, out

@@ -337,6 +337,9 @@ class LiveMetrics:
         self.state = "running"
         self.target = 0
         self.caps: dict[str, int | None] = {}
+        self.rate_limits: dict[str, float] = {}
+        """Per row key, the most calls/s its client-side limits (rpm, tpm) allow: no model's ETA assumes more,
+        however fast its first calls went (a burst before the limiter bites showed 0:36 for a 6-minute run)."""
         self.planned = sum(planned_rows)
         self._backoff: set[tuple[str, str, int]] = set()
         """Calls sleeping before a retry: few at a time, so kept by key (calls in flight are not)."""
@@ -685,7 +688,8 @@ class LiveMetrics:
             tot_cps += cps
             tot_attempts_w += attempts_w
             tot_retries_w += retries_w
-            eta = _slowest(eta, agg.planned - agg.done, cps, session_done / elapsed if elapsed > 0 else 0.0)
+            eta = _slowest(eta, agg.planned - agg.done, cps, session_done / elapsed if elapsed > 0 else 0.0,
+                           self.rate_limits.get(agg.key))
             lat = sorted(agg.latencies)
             tt = sorted(agg.ttfts)
             n_series = 60
@@ -735,14 +739,18 @@ class LiveMetrics:
         )
 
 
-def _slowest(eta: float | None, remaining: int, window_cps: float, session_cps: float) -> float | None:
-    """The later of `eta` and one model's finish (its remaining calls at its own rate): the slowest model
-    decides when the run ends. None once any unfinished model has no rate yet."""
+def _slowest(eta: float | None, remaining: int, window_cps: float, session_cps: float,
+             limit: float | None = None) -> float | None:
+    """The later of `eta` and one model's finish (its remaining calls at its own rate, never above `limit`, what
+    its rpm/tpm allow): the slowest model decides when the run ends. None once any unfinished model has no rate
+    yet."""
     if remaining <= 0 or eta is None:
         return eta
     rate = window_cps if window_cps > 0 else session_cps
     if rate <= 0:
         return None
+    if limit is not None and limit > 0:
+        rate = min(rate, limit)
     return max(eta, remaining / rate)
 
 

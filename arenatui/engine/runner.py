@@ -31,7 +31,7 @@ import os
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import anyio
@@ -186,6 +186,7 @@ class Runner:
                 at_provider=at_provider.setdefault(m.key, [0]),
             ))
         self._by_key = {lane.key: lane for lane in self._lanes}
+        self._seeds: dict[str, tuple[float, float]] = {}
         self._model_index = {m.key: i for i, m in enumerate(plan.models)}
         self._judged = plan.judged_cases()
         """Case id → (its llm_judge scorer, its judge lane) for the cases that are judged."""
@@ -259,10 +260,30 @@ class Runner:
 
     # ---- running -------------------------------------------------------------------------------
 
+    def seed_rate_limits(self, levels: dict[str, tuple[float, float]]) -> None:
+        """Before `run`: per model key, (rpm, tpm) capacity already used in the last minute (a resumed run's stored
+        calls, `bucket_level`). A fresh limiter allows a whole minute's worth at once: a resume would send that
+        burst to a gateway that has just seen the earlier session's calls."""
+        self._seeds = dict(levels)
+
+    async def _apply_seeds(self) -> None:
+        done: set[str] = set()
+        for lane in self._lanes:
+            key = lane.model.key
+            rpm_used, tpm_used = self._seeds.get(key, (0.0, 0.0))
+            if key in done or not (rpm_used or tpm_used):
+                continue
+            done.add(key)  # a model that is both a candidate and a judge has one set of limiters
+            if lane.rpm is not None and rpm_used > 0:
+                await lane.rpm.acquire(min(rpm_used, lane.rpm.max_rate))  # an empty bucket: immediate
+            if lane.tpm is not None and tpm_used > 0:
+                await lane.tpm.acquire(min(tpm_used, lane.tpm.max_rate))
+
     async def run(self) -> RunStatus:
         if self._started:
             raise RuntimeError("a Runner runs once")
         self._started = True
+        await self._apply_seeds()
         self.emit(ConcurrencyChanged(0, self.target, None, "config", time.monotonic(), time.time(), self._asked))
         for lane, job, why in self._unjudgeable:
             now = time.monotonic()
@@ -721,3 +742,17 @@ def _calls_to_make(plan: Plan) -> int:
         done = plan.done.get(m.key, ())
         n += len(plan.cases) * plan.trials - sum(1 for cid, t in done if cid in case_ids and 0 <= t < plan.trials)
     return n
+
+
+def bucket_level(events: Iterable[tuple[float, float]], now: float, per_s: float) -> float:
+    """What a leaky bucket draining `per_s` a second holds at `now` after `events` (time, amount), in time order:
+    the capacity a rate limiter must start with to continue where an earlier session left off."""
+    level, last = 0.0, None
+    for t, amount in events:
+        if last is not None:
+            level = max(0.0, level - (t - last) * per_s)
+        level += amount
+        last = t
+    if last is not None:
+        level = max(0.0, level - (now - last) * per_s)
+    return level

@@ -431,6 +431,19 @@ def estimated_usage(store: Store, run_id: str) -> dict[str, tuple[int, int]]:
         "HAVING SUM(tokens_estimated) > 0 ORDER BY model_key", (run_id,))}
 
 
+def recent_attempts(store: Store, run_id: str, since: float) -> list[tuple[str, str, float]]:
+    """(model key, case id, epoch seconds) of every attempt a run made at or after `since`: each stored call's last
+    attempt (at its finish), each failed attempt that was retried, and each judge call (under its judge model's
+    key): what a resume's rate limiters must count as already spent."""
+    return [(str(m), str(c), float(t)) for m, c, t in store.conn.execute(
+        "SELECT model_key, case_id, finished_at FROM results WHERE run_id = ? AND finished_at >= ? "
+        "AND (error_class IS NULL OR error_class != 'cancelled') "
+        "UNION ALL SELECT model_key, case_id, at FROM failed_attempts WHERE run_id = ? AND at >= ? "
+        "AND delay_s IS NOT NULL "
+        "UNION ALL SELECT judge_key, case_id, finished_at FROM judgments WHERE run_id = ? AND finished_at >= ? "
+        "ORDER BY 3", (run_id, since, run_id, since, run_id, since))]
+
+
 def run_spend(store: Store, run_id: str) -> RunSpend:
     """The run's spend: candidates (every stored call, cancelled ones too: their attempts were paid) and judges."""
     (candidates,) = store.conn.execute("SELECT TOTAL(cost) FROM results WHERE run_id = ?", (run_id,)).fetchone()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import anyio
@@ -27,7 +27,7 @@ import anyio
 from arenatui.config.schema import Case, Defaults, ModelConfig
 from arenatui.errors import IncompleteStream, ProviderError, RateLimited, TerminalError
 from arenatui.limits import MAX_CONCURRENCY
-from arenatui.load.arrivals import Arrival, arrival_times, segment_rng
+from arenatui.load.arrivals import Arrival, TraceRow, arrival_times, segment_rng
 from arenatui.load.figures import (
     CANCELLED,
     DROP_LATE_S,
@@ -78,7 +78,7 @@ class LoadPlan:
 
     def planned_requests(self) -> int:
         if self.arrival.kind == "trace":
-            return len(self.arrival.trace)
+            return self.arrival.planned_trace_requests
         return int(sum(math.ceil(r * self.duration_s) for r in self.rates))
 
 
@@ -194,22 +194,27 @@ class OpenLoopDriver:
         plan = self.plan
         seq = 0
         segment = 0
-        trace = plan.arrival.trace if plan.arrival.kind == "trace" else ()
+        trace = plan.arrival.kind == "trace"
         if trace:
             end = plan.arrival.trace_duration_s + 1e-9
-            rate = len(trace) / end if end > 1e-6 else float(len(trace))
+            n_trace = plan.arrival.planned_trace_requests
+            rate = n_trace / end if end > 1e-6 else float(n_trace)
             planned = [(rate, 0.0, end)]
         else:
             planned = [(r, i * plan.duration_s, (i + 1) * plan.duration_s) for i, r in enumerate(plan.rates)]
+        trace_case: list[str | None] = [None]  # the case the trace row just read names
         for rate, start, end in planned:
             source = "plan"
             while True:
                 self._begin(segment, rate, start, end, source)
-                times = arrival_times(plan.arrival, rate, end - start, segment_rng(plan.seed, segment))
+                if trace:  # its rows as they are read (a big file is streamed), each naming its case or not
+                    times: Iterator[float] = _offsets(plan.arrival.rows(), trace_case)
+                else:
+                    times = arrival_times(plan.arrival, rate, end - start, segment_rng(plan.seed, segment))
                 change = None
                 behind = 0
                 drops = 0  # dropped and not yet counted in the window: the drop path stays a few operations
-                for i, off in enumerate(times):
+                for off in times:
                     due = start + off
                     now = self.now_s()
                     if due > now:
@@ -239,7 +244,9 @@ class OpenLoopDriver:
                         if self.now_s() - due > DROP_LATE_S:
                             drops = self._drop(1)
                             continue
-                    case_id = trace[i].case_id if trace and trace[i].case_id in self._cases else None
+                    case_id = trace_case[0] if trace else None
+                    if case_id not in self._cases:
+                        case_id = None
                     if case_id is None:
                         case_id = plan.cases[n % len(plan.cases)].id
                     if self._limiter.available_tokens < 1:  # the cap is full: wait, measured as lag, then check
@@ -330,3 +337,9 @@ class OpenLoopDriver:
             self.in_flight -= 1
             self._limiter.release_on_behalf_of(seq)
 
+
+def _offsets(rows: Iterator[TraceRow], case: list[str | None]) -> Iterator[float]:
+    """A trace's offsets, leaving in `case[0]` the case id the row just yielded names (or None)."""
+    for r in rows:
+        case[0] = r.case_id
+        yield r.offset_s

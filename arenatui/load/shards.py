@@ -92,7 +92,9 @@ class ShardSet:
         cap = None if p.max_in_flight is None else max(1, math.ceil(p.max_in_flight / self.n))
         return {"project": project_to_dict(self.project), "project_path": str(self.project.path),
                 "model": p.model.key, "kind": p.arrival.kind, "cv": p.arrival.cv,
-                "trace": [[r.offset_s, r.case_id] for r in p.arrival.trace], "rates": list(p.rates),
+                "trace": [[r.offset_s, r.case_id] for r in p.arrival.trace], "trace_file": p.arrival.trace_file,
+                "trace_requests": p.arrival.trace_requests, "trace_end_s": p.arrival.trace_end_s,
+                "rates": list(p.rates),
                 "duration_s": p.duration_s, "warmup_s": p.warmup_s, "max_in_flight": cap, "timeout_s": p.timeout_s,
                 "seed": p.seed, "shard": shard, "shards": self.n}
 
@@ -230,7 +232,8 @@ async def _shard_main() -> None:
     setup = json.loads(await readline())
     project = project_from_dict(setup["project"], Path(setup["project_path"]))
     model = next(m for m in project.models if m.key == setup["model"])
-    arrival = Arrival(setup["kind"], setup["cv"], tuple(TraceRow(t, c) for t, c in setup["trace"]))
+    arrival = Arrival(setup["kind"], setup["cv"], tuple(TraceRow(t, c) for t, c in setup["trace"]),
+                      setup["trace_file"], setup["trace_requests"], setup["trace_end_s"])
     plan = LoadPlan(model, project.cases, project.defaults, arrival, tuple(setup["rates"]), setup["duration_s"],
                     setup["warmup_s"], setup["max_in_flight"], setup["timeout_s"], setup["seed"])
     shard = setup["shard"]

@@ -138,22 +138,8 @@ def read_trace(file: Path) -> tuple[TraceRow, ...]:
             rec = {(k or "").strip().lower(): (v or "").strip() for k, v in rec.items()}
             rows.append(TraceRow(_offset(file, f"line {n}: offset", rec.get("offset")), rec.get("case") or None))
     else:
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                raise ConfigError(str(file), f"line {n}", "a JSON object per line (JSONL)") from None
-            if not isinstance(obj, dict):
-                raise ConfigError(str(file), f"line {n}", f"a JSON object, got {type(obj).__name__}")
-            key = next((k for k in ("offset", "t", "timestamp") if k in obj), None)
-            if key is None:
-                raise ConfigError(str(file), f"line {n}", "an 'offset' key (seconds from the start)")
-            case = obj.get("case", obj.get("case_id"))
-            if case is not None and not isinstance(case, str):
-                raise ConfigError(str(file), f"line {n}: case", f"a case id (string), got {case!r}")
-            rows.append(TraceRow(_offset(file, f"line {n}: {key}", obj[key]), case))
+        lines: Iterator[tuple[int | str, str]] = enumerate(text.splitlines(), start=1)
+        rows = [row for _, row in _rows(file, lines, False)]
     if not rows:
         raise ConfigError(str(file), None, "at least one request (an offset per JSONL line or CSV row)")
     rows.sort(key=lambda r: r.offset_s)  # stable: equal offsets keep the file's order

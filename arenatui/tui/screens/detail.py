@@ -3,7 +3,6 @@ lane's row, every judge call of that case (one per model and trial) with its ver
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +17,12 @@ from textual.widgets import Label, Static
 
 from arenatui.config.schema import JUDGE_LANE_PREFIX, ScorerConfig
 from arenatui.engine.sealed import scrub_sealed
-from arenatui.errors import ArenaError
 from arenatui.live import STATE_NAMES
 from arenatui.plan import judge_trial
 from arenatui.safe_text import literal, one_line
 from arenatui.sweep import Sweep
 from arenatui.tui.screens.common import fmt_num
-from arenatui.tui.screens.outputs import PREVIEW_CHARS, preview, save_outputs, saved_message
+from arenatui.tui.screens.outputs import PREVIEW_CHARS, preview, save_and_tell, save_folder
 
 SCORER_WORDS = {"exact": "exact match", "contains": "must contain the expected answer",
                 "regex": "must match a pattern", "choice": "the chosen option must be the expected one",
@@ -117,27 +115,14 @@ class CallDetail(ModalScreen[None]):
             self.notify("A judge lane's answers are shown here (the first "
                         f"{PREVIEW_CHARS:,} characters of each); s saves a model's outputs.", markup=False)
             return
-        if self.case.sealed:
-            self.notify("This case is sealed: its outputs are never shown or exported.", severity="warning",
-                        markup=False)
-            return
-        try:
-            folder = Path.cwd()
-        except OSError as e:  # the folder the console was started in is gone
-            self.notify(f"Could not save the output: no current folder ({e})", severity="error", markup=False)
-            return
-        self._save(folder)
+        folder = save_folder(self.notify, sealed=self.case.sealed)
+        if folder is not None:
+            self._save(folder)
 
     @work(thread=True, group="detail-save", exit_on_error=False)
     def _save(self, folder: Path) -> None:
         calls = [(self.model_key, trial) for trial in range(self.sweep.plan.trials)]
-        try:
-            saved = save_outputs(self.sweep.db_path, self.sweep.run_id, self.case.id, calls, folder)
-        except (OSError, sqlite3.Error, ArenaError) as e:  # a read-only folder, a full disk, a locked database
-            self.app.call_from_thread(self.notify, f"Could not save the output into {folder}: {e}",
-                                      severity="error", markup=False)
-            return
-        self.app.call_from_thread(self.notify, saved_message(saved, folder), timeout=15, markup=False)
+        save_and_tell(self.app, self.sweep.db_path, self.sweep.run_id, self.case.id, calls, folder)
 
     def show_rows(self, rows: list[dict[str, Any] | None]) -> None:
         self.query_one("#detail-text", Static).update(self.render_rows(rows))

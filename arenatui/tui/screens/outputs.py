@@ -4,11 +4,15 @@ whole of each to a file (the console's call detail and the results view's case d
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+import sqlite3
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from rich.text import Text
+from textual.app import App
 
+from arenatui.errors import ArenaError
 from arenatui.safe_text import literal
 
 PREVIEW_CHARS = 20_000
@@ -46,6 +50,31 @@ def save_outputs(db: Path | str | None, run_id: str, case_id: str, calls: Iterab
             if n is not None:
                 saved.append((dest, n))
     return saved
+
+
+def save_folder(notify: Callable[..., object], *, sealed: bool) -> Path | None:
+    """Where `s` saves outputs (the folder the console was started in), or None after saying why not: a sealed
+    case's outputs are never written anywhere, and that folder may be gone."""
+    if sealed:
+        notify("This case is sealed: its outputs are never shown or exported.", severity="warning", markup=False)
+        return None
+    try:
+        return Path.cwd()
+    except OSError as e:
+        notify(f"Could not save the outputs: no current folder ({e})", severity="error", markup=False)
+        return None
+
+
+def save_and_tell(app: App[Any], db: Path | str | None, run_id: str, case_id: str, calls: Iterable[tuple[str, int]],
+                  folder: Path) -> None:
+    """In a thread worker: save the outputs (`save_outputs`) and notify what was written, or why nothing was."""
+    try:
+        saved = save_outputs(db, run_id, case_id, calls, folder)
+    except (OSError, sqlite3.Error, ArenaError) as e:  # a read-only folder, a full disk, a locked database
+        app.call_from_thread(app.notify, f"Could not save the outputs into {folder}: {e}", severity="error",
+                             markup=False)
+        return
+    app.call_from_thread(app.notify, saved_message(saved, folder), timeout=15, markup=False)
 
 
 def saved_message(saved: list[tuple[Path, int]], folder: Path) -> str:

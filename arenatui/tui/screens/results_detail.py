@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sqlite3
 from pathlib import Path
 
 from rich.console import Group
@@ -17,13 +16,12 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-from arenatui.errors import ArenaError
 from arenatui.safe_text import literal
 from arenatui.stats import ModelRow
 from arenatui.store.queries import CallRow, CaseInfo, JudgedScorer, JudgmentRow
 from arenatui.tui.results_data import Classification, RunView, case_detail
 from arenatui.tui.screens.common import fmt_errors, fmt_num
-from arenatui.tui.screens.outputs import preview, save_outputs, saved_message
+from arenatui.tui.screens.outputs import preview, save_and_tell, save_folder
 
 _LABEL = Style(bold=True)
 
@@ -132,26 +130,13 @@ class CaseDetail(ModalScreen[None]):
         self.app.call_from_thread(self.show_rows, rows, judgments)
 
     def action_save_outputs(self) -> None:
-        if self.case.sealed:
-            self.notify("This case is sealed: its outputs are never shown or exported.", severity="warning",
-                        markup=False)
-            return
-        try:
-            folder = Path.cwd()
-        except OSError as e:  # the folder the console was started in is gone
-            self.notify(f"Could not save the outputs: no current folder ({e})", severity="error", markup=False)
-            return
-        self._save(folder, [(r.model_key, r.trial) for trials in self.rows.values() for r in trials])
+        folder = save_folder(self.notify, sealed=self.case.sealed)
+        if folder is not None:
+            self._save(folder, [(r.model_key, r.trial) for trials in self.rows.values() for r in trials])
 
     @work(thread=True, group="case-save", exit_on_error=False)
     def _save(self, folder: Path, calls: list[tuple[str, int]]) -> None:
-        try:
-            saved = save_outputs(self.db, self.run_id, self.case.id, calls, folder)
-        except (OSError, sqlite3.Error, ArenaError) as e:  # a read-only folder, a full disk, a locked database
-            self.app.call_from_thread(self.notify, f"Could not save the outputs into {folder}: {e}",
-                                      severity="error", markup=False)
-            return
-        self.app.call_from_thread(self.notify, saved_message(saved, folder), timeout=15, markup=False)
+        save_and_tell(self.app, self.db, self.run_id, self.case.id, calls, folder)
 
     def show_rows(self, rows: dict[str, list[CallRow]],
                   judgments: dict[tuple[str, int], JudgmentRow] | None = None) -> None:

@@ -66,17 +66,12 @@ def test_a_read_only_open_reads_and_a_write_through_it_says_read_only(tmp_path: 
 
 def test_a_read_only_open_of_an_older_schema_migrates_it_first(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    _db_with_a_run(path)
-    with sqlite3.connect(path) as c:
+    with sqlite3.connect(path) as c:  # a database as the arenatui before the newest migration left it
+        for script in MIGRATIONS[:-1]:
+            c.executescript(script)
         c.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
-        last = [s for s in MIGRATIONS[-1].split(";") if "CREATE TABLE" in s.upper()]
-    if not last:
-        pytest.skip("the newest migration creates no table to undo")
-    name = last[0].split("(")[0].split()[-1]
-    with sqlite3.connect(path) as c:
-        c.execute(f"DROP TABLE {name}")
     with Store(path, read_only=True) as store:
-        assert not store.read_only
+        assert not store.read_only  # opened to write, to migrate
     with sqlite3.connect(path) as c:
         assert c.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
 

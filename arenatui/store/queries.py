@@ -517,7 +517,7 @@ def judged_rows(store: Store, run_id: str, *, retry_errored: bool = False) -> li
     skip = " AND status != 'errored'" if retry_errored else ""
     return store.conn.execute(
         "SELECT ? || judge_key, case_id, trial, status, score, error_class, attempts, latency_ms, NULL, cost, "
-        "input_tokens, output_tokens, NULL, started_at, finished_at FROM judgments WHERE run_id = ?"
+        "input_tokens, output_tokens, NULL, 0, started_at, finished_at FROM judgments WHERE run_id = ?"
         f"{skip} ORDER BY judge_key, case_id, model_key, trial", (JUDGE_LANE_PREFIX, run_id)).fetchall()
 
 

@@ -33,10 +33,11 @@ from arenatui.limits import MAX_CONCURRENCY
 if TYPE_CHECKING:
     from arenatui.plan import Plan
 
-QUEUED, IN_FLIGHT, BACKOFF, PASSED, FAILED, ERRORED, UNSCORED = range(7)
-STATE_NAMES = ("queued", "in flight", "backing off", "passed", "failed", "errored", "unscored")
-"""UNSCORED: answered, and an llm_judge scorer has not scored it (awaiting its judge, or outside its sample)."""
-_N_STATES = 7
+QUEUED, IN_FLIGHT, BACKOFF, PASSED, FAILED, ERRORED, UNSCORED, UNREACHABLE = range(8)
+STATE_NAMES = ("queued", "in flight", "backing off", "passed", "failed", "errored", "unscored", "unreachable")
+"""UNSCORED: answered, and an llm_judge scorer has not scored it (awaiting its judge, or outside its sample).
+UNREACHABLE: a chained case not run because a parent did not pass in that trial (counted among errors by class)."""
+_N_STATES = 8
 RING = 120
 """Seconds of per-model history kept for sparklines."""
 LATENCY_SAMPLES = 1024
@@ -296,7 +297,8 @@ class LiveMetrics:
 
     def __init__(self, model_keys: Sequence[str], case_ids: Sequence[str], trials: int, *,
                  judges: Sequence[JudgeLane] = (), window_s: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic, log_size: int = 2000) -> None:
+                 clock: Callable[[], float] = time.monotonic, log_size: int = 2000,
+                 cells: Sequence[int] | None = None) -> None:
         self.model_keys = tuple(model_keys)
         """The candidates (the models asked the cases)."""
         self.judge_keys = tuple(k for k, _cases, _n in judges)
@@ -314,10 +316,15 @@ class LiveMetrics:
         n_cases = self._n_cases = len(self.case_ids)
         # Per row, the calls planned in each case: a candidate's trials, a judge lane's candidates × trials on the
         # cases it judges and none elsewhere (an unjudged case of a judge row is empty, never queued).
-        queued = array("I", [trials]) * (len(self.model_keys) * n_cases)
-        planned_rows = [n_cases * trials for _ in self.model_keys]
+        # `cells`: a shard's (`--shard K/N`, Plan.shard_cells): each cell holds only the trials that fall to it
+        queued = array("I", cells) if cells is not None else array("I", [trials]) * (len(self.model_keys) * n_cases)
+        planned_rows = [sum(queued[i * n_cases:(i + 1) * n_cases]) for i in range(len(self.model_keys))]
         for _key, judged, per_case in judges:
-            row = array("I", [per_case if c in judged else 0 for c in self.case_ids])
+            if cells is not None:  # a shard's judge calls follow its candidates' calls
+                row = array("I", [sum(queued[i * n_cases + j] for i in range(len(self.model_keys))) if c in judged
+                                  else 0 for j, c in enumerate(self.case_ids)])
+            else:
+                row = array("I", [per_case if c in judged else 0 for c in self.case_ids])
             queued.extend(row)
             planned_rows.append(sum(row))
         n_cells = len(queued)
@@ -460,7 +467,7 @@ class LiveMetrics:
             dst = UNSCORED
         else:
             agg.errored += 1
-            dst = ERRORED
+            dst = UNREACHABLE if status == "unreachable" else ERRORED
             cls = ec or "error"
             agg.errors[cls] = agg.errors.get(cls, 0) + 1
             self._log(ev.t, "error", mk, f"{self._call(mk, cid, trial)}: {cls} after {attempts} attempt(s): "
@@ -597,7 +604,8 @@ class LiveMetrics:
             agg = self.rows[mi]
             agg.done += 1
             agg.preloaded += 1
-            dst = {"passed": PASSED, "failed": FAILED, "unscored": UNSCORED}.get(r.status, ERRORED)
+            dst = {"passed": PASSED, "failed": FAILED, "unscored": UNSCORED, "unreachable": UNREACHABLE}.get(r.status,
+                                                                                                        ERRORED)
             if dst == PASSED:
                 agg.passed += 1
             elif dst == FAILED:

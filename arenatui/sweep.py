@@ -12,7 +12,7 @@ import shlex
 import signal
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from arenatui.plan import Filters, Plan, make_plan
 from arenatui.providers.base import Provider, estimate_tokens, make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.db import explain_error
+from arenatui.store.shards import finish_shard, record_shard
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:
@@ -44,7 +45,8 @@ def stop_signals() -> tuple[signal.Signals, ...]:
 
 @dataclass(frozen=True, slots=True)
 class SweepOptions:
-    project: str | Path | None = None
+    project: str | Path | Project | None = None
+    """A project file (or directory holding arena.toml), or a Project already validated (arenatui.api)."""
     filters: Filters = field(default_factory=Filters)
     db: str | Path | None = None
     resume: str | None = None
@@ -55,6 +57,11 @@ class SweepOptions:
     """With resume: run again the calls that ended errored (rate-limited, timed out ...), not only cancelled ones."""
     tune: bool = False
     """Start with the auto-tuner on (arenatui.tuning)."""
+    solvers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    """Python models' solver factories given from Python, by model key (arenatui.api): a resumed run gets them back
+    from here, since a function is stored only by its name."""
+    run_id: str | None = None
+    """`--run-id`: record the run under this id (the shards of a run share it, see `arena merge`)."""
 
 
 def _with_seed(project: Project, seed: int | None) -> Project:
@@ -113,7 +120,8 @@ class Sweep:
             if opts.project is None:
                 raise ArenaError("no project: pass --project FILE (or a directory holding arena.toml), or "
                                  "--resume RUN_ID|last")
-            fresh = make_plan(_with_seed(load_project(opts.project), opts.seed), opts.filters)
+            project = opts.project if isinstance(opts.project, Project) else load_project(opts.project)
+            fresh = make_plan(_with_seed(project, opts.seed), opts.filters)
         store = Store(self.db_path)
         try:
             stored: list[tuple[Any, ...]] = []
@@ -122,7 +130,8 @@ class Sweep:
             if fresh is None:
                 assert opts.resume is not None
                 rec = store.get_run(opts.resume)
-                project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"))
+                project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"),
+                                            opts.solvers or None)
                 self.filters = Filters.from_dict(rec.filters)
                 self.run_id = rec.run_id
                 self.plan = make_plan(project, self.filters,
@@ -130,6 +139,10 @@ class Sweep:
                 # answers an interruption left unjudged (and, with --retry-errored, failed judgings) are judged again;
                 # their models are never called again for them
                 self.plan.awaiting = tuple(store.awaiting_judge(rec.run_id, retry_errored=opts.retry_errored))
+                parents = {p for c in self.plan.cases for p in c.depends_on}
+                if parents:  # a chained project: the dependents still to run take their inputs from stored answers
+                    self.plan.chain_outcomes = store.chain_outcomes(rec.run_id, parents,
+                                                                    retry_errored=opts.retry_errored)
                 self.notices += project_changes(rec.project_path, project)
                 from arenatui.store.queries import judged_rows  # numpy: only a resume pays for it
 
@@ -149,6 +162,10 @@ class Sweep:
                 self.resumed = False
             self.project = self.plan.project
             plan: Plan = self.plan
+            if any(s.kind == "code_exec" for s in self.project.scorers):
+                from arenatui.scoring.code_exec import sandbox_report
+
+                self.notices.append(sandbox_report().describe())  # which guards model-written code runs under
             concurrency = opts.concurrency or self.project.run.concurrency
             # Providers first: a missing API key variable must fail before any run is recorded.
             self.providers: dict[str, Provider] = {
@@ -158,11 +175,17 @@ class Sweep:
                 store.claim_run(self.run_id, self.resume_command)
             else:
                 self.run_id = store.create_run(self.project.name, str(self.project.path), project_to_dict(self.project),
-                                               self.filters.to_dict(), self.plan.total)
+                                               self.filters.to_dict(), self.plan.total, run_id=opts.run_id)
+                if self.filters.shard is not None:
+                    record_shard(store, self.run_id, self.filters.shard.index, self.filters.shard.count)
+            for p in self.providers.values():  # a python solver's TrialContext carries the run id
+                bind = getattr(p, "bind_run", None)
+                if bind is not None:
+                    bind(self.run_id)
         finally:
             store.close()
         self.live = LiveMetrics([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials,
-                                judges=judge_lanes(plan))
+                                judges=judge_lanes(plan), cells=plan.shard_cells() if plan.shard is not None else None)
         self.live.preload(stored, elapsed_s=stored_elapsed)
         self.live.rate_limits = client_rate_limits(plan, self.project.defaults.max_tokens)
         self.writer = ResultWriter(self.db_path, self.run_id, retry_errored=opts.retry_errored)
@@ -288,6 +311,8 @@ class Sweep:
 
             with Store(self.db_path) as store:
                 store.mark_run(self.run_id, status, message)  # first: the run's end matters most
+                if self.filters.shard is not None:
+                    finish_shard(store, self.run_id, status, (None, None, None))
                 store.write_tuning_levels(self.run_id, readout_rows(
                     {r.model_key: r for r in self.tuner.tracker.readouts()}))
         except (StoreError, sqlite3.Error) as e:

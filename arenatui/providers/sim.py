@@ -125,7 +125,8 @@ class SimCore:
             return u if attempt <= 1 else _per_attempt(u, attempt)
 
         correct = uniform(bits, 0) < self.accuracy_for(stratum, tags)
-        tokens = s.output_tokens if s.exact_timing else max(1, round(s.output_tokens * (0.5 + per_attempt(2))))
+        mean = s.wrong_tokens if (s.wrong_tokens is not None and not correct) else s.output_tokens
+        tokens = mean if s.exact_timing else max(1, round(mean * (0.5 + per_attempt(2))))
         finish = "stop"
         if tokens > max_tokens:
             tokens, finish = max_tokens, "length"
@@ -172,7 +173,7 @@ def judge_answer(task: JudgeTask, right: bool, u: float) -> str:
     if task.scale is None:
         return f"The answer {'meets' if truth else 'does not meet'} the rubric.\nVERDICT: {'PASS' if truth else 'FAIL'}"
     lo, hi = task.scale
-    return f"Reasoning: compared with the reference.\nScore: {hi if truth else lo}"
+    return f"Reasoning: compared with the reference.\nVERDICT: {hi if truth else lo}"
 
 
 class SimProvider:

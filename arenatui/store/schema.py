@@ -225,12 +225,30 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (run_id, model_key, case_id, trial)
     );
     """,
-    # 11: which header of a 429 gave the delay a retry waited (retry-after, llm_provider-retry-after,
+    # 11: the shards of a run made on several machines (`--shard K/N`): one row per shard, written by the shard
+    # itself and carried over by `arena merge`, with its start barrier's figures (a load shard's lateness at the
+    # planned instant and its clock's offset estimate)
+    """
+    CREATE TABLE run_shards (
+        run_id TEXT NOT NULL,
+        shard INTEGER NOT NULL,
+        shards INTEGER NOT NULL,
+        host TEXT,
+        status TEXT,
+        planned_start REAL,
+        start_lag_s REAL,
+        clock_offset_s REAL,
+        clock_error_s REAL,
+        clock_source TEXT,
+        PRIMARY KEY (run_id, shard)
+    );
+    """,
+    # 12: which header of a 429 gave the delay a retry waited (retry-after, llm_provider-retry-after,
     # x-ratelimit-reset-requests, ...); NULL when the refusal carried no hint
     """
     ALTER TABLE failed_attempts ADD COLUMN retry_after_source TEXT;
     """,
-    # 12: requests of a load segment dropped unsent (due more than a second before the client could send them):
+    # 13: requests of a load segment dropped unsent (due more than a second before the client could send them):
     # counted, never stored one by one (100,000/s of them would be the run's whole cost)
     """
     ALTER TABLE load_segments ADD COLUMN dropped INTEGER NOT NULL DEFAULT 0;

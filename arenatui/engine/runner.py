@@ -821,7 +821,7 @@ class Runner:
         )
 
 
-_RETRIED = frozenset(("rate_limited", "transient", "timeout"))
+_RETRIED = frozenset(("rate_limited", "transient", "timeout", "incomplete_stream"))
 """Error classes a later attempt may not repeat: terminal ones ('terminal', 'solver_error') never sleep."""
 
 

@@ -3,7 +3,8 @@
 One dispatcher task walks the schedule (arrivals.py, generated lazily) and starts one task per request when it is
 due; an in-flight cap (`--max-in-flight`, DEFAULT_MAX_IN_FLIGHT when not given) makes the dispatcher wait, and
 that wait is measured (the schedule lag), never hidden. A request the dispatcher reaches more than DROP_LATE_S
-late is dropped unsent and counted in its segment (Window.dropped): so requests in flight and waiting are bounded
+late (counted from when the dispatcher began, for a process that started after its schedule's zero) is dropped
+unsent and counted in its segment (Window.dropped): so requests in flight and waiting are bounded
 whatever the rate (100,000/s against a server that serves 100/s keeps at most the cap in flight and nothing
 queued), and the run ends on time. The dispatcher yields to the event loop every DISPATCH_BATCH requests even
 when behind, so the requests it started run and Ctrl-C lands within a second. A load run does not retry: a 429
@@ -192,6 +193,10 @@ class OpenLoopDriver:
 
     async def _dispatch(self, tg: anyio.abc.TaskGroup) -> None:
         plan = self.plan
+        # Lateness that drops a request counts from when this dispatcher began, if that was after the request's due
+        # time: a machine that reached a start barrier late sends the backlog (its lag shows it) instead of dropping
+        # it; only falling further behind once running drops.
+        began = self.now_s()
         seq = 0
         segment = 0
         trace = plan.arrival.kind == "trace"
@@ -229,7 +234,7 @@ class OpenLoopDriver:
                     seq += 1
                     if not mine:
                         continue
-                    if now - due > DROP_LATE_S:
+                    if now - max(due, began) > DROP_LATE_S:
                         drops += 1
                         if drops >= DROP_BATCH:  # still a checkpoint now and then: Ctrl-C, and requests finishing
                             drops = self._drop(drops)
@@ -241,7 +246,7 @@ class OpenLoopDriver:
                     if behind >= DISPATCH_BATCH:  # behind schedule, nothing awaited: let requests and Ctrl-C run
                         behind = 0
                         await anyio.lowlevel.checkpoint()
-                        if self.now_s() - due > DROP_LATE_S:
+                        if self.now_s() - max(due, began) > DROP_LATE_S:
                             drops = self._drop(1)
                             continue
                     case_id = trace_case[0] if trace else None
@@ -251,7 +256,7 @@ class OpenLoopDriver:
                         case_id = plan.cases[n % len(plan.cases)].id
                     if self._limiter.available_tokens < 1:  # the cap is full: wait, measured as lag, then check
                         await self._limiter.acquire_on_behalf_of(n)
-                        if self.now_s() - due > DROP_LATE_S:
+                        if self.now_s() - max(due, began) > DROP_LATE_S:
                             self._limiter.release_on_behalf_of(n)
                             drops = self._drop(1)
                             continue

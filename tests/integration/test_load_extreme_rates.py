@@ -145,3 +145,20 @@ def test_a_rate_limited_saturation_is_said_to_be_429s(tmp_path: Path, capsys: py
                  "2", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "limited by 429s: the provider's rate limit refused" in out, out
+
+
+def test_a_process_that_starts_after_its_schedules_zero_sends_the_backlog_instead_of_dropping_it(
+        tmp_path: Path) -> None:
+    """A machine that reached a start barrier 2 s late: its lag shows the lateness; nothing is dropped for it."""
+    proj = load_project(project(tmp_path))
+    plan = LoadPlan(proj.models[0], proj.cases, proj.defaults, Arrival("constant"), (50.0,), 3.0, timeout_s=5.0)
+    done: list[LoadRequest] = []
+
+    class Quick:
+        async def complete(self, request: Request) -> Completion:
+            return Completion(text="a", input_tokens=1, output_tokens=1)
+
+    driver = OpenLoopDriver(plan, Quick(), on_request=done.append, t0=time.monotonic() - 2.0)  # type: ignore[arg-type]
+    anyio.run(driver.run)
+    assert driver.dropped == 0 and driver.sent == plan.planned_requests() == len(done)
+    assert max(r.sent_s - r.scheduled_s for r in done) > 1.5  # the late start is in the lag

@@ -104,14 +104,19 @@ def test_read_commands_work_on_a_database_on_a_read_only_mount(tmp_path: Path) -
     arena = [sys.executable, "-m", "arenatui"]
     subprocess.run([*arena, "evaluate", "--project", str(proj), "--db", str(db), "--quiet", "--no-report"],
                    check=True, env=env, capture_output=True)
+    sweep_id = sqlite3.connect(db).execute("SELECT run_id FROM runs").fetchone()[0]
+    subprocess.run([*arena, "load", "--project", str(proj), "--db", str(db), "--rate", "20", "--duration", "0.2",
+                    "--quiet"], check=True, env=env, capture_output=True)
     ro = mnt / "r.db"
-    cmds = [["runs"], ["report", "last"], ["export", "last", "-f", "csv"], ["evaluate", "--project", str(proj)]]
+    cmds = [["runs"], ["report", sweep_id], ["export", sweep_id, "-f", "csv"], ["load", "--show", "last"],
+            ["compare", sweep_id], ["evaluate", "--project", str(proj)]]
     script = f"mount --bind {src} {mnt} && mount -o remount,bind,ro {mnt} && " + " ; ".join(
         " ".join([*arena, *c, "--db", str(ro)]) + f" > {tmp_path}/out{i} 2>&1; echo $? >> {tmp_path}/out{i}"
         for i, c in enumerate(cmds))
     subprocess.run(["unshare", "-m", "sh", "-c", script], check=True, env=env)
     outs = [(tmp_path / f"out{i}").read_text(encoding="utf-8") for i in range(len(cmds))]
-    for out in outs[:3]:
+    for out in outs[:4]:
         assert out.rstrip().endswith("\n0") and "error:" not in out, out
-    assert "finished" in outs[0] and "c1" in outs[2]
-    assert outs[3].rstrip().endswith("2") and "is read-only" in outs[3] and "Traceback" not in outs[3]
+    assert "finished" in outs[0] and "c1" in outs[2] and "Percentiles" in outs[3]
+    assert "nothing to compare" in outs[4] and "Traceback" not in outs[4]  # one model: it read the run, no pair
+    assert outs[5].rstrip().endswith("2") and "is read-only" in outs[5] and "Traceback" not in outs[5]

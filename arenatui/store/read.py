@@ -19,6 +19,7 @@ from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import (
     RunPlan,
     RunSpend,
+    estimated_usage,
     failure_modes,
     judgments_by_case,
     load_plan_results,
@@ -59,6 +60,8 @@ class StoredRun:
     """Per model, its most frequent (error class, error message, calls)."""
     f1: F1Answers = field(default_factory=dict)
     """Per (model, f1 scorer): labels and (expected, answered label) pairs, working cases only."""
+    estimated_usage: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per model with any: (calls whose tokens were estimated because the server reported no usage, calls)."""
     tuning: tuple[ModelReadout, ...] = ()
     """The per-level readout every sweep keeps (tuned or not), per model."""
     load: LoadOutcome | None = None
@@ -98,7 +101,8 @@ def read_run(store: Store, run: str | RunRecord, *, latency: bool = True, detail
         tuning = tuning_readouts(store, rid)
         f1 = f1_answers(store, plan)
     return StoredRun(plan, results, kind, spend, failure_modes(store, rid), unscored_modes(store, rid),
-                     judgments_by_case(store, rid) if plan.judged else {}, top_errors(store, rid), f1, tuning, load)
+                     judgments_by_case(store, rid) if plan.judged else {}, top_errors(store, rid), f1,
+                     estimated_usage(store, rid), tuning, load)
 
 
 def tuning_readouts(store: Store, run_id: str) -> tuple[ModelReadout, ...]:
@@ -145,5 +149,5 @@ def f1_answers(store: Store, plan: RunPlan) -> F1Answers:
 
 def open_and_read(db: Path | str | None, run: str, **kw: bool) -> StoredRun:
     """read_run on a database by path (the default database when None)."""
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         return read_run(store, run, **kw)

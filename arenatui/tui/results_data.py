@@ -187,7 +187,7 @@ def _case_rows(plan: RunPlan, res: RunResults) -> list[CaseRow]:
 
 def load_board(db: Path | str, run: str) -> RunView:
     """Read a run ('last' for the newest) and compute its leaderboard: what the view shows first."""
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         stored = read_run(store, run)
     res = stored.results
     return RunView(stored.plan, res, leaderboard(res), [], [], [], [], failures=stored.failure_modes,
@@ -219,8 +219,11 @@ def case_results(db: Path | str, run_id: str, case_id: str) -> dict[str, list[Ca
 def case_detail(db: Path | str, run_id: str,
                 case_id: str) -> tuple[dict[str, list[CallRow]], dict[tuple[str, int], JudgmentRow]]:
     """Every stored trial of one case, per model, and the judgment of each judged one by (model, trial)."""
-    with Store(db) as store:
-        calls = case_calls(store, run_id, case_id)
+    # here, not at the top: the screens import this module (importing it first must not run into them)
+    from arenatui.tui.screens.outputs import PREVIEW_CHARS
+
+    with Store(db, read_only=True) as store:
+        calls = case_calls(store, run_id, case_id, preview=PREVIEW_CHARS)  # a 50 MB answer: its start
         judged = case_judgments(store, run_id, case_id)
     out: dict[str, list[CallRow]] = {}
     for c in calls:
@@ -230,7 +233,7 @@ def case_detail(db: Path | str, run_id: str,
 
 def run_changes(db: Path | str, old_id: str, new_id: str) -> list[RunChange]:
     """Model by model, new − old over the working cases both runs answered."""
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         old = read_run(store, old_id, latency=False, detail=False).results
         new = read_run(store, new_id, latency=False, detail=False).results
     return compare_runs(old, new)

@@ -45,6 +45,13 @@ async def _schedule_reaches(r: LoadRun, t: float) -> None:
     raise AssertionError(f"the load run's schedule never reached {t} s")
 
 
+async def _under_way(r: LoadRun) -> None:
+    """Until the run's first request is sent: its clock starts only after the writer process is up."""
+    with anyio.fail_after(60):
+        while r.engine.sent == 0:  # noqa: ASYNC110 - polling a counter the driver keeps; it has no event
+            await anyio.sleep(0.01)
+
+
 def run(opts: LoadOptions) -> LoadRun:
     r = LoadRun(opts)
     assert anyio.run(r.run) == "finished"
@@ -113,7 +120,7 @@ def test_rate_change_mid_run_is_a_new_segment(tmp_path: Path) -> None:
     assert windows[0].end_s == pytest.approx(windows[1].start_s) and windows[1].end_s == pytest.approx(2.0)
     with Store(tmp_path / "d") as store:
         segs = load_segments(store, r.run_id)
-    assert [(s[0], s[1], s[5]) for s in segs] == [(0, 20.0, "cut"), (1, 60.0, "user")]
+    assert [(s[0], s[1], s[5], s[6]) for s in segs] == [(0, 20.0, "cut", 0), (1, 60.0, "user", 0)]
     figs = r.figures().segments
     assert figs[1].offered_rate > 2 * figs[0].offered_rate  # three times the rate
 

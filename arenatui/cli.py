@@ -255,9 +255,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         runs = list_runs(store, args.limit)
         kinds = run_kinds(store, [r.run_id for r in runs])  # a load run stores requests, not results
-        # a model whose stored readout established an optimum shows it beside its name: "sim-limited ≈3"
-        optima = {r.run_id: {row[0]: row[1] for row in store.tuning_levels(r.run_id)
-                             if row[12] and str(row[13]).startswith("optimum")} for r in runs}
+        # a model whose stored readout establishes an optimum (re-derived by today's rules) shows it: "sim-limited ≈3"
+        from arenatui.tuning.levels import readouts_from_rows
+
+        optima = {r.run_id: {ro.model_key: ro.verdict.optimum
+                             for ro in readouts_from_rows(store.tuning_levels(r.run_id))
+                             if ro.verdict.optimum is not None} for r in runs}
     con = Console(highlight=False, width=_width(sys.stdout))
     if not runs:
         con.print(f"No runs stored in {store.path} yet. Try: arena demo", markup=False)

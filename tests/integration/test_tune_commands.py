@@ -65,18 +65,20 @@ def test_tune_recommends_each_models_optimum_and_write_keeps_comments(
                  "--write"])
     out = capsys.readouterr().out
     assert code == 0
-    assert "recommended max_concurrency for ceiling: 2" in out  # the user's cap of 2 is a ceiling
-    assert "still rising at 2: try higher" in out
+    # the user's cap of 2 stopped the climb: said, and nothing written for it (2 stays as the user wrote it)
+    assert "ceiling: capped at 2 by max_concurrency" in out
+    assert "recommended max_concurrency for ceiling: none written (capped at 2 by max_concurrency)" in out
     data = tomllib.loads(proj.read_text(encoding="utf-8"))
     levels = {m["key"]: m.get("max_concurrency") for m in data["models"]}
-    # the project's own cap of 2 is the user's: tuning stays within it... unless lifted; here it is the ceiling
     assert levels["ceiling"] == 2
-    assert levels["local"] in (1, 2)
+    assert levels["local"] == 1, out  # a serial server: flat from 1
+    assert "local: optimum ≈ 1: goodput flat above 1" in out
     text = proj.read_text(encoding="utf-8")
     for comment in ("# tuning scenarios", "# a name", "# a provider that answers 429 past 6 at once",
                     "# was set by hand", "# a local server that serves one request at a time"):
         assert comment in text
     assert text.replace("max_concurrency = 2  # was set by hand", "").count("max_concurrency") == 1
+    assert "max_concurrency = 2  # was set by hand" in text
     assert "key = \"rpm\"   # a hosted model limited to 200 requests/s" in text  # untouched: not tuned
     with sqlite3.connect(db) as c:
         assert c.execute("SELECT COUNT(*) FROM tuning_levels").fetchone()[0] >= 2
@@ -97,6 +99,23 @@ def test_tune_finds_a_ceiling_and_a_rate_limit_near_their_optimum(proj: Path, tm
     assert levels["local"] is None
 
 
+def test_write_with_no_measured_optimum_leaves_the_file_byte_identical_and_exits_1(
+        proj: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A budget of 5 calls measures nothing (20 answered calls make a level measured): nothing is written, each
+    model says why in one line, and the exit code says no model got an optimum."""
+    before = proj.read_bytes()
+    code = main(["tune", "--project", str(proj), "--models", "rpm,local", "--budget", "5", "--db",
+                 str(tmp_path / "t.db"), "--write"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert proj.read_bytes() == before
+    assert "wrote nothing: no model has a measured optimum" in out
+    for key in ("rpm", "local"):
+        line = next(x for x in out.splitlines() if x.startswith(f"recommended max_concurrency for {key}"))
+        assert "none written (not enough evidence: " in line, out
+    assert "budget was spent" in out
+
+
 def test_write_refuses_a_layout_it_cannot_edit_safely(tmp_path: Path) -> None:
     from arenatui.errors import ConfigError
     from arenatui.tuning.drivers import write_max_concurrency
@@ -114,11 +133,14 @@ def test_sweep_prints_errored_beside_wall_clock_marks_the_knee_and_stores_one_ru
     db = tmp_path / "s.db"
     code = main(["sweep", "--project", str(proj), "--models", "local", "--levels", "1,2,4", "--trials", "10",
                  "--db", str(db)])
-    out = capsys.readouterr().out
+    cap = capsys.readouterr()
+    out = cap.out
     assert code == 0
     header = next(line for line in out.splitlines() if "wall s" in line)
     assert header.index("wall s") < header.index("errored") < header.index("goodput")
     assert "◀ knee" in out
+    assert "verdict: optimum ≈ 1: goodput flat above 1" in out, out  # a serial server
+    assert "level 1 (1 of 3): " in cap.err and "level 4 (3 of 3): " in cap.err  # progress as each level ends
     with sqlite3.connect(db) as c:
         rows = c.execute("SELECT level, run_id, knee FROM level_sweeps ORDER BY level").fetchall()
         assert [r[0] for r in rows] == [1, 2, 4]

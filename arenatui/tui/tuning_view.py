@@ -134,5 +134,10 @@ class TuningReadout(Widget):
                                              self.content_size.height))
         return self._cache[1]
 
+    def lines_needed(self) -> int:
+        """Rows every model's whole verdict takes at the pane's width now (the levels not counted)."""
+        width = self.content_size.width
+        return sum(len(verdict_lines(ro, st, width)) for ro, st in zip(self._readouts, self._states, strict=True))
+
     def render(self) -> Text:
         return self.text

@@ -1,7 +1,7 @@
 """Per-model level observations folded from engine events: what each concurrency level gave, with evidence.
 
-A model's *level* is its concurrency: its cap when it has one (the tuner always sets one), else the mean
-number of its calls in flight or backing off (both hold a worker) over the hold, rounded (round-robin
+A model's *level* is its concurrency: its cap when it has one (the tuner always sets one), else the number
+of its calls in flight or backing off (both count against a cap) it spent most of the window at (round-robin
 decides an uncapped model's share of the global limit, so the global figure would be the wrong label).
 A *hold* is the time a model spends at one configured level; it is cut into *windows* once each has
 enough evidence (at least `min_calls` attempts ended and `min_s` seconds, and at least `per_level`
@@ -153,6 +153,8 @@ class _Acc:
     retry_after: float | None = None
     area: float = 0.0
     """Integral of calls in flight over the window (for an uncapped model's level)."""
+    busy_s: dict[int, float] = field(default_factory=dict)
+    """Seconds at each count of calls in flight or backing off (an uncapped model's level is the usual one)."""
     idle: float = 0.0
     """Time in the window with none of the model's calls in flight or backing off: not held (the queue ran dry,
     the run was paused), so not in the goodput's interval."""
@@ -180,6 +182,13 @@ class _Model:
     quick: bool = False
     """Windows need only their attempts, not `min_s`: set while a tuner climbs far below any limit, where a
     rough figure is enough to take the next step."""
+
+
+def _usual(acc: _Acc) -> int:
+    """An uncapped model's level over a window: the count of its calls in flight (or backing off) it spent the most
+    time at. Not the mean: after the global limit rises, the mean of a window straddling the climb (3 for a while,
+    then 4) is labelled 3 and credits 3 with 4's 429s."""
+    return max(acc.busy_s.items(), key=lambda kv: (kv[1], kv[0]))[0] if acc.busy_s else 1
 
 
 STORM_SHARE = 0.15
@@ -238,6 +247,8 @@ class LevelTracker:
             busy = m.in_flight + len(m.backoff)
             dt = t - max(m.last_t, m.acc.start)
             m.acc.area += busy * dt
+            if busy > 0:
+                m.acc.busy_s[busy] = m.acc.busy_s.get(busy, 0.0) + dt
             if busy <= 0:
                 m.acc.idle += dt
         m.last_t = t
@@ -346,7 +357,7 @@ class LevelTracker:
         acc = m.acc
         assert acc is not None
         seconds = t - acc.start - acc.idle
-        level = self._level(m) or max(1, round(acc.area / seconds)) if seconds > 0 else 1
+        level = self._level(m) or _usual(acc) if seconds > 0 else 1
         need = self.evidence.needed(level)
         if (acc.attempts >= need and seconds >= self.evidence.min_s) or (m.quick and acc.attempts >= 2 * need):
             self._close(m, t, report=True)
@@ -368,7 +379,7 @@ class LevelTracker:
             return
         level = self._level(m)
         if level is None:
-            level = max(1, round(acc.area / acc.seconds))
+            level = _usual(acc)
         stats = m.levels.get(level)
         if stats is None:
             stats = m.levels[level] = LevelStats(level)

@@ -465,7 +465,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--project", "-p", help="project TOML file, or a directory holding arena.toml")
     p.add_argument("--show", metavar="RUN_ID", help="print a stored run's per-level readout ('last' for the newest)")
     p.add_argument("--models", type=_csv, default=(), help="only these model keys (comma-separated)")
-    p.add_argument("--budget", type=_positive_int, default=200, help="at most this many calls per model (default 200)")
+    p.add_argument("--budget", type=_positive_int, default=400, help="at most this many calls per model; it stops "
+                   "sooner once every model has a verdict (default 400)")
     p.add_argument("--write", action="store_true", help="record each model's max_concurrency in the project file "
                    "(comments and layout kept)")
     p.add_argument("--seed", type=int, help="seed for simulated models and jitter, overriding [run].seed")

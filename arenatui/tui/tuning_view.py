@@ -55,7 +55,7 @@ def level_line(ro: ModelReadout, width: int) -> Text:
     for i, r in enumerate(shown):
         if i:
             line.append("  ")
-        text = f"{r.level}: {fmt_rate(r.goodput)}/s 429 {fmt_share(r.limited_share)} n{r.answered}"
+        text = f"{r.level}: {fmt_rate(r.goodput)}/s 429s {fmt_share(r.limited_share)} n={r.answered}"
         if not r.measured:
             text += "?"
         line.append(text, Style(bold=True) if r.level == ro.best else Style(dim=not r.measured))
@@ -103,7 +103,7 @@ class TuningReadout(Widget):
 
     def _title(self) -> str:
         on = "on" if self.tuner.enabled else "off"
-        return f"Tuning · auto-tuner {on} (a) · level: goodput 429s n · ? not measured · t rates"
+        return f"Tuning · auto-tuner {on} (a) · t rates · ? not measured"
 
     def state_of(self, key: str) -> str:
         t = self.tuner

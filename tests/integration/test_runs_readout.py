@@ -63,3 +63,13 @@ def test_runs_names_each_models_optimum(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["tune", "--show", run.run_id, "--db", str(db)]) == 0
     out = capsys.readouterr().out
     assert "limited: optimum ≈ 3: 429s from 4" in out and "fast: still rising at 1: try higher" in out
+    capsys.readouterr()
+    assert main(["report", run.run_id, "--format", "md", "--db", str(db)]) == 0
+    md = capsys.readouterr().out
+    assert "## Concurrency" in md and "| limited | optimum ≈ 3: 429s from 4 |" in md
+    assert main(["report", run.run_id, "--format", "json", "--db", str(db)]) == 0
+    import json
+
+    conc = {c["model"]: c for c in json.loads(capsys.readouterr().out)["concurrency"]}
+    assert conc["limited"]["optimum"] == 3 and conc["fast"]["optimum"] is None
+    assert conc["fast"]["verdict"] == "still rising at 1: try higher"

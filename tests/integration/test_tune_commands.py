@@ -149,6 +149,15 @@ def test_sweep_prints_errored_beside_wall_clock_marks_the_knee_and_stores_one_ru
         assert c.execute("SELECT COUNT(DISTINCT run_id) FROM results").fetchone()[0] == 3
 
 
+def test_sweep_says_when_a_models_cap_bounds_the_levels(proj: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sweep", "--project", str(proj), "--models", "ceiling", "--levels", "1,4", "--trials", "3",
+                 "--db", str(tmp_path / "s.db")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "ceiling: max_concurrency = 2 in " in out and "bounds its calls at levels above 2" in out
+
+
 def test_sweep_levels_bad_input_is_a_usage_error(proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as e:
         main(["sweep", "--project", str(proj), "--levels", "1,x"])

@@ -1,13 +1,14 @@
 """Coverage of the auto-tuner and its verdict against the oracle level, beside plain AIMD, over provider shapes whose
 optimum is computable (issue 19).
 
-    python benchmarks/tuner.py [--seeds 20] [--calls 400] [--shapes rpm,slow429,ceiling,serial,halving,jitter,tiny]
+    python benchmarks/tuner.py [--seeds 20] [--calls 800] [--shapes rpm,slow429,ceiling,serial,halving,jitter,tiny]
 
 Shapes (one simulated model each, latencies of a few tens of ms so a run takes about a second):
-- rpm: a rate limit of 500 requests/s (a bucket of 10), 20 ms calls, 429s answered at once: oracle 10.
+- rpm: a rate limit of 500 requests/s (a bucket of 10), 20 ms calls, 429s answered at once: oracle 10
+  (800 calls a run, about 1.6 s at the oracle level).
 - slow429: the same, but a refusal takes 2 latencies to come back (a gateway that is slow to say no): oracle 10.
 - ceiling: 429 past 8 requests at once, 20 ms calls: oracle 8.
-- serial: a local server that serves one request at a time (5 ms) and queues the rest: oracle 1.
+- serial: a local server that serves one request at a time (5 ms) and queues the rest: oracle 1 (300 calls).
 - halving: the rpm model whose limit halves when half the calls are done: the oracle holds 10, then 5 (the
   recommendation is judged against 5).
 - jitter: no limit, latency 20 ms with a lognormal jitter of sigma 0.4 (about ±50%), the project capping the
@@ -70,7 +71,8 @@ SHAPES: dict[str, Shape] = {
     "slow429": Shape(RPM, 10, refusal_s=2 * LAT),
     "ceiling": Shape({"base_latency_s": LAT, "per_token_s": 0.0, "jitter": 0.1, "max_concurrent": 8,
                       "accuracy": 1.0}, 8),
-    "serial": Shape({"base_latency_s": 0.005, "per_token_s": 0.0, "jitter": 0.1, "serial": True, "accuracy": 1.0}, 1),
+    "serial": Shape({"base_latency_s": 0.005, "per_token_s": 0.0, "jitter": 0.1, "serial": True, "accuracy": 1.0}, 1,
+                    calls=300),
     "halving": Shape(RPM, 5, start_oracle=10, halving=True),
     "jitter": Shape({"base_latency_s": LAT, "per_token_s": 0.0, "jitter": 0.4, "accuracy": 1.0}, 16, cap=16),
     "tiny": Shape(RPM, 10, calls=60),
@@ -219,7 +221,7 @@ def emit(name: str, value: float, unit: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--calls", type=int, default=400)
+    ap.add_argument("--calls", type=int, default=800)
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--verbose", action="store_true", help="print each run's verdict")
     args = ap.parse_args()

@@ -233,8 +233,8 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None) -> Verdict:
         if measured:
             worst = max(measured, key=bad_share)
             return Verdict("insufficient", f"not enough evidence: level {worst.level} had "
-                                           f"{bad_share(worst):.0%} {what(worst)}, too few attempts to call it a "
-                                           "limit", None)
+                                           f"{bad_share(worst):.0%} {what(worst)}, neither clean (at most "
+                                           f"{CLEAN_SHARE:.0%}) nor clearly past a limit", None)
         nearest = max(rows, key=lambda r: (r.answered, r.held_s))
         # 'not enough evidence: level 3: 3 of 20 answered, held 1.2 of 1.6 s'
         if nearest.answered == 0:

@@ -126,3 +126,10 @@ def test_stored_rows_are_re_derived_and_old_ones_estimated() -> None:
     new = ("m", 4, 10.0, 40, 4.0, 0.2, 0.0, 1.0, 0, 500.0, 700.0, 1, 1, "x", 52, 12, 0, 12, 40, 6)
     key, ev, cap = stored_evidence(new)
     assert (ev.attempts, ev.rate_limited, ev.latencies, cap) == (52, 12, 40, 6)
+
+
+def test_a_level_neither_clean_nor_refused_is_said_so() -> None:
+    # 6% 429s over 100 attempts: over the 5% bound, but the interval reaches under it
+    v = verdict([lv(4, 94, 10.0, limited=6)])
+    assert v.kind == "insufficient"
+    assert v.text == "not enough evidence: level 4 had 6% 429s, neither clean (at most 5%) nor clearly past a limit"

@@ -18,7 +18,9 @@ Shapes (one simulated model each, latencies of a few tens of ms so a run takes a
 
 For each shape and seed, the same sweep runs with the tuner (from 2) and with AIMD (from 2: halve on a 429 at most once
 per latency, +1 after `level` answered calls without one); the oracle run (capped at the oracle level) runs on 3
-seeds and its mean wall clock is the reference. Both modes' recommendation is the one verdict
+seeds and its mean wall clock is the reference; for a rate limit the oracle level is rate × the mean latency those
+runs measured (a busy machine stretches a 20 ms call by a few ms, which moves the optimum by a level). Both modes'
+recommendation is the one verdict
 (`tuning.evidence.verdict`) over the levels the run held, so they differ only in how they moved.
 
 Per shape and mode, JSON lines: <shape>_<mode>_within_one (share of seeds whose verdict names a level within one of
@@ -105,12 +107,15 @@ class Outcome:
         self.total = total
         self.done = 0
         self.retried = 0
+        self.latencies: list[float] = []
         self.on_half = on_half
 
     def __call__(self, ev: Event) -> None:
         if type(ev) is CallFinished:
             self.done += 1
             self.retried += ev.result.attempts > 1
+            if ev.result.status != "errored" and ev.result.latency_ms is not None and len(self.latencies) < 400:
+                self.latencies.append(ev.result.latency_ms / 1000)
             if self.on_half is not None and self.done == self.total // 2:
                 self.on_half()
 
@@ -173,7 +178,7 @@ def slow_refusals(prov: SimProvider, delay: float) -> None:
 
 def run_one(dirpath: Path, name: str, shape: Shape, mode: str, seed: int, db: Path, calls: int) -> dict[str, Any]:
     first = shape.start_oracle or shape.oracle
-    cap = {"oracle": first, "aimd": START}.get(mode, shape.cap)
+    cap = first if mode == "oracle" else shape.cap
     if shape.cap is not None and cap is not None:
         cap = min(cap, shape.cap)
     project = write_project(dirpath, name, shape, calls, cap)
@@ -198,6 +203,7 @@ def run_one(dirpath: Path, name: str, shape: Shape, mode: str, seed: int, db: Pa
     holder.append(sweep)
     if aimd is not None:
         aimd.sweep = sweep
+        sweep.runner.set_model_cap(MODEL, START, source="aimd")
     if shape.refusal_s:
         prov = sweep.providers[MODEL]
         assert isinstance(prov, SimProvider)
@@ -206,12 +212,25 @@ def run_one(dirpath: Path, name: str, shape: Shape, mode: str, seed: int, db: Pa
     anyio.run(sweep.run)
     wall = time.monotonic() - t0
     (ro,) = [r for r in sweep.tuner.readouts() if r.model_key == MODEL]
-    v = ro.verdict
+    return {"wall": wall, "retried": outcome.retried / max(1, outcome.done), "verdict": ro.verdict,
+            "latency": statistics.mean(outcome.latencies) if outcome.latencies else None}
+
+
+def oracle_of(shape: Shape, oracle_latency_s: float | None) -> int:
+    """The optimum on this machine: for a rate limit, Little's law with the latency the oracle runs measured (a
+    busy machine stretches 20 ms calls by a few ms, which moves rate × latency by a level); else the shape's."""
+    rpm = shape.sim.get("rpm")
+    if rpm is None or oracle_latency_s is None:
+        return shape.oracle
+    rate = rpm / 60 / (2 if shape.halving else 1)
+    return max(1, math.floor(rate * oracle_latency_s))
+
+
+def judge(v: Any, oracle: int) -> tuple[bool, bool]:
+    """(within one level, wrong and confident) for a verdict."""
     level = v.level if v.kind in ("optimum", "capped", "rising", "rate") else None
-    return {"wall": wall, "retried": outcome.retried / max(1, outcome.done),
-            "within": level is not None and abs(level - shape.oracle) <= 1,
-            "wrong_confident": v.conclusive and (v.level is None or abs(v.level - shape.oracle) > 1),
-            "verdict": v.text}
+    return (level is not None and abs(level - oracle) <= 1,
+            v.conclusive and (v.level is None or abs(v.level - oracle) > 1))
 
 
 def emit(name: str, value: float, unit: str) -> None:
@@ -231,18 +250,21 @@ def main() -> None:
             shape = SHAPES[name]
             calls = shape.calls or args.calls
             db = d / f"{name}.db"
-            oracle = [run_one(d, name, shape, "oracle", s, db, calls)["wall"] for s in range(min(3, args.seeds))]
-            base = statistics.mean(oracle)
-            emit(f"{name}_oracle_level", shape.oracle, "level")
+            oracle_runs = [run_one(d, name, shape, "oracle", s, db, calls) for s in range(min(3, args.seeds))]
+            base = statistics.mean(r["wall"] for r in oracle_runs)
+            lats = [r["latency"] for r in oracle_runs if r["latency"] is not None]
+            oracle = oracle_of(shape, statistics.mean(lats) if lats else None)
+            emit(f"{name}_oracle_level", oracle, "level")
             emit(f"{name}_oracle_wall_s", base, "s")
             for mode in ("tuner", "aimd"):
                 runs = [run_one(d, name, shape, mode, s, db, calls) for s in range(args.seeds)]
+                judged = [judge(r["verdict"], oracle) for r in runs]
                 if args.verbose:
                     for s, r in enumerate(runs):
-                        print(f"# {name} {mode} seed {s}: {r['verdict']} ({r['wall'] / base:.2f}x)", flush=True)
+                        print(f"# {name} {mode} seed {s}: {r['verdict'].text} ({r['wall'] / base:.2f}x)", flush=True)
                 n = len(runs)
-                emit(f"{name}_{mode}_within_one", sum(r["within"] for r in runs) / n, "share")
-                emit(f"{name}_{mode}_wrong_confident", sum(r["wrong_confident"] for r in runs) / n, "share")
+                emit(f"{name}_{mode}_within_one", sum(j[0] for j in judged) / n, "share")
+                emit(f"{name}_{mode}_wrong_confident", sum(j[1] for j in judged) / n, "share")
                 emit(f"{name}_{mode}_wall_ratio", statistics.mean(r["wall"] for r in runs) / base, "ratio")
                 emit(f"{name}_{mode}_retried_share", statistics.mean(r["retried"] for r in runs), "share")
                 if math.isnan(base):

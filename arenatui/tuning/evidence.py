@@ -257,6 +257,6 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None) -> Verdict:
         parts.append(f"{what(m)} from {m.level}")
     if parts:
         return Verdict("optimum", f"optimum ≈ {n}: " + ", ".join(parts), n)
-    if cap is not None and n >= cap:
+    if cap is not None and n == cap:
         return Verdict("capped", f"capped at {n} by max_concurrency", n)
     return Verdict("rising", f"still rising at {n}: try higher", n)

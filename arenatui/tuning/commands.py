@@ -55,6 +55,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                       markup=False)
         for ro in stored:
             out.print(readout_table(ro))
+        _print_budgets(out, run_id, args.db)
         if args.verbose:
             from arenatui.store import Store
 
@@ -74,6 +75,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.verbose:
         for d in res.decisions:
             out.print(literal(d, newlines=False))
+    _print_budgets(out, res.run_id, args.db)
     ended = ("the budget was spent before every model had a verdict (raise --budget)" if res.budget_spent
              else "every model had a verdict")
     out.print(f"Run id: {res.run_id} ({res.wall_s:.1f} s; {ended})", markup=False)
@@ -99,6 +101,14 @@ def recommendation_line(ro: ModelReadout) -> Text:
     else:
         line.append(f": none written ({v.text})\n")
     return line
+
+
+def _print_budgets(out: Console, run_id: str, db: str | None) -> None:
+    """Steps 2 and 4 of the tuning order beside the concurrency optimum: max_tokens and timeout_s."""
+    from arenatui.tuning.budget_commands import budgets_for_run, print_budgets
+
+    out.print(Text("max_tokens and timeout_s, from this run's answers", "bold"))
+    print_budgets(out, budgets_for_run(run_id, db))
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

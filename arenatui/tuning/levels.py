@@ -415,7 +415,7 @@ def readout_of(model_key: str, levels: Sequence[LevelEvidence], cap: int | None 
 
 def stored_evidence(row: Sequence[object]) -> tuple[str, LevelEvidence, int | None]:
     """One stored tuning_levels row (as `Store.tuning_levels` reads it) → (model key, evidence, cap). Rows stored
-    before the counts were (schema < 11) have them estimated from the stored shares: attempts = answered / (1 -
+    before the counts were (schema < 12) have them estimated from the stored shares: attempts = answered / (1 -
     429 share - transient share); a level with nothing answered then proves nothing (its attempts are unknown)."""
     key, level, seconds, answered, _g, limited, transient_share, retries_s, given_up, p50, p95 = row[:11]
     attempts, rate_limited, transient, retries, latencies, cap = (tuple(row[14:20]) + (None,) * 6)[:6]

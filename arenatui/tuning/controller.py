@@ -135,6 +135,9 @@ class ModelController:
     """Answered calls in full windows at each level: a level is measured (for the verdict) from MIN_ANSWERED."""
     proven: set[int] = field(default_factory=set)
     """Levels refused in a full window of at least MIN_REFUSAL_ATTEMPTS attempts: a limit the verdict can name."""
+    limit_dropped: bool = False
+    """Set when 429s at a level measured clean said the provider's limit dropped: the Tuner clears the model's
+    readout (its levels were measured against the old limit) and this flag."""
     careful: bool = False
     """After a back-off: climb one level at a time (Little's law under a 429 storm underestimates the limit,
     since refused requests eat into it), never doubling into the storm again."""
@@ -298,6 +301,10 @@ class ModelController:
         self.goodput.pop(erred, None)
         self.spotless.discard(erred)
         self.last_clean = None
+        # what was measured before the drop describes a limit that is gone: measure afresh (the readout too)
+        self.answered_full.clear()
+        self.proven.clear()
+        self.limit_dropped = True
         self.start_ramp(top=erred)
         self.ramp_rising = False
         return self._move(max(1, (erred + 1) // 2),
@@ -367,6 +374,8 @@ class ModelController:
             self.phase = "settled"
             self.settled_windows = 0
             return self._move(base, f"probe gained {gain:+.0%} (≤ {s.flat:.0%}): back to {base}")
+        if self.phase == "descend" and self.answered_full.get(self.level, 0) < MIN_ANSWERED:
+            return None  # measured as the verdict measures a level before it is compared
         if self.phase == "descend":
             return self._settle(f"goodput {g:.1f}/s at {self.level}")
         if self.phase == "climb":
@@ -400,6 +409,15 @@ class ModelController:
             self.phase = "probe"
             self.probe_from = self.level
             return self._move(up, f"probe one level up: {up} not measured yet (the verdict needs it)")
+        down = self.level - 1
+        above_known = up > self.ceiling or up in self.proven or self.answered_full.get(up, 0) >= MIN_ANSWERED
+        if self.settled_windows >= 2 and measured and above_known and down >= 1 \
+                and self.answered_full.get(down, 0) < MIN_ANSWERED and not self._avoided(down):
+            # the lowest level within FLAT of the best is the optimum: a limit reached on a ramp (slow 429s let a
+            # level or two past it look clean) is checked from below, one measured level at a time
+            self.settled_windows = 0
+            self.phase = "descend"
+            return self._move(down, f"measuring one level down: {down} not measured yet")
         if self.settled_windows >= s.probe_every:
             self.settled_windows = 0
             up = self.level + 1
@@ -458,9 +476,15 @@ class ModelController:
         self.settled_windows = 0
         self.probe_from = None
         self.avoid[self.level] = s.avoid_windows
-        if w.attempts >= MIN_REFUSAL_ATTEMPTS:
-            self.proven.add(self.level)
         self.goodput.pop(self.level, None)  # its goodput was bought with retries: not a candidate
+        if self.level in self.spotless and w.limited_share >= excess_t:
+            # a level measured without a single 429 now past the bound: the provider's limit dropped, and what was
+            # measured before describes a limit that is gone
+            self.answered_full.clear()
+            self.proven.clear()
+            self.limit_dropped = True
+        if w.attempts >= MIN_REFUSAL_ATTEMPTS and not self.limit_dropped:
+            self.proven.add(self.level)  # (after a drop the readout restarts: the level is measured again)
         self.spotless.discard(self.level)
         what = (f"{w.limited_share:.0%} 429s" if w.limited_share >= excess_t else f"{excess_t:.0%} more transients")
         if w.mean_latency_s and g > 0:
@@ -621,6 +645,9 @@ class Tuner:
 
     def _apply(self, c: ModelController, d: Decision | None) -> None:
         self.tracker.set_quick(c.model_key, c.climbing_fast)
+        if c.limit_dropped:
+            c.limit_dropped = False
+            self.tracker.forget(c.model_key)
         if d is None:
             return
         self._changed_at[d.model_key] = self._clock()

@@ -395,6 +395,12 @@ class LevelTracker:
 
     # ---- reading -------------------------------------------------------------------------------
 
+    def forget(self, model_key: str) -> None:
+        """Drop a model's levels (its provider's limit changed: they describe a limit that is gone)."""
+        m = self.models.get(model_key)
+        if m is not None:
+            m.levels.clear()
+
     def set_quick(self, model_key: str, quick: bool) -> None:
         m = self.models.get(model_key)
         if m is not None:

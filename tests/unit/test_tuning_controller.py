@@ -290,3 +290,30 @@ def test_tuner_reads_single_calls_only_when_they_started_at_the_current_level() 
     # another call started at 16, refused after the move: not held against 8
     tuner.on_event(CallRetrying("m", "c3", 0, 1, "rate_limited", 0.01, "429", 100.7, 0.01))
     assert levels["m"] == 8 and len(tuner.decisions) == 1
+
+
+def test_a_dropped_limit_restarts_the_evidence_and_the_readout() -> None:
+    """Issue 19: after the limit halves, the verdict must describe the new limit, not the old one's levels."""
+    from arenatui.tuning.controller import Tuner
+    from arenatui.tuning.levels import LevelStats
+
+    ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.phase = "settled"
+    ctl.observe(provider_window(10, rate=100.0))  # measured without a 429
+    assert ctl.answered_full[10] > 0 and 10 in ctl.spotless
+    ctl.observe(provider_window(10, rate=50.0))  # the same level now past the bound: the limit dropped
+    assert ctl.limit_dropped and ctl.level < 10 and not ctl.answered_full and not ctl.proven
+    # the Tuner clears the model's readout when its controller says so
+    tuner = Tuner(["m"], set_level=lambda k, n: None, set_total=lambda n: None, emit=lambda ev: None,
+                  caps=lambda k: None)
+    tuner.tracker.models["m"].levels[10] = LevelStats(10)  # a level measured against the old limit
+    tuner._apply(ctl, None)
+    assert not ctl.limit_dropped and tuner.tracker.readout("m").levels == ()
+
+
+def test_once_settled_the_levels_above_and_below_are_measured_for_the_verdict() -> None:
+    ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.phase = "settled"
+    seen = settle(ctl, rate=100.0, windows=30)  # 100/s × 0.1 s: 10 in flight
+    assert 11 in seen and 9 in seen  # one measured look each way
+    assert seen[-8:] == [10] * 8 and 11 in ctl.proven

@@ -11,9 +11,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from arenatui.config.write import writable_target, write_max_concurrency
 from arenatui.errors import ArenaError
 from arenatui.safe_text import literal
-from arenatui.tuning.drivers import LevelRun, LevelSweep, stored_readouts, sweep_levels, tune, write_max_concurrency
+from arenatui.tuning.drivers import LevelRun, LevelSweep, stored_readouts, sweep_levels, tune
 from arenatui.tuning.figures import fmt_ms, fmt_rate, fmt_share, goodput_text, limited_text, mark
 from arenatui.tuning.levels import ModelReadout
 
@@ -67,6 +68,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return 0
     if not args.project:
         raise ArenaError("arena tune: pass --project FILE to tune, or --show RUN_ID to print a stored run's readout")
+    if args.write:
+        writable_target(args.project)  # a read-only file is refused before minutes of tuning, not after
     err.print(f"Tuning with at most {args.budget} calls per model, until each model has a verdict…", markup=False)
     res = tune(args.project, models=args.models, budget=args.budget, db=args.db, seed=args.seed)
     for ro in res.readouts:
@@ -82,8 +85,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     optima = res.optima
     if args.write:
         if optima:
-            path = write_max_concurrency(args.project, optima)
-            out.print(f"wrote max_concurrency for {', '.join(optima)} into {path}", markup=False)
+            written = write_max_concurrency(args.project, optima)
+            out.print(f"wrote max_concurrency for {', '.join(optima)} into {written.describe()}", markup=False)
         else:
             out.print("wrote nothing: no model has a measured optimum", markup=False)
     return 0 if optima or not args.write else 1

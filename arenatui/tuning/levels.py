@@ -305,7 +305,7 @@ class LevelTracker:
             acc.given_up += 1
             if r.error_class == "rate_limited":
                 acc.rate_limited += 1
-            elif r.error_class in ("transient", "timeout"):
+            elif r.error_class in ("transient", "timeout", "incomplete_stream"):
                 acc.transient += 1
         self._maybe_close(m, ev.t)
 
@@ -327,7 +327,7 @@ class LevelTracker:
             ra = getattr(ev, "retry_after", None)
             if ra is not None and (acc.retry_after is None or ra > acc.retry_after):
                 acc.retry_after = ra
-        elif ev.reason in ("transient", "timeout"):
+        elif ev.reason in ("transient", "timeout", "incomplete_stream"):
             acc.transient += 1
         self._maybe_close(m, ev.t)
 
@@ -421,7 +421,7 @@ def readout_of(model_key: str, levels: Sequence[LevelEvidence], cap: int | None 
 
 def stored_evidence(row: Sequence[object]) -> tuple[str, LevelEvidence, int | None]:
     """One stored tuning_levels row (as `Store.tuning_levels` reads it) → (model key, evidence, cap). Rows stored
-    before the counts were (schema < 12) have them estimated from the stored shares: attempts = answered / (1 -
+    before the counts were (schema < 14) have them estimated from the stored shares: attempts = answered / (1 -
     429 share - transient share); a level with nothing answered then proves nothing (its attempts are unknown)."""
     key, level, seconds, answered, _g, limited, transient_share, retries_s, given_up, p50, p95 = row[:11]
     attempts, rate_limited, transient, retries, latencies, cap = (tuple(row[14:20]) + (None,) * 6)[:6]

@@ -113,7 +113,7 @@ def test_measured_needs_the_stated_minimums() -> None:
 
 
 def test_stored_rows_are_re_derived_and_old_ones_estimated() -> None:
-    # a row stored before schema 12: no counts, its old verdict claimed an optimum from 0 answered
+    # a row stored before schema 14: no counts, its old verdict claimed an optimum from 0 answered
     old = ("m", 2, 3.0, 0, 0.0, 0.0, 1.0, 0.0, 30, None, None, 1, 1, "optimum ≈ 2: goodput flat above 2")
     key, ev, cap = stored_evidence(old)
     assert (key, ev.answered, ev.attempts, cap) == ("m", 0, 0, None)

@@ -256,7 +256,7 @@ class Results(Screen[None]):
 
     @work(thread=True, group="results-runs", exit_on_error=False)
     def _load_runs(self) -> None:
-        with Store(self.db) as store:
+        with Store(self.db, read_only=True) as store:
             runs = list_runs(store, 200)
         self.app.call_from_thread(self._show_runs, runs)
 

@@ -244,13 +244,15 @@ class LevelTracker:
         """Integrate in-flight up to t; start the window once the hold has settled. The window being filled."""
         if m.last_t is not None and m.acc is not None and t > m.last_t:
             # calls sleeping before a retry still hold their worker: they are part of the level the user set
-            busy = m.in_flight + len(m.backoff)
-            dt = t - max(m.last_t, m.acc.start)
-            m.acc.area += busy * dt
+            acc = m.acc
+            busy = m.in_flight + len(m.backoff) if m.backoff else m.in_flight
+            dt = t - (m.last_t if m.last_t > acc.start else acc.start)
             if busy > 0:
-                m.acc.busy_s[busy] = m.acc.busy_s.get(busy, 0.0) + dt
-            if busy <= 0:
-                m.acc.idle += dt
+                acc.area += busy * dt
+                busy_s = acc.busy_s
+                busy_s[busy] = busy_s.get(busy, 0.0) + dt
+            else:
+                acc.idle += dt
         m.last_t = t
         if m.hold_start is None:
             m.hold_start = t
@@ -356,6 +358,8 @@ class LevelTracker:
     def _maybe_close(self, m: _Model, t: float) -> None:
         acc = m.acc
         assert acc is not None
+        if acc.attempts < self.evidence.min_calls:
+            return  # both ways of closing need min_calls attempts (needed() is at least min_calls): the usual case
         seconds = t - acc.start - acc.idle
         level = self._level(m) or _usual(acc) if seconds > 0 else 1
         need = self.evidence.needed(level)

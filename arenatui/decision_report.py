@@ -11,7 +11,7 @@ import json
 import re
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from arenatui.safe_text import one_line, printable
@@ -22,6 +22,10 @@ from arenatui.stats.jsonable import interval_dict
 from arenatui.store import Store
 from arenatui.store.queries import RunPlan, RunSpend
 from arenatui.store.read import F1Answers, StoredRun, read_run
+
+if TYPE_CHECKING:
+    from arenatui.tuning.levels import ModelReadout
+
 from arenatui.wording import fmt_errors
 
 LISTED_CASES = 50
@@ -115,11 +119,34 @@ def report_of(stored: StoredRun) -> dict[str, Any]:
     rep["spend"] = spend_dict(stored.spend)
     rep["estimated_tokens"] = {m: {"estimated": e, "calls": n} for m, (e, n) in stored.estimated_usage.items()}
     rep["judged"] = judged_list(plan, stored.judgments)
+    rep["concurrency"] = concurrency_list(stored.tuning)
     unscored = stored.unscored_modes
     rep["unscored"] = {r["model"]: {"judge_error": r["errors"].get("judge_error", 0), **unscored.get(r["model"], {})}
                        for r in rep["leaderboard"]
                        if r["model"] in unscored or r["errors"].get("judge_error")}
     return rep
+
+
+def concurrency_list(readouts: Sequence[ModelReadout]) -> list[dict[str, Any]]:
+    """Per model: the one concurrency verdict (re-derived from the stored counts by today's rules), its
+    recommendation, and the levels it rests on."""
+    return [{
+        "model": ro.model_key, "verdict": ro.verdict.text, "kind": ro.verdict.kind, "recommended": ro.verdict.level,
+        "optimum": ro.verdict.optimum,
+        "levels": [{"level": r.level, "held_s": r.held_s, "answered": r.answered, "attempts": r.attempts,
+                    "rate_limited": r.rate_limited, "goodput": _num(r.goodput),
+                    "goodput_95": list(r.goodput_interval) if r.goodput_interval else None,
+                    "limited_share": _num(r.limited_share),
+                    "limited_95": list(r.limited_interval) if r.limited_interval else None,
+                    "latencies": r.latencies, "p50_ms": _num(r.p50_ms), "p95_ms": _num(r.p95_ms),
+                    "measured": r.measured} for r in ro.levels],
+    } for ro in readouts]
+
+
+def _concurrency_rows(rep: dict[str, Any]) -> list[list[str]]:
+    return [[c["model"], c["verdict"], ", ".join(
+        f"{lv['level']}: {_f(lv['goodput'], 2)}/s, 429s {_pct(lv['limited_share'])}, n {lv['answered']}"
+        for lv in c["levels"] if lv["measured"]) or "none measured"] for c in rep.get("concurrency") or []]
 
 
 def spend_dict(spend: RunSpend) -> dict[str, Any]:
@@ -420,6 +447,11 @@ def render_markdown(rep: dict[str, Any]) -> str:
         lines += ["", "## Classification (macro-F1)", "", "Macro-F1 averages each label's F1, so a model that "
                   "answers the majority class everywhere scores low even when its accuracy is high.", ""]
         lines += _md_table(("model", "scorer", "macro-F1", "calls", "F1 per label"), _f1_rows(classification))
+    conc = _concurrency_rows(rep)
+    if conc:
+        lines += ["", "## Concurrency", "", "Each model's verdict from the levels it was held at (measured: at least "
+                  "20 answered calls over at least 2 median latencies held).", ""]
+        lines += _md_table(("model", "verdict", "measured levels"), conc)
     lines += ["", "## Failures", ""]
     if not rep["failures"]:
         lines.append("No call errored.")
@@ -547,6 +579,9 @@ def render_html(rep: dict[str, Any]) -> str:
     if classification:
         parts.append("<h2>Classification (macro-F1)</h2>" + _html_table(
             ("model", "scorer", "macro-F1", "calls", "F1 per label"), _f1_rows(classification)))
+    conc = _concurrency_rows(rep)
+    if conc:
+        parts.append("<h2>Concurrency</h2>" + _html_table(("model", "verdict", "measured levels"), conc))
     parts.append("<h2>Failures</h2>")
     if not rep["failures"]:
         parts.append("<p>No call errored.</p>")

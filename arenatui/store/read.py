@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from arenatui.stats.items import RunResults
 from arenatui.store.db import RunRecord, Store
@@ -106,19 +106,11 @@ def read_run(store: Store, run: str | RunRecord, *, latency: bool = True, detail
 
 
 def tuning_readouts(store: Store, run_id: str) -> tuple[ModelReadout, ...]:
-    """A stored run's per-level readout (every sweep keeps one, tuned or not), per model."""
-    from arenatui.tuning.levels import LevelReadout, ModelReadout
+    """A stored run's per-level readout (every sweep keeps one, tuned or not), per model, its verdict re-derived
+    from the stored counts by today's rules (tuning.levels)."""
+    from arenatui.tuning.levels import readouts_from_rows
 
-    by_model: dict[str, list[tuple[Any, ...]]] = {}
-    for r in store.tuning_levels(run_id):
-        by_model.setdefault(r[0], []).append(r)
-    out = []
-    for key, rs in by_model.items():
-        levels = tuple(LevelReadout(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], bool(r[11]),
-                                    bool(r[12])) for r in rs)
-        best = next((lv.level for lv in levels if lv.best), None)
-        out.append(ModelReadout(key, levels, best, str(rs[0][13])))
-    return tuple(out)
+    return tuple(readouts_from_rows(store.tuning_levels(run_id)))
 
 
 def f1_answers(store: Store, plan: RunPlan) -> F1Answers:

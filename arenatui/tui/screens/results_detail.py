@@ -22,6 +22,7 @@ from arenatui.store.queries import CallRow, CaseInfo, JudgedScorer, JudgmentRow
 from arenatui.tui.results_data import Classification, RunView, case_detail
 from arenatui.tui.screens.common import fmt_errors, fmt_num
 from arenatui.tui.screens.outputs import preview, save_and_tell, save_folder
+from arenatui.tuning.figures import goodput_text, limited_text, mark
 
 _LABEL = Style(bold=True)
 
@@ -198,13 +199,13 @@ def model_text(view: RunView, s: ModelRow) -> Text:
     ro = view.tuning.get(s.model)
     if ro is not None and ro.levels:
         out.append("concurrency ", _LABEL)
-        out.append(literal(ro.verdict, newlines=False))
+        out.append(literal(ro.verdict.text, newlines=False))
         out.append("\n")
         for lv in ro.levels:
-            line = (f"   level {lv.level:>3}: goodput {lv.goodput:.2f}/s, 429s {lv.limited_share:.0%}, "
-                    f"p95 {fmt_num(lv.p95_ms, ' ms')}, held {lv.seconds:.0f} s"
-                    + ("" if lv.enough else " (not enough evidence)") + ("  ◀ best" if lv.best else "") + "\n")
-            out.append(line, "bold" if lv.best else "")
+            note = mark(lv, ro.best)
+            line = (f"   level {lv.level:>3}: goodput {goodput_text(lv)}, 429s {limited_text(lv)}, n {lv.latencies}, "
+                    f"p95 {fmt_num(lv.p95_ms, ' ms')}, held {lv.held_s:.1f} s" + (f"  {note}" if note else "") + "\n")
+            out.append(line, "bold" if lv.level == ro.best else "")
     out.append("pass@k ", _LABEL)
     out.append("  ".join(f"k={k} {score3(v)}" for k, v in sorted(s.pass_at.items())))
     out.append(f"   trials agree on {pct(s.consistency)} of cases\n")

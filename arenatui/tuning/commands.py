@@ -104,8 +104,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     for k, v in tokens.items():
         settings.setdefault(k, {})["max_tokens"] = v
     run = {"timeout_s": timeout} if timeout is not None else None
-    for line in skipped:
-        out.print(line, markup=False)
+    for why in skipped:
+        out.print(why, markup=False)
     if not settings and run is None:
         out.print("wrote nothing: no recommendation rests on enough evidence", markup=False)
         return 1

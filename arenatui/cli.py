@@ -488,9 +488,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--models", type=_csv, default=(), help="only these model keys (comma-separated)")
     p.add_argument("--budget", type=_positive_int, default=400, help="at most this many calls per model; it stops "
                    "sooner once every model has a verdict (default 400)")
-    p.add_argument("--write", action="store_true", help="record each model's max_concurrency in the project file "
-                   "(comments, layout, line endings, mode and owner kept; a symlink is written through; a "
-                   "read-only file is refused)")
+    p.add_argument("--write", nargs="?", const="all", metavar="SETTINGS",
+                   help="record the recommendations that rest on enough evidence in the project file: all of "
+                   "concurrency,max_tokens,timeout_s, or the ones named (comments, layout, line endings, mode and "
+                   "owner kept; a symlink is written through; a read-only file is refused)")
     p.add_argument("--seed", type=int, help="seed for simulated models and jitter, overriding [run].seed")
     p.add_argument("--db", help="results database (default: in the user data directory)")
     p.add_argument("--verbose", "-v", action="store_true", help="also print every tuner decision (with --show: "

@@ -56,8 +56,9 @@ def writable_target(project: str | Path) -> tuple[Path, Path | None]:
     return target, link
 
 
-def write_model_settings(project: str | Path, settings: dict[str, dict[str, Any]]) -> Written:
-    """Set the given keys of each `[[models]]` entry (by model key) in the project file in place."""
+def write_model_settings(project: str | Path, settings: dict[str, dict[str, Any]],
+                         run: dict[str, Any] | None = None) -> Written:
+    """Set the given keys of each `[[models]]` entry (by model key), and of `[run]`, in the project file in place."""
     import tomlkit
     from tomlkit.exceptions import TOMLKitError
 
@@ -78,7 +79,15 @@ def write_model_settings(project: str | Path, settings: dict[str, dict[str, Any]
                 for name, value in settings[key].items():
                     m[name] = value
                 done.add(key)
-    by_hand = "; ".join(f"{k}: " + ", ".join(f"{n} = {v}" for n, v in kv.items()) for k, kv in settings.items())
+    if run:
+        table = doc.get("run")
+        if table is None:
+            table = tomlkit.table()
+            doc["run"] = table
+        for name, value in run.items():
+            table[name] = value
+    by_hand = "; ".join(f"{k}: " + ", ".join(f"{n} = {v}" for n, v in kv.items())
+                        for k, kv in (*settings.items(), *((("[run]", run),) if run else ())))
     missing = [k for k in settings if k not in done]
     if missing:
         raise ConfigError(str(target), "models", f"no [[models]] table with key {', '.join(map(repr, missing))}; "
@@ -87,6 +96,8 @@ def write_model_settings(project: str | Path, settings: dict[str, dict[str, Any]
     expected = dict(before)
     expected["models"] = [dict(m, **settings[m["key"]]) if m.get("key") in settings else m
                           for m in before.get("models", [])]
+    if run:
+        expected["run"] = dict(before.get("run", {}), **run)
     try:
         ok = tomllib.loads(new) == expected
     except tomllib.TOMLDecodeError:

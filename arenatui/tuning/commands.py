@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from arenatui.config.write import writable_target, write_max_concurrency
+from arenatui.config.write import writable_target, write_model_settings
 from arenatui.errors import ArenaError
 from arenatui.safe_text import literal
 from arenatui.tuning.drivers import LevelRun, LevelSweep, stored_readouts, sweep_levels, tune
@@ -68,7 +68,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return 0
     if not args.project:
         raise ArenaError("arena tune: pass --project FILE to tune, or --show RUN_ID to print a stored run's readout")
-    if args.write:
+    if args.write is not None:
+        from arenatui.tuning.budget_commands import parse_settings
+
+        try:
+            parse_settings(args.write)
+        except ValueError as e:
+            raise ArenaError(f"arena tune: {e}") from None
         writable_target(args.project)  # a read-only file is refused before minutes of tuning, not after
     err.print(f"Tuning with at most {args.budget} calls per model, until each model has a verdict…", markup=False)
     res = tune(args.project, models=args.models, budget=args.budget, db=args.db, seed=args.seed)
@@ -83,13 +89,30 @@ def cmd_tune(args: argparse.Namespace) -> int:
              else "every model had a verdict")
     out.print(f"Run id: {res.run_id} ({res.wall_s:.1f} s; {ended})", markup=False)
     optima = res.optima
-    if args.write:
-        if optima:
-            written = write_max_concurrency(args.project, optima)
-            out.print(f"wrote max_concurrency for {', '.join(optima)} into {written.describe()}", markup=False)
-        else:
-            out.print("wrote nothing: no model has a measured optimum", markup=False)
-    return 0 if optima or not args.write else 1
+    if args.write is None:
+        return 0
+    from arenatui.tuning.budget_commands import budgets_for_run, parse_settings, writable
+
+    chosen = parse_settings(args.write)
+    tokens, timeout, skipped = writable(budgets_for_run(res.run_id, args.db), chosen)
+    settings: dict[str, dict[str, object]] = {}
+    if "concurrency" in chosen:
+        if not optima:
+            skipped.insert(0, "max_concurrency: not written (no model has a measured optimum)")
+        for k, v in optima.items():
+            settings.setdefault(k, {})["max_concurrency"] = v
+    for k, v in tokens.items():
+        settings.setdefault(k, {})["max_tokens"] = v
+    run = {"timeout_s": timeout} if timeout is not None else None
+    for why in skipped:
+        out.print(why, markup=False)
+    if not settings and run is None:
+        out.print("wrote nothing: no recommendation rests on enough evidence", markup=False)
+        return 1
+    written = write_model_settings(args.project, settings, run)
+    what = [f"{name} for {k}" for k, kv in settings.items() for name in kv] + (["[run] timeout_s"] if run else [])
+    out.print(f"wrote {', '.join(what)} into {written.describe()}", markup=False)
+    return 0
 
 
 def recommendation_line(ro: ModelReadout) -> Text:

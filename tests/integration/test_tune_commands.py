@@ -120,7 +120,8 @@ def test_write_with_no_measured_optimum_leaves_the_file_byte_identical_and_exits
     out = capsys.readouterr().out
     assert code == 1
     assert proj.read_bytes() == before
-    assert "wrote nothing: no model has a measured optimum" in out
+    assert "max_concurrency: not written (no model has a measured optimum)" in out
+    assert "wrote nothing: no recommendation rests on enough evidence" in out
     for key in ("rpm", "local"):
         line = next(x for x in out.splitlines() if x.startswith(f"recommended max_concurrency for {key}"))
         assert "none written (not enough evidence: " in line, out

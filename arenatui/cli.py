@@ -184,8 +184,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         err.print(render_error(problem, prefix="warning"), markup=False, style="bold yellow", soft_wrap=True)
     with Store(sweep.db_path) as store:
         spend = run_spend(store, sweep.run_id)  # the models' and the judges' apart, and their total
-        out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed), markup=False)
         stored = sum(len(keys) for keys in store.done_keys(sweep.run_id).values())
+        made = plan.remaining if status == "finished" else max(0, stored - (plan.total - plan.remaining))
+        out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed, made), markup=False)
         if stored < plan.total:
             out.print(f"Stored: {stored} of {plan.total} calls", markup=False)
         out.print(spend_line(spend), markup=False)

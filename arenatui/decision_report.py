@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from arenatui.figures import LEADERBOARD, NOTHING, interval, money
 from arenatui.safe_text import one_line, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import Interval, ModelRow, RunResults, all_pairs, group_scores, leaderboard, reversals
@@ -31,7 +32,6 @@ from arenatui.store.queries import (
     run_spend,
     unscored_modes,
 )
-from arenatui.wording import fmt_errors
 
 LISTED_CASES = 50
 """Judged case ids a report lists per llm_judge scorer before "… and K more"."""
@@ -250,45 +250,42 @@ def _iso(t: float | None) -> str | None:
 
 
 def _f(v: float | None, digits: int = 3) -> str:
-    return "-" if v is None else f"{v:.{digits}f}"
-
-
-def _money(v: float | None) -> str:
-    return "-" if v is None else (f"${v:.4f}" if v >= 0.01 else f"${v:.6f}")
-
-
-def _ms(v: float | None) -> str:
-    return "-" if v is None else f"{v:.0f}"
-
-
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{v:.0%}"
+    return NOTHING if v is None else f"{v:.{digits}f}"
 
 
 def _ci(iv: dict[str, Any]) -> str:
-    if iv["n"] < 2 or iv["low"] is None:
-        return "-"
-    return f"{iv['low']:.3f}–{iv['high']:.3f}"
+    return interval(iv["low"], iv["high"], iv["n"])
 
 
-def _errors(e: dict[str, int]) -> str:
-    return fmt_errors(e)
+def _interval(d: dict[str, Any] | None) -> Interval:
+    nan = math.nan
+    if d is None:
+        return Interval(nan, nan, nan, 0)
+    est, low, high = (nan if d[k] is None else float(d[k]) for k in ("estimate", "low", "high"))
+    return Interval(est, low, high, int(d["n"]))
 
 
-LEADERBOARD_HEAD = ("#", "model", "quality", "95% CI", "n", "coverage", "errors", "pass@k", "consistent",
-                    "$/correct", "$/answered", "p50 ms", "p95 ms", "p99 ms", "TTFT p50", "TTFT p95", "timeouts",
-                    "retries/call", "front")
+def row_from_dict(m: dict[str, Any]) -> ModelRow:
+    """A leaderboard row read back from its JSON form (`model_dict`): Markdown and HTML render the JSON's rows
+    through the same columns as every other view (figures.LEADERBOARD), so the formats never disagree."""
+    nan = math.nan
+    return ModelRow(
+        model=m["model"], quality=_interval(m["quality"]), planned=m["planned"], calls=m["calls"],
+        answered=m["answered"], errored=m["errored"], errors=m["errors"], retries=m["retries"], passed=m["passed"],
+        unscored=m["unscored"], pass_at={int(k): nan if v is None else v for k, v in m["pass_at"].items()},
+        consistency=nan if m["consistency"] is None else m["consistency"], spend=m["spend"], tokens=m["tokens"],
+        cost_per_correct=m["cost_per_correct"], tokens_per_correct=m["tokens_per_correct"],
+        cost_per_answered=m["cost_per_answered"], latency_p50=m["latency_ms"]["p50"],
+        latency_p95=m["latency_ms"]["p95"], latency_p99=m["latency_ms"]["p99"], ttft_p50=m["ttft_ms"]["p50"],
+        ttft_p95=m["ttft_ms"]["p95"], sealed=_interval(m["sealed"]), on_cost_front=m["on_cost_front"],
+        on_latency_front=m["on_latency_front"])
 
 
-def leaderboard_cells(m: dict[str, Any], rank: int) -> list[str]:
-    ks = m["pass_at"]
-    passk = " ".join(f"@{k} {_f(v, 2)}" for k, v in ks.items()) if len(ks) > 1 else "-"
-    front = "+".join(x for x, on in (("cost", m["on_cost_front"]), ("latency", m["on_latency_front"])) if on)
-    return [str(rank), m["model"], _f(m["quality"]["estimate"]), _ci(m["quality"]), str(m["quality"]["n"]),
-            _pct(m["coverage"]), _errors(m["errors"]), passk, _pct(m["consistency"]), _money(m["cost_per_correct"]),
-            _money(m["cost_per_answered"]), _ms(m["latency_ms"]["p50"]), _ms(m["latency_ms"]["p95"]),
-            _ms(m["latency_ms"]["p99"]), _ms(m["ttft_ms"]["p50"]), _ms(m["ttft_ms"]["p95"]), _pct(m["timeout_rate"]),
-            _f(m["retry_rate"], 2), front or "-"]
+def leaderboard_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The leaderboard's head and cells: every column of figures.LEADERBOARD, ranked."""
+    head = ["#", *(c.title for c in LEADERBOARD)]
+    return head, [[str(i), *(c.cell(row_from_dict(m)) for c in LEADERBOARD)]
+                  for i, m in enumerate(rep["leaderboard"], 1)]
 
 
 def _sealed_rows(rep: dict[str, Any]) -> list[list[str]]:
@@ -305,7 +302,7 @@ def _strata_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         cells = [g["group"], g["kind"], str(g["cases"])]
         for m in models:
             iv = g["scores"].get(m)
-            text = "-" if iv is None or iv["n"] == 0 else f"{iv['estimate']:.3f} ({_ci(iv)})"
+            text = NOTHING if iv is None or iv["n"] == 0 else f"{iv['estimate']:.3f} ({_ci(iv)})"
             cells.append(text + (" ⚠" if (g["group"], m) in flagged else ""))
         rows.append(cells)
     return head, rows
@@ -350,15 +347,17 @@ def _unscored_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 
 def _judge_rows(spend: dict[str, Any]) -> list[list[str]]:
     return [[j["judge"], str(j["calls"]), str(j["judge_errors"]), str(j["retries"]), str(j["tokens"]),
-             _money(j["cost"])] for j in spend["judges"]]
+             money(j["cost"])] for j in spend["judges"]]
 
 
 JUDGE_HEAD = ("judge", "judge calls", "judge errors", "retries", "tokens", "spend")
 
 
 def _spend_words(spend: dict[str, Any]) -> str:
-    return (f"Total spend {_money(spend['total'])}: models {_money(spend['candidates'])}, judges "
-            f"{_money(spend['judges_total'])}.")
+    if not spend["judges"]:  # no judge: no judges' figure (a "$0" there reads as a judge that cost nothing)
+        return f"Total spend {money(spend['total'])}."
+    return (f"Total spend {money(spend['total'])}: models {money(spend['candidates'])}, judges "
+            f"{money(spend['judges_total'])}.")
 
 
 def _md_spend(spend: dict[str, Any] | None) -> list[str]:
@@ -408,7 +407,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
     lines += [f"- {_md(n)}" for n in rep["notes"]] + ([""] if rep["notes"] else [])
     lines += ["## Leaderboard", "", "Quality is over scored calls (trials averaged per case), with a 95% "
               "bootstrap interval over cases; coverage is answered / planned calls.", ""]
-    lines += _md_table(LEADERBOARD_HEAD, [leaderboard_cells(m, i) for i, m in enumerate(rep["leaderboard"], 1)])
+    lines += _md_table(*leaderboard_rows(rep))
     lines += ["", "## Which models are separated", ""]
     if not rep["pairs"]:
         lines.append("Fewer than two models answered: nothing to compare.")
@@ -429,8 +428,8 @@ def render_markdown(rep: dict[str, Any]) -> str:
     lines += ["", "## Cost and frontier", ""]
     lines += _md_table(("model", "spend", "tokens", "$/correct", "tokens/correct", "$/answered", "quality-cost front",
                         "quality-p95 front"),
-                       [[m["model"], _money(m["spend"]), str(m["tokens"]), _money(m["cost_per_correct"]),
-                         _f(m["tokens_per_correct"], 0), _money(m["cost_per_answered"]),
+                       [[m["model"], money(m["spend"]), str(m["tokens"]), money(m["cost_per_correct"]),
+                         _f(m["tokens_per_correct"], 0), money(m["cost_per_answered"]),
                          "yes" if m["on_cost_front"] else "", "yes" if m["on_latency_front"] else ""]
                         for m in rep["leaderboard"]])
     lines += ["", "$/correct is the spend of every attempt (retries and errored calls included) over passed calls; "
@@ -533,7 +532,7 @@ def render_html(rep: dict[str, Any]) -> str:
         parts.append("<ul>" + "".join(f"<li>{_h(n)}</li>" for n in rep["notes"]) + "</ul>")
     parts.append("<h2>Leaderboard</h2><p>Quality is over scored calls (trials averaged per case), with a 95% "
                  "bootstrap interval over cases; coverage is answered / planned calls.</p>")
-    parts.append(_html_table(LEADERBOARD_HEAD, [leaderboard_cells(m, i) for i, m in enumerate(rep["leaderboard"], 1)]))
+    parts.append(_html_table(*leaderboard_rows(rep)))
     parts.append("<h2>Which models are separated</h2><ul>")
     for p in rep["pairs"]:
         cls = "decided" if p["decided"] else "open"

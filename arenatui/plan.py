@@ -133,7 +133,7 @@ class Plan:
 
     def describe(self) -> str:
         return (f"{len(self.models)} model{'s' if len(self.models) != 1 else ''} × {len(self.cases)} "
-                f"test{'s' if len(self.cases) != 1 else ''} × {self.trials} trial(s) = {self.total} calls")
+                f"case{'s' if len(self.cases) != 1 else ''} × {self.trials} trial(s) = {self.total} calls")
 
 
 def make_plan(project: Project, filters: Filters = Filters(),

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
+from arenatui.figures import LEADERBOARD, Column, money, score
 from arenatui.safe_text import literal, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import Comparison, Disagreement, ModelRow
@@ -37,8 +37,8 @@ from arenatui.tui.results_data import (
     load_board,
     run_changes,
 )
-from arenatui.tui.screens.common import FAILURE_SHORT, fmt_num
-from arenatui.tui.screens.results_detail import CaseDetail, ModelDetail, money, pct, score3
+from arenatui.tui.screens.common import FAILURE_SHORT
+from arenatui.tui.screens.results_detail import CaseDetail, ModelDetail
 from arenatui.wording import LEADERBOARD_NOTE
 
 TABS = ("runs", "leaderboard", "compare", "pairs", "strata", "cases", "frontier")
@@ -55,63 +55,22 @@ UNSCORED_SHORT = {"unjudged": "unjudged", "awaiting_judge": "awaiting", "judge_e
 """The failure table's columns for calls without a score, shown in parentheses: they are not wrong answers."""
 
 
-def _nan_last(v: float | None) -> float:
-    return math.inf if v is None or math.isnan(v) else v
-
-
-# (header, sort key: smaller sorts first unless the column is "higher is better")
-def _high(v: float | None) -> float:
-    """Sort key for a higher-is-better figure: unknown last."""
-    return -math.inf if v is None or math.isnan(v) else v
-
-
-def _top_k(s: ModelRow) -> float:
-    return s.pass_at[max(s.pass_at)] if s.pass_at else math.nan
-
-
-LEADERBOARD: tuple[tuple[str, Callable[[ModelRow], Any], bool], ...] = (
-    ("model", lambda s: s.model, False),
-    ("score", lambda s: _high(s.quality.estimate if s.quality.n else None), True),
-    ("95% CI", lambda s: _high(s.quality.low if s.quality.n else None), True),
-    ("n", lambda s: float(s.quality.n), True),
-    ("coverage", lambda s: _high(s.coverage), True),
-    ("pass@1", lambda s: _high(s.pass_at.get(1)), True),
-    ("pass@k", lambda s: _high(_top_k(s)), True),
-    ("agree", lambda s: _high(s.consistency), True),
-    ("$/correct", lambda s: _nan_last(s.cost_per_correct), False),
-    ("$/answered", lambda s: _nan_last(s.cost_per_answered), False),
-    ("p50 ms", lambda s: _nan_last(s.latency_p50), False),
-    ("p95 ms", lambda s: _nan_last(s.latency_p95), False),
-    ("TTFT p50", lambda s: _nan_last(s.ttft_p50), False),
-    ("errors", lambda s: _nan_last(s.error_rate), False),
-    ("retries", lambda s: _nan_last(s.retry_rate), False),
-)
-"""(header, sort key, higher is better): a first sort puts the best first, lower-is-better columns ascending."""
 F1_COLUMN = 4
-"""Where the macro-F1 column goes when a run has f1-scored answers: beside the score, visible at 80 columns."""
+"""Where the macro-F1 column goes when a run has f1-scored answers: beside the quality, visible at 80 columns."""
 
 
-def leaderboard_columns(view: RunView) -> tuple[tuple[str, Callable[[ModelRow], Any], bool], ...]:
-    """The leaderboard's columns for this run: macro-F1 only when it has f1-scored answers."""
+def leaderboard_columns(view: RunView) -> tuple[Column[ModelRow], ...]:
+    """The leaderboard's columns (figures.LEADERBOARD, as in the headless table and the report) for this run:
+    macro-F1 only when it has f1-scored answers."""
     if not view.classification:
         return LEADERBOARD
-    f1 = ("macro-F1", lambda s: _high(view.macro_f1(s.model)), True)
+    f1: Column[ModelRow] = Column("macro-F1", lambda s: view.macro_f1(s.model), score, True, 9)
     return (*LEADERBOARD[:F1_COLUMN], f1, *LEADERBOARD[F1_COLUMN:])
 
 
-def leaderboard_cells(s: ModelRow, trials: int, view: RunView | None = None) -> list[str | Text]:
-    q = s.quality
-    cells: list[str | Text] = [
-        literal(s.model, newlines=False), score3(q.estimate) if q.n else "-",
-        f"{q.low:.3f}–{q.high:.3f}" if q.n > 1 else "-", str(q.n), pct(s.coverage),
-        score3(s.pass_at.get(1, math.nan)), f"{score3(_top_k(s))} k={trials}", pct(s.consistency),
-        money(s.cost_per_correct), money(s.cost_per_answered), fmt_num(s.latency_p50), fmt_num(s.latency_p95),
-        fmt_num(s.ttft_p50), pct(s.error_rate), pct(s.retry_rate),
-    ]
-    if view is not None and view.classification:
-        f1 = view.macro_f1(s.model)
-        cells.insert(F1_COLUMN, "-" if f1 is None else score3(f1))
-    return cells
+def leaderboard_cells(s: ModelRow, view: RunView) -> list[str | Text]:
+    """One model's cells, every text literal (a model's name is the user's)."""
+    return [literal(c.cell(s), newlines=False) for c in leaderboard_columns(view)]
 
 
 def spend_text(view: RunView) -> Text:
@@ -408,16 +367,16 @@ class Results(Screen[None]):
         t.add_column("#", key="#")
         columns = leaderboard_columns(view)
         self.sort_column = min(self.sort_column, len(columns) - 1)  # another run may have had the macro-F1 column
-        for i, (name, _key, _hi) in enumerate(columns):
-            label = Text(name)
+        for i, col in enumerate(columns):
+            label = Text(col.title)
             if i == self.sort_column:
                 label.append(" ▲" if self.sort_reverse else " ▼")
-            t.add_column(label, key=name)
-        name, key, higher = columns[self.sort_column]
-        order = sorted(view.board, key=key, reverse=higher != self.sort_reverse)
+            t.add_column(label, key=col.title)
+        by = columns[self.sort_column]
+        order = sorted(view.board, key=by.sort_key, reverse=self.sort_reverse)
         for i, s in enumerate(order, 1):
-            t.add_row(str(i), *leaderboard_cells(s, view.plan.trials, view), key=s.model)
-        note = Text(f"sorted by {name}; s next column, S back; Enter opens a model. {LEADERBOARD_NOTE}")
+            t.add_row(str(i), *leaderboard_cells(s, view), key=s.model)
+        note = Text(f"sorted by {by.title}; s next column, S back; Enter opens a model. {LEADERBOARD_NOTE}")
         if view.plan.judged:
             note.append(" Unscored calls (outside a judge's sample) are answered: coverage, not quality.")
         if view.classification:
@@ -561,7 +520,7 @@ class Results(Screen[None]):
             cells: list[str | Text] = [literal(label, newlines=False), str(g.cases)]
             for m in ranked:
                 i = g.scores[m]
-                cell = f"{score3(i.estimate)} ±{(i.high - i.low) / 2:.2f}" if i.n > 1 else score3(i.estimate)
+                cell = f"{score(i.estimate)} ±{(i.high - i.low) / 2:.2f}" if i.n > 1 else score(i.estimate)
                 cells.append(cell + (" ▼" if m in flagged else ""))
             t.add_row(*cells, key=label)
         for r in view.reversals:

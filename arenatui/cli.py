@@ -16,6 +16,8 @@ from arenatui.errors import ArenaError, render_error, unwrap
 from arenatui.limits import MAX_CONCURRENCY, MAX_PORT, MAX_SQL_INT, MAX_TRIALS, MIN_PORT
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_READER_GONE = 128 + 13
+"""The reader of stdout went away (`arena export | head`): the shell's code for a death by SIGPIPE, said quietly."""
 
 
 def exit_for(signum: int | None) -> int:
@@ -134,14 +136,8 @@ def _sweep_options(args: argparse.Namespace) -> object:
     )
 
 
-def _width(stream: object) -> int | None:
-    """Piped into a CI log, Rich would assume 80 columns and squeeze tables into ellipses."""
-    return None if getattr(stream, "isatty", lambda: False)() or os.environ.get("COLUMNS") else 160
-
-
 def cmd_evaluate(args: argparse.Namespace) -> int:
     import anyio
-    from rich.console import Console
 
     from arenatui.headless import run_headless
     from arenatui.report import (
@@ -155,9 +151,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from arenatui.store import Store
     from arenatui.store.queries import load_results, run_spend
     from arenatui.sweep import Sweep
+    from arenatui.terminal import err_console, out_console
 
-    out = Console(highlight=False, width=_width(sys.stdout))
-    err = Console(stderr=True, highlight=False, width=_width(sys.stderr))
+    out, err = out_console(), err_console()
     _handle_stop_signals()
     sweep = Sweep(_sweep_options(args), live_metrics=not args.quiet)  # type: ignore[arg-type]
     plan = sweep.plan
@@ -245,13 +241,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from arenatui.safe_text import literal
     from arenatui.store import Store
     from arenatui.store.load_queries import run_kinds
     from arenatui.store.queries import list_runs
+    from arenatui.terminal import out_console
 
     with Store(args.db) as store:
         runs = list_runs(store, args.limit)
@@ -259,7 +255,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         # a model whose stored readout established an optimum shows it beside its name: "sim-limited ≈3"
         optima = {r.run_id: {row[0]: row[1] for row in store.tuning_levels(r.run_id)
                              if row[12] and str(row[13]).startswith("optimum")} for r in runs}
-    con = Console(highlight=False, width=_width(sys.stdout))
+    con = out_console()
     if not runs:
         con.print(f"No runs stored in {store.path} yet. Try: arena demo", markup=False)
         return EXIT_OK
@@ -309,12 +305,11 @@ def _write_output(path: str | None, fn: Callable[[TextIO, bool], object]) -> Non
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from arenatui.compare_cli import run_compare
+    from arenatui.terminal import out_console
 
     run_compare(args.db, args.run, args.other, args.a, args.b, args.all, args.json,
-                Console(highlight=False, soft_wrap=args.json, width=_width(sys.stdout)))
+                out_console(soft_wrap=args.json))
     return EXIT_OK
 
 
@@ -540,17 +535,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return EXIT_USAGE
     try:
-        return _run_command(args)
-    finally:
-        while _held_handlers:
-            sig, previous = _held_handlers.pop()
-            signal.signal(sig, previous)  # type: ignore[arg-type]
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return EXIT_USAGE
+        try:
+            return _run_command(args)
+        finally:
+            while _held_handlers:
+                sig, previous = _held_handlers.pop()
+                signal.signal(sig, previous)  # type: ignore[arg-type]
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """Stdout's reader closed the pipe (`| head`): stop quietly. Whatever is still buffered for stdout goes to
+    /dev/null, so the interpreter's last flush cannot fail again ("Exception ignored ... BrokenPipeError")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a file descriptor (called in-process, captured)
+        pass
+    return EXIT_READER_GONE
 
 
 def _run_command(args: argparse.Namespace) -> int:

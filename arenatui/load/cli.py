@@ -128,9 +128,14 @@ def _width() -> int | None:
     return None if sys.stdout.isatty() else max(200, int(cols) if cols.isdigit() else 0)
 
 
-def cmd_load(args: argparse.Namespace) -> int:
-    from rich.console import Console
+def _consoles(width: int | None) -> tuple[Console, Console]:
+    """stdout's and stderr's consoles (quiet when stdout's reader goes away)."""
+    from arenatui.terminal import err_console, out_console
 
+    return out_console(width=width), err_console(width=width)
+
+
+def cmd_load(args: argparse.Namespace) -> int:
     from arenatui.load.report import print_outcome
     from arenatui.load.run import LoadRun
     from arenatui.store import default_db_path
@@ -139,16 +144,16 @@ def cmd_load(args: argparse.Namespace) -> int:
         from arenatui.load.report import stored_outcome
 
         run_id, stored = stored_outcome(args.db or default_db_path(), args.show)
-        print_outcome(Console(highlight=False, width=_width()), Console(stderr=True, highlight=False), stored)
-        Console(highlight=False).print(f"Run id: {run_id} ({stored.status})", markup=False)
+        out, err = _consoles(_width())
+        print_outcome(out, err, stored)
+        out.print(f"Run id: {run_id} ({stored.status})", markup=False)
         return 0
     if not args.project:
         raise ArenaError("no project: pass --project FILE (or a directory holding arena.toml), or --show RUN_ID")
     opts = load_options(args)
     run = LoadRun(opts)
     wide = _width()
-    out = Console(highlight=False, width=wide)
-    err = Console(stderr=True, highlight=False, width=wide)
+    out, err = _consoles(wide)
     if not args.quiet and sys.stdout.isatty():
         from arenatui.tui.load_app import LoadApp
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 
 from rich.console import Console
@@ -42,8 +40,9 @@ def readout_table(ro: ModelReadout) -> Table:
 
 
 def _out() -> Console:
-    # piped into a log, Rich would assume 80 columns and squeeze the tables into ellipses
-    return Console(highlight=False, width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160)
+    from arenatui.terminal import out_console
+
+    return out_console()
 
 
 def cmd_tune(args: argparse.Namespace) -> int:

@@ -241,12 +241,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
-    from arenatui.safe_text import literal
+    from arenatui.figures import HEADLINE, Column, table_for_width
     from arenatui.store import Store
     from arenatui.store.load_queries import run_kinds
-    from arenatui.store.queries import list_runs
+    from arenatui.store.queries import RunListing, list_runs
     from arenatui.terminal import out_console
 
     with Store(args.db) as store:
@@ -259,30 +257,27 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not runs:
         con.print(f"No runs stored in {store.path} yet. Try: arena demo", markup=False)
         return EXIT_OK
-    # The run id is what --resume needs: it is never cut or wrapped, whatever the width (80 columns, or a pipe,
-    # where Rich assumes 80); the project name folds onto more lines instead, and at a width too narrow for
-    # the table, the table grows past it rather than cutting an id.
-    id_width = max(len(r.run_id) for r in runs)
-    t = Table(header_style="bold")
-    t.add_column("run id", no_wrap=True, min_width=id_width, overflow="ignore")
-    t.add_column("kind", no_wrap=True)
-    t.add_column("project", overflow="fold", ratio=1, min_width=7)
-    t.add_column("started", no_wrap=True, min_width=19)
-    t.add_column("status", no_wrap=True)
-    t.add_column("models (≈ concurrency optimum)", overflow="fold", ratio=1, min_width=6)
-    t.add_column("stored", justify="right", no_wrap=True)
-    t.add_column("planned", justify="right", no_wrap=True)
-    narrowest = id_width + 5 + 7 + 19 + len("cancelled") + 6 + len("stored") + len("planned") + 9 + 8 * 2
-    con.width = max(con.width, narrowest)
-    for r in runs:
+
+    def calls(r: RunListing) -> str:
         kind, load_stored = kinds.get(r.run_id, ("sweep", 0))
-        t.add_row(r.run_id, kind, literal(r.project, newlines=False),
-                  time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at)), r.status,
-                  literal(", ".join(m + (f" ≈{optima[r.run_id][m]}" if m in optima[r.run_id] else "")
-                                    for m in r.models), newlines=False),
-                  str(load_stored if kind == "load" else r.calls),
-                  str(r.planned))
-    con.print(t)
+        # a load run's arrivals are random: it has requests sent, never a plan to be short of
+        return f"{load_stored} requests" if kind == "load" else f"{r.calls}/{r.planned}"
+
+    # The run id (what --resume needs) and every model's name are never cut: a name per line; lower-priority
+    # columns are left out first on a narrow terminal, and below that each run is a block of its own.
+    columns: tuple[Column[RunListing], ...] = (
+        Column("run id", lambda r: r.run_id, priority=HEADLINE, right=False),
+        Column("status", lambda r: r.status + (" (load)" if kinds.get(r.run_id, ("sweep",))[0] == "load" else ""),
+               priority=9, right=False),
+        Column("calls", calls, priority=8),
+        Column("models (≈ concurrency optimum)", lambda r: "\n".join(
+            m + (f" ≈{optima[r.run_id][m]}" if m in optima[r.run_id] else "") for m in r.models),
+            priority=HEADLINE, right=False, short="models"),
+        Column("started", lambda r: time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started_at)), priority=6,
+               right=False),
+        Column("project", lambda r: r.project, priority=7, right=False),
+    )
+    con.print(table_for_width(columns, runs, con.width, elsewhere=""))
     return EXIT_OK
 
 

@@ -115,6 +115,13 @@ def interval(low: float | None, high: float | None, n: int = 2) -> str:
     return f"{low:.3f}–{high:.3f}"
 
 
+def signed_interval(low: float | None, high: float | None, n: int = 2) -> str:
+    """A 95% interval of a difference "-0.068 to +0.284"; "–" with fewer than two cases."""
+    if n < 2 or absent(low) or absent(high):
+        return NOTHING
+    return f"{signed(low)} to {signed(high)}"
+
+
 def ramp(fraction: float) -> str:
     """One cell of the block ramp for a fraction in [0, 1] (0 is blank, anything above 0 at least ▁)."""
     if absent(fraction) or fraction <= 0:
@@ -234,7 +241,7 @@ LEADERBOARD: tuple[Column[ModelRow], ...] = (
     Column("95% CI", lambda r: r.quality, lambda q: interval(q.low, q.high, q.n), True, 8,
            sort=lambda r: r.quality.low if r.quality.n > 1 else None),
     Column("n", lambda r: r.quality.n, str, True, 2),
-    Column("coverage", lambda r: r.coverage, pct, True, 9, short="cov"),
+    Column("coverage", lambda r: r.coverage, pct, True, 9),
     Column("pass@1", lambda r: r.pass_at.get(1), score, True, 3),
     Column("pass@k", _top_pass, lambda v: NOTHING if v[1] < 2 else f"{score(v[0])} k={v[1]}", True, 2,
            sort=lambda r: _top_pass(r)[0]),
@@ -271,7 +278,8 @@ def table_for_width(columns: Sequence[Column[Row]], rows: Sequence[Row], width: 
     from arenatui.safe_text import printable
 
     titles, cells, widths = titles_fitted(columns, rows)
-    cells = [[printable(c, newlines=False) for c in row] for row in cells]
+    # a cell's own lines (a list of names, one a line) stay; any other control character shows as an escape
+    cells = [["\n".join(printable(line, newlines=False) for line in c.split("\n")) for c in row] for row in cells]
     keep = fit(widths, [c.priority for c in columns], width, per_column=3, fixed=1)
     fits = sum(widths[i] + 3 for i in keep) + 1 <= width and width >= block_below
     if not fits:
@@ -280,7 +288,7 @@ def table_for_width(columns: Sequence[Column[Row]], rows: Sequence[Row], width: 
             out.append(Text(row[0], style="bold"))
             line, lines = "", []
             for j in range(1, len(columns)):
-                part = f"{columns[j].title} {row[j]}"
+                part = f"{columns[j].title} {row[j].replace(chr(10), ', ')}"
                 if line and len(line) + 2 + len(part) > width:
                     lines.append(line)
                     line = ""
@@ -292,11 +300,12 @@ def table_for_width(columns: Sequence[Column[Row]], rows: Sequence[Row], width: 
         return Group(*out)
     left = [titles[i] for i in range(len(columns)) if i not in keep]
     note = f"Left out at {width} columns: {', '.join(left)}{elsewhere}." if left else ""
-    t = Table(title=title or None, title_justify="left", header_style="bold",
-              caption="\n".join(x for x in (caption, note) if x) or None, caption_justify="left")
+    # the title and the notes are lines of their own, wrapped at the terminal's width, not the table's
+    t = Table(header_style="bold")
     for i in keep:
         t.add_column(titles[i], justify="right" if columns[i].right else "left", no_wrap=columns[i].headline,
                      min_width=widths[i] if columns[i].headline else None)
     for row in cells:
         t.add_row(*(Text(row[i]) for i in keep))
-    return t
+    parts: list[Any] = [Text(title, style="bold")] if title else []
+    return Group(*parts, t, *(Text(x) for x in (caption, note) if x))

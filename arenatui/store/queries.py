@@ -191,6 +191,8 @@ def list_runs(store: Store, limit: int = 50) -> list[RunListing]:
     out = []
     for r in store.list_runs(limit):
         wanted = set(r.filters.get("models") or ())
+        if r.filters.get("kind") == "load" and r.filters.get("model"):  # a load run drives one model
+            wanted = {str(r.filters["model"])}
         judges = {s.get("judge") for s in r.config.get("scorers", ()) if isinstance(s, dict)
                   and s.get("kind") == "llm_judge"}
         models = tuple(str(m.get("key")) for m in r.config.get("models", ())

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from arenatui.decision_report import F1Answers, f1_answers
-from arenatui.figures import NOTHING, signed
+from arenatui.figures import signed_interval
 from arenatui.load.report import stored_outcome
 from arenatui.load.run import LoadOutcome
 from arenatui.scoring.f1 import LabelScore, label_scores, macro_f1
@@ -254,4 +254,4 @@ def run_changes(db: Path | str, old_id: str, new_id: str) -> list[RunChange]:
 
 
 def interval_text(i: Interval) -> str:
-    return f"{signed(i.low)} to {signed(i.high)}" if i.n > 1 else NOTHING
+    return signed_interval(i.low, i.high, i.n)

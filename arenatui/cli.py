@@ -386,6 +386,8 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
     try:
         asyncio.run(serve(project, args.host, args.port, seed=args.seed,
                           announce=lambda line: print(line, flush=True), stall=stall))
+    except BrokenPipeError:
+        raise  # stdout's reader went away, not the port: main stops quietly
     except OSError as e:  # the port is taken, the host is not ours
         raise ArenaError(f"mock-server cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     return EXIT_OK

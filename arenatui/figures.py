@@ -79,7 +79,7 @@ def ms(v: float | None, unit: str = "") -> str:
     if absent(v):
         return NOTHING
     assert v is not None
-    return (f"{v:.0f}" if abs(v) >= 10 else f"{v:.1f}") + unit
+    return (f"{v:,.0f}" if abs(v) >= 10 else f"{v:.1f}") + unit
 
 
 def pct(v: float | None, *, decimals: int = 0) -> str:
@@ -309,3 +309,13 @@ def table_for_width(columns: Sequence[Column[Row]], rows: Sequence[Row], width: 
         t.add_row(*(Text(row[i]) for i in keep))
     parts: list[Any] = [Text(title, style="bold")] if title else []
     return Group(*parts, t, *(Text(x) for x in (caption, note) if x))
+
+
+class Fitted(Generic[Row]):
+    """`table_for_width` measured when drawn: fitted to whatever width it is given then (a console, a pane)."""
+
+    def __init__(self, columns: Sequence[Column[Row]], rows: Sequence[Row], **kw: Any) -> None:
+        self.columns, self.rows, self.kw = columns, rows, kw
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        yield table_for_width(self.columns, self.rows, options.max_width, **self.kw)

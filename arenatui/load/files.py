@@ -14,8 +14,9 @@ import math
 from pathlib import Path
 from typing import Any, TextIO
 
+from arenatui.figures import ms
 from arenatui.load.figures import Figures
-from arenatui.load.report import ms, pct, stored_outcome
+from arenatui.load.report import pct, stored_outcome
 from arenatui.load.run import LoadOutcome
 from arenatui.safe_text import printable
 from arenatui.store import Store

@@ -5,38 +5,50 @@ from __future__ import annotations
 import argparse
 import time
 
-from rich.console import Console
-from rich.table import Table
+from rich.console import Console, RenderableType
 from rich.text import Text
 
 from arenatui.errors import ArenaError
-from arenatui.safe_text import literal
+from arenatui.figures import HEADLINE, Column, Fitted, ms, pct, table_for_width
+from arenatui.safe_text import literal, printable
 from arenatui.tuning.drivers import (
     LevelRun,
-    fmt_ms,
-    fmt_share,
     stored_readouts,
     sweep_levels,
     tune,
     write_max_concurrency,
 )
-from arenatui.tuning.levels import ModelReadout
+from arenatui.tuning.levels import LevelReadout, ModelReadout
+
+READOUT_COLUMNS: tuple[Column[LevelReadout], ...] = (
+    Column("level", lambda r: r.level, priority=HEADLINE),
+    Column("held s", lambda r: f"{r.seconds:.1f}", priority=4),
+    Column("answered", lambda r: r.answered, priority=5),
+    Column("goodput/s", lambda r: f"{r.goodput:.1f}", priority=HEADLINE),
+    Column("429 %", lambda r: r.limited_share, pct, priority=8),
+    Column("transient %", lambda r: r.transient_share, pct, priority=6, short="trans %"),
+    Column("retries/s", lambda r: f"{r.retries_per_s:.1f}", priority=3),
+    Column("gave up", lambda r: r.given_up, priority=7),
+    Column("p50 ms", lambda r: r.p50_ms, ms, priority=2),
+    Column("p95 ms", lambda r: r.p95_ms, ms, priority=7),
+    Column("", lambda r: "◀ best" if r.best else ("" if r.enough else "not enough evidence yet"), priority=HEADLINE,
+           right=False),
+)
 
 
-def readout_table(ro: ModelReadout) -> Table:
-    title = Text("")
-    title.append(literal(ro.model_key, "bold", newlines=False))
-    title.append(": ")
-    title.append(ro.verdict)
-    t = Table(title=title, title_justify="left", header_style="bold")
-    for col in ("level", "held s", "answered", "goodput/s", "429 %", "transient %", "retries/s", "gave up", "p50 ms",
-                "p95 ms", ""):
-        t.add_column(col, justify="left" if col == "" else "right")
-    for r in ro.levels:
-        t.add_row(str(r.level), f"{r.seconds:.1f}", str(r.answered), f"{r.goodput:.1f}", fmt_share(r.limited_share),
-                  fmt_share(r.transient_share), f"{r.retries_per_s:.1f}", str(r.given_up), fmt_ms(r.p50_ms),
-                  fmt_ms(r.p95_ms), "◀ best" if r.best else ("" if r.enough else "not enough evidence yet"))
-    return t
+def readout_table(ro: ModelReadout) -> RenderableType:
+    title = f"{printable(ro.model_key, newlines=False)}: {ro.verdict}"
+    return Fitted(READOUT_COLUMNS, ro.levels, title=title)
+
+
+def _not_a_load_run(run_id: str, db: str | None) -> None:
+    from arenatui.store import Store
+    from arenatui.store.load_queries import run_kinds
+
+    with Store(db) as store:
+        if run_kinds(store, [run_id])[run_id][0] == "load":
+            raise ArenaError(f"run {run_id} is a load run: it holds requests at offered rates, not concurrency "
+                             f"levels; its figures: arena load --show {run_id}")
 
 
 def _out() -> Console:
@@ -50,6 +62,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     err = Console(stderr=True, highlight=False)
     if args.show:
         run_id, stored = stored_readouts(args.show, args.db)
+        _not_a_load_run(run_id, args.db)
         if not stored:
             out.print(f"Run {run_id} kept no per-level readout (no level was held long enough, or it ran before "
                       "arenatui stored one).", markup=False)
@@ -66,8 +79,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return 0
     if not args.project:
         raise ArenaError("arena tune: pass --project FILE to tune, or --show RUN_ID to print a stored run's readout")
-    err.print(f"Tuning with at most {args.budget} calls per model…", markup=False)
-    res = tune(args.project, models=args.models, budget=args.budget, db=args.db, seed=args.seed)
+    res = tune(args.project, models=args.models, budget=args.budget, db=args.db, seed=args.seed,
+               started=lambda: err.print(f"Tuning with at most {args.budget} calls per model…", markup=False))
     for ro in res.readouts:
         out.print(readout_table(ro))
         line = Text("recommended max_concurrency for ")
@@ -91,16 +104,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     err.print(f"Sweeping concurrency {', '.join(map(str, levels))}: one stored run per level…", markup=False)
     group, runs = sweep_levels(args.project, levels, models=args.models, limit=args.limit, trials=args.trials,
                                db=args.db, seed=args.seed)
-    t = Table(title=f"sweep {group}", title_justify="left", header_style="bold")
     # errored calls sit beside the wall clock: a level that looks faster because calls gave up says so
-    for col in ("level", "wall s", "errored", "answered", "goodput/s", "429 %", "p95 ms", "run id", ""):
-        t.add_column(col, justify="left" if col in ("run id", "") else "right")
-    for r in runs:
-        t.add_row(str(r.level), f"{r.wall_s:.2f}", str(r.errored), str(r.answered), f"{r.goodput:.1f}",
-                  fmt_share(r.limited_share), fmt_ms(r.p95_ms), r.run_id,
-                  "◀ knee" if r.knee else ("faster only because calls gave up" if r.errored and _faster(r, runs)
-                                           else ""))
-    out.print(t)
+    columns: tuple[Column[LevelRun], ...] = (
+        Column("level", lambda r: r.level, priority=HEADLINE),
+        Column("wall s", lambda r: f"{r.wall_s:.2f}", priority=9),
+        Column("errored", lambda r: r.errored, priority=9),
+        Column("answered", lambda r: r.answered, priority=5),
+        Column("goodput/s", lambda r: f"{r.goodput:.1f}", priority=HEADLINE),
+        Column("429 %", lambda r: r.limited_share, pct, priority=7),
+        Column("p95 ms", lambda r: r.p95_ms, ms, priority=6),
+        Column("run id", lambda r: r.run_id, priority=4, right=False),
+        Column("", lambda r: "◀ knee" if r.knee else ("faster only because calls gave up"
+                                                       if r.errored and _faster(r, runs) else ""),
+               priority=HEADLINE, right=False),
+    )
+    out.print(table_for_width(columns, runs, out.width, title=f"sweep {group}", elsewhere=" (arena runs lists the "
+                                                                                          "runs)"))
     k = next((r.level for r in runs if r.knee), None)
     out.print(f"knee: {k} (the lowest level within 5% of the best goodput with no call given up and under 5% "
               "429s)", markup=False)

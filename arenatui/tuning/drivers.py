@@ -10,7 +10,7 @@ import dataclasses
 import re
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,8 +38,10 @@ class TuneResult:
 
 
 def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 200, db: str | Path | None = None,
-         seed: int | None = None, settings: TunerSettings | None = None) -> TuneResult:
-    """Spend at most `budget` calls per model (the project's cases, cycled as trials) with the tuner on."""
+         seed: int | None = None, settings: TunerSettings | None = None,
+         started: Callable[[], None] | None = None) -> TuneResult:
+    """Spend at most `budget` calls per model (the project's cases, cycled as trials) with the tuner on; `started`
+    is called once the project and the models asked for are known good, before the first call."""
     from arenatui.sweep import Sweep, SweepOptions
 
     proj = load_project(project)
@@ -50,6 +52,8 @@ def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 200, 
     sweep = Sweep(SweepOptions(project=project, filters=filters, db=db, seed=seed, tune=True), live_metrics=False)
     if settings is not None:
         sweep.tuner.settings = settings
+    if started is not None:
+        started()
     t0 = time.monotonic()
     anyio.run(sweep.run)
     wall = time.monotonic() - t0

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from arenatui.decision_report import interval_dict
 from arenatui.errors import PlanError
-from arenatui.figures import HEADLINE, NOTHING, Column, absent, score, signed, signed_interval, table_for_width
+from arenatui.figures import BLOCKS, HEADLINE, NOTHING, Column, absent, score, signed, signed_interval, table_for_width
 from arenatui.safe_text import literal
 from arenatui.stats import (
     Comparison,
@@ -30,7 +30,7 @@ from arenatui.stats import (
 from arenatui.store import Store
 from arenatui.store.queries import load_plan_results, resolve_run, run_plan
 
-_BARS = "▁▂▃▄▅▆▇█"
+_BARS = BLOCKS[1:]
 
 
 def require_model(results: RunResults, model: str, flag: str) -> str:

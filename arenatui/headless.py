@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from arenatui.engine.events import RunStatus
 from arenatui.errors import ArenaError, unwrap
+from arenatui.figures import money
 from arenatui.live import LiveSnapshot
 from arenatui.sweep import Sweep, stop_signals
 
@@ -35,7 +36,7 @@ def _judged(snap: LiveSnapshot) -> str:
     """The judge calls' share of the bar (which counts them: they are calls of the sweep) and their spend."""
     if not snap.judge_planned:
         return ""
-    return f"  judged {snap.judge_done}/{snap.judge_planned} (${snap.judge_cost:.4f} of ${snap.cost:.4f})"
+    return f"  judged {snap.judge_done}/{snap.judge_planned} ({money(snap.judge_cost)} of {money(snap.cost)})"
 
 
 def _stats(snap: LiveSnapshot, *, eta: bool) -> str:

@@ -19,6 +19,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from arenatui.config.schema import JUDGE_LANE_PREFIX
+from arenatui.figures import BLOCKS, hbar
 from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNSCORED
 from arenatui.safe_text import printable
 
@@ -38,7 +39,7 @@ CELL_NAMES = ("queued", "in flight", "backing off", "all passed", "under half pa
               "answered, not scored (yet)", "half or more passed", "started", "not judged")
 JUDGE_MARK = "⚖ "
 """Before a judge lane's key in the model table and the matrix: its row is a judge's calls, not a candidate's."""
-SPARK = " ▁▂▃▄▅▆▇█"
+SPARK = BLOCKS
 
 CellReader = Callable[[int, int, int], tuple[int, ...]]
 """(model index, first case, stop case) → trials per state summed over those cases."""
@@ -778,8 +779,4 @@ def duration(s: float | None) -> str:
 
 def bar(fraction: float, width: int) -> str:
     """A progress bar of eighth blocks."""
-    fraction = max(0.0, min(1.0, fraction))
-    eighths = int(fraction * width * 8)
-    full, part = divmod(eighths, 8)
-    partial = "▏▎▍▌▋▊▉"[part - 1] if part else ""
-    return ("█" * full + partial).ljust(width, "·")[:width]
+    return hbar(fraction, width, "·")

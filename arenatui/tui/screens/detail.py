@@ -20,6 +20,7 @@ from textual.widgets import Label, Static
 from arenatui.config.schema import JUDGE_LANE_PREFIX, ScorerConfig
 from arenatui.engine.sealed import scrub_sealed
 from arenatui.errors import ArenaError
+from arenatui.figures import money
 from arenatui.live import STATE_NAMES
 from arenatui.plan import judge_trial
 from arenatui.safe_text import literal, one_line
@@ -231,7 +232,7 @@ class CallDetail(ModalScreen[None]):
                 out.append(literal(one_line(j["score_detail"], 80), newlines=False))
             out.append(f"   attempts {j['attempts']}\n")
             figures = [f"latency {fmt_num(j['latency_ms'], ' ms')}", f"total {fmt_num(j['total_ms'], ' ms')}",
-                       f"tokens {j['input_tokens']}→{j['output_tokens']}", f"cost ${j['cost']:.5f}"]
+                       f"tokens {j['input_tokens']}→{j['output_tokens']}", f"cost {money(j['cost'])}"]
             out.append("  " + " · ".join(figures) + "\n")
             self._attempts(out, j.get("failed_attempts") or ())
             self._why_errored(out, j)
@@ -346,7 +347,7 @@ class CallDetail(ModalScreen[None]):
                     out.append(" (")
                     out.append(literal(one_line(j["score_detail"], 80), newlines=False))
                     out.append(")")
-                out.append(f" · {j['attempts']} attempt(s) · ${j['cost']:.5f}")
+                out.append(f" · {j['attempts']} attempt(s) · {money(j['cost'])}")
                 if not sealed and j["output"]:
                     out.append(" · said: ")
                     out.append(literal(one_line(j["output"], 160), newlines=False))

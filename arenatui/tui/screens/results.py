@@ -22,6 +22,7 @@ from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedCont
 from textual.worker import Worker, WorkerState
 
 from arenatui.figures import LEADERBOARD, Column, money, score
+from arenatui.figures import ms as fmt_num
 from arenatui.safe_text import literal, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import Comparison, Disagreement, ModelRow
@@ -599,9 +600,9 @@ class Results(Screen[None]):
         lat = [Point(r.model, r.latency_p95 if r.latency_p95 is not None else math.nan, r.quality.estimate,
                      r.on_latency_front) for r in rows]
         self.query_one("#frontier-cost", Static).update(
-            scatter(cost, width, 8, x_name="$ per correct answer", y_name="score", log_x=True))
+            scatter(cost, width, 8, x_name="$ per correct answer", y_name="quality", log_x=True, x_fmt=money))
         self.query_one("#frontier-latency", Static).update(
-            scatter(lat, width, 8, x_name="p95 latency", y_name="score", x_unit=" ms"))
+            scatter(lat, width, 8, x_name="p95 latency", y_name="quality", x_unit=" ms", x_fmt=fmt_num))
 
     # ---- events and keys ----------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, RichLog
 from textual.worker import Worker, WorkerState
 
+from arenatui.figures import NOTHING, money
 from arenatui.limits import MAX_CONCURRENCY
 from arenatui.live import LiveSnapshot, ModelSnapshot
 from arenatui.safe_text import literal, one_line, printable
@@ -282,11 +283,11 @@ class RunScreen(Screen[None]):
             (Text(f"   run {self.sweep.run_id}"), 1),
             (Text.assemble("  ", (f" {glyph} {state} ", Style(bold=True, reverse=True))), 10),
             (Text(f"  elapsed {duration(snap.elapsed_s)}"), 8),
-            (Text(f"  ETA {duration(snap.eta_s) if snap.eta_s else '-'}"), 7),
-            (Text(f"  spend ${snap.cost:.4f}"), 6),
+            (Text(f"  ETA {duration(snap.eta_s) if snap.eta_s else NOTHING}"), 7),
+            (Text(f"  spend {money(snap.cost)}"), 6),
         ]
         if snap.judge_planned:  # judge spend is in the total and said apart (issue 13)
-            line1.insert(7, (Text(f" (judges ${snap.judge_cost:.4f})"), 4))
+            line1.insert(7, (Text(f" (judges {money(snap.judge_cost)})"), 4))
         counts = f" {snap.done}/{snap.planned} ({frac:.0%})"
         rate = f"  {snap.calls_per_s:.1f} calls/s" + ("" if snap.rates_window_s is None else
                                                         f" ({snap.rates_window_s:.0f} s)")

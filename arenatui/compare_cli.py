@@ -12,7 +12,17 @@ from rich.text import Text
 
 from arenatui.decision_report import interval_dict
 from arenatui.errors import PlanError
-from arenatui.figures import BLOCKS, HEADLINE, NOTHING, Column, absent, score, signed, signed_interval, table_for_width
+from arenatui.figures import (
+    BLOCKS,
+    HEADLINE,
+    NOTHING,
+    Column,
+    absent,
+    p_better,
+    signed,
+    signed_interval,
+    table_for_width,
+)
 from arenatui.safe_text import literal
 from arenatui.stats import (
     Comparison,
@@ -85,11 +95,6 @@ def _fmt(v: float, digits: int = 3) -> str:
 
 def _num(v: float) -> float | None:
     return None if not np.isfinite(v) else float(v)
-
-
-def p_better(c: Comparison) -> str:
-    """P(A > B), or "–" when every shared case scored the same for both (no resample can order them)."""
-    return NOTHING if c.n and c.diff.low == c.diff.high == c.diff.estimate == 0 else score(c.p_a_better)
 
 
 def compare_two(console: Console, results: RunResults, a: str, b: str, *, as_json: bool) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
+    from arenatui.stats.compare import Comparison
     from arenatui.stats.leaderboard import ModelRow
 
 NOTHING = "–"
@@ -120,6 +121,12 @@ def signed_interval(low: float | None, high: float | None, n: int = 2) -> str:
     if n < 2 or absent(low) or absent(high):
         return NOTHING
     return f"{signed(low)} to {signed(high)}"
+
+
+def p_better(c: Comparison) -> str:
+    """P(A > B) of a paired comparison, or "–" when every shared case scored the same for both (no resample can
+    order them: 0.000 would read as "B is surely better")."""
+    return NOTHING if c.n and c.diff.low == c.diff.high == c.diff.estimate == 0 else score(c.p_a_better)
 
 
 def ramp(fraction: float) -> str:

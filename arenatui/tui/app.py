@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterable
 
 from textual.app import App, SystemCommand
+from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import Theme
 
@@ -37,6 +38,9 @@ class ArenaApp(App[RunStatus | None]):
     CSS_PATH = "app.tcss"
     TITLE = "arena"
     ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [Binding("ctrl+c", "interrupt", "Stop", show=False, priority=True)]
+    """Ctrl-C stops the sweep as the README says (as `q` then `y`, without asking; exit 130), instead of
+    Textual's "press ctrl+q to quit"; a second Ctrl-C stops waiting for calls in flight."""
 
     def __init__(self, sweep: Sweep, *, theme: str | None = None, autostart: bool = True) -> None:
         super().__init__()
@@ -100,6 +104,12 @@ class ArenaApp(App[RunStatus | None]):
             self.exit(self.sweep.status)  # nothing to wait for, or a second signal: stop waiting
         else:
             rs.stop_sweep()
+
+    def action_interrupt(self) -> None:
+        if self.sweep.stopped_by is None and not self.sweep.runner.cancelled:
+            self.notify("Stopping: calls in flight are cancelled; every finished call is stored.", timeout=5,
+                        markup=False)
+        self._stop_signal(int(signal.SIGINT))
 
     def _write_nowhere(self) -> None:
         """The terminal hung up: writes to it fail (EIO), which ends Textual's writer thread, and its

@@ -16,7 +16,8 @@ class BrowseApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "arena browse"
-    BINDINGS = [Binding("q", "quit", "Quit")]
+    BINDINGS = [Binding("q", "quit", "Quit"),
+                Binding("ctrl+c", "quit", "Quit", show=False, priority=True)]  # nothing runs: Ctrl-C just leaves
 
     def __init__(self, db: Path | str, run_id: str | None = None, *, theme: str | None = None) -> None:
         super().__init__()

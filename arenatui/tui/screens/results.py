@@ -6,6 +6,7 @@ so no keypress waits on SQL or numpy.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from functools import partial
@@ -21,12 +22,13 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
-from arenatui.figures import LEADERBOARD, Column, money, score
+from arenatui.figures import LEADERBOARD, NOTHING, Column, money, p_better, score, signed
 from arenatui.figures import ms as fmt_num
 from arenatui.safe_text import literal, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import Comparison, Disagreement, ModelRow
 from arenatui.store import Store
+from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import OUTCOMES, UNSCORED_MODES, RunListing, list_runs
 from arenatui.tui.charts import Point, histogram, scatter
 from arenatui.tui.results_data import (
@@ -52,6 +54,9 @@ CASE_CHUNK, CASE_CHUNK_S = 100, 0.02
 """Case rows are added this many at a time, this far apart, so keys keep being answered meanwhile."""
 
 
+MARK = "●"
+"""Beside a run marked with `m` (two of one project are compared)."""
+
 UNSCORED_SHORT = {"unjudged": "unjudged", "awaiting_judge": "awaiting", "judge_error": "judge err"}
 """The failure table's columns for calls without a score, shown in parentheses: they are not wrong answers."""
 
@@ -63,10 +68,15 @@ F1_COLUMN = 4
 def leaderboard_columns(view: RunView) -> tuple[Column[ModelRow], ...]:
     """The leaderboard's columns (figures.LEADERBOARD, as in the headless table and the report) for this run:
     macro-F1 only when it has f1-scored answers."""
+    columns = LEADERBOARD
+    if view.plan.record.status == "running":
+        # calls not made yet are not failures: until the run ends, coverage is what is answered so far
+        columns = tuple(dataclasses.replace(c, title="answered so far") if c.title == "coverage" else c
+                        for c in columns)
     if not view.classification:
-        return LEADERBOARD
+        return columns
     f1: Column[ModelRow] = Column("macro-F1", lambda s: view.macro_f1(s.model), score, True, 9)
-    return (*LEADERBOARD[:F1_COLUMN], f1, *LEADERBOARD[F1_COLUMN:])
+    return (*columns[:F1_COLUMN], f1, *columns[F1_COLUMN:])
 
 
 def leaderboard_cells(s: ModelRow, view: RunView) -> list[str | Text]:
@@ -206,8 +216,10 @@ class Results(Screen[None]):
 
     def on_mount(self) -> None:
         t = self.query_one("#runs-table", DataTable)
-        for col in ("", "run id", "project", "started", "models", "calls", "status"):
-            t.add_column(col, key=col or "mark")
+        # what tells runs apart first (status and calls are never pushed off the right edge at 80 columns)
+        t.add_column("", key="mark", width=1)
+        for col in ("run id", "status", "calls", "models", "started", "project"):
+            t.add_column(col, key=col)
         self._load_runs()
         if self.run_id:
             self.open_run(self.run_id)
@@ -218,7 +230,8 @@ class Results(Screen[None]):
     def _load_runs(self) -> None:
         with Store(self.db) as store:
             runs = list_runs(store, 200)
-        self.app.call_from_thread(self._show_runs, runs)
+            loads = {rid: n for rid, (kind, n) in run_kinds(store, [r.run_id for r in runs]).items() if kind == "load"}
+        self.app.call_from_thread(self._show_runs, runs, loads)
 
     def open_run(self, run_id: str) -> None:
         self.query_one("#results-title", Static).update(Text(f"loading run {printable(run_id, newlines=False)}…"))
@@ -272,14 +285,18 @@ class Results(Screen[None]):
 
     # ---- showing --------------------------------------------------------------------------------------
 
-    def _show_runs(self, runs: list[RunListing]) -> None:
+    def _show_runs(self, runs: list[RunListing], loads: dict[str, int] | None = None) -> None:
+        """The runs; a load run (`loads`: its stored requests) by its requests, which no plan bounds."""
         self.runs = runs
+        loads = loads or {}
         t = self.query_one("#runs-table", DataTable)
         t.clear()
         for r in runs:
-            t.add_row("*" if r.run_id in self.marked else "", r.run_id, literal(r.project, newlines=False),
-                      _started(r.started_at), literal(", ".join(r.models), newlines=False),
-                      f"{r.calls}/{r.planned}", r.status, key=r.run_id)
+            calls = f"{loads[r.run_id]} requests" if r.run_id in loads else f"{r.calls}/{r.planned}"
+            t.add_row(MARK if r.run_id in self.marked else "", r.run_id,
+                      r.status + (" (load)" if r.run_id in loads else ""), calls,
+                      literal(", ".join(r.models), newlines=False), _started(r.started_at),
+                      literal(r.project, newlines=False), key=r.run_id)
         if not runs:
             self.query_one("#runs-compare", Static).update(Text(f"No runs stored in {self.db} yet. Try: arena demo"))
 
@@ -437,8 +454,8 @@ class Results(Screen[None]):
             out.append(literal(pair.a, newlines=False))
             out.append(", B = ")
             out.append(literal(pair.b, newlines=False))
-            out.append(f"; mean A − B {pair.diff.estimate:+.3f} (95% CI {interval_text(pair.diff)}), n = {pair.n} "
-                       f"cases, P(A > B) {pair.p_a_better:.3f} over {len(pair.differences)} paired resamples")
+            out.append(f"; mean A − B {signed(pair.diff.estimate)} (95% CI {interval_text(pair.diff)}), n = {pair.n} "
+                       f"cases, P(A > B) {p_better(pair)} over {len(pair.differences)} paired resamples")
             held = view.decision(pair.a, pair.b)
             if held is not None and len(view.pairs) > 1:
                 out.append(f"; across all {len(view.pairs)} pairs (Holm, adjusted p {held.p_holm:.3f}) "
@@ -470,7 +487,8 @@ class Results(Screen[None]):
             dis.add_column(col, key=col)
         cases = {c.id: c for c in view.plan.cases}
         for g in disagree[:MAX_CASE_ROWS]:
-            dis.add_row(literal(g.case_id, newlines=False), literal(cases[g.case_id].stratum or "-", newlines=False),
+            dis.add_row(literal(g.case_id, newlines=False), literal(cases[g.case_id].stratum or NOTHING,
+                                                                    newlines=False),
                         f"{g.score_a:.2f}", f"{g.score_b:.2f}", key=g.case_id)
 
     def _show_pairs(self) -> None:
@@ -609,10 +627,16 @@ class Results(Screen[None]):
     @on(Select.Changed, "#pick-a, #pick-b")
     def _pick_changed(self) -> None:
         a, b = self.query_one("#pick-a", Select).value, self.query_one("#pick-b", Select).value
-        if self.view is None or not isinstance(a, str) or not isinstance(b, str):
+        if self.view is None:
             return
-        if a == b:
-            self.query_one("#verdict", Static).update(Text("pick two different models"))
+        if not isinstance(a, str) or not isinstance(b, str) or a == b:
+            # the pair on screen is no longer the one picked: clear it rather than leave it standing
+            self.pair = None
+            self.query_one("#verdict", Static).update(Text("pick two different models" if a == b else
+                                                           "pick two models: A and B"))
+            self.query_one("#histogram", Static).update(Text(""))
+            for table in ("#pair-strata", "#disagree"):
+                self.query_one(table, DataTable).clear(columns=True)
             return
         self._load_pair(self.view, a, b)
 
@@ -726,21 +750,28 @@ class Results(Screen[None]):
         else:
             self.marked = [*self.marked[-1:], run.run_id]
         by_id = {r.run_id: r for r in self.runs}
-        for r in self.runs:
-            t.update_cell(r.run_id, "mark", "*" if r.run_id in self.marked else "")
         note = self.query_one("#runs-compare", Static)
+        refused = Text()
+        if len(self.marked) == 2 and by_id[self.marked[0]].project != by_id[self.marked[1]].project:
+            # refused: the run just marked stays marked alone, so the screen shows which one it is
+            first, latest = (by_id[m] for m in self.marked)
+            refused = Text("Runs of different projects cannot be compared (")
+            refused.append(literal(first.project, newlines=False)).append(" and ")
+            refused.append(literal(latest.project, newlines=False)).append("). ")
+            self.marked = [latest.run_id]
+        for r in self.runs:
+            t.update_cell(r.run_id, "mark", MARK if r.run_id in self.marked else "")
         if len(self.marked) < 2:
-            note.update(Text("Marked one run; mark another of the same project to compare them." if self.marked
-                             else "Enter opens a run; m marks two runs of one project to compare them."))
+            if self.marked:
+                only = by_id[self.marked[0]]
+                refused.append(f"Marked {MARK} run {only.run_id} (")
+                refused.append(literal(only.project, newlines=False))
+                refused.append("); mark another run of that project to compare them.")
+            else:
+                refused.append("Enter opens a run; m marks two runs of one project to compare them.")
+            note.update(refused)
             return
         old, new = sorted((by_id[m] for m in self.marked), key=lambda r: r.started_at)
-        if old.project != new.project:
-            msg = Text("Runs of different projects cannot be compared: ")
-            msg.append(literal(old.project, newlines=False))
-            msg.append(" and ")
-            msg.append(literal(new.project, newlines=False))
-            note.update(msg)
-            return
         note.update(Text("comparing…"))
         self._compare_runs(old.run_id, new.run_id)
 
@@ -751,7 +782,12 @@ class Results(Screen[None]):
             self.open_run(self.run_id)
 
     def action_back(self) -> None:
-        if self.standalone:
-            self.app.exit()
-        else:
+        """Back one step: on its own (`arena browse`), from a run's tabs to the list of runs first, and only from
+        the list out of the app (an Escape too many must not close the view at once)."""
+        if not self.standalone:
             self.app.pop_screen()
+        elif self.query_one("#results-tabs", TabbedContent).active != "runs":
+            self.action_tab("runs")
+            self.notify("The list of runs; Escape again (or q) leaves.", timeout=3, markup=False)
+        else:
+            self.app.exit()

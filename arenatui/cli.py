@@ -149,7 +149,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         summary_line,
     )
     from arenatui.store import Store
-    from arenatui.store.queries import load_results, run_spend
+    from arenatui.store.queries import error_messages, load_results, run_spend
     from arenatui.sweep import Sweep
     from arenatui.terminal import err_console, out_console
 
@@ -188,7 +188,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         out.print(spend_line(spend), markup=False)
         report = not args.no_report and status == "finished"
         results = load_results(store, sweep.run_id, latency=report)
-        line = errored_line(results)
+        line = errored_line(results, error_messages(store, sweep.run_id))
         if line:
             out.print(line, markup=False)
         if report:

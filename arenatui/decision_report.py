@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from arenatui.figures import LEADERBOARD, NOTHING, interval, money
+from arenatui.redact import redact_urls_in_text
 from arenatui.safe_text import one_line, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import Interval, ModelRow, RunResults, all_pairs, group_scores, leaderboard, reversals
@@ -24,6 +25,7 @@ from arenatui.store import Store
 from arenatui.store.queries import (
     RunPlan,
     RunSpend,
+    error_messages,
     failure_modes,
     judgments_by_case,
     load_plan_results,
@@ -104,16 +106,9 @@ def model_dict(r: ModelRow) -> dict[str, Any]:
 
 
 def _failures(store: Store, run_id: str, limit: int = 3) -> dict[str, list[dict[str, Any]]]:
-    """Per model, its most frequent error messages (one line each)."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for mk, ec, msg, n in store.conn.execute(
-            "SELECT model_key, error_class, error_message, COUNT(*) AS n FROM results WHERE run_id = ? AND "
-            "status = 'errored' AND error_class != 'cancelled' GROUP BY model_key, error_class, error_message "
-            "ORDER BY model_key, n DESC", (run_id,)):
-        rows = out.setdefault(mk, [])
-        if len(rows) < limit:
-            rows.append({"error_class": ec, "message": one_line(msg, 160), "calls": int(n)})
-    return out
+    """Per model, its most frequent error messages (one line each, URL credentials redacted)."""
+    return {mk: [{"error_class": ec, "message": one_line(redact_urls_in_text(msg), 160), "calls": n}
+                 for ec, msg, n in rows] for mk, rows in error_messages(store, run_id, limit).items()}
 
 
 F1Answers = dict[tuple[str, str], tuple[tuple[str, ...], list[tuple[str, str | None]]]]

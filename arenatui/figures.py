@@ -250,7 +250,7 @@ LEADERBOARD: tuple[Column[ModelRow], ...] = (
     Column("n", lambda r: r.quality.n, str, True, 2),
     Column("coverage", lambda r: r.coverage, pct, True, 9),
     Column("pass@1", lambda r: r.pass_at.get(1), score, True, 3),
-    Column("pass@k", _top_pass, lambda v: NOTHING if v[1] < 2 else f"{score(v[0])} k={v[1]}", True, 2,
+    Column("pass@k", _top_pass, lambda v: NOTHING if v[1] < 2 or absent(v[0]) else f"{score(v[0])} k={v[1]}", True, 2,
            sort=lambda r: _top_pass(r)[0]),
     Column("agree", lambda r: r.consistency, pct, True, 1),
     Column("errors", lambda r: r.errors, error_counts, False, 7, right=False,

@@ -6,6 +6,7 @@ from rich.console import Console, RenderableType
 
 from arenatui.engine.client_load import OVERLOAD_CPU, OVERLOAD_S, sustained_overload
 from arenatui.figures import LEADERBOARD, money, table_for_width
+from arenatui.redact import redact_urls_in_text
 from arenatui.safe_text import one_line
 from arenatui.stats import ModelRow, RunResults, leaderboard
 from arenatui.stats.summary import SUMMARY_COLUMNS, ModelSummary, summarize
@@ -58,8 +59,9 @@ def print_leaderboard(console: Console, results: RunResults) -> list[ModelRow]:
     return rows
 
 
-def errored_line(results: RunResults) -> str | None:
-    """How many calls errored, by class, whenever any did (None when none did)."""
+def errored_line(results: RunResults, messages: dict[str, list[tuple[str, str, int]]] | None = None) -> str | None:
+    """How many calls errored, by class, whenever any did (None when none did); with `messages`
+    (store.queries.error_messages), each model's most common error message on a line of its own."""
     by_class: dict[str, int] = {}
     for errs in results.errors.values():
         for k, v in errs.items():
@@ -70,8 +72,14 @@ def errored_line(results: RunResults) -> str | None:
     calls = int(results.calls.sum())
     classes = ", ".join(f"{k} {v}" for k, v in sorted(by_class.items(), key=lambda kv: (-kv[1], kv[0])))
     per_model = "; ".join(f"{one_line(m, 80)} {sum(e.values())}" for m, e in results.errors.items() if e)
-    return (f"Errored: {total} of {calls} calls ({classes}); by model: {per_model}. Quality is over scored "
+    line = (f"Errored: {total} of {calls} calls ({classes}); by model: {per_model}. Quality is over scored "
             "calls; errored ones count against coverage.")
+    for model, rows in (messages or {}).items():
+        if rows:
+            ec, msg, n = rows[0]
+            line += (f"\n  {one_line(model, 80)}, most often ({n}× {ec}): "
+                     f"{one_line(redact_urls_in_text(msg), 160) or '(no message)'}")
+    return line
 
 
 def error_failure(results: RunResults, max_rate: float | None) -> str | None:

@@ -147,8 +147,8 @@ class CallMatrix(Widget, can_focus=True):
     CallMatrix > .matrix--started { color: $arena-in-flight; }
     CallMatrix > .matrix--label { color: $foreground; }
     CallMatrix > .matrix--header { color: $arena-muted; }
-    CallMatrix > .matrix--cursor { background: $accent 40%; }
-    CallMatrix:focus > .matrix--cursor { background: $accent; color: $background; }
+    CallMatrix > .matrix--cursor { text-style: reverse; }
+    CallMatrix:focus > .matrix--cursor { background: $accent; color: $background; text-style: bold; }
     """
     COMPONENT_CLASSES = {
         *(f"matrix--{c}" for c in CELL_CLASSES), "matrix--label", "matrix--header", "matrix--cursor",
@@ -391,6 +391,10 @@ class CallMatrix(Widget, can_focus=True):
     def action_move(self, dm: int, dc: int) -> None:
         self._set_cursor(self.cursor[0] + dm, self.cursor[1] + dc)
 
+    def move_cursor_to_row(self, m: int) -> None:
+        """The cursor on model row `m`, in the column it was in (the model table's Enter follows it here)."""
+        self._set_cursor(m, self.cursor[1])
+
     def action_select(self) -> None:
         self.post_message(self.CellSelected(self.cursor[0], self.case_index_at(self.cursor[1])))
 
@@ -566,7 +570,15 @@ class ModelTable(Widget, can_focus=True):
     BINDINGS = [
         Binding("up", "cursor(-1)", show=False),
         Binding("down", "cursor(1)", show=False),
+        Binding("enter", "select", "Call detail", show=False),
     ]
+
+    class RowSelected(Message):
+        """Enter (or a click) on a model's row."""
+
+        def __init__(self, row: int) -> None:
+            self.row = row
+            super().__init__()
 
     def __init__(self, columns: Sequence[Column], keys: Sequence[str], *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -733,6 +745,9 @@ class ModelTable(Widget, can_focus=True):
     def on_click(self, event: events.Click) -> None:
         if 1 <= event.y <= len(self.keys) - self._top:
             self._move_to(self._top + event.y - 1)
+
+    def action_select(self) -> None:
+        self.post_message(self.RowSelected(self.cursor_row))
 
 
 def fit_line(parts: Sequence[tuple[Text, int]], width: int) -> Text:

@@ -568,4 +568,18 @@ class RunScreen(Screen[None]):
     def _cell_selected(self, event: CallMatrix.CellSelected) -> None:
         self.app.push_screen(CallDetail(self.sweep, event.model_index, event.case_index))
 
+    @on(ModelTable.RowSelected)
+    def _model_selected(self, event: ModelTable.RowSelected) -> None:
+        """Enter on a model's row: that model's call at the matrix's case (the matrix's cursor follows), and why
+        its calls fail when some did: the most common error message."""
+        matrix = self.query_one("#matrix", CallMatrix)
+        matrix.move_cursor_to_row(event.row)
+        snap = self.sweep.live.snapshot()
+        m = snap.models[event.row] if 0 <= event.row < len(snap.models) else None
+        if m is not None and m.common_error is not None:
+            message, n = m.common_error
+            self.notify(f"{one_line(m.key, 60)}: {n} of {m.errored} errored calls said: {one_line(message, 300)}",
+                        title="Most common error", severity="warning", timeout=10, markup=False)
+        self.app.push_screen(CallDetail(self.sweep, event.row, matrix.case_index_at(matrix.cursor[1])))
+
 

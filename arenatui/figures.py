@@ -76,11 +76,12 @@ def number(v: float | None, *, digits: int = 3) -> str:
 
 
 def ms(v: float | None, unit: str = "") -> str:
-    """Milliseconds: whole from 10 up, one decimal below; "–" for none measured."""
+    """Milliseconds: whole from 10 up, one decimal below; "–" for none measured. A unit is joined by a no-break
+    space: "390 ms" never wraps between the figure and its unit."""
     if absent(v):
         return NOTHING
     assert v is not None
-    return (f"{v:,.0f}" if abs(v) >= 10 else f"{v:.1f}") + unit
+    return (f"{v:,.0f}" if abs(v) >= 10 else f"{v:.1f}") + unit.replace(" ", "\u00a0")
 
 
 def pct(v: float | None, *, decimals: int = 0) -> str:

@@ -157,7 +157,8 @@ def model_text(view: RunView, s: ModelRow) -> Text:
                f"scored (errored calls are coverage, not zeros)\n")
     out.append("coverage ", _LABEL)
     out.append(f"{pct(s.coverage)}: {s.answered} of {s.planned} planned calls answered; {s.passed} passed, "
-               f"{s.answered - s.unscored - s.passed} failed, {s.errored} errored ({fmt_errors(s.errors)})")
+               f"{s.answered - s.unscored - s.passed} failed, {s.errored} errored"
+               + (f" ({fmt_errors(s.errors)})" if s.errored else ""))
     if s.unscored:
         why = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(view.unscored.get(s.model, {}).items()))
         out.append(f", {s.unscored} unscored ({why}; answered: coverage, not quality)")

@@ -111,6 +111,7 @@ class RunScreen(Screen[None]):
         Binding("q", "stop", "Quit"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("p", "pause", "Pause"),
+        Binding("p", "resume", "Resume"),  # the footer says what p does now (check_action shows one of the two)
         Binding("plus,equals_sign", "step(1)", "Conc+", key_display="+"),
         Binding("minus", "step(-1)", "Conc-", key_display="-"),
         Binding("a", "toggle_tuner", "Auto-tune"),
@@ -518,7 +519,15 @@ class RunScreen(Screen[None]):
                         if on else "Auto-tuner off: levels stay where they are", timeout=6)
             self.refresh_now(everything=True)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "pause":
+            return not self.sweep.runner.paused
+        if action == "resume":
+            return self.sweep.runner.paused
+        return True
+
     def action_pause(self) -> None:
+        """Pause the sweep, or resume it when paused (the palette's command toggles)."""
         if not self._sweep_active():
             return
         runner = self.sweep.runner
@@ -526,7 +535,12 @@ class RunScreen(Screen[None]):
             runner.resume()
         else:
             runner.pause()
+        self.refresh_bindings()
         self.refresh_now(everything=True)
+
+    def action_resume(self) -> None:
+        if self.sweep.runner.paused:
+            self.action_pause()
 
     def action_filter_log(self) -> None:
         self.query_one("#log-filter", Input).focus()

@@ -18,7 +18,14 @@ from arenatui.engine.events import RunStatus
 from arenatui.sweep import Sweep, stop_signals
 from arenatui.tui.screens import RunScreen
 from arenatui.tui.screens.dialogs import Confirm
-from arenatui.tui.themes import DEFAULT_THEME, STATE_VARIABLES, load_themes, remember_theme, remembered_theme
+from arenatui.tui.themes import (
+    DEFAULT_THEME,
+    STATE_VARIABLES,
+    hide_builtin_themes,
+    load_themes,
+    remember_theme,
+    remembered_theme,
+)
 
 
 def _terminal_gone() -> bool:
@@ -53,6 +60,7 @@ class ArenaApp(App[RunStatus | None]):
             self.register_theme(t)
         self.theme_problems = loaded.problems
         self.theme = self._initial_theme()
+        hide_builtin_themes(self, loaded)
 
     def _initial_theme(self) -> str:
         wanted = [self._theme_arg, self.sweep.project.theme, remembered_theme(), DEFAULT_THEME]

@@ -8,7 +8,7 @@ from textual.app import App
 from textual.binding import Binding
 
 from arenatui.tui.screens.results import Results
-from arenatui.tui.themes import DEFAULT_THEME, STATE_VARIABLES, load_themes, remembered_theme
+from arenatui.tui.themes import DEFAULT_THEME, STATE_VARIABLES, hide_builtin_themes, load_themes, remembered_theme
 
 
 class BrowseApp(App[None]):
@@ -28,6 +28,7 @@ class BrowseApp(App[None]):
             self.register_theme(t)
         wanted = [theme, remembered_theme(), DEFAULT_THEME]
         self.theme = next((n for n in wanted if n and n in self.available_themes), "textual-dark")
+        hide_builtin_themes(self, loaded)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(STATE_VARIABLES)

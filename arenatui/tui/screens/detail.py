@@ -131,12 +131,17 @@ class CallDetail(ModalScreen[None]):
             self.notify("This case is sealed: its outputs are never shown or exported.", severity="warning",
                         markup=False)
             return
-        try:
-            folder = Path.cwd()
-        except OSError as e:  # the folder the console was started in is gone
-            self.notify(f"Could not save the output: no current folder ({e})", severity="error", markup=False)
-            return
-        self._save(folder)
+        from arenatui.paths import data_dir
+        from arenatui.tui.screens.dialogs import FolderInput
+
+        default = data_dir() / "outputs" / _file_part(self.sweep.run_id)
+
+        def chosen(folder: str | None) -> None:
+            if folder:
+                self._save(Path(folder).expanduser())
+
+        self.app.push_screen(FolderInput(Text("Save this call's whole outputs (one file per trial) into the folder:"),
+                                         str(default)), chosen)
 
     @work(thread=True, group="detail-save", exit_on_error=False)
     def _save(self, folder: Path) -> None:
@@ -144,6 +149,7 @@ class CallDetail(ModalScreen[None]):
 
         saved: list[tuple[Path, int]] = []
         try:
+            folder.mkdir(parents=True, exist_ok=True)
             with Store(self.sweep.db_path) as store:
                 for trial in range(self.sweep.plan.trials):
                     dest = folder / (f"arena-output-{_file_part(self.sweep.run_id)}-{_file_part(self.model_key)}-"

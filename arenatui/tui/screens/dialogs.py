@@ -1,4 +1,4 @@
-"""Small modal screens of the console: ask for a number, confirm a stop, the key help."""
+"""Small modal screens of the console: ask for a number or a folder, confirm a stop, the key help."""
 
 from __future__ import annotations
 
@@ -60,6 +60,38 @@ class ValueInput(ModalScreen[int | None]):
             self.notify(f"at most {self._maximum:,} (the bound on concurrency)", severity="warning")
             return
         self.dismiss(n)
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+
+class FolderInput(ModalScreen[str | None]):
+    """Ask for a folder (saving files somewhere the user chose, never silently into the current one); Escape
+    saves nothing."""
+
+    BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
+
+    def __init__(self, prompt: Text, default: str) -> None:
+        super().__init__()
+        self._prompt = prompt
+        self._default = default
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide"):
+            yield Label(self._prompt)
+            yield Input(value=self._default, id="folder")
+            yield Label(Text("Enter to save there (the folder is created), Escape to save nothing"), classes="hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#folder", Input).focus()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        v = event.value.strip()
+        if not v:
+            self.notify("a folder, please", severity="warning")
+            return
+        self.dismiss(v)
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)

@@ -338,12 +338,18 @@ class CallMatrix(Widget, can_focus=True):
         more = f"↕{self._top + 1}-{self._top + self._rows}/{len(self.model_keys)}"
         corner = (more if hidden > 0 else "")[: lay.label_w - 1].ljust(lay.label_w)
         if lay.per_col == 1 and lay.cell_w > 2:
-            text = "".join(c.ljust(lay.cell_w) for c in short_labels(self.case_ids, lay.cell_w - 1))
+            labels = short_labels(self.case_ids, lay.cell_w - 1)
+            if labels != list(self.case_ids):
+                # a cut name reads as another name ("elemen", "cap…fr"): number the cases in the project's order
+                # instead (Enter on a cell names its case in full)
+                labels = [str(k + 1)[: lay.cell_w - 1] for k in range(n)]
+                corner = corner if hidden > 0 else "case #"[: lay.label_w - 1].ljust(lay.label_w)
+            text = "".join(c.ljust(lay.cell_w) for c in labels)
         elif lay.per_col == 1:
             # one glyph per case: mark every fifth column and say where the first and last case are
             ticks = "".join("|" if k % 5 == 0 else " " for k in range(n)) if lay.cell_w == 1 else \
                 "".join(("|" if k % 5 == 0 else " ").ljust(lay.cell_w) for k in range(n))
-            text = f"{ticks}  {n} cases, | every 5th from {self.case_ids[0] if n else ''}"
+            text = f"{ticks}  {n} cases (a tick at every 5th), the first {self.case_ids[0] if n else ''}"
         else:
             text = f"{n} cases, {lay.per_col} per column (first: {self.case_ids[0]}; work and pass rate shown)"
         strip = Strip([Segment(corner, hs), Segment(text, hs)])

@@ -67,19 +67,19 @@ async def test_leaderboard_ranks_and_sorts_by_any_column(db: Path) -> None:
         # the figures are explained in the same words as under the headless leaderboard (issue 12, item 18)
         assert LEADERBOARD_NOTE in str(app.screen.query_one("#leaderboard-note", Static).render())
         # s steps through the columns: $/correct (cheapest first) puts sim-weak on top
-        for _ in range(7):
+        for _ in range(8):
             await pilot.press("s")
-        assert app.screen.sort_column == 8
+        assert app.screen.sort_column == 9
         assert [r[1] for r in rows(t)] == ["sim-weak", "sim-twin", "sim-strong"]
-        await pilot.press("S")  # back one column: trials agree (highest first)
-        assert app.screen.sort_column == 7
+        await pilot.press("S")  # back one column: errors (fewest first)
+        assert app.screen.sort_column == 8
         assert [r[1] for r in rows(t)] == ["sim-strong", "sim-weak", "sim-twin"]
         # a click on a header sorts by it; a second click reverses
         await pilot.click(DataTable, offset=(3, 0))  # "#" is not sortable
-        assert app.screen.sort_column == 7
-        t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[12].key, 12, t.ordered_columns[12].label))
+        assert app.screen.sort_column == 8
+        t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[14].key, 14, t.ordered_columns[14].label))
         await pilot.pause()
-        assert app.screen.sort_column == 11  # p95 ms, fastest first
+        assert app.screen.sort_column == 13  # p95 ms, fastest first
         assert rows(t)[0][1] == "sim-strong"
         t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[1].key, 1, t.ordered_columns[1].label))
         await pilot.pause()
@@ -388,7 +388,7 @@ async def test_the_leaderboard_shows_macro_f1_for_a_run_with_f1_cases(f1db: Path
         screen = app.screen
         t = screen.query_one("#leaderboard-table", DataTable)
         heads = [str(c.label) for c in t.ordered_columns]
-        assert heads[:6] == ["#", "model", "score ▼", "95% CI", "n", "macro-F1"]
+        assert heads[:6] == ["#", "model", "quality ▼", "95% CI", "n", "macro-F1"]
         by_model = {r[1]: r for r in rows(t)}
         assert by_model["sim-sharp"][5] == f"{SHARP_MACRO:.3f}" == "0.952"
         assert by_model["sim-lazy"][5] == f"{LAZY_MACRO:.3f}" == "0.333"
@@ -417,7 +417,7 @@ async def test_the_leaderboard_shows_macro_f1_for_a_run_with_f1_cases(f1db: Path
         assert isinstance(app.screen, ModelDetail) and app.screen.model == "sim-lazy"
         text = f1_text(app)
         assert f"macro-F1 {LAZY_MACRO:.3f} over 10 answered cases" in text
-        assert "negative - 0.000 0.000 4 0" in text  # never said negative: no precision, not a zero
+        assert "negative – 0.000 0.000 4 0" in text  # never said negative: no precision, not a zero
 
 
 async def test_a_run_without_f1_cases_has_no_macro_f1_column(db: Path) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
+    from rich.text import Text
 
     from arenatui.stats.compare import Comparison
     from arenatui.stats.leaderboard import ModelRow
@@ -142,6 +143,24 @@ def hbar(fraction: float, width: int, fill: str = " ") -> str:
     fraction = 0.0 if absent(fraction) else max(0.0, min(1.0, fraction))
     full, part = divmod(int(fraction * width * 8), 8)
     return ("█" * full + (EIGHTHS[part - 1] if part else "")).ljust(width, fill)[:width]
+
+
+def fit_line(parts: Sequence[tuple[Text, int]], width: int) -> Text:
+    """One line from (text, priority) parts in order: the lowest-priority parts are left out until it fits
+    (later parts first among equals), so a narrow terminal loses the least useful figures, never a wrap."""
+    from rich.text import Text
+
+    keep = list(range(len(parts)))
+    lens = [p[0].cell_len for p in parts]
+    total = sum(lens)
+    while keep and total > width:
+        drop = min(reversed(keep), key=lambda i: parts[i][1])
+        keep.remove(drop)
+        total -= lens[drop]
+    out = Text(no_wrap=True, overflow="ellipsis")
+    for i in keep:
+        out.append_text(parts[i][0])
+    return out
 
 
 # ---- columns fitted to a width by priority -------------------------------------------------------------------

@@ -490,11 +490,18 @@ class RatesChart(Widget):
         offset = w - used
         scale = reps if len(thr) <= w else w / n
         marks = [" "] * w
+        # one glyph per column (the latest change there), then each global change's new target after its glyph
+        # only where that many cells are free: a burst of changes never runs its numbers into each other
+        glyphs: dict[int, tuple[str, str]] = {}
         for t, old, new, model_key, _source in markers:
             x = min(w - 1, offset + int(t / max(step, 1e-9) * scale))
-            tag = ("◆" if model_key is not None else ("▲" if new >= old else "▼") + str(new))
-            start = max(0, min(x, w - len(tag)))
-            marks[start: start + len(tag)] = list(tag)
+            glyphs[x] = ("◆", "") if model_key is not None else ("▲" if new >= old else "▼", str(new))
+        for x, (glyph, _) in glyphs.items():
+            marks[x] = glyph
+        for x, (_, label) in sorted(glyphs.items()):
+            cells = range(x + 1, x + 1 + len(label))
+            if label and cells.stop <= w and all(marks[c] == " " for c in range(x + 1, min(w, cells.stop + 1))):
+                marks[cells.start: cells.stop] = list(label)
         out.append(f"{'conc.' if narrow else 'concurrency':<{label_w}}", lab)
         out.append("".join(marks), self.get_component_rich_style("rates--marker", partial=True))
         if axis:
@@ -754,22 +761,6 @@ class ModelTable(Widget, can_focus=True):
 
     def action_select(self) -> None:
         self.post_message(self.RowSelected(self.cursor_row))
-
-
-def fit_line(parts: Sequence[tuple[Text, int]], width: int) -> Text:
-    """One line from (text, priority) parts in order: the lowest-priority parts are left out until it fits
-    (later parts first among equals), so a narrow terminal loses the least useful figures, never a wrap."""
-    keep = list(range(len(parts)))
-    lens = [p[0].cell_len for p in parts]
-    total = sum(lens)
-    while keep and total > width:
-        drop = min(reversed(keep), key=lambda i: parts[i][1])
-        keep.remove(drop)
-        total -= lens[drop]
-    out = Text(no_wrap=True, overflow="ellipsis")
-    for i in keep:
-        out.append_text(parts[i][0])
-    return out
 
 
 class StatusBar(Widget):

@@ -22,7 +22,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
-from arenatui.figures import LEADERBOARD, NOTHING, Column, money, p_better, score, signed
+from arenatui.figures import LEADERBOARD, NOTHING, Column, fit_line, money, p_better, score, signed
 from arenatui.figures import ms as fmt_num
 from arenatui.safe_text import literal, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
@@ -322,25 +322,28 @@ class Results(Screen[None]):
                  "for sweeps).", style="italic"),
             segment_table(view.load), percentile_table(view.load), warnings))
 
+    def on_resize(self) -> None:
+        self._show_title()
+
     def _show_title(self) -> None:
         view = self.view
         if view is None:
             return
         r = view.plan.record
-        title = Text("Results ", style="bold")
-        title.append(f"run {r.run_id} · ")
-        title.append(literal(r.project, newlines=False))
+        # parts by priority: a narrow terminal loses the least useful, never ends on a dangling "·"
+        parts: list[tuple[Text, int]] = [(Text("Results ", style="bold"), 10), (Text(f"run {r.run_id}"), 10),
+                                         (Text(" · ").append(literal(r.project, newlines=False)), 5)]
         if view.load is not None:
-            title.append(f" · load run, {view.load.run.requests} requests · {r.status}")
+            parts.append((Text(f" · load run, {view.load.run.requests} requests"), 8))
         else:
-            title.append(f" · {len(view.plan.models)} models × {len(view.plan.cases)} cases × {view.plan.trials} "
-                         f"trials")
+            parts.append((Text(f" · {len(view.plan.models)} models × {len(view.plan.cases)} cases × "
+                               f"{view.plan.trials} trials"), 7))
             if view.plan.judges:
-                title.append(" · judged by ")
-                title.append(literal(", ".join(view.plan.judges), newlines=False))
-            title.append(f" · {r.status}")
+                parts.append((Text(" · judged by ").append(literal(", ".join(view.plan.judges), newlines=False)), 4))
+        parts.append((Text(f" · {r.status}"), 9))
         if not view.complete:
-            title.append(" · comparing every pair…", "italic")
+            parts.append((Text(" · comparing every pair…", "italic"), 6))
+        title = fit_line(parts, max(20, self.size.width - 2))
         self.query_one("#results-title", Static).update(title)
 
     def _show_rest(self, view: RunView) -> None:

@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, RichLog
 from textual.worker import Worker, WorkerState
 
-from arenatui.figures import NOTHING, money
+from arenatui.figures import NOTHING, fit_line, money
 from arenatui.limits import MAX_CONCURRENCY
 from arenatui.live import LiveSnapshot, ModelSnapshot
 from arenatui.safe_text import literal, one_line, printable
@@ -34,7 +34,6 @@ from arenatui.tui.widgets import (
     StatusBar,
     bar,
     duration,
-    fit_line,
 )
 
 REFRESH_S = 0.25

@@ -11,12 +11,12 @@ import json
 import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from arenatui.figures import LEADERBOARD, NOTHING, interval, money
+from arenatui.figures import LEADERBOARD, NOTHING, interval, money, ms, score
 from arenatui.redact import redact_urls_in_text
 from arenatui.safe_text import one_line, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
@@ -468,10 +468,12 @@ def render_markdown(rep: dict[str, Any]) -> str:
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}
-th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right}
+th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right;white-space:nowrap}
 th{background:#f3f3f3}td:nth-child(2),th:nth-child(2){text-align:left}
 .decided{color:#0a6b2d;font-weight:600}.open{color:#8a5a00}
 pre{background:#f6f6f6;padding:1em;overflow:auto}svg{border:1px solid #ddd;background:#fff}
+svg.frontier{display:block;max-width:100%;height:auto}.wide{overflow-x:auto;max-width:100%}
+li,p{overflow-wrap:anywhere}
 .front{fill:#0a6b2d}.dot{fill:#888}
 """
 
@@ -481,44 +483,76 @@ def _h(s: object) -> str:
 
 
 def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A table in a box that scrolls sideways on a narrow page (a phone), so the page itself never overflows."""
     th = "".join(f"<th>{_h(c)}</th>" for c in head)
     body = "".join("<tr>" + "".join(f"<td>{_h(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="wide"><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def _scatter(points: list[tuple[str, float, float, bool]], x_label: str) -> str:
-    """An inline SVG scatter of quality (y) against a cost (x), the Pareto front filled."""
+
+SVG_W, SVG_H = 640, 320
+"""The frontier's drawing size (it scales down to the page's width: a phone's too)."""
+SVG_MARGIN = (64, 24, 48, 16)
+"""Left (the quality ticks), right, bottom (the x ticks and the axis name), top."""
+
+
+def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:
+    return [lo + (hi - lo) * i / n for i in range(n + 1)]
+
+
+def _scatter(points: list[tuple[str, float, float, bool]], x_label: str, x_fmt: Callable[[float], str]) -> str:
+    """An inline SVG scatter of quality (y) against a cost (x), the Pareto front filled, ticked axes. A label
+    starts right of its point in the left half and ends left of it in the right half, so it stays inside."""
     if not points:
         return "<p>No model has both figures.</p>"
-    w, h, pad = 520, 300, 50
+    w, h = SVG_W, SVG_H
+    left, right, bottom, top = SVG_MARGIN
     xs = [p[1] for p in points]
     ys = [p[2] for p in points]
     x0, x1 = min(xs), max(xs)
     y0, y1 = min(ys), max(ys)
-    x1 = x1 if x1 > x0 else x0 + 1
-    y1 = y1 if y1 > y0 else y0 + 0.1
+    if x1 <= x0:
+        x0, x1 = x0 * 0.9, (x1 * 1.1 if x1 > 0 else 1.0)
+    if y1 <= y0:
+        y0, y1 = y0 - 0.05, y1 + 0.05
+    span_x, span_y = x1 - x0, y1 - y0
+    x0, x1 = x0 - span_x * 0.08, x1 + span_x * 0.08  # room for a point's mark at either end
+    y0, y1 = y0 - span_y * 0.1, y1 + span_y * 0.1
 
     def sx(v: float) -> float:
-        return pad + (v - x0) / (x1 - x0) * (w - 2 * pad)
+        return left + (v - x0) / (x1 - x0) * (w - left - right)
 
     def sy(v: float) -> float:
-        return h - pad - (v - y0) / (y1 - y0) * (h - 2 * pad)
+        return h - bottom - (v - y0) / (y1 - y0) * (h - bottom - top)
 
+    mid = (left + w - right) / 2
     dots = "".join(
         f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" class="{"front" if front else "dot"}"/>'
-        f'<text x="{sx(x) + 7:.1f}" y="{sy(y) - 7:.1f}" font-size="11">{_h(name)}</text>'
+        f'<text class="label" x="{sx(x) + (8 if sx(x) < mid else -8):.1f}" y="{sy(y) - 7:.1f}" font-size="11" '
+        f'text-anchor="{"start" if sx(x) < mid else "end"}">{_h(name)}</text>'
         for name, x, y, front in points)
-    axes = (f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="#999"/>'
-            f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="#999"/>'
-            f'<text x="{w / 2}" y="{h - 12}" font-size="12" text-anchor="middle">{_h(x_label)} (lower is better)'
-            f'</text><text x="14" y="{h / 2}" font-size="12" transform="rotate(-90 14 {h / 2})" '
-            f'text-anchor="middle">quality</text>')
-    return f'<svg width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img">{axes}{dots}</svg>'
+    ticks = "".join(
+        f'<line x1="{sx(v):.1f}" y1="{h - bottom}" x2="{sx(v):.1f}" y2="{h - bottom + 5}" stroke="#999"/>'
+        f'<text class="tick" x="{sx(v):.1f}" y="{h - bottom + 17}" font-size="10" text-anchor="middle">'
+        f'{_h(x_fmt(v))}</text>' for v in _ticks(x0 + span_x * 0.08, x1 - span_x * 0.08))
+    ticks += "".join(
+        f'<line x1="{left - 5}" y1="{sy(v):.1f}" x2="{left}" y2="{sy(v):.1f}" stroke="#999"/>'
+        f'<text class="tick" x="{left - 8}" y="{sy(v) + 3:.1f}" font-size="10" text-anchor="end">{score(v)}</text>'
+        for v in _ticks(y0 + span_y * 0.1, y1 - span_y * 0.1))
+    axes = (f'<line x1="{left}" y1="{h - bottom}" x2="{w - right}" y2="{h - bottom}" stroke="#999"/>'
+            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{h - bottom}" stroke="#999"/>'
+            f'<text class="axis" x="{mid}" y="{h - 8}" font-size="12" text-anchor="middle">{_h(x_label)} (lower is '
+            f'better)</text><text class="axis" x="14" y="{(h - bottom + top) / 2}" font-size="12" '
+            f'transform="rotate(-90 14 {(h - bottom + top) / 2})" text-anchor="middle">quality</text>')
+    return (f'<svg class="frontier" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img">{axes}{ticks}{dots}'
+            f'</svg>')
 
 
 def render_html(rep: dict[str, Any]) -> str:
     run = rep["run"]
-    parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>Decision report: {_h(run['project'])}"
+    parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8>"
+             '<meta name=viewport content="width=device-width, initial-scale=1">'
+             f"<title>Decision report: {_h(run['project'])}"
              f"</title><style>{_CSS}</style></head><body>",
              f"<h1>Decision report: {_h(run['project'])}, run {_h(run['run_id'])}</h1>",
              f"<p>Status {_h(run['status'])}; started {_h(run['started_at'])}; {run['stored']} of {run['planned']} "
@@ -550,10 +584,10 @@ def render_html(rep: dict[str, Any]) -> str:
                  "included) over passed calls. Filled points are Pareto-optimal.</p>")
     parts.append(_scatter([(m["model"], m["cost_per_correct"], m["quality"]["estimate"], m["on_cost_front"])
                            for m in lb if m["cost_per_correct"] is not None and m["quality"]["estimate"] is not None],
-                          "$ per correct answer"))
+                          "$ per correct answer", money))
     parts.append(_scatter([(m["model"], m["latency_ms"]["p95"], m["quality"]["estimate"], m["on_latency_front"])
                            for m in lb if m["latency_ms"]["p95"] is not None and m["quality"]["estimate"] is not None],
-                          "p95 latency, ms"))
+                          "p95 latency, ms", ms))
     spend = rep.get("spend")
     if spend:
         parts.append(f"<p>{_h(_spend_words(spend))}</p>")

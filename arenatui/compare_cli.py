@@ -10,10 +10,10 @@ import numpy as np
 from rich.console import Console
 from rich.text import Text
 
+from arenatui.charts import histogram
 from arenatui.decision_report import interval_dict
 from arenatui.errors import PlanError
 from arenatui.figures import (
-    BLOCKS,
     HEADLINE,
     NOTHING,
     Column,
@@ -40,8 +40,6 @@ from arenatui.stats import (
 from arenatui.store import Store
 from arenatui.store.queries import load_plan_results, resolve_run, run_plan
 
-_BARS = BLOCKS[1:]
-
 
 def require_model(results: RunResults, model: str, flag: str) -> str:
     if model in results.models:
@@ -57,25 +55,6 @@ def default_pair(results: RunResults) -> tuple[str, str]:
     if len(ranked) < 2:
         raise PlanError(f"run {results.run_id} has fewer than two models with answered calls: nothing to compare")
     return ranked[0], ranked[1]
-
-
-def histogram_line(values: np.ndarray, width: int = 48) -> tuple[str, str]:
-    """The resampled differences as one line of bars, and a second line marking zero (or where it lies off-range)."""
-    if values.size == 0:
-        return "", ""
-    lo, hi = float(values.min()), float(values.max())
-    if hi == lo:
-        hi = lo + 1e-9
-    counts, _edges = np.histogram(values, bins=width, range=(lo, hi))
-    top = counts.max() or 1
-    bars = "".join(" " if c == 0 else _BARS[min(len(_BARS) - 1, int(c / top * (len(_BARS) - 1) + 0.5))]
-                   for c in counts)
-    if lo <= 0 <= hi:
-        pos = min(width - 1, int((0 - lo) / (hi - lo) * width))
-        marker = " " * pos + "^ 0"
-    else:
-        marker = "0 is below this range" if lo > 0 else " " * (width - 1) + "0 is above this range"
-    return f"{lo:+.3f} {bars} {hi:+.3f}", " " * (len(f"{lo:+.3f}") + 1) + marker
 
 
 def comparison_dict(c: Comparison) -> dict[str, Any]:
@@ -118,11 +97,11 @@ def compare_two(console: Console, results: RunResults, a: str, b: str, *, as_jso
     console.print(Text("  ").append(literal(c.verdict, "bold", newlines=False)))
     if c.coverage_note:
         console.print(Text("  ").append(literal(c.coverage_note, newlines=False)))
-    bars, zero = histogram_line(c.differences, max(10, min(48, console.width - 20)))
-    if bars:
-        console.print("  resampled differences:", markup=False)
-        console.print(Text("  " + bars))
-        console.print(Text("  " + zero))
+    if c.differences.size:
+        console.print("  resampled differences A − B (│ marks zero, [ ] the 95% interval):", markup=False)
+        hist = histogram(c.differences, max(10, min(60, console.width - 4)), 3, interval=(c.diff.low, c.diff.high))
+        for line in hist.split("\n"):
+            console.print(Text("  ").append_text(line))
     if groups:
         console.print(table_for_width(GROUP_COLUMNS, groups, console.width,
                                       title="By stratum and tag (working cases both have scores for)"))

@@ -22,6 +22,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
+from arenatui.charts import Point, histogram, scatter
 from arenatui.figures import LEADERBOARD, NOTHING, Column, fit_line, money, p_better, score, signed
 from arenatui.figures import ms as fmt_num
 from arenatui.safe_text import literal, printable
@@ -30,7 +31,6 @@ from arenatui.stats import Comparison, Disagreement, ModelRow
 from arenatui.store import Store
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import OUTCOMES, UNSCORED_MODES, RunListing, list_runs
-from arenatui.tui.charts import Point, histogram, scatter
 from arenatui.tui.results_data import (
     CaseRow,
     RunView,

@@ -1,7 +1,8 @@
-"""Terminal charts for the results screens: a histogram with a marked zero, and a labelled scatter plot.
+"""Terminal charts for the results view and the CLI: a histogram with a marked zero, and a labelled scatter plot.
 
 Both return `rich.text.Text` built from characters only (no markup, no colour literals), so a theme's
-foreground applies and names from config enter as plain text.
+foreground applies and names from config enter as plain text. Textual-free: `arena compare` draws the same
+histogram as the results view's compare tab.
 """
 
 from __future__ import annotations

@@ -9,15 +9,13 @@ from __future__ import annotations
 import html
 import json
 import math
-import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from arenatui.figures import LEADERBOARD, NOTHING, interval, money, ms, score
-from arenatui.redact import redact_urls_in_text
+from arenatui.redact import redact_urls_in_text, url_without_secrets
 from arenatui.safe_text import one_line, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import Interval, ModelRow, RunResults, all_pairs, group_scores, leaderboard, reversals
@@ -50,18 +48,6 @@ def interval_dict(iv: Interval) -> dict[str, Any]:
     return {"estimate": _num(iv.estimate), "low": _num(iv.low), "high": _num(iv.high), "n": iv.n}
 
 
-def _safe_url(url: str | None) -> str | None:
-    """A base URL without user info, query or fragment: where credentials could hide."""
-    if not url:
-        return url
-    # userinfo goes before parsing: a stored URL's reads "[redacted]@", which urlsplit takes for an IPv6 literal
-    try:
-        parts = urlsplit(re.sub(r"(?<=://)[^/?#]*@", "", url))
-    except ValueError:
-        return "(unparseable URL)"
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
-
-
 _MODEL_SETTINGS = ("key", "provider", "model", "price_in_per_mtok", "price_out_per_mtok", "max_concurrency", "rpm",
                    "tpm", "max_tokens", "temperature", "stream", "transport", "api_key_env")
 
@@ -83,7 +69,7 @@ def run_settings(plan: RunPlan) -> dict[str, Any]:
             d["judge"] = True
             d["candidate"] = m.get("key") in plan.models
         if m.get("base_url"):
-            d["base_url"] = _safe_url(str(m["base_url"]))
+            d["base_url"] = url_without_secrets(str(m["base_url"]))
         models.append(d)
     return {"run": dict(cfg.get("run", {})), "filters": plan.record.filters, "models": models,
             "cases": len(plan.cases), "sealed_cases": sum(c.sealed for c in plan.cases), "trials": plan.trials}

@@ -267,15 +267,15 @@ LEADERBOARD: tuple[Column[ModelRow], ...] = (
     Column("quality", _quality, score, True, HEADLINE),
     Column("95% CI", lambda r: r.quality, lambda q: interval(q.low, q.high, q.n), True, 8,
            sort=lambda r: r.quality.low if r.quality.n > 1 else None),
-    Column("n", lambda r: r.quality.n, str, True, 2),
     Column("coverage", lambda r: r.coverage, pct, True, 9),
+    Column("$/correct", lambda r: r.cost_per_correct, money, False, HEADLINE),
+    Column("errors", lambda r: r.errors, error_counts, False, 7, right=False,
+           sort=lambda r: r.error_rate),
+    Column("n", lambda r: r.quality.n, str, True, 2),
     Column("pass@1", lambda r: r.pass_at.get(1), score, True, 3),
     Column("pass@k", _top_pass, lambda v: NOTHING if v[1] < 2 or absent(v[0]) else f"{score(v[0])} k={v[1]}", True, 2,
            sort=lambda r: _top_pass(r)[0]),
     Column("agree", lambda r: r.consistency, pct, True, 1),
-    Column("errors", lambda r: r.errors, error_counts, False, 7, right=False,
-           sort=lambda r: r.error_rate),
-    Column("$/correct", lambda r: r.cost_per_correct, money, False, HEADLINE),
     Column("$/answered", lambda r: r.cost_per_answered, money, False, 5, short="$/ans"),
     Column("spend", lambda r: r.spend, money, False, 4),
     Column("p50 ms", lambda r: r.latency_p50, ms, False, 6),
@@ -287,9 +287,11 @@ LEADERBOARD: tuple[Column[ModelRow], ...] = (
     Column("retries/call", lambda r: r.retry_rate, lambda v: NOTHING if absent(v) else f"{v:.2f}", False, 4,
            short="retry"),
     Column("front", _fronts, priority=1, right=False),
+
 )
 """The leaderboard's columns in the order every view shows them: the console's results view, the headless table
-and the report. A new figure is one entry here (priority says how long it stays on a narrow terminal)."""
+and the report. The headline figures come first, so a results view 80 columns wide shows them without scrolling.
+A new figure is one entry here (priority says how long it stays on a narrow terminal)."""
 
 
 def table_for_width(columns: Sequence[Column[Row]], rows: Sequence[Row], width: int, *, title: str = "",

@@ -61,7 +61,7 @@ UNSCORED_SHORT = {"unjudged": "unjudged", "awaiting_judge": "awaiting", "judge_e
 """The failure table's columns for calls without a score, shown in parentheses: they are not wrong answers."""
 
 
-F1_COLUMN = 4
+F1_COLUMN = 2
 """Where the macro-F1 column goes when a run has f1-scored answers: beside the quality, visible at 80 columns."""
 
 

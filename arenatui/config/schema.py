@@ -155,6 +155,9 @@ class Case:
     language: str | None = None
     """The language the answer should be in (ISO 639-1, e.g. "fr"): an answer plainly in another one is
     the failure mode wrong_language."""
+    judge_expected: tuple[tuple[str, str], ...] = ()
+    """llm_judge: answers with known verdicts, (answer, verdict) pairs ("PASS"/"FAIL" or a number on the scale),
+    on which `arena judge-check` measures how often the judge agrees."""
 
     def prompt_text(self) -> str:
         if isinstance(self.input, str):
@@ -180,7 +183,8 @@ class ScorerConfig:
     function: str | None = None
     """python: ``package.module:function`` taking (case, output) and returning a float, bool or Score."""
     timeout_s: float = 10.0
-    """code_exec: wall clock for one run of the model's code with the case's tests."""
+    """code_exec: wall clock for one run of the model's code with the case's tests; python: the longest one call of
+    the function is waited for (past it the call is that answer's scoring error)."""
     memory_mb: int = 512
     """code_exec: address-space limit of the process running the code."""
     judge: str | None = None

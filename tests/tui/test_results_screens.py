@@ -145,7 +145,7 @@ async def test_the_concurrency_readout_stored_with_a_run_is_shown(db: Path) -> N
         await pilot.pause()
         detail = static_text(app, "#model-text")
         assert f"concurrency {verdict}" in detail
-        assert "level   3: goodput 12.00/s, 429s 0%" in detail and "◀ best" in detail
+        assert "level   3: goodput 12.00/s, 429s 0%" in detail and "◀\u00a0best" in detail  # never split from its arrow
         assert "level   4: goodput 5.00/s, 429s 40%" in detail
 
 

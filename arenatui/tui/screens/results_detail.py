@@ -175,9 +175,11 @@ def model_text(view: RunView, s: ModelRow) -> Text:
         out.append(literal(ro.verdict, newlines=False))
         out.append("\n")
         for lv in ro.levels:
-            line = (f"   level {lv.level:>3}: goodput {lv.goodput:.2f}/s, 429s {lv.limited_share:.0%}, "
+            # "◀ best" and each figure with its unit are joined by no-break spaces: a narrow dialog wraps between
+            # figures, never inside one
+            line = (f"   level {lv.level:>3}: goodput {lv.goodput:.2f}/s, 429s {pct(lv.limited_share)}, "
                     f"p95 {fmt_num(lv.p95_ms, ' ms')}, held {lv.seconds:.0f} s"
-                    + ("" if lv.enough else " (not enough evidence)") + ("  ◀ best" if lv.best else "") + "\n")
+                    + ("" if lv.enough else " (not enough evidence)") + ("  ◀\u00a0best" if lv.best else "") + "\n")
             out.append(line, "bold" if lv.best else "")
     out.append("pass@k ", _LABEL)
     out.append("  ".join(f"k={k} {score(v)}" for k, v in sorted(s.pass_at.items())))

@@ -131,9 +131,11 @@ KEYS = (
     ("arrows", "move in the call matrix; Enter or click shows that call (there, s saves its whole outputs to files)"),
     ("/", "filter the events (matches kind, model and text); Escape or Enter returns to the panes"),
     ("w", "wrap long events onto more lines, or back to one line each"),
-    ("tab", "move between matrix, model table and event filter"),
+    ("tab", "move between matrix, model table and event filter (the pane with the keys has a heavy border); Enter "
+            "on a model's row shows its call at the matrix's case and its most common error"),
     ("r", "results (leaderboard) once calls have finished"),
     ("q", "stop the sweep (asks first, as ctrl+q and the palette's Quit do); finished calls stay stored"),
+    ("ctrl+c", "stop the sweep at once, without asking (a second one stops waiting for calls in flight)"),
     ("ctrl+p", "command palette: every action above, the theme, a screenshot"),
     ("?", "this help"),
 )

@@ -137,3 +137,26 @@ def test_tables_at_80_columns_cut_no_name_and_no_headline_figure(stored: dict[st
             assert score(m["quality"]["estimate"]) in out, (m["model"], out)
             line = next(line for line in out.splitlines() if m["model"] in line)
             assert score(m["quality"]["estimate"]) in line, line  # the figure beside its model's name
+
+
+def test_a_resume_says_what_it_made_apart_from_the_runs_total(tmp_path: Path) -> None:
+    """Issue 22 item 6: `--retry-errored` that made 3 calls must not print "… = 24 calls in 1.2s" as if it made 24;
+    the summary says "cases", in the field order scripts parse."""
+    sim = {"base_latency_s": 0.0, "per_token_s": 0.0, "jitter": 0.0, "transient_rate": 0.3}
+    project = tmp_path / "p.toml"
+    project.write_text(tomli_w.dumps({
+        "project": {"name": "resume"}, "run": {"seed": 4, "max_attempts": 1, "trials": 2},
+        "models": [{"key": k, "provider": "sim", "model": k, "sim": sim} for k in ("a", "b")],
+        "cases": [{"id": f"c{i}", "input": f"q{i}", "expected": "yes"} for i in range(6)]}), encoding="utf-8")
+    db = str(tmp_path / "r.db")
+    first = _arena(tmp_path, "evaluate", "--project", str(project), "--db", db, "--quiet", "--no-report",
+                   "--fail-on-error", "1")
+    assert first.returncode == 0, first.stderr
+    assert re.search(r"^2 models × 6 cases × 2 trial\(s\) = 24 calls in [\d.]+s$", first.stdout, re.M), first.stdout
+    errored = int(re.search(r"Errored: (\d+) of 24 calls", first.stdout).group(1))  # type: ignore[union-attr]
+    assert errored > 0
+    again = _arena(tmp_path, "evaluate", "--resume", "last", "--retry-errored", "--db", db, "--quiet",
+                   "--no-report", "--fail-on-error", "1")
+    assert again.returncode == 0, again.stderr
+    assert re.search(rf"^2 models × 6 cases × 2 trial\(s\) = 24 calls in the run; this invocation made {errored} "
+                     r"in [\d.]+s$", again.stdout, re.M), again.stdout

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Select, Static, TabbedContent
+from textual.worker import WorkerCancelled
 
 from arenatui.cli import main
 from arenatui.store import Store
@@ -44,7 +45,10 @@ async def settle(pilot: Pilot[Any], pred: Any = None) -> None:
     app = pilot.app
     for _ in range(200):
         await pilot.pause(0.02)
-        await app.workers.wait_for_complete()
+        try:
+            await app.workers.wait_for_complete()
+        except WorkerCancelled:  # an exclusive worker replaced by a newer one (two picks in a row): wait again
+            continue
         await pilot.pause()
         screen = app.screen
         ready = pred() if pred is not None else getattr(screen, "view", True) is not None

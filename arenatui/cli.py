@@ -262,7 +262,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from arenatui.store.queries import RunListing, list_runs
     from arenatui.terminal import out_console
 
-    with Store(args.db) as store:
+    with Store(args.db, read_only=True) as store:
         runs = list_runs(store, args.limit)
         kinds = run_kinds(store, [r.run_id for r in runs])  # a load run stores requests, not results
         from arenatui.shards_cli import shards_label
@@ -342,7 +342,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from arenatui.decision_report import build_report, render
     from arenatui.store import Store
 
-    with Store(args.db) as store:
+    with Store(args.db, read_only=True) as store:
         load = _load_run(store, args.run)
         db_path = store.path
         rep = build_report(store, args.run) if load is None else None
@@ -363,17 +363,17 @@ def cmd_export(args: argparse.Namespace) -> int:
     from arenatui.export import write_export
     from arenatui.store import Store
 
-    with Store(args.db) as store:
+    with Store(args.db, read_only=True) as store:
         rows: list[int] = []
         load = _load_run(store, args.run)
         if load is not None:  # a load run: one row per stored request
             from arenatui.load.files import write_load_export
 
             _write_output(args.output, lambda f, tty: rows.append(write_load_export(store, load[0], args.format, f,
-                                                                                    terminal=tty)))
+                                                                                    terminal=tty, raw=args.raw)))
         else:
             _write_output(args.output, lambda f, tty: rows.append(write_export(store, args.run, args.format, f,
-                                                                               terminal=tty)))
+                                                                               terminal=tty, raw=args.raw)))
     if args.output:
         print(f"wrote {rows[0]} rows to {args.output}", file=sys.stderr)
     return EXIT_OK
@@ -479,7 +479,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--models", type=_csv, default=(), help="only these model keys (comma-separated)")
     p.add_argument("--budget", type=_positive_int, default=200, help="at most this many calls per model (default 200)")
     p.add_argument("--write", action="store_true", help="record each model's max_concurrency in the project file "
-                   "(comments and layout kept)")
+                   "(comments, layout, line endings, mode and owner kept; a symlink is written through; a "
+                   "read-only file is refused)")
     p.add_argument("--seed", type=int, help="seed for simulated models and jitter, overriding [run].seed")
     p.add_argument("--db", help="results database (default: in the user data directory)")
     p.add_argument("--verbose", "-v", action="store_true", help="also print every tuner decision (with --show: "
@@ -528,6 +529,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="a run's calls as JSON lines or CSV (sealed cases as aggregates only)")
     p.add_argument("run", metavar="RUN", help="a run id, or 'last'")
     p.add_argument("--format", "-f", choices=("jsonl", "csv"), default="jsonl")
+    p.add_argument("--raw", action="store_true", help="CSV: keep cells starting with = + - @ as written (by default "
+                   "they get a leading ' so a spreadsheet does not run them as formulas)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--db", help="results database")
     p.set_defaults(func=cmd_export)

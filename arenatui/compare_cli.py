@@ -185,7 +185,7 @@ def run_compare(db: str | None, run: str, other: str | None, a: str | None, b: s
         raise PlanError("compare: --all compares every pair; drop --a and --b, or drop --all")
     if other is not None and (all_ or a is not None):
         raise PlanError("compare: two runs are compared model by model; drop --a, --b and --all")
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         rec = resolve_run(store, run)
         results = load_plan_results(store, run_plan(rec), latency=False)
         if other is not None:

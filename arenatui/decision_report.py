@@ -24,6 +24,7 @@ from arenatui.store.queries import (
     RunPlan,
     RunSpend,
     error_messages,
+    estimated_usage,
     failure_modes,
     judgments_by_case,
     load_plan_results,
@@ -145,6 +146,8 @@ def build_report(store: Store, run: str) -> dict[str, Any]:
     rep = report_dict(plan, results, _failures(store, record.run_id), failure_modes(store, record.run_id))
     rep["classification"] = _classification(store, plan)
     rep["spend"] = spend_dict(run_spend(store, record.run_id))
+    rep["estimated_tokens"] = {m: {"estimated": e, "calls": n} for m, (e, n) in
+                               estimated_usage(store, record.run_id).items()}
     rep["judged"] = judged_list(plan, judgments_by_case(store, record.run_id))
     unscored = unscored_modes(store, record.run_id)
     rep["unscored"] = {r["model"]: {"judge_error": r["errors"].get("judge_error", 0), **unscored.get(r["model"], {})}
@@ -334,6 +337,17 @@ def _judge_rows(spend: dict[str, Any]) -> list[list[str]]:
 JUDGE_HEAD = ("judge", "judge calls", "judge errors", "retries", "tokens", "spend")
 
 
+def _estimated_cell(e: dict[str, int] | None) -> str:
+    return "-" if not e else f"{e['estimated']} of {e['calls']} calls"
+
+
+def _estimated_note(est: dict[str, dict[str, int]]) -> str:
+    """Which models' tokens and cost are arenatui's estimate (the server sent no usage for those calls)."""
+    which = ", ".join(f"{m} ({_estimated_cell(e)})" for m, e in est.items())
+    return (f"Estimated: the server reported no token usage for some calls of {which}; their tokens, and so their "
+            "spend and $/correct, are arenatui's estimate (about 4 characters a token), not the server's count.")
+
+
 def _spend_words(spend: dict[str, Any]) -> str:
     if not spend["judges"]:  # no judge: no judges' figure (a "$0" there reads as a judge that cost nothing)
         return f"Total spend {money(spend['total'])}."
@@ -407,14 +421,17 @@ def render_markdown(rep: dict[str, Any]) -> str:
                   "working − sealed gap suggests the working cases leaked into training.", ""]
         lines += _md_table(("model", "working", "sealed", "sealed 95% CI", "sealed n", "gap"), sealed)
     lines += ["", "## Cost and frontier", ""]
-    lines += _md_table(("model", "spend", "tokens", "$/correct", "tokens/correct", "$/answered", "quality-cost front",
-                        "quality-p95 front"),
-                       [[m["model"], money(m["spend"]), str(m["tokens"]), money(m["cost_per_correct"]),
-                         _f(m["tokens_per_correct"], 0), money(m["cost_per_answered"]),
+    est = rep.get("estimated_tokens") or {}
+    lines += _md_table(("model", "spend", "tokens", "tokens estimated", "$/correct", "tokens/correct", "$/answered",
+                        "quality-cost front", "quality-p95 front"),
+                       [[m["model"], money(m["spend"]), str(m["tokens"]), _estimated_cell(est.get(m["model"])),
+                         money(m["cost_per_correct"]), _f(m["tokens_per_correct"], 0), money(m["cost_per_answered"]),
                          "yes" if m["on_cost_front"] else "", "yes" if m["on_latency_front"] else ""]
                         for m in rep["leaderboard"]])
     lines += ["", "$/correct is the spend of every attempt (retries and errored calls included) over passed calls; "
               "it is each model's own spend (unscored calls' left out), never a judge's."]
+    if est:
+        lines += ["", _estimated_note(est)]
     lines += _md_spend(rep.get("spend"))
     lines += _md_judged(rep.get("judged") or [])
     lines += ["", "## What the wrong answers looked like", ""]
@@ -574,6 +591,8 @@ def render_html(rep: dict[str, Any]) -> str:
     parts.append(_scatter([(m["model"], m["latency_ms"]["p95"], m["quality"]["estimate"], m["on_latency_front"])
                            for m in lb if m["latency_ms"]["p95"] is not None and m["quality"]["estimate"] is not None],
                           "p95 latency, ms", ms))
+    if rep.get("estimated_tokens"):
+        parts.append(f"<p>{_h(_estimated_note(rep['estimated_tokens']))}</p>")
     spend = rep.get("spend")
     if spend:
         parts.append(f"<p>{_h(_spend_words(spend))}</p>")

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from arenatui.safe_text import printable
+from arenatui.safe_text import printable, spreadsheet_cell
 from arenatui.stats.items import RunResults
 from arenatui.store import Store
 from arenatui.store.queries import (
@@ -32,13 +32,14 @@ COLUMNS: tuple[str, ...] = (
     "row", "run_id", "model_key", "case_id", "stratum", "tags", "trial", "status", "score", "passed", "error_class",
     "error_message", "attempts", "latency_ms", "ttft_ms", "total_ms", "input_tokens", "output_tokens", "cost",
     "output", "cases", "calls", "answered", "failure_mode", "score_detail", "judge_key", "judge_errors",
-    "candidate_cost", "judge_cost",
+    "candidate_cost", "judge_cost", "tokens_estimated",
 )
 """`row` is 'call' for one call, 'sealed_aggregate' for one model's sealed cases together (cases, calls and
 answered are set only there; score is then the mean per-case score over scored sealed cases), 'judge_aggregate'
 for one judge model (judge_key, calls = judgments, judge_errors, attempts, tokens, cost = its spend) and
 'spend_total' once when anything is stored (candidate_cost = the models' spend, judge_cost = the judges',
-cost = their total)."""
+cost = their total). `tokens_estimated` (calls) is true when the server reported no usage: the call's tokens,
+and so its cost, are arenatui's estimate."""
 
 
 def call_records(store: Store, plan: RunPlan) -> Iterator[dict[str, Any]]:
@@ -53,7 +54,8 @@ def call_records(store: Store, plan: RunPlan) -> Iterator[dict[str, Any]]:
                "score": r.score, "passed": r.passed, "error_class": r.error_class, "error_message": r.error_message,
                "attempts": r.attempts, "latency_ms": r.latency_ms, "ttft_ms": r.ttft_ms, "total_ms": r.total_ms,
                "input_tokens": r.input_tokens, "output_tokens": r.output_tokens, "cost": r.cost, "output": r.output,
-               "failure_mode": r.failure_mode, "score_detail": r.score_detail}
+               "failure_mode": r.failure_mode, "score_detail": r.score_detail,
+               "tokens_estimated": r.tokens_estimated}
 
 
 def sealed_records(results: RunResults) -> Iterator[dict[str, Any]]:
@@ -80,9 +82,10 @@ def spend_records(run_id: str, spend: RunSpend) -> Iterator[dict[str, Any]]:
            "judge_cost": spend.judge_total, "cost": spend.total}
 
 
-def write_export(store: Store, run: str, fmt: str, out: TextIO, *, terminal: bool = False) -> int:
+def write_export(store: Store, run: str, fmt: str, out: TextIO, *, terminal: bool = False, raw: bool = False) -> int:
     """Write every exported row to `out`; returns the number of rows. On a terminal, control characters in model
-    output are shown as escapes instead of reaching it."""
+    output are shown as escapes instead of reaching it. A CSV cell that a spreadsheet would read as a formula gets a
+    leading `'` unless `raw` (see `spreadsheet_cell`)."""
     plan = run_plan(resolve_run(store, run))
     results = load_plan_results(store, plan, latency=False)
     n = 0
@@ -101,6 +104,8 @@ def write_export(store: Store, run: str, fmt: str, out: TextIO, *, terminal: boo
         row = {k: ("" if v is None else ";".join(v) if isinstance(v, list) else v) for k, v in rec.items()}
         if terminal:
             row = {k: printable(v) if isinstance(v, str) else v for k, v in row.items()}
+        if not raw:
+            row = {k: spreadsheet_cell(v) if isinstance(v, str) else v for k, v in row.items()}
         w.writerow(row)
         n += 1
     return n

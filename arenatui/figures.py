@@ -241,7 +241,7 @@ def titles_fitted(columns: Sequence[Column[Row]], rows: Sequence[Row]) -> tuple[
 # ---- the leaderboard's columns ------------------------------------------------------------------------------
 
 ERROR_SHORT = {"rate_limited": "429", "timeout": "timeout", "transient": "transient", "terminal": "terminal",
-               "cancelled": "cancelled"}
+               "cancelled": "cancelled", "incomplete_stream": "cut stream"}
 
 
 def error_counts(errors: dict[str, int] | Any) -> str:

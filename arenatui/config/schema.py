@@ -258,7 +258,8 @@ MOCK_FAULTS: tuple[str, ...] = (
     "400", "401", "403", "404", "408", "409", "422", "429", "500", "503", "529",
     "reset", "malformed", "truncated", "hang", "trickle",
 )
-RETRY_AFTER_FORMS: tuple[str, ...] = ("both", "ms", "seconds", "date")
+RETRY_AFTER_FORMS: tuple[str, ...] = ("both", "ms", "seconds", "date", "llm_provider", "openai_reset",
+                                      "anthropic_reset", "none")
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +271,9 @@ class MockFaults:
     rate: float = 1.0
     """Share of requests that get one of ``faults`` (picked uniformly)."""
     retry_after: str = "both"
-    """How a 429 states its delay: ``retry-after-ms`` (ms), ``Retry-After`` seconds, an HTTP date, or ms + seconds."""
+    """How a 429 states its delay: ``retry-after-ms`` (ms), ``Retry-After`` seconds, an HTTP date, ms + seconds, a
+    gateway's ``llm_provider-retry-after``, OpenAI's ``x-ratelimit-reset-requests`` duration, Anthropic's
+    ``anthropic-ratelimit-requests-reset`` time, or ``none`` (no hint at all)."""
     retry_after_s: float = 1.0
     """The delay an injected 429 asks for."""
     echo_headers: bool = False

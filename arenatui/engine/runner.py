@@ -31,7 +31,7 @@ import os
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import anyio
@@ -57,7 +57,7 @@ from arenatui.engine.events import (
 )
 from arenatui.engine.retry import RetryPolicy
 from arenatui.engine.sealed import MIN_RUN, SealedScrubber
-from arenatui.errors import ArenaError, ProviderError, RateLimited, TerminalError
+from arenatui.errors import ArenaError, IncompleteStream, ProviderError, RateLimited, TerminalError
 from arenatui.limits import MAX_CONCURRENCY
 from arenatui.plan import Plan, judge_trial
 from arenatui.providers.base import JudgeTask, Provider, Request, build_messages, estimate_tokens
@@ -196,6 +196,7 @@ class Runner:
                 at_provider=at_provider.setdefault(m.key, [0]),
             ))
         self._by_key = {lane.key: lane for lane in self._lanes}
+        self._seeds: dict[str, tuple[float, float]] = {}
         self._per_case = run.max_concurrency_per_case
         self._case_busy: dict[tuple[str, str], int] = {}
         """(lane, case id) -> trials under way, from first attempt to final end (backing off included)."""
@@ -275,10 +276,30 @@ class Runner:
 
     # ---- running -------------------------------------------------------------------------------
 
+    def seed_rate_limits(self, levels: dict[str, tuple[float, float]]) -> None:
+        """Before `run`: per model key, (rpm, tpm) capacity already used in the last minute (a resumed run's stored
+        calls, `bucket_level`). A fresh limiter allows a whole minute's worth at once: a resume would send that
+        burst to a gateway that has just seen the earlier session's calls."""
+        self._seeds = dict(levels)
+
+    async def _apply_seeds(self) -> None:
+        done: set[str] = set()
+        for lane in self._lanes:
+            key = lane.model.key
+            rpm_used, tpm_used = self._seeds.get(key, (0.0, 0.0))
+            if key in done or not (rpm_used or tpm_used):
+                continue
+            done.add(key)  # a model that is both a candidate and a judge has one set of limiters
+            if lane.rpm is not None and rpm_used > 0:
+                await lane.rpm.acquire(min(rpm_used, lane.rpm.max_rate))  # an empty bucket: immediate
+            if lane.tpm is not None and tpm_used > 0:
+                await lane.tpm.acquire(min(tpm_used, lane.tpm.max_rate))
+
     async def run(self) -> RunStatus:
         if self._started:
             raise RuntimeError("a Runner runs once")
         self._started = True
+        await self._apply_seeds()
         self.emit(ConcurrencyChanged(0, self.target, None, "config", time.monotonic(), time.time(), self._asked))
         for lane, job, why in self._unjudgeable:
             now = time.monotonic()
@@ -576,6 +597,7 @@ class Runner:
             ta = time.monotonic()
             self.emit(CallStarted(mkey, case.id, trial, attempt, ta))
             retry_after: float | None = None
+            retry_source: str | None = None
             http_status = None
             # Positional construction on the hot path: keyword arguments cost 2.5 µs more per CallResult.
             if job is None:
@@ -596,13 +618,15 @@ class Runner:
             except RateLimited as e:
                 latency, connect_ms = _attempt_times(e, ta)
                 err_class, err_msg, retry_after = "rate_limited", e.message, e.retry_after
+                retry_source = e.retry_after_source
                 http_status = e.http_status
                 in_tok += getattr(e, "input_tokens", 0)
                 out_tok += getattr(e, "output_tokens", 0)
             except ProviderError as e:
                 latency, connect_ms = _attempt_times(e, ta)
                 # a terminal error's class is its own: 'terminal', or 'solver_error' (its traceback kept as detail)
-                err_class = e.error_class if isinstance(e, TerminalError) else "transient"  # type: ignore[assignment]
+                err_class = e.error_class if isinstance(e, TerminalError) else \
+                    "incomplete_stream" if isinstance(e, IncompleteStream) else "transient"  # type: ignore[assignment]
                 err_msg, http_status = e.message, e.http_status
                 err_detail = getattr(e, "detail", None)
                 in_tok += getattr(e, "input_tokens", 0)
@@ -684,14 +708,15 @@ class Runner:
                 if elapsed + delay <= policy.budget_s:
                     self.emit(CallRetrying(mkey, case.id, trial, attempt, err_class, delay,
                                             self._message(case, err_msg), time.monotonic(), retry_after,
-                                            http_status))
+                                            http_status, retry_source))
                     heapq.heappush(lane.parked, (time.monotonic() + delay, next(self._seq), _Parked(
                         case, trial, attempt, t0, started_wall, in_tok, out_tok, err_class, err_msg, latency,
                         connect_ms, job)))
                     self._parked_n += 1
                     self._notify()  # idle workers wait for the earliest due call: this one may be earlier
                     return
-                asked = f"retry-after {retry_after:g}s" if retry_after is not None else f"backoff {delay:.1f}s"
+                asked = f"{retry_source or 'retry-after'} {retry_after:g}s" if retry_after is not None \
+                    else f"backoff {delay:.1f}s"
                 err_msg = (f"{err_msg} ({asked} exceeds the {policy.budget_s - elapsed:.0f}s left of this "
                            f"call's {policy.budget_s:g}s budget; not retried)")
         except anyio.get_cancelled_exc_class():
@@ -796,7 +821,7 @@ class Runner:
         )
 
 
-_RETRIED = frozenset(("rate_limited", "transient", "timeout"))
+_RETRIED = frozenset(("rate_limited", "transient", "timeout", "incomplete_stream"))
 """Error classes a later attempt may not repeat: terminal ones ('terminal', 'solver_error') never sleep."""
 
 
@@ -831,3 +856,17 @@ def _calls_to_make(plan: Plan) -> int:
         done = plan.done.get(m.key, ())
         n += len(plan.cases) * plan.trials - sum(1 for cid, t in done if cid in case_ids and 0 <= t < plan.trials)
     return n
+
+
+def bucket_level(events: Iterable[tuple[float, float]], now: float, per_s: float) -> float:
+    """What a leaky bucket draining `per_s` a second holds at `now` after `events` (time, amount), in time order:
+    the capacity a rate limiter must start with to continue where an earlier session left off."""
+    level, last = 0.0, None
+    for t, amount in events:
+        if last is not None:
+            level = max(0.0, level - (t - last) * per_s)
+        level += amount
+        last = t
+    if last is not None:
+        level = max(0.0, level - (now - last) * per_s)
+    return level

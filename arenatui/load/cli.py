@@ -32,7 +32,8 @@ def add_load_parser(sub: Any) -> None:
     p.add_argument("--rate-sweep", metavar="START:STOP:STEPS", help="STEPS rates from START to STOP, geometric")
     p.add_argument("--duration", "-d", default="60s", help="each segment's length, e.g. 90s or 15m (default 60s)")
     p.add_argument("--arrival", default="constant", help="constant, poisson, gamma:CV or trace:FILE (JSONL or CSV)")
-    p.add_argument("--max-in-flight", help="cap on requests at once; late requests wait and their lag is reported")
+    p.add_argument("--max-in-flight", help="cap on requests at once (default 4096); late requests wait and their lag "
+                   "is reported; one more than 1 s late is dropped unsent and counted")
     p.add_argument("--warmup", default="0", help="seconds at the start of each segment left out of the figures")
     p.add_argument("--slo", help="goodput terms, e.g. ttft=500ms,latency=5s,itl=50ms (times from schedule)")
     p.add_argument("--processes", default="1", help="engine processes sharing the schedule (default 1)")

@@ -104,7 +104,7 @@ def print_outcome(out: Console, err: Console, outcome: LoadOutcome) -> None:
     if outcome.saturation is not None:
         s = outcome.saturation
         out.print(f"Saturation: offered {s.offered_rate:.2f}/s achieved only {s.achieved_rate:.2f}/s (segment "
-                  f"{s.segment}, rate {s.target_rate:g}/s)", markup=False)
+                  f"{s.segment}, rate {s.target_rate:g}/s); limited by {s.saturation_cause}", markup=False)
     for note in outcome.notes:
         out.print(note, markup=False, soft_wrap=True)
     for w in outcome.warnings:
@@ -121,7 +121,7 @@ def progress_line(s: LoadSnapshot) -> str:
 
 def stored_outcome(db: Path | str, run_id: str) -> tuple[str, LoadOutcome]:
     """A stored load run's figures, recomputed exactly from its requests (with the SLO it ran with)."""
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         rec = store.get_run(run_id)
         if run_kinds(store, [rec.run_id])[rec.run_id][0] != "load":
             raise PlanError(f"run {rec.run_id} is a sweep, not a load run; `arena runs` shows each run's kind")

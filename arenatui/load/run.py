@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import itertools
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -138,7 +139,9 @@ class LoadRun:
         self.model = pick_model(project, opts.model)
         if opts.arrival.kind == "trace":
             known = {c.id for c in project.cases}
-            unknown = sorted({r.case_id for r in opts.arrival.trace if r.case_id and r.case_id not in known})
+            # a streamed trace: its first rows now (a later unknown id cycles through the cases, as one naming none)
+            head = itertools.islice(opts.arrival.rows(), 1000) if opts.arrival.trace_file else opts.arrival.trace
+            unknown = sorted({r.case_id for r in head if r.case_id and r.case_id not in known})
             if unknown:
                 raise ConfigError("--arrival trace", "case", f"case ids of {project.path}; unknown: "
                                                              f"{', '.join(unknown[:5])}")

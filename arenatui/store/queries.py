@@ -133,15 +133,20 @@ class CallRow:
     """What a wrong answer looked like; for an unscored call why it has no score (UNSCORED_MODES)."""
     score_detail: str | None = None
     """The scorer's own word on the score (a judge's: "judge 4 on 1-5")."""
+    output_chars: int | None = None
+    """The whole output's length when `output` holds only its start (read with `preview`), else None."""
+    tokens_estimated: bool = False
+    """The server reported no usage: the tokens (and so the cost) are arenatui's estimate."""
 
 
 _CALL_COLUMNS = ("model_key, case_id, trial, status, output, score, passed, error_class, error_message, attempts, "
-                 "latency_ms, ttft_ms, total_ms, input_tokens, output_tokens, cost, failure_mode, score_detail")
+                 "latency_ms, ttft_ms, total_ms, input_tokens, output_tokens, cost, failure_mode, score_detail, "
+                 "tokens_estimated")
 
 
 def _call_row(r: tuple[Any, ...]) -> CallRow:
     return CallRow(r[0], r[1], int(r[2]), r[3], r[4], r[5], bool(r[6]), r[7], r[8], int(r[9]), r[10], r[11],
-                   float(r[12]), int(r[13]), int(r[14]), float(r[15]), r[16], r[17])
+                   float(r[12]), int(r[13]), int(r[14]), float(r[15]), r[16], r[17], tokens_estimated=bool(r[18]))
 
 
 def resolve_run(store: Store, run: str) -> RunRecord:
@@ -291,14 +296,20 @@ def latency_sample(conn: sqlite3.Connection, run_id: str, model: str) -> Latency
 
 def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_ids: tuple[str, ...] = (),
               outcome: str | None = None, search: str | None = None, limit: int | None = None,
-              offset: int = 0) -> list[CallRow]:
+              offset: int = 0, preview: int | None = None) -> list[CallRow]:
     """Stored final calls, ordered by case, model and trial, filtered for the cases view.
 
     outcome: 'passed', 'failed', 'errored' or 'unscored'. search: a substring of the output or error message
     (literal, not a pattern). Strata and tags are case properties: filter `case_ids` with the run's plan.
+    preview: read only the first this many characters of each output (and its whole length into `output_chars`):
+    a 50 MB answer is not read whole to show a screenful of it.
     """
     where = ["run_id = ?", _FINAL]
     params: list[Any] = [run_id]
+    columns = _CALL_COLUMNS
+    if preview is not None:
+        columns = _CALL_COLUMNS.replace("output,", "substr(output, 1, ?),", 1) + ", length(output)"
+        params.insert(0, preview)
     if models:
         where.append(f"model_key IN ({', '.join('?' for _ in models)})")
         params.extend(models)
@@ -313,11 +324,14 @@ def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_i
     if search:
         where.append("(instr(lower(output), lower(?)) > 0 OR instr(lower(error_message), lower(?)) > 0)")
         params.extend((search, search))
-    sql = f"SELECT {_CALL_COLUMNS} FROM results WHERE {' AND '.join(where)} ORDER BY case_id, model_key, trial"
+    sql = f"SELECT {columns} FROM results WHERE {' AND '.join(where)} ORDER BY case_id, model_key, trial"
     if limit is not None:
         sql += " LIMIT ? OFFSET ?"
         params.extend((limit, offset))
-    return [_call_row(r) for r in store.conn.execute(sql, params)]
+    rows = store.conn.execute(sql, params)
+    if preview is None:
+        return [_call_row(r) for r in rows]
+    return [dataclasses.replace(_call_row(r), output_chars=r[-1]) for r in rows]
 
 
 def iter_call_rows(store: Store, run_id: str, batch: int = 10_000) -> Iterator[CallRow]:
@@ -332,9 +346,9 @@ def iter_call_rows(store: Store, run_id: str, batch: int = 10_000) -> Iterator[C
         yield from (_call_row(r) for r in chunk)
 
 
-def case_calls(store: Store, run_id: str, case_id: str) -> list[CallRow]:
-    """Every model's calls of one case, for the side-by-side view."""
-    return call_rows(store, run_id, case_ids=(case_id,))
+def case_calls(store: Store, run_id: str, case_id: str, preview: int | None = None) -> list[CallRow]:
+    """Every model's calls of one case, for the side-by-side view (outputs cut to `preview` characters if given)."""
+    return call_rows(store, run_id, case_ids=(case_id,), preview=preview)
 
 
 def failure_modes(store: Store, run_id: str) -> dict[str, dict[str, int]]:
@@ -416,6 +430,27 @@ def judge_spend(store: Store, run_id: str) -> list[JudgeSpend]:
                 "AVG(latency_ms) FROM judgments WHERE run_id = ? GROUP BY judge_key ORDER BY judge_key", (run_id,))]
 
 
+def estimated_usage(store: Store, run_id: str) -> dict[str, tuple[int, int]]:
+    """Per model with any, (calls whose tokens arenatui estimated because the server reported no usage, calls
+    stored): their tokens, and so their cost, are estimates."""
+    return {str(m): (int(e), int(n)) for m, e, n in store.conn.execute(
+        "SELECT model_key, SUM(tokens_estimated), COUNT(*) FROM results WHERE run_id = ? GROUP BY model_key "
+        "HAVING SUM(tokens_estimated) > 0 ORDER BY model_key", (run_id,))}
+
+
+def recent_attempts(store: Store, run_id: str, since: float) -> list[tuple[str, str, float]]:
+    """(model key, case id, epoch seconds) of every attempt a run made at or after `since`: each stored call's last
+    attempt (at its finish), each failed attempt that was retried, and each judge call (under its judge model's
+    key): what a resume's rate limiters must count as already spent."""
+    return [(str(m), str(c), float(t)) for m, c, t in store.conn.execute(
+        "SELECT model_key, case_id, finished_at FROM results WHERE run_id = ? AND finished_at >= ? "
+        "AND (error_class IS NULL OR error_class != 'cancelled') "
+        "UNION ALL SELECT model_key, case_id, at FROM failed_attempts WHERE run_id = ? AND at >= ? "
+        "AND delay_s IS NOT NULL "
+        "UNION ALL SELECT judge_key, case_id, finished_at FROM judgments WHERE run_id = ? AND finished_at >= ? "
+        "ORDER BY 3", (run_id, since, run_id, since, run_id, since))]
+
+
 def run_spend(store: Store, run_id: str) -> RunSpend:
     """The run's spend: candidates (every stored call, cancelled ones too: their attempts were paid) and judges."""
     (candidates,) = store.conn.execute("SELECT TOTAL(cost) FROM results WHERE run_id = ?", (run_id,)).fetchone()
@@ -489,7 +524,7 @@ def judged_rows(store: Store, run_id: str, *, retry_errored: bool = False) -> li
     skip = " AND status != 'errored'" if retry_errored else ""
     return store.conn.execute(
         "SELECT ? || judge_key, case_id, trial, status, score, error_class, attempts, latency_ms, NULL, cost, "
-        "input_tokens, output_tokens, NULL, started_at, finished_at FROM judgments WHERE run_id = ?"
+        "input_tokens, output_tokens, NULL, 0, started_at, finished_at FROM judgments WHERE run_id = ?"
         f"{skip} ORDER BY judge_key, case_id, model_key, trial", (JUDGE_LANE_PREFIX, run_id)).fetchall()
 
 

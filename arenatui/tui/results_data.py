@@ -56,6 +56,7 @@ from arenatui.store.queries import (
     run_spend,
     unscored_modes,
 )
+from arenatui.tui.screens.outputs import PREVIEW_CHARS
 from arenatui.tuning.drivers import stored_readouts
 from arenatui.tuning.levels import ModelReadout
 
@@ -198,7 +199,7 @@ def _case_rows(plan: RunPlan, res: RunResults) -> list[CaseRow]:
 
 def load_board(db: Path | str, run: str) -> RunView:
     """Read a run ('last' for the newest) and compute its leaderboard: what the view shows first."""
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         plan = run_plan(resolve_run(store, run))
         res = load_plan_results(store, plan)
         modes = failure_modes(store, plan.record.run_id)
@@ -236,8 +237,8 @@ def case_results(db: Path | str, run_id: str, case_id: str) -> dict[str, list[Ca
 def case_detail(db: Path | str, run_id: str,
                 case_id: str) -> tuple[dict[str, list[CallRow]], dict[tuple[str, int], JudgmentRow]]:
     """Every stored trial of one case, per model, and the judgment of each judged one by (model, trial)."""
-    with Store(db) as store:
-        calls = case_calls(store, run_id, case_id)
+    with Store(db, read_only=True) as store:
+        calls = case_calls(store, run_id, case_id, preview=PREVIEW_CHARS)  # a 50 MB answer: its start
         judged = case_judgments(store, run_id, case_id)
     out: dict[str, list[CallRow]] = {}
     for c in calls:
@@ -247,7 +248,7 @@ def case_detail(db: Path | str, run_id: str,
 
 def run_changes(db: Path | str, old_id: str, new_id: str) -> list[RunChange]:
     """Model by model, new − old over the working cases both runs answered."""
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         old = load_plan_results(store, run_plan(resolve_run(store, old_id)), latency=False)
         new = load_plan_results(store, run_plan(resolve_run(store, new_id)), latency=False)
     return compare_runs(old, new)

@@ -8,6 +8,7 @@ import time
 from rich.console import Console, RenderableType
 from rich.text import Text
 
+from arenatui.config.write import writable_target, write_max_concurrency
 from arenatui.errors import ArenaError
 from arenatui.figures import HEADLINE, Column, Fitted, ms, pct, table_for_width
 from arenatui.safe_text import literal, printable
@@ -16,7 +17,6 @@ from arenatui.tuning.drivers import (
     stored_readouts,
     sweep_levels,
     tune,
-    write_max_concurrency,
 )
 from arenatui.tuning.levels import LevelReadout, ModelReadout
 
@@ -80,6 +80,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return 0
     if not args.project:
         raise ArenaError("arena tune: pass --project FILE to tune, or --show RUN_ID to print a stored run's readout")
+    if args.write:
+        writable_target(args.project)  # a read-only file is refused before minutes of tuning, not after
     res = tune(args.project, models=args.models, budget=args.budget, db=args.db, seed=args.seed,
                started=lambda: err.print(f"Tuning with at most {args.budget} calls per model…", markup=False))
     for ro in res.readouts:
@@ -94,8 +96,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     _print_budgets(out, res.run_id, args.db)
     out.print(f"Run id: {res.run_id} ({res.wall_s:.1f} s)", markup=False)
     if args.write:
-        path = write_max_concurrency(args.project, res.recommended)
-        out.print(f"wrote max_concurrency for {len(res.recommended)} model(s) into {path}", markup=False)
+        written = write_max_concurrency(args.project, res.recommended)
+        out.print(f"wrote max_concurrency for {len(res.recommended)} model(s) into {written.describe()}",
+                  markup=False)
     return 0
 
 

@@ -7,7 +7,6 @@ is in the results database like any other run's.
 from __future__ import annotations
 
 import dataclasses
-import re
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -70,7 +69,7 @@ def stored_readouts(run_id: str, db: str | Path | None = None) -> tuple[str, lis
     """A stored run's per-level readout (every run keeps one, tuned or not): (run id, readouts)."""
     from arenatui.store import Store
 
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         rec = store.get_run(run_id)
         rows = store.tuning_levels(rec.run_id)
     by_model: dict[str, list[tuple[Any, ...]]] = {}
@@ -171,81 +170,6 @@ def sweep_levels(project: str | Path, levels: Sequence[int], *, models: Sequence
         store.write_level_sweep(group, [(r.level, r.run_id, r.wall_s, r.answered, r.errored, r.goodput,
                                          r.limited_share, r.p95_ms, int(r.knee)) for r in runs])
     return group, runs
-
-
-_HEADER = re.compile(r"^\s*\[")
-_MODELS_HEADER = re.compile(r"^\s*\[\[\s*models\s*\]\]\s*(#.*)?$")
-_KEY_LINE = re.compile(r"""^\s*key\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)')""")
-_MAXC_LINE = re.compile(r"^(\s*max_concurrency\s*=\s*)(\d+)(.*)$", re.DOTALL)
-
-
-def write_max_concurrency(project: str | Path, levels: dict[str, int]) -> Path:
-    """Set each model's `max_concurrency` in the project file in place: only those values change (or one line is
-    added after the model's `key`), so comments and layout stay. The edit is checked by parsing the result: it
-    must equal the original with exactly these values changed, else nothing is written."""
-    import tomllib
-
-    from arenatui.config.load import resolve_project_path
-    from arenatui.errors import ConfigError
-
-    path = resolve_project_path(project)
-    try:
-        text = path.read_text(encoding="utf-8")
-        before = tomllib.loads(text)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(str(path), None, f"cannot be edited ({e})") from None
-    lines = text.splitlines(keepends=True)
-    out: list[str] = []
-    in_model = False
-    key: str | None = None
-    key_at: int | None = None
-    done: set[str] = set()
-
-    def close_block() -> None:
-        # the model had no max_concurrency line: add one right after its key
-        if in_model and key in levels and key not in done and key_at is not None:
-            line = out[key_at]
-            nl = "\r\n" if line.endswith("\r\n") else "\n"
-            indent = line[: len(line) - len(line.lstrip())]
-            out.insert(key_at + 1, f"{indent}max_concurrency = {int(levels[key])}{nl}")
-            done.add(key)
-
-    for line in lines:
-        if _HEADER.match(line):
-            close_block()
-            in_model = bool(_MODELS_HEADER.match(line.rstrip("\r\n")))
-            key, key_at = None, None
-            out.append(line)
-            continue
-        if in_model:
-            km = _KEY_LINE.match(line)
-            if km and key is None:
-                key = km.group(1) if km.group(1) is not None else km.group(2)
-                key_at = len(out)
-            mm = _MAXC_LINE.match(line)
-            if mm and key is not None and key in levels:
-                line = f"{mm.group(1)}{int(levels[key])}{mm.group(3)}"
-                done.add(key)
-        out.append(line)
-    close_block()
-    new = "".join(out)
-    missing = [k for k in levels if k not in done]
-    expected = dict(before)
-    expected["models"] = [dict(m, max_concurrency=int(levels[m["key"]])) if m.get("key") in levels else m
-                          for m in before.get("models", [])]
-    try:
-        ok = tomllib.loads(new) == expected
-    except tomllib.TOMLDecodeError:
-        ok = False
-    if missing or not ok:
-        what = f"no [[models]] table with key {', '.join(map(repr, missing))}" if missing else \
-            "its layout is beyond a safe in-place edit (models as inline tables?)"
-        raise ConfigError(str(path), "models", f"cannot record max_concurrency: {what}; set it by hand: "
-                          + ", ".join(f"{k} = {v}" for k, v in levels.items()))
-    tmp = path.with_name(path.name + ".arena-tmp")
-    tmp.write_text(new, encoding="utf-8")
-    tmp.replace(path)  # all or nothing: a crash mid-write never leaves half a project file
-    return path
 
 
 def fmt_share(x: float) -> str:

@@ -295,7 +295,7 @@ class LevelTracker:
             acc.given_up += 1
             if r.error_class == "rate_limited":
                 acc.rate_limited += 1
-            elif r.error_class in ("transient", "timeout"):
+            elif r.error_class in ("transient", "timeout", "incomplete_stream"):
                 acc.transient += 1
         self._maybe_close(m, ev.t)
 
@@ -317,7 +317,7 @@ class LevelTracker:
             ra = getattr(ev, "retry_after", None)
             if ra is not None and (acc.retry_after is None or ra > acc.retry_after):
                 acc.retry_after = ra
-        elif ev.reason in ("transient", "timeout"):
+        elif ev.reason in ("transient", "timeout", "incomplete_stream"):
             acc.transient += 1
         self._maybe_close(m, ev.t)
 

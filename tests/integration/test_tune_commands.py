@@ -97,17 +97,6 @@ def test_tune_finds_a_ceiling_and_a_rate_limit_near_their_optimum(proj: Path, tm
     assert levels["local"] is None
 
 
-def test_write_refuses_a_layout_it_cannot_edit_safely(tmp_path: Path) -> None:
-    from arenatui.errors import ConfigError
-    from arenatui.tuning.drivers import write_max_concurrency
-
-    p = tmp_path / "inline.toml"
-    p.write_text('models = [{ key = "a", provider = "sim" }]\n', encoding="utf-8")
-    with pytest.raises(ConfigError, match="set it by hand: a = 3"):
-        write_max_concurrency(p, {"a": 3})
-    assert p.read_text(encoding="utf-8") == 'models = [{ key = "a", provider = "sim" }]\n'
-
-
 def test_sweep_prints_errored_beside_wall_clock_marks_the_knee_and_stores_one_run_per_level(
         proj: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")  # pytest may export its own width; the table needs its columns

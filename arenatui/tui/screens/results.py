@@ -228,7 +228,7 @@ class Results(Screen[None]):
 
     @work(thread=True, group="results-runs", exit_on_error=False)
     def _load_runs(self) -> None:
-        with Store(self.db) as store:
+        with Store(self.db, read_only=True) as store:
             runs = list_runs(store, 200)
             loads = {rid: n for rid, (kind, n) in run_kinds(store, [r.run_id for r in runs]).items() if kind == "load"}
         self.app.call_from_thread(self._show_runs, runs, loads)

@@ -22,6 +22,7 @@ from arenatui.stats import ModelRow
 from arenatui.store.queries import CallRow, CaseInfo, JudgedScorer, JudgmentRow
 from arenatui.tui.results_data import Classification, RunView, case_detail
 from arenatui.tui.screens.common import fmt_errors
+from arenatui.tui.screens.outputs import ask_save_folder, preview, save_and_tell
 
 _LABEL = Style(bold=True)
 
@@ -59,7 +60,8 @@ class CaseDetail(ModalScreen[None]):
     """One case: the input and expected answer, then each model's stored trials (and their judge's verdicts) in
     its own column."""
 
-    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
+    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close"),
+                Binding("s", "save_outputs", "Save whole outputs to files")]
 
     def __init__(self, db: Path, run_id: str, case: CaseInfo, models: tuple[str, ...],
                  judging: JudgedScorer | None = None) -> None:
@@ -71,6 +73,8 @@ class CaseDetail(ModalScreen[None]):
         self.judging = judging
         """The llm_judge scorer that scores this case, if one does."""
         self.judgments: dict[tuple[str, int], JudgmentRow] = {}
+        self.rows: dict[str, list[CallRow]] = {}
+        """Each model's stored trials of the case (outputs cut to PREVIEW_CHARS), once loaded."""
 
     def compose(self) -> ComposeResult:
         c = self.case
@@ -94,14 +98,15 @@ class CaseDetail(ModalScreen[None]):
                     head.append("sealed case: its input, expected answer and outputs are never shown", "italic")
                 else:
                     head.append("input\n", _LABEL)
-                    head.append(literal(c.input))
-                    head.append("\nexpected\n", _LABEL)
-                    head.append(literal(c.expected if c.expected is not None else "(none)"))
+                    preview(head, c.input, len(c.input), save_hint=False)
+                    head.append("expected\n", _LABEL)
+                    preview(head, c.expected, None if c.expected is None else len(c.expected), save_hint=False)
+                    head.rstrip()
                 yield Static(head, id="case-head")
                 with Horizontal(id="case-models"):
                     for i, m in enumerate(self.models):
                         yield Static(literal(m, "bold", newlines=False), id=f"case-model-{i}", classes="case-model")
-            yield Label(Text("Escape closes"), classes="hint")
+            yield Label(Text("s saves the whole outputs to files   Escape closes"), classes="hint")
 
     def on_mount(self) -> None:
         self._load()
@@ -111,8 +116,17 @@ class CaseDetail(ModalScreen[None]):
         rows, judgments = case_detail(self.db, self.run_id, self.case.id)
         self.app.call_from_thread(self.show_rows, rows, judgments)
 
+    def action_save_outputs(self) -> None:
+        calls = [(r.model_key, r.trial) for trials in self.rows.values() for r in trials]
+        ask_save_folder(self.app, self.run_id, sealed=self.case.sealed, then=lambda folder: self._save(folder, calls))
+
+    @work(thread=True, group="case-save", exit_on_error=False)
+    def _save(self, folder: Path, calls: list[tuple[str, int]]) -> None:
+        save_and_tell(self.app, self.db, self.run_id, self.case.id, calls, folder)
+
     def show_rows(self, rows: dict[str, list[CallRow]],
                   judgments: dict[tuple[str, int], JudgmentRow] | None = None) -> None:
+        self.rows = rows
         self.judgments = judgments or {}
         for i, m in enumerate(self.models):
             self.query_one(f"#case-model-{i}", Static).update(self.render_model(m, rows.get(m, [])))
@@ -140,8 +154,7 @@ class CaseDetail(ModalScreen[None]):
             # an answer that could not be scored (scoring_error, judge_error) is kept: shown like any answer
             if not self.case.sealed and (not r.error_class or r.output is not None):
                 out.append("output\n", _LABEL)
-                out.append(literal(r.output) if r.output is not None else Text("(no output)"))
-                out.append("\n")
+                preview(out, r.output, r.output_chars, none="(no output)")
             j = self.judgments.get((model, r.trial))
             if j is not None:
                 out.append(judgment_text(j, sealed=self.case.sealed))

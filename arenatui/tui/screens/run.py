@@ -266,7 +266,8 @@ class RunScreen(Screen[None]):
         state = self._state(snap)
         frac = snap.done / snap.planned if snap.planned else 1.0
         key = (state, snap.done, snap.planned, int(snap.elapsed_s), None if snap.eta_s is None else int(snap.eta_s),
-               round(snap.cost, 4), round(snap.judge_cost, 4), snap.judge_done, runner.target, snap.in_flight,
+               round(snap.cost, 4), round(snap.judge_cost, 4), snap.judge_done, snap.estimated_calls, runner.target,
+               snap.in_flight,
                snap.backing_off, round(snap.calls_per_s),
                snap.retries, snap.errored, snap.rates_window_s, self.size.width,
                None if snap.client_cpu is None else round(snap.client_cpu, 2), snap.client_overloaded)
@@ -285,8 +286,10 @@ class RunScreen(Screen[None]):
             (Text.assemble("  ", (f" {glyph} {state} ", Style(bold=True, reverse=True))), 10),
             (Text(f"  elapsed {duration(snap.elapsed_s)}"), 8),
             (Text(f"  ETA {duration(snap.eta_s) if snap.eta_s else NOTHING}"), 7),
-            (Text(f"  spend {money(snap.cost)}"), 6),
+            (Text(f"  spend {'≈' if snap.estimated_calls else ''}{money(snap.cost)}"), 6),
         ]
+        if snap.estimated_calls:  # the server reported no usage for these: tokens and cost are arenatui's estimate
+            line1.insert(7, (Text(f" ({snap.estimated_calls} calls' tokens estimated)"), 2))
         if snap.judge_planned:  # judge spend is in the total and said apart (issue 13)
             line1.insert(7, (Text(f" (judges {money(snap.judge_cost)})"), 4))
         counts = f" {snap.done}/{snap.planned} ({frac:.0%})"

@@ -267,11 +267,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
         kinds = run_kinds(store, [r.run_id for r in runs])  # a load run stores requests, not results
         from arenatui.shards_cli import shards_label
         from arenatui.store.shards import shard_counts
+        from arenatui.tuning.levels import readouts_from_rows
 
         sharded = shard_counts(store, [r.run_id for r in runs])  # a merged run is one run with its shard count
-        # a model whose stored readout established an optimum shows it beside its name: "sim-limited ≈3"
-        optima = {r.run_id: {row[0]: row[1] for row in store.tuning_levels(r.run_id)
-                             if row[12] and str(row[13]).startswith("optimum")} for r in runs}
+        # a model whose stored readout establishes an optimum (re-derived by today's rules) shows it: "sim-limited ≈3"
+        optima = {r.run_id: {ro.model_key: ro.verdict.optimum
+                             for ro in readouts_from_rows(store.tuning_levels(r.run_id))
+                             if ro.verdict.optimum is not None} for r in runs}
     con = out_console()
     if not runs:
         con.print(f"No runs stored in {store.path} yet. Try: arena demo", markup=False)
@@ -477,7 +479,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--project", "-p", help="project TOML file, or a directory holding arena.toml")
     p.add_argument("--show", metavar="RUN_ID", help="print a stored run's per-level readout ('last' for the newest)")
     p.add_argument("--models", type=_csv, default=(), help="only these model keys (comma-separated)")
-    p.add_argument("--budget", type=_positive_int, default=200, help="at most this many calls per model (default 200)")
+    p.add_argument("--budget", type=_positive_int, default=400, help="at most this many calls per model; it stops "
+                   "sooner once every model has a verdict (default 400)")
     p.add_argument("--write", action="store_true", help="record each model's max_concurrency in the project file "
                    "(comments, layout, line endings, mode and owner kept; a symlink is written through; a "
                    "read-only file is refused)")

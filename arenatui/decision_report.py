@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from arenatui.figures import LEADERBOARD, NOTHING, interval, money, ms, score
+from arenatui.figures import LEADERBOARD, NOTHING, interval, money, ms, pct, score
 from arenatui.redact import redact_urls_in_text, url_without_secrets
 from arenatui.safe_text import one_line, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
@@ -149,11 +149,36 @@ def build_report(store: Store, run: str) -> dict[str, Any]:
     rep["estimated_tokens"] = {m: {"estimated": e, "calls": n} for m, (e, n) in
                                estimated_usage(store, record.run_id).items()}
     rep["judged"] = judged_list(plan, judgments_by_case(store, record.run_id))
+    rep["concurrency"] = concurrency_list(store.tuning_levels(record.run_id))
     unscored = unscored_modes(store, record.run_id)
     rep["unscored"] = {r["model"]: {"judge_error": r["errors"].get("judge_error", 0), **unscored.get(r["model"], {})}
                        for r in rep["leaderboard"]
                        if r["model"] in unscored or r["errors"].get("judge_error")}
     return rep
+
+
+def concurrency_list(rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+    """Per model: the one concurrency verdict (re-derived from the stored counts by today's rules), its
+    recommendation, and the levels it rests on."""
+    from arenatui.tuning.levels import readouts_from_rows
+
+    return [{
+        "model": ro.model_key, "verdict": ro.verdict.text, "kind": ro.verdict.kind, "recommended": ro.verdict.level,
+        "optimum": ro.verdict.optimum,
+        "levels": [{"level": r.level, "held_s": r.held_s, "answered": r.answered, "attempts": r.attempts,
+                    "rate_limited": r.rate_limited, "goodput": _num(r.goodput),
+                    "goodput_95": list(r.goodput_interval) if r.goodput_interval else None,
+                    "limited_share": _num(r.limited_share),
+                    "limited_95": list(r.limited_interval) if r.limited_interval else None,
+                    "latencies": r.latencies, "p50_ms": _num(r.p50_ms), "p95_ms": _num(r.p95_ms),
+                    "measured": r.measured} for r in ro.levels],
+    } for ro in readouts_from_rows(rows)]
+
+
+def _concurrency_rows(rep: dict[str, Any]) -> list[list[str]]:
+    return [[c["model"], c["verdict"], ", ".join(
+        f"{lv['level']}: {_f(lv['goodput'], 2)}/s, 429s {pct(lv['limited_share'])}, n {lv['answered']}"
+        for lv in c["levels"] if lv["measured"]) or "none measured"] for c in rep.get("concurrency") or []]
 
 
 def spend_dict(spend: RunSpend) -> dict[str, Any]:
@@ -453,6 +478,11 @@ def render_markdown(rep: dict[str, Any]) -> str:
         lines += ["", "## Classification (macro-F1)", "", "Macro-F1 averages each label's F1, so a model that "
                   "answers the majority class everywhere scores low even when its accuracy is high.", ""]
         lines += _md_table(("model", "scorer", "macro-F1", "calls", "F1 per label"), _f1_rows(classification))
+    conc = _concurrency_rows(rep)
+    if conc:
+        lines += ["", "## Concurrency", "", "Each model's verdict from the levels it was held at (measured: at least "
+                  "20 answered calls over at least 2 median latencies held).", ""]
+        lines += _md_table(("model", "verdict", "measured levels"), conc)
     lines += ["", "## Failures", ""]
     if not rep["failures"]:
         lines.append("No call errored.")
@@ -614,6 +644,9 @@ def render_html(rep: dict[str, Any]) -> str:
     if classification:
         parts.append("<h2>Classification (macro-F1)</h2>" + _html_table(
             ("model", "scorer", "macro-F1", "calls", "F1 per label"), _f1_rows(classification)))
+    conc = _concurrency_rows(rep)
+    if conc:
+        parts.append("<h2>Concurrency</h2>" + _html_table(("model", "verdict", "measured levels"), conc))
     parts.append("<h2>Failures</h2>")
     if not rep["failures"]:
         parts.append("<p>No call errored.</p>")

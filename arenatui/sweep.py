@@ -314,7 +314,7 @@ class Sweep:
                 if self.filters.shard is not None:
                     finish_shard(store, self.run_id, status, (None, None, None))
                 store.write_tuning_levels(self.run_id, readout_rows(
-                    {r.model_key: r for r in self.tuner.tracker.readouts()}))
+                    {r.model_key: r for r in self.tuner.readouts()}, self.tuner.caps()))
         except (StoreError, sqlite3.Error) as e:
             # The process exits next, so `arena runs` shows the run interrupted all the same; say why here.
             if self.error is None:

@@ -641,8 +641,10 @@ class Store:
             c.execute("DELETE FROM tuning_levels WHERE run_id = ?", (run_id,))
             c.executemany(
                 "INSERT INTO tuning_levels (run_id, model_key, level, seconds, answered, goodput, limited_share, "
-                "transient_share, retries_per_s, given_up, p50_ms, p95_ms, enough, best, verdict) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [(run_id, *r) for r in rows])
+                "transient_share, retries_per_s, given_up, p50_ms, p95_ms, enough, best, verdict, attempts, "
+                "rate_limited, transient, retries, latencies, cap) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(run_id, *r, *(None,) * (20 - len(r))) for r in rows])
             c.execute("COMMIT")
         except BaseException:
             c.execute("ROLLBACK")
@@ -655,10 +657,12 @@ class Store:
 
     def tuning_levels(self, run_id: str) -> list[tuple[Any, ...]]:
         """A run's per-level readout: (model_key, level, seconds, answered, goodput, limited_share,
-        transient_share, retries_per_s, given_up, p50_ms, p95_ms, enough, best, verdict)."""
+        transient_share, retries_per_s, given_up, p50_ms, p95_ms, enough, best, verdict, attempts, rate_limited,
+        transient, retries, latencies, cap); the last six are None in rows stored before schema 14."""
         return self.conn.execute(
             "SELECT model_key, level, seconds, answered, goodput, limited_share, transient_share, retries_per_s, "
-            "given_up, p50_ms, p95_ms, enough, best, verdict FROM tuning_levels WHERE run_id = ? "
+            "given_up, p50_ms, p95_ms, enough, best, verdict, attempts, rate_limited, transient, retries, latencies, "
+            "cap FROM tuning_levels WHERE run_id = ? "
             "ORDER BY model_key, level", (run_id,)).fetchall()
 
     def write_level_sweep(self, sweep_id: str, rows: Sequence[Sequence[Any]]) -> None:

@@ -253,6 +253,16 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE load_segments ADD COLUMN dropped INTEGER NOT NULL DEFAULT 0;
     """,
+    # 14: the counts a concurrency verdict is derived from (issue 19), so a stored readout is re-derived by the rules
+    # of the day when read; NULL in rows stored before (then estimated from the stored shares, where possible)
+    """
+    ALTER TABLE tuning_levels ADD COLUMN attempts INTEGER;
+    ALTER TABLE tuning_levels ADD COLUMN rate_limited INTEGER;
+    ALTER TABLE tuning_levels ADD COLUMN transient INTEGER;
+    ALTER TABLE tuning_levels ADD COLUMN retries INTEGER;
+    ALTER TABLE tuning_levels ADD COLUMN latencies INTEGER;
+    ALTER TABLE tuning_levels ADD COLUMN cap INTEGER;
+    """,
 )
 JUDGMENT_COLUMNS: tuple[str, ...] = (
     "run_id", "model_key", "case_id", "trial", "judge_key", "status", "score", "passed", "error_class",

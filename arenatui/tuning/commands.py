@@ -5,53 +5,42 @@ from __future__ import annotations
 import argparse
 import time
 
-from rich.console import Console, RenderableType
+from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from arenatui.config.write import writable_target, write_max_concurrency
 from arenatui.errors import ArenaError
-from arenatui.figures import HEADLINE, Column, Fitted, ms, pct, table_for_width
-from arenatui.safe_text import literal, printable
-from arenatui.tuning.drivers import (
-    LevelRun,
-    stored_readouts,
-    sweep_levels,
-    tune,
-)
-from arenatui.tuning.levels import LevelReadout, ModelReadout
-
-READOUT_COLUMNS: tuple[Column[LevelReadout], ...] = (
-    Column("level", lambda r: r.level, priority=HEADLINE),
-    Column("held s", lambda r: f"{r.seconds:.1f}", priority=4),
-    Column("answered", lambda r: r.answered, priority=5),
-    Column("goodput/s", lambda r: f"{r.goodput:.1f}", priority=HEADLINE),
-    Column("429 %", lambda r: r.limited_share, pct, priority=8),
-    Column("transient %", lambda r: r.transient_share, pct, priority=6, short="trans %"),
-    Column("retries/s", lambda r: f"{r.retries_per_s:.1f}", priority=3),
-    Column("gave up", lambda r: r.given_up, priority=7),
-    Column("p50 ms", lambda r: r.p50_ms, ms, priority=2),
-    Column("p95 ms", lambda r: r.p95_ms, ms, priority=7),
-    Column("", lambda r: "◀ best" if r.best else ("" if r.enough else "not enough evidence yet"), priority=HEADLINE,
-           right=False),
-)
+from arenatui.safe_text import literal
+from arenatui.tuning.drivers import LevelRun, LevelSweep, stored_readouts, sweep_levels, tune
+from arenatui.tuning.figures import fmt_ms, fmt_rate, fmt_share, goodput_text, limited_text, mark
+from arenatui.tuning.levels import ModelReadout
 
 
-def readout_table(ro: ModelReadout) -> RenderableType:
-    title = f"{printable(ro.model_key, newlines=False)}: {ro.verdict}"
-    return Fitted(READOUT_COLUMNS, ro.levels, title=title)
+def verdict_text(ro: ModelReadout) -> Text:
+    """'model: verdict': the one line every CLI view prints for a model."""
+    line = Text("")
+    line.append(literal(ro.model_key, "bold", newlines=False))
+    line.append(": ")
+    line.append(ro.verdict.text)
+    return line
 
 
-def _not_a_load_run(run_id: str, db: str | None) -> None:
-    from arenatui.store import Store
-    from arenatui.store.load_queries import run_kinds
-
-    with Store(db) as store:
-        if run_kinds(store, [run_id])[run_id][0] == "load":
-            raise ArenaError(f"run {run_id} is a load run: it holds requests at offered rates, not concurrency "
-                             f"levels; its figures: arena load --show {run_id}")
+def readout_table(ro: ModelReadout) -> Table:
+    t = Table(title=verdict_text(ro), title_justify="left", header_style="bold")
+    for col in ("level", "held s", "answered", "goodput/s (95%)", "429s (95%)", "transient", "retries/s",
+                "gave up", "n", "p50 ms", "p95 ms", ""):
+        t.add_column(col, justify="left" if col == "" else "right")
+    best = ro.best
+    for r in ro.levels:
+        t.add_row(str(r.level), f"{r.held_s:.1f}", str(r.answered), goodput_text(r).removesuffix("/s"),
+                  limited_text(r), fmt_share(r.transient_share), fmt_rate(r.retries_per_s), str(r.given_up),
+                  str(r.latencies), fmt_ms(r.p50_ms), fmt_ms(r.p95_ms), mark(r, best))
+    return t
 
 
 def _out() -> Console:
+    # piped into a log, Rich would assume 80 columns and squeeze the tables into ellipses; quiet on a closed pipe
     from arenatui.terminal import out_console
 
     return out_console()
@@ -62,10 +51,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     err = Console(stderr=True, highlight=False)
     if args.show:
         run_id, stored = stored_readouts(args.show, args.db)
-        _not_a_load_run(run_id, args.db)
         if not stored:
-            out.print(f"Run {run_id} kept no per-level readout (no level was held long enough, or it ran before "
-                      "arenatui stored one).", markup=False)
+            out.print(f"Run {run_id}: no readout (no level was held, or it ran before arenatui stored one).",
+                      markup=False)
         for ro in stored:
             out.print(readout_table(ro))
         _print_budgets(out, run_id, args.db)
@@ -82,24 +70,40 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise ArenaError("arena tune: pass --project FILE to tune, or --show RUN_ID to print a stored run's readout")
     if args.write:
         writable_target(args.project)  # a read-only file is refused before minutes of tuning, not after
-    res = tune(args.project, models=args.models, budget=args.budget, db=args.db, seed=args.seed,
-               started=lambda: err.print(f"Tuning with at most {args.budget} calls per model…", markup=False))
+    err.print(f"Tuning with at most {args.budget} calls per model, until each model has a verdict…", markup=False)
+    res = tune(args.project, models=args.models, budget=args.budget, db=args.db, seed=args.seed)
     for ro in res.readouts:
         out.print(readout_table(ro))
-        line = Text("recommended max_concurrency for ")
-        line.append(literal(ro.model_key, "bold", newlines=False))
-        line.append(f": {res.recommended[ro.model_key]}\n")
-        out.print(line)
+        out.print(recommendation_line(ro))
     if args.verbose:
         for d in res.decisions:
             out.print(literal(d, newlines=False))
     _print_budgets(out, res.run_id, args.db)
-    out.print(f"Run id: {res.run_id} ({res.wall_s:.1f} s)", markup=False)
+    ended = ("the budget was spent before every model had a verdict (raise --budget)" if res.budget_spent
+             else "every model had a verdict")
+    out.print(f"Run id: {res.run_id} ({res.wall_s:.1f} s; {ended})", markup=False)
+    optima = res.optima
     if args.write:
-        written = write_max_concurrency(args.project, res.recommended)
-        out.print(f"wrote max_concurrency for {len(res.recommended)} model(s) into {written.describe()}",
-                  markup=False)
-    return 0
+        if optima:
+            written = write_max_concurrency(args.project, optima)
+            out.print(f"wrote max_concurrency for {', '.join(optima)} into {written.describe()}", markup=False)
+        else:
+            out.print("wrote nothing: no model has a measured optimum", markup=False)
+    return 0 if optima or not args.write else 1
+
+
+def recommendation_line(ro: ModelReadout) -> Text:
+    """What `--write` would do for this model, from its verdict: the optimum, or why nothing."""
+    line = Text("recommended max_concurrency for ")
+    line.append(literal(ro.model_key, "bold", newlines=False))
+    v = ro.verdict
+    if v.optimum is not None:
+        line.append(f": {v.optimum}\n")
+    elif v.kind == "rate":
+        line.append(": none written (a rate limit, not concurrency, binds: run it at 1 and lower the rate)\n")
+    else:
+        line.append(f": none written ({v.text})\n")
+    return line
 
 
 def _print_budgets(out: Console, run_id: str, db: str | None) -> None:
@@ -115,31 +119,36 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     err = Console(stderr=True, highlight=False)
     levels: tuple[int, ...] = args.levels
     err.print(f"Sweeping concurrency {', '.join(map(str, levels))}: one stored run per level…", markup=False)
-    group, runs = sweep_levels(args.project, levels, models=args.models, limit=args.limit, trials=args.trials,
-                               db=args.db, seed=args.seed)
+
+    def progress(r: LevelRun, i: int) -> None:
+        g = r.evidence
+        err.print(f"  level {r.level} ({i} of {len(levels)}): {r.wall_s:.1f} s, {r.answered} answered, goodput "
+                  f"{goodput_text(g, interval=False)}, 429s {limited_text(g, interval=False)}, run {r.run_id}",
+                  markup=False)
+
+    res = sweep_levels(args.project, levels, models=args.models, limit=args.limit, trials=args.trials, db=args.db,
+                       seed=args.seed, on_level=progress)
+    title = Text(f"sweep {res.group}: ")
+    title.append(res.verdict.text)
+    t = Table(title=title, title_justify="left", header_style="bold")
     # errored calls sit beside the wall clock: a level that looks faster because calls gave up says so
-    columns: tuple[Column[LevelRun], ...] = (
-        Column("level", lambda r: r.level, priority=HEADLINE),
-        Column("wall s", lambda r: f"{r.wall_s:.2f}", priority=9),
-        Column("errored", lambda r: r.errored, priority=9),
-        Column("answered", lambda r: r.answered, priority=5),
-        Column("goodput/s", lambda r: f"{r.goodput:.1f}", priority=HEADLINE),
-        Column("429 %", lambda r: r.limited_share, pct, priority=7),
-        Column("p95 ms", lambda r: r.p95_ms, ms, priority=6),
-        Column("run id", lambda r: r.run_id, priority=4, right=False),
-        Column("", lambda r: "◀ knee" if r.knee else ("faster only because calls gave up"
-                                                       if r.errored and _faster(r, runs) else ""),
-               priority=HEADLINE, right=False),
-    )
-    out.print(table_for_width(columns, runs, out.width, title=f"sweep {group}", elsewhere=" (arena runs lists the "
-                                                                                          "runs)"))
-    k = next((r.level for r in runs if r.knee), None)
-    out.print(f"knee: {k} (the lowest level within 5% of the best goodput with no call given up and under 5% "
-              "429s)", markup=False)
+    for col in ("level", "wall s", "errored", "answered", "goodput/s (95%)", "429s (95%)", "p95 ms", "run id", ""):
+        t.add_column(col, justify="left" if col in ("run id", "") else "right")
+    knee = res.knee
+    for r in res.runs:
+        g = r.evidence
+        note = "◀ knee" if r.level == knee else ("faster only because calls gave up" if r.errored and _faster(r, res)
+                                                 else mark(g, None))
+        t.add_row(str(r.level), f"{r.wall_s:.2f}", str(r.errored), str(r.answered), goodput_text(g).removesuffix("/s"),
+                  limited_text(g), fmt_ms(g.p95_ms), r.run_id, note)
+    out.print(t)
+    out.print(f"verdict: {res.verdict.text}", markup=False)
+    for note in res.notes:
+        out.print(note, markup=False)
     return 0
 
 
-def _faster(r: LevelRun, runs: list[LevelRun]) -> bool:
+def _faster(r: LevelRun, res: LevelSweep) -> bool:
     """Whether a level with errored calls has a shorter wall clock than the knee."""
-    knee = next((x for x in runs if x.knee), None)
+    knee = next((x for x in res.runs if x.level == res.knee), None)
     return knee is not None and r.wall_s < knee.wall_s

@@ -408,7 +408,7 @@ class Results(Screen[None]):
         note.append("\n" if view.spend.judges else " ")
         note.append(spend_text(view))
         note.append(judged_text(view))
-        optima = [(m, view.tuning[m].verdict) for m in view.ranked if m in view.tuning and view.tuning[m].levels]
+        optima = [(m, view.tuning[m].verdict.text) for m in view.ranked if m in view.tuning and view.tuning[m].levels]
         if optima:  # what each level gave is in the model's detail (Enter)
             note.append("\nconcurrency: ")
             note.append(literal("; ".join(f"{m} {v}" for m, v in optima), newlines=False))

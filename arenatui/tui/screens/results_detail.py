@@ -23,6 +23,7 @@ from arenatui.store.queries import CallRow, CaseInfo, JudgedScorer, JudgmentRow
 from arenatui.tui.results_data import Classification, RunView, case_detail
 from arenatui.tui.screens.common import fmt_errors
 from arenatui.tui.screens.outputs import ask_save_folder, preview, save_and_tell
+from arenatui.tuning.figures import goodput_text, limited_text, mark
 
 _LABEL = Style(bold=True)
 
@@ -185,15 +186,13 @@ def model_text(view: RunView, s: ModelRow) -> Text:
     ro = view.tuning.get(s.model)
     if ro is not None and ro.levels:
         out.append("concurrency ", _LABEL)
-        out.append(literal(ro.verdict, newlines=False))
+        out.append(literal(ro.verdict.text, newlines=False))
         out.append("\n")
         for lv in ro.levels:
-            # "◀ best" and each figure with its unit are joined by no-break spaces: a narrow dialog wraps between
-            # figures, never inside one
-            line = (f"   level {lv.level:>3}: goodput {lv.goodput:.2f}/s, 429s {pct(lv.limited_share)}, "
-                    f"p95 {fmt_num(lv.p95_ms, ' ms')}, held {lv.seconds:.0f} s"
-                    + ("" if lv.enough else " (not enough evidence)") + ("  ◀\u00a0best" if lv.best else "") + "\n")
-            out.append(line, "bold" if lv.best else "")
+            note = mark(lv, ro.best)
+            line = (f"   level {lv.level:>3}: goodput {goodput_text(lv)}, 429s {limited_text(lv)}, n {lv.latencies}, "
+                    f"p95 {fmt_num(lv.p95_ms, ' ms')}, held {lv.held_s:.1f} s" + (f"  {note}" if note else "") + "\n")
+            out.append(line, "bold" if lv.level == ro.best else "")
     out.append("pass@k ", _LABEL)
     out.append("  ".join(f"k={k} {score(v)}" for k, v in sorted(s.pass_at.items())))
     out.append(f"   trials agree on {pct(s.consistency)} of cases\n")

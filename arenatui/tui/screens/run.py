@@ -46,6 +46,8 @@ TABLE_EVERY = 4
 PANE_SHARE = 35
 """Per cent of the rows under the header the call matrix, and the model table, each take at most."""
 LEGEND_MIN_HEIGHT = 30
+BOTTOM_MIN_HEIGHT = 6
+"""Rows the bottom row (rates or tuning, events) keeps at least (app.tcss's min-height)."""
 WIDE_FOR_TUNING = 150
 """From this many columns the rates chart, the tuning readout and the events share the bottom row."""
 """Terminal rows from which the matrix shows its glyph legend."""
@@ -203,8 +205,23 @@ class RunScreen(Screen[None]):
         """Rates and tuning side by side where the width allows, else one of them, `t` choosing which (turning
         the auto-tuner on shows the tuning readout): the bottom row keeps the events pane at every width."""
         both = self.size.width >= WIDE_FOR_TUNING
+        tuning = self.query_one("#tuning", TuningReadout)
         self.query_one("#rates", RatesChart).display = both or not self._tuning_shown
-        self.query_one("#tuning", TuningReadout).display = both or self._tuning_shown
+        tuning.display = both or self._tuning_shown
+        # narrow: the tuning pane takes the bottom row's width (t brings the rates and the events back), and where
+        # its verdicts need more rows than it has, the call matrix gives them up (it scrolls; a verdict is never cut)
+        self.query_one("#log-panel").display = both or not self._tuning_shown
+        self._fit_tuning()
+
+    def _fit_tuning(self) -> None:
+        """The bottom row at least as high as every model's whole verdict needs (the panes above give up rows and
+        scroll)."""
+        tuning = self.query_one("#tuning", TuningReadout)
+        need = tuning.lines_needed() + 2 if tuning.display and tuning.content_size.width > 0 else 0
+        bottom = self.query_one("#bottom")
+        height = max(BOTTOM_MIN_HEIGHT, need)
+        if bottom.styles.min_height is None or bottom.styles.min_height.value != height:
+            bottom.styles.min_height = height
 
     def action_toggle_tuning_view(self) -> None:
         self._tuning_shown = not self._tuning_shown
@@ -229,6 +246,7 @@ class RunScreen(Screen[None]):
             if self._frame % TABLE_EVERY == 1 or snap.state != "running" or self.sweep_ended:
                 self._show_models(snap)
                 self.query_one("#tuning", TuningReadout).show()
+                self._fit_tuning()
             # While running, chart whole seconds only: the current second's bucket is partial (a false dip),
             # and leaving it out redraws the chart once a second instead of every frame.
             running = snap.state in ("running", "paused") and not self.sweep_ended

@@ -16,6 +16,8 @@ from arenatui.errors import ArenaError, render_error, unwrap
 from arenatui.limits import MAX_CONCURRENCY, MAX_PORT, MAX_SQL_INT, MAX_TRIALS, MIN_PORT
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_READER_GONE = 128 + 13
+"""The reader of stdout went away (`arena export | head`): the shell's code for a death by SIGPIPE, said quietly."""
 
 
 def exit_for(signum: int | None) -> int:
@@ -140,20 +142,14 @@ def _sweep_options(args: argparse.Namespace) -> object:
     )
 
 
-def _width(stream: object) -> int | None:
-    """Piped into a CI log, Rich would assume 80 columns and squeeze tables into ellipses."""
-    return None if getattr(stream, "isatty", lambda: False)() or os.environ.get("COLUMNS") else 160
-
-
 def cmd_evaluate(args: argparse.Namespace) -> int:
     import anyio
-    from rich.console import Console
 
     from arenatui.headless import run_headless
     from arenatui.sweep import Sweep
+    from arenatui.terminal import err_console, out_console
 
-    out = Console(highlight=False, width=_width(sys.stdout))
-    err = Console(stderr=True, highlight=False, width=_width(sys.stderr))
+    out, err = out_console(), err_console()
     _handle_stop_signals()
     sweep = Sweep(_sweep_options(args), live_metrics=not args.quiet)  # type: ignore[arg-type]
     plan = sweep.plan
@@ -187,6 +183,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         summary_line,
     )
     from arenatui.store import Store
+    from arenatui.store.queries import error_messages
     from arenatui.store.read import read_run
 
     for problem in sweep.store_warnings():
@@ -195,8 +192,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         report = not args.no_report and status == "finished"
         stored_run = read_run(store, sweep.run_id, latency=report, detail=False)
         spend = stored_run.spend  # the models' and the judges' apart, and their total
-        out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed), markup=False)
         stored = sum(len(keys) for keys in store.done_keys(sweep.run_id).values())
+        # what this invocation made, apart from the run's total when it resumed (a shard says its own count below)
+        made = None if plan.shard is not None else \
+            plan.remaining if status == "finished" else max(0, stored - (plan.total - plan.remaining))
+        out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed, made), markup=False)
         mine = plan.shard_total()
         if plan.shard is not None:
             out.print(f"Shard {plan.shard}: {mine} of those calls; `arena merge` joins the shards' databases",
@@ -206,7 +206,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                       markup=False)
         out.print(spend_line(spend), markup=False)
         results = stored_run.results
-        line = errored_line(results)
+        line = errored_line(results, error_messages(store, sweep.run_id))
         if line:
             out.print(line, markup=False)
         if report:
@@ -259,13 +259,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
-    from arenatui.safe_text import literal
+    from arenatui.figures import HEADLINE, Column, table_for_width
     from arenatui.store import Store
     from arenatui.store.load_queries import run_kinds
-    from arenatui.store.queries import list_runs
+    from arenatui.store.queries import RunListing, list_runs
+    from arenatui.terminal import out_console
 
     with Store(args.db, read_only=True) as store:
         runs = list_runs(store, args.limit)
@@ -279,34 +277,31 @@ def cmd_runs(args: argparse.Namespace) -> int:
         optima = {r.run_id: {ro.model_key: ro.verdict.optimum
                              for ro in readouts_from_rows(store.tuning_levels(r.run_id))
                              if ro.verdict.optimum is not None} for r in runs}
-    con = Console(highlight=False, width=_width(sys.stdout))
+    con = out_console()
     if not runs:
         con.print(f"No runs stored in {store.path} yet. Try: arena demo", markup=False)
         return EXIT_OK
-    # The run id is what --resume needs: it is never cut or wrapped, whatever the width (80 columns, or a pipe,
-    # where Rich assumes 80); the project name folds onto more lines instead, and at a width too narrow for
-    # the table, the table grows past it rather than cutting an id.
-    id_width = max(len(r.run_id) for r in runs)
-    t = Table(header_style="bold")
-    t.add_column("run id", no_wrap=True, min_width=id_width, overflow="ignore")
-    t.add_column("kind", no_wrap=True)
-    t.add_column("project", overflow="fold", ratio=1, min_width=7)
-    t.add_column("started", no_wrap=True, min_width=19)
-    t.add_column("status", no_wrap=True)
-    t.add_column("models (≈ concurrency optimum)", overflow="fold", ratio=1, min_width=6)
-    t.add_column("stored", justify="right", no_wrap=True)
-    t.add_column("planned", justify="right", no_wrap=True)
-    narrowest = id_width + 5 + 7 + 19 + len("cancelled") + 6 + len("stored") + len("planned") + 9 + 8 * 2
-    con.width = max(con.width, narrowest)
-    for r in runs:
+
+    def calls(r: RunListing) -> str:
         kind, load_stored = kinds.get(r.run_id, ("sweep", 0))
-        t.add_row(r.run_id, kind + shards_label(sharded.get(r.run_id)), literal(r.project, newlines=False),
-                  time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at)), r.status,
-                  literal(", ".join(m + (f" ≈{optima[r.run_id][m]}" if m in optima[r.run_id] else "")
-                                    for m in r.models), newlines=False),
-                  str(load_stored if kind == "load" else r.calls),
-                  str(r.planned))
-    con.print(t)
+        # a load run's arrivals are random: it has requests sent, never a plan to be short of
+        return f"{load_stored} requests" if kind == "load" else f"{r.calls}/{r.planned}"
+
+    # The run id (what --resume needs) and every model's name are never cut: a name per line; lower-priority
+    # columns are left out first on a narrow terminal, and below that each run is a block of its own.
+    columns: tuple[Column[RunListing], ...] = (
+        Column("run id", lambda r: r.run_id, priority=HEADLINE, right=False),
+        Column("status", lambda r: r.status + (" (load)" if kinds.get(r.run_id, ("sweep",))[0] == "load" else "")
+               + shards_label(sharded.get(r.run_id)), priority=9, right=False),
+        Column("calls", calls, priority=8),
+        Column("models (≈ concurrency optimum)", lambda r: "\n".join(
+            m + (f" ≈{optima[r.run_id][m]}" if m in optima[r.run_id] else "") for m in r.models),
+            priority=HEADLINE, right=False, short="models"),
+        Column("started", lambda r: time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started_at)), priority=6,
+               right=False),
+        Column("project", lambda r: r.project, priority=7, right=False),
+    )
+    con.print(table_for_width(columns, runs, con.width, elsewhere=""))
     return EXIT_OK
 
 
@@ -329,12 +324,11 @@ def _write_output(path: str | None, fn: Callable[[TextIO, bool], object]) -> Non
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from arenatui.compare_cli import run_compare
+    from arenatui.terminal import out_console
 
     run_compare(args.db, args.run, args.other, args.a, args.b, args.all, args.json,
-                Console(highlight=False, soft_wrap=args.json, width=_width(sys.stdout)))
+                out_console(soft_wrap=args.json))
     return EXIT_OK
 
 
@@ -416,6 +410,8 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
     try:
         asyncio.run(serve(project, args.host, args.port, seed=args.seed,
                           announce=lambda line: print(line, flush=True), stall=stall))
+    except BrokenPipeError:
+        raise  # stdout's reader went away, not the port: main stops quietly
     except OSError as e:  # the port is taken, the host is not ours
         raise ArenaError(f"mock-server cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     return EXIT_OK
@@ -580,17 +576,32 @@ def _load_console(run: Any, theme: str | None) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return EXIT_USAGE
     try:
-        return _run_command(args)
-    finally:
-        while _held_handlers:
-            sig, previous = _held_handlers.pop()
-            signal.signal(sig, previous)  # type: ignore[arg-type]
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return EXIT_USAGE
+        try:
+            return _run_command(args)
+        finally:
+            while _held_handlers:
+                sig, previous = _held_handlers.pop()
+                signal.signal(sig, previous)  # type: ignore[arg-type]
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """Stdout's reader closed the pipe (`| head`): stop quietly. Whatever is still buffered for stdout goes to
+    /dev/null, so the interpreter's last flush cannot fail again ("Exception ignored ... BrokenPipeError")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a file descriptor (called in-process, captured)
+        pass
+    return EXIT_READER_GONE
 
 
 def _run_command(args: argparse.Namespace) -> int:

@@ -8,13 +8,26 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
+from arenatui.charts import histogram
 from arenatui.errors import PlanError
+from arenatui.figures import (
+    HEADLINE,
+    NOTHING,
+    Column,
+    absent,
+    p_better,
+    signed,
+    signed_interval,
+    table_for_width,
+)
 from arenatui.safe_text import literal
 from arenatui.stats import (
     Comparison,
+    Disagreement,
+    PairDecision,
+    RunChange,
     RunResults,
     all_pairs,
     compare_models,
@@ -28,8 +41,6 @@ from arenatui.stats.jsonable import interval_dict
 from arenatui.store import Store
 from arenatui.store.queries import resolve_run
 from arenatui.store.read import read_run
-
-_BARS = "▁▂▃▄▅▆▇█"
 
 
 def require_model(results: RunResults, model: str, flag: str) -> str:
@@ -46,25 +57,6 @@ def default_pair(results: RunResults) -> tuple[str, str]:
     if len(ranked) < 2:
         raise PlanError(f"run {results.run_id} has fewer than two models with answered calls: nothing to compare")
     return ranked[0], ranked[1]
-
-
-def histogram_line(values: np.ndarray, width: int = 48) -> tuple[str, str]:
-    """The resampled differences as one line of bars, and a second line marking zero (or where it lies off-range)."""
-    if values.size == 0:
-        return "", ""
-    lo, hi = float(values.min()), float(values.max())
-    if hi == lo:
-        hi = lo + 1e-9
-    counts, _edges = np.histogram(values, bins=width, range=(lo, hi))
-    top = counts.max() or 1
-    bars = "".join(" " if c == 0 else _BARS[min(len(_BARS) - 1, int(c / top * (len(_BARS) - 1) + 0.5))]
-                   for c in counts)
-    if lo <= 0 <= hi:
-        pos = min(width - 1, int((0 - lo) / (hi - lo) * width))
-        marker = " " * pos + "^ 0"
-    else:
-        marker = "0 is below this range" if lo > 0 else " " * (width - 1) + "0 is above this range"
-    return f"{lo:+.3f} {bars} {hi:+.3f}", " " * (len(f"{lo:+.3f}") + 1) + marker
 
 
 def comparison_dict(c: Comparison) -> dict[str, Any]:
@@ -98,36 +90,51 @@ def compare_two(console: Console, results: RunResults, a: str, b: str, *, as_jso
     head.append(f" over {c.n} shared working cases")
     console.print(head)
     if c.n:
-        console.print(f"  difference {c.diff.estimate:+.3f}, 95% CI {c.diff.low:+.3f} to {c.diff.high:+.3f}, "
-                      f"P(A > B) = {c.p_a_better:.3f}", markup=False)
+        console.print(f"  difference {signed(c.diff.estimate)}, 95% CI {signed_interval(c.diff.low, c.diff.high, c.n)}"
+                      f", P(A > B) = {p_better(c)}", markup=False)
     console.print(Text("  ").append(literal(c.verdict, "bold", newlines=False)))
     if c.coverage_note:
         console.print(Text("  ").append(literal(c.coverage_note, newlines=False)))
-    bars, zero = histogram_line(c.differences)
-    if bars:
-        console.print("  resampled differences:", markup=False)
-        console.print(Text("  " + bars))
-        console.print(Text("  " + zero))
+    if c.differences.size:
+        console.print("  resampled differences A − B (│ marks zero, [ ] the 95% interval):", markup=False)
+        hist = histogram(c.differences, max(10, min(60, console.width - 4)), 3, interval=(c.diff.low, c.diff.high))
+        for line in hist.split("\n"):
+            console.print(Text("  ").append_text(line))
     if groups:
-        t = Table(title="By stratum and tag (working cases both have scores for)", title_justify="left",
-                  header_style="bold")
-        for col in ("group", "kind", "n", "A − B", "95% CI", "ordered"):
-            t.add_column(col, justify="right" if col in ("n", "A − B") else "left")
-        for g, k, x in groups:
-            ci = f"{x.diff.low:+.3f} to {x.diff.high:+.3f}" if x.n > 1 else "-"
-            est = f"{x.diff.estimate:+.3f}" if x.n else "-"
-            t.add_row(literal(g, newlines=False), k, str(x.n), est, ci,
-                      literal(x.better, newlines=False) if x.better else Text("no"))
-        console.print(t)
+        console.print(table_for_width(GROUP_COLUMNS, groups, console.width,
+                                      title="By stratum and tag (working cases both have scores for)"))
     if differ:
-        t = Table(title=f"Cases where they disagree ({len(differ)}, largest gap first; first 20)", title_justify="left",
-                  header_style="bold")
-        t.add_column("case")
-        t.add_column("A", justify="right")
-        t.add_column("B", justify="right")
-        for d in differ[:20]:
-            t.add_row(literal(d.case_id, newlines=False), f"{d.score_a:.2f}", f"{d.score_b:.2f}")
-        console.print(t)
+        shown = differ[:20]
+        more = f"; the first {len(shown)}" if len(differ) > len(shown) else ""
+        console.print(table_for_width(DISAGREE_COLUMNS, shown, console.width,
+                                      title=f"Disagreements: {len(differ)} cases, largest gap first{more}"))
+
+
+GROUP_COLUMNS: tuple[Column[tuple[str, str, Comparison]], ...] = (
+    Column("group", lambda g: g[0], priority=HEADLINE, right=False),
+    Column("kind", lambda g: g[1], priority=3, right=False),
+    Column("n", lambda g: g[2].n, priority=4),
+    Column("A − B", lambda g: g[2].diff.estimate if g[2].n else None, signed, priority=HEADLINE),
+    Column("95% CI", lambda g: g[2].diff, lambda d: signed_interval(d.low, d.high, d.n), priority=8),
+    Column("ordered", lambda g: g[2].better or "no", priority=HEADLINE, right=False),
+)
+DISAGREE_COLUMNS: tuple[Column[Disagreement], ...] = (
+    Column("case", lambda d: d.case_id, priority=HEADLINE, right=False),
+    Column("A", lambda d: d.score_a, lambda v: f"{v:.2f}", priority=HEADLINE),
+    Column("B", lambda d: d.score_b, lambda v: f"{v:.2f}", priority=HEADLINE),
+)
+PAIR_COLUMNS: tuple[Column[PairDecision], ...] = (
+    Column("A", lambda d: d.comparison.a, priority=HEADLINE, right=False),
+    Column("B", lambda d: d.comparison.b, priority=HEADLINE, right=False),
+    Column("n", lambda d: d.comparison.n, priority=4),
+    Column("A − B", lambda d: d.comparison.diff.estimate if d.comparison.n else None, signed, priority=HEADLINE),
+    Column("95% CI", lambda d: d.comparison.diff, lambda x: signed_interval(x.low, x.high, x.n), priority=8),
+    Column("P(A > B)", lambda d: p_better(d.comparison), priority=6),
+    Column("Holm p", lambda d: d.p_holm, lambda v: NOTHING if absent(v) else f"{v:.4f}", priority=7),
+    Column("better", lambda d: d.better or "no ordering", priority=HEADLINE, right=False),
+    Column("cases to resolve", lambda d: None if d.decided else d.comparison.cases_needed,
+           lambda v: NOTHING if v is None else f"~{v}", priority=3, short="to resolve"),
+)
 
 
 def compare_all(console: Console, results: RunResults, *, as_json: bool) -> None:
@@ -138,20 +145,21 @@ def compare_all(console: Console, results: RunResults, *, as_json: bool) -> None
             {**comparison_dict(d.comparison), "p_holm": _num(d.p_holm), "decided_holm": d.decided,
              "better_holm": d.better, "verdict_holm": d.verdict} for d in decisions]})
         return
-    t = Table(title=f"All {len(decisions)} pairs of run {results.run_id} (Holm-adjusted at 5%)", title_justify="left",
-              header_style="bold")
-    for col in ("A", "B", "n", "A − B", "95% CI", "P(A > B)", "Holm p", "better", "cases to resolve"):
-        t.add_column(col, justify="left" if col in ("A", "B", "better") else "right")
-    for d in decisions:
-        c = d.comparison
-        ci = f"{c.diff.low:+.3f} to {c.diff.high:+.3f}" if c.n > 1 else "-"
-        t.add_row(literal(c.a, newlines=False), literal(c.b, newlines=False), str(c.n),
-                  f"{c.diff.estimate:+.3f}" if c.n else "-", ci, _fmt(c.p_a_better), _fmt(d.p_holm, 4),
-                  literal(d.better, "bold", newlines=False) if d.better else Text("no ordering"),
-                  "-" if d.decided or c.cases_needed is None else f"~{c.cases_needed}")
-    console.print(t)
+    console.print(table_for_width(PAIR_COLUMNS, decisions, console.width,
+                                  title=f"All {len(decisions)} pairs of run {results.run_id} (Holm-adjusted at 5%)"))
     if not answered or len(answered) < 2:
         console.print("Fewer than two models answered: nothing to compare.", markup=False)
+
+
+CHANGE_COLUMNS: tuple[Column[RunChange], ...] = (
+    Column("model", lambda ch: ch.model, priority=HEADLINE, right=False),
+    Column("n", lambda ch: ch.comparison.n, priority=4),
+    Column("new − old", lambda ch: ch.comparison.diff.estimate if ch.comparison.n else None, signed,
+           priority=HEADLINE),
+    Column("95% CI", lambda ch: ch.comparison.diff, lambda x: signed_interval(x.low, x.high, x.n), priority=8),
+    Column("verdict", lambda ch: ("REGRESSION: " if ch.regression else "") + ch.comparison.verdict,
+           priority=HEADLINE, right=False),
+)
 
 
 def compare_two_runs(console: Console, old: RunResults, new: RunResults, *, as_json: bool) -> None:
@@ -162,17 +170,9 @@ def compare_two_runs(console: Console, old: RunResults, new: RunResults, *, as_j
         _print_json(console, {"old": old.run_id, "new": new.run_id, "models": [
             {"model": c.model, "regression": c.regression, **comparison_dict(c.comparison)} for c in changes]})
         return
-    t = Table(title=f"Run {new.run_id} against run {old.run_id}, model by model (new − old, shared cases)",
-              title_justify="left", header_style="bold")
-    for col in ("model", "n", "new − old", "95% CI", "verdict"):
-        t.add_column(col, justify="right" if col in ("n", "new − old") else "left")
-    for ch in changes:
-        c = ch.comparison
-        ci = f"{c.diff.low:+.3f} to {c.diff.high:+.3f}" if c.n > 1 else "-"
-        t.add_row(literal(ch.model, newlines=False), str(c.n), f"{c.diff.estimate:+.3f}" if c.n else "-", ci,
-                  literal(("REGRESSION: " if ch.regression else "") + c.verdict, "bold" if c.decided else "",
-                          newlines=False))
-    console.print(t)
+    console.print(table_for_width(CHANGE_COLUMNS, changes, console.width, block_below=0,
+                                  title=f"Run {new.run_id} against run {old.run_id}, model by model (new − old, "
+                                        "shared cases)"))
 
 
 def run_compare(db: str | None, run: str, other: str | None, a: str | None, b: str | None, all_: bool,

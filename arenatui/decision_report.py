@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import html
 import json
-import re
+import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
+from arenatui.figures import LEADERBOARD, NOTHING, interval, money, ms, pct, score
+from arenatui.redact import redact_urls_in_text, url_without_secrets
 from arenatui.safe_text import one_line, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
-from arenatui.stats import ModelRow, RunResults, all_pairs, group_scores, leaderboard, reversals
+from arenatui.stats import Interval, ModelRow, RunResults, all_pairs, group_scores, leaderboard, reversals
 from arenatui.stats.jsonable import finite as _num
 from arenatui.stats.jsonable import interval_dict
 from arenatui.store import Store
@@ -26,7 +27,6 @@ from arenatui.store.read import F1Answers, StoredRun, read_run
 if TYPE_CHECKING:
     from arenatui.tuning.levels import ModelReadout
 
-from arenatui.wording import fmt_errors
 
 LISTED_CASES = 50
 """Judged case ids a report lists per llm_judge scorer before "… and K more"."""
@@ -35,16 +35,6 @@ TOP_PAIRS = 5
 FORMATS = ("md", "json", "html")
 
 
-def _safe_url(url: str | None) -> str | None:
-    """A base URL without user info, query or fragment: where credentials could hide."""
-    if not url:
-        return url
-    # userinfo goes before parsing: a stored URL's reads "[redacted]@", which urlsplit takes for an IPv6 literal
-    try:
-        parts = urlsplit(re.sub(r"(?<=://)[^/?#]*@", "", url))
-    except ValueError:
-        return "(unparseable URL)"
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
 _MODEL_SETTINGS = ("key", "provider", "model", "price_in_per_mtok", "price_out_per_mtok", "max_concurrency", "rpm",
@@ -68,7 +58,7 @@ def run_settings(plan: RunPlan) -> dict[str, Any]:
             d["judge"] = True
             d["candidate"] = m.get("key") in plan.models
         if m.get("base_url"):
-            d["base_url"] = _safe_url(str(m["base_url"]))
+            d["base_url"] = url_without_secrets(str(m["base_url"]))
         models.append(d)
     return {"run": dict(cfg.get("run", {})), "filters": plan.record.filters, "models": models,
             "cases": len(plan.cases), "sealed_cases": sum(c.sealed for c in plan.cases), "trials": plan.trials}
@@ -91,9 +81,9 @@ def model_dict(r: ModelRow) -> dict[str, Any]:
 
 
 def _failures(top: dict[str, list[tuple[str, str, int]]]) -> dict[str, list[dict[str, Any]]]:
-    """Per model, its most frequent error messages (one line each)."""
-    return {mk: [{"error_class": ec, "message": one_line(msg, 160), "calls": n} for ec, msg, n in rows]
-            for mk, rows in top.items()}
+    """Per model, its most frequent error messages (one line each, URL credentials redacted)."""
+    return {mk: [{"error_class": ec, "message": one_line(redact_urls_in_text(msg), 160), "calls": n}
+                 for ec, msg, n in rows] for mk, rows in top.items()}
 
 
 def _classification(f1: F1Answers) -> dict[str, dict[str, Any]]:
@@ -145,7 +135,7 @@ def concurrency_list(readouts: Sequence[ModelReadout]) -> list[dict[str, Any]]:
 
 def _concurrency_rows(rep: dict[str, Any]) -> list[list[str]]:
     return [[c["model"], c["verdict"], ", ".join(
-        f"{lv['level']}: {_f(lv['goodput'], 2)}/s, 429s {_pct(lv['limited_share'])}, n {lv['answered']}"
+        f"{lv['level']}: {_f(lv['goodput'], 2)}/s, 429s {pct(lv['limited_share'])}, n {lv['answered']}"
         for lv in c["levels"] if lv["measured"]) or "none measured"] for c in rep.get("concurrency") or []]
 
 
@@ -227,45 +217,42 @@ def _iso(t: float | None) -> str | None:
 
 
 def _f(v: float | None, digits: int = 3) -> str:
-    return "-" if v is None else f"{v:.{digits}f}"
-
-
-def _money(v: float | None) -> str:
-    return "-" if v is None else (f"${v:.4f}" if v >= 0.01 else f"${v:.6f}")
-
-
-def _ms(v: float | None) -> str:
-    return "-" if v is None else f"{v:.0f}"
-
-
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{v:.0%}"
+    return NOTHING if v is None else f"{v:.{digits}f}"
 
 
 def _ci(iv: dict[str, Any]) -> str:
-    if iv["n"] < 2 or iv["low"] is None:
-        return "-"
-    return f"{iv['low']:.3f}–{iv['high']:.3f}"
+    return interval(iv["low"], iv["high"], iv["n"])
 
 
-def _errors(e: dict[str, int]) -> str:
-    return fmt_errors(e)
+def _interval(d: dict[str, Any] | None) -> Interval:
+    nan = math.nan
+    if d is None:
+        return Interval(nan, nan, nan, 0)
+    est, low, high = (nan if d[k] is None else float(d[k]) for k in ("estimate", "low", "high"))
+    return Interval(est, low, high, int(d["n"]))
 
 
-LEADERBOARD_HEAD = ("#", "model", "quality", "95% CI", "n", "coverage", "errors", "pass@k", "consistent",
-                    "$/correct", "$/answered", "p50 ms", "p95 ms", "p99 ms", "TTFT p50", "TTFT p95", "timeouts",
-                    "retries/call", "front")
+def row_from_dict(m: dict[str, Any]) -> ModelRow:
+    """A leaderboard row read back from its JSON form (`model_dict`): Markdown and HTML render the JSON's rows
+    through the same columns as every other view (figures.LEADERBOARD), so the formats never disagree."""
+    nan = math.nan
+    return ModelRow(
+        model=m["model"], quality=_interval(m["quality"]), planned=m["planned"], calls=m["calls"],
+        answered=m["answered"], errored=m["errored"], errors=m["errors"], retries=m["retries"], passed=m["passed"],
+        unscored=m["unscored"], pass_at={int(k): nan if v is None else v for k, v in m["pass_at"].items()},
+        consistency=nan if m["consistency"] is None else m["consistency"], spend=m["spend"], tokens=m["tokens"],
+        cost_per_correct=m["cost_per_correct"], tokens_per_correct=m["tokens_per_correct"],
+        cost_per_answered=m["cost_per_answered"], latency_p50=m["latency_ms"]["p50"],
+        latency_p95=m["latency_ms"]["p95"], latency_p99=m["latency_ms"]["p99"], ttft_p50=m["ttft_ms"]["p50"],
+        ttft_p95=m["ttft_ms"]["p95"], sealed=_interval(m["sealed"]), on_cost_front=m["on_cost_front"],
+        on_latency_front=m["on_latency_front"])
 
 
-def leaderboard_cells(m: dict[str, Any], rank: int) -> list[str]:
-    ks = m["pass_at"]
-    passk = " ".join(f"@{k} {_f(v, 2)}" for k, v in ks.items()) if len(ks) > 1 else "-"
-    front = "+".join(x for x, on in (("cost", m["on_cost_front"]), ("latency", m["on_latency_front"])) if on)
-    return [str(rank), m["model"], _f(m["quality"]["estimate"]), _ci(m["quality"]), str(m["quality"]["n"]),
-            _pct(m["coverage"]), _errors(m["errors"]), passk, _pct(m["consistency"]), _money(m["cost_per_correct"]),
-            _money(m["cost_per_answered"]), _ms(m["latency_ms"]["p50"]), _ms(m["latency_ms"]["p95"]),
-            _ms(m["latency_ms"]["p99"]), _ms(m["ttft_ms"]["p50"]), _ms(m["ttft_ms"]["p95"]), _pct(m["timeout_rate"]),
-            _f(m["retry_rate"], 2), front or "-"]
+def leaderboard_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The leaderboard's head and cells: every column of figures.LEADERBOARD, ranked."""
+    head = ["#", *(c.title for c in LEADERBOARD)]
+    return head, [[str(i), *(c.cell(row_from_dict(m)) for c in LEADERBOARD)]
+                  for i, m in enumerate(rep["leaderboard"], 1)]
 
 
 def _sealed_rows(rep: dict[str, Any]) -> list[list[str]]:
@@ -282,7 +269,7 @@ def _strata_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         cells = [g["group"], g["kind"], str(g["cases"])]
         for m in models:
             iv = g["scores"].get(m)
-            text = "-" if iv is None or iv["n"] == 0 else f"{iv['estimate']:.3f} ({_ci(iv)})"
+            text = NOTHING if iv is None or iv["n"] == 0 else f"{iv['estimate']:.3f} ({_ci(iv)})"
             cells.append(text + (" ⚠" if (g["group"], m) in flagged else ""))
         rows.append(cells)
     return head, rows
@@ -327,7 +314,7 @@ def _unscored_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 
 def _judge_rows(spend: dict[str, Any]) -> list[list[str]]:
     return [[j["judge"], str(j["calls"]), str(j["judge_errors"]), str(j["retries"]), str(j["tokens"]),
-             _money(j["cost"])] for j in spend["judges"]]
+             money(j["cost"])] for j in spend["judges"]]
 
 
 JUDGE_HEAD = ("judge", "judge calls", "judge errors", "retries", "tokens", "spend")
@@ -345,8 +332,10 @@ def _estimated_note(est: dict[str, dict[str, int]]) -> str:
 
 
 def _spend_words(spend: dict[str, Any]) -> str:
-    return (f"Total spend {_money(spend['total'])}: models {_money(spend['candidates'])}, judges "
-            f"{_money(spend['judges_total'])}.")
+    if not spend["judges"]:  # no judge: no judges' figure (a "$0" there reads as a judge that cost nothing)
+        return f"Total spend {money(spend['total'])}."
+    return (f"Total spend {money(spend['total'])}: models {money(spend['candidates'])}, judges "
+            f"{money(spend['judges_total'])}.")
 
 
 def _md_spend(spend: dict[str, Any] | None) -> list[str]:
@@ -396,7 +385,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
     lines += [f"- {_md(n)}" for n in rep["notes"]] + ([""] if rep["notes"] else [])
     lines += ["## Leaderboard", "", "Quality is over scored calls (trials averaged per case), with a 95% "
               "bootstrap interval over cases; coverage is answered / planned calls.", ""]
-    lines += _md_table(LEADERBOARD_HEAD, [leaderboard_cells(m, i) for i, m in enumerate(rep["leaderboard"], 1)])
+    lines += _md_table(*leaderboard_rows(rep))
     lines += ["", "## Which models are separated", ""]
     if not rep["pairs"]:
         lines.append("Fewer than two models answered: nothing to compare.")
@@ -418,8 +407,8 @@ def render_markdown(rep: dict[str, Any]) -> str:
     est = rep.get("estimated_tokens") or {}
     lines += _md_table(("model", "spend", "tokens", "tokens estimated", "$/correct", "tokens/correct", "$/answered",
                         "quality-cost front", "quality-p95 front"),
-                       [[m["model"], _money(m["spend"]), str(m["tokens"]), _estimated_cell(est.get(m["model"])),
-                         _money(m["cost_per_correct"]), _f(m["tokens_per_correct"], 0), _money(m["cost_per_answered"]),
+                       [[m["model"], money(m["spend"]), str(m["tokens"]), _estimated_cell(est.get(m["model"])),
+                         money(m["cost_per_correct"]), _f(m["tokens_per_correct"], 0), money(m["cost_per_answered"]),
                          "yes" if m["on_cost_front"] else "", "yes" if m["on_latency_front"] else ""]
                         for m in rep["leaderboard"]])
     lines += ["", "$/correct is the spend of every attempt (retries and errored calls included) over passed calls; "
@@ -470,10 +459,12 @@ def render_markdown(rep: dict[str, Any]) -> str:
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}
-th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right}
+th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right;white-space:nowrap}
 th{background:#f3f3f3}td:nth-child(2),th:nth-child(2){text-align:left}
 .decided{color:#0a6b2d;font-weight:600}.open{color:#8a5a00}
 pre{background:#f6f6f6;padding:1em;overflow:auto}svg{border:1px solid #ddd;background:#fff}
+svg.frontier{display:block;max-width:100%;height:auto}.wide{overflow-x:auto;max-width:100%}
+li,p{overflow-wrap:anywhere}
 .front{fill:#0a6b2d}.dot{fill:#888}
 """
 
@@ -483,44 +474,76 @@ def _h(s: object) -> str:
 
 
 def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A table in a box that scrolls sideways on a narrow page (a phone), so the page itself never overflows."""
     th = "".join(f"<th>{_h(c)}</th>" for c in head)
     body = "".join("<tr>" + "".join(f"<td>{_h(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="wide"><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def _scatter(points: list[tuple[str, float, float, bool]], x_label: str) -> str:
-    """An inline SVG scatter of quality (y) against a cost (x), the Pareto front filled."""
+
+SVG_W, SVG_H = 640, 320
+"""The frontier's drawing size (it scales down to the page's width: a phone's too)."""
+SVG_MARGIN = (64, 24, 48, 16)
+"""Left (the quality ticks), right, bottom (the x ticks and the axis name), top."""
+
+
+def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:
+    return [lo + (hi - lo) * i / n for i in range(n + 1)]
+
+
+def _scatter(points: list[tuple[str, float, float, bool]], x_label: str, x_fmt: Callable[[float], str]) -> str:
+    """An inline SVG scatter of quality (y) against a cost (x), the Pareto front filled, ticked axes. A label
+    starts right of its point in the left half and ends left of it in the right half, so it stays inside."""
     if not points:
         return "<p>No model has both figures.</p>"
-    w, h, pad = 520, 300, 50
+    w, h = SVG_W, SVG_H
+    left, right, bottom, top = SVG_MARGIN
     xs = [p[1] for p in points]
     ys = [p[2] for p in points]
     x0, x1 = min(xs), max(xs)
     y0, y1 = min(ys), max(ys)
-    x1 = x1 if x1 > x0 else x0 + 1
-    y1 = y1 if y1 > y0 else y0 + 0.1
+    if x1 <= x0:
+        x0, x1 = x0 * 0.9, (x1 * 1.1 if x1 > 0 else 1.0)
+    if y1 <= y0:
+        y0, y1 = y0 - 0.05, y1 + 0.05
+    span_x, span_y = x1 - x0, y1 - y0
+    x0, x1 = x0 - span_x * 0.08, x1 + span_x * 0.08  # room for a point's mark at either end
+    y0, y1 = y0 - span_y * 0.1, y1 + span_y * 0.1
 
     def sx(v: float) -> float:
-        return pad + (v - x0) / (x1 - x0) * (w - 2 * pad)
+        return left + (v - x0) / (x1 - x0) * (w - left - right)
 
     def sy(v: float) -> float:
-        return h - pad - (v - y0) / (y1 - y0) * (h - 2 * pad)
+        return h - bottom - (v - y0) / (y1 - y0) * (h - bottom - top)
 
+    mid = (left + w - right) / 2
     dots = "".join(
         f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" class="{"front" if front else "dot"}"/>'
-        f'<text x="{sx(x) + 7:.1f}" y="{sy(y) - 7:.1f}" font-size="11">{_h(name)}</text>'
+        f'<text class="label" x="{sx(x) + (8 if sx(x) < mid else -8):.1f}" y="{sy(y) - 7:.1f}" font-size="11" '
+        f'text-anchor="{"start" if sx(x) < mid else "end"}">{_h(name)}</text>'
         for name, x, y, front in points)
-    axes = (f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="#999"/>'
-            f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="#999"/>'
-            f'<text x="{w / 2}" y="{h - 12}" font-size="12" text-anchor="middle">{_h(x_label)} (lower is better)'
-            f'</text><text x="14" y="{h / 2}" font-size="12" transform="rotate(-90 14 {h / 2})" '
-            f'text-anchor="middle">quality</text>')
-    return f'<svg width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img">{axes}{dots}</svg>'
+    ticks = "".join(
+        f'<line x1="{sx(v):.1f}" y1="{h - bottom}" x2="{sx(v):.1f}" y2="{h - bottom + 5}" stroke="#999"/>'
+        f'<text class="tick" x="{sx(v):.1f}" y="{h - bottom + 17}" font-size="10" text-anchor="middle">'
+        f'{_h(x_fmt(v))}</text>' for v in _ticks(x0 + span_x * 0.08, x1 - span_x * 0.08))
+    ticks += "".join(
+        f'<line x1="{left - 5}" y1="{sy(v):.1f}" x2="{left}" y2="{sy(v):.1f}" stroke="#999"/>'
+        f'<text class="tick" x="{left - 8}" y="{sy(v) + 3:.1f}" font-size="10" text-anchor="end">{score(v)}</text>'
+        for v in _ticks(y0 + span_y * 0.1, y1 - span_y * 0.1))
+    axes = (f'<line x1="{left}" y1="{h - bottom}" x2="{w - right}" y2="{h - bottom}" stroke="#999"/>'
+            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{h - bottom}" stroke="#999"/>'
+            f'<text class="axis" x="{mid}" y="{h - 8}" font-size="12" text-anchor="middle">{_h(x_label)} (lower is '
+            f'better)</text><text class="axis" x="14" y="{(h - bottom + top) / 2}" font-size="12" '
+            f'transform="rotate(-90 14 {(h - bottom + top) / 2})" text-anchor="middle">quality</text>')
+    return (f'<svg class="frontier" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img">{axes}{ticks}{dots}'
+            f'</svg>')
 
 
 def render_html(rep: dict[str, Any]) -> str:
     run = rep["run"]
-    parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>Decision report: {_h(run['project'])}"
+    parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8>"
+             '<meta name=viewport content="width=device-width, initial-scale=1">'
+             f"<title>Decision report: {_h(run['project'])}"
              f"</title><style>{_CSS}</style></head><body>",
              f"<h1>Decision report: {_h(run['project'])}, run {_h(run['run_id'])}</h1>",
              f"<p>Status {_h(run['status'])}; started {_h(run['started_at'])}; {run['stored']} of {run['planned']} "
@@ -529,7 +552,7 @@ def render_html(rep: dict[str, Any]) -> str:
         parts.append("<ul>" + "".join(f"<li>{_h(n)}</li>" for n in rep["notes"]) + "</ul>")
     parts.append("<h2>Leaderboard</h2><p>Quality is over scored calls (trials averaged per case), with a 95% "
                  "bootstrap interval over cases; coverage is answered / planned calls.</p>")
-    parts.append(_html_table(LEADERBOARD_HEAD, [leaderboard_cells(m, i) for i, m in enumerate(rep["leaderboard"], 1)]))
+    parts.append(_html_table(*leaderboard_rows(rep)))
     parts.append("<h2>Which models are separated</h2><ul>")
     for p in rep["pairs"]:
         cls = "decided" if p["decided"] else "open"
@@ -552,10 +575,10 @@ def render_html(rep: dict[str, Any]) -> str:
                  "included) over passed calls. Filled points are Pareto-optimal.</p>")
     parts.append(_scatter([(m["model"], m["cost_per_correct"], m["quality"]["estimate"], m["on_cost_front"])
                            for m in lb if m["cost_per_correct"] is not None and m["quality"]["estimate"] is not None],
-                          "$ per correct answer"))
+                          "$ per correct answer", money))
     parts.append(_scatter([(m["model"], m["latency_ms"]["p95"], m["quality"]["estimate"], m["on_latency_front"])
                            for m in lb if m["latency_ms"]["p95"] is not None and m["quality"]["estimate"] is not None],
-                          "p95 latency, ms"))
+                          "p95 latency, ms", ms))
     if rep.get("estimated_tokens"):
         parts.append(f"<p>{_h(_estimated_note(rep['estimated_tokens']))}</p>")
     spend = rep.get("spend")

@@ -7,9 +7,12 @@ import sys
 import anyio
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Column
+from rich.text import Text
 
 from arenatui.engine.events import RunStatus
 from arenatui.errors import ArenaError, unwrap
+from arenatui.figures import fit_line, money
 from arenatui.live import LiveSnapshot
 from arenatui.sweep import Sweep, stop_signals
 
@@ -23,25 +26,20 @@ def _eta(s: float | None) -> str:
     return f"ETA {s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"ETA {s // 60}:{s % 60:02d}"
 
 
-def _client(snap: LiveSnapshot) -> str:
-    """The client's own CPU load, and a warning while it is the bottleneck."""
-    if snap.client_cpu is None:
-        return ""
-    return f"  client CPU {snap.client_cpu:4.0%}" + ("  (client-bound: latencies inflated)"
-                                                   if snap.client_overloaded else "")
-
-
-def _judged(snap: LiveSnapshot) -> str:
-    """The judge calls' share of the bar (which counts them: they are calls of the sweep) and their spend."""
-    if not snap.judge_planned:
-        return ""
-    return f"  judged {snap.judge_done}/{snap.judge_planned} (${snap.judge_cost:.4f} of ${snap.cost:.4f})"
-
-
-def _stats(snap: LiveSnapshot, *, eta: bool) -> str:
-    return (f"in flight {snap.in_flight:>3}  backoff {snap.backing_off:>3}  retries {snap.retries:>4}  "
-            f"{snap.calls_per_s:7.1f} calls/s" + _judged(snap) + (f"  {_eta(snap.eta_s)}" if eta else "")
-            + _client(snap))
+def _stats(snap: LiveSnapshot, *, eta: bool, width: int = 1_000) -> str:
+    """The figures beside the bar, the least useful left out first when they do not fit in `width`."""
+    parts = [(f"in flight {snap.in_flight:>3}", 9), (f"  backoff {snap.backing_off:>3}", 4),
+             (f"  retries {snap.retries:>4}", 7), (f"  {snap.calls_per_s:7.1f} calls/s", 8)]
+    if snap.judge_planned:  # the judge calls' share of the bar (which counts them) and their spend
+        parts.append((f"  judged {snap.judge_done}/{snap.judge_planned} ({money(snap.judge_cost)} of "
+                       f"{money(snap.cost)})", 5))
+    if eta:
+        parts.append((f"  {_eta(snap.eta_s)}", 6))
+    if snap.client_cpu is not None:  # the client's own CPU load, and a warning while it is the bottleneck
+        parts.append((f"  client CPU {snap.client_cpu:4.0%}", 3))
+        if snap.client_overloaded:
+            parts.append(("  (client-bound: latencies inflated)", 6))
+    return fit_line([(Text(t), p) for t, p in parts], width).plain
 
 
 async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunStatus:
@@ -52,8 +50,9 @@ async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunSta
     progress = None
     if not quiet:
         progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[stats]}"), TimeElapsedColumn(),
+            TextColumn("[bold]{task.description}"), BarColumn(bar_width=20),
+            MofNCompleteColumn(table_column=Column(no_wrap=True)),
+            TextColumn("{task.fields[stats]}", table_column=Column(no_wrap=True)), TimeElapsedColumn(),
             console=console, transient=False, auto_refresh=False,
         )
     status: RunStatus = "failed"
@@ -75,12 +74,15 @@ async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunSta
                     sweep_scope.cancel()
 
     task = progress.add_task("sweep", total=sweep.live.planned, stats="") if progress is not None else None
+    # what the description, the bar, "done/planned" (never cut: issue 22) and the elapsed time leave of the line
+    n = sweep.live.planned
+    stats_width = max(20, console.width - len("sweep") - 20 - len(f"{n}/{n}") - len("0:00:00") - 5)
 
     async def show() -> None:
         assert progress is not None and task is not None
         while True:
             snap = sweep.live.snapshot()
-            progress.update(task, completed=snap.done, stats=_stats(snap, eta=True))
+            progress.update(task, completed=snap.done, stats=_stats(snap, eta=True, width=stats_width))
             progress.refresh()
             await anyio.sleep(REFRESH_S)
 
@@ -101,7 +103,7 @@ async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunSta
                 tg.cancel_scope.cancel()
                 if progress is not None and task is not None:
                     snap = sweep.live.snapshot()
-                    progress.update(task, completed=snap.done, stats=_stats(snap, eta=False))
+                    progress.update(task, completed=snap.done, stats=_stats(snap, eta=False, width=stats_width))
                     progress.refresh()
                     progress.stop()
     except BaseExceptionGroup as group:  # the store failed mid-run: one paragraph, not a task group's traceback

@@ -232,16 +232,15 @@ def print_checks(checks: list[JudgeCheck], console: Console) -> None:
 
 
 def cmd_judge_check(args: argparse.Namespace) -> int:
-    import sys
 
     import anyio
-    from rich.console import Console
 
     from arenatui.config import load_project
+    from arenatui.terminal import out_console
 
     project = load_project(args.project)
     checks = anyio.run(check_judges, project, args.concurrency)
-    print_checks(checks, Console(highlight=False, soft_wrap=True, file=sys.stdout))
+    print_checks(checks, out_console(soft_wrap=True))
     return 0
 
 

@@ -165,6 +165,16 @@ class _Ring:
         return sum(self.series(counter, now_sec, n))
 
 
+MESSAGES_KEPT = 32
+"""Distinct error messages counted per model: enough to find the commonest, bounded whatever a provider says."""
+
+
+def _count_message(counts: dict[str, int], message: str | None) -> None:
+    text = message or "(no message)"
+    if text in counts or len(counts) < MESSAGES_KEPT:
+        counts[text] = counts.get(text, 0) + 1
+
+
 @dataclass(slots=True)
 class _ModelAgg:
     key: str
@@ -193,6 +203,8 @@ class _ModelAgg:
     """Calls whose tokens (and so cost) arenatui estimated: the server reported no usage."""
     score_sum: float = 0.0
     errors: dict[str, int] = field(default_factory=dict)
+    error_messages: dict[str, int] = field(default_factory=dict)
+    """Errored calls by message (the first MESSAGES_KEPT distinct ones): the commonest says why calls fail."""
     failures: dict[str, int] = field(default_factory=dict)
     """Failed (answered, not passed) calls by failure mode: wrong_answer, refusal, invalid_format, ..."""
     latencies: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
@@ -238,6 +250,8 @@ class ModelSnapshot:
     """Answered calls an llm_judge scorer has not scored: awaiting their judge, or outside its sample."""
     judge: bool = False
     """A judge lane (key ``judge:<model key>``): its calls are judge calls, one per judged candidate call."""
+    common_error: tuple[str, int] | None = None
+    """The most common error message of this session's errored calls and how many calls said it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,6 +484,7 @@ class LiveMetrics:
             dst = UNREACHABLE if status == "unreachable" else ERRORED
             cls = ec or "error"
             agg.errors[cls] = agg.errors.get(cls, 0) + 1
+            _count_message(agg.error_messages, emsg)
             self._log(ev.t, "error", mk, f"{self._call(mk, cid, trial)}: {cls} after {attempts} attempt(s): "
                                          f"{emsg or ''}")
         self._move(mi, cid, src, dst)
@@ -716,6 +731,7 @@ class LiveMetrics:
                 score=(agg.score_sum / scored) if (scored := agg.done - agg.unscored) > 0 else None,
                 cost=agg.cost, latency_series=series, throughput_series=tuple(counts), failures=dict(agg.failures),
                 unscored=agg.unscored, judge=agg.judge,
+                common_error=max(agg.error_messages.items(), key=lambda kv: kv[1], default=None),
             ))
         done = sum(m.done for m in models)
         # a judge lane's verdicts are its candidates' results: count them once, on the candidates

@@ -192,7 +192,7 @@ class Plan:
 
     def describe(self) -> str:
         whole = (f"{len(self.models)} model{'s' if len(self.models) != 1 else ''} × {len(self.cases)} "
-                 f"test{'s' if len(self.cases) != 1 else ''} × {self.trials} trial(s) = {self.total} calls")
+                 f"case{'s' if len(self.cases) != 1 else ''} × {self.trials} trial(s) = {self.total} calls")
         return whole if self.shard is None else f"{whole}, shard {self.shard} of them: {self.shard_total()}"
 
 

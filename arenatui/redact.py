@@ -1,12 +1,15 @@
-"""Credentials out of URLs before a URL is stored or shown: userinfo and credential-like query parameters.
+"""Secrets out of everything stored or shown, in one module: URLs (userinfo and credential-like query parameters),
+free text such as a provider's error body (`scrub`: known secrets, key-shaped strings, echoed auth headers), and a
+base URL as a report prints it (`url_without_secrets`).
 
 A `base_url` such as ``http://user:pw@host/v1?api_key=...`` works for requests but must never reach
-`runs.config_json`, the screen or a log. `providers.http.scrub` uses the same rules on free text.
+`runs.config_json`, the screen or a log.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
@@ -81,3 +84,48 @@ def url_credentials(url: str) -> list[str]:
 def redact_urls_in_text(text: str) -> str:
     """Every URL inside `text` redacted as `redact_url` does."""
     return URL_IN_TEXT.sub(lambda m: redact_url(m.group()), text)
+
+
+_KEY_VALUE = re.compile(
+    r"(?i)(\b(?:x-api-key|api[-_]?key|authorization|proxy-authorization|access[-_]?token|secret|key|token)\b"
+    r"[\"']?\s*[:=]\s*[\"']?)(?:bearer\s+)?[^\s\"',;}\[\]]+")
+_BEARER = re.compile(r"(?i)\bbearer\s+[^\s\"',;}\[\]]+")
+_AUTH_HEADER = re.compile(
+    r"(?i)(\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?)[^\"'\r\n,;}\]]+")
+"""An echoed Authorization header, whatever its scheme (Basic, Bearer, Digest, AWS4-HMAC-SHA256 ...): the
+whole value goes, scheme and credential alike."""
+_KEY_SHAPED = re.compile(r"\b(?:sk|pk|rk|ak|key)[-_][A-Za-z0-9_\-]{8,}")
+_LONG_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=]{32,}")
+
+
+def _redact_long(m: re.Match[str]) -> str:
+    s = m.group()
+    # A long run with both letters and digits looks like a credential; a long word or number does not.
+    if any(c.isdigit() for c in s) and any(c.isalpha() for c in s):
+        return REDACTED
+    return s
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` with every known secret and every key-shaped string replaced by ``[redacted]``."""
+    for s in secrets:
+        if s:
+            text = text.replace(s, REDACTED)
+    text = redact_urls_in_text(text)
+    text = _AUTH_HEADER.sub(lambda m: m.group(1) + REDACTED, text)
+    text = _KEY_VALUE.sub(lambda m: m.group(1) + REDACTED, text)
+    text = _BEARER.sub("Bearer " + REDACTED, text)
+    text = _KEY_SHAPED.sub(REDACTED, text)
+    return _LONG_TOKEN.sub(_redact_long, text)
+
+
+def url_without_secrets(url: str | None) -> str | None:
+    """A base URL as a report prints it: without user info, query or fragment (where credentials could hide)."""
+    if not url:
+        return url
+    # userinfo goes before parsing: a stored URL's reads "[redacted]@", which urlsplit takes for an IPv6 literal
+    try:
+        parts = urlsplit(re.sub(r"(?<=://)[^/?#]*@", "", url))
+    except ValueError:
+        return "(unparseable URL)"
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))

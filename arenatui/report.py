@@ -2,70 +2,60 @@
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from rich.console import Console, RenderableType
 
 from arenatui.engine.client_load import OVERLOAD_CPU, OVERLOAD_S, sustained_overload
-from arenatui.safe_text import literal, one_line
+from arenatui.figures import LEADERBOARD, money, table_for_width
+from arenatui.redact import redact_urls_in_text
+from arenatui.safe_text import one_line
 from arenatui.stats import ModelRow, RunResults, leaderboard
 from arenatui.store import Store
 from arenatui.store.queries import RunSpend
-from arenatui.wording import LEADERBOARD_NOTE, fmt_errors
+from arenatui.wording import LEADERBOARD_NOTE
 
 
-def summary_line(n_models: int, n_cases: int, trials: int, elapsed_s: float) -> str:
+def summary_line(n_models: int, n_cases: int, trials: int, elapsed_s: float, made: int | None = None) -> str:
+    """`4 models × 12 cases × 8 trial(s) = 384 calls in 26.5s` (the order scripts parse); when this invocation
+    made fewer calls than the run has (a resume), it says both: `… = 180 calls in the run; this invocation made 33
+    in 17.4s`."""
     total = n_models * n_cases * trials
-    return (f"{n_models} model{'s' if n_models != 1 else ''} × {n_cases} test{'s' if n_cases != 1 else ''} × "
-            f"{trials} trial(s) = {total} calls in {elapsed_s:.1f}s")
+    head = (f"{n_models} model{'s' if n_models != 1 else ''} × {n_cases} case{'s' if n_cases != 1 else ''} × "
+            f"{trials} trial(s) = {total} calls")
+    if made is None or made == total:
+        return f"{head} in {elapsed_s:.1f}s"
+    return f"{head} in the run; this invocation made {made} in {elapsed_s:.1f}s"
 
 
 def spend_line(spend: float | RunSpend) -> str:
     """The run's spend; with judges, the models' and each judge's apart, and the total of both."""
     if not isinstance(spend, RunSpend):
-        return f"Spend: ${spend:.4f}"
+        return f"Spend: {money(spend)}"
     if not spend.judges:
-        return f"Spend: ${spend.total:.4f}"
-    judges = ", ".join(f"{one_line(j.judge, 80)} ${j.cost:.4f} over {j.calls} judge calls"
+        return f"Spend: {money(spend.total)}"
+    judges = ", ".join(f"{one_line(j.judge, 80)} {money(j.cost)} over {j.calls} judge calls"
                        + (f" ({j.errors} judge errors)" if j.errors else "") for j in spend.judges)
-    return f"Spend: ${spend.total:.4f} (models ${spend.candidates:.4f}; judges ${spend.judge_total:.4f}: {judges})"
+    return (f"Spend: {money(spend.total)} (models {money(spend.candidates)}; judges {money(spend.judge_total)}: "
+            f"{judges})")
 
 
-def _ms(v: float | None) -> str:
-    return "-" if v is None else (f"{v:.0f}" if v >= 10 else f"{v:.1f}")
-
-
-def leaderboard_table(rows: list[ModelRow]) -> Table:
-    """The headless leaderboard: quality over scored calls beside coverage, errors and what a correct answer cost."""
-    t = Table(title="Leaderboard (quality over scored calls; errored calls count against coverage)",
-              title_justify="left", header_style="bold", caption=LEADERBOARD_NOTE, caption_justify="left")
-    for col in ("#", "model", "quality", "95% CI", "coverage", "errors", "p50 ms", "p95 ms", "retries", "spend",
-                "$/correct", "$/answered"):
-        t.add_column(col, justify="left" if col in ("model", "errors") else "right")
-    for i, r in enumerate(rows, 1):
-        q = r.quality
-        ci = f"{q.low:.3f}–{q.high:.3f}" if q.n > 1 else "-"
-        errs = fmt_errors(r.errors)
-        t.add_row(
-            str(i), literal(r.model, newlines=False), f"{q.estimate:.3f}" if q.n else "-", ci,
-            f"{r.coverage:.0%}" if r.planned else "-", Text(errs), _ms(r.latency_p50), _ms(r.latency_p95),
-            str(r.retries), f"${r.spend:.4f}", _money(r.cost_per_correct), _money(r.cost_per_answered),
-        )
-    return t
-
-
-def _money(v: float | None) -> str:
-    return "-" if v is None else f"${v:.5f}"
+def leaderboard_table(rows: list[ModelRow], width: int = 160) -> RenderableType:
+    """The headless leaderboard: quality over scored calls beside coverage, errors and what a correct answer cost,
+    fitted to `width` (lower-priority columns left out; one block per model when even the headline ones do not
+    fit)."""
+    return table_for_width(LEADERBOARD, rows, width,
+                           title="Leaderboard (quality over scored calls; errored calls count against coverage)",
+                           caption=LEADERBOARD_NOTE, elsewhere=" (arena report RUN shows every column)")
 
 
 def print_leaderboard(console: Console, results: RunResults) -> list[ModelRow]:
     rows = leaderboard(results)
-    console.print(leaderboard_table(rows))
+    console.print(leaderboard_table(rows, console.width))
     return rows
 
 
-def errored_line(results: RunResults) -> str | None:
-    """How many calls errored, by class, whenever any did (None when none did)."""
+def errored_line(results: RunResults, messages: dict[str, list[tuple[str, str, int]]] | None = None) -> str | None:
+    """How many calls errored, by class, whenever any did (None when none did); with `messages`
+    (store.queries.error_messages), each model's most common error message on a line of its own."""
     by_class: dict[str, int] = {}
     for errs in results.errors.values():
         for k, v in errs.items():
@@ -76,8 +66,14 @@ def errored_line(results: RunResults) -> str | None:
     calls = int(results.calls.sum())
     classes = ", ".join(f"{k} {v}" for k, v in sorted(by_class.items(), key=lambda kv: (-kv[1], kv[0])))
     per_model = "; ".join(f"{one_line(m, 80)} {sum(e.values())}" for m, e in results.errors.items() if e)
-    return (f"Errored: {total} of {calls} calls ({classes}); by model: {per_model}. Quality is over scored "
+    line = (f"Errored: {total} of {calls} calls ({classes}); by model: {per_model}. Quality is over scored "
             "calls; errored ones count against coverage.")
+    for model, rows in (messages or {}).items():
+        if rows:
+            ec, msg, n = rows[0]
+            line += (f"\n  {one_line(model, 80)}, most often ({n}× {ec}): "
+                     f"{one_line(redact_urls_in_text(msg), 160) or '(no message)'}")
+    return line
 
 
 def error_failure(results: RunResults, max_rate: float | None) -> str | None:

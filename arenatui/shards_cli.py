@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,7 +82,7 @@ def barrier_line(shard: Shard | None, start_at: float | None) -> str | None:
 def start_skew_line(shards: list[ShardRecord]) -> str | None:
     """The merged run's worst start: the shard whose start may have been furthest from the planned instant."""
     from arenatui.barrier import format_instant, worst_start
-    from arenatui.load.tables import ms
+    from arenatui.figures import ms
 
     found = worst_start(shards)
     if found is None:
@@ -119,16 +118,12 @@ def add_merge_parser(sub: Any) -> None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from arenatui.store.merge import merge
+    from arenatui.terminal import err_console, out_console
 
     t0 = time.monotonic()
     merged = merge(args.out, args.inputs, args.run)
-    from arenatui.cli import _width
-
-    out = Console(highlight=False, width=_width(sys.stdout))
-    err = Console(stderr=True, highlight=False, width=_width(sys.stderr))
+    out, err = out_console(), err_console()
     _print_merged(out, err, merged, Path(args.out), time.monotonic() - t0, figures=not args.quiet)
     return 0
 

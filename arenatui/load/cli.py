@@ -134,14 +134,20 @@ async def run_headless(run: LoadRun, *, quiet: bool, err: Console) -> RunStatus:
 
 
 def _width() -> int | None:
-    """Piped or in CI, Rich would take 80 columns (or COLUMNS) and squeeze 19 columns into ellipses."""
-    cols = os.environ.get("COLUMNS", "")
-    return None if sys.stdout.isatty() else max(200, int(cols) if cols.isdigit() else 0)
+    """The terminal's width (or COLUMNS); piped or in CI, 200 columns: the segment table has 19."""
+    from arenatui.terminal import width_for
+
+    return width_for(sys.stdout, piped=200)
+
+
+def _consoles(width: int | None) -> tuple[Console, Console]:
+    """stdout's and stderr's consoles (quiet when stdout's reader goes away)."""
+    from arenatui.terminal import err_console, out_console
+
+    return out_console(width=width), err_console(width=width)
 
 
 def cmd_load(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from arenatui.load.report import print_outcome
     from arenatui.load.run import LoadRun
     from arenatui.store import default_db_path
@@ -150,16 +156,16 @@ def cmd_load(args: argparse.Namespace) -> int:
         from arenatui.load.report import stored_outcome
 
         run_id, stored = stored_outcome(args.db or default_db_path(), args.show)
-        print_outcome(Console(highlight=False, width=_width()), Console(stderr=True, highlight=False), stored)
-        Console(highlight=False).print(f"Run id: {run_id} ({stored.status})", markup=False)
+        out, err = _consoles(_width())
+        print_outcome(out, err, stored)
+        out.print(f"Run id: {run_id} ({stored.status})", markup=False)
         return 0
     if not args.project:
         raise ArenaError("no project: pass --project FILE (or a directory holding arena.toml), or --show RUN_ID")
     opts = load_options(args)
     run = LoadRun(opts)
     wide = _width()
-    out = Console(highlight=False, width=wide)
-    err = Console(stderr=True, highlight=False, width=wide)
+    out, err = _consoles(wide)
     console = getattr(args, "load_console", None)
     if not args.quiet and sys.stdout.isatty() and console is not None:
         console(run, args.theme)

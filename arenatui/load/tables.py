@@ -1,59 +1,91 @@
-"""A load run's two tables as Rich renderables: per segment (rates, latencies, and beside them timeouts, errors,
-429s and goodput) and percentiles. Shared by `arena load` and the results screen (a renderable, not a view)."""
+"""A load run's two tables as Rich renderables, fitted to the width they are drawn at: per segment (rates,
+latencies, and beside them timeouts, errors, 429s and goodput) and percentiles. Shared by `arena load` and the
+results screen (a renderable, not a view)."""
 
 from __future__ import annotations
 
-import math
+from rich.console import RenderableType
 
-from rich.table import Table
-
+from arenatui.figures import HEADLINE, NOTHING, Column, Fitted, ms
+from arenatui.figures import pct as share
 from arenatui.load.figures import Figures, LoadOutcome
 
-
-def ms(v: float) -> str:
-    if math.isnan(v):
-        return "-"
-    return f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
+__all__ = ["ms", "pct", "percentile_table", "segment_table"]
 
 
 def pct(v: float | None) -> str:
-    return "-" if v is None else f"{v:.1%}"
+    """A load run's shares: one decimal (a 0.4% error rate matters at 1,000 requests/s)."""
+    return share(v, decimals=1)
 
 
 def _label(f: Figures) -> str:
     return "all" if f.segment is None else str(f.segment)
 
 
-def segment_table(outcome: LoadOutcome) -> Table:
-    t = Table(title="Load run: per segment (latencies from schedule; from send in the p99 send column)",
-              header_style="bold", title_justify="left")
-    for col in ("seg", "rate/s", "offered/s", "achieved/s", "reqs", "lat p50", "lat p99", "lat p99 send", "TTFT p50",
-                "TTFT p99", "ITL p50", "lag p99", "out tok/s", "timeout", "error", "429", "goodput", "good/s", ""):
-        t.add_column(col, justify="left" if col in ("seg", "") else "right")
-    rows = [*outcome.segments, outcome.run] if len(outcome.segments) > 1 else [outcome.run]
-    for f in rows:
-        note = ""
-        if outcome.saturation is f:
-            note = "◀ saturation"
-        elif f.saturated:
-            note = "saturated"
-        t.add_row(_label(f), f"{f.target_rate:g}", f"{f.offered_rate:.2f}", f"{f.achieved_rate:.2f}", str(f.requests),
-                  ms(f.latency_schedule[50.0]), ms(f.latency_schedule[99.0]), ms(f.latency_send[99.0]),
-                  ms(f.ttft_schedule[50.0]), ms(f.ttft_schedule[99.0]), ms(f.itl[50.0]), ms(f.lag[99.0]),
-                  f"{f.output_tokens_per_s:,.0f}", pct(f.share("timeout")), pct(f.error_share),
-                  pct(f.share("rate_limited")), pct(f.goodput_share), "-" if f.goodput_rate is None
-                  else f"{f.goodput_rate:.2f}", note)
-    return t
+def _rate(v: float) -> str:
+    return f"{v:.2f}"
 
 
-def percentile_table(outcome: LoadOutcome) -> Table:
-    t = Table(title="Percentiles (ms)", header_style="bold", title_justify="left")
-    for col in ("seg", "figure", "p50", "p90", "p95", "p99", "max"):
-        t.add_column(col, justify="left" if col in ("seg", "figure") else "right")
+Segment = tuple[Figures, str]
+"""A segment's (or the whole run's) figures and its saturation note."""
+
+SEGMENT_COLUMNS: tuple[Column[Segment], ...] = (
+    Column("seg", lambda s: _label(s[0]), priority=HEADLINE, right=False),
+    Column("rate/s", lambda s: s[0].target_rate, lambda v: f"{v:g}", priority=9),
+    Column("offered/s", lambda s: s[0].offered_rate, _rate, priority=5),
+    Column("achieved/s", lambda s: s[0].achieved_rate, _rate, priority=HEADLINE),
+    Column("reqs", lambda s: s[0].requests, priority=4),
+    Column("lat p50", lambda s: s[0].latency_schedule[50.0], ms, priority=8),
+    Column("lat p99", lambda s: s[0].latency_schedule[99.0], ms, priority=HEADLINE),
+    Column("lat p99 send", lambda s: s[0].latency_send[99.0], ms, priority=3),
+    Column("TTFT p50", lambda s: s[0].ttft_schedule[50.0], ms, priority=6),
+    Column("TTFT p99", lambda s: s[0].ttft_schedule[99.0], ms, priority=5),
+    Column("ITL p50", lambda s: s[0].itl[50.0], ms, priority=2),
+    Column("lag p99", lambda s: s[0].lag[99.0], ms, priority=4),
+    Column("out tok/s", lambda s: s[0].output_tokens_per_s, lambda v: f"{v:,.0f}", priority=2),
+    Column("timeout", lambda s: s[0].share("timeout"), pct, priority=6),
+    Column("error", lambda s: s[0].error_share, pct, priority=7),
+    Column("429", lambda s: s[0].share("rate_limited"), pct, priority=6),
+    Column("goodput", lambda s: s[0].goodput_share, pct, priority=5),
+    Column("good/s", lambda s: s[0].goodput_rate, lambda v: NOTHING if v is None else _rate(v), priority=3),
+    Column("", lambda s: s[1], priority=HEADLINE, right=False),
+)
+"""The segment table's columns: rate, achieved rate and p99 latency stay at any width."""
+
+
+def _segments(outcome: LoadOutcome) -> list[Segment]:
     rows = [*outcome.segments, outcome.run] if len(outcome.segments) > 1 else [outcome.run]
-    for f in rows:
+    return [(f, "◀ saturation" if outcome.saturation is f else "saturated" if f.saturated else "") for f in rows]
+
+
+def segment_table(outcome: LoadOutcome) -> RenderableType:
+    """The segment table, fitted to the width it is drawn at (a terminal, or a pane of the results view)."""
+    return Fitted(SEGMENT_COLUMNS, _segments(outcome),
+                  title="Load run: per segment (latencies from schedule; from send in the p99 send column)",
+                  elsewhere=" (arena report RUN shows every column)")
+
+
+PERCENTILES = (50.0, 90.0, 95.0, 99.0, 100.0)
+Percentile = tuple[str, str, dict[float, float]]
+
+
+def _percentile(p: float) -> Column[Percentile]:
+    def get(r: Percentile) -> float:
+        return r[2][p]
+    return Column("max" if p == 100.0 else f"p{p:g}", get, ms, priority=HEADLINE if p == 99.0 else int(p) // 10)
+
+
+PERCENTILE_COLUMNS: tuple[Column[Percentile], ...] = (
+    Column("seg", lambda r: r[0], priority=HEADLINE, right=False),
+    Column("figure", lambda r: r[1], priority=HEADLINE, right=False),
+    *(_percentile(p) for p in PERCENTILES),
+)
+
+
+def percentile_table(outcome: LoadOutcome) -> RenderableType:
+    rows = [*outcome.segments, outcome.run] if len(outcome.segments) > 1 else [outcome.run]
+    return Fitted(PERCENTILE_COLUMNS, [
+        (_label(f), name, d) for f in rows
         for name, d in (("TTFT from schedule", f.ttft_schedule), ("TTFT from send", f.ttft_send),
                         ("latency from schedule", f.latency_schedule), ("latency from send", f.latency_send),
-                        ("inter-token latency", f.itl), ("schedule lag", f.lag)):
-            t.add_row(_label(f), name, *(ms(d[p]) for p in (50.0, 90.0, 95.0, 99.0, 100.0)))
-    return t
+                        ("inter-token latency", f.itl), ("schedule lag", f.lag))], title="Percentiles (ms)")

@@ -36,7 +36,7 @@ from arenatui.errors import (
 )
 from arenatui.providers.base import Completion, Request, estimate_tokens
 from arenatui.providers.transports import Wire, WireResponse, open_wire, resolve
-from arenatui.redact import REDACTED, redact_urls_in_text, url_credentials
+from arenatui.redact import redact_urls_in_text, scrub, url_credentials
 from arenatui.safe_text import one_line
 
 MESSAGE_CHARS = 300
@@ -46,39 +46,7 @@ ERROR_BODY_BYTES = 64 * 1024
 SENSITIVE_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie",
                                "x-goog-api-key"})
 
-# ---- secrets -------------------------------------------------------------------------------------
-
-_KEY_VALUE = re.compile(
-    r"(?i)(\b(?:x-api-key|api[-_]?key|authorization|proxy-authorization|access[-_]?token|secret|key|token)\b"
-    r"[\"']?\s*[:=]\s*[\"']?)(?:bearer\s+)?[^\s\"',;}\[\]]+")
-_BEARER = re.compile(r"(?i)\bbearer\s+[^\s\"',;}\[\]]+")
-_AUTH_HEADER = re.compile(
-    r"(?i)(\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?)[^\"'\r\n,;}\]]+")
-"""An echoed Authorization header, whatever its scheme (Basic, Bearer, Digest, AWS4-HMAC-SHA256 ...): the
-whole value goes, scheme and credential alike."""
-_KEY_SHAPED = re.compile(r"\b(?:sk|pk|rk|ak|key)[-_][A-Za-z0-9_\-]{8,}")
-_LONG_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=]{32,}")
-
-
-def _redact_long(m: re.Match[str]) -> str:
-    s = m.group()
-    # A long run with both letters and digits looks like a credential; a long word or number does not.
-    if any(c.isdigit() for c in s) and any(c.isalpha() for c in s):
-        return REDACTED
-    return s
-
-
-def scrub(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with every known secret and every key-shaped string replaced by ``[redacted]``."""
-    for s in secrets:
-        if s:
-            text = text.replace(s, REDACTED)
-    text = redact_urls_in_text(text)
-    text = _AUTH_HEADER.sub(lambda m: m.group(1) + REDACTED, text)
-    text = _KEY_VALUE.sub(lambda m: m.group(1) + REDACTED, text)
-    text = _BEARER.sub("Bearer " + REDACTED, text)
-    text = _KEY_SHAPED.sub(REDACTED, text)
-    return _LONG_TOKEN.sub(_redact_long, text)
+# ---- secrets: the rules live in arenatui/redact.py (one module for every secret); `scrub` is used here -------
 
 
 def read_header_env(model: ModelConfig) -> dict[str, str]:

@@ -237,6 +237,8 @@ def list_runs(store: Store, limit: int = 50) -> list[RunListing]:
     out = []
     for r in store.list_runs(limit):
         wanted = set(r.filters.get("models") or ())
+        if r.filters.get("kind") == "load" and r.filters.get("model"):  # a load run drives one model
+            wanted = {str(r.filters["model"])}
         judges = {s.get("judge") for s in r.config.get("scorers", ()) if isinstance(s, dict)
                   and s.get("kind") == "llm_judge"}
         models = tuple(str(m.get("key")) for m in r.config.get("models", ())
@@ -598,4 +600,18 @@ def judgment_dicts(store: Store, run_id: str, case_id: str, *, judge_key: str | 
         d = dataclasses.asdict(j)
         d["judge_key"], d["output"], d["output_chars"] = d.pop("judge"), d.pop("answer"), d.pop("answer_chars")
         out.append(d)
+    return out
+
+
+def error_messages(store: Store, run_id: str, per_model: int = 3) -> dict[str, list[tuple[str, str, int]]]:
+    """Per model, its most frequent (error class, error message, calls) among errored calls (cancelled ones left
+    out), most frequent first: what a dead server or a wrong key actually said."""
+    out: dict[str, list[tuple[str, str, int]]] = {}
+    for mk, ec, msg, n in store.conn.execute(
+            "SELECT model_key, error_class, error_message, COUNT(*) AS n FROM results WHERE run_id = ? AND "
+            "status = 'errored' AND error_class != 'cancelled' GROUP BY model_key, error_class, error_message "
+            "ORDER BY model_key, n DESC", (run_id,)):
+        rows = out.setdefault(mk, [])
+        if len(rows) < per_model:
+            rows.append((str(ec), str(msg or ""), int(n)))
     return out

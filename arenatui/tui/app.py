@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterable
 
 from textual.app import App, SystemCommand
+from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import Theme
 
@@ -17,7 +18,14 @@ from arenatui.engine.events import RunStatus
 from arenatui.sweep import Sweep, stop_signals
 from arenatui.tui.screens import RunScreen
 from arenatui.tui.screens.dialogs import Confirm
-from arenatui.tui.themes import DEFAULT_THEME, STATE_VARIABLES, load_themes, remember_theme, remembered_theme
+from arenatui.tui.themes import (
+    DEFAULT_THEME,
+    STATE_VARIABLES,
+    hide_builtin_themes,
+    load_themes,
+    remember_theme,
+    remembered_theme,
+)
 
 
 def _terminal_gone() -> bool:
@@ -37,6 +45,9 @@ class ArenaApp(App[RunStatus | None]):
     CSS_PATH = "app.tcss"
     TITLE = "arena"
     ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [Binding("ctrl+c", "interrupt", "Stop", show=False, priority=True)]
+    """Ctrl-C stops the sweep as the README says (as `q` then `y`, without asking; exit 130), instead of
+    Textual's "press ctrl+q to quit"; a second Ctrl-C stops waiting for calls in flight."""
 
     def __init__(self, sweep: Sweep, *, theme: str | None = None, autostart: bool = True) -> None:
         super().__init__()
@@ -49,6 +60,7 @@ class ArenaApp(App[RunStatus | None]):
             self.register_theme(t)
         self.theme_problems = loaded.problems
         self.theme = self._initial_theme()
+        hide_builtin_themes(self, loaded)
 
     def _initial_theme(self) -> str:
         wanted = [self._theme_arg, self.sweep.project.theme, remembered_theme(), DEFAULT_THEME]
@@ -100,6 +112,12 @@ class ArenaApp(App[RunStatus | None]):
             self.exit(self.sweep.status)  # nothing to wait for, or a second signal: stop waiting
         else:
             rs.stop_sweep()
+
+    def action_interrupt(self) -> None:
+        if self.sweep.stopped_by is None and not self.sweep.control.cancelled:
+            self.notify("Stopping: calls in flight are cancelled; every finished call is stored.", timeout=5,
+                        markup=False)
+        self._stop_signal(int(signal.SIGINT))
 
     def _write_nowhere(self) -> None:
         """The terminal hung up: writes to it fail (EIO), which ends Textual's writer thread, and its

@@ -8,7 +8,7 @@ from textual.app import App
 from textual.binding import Binding
 
 from arenatui.tui.screens.results import Results
-from arenatui.tui.themes import DEFAULT_THEME, STATE_VARIABLES, load_themes, remembered_theme
+from arenatui.tui.themes import DEFAULT_THEME, STATE_VARIABLES, hide_builtin_themes, load_themes, remembered_theme
 
 
 class BrowseApp(App[None]):
@@ -16,7 +16,8 @@ class BrowseApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "arena browse"
-    BINDINGS = [Binding("q", "quit", "Quit")]
+    BINDINGS = [Binding("q", "quit", "Quit"),
+                Binding("ctrl+c", "quit", "Quit", show=False, priority=True)]  # nothing runs: Ctrl-C just leaves
 
     def __init__(self, db: Path | str, run_id: str | None = None, *, theme: str | None = None) -> None:
         super().__init__()
@@ -27,6 +28,7 @@ class BrowseApp(App[None]):
             self.register_theme(t)
         wanted = [theme, remembered_theme(), DEFAULT_THEME]
         self.theme = next((n for n in wanted if n and n in self.available_themes), "textual-dark")
+        hide_builtin_themes(self, loaded)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(STATE_VARIABLES)

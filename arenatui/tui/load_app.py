@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import App
 
 from arenatui.tui.screens.load import LoadRunView, LoadScreen
-from arenatui.tui.themes import DEFAULT_THEME, STATE_VARIABLES, load_themes, remembered_theme
+from arenatui.tui.themes import DEFAULT_THEME, STATE_VARIABLES, hide_builtin_themes, load_themes, remembered_theme
 
 
 class LoadApp(App[None]):
@@ -21,6 +21,7 @@ class LoadApp(App[None]):
             self.register_theme(t)
         names = [n for n in (theme, remembered_theme(), DEFAULT_THEME) if n and n in self.available_themes]
         self.theme = names[0] if names else "textual-dark"
+        hide_builtin_themes(self, loaded)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(STATE_VARIABLES)

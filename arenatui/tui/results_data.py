@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from arenatui.figures import signed_interval
 from arenatui.load.figures import LoadOutcome
 from arenatui.scoring.f1 import LabelScore, label_scores, macro_f1
 from arenatui.stats import (
@@ -240,4 +241,4 @@ def run_changes(db: Path | str, old_id: str, new_id: str) -> list[RunChange]:
 
 
 def interval_text(i: Interval) -> str:
-    return f"{i.low:+.3f} to {i.high:+.3f}" if i.n > 1 else "-"
+    return signed_interval(i.low, i.high, i.n)

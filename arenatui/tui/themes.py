@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
+from textual.app import App
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
@@ -106,6 +107,17 @@ def load_themes(bundled: Path = BUNDLED_DIR, user: Path | None = None) -> Loaded
             except ValueError as e:
                 out.problems.append(f"{f}: {e}")
     return out
+
+
+def hide_builtin_themes(app: App[Any], loaded: LoadedThemes) -> None:
+    """The palette's theme list: ours and the user's only (Textual's twenty built-in themes besides would bury the
+    three the README names). Textual's stay when none of ours loaded: one of them is the fallback."""
+    ours = {t.name for t in loaded.themes}
+    if not ours:
+        return
+    for name in list(app.available_themes):
+        if name not in ours and name != app.theme:
+            app.unregister_theme(name)
 
 
 def remembered_theme() -> str | None:

@@ -19,6 +19,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from arenatui.config.schema import JUDGE_LANE_PREFIX
+from arenatui.figures import BLOCKS, hbar
 from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNREACHABLE, UNSCORED
 from arenatui.safe_text import printable
 
@@ -39,7 +40,7 @@ CELL_NAMES = ("queued", "in flight", "backing off", "all passed", "under half pa
               "not judged")
 JUDGE_MARK = "⚖ "
 """Before a judge lane's key in the model table and the matrix: its row is a judge's calls, not a candidate's."""
-SPARK = " ▁▂▃▄▅▆▇█"
+SPARK = BLOCKS
 
 CellReader = Callable[[int, int, int], tuple[int, ...]]
 """(model index, first case, stop case) → trials per state summed over those cases."""
@@ -149,8 +150,8 @@ class CallMatrix(Widget, can_focus=True):
     CallMatrix > .matrix--started { color: $arena-in-flight; }
     CallMatrix > .matrix--label { color: $foreground; }
     CallMatrix > .matrix--header { color: $arena-muted; }
-    CallMatrix > .matrix--cursor { background: $accent 40%; }
-    CallMatrix:focus > .matrix--cursor { background: $accent; color: $background; }
+    CallMatrix > .matrix--cursor { text-style: reverse; }
+    CallMatrix:focus > .matrix--cursor { background: $accent; color: $background; text-style: bold; }
     """
     COMPONENT_CLASSES = {
         *(f"matrix--{c}" for c in CELL_CLASSES), "matrix--label", "matrix--header", "matrix--cursor",
@@ -343,12 +344,18 @@ class CallMatrix(Widget, can_focus=True):
         more = f"↕{self._top + 1}-{self._top + self._rows}/{len(self.model_keys)}"
         corner = (more if hidden > 0 else "")[: lay.label_w - 1].ljust(lay.label_w)
         if lay.per_col == 1 and lay.cell_w > 2:
-            text = "".join(c.ljust(lay.cell_w) for c in short_labels(self.case_ids, lay.cell_w - 1))
+            labels = short_labels(self.case_ids, lay.cell_w - 1)
+            if labels != list(self.case_ids):
+                # a cut name reads as another name ("elemen", "cap…fr"): number the cases in the project's order
+                # instead (Enter on a cell names its case in full)
+                labels = [str(k + 1)[: lay.cell_w - 1] for k in range(n)]
+                corner = corner if hidden > 0 else "case #"[: lay.label_w - 1].ljust(lay.label_w)
+            text = "".join(c.ljust(lay.cell_w) for c in labels)
         elif lay.per_col == 1:
             # one glyph per case: mark every fifth column and say where the first and last case are
             ticks = "".join("|" if k % 5 == 0 else " " for k in range(n)) if lay.cell_w == 1 else \
                 "".join(("|" if k % 5 == 0 else " ").ljust(lay.cell_w) for k in range(n))
-            text = f"{ticks}  {n} cases, | every 5th from {self.case_ids[0] if n else ''}"
+            text = f"{ticks}  {n} cases (a tick at every 5th), the first {self.case_ids[0] if n else ''}"
         else:
             text = f"{n} cases, {lay.per_col} per column (first: {self.case_ids[0]}; work and pass rate shown)"
         strip = Strip([Segment(corner, hs), Segment(text, hs)])
@@ -396,6 +403,10 @@ class CallMatrix(Widget, can_focus=True):
 
     def action_move(self, dm: int, dc: int) -> None:
         self._set_cursor(self.cursor[0] + dm, self.cursor[1] + dc)
+
+    def move_cursor_to_row(self, m: int) -> None:
+        """The cursor on model row `m`, in the column it was in (the model table's Enter follows it here)."""
+        self._set_cursor(m, self.cursor[1])
 
     def action_select(self) -> None:
         self.post_message(self.CellSelected(self.cursor[0], self.case_index_at(self.cursor[1])))
@@ -486,11 +497,18 @@ class RatesChart(Widget):
         offset = w - used
         scale = reps if len(thr) <= w else w / n
         marks = [" "] * w
+        # one glyph per column (the latest change there), then each global change's new target after its glyph
+        # only where that many cells are free: a burst of changes never runs its numbers into each other
+        glyphs: dict[int, tuple[str, str]] = {}
         for t, old, new, model_key, _source in markers:
             x = min(w - 1, offset + int(t / max(step, 1e-9) * scale))
-            tag = ("◆" if model_key is not None else ("▲" if new >= old else "▼") + str(new))
-            start = max(0, min(x, w - len(tag)))
-            marks[start: start + len(tag)] = list(tag)
+            glyphs[x] = ("◆", "") if model_key is not None else ("▲" if new >= old else "▼", str(new))
+        for x, (glyph, _) in glyphs.items():
+            marks[x] = glyph
+        for x, (_, label) in sorted(glyphs.items()):
+            cells = range(x + 1, x + 1 + len(label))
+            if label and cells.stop <= w and all(marks[c] == " " for c in range(x + 1, min(w, cells.stop + 1))):
+                marks[cells.start: cells.stop] = list(label)
         out.append(f"{'conc.' if narrow else 'concurrency':<{label_w}}", lab)
         out.append("".join(marks), self.get_component_rich_style("rates--marker", partial=True))
         if axis:
@@ -572,7 +590,15 @@ class ModelTable(Widget, can_focus=True):
     BINDINGS = [
         Binding("up", "cursor(-1)", show=False),
         Binding("down", "cursor(1)", show=False),
+        Binding("enter", "select", "Call detail", show=False),
     ]
+
+    class RowSelected(Message):
+        """Enter (or a click) on a model's row."""
+
+        def __init__(self, row: int) -> None:
+            self.row = row
+            super().__init__()
 
     def __init__(self, columns: Sequence[Column], keys: Sequence[str], *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -740,21 +766,8 @@ class ModelTable(Widget, can_focus=True):
         if 1 <= event.y <= len(self.keys) - self._top:
             self._move_to(self._top + event.y - 1)
 
-
-def fit_line(parts: Sequence[tuple[Text, int]], width: int) -> Text:
-    """One line from (text, priority) parts in order: the lowest-priority parts are left out until it fits
-    (later parts first among equals), so a narrow terminal loses the least useful figures, never a wrap."""
-    keep = list(range(len(parts)))
-    lens = [p[0].cell_len for p in parts]
-    total = sum(lens)
-    while keep and total > width:
-        drop = min(reversed(keep), key=lambda i: parts[i][1])
-        keep.remove(drop)
-        total -= lens[drop]
-    out = Text(no_wrap=True, overflow="ellipsis")
-    for i in keep:
-        out.append_text(parts[i][0])
-    return out
+    def action_select(self) -> None:
+        self.post_message(self.RowSelected(self.cursor_row))
 
 
 class StatusBar(Widget):
@@ -785,8 +798,4 @@ def duration(s: float | None) -> str:
 
 def bar(fraction: float, width: int) -> str:
     """A progress bar of eighth blocks."""
-    fraction = max(0.0, min(1.0, fraction))
-    eighths = int(fraction * width * 8)
-    full, part = divmod(eighths, 8)
-    partial = "▏▎▍▌▋▊▉"[part - 1] if part else ""
-    return ("█" * full + partial).ljust(width, "·")[:width]
+    return hbar(fraction, width, "·")

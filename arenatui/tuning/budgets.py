@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from arenatui.figures import money
+
 MIN_ANSWERS = 30
 """Answers (passing ones, for max_tokens; answered attempts, for timeout_s) needed before recommending."""
 MAX_TOKENS_MARGIN = 1.25
@@ -83,13 +85,6 @@ class Recommendation:
     def writable(self) -> bool:
         """Whether `arena tune --write` may write it: a change resting on enough evidence."""
         return self.action in ("lower", "raise") and self.value is not None
-
-
-def _money(x: float) -> str:
-    """Three significant digits, never exponent notation."""
-    if x <= 0:
-        return "$0"
-    return f"${x:.{max(2, 2 - math.floor(math.log10(x)))}f}"
 
 
 def _round_up(x: float, step: int) -> int:
@@ -163,8 +158,8 @@ def recommend_max_tokens(model_key: str, current: int, answers: Sequence[Answer]
     else:
         saving.append("time saved: – (the answers' lengths do not vary enough to measure seconds per token)")
     if price_out_per_mtok:
-        saving.append(f"≈ {_money(tokens_saved * price_out_per_mtok / 1e6)} of output spend on these calls "
-                      f"({_money(tokens_saved * price_out_per_mtok / 1e6 / n)} per answered call)")
+        saving.append(f"≈ {money(tokens_saved * price_out_per_mtok / 1e6)} of output spend on these calls "
+                      f"({money(tokens_saved * price_out_per_mtok / 1e6 / n)} per answered call)")
     return Recommendation("max_tokens", model_key, current, "lower", value,
                           f"lower max_tokens {current} → {value}: it cuts none of the passing answers ({basis})",
                           n, (*saving, *note))

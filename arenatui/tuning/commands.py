@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 
 from rich.console import Console
@@ -41,9 +39,21 @@ def readout_table(ro: ModelReadout) -> Table:
     return t
 
 
+def _not_a_load_run(run_id: str, db: str | None) -> None:
+    from arenatui.store import Store
+    from arenatui.store.load_queries import run_kinds
+
+    with Store(db) as store:
+        if run_kinds(store, [run_id])[run_id][0] == "load":
+            raise ArenaError(f"run {run_id} is a load run: it holds requests at offered rates, not concurrency "
+                             f"levels; its figures: arena load --show {run_id}")
+
+
 def _out() -> Console:
-    # piped into a log, Rich would assume 80 columns and squeeze the tables into ellipses
-    return Console(highlight=False, width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160)
+    # piped into a log, Rich would assume 80 columns and squeeze the tables into ellipses; quiet on a closed pipe
+    from arenatui.terminal import out_console
+
+    return out_console()
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -51,6 +61,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     err = Console(stderr=True, highlight=False)
     if args.show:
         run_id, stored = stored_readouts(args.show, args.db)
+        _not_a_load_run(run_id, args.db)
         if not stored:
             out.print(f"Run {run_id}: no readout (no level was held, or it ran before arenatui stored one).",
                       markup=False)
@@ -76,8 +87,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         except ValueError as e:
             raise ArenaError(f"arena tune: {e}") from None
         writable_target(args.project)  # a read-only file is refused before minutes of tuning, not after
-    err.print(f"Tuning with at most {args.budget} calls per model, until each model has a verdict…", markup=False)
-    res = tune(args.project, models=args.models, budget=args.budget, db=args.db, seed=args.seed)
+    res = tune(args.project, models=args.models, budget=args.budget, db=args.db, seed=args.seed,
+               started=lambda: err.print(f"Tuning with at most {args.budget} calls per model, until each model has a "
+                                         "verdict…", markup=False))
     for ro in res.readouts:
         out.print(readout_table(ro))
         out.print(recommendation_line(ro))

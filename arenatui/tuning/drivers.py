@@ -62,7 +62,8 @@ class _UntilConclusive:
 
 
 def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 400, db: str | Path | None = None,
-         seed: int | None = None, settings: TunerSettings | None = None) -> TuneResult:
+         seed: int | None = None, settings: TunerSettings | None = None,
+         started: Callable[[], object] | None = None) -> TuneResult:
     """Spend at most `budget` calls per model (the project's cases, cycled as trials) with the tuner on, stopping
     early once every model's verdict is conclusive (an optimum, a cap, a rate limit)."""
     from arenatui.sweep import Sweep, SweepOptions
@@ -78,6 +79,8 @@ def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 400, 
     until.sweep = sweep
     if settings is not None:
         sweep.tuner.settings = settings
+    if started is not None:  # the project and the models asked for are known good: say what happens next
+        started()
     t0 = time.monotonic()
     anyio.run(sweep.run)
     wall = time.monotonic() - t0

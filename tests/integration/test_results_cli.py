@@ -322,13 +322,11 @@ def test_a_run_with_nothing_stored_still_reports_and_exports(tmp_path: Path,
     assert code == 2 and "fewer than two models with answered calls" in _one_paragraph(err)
 
 
-def test_histogram_line_marks_zero() -> None:
-    import numpy as np
-
-    from arenatui.compare_cli import histogram_line
-
-    bars, marker = histogram_line(np.array([-0.1, 0.0, 0.1, 0.2, 0.3]), width=8)
-    assert bars.startswith("-0.100 ") and bars.endswith(" +0.300")
-    assert marker.index("^") == len("-0.100 ") + 2  # zero sits a quarter of the way along 8 bins
-    assert histogram_line(np.array([0.2, 0.3]), width=8)[1].strip() == "0 is below this range"
-    assert histogram_line(np.array([])) == ("", "")
+def test_compare_draws_the_results_views_histogram(run_db: tuple[Path, str],
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """One histogram for the CLI and the console (arenatui.charts): zero and the interval marked on its axis."""
+    db, _ = run_db
+    code, out, _ = _run(capsys, "compare", "last", "--a", "weak", "--b", "twin", "--db", str(db))
+    assert code == 0
+    axis = next(line for line in out.splitlines() if "┼" in line)
+    assert "[" in axis and "]" in axis

@@ -89,7 +89,7 @@ def test_a_sharded_sweep_merges_into_the_unsharded_run_call_for_call(tmp_path: P
     assert main(["runs", "--db", str(out)]) == 0
     listing = capsys.readouterr().out
     row = next(line for line in listing.splitlines() if "sweep-1" in line)
-    assert "sweep, 3 shards" in row and "81" in row  # one run, with its shard count, every call stored
+    assert "finished, 3 shards" in row and "81/81" in row  # one run, with its shard count, every call stored
     assert main(["report", "sweep-1", "--db", str(out), "-f", "json"]) == 0  # the read path takes a merged run
 
 

@@ -4,6 +4,7 @@ input refuses concurrency past its bound (15), a sealed case's text never shows 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -13,11 +14,13 @@ from textual.css.query import NoMatches
 from textual.widgets import Input, Static
 
 from arenatui.limits import MAX_CONCURRENCY
+from arenatui.paths import data_dir
 from arenatui.store import Store
 from arenatui.sweep import Sweep, SweepOptions
 from arenatui.tui.app import ArenaApp
 from arenatui.tui.screens import CallDetail, ValueInput
 from arenatui.tui.screens.detail import PREVIEW_CHARS
+from arenatui.tui.screens.dialogs import FolderInput
 
 from .support import _result, sim_project
 
@@ -45,6 +48,45 @@ def _shown(detail: CallDetail) -> str:
         return ""
 
 
+async def _save_into(app: ArenaApp, pilot: Any, folder: Path) -> None:
+    """`s`, then the folder asked for: `folder` typed over the proposed one, Enter."""
+    await pilot.press("s")
+    await _until(lambda: isinstance(app.screen, FolderInput))
+    app.screen.query_one(Input).value = str(folder)
+    await pilot.press("enter")
+
+
+async def test_s_asks_where_and_proposes_the_data_folder_never_the_current_one(
+        tmp_path: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 22 item 9: `s` writes nothing into the current folder (a git checkout, say) without asking; it
+    proposes the user data folder's outputs/RUN/, creates it, and says where the files went."""
+    sweep = Sweep(SweepOptions(project=sim_project(tmp_path, models=1, cases=1), db=db_path))
+    with Store(db_path) as store:
+        store.write_results(sweep.run_id, [_result("sim-0", "case-000", 0, "passed", 0.0, output="forty-two")])
+    cwd = tmp_path / "checkout"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=SIZE) as pilot:
+        app.push_screen(CallDetail(sweep, 0, 0))
+        await _until(lambda: isinstance(app.screen, CallDetail) and "trial 0" in _shown(app.screen))
+        await pilot.press("s")
+        await _until(lambda: isinstance(app.screen, FolderInput))
+        proposed = Path(app.screen.query_one(Input).value)
+        assert proposed == data_dir() / "outputs" / sweep.run_id
+        await pilot.press("escape")  # nothing saved
+        await _until(lambda: isinstance(app.screen, CallDetail))
+        assert not _saved(proposed.parent, proposed.name)
+        await pilot.press("s")
+        await _until(lambda: isinstance(app.screen, FolderInput))
+        await pilot.press("enter")
+        await _until(lambda: any("Saved" in str(n.message) for n in app._notifications))
+        (note,) = [str(n.message) for n in app._notifications if "Saved" in str(n.message)]
+    (saved,) = _saved(proposed, "arena-output-*-t0.txt")
+    assert saved.read_text(encoding="utf-8") == "forty-two" and str(saved) in note
+    assert not _saved(cwd, "*")
+
+
 async def test_a_huge_output_shows_a_prefix_its_size_and_saves_whole(tmp_path: Path, db_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     sweep = Sweep(SweepOptions(project=sim_project(tmp_path, models=1, cases=1), db=db_path))
@@ -63,7 +105,7 @@ async def test_a_huge_output_shows_a_prefix_its_size_and_saves_whole(tmp_path: P
         assert f"the first {PREVIEW_CHARS:,} of 1,500,000 characters" in shown
         assert len(shown) < PREVIEW_CHARS + 2_000  # the prefix, not the answer
         assert huge[:2_000] in shown
-        await pilot.press("s")
+        await _save_into(app, pilot, tmp_path)
         await _until(lambda: any("Saved" in str(n.message) for n in app._notifications))
         (note,) = [str(n.message) for n in app._notifications if "Saved" in str(n.message)]
         await pilot.press("escape")
@@ -83,7 +125,7 @@ async def test_a_save_that_fails_says_why_and_the_console_goes_on(tmp_path: Path
     async with app.run_test(size=SIZE) as pilot:
         app.push_screen(CallDetail(sweep, 0, 0))
         await _until(lambda: isinstance(app.screen, CallDetail) and "trial 0" in _shown(app.screen))
-        await pilot.press("s")
+        await _save_into(app, pilot, tmp_path)
         await _until(lambda: any("Could not save" in str(n.message) for n in app._notifications))
         assert isinstance(app.screen, CallDetail) and app.is_running
 

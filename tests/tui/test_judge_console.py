@@ -176,7 +176,7 @@ def test_headless_progress_counts_the_judge_calls(tmp_path: Path) -> None:
     snap = sweep.live.snapshot()
     assert snap.planned == sweep.plan.total + sweep.plan.judges[0].total
     line = _stats(snap, eta=True)
-    assert f"judged {snap.judge_done}/{snap.judge_planned}" in line and "$0.0030 of $0.0066" in line
+    assert f"judged {snap.judge_done}/{snap.judge_planned}" in line and "$0.00300 of $0.00660" in line
 
 
 @pytest.mark.parametrize("retry_errored", [False, True])

@@ -71,8 +71,11 @@ async def test_keys_change_the_rate_and_q_stops() -> None:
         assert run.cancelled and app.is_running
 
 
-def test_load_screen_snapshot(snap_compare: Any) -> None:
-    assert snap_compare(LoadApp(ScriptedRun(), theme="dark", autostart=False), terminal_size=(120, 24))
+@pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_load_screen_snapshot(snap_compare: Any, size: tuple[int, int]) -> None:
+    """Issue 22 item 3: at every size the histogram's bars stay on their lines and a warning beside a figure
+    moves under it rather than wrapping to the pane's edge."""
+    assert snap_compare(LoadApp(ScriptedRun(), theme="dark", autostart=False), terminal_size=size)
 
 
 async def test_a_real_short_run_in_the_console(tmp_path: Path) -> None:

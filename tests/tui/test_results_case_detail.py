@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from arenatui.store import Store
 from arenatui.tui.browse import BrowseApp
+from arenatui.tui.screens.dialogs import FolderInput
 from arenatui.tui.screens.outputs import PREVIEW_CHARS
 from arenatui.tui.screens.results_detail import CaseDetail
 
@@ -52,7 +53,10 @@ async def test_a_huge_answer_shows_its_start_and_size_and_s_saves_it_whole(db: P
         text = shown()
         assert f"the first {PREVIEW_CHARS:,} of 1,500,000 characters: s saves the whole output" in text
         assert huge[:2_000] in text and len(text) < PREVIEW_CHARS + 5_000  # the start, not the answer
-        await pilot.press("s")
+        await pilot.press("s")  # asks for the folder (issue 22 item 9): the one typed here
+        await settle(pilot, lambda: isinstance(app.screen, FolderInput))
+        app.screen.query_one(Input).value = str(out_dir)
+        await pilot.press("enter")
         await settle(pilot, lambda: any("Saved" in str(n.message) for n in app._notifications))
         (note,) = [str(n.message) for n in app._notifications if "Saved" in str(n.message)]
         await pilot.press("escape")

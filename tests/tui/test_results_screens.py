@@ -50,7 +50,7 @@ async def settle(pilot: Pilot[Any], pred: Any = None) -> None:
         await pilot.pause(0.02)
         try:
             await app.workers.wait_for_complete()
-        except WorkerCancelled:
+        except WorkerCancelled:  # an exclusive worker replaced by a newer one (two picks in a row): wait again
             continue
         await pilot.pause()
         screen = app.screen
@@ -70,23 +70,23 @@ async def test_leaderboard_ranks_and_sorts_by_any_column(db: Path) -> None:
         await settle(pilot)
         t = app.screen.query_one("#leaderboard-table", DataTable)
         assert [r[1] for r in rows(t)] == ["sim-twin", "sim-strong", "sim-weak"]  # best score first
-        assert rows(t)[0][5] == "85%"  # sim-twin's errored calls are coverage, not zeros
+        assert rows(t)[0][4] == "85%"  # sim-twin's errored calls are coverage, not zeros
         # the figures are explained in the same words as under the headless leaderboard (issue 12, item 18)
         assert LEADERBOARD_NOTE in str(app.screen.query_one("#leaderboard-note", Static).render())
         # s steps through the columns: $/correct (cheapest first) puts sim-weak on top
-        for _ in range(7):
+        for _ in range(3):
             await pilot.press("s")
-        assert app.screen.sort_column == 8
+        assert app.screen.sort_column == 4
         assert [r[1] for r in rows(t)] == ["sim-weak", "sim-twin", "sim-strong"]
-        await pilot.press("S")  # back one column: trials agree (highest first)
-        assert app.screen.sort_column == 7
+        await pilot.press("S")  # back one column: coverage (highest first)
+        assert app.screen.sort_column == 3
         assert [r[1] for r in rows(t)] == ["sim-strong", "sim-weak", "sim-twin"]
         # a click on a header sorts by it; a second click reverses
         await pilot.click(DataTable, offset=(3, 0))  # "#" is not sortable
-        assert app.screen.sort_column == 7
-        t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[12].key, 12, t.ordered_columns[12].label))
+        assert app.screen.sort_column == 3
+        t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[14].key, 14, t.ordered_columns[14].label))
         await pilot.pause()
-        assert app.screen.sort_column == 11  # p95 ms, fastest first
+        assert app.screen.sort_column == 13  # p95 ms, fastest first
         assert rows(t)[0][1] == "sim-strong"
         t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[1].key, 1, t.ordered_columns[1].label))
         await pilot.pause()
@@ -295,7 +295,7 @@ async def test_runs_pick_one_or_compare_two(db: Path) -> None:
         assert screen.query_one("#results-tabs").active == "runs"
         t = screen.query_one("#runs-table", DataTable)
         assert [r[1] for r in rows(t)] == [RUN_ID, OLD_RUN_ID]
-        assert rows(t)[0][4] == "sim-strong, sim-twin, sim-weak" and rows(t)[0][5] == "726/726"
+        assert rows(t)[0][4] == "sim-strong, sim-twin, sim-weak" and rows(t)[0][3] == "726/726"
         t.focus()
         await pilot.press("m", "down", "m")
         await settle(pilot, lambda: "model by model" in static_text(app, "#runs-compare"))
@@ -356,7 +356,7 @@ async def test_f5_reads_the_store_again_and_keeps_the_pair(db: Path) -> None:
                      and screen.pair.n < 120)
         assert (screen.pair.a, screen.pair.b) == ("sim-strong", "sim-weak")
         board = {r[1]: r for r in rows(screen.query_one("#leaderboard-table", DataTable))}
-        assert board["sim-weak"][5] != "100%"  # its coverage fell
+        assert board["sim-weak"][4] != "100%"  # its coverage fell
 
 
 # ---- macro-F1 (f1 scorers) ------------------------------------------------------------------------------------
@@ -396,16 +396,16 @@ async def test_the_leaderboard_shows_macro_f1_for_a_run_with_f1_cases(f1db: Path
         screen = app.screen
         t = screen.query_one("#leaderboard-table", DataTable)
         heads = [str(c.label) for c in t.ordered_columns]
-        assert heads[:6] == ["#", "model", "score ▼", "95% CI", "n", "macro-F1"]
+        assert heads[:6] == ["#", "model", "quality ▼", "macro-F1", "95% CI", "coverage"]
         by_model = {r[1]: r for r in rows(t)}
-        assert by_model["sim-sharp"][5] == f"{SHARP_MACRO:.3f}" == "0.952"
-        assert by_model["sim-lazy"][5] == f"{LAZY_MACRO:.3f}" == "0.333"
+        assert by_model["sim-sharp"][3] == f"{SHARP_MACRO:.3f}" == "0.952"
+        assert by_model["sim-lazy"][3] == f"{LAZY_MACRO:.3f}" == "0.333"
         assert by_model["sim-lazy"][2] == f"{8 / 14:.3f}"  # the score counts the numeric cases too
         assert "macro-F1: each label's F1 averaged" in static_text(app, "#leaderboard-note")
         # s steps onto the macro-F1 column, best first
         t.focus()
-        await pilot.press("s", "s", "s")
-        assert str(t.ordered_columns[5].label) == "macro-F1 ▼"
+        await pilot.press("s")
+        assert str(t.ordered_columns[3].label) == "macro-F1 ▼"
         assert [r[1] for r in rows(t)] == ["sim-sharp", "sim-lazy"]
         # Enter: the model's per-label precision, recall and F1 (each computed by arenatui.scoring.f1)
         t.move_cursor(row=0)
@@ -425,7 +425,7 @@ async def test_the_leaderboard_shows_macro_f1_for_a_run_with_f1_cases(f1db: Path
         assert isinstance(app.screen, ModelDetail) and app.screen.model == "sim-lazy"
         text = f1_text(app)
         assert f"macro-F1 {LAZY_MACRO:.3f} over 10 answered cases" in text
-        assert "negative - 0.000 0.000 4 0" in text  # never said negative: no precision, not a zero
+        assert "negative – 0.000 0.000 4 0" in text  # never said negative: no precision, not a zero
 
 
 async def test_a_run_without_f1_cases_has_no_macro_f1_column(db: Path) -> None:

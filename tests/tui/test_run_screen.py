@@ -132,7 +132,7 @@ async def test_cell_detail_shows_that_call(tmp_path: Path, db_path: Path) -> Non
         assert row["connect_ms"] is None and "on the wire" not in shown  # simulated: nothing to connect to
         # an HTTP call that had to connect first says how long, apart from its latency
         http_row = dict(row, connect_ms=42.0, latency_ms=101.0)
-        assert "request on the wire after 42 ms" in str(detail.render_rows([http_row, http_row]))
+        assert "request on the wire after 42\u00a0ms" in str(detail.render_rows([http_row, http_row]))
         await pilot.press("escape")
         assert isinstance(app.screen, RunScreen)
         await pilot.press("r")

@@ -115,7 +115,7 @@ def test_judge_spend_apart_and_in_the_total(judged: tuple[Path, str, list[str]])
     assert g.cost == pytest.approx(9 * JUDGE_COST)
     assert spend.total == pytest.approx(22 * CANDIDATE_COST + 9 * JUDGE_COST)
     line = spend_line(spend)
-    assert line == "Spend: $0.2380 (models $0.2200; judges $0.0180: grader $0.0180 over 8 judge calls (1 judge errors))"
+    assert line == "Spend: $0.238 (models $0.220; judges $0.0180: grader $0.0180 over 8 judge calls (1 judge errors))"
 
 
 def test_report_json_says_judge_spend_judged_cases_and_unscored_modes(judged: tuple[Path, str, list[str]]) -> None:
@@ -147,7 +147,7 @@ def test_report_markdown_and_html_show_judges_and_judged_cases(judged: tuple[Pat
     with Store(db) as s:
         rep = build_report(s, run)
     md = render(rep, "md")
-    assert "Total spend $0.2380: models $0.2200, judges $0.0180." in md
+    assert "Total spend $0.238: models $0.220, judges $0.0180." in md
     assert "| grader | 8 | 1 | 1 | 376 | $0.0180 |" in md
     assert (f"- **quality** (judge grader: judged 4 of 9 cases (sample 4 cases); 8 of 8 judge calls stored). "
             f"Judged: {', '.join(ids)}") in md

@@ -28,7 +28,7 @@ def test_full_expansion_is_case_major_with_every_trial() -> None:
     plan = make_plan(proj())
     assert plan.total == 3 * 4 * 2 == len(keys(plan)) == len(set(keys(plan)))
     assert keys(plan)[:4] == [("alpha", "c1", 0), ("alpha", "c1", 1), ("alpha", "c2", 0), ("alpha", "c2", 1)]
-    assert plan.describe() == "3 models × 4 tests × 2 trial(s) = 24 calls"
+    assert plan.describe() == "3 models × 4 cases × 2 trial(s) = 24 calls"
 
 
 def test_filters_combine() -> None:

@@ -112,7 +112,7 @@ def test_the_worst_start_skew_names_its_shard() -> None:
            ShardRecord(2, 3, "h2", "finished", 100.0, 0.001, None, None, "unsynchronised")]
     line = start_skew_line(rec)
     assert line is not None
-    assert "worst start skew 14.0 ms" in line and "shard 1/3 on h1" in line and "1 of 3 shards' clocks" in line
+    assert "worst start skew 14 ms" in line and "shard 1/3 on h1" in line and "1 of 3 shards' clocks" in line
     assert start_skew_line([ShardRecord(0, 2, "h", "finished", None, None, None, None, None)]) is None
 
 

@@ -17,12 +17,13 @@ from textual.widgets import Label, Static
 
 from arenatui.config.schema import JUDGE_LANE_PREFIX, ScorerConfig
 from arenatui.engine.sealed import scrub_sealed
+from arenatui.figures import money
 from arenatui.live import STATE_NAMES
 from arenatui.plan import judge_trial
 from arenatui.safe_text import literal, one_line
 from arenatui.sweep import Sweep
 from arenatui.tui.screens.common import fmt_num
-from arenatui.tui.screens.outputs import PREVIEW_CHARS, preview, save_and_tell, save_folder
+from arenatui.tui.screens.outputs import PREVIEW_CHARS, ask_save_folder, preview, save_and_tell
 
 SCORER_WORDS = {"exact": "exact match", "contains": "must contain the expected answer",
                 "regex": "must match a pattern", "choice": "the chosen option must be the expected one",
@@ -115,9 +116,7 @@ class CallDetail(ModalScreen[None]):
             self.notify("A judge lane's answers are shown here (the first "
                         f"{PREVIEW_CHARS:,} characters of each); s saves a model's outputs.", markup=False)
             return
-        folder = save_folder(self.notify, sealed=self.case.sealed)
-        if folder is not None:
-            self._save(folder)
+        ask_save_folder(self.app, self.sweep.run_id, sealed=self.case.sealed, then=self._save)
 
     @work(thread=True, group="detail-save", exit_on_error=False)
     def _save(self, folder: Path) -> None:
@@ -191,7 +190,7 @@ class CallDetail(ModalScreen[None]):
                 out.append(literal(one_line(j["score_detail"], 80), newlines=False))
             out.append(f"   attempts {j['attempts']}\n")
             figures = [f"latency {fmt_num(j['latency_ms'], ' ms')}", f"total {fmt_num(j['total_ms'], ' ms')}",
-                       f"tokens {j['input_tokens']}→{j['output_tokens']}", f"cost ${j['cost']:.5f}"]
+                       f"tokens {j['input_tokens']}→{j['output_tokens']}", f"cost {money(j['cost'])}"]
             out.append("  " + " · ".join(figures) + "\n")
             self._attempts(out, j.get("failed_attempts") or ())
             self._why_errored(out, j)
@@ -312,7 +311,7 @@ class CallDetail(ModalScreen[None]):
                     out.append(" (")
                     out.append(literal(one_line(j["score_detail"], 80), newlines=False))
                     out.append(")")
-                out.append(f" · {j['attempts']} attempt(s) · ${j['cost']:.5f}")
+                out.append(f" · {j['attempts']} attempt(s) · {money(j['cost'])}")
                 if not sealed and j["output"]:
                     out.append(" · said: ")
                     out.append(literal(one_line(j["output"], 160), newlines=False))

@@ -1,4 +1,4 @@
-"""Small modal screens of the console: ask for a number, confirm a stop, the key help."""
+"""Small modal screens of the console: ask for a number or a folder, confirm a stop, the key help."""
 
 from __future__ import annotations
 
@@ -65,6 +65,38 @@ class ValueInput(ModalScreen[int | None]):
         self.dismiss(None)
 
 
+class FolderInput(ModalScreen[str | None]):
+    """Ask for a folder (saving files somewhere the user chose, never silently into the current one); Escape
+    saves nothing."""
+
+    BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
+
+    def __init__(self, prompt: Text, default: str) -> None:
+        super().__init__()
+        self._prompt = prompt
+        self._default = default
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide"):
+            yield Label(self._prompt)
+            yield Input(value=self._default, id="folder")
+            yield Label(Text("Enter to save there (the folder is created), Escape to save nothing"), classes="hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#folder", Input).focus()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        v = event.value.strip()
+        if not v:
+            self.notify("a folder, please", severity="warning")
+            return
+        self.dismiss(v)
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+
 class Confirm(ModalScreen[bool]):
     BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
 
@@ -101,9 +133,11 @@ KEYS = (
     ("arrows", "move in the call matrix; Enter or click shows that call (there, s saves its whole outputs to files)"),
     ("/", "filter the events (matches kind, model and text); Escape or Enter returns to the panes"),
     ("w", "wrap long events onto more lines, or back to one line each"),
-    ("tab", "move between matrix, model table and event filter"),
+    ("tab", "move between matrix, model table and event filter (the pane with the keys has a heavy border); Enter "
+            "on a model's row shows its call at the matrix's case and its most common error"),
     ("r", "results (leaderboard) once calls have finished"),
     ("q", "stop the sweep (asks first, as ctrl+q and the palette's Quit do); finished calls stay stored"),
+    ("ctrl+c", "stop the sweep at once, without asking (a second one stops waiting for calls in flight)"),
     ("ctrl+p", "command palette: every action above, the theme, a screenshot"),
     ("?", "this help"),
 )

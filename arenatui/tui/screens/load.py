@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
+from arenatui.figures import hbar, ms
 from arenatui.limits import MAX_RPM
 from arenatui.load.live import HISTOGRAM_EDGES_MS, LoadSnapshot
 
@@ -52,18 +53,29 @@ def rate_step(current: float, direction: int) -> float:
 
 
 def _ms(v: float) -> str:
-    if math.isnan(v):
-        return "-"
-    return f"{v:,.0f} ms" if v >= 100 else f"{v:.1f} ms"
+    return ms(v, " ms")
 
 
-def figures_text(s: LoadSnapshot) -> Text:
-    t = Text()
+LABEL_W = 24
+
+
+def figures_text(s: LoadSnapshot, width: int = 80) -> Text:
+    """The live figures, one a line; a warning beside its figure where it fits, else on the line below (never
+    wrapped to the pane's left edge)."""
+    t = Text(no_wrap=True, overflow="ellipsis")
     label = Style(dim=True)
 
     def row(name: str, value: str, warn: bool = False) -> None:
-        t.append(f"{name:<24}", label)
-        t.append(value + "\n", Style(bold=True, color="yellow") if warn else Style(bold=True))
+        style = Style(bold=True, color="yellow") if warn else Style(bold=True)
+        value, _, note = value.partition("  (")
+        t.append(f"{name:<{LABEL_W}}", label)
+        t.append(value, style)
+        if note:
+            note = "(" + note
+            t.append(f"  {note}\n" if LABEL_W + len(value) + 2 + len(note) <= width else
+                     f"\n{'':<{LABEL_W}}{note}\n", style)
+        else:
+            t.append("\n")
 
     # After a few seconds (a window's worth of answers), a shortfall is the system not keeping up, not noise
     behind = s.elapsed_s >= 5.0 and s.achieved_rate < 0.9 * s.target_rate
@@ -85,16 +97,18 @@ def figures_text(s: LoadSnapshot) -> Text:
     return t
 
 
-def histogram_text(s: LoadSnapshot) -> Text:
-    t = Text()
+def histogram_text(s: LoadSnapshot, width: int = 10 + HIST_WIDTH + 8) -> Text:
+    """A bar per latency bucket, the longest as wide as the pane leaves beside the labels and counts."""
+    t = Text(no_wrap=True, overflow="crop")
     peak = max(s.histogram) if s.histogram else 0
     labels = [f"≤{e:g} ms" if e < 1000 else f"≤{e / 1000:g} s" for e in HISTOGRAM_EDGES_MS]
     labels.append(f">{HISTOGRAM_EDGES_MS[-1] / 1000:g} s")
+    bar_w = max(4, min(HIST_WIDTH, width - 10 - len(f" {peak:,}") - 1))
     for lab, n in zip(labels, s.histogram, strict=True):
-        width = 0 if peak == 0 else max(1 if n else 0, round(HIST_WIDTH * n / peak))
+        fraction = 0.0 if peak == 0 else max(n / peak, 1 / (8 * bar_w) if n else 0.0)
         t.append(f"{lab:>9} ", Style(dim=True))
-        t.append("█" * width)
-        t.append(f" {n}\n")
+        t.append(hbar(fraction, bar_w).rstrip())
+        t.append(f" {n:,}\n")
     return t
 
 
@@ -170,8 +184,9 @@ class LoadScreen(Screen[None]):
         if self.ended:
             st.append("   q quits; the tables print after")
         self.query_one("#load-status", Static).update(st)
-        self.query_one("#load-figures", Static).update(figures_text(s))
-        self.query_one("#load-histogram", Static).update(histogram_text(s))
+        figures, hist = self.query_one("#load-figures", Static), self.query_one("#load-histogram", Static)
+        figures.update(figures_text(s, figures.size.width or 80))
+        hist.update(histogram_text(s, hist.size.width or 10 + HIST_WIDTH + 8))
 
     def action_step(self, direction: int) -> None:
         if self.ended or self.rate is None:

@@ -52,23 +52,28 @@ def save_outputs(db: Path | str | None, run_id: str, case_id: str, calls: Iterab
     return saved
 
 
-def save_folder(notify: Callable[..., object], *, sealed: bool) -> Path | None:
-    """Where `s` saves outputs (the folder the console was started in), or None after saying why not: a sealed
-    case's outputs are never written anywhere, and that folder may be gone."""
+def ask_save_folder(app: App[Any], run_id: str, *, sealed: bool, then: Callable[[Path], object]) -> None:
+    """Where `s` saves outputs: asked for, proposing the user data folder's outputs/RUN/ (never the current folder
+    unasked: it may be a git checkout); `then(folder)` once chosen. A sealed case's outputs are never written."""
     if sealed:
-        notify("This case is sealed: its outputs are never shown or exported.", severity="warning", markup=False)
-        return None
-    try:
-        return Path.cwd()
-    except OSError as e:
-        notify(f"Could not save the outputs: no current folder ({e})", severity="error", markup=False)
-        return None
+        app.notify("This case is sealed: its outputs are never shown or exported.", severity="warning", markup=False)
+        return
+    from arenatui.paths import data_dir
+    from arenatui.tui.screens.dialogs import FolderInput
+
+    def chosen(folder: str | None) -> None:
+        if folder:
+            then(Path(folder).expanduser())
+
+    app.push_screen(FolderInput(Text("Save the whole outputs (one file per call) into the folder:"),
+                                str(data_dir() / "outputs" / _file_part(run_id))), chosen)
 
 
 def save_and_tell(app: App[Any], db: Path | str | None, run_id: str, case_id: str, calls: Iterable[tuple[str, int]],
                   folder: Path) -> None:
     """In a thread worker: save the outputs (`save_outputs`) and notify what was written, or why nothing was."""
     try:
+        folder.mkdir(parents=True, exist_ok=True)
         saved = save_outputs(db, run_id, case_id, calls, folder)
     except (OSError, sqlite3.Error, ArenaError) as e:  # a read-only folder, a full disk, a locked database
         app.call_from_thread(app.notify, f"Could not save the outputs into {folder}: {e}", severity="error",

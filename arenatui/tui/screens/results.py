@@ -6,9 +6,9 @@ so no keypress waits on SQL or numpy.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,12 +22,15 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
+from arenatui.charts import Point, histogram, scatter
+from arenatui.figures import LEADERBOARD, NOTHING, Column, fit_line, money, p_better, score, signed
+from arenatui.figures import ms as fmt_num
 from arenatui.safe_text import literal, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import Comparison, Disagreement, ModelRow
 from arenatui.store import Store
+from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import OUTCOMES, UNSCORED_MODES, RunListing, list_runs
-from arenatui.tui.charts import Point, histogram, scatter
 from arenatui.tui.results_data import (
     CaseRow,
     RunView,
@@ -37,8 +40,8 @@ from arenatui.tui.results_data import (
     load_board,
     run_changes,
 )
-from arenatui.tui.screens.common import FAILURE_SHORT, fmt_num
-from arenatui.tui.screens.results_detail import CaseDetail, ModelDetail, money, pct, score3
+from arenatui.tui.screens.common import FAILURE_SHORT
+from arenatui.tui.screens.results_detail import CaseDetail, ModelDetail
 from arenatui.wording import LEADERBOARD_NOTE
 
 TABS = ("runs", "leaderboard", "compare", "pairs", "strata", "cases", "frontier")
@@ -51,67 +54,34 @@ CASE_CHUNK, CASE_CHUNK_S = 100, 0.02
 """Case rows are added this many at a time, this far apart, so keys keep being answered meanwhile."""
 
 
+MARK = "●"
+"""Beside a run marked with `m` (two of one project are compared)."""
+
 UNSCORED_SHORT = {"unjudged": "unjudged", "awaiting_judge": "awaiting", "judge_error": "judge err"}
 """The failure table's columns for calls without a score, shown in parentheses: they are not wrong answers."""
 
 
-def _nan_last(v: float | None) -> float:
-    return math.inf if v is None or math.isnan(v) else v
+F1_COLUMN = 2
+"""Where the macro-F1 column goes when a run has f1-scored answers: beside the quality, visible at 80 columns."""
 
 
-# (header, sort key: smaller sorts first unless the column is "higher is better")
-def _high(v: float | None) -> float:
-    """Sort key for a higher-is-better figure: unknown last."""
-    return -math.inf if v is None or math.isnan(v) else v
-
-
-def _top_k(s: ModelRow) -> float:
-    return s.pass_at[max(s.pass_at)] if s.pass_at else math.nan
-
-
-LEADERBOARD: tuple[tuple[str, Callable[[ModelRow], Any], bool], ...] = (
-    ("model", lambda s: s.model, False),
-    ("score", lambda s: _high(s.quality.estimate if s.quality.n else None), True),
-    ("95% CI", lambda s: _high(s.quality.low if s.quality.n else None), True),
-    ("n", lambda s: float(s.quality.n), True),
-    ("coverage", lambda s: _high(s.coverage), True),
-    ("pass@1", lambda s: _high(s.pass_at.get(1)), True),
-    ("pass@k", lambda s: _high(_top_k(s)), True),
-    ("agree", lambda s: _high(s.consistency), True),
-    ("$/correct", lambda s: _nan_last(s.cost_per_correct), False),
-    ("$/answered", lambda s: _nan_last(s.cost_per_answered), False),
-    ("p50 ms", lambda s: _nan_last(s.latency_p50), False),
-    ("p95 ms", lambda s: _nan_last(s.latency_p95), False),
-    ("TTFT p50", lambda s: _nan_last(s.ttft_p50), False),
-    ("errors", lambda s: _nan_last(s.error_rate), False),
-    ("retries", lambda s: _nan_last(s.retry_rate), False),
-)
-"""(header, sort key, higher is better): a first sort puts the best first, lower-is-better columns ascending."""
-F1_COLUMN = 4
-"""Where the macro-F1 column goes when a run has f1-scored answers: beside the score, visible at 80 columns."""
-
-
-def leaderboard_columns(view: RunView) -> tuple[tuple[str, Callable[[ModelRow], Any], bool], ...]:
-    """The leaderboard's columns for this run: macro-F1 only when it has f1-scored answers."""
+def leaderboard_columns(view: RunView) -> tuple[Column[ModelRow], ...]:
+    """The leaderboard's columns (figures.LEADERBOARD, as in the headless table and the report) for this run:
+    macro-F1 only when it has f1-scored answers."""
+    columns = LEADERBOARD
+    if view.plan.record.status == "running":
+        # calls not made yet are not failures: until the run ends, coverage is what is answered so far
+        columns = tuple(dataclasses.replace(c, title="answered so far") if c.title == "coverage" else c
+                        for c in columns)
     if not view.classification:
-        return LEADERBOARD
-    f1 = ("macro-F1", lambda s: _high(view.macro_f1(s.model)), True)
-    return (*LEADERBOARD[:F1_COLUMN], f1, *LEADERBOARD[F1_COLUMN:])
+        return columns
+    f1: Column[ModelRow] = Column("macro-F1", lambda s: view.macro_f1(s.model), score, True, 9)
+    return (*columns[:F1_COLUMN], f1, *columns[F1_COLUMN:])
 
 
-def leaderboard_cells(s: ModelRow, trials: int, view: RunView | None = None) -> list[str | Text]:
-    q = s.quality
-    cells: list[str | Text] = [
-        literal(s.model, newlines=False), score3(q.estimate) if q.n else "-",
-        f"{q.low:.3f}–{q.high:.3f}" if q.n > 1 else "-", str(q.n), pct(s.coverage),
-        score3(s.pass_at.get(1, math.nan)), f"{score3(_top_k(s))} k={trials}", pct(s.consistency),
-        money(s.cost_per_correct), money(s.cost_per_answered), fmt_num(s.latency_p50), fmt_num(s.latency_p95),
-        fmt_num(s.ttft_p50), pct(s.error_rate), pct(s.retry_rate),
-    ]
-    if view is not None and view.classification:
-        f1 = view.macro_f1(s.model)
-        cells.insert(F1_COLUMN, "-" if f1 is None else score3(f1))
-    return cells
+def leaderboard_cells(s: ModelRow, view: RunView) -> list[str | Text]:
+    """One model's cells, every text literal (a model's name is the user's)."""
+    return [literal(c.cell(s), newlines=False) for c in leaderboard_columns(view)]
 
 
 def spend_text(view: RunView) -> Text:
@@ -246,8 +216,10 @@ class Results(Screen[None]):
 
     def on_mount(self) -> None:
         t = self.query_one("#runs-table", DataTable)
-        for col in ("", "run id", "project", "started", "models", "calls", "status"):
-            t.add_column(col, key=col or "mark")
+        # what tells runs apart first (status and calls are never pushed off the right edge at 80 columns)
+        t.add_column("", key="mark", width=1)
+        for col in ("run id", "status", "calls", "models", "started", "project"):
+            t.add_column(col, key=col)
         self._load_runs()
         if self.run_id:
             self.open_run(self.run_id)
@@ -258,7 +230,8 @@ class Results(Screen[None]):
     def _load_runs(self) -> None:
         with Store(self.db, read_only=True) as store:
             runs = list_runs(store, 200)
-        self.app.call_from_thread(self._show_runs, runs)
+            loads = {rid: n for rid, (kind, n) in run_kinds(store, [r.run_id for r in runs]).items() if kind == "load"}
+        self.app.call_from_thread(self._show_runs, runs, loads)
 
     def open_run(self, run_id: str) -> None:
         self.query_one("#results-title", Static).update(Text(f"loading run {printable(run_id, newlines=False)}…"))
@@ -312,14 +285,18 @@ class Results(Screen[None]):
 
     # ---- showing --------------------------------------------------------------------------------------
 
-    def _show_runs(self, runs: list[RunListing]) -> None:
+    def _show_runs(self, runs: list[RunListing], loads: dict[str, int] | None = None) -> None:
+        """The runs; a load run (`loads`: its stored requests) by its requests, which no plan bounds."""
         self.runs = runs
+        loads = loads or {}
         t = self.query_one("#runs-table", DataTable)
         t.clear()
         for r in runs:
-            t.add_row("*" if r.run_id in self.marked else "", r.run_id, literal(r.project, newlines=False),
-                      _started(r.started_at), literal(", ".join(r.models), newlines=False),
-                      f"{r.calls}/{r.planned}", r.status, key=r.run_id)
+            calls = f"{loads[r.run_id]} requests" if r.run_id in loads else f"{r.calls}/{r.planned}"
+            t.add_row(MARK if r.run_id in self.marked else "", r.run_id,
+                      r.status + (" (load)" if r.run_id in loads else ""), calls,
+                      literal(", ".join(r.models), newlines=False), _started(r.started_at),
+                      literal(r.project, newlines=False), key=r.run_id)
         if not runs:
             self.query_one("#runs-compare", Static).update(Text(f"No runs stored in {self.db} yet. Try: arena demo"))
 
@@ -345,25 +322,28 @@ class Results(Screen[None]):
                  "for sweeps).", style="italic"),
             segment_table(view.load), percentile_table(view.load), warnings))
 
+    def on_resize(self) -> None:
+        self._show_title()
+
     def _show_title(self) -> None:
         view = self.view
         if view is None:
             return
         r = view.plan.record
-        title = Text("Results ", style="bold")
-        title.append(f"run {r.run_id} · ")
-        title.append(literal(r.project, newlines=False))
+        # parts by priority: a narrow terminal loses the least useful, never ends on a dangling "·"
+        parts: list[tuple[Text, int]] = [(Text("Results ", style="bold"), 10), (Text(f"run {r.run_id}"), 10),
+                                         (Text(" · ").append(literal(r.project, newlines=False)), 5)]
         if view.load is not None:
-            title.append(f" · load run, {view.load.run.requests} requests · {r.status}")
+            parts.append((Text(f" · load run, {view.load.run.requests} requests"), 8))
         else:
-            title.append(f" · {len(view.plan.models)} models × {len(view.plan.cases)} cases × {view.plan.trials} "
-                         f"trials")
+            parts.append((Text(f" · {len(view.plan.models)} models × {len(view.plan.cases)} cases × "
+                               f"{view.plan.trials} trials"), 7))
             if view.plan.judges:
-                title.append(" · judged by ")
-                title.append(literal(", ".join(view.plan.judges), newlines=False))
-            title.append(f" · {r.status}")
+                parts.append((Text(" · judged by ").append(literal(", ".join(view.plan.judges), newlines=False)), 4))
+        parts.append((Text(f" · {r.status}"), 9))
         if not view.complete:
-            title.append(" · comparing every pair…", "italic")
+            parts.append((Text(" · comparing every pair…", "italic"), 6))
+        title = fit_line(parts, max(20, self.size.width - 2))
         self.query_one("#results-title", Static).update(title)
 
     def _show_rest(self, view: RunView) -> None:
@@ -408,16 +388,16 @@ class Results(Screen[None]):
         t.add_column("#", key="#")
         columns = leaderboard_columns(view)
         self.sort_column = min(self.sort_column, len(columns) - 1)  # another run may have had the macro-F1 column
-        for i, (name, _key, _hi) in enumerate(columns):
-            label = Text(name)
+        for i, col in enumerate(columns):
+            label = Text(col.title)
             if i == self.sort_column:
                 label.append(" ▲" if self.sort_reverse else " ▼")
-            t.add_column(label, key=name)
-        name, key, higher = columns[self.sort_column]
-        order = sorted(view.board, key=key, reverse=higher != self.sort_reverse)
+            t.add_column(label, key=col.title)
+        by = columns[self.sort_column]
+        order = sorted(view.board, key=by.sort_key, reverse=self.sort_reverse)
         for i, s in enumerate(order, 1):
-            t.add_row(str(i), *leaderboard_cells(s, view.plan.trials, view), key=s.model)
-        note = Text(f"sorted by {name}; s next column, S back; Enter opens a model. {LEADERBOARD_NOTE}")
+            t.add_row(str(i), *leaderboard_cells(s, view), key=s.model)
+        note = Text(f"sorted by {by.title}; s next column, S back; Enter opens a model. {LEADERBOARD_NOTE}")
         if view.plan.judged:
             note.append(" Unscored calls (outside a judge's sample) are answered: coverage, not quality.")
         if view.classification:
@@ -477,8 +457,8 @@ class Results(Screen[None]):
             out.append(literal(pair.a, newlines=False))
             out.append(", B = ")
             out.append(literal(pair.b, newlines=False))
-            out.append(f"; mean A − B {pair.diff.estimate:+.3f} (95% CI {interval_text(pair.diff)}), n = {pair.n} "
-                       f"cases, P(A > B) {pair.p_a_better:.3f} over {len(pair.differences)} paired resamples")
+            out.append(f"; mean A − B {signed(pair.diff.estimate)} (95% CI {interval_text(pair.diff)}), n = {pair.n} "
+                       f"cases, P(A > B) {p_better(pair)} over {len(pair.differences)} paired resamples")
             held = view.decision(pair.a, pair.b)
             if held is not None and len(view.pairs) > 1:
                 out.append(f"; across all {len(view.pairs)} pairs (Holm, adjusted p {held.p_holm:.3f}) "
@@ -510,7 +490,8 @@ class Results(Screen[None]):
             dis.add_column(col, key=col)
         cases = {c.id: c for c in view.plan.cases}
         for g in disagree[:MAX_CASE_ROWS]:
-            dis.add_row(literal(g.case_id, newlines=False), literal(cases[g.case_id].stratum or "-", newlines=False),
+            dis.add_row(literal(g.case_id, newlines=False), literal(cases[g.case_id].stratum or NOTHING,
+                                                                    newlines=False),
                         f"{g.score_a:.2f}", f"{g.score_b:.2f}", key=g.case_id)
 
     def _show_pairs(self) -> None:
@@ -561,7 +542,7 @@ class Results(Screen[None]):
             cells: list[str | Text] = [literal(label, newlines=False), str(g.cases)]
             for m in ranked:
                 i = g.scores[m]
-                cell = f"{score3(i.estimate)} ±{(i.high - i.low) / 2:.2f}" if i.n > 1 else score3(i.estimate)
+                cell = f"{score(i.estimate)} ±{(i.high - i.low) / 2:.2f}" if i.n > 1 else score(i.estimate)
                 cells.append(cell + (" ▼" if m in flagged else ""))
             t.add_row(*cells, key=label)
         for r in view.reversals:
@@ -640,19 +621,25 @@ class Results(Screen[None]):
         lat = [Point(r.model, r.latency_p95 if r.latency_p95 is not None else math.nan, r.quality.estimate,
                      r.on_latency_front) for r in rows]
         self.query_one("#frontier-cost", Static).update(
-            scatter(cost, width, 8, x_name="$ per correct answer", y_name="score", log_x=True))
+            scatter(cost, width, 8, x_name="$ per correct answer", y_name="quality", log_x=True, x_fmt=money))
         self.query_one("#frontier-latency", Static).update(
-            scatter(lat, width, 8, x_name="p95 latency", y_name="score", x_unit=" ms"))
+            scatter(lat, width, 8, x_name="p95 latency", y_name="quality", x_unit=" ms", x_fmt=fmt_num))
 
     # ---- events and keys ----------------------------------------------------------------------------
 
     @on(Select.Changed, "#pick-a, #pick-b")
     def _pick_changed(self) -> None:
         a, b = self.query_one("#pick-a", Select).value, self.query_one("#pick-b", Select).value
-        if self.view is None or not isinstance(a, str) or not isinstance(b, str):
+        if self.view is None:
             return
-        if a == b:
-            self.query_one("#verdict", Static).update(Text("pick two different models"))
+        if not isinstance(a, str) or not isinstance(b, str) or a == b:
+            # the pair on screen is no longer the one picked: clear it rather than leave it standing
+            self.pair = None
+            self.query_one("#verdict", Static).update(Text("pick two different models" if a == b else
+                                                           "pick two models: A and B"))
+            self.query_one("#histogram", Static).update(Text(""))
+            for table in ("#pair-strata", "#disagree"):
+                self.query_one(table, DataTable).clear(columns=True)
             return
         self._load_pair(self.view, a, b)
 
@@ -766,21 +753,28 @@ class Results(Screen[None]):
         else:
             self.marked = [*self.marked[-1:], run.run_id]
         by_id = {r.run_id: r for r in self.runs}
-        for r in self.runs:
-            t.update_cell(r.run_id, "mark", "*" if r.run_id in self.marked else "")
         note = self.query_one("#runs-compare", Static)
+        refused = Text()
+        if len(self.marked) == 2 and by_id[self.marked[0]].project != by_id[self.marked[1]].project:
+            # refused: the run just marked stays marked alone, so the screen shows which one it is
+            first, latest = (by_id[m] for m in self.marked)
+            refused = Text("Runs of different projects cannot be compared (")
+            refused.append(literal(first.project, newlines=False)).append(" and ")
+            refused.append(literal(latest.project, newlines=False)).append("). ")
+            self.marked = [latest.run_id]
+        for r in self.runs:
+            t.update_cell(r.run_id, "mark", MARK if r.run_id in self.marked else "")
         if len(self.marked) < 2:
-            note.update(Text("Marked one run; mark another of the same project to compare them." if self.marked
-                             else "Enter opens a run; m marks two runs of one project to compare them."))
+            if self.marked:
+                only = by_id[self.marked[0]]
+                refused.append(f"Marked {MARK} run {only.run_id} (")
+                refused.append(literal(only.project, newlines=False))
+                refused.append("); mark another run of that project to compare them.")
+            else:
+                refused.append("Enter opens a run; m marks two runs of one project to compare them.")
+            note.update(refused)
             return
         old, new = sorted((by_id[m] for m in self.marked), key=lambda r: r.started_at)
-        if old.project != new.project:
-            msg = Text("Runs of different projects cannot be compared: ")
-            msg.append(literal(old.project, newlines=False))
-            msg.append(" and ")
-            msg.append(literal(new.project, newlines=False))
-            note.update(msg)
-            return
         note.update(Text("comparing…"))
         self._compare_runs(old.run_id, new.run_id)
 
@@ -791,7 +785,12 @@ class Results(Screen[None]):
             self.open_run(self.run_id)
 
     def action_back(self) -> None:
-        if self.standalone:
-            self.app.exit()
-        else:
+        """Back one step: on its own (`arena browse`), from a run's tabs to the list of runs first, and only from
+        the list out of the app (an Escape too many must not close the view at once)."""
+        if not self.standalone:
             self.app.pop_screen()
+        elif self.query_one("#results-tabs", TabbedContent).active != "runs":
+            self.action_tab("runs")
+            self.notify("The list of runs; Escape again (or q) leaves.", timeout=3, markup=False)
+        else:
+            self.app.exit()

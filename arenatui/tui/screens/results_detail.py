@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from rich.console import Group
@@ -16,29 +15,17 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
+from arenatui.figures import interval, money, pct, score, signed
+from arenatui.figures import ms as fmt_num
 from arenatui.safe_text import literal
 from arenatui.stats import ModelRow
 from arenatui.store.queries import CallRow, CaseInfo, JudgedScorer, JudgmentRow
 from arenatui.tui.results_data import Classification, RunView, case_detail
-from arenatui.tui.screens.common import fmt_errors, fmt_num
-from arenatui.tui.screens.outputs import preview, save_and_tell, save_folder
+from arenatui.tui.screens.common import fmt_errors
+from arenatui.tui.screens.outputs import ask_save_folder, preview, save_and_tell
 from arenatui.tuning.figures import goodput_text, limited_text, mark
 
 _LABEL = Style(bold=True)
-
-
-def pct(v: float | None) -> str:
-    return "-" if v is None or math.isnan(v) else f"{v * 100:.0f}%"
-
-
-def money(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"${v:.2e}" if 0 < v < 0.001 else f"${v:.4f}"
-
-
-def score3(v: float) -> str:
-    return "-" if math.isnan(v) else f"{v:.3f}"
 
 
 def judgment_text(j: JudgmentRow, *, sealed: bool) -> Text:
@@ -131,9 +118,8 @@ class CaseDetail(ModalScreen[None]):
         self.app.call_from_thread(self.show_rows, rows, judgments)
 
     def action_save_outputs(self) -> None:
-        folder = save_folder(self.notify, sealed=self.case.sealed)
-        if folder is not None:
-            self._save(folder, [(r.model_key, r.trial) for trials in self.rows.values() for r in trials])
+        calls = [(r.model_key, r.trial) for trials in self.rows.values() for r in trials]
+        ask_save_folder(self.app, self.run_id, sealed=self.case.sealed, then=lambda folder: self._save(folder, calls))
 
     @work(thread=True, group="case-save", exit_on_error=False)
     def _save(self, folder: Path, calls: list[tuple[str, int]]) -> None:
@@ -180,12 +166,13 @@ def model_text(view: RunView, s: ModelRow) -> Text:
     """Every figure of one model, each beside what qualifies it (coverage beside score, errors beside latency)."""
     out = Text()
     q = s.quality
-    out.append("score ", _LABEL)
-    out.append(f"{score3(q.estimate)}  95% CI {score3(q.low)}–{score3(q.high)} over {q.n} working cases "
+    out.append("quality ", _LABEL)
+    out.append(f"{score(q.estimate)}  95% CI {interval(q.low, q.high, q.n)} over {q.n} working cases "
                f"scored (errored calls are coverage, not zeros)\n")
     out.append("coverage ", _LABEL)
     out.append(f"{pct(s.coverage)}: {s.answered} of {s.planned} planned calls answered; {s.passed} passed, "
-               f"{s.answered - s.unscored - s.passed} failed, {s.errored} errored ({fmt_errors(s.errors)})")
+               f"{s.answered - s.unscored - s.passed} failed, {s.errored} errored"
+               + (f" ({fmt_errors(s.errors)})" if s.errored else ""))
     if s.unscored:
         why = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(view.unscored.get(s.model, {}).items()))
         out.append(f", {s.unscored} unscored ({why}; answered: coverage, not quality)")
@@ -207,7 +194,7 @@ def model_text(view: RunView, s: ModelRow) -> Text:
                     f"p95 {fmt_num(lv.p95_ms, ' ms')}, held {lv.held_s:.1f} s" + (f"  {note}" if note else "") + "\n")
             out.append(line, "bold" if lv.level == ro.best else "")
     out.append("pass@k ", _LABEL)
-    out.append("  ".join(f"k={k} {score3(v)}" for k, v in sorted(s.pass_at.items())))
+    out.append("  ".join(f"k={k} {score(v)}" for k, v in sorted(s.pass_at.items())))
     out.append(f"   trials agree on {pct(s.consistency)} of cases\n")
     out.append("cost ", _LABEL)
     out.append(f"{money(s.spend)} spent (every attempt; its own calls, not a judge's); "
@@ -227,13 +214,13 @@ def model_text(view: RunView, s: ModelRow) -> Text:
     if s.sealed.n:
         gap = s.sealed_gap
         out.append("sealed ", _LABEL)
-        out.append(f"{score3(s.sealed.estimate)} over {s.sealed.n} sealed cases; working − sealed "
-                   f"{'-' if gap is None else f'{gap:+.3f}'} (a large gap hints at contamination)\n")
+        out.append(f"{score(s.sealed.estimate)} over {s.sealed.n} sealed cases; working − sealed "
+                   f"{signed(gap)} (a large gap hints at contamination)\n")
     out.append("\nby stratum and tag\n", _LABEL)
     for g in view.groups:
         i = g.scores[s.model]
         out.append(literal(f"{g.kind} {g.group}", newlines=False))
-        out.append(f"  {score3(i.estimate)} ({score3(i.low)}–{score3(i.high)}, n {i.n})")
+        out.append(f"  {score(i.estimate)} ({score(i.low)}–{score(i.high)}, n {i.n})")
         below = [r.beaten for r in view.reversals if r.model == s.model and r.group == g.group and r.kind == g.kind]
         if below:
             out.append("  ▼ below ")
@@ -249,15 +236,15 @@ def f1_tables(classes: list[Classification]) -> Group:
     for c in classes:
         head = Text("\nclassification ", _LABEL)
         head.append(literal(c.scorer, newlines=False))
-        head.append(f": macro-F1 {'-' if c.macro_f1 is None else score3(c.macro_f1)} over {c.answers} answered "
+        head.append(f": macro-F1 {score(c.macro_f1)} over {c.answers} answered "
                     "cases (an answer with no label misses its label)")
         parts.append(head)
         t = Table(box=None, padding=(0, 2), show_edge=False, header_style="bold")
         for col in ("label", "precision", "recall", "F1", "expected", "given"):
             t.add_column(col, justify="left" if col == "label" else "right", no_wrap=True, min_width=len(col))
         for lb in c.labels:
-            t.add_row(literal(lb.label, newlines=False), "-" if lb.precision is None else score3(lb.precision),
-                      "-" if lb.recall is None else score3(lb.recall), score3(lb.f1), str(lb.expected),
+            t.add_row(literal(lb.label, newlines=False), score(lb.precision),
+                      score(lb.recall), score(lb.f1), str(lb.expected),
                       str(lb.predicted))
         parts.append(t)
     return Group(*parts)

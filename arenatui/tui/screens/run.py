@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, RichLog
 from textual.worker import Worker, WorkerState
 
+from arenatui.figures import NOTHING, fit_line, money
 from arenatui.limits import MAX_CONCURRENCY
 from arenatui.live import LiveSnapshot, ModelSnapshot
 from arenatui.safe_text import literal, one_line, printable
@@ -33,7 +34,6 @@ from arenatui.tui.widgets import (
     StatusBar,
     bar,
     duration,
-    fit_line,
 )
 
 REFRESH_S = 0.25
@@ -112,6 +112,7 @@ class RunScreen(Screen[None]):
         Binding("q", "stop", "Quit"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("p", "pause", "Pause"),
+        Binding("p", "resume", "Resume"),  # the footer says what p does now (check_action shows one of the two)
         Binding("plus,equals_sign", "step(1)", "Conc+", key_display="+"),
         Binding("minus", "step(-1)", "Conc-", key_display="-"),
         Binding("a", "toggle_tuner", "Auto-tune"),
@@ -302,13 +303,13 @@ class RunScreen(Screen[None]):
             (Text(f"   run {self.sweep.run_id}"), 1),
             (Text.assemble("  ", (f" {glyph} {state} ", Style(bold=True, reverse=True))), 10),
             (Text(f"  elapsed {duration(snap.elapsed_s)}"), 8),
-            (Text(f"  ETA {duration(snap.eta_s) if snap.eta_s else '-'}"), 7),
-            (Text(f"  spend {'≈' if snap.estimated_calls else ''}${snap.cost:.4f}"), 6),
+            (Text(f"  ETA {duration(snap.eta_s) if snap.eta_s else NOTHING}"), 7),
+            (Text(f"  spend {'≈' if snap.estimated_calls else ''}{money(snap.cost)}"), 6),
         ]
         if snap.estimated_calls:  # the server reported no usage for these: tokens and cost are arenatui's estimate
             line1.insert(7, (Text(f" ({snap.estimated_calls} calls' tokens estimated)"), 2))
         if snap.judge_planned:  # judge spend is in the total and said apart (issue 13)
-            line1.insert(7, (Text(f" (judges ${snap.judge_cost:.4f})"), 4))
+            line1.insert(7, (Text(f" (judges {money(snap.judge_cost)})"), 4))
         counts = f" {snap.done}/{snap.planned} ({frac:.0%})"
         rate = f"  {snap.calls_per_s:.1f} calls/s" + ("" if snap.rates_window_s is None else
                                                         f" ({snap.rates_window_s:.0f} s)")
@@ -539,7 +540,15 @@ class RunScreen(Screen[None]):
                         if on else "Auto-tuner off: levels stay where they are", timeout=6)
             self.refresh_now(everything=True)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "pause":
+            return not self.sweep.control.paused
+        if action == "resume":
+            return self.sweep.control.paused
+        return True
+
     def action_pause(self) -> None:
+        """Pause the sweep, or resume it when paused (the palette's command toggles)."""
         if not self._sweep_active():
             return
         runner = self.sweep.control
@@ -547,7 +556,12 @@ class RunScreen(Screen[None]):
             runner.resume()
         else:
             runner.pause()
+        self.refresh_bindings()
         self.refresh_now(everything=True)
+
+    def action_resume(self) -> None:
+        if self.sweep.control.paused:
+            self.action_pause()
 
     def action_filter_log(self) -> None:
         self.query_one("#log-filter", Input).focus()
@@ -588,5 +602,19 @@ class RunScreen(Screen[None]):
     @on(CallMatrix.CellSelected)
     def _cell_selected(self, event: CallMatrix.CellSelected) -> None:
         self.app.push_screen(CallDetail(self.sweep, event.model_index, event.case_index))
+
+    @on(ModelTable.RowSelected)
+    def _model_selected(self, event: ModelTable.RowSelected) -> None:
+        """Enter on a model's row: that model's call at the matrix's case (the matrix's cursor follows), and why
+        its calls fail when some did: the most common error message."""
+        matrix = self.query_one("#matrix", CallMatrix)
+        matrix.move_cursor_to_row(event.row)
+        snap = self.sweep.live.snapshot()
+        m = snap.models[event.row] if 0 <= event.row < len(snap.models) else None
+        if m is not None and m.common_error is not None:
+            message, n = m.common_error
+            self.notify(f"{one_line(m.key, 60)}: {n} of {m.errored} errored calls said: {one_line(message, 300)}",
+                        title="Most common error", severity="warning", timeout=10, markup=False)
+        self.app.push_screen(CallDetail(self.sweep, event.row, matrix.case_index_at(matrix.cursor[1])))
 
 

@@ -1,21 +1,22 @@
-"""Terminal charts for the results screens: a histogram with a marked zero, and a labelled scatter plot.
+"""Terminal charts for the results view and the CLI: a histogram with a marked zero, and a labelled scatter plot.
 
 Both return `rich.text.Text` built from characters only (no markup, no colour literals), so a theme's
-foreground applies and names from config enter as plain text.
+foreground applies and names from config enter as plain text. Textual-free: `arena compare` draws the same
+histogram as the results view's compare tab.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from rich.text import Text
 
+from arenatui.figures import BLOCKS, number
 from arenatui.safe_text import printable
 
-_BLOCKS = " ▁▂▃▄▅▆▇█"
 MARKERS = "123456789abcdefghijklmnopqrstuvwxyz"
 """Point labels in a scatter, by model index: the legend says which is which."""
 
@@ -59,7 +60,7 @@ def histogram(values: Sequence[float] | np.ndarray, width: int, height: int, *, 
             if fill <= 0 and c == zc:
                 line.append("│")
             else:
-                line.append(_BLOCKS[max(0, min(8, fill))])
+                line.append(BLOCKS[max(0, min(8, fill))])
         out.append("".join(line) + "\n")
     axis = ["─"] * width
     axis[zc] = "┼"
@@ -87,20 +88,12 @@ class Point:
     on_front: bool
 
 
-def _ticks(lo: float, hi: float, log: bool) -> tuple[str, str]:
-    def fmt(v: float) -> str:
-        if log:
-            v = 10**v
-        if v == 0:
-            return "0"
-        if abs(v) >= 100:
-            return f"{v:.0f}"
-        return f"{v:.3g}" if abs(v) >= 0.01 else f"{v:.1e}"
-    return fmt(lo), fmt(hi)
+def _ticks(lo: float, hi: float, log: bool, fmt: Callable[[float], str]) -> tuple[str, str]:
+    return (fmt(10**lo), fmt(10**hi)) if log else (fmt(lo), fmt(hi))
 
 
 def scatter(points: Sequence[Point], width: int, height: int, *, x_name: str, y_name: str,
-            log_x: bool = False, x_unit: str = "") -> Text:
+            log_x: bool = False, x_unit: str = "", x_fmt: Callable[[float], str] = number) -> Text:
     """Points at their (x, y), numbered; front points drawn as their number in bold. Lower x and higher y are
     better; the legend lists each number's model and whether it is on the Pareto front."""
     width = max(20, width)
@@ -139,7 +132,7 @@ def scatter(points: Sequence[Point], width: int, height: int, *, x_name: str, y_
             out.append(ch, "bold reverse" if front and ch != " " else "")
         out.append("\n")
     out.append(" " * gutter + "└" + "─" * plot_w + "\n")
-    left, right = _ticks(x_lo, x_hi, log_x)
+    left, right = _ticks(x_lo, x_hi, log_x, x_fmt)
     right = right + x_unit
     out.append(" " * (gutter + 1) + left + " " * max(1, plot_w - len(left) - len(right)) + right + "\n")
     for i, p in enumerate(points):

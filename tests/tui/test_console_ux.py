@@ -1,0 +1,152 @@
+"""Issue 22 in the console and the results view, driven by Pilot: Ctrl-C stops like `q` then `y`, the footer says
+Resume while paused, Enter on a model's row opens its call, a browse Escape goes back before it leaves, run marks
+show, an empty compare pick clears the old pair, and the palette lists our themes only."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomli_w
+from textual.widgets import DataTable, Select, TabbedContent
+
+from arenatui.cli import main
+from arenatui.tui.app import ArenaApp
+from arenatui.tui.browse import BrowseApp
+from arenatui.tui.screens import CallDetail, RunScreen
+from arenatui.tui.screens.dialogs import Confirm
+from arenatui.tui.screens.results import MARK
+from arenatui.tui.widgets import ModelTable
+
+from .results_support import OLD_RUN_ID, RUN_ID, copy_db
+from .support import scripted_sweep
+from .test_results_screens import rows, settle, static_text
+
+pytestmark = pytest.mark.anyio
+
+
+def _footer_keys(app: Any) -> dict[str, str]:
+    return {b.description: b.key for _, b, enabled, *_ in app.screen.active_bindings.values() if enabled}
+
+
+async def test_ctrl_c_stops_the_sweep_without_asking(tmp_path: Path) -> None:
+    """The README's failure table: Ctrl-C stops with "Stopping…", every finished call stored, exit 130 — in the
+    console too, never Textual's "press ctrl+q to quit"."""
+    sweep, _clock = scripted_sweep(tmp_path, finished=False)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.run_screen._sweep_worker = object()  # type: ignore[assignment]  # counts as running
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert not isinstance(app.screen, Confirm)
+        assert sweep.runner.cancelled and sweep.stopped_by == signal.SIGINT
+        messages = [str(n.message) for n in app._notifications]
+        assert any(m.startswith("Stopping") for m in messages)
+        assert not any("ctrl+q" in m for m in messages)
+
+
+async def test_the_footer_says_resume_while_paused(tmp_path: Path) -> None:
+    sweep, _clock = scripted_sweep(tmp_path, finished=False)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.run_screen._sweep_worker = object()  # type: ignore[assignment]
+        assert _footer_keys(app).get("Pause") == "p" and "Resume" not in _footer_keys(app)
+        await pilot.press("p")
+        await pilot.pause()
+        assert sweep.runner.paused
+        assert _footer_keys(app).get("Resume") == "p" and "Pause" not in _footer_keys(app)
+        await pilot.press("p")
+        await pilot.pause()
+        assert not sweep.runner.paused and _footer_keys(app).get("Pause") == "p"
+
+
+async def test_enter_on_a_models_row_opens_its_call(tmp_path: Path) -> None:
+    """Issue 22 item 4: Enter works from the model table too (after `[` or `m` left the keys there)."""
+    sweep, _clock = scripted_sweep(tmp_path, finished=True)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.screen.query_one("#models", ModelTable)
+        table.focus()
+        await pilot.press("down")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, CallDetail) and app.screen.model_key == sweep.plan.models[1].key
+
+
+@pytest.fixture
+def db(tmp_path_factory: Any, tmp_path: Path) -> Path:
+    return copy_db(tmp_path_factory, tmp_path)
+
+
+@pytest.fixture
+def two_projects(db: Path, tmp_path: Path) -> Path:
+    """The results database with a run of another project added (the newest)."""
+    assert main(["evaluate", "--project", str(_other_project(tmp_path)), "--db", str(db), "--quiet",
+                 "--no-report"]) == 0
+    return db
+
+
+async def test_browse_escape_goes_back_to_the_runs_before_it_leaves(db: Path) -> None:
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        tabs = app.screen.query_one("#results-tabs", TabbedContent)
+        assert tabs.active == "leaderboard"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert tabs.active == "runs" and app.is_running
+        await pilot.press("escape")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+def _other_project(tmp_path: Path) -> Path:
+    p = tmp_path / "other.toml"
+    p.write_text(tomli_w.dumps({"project": {"name": "other"}, "run": {"seed": 1},
+                                "models": [{"key": "m", "provider": "sim", "model": "m",
+                                            "sim": {"base_latency_s": 0.0, "per_token_s": 0.0, "jitter": 0.0}}],
+                                "cases": [{"id": "c", "input": "q", "expected": "yes"}]}), encoding="utf-8")
+    return p
+
+
+async def test_run_marks_show_and_a_refused_pair_keeps_the_latest(two_projects: Path) -> None:
+    app = BrowseApp(two_projects)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, lambda: app.screen.query_one("#runs-table", DataTable).row_count == 3)
+        table = app.screen.query_one("#runs-table", DataTable)
+        table.focus()
+        ids = [r[1] for r in rows(table)]
+        assert ids[1:] == [RUN_ID, OLD_RUN_ID]  # the other project's run is the newest
+        await pilot.press("m")  # marks the other project's run
+        await pilot.pause()
+        assert [r[0] for r in rows(table)] == [MARK, "", ""]
+        await pilot.press("down", "m")  # a run of another project: refused
+        await pilot.pause()
+        assert [r[0] for r in rows(table)] == ["", MARK, ""]  # the latest stays marked, alone
+        note = static_text(app, "#runs-compare")
+        assert "cannot be compared" in note and f"Marked {MARK} run {RUN_ID}" in note
+
+
+async def test_an_empty_pick_clears_the_pair_and_asks_for_two(db: Path) -> None:
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot, lambda: app.screen.pair is not None)  # type: ignore[attr-defined]
+        app.screen.query_one("#pick-b", Select).clear()
+        await pilot.pause()
+        assert static_text(app, "#verdict") == "pick two models: A and B"
+        assert app.screen.pair is None  # type: ignore[attr-defined]
+        assert app.screen.query_one("#disagree", DataTable).row_count == 0
+
+
+async def test_the_palette_lists_our_themes_only(tmp_path: Path) -> None:
+    sweep, _clock = scripted_sweep(tmp_path, finished=True)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(80, 24)):
+        assert isinstance(app.screen, RunScreen)
+        assert {"dark", "light", "high-contrast"} <= set(app.available_themes)
+        assert not any(name.startswith("textual-") or name in ("nord", "gruvbox", "dracula")
+                       for name in app.available_themes)

@@ -6,7 +6,7 @@ The results views use it in this order (in a worker thread: SQL and numpy never 
     rows = leaderboard(results)                             # ModelRow per model, best first, fronts marked
     c = compare_models(results, a, b)                       # verdict, interval, P(A > B), histogram data
     pairs = all_pairs(results)                              # Holm-adjusted decisions for every pair
-    table = group_scores(results); flags = reversals(table, pairs)
+    table = group_scores(results); flags = reversals(results, pairs)
     group_differences(results, a, b); disagreements(results, a, b)
     compare_runs(old_results, new_results)
 """
@@ -18,7 +18,6 @@ from arenatui.stats.compare import (
     PairDecision,
     RunChange,
     all_pairs,
-    cases_needed,
     compare_models,
     compare_runs,
     disagreements,
@@ -30,13 +29,47 @@ from arenatui.stats.frontier import pareto_front
 from arenatui.stats.items import LatencySample, RunResults
 from arenatui.stats.leaderboard import ModelRow, leaderboard, model_row, ranked_models
 from arenatui.stats.passk import consistency, pass_at_k, pass_at_k_case, pass_at_ks
+from arenatui.stats.power import PowerNote
+from arenatui.stats.ranking import Ranking, Standing, answered_models, rank_models
 from arenatui.stats.strata import GroupScores, Reversal, group_differences, group_scores, reversals
 from arenatui.stats.summary import ModelSummary, summarize
 
 __all__ = [
-    "Comparison", "Disagreement", "GroupScores", "Interval", "LatencySample", "ModelRow", "ModelSummary",
-    "PairDecision", "Reversal", "RunChange", "RunResults", "all_pairs", "cases_needed", "compare_models",
-    "compare_runs", "consistency", "disagreements", "group_differences", "group_scores", "holm_adjust",
-    "leaderboard", "mean_ci", "model_row", "paired_bootstrap", "paired_differences", "pareto_front", "pass_at_k",
-    "pass_at_k_case", "pass_at_ks", "ranked_models", "reversals", "summarize", "verdict_text",
+    "Comparison",
+    "Disagreement",
+    "GroupScores",
+    "Interval",
+    "LatencySample",
+    "ModelRow",
+    "ModelSummary",
+    "PairDecision",
+    "PowerNote",
+    "Ranking",
+    "Reversal",
+    "RunChange",
+    "RunResults",
+    "Standing",
+    "all_pairs",
+    "answered_models",
+    "compare_models",
+    "compare_runs",
+    "consistency",
+    "disagreements",
+    "group_differences",
+    "group_scores",
+    "holm_adjust",
+    "leaderboard",
+    "mean_ci",
+    "model_row",
+    "paired_bootstrap",
+    "paired_differences",
+    "pareto_front",
+    "pass_at_k",
+    "pass_at_k_case",
+    "pass_at_ks",
+    "rank_models",
+    "ranked_models",
+    "reversals",
+    "summarize",
+    "verdict_text",
 ]

@@ -64,6 +64,13 @@ class RunResults:
     errors: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per model, errored calls by error class (rate_limited, timeout, transient, terminal)."""
     latency: dict[str, LatencySample] = field(default_factory=dict)
+    clusters: Ints | None = None
+    """Per case, its cluster's code (cases sharing a passage or template: `cluster` on cases, or --cluster-by):
+    intervals then resample clusters, not cases. None: every case is its own cluster."""
+    cluster_by: str | None = None
+    """What the clusters are ('cluster', 'stratum', 'tag:X'), for the words beside an interval."""
+    weights: dict[str, float] = field(default_factory=dict)
+    """[strata] weights: each stratum's share in production. Empty: no reweighted score."""
 
     @property
     def answered(self) -> Ints:
@@ -82,6 +89,10 @@ class RunResults:
         n = self.scored[i]
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(n > 0, self.score_sum[i] / np.maximum(n, 1), np.nan)
+
+    def clusters_of(self, mask: Bools) -> Ints | None:
+        """The cluster codes of the cases in `mask` (None when unclustered)."""
+        return None if self.clusters is None else self.clusters[mask]
 
     @property
     def working(self) -> Bools:

@@ -312,9 +312,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from arenatui.compare_cli import run_compare
 
-    run_compare(args.db, args.run, args.other, args.a, args.b, args.all, args.json,
-                Console(highlight=False, soft_wrap=args.json, width=_width(sys.stdout)))
-    return EXIT_OK
+    return run_compare(args.db, args.run, args.other, args.a, args.b, args.all, args.json,
+                       Console(highlight=False, soft_wrap=args.json, width=_width(sys.stdout)),
+                       fail_on_regression=args.fail_on_regression)
 
 
 def _load_run(store: object, run: str) -> tuple[str, str] | None:
@@ -500,6 +500,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--b", metavar="MODEL", help="second model")
     p.add_argument("--all", action="store_true", help="every pair of models, Holm-adjusted")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--fail-on-regression", action="store_true",
+                   help="two runs: exit 1 when any model regressed, overall or in a stratum (Holm), naming it")
     p.add_argument("--db", help="results database")
     p.set_defaults(func=cmd_compare)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from arenatui.decision_report import interval_dict
+from arenatui.decision_report import interval_dict, power_dict
 from arenatui.errors import PlanError
 from arenatui.safe_text import literal
 from arenatui.stats import (
@@ -68,7 +69,8 @@ def histogram_line(values: np.ndarray, width: int = 48) -> tuple[str, str]:
 def comparison_dict(c: Comparison) -> dict[str, Any]:
     return {"a": c.a, "b": c.b, "diff": interval_dict(c.diff), "p_a_better": _num(c.p_a_better),
             "p_value": _num(c.p_value), "decided": c.decided, "better": c.better, "verdict": c.verdict,
-            "only_a": c.only_a, "only_b": c.only_b, "coverage_note": c.coverage_note, "cases_needed": c.cases_needed}
+            "only_a": c.only_a, "only_b": c.only_b, "coverage_note": c.coverage_note, "power": power_dict(c.power),
+            "clusters": c.clusters, "clustered_se": c.clustered_se}
 
 
 def _print_json(console: Console, data: dict[str, Any]) -> None:
@@ -105,6 +107,9 @@ def compare_two(console: Console, results: RunResults, a: str, b: str, *, as_jso
     console.print(Text("  ").append(literal(c.verdict, "bold", newlines=False)))
     if c.coverage_note:
         console.print(Text("  ").append(literal(c.coverage_note, newlines=False)))
+    if c.clusters is not None:
+        console.print(f"  clustered: the interval resamples {c.clusters} clusters ({results.cluster_by}), not cases; "
+                      f"clustered SE {_fmt(c.clustered_se or math.nan, 4)}", markup=False)
     bars, zero = histogram_line(c.differences)
     if bars:
         console.print("  resampled differences:", markup=False)
@@ -142,7 +147,7 @@ def compare_all(console: Console, results: RunResults, *, as_json: bool) -> None
         return
     t = Table(title=f"All {len(decisions)} pairs of run {results.run_id} (Holm-adjusted at 5%)", title_justify="left",
               header_style="bold")
-    for col in ("A", "B", "n", "A − B", "95% CI", "P(A > B)", "Holm p", "better", "cases to resolve"):
+    for col in ("A", "B", "n", "A − B", "95% CI", "P(A > B)", "Holm p", "better", "80% power"):
         t.add_column(col, justify="left" if col in ("A", "B", "better") else "right")
     for d in decisions:
         c = d.comparison
@@ -150,20 +155,28 @@ def compare_all(console: Console, results: RunResults, *, as_json: bool) -> None
         t.add_row(literal(c.a, newlines=False), literal(c.b, newlines=False), str(c.n),
                   f"{c.diff.estimate:+.3f}" if c.n else "-", ci, _fmt(c.p_a_better), _fmt(d.p_holm, 4),
                   literal(d.better, "bold", newlines=False) if d.better else Text("no ordering"),
-                  "-" if d.decided or c.cases_needed is None else f"~{c.cases_needed}")
+                  "-" if d.decided or c.power is None else f"{c.power.difference:.3f}: ~{c.power.cases}")
     console.print(t)
+    if any(not d.decided and d.comparison.power for d in decisions):
+        console.print("80% power: the difference D (observed, or the smallest these cases detect) and about how "
+                      "many cases give 80% power to detect it.", markup=False)
     if not answered or len(answered) < 2:
         console.print("Fewer than two models answered: nothing to compare.", markup=False)
 
 
-def compare_two_runs(console: Console, old: RunResults, new: RunResults, *, as_json: bool) -> None:
+def compare_two_runs(console: Console, old: RunResults, new: RunResults, *, as_json: bool) -> list[str]:
+    """Prints the comparison; returns every decided regression, named (overall and per stratum, Holm)."""
     changes = compare_runs(old, new)
     if not changes:
         raise PlanError(f"runs {old.run_id} and {new.run_id} share no model: nothing to compare")
+    regressions = [r for ch in changes for r in ch.regressions]
     if as_json:
-        _print_json(console, {"old": old.run_id, "new": new.run_id, "models": [
-            {"model": c.model, "regression": c.regression, **comparison_dict(c.comparison)} for c in changes]})
-        return
+        _print_json(console, {"old": old.run_id, "new": new.run_id, "regressions": regressions, "models": [
+            {"model": c.model, "regression": c.regression, **comparison_dict(c.comparison),
+             "strata": [{"stratum": s.stratum, "p_holm": _num(s.p_holm), "decided_holm": s.decided,
+                         "regression": s.regression, **comparison_dict(s.comparison)} for s in c.strata]}
+            for c in changes]})
+        return regressions
     t = Table(title=f"Run {new.run_id} against run {old.run_id}, model by model (new − old, shared cases)",
               title_justify="left", header_style="bold")
     for col in ("model", "n", "new − old", "95% CI", "verdict"):
@@ -174,11 +187,26 @@ def compare_two_runs(console: Console, old: RunResults, new: RunResults, *, as_j
         t.add_row(literal(ch.model, newlines=False), str(c.n), f"{c.diff.estimate:+.3f}" if c.n else "-", ci,
                   literal(("REGRESSION: " if ch.regression else "") + c.verdict, "bold" if c.decided else "",
                           newlines=False))
+        for st in ch.strata:
+            x = st.comparison
+            ci = f"{x.diff.low:+.3f} to {x.diff.high:+.3f}" if x.n > 1 else "-"
+            words = ("REGRESSION: " if st.regression else "") + (x.verdict if st.decided or not x.decided else
+                                                                  f"not decided after Holm over strata ({x.verdict})")
+            t.add_row(Text("  stratum ").append(literal(st.stratum, newlines=False)), str(x.n),
+                      f"{x.diff.estimate:+.3f}" if x.n else "-", ci,
+                      literal(words, "bold" if st.regression else "", newlines=False))
     console.print(t)
+    if any(ch.strata for ch in changes):
+        console.print("Strata are Holm-adjusted over each model's strata; a stratum's regression counts even when "
+                      "the aggregate improved.", markup=False)
+    return regressions
 
 
 def run_compare(db: str | None, run: str, other: str | None, a: str | None, b: str | None, all_: bool,
-                as_json: bool, console: Console) -> None:
+                as_json: bool, console: Console, *, fail_on_regression: bool = False) -> int:
+    """Returns the exit code: 1 when --fail-on-regression and a decided regression exists (named on stderr)."""
+    if fail_on_regression and other is None:
+        raise PlanError("compare: --fail-on-regression checks two runs; pass OLD and NEW run ids")
     if (a is None) != (b is None):
         raise PlanError("compare: pass both --a and --b (two models of the run), or neither for the top two")
     if all_ and a is not None:
@@ -198,7 +226,12 @@ def run_compare(db: str | None, run: str, other: str | None, a: str | None, b: s
             results2 = load_plan_results(store, run_plan(rec2), latency=False)
     if other is not None:
         old, new = (results, results2) if rec.started_at <= rec2.started_at else (results2, results)
-        compare_two_runs(console, old, new, as_json=as_json)
+        regressions = compare_two_runs(console, old, new, as_json=as_json)
+        if fail_on_regression and regressions:
+            err = Console(stderr=True, highlight=False, soft_wrap=True)
+            for r in regressions:
+                err.print(Text("Regression: ").append(literal(r, newlines=False)))
+            return 1
     elif all_:
         compare_all(console, results, as_json=as_json)
     else:
@@ -209,3 +242,4 @@ def run_compare(db: str | None, run: str, other: str | None, a: str | None, b: s
         else:
             pair = default_pair(results)
         compare_two(console, results, *pair, as_json=as_json)
+    return 0

@@ -40,15 +40,17 @@ def leaderboard_table(rows: list[ModelRow]) -> Table:
     """The headless leaderboard: quality over scored calls beside coverage, errors and what a correct answer cost."""
     t = Table(title="Leaderboard (quality over scored calls; errored calls count against coverage)",
               title_justify="left", header_style="bold", caption=LEADERBOARD_NOTE, caption_justify="left")
-    for col in ("#", "model", "quality", "95% CI", "coverage", "errors", "p50 ms", "p95 ms", "retries", "spend",
-                "$/correct", "$/answered"):
+    for col in ("#", "model", "quality", "95% CI", "n", "own", "coverage", "errors", "p50 ms", "p95 ms", "retries",
+                "spend", "$/correct", "$/answered"):
         t.add_column(col, justify="left" if col in ("model", "errors") else "right")
-    for i, r in enumerate(rows, 1):
-        q = r.quality
+    for r in rows:
+        q = r.common if r.rank else r.quality
         ci = f"{q.low:.3f}–{q.high:.3f}" if q.n > 1 else "-"
         errs = fmt_errors(r.errors)
+        own = r.quality
         t.add_row(
-            str(i), literal(r.model, newlines=False), f"{q.estimate:.3f}" if q.n else "-", ci,
+            str(r.rank or "-"), literal(r.model, newlines=False), f"{q.estimate:.3f}" if q.n else "-", ci, str(q.n),
+            f"{own.estimate:.3f}/{own.n}" if own.n else "-",
             f"{r.coverage:.0%}" if r.planned else "-", Text(errs), _ms(r.latency_p50), _ms(r.latency_p95),
             str(r.retries), f"${r.spend:.4f}", _money(r.cost_per_correct), _money(r.cost_per_answered),
         )
@@ -64,9 +66,24 @@ def run_summaries(store: Store, run_id: str) -> list[ModelSummary]:
     return summarize(store.results(run_id, SUMMARY_COLUMNS))
 
 
+def ranking_lines(rows: list[ModelRow]) -> list[Text]:
+    """Under the leaderboard: what the ranking is over, who is listed apart and why, verdict and paradox notes."""
+    ranked = [r for r in rows if r.rank]
+    out = [Text(f"Ranked by quality over the {ranked[0].common.n} cases every ranked model has scores for (n); "
+                "own: each model's quality over its own scored cases / their n.")] if ranked else []
+    for r in rows:
+        for why in (f"unranked, {r.unranked}" if r.unranked else None, r.order_note, r.paradox):
+            if why:
+                out.append(Text("  ").append(literal(r.model, newlines=False)).append(": ")
+                           .append(literal(why, newlines=False)))
+    return out
+
+
 def print_leaderboard(console: Console, results: RunResults) -> list[ModelRow]:
     rows = leaderboard(results)
     console.print(leaderboard_table(rows))
+    for line in ranking_lines(rows):
+        console.print(line)
     return rows
 
 

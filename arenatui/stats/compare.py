@@ -7,6 +7,7 @@ The verdicts are worded for a decision: an interval that spans zero never reads 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -167,7 +168,12 @@ def paired_differences(a: Floats, b: Floats, *, n_resamples: int = N_RESAMPLES, 
 
 def compare_models(results: RunResults, a: str, b: str, *, cases: Bools | None = None,
                    n_resamples: int = N_RESAMPLES, level: float = LEVEL, seed: int = 0) -> Comparison:
-    """A vs B over the working cases (or the `cases` mask) both answered; sealed cases are never mixed in."""
+    """A vs B over the working cases (or the `cases` mask) both answered; sealed cases are never mixed in.
+
+    Resampled in the run's model order whichever way round it is asked, so every view of a pair (`compare`,
+    `compare --all`, the report, the console) prints the same interval, P and power figure."""
+    if results.model_index(a) > results.model_index(b):
+        return _flipped(compare_models(results, b, a, cases=cases, n_resamples=n_resamples, level=level, seed=seed))
     sa, sb = results.case_scores(a), results.case_scores(b)
     mask = results.working if cases is None else cases
     has_a, has_b = mask & ~np.isnan(sa), mask & ~np.isnan(sb)
@@ -175,6 +181,16 @@ def compare_models(results: RunResults, a: str, b: str, *, cases: Bools | None =
     return paired_differences(sa[both], sb[both], n_resamples=n_resamples, level=level, seed=seed, labels=(a, b),
                               only_a=int((has_a & ~has_b).sum()), only_b=int((has_b & ~has_a).sum()),
                               clusters=results.clusters_of(both))
+
+
+def _flipped(c: Comparison) -> Comparison:
+    """B vs A from A vs B: the same resamples, negated."""
+    d = c.diff
+    diff = Interval(0.0 - d.estimate, 0.0 - d.high, 0.0 - d.low, d.n)  # 0.0 − x: a zero stays +0.0, never "-0.000"
+    means = -c.differences
+    p_better = float(np.mean(means > 0)) if means.size else c.p_a_better
+    return dataclasses.replace(c, a=c.b, b=c.a, diff=diff, p_a_better=p_better, only_a=c.only_b, only_b=c.only_a,
+                               differences=means)
 
 
 def holm_adjust(p_values: Sequence[float] | Floats) -> Floats:

@@ -26,6 +26,7 @@ from arenatui.stats import (
     RunChange,
     RunResults,
     all_pairs,
+    answered_models,
     compare_models,
     compare_runs,
     disagreements,
@@ -217,9 +218,9 @@ def complete_view(view: RunView) -> RunView:
     res = view.results
     if view.load is not None:  # requests on a schedule, not cases: nothing to pair or stratify
         return dataclasses.replace(view, complete=True)
-    pairs = all_pairs(res, view.ranked)
+    pairs = all_pairs(res, answered_models(res))
     table = group_scores(res)
-    return dataclasses.replace(view, pairs=pairs, groups=table, reversals=reversals(table, pairs),
+    return dataclasses.replace(view, pairs=pairs, groups=table, reversals=reversals(res, pairs),
                                rows=_case_rows(view.plan, res), complete=True)
 
 

@@ -24,7 +24,7 @@ from textual.worker import Worker, WorkerState
 
 from arenatui.safe_text import literal, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
-from arenatui.stats import Comparison, Disagreement, ModelRow
+from arenatui.stats import Comparison, Disagreement, Interval, ModelRow
 from arenatui.store import Store
 from arenatui.store.queries import OUTCOMES, UNSCORED_MODES, RunListing, list_runs
 from arenatui.tui.charts import Point, histogram, scatter
@@ -69,11 +69,22 @@ def _top_k(s: ModelRow) -> float:
     return s.pass_at[max(s.pass_at)] if s.pass_at else math.nan
 
 
+def _fair(s: ModelRow) -> tuple[int, float]:
+    """The coverage-fair order (stats.ranking): ranked models by rank, then the unranked by their own score."""
+    return (1, -float(s.rank)) if s.rank is not None else (0, _high(s.quality.estimate if s.quality.n else None))
+
+
+def _headline(s: ModelRow) -> Interval:
+    """Quality over the common cases for a ranked model; its own-coverage quality for an unranked one."""
+    return s.common if s.rank is not None else s.quality
+
+
 LEADERBOARD: tuple[tuple[str, Callable[[ModelRow], Any], bool], ...] = (
     ("model", lambda s: s.model, False),
-    ("score", lambda s: _high(s.quality.estimate if s.quality.n else None), True),
-    ("95% CI", lambda s: _high(s.quality.low if s.quality.n else None), True),
-    ("n", lambda s: float(s.quality.n), True),
+    ("score", _fair, True),
+    ("95% CI", lambda s: _high(_headline(s).low if _headline(s).n else None), True),
+    ("n", lambda s: float(_headline(s).n), True),
+    ("own", lambda s: _high(s.quality.estimate if s.quality.n else None), True),
     ("coverage", lambda s: _high(s.coverage), True),
     ("pass@1", lambda s: _high(s.pass_at.get(1)), True),
     ("pass@k", lambda s: _high(_top_k(s)), True),
@@ -100,10 +111,12 @@ def leaderboard_columns(view: RunView) -> tuple[tuple[str, Callable[[ModelRow], 
 
 
 def leaderboard_cells(s: ModelRow, trials: int, view: RunView | None = None) -> list[str | Text]:
-    q = s.quality
+    q = _headline(s)
+    own = s.quality
     cells: list[str | Text] = [
-        literal(s.model, newlines=False), score3(q.estimate) if q.n else "-",
-        f"{q.low:.3f}–{q.high:.3f}" if q.n > 1 else "-", str(q.n), pct(s.coverage),
+        literal(s.model, newlines=False), (score3(q.estimate) if q.n else "-") + ("" if s.rank else " unranked"),
+        f"{q.low:.3f}–{q.high:.3f}" if q.n > 1 else "-", str(q.n),
+        f"{score3(own.estimate)}/{own.n}" if own.n else "-", pct(s.coverage),
         score3(s.pass_at.get(1, math.nan)), f"{score3(_top_k(s))} k={trials}", pct(s.consistency),
         money(s.cost_per_correct), money(s.cost_per_answered), fmt_num(s.latency_p50), fmt_num(s.latency_p95),
         fmt_num(s.ttft_p50), pct(s.error_rate), pct(s.retry_rate),
@@ -112,6 +125,24 @@ def leaderboard_cells(s: ModelRow, trials: int, view: RunView | None = None) -> 
         f1 = view.macro_f1(s.model)
         cells.insert(F1_COLUMN, "-" if f1 is None else score3(f1))
     return cells
+
+
+def fair_text(board: list[ModelRow]) -> Text:
+    """What the ranking rests on: its common cases, who is listed apart and why, and any verdict or paradox note."""
+    ranked = [r for r in board if r.rank is not None]
+    out = Text()
+    if ranked:
+        out.append(f" Ranked by score over the {ranked[0].common.n} cases every ranked model has scores for; own: "
+                   "each model's score over its own scored cases/their n.")
+    for r in board:
+        for why in (r.unranked, r.order_note, r.paradox):
+            if why:
+                out.append(" ")
+                out.append(literal(r.model, newlines=False))
+                out.append(": ")
+                out.append(literal(("unranked, " if why is r.unranked else "") + why, newlines=False))
+                out.append(".")
+    return out
 
 
 def spend_text(view: RunView) -> Text:
@@ -418,6 +449,7 @@ class Results(Screen[None]):
         for i, s in enumerate(order, 1):
             t.add_row(str(i), *leaderboard_cells(s, view.plan.trials, view), key=s.model)
         note = Text(f"sorted by {name}; s next column, S back; Enter opens a model. {LEADERBOARD_NOTE}")
+        note.append(fair_text(view.board))
         if view.plan.judged:
             note.append(" Unscored calls (outside a judge's sample) are answered: coverage, not quality.")
         if view.classification:
@@ -562,6 +594,7 @@ class Results(Screen[None]):
             for m in ranked:
                 i = g.scores[m]
                 cell = f"{score3(i.estimate)} ±{(i.high - i.low) / 2:.2f}" if i.n > 1 else score3(i.estimate)
+                cell += f" n{i.n}" if i.n != g.cases else ""  # the n the interval is over, where not the group's
                 cells.append(cell + (" ▼" if m in flagged else ""))
             t.add_row(*cells, key=label)
         for r in view.reversals:
@@ -571,10 +604,12 @@ class Results(Screen[None]):
             notes.append(literal(r.model, newlines=False))
             notes.append(" scores below ")
             notes.append(literal(r.beaten, newlines=False))
-            notes.append(f" here ({r.group_diff:+.3f}), though it beats it overall by {r.overall_diff:.3f} "
-                         "(Simpson's reversal)\n")
+            notes.append(f" here ({r.group_diff:+.3f}, 95% CI {r.interval.low:+.3f} to {r.interval.high:+.3f} over "
+                         f"{r.interval.n} cases, Holm-adjusted p {r.p_holm:.4f}), though it beats it overall by "
+                         f"{r.overall_diff:.3f} (subgroup reversal)\n")
         if not notes:
-            notes.append("No reversals: no model scores below, in any stratum or tag, a model it beats overall.")
+            notes.append("No subgroup reversal: in no stratum or tag does a model's paired interval exclude zero "
+                         "against a model it beats overall (Holm-adjusted over the groups tested).")
         self.query_one("#strata-note", Static).update(notes)
 
     def refilter(self) -> None:

@@ -533,6 +533,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stall-after", type=float, default=5.0, help="seconds after the first request the stall starts")
     p.set_defaults(func=cmd_mock_server)
 
+    from arenatui.power_plan import add_plan_parser
+
+    add_plan_parser(sub)  # `arena plan`: power before a run (arenatui/power_plan.py)
+
     from arenatui.load.cli import add_load_parser
 
     add_load_parser(sub)  # `arena load`: open-loop load runs (arenatui/load/cli.py)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 import hashlib
 import math
+import random
+from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,6 +58,20 @@ def judged_case_ids(project: Project, scorer: ScorerConfig) -> frozenset[str]:
         return frozenset(mine)
     rank = sorted(mine, key=lambda cid: hashlib.blake2b(f"{scorer.name}|{cid}".encode(), digest_size=8).digest())
     return frozenset(rank[:k])
+
+
+def call_order(seed: int, model_key: str, n: int) -> Iterator[int]:
+    """A permutation of range(n) (index = case position × trials + trial) drawn from the run's seed and the model.
+
+    Calls in case-file order put a throttled model's errors, or an outage mid-run, on the cases that come last:
+    with the easy cases first, a rate-limited twin of a model ranked above it in 16 of 16 runs (issue 26). Drawn
+    per model, the order spreads any time window's errors over the whole file. The same seed, model and plan give
+    the same order in any process, so a resumed run continues the same order (stored calls are skipped). An
+    array of 4-byte ints: 4 MB for a million calls of one model.
+    """
+    order = array("I", range(n))
+    random.Random(f"{seed}|{model_key}|call-order").shuffle(order)
+    return iter(order)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,13 +139,14 @@ class Plan:
         return self.total - self.done_count
 
     def pending(self, model_key: str) -> Iterator[tuple[Case, int]]:
-        """This model's calls still to make, lazily, case-major so every case fills in across trials."""
+        """This model's calls still to make, lazily, in its seeded interleaved order (`call_order`)."""
         done = self.done.get(model_key)
-        for case in self.cases:
-            for trial in range(self.trials):
-                if done and (case.id, trial) in done:
-                    continue
-                yield case, trial
+        trials = self.trials
+        for k in call_order(self.project.run.seed, model_key, len(self.cases) * trials):
+            case, trial = self.cases[k // trials], k % trials
+            if done and (case.id, trial) in done:
+                continue
+            yield case, trial
 
     def describe(self) -> str:
         return (f"{len(self.models)} model{'s' if len(self.models) != 1 else ''} × {len(self.cases)} "

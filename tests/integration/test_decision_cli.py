@@ -1,0 +1,77 @@
+"""`arena compare OLD NEW --fail-on-regression` (per stratum, Holm), `arena plan` (power before a run) and the
+coverage-fair leaderboard in `report --format json`, on stored simulated runs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from arenatui.cli import main
+
+
+def _project(path: Path, easy: float, hard: float, n_cases: int = 160) -> Path:
+    sim = "base_latency_s = 0.0, per_token_s = 0.0, jitter = 0.0"
+    text = ['[project]\nname = "gate"\n', "[run]\nconcurrency = 16\nseed = 3\nmax_attempts = 1\n",
+            f'[[models]]\nkey = "m"\nprovider = "sim"\nmodel = "m"\n'
+            f'sim = {{ {sim}, strata_accuracy = {{ easy = {easy}, hard = {hard} }} }}\n',
+            f'[[models]]\nkey = "other"\nprovider = "sim"\nmodel = "o"\nsim = {{ {sim}, accuracy = 0.6 }}\n']
+    text += [f'[[cases]]\nid = "c{j:03d}"\ninput = "q{j}"\nexpected = "yes"\nstratum = "{("easy", "hard")[j % 2]}"\n'
+             for j in range(n_cases)]
+    path.write_text("\n".join(text), encoding="utf-8")
+    return path
+
+
+def _evaluate(capsys: pytest.CaptureFixture[str], project: Path, db: Path) -> str:
+    assert main(["evaluate", "--project", str(project), "--db", str(db), "--quiet", "--no-report"]) == 0
+    return re.search(r"Run id: (\S+)", capsys.readouterr().out).group(1)  # type: ignore[union-attr]
+
+
+def test_a_stratum_regression_fails_the_gate_even_when_the_aggregate_improved(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "r.db"
+    old = _evaluate(capsys, _project(tmp_path / "v1.toml", easy=0.3, hard=0.95), db)
+    new = _evaluate(capsys, _project(tmp_path / "v2.toml", easy=1.0, hard=0.5), db)
+    assert main(["compare", old, new, "--db", str(db), "--json"]) == 0  # without the flag: a report, exit 0
+    data = json.loads(capsys.readouterr().out)
+    (m,) = [x for x in data["models"] if x["model"] == "m"]
+    assert m["diff"]["estimate"] > 0 and not m["regression"]  # the aggregate improved
+    strata = {s["stratum"]: s for s in m["strata"]}
+    assert strata["hard"]["regression"] and strata["hard"]["decided_holm"] and not strata["easy"]["regression"]
+    assert data["regressions"] and data["regressions"][0].startswith("m in stratum hard: ")
+    code = main(["compare", old, new, "--db", str(db), "--fail-on-regression"])
+    out = capsys.readouterr()
+    assert code == 1 and "Regression: m in stratum hard" in out.err and "stratum hard" in out.out
+    assert main(["compare", new, "--db", str(db), "--fail-on-regression"]) == 2  # one run: nothing to gate
+    assert "pass OLD and NEW" in capsys.readouterr().err
+
+
+def test_plan_states_the_detectable_difference_and_the_cases_a_target_needs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = _project(tmp_path / "p.toml", 0.8, 0.8, n_cases=400)
+    assert main(["plan", "--project", str(project), "--mde", "0.05", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["cases"] == 400 and data["baseline"] == 0.8 and 0.07 < data["mde"] < 0.076
+    assert 850 < data["cases_for_target"] < 1000
+    assert main(["plan", "--project", str(project), "--baseline", "0.9", "--limit", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "100 working cases" in out and "detects a difference of about 0.0" in out
+    assert main(["plan", "--project", str(tmp_path / "missing.toml")]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_report_json_carries_the_coverage_fair_ranking(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "r.db"
+    run = _evaluate(capsys, _project(tmp_path / "v1.toml", easy=0.9, hard=0.5), db)
+    assert main(["report", run, "--db", str(db), "--format", "json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    board = rep["leaderboard"]
+    assert [r["rank"] for r in board] == [1, 2]
+    assert board[0]["score"]["n"] == board[1]["score"]["n"] == 160  # n common cases
+    assert board[0]["score"]["estimate"] >= board[1]["score"]["estimate"]
+    assert all(r["unranked"] is None for r in board)
+    assert main(["report", run, "--db", str(db)]) == 0
+    md = capsys.readouterr().out
+    assert "n common" in md and "every ranked model has scores for" in md

@@ -115,6 +115,18 @@ def _add_sweep_args(p: argparse.ArgumentParser, *, project_required: bool = Fals
                    help="with --resume: run again the calls that ended errored (one row per call is kept)")
 
 
+def _cluster_by(value: str) -> str:
+    if value in ("cluster", "stratum") or (value.startswith("tag:") and len(value) > 4):
+        return value
+    raise argparse.ArgumentTypeError(f"expected cluster, stratum or tag:NAME, got {value!r}")
+
+
+def _add_cluster_by(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cluster-by", type=_cluster_by, metavar="cluster|stratum|tag:NAME",
+                   help="intervals resample clusters, not cases: the cases' cluster field (the default when any case "
+                        "has one), their stratum, or their tag NAME:<value>")
+
+
 def _sweep_options(args: argparse.Namespace) -> object:
     from arenatui.plan import Filters
     from arenatui.sweep import SweepOptions
@@ -314,7 +326,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     return run_compare(args.db, args.run, args.other, args.a, args.b, args.all, args.json,
                        Console(highlight=False, soft_wrap=args.json, width=_width(sys.stdout)),
-                       fail_on_regression=args.fail_on_regression)
+                       fail_on_regression=args.fail_on_regression, cluster_by=args.cluster_by)
 
 
 def _load_run(store: object, run: str) -> tuple[str, str] | None:
@@ -335,7 +347,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         load = _load_run(store, args.run)
         db_path = store.path
-        rep = build_report(store, args.run) if load is None else None
+        rep = build_report(store, args.run, cluster_by=args.cluster_by) if load is None else None
     if load is not None:  # a load run: its segment and percentile tables, recomputed from the stored requests
         from arenatui.load.files import load_report
 
@@ -502,6 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--fail-on-regression", action="store_true",
                    help="two runs: exit 1 when any model regressed, overall or in a stratum (Holm), naming it")
+    _add_cluster_by(p)
     p.add_argument("--db", help="results database")
     p.set_defaults(func=cmd_compare)
 
@@ -510,6 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", "-f", choices=("md", "json", "html"), default="md")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--db", help="results database")
+    _add_cluster_by(p)
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("export", help="a run's calls as JSON lines or CSV (sealed cases as aggregates only)")

@@ -70,7 +70,7 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
     return {"a": c.a, "b": c.b, "diff": interval_dict(c.diff), "p_a_better": _num(c.p_a_better),
             "p_value": _num(c.p_value), "decided": c.decided, "better": c.better, "verdict": c.verdict,
             "only_a": c.only_a, "only_b": c.only_b, "coverage_note": c.coverage_note, "power": power_dict(c.power),
-            "clusters": c.clusters, "clustered_se": c.clustered_se}
+            "clusters": c.clusters, "clustered_se": None if c.clustered_se is None else _num(c.clustered_se)}
 
 
 def _print_json(console: Console, data: dict[str, Any]) -> None:
@@ -203,7 +203,8 @@ def compare_two_runs(console: Console, old: RunResults, new: RunResults, *, as_j
 
 
 def run_compare(db: str | None, run: str, other: str | None, a: str | None, b: str | None, all_: bool,
-                as_json: bool, console: Console, *, fail_on_regression: bool = False) -> int:
+                as_json: bool, console: Console, *, fail_on_regression: bool = False,
+                cluster_by: str | None = None) -> int:
     """Returns the exit code: 1 when --fail-on-regression and a decided regression exists (named on stderr)."""
     if fail_on_regression and other is None:
         raise PlanError("compare: --fail-on-regression checks two runs; pass OLD and NEW run ids")
@@ -215,7 +216,7 @@ def run_compare(db: str | None, run: str, other: str | None, a: str | None, b: s
         raise PlanError("compare: two runs are compared model by model; drop --a, --b and --all")
     with Store(db) as store:
         rec = resolve_run(store, run)
-        results = load_plan_results(store, run_plan(rec), latency=False)
+        results = load_plan_results(store, run_plan(rec), latency=False, cluster_by=cluster_by)
         if other is not None:
             rec2 = resolve_run(store, other)
             if rec2.project != rec.project:
@@ -223,7 +224,7 @@ def run_compare(db: str | None, run: str, other: str | None, a: str | None, b: s
                                 f"{rec2.project!r}; two runs are compared only within one project")
             if rec2.run_id == rec.run_id:
                 raise PlanError(f"compare: both runs are {rec.run_id}; pass two different runs")
-            results2 = load_plan_results(store, run_plan(rec2), latency=False)
+            results2 = load_plan_results(store, run_plan(rec2), latency=False, cluster_by=cluster_by)
     if other is not None:
         old, new = (results, results2) if rec.started_at <= rec2.started_at else (results2, results)
         regressions = compare_two_runs(console, old, new, as_json=as_json)

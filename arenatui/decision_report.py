@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import numpy as np
+
 from arenatui.safe_text import one_line, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import (
@@ -180,10 +182,10 @@ def _classification(store: Store, plan: RunPlan) -> dict[str, dict[str, Any]]:
     return out
 
 
-def build_report(store: Store, run: str) -> dict[str, Any]:
+def build_report(store: Store, run: str, *, cluster_by: str | None = None) -> dict[str, Any]:
     record = resolve_run(store, run)
     plan = run_plan(record)
-    results = load_plan_results(store, plan)
+    results = load_plan_results(store, plan, cluster_by=cluster_by)
     rep = report_dict(plan, results, _failures(store, record.run_id), failure_modes(store, record.run_id))
     rep["classification"] = _classification(store, plan)
     rep["spend"] = spend_dict(run_spend(store, record.run_id))
@@ -233,6 +235,7 @@ def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dic
         "p_a_better": _num(d.comparison.p_a_better), "p_holm": _num(d.p_holm), "decided": d.decided,
         "better": d.better, "verdict": d.verdict, "only_a": d.comparison.only_a, "only_b": d.comparison.only_b,
         "coverage_note": d.comparison.coverage_note, "power": power_dict(d.comparison.power),
+        "clusters": d.comparison.clusters, "clustered_se": _num(d.comparison.clustered_se),
     } for d in decisions if d.comparison.a in top_set and d.comparison.b in top_set]
     table = group_scores(results)
     notes = []
@@ -252,6 +255,11 @@ def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dic
                      "apart, unranked. The order never goes against a decided paired verdict.")
     if len(decisions) > 1:
         notes.append(f"Pairwise decisions are Holm-adjusted over all {len(decisions)} pairs of models.")
+    if results.clusters is not None:
+        clusters = int(np.unique(results.clusters[results.working]).size)
+        notes.append(f"Intervals resample {clusters} clusters (by {results.cluster_by}), not cases: cases that share "
+                     "a passage or template are not independent evidence. Pairs also give the clustered standard "
+                     "error.")
     if any(r.weighted for r in rows):
         notes.append(f"weighted: each stratum's score weighted by its production share ({_weights(results)}) "
                      "instead of its share of the case file; it differs from the sample score when the file "

@@ -152,6 +152,8 @@ class Case:
     language: str | None = None
     """The language the answer should be in (ISO 639-1, e.g. "fr"): an answer plainly in another one is
     the failure mode wrong_language."""
+    cluster: str | None = None
+    """Cases that share a passage or a template share a cluster: intervals then resample clusters, not cases."""
 
     def prompt_text(self) -> str:
         if isinstance(self.input, str):
@@ -252,6 +254,8 @@ class Project:
     theme: str | None = None
     mock: dict[str, MockFaults] = field(default_factory=dict)
     """Fault injection for `arena mock-server`, by model key."""
+    strata_weights: dict[str, float] = field(default_factory=dict)
+    """[strata] weights: each stratum's share in production; the leaderboard shows the reweighted score too."""
 
     def model(self, key: str) -> ModelConfig:
         for m in self.models:

@@ -82,6 +82,8 @@ def mean_ci(values: Floats | list[float], *, n_resamples: int = 10_000, level: f
     if v.size == 1:
         return Interval(est, est, est, 1)
     rng = np.random.default_rng(seed)
+    if clusters is not None and np.unique(clusters).size < 2:  # one cluster: no interval to draw
+        return Interval(est, float("nan"), float("nan"), int(v.size))
     means = resampled_means(v, n_resamples, rng) if clusters is None else \
         resampled_cluster_means(v, clusters, n_resamples, rng)
     a = (1 - level) / 2

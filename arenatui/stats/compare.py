@@ -144,6 +144,9 @@ def paired_differences(a: Floats, b: Floats, *, n_resamples: int = N_RESAMPLES, 
                           np.zeros(0), None)
     rng = np.random.default_rng(seed)
     n_clusters = c_se = None
+    if clusters is not None and np.unique(clusters).size < 2:  # one cluster: nothing varies between resamples
+        return Comparison(labels[0], labels[1], Interval(est, nan, nan, n), nan, nan, level, only_a, only_b,
+                          np.zeros(0), None, 1, nan)
     if clusters is not None:
         means = resampled_cluster_means(d, clusters, n_resamples, rng)
         n_clusters = int(np.unique(clusters).size)

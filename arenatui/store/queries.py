@@ -11,7 +11,7 @@ import dataclasses
 import itertools
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,8 @@ class CaseInfo:
     """The prompt as text ('' for a sealed case: never shown)."""
     expected: str | None
     """None for a sealed case: never shown."""
+    cluster: str | None = None
+    """The case's `cluster` (cases sharing a passage or template), if it has one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,8 @@ class RunPlan:
     trials: int
     judged: tuple[JudgedScorer, ...] = ()
     """The run's llm_judge scorers, each with its judged cases."""
+    strata_weights: dict[str, float] = field(default_factory=dict)
+    """[strata] weights: production shares for the reweighted score."""
 
     @property
     def judges(self) -> tuple[str, ...]:
@@ -173,7 +177,7 @@ def run_plan(record: RunRecord) -> RunPlan:
     plan = make_plan(project, Filters.from_dict(record.filters))
     cases = tuple(
         CaseInfo(c.id, c.stratum, tuple(c.tags), c.sealed, "" if c.sealed else c.prompt_text(),
-                 None if c.sealed else c.expected)
+                 None if c.sealed else c.expected, c.cluster)
         for c in plan.cases)
     default = project.scorers[0].name
     judged = []
@@ -183,7 +187,8 @@ def run_plan(record: RunRecord) -> RunPlan:
         chosen = judged_case_ids(project, s)
         mine = tuple(c.id for c in plan.cases if (c.scorer or default) == s.name)
         judged.append(JudgedScorer(s.name, s.judge, s.sample, mine, tuple(c for c in mine if c in chosen)))
-    return RunPlan(record, tuple(m.key for m in plan.models), cases, plan.trials, tuple(judged))
+    return RunPlan(record, tuple(m.key for m in plan.models), cases, plan.trials, tuple(judged),
+                   dict(project.strata_weights))
 
 
 def list_runs(store: Store, limit: int = 50) -> list[RunListing]:
@@ -207,7 +212,10 @@ def load_results(store: Store, run: str | RunRecord, *, latency: bool = True) ->
     return load_plan_results(store, plan, latency=latency)
 
 
-def load_plan_results(store: Store, plan: RunPlan, *, latency: bool = True) -> RunResults:
+def load_plan_results(store: Store, plan: RunPlan, *, latency: bool = True,
+                      cluster_by: str | None = None) -> RunResults:
+    """The run's (model × case) arrays; clustered by the cases' `cluster` when any case has one, or by
+    `cluster_by` ('cluster', 'stratum' or 'tag:X', see stats.items.cluster_labels)."""
     run_id = plan.record.run_id
     models, case_ids = plan.models, tuple(c.id for c in plan.cases)
     m_index = {m: i for i, m in enumerate(models)}
@@ -253,7 +261,8 @@ def load_plan_results(store: Store, plan: RunPlan, *, latency: bool = True) -> R
         strata=tuple(c.stratum for c in plan.cases), tags=tuple(c.tags for c in plan.cases),
         sealed=np.array([c.sealed for c in plan.cases], dtype=bool), calls=calls, scored=scored, unscored=unscored,
         score_sum=score_sum, passed=passed, cost=cost, tokens=tokens, attempts=attempts, unscored_cost=unscored_cost,
-        unscored_tokens=unscored_tokens, errors=errors, latency=lat)
+        unscored_tokens=unscored_tokens, errors=errors, latency=lat, weights=dict(plan.strata_weights),
+        case_clusters=tuple(c.cluster for c in plan.cases)).clustered_by(cluster_by)
 
 
 def _fill(rows: list[Any], m_index: dict[str, int], c_index: dict[str, int],

@@ -75,3 +75,23 @@ def test_report_json_carries_the_coverage_fair_ranking(tmp_path: Path, capsys: p
     assert main(["report", run, "--db", str(db)]) == 0
     md = capsys.readouterr().out
     assert "n common" in md and "every ranked model has scores for" in md
+
+
+def test_clusters_and_strata_weights_reach_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = _project(tmp_path / "w.toml", easy=0.9, hard=0.5)
+    text = project.read_text(encoding="utf-8").replace('stratum = "easy"\n', 'stratum = "easy"\ncluster = "p1"\n', 20)
+    project.write_text(text + "\n[strata]\nweights = { easy = 0.9, hard = 0.1 }\n", encoding="utf-8")
+    db = tmp_path / "r.db"
+    run = _evaluate(capsys, project, db)
+    assert main(["report", run, "--db", str(db), "--format", "json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    # 20 easy cases share cluster p1, every other case is its own: 160 − 20 + 1 clusters
+    assert any("Intervals resample 141 clusters (by cluster)" in n for n in rep["notes"])
+    m = next(r for r in rep["leaderboard"] if r["model"] == "m")
+    assert m["weighted"]["estimate"] > m["quality"]["estimate"]  # production is mostly easy
+    assert main(["compare", run, "--db", str(db), "--cluster-by", "stratum", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["clusters"] == 2
+    project.write_text(text + "\n[strata]\nweights = { esay = 1 }\n", encoding="utf-8")
+    assert main(["plan", "--project", str(project)]) == 2
+    err = capsys.readouterr().err
+    assert "strata.weights.esay" in err and "did you mean 'easy'" in err

@@ -63,23 +63,27 @@ async def test_leaderboard_ranks_and_sorts_by_any_column(db: Path) -> None:
         await settle(pilot)
         t = app.screen.query_one("#leaderboard-table", DataTable)
         assert [r[1] for r in rows(t)] == ["sim-twin", "sim-strong", "sim-weak"]  # best score first
-        assert rows(t)[0][5] == "85%"  # sim-twin's errored calls are coverage, not zeros
+        assert rows(t)[0][6] == "85%"  # sim-twin's errored calls are coverage, not zeros
+        # ranked over the cases every ranked model has scores for; its own-coverage score and n beside it
+        assert rows(t)[0][4] == "118" and rows(t)[0][5].endswith("/118")
+        assert "cases every ranked model has scores for" in str(app.screen.query_one("#leaderboard-note",
+                                                                                   Static).render())
         # the figures are explained in the same words as under the headless leaderboard (issue 12, item 18)
         assert LEADERBOARD_NOTE in str(app.screen.query_one("#leaderboard-note", Static).render())
         # s steps through the columns: $/correct (cheapest first) puts sim-weak on top
-        for _ in range(7):
+        for _ in range(8):
             await pilot.press("s")
-        assert app.screen.sort_column == 8
+        assert app.screen.sort_column == 9
         assert [r[1] for r in rows(t)] == ["sim-weak", "sim-twin", "sim-strong"]
         await pilot.press("S")  # back one column: trials agree (highest first)
-        assert app.screen.sort_column == 7
+        assert app.screen.sort_column == 8
         assert [r[1] for r in rows(t)] == ["sim-strong", "sim-weak", "sim-twin"]
         # a click on a header sorts by it; a second click reverses
         await pilot.click(DataTable, offset=(3, 0))  # "#" is not sortable
-        assert app.screen.sort_column == 7
-        t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[12].key, 12, t.ordered_columns[12].label))
+        assert app.screen.sort_column == 8
+        t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[13].key, 13, t.ordered_columns[13].label))
         await pilot.pause()
-        assert app.screen.sort_column == 11  # p95 ms, fastest first
+        assert app.screen.sort_column == 12  # p95 ms, fastest first
         assert rows(t)[0][1] == "sim-strong"
         t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[1].key, 1, t.ordered_columns[1].label))
         await pilot.pause()
@@ -160,7 +164,7 @@ async def test_compare_separated_and_not_separated(db: Path) -> None:
         assert screen.query_one("#pick-b", Select).value == "sim-strong"
         verdict = static_text(app, "#verdict")
         assert verdict.startswith("no ordering established on this evidence (118 cases)")
-        assert "cases would resolve a difference of" in verdict
+        assert "for 80% power to detect a difference of" in verdict
         assert "compared over the 118 cases both have scores for" in verdict
         hist = static_text(app, "#histogram")
         assert "│" in hist or "┼" in hist
@@ -212,7 +216,7 @@ async def test_strata_flag_the_reversal(db: Path) -> None:
         r = {row[0]: row for row in rows(t)}
         assert r["stratum hard"][3].endswith("▼") and not r["stratum easy"][3].endswith("▼")
         note = static_text(app, "#strata-note")
-        assert "stratum hard: sim-strong scores below sim-weak here" in note and "Simpson" in note
+        assert "stratum hard: sim-strong scores below sim-weak here" in note and "subgroup reversal" in note
 
 
 async def test_cases_filter_search_and_side_by_side(db: Path) -> None:

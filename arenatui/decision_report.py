@@ -141,8 +141,8 @@ def _failures(store: Store, run_id: str, limit: int = 3) -> dict[str, list[dict[
     return out
 
 
-F1Answers = dict[tuple[str, str], tuple[tuple[str, ...], list[tuple[str, str | None]]]]
-"""Per (model, f1 scorer): the scorer's labels and the (expected, answered label) pairs."""
+F1Answers = dict[tuple[str, str], tuple[tuple[str, ...], list[tuple[str, str | None]], list[str]]]
+"""Per (model, f1 scorer): the scorer's labels, the (expected, answered label) pairs and each pair's case id."""
 
 
 def f1_answers(store: Store, plan: RunPlan) -> F1Answers:
@@ -167,18 +167,23 @@ def f1_answers(store: Store, plan: RunPlan) -> F1Answers:
         if cid in cases:
             sc, expected = cases[cid]
             assert expected is not None
-            out.setdefault((mk, sc.name), (sc.labels, []))[1].append((expected, extract_label(output or "", sc.labels)))
+            got = out.setdefault((mk, sc.name), (sc.labels, [], []))
+            got[1].append((expected, extract_label(output or "", sc.labels)))
+            got[2].append(cid)
     return out
 
 
 def _classification(store: Store, plan: RunPlan) -> dict[str, dict[str, Any]]:
     """Per model, macro-F1 over each f1 scorer's labels (working cases only: a sealed output is not kept)."""
     from arenatui.scoring.f1 import macro_f1, per_label_f1
+    from arenatui.stats.f1_interval import label_cases, macro_f1_interval
 
     out: dict[str, dict[str, Any]] = {}
-    for (mk, name), (labels, ps) in sorted(f1_answers(store, plan).items()):
+    for (mk, name), (labels, ps, cids) in sorted(f1_answers(store, plan).items()):
+        iv = macro_f1_interval(ps, labels, cids)
         out.setdefault(mk, {})[name] = {"macro_f1": macro_f1(ps, labels), "calls": len(ps),
-                                        "per_label": per_label_f1(ps, labels)}
+                                        "interval": interval_dict(iv) if iv else None,
+                                        "per_label": per_label_f1(ps, labels), "label_cases": label_cases(ps, cids)}
     return out
 
 
@@ -475,9 +480,18 @@ def _md_judged(judged: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+F1_HEAD = ("model", "scorer", "macro-F1", "95% CI", "cases", "calls", "F1 per label (n cases)")
+F1_WORDS = ("The interval resamples cases. Each label's F1 is followed by its number of cases; ⚠ marks a label with "
+            "fewer than 5, whose F1 rests on too little to read alone.")
+
+
 def _f1_rows(classification: dict[str, dict[str, Any]]) -> list[list[str]]:
-    return [[model, name, _f(v["macro_f1"]), str(v["calls"]),
-             ", ".join(f"{lb} {f:.2f}" for lb, f in v["per_label"].items())]
+    def label(lb: str, f: float, n: int) -> str:
+        return f"{lb} {f:.2f} (n {n}{' ⚠' if n < 5 else ''})"
+
+    return [[model, name, _f(v["macro_f1"]), _ci(v["interval"]) if v.get("interval") else "-",
+             str(v["interval"]["n"]) if v.get("interval") else "-", str(v["calls"]),
+             ", ".join(label(lb, f, v.get("label_cases", {}).get(lb, 0)) for lb, f in v["per_label"].items())]
             for model, by_scorer in classification.items() for name, v in by_scorer.items()]
 
 
@@ -534,8 +548,8 @@ def render_markdown(rep: dict[str, Any]) -> str:
     classification = rep.get("classification") or {}
     if classification:
         lines += ["", "## Classification (macro-F1)", "", "Macro-F1 averages each label's F1, so a model that "
-                  "answers the majority class everywhere scores low even when its accuracy is high.", ""]
-        lines += _md_table(("model", "scorer", "macro-F1", "calls", "F1 per label"), _f1_rows(classification))
+                  f"answers the majority class everywhere scores low even when its accuracy is high. {F1_WORDS}", ""]
+        lines += _md_table(F1_HEAD, _f1_rows(classification))
     lines += ["", "## Failures", ""]
     if not rep["failures"]:
         lines.append("No call errored.")
@@ -658,8 +672,8 @@ def render_html(rep: dict[str, Any]) -> str:
                      "errored).</p>" + _html_table(head, rows_))
     classification = rep.get("classification") or {}
     if classification:
-        parts.append("<h2>Classification (macro-F1)</h2>" + _html_table(
-            ("model", "scorer", "macro-F1", "calls", "F1 per label"), _f1_rows(classification)))
+        parts.append(f"<h2>Classification (macro-F1)</h2><p>{_h(F1_WORDS)}</p>" + _html_table(
+            F1_HEAD, _f1_rows(classification)))
     parts.append("<h2>Failures</h2>")
     if not rep["failures"]:
         parts.append("<p>No call errored.</p>")

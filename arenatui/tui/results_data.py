@@ -36,6 +36,7 @@ from arenatui.stats import (
     reversals,
 )
 from arenatui.stats.bootstrap import Interval
+from arenatui.stats.f1_interval import label_cases, macro_f1_interval
 from arenatui.stats.strata import groups
 from arenatui.store import Store
 from arenatui.store.load_queries import run_kinds
@@ -93,14 +94,19 @@ class Classification:
     """Answered working cases × trials scored by this scorer (errored calls are coverage, not misses)."""
     macro_f1: float | None
     labels: list[LabelScore]
+    interval: Interval | None = None
+    """Macro-F1's bootstrap interval over cases (n = cases)."""
+    label_cases: dict[str, int] = field(default_factory=dict)
+    """Per label, the cases that expect it (its n; under 5 is marked)."""
 
 
 def classifications(answers: F1Answers) -> dict[str, list[Classification]]:
     """Per model, one Classification per f1 scorer (scorers by name), from `decision_report.f1_answers`."""
     out: dict[str, list[Classification]] = {}
-    for (model, scorer), (labels, pairs) in sorted(answers.items()):
+    for (model, scorer), (labels, pairs, cids) in sorted(answers.items()):
         out.setdefault(model, []).append(
-            Classification(scorer, len(pairs), macro_f1(pairs, labels), label_scores(pairs, labels)))
+            Classification(scorer, len(pairs), macro_f1(pairs, labels), label_scores(pairs, labels),
+                           macro_f1_interval(pairs, labels, cids), label_cases(pairs, cids)))
     return out
 
 

@@ -245,3 +245,22 @@ def test_sealed_gap_is_stratum_matched_with_an_interval() -> None:
     raw = scores[~sealed].mean() - scores[sealed].mean()
     assert raw > 0.2 and gap.gap.low < 0 < gap.gap.high
     assert gap.left_out == 200  # the easy working cases have no sealed counterpart
+
+
+def test_macro_f1_has_an_interval_over_cases_and_each_label_its_n() -> None:
+    from arenatui.scoring.f1 import macro_f1
+    from arenatui.stats.f1_interval import label_cases, macro_f1_interval
+
+    rng = np.random.default_rng(9)
+    labels = ("pos", "neg", "rare")
+    pairs, cids = [], []
+    for j in range(200):
+        expected = "rare" if j < 5 else ("pos" if j % 2 else "neg")
+        for _trial in range(2):  # a case's trials resample together
+            pairs.append((expected, expected if rng.random() < 0.8 else "neg"))
+            cids.append(f"c{j}")
+    iv = macro_f1_interval(pairs, labels, cids)
+    assert iv is not None and iv.n == 200 and iv.estimate == pytest.approx(macro_f1(pairs, labels) or 0)
+    assert iv.low < iv.estimate < iv.high and iv.high - iv.low > 0.05
+    assert label_cases(pairs, cids) == {"rare": 5, "neg": 97, "pos": 98}
+    assert macro_f1_interval([], labels, []) is None

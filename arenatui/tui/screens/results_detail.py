@@ -18,6 +18,7 @@ from textual.widgets import Label, Static
 
 from arenatui.safe_text import literal
 from arenatui.stats import ModelRow
+from arenatui.stats.f1_interval import FEW_CASES
 from arenatui.store.queries import CallRow, CaseInfo, JudgedScorer, JudgmentRow
 from arenatui.tui.results_data import Classification, RunView, case_detail
 from arenatui.tui.screens.common import fmt_errors, fmt_num
@@ -210,10 +211,13 @@ def model_text(view: RunView, s: ModelRow) -> Text:
     out.append(f"\n        beside: errors {pct(s.error_rate)}, timeouts {pct(s.timeout_rate)} (a timeout removes the "
                f"slowest calls from the percentiles), retries {pct(s.retry_rate)} of calls\n")
     if s.sealed.n:
-        gap = s.sealed_gap
         out.append("sealed ", _LABEL)
-        out.append(f"{score3(s.sealed.estimate)} over {s.sealed.n} sealed cases; working − sealed "
-                   f"{'-' if gap is None else f'{gap:+.3f}'} (a large gap hints at contamination)\n")
+        out.append(f"{score3(s.sealed.estimate)} over {s.sealed.n} sealed cases; {sealed_gap_words(s)}\n")
+    if s.weighted is not None:
+        w = s.weighted
+        out.append("weighted ", _LABEL)
+        out.append(f"{score3(w.estimate)} ({score3(w.low)}–{score3(w.high)}) with each stratum at its [strata] "
+                   f"weight, against {score3(s.quality.estimate)} at its share of the cases\n")
     out.append("\nby stratum and tag\n", _LABEL)
     for g in view.groups:
         i = g.scores[s.model]
@@ -228,22 +232,28 @@ def model_text(view: RunView, s: ModelRow) -> Text:
     return out
 
 
+def _label_n(n: int) -> str:
+    return f"{n} ⚠" if n < FEW_CASES else str(n)
+
+
 def f1_tables(classes: list[Classification]) -> Group:
     """Per f1 scorer: its macro-F1, then each label's precision, recall and F1 (labels are the project's text)."""
     parts: list[Text | Table] = []
     for c in classes:
         head = Text("\nclassification ", _LABEL)
         head.append(literal(c.scorer, newlines=False))
-        head.append(f": macro-F1 {'-' if c.macro_f1 is None else score3(c.macro_f1)} over {c.answers} answered "
-                    "cases (an answer with no label misses its label)")
+        iv = c.interval
+        ci = f" (95% CI {score3(iv.low)}–{score3(iv.high)} over {iv.n} cases)" if iv and iv.n > 1 else ""
+        head.append(f": macro-F1 {'-' if c.macro_f1 is None else score3(c.macro_f1)}{ci} over {c.answers} answered "
+                    "calls (an answer with no label misses its label; ⚠ a label with fewer than 5 cases)")
         parts.append(head)
         t = Table(box=None, padding=(0, 2), show_edge=False, header_style="bold")
-        for col in ("label", "precision", "recall", "F1", "expected", "given"):
+        for col in ("label", "precision", "recall", "F1", "expected", "given", "cases"):
             t.add_column(col, justify="left" if col == "label" else "right", no_wrap=True, min_width=len(col))
         for lb in c.labels:
             t.add_row(literal(lb.label, newlines=False), "-" if lb.precision is None else score3(lb.precision),
                       "-" if lb.recall is None else score3(lb.recall), score3(lb.f1), str(lb.expected),
-                      str(lb.predicted))
+                      str(lb.predicted), _label_n(c.label_cases.get(lb.label, 0)))
         parts.append(t)
     return Group(*parts)
 
@@ -269,3 +279,15 @@ class ModelDetail(ModalScreen[None]):
                 if classes:
                     yield Static(f1_tables(classes), id="model-f1")
             yield Label(Text("Escape closes"), classes="hint")
+
+
+def sealed_gap_words(s: ModelRow) -> str:
+    """The stratum-matched working − sealed gap with its interval; contamination only when large and outside it."""
+    g = s.gap
+    if g is None:
+        return "no stratum has scored cases in both splits: no gap to read"
+    iv = g.gap
+    ci = f" (95% CI {iv.low:+.3f} to {iv.high:+.3f})" if iv.n > 1 else ""
+    tail = ("outside its interval: if large, the working cases may have leaked into training" if g.outside else
+            "within its interval: no sign of contamination")
+    return f"working − sealed {iv.estimate:+.3f}{ci} within strata {', '.join(g.strata) or '-'}, {tail}"

@@ -18,13 +18,14 @@ _NAN = float("nan")
 
 
 def _interval(est: float, draws: Floats, n: int, level: float) -> Interval:
+    """NaN bounds when a stratum had a single case: its spread is unknown, so no interval is claimed."""
     a = (1 - level) / 2
-    lo, hi = np.quantile(draws, [a, 1 - a]) if n > 1 else (est, est)
+    lo, hi = np.quantile(draws, [a, 1 - a])
     return Interval(est, float(lo), float(hi), n)
 
 
 def _stratum_draws(v: Floats, n_resamples: int, rng: np.random.Generator) -> Floats:
-    return np.full(n_resamples, float(v[0])) if v.size == 1 else resampled_means(v, n_resamples, rng)
+    return np.full(n_resamples, np.nan) if v.size == 1 else resampled_means(v, n_resamples, rng)
 
 
 def reweighted(scores: Floats, strata: Sequence[str | None], mask: Bools, weights: Mapping[str, float], *,
@@ -63,7 +64,7 @@ class SealedGap:
 
     @property
     def outside(self) -> bool:
-        """The interval excludes zero: the gap is more than noise."""
+        """The interval excludes zero: the gap is more than noise (never when a side had one case: no interval)."""
         return self.gap.n > 1 and (self.gap.low > 0 or self.gap.high < 0)
 
 

@@ -287,7 +287,10 @@ def sealed_gap_words(s: ModelRow) -> str:
     if g is None:
         return "no stratum has scored cases in both splits: no gap to read"
     iv = g.gap
-    ci = f" (95% CI {iv.low:+.3f} to {iv.high:+.3f})" if iv.n > 1 else ""
+    if iv.n < 2 or math.isnan(iv.low):
+        return (f"working − sealed {iv.estimate:+.3f} within strata {', '.join(g.strata) or '-'}: too few cases in "
+                "a split for an interval, so nothing to read into it")
+    ci = f" (95% CI {iv.low:+.3f} to {iv.high:+.3f})"
     tail = ("outside its interval: if large, the working cases may have leaked into training" if g.outside else
             "within its interval: no sign of contamination")
     return f"working − sealed {iv.estimate:+.3f}{ci} within strata {', '.join(g.strata) or '-'}, {tail}"

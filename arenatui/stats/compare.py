@@ -247,17 +247,10 @@ def all_pairs(results: RunResults, models: Sequence[str] | None = None, *, n_res
 
 
 @dataclass(frozen=True, slots=True)
-class StratumChange:
-    """One stratum of one model between two runs (new − old), Holm-adjusted over the model's strata."""
+class StratumChange(PairDecision):
+    """One stratum of one model between two runs (new − old): p_holm is Holm-adjusted over the model's strata."""
 
-    stratum: str
-    comparison: Comparison
-    p_holm: float
-    alpha: float
-
-    @property
-    def decided(self) -> bool:
-        return self.comparison.decided and self.p_holm < self.alpha
+    stratum: str = ""
 
     @property
     def regression(self) -> bool:
@@ -316,7 +309,7 @@ def compare_runs(old: RunResults, new: RunResults, *, n_resamples: int = N_RESAM
                                     clusters=None if clusters is None else clusters[k])
                  for k in [both, *(mask for _name, mask in masks)]]
         adjusted = holm_adjust([c.p_value for c in found[1:]])
-        out.append(RunChange(m, found[0], tuple(StratumChange(name, c, float(p), alpha) for (name, _k), c, p
+        out.append(RunChange(m, found[0], tuple(StratumChange(c, float(p), alpha, name) for (name, _k), c, p
                                                 in zip(masks, found[1:], adjusted, strict=True))))
     return out
 

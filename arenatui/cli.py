@@ -137,12 +137,18 @@ def _sweep_options(args: argparse.Namespace) -> object:
                          "with the run); drop --project, --seed, --models, --tags, --limit and --trials")
     if args.retry_errored and not args.resume:
         raise ArenaError("--retry-errored runs a stored run's errored calls again: pass --resume RUN_ID (or last)")
+    from arenatui.shards_cli import shard_options
+
+    shard, run_id, _start = shard_options(args)
+    if args.resume and (shard or run_id):
+        raise ArenaError("--resume continues a run as its shard and id were (stored with the run); drop --shard and "
+                         "--run-id")
     return SweepOptions(
         project=args.project, filters=Filters(models=args.models, tags=args.tags, limit=args.limit,
-                                              trials=args.trials),
+                                              trials=args.trials, shard=shard),
         db=args.db, resume=args.resume, concurrency=args.concurrency, seed=args.seed,
         retry_errored=args.retry_errored,
-        tune=getattr(args, "tune", False),
+        tune=getattr(args, "tune", False), run_id=run_id,
     )
 
 
@@ -156,16 +162,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from arenatui.headless import run_headless
-    from arenatui.report import (
-        client_load_warning,
-        error_failure,
-        errored_line,
-        print_leaderboard,
-        spend_line,
-        summary_line,
-    )
-    from arenatui.store import Store
-    from arenatui.store.queries import load_results, run_spend
     from arenatui.sweep import Sweep
 
     out = Console(highlight=False, width=_width(sys.stdout))
@@ -192,14 +188,31 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         status = sweep.status or "cancelled"
     late = _hold_stop_signals()
     elapsed = time.monotonic() - t0
+    # Imported after the run: the report brings numpy (stats, the store's result arrays), ~0.15 s that would
+    # otherwise stand between `arena evaluate` and its first request (benchmarks/startup.py).
+    from arenatui.report import (
+        client_load_warning,
+        error_failure,
+        errored_line,
+        print_leaderboard,
+        spend_line,
+        summary_line,
+    )
+    from arenatui.store import Store
+    from arenatui.store.queries import load_results, run_spend
     for problem in sweep.store_warnings():
         err.print(render_error(problem, prefix="warning"), markup=False, style="bold yellow", soft_wrap=True)
     with Store(sweep.db_path) as store:
         spend = run_spend(store, sweep.run_id)  # the models' and the judges' apart, and their total
         out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed), markup=False)
         stored = sum(len(keys) for keys in store.done_keys(sweep.run_id).values())
-        if stored < plan.total:
-            out.print(f"Stored: {stored} of {plan.total} calls", markup=False)
+        mine = plan.shard_total()
+        if plan.shard is not None:
+            out.print(f"Shard {plan.shard}: {mine} of those calls; `arena merge` joins the shards' databases",
+                      markup=False)
+        if stored < mine:
+            out.print(f"Stored: {stored} of {mine} calls" + (f" (shard {plan.shard})" if plan.shard else ""),
+                      markup=False)
         out.print(spend_line(spend), markup=False)
         report = not args.no_report and status == "finished"
         results = load_results(store, sweep.run_id, latency=report)
@@ -267,6 +280,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         runs = list_runs(store, args.limit)
         kinds = run_kinds(store, [r.run_id for r in runs])  # a load run stores requests, not results
+        from arenatui.shards_cli import shards_label
+        from arenatui.store.shards import shard_counts
+
+        sharded = shard_counts(store, [r.run_id for r in runs])  # a merged run is one run with its shard count
         # a model whose stored readout established an optimum shows it beside its name: "sim-limited ≈3"
         optima = {r.run_id: {row[0]: row[1] for row in store.tuning_levels(r.run_id)
                              if row[12] and str(row[13]).startswith("optimum")} for r in runs}
@@ -291,7 +308,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     con.width = max(con.width, narrowest)
     for r in runs:
         kind, load_stored = kinds.get(r.run_id, ("sweep", 0))
-        t.add_row(r.run_id, kind, literal(r.project, newlines=False),
+        t.add_row(r.run_id, kind + shards_label(sharded.get(r.run_id)), literal(r.project, newlines=False),
                   time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at)), r.status,
                   literal(", ".join(m + (f" ≈{optima[r.run_id][m]}" if m in optima[r.run_id] else "")
                                     for m in r.models), newlines=False),
@@ -452,6 +469,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 when more than this share (0-1) of calls errored (default: when a model had every "
                         "call errored)")
     p.add_argument("--tune", action="store_true", help="auto-tune each model's concurrency while it runs")
+    from arenatui.shards_cli import add_merge_parser, add_shard_args
+
+    add_shard_args(p, barrier=False)  # --shard K/N, --run-id: one machine's share of a sweep (arena merge joins them)
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("run", help="run a sweep in the live console (watch it, tune concurrency by hand)")
@@ -554,6 +574,7 @@ def build_parser() -> argparse.ArgumentParser:
     from arenatui.load.cli import add_load_parser
 
     add_load_parser(sub)  # `arena load`: open-loop load runs (arenatui/load/cli.py)
+    add_merge_parser(sub)  # `arena merge`: the shards of a run joined into one database (arenatui/shards_cli.py)
 
     return parser
 

@@ -289,7 +289,8 @@ class LiveMetrics:
 
     def __init__(self, model_keys: Sequence[str], case_ids: Sequence[str], trials: int, *,
                  judges: Sequence[JudgeLane] = (), window_s: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic, log_size: int = 2000) -> None:
+                 clock: Callable[[], float] = time.monotonic, log_size: int = 2000,
+                 cells: Sequence[int] | None = None) -> None:
         self.model_keys = tuple(model_keys)
         """The candidates (the models asked the cases)."""
         self.judge_keys = tuple(k for k, _cases, _n in judges)
@@ -307,10 +308,15 @@ class LiveMetrics:
         n_cases = self._n_cases = len(self.case_ids)
         # Per row, the calls planned in each case: a candidate's trials, a judge lane's candidates × trials on the
         # cases it judges and none elsewhere (an unjudged case of a judge row is empty, never queued).
-        queued = array("I", [trials]) * (len(self.model_keys) * n_cases)
-        planned_rows = [n_cases * trials for _ in self.model_keys]
+        # `cells`: a shard's (`--shard K/N`, Plan.shard_cells): each cell holds only the trials that fall to it
+        queued = array("I", cells) if cells is not None else array("I", [trials]) * (len(self.model_keys) * n_cases)
+        planned_rows = [sum(queued[i * n_cases:(i + 1) * n_cases]) for i in range(len(self.model_keys))]
         for _key, judged, per_case in judges:
-            row = array("I", [per_case if c in judged else 0 for c in self.case_ids])
+            if cells is not None:  # a shard's judge calls follow its candidates' calls
+                row = array("I", [sum(queued[i * n_cases + j] for i in range(len(self.model_keys))) if c in judged
+                                  else 0 for j, c in enumerate(self.case_ids)])
+            else:
+                row = array("I", [per_case if c in judged else 0 for c in self.case_ids])
             queued.extend(row)
             planned_rows.append(sum(row))
         n_cells = len(queued)

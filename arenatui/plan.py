@@ -24,14 +24,58 @@ class Filters:
     tags: tuple[str, ...] = ()
     limit: int | None = None
     trials: int | None = None
+    shard: Shard | None = None
+    """`--shard K/N`: only the calls whose stable index falls to shard K (`in_shard`)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"models": list(self.models), "tags": list(self.tags), "limit": self.limit, "trials": self.trials}
+        out: dict[str, Any] = {"models": list(self.models), "tags": list(self.tags), "limit": self.limit,
+                               "trials": self.trials}
+        if self.shard is not None:  # absent otherwise: an unsharded run's stored filters are as they always were
+            out["shard"] = [self.shard.index, self.shard.count]
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Filters:
+        shard = d.get("shard")
         return cls(models=tuple(d.get("models") or ()), tags=tuple(d.get("tags") or ()), limit=d.get("limit"),
-                   trials=d.get("trials"))
+                   trials=d.get("trials"), shard=Shard(int(shard[0]), int(shard[1])) if shard else None)
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """Shard `index` of `count` (0 <= index < count): one machine's share of a run (`--shard K/N`)."""
+
+    index: int
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(value: str, where: str = "--shard") -> Shard:
+    """`K/N` with 0 <= K < N (K is 0-based, as JOB_COMPLETION_INDEX is; a Slurm array can start at 0 too)."""
+    k, sep, n = value.strip().partition("/")
+    try:
+        index, count = int(k), int(n)
+    except ValueError:
+        index = count = -1
+    if not sep or count < 1 or not 0 <= index < count:
+        raise PlanError(f"{where}: expected K/N with 0 <= K < N (e.g. 0/4 ... 3/4; K is 0-based like "
+                        f"JOB_COMPLETION_INDEX), got {value!r}")
+    return Shard(index, count)
+
+
+def shard_of(seed: int, model_key: str, case_id: str, trial: int, count: int) -> int:
+    """The shard a sweep's call falls to: its stable index (BLAKE2b of the run's seed, model, case and trial) modulo
+    the shard count. Stable: the same in every process and on every machine, whatever the call order, the filters
+    or the other models, so N shards of one seed cover the run's calls exactly once between them."""
+    digest = hashlib.blake2b(f"{seed}|{model_key}|{case_id}|{trial}".encode(), digest_size=8, person=b"arena-shard")
+    return int.from_bytes(digest.digest(), "little") % count
+
+
+def in_shard(seed: int, model_key: str, case_id: str, trial: int, shard: Shard) -> bool:
+    """Whether a sweep's call falls to `shard` (`shard_of`)."""
+    return shard_of(seed, model_key, case_id, trial, shard.count) == shard.index
 
 
 def judge_lane(judge_key: str) -> str:
@@ -112,6 +156,9 @@ class Plan:
     judges: tuple[JudgePlan, ...] = ()
     awaiting: tuple[AwaitingJudge, ...] = ()
     """Answers stored unscored and awaiting their judge (resume): judged before anything else of their lane."""
+    filters: Filters = field(default_factory=Filters)
+    """What the plan was narrowed by, its shard among them."""
+    _shard_cells: array[int] | None = field(default=None, repr=False)
 
     def judged_cases(self) -> dict[str, tuple[ScorerConfig, str]]:
         """Case id → (its llm_judge scorer, its judge lane), for the plan's cases that are judged."""
@@ -136,21 +183,48 @@ class Plan:
 
     @property
     def remaining(self) -> int:
-        return self.total - self.done_count
+        return self.shard_total() - self.done_count
 
     def pending(self, model_key: str) -> Iterator[tuple[Case, int]]:
         """This model's calls still to make, lazily, in its seeded interleaved order (`call_order`)."""
         done = self.done.get(model_key)
-        trials = self.trials
-        for k in call_order(self.project.run.seed, model_key, len(self.cases) * trials):
+        shard, seed, trials = self.shard, self.project.run.seed, self.trials
+        for k in call_order(seed, model_key, len(self.cases) * trials):
             case, trial = self.cases[k // trials], k % trials
             if done and (case.id, trial) in done:
                 continue
+            if shard is not None and not in_shard(seed, model_key, case.id, trial, shard):
+                continue
             yield case, trial
 
+    @property
+    def shard(self) -> Shard | None:
+        return self.filters.shard
+
+    def mine(self, model_key: str, case_id: str, trial: int) -> bool:
+        """Whether this process makes the call (always, unless the run is sharded)."""
+        shard = self.filters.shard
+        return shard is None or in_shard(self.project.run.seed, model_key, case_id, trial, shard)
+
+    def shard_cells(self) -> array[int]:
+        """Per (model, case), models-major, the trials this process makes: every trial, or a shard's. A shard's are
+        counted once, one hash per call of the whole plan (a few µs each: seconds for a 1,000,000-call plan)."""
+        if self._shard_cells is None:
+            if self.shard is None:
+                self._shard_cells = array("I", [self.trials]) * (len(self.models) * len(self.cases))
+            else:
+                self._shard_cells = array("I", [sum(self.mine(m.key, c.id, t) for t in range(self.trials))
+                                                for m in self.models for c in self.cases])
+        return self._shard_cells
+
+    def shard_total(self) -> int:
+        """The calls of the plan this process makes: all of them, or a shard's."""
+        return self.total if self.shard is None else sum(self.shard_cells())
+
     def describe(self) -> str:
-        return (f"{len(self.models)} model{'s' if len(self.models) != 1 else ''} × {len(self.cases)} "
-                f"test{'s' if len(self.cases) != 1 else ''} × {self.trials} trial(s) = {self.total} calls")
+        whole = (f"{len(self.models)} model{'s' if len(self.models) != 1 else ''} × {len(self.cases)} "
+                 f"test{'s' if len(self.cases) != 1 else ''} × {self.trials} trial(s) = {self.total} calls")
+        return whole if self.shard is None else f"{whole}, shard {self.shard} of them: {self.shard_total()}"
 
 
 def make_plan(project: Project, filters: Filters = Filters(),
@@ -178,7 +252,7 @@ def make_plan(project: Project, filters: Filters = Filters(),
     trials = filters.trials if filters.trials is not None else project.run.trials
     if not 1 <= trials <= MAX_TRIALS:
         raise PlanError(f"--trials: expected a whole number from 1 to {MAX_TRIALS}, got {trials}")
-    plan = Plan(project=project, models=models, cases=cases, trials=trials, done=done or {})
+    plan = Plan(project=project, models=models, cases=cases, trials=trials, done=done or {}, filters=filters)
     judged = plan.judged_cases()
     lanes: dict[str, set[str]] = {}
     for cid, (_s, lane) in judged.items():

@@ -28,6 +28,7 @@ from arenatui.plan import Filters, Plan, make_plan
 from arenatui.providers.base import Provider, make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.db import explain_error
+from arenatui.store.shards import finish_shard, record_shard
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:
@@ -54,6 +55,8 @@ class SweepOptions:
     """With resume: run again the calls that ended errored (rate-limited, timed out ...), not only cancelled ones."""
     tune: bool = False
     """Start with the auto-tuner on (arenatui.tuning)."""
+    run_id: str | None = None
+    """`--run-id`: record the run under this id (the shards of a run share it, see `arena merge`)."""
 
 
 def _with_seed(project: Project, seed: int | None) -> Project:
@@ -153,11 +156,13 @@ class Sweep:
                 store.claim_run(self.run_id, self.resume_command)
             else:
                 self.run_id = store.create_run(self.project.name, str(self.project.path), project_to_dict(self.project),
-                                               self.filters.to_dict(), self.plan.total)
+                                               self.filters.to_dict(), self.plan.total, run_id=opts.run_id)
+                if self.filters.shard is not None:
+                    record_shard(store, self.run_id, self.filters.shard.index, self.filters.shard.count)
         finally:
             store.close()
         self.live = LiveMetrics([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials,
-                                judges=judge_lanes(plan))
+                                judges=judge_lanes(plan), cells=plan.shard_cells() if plan.shard is not None else None)
         self.live.preload(stored, elapsed_s=stored_elapsed)
         self.writer = ResultWriter(self.db_path, self.run_id, retry_errored=opts.retry_errored)
         # Nobody reads live metrics in a quiet headless run; folding them costs ~10 us a call at zero latency.
@@ -280,6 +285,8 @@ class Sweep:
 
             with Store(self.db_path) as store:
                 store.mark_run(self.run_id, status, message)  # first: the run's end matters most
+                if self.filters.shard is not None:
+                    finish_shard(store, self.run_id, status, (None, None, None))
                 store.write_tuning_levels(self.run_id, readout_rows(
                     {r.model_key: r for r in self.tuner.tracker.readouts()}))
         except (StoreError, sqlite3.Error) as e:

@@ -224,6 +224,7 @@ def _read_sim(t: _Table) -> SimSettings:
         per_token_s=s.number("per_token_s", d.per_token_s, lo=0.0) or 0.0,
         jitter=s.number("jitter", d.jitter, lo=0.0, hi=3.0) or 0.0,
         output_tokens=s.integer("output_tokens", d.output_tokens, lo=1) or 1,
+        wrong_tokens=s.integer("wrong_tokens", None, lo=1),
         rpm=rpm,
         burst=s.number("burst", None, lo=1.0, hi=MAX_RPM),
         reject_cost=s.number("reject_cost", d.reject_cost, lo=0.0, hi=1.0) or 0.0,

@@ -59,6 +59,9 @@ class SimSettings:
     """Sigma of the lognormal factor applied to each attempt's latency (0 = exact)."""
     output_tokens: int = 64
     """Mean output tokens per answer, capped by max_tokens."""
+    wrong_tokens: int | None = None
+    """Mean output tokens of a wrong answer, when it differs: a model that does not know the answer rambles on
+    (until max_tokens, if that comes first). The demo uses it to show what too generous a limit costs."""
     rpm: float | None = None
     """Provider-side requests per minute; past it the model answers rate-limited with retry-after."""
     burst: float | None = None

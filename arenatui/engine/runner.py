@@ -712,6 +712,9 @@ def _bounded(n: int) -> int:
 def _calls_to_make(plan: Plan) -> int:
     """The plan's calls not yet stored, counted exactly (`done` may hold keys of cases a filter left out)."""
     case_ids = {c.id for c in plan.cases}
+    if plan.shard is not None:  # a shard's calls (counted once by the plan), less those of its own it has stored
+        return plan.shard_total() - sum(1 for m in plan.models for cid, t in plan.done.get(m.key, ())
+                                        if cid in case_ids and 0 <= t < plan.trials and plan.mine(m.key, cid, t))
     n = 0
     for m in plan.models:
         done = plan.done.get(m.key, ())

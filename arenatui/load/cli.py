@@ -40,6 +40,9 @@ def add_load_parser(sub: Any) -> None:
     p.add_argument("--db", help="results database (default: in the user data directory)")
     p.add_argument("--quiet", "-q", action="store_true", help="headless, no progress line (the tables still print)")
     p.add_argument("--theme", help="console theme")
+    from arenatui.shards_cli import add_shard_args
+
+    add_shard_args(p, barrier=True)
     p.set_defaults(func=cmd_load)
 
 
@@ -85,12 +88,16 @@ def load_options(args: argparse.Namespace) -> Any:
     else:
         rates = parse_rates(rate, args.rates, args.rate_sweep)
     seed = _int(args.seed, "--seed", -(2**63), 2**63 - 1)
+    from arenatui.shards_cli import shard_options
+
+    shard, run_id, start_at = shard_options(args)
     return LoadOptions(
         project=args.project, rates=rates, duration_s=_duration(args.duration, "--duration"), arrival=arrival,
         model=args.model, max_in_flight=_int(args.max_in_flight, "--max-in-flight", 1, MAX_CONCURRENCY),
         warmup_s=_duration(args.warmup, "--warmup", zero_ok=True),
         slo=parse_slo(args.slo) if args.slo is not None else None,
         processes=_int(args.processes, "--processes", 1, os.cpu_count() or 1) or 1, db=args.db, seed=seed,
+        shard=shard, run_id=run_id, start_at=start_at,
     )
 
 
@@ -158,6 +165,11 @@ def cmd_load(args: argparse.Namespace) -> int:
         if not args.quiet:
             err.print(f"Load run {run.run_id}: {run.model.key}, {opts.arrival.describe()} arrivals, rates "
                       f"{', '.join(f'{r:g}' for r in opts.rates)}/s, {opts.duration_s:g}s each", markup=False)
+            from arenatui.shards_cli import barrier_line
+
+            line = barrier_line(opts.shard, opts.start_at)
+            if line:
+                err.print(line, markup=False)
         status = anyio.run(lambda: run_headless(run, quiet=args.quiet, err=err))
     print_outcome(out, err, run.figures())
     out.print(f"Run id: {run.run_id} ({status})", markup=False)

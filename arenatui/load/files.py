@@ -52,6 +52,7 @@ def load_report_dict(run_id: str, project: str, outcome: LoadOutcome) -> dict[st
         "segments": [figures_dict(s) for s in outcome.segments],
         "saturation_segment": outcome.saturation.segment if outcome.saturation is not None else None,
         "warnings": list(outcome.warnings),
+        "start": list(outcome.notes),
         "notes": ["Latencies from schedule are what a user arriving on the schedule waited (no coordinated "
                   "omission); from send leaves the client's own lateness out. Timeout, error and 429 shares stand "
                   "beside the percentiles: a timeout removes the slowest requests from them."],
@@ -93,7 +94,8 @@ def render_load_report(rep: dict[str, Any], outcome: LoadOutcome, fmt: str) -> s
             return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
                     *("| " + " | ".join(cell(c) for c in r) + " |" for r in rows)]
         lines = [f"# Load report: {printable(run['project'], newlines=False)}, run {run['run_id']}", "",
-                 f"Status {run['status']}. {rep['notes'][0]}", "", "## Segments", ""]
+                 f"Status {run['status']}. {rep['notes'][0]}", "",
+                 *(line for s in rep["start"] for line in (printable(s, newlines=False), "")), "## Segments", ""]
         lines += table(_SEG_HEAD, _seg_rows(outcome))
         lines += ["", "## Percentiles, whole run", "", *table(pct_head, _pct_rows(outcome))]
         if rep["warnings"]:
@@ -111,6 +113,7 @@ def render_load_report(rep: dict[str, Any], outcome: LoadOutcome, fmt: str) -> s
             "table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:.25em .5em;"
             "text-align:right}th{background:#f3f3f3}</style></head><body>"
             f"<h1>{title}</h1><p>Status {html.escape(run['status'])}. {html.escape(rep['notes'][0])}</p>"
+            + "".join(f"<p>{html.escape(s)}</p>" for s in rep["start"]) +
             f"<h2>Segments</h2>{h_table(_SEG_HEAD, _seg_rows(outcome))}"
             f"<h2>Percentiles, whole run</h2>{h_table(pct_head, _pct_rows(outcome))}"
             + (f"<h2>Warnings</h2><ul>{warn}</ul>" if warn else "") + "</body></html>\n")

@@ -76,6 +76,8 @@ def print_outcome(out: Console, err: Console, outcome: LoadOutcome) -> None:
         s = outcome.saturation
         out.print(f"Saturation: offered {s.offered_rate:.2f}/s achieved only {s.achieved_rate:.2f}/s (segment "
                   f"{s.segment}, rate {s.target_rate:g}/s)", markup=False)
+    for note in outcome.notes:
+        out.print(note, markup=False, soft_wrap=True)
     for w in outcome.warnings:
         err.print(f"warning: {w}", markup=False, style="bold yellow")
 
@@ -94,10 +96,15 @@ def stored_outcome(db: Path | str, run_id: str) -> tuple[str, LoadOutcome]:
         rec = store.get_run(run_id)
         if run_kinds(store, [rec.run_id])[rec.run_id][0] != "load":
             raise PlanError(f"run {rec.run_id} is a sweep, not a load run; `arena runs` shows each run's kind")
+        from arenatui.shards_cli import start_skew_line
+        from arenatui.store.shards import run_shards
+
+        skew = start_skew_line(run_shards(store, rec.run_id))
     slo_d = rec.filters.get("slo")
     slo = Slo(**slo_d) if isinstance(slo_d, dict) else None
     samples, windows = stored_run(db, rec.run_id)
     run = compute(samples, windows, slo)
     segs = per_segment(samples, windows, slo)
     sat = mark_saturation(segs) if len(segs) > 1 else None
-    return rec.run_id, LoadOutcome(cast(RunStatus, rec.status), run, segs, sat, list(run.warnings))
+    return rec.run_id, LoadOutcome(cast(RunStatus, rec.status), run, segs, sat, list(run.warnings),
+                                   [skew] if skew else [])

@@ -25,9 +25,11 @@ from arenatui.load.driver import LoadPlan, OpenLoopDriver, SegmentStarted
 from arenatui.load.figures import Figures, LoadRequest, Samples, Slo, Window, compute, mark_saturation, per_segment
 from arenatui.load.live import WINDOW_S, LoadSnapshot, snapshot
 from arenatui.load.store import request_row, segment_row
+from arenatui.plan import Shard
 from arenatui.providers.base import Provider, make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.load_queries import INSERT_LOAD_REQUEST, UPSERT_LOAD_SEGMENT, mark_load_run
+from arenatui.store.shards import finish_shard, record_shard
 
 RATE_LIMIT_WINDOW_S = 60.0
 """An rpm limit (and every hosted API's) is metered per minute: a shorter segment never exhausts it."""
@@ -46,13 +48,24 @@ class LoadOptions:
     processes: int = 1
     db: str | Path | None = None
     seed: int | None = None
+    shard: Shard | None = None
+    """`--shard K/N`: this machine sends the requests whose schedule index is K modulo N (rates stay the total)."""
+    run_id: str | None = None
+    """`--run-id`: every shard of a run records the same id, so `arena merge` can join them."""
+    start_at: float | None = None
+    """The start barrier (epoch seconds): the schedule's zero on every machine."""
 
     def to_dict(self) -> dict[str, Any]:
         """What the run record keeps of the options (filters_json): enough to read the run back."""
         slo = None if self.slo is None else dataclasses.asdict(self.slo)
-        return {"kind": "load", "model": self.model, "rates": list(self.rates), "duration_s": self.duration_s,
-                "arrival": self.arrival.describe(), "max_in_flight": self.max_in_flight,
-                "warmup_s": self.warmup_s, "slo": slo, "processes": self.processes}
+        out = {"kind": "load", "model": self.model, "rates": list(self.rates), "duration_s": self.duration_s,
+               "arrival": self.arrival.describe(), "max_in_flight": self.max_in_flight,
+               "warmup_s": self.warmup_s, "slo": slo, "processes": self.processes}
+        if self.shard is not None:
+            out["shard"] = [self.shard.index, self.shard.count]
+        if self.start_at is not None:
+            out["start_at"] = self.start_at
+        return out
 
 
 class LoadEngine(Protocol):
@@ -60,6 +73,8 @@ class LoadEngine(Protocol):
 
     rate: float
     windows: list[Window]
+    t0: float | None
+    """The schedule's zero on the monotonic clock: set before `run` (a start barrier), else when it starts."""
 
     @property
     def in_flight(self) -> int: ...
@@ -107,6 +122,8 @@ class LoadOutcome:
     segments: list[Figures]
     saturation: Figures | None
     warnings: list[str]
+    notes: list[str] = field(default_factory=list)
+    """What a reader should know beside the figures (a merged run's worst start skew)."""
 
 
 class LoadRun:
@@ -136,8 +153,10 @@ class LoadRun:
         self.provider: Provider = make_provider(self.model, project.run, concurrency_hint=hint)
         with Store(self.db_path) as store:
             self.run_id = store.create_run(project.name, str(project.path), project_to_dict(project), opts.to_dict(),
-                                           self.plan.planned_requests())
+                                           self.plan.planned_requests(), run_id=opts.run_id)
             mark_load_run(store, self.run_id)
+            if opts.shard is not None:
+                record_shard(store, self.run_id, opts.shard.index, opts.shard.count, opts.start_at)
         self.samples = Samples()
         self.writer = ResultWriter(self.db_path, self.run_id)
         self.overload = OverloadTracker()
@@ -149,10 +168,11 @@ class LoadRun:
 
             # Each shard's samples go to its own tracker in the ShardSet (interleaved, no streak means anything).
             self.engine = ShardSet(self.plan, project, opts.processes, on_request=self.on_request,
-                                   on_segment=self.on_segment, on_cpu=self.writer.on_event)
+                                   on_segment=self.on_segment, on_cpu=self.writer.on_event, machine=opts.shard)
         else:
+            shard = opts.shard or Shard(0, 1)
             self.engine = OpenLoopDriver(self.plan, self.provider, on_request=self.on_request,
-                                         on_segment=self.on_segment)
+                                         on_segment=self.on_segment, shard=shard.index, shards=shard.count)
         self.status: RunStatus | None = None
         self._sent_history: deque[tuple[float, int]] = deque()
         """(seconds, requests sent) at each snapshot over the last window: the live sent rate."""
@@ -224,6 +244,10 @@ class LoadRun:
                 pass  # each request reports the same error
         gc.collect()
         gc.freeze()  # as in a sweep: collections scan only what the run allocates
+        if self.opts.start_at is not None:  # the barrier: every machine's schedule has its zero at that instant
+            from arenatui.barrier import monotonic_at
+
+            self.engine.t0 = monotonic_at(self.opts.start_at)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.writer.run)
@@ -251,6 +275,10 @@ class LoadRun:
             self.writer.close()
             with Store(self.db_path) as store:
                 store.mark_run(self.run_id, status, message)
+                if self.opts.shard is not None:
+                    from arenatui.barrier import clock_estimate
+
+                    finish_shard(store, self.run_id, status, clock_estimate())
         return status
 
 

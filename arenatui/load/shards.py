@@ -34,6 +34,7 @@ from arenatui.errors import ArenaError
 from arenatui.load.arrivals import Arrival, TraceRow
 from arenatui.load.driver import LoadPlan, OpenLoopDriver, SegmentStarted
 from arenatui.load.figures import LoadRequest, Window
+from arenatui.plan import Shard
 
 START_AHEAD_S = 0.05
 """The shared zero is this far ahead of the start message: every shard is waiting for it when it comes."""
@@ -52,10 +53,13 @@ class ShardSet:
 
     def __init__(self, plan: LoadPlan, project: Project, processes: int, *,
                  on_request: Callable[[LoadRequest], None], on_segment: Callable[[SegmentStarted], None],
-                 on_cpu: Callable[[ClientLoadSampled], None]) -> None:
+                 on_cpu: Callable[[ClientLoadSampled], None], machine: Shard | None = None) -> None:
         self.plan = plan
         self.project = project
         self.n = processes
+        self.machine = machine or Shard(0, 1)
+        """This machine's shard of the run (`--shard K/N`): its process i takes the requests whose index modulo
+        N × processes is K + N × i, so together they take exactly those whose index is K modulo N."""
         self.on_request, self.on_segment, self.on_cpu = on_request, on_segment, on_cpu
         self.rate = plan.rates[0] if plan.rates else 0.0
         self.windows: list[Window] = []
@@ -87,7 +91,8 @@ class ShardSet:
                 "model": p.model.key, "kind": p.arrival.kind, "cv": p.arrival.cv,
                 "trace": [[r.offset_s, r.case_id] for r in p.arrival.trace], "rates": list(p.rates),
                 "duration_s": p.duration_s, "warmup_s": p.warmup_s, "max_in_flight": cap, "timeout_s": p.timeout_s,
-                "seed": p.seed, "shard": shard, "shards": self.n}
+                "seed": p.seed, "shard": self.machine.index + self.machine.count * shard,
+                "shards": self.machine.count * self.n, "segments": shard == 0}
 
     async def _send(self, proc: Process, obj: dict[str, Any]) -> None:
         assert proc.stdin is not None
@@ -189,7 +194,9 @@ class ShardSet:
             for ev in readies:
                 await ev.wait()
             if not errors:
-                self.t0 = time.monotonic() + START_AHEAD_S
+                # a start barrier's zero stays where it is even when this machine is late: its lateness shows
+                # in every late request's lag, and the machines' schedules stay interleaved
+                self.t0 = self.t0 if self.t0 is not None else time.monotonic() + START_AHEAD_S
                 for proc in self._procs:
                     await self._send(proc, {"start": self.t0})
         self._tg = None
@@ -225,7 +232,7 @@ async def _shard_main() -> None:
         out.flush()
 
     def on_segment(s: SegmentStarted) -> None:
-        if shard == 0:  # every shard walks the same segments; one reports them
+        if setup["segments"]:  # every process walks the same segments; one reports them
             w = s.window
             send(("s", (w.segment, w.rate, w.start_s, w.end_s, w.warmup_s), s.source))
 

@@ -125,7 +125,8 @@ class SimCore:
             return u if attempt <= 1 else _per_attempt(u, attempt)
 
         correct = uniform(bits, 0) < self.accuracy_for(stratum, tags)
-        tokens = s.output_tokens if s.exact_timing else max(1, round(s.output_tokens * (0.5 + per_attempt(2))))
+        mean = s.wrong_tokens if (s.wrong_tokens is not None and not correct) else s.output_tokens
+        tokens = mean if s.exact_timing else max(1, round(mean * (0.5 + per_attempt(2))))
         finish = "stop"
         if tokens > max_tokens:
             tokens, finish = max_tokens, "length"

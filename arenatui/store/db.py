@@ -292,10 +292,15 @@ class Store:
 
     @_explained
     def create_run(self, project: str, project_path: str | None, config: dict[str, Any], filters: dict[str, Any],
-                   planned: int) -> str:
+                   planned: int, run_id: str | None = None) -> str:
+        """Record a new run; `run_id` names it (`--run-id`: every shard of a run writes the same one)."""
         from arenatui import __version__
 
-        run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+        if run_id is None:
+            run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+        elif self.conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
+            raise PlanError(f"--run-id {run_id}: {str(self.path)!r} already holds a run with that id; continue it "
+                            f"with --resume {run_id}, or give each run its own id (each shard its own --db)")
         config = dict(config)
         cases = config.pop("cases", None)
         digest = None

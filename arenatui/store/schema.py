@@ -225,6 +225,24 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (run_id, model_key, case_id, trial)
     );
     """,
+    # 11: the shards of a run made on several machines (`--shard K/N`): one row per shard, written by the shard
+    # itself and carried over by `arena merge`, with its start barrier's figures (a load shard's lateness at the
+    # planned instant and its clock's offset estimate)
+    """
+    CREATE TABLE run_shards (
+        run_id TEXT NOT NULL,
+        shard INTEGER NOT NULL,
+        shards INTEGER NOT NULL,
+        host TEXT,
+        status TEXT,
+        planned_start REAL,
+        start_lag_s REAL,
+        clock_offset_s REAL,
+        clock_error_s REAL,
+        clock_source TEXT,
+        PRIMARY KEY (run_id, shard)
+    );
+    """,
 )
 JUDGMENT_COLUMNS: tuple[str, ...] = (
     "run_id", "model_key", "case_id", "trial", "judge_key", "status", "score", "passed", "error_class",

@@ -56,6 +56,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                       "arenatui stored one).", markup=False)
         for ro in stored:
             out.print(readout_table(ro))
+        _print_budgets(out, run_id, args.db)
         if args.verbose:
             from arenatui.store import Store
 
@@ -78,11 +79,20 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.verbose:
         for d in res.decisions:
             out.print(literal(d, newlines=False))
+    _print_budgets(out, res.run_id, args.db)
     out.print(f"Run id: {res.run_id} ({res.wall_s:.1f} s)", markup=False)
     if args.write:
         path = write_max_concurrency(args.project, res.recommended)
         out.print(f"wrote max_concurrency for {len(res.recommended)} model(s) into {path}", markup=False)
     return 0
+
+
+def _print_budgets(out: Console, run_id: str, db: str | None) -> None:
+    """Steps 2 and 4 of the tuning order beside the concurrency optimum: max_tokens and timeout_s."""
+    from arenatui.tuning.budget_commands import budgets_for_run, print_budgets
+
+    out.print(Text("max_tokens and timeout_s, from this run's answers", "bold"))
+    print_budgets(out, budgets_for_run(run_id, db))
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

@@ -1,0 +1,98 @@
+"""The evidence `arena tune` needs for `max_tokens` and `timeout_s` (arenatui.tuning.budgets), read from a stored run.
+
+Reads the stored configuration as stored (never re-validated: no plugin import, no file reads) for each model's
+current limits and price, and the results and failed attempts for the evidence.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from arenatui.store.db import Store
+from arenatui.tuning.budgets import Answer, TimeoutEvidence
+
+TRUNCATED = ("length", "max_tokens", "model_length")
+"""finish_reason values of an answer stopped at the token limit (OpenAI, Anthropic, vLLM)."""
+_JUDGE_PREFIX = "judge:"
+
+
+@dataclass(slots=True)
+class ModelBudget:
+    """One model's current limits and the evidence about them."""
+
+    model_key: str
+    max_tokens: int
+    price_out_per_mtok: float
+    answers: list[Answer] = field(default_factory=list)
+    """Every answered call (passed, failed or unscored; a scorer's or a judge's error on an answer too)."""
+    by_scorer: dict[str, list[Answer]] = field(default_factory=dict)
+    """The same answers per scorer kind, where the run has more than one."""
+    answered_s: list[float] = field(default_factory=list)
+    timed_out: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetEvidence:
+    run_id: str
+    timeout_s: float
+    models: dict[str, ModelBudget]
+
+    def timeout_evidence(self, model_key: str) -> TimeoutEvidence:
+        m = self.models[model_key]
+        return TimeoutEvidence(tuple(m.answered_s), m.timed_out)
+
+
+def _num(x: Any, default: float) -> float:
+    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else default
+
+
+def _table(cfg: dict[str, Any], key: str) -> dict[str, Any]:
+    t = cfg.get(key)
+    return t if isinstance(t, dict) else {}
+
+
+def budget_evidence(store: Store, run_id: str) -> BudgetEvidence:
+    record = store.get_run(run_id)
+    cfg = record.config
+    defaults = _table(cfg, "defaults")
+    run = _table(cfg, "run")
+    default_max = int(_num(defaults.get("max_tokens"), 256))
+    models: dict[str, ModelBudget] = {}
+    for m in cfg.get("models") or ():
+        if isinstance(m, dict) and isinstance(m.get("key"), str):
+            models[m["key"]] = ModelBudget(m["key"], int(_num(m.get("max_tokens"), default_max)),
+                                           _num(m.get("price_out_per_mtok"), 0.0))
+    scorers = [s for s in cfg.get("scorers") or () if isinstance(s, dict)]
+    kind_of = {str(s.get("name")): str(s.get("kind")) for s in scorers}
+    default_kind = str(scorers[0].get("kind")) if scorers else "exact"
+    case_kind = {str(c.get("id")): kind_of.get(str(c.get("scorer")), default_kind)
+                 for c in cfg.get("cases") or () if isinstance(c, dict) and c.get("scorer") is not None}
+    many_kinds = len(set(kind_of.values())) > 1
+    per_kind: dict[str, dict[str, list[Answer]]] = defaultdict(lambda: defaultdict(list))
+    rows = store.conn.execute(
+        "SELECT model_key, case_id, status, passed, error_class, output_tokens, finish_reason, latency_ms,"
+        " connect_ms, tokens_estimated FROM results WHERE run_id = ?", (run_id,))
+    for key, case_id, status, passed, err, out_tok, finish, lat, conn_ms, est in rows:
+        m = models.get(key)
+        if m is None:
+            continue
+        if status == "errored" and err not in ("scoring_error", "judge_error"):
+            continue  # the provider gave no answer: nothing to learn about its length
+        a = Answer(int(out_tok or 0), bool(passed), finish in TRUNCATED,
+                   None if lat is None else lat / 1000.0, bool(est))
+        m.answers.append(a)
+        if lat is not None:
+            m.answered_s.append((lat + (conn_ms or 0.0)) / 1000.0)
+        if many_kinds:
+            per_kind[key][case_kind.get(case_id, default_kind)].append(a)
+    for key, n in store.conn.execute(
+            "SELECT model_key, COUNT(*) FROM failed_attempts WHERE run_id = ? AND error_class = 'timeout'"
+            " GROUP BY model_key", (run_id,)):
+        if key in models and not key.startswith(_JUDGE_PREFIX):
+            models[key].timed_out = int(n)
+    for key, kinds in per_kind.items():
+        if len(kinds) > 1:
+            models[key].by_scorer = dict(kinds)
+    return BudgetEvidence(record.run_id, _num(run.get("timeout_s"), 120.0), models)

@@ -1,0 +1,106 @@
+"""Printing and writing the max_tokens and timeout_s recommendations (`arena tune`, `arena tune --show`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+from arenatui.safe_text import literal
+from arenatui.tuning.budgets import Recommendation, recommend_max_tokens, recommend_timeout, run_timeout
+
+SETTINGS = ("concurrency", "max_tokens", "timeout_s")
+"""What `arena tune --write` can write, in the tuning order's order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    """Every budget recommendation of one stored run."""
+
+    max_tokens: dict[str, Recommendation]
+    max_tokens_by_scorer: dict[str, dict[str, Recommendation]]
+    timeouts: dict[str, Recommendation]
+    run_timeout: Recommendation | None
+    timeout_s: float
+
+
+def budgets_for_run(run_id: str, db: str | Path | None = None) -> Budgets:
+    from arenatui.store import Store
+    from arenatui.store.budget_queries import budget_evidence
+
+    with Store(db) as store:
+        ev = budget_evidence(store, run_id)
+    mt = {k: recommend_max_tokens(k, m.max_tokens, m.answers, price_out_per_mtok=m.price_out_per_mtok)
+          for k, m in ev.models.items() if m.answers or m.answered_s}
+    by_scorer = {k: {kind: recommend_max_tokens(f"{k} · {kind}", m.max_tokens, answers,
+                                                price_out_per_mtok=m.price_out_per_mtok)
+                     for kind, answers in sorted(m.by_scorer.items())}
+                 for k, m in ev.models.items() if m.by_scorer}
+    to = {k: recommend_timeout(k, ev.timeout_s, ev.timeout_evidence(k)) for k in mt}
+    return Budgets(mt, by_scorer, to, run_timeout(list(to.values()), ev.timeout_s), ev.timeout_s)
+
+
+def _line(rec: Recommendation, label: str) -> Text:
+    line = Text("  ")
+    line.append(label, "bold")
+    line.append(" ")
+    line.append(literal(rec.verdict, "yellow" if rec.action in ("lower", "raise") else "", newlines=False))
+    for d in rec.detail:
+        line.append("\n      ")
+        line.append(literal(d, "dim", newlines=False))
+    return line
+
+
+def print_budgets(out: Console, b: Budgets) -> None:
+    """Steps 2 and 4 of the tuning order, per model, with their evidence."""
+    if not b.max_tokens:
+        out.print("max_tokens and timeout_s: no answered calls to learn from.", markup=False)
+        return
+    for key, rec in b.max_tokens.items():
+        head = Text()
+        head.append(literal(key, "bold", newlines=False))
+        out.print(head)
+        out.print(_line(rec, "max_tokens"))
+        for kind_rec in b.max_tokens_by_scorer.get(key, {}).values():
+            out.print(_line(kind_rec, f"max_tokens ({kind_rec.model_key.rpartition(' · ')[2]} cases)"))
+        out.print(_line(b.timeouts[key], "timeout_s "))
+    if b.run_timeout is not None:
+        out.print(_line(b.run_timeout, "[run] timeout_s"))
+    else:
+        out.print(Text(f"  [run] timeout_s {b.timeout_s:g}: not enough evidence for every model to recommend the "
+                       "one limit they share"))
+
+
+def parse_settings(value: str) -> tuple[str, ...]:
+    """`--write` / `--write concurrency,max_tokens`: which settings to write (ValueError names a wrong one)."""
+    if value in ("", "all"):
+        return SETTINGS
+    chosen = tuple(v.strip() for v in value.split(",") if v.strip())
+    wrong = [v for v in chosen if v not in SETTINGS]
+    if wrong:
+        raise ValueError(f"--write takes {', '.join(SETTINGS)} (comma-separated), not {', '.join(wrong)}")
+    return chosen
+
+
+def writable(b: Budgets, settings: Sequence[str]) -> tuple[dict[str, int], float | None, list[str]]:
+    """(max_tokens per model, the run's timeout_s, one line per recommendation not written and why)."""
+    tokens: dict[str, int] = {}
+    skipped: list[str] = []
+    if "max_tokens" in settings:
+        for key, rec in b.max_tokens.items():
+            if rec.writable and rec.value is not None:
+                tokens[key] = int(rec.value)
+            else:
+                skipped.append(f"max_tokens for {key}: not written ({rec.verdict})")
+    timeout: float | None = None
+    if "timeout_s" in settings:
+        rt = b.run_timeout
+        if rt is not None and rt.writable:
+            timeout = rt.value
+        else:
+            skipped.append("[run] timeout_s: not written ("
+                           + (rt.verdict if rt is not None else "not enough evidence for every model") + ")")
+    return tokens, timeout, skipped

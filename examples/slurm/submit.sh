@@ -1,0 +1,10 @@
+#!/bin/bash
+# Submit a sharded sweep on a Slurm cluster: an array of N shard tasks, then a merge job that waits for them.
+#   ./submit.sh 10            (ten shards; PROJECT, ARENA, SHARDS_DIR, MERGED, ARENA_ARGS are passed through)
+set -euo pipefail
+N=${1:-10}
+RUN_ID=${RUN_ID:-sweep-$(date -u +%Y%m%d-%H%M%S)}
+export RUN_ID
+array=$(sbatch --parsable --array=0-$((N - 1)) --export=ALL shard.sbatch)
+sbatch --dependency=afterany:"$array" --export=ALL merge.sbatch
+echo "run $RUN_ID: shards in array job $array; the merge runs when every shard has ended"

@@ -233,6 +233,8 @@ def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dic
     answered = answered_models(results)
     decisions = all_pairs(results, answered) if len(answered) > 1 else []
     rows = leaderboard(results, decisions=decisions)
+    place = {r.model: i for i, r in enumerate(rows)}
+    decisions = [d if place[d.comparison.a] <= place[d.comparison.b] else d.flipped() for d in decisions]
     top_set = {r.model for r in rows if r.quality.n}
     top_set = {m for m in [r.model for r in rows if r.model in top_set][:TOP_PAIRS]}
     pairs = [{

@@ -226,6 +226,10 @@ class PairDecision:
     def better(self) -> str | None:
         return self.comparison.better if self.decided else None
 
+    def flipped(self) -> PairDecision:
+        """The same decision read B against A (the same resamples, negated)."""
+        return dataclasses.replace(self, comparison=_flipped(self.comparison))
+
     @property
     def verdict(self) -> str:
         c = self.comparison

@@ -40,7 +40,8 @@ def cases_for(difference: float, sd: float, *, level: float = LEVEL, power: floa
     """Cases a paired comparison needs to detect `difference` with this power, given the per-case sd of a − b."""
     if is_zero(difference) or not math.isfinite(sd) or sd <= ZERO:
         return None
-    return max(2, math.ceil((_z_sum(level, power) * sd / abs(difference)) ** 2))
+    # the 1e-9 keeps the MDE of n cases mapping back to n, not n + 1, through floating-point rounding
+    return max(2, math.ceil((_z_sum(level, power) * sd / abs(difference)) ** 2 - 1e-9))
 
 
 def detectable(n: int, sd: float, *, level: float = LEVEL, power: float = POWER) -> float | None:

@@ -108,7 +108,7 @@ def power_dict(p: PowerNote | None) -> dict[str, Any] | None:
 def model_dict(r: ModelRow) -> dict[str, Any]:
     gap = r.gap
     return {
-        "model": r.model, "rank": r.rank, "score": interval_dict(r.common) if r.rank else None,
+        "model": r.model, "rank": r.rank, "flag": r.flag, "score": interval_dict(r.common) if r.rank else None,
         "unranked": r.unranked, "order_note": r.order_note, "coverage_paradox": r.paradox,
         "weighted": interval_dict(r.weighted) if r.weighted else None,
         "quality": interval_dict(r.quality), "coverage": _num(r.coverage), "planned": r.planned,
@@ -342,7 +342,8 @@ def leaderboard_cells(m: dict[str, Any], rank: int) -> list[str]:
     front = "+".join(x for x, on in (("cost", m["on_cost_front"]), ("latency", m["on_latency_front"])) if on)
     score = m["score"]
     w = m["weighted"]
-    return [str(m["rank"]) if m["rank"] else "unranked", m["model"], _f(score["estimate"]) if score else "-",
+    return [f"{m['rank']}{m.get('flag', '')}" if m["rank"] else "unranked", m["model"],
+            _f(score["estimate"]) if score else "-",
             _ci(score) if score else "-", str(score["n"]) if score else "-", _f(m["quality"]["estimate"]),
             str(m["quality"]["n"]), f"{_f(w['estimate'])} ({_ci(w)})" if w else "-", _pct(m["coverage"]),
             _errors(m["errors"]), passk, _pct(m["consistency"]), _money(m["cost_per_correct"]),
@@ -374,8 +375,8 @@ def _ranking_notes(rep: dict[str, Any]) -> list[str]:
         if m["unranked"]:
             out.append(f"{m['model']}: unranked, {m['unranked']}")
         if m["order_note"]:
-            out.append(f"{m['model']}: {m['order_note']}")
-    out += [f"{p['model']}: {p['text']}" for p in rep.get("coverage_paradoxes", [])]
+            out.append(f"* {m['model']}: {m['order_note']}")
+    out += [f"! {p['model']}: {p['text']}" for p in rep.get("coverage_paradoxes", [])]
     return out
 
 

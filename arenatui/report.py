@@ -49,7 +49,8 @@ def leaderboard_table(rows: list[ModelRow]) -> Table:
         errs = fmt_errors(r.errors)
         own = r.quality
         t.add_row(
-            str(r.rank or "-"), literal(r.model, newlines=False), f"{q.estimate:.3f}" if q.n else "-", ci, str(q.n),
+            f"{r.rank or '-'}{r.flag}", literal(r.model, newlines=False), f"{q.estimate:.3f}" if q.n else "-", ci,
+            str(q.n),
             f"{own.estimate:.3f}/{own.n}" if own.n else "-",
             f"{r.coverage:.0%}" if r.planned else "-", Text(errs), _ms(r.latency_p50), _ms(r.latency_p95),
             str(r.retries), f"${r.spend:.4f}", _money(r.cost_per_correct), _money(r.cost_per_answered),
@@ -72,9 +73,10 @@ def ranking_lines(rows: list[ModelRow]) -> list[Text]:
     out = [Text(f"Ranked by quality over the {ranked[0].common.n} cases every ranked model has scores for (n); "
                 "own: each model's quality over its own scored cases / their n.")] if ranked else []
     for r in rows:
-        for why in (f"unranked, {r.unranked}" if r.unranked else None, r.order_note, r.paradox):
+        for mark, why in (("", f"unranked, {r.unranked}" if r.unranked else None), ("* ", r.order_note),
+                          ("! ", r.paradox)):
             if why:
-                out.append(Text("  ").append(literal(r.model, newlines=False)).append(": ")
+                out.append(Text(f"  {mark}").append(literal(r.model, newlines=False)).append(": ")
                            .append(literal(why, newlines=False)))
     return out
 

@@ -92,6 +92,12 @@ class ModelRow:
     """The stratum-matched working − sealed gap with its interval."""
 
     @property
+    def flag(self) -> str:
+        """The mark a row carries beside its rank when a note below the table concerns it: * a paired verdict set
+        its place, ! a coverage paradox."""
+        return ("*" if self.order_note else "") + ("!" if self.paradox else "")
+
+    @property
     def coverage(self) -> float:
         """Answered / planned calls."""
         return self.answered / self.planned if self.planned else float("nan")

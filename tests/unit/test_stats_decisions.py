@@ -264,3 +264,31 @@ def test_macro_f1_has_an_interval_over_cases_and_each_label_its_n() -> None:
     assert iv.low < iv.estimate < iv.high and iv.high - iv.low > 0.05
     assert label_cases(pairs, cids) == {"rare": 5, "neg": 97, "pos": 98}
     assert macro_f1_interval([], labels, []) is None
+
+
+def test_the_paradox_row_carries_its_mark_in_every_view() -> None:
+    from rich.console import Console
+
+    from arenatui.report import leaderboard_table, ranking_lines
+
+    rows = leaderboard(make_results(_paradox(3), strata=["easy"] * 120 + ["hard"] * 120))
+    assert rows[0].flag == "!" and rows[1].flag == ""
+    console = Console(width=200, record=True)
+    console.print(leaderboard_table(rows))
+    for line in ranking_lines(rows):
+        console.print(line)
+    text = console.export_text()
+    assert "│ 1! │ A" in text and "! A: coverage paradox: B's own-coverage score is higher" in text
+
+
+def test_a_decided_verdict_places_the_row_and_says_so() -> None:
+    # Z answers only the first 120 cases, so those are the common set; there Y scores 0.05 above X, but over the
+    # 200 cases X and Y share, X is decidedly better: X goes above Y, and its row says why
+    x = [[1.0]] * 60 + [[0.0]] * 60 + [[1.0]] * 80
+    y = [[1.0]] * 66 + [[0.0]] * 54 + [[1.0]] * 20 + [[0.0]] * 60
+    z = [[1.0]] * 30 + [[0.0]] * 90 + [[None]] * 80
+    rows = leaderboard(make_results({"X": x, "Y": y, "Z": z}))
+    assert [r.model for r in rows] == ["X", "Y", "Z"] and rows[0].common.n == 120
+    assert rows[1].common.estimate > rows[0].common.estimate
+    assert rows[0].flag == "*" and (rows[0].order_note or "").startswith("placed above Y (higher common-case score")
+    assert "X is better by 0.270" in (rows[0].order_note or "")

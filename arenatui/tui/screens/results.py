@@ -114,7 +114,8 @@ def leaderboard_cells(s: ModelRow, trials: int, view: RunView | None = None) -> 
     q = _headline(s)
     own = s.quality
     cells: list[str | Text] = [
-        literal(s.model, newlines=False), (score3(q.estimate) if q.n else "-") + ("" if s.rank else " unranked"),
+        literal(s.model, newlines=False),
+        (score3(q.estimate) if q.n else "-") + (f" {s.flag}" if s.flag else "") + ("" if s.rank else " unranked"),
         f"{q.low:.3f}–{q.high:.3f}" if q.n > 1 else "-", str(q.n),
         f"{score3(own.estimate)}/{own.n}" if own.n else "-", pct(s.coverage),
         score3(s.pass_at.get(1, math.nan)), f"{score3(_top_k(s))} k={trials}", pct(s.consistency),
@@ -135,12 +136,12 @@ def fair_text(board: list[ModelRow]) -> Text:
         out.append(f" Ranked by score over the {ranked[0].common.n} cases every ranked model has scores for; own: "
                    "each model's score over its own scored cases/their n.")
     for r in board:
-        for why in (r.unranked, r.order_note, r.paradox):
+        for mark, why in (("", r.unranked and f"unranked, {r.unranked}"), ("* ", r.order_note), ("! ", r.paradox)):
             if why:
-                out.append(" ")
+                out.append(f" {mark}")
                 out.append(literal(r.model, newlines=False))
                 out.append(": ")
-                out.append(literal(("unranked, " if why is r.unranked else "") + why, newlines=False))
+                out.append(literal(why, newlines=False))
                 out.append(".")
     return out
 

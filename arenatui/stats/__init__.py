@@ -2,13 +2,16 @@
 
 The results views use it in this order (in a worker thread: SQL and numpy never run on the UI loop)::
 
-    results = store.queries.load_results(store, "last")   # RunResults: (model × case) arrays
-    rows = leaderboard(results)                             # ModelRow per model, best first, fronts marked
-    c = compare_models(results, a, b)                       # verdict, interval, P(A > B), histogram data
-    pairs = all_pairs(results)                              # Holm-adjusted decisions for every pair
-    table = group_scores(results); flags = reversals(results, pairs)
+    results = store.queries.load_results(store, "last")   # RunResults: (model × case) arrays (clusters, weights)
+    pairs = all_pairs(results, answered_models(results))   # Holm-adjusted decisions for every pair
+    rows = leaderboard(results, decisions=pairs)           # ModelRow per model in the coverage-fair order
+    c = compare_models(results, a, b)                       # verdict, interval, P(A > B), power note, histogram
+    table = group_scores(results); flags = reversals(results, pairs)   # subgroup reversals on evidence
     group_differences(results, a, b); disagreements(results, a, b)
-    compare_runs(old_results, new_results)
+    compare_runs(old_results, new_results)                  # per model, overall and per stratum (Holm)
+
+Every view of a pair uses one resampling count and seed (compare.PAIR_RESAMPLES, seed 0), so every view prints
+the same interval, P and power figure; power.py plans (arena plan) and reads power after a run.
 """
 
 from arenatui.stats.bootstrap import Interval, mean_ci, paired_bootstrap

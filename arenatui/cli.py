@@ -576,6 +576,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_load_parser(sub)  # `arena load`: open-loop load runs (arenatui/load/cli.py)
     add_merge_parser(sub)  # `arena merge`: the shards of a run joined into one database (arenatui/shards_cli.py)
 
+    from arenatui.judge_check import add_judge_check_parser
+
+    add_judge_check_parser(sub)  # `arena judge-check`: a judge's agreement with known verdicts
+
     return parser
 
 

@@ -72,7 +72,7 @@ _SCORERS = """
 #     name = "judged"
 #     kind = "llm_judge"
 #     judge = "grader"                         # a [[models]] key
-#     rubric = "Question: {input}\\nReference: {expected}\\nAnswer: {output}\\nReply 'Score: N', N from 1 to 5."
+#     rubric = "Question: {input}\\nReference: {expected}\\nAnswer: {output}\\nEnd with 'VERDICT: N' (1-5)."
 #     scale = "1-5"                            # or "pass/fail"; passes from pass_at (default 4 on 1-5)
 #     sample = 0.2                             # judge a fixed fifth of its cases (or a count: sample = 50)
 """

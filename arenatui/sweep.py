@@ -147,6 +147,10 @@ class Sweep:
                 self.resumed = False
             self.project = self.plan.project
             plan: Plan = self.plan
+            if any(s.kind == "code_exec" for s in self.project.scorers):
+                from arenatui.scoring.code_exec import sandbox_report
+
+                self.notices.append(sandbox_report().describe())  # which guards model-written code runs under
             concurrency = opts.concurrency or self.project.run.concurrency
             # Providers first: a missing API key variable must fail before any run is recorded.
             self.providers: dict[str, Provider] = {

@@ -551,9 +551,26 @@ def _read_case(file: Path, path: str, data: Any) -> Case:
         tests=t.string("tests"),
         language=t.string("language"),
         cluster=t.string("cluster"),
+        judge_expected=_judge_expected(t),
     )
     t.finish()
     return case
+
+
+def _judge_expected(t: _Table) -> tuple[tuple[str, str], ...]:
+    """A case's answers with known verdicts: [{answer = "...", verdict = "PASS"}, ...] (checked against its scorer's
+    scale once the scorers are known)."""
+    what = 'an array of {answer = "...", verdict = "PASS" | "FAIL" | N} tables'
+    raw = t.get("judge_expected", list, [], what)
+    out = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, Mapping) or set(item) != {"answer", "verdict"} or not isinstance(item["answer"], str):
+            raise t.error(f"judge_expected[{i}]", f"expected {what}")
+        v = item["verdict"]
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise t.error(f"judge_expected[{i}].verdict", f"expected PASS, FAIL or a number, got {_kind(v)}")
+        out.append((item["answer"], str(v).strip().upper() if isinstance(v, str) else f"{float(v):g}"))
+    return tuple(out)
 
 
 def _read_case_file(project_file: Path, key: str, value: str,
@@ -741,6 +758,9 @@ def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
             close = difflib.get_close_matches(c.scorer, sorted(scorer_names), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else f"; defined: {', '.join(sorted(scorer_names))}"
             raise ConfigError(str(file), f"cases[id={c.id}].scorer", f"names no [[scorers]] entry {c.scorer!r}{hint}")
+        if c.judge_expected:
+            scorer = next(s for s in scorers if s.name == (c.scorer or scorers[0].name))
+            _check_judge_expected(where_file, where_key.removesuffix(".id"), c, scorer)
     for i, s in enumerate(scorers):
         if s.kind == "code_exec" and not run.allow_code_exec:
             raise ConfigError(str(file), f"scorers[{i}].kind",
@@ -772,6 +792,26 @@ def _read_strata(t: _Table, cases: list[Case]) -> dict[str, float]:
         out[name] = v
     w.finish()
     return out
+
+
+def _check_judge_expected(file: str, key: str, c: Case, scorer: ScorerConfig) -> None:
+    """Known verdicts need a judge, and each must be one its scale can give."""
+    if scorer.kind != "llm_judge":
+        raise ConfigError(file, f"{key}.judge_expected", f"applies to cases scored by an llm_judge scorer; this case's "
+                                                         f"scorer {scorer.name!r} is {scorer.kind}")
+    scale = scorer.scale_range()
+    for i, (_, v) in enumerate(c.judge_expected):
+        if scale is None:
+            ok = v in ("PASS", "FAIL")
+        else:
+            try:
+                ok = scale[0] <= float(v) <= scale[1]
+            except ValueError:
+                ok = False
+        if not ok:
+            want = "PASS or FAIL" if scale is None else f"a number on the scale {scale[0]}-{scale[1]}"
+            raise ConfigError(file, f"{key}.judge_expected[{i}].verdict", f"expected {want} (scorer "
+                                                                          f"{scorer.name!r}), got {v!r}")
 
 
 def _judges_checked(file: Path, raw_models: list[Any], models: list[ModelConfig],
@@ -823,6 +863,8 @@ def project_to_dict(p: Project) -> dict[str, Any]:
             d["tags"] = list(c.tags)
         if not c.sealed:
             d.pop("sealed", None)
+        if c.judge_expected:
+            d["judge_expected"] = [{"answer": a, "verdict": v} for a, v in c.judge_expected]
         return d
 
     def model(m: ModelConfig) -> dict[str, Any]:

@@ -157,6 +157,9 @@ class Case:
     the failure mode wrong_language."""
     cluster: str | None = None
     """Cases that share a passage or a template share a cluster: intervals then resample clusters, not cases."""
+    judge_expected: tuple[tuple[str, str], ...] = ()
+    """llm_judge: answers with known verdicts, (answer, verdict) pairs ("PASS"/"FAIL" or a number on the scale),
+    on which `arena judge-check` measures how often the judge agrees."""
 
     def prompt_text(self) -> str:
         if isinstance(self.input, str):
@@ -182,7 +185,8 @@ class ScorerConfig:
     function: str | None = None
     """python: ``package.module:function`` taking (case, output) and returning a float, bool or Score."""
     timeout_s: float = 10.0
-    """code_exec: wall clock for one run of the model's code with the case's tests."""
+    """code_exec: wall clock for one run of the model's code with the case's tests; python: the longest one call of
+    the function is waited for (past it the call is that answer's scoring error)."""
     memory_mb: int = 512
     """code_exec: address-space limit of the process running the code."""
     judge: str | None = None

@@ -29,12 +29,16 @@ import heapq
 import itertools
 import os
 import random
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from aiolimiter import AsyncLimiter
 from anyio.abc import TaskGroup
 
@@ -62,7 +66,7 @@ from arenatui.plan import Plan, judge_trial
 from arenatui.providers.base import JudgeTask, Provider, Request, build_messages, estimate_tokens
 from arenatui.scoring import REGEX_TIMEOUT_S, Score, ScorerSet, ScoringError, ScoringSlow
 from arenatui.scoring.failure_modes import classify
-from arenatui.scoring.judge import JudgeUnreadable, read_verdict, render_rubric
+from arenatui.scoring.judge import JudgeUnreadable, judge_messages, read_verdict
 
 Sink = Callable[[Event], None]
 MESSAGE_LIMIT = 2000
@@ -462,7 +466,7 @@ class Runner:
             if lane.rpm is not None:
                 await lane.rpm.acquire()
             if job is not None:
-                messages = self._judge_messages(model, job)
+                messages = judge_messages(model, job.scorer, job.case, job.output)
             if lane.tpm is not None:
                 prompt = case.prompt_text() if job is None else messages[-1]["content"]
                 need = estimate_tokens(prompt) + lane.max_tokens
@@ -546,7 +550,7 @@ class Runner:
                     value, passed = sc.value, sc.passed
                     status = "passed" if passed else "failed"
                     sc_class = sc_msg = None
-                    mode = "none" if passed else classify(
+                    mode = "none" if passed else sc.failure_mode or classify(
                         passed=False, output=comp.text, finish_reason=comp.finish_reason,
                         invalid_format=sc.invalid_format, language=case.language)
                     if sc.detail is not None:
@@ -595,15 +599,6 @@ class Runner:
         now = time.monotonic()
         self._finish(lane, self._errored(lane, case, trial, err_class, err_msg, attempt, latency, t0, now,
                                          started_wall, in_tok, out_tok, connect_ms, http_status), job, now)
-
-    def _judge_messages(self, judge: ModelConfig, job: _JudgeJob) -> tuple[dict[str, str], ...]:
-        """The judge's request: the rubric filled in, after the judge model's own system prompt if it has one (the
-        project's [defaults] system is for the candidates: "answer with one letter" must not reach a judge)."""
-        assert job.scorer.rubric is not None
-        prompt = render_rubric(job.scorer.rubric, job.case, job.output)
-        if judge.system:
-            return {"role": "system", "content": judge.system}, {"role": "user", "content": prompt}
-        return ({"role": "user", "content": prompt},)
 
     def _finish(self, lane: _ModelLane, r: CallResult, job: _JudgeJob | None, now: float) -> None:
         """Report a call that ended without an answer: CallFinished, or for a judge call the JudgeFinished that
@@ -661,9 +656,8 @@ class Runner:
         scorers = self._scorers
         try:
             if isinstance(e, ScoringSlow):
-                # abandon_on_cancel: Ctrl-C stops the sweep now; the thread ends by itself within its timeout
-                return await anyio.to_thread.run_sync(scorers.score, output, case, REGEX_TIMEOUT_S,
-                                                      abandon_on_cancel=True, limiter=self._slow_scoring)
+                async with self._slow_scoring:
+                    return await _in_daemon_thread(scorers.score, output, case, REGEX_TIMEOUT_S)
             raise e
         except ScoringError as err:
             return str(err)
@@ -694,6 +688,36 @@ class Runner:
             tokens_estimated=False, started_at=started_wall, finished_at=started_wall + (now - t0),
             connect_ms=connect_ms, failure_mode=err_class, http_status=http_status,
         )
+
+
+T = TypeVar("T")
+
+
+async def _in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a daemon thread of its own. Cancelling the wait abandons the thread, and being a daemon it
+    never holds the process at exit: Ctrl-C ends a sweep at once even while user code (a python scorer that never
+    returns, a code_exec sandbox whose launcher dies with its thread) is running. anyio's worker threads are not
+    daemons, and the interpreter waits for them at exit."""
+    token = anyio.lowlevel.current_token()
+    done = anyio.Event()
+    box: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            box.append((True, fn(*args)))
+        except BaseException as e:
+            box.append((False, e))
+        try:
+            anyio.from_thread.run_sync(done.set, token=token)
+        except BaseException:  # the loop is gone (the sweep ended without waiting): nobody to tell
+            pass
+
+    threading.Thread(target=run, name="arena scorer", daemon=True).start()
+    await done.wait()
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
 
 
 def _attempt_times(e: ProviderError, ta: float) -> tuple[float, float | None]:

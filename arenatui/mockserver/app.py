@@ -111,8 +111,10 @@ class MockServer:
                 self._models.setdefault(m.key, sm)
             for c in project.cases:
                 self._cases.setdefault(_case_prompt(c), c)
+        from arenatui.scoring.judge import judge_rubric  # the rubric as the engine sends it
+
         self._judges: list[tuple[re.Pattern[str], ScorerConfig]] = [
-            (_rubric_pattern(s.rubric), s) for s in (project.scorers if project else ()) if s.kind == "llm_judge"
+            (_rubric_pattern(judge_rubric(s)), s) for s in (project.scorers if project else ()) if s.kind == "llm_judge"
             and s.rubric is not None]
         """llm_judge rubrics: a judge request is answered with a verdict, like the simulated judge's."""
         self._inputs = {c.prompt_text(): c for c in project.cases} if self._judges and project else {}

@@ -173,7 +173,7 @@ def judge_answer(task: JudgeTask, right: bool, u: float) -> str:
     if task.scale is None:
         return f"The answer {'meets' if truth else 'does not meet'} the rubric.\nVERDICT: {'PASS' if truth else 'FAIL'}"
     lo, hi = task.scale
-    return f"Reasoning: compared with the reference.\nScore: {hi if truth else lo}"
+    return f"Reasoning: compared with the reference.\nVERDICT: {hi if truth else lo}"
 
 
 class SimProvider:

@@ -1,33 +1,42 @@
-"""The code_exec scorer: run a model's code with the case's tests in a separate, limited process.
+"""The code_exec scorer: run a model's code, then the case's tests, in a sandbox of its own.
 
-This guards against accidents (an infinite loop, a runaway allocation, a fork loop, a giant print, a
-stray write or connect), not against an attacker who targets arenatui. What is enforced, on Linux:
+On Linux each answer runs in its own namespaces when the kernel allows them (as root, or with unprivileged user
+namespaces), set up by a small launcher through ``unshare(2)``/``mount(2)`` called with ctypes (no external tool):
 
-- a fresh temporary directory as the working directory, removed afterwards;
-- a wall-clock timeout (the process group is killed) and a CPU-time limit just above it;
-- address-space (memory), file-size and open-file limits (``setrlimit``);
-- a process-count limit: as root the child first drops to the ``nobody`` user, because Linux does not
-  apply RLIMIT_NPROC to root; the process group is killed at the end, so nothing is left behind unless
-  a child deliberately starts a new session;
-- a clean environment (no API keys or any other variable of ours), ``python -I`` (no user site, no
-  PYTHONPATH);
-- no network where the kernel allows a new network namespace (``unshare``): unprivileged user
-  namespaces or root; when it does not, the verdict's ``network_isolated`` is False and says so;
-- stdout and stderr capped (the rest is drained and dropped, and the result is marked truncated).
+- PID namespace: the answer sees and can signal only its own processes; its namespace's init ends the moment the
+  answer's own process ends, and the kernel then kills every process left in it (a daemonized grandchild too);
+- mount namespace with a root of its own: the system directories and Python's installation read-only, a private
+  size-capped tmpfs ``/tmp`` holding the work dir (the only writable places), a minimal ``/dev``, its own
+  ``/proc``; the project directory, the results database, cases files and home directories are not there;
+- network namespace (only its own loopback), IPC and UTS namespaces;
+- a user namespace in which the answer is an unprivileged user without capabilities; as root, it is also a host
+  uid of its own per concurrent sandbox (``SANDBOX_UID_BASE`` + a slot held with a lock file), so a process
+  limit (``RLIMIT_NPROC``) counts that sandbox alone.
 
-Not enforced: a filesystem view of its own (the child can read what ``nobody``, or the current user when
-not root, can read, and write where that user may, such as /tmp), and on macOS/Windows only the timeout,
-the clean environment and the output cap apply.
+Where namespaces are refused the launcher runs with what is left and says which guards are missing
+(`sandbox_report`, said at start-up and in the run's notes): a clean environment, resource limits, a distinct
+uid as root (whose processes are all killed at the end) and a network namespace if that alone is allowed.
 
-The limits are set by a small launcher that runs in the child before it execs the solution, so the parent
-never uses ``preexec_fn`` (unsafe in a process with threads, and scoring runs in a worker thread).
+The tests run as their own step after the answer is loaded (as module ``solution``, so an
+``if __name__ == "__main__":`` block does not run), and the harness then writes a per-call random nonce on a
+pipe of its own: an answer that exits before its tests ran cannot produce it and is `tests_not_run`. The answer
+runs in the harness's process, so an answer written to defeat the harness itself (reading the nonce from its
+memory, returning objects equal to everything) is not caught: this stops accidents and early exits, not an
+attacker targeting the tests.
+
+Output is read from pipes with ``select`` in the scoring thread and never waited on after the answer ended: a
+process that kept the pipes open (only possible without a PID namespace) cannot hold the sweep.
 """
 
 from __future__ import annotations
 
+import atexit
+import fcntl
 import json
 import os
 import re
+import secrets
+import select
 import shutil
 import signal
 import subprocess
@@ -35,27 +44,46 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import IO, Literal
+from typing import Literal
 
-Verdict = Literal["passed", "failed", "timeout", "memory_limit", "crashed"]
+Verdict = Literal["passed", "failed", "timeout", "memory_limit", "crashed", "tests_not_run"]
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
 NOBODY = 65534
+SANDBOX_UID_BASE = 1_700_000_000
+"""As root, sandbox k runs as host uid SANDBOX_UID_BASE + k (no such user exists; nothing is owned by it)."""
+SANDBOX_SLOTS = 4096
+
+GUARDS: dict[str, str] = {
+    "pid": "a PID namespace (the answer signals only its own processes; all of them end with it)",
+    "mount": "a filesystem of its own (system and Python read-only; a private /tmp and work dir the only "
+             "writable places; no project directory, results database or home)",
+    "net": "no network (a network namespace)",
+    "ipc": "an IPC namespace",
+    "user": "a user namespace (no capability, no host user's privilege)",
+    "uid": "a host uid of its own per concurrent sandbox (as root)",
+    "nproc": "a process limit counted for this sandbox alone",
+}
+"""Each guard the sandbox may have, in the words the run's notes use."""
 
 
 @dataclass(frozen=True, slots=True)
 class ExecLimits:
     timeout_s: float = 10.0
-    """Wall clock for the whole run (the process group is killed at the end of it)."""
+    """Wall clock for the whole run (the sandbox is killed at the end of it)."""
     memory_mb: int = 512
     """Address space of each process."""
     file_mb: int = 16
     """Largest file it may write."""
     max_processes: int = 32
-    """Processes of the sandbox user at once (enforced when running as root, via the nobody user)."""
+    """Processes of the sandbox at once."""
     output_kb: int = 64
     """Kept of stdout and of stderr each; the rest is dropped and the result marked truncated."""
+    tmp_mb: int = 64
+    """Size of the private /tmp (work dir included) when the sandbox has a filesystem of its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,14 +96,29 @@ class ExecResult:
     network_isolated: bool
     duration_s: float
     process_group: int | None = None
-    """The sandbox's process group (killed whole at the end): a check that nothing of it lives on."""
+    """The launcher's process group (killed whole at the end): a check that nothing of it lives on."""
+    guards: frozenset[str] = frozenset()
+    """The guards of GUARDS this run had."""
+    uid: int | None = None
+    """The host uid the answer ran as, when it had one of its own (as root): a check that nothing of it lives on."""
+    note: str = ""
+    """Why guards are missing, as the launcher found (the kernel's refusal)."""
+    workdir: str | None = None
+    """The host directory it ran from (removed by the time the result is returned)."""
 
     @property
     def passed(self) -> bool:
         return self.verdict == "passed"
 
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return tuple(g for g in GUARDS if g not in self.guards)
+
     def summary(self, limit: int = 400) -> str:
         """One line for the stored result: the verdict and the last line of stderr that says why."""
+        if self.verdict == "tests_not_run":
+            code = f"code {self.returncode}" if self.returncode is not None else "no exit code"
+            return f"tests_not_run: the answer exited ({code}) before its tests ran to the end"
         why = ""
         lines = [ln for ln in self.stderr.strip().splitlines() if ln.strip()]
         if self.verdict != "passed" and lines:
@@ -95,60 +138,263 @@ def extract_code(output: str, language: str = "python") -> str:
     return output
 
 
-# The launcher runs as `python -I -c LAUNCHER limits_json solution`; it must stay standalone (stdlib only).
+# The harness runs as `python -I -B -c HARNESS DONE_FD` in the work dir, the nonce on stdin; stdlib only.
+_HARNESS = r"""
+import os, sys, traceback, types
+def main():
+    fd = int(sys.argv[1])
+    nonce = sys.stdin.buffer.read().decode()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.argv = ["solution.py"]
+    def said(stage, exc=""):
+        os.write(fd, ("%s %s %s\n" % (nonce, stage, exc)).encode())
+    def flush():
+        for s in (sys.stdout, sys.stderr):
+            try:
+                s.flush()
+            except BaseException:
+                pass
+    mod = types.ModuleType("solution")
+    mod.__file__ = os.path.abspath("solution.py")
+    sys.modules["solution"] = mod
+    for stage, name in (("load", "solution.py"), ("tests", "tests.py")):
+        with open(name, encoding="utf-8", errors="surrogateescape") as f:
+            source = f.read()
+        try:
+            exec(compile(source, name, "exec"), mod.__dict__)
+        except SystemExit:
+            raise  # an exit before the tests ended: no nonce, so `tests_not_run`
+        except BaseException as e:
+            traceback.print_exc()
+            flush()
+            said(stage, type(e).__name__)
+            os._exit(1)
+    flush()
+    said("done")
+    os._exit(0)
+main()
+"""
+
+# The launcher runs as `python -I -S -c LAUNCHER CONFIG_JSON` (stdin: the nonce); it must stay standalone (stdlib).
+# It reports on cfg["report_fd"] (closed before the answer runs): "guard NAME", "missing NAME WHY", "status N"
+# (the harness's wait status, when a namespace init stood between them).
 _LAUNCHER = r"""
-import ctypes, json, os, resource, sys
-lim = json.loads(sys.argv[1])
-isolated = False
-try:
-    libc = ctypes.CDLL(None, use_errno=True)
-    NEWNET, NEWUSER = 0x40000000, 0x10000000
-    if os.geteuid() == 0:
-        isolated = libc.unshare(NEWNET) == 0
-    else:
-        isolated = libc.unshare(NEWUSER | NEWNET) == 0
-except Exception:
-    isolated = False
-with open(".arena_sandbox", "w") as f:
-    f.write("net=1" if isolated else "net=0")
-if os.geteuid() == 0 and lim["drop"]:
-    os.setgroups([])
-    os.setgid(lim["uid"])
-    os.setuid(lim["uid"])
-mb = 1024 * 1024
+import ctypes, fcntl, json, os, platform, resource, signal, socket, struct, sys
+cfg = json.loads(sys.argv[1])
+rep, done = cfg["report_fd"], cfg["done_fd"]
+os.set_inheritable(rep, False)
+nonce = sys.stdin.buffer.read()
+r, w = os.pipe()
+os.write(w, nonce)
+os.close(w)
+os.dup2(r, 0)
+os.close(r)
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: arenatui gone (even SIGKILLed), the sandbox goes with it
+if os.getppid() != cfg["parent"]:
+    os._exit(1)
+NEWNS, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET = 0x20000, 0x4000000, 0x8000000, 0x10000000, 0x20000000, 0x40000000
+RDONLY, NOSUID, NODEV, NOEXEC, REMOUNT, BIND, REC, PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
+root = os.geteuid() == 0
+uid = cfg["uid"]
+def say(line):
+    os.write(rep, (line + "\n").encode())
+def check(rc, what):
+    if rc != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "%s: %s" % (what, os.strerror(e)))
+def b(s):
+    return None if s is None else s.encode()
+def mount(src, dst, fstype, flags, data=None):
+    check(libc.mount(b(src), b(dst), b(fstype), ctypes.c_ulong(flags), b(data)), "mount " + dst)
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+def own_map(inside, outside_uid, outside_gid):
+    write("/proc/self/setgroups", "deny")
+    write("/proc/self/uid_map", "%d %d 1" % (inside, outside_uid))
+    write("/proc/self/gid_map", "%d %d 1" % (inside, outside_gid))
 def cap(which, value):
     try:
         resource.setrlimit(which, (value, value))
     except (ValueError, OSError):
         pass
-cap(resource.RLIMIT_AS, lim["memory_mb"] * mb)
-cap(resource.RLIMIT_FSIZE, lim["file_mb"] * mb)
-cap(resource.RLIMIT_CPU, lim["cpu_s"])
-cap(resource.RLIMIT_NOFILE, 64)
-cap(resource.RLIMIT_CORE, 0)
-cap(resource.RLIMIT_NPROC, lim["max_processes"])
-os.execv(sys.executable, [sys.executable, "-I", "-B", sys.argv[2]])
+def limits(nproc):
+    mb = 1024 * 1024
+    cap(resource.RLIMIT_AS, cfg["memory_mb"] * mb)
+    cap(resource.RLIMIT_FSIZE, cfg["file_mb"] * mb)
+    cap(resource.RLIMIT_CPU, cfg["cpu_s"])
+    cap(resource.RLIMIT_NOFILE, 64)
+    cap(resource.RLIMIT_CORE, 0)
+    if nproc:
+        cap(resource.RLIMIT_NPROC, cfg["max_processes"])
+def harness(python, home):
+    env = dict(os.environ, HOME=home, TMPDIR=home)
+    os.execve(python, [python, "-I", "-B", "-c", cfg["harness"], str(done)], env)
+def drop_to_uid():
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    libc.prctl(1, signal.SIGKILL)  # a changed uid cleared the parent-death signal
+PIVOT = {"x86_64": 155, "aarch64": 41, "arm64": 41, "ppc64le": 203, "s390x": 217, "riscv64": 41}
+def build_root(new):
+    # A root of our own: a tmpfs with read-only binds of what Python needs, then pivot_root into it.
+    mount(None, "/", None, REC | PRIVATE)
+    os.mkdir(new)
+    mount("tmpfs", new, "tmpfs", NOSUID | NODEV, "mode=755,size=1m")
+    keep = ["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"] + cfg["python_dirs"]
+    for d in keep:
+        if not os.path.lexists(d):
+            continue
+        target = new + d
+        if os.path.islink(d) and d.count("/") == 1:
+            os.symlink(os.readlink(d), target)
+            continue
+        real = os.path.realpath(d)
+        if not os.path.isdir(real) or os.path.exists(target):
+            continue
+        os.makedirs(target, exist_ok=True)
+        mount(real, target, None, BIND | REC)
+        try:
+            mount(None, target, None, REMOUNT | BIND | RDONLY | NOSUID)
+        except OSError:
+            pass  # a mount whose flags a user namespace may not change: still not writable by the sandbox user
+    os.makedirs(new + "/dev")
+    mount("tmpfs", new + "/dev", "tmpfs", NOSUID | NOEXEC, "mode=755,size=64k")
+    for name in ("null", "zero", "full", "random", "urandom"):
+        open(new + "/dev/" + name, "w").close()
+        mount("/dev/" + name, new + "/dev/" + name, None, BIND)
+    # /dev/shm (POSIX semaphores: multiprocessing) is the private /tmp: the one writable place stays the one
+    for name, to in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                     ("stderr", "/proc/self/fd/2"), ("shm", "/tmp")):
+        os.symlink(to, new + "/dev/" + name)
+    os.makedirs(new + "/tmp")
+    mount("tmpfs", new + "/tmp", "tmpfs", NOSUID | NODEV, "mode=1777,size=%dm" % cfg["tmp_mb"])
+    os.makedirs(new + "/tmp/work")
+    for name in ("solution.py", "tests.py"):
+        with open(os.path.join(cfg["workdir"], name), "rb") as src, open(new + "/tmp/work/" + name, "wb") as dst:
+            dst.write(src.read())
+    os.makedirs(new + "/proc")
+    try:
+        mount("proc", new + "/proc", "proc", NOSUID | NODEV | NOEXEC)
+    except OSError as e:
+        say("note no /proc in the sandbox (%s)" % e)
+    os.makedirs(new + "/.old")
+    number = PIVOT.get(platform.machine())
+    if number is None:
+        raise OSError(0, "pivot_root: unknown system call number on " + platform.machine())
+    os.chdir(new)
+    check(libc.syscall(ctypes.c_long(number), b(new), b(new + "/.old")), "pivot_root")
+    os.chdir("/")
+    check(libc.umount2(b"/.old", 2), "umount old root")
+    os.rmdir("/.old")
+    try:
+        mount(None, "/", None, REMOUNT | BIND | RDONLY | NOSUID)
+        mount(None, "/dev", None, REMOUNT | BIND | RDONLY | NOSUID | NOEXEC)
+    except OSError:
+        pass
+def loopback_up():
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        fcntl.ioctl(s, 0x8914, struct.pack("16sH14s", b"lo", 0x1 | 0x8 | 0x40, b""))  # SIOCSIFFLAGS UP|LOOPBACK|RUNNING
+        s.close()
+    except OSError:
+        pass
+def in_namespaces():
+    me, my_gid = os.geteuid(), os.getegid()
+    if root:
+        check(libc.unshare(NEWNS | NEWPID | NEWNET | NEWIPC | NEWUTS), "unshare")
+    else:
+        check(libc.unshare(NEWUSER | NEWNS | NEWPID | NEWNET | NEWIPC | NEWUTS), "unshare")
+        own_map(0, me, my_gid)
+    init = os.fork()
+    if init:  # the launcher: wait for the namespace's init; its death takes the namespace with it
+        while True:
+            try:
+                os.waitpid(init, 0)
+                break
+            except ChildProcessError:
+                break
+        os._exit(0)
+    # the namespace's init (PID 1): dies with the launcher, builds the root, runs the harness, reaps orphans
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    os.setsid()
+    try:
+        build_root(cfg["workdir"] + "/root")
+    except OSError as e:
+        say("fatal the sandbox's filesystem could not be built: %s" % e)
+        os._exit(0)
+    loopback_up()
+    for g in ("pid", "mount", "net", "ipc"):
+        say("guard " + g)
+    if root:
+        os.chown("/tmp/work", uid, uid)
+        for name in ("solution.py", "tests.py"):
+            os.chown("/tmp/work/" + name, uid, uid)
+    child = os.fork()
+    if child == 0:
+        os.setsid()
+        os.chdir("/tmp/work")
+        inside_uid = 0
+        if root:
+            drop_to_uid()
+            say("guard uid")
+            inside_uid = uid
+        try:  # the answer: an unprivileged user of a user namespace of its own; its mounts are locked
+            libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE: a changed uid made /proc/self root's, the maps included
+            check(libc.unshare(NEWUSER), "unshare user")
+            own_map(1000, inside_uid, inside_uid)
+            say("guard user")
+            say("guard nproc")
+        except OSError as e:
+            if root:
+                say("guard nproc")
+                say("missing user %s" % e)
+            else:  # it would keep the capabilities of the namespace that built its root: refused
+                say("fatal no nested user namespace for the answer (%s)" % e)
+                os._exit(0)
+        limits(True)
+        libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+        harness(cfg["python"], "/tmp/work")
+    while True:  # reap everything; stop when the answer's own process ended (the kernel kills the rest)
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            os._exit(0)
+        if pid == child:
+            say("status %d" % status)
+            os._exit(0)
+net = False
+if cfg["namespaces"]:
+    try:
+        in_namespaces()
+    except OSError as e:
+        say("fallback %s" % e)
+try:
+    if root:
+        net = libc.unshare(NEWNET) == 0
+    else:
+        net = libc.unshare(NEWUSER | NEWNET) == 0
+except Exception:
+    net = False
+if net:
+    say("guard net")
+nproc = False  # not as a user: RLIMIT_NPROC would count every process of the user, arenatui's included
+if root and cfg["drop"]:
+    drop_to_uid()
+    say("guard uid")
+    nproc = True
+limits(nproc)
+if nproc:
+    say("guard nproc")
+harness(cfg["fallback_python"], cfg["workdir"])
 """
 
 
-def _drain(stream: IO[bytes], keep: int, out: list[bytes], cut: list[bool]) -> None:
-    kept = 0
-    while True:
-        chunk = stream.read(65536)
-        if not chunk:
-            break
-        if kept < keep:
-            piece = chunk[: keep - kept]
-            out.append(piece)
-            kept += len(piece)
-            if len(piece) < len(chunk):
-                cut[0] = True
-        else:
-            cut[0] = True
-
-
 def _usable_by_others(path: str) -> bool:
-    """Whether a user other than the owner (``nobody``) can execute ``path``: every parent searchable."""
+    """Whether a user other than the owner can execute ``path``: every parent searchable."""
     real = os.path.realpath(path)
     try:
         if not os.stat(real).st_mode & 0o001:
@@ -166,7 +412,7 @@ def _usable_by_others(path: str) -> bool:
 
 
 def sandbox_python() -> tuple[str, bool]:
-    """The interpreter for the sandbox, and whether it can run as ``nobody`` (needed as root: see above).
+    """The interpreter for a sandbox without namespaces, and whether it can run as another uid (as root).
 
     Our own interpreter when others may run it; else a system one (a pyenv under /root is not); else ours,
     staying root, with only the process watchdog against fork loops.
@@ -179,123 +425,368 @@ def sandbox_python() -> tuple[str, bool]:
     return sys.executable, False
 
 
-def group_size(pgid: int) -> int:
-    """Live processes in a process group, read from /proc (Linux); 0 where /proc cannot tell. Zombies (killed,
-    waiting for their parent or init to reap them) run nothing and are not counted."""
-    n = 0
+def _python_dirs() -> list[str]:
+    """What the sandbox's root keeps of Python's installation (besides /usr): its prefixes, resolved."""
+    dirs: list[str] = []
+    for d in (sys.base_prefix, sys.prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(sys.executable))):
+        real = os.path.realpath(d)
+        if real != "/" and real not in dirs:
+            dirs.append(real)
+    return dirs
+
+
+def _processes(pgid: int | None = None, uid: int | None = None) -> list[int]:
+    """Live processes (zombies left out) in a process group or of a real uid, read from /proc (Linux)."""
+    found: list[int] = []
     try:
         names = os.listdir("/proc")
     except OSError:
-        return 0
+        return found
     for name in names:
         if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/stat", "rb") as f:
                 stat = f.read()
+            owner = os.stat(f"/proc/{name}").st_uid if uid is not None else None
         except OSError:
             continue
         # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses, so split after the last ')'
         fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            n += 1
-    return n
+        if len(fields) <= 2 or fields[0] in (b"Z", b"X"):
+            continue
+        if (pgid is not None and int(fields[2]) == pgid) or (uid is not None and owner == uid):
+            found.append(int(name))
+    return found
 
 
-def _kill_group(pgid: int) -> None:
+def group_size(pgid: int) -> int:
+    """Live processes in a process group; 0 where /proc cannot tell."""
+    return len(_processes(pgid=pgid))
+
+
+def _kill_all(pgid: int, uid: int | None) -> None:
+    """Kill the launcher's group and, as root, every process of the sandbox's uid, until none is left."""
+    for _ in range(200):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        left = _processes(pgid=pgid, uid=uid)
+        if not left:
+            return
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.01)
+
+
+_slots_lock = threading.Lock()
+_slots_used: set[int] = set()
+
+
+@contextmanager
+def _uid_slot() -> Iterator[int]:
+    """A host uid no other sandbox (of this process, or of another arenatui holding its lock file) uses now."""
+    lock_dir = os.path.join(tempfile.gettempdir(), "arenatui-sandbox-uids")
     try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+        os.makedirs(lock_dir, mode=0o700, exist_ok=True)
+        shared = os.stat(lock_dir).st_uid == os.geteuid()
+    except OSError:
+        shared = False
+    with _slots_lock:
+        slots = [k for k in range(SANDBOX_SLOTS) if k not in _slots_used]
+    for k in slots:
+        with _slots_lock:
+            if k in _slots_used:
+                continue
+            _slots_used.add(k)
+        fd = -1
+        try:
+            if shared:
+                fd = os.open(os.path.join(lock_dir, str(k)), os.O_CREAT | os.O_RDWR, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+            yield SANDBOX_UID_BASE + k
+            return
+        finally:
+            if fd >= 0:
+                os.close(fd)
+            with _slots_lock:
+                _slots_used.discard(k)
+    raise RuntimeError(f"all {SANDBOX_SLOTS} sandbox uids are in use")
+
+
+def _read_some(fd: int, keep: int, out: list[bytes], kept: list[int], cut: list[bool]) -> bool:
+    """Read what the pipe holds now, up to 1 MB (non-blocking, so a writer that never stops cannot hold the
+    caller); False at its end. Only the first `keep` bytes are kept."""
+    for _ in range(16):
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        if not chunk:
+            return False
+        if kept[0] < keep:
+            piece = chunk[: keep - kept[0]]
+            out.append(piece)
+            kept[0] += len(piece)
+            if len(piece) < len(chunk):
+                cut[0] = True
+        else:
+            cut[0] = True
+    return True
 
 
 def run_code(code: str, tests: str, limits: ExecLimits = ExecLimits()) -> ExecResult:
-    """Run ``code`` followed by ``tests`` as one Python script; passed when it exits 0."""
+    """Load ``code``, then run ``tests`` as their own step; passed when the tests ran to their end."""
+    if os.name != "posix":
+        raise OSError("code_exec runs on Linux and macOS only")
+    global _namespaces_work
+    linux = sys.platform.startswith("linux")
+    with _uid_slot() if linux and os.geteuid() == 0 else _no_slot() as uid:
+        result, fatal = _run(code, tests, limits, linux, uid, _namespaces_work is not False)
+        if fatal is None:
+            if linux and _namespaces_work is None and "pid" in result.guards:
+                _namespaces_work = True
+            return result
+        # the namespaces were granted but the sandbox's root could not be built here: say so once, then run
+        # this call and the next ones with what is left
+        _namespaces_work = False
+        _why_no_namespaces.append(fatal)
+        return _run(code, tests, limits, linux, uid, False)[0]
+
+
+_namespaces_work: bool | None = None
+"""Whether this machine's kernel let a sandbox be built (None until one was tried)."""
+_why_no_namespaces: list[str] = []
+
+
+@contextmanager
+def _no_slot() -> Iterator[None]:
+    yield None
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxReport:
+    """What code_exec's sandbox holds on this machine: said at start-up and in the run's notes."""
+
+    mechanism: str
+    guards: frozenset[str]
+    why: str = ""
+    """Why the namespaces are missing, when they are."""
+    root: bool = True
+    """Whether arenatui runs as root."""
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The guards it lacks; a uid of its own is asked of root only (a user's sandboxes share its uid, each in a
+        user namespace of its own)."""
+        return tuple(g for g in GUARDS if g not in self.guards and (g != "uid" or self.root))
+
+    def describe(self) -> str:
+        text = f"code_exec sandbox: {self.mechanism}"
+        if self.missing:
+            text += ("; missing guards: " + "; ".join(GUARDS[g] for g in self.missing)
+                     + (f" ({self.why})" if self.why else ""))
+        return text
+
+
+_report: SandboxReport | None = None
+
+
+def sandbox_report() -> SandboxReport:
+    """Run one trivial answer through the sandbox (once per process) and say what guarded it."""
+    global _report
+    if _report is None:
+        if os.name != "posix":
+            return SandboxReport("none (code_exec runs on Linux and macOS only)", frozenset())
+        r = run_code("", "pass", ExecLimits(timeout_s=30.0))
+        why = _why_no_namespaces[-1] if _why_no_namespaces else r.note
+        if "pid" in r.guards and "mount" in r.guards:
+            how = "namespaces (user, PID, mount, IPC, network) through unshare(2)"
+            how += f", as host uid {SANDBOX_UID_BASE}+slot" if "uid" in r.guards else ", as an unprivileged user"
+        elif sys.platform.startswith("linux"):
+            how = "no namespaces: resource limits, a clean environment" + (
+                ", a uid of its own" if "uid" in r.guards else "")
+        else:
+            how = "no namespaces (not Linux): a clean environment, CPU and memory limits, the timeout"
+        _report = SandboxReport(how, r.guards, why, os.geteuid() == 0)
+    return _report
+
+
+def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None,
+         namespaces: bool) -> tuple[ExecResult, str | None]:
+    """One run, and why the sandbox's namespaces could not be built if they could not (else None)."""
     workdir = tempfile.mkdtemp(prefix="arena-exec-")
     t0 = time.monotonic()
+    fds: list[int] = []
+    with _in_flight_lock:
+        _in_flight[workdir] = None
     try:
-        script = os.path.join(workdir, "solution.py")
-        with open(script, "w", encoding="utf-8", errors="surrogatepass") as f:
-            f.write(code)
-            f.write("\n\n")
-            f.write(tests)
-            f.write("\n")
-        posix = os.name == "posix" and sys.platform.startswith("linux")
+        for name, text in (("solution.py", code), ("tests.py", tests)):
+            with open(os.path.join(workdir, name), "w", encoding="utf-8", errors="surrogatepass") as f:
+                f.write(text + "\n")
         python, drop = sandbox_python()
-        if drop:
-            os.chown(workdir, NOBODY, NOBODY)
-            os.chown(script, NOBODY, NOBODY)
+        if drop and uid is not None:
+            for p in (workdir, os.path.join(workdir, "solution.py"), os.path.join(workdir, "tests.py")):
+                os.chown(p, uid, uid)
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8",
                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8"}
-        lim = {"memory_mb": limits.memory_mb, "file_mb": limits.file_mb, "max_processes": limits.max_processes,
-               "cpu_s": int(limits.timeout_s) + 1, "uid": NOBODY, "drop": drop}
-        cmd = ([python, "-I", "-c", _LAUNCHER, json.dumps(lim), script] if posix
-               else [python, "-I", "-B", script])
-        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
-        assert proc.stdout is not None and proc.stderr is not None
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        done_r, done_w = os.pipe()
+        fds += [out_r, out_w, err_r, err_w, rep_r, rep_w, done_r, done_w]
+        nonce = secrets.token_hex(16)
+        token = nonce.encode()
+        if linux:
+            # without namespaces the interpreter must be one the sandbox uid may run (sandbox_python)
+            cfg = {"memory_mb": limits.memory_mb, "file_mb": limits.file_mb, "max_processes": limits.max_processes,
+                   "cpu_s": int(limits.timeout_s) + 1, "uid": uid if uid is not None else NOBODY,
+                   "tmp_mb": limits.tmp_mb, "drop": drop and uid is not None, "workdir": workdir,
+                   "report_fd": rep_w, "done_fd": done_w, "namespaces": namespaces, "python": sys.executable,
+                   "fallback_python": python, "python_dirs": _python_dirs(), "harness": _HARNESS,
+                   "parent": os.getpid()}
+            cmd = [sys.executable, "-I", "-S", "-c", _LAUNCHER, json.dumps(cfg)]  # -S: stdlib only, no site start-up
+        else:
+            cmd = [python, "-I", "-B", "-c", _HARNESS, str(done_w)]
+        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.PIPE, stdout=out_w, stderr=err_w,
+                                start_new_session=True, close_fds=True, pass_fds=(rep_w, done_w))
+        with _in_flight_lock:
+            _in_flight[workdir] = (proc.pid, uid)
+        for w in (out_w, err_w, rep_w, done_w):
+            os.close(w)
+            fds.remove(w)
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(nonce.encode())
+            proc.stdin.close()
+        except OSError:
+            pass
+        for r in (out_r, err_r, rep_r, done_r):
+            os.set_blocking(r, False)
         keep = limits.output_kb * 1024
         out: list[bytes] = []
         err: list[bytes] = []
+        rep: list[bytes] = []
+        done: list[bytes] = []
+        kept = {out_r: [0], err_r: [0], rep_r: [0], done_r: [0]}
         cut = [False]
-        readers = [threading.Thread(target=_drain, args=(proc.stdout, keep, out, cut), daemon=True),
-                   threading.Thread(target=_drain, args=(proc.stderr, keep, err, cut), daemon=True)]
-        for r in readers:
-            r.start()
+        ignored = [False]
+        sinks = {out_r: (out, keep, cut), err_r: (err, keep, cut), rep_r: (rep, 65536, ignored),
+                 done_r: (done, 65536, ignored)}
+        open_fds = {out_r, err_r, rep_r, done_r}
+
+        def drain(ready: list[int]) -> None:
+            for fd in ready:
+                buf, limit, flag = sinks[fd]
+                if fd == done_r:  # the answer may write here too: keep only the nonce's lines
+                    more = _read_some(fd, 1 << 30, buf, kept[fd], flag)
+                    *complete, tail = b"".join(buf).split(b"\n")
+                    ours = [ln[ln.rfind(token):] + b"\n" for ln in complete if token in ln]
+                    buf[:] = [*ours[-4:], tail[-256:]]
+                    kept[fd][0] = 0
+                else:
+                    more = _read_some(fd, limit, buf, kept[fd], flag)
+                if not more:
+                    open_fds.discard(fd)
+
         timed_out = too_many = False
         deadline = t0 + limits.timeout_s
-        # RLIMIT_NPROC does not bind root (nor, on some kernels, a user namespace), so a watchdog counts the
-        # group's processes too; it is what stops a fork loop when the sandbox could not drop to nobody.
-        while True:
-            try:
-                proc.wait(timeout=min(0.05, max(0.0, deadline - time.monotonic())))
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            if time.monotonic() >= deadline:
-                timed_out = True
-                break
-            if posix and group_size(proc.pid) > limits.max_processes:
-                too_many = True
-                break
-        # Whatever happened, nothing of the sandbox outlives the scorer: the whole group goes, again while a
-        # fork loop still has members that were being born as the first signal went out.
-        _kill_group(proc.pid)
-        proc.wait()
-        if posix:
-            for _ in range(200):
-                if group_size(proc.pid) == 0:
+        watchdog = uid is None or not drop
+        try:
+            while True:
+                if proc.poll() is not None:
                     break
-                _kill_group(proc.pid)
-                time.sleep(0.01)
-        for r in readers:
-            r.join(timeout=2.0)
-        proc.stdout.close()
-        proc.stderr.close()
+                now = time.monotonic()
+                if now >= deadline:
+                    timed_out = True
+                    break
+                wait = min(0.05, deadline - now)
+                if open_fds:
+                    ready, _, _ = select.select(list(open_fds), [], [], wait)
+                    drain(ready)
+                else:
+                    time.sleep(wait)
+                # RLIMIT_NPROC does not bind root: a watchdog counts the launcher group's processes too; it is what
+                # stops a fork loop when the sandbox has neither namespaces nor a uid of its own
+                counted = b"guard nproc" in b"".join(rep)
+                if watchdog and linux and not counted and group_size(proc.pid) > limits.max_processes:
+                    too_many = True
+                    break
+        finally:
+            # Whatever happened (an exception too: Ctrl-C during start-up's probe), nothing of the sandbox outlives
+            # the scorer: the launcher's group goes (its namespace with it), and as root every process of its uid.
+            _kill_all(proc.pid, uid if linux else None)
+            proc.wait()
+        drain(list(open_fds))  # what the pipes hold now; never waiting for a writer that is still alive
         stdout = b"".join(out).decode("utf-8", "replace")
         stderr = b"".join(err).decode("utf-8", "replace")
-        isolated = False
-        try:
-            with open(os.path.join(workdir, ".arena_sandbox"), encoding="ascii") as f:
-                isolated = f.read().strip() == "net=1"
-        except OSError:
-            pass
-        rc = proc.returncode
+        report = b"".join(rep).decode("utf-8", "replace").splitlines()
+        guards = frozenset(ln.split()[1] for ln in report if ln.startswith("guard ") and len(ln.split()) > 1)
+        status = [int(ln.split()[1]) for ln in report if ln.startswith("status ")]
+        rc = os.waitstatus_to_exitcode(status[-1]) if status else proc.returncode
+        fatal = [ln[len("fatal "):] for ln in report if ln.startswith("fatal ")]
+        if fatal and namespaces:
+            return ExecResult("crashed", None, "", "", False, False, 0.0), fatal[-1]
+        notes = [ln.split(" ", 1)[1] for ln in report if ln.startswith(("fallback ", "missing ")) and " " in ln]
+        signal_lines = [ln.decode("utf-8", "replace").split(" ") for ln in b"".join(done).split(b"\n")
+                        if ln.startswith(token)]
+        stage, exc = (signal_lines[-1][1], signal_lines[-1][2]) if signal_lines else ("", "")
         verdict: Verdict
         tail = stderr[-4000:]
-        if too_many:
+        if fatal:
+            stderr += "\nsandbox: " + fatal[-1]
+            verdict = "crashed"
+        elif stage == "done":
+            verdict = "passed"
+        elif too_many:
             verdict = "crashed"
             stderr += f"\nstopped: more than {limits.max_processes} processes at once"
         elif timed_out or rc == -signal.SIGXCPU:
             verdict = "timeout"
-        elif rc == 0:
-            verdict = "passed"
-        elif "MemoryError" in tail:
+        elif exc == "MemoryError" or (not stage and "MemoryError" in tail):
             verdict = "memory_limit"
-        elif re.search(r"^AssertionError\b", tail, re.MULTILINE):
+        elif stage == "tests" and exc == "AssertionError":
             verdict = "failed"
+        elif stage or rc is None or rc < 0:
+            verdict = "crashed"  # the answer or the tests raised, or a signal ended the process
         else:
-            verdict = "crashed"
-        return ExecResult(verdict, rc, stdout, stderr, cut[0], isolated, time.monotonic() - t0, proc.pid)
+            verdict = "tests_not_run"
+        return ExecResult(verdict, rc, stdout, stderr, cut[0], "net" in guards, time.monotonic() - t0, proc.pid,
+                          guards, uid if "uid" in guards else None, "; ".join(notes), workdir), None
     finally:
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        shutil.rmtree(workdir, ignore_errors=True)
+        with _in_flight_lock:
+            _in_flight.pop(workdir, None)
+
+
+_in_flight: dict[str, tuple[int, int | None] | None] = {}
+"""Runs not ended yet: work dir -> (launcher pid, sandbox uid) once started."""
+_in_flight_lock = threading.Lock()
+
+
+@atexit.register
+def _end_in_flight() -> None:
+    """At exit (Ctrl-C with a run abandoned in its daemon thread), end every sandbox still running and remove its
+    work dir: the thread that would have never runs again. (A SIGKILL leaves the work dirs; the launchers die with
+    arenatui all the same, by their parent-death signal.)"""
+    with _in_flight_lock:
+        runs = list(_in_flight.items())
+        _in_flight.clear()
+    for workdir, started in runs:
+        if started is not None:
+            _kill_all(*started)
         shutil.rmtree(workdir, ignore_errors=True)

@@ -14,6 +14,8 @@ order they are tried (the first that applies wins):
    declines anywhere. A refusal that goes on to answer at length is judged on its answer.
 6. ``invalid_format``: the scorer could not read an answer at all (JSON that does not parse or validate,
    a choice outside the options, no number where one was expected).
+   ``tests_not_run``: a code_exec answer ended (``sys.exit``, ``os._exit``) before its tests ran to the end; its
+   scorer knows this, not its text, so it says so itself.
 7. ``wrong_language``: the case names a ``language`` and the answer is plainly in another one.
 8. ``wrong_answer``: everything else.
 """
@@ -25,12 +27,12 @@ import unicodedata
 from typing import Final, Literal
 
 FailureMode = Literal[
-    "none", "wrong_answer", "refusal", "invalid_format", "truncated", "empty", "wrong_language", "judge_error",
-    "scoring_error", "timeout", "rate_limited", "transient", "terminal", "cancelled",
+    "none", "wrong_answer", "refusal", "invalid_format", "tests_not_run", "truncated", "empty", "wrong_language",
+    "judge_error", "scoring_error", "timeout", "rate_limited", "transient", "terminal", "cancelled",
 ]
 FAILURE_MODES: Final[tuple[str, ...]] = (
-    "none", "wrong_answer", "refusal", "invalid_format", "truncated", "empty", "wrong_language", "judge_error",
-    "scoring_error", "timeout", "rate_limited", "transient", "terminal", "cancelled",
+    "none", "wrong_answer", "refusal", "invalid_format", "tests_not_run", "truncated", "empty", "wrong_language",
+    "judge_error", "scoring_error", "timeout", "rate_limited", "transient", "terminal", "cancelled",
 )
 """Every mode, in the order reports list them."""
 

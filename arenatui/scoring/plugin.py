@@ -3,6 +3,17 @@
 The module is looked up in the project's directory first (so a ``scorers.py`` beside ``arena.toml`` just
 works), then among installed packages. Loading happens once, when the project's scorers are built, so a
 missing module or name is a configuration error before any call is made.
+
+Each call runs in a daemon thread of its own and is waited for up to the scorer's ``timeout_s``: past it, the
+call is that answer's scoring error and the thread is abandoned. A thread cannot be killed, so an abandoned one
+runs on until it returns; being a daemon it never holds the process at exit (Ctrl-C ends the run at once), and
+once `STUCK_LIMIT` of a scorer's calls are still running, it is not called again until one returns (so a function
+that never returns costs a few threads, not one per call). A subprocess could be killed, but the function takes
+the case and keeps whatever state its module holds (a loaded model, a cache): a process per call would reload
+it, and a pool would have to pickle cases and answers both ways. Anything the function raises, BaseException
+included (``SystemExit``, a ``KeyboardInterrupt`` of its own: a real Ctrl-C reaches the main thread, never this
+one), is that call's scoring error; so is a value that is no score (out of [0, 1], NaN, or a pass/fail that
+contradicts its score).
 """
 
 from __future__ import annotations
@@ -10,16 +21,25 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import math
+import numbers
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 UserScorer = Callable[[Any, str], Any]
 
+STUCK_LIMIT = 4
+"""A scorer with this many calls still running past their timeout is not called again until one of them returns."""
+
 
 class PluginProblem(ValueError):
     """The function could not be loaded; the message says what to fix."""
+
+
+class PluginFailed(Exception):
+    """One call of the function gave no score (it raised, it ran past its timeout, it returned no score)."""
 
 
 def load_function(spec: str, project_dir: Path | None) -> UserScorer:
@@ -41,7 +61,7 @@ def load_function(spec: str, project_dir: Path | None) -> UserScorer:
                 sys.modules[unique] = module
                 try:
                     loader_spec.loader.exec_module(module)
-                except Exception as e:
+                except (Exception, SystemExit) as e:  # a KeyboardInterrupt here may be a real Ctrl-C: it goes on
                     del sys.modules[unique]
                     raise PluginProblem(f"{candidate} failed to import: {type(e).__name__}: {e}") from None
                 break
@@ -51,7 +71,7 @@ def load_function(spec: str, project_dir: Path | None) -> UserScorer:
         except ImportError as e:
             where = f" in {project_dir} or" if project_dir is not None else ""
             raise PluginProblem(f"module {mod_name!r} was not found{where} among installed packages ({e})") from None
-        except Exception as e:
+        except (Exception, SystemExit) as e:
             raise PluginProblem(f"module {mod_name!r} failed to import: {type(e).__name__}: {e}") from None
     func = getattr(module, func_name, None)
     if not callable(func):
@@ -59,18 +79,57 @@ def load_function(spec: str, project_dir: Path | None) -> UserScorer:
     return func  # type: ignore[no-any-return]
 
 
-def coerce(value: Any) -> tuple[float, bool]:
-    """A user function's return value as (score, passed): bool, a number in [0, 1] (passed at 1), or a Score."""
+def call(func: UserScorer, case: Any, output: str, timeout_s: float, stuck: list[threading.Thread]) -> Any:
+    """What ``func(case, output)`` returned, called in a daemon thread and waited for up to ``timeout_s``; raises
+    PluginFailed saying why there is none. ``stuck`` holds the scorer's calls still running past their timeout."""
+    stuck[:] = [t for t in stuck if t.is_alive()]
+    if len(stuck) >= STUCK_LIMIT:
+        raise PluginFailed(f"{len(stuck)} earlier calls are still running past their timeout; it is not called "
+                           f"again until one of them returns")
+    box: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            box.append((True, func(case, output)))
+        except BaseException as e:  # SystemExit, KeyboardInterrupt raised by the function: this call's error
+            box.append((False, e))
+
+    t = threading.Thread(target=run, name="arena python scorer", daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if not box:
+        stuck.append(t)
+        raise PluginFailed(f"gave no verdict within {timeout_s:g}s (its timeout_s); the call was abandoned")
+    ok, value = box[0]
+    if not ok:
+        raise PluginFailed(f"raised {type(value).__name__}: {value}")
+    return value
+
+
+def _score(raw: Any, value: Any) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, numbers.Real):
+        raise ValueError(f"the scorer returned {value!r}: its score is a {type(raw).__name__}, not a number")
+    score = float(raw)
+    if not math.isfinite(score) or not 0.0 <= score <= 1.0:
+        raise ValueError(f"the scorer returned the score {raw!r} ({value!r}); expected a number from 0 to 1")
+    return score
+
+
+def coerce(value: Any) -> tuple[float, bool, bool, str | None]:
+    """A user function's return value as (score, passed, invalid_format, detail): a bool, a number in [0, 1]
+    (passed at 1), or a Score / (score, passed) whose score is in [0, 1] and agrees with its pass (no pass at 0,
+    no fail at 1). Anything else raises ValueError naming the value."""
     if isinstance(value, bool):
-        return float(value), value
+        return float(value), value, False, None
     if isinstance(value, tuple) and len(value) >= 2 and isinstance(value[1], bool):  # Score or (value, passed)
-        score = float(value[0])
-        if not math.isfinite(score):
-            raise ValueError(f"the scorer returned a non-finite score {value[0]!r}")
-        return score, value[1]
-    if isinstance(value, (int, float)):
-        score = float(value)
-        if not math.isfinite(score) or not 0.0 <= score <= 1.0:
-            raise ValueError(f"the scorer returned {value!r}; expected a number from 0 to 1, a bool or a Score")
-        return score, score >= 1.0
+        score, passed = _score(value[0], value), value[1]
+        if score == (0.0 if passed else 1.0):
+            raise ValueError(f"the scorer returned {value!r}: {'passed' if passed else 'failed'} with the score "
+                             f"{value[0]!r} contradicts itself")
+        invalid = len(value) > 2 and value[2] is True
+        detail = value[3] if len(value) > 3 and isinstance(value[3], str) else None
+        return score, passed, invalid, detail
+    if isinstance(value, numbers.Real):
+        score = _score(value, value)
+        return score, score >= 1.0, False, None
     raise ValueError(f"the scorer returned {type(value).__name__}; expected a number from 0 to 1, a bool or a Score")

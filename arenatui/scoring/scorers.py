@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -27,7 +28,7 @@ import regex
 from arenatui.config.schema import Case, ScorerConfig
 from arenatui.scoring.code_exec import ExecLimits, extract_code, run_code
 from arenatui.scoring.json_schema import SchemaValidator
-from arenatui.scoring.plugin import PluginProblem, UserScorer, coerce, load_function
+from arenatui.scoring.plugin import PluginFailed, PluginProblem, UserScorer, call, coerce, load_function
 
 REGEX_TIMEOUT_S = 2.0
 """The longest a regex scorer may take over one output before the call gets a scoring error: far above
@@ -41,6 +42,8 @@ class Score(NamedTuple):
     passed: bool
     invalid_format: bool = False
     detail: str | None = None
+    failure_mode: str | None = None
+    """The failure mode when the scorer knows it better than the answer's text (code_exec's tests_not_run)."""
 
 
 def _norm(s: str, case_sensitive: bool) -> str:
@@ -112,6 +115,8 @@ class Scorer:
                 self._broken = e
         self._schema: SchemaValidator | None = None
         self._function: UserScorer | None = None
+        self._stuck: list[threading.Thread] = []
+        """python: this scorer's calls still running past their timeout (plugin.call)."""
         if cfg.kind == "json_schema" and cfg.schema is not None:
             self._schema = SchemaValidator(cfg.schema)
         elif cfg.kind == "python" and cfg.function is not None:
@@ -154,16 +159,16 @@ class Scorer:
                 raise self._broken
             assert self._function is not None
             try:
-                value, passed = coerce(self._function(case, output))
-            except ValueError as e:
+                return Score(*coerce(call(self._function, case, output, cfg.timeout_s, self._stuck)))
+            except (PluginFailed, ValueError) as e:
                 raise ScoringError(f"scorer {cfg.name!r}: {e}") from None
-            return Score(value, passed)
         if kind == "code_exec":
             if not case.tests:
                 return Score(0.0, False, False, "the case has no tests to run the code against")
             result = run_code(extract_code(output), case.tests,
                               ExecLimits(timeout_s=cfg.timeout_s, memory_mb=cfg.memory_mb))
-            return Score(float(result.passed), result.passed, False, result.summary(200))
+            return Score(float(result.passed), result.passed, False, result.summary(200),
+                         "tests_not_run" if result.verdict == "tests_not_run" else None)
         if kind == "regex":
             if self._broken is not None:
                 raise self._broken

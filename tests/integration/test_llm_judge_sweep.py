@@ -128,7 +128,7 @@ def test_a_judge_that_answers_unreadably_leaves_a_judge_error_not_a_zero(tmp_pat
     assert errored and by_status.get("passed", 0) + by_status.get("failed", 0) + len(errored) == 24
     for ec, mode, score, kept, msg in errored:
         assert (ec, mode, score, kept) == ("judge_error", "judge_error", None, 1)
-        assert "no score on the scale 1-5" in str(msg)
+        assert "no final verdict line 'VERDICT: N' (N on the scale 1-5)" in str(msg)
     # a judge that is always wrong when readable flips every verdict: the right model fails what was judged
     assert rows(db, "SELECT COUNT(*) FROM results WHERE model_key = 'good' AND status = 'passed'") == [(0,)]
     assert rows(db, "SELECT COUNT(*) FROM judgments WHERE status = 'errored'") == [(len(errored),)]
@@ -309,7 +309,7 @@ def test_the_judge_gets_the_rubric_under_its_own_system_prompt_not_the_candidate
 
         async def complete(self, request: Request) -> Completion:
             self.requests.append(request)
-            return Completion("Looks right.\nScore: 5", 50, 5)
+            return Completion("Looks right.\nVERDICT: 5", 50, 5)
 
         async def aclose(self) -> None:
             return None
@@ -329,6 +329,8 @@ def test_the_judge_gets_the_rubric_under_its_own_system_prompt_not_the_candidate
         assert len(r.messages) == 2 and r.messages[1]["role"] == "user"
         assert r.messages[1]["content"].startswith(f"Question: {r.case.prompt_text()}\nReference: {r.case.expected}\n"
                                                    "Answer: ")
+        # the rubric asks for 'Score: N': the request for the dedicated verdict line is appended
+        assert r.messages[1]["content"].endswith("exactly `VERDICT: N`, N a whole number from 1 to 5.")
     verdicts = [ev for ev in events if type(ev) is JudgeFinished]
     assert len(verdicts) == 4 and {v.result.score_detail for v in verdicts} == {"judge 5 on 1-5 (passes from 4)"}
     assert [v.result.cost for v in verdicts] == [pytest.approx((50 * 3.0 + 5 * 15.0) / 1e6)] * 4

@@ -1,0 +1,448 @@
+"""code_exec against answers that exit early or attack their neighbours and the host (issue 20, items 1-3).
+
+Each attack is a real answer run through the real sandbox. The isolation cases are skipped, saying why, where the
+kernel refuses namespaces; the early-exit and daemon cases run everywhere on Linux.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import arenatui.scoring.code_exec as code_exec
+from arenatui.config import Case, ScorerConfig
+from arenatui.scoring import Scorer
+from arenatui.scoring.code_exec import ExecLimits, ExecResult, group_size, run_code, sandbox_report
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux-only")
+
+LIMITS = ExecLimits(timeout_s=30.0, memory_mb=256, max_processes=16, output_kb=16)
+"""For code that ends by itself: a timeout no busy machine reaches, so the verdict is never a timeout by accident."""
+SHORT = ExecLimits(timeout_s=3.0, memory_mb=256, max_processes=16, output_kb=16)
+"""For code that never ends: the timeout is the verdict."""
+
+
+def ticks() -> float:
+    """Now, in the clock ticks since boot that /proc/PID/stat gives a process's start in."""
+    with open("/proc/uptime") as f:
+        return float(f.read().split()[0]) * os.sysconf("SC_CLK_TCK")
+
+
+def uid_left(uid: int, ended: float) -> int:
+    """Processes of a sandbox uid started before `ended`: once the run is over its uid may serve another sandbox
+    (another test running at the same time), whose processes start after."""
+    n = 0
+    for name in os.listdir("/proc"):
+        try:
+            if not name.isdigit() or os.stat(f"/proc/{name}").st_uid != uid:
+                continue
+            stat = Path(f"/proc/{name}/stat").read_bytes()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if fields[0] not in (b"Z", b"X") and int(fields[19]) <= ended:
+            n += 1
+    return n
+
+
+def left_behind(r: ExecResult, ended: float) -> int:
+    assert r.process_group is not None
+    return group_size(r.process_group) + (uid_left(r.uid, ended) if r.uid is not None else 0)
+
+
+def run(code: str, tests: str = "", limits: ExecLimits = LIMITS) -> ExecResult:
+    r = run_code(code, tests, limits)
+    assert r.duration_s < limits.timeout_s + 15  # not a performance check: it says "it did not hang"
+    assert left_behind(r, ticks()) == 0  # nothing of it lives on
+    return r
+
+
+def isolated() -> None:
+    """Skip the test where the kernel gives no namespaces (saying why)."""
+    report = sandbox_report()
+    if "pid" not in report.guards or "mount" not in report.guards:
+        pytest.skip(f"the kernel refuses namespaces here, so this attack is not contained: {report.describe()}")
+
+
+@pytest.fixture
+def no_namespaces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sandbox as it runs where the kernel refuses namespaces."""
+    monkeypatch.setattr(code_exec, "_namespaces_work", False)
+
+
+# --- item 1: the tests must have run ------------------------------------------------------------------------------
+
+ADD_TESTS = "assert add(2, 2) == 4\n"
+
+
+@pytest.mark.parametrize("answer", [
+    "def add(a, b):\n    return a - b\nraise SystemExit(0)\n",
+    "import os\ndef add(a, b):\n    return a - b\nos._exit(0)\n",
+    "import sys\ndef add(a, b):\n    return a - b\nsys.exit(0)\n",
+    "import atexit, os\ndef add(a, b):\n    return a - b\natexit.register(lambda: os._exit(0))\nraise SystemExit\n",
+])
+def test_an_answer_that_exits_before_its_tests_is_tests_not_run(answer: str) -> None:
+    r = run(answer, ADD_TESTS)
+    assert r.verdict == "tests_not_run" and not r.passed
+    assert r.summary().startswith("tests_not_run: the answer exited")
+
+
+def test_tests_that_never_pass_are_not_passed_by_an_exit() -> None:
+    assert run("import os\nos._exit(0)\n", "assert False\n").verdict == "tests_not_run"
+
+
+def test_an_honest_main_guard_does_not_skip_the_tests() -> None:
+    honest = ("import sys\ndef add(a, b):\n    return a + b\ndef main():\n    print(add(1, 2))\n    return 0\n"
+              "if __name__ == '__main__':\n    sys.exit(main())\n")
+    assert run(honest, ADD_TESTS).verdict == "passed"
+    assert run(honest.replace("a + b", "a - b"), ADD_TESTS).verdict == "failed"
+    assert run(honest, "from solution import add as f\nassert f(2, 2) == 4\n").verdict == "passed"
+
+
+def test_an_exit_inside_the_tests_is_not_a_pass() -> None:
+    assert run("def add(a, b):\n    return a + b\n", "import sys\nsys.exit(0)\nassert False\n").verdict == \
+        "tests_not_run"
+
+
+def test_the_nonce_on_its_own_pipe_cannot_be_written_by_a_guess() -> None:
+    # the answer writes on every descriptor it has what a completion line looks like, then exits
+    forged = ("import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'0' * 32 + b' done \\n')\n"
+              "    except OSError:\n        pass\nos._exit(0)\n")
+    assert run(forged, ADD_TESTS).verdict == "tests_not_run"
+    # garbage on every descriptor (no line end) does not hide a real completion either
+    noisy = forged.replace("b' done \\n'", "b'junk'").replace("os._exit(0)", "def add(a, b):\n    return a + b")
+    assert "junk" in noisy and "add" in noisy and run(noisy, ADD_TESTS).verdict == "passed"
+
+
+def test_the_scorer_stores_tests_not_run_as_the_failure_mode() -> None:
+    scorer = Scorer(ScorerConfig(name="code", kind="code_exec", timeout_s=30.0))
+    sc = scorer.score("def add(a, b):\n    return a - b\nraise SystemExit(0)\n",
+                      Case(id="c", input="q", tests=ADD_TESTS))
+    assert not sc.passed and sc.failure_mode == "tests_not_run" and sc.detail is not None
+    assert sc.detail.startswith("tests_not_run")
+
+
+# --- item 2: every process the answer starts ends with it ----------------------------------------------------------
+
+DAEMON = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(600)\n"
+          "    os._exit(0)\n")
+
+
+def test_a_daemonized_grandchild_ends_with_the_answer() -> None:
+    isolated()
+    r = run(DAEMON + "def add(a, b):\n    return a + b\n", ADD_TESTS, SHORT)
+    assert r.verdict == "passed"
+
+
+def test_a_daemon_of_an_answer_that_never_ends_goes_with_the_timeout() -> None:
+    r = run(DAEMON + "time.sleep(600)\n", "", SHORT)
+    assert r.verdict == "timeout"
+
+
+def test_without_namespaces_the_daemon_holding_the_pipes_does_not_hold_the_scorer(no_namespaces: None) -> None:
+    r = run_code(DAEMON + "def add(a, b):\n    return a + b\n", ADD_TESTS, SHORT)
+    ended = ticks()
+    assert "pid" not in r.guards and r.verdict == "passed"
+    assert r.duration_s < SHORT.timeout_s + 15  # it did not wait the daemon's 600 s on its inherited pipes
+    if r.uid is not None:  # as root the sandbox had a uid of its own: every process of it was killed
+        assert uid_left(r.uid, ended) == 0
+
+
+# --- item 3: sandboxes cannot hurt each other or the host ----------------------------------------------------------
+
+def _together(*answers: tuple[str, str, ExecLimits]) -> list[ExecResult]:
+    """Run answers at the same time, each in its own thread (as the engine's scoring threads do); each is checked
+    for leftovers as it ends."""
+    results: list[ExecResult | None] = [None] * len(answers)
+    left: list[int] = [0] * len(answers)
+
+    def one(i: int) -> None:
+        r = results[i] = run_code(*answers[i])
+        left[i] = left_behind(r, ticks())
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(answers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(r is not None for r in results) and left == [0] * len(answers)  # nothing of any lives on
+    return [r for r in results if r is not None]
+
+
+SLOW_CORRECT = ("import time\ntime.sleep(1.5)\ndef add(a, b):\n    return a + b\n", ADD_TESTS, LIMITS)
+"""A correct answer that is still running while its neighbour attacks."""
+
+
+def test_kill_minus_one_reaches_no_other_sandbox() -> None:
+    isolated()
+    killer = ("import os, signal, time\nend = time.time() + 3\nwhile time.time() < end:\n"
+              "    try:\n        os.kill(-1, signal.SIGKILL)\n    except OSError:\n        pass\n", "", LIMITS)
+    attack, honest = _together(killer, SLOW_CORRECT)
+    assert honest.verdict == "passed", honest.stderr
+    assert honest.uid != attack.uid  # as root, each had a uid of its own
+
+
+def test_a_fork_bomb_stops_at_its_own_limit_and_a_neighbour_still_forks() -> None:
+    isolated()
+    bomb = ("import os, time\nwhile True:\n    try:\n        if os.fork() == 0:\n            time.sleep(60)\n"
+            "    except OSError:\n        time.sleep(0.01)\n", "", SHORT)
+    forks = ("import subprocess, sys, time\ntime.sleep(1.0)\n"
+             "run = lambda: subprocess.run([sys.executable, '-c', 'print(7)'], capture_output=True).stdout\n"
+             "outs = [run() for _ in range(4)]\n"
+             "def add(a, b):\n    return a + b\n", ADD_TESTS + "assert outs == [b'7\\n'] * 4\n", LIMITS)
+    attack, honest = _together(bomb, forks)
+    assert attack.verdict in ("timeout", "crashed") and "nproc" in attack.guards
+    assert honest.verdict == "passed", honest.stderr
+
+
+def test_an_answer_cannot_kill_arenatui() -> None:
+    isolated()
+    r = run("import os, signal\nfor pid in (os.getppid(), 1, 0):\n    try:\n        os.kill(pid, signal.SIGKILL)\n"
+            "    except OSError:\n        pass\ndef add(a, b):\n    return a + b\n", ADD_TESTS)
+    # we are still here (this test process is the scorer's parent), and the answer's tests ran
+    assert r.verdict in ("passed", "crashed")
+
+
+def test_the_results_database_and_the_cases_are_not_visible(tmp_path: Path) -> None:
+    isolated()
+    db = tmp_path / "results.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE results (output TEXT, status TEXT)")
+        conn.execute("INSERT INTO results VALUES ('honest', 'failed')")
+    cases = tmp_path / "cases.jsonl"
+    secret = "sealed-" + os.urandom(8).hex()
+    cases.write_text(f'{{"id": "s", "input": "q", "expected": "{secret}", "sealed": true}}\n')
+    tamper = (f"import sqlite3\nc = sqlite3.connect({str(db)!r})\n"
+              "c.execute(\"UPDATE results SET output = 'TAMPERED', status = 'passed'\")\nc.commit()\n")
+    r = run(tamper)
+    assert r.verdict == "crashed"
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT output, status FROM results").fetchall() == [("honest", "failed")]
+    peek = (f"import os\nfor p in ({str(cases)!r}, {str(Path.cwd())!r}, {str(Path(__file__).parent)!r}):\n"
+            "    print(p, os.path.exists(p))\n"
+            f"print(open({str(cases)!r}).read())\n")
+    r = run(peek)
+    assert r.verdict == "crashed" and secret not in r.stdout
+    assert " True" not in r.stdout  # neither the cases file, the project's directory nor the tests were there
+
+
+def test_the_home_directory_shows_nothing_but_what_python_needs() -> None:
+    isolated()
+    home = Path.home()
+    r = run(f"import os\nprint(sorted(os.listdir({str(home)!r})) if os.path.isdir({str(home)!r}) else [])\n")
+    shown = eval(r.stdout.strip())  # a list of names the sandbox printed
+    needed = {p.relative_to(home).parts[0] for p in map(Path, (sys.base_prefix, sys.prefix))
+              if p.is_relative_to(home)}
+    assert set(shown) <= needed
+
+
+def test_filling_tmp_stops_at_its_private_tmpfs_and_leaves_nothing() -> None:
+    isolated()
+    before = set(os.listdir(tempfile.gettempdir()))
+    fill = ("import os\nfor i in range(100):\n    with open(f'/tmp/fill{i}', 'wb') as f:\n"
+            "        f.write(b'x' * (8 * 1024 * 1024))\n")
+    r = run(fill, limits=ExecLimits(timeout_s=30.0, memory_mb=256, tmp_mb=32))
+    assert r.verdict == "crashed" and "No space left on device" in r.stderr
+    assert not {n for n in set(os.listdir(tempfile.gettempdir())) - before if n.startswith("fill")}
+    assert r.workdir is not None and not os.path.exists(r.workdir)
+
+
+def test_the_network_is_its_own() -> None:
+    isolated()
+    r = run("import socket\ns = socket.socket()\ns.bind(('127.0.0.1', 0))\ns.listen(1)\n"
+            "c = socket.create_connection(s.getsockname(), timeout=5)\nprint('own loopback works')\n")
+    assert r.verdict == "passed" and "own loopback works" in r.stdout and r.network_isolated
+
+
+def test_start_up_says_which_mechanism_and_which_guards() -> None:
+    report = sandbox_report()
+    text = report.describe()
+    assert text.startswith("code_exec sandbox: ")
+    if report.missing:
+        assert "missing guards" in text
+    else:
+        assert "namespaces" in text and "missing" not in text
+
+
+SWEEP = '''
+cases_file = "cases.jsonl"
+
+[project]
+name = "attacks"
+
+[run]
+concurrency = 4
+allow_code_exec = true
+
+[[models]]
+key = "m"
+provider = "sim"
+sim = { base_latency_s = 0.001, per_token_s = 0.0, jitter = 0.0, accuracy = 1.0 }
+
+[[scorers]]
+name = "code"
+kind = "code_exec"
+timeout_s = 30
+'''
+
+
+def test_a_sweep_of_attacks_finishes_with_every_row_honest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The simulated model answers each case's `expected`: here, attacks on the sweep that runs them."""
+    isolated()
+    import json
+
+    from arenatui.cli import main
+
+    db = tmp_path / "r.db"
+    cases_file = tmp_path / "cases.jsonl"
+    add = "def add(a, b):\n    return a + b\n"
+    answers = {
+        "honest": add,
+        "early_exit": "def add(a, b):\n    return a - b\nraise SystemExit(0)\n",
+        "kill_parent": ("import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept OSError:\n"
+                        "    pass\n" + add),
+        "kill_all": "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n" + add,
+        "tamper": (f"import sqlite3\nc = sqlite3.connect({str(db)!r})\n"
+                   "c.execute(\"UPDATE results SET output = 'TAMPERED', status = 'passed'\")\nc.commit()\n" + add),
+        "peek": f"print(open({str(cases_file)!r}).read())\n" + add,
+    }
+    cases_file.write_text("".join(json.dumps({"id": k, "input": "Write add(a, b).", "expected": v,
+                                              "tests": ADD_TESTS}) + "\n" for k, v in answers.items()))
+    project = tmp_path / "arena.toml"
+    project.write_text(SWEEP)
+    assert main(["evaluate", "-p", str(project), "--db", str(db), "--quiet", "--no-report"]) == 0
+    assert "note: code_exec sandbox: namespaces" in capsys.readouterr().err
+    with sqlite3.connect(db) as conn:
+        got = conn.execute("SELECT case_id, status, failure_mode, output FROM results")
+        rows = {c: (s, m, o) for c, s, m, o in got}
+        run_status = conn.execute("SELECT status FROM runs").fetchall()
+    assert run_status == [("finished",)]
+    assert rows["honest"][:2] == ("passed", "none")
+    assert rows["early_exit"][:2] == ("failed", "tests_not_run")
+    assert rows["kill_parent"][:2] == ("passed", "none") and rows["kill_all"][:2] == ("passed", "none")
+    assert rows["tamper"][:2] == ("failed", "wrong_answer") and rows["peek"][:2] == ("failed", "wrong_answer")
+    assert not any(o == "TAMPERED" for _, _, o in rows.values())
+
+
+NONROOT = '''
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("code_exec", sys.argv[1])
+ce = importlib.util.module_from_spec(spec)
+sys.modules["code_exec"] = ce
+spec.loader.exec_module(ce)
+print("REPORT", ce.sandbox_report().describe())
+r = ce.run_code(sys.argv[2], "assert add(2, 2) == 4\\n", ce.ExecLimits(timeout_s=30.0))
+print("RESULT", r.verdict, sorted(r.guards), r.stdout.strip())
+'''
+
+
+def test_as_an_unprivileged_user_the_sandbox_is_built_in_user_namespaces() -> None:
+    """The path a normal user takes: run as `nobody` (the module is stdlib-only, so any interpreter will do)."""
+    import shutil
+    import subprocess
+
+    python, usable = code_exec.sandbox_python()
+    if os.geteuid() != 0 or not usable or shutil.which("setpriv") is None:
+        pytest.skip("needs root, setpriv and an interpreter other users may run, to become an unprivileged user")
+    where = tempfile.mkdtemp(prefix="arena-nonroot-")
+    try:
+        os.chmod(where, 0o755)
+        module = Path(where) / "code_exec.py"
+        module.write_text(Path(code_exec.__file__).read_text())
+        module.chmod(0o644)
+        answer = "import os\ndef add(a, b):\n    return a + b\nprint(os.getuid(), os.path.exists('/work'))\n"
+        out = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", python, "-I", "-c",
+                              NONROOT, str(module), answer], capture_output=True, text=True, timeout=120, cwd=where)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    report = next(ln for ln in out.stdout.splitlines() if ln.startswith("REPORT"))
+    if "through unshare" not in report:
+        pytest.skip(f"this kernel gives an unprivileged user no namespaces: {report}")
+    assert "as an unprivileged user" in report and "missing" not in report
+    result = next(ln for ln in out.stdout.splitlines() if ln.startswith("RESULT"))
+    assert result.startswith("RESULT passed ['ipc', 'mount', 'net', 'nproc', 'pid', 'user']")
+    assert result.endswith("1000 False")  # uid 1000 of its own namespace, and none of the host's directories
+
+
+def test_ordinary_answers_still_work_inside() -> None:
+    """What honest code does: processes with semaphores, temporary files, its own work dir, threads."""
+    answer = ("import multiprocessing as mp, os, tempfile, threading\n"
+              "def sq(x):\n    return x * x\n"
+              "with mp.Pool(2) as p:\n    squares = p.map(sq, range(5))\n"
+              "with tempfile.NamedTemporaryFile('w', delete=False) as f:\n    f.write('t')\n"
+              "open('here.txt', 'w').write('h')\n"
+              "box = []\nt = threading.Thread(target=lambda: box.append(1))\nt.start()\nt.join()\n")
+    tests = ("assert squares == [0, 1, 4, 9, 16]\nassert open(f.name).read() == 't'\n"
+             "assert open('here.txt').read() == 'h' and box == [1]\n")
+    r = run(answer, tests)
+    assert r.verdict == "passed", r.stderr
+
+
+def _launchers(parent: int) -> list[tuple[int, int, str]]:
+    """(pid, sandbox uid, work dir) of the code_exec launchers that are children of `parent`."""
+    import json
+
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_bytes()
+            cmd = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if int(stat[stat.rfind(b")") + 2:].split()[1]) == parent and len(cmd) > 1 and b"report_fd" in cmd[-2]:
+            cfg = json.loads(cmd[-2])
+            found.append((int(name), cfg["uid"], cfg["workdir"]))
+    return found
+
+
+def test_ctrl_c_ends_a_sweep_at_once_and_its_sandboxes_with_it(tmp_path: Path) -> None:
+    """Issue 20 item 2: a sleeping answer with a daemon, a 600 s timeout, then Ctrl-C (it used to take 604 s)."""
+    import json
+    import signal
+    import subprocess
+
+    isolated()
+    answer = DAEMON + "time.sleep(600)\n"
+    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "slow", "input": "q", "expected": answer,
+                                                      "tests": "pass"}) + "\n")
+    project = tmp_path / "arena.toml"
+    project.write_text(SWEEP.replace("timeout_s = 30", "timeout_s = 600"))
+    p = subprocess.Popen([sys.executable, "-m", "arenatui", "evaluate", "-p", str(project), "--db",
+                          str(tmp_path / "r.db"), "--quiet", "--no-report"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=tmp_path, start_new_session=True,
+                         env={**os.environ, "ARENATUI_HOME": str(tmp_path / "home")})
+    try:
+        deadline = time.monotonic() + 60
+        seen: dict[tuple[int, int, str], float] = {}
+        launchers: list[tuple[int, int, str]] = []
+        while not launchers:  # the answer's sandbox: one that lives on (start-up's probe of the sandbox ends at once)
+            assert p.poll() is None, p.communicate()
+            assert time.monotonic() < deadline, "no sandbox started"
+            time.sleep(0.05)
+            alive = _launchers(p.pid)
+            for x in alive:
+                seen.setdefault(x, time.monotonic())
+            launchers = [x for x in alive if time.monotonic() - seen[x] > 1.5]
+        os.killpg(p.pid, signal.SIGINT)
+        err = p.communicate(timeout=60)[1]  # the answer would run 600 s
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    ended = ticks()
+    assert p.returncode == 130 and "Traceback" not in err
+    (pid, uid, workdir), = launchers
+    deadline = time.monotonic() + 30
+    while (os.path.exists(f"/proc/{pid}") or uid_left(uid, ended)) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the kernel is reaping them
+    assert uid_left(uid, ended) == 0  # the answer and its daemon died with arenatui
+    assert not os.path.exists(workdir)  # and its work dir went at exit, though its scoring thread never ended

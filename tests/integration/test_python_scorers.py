@@ -1,0 +1,197 @@
+"""python scorers that hang, exit or return no score (issue 20, items 4-6): each is that call's scoring_error,
+the sweep goes on, and Ctrl-C ends it at once even while a scorer never returns."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from arenatui.cli import main
+from arenatui.config import Case, ScorerConfig
+from arenatui.scoring import Score, Scorer, ScoringError
+from arenatui.scoring.plugin import STUCK_LIMIT, coerce
+
+CASE = Case(id="c", input="Say yes.", expected="yes")
+
+
+def scorer(tmp_path: Path, body: str, timeout_s: float = 10.0) -> Scorer:
+    (tmp_path / "grading.py").write_text("import os, sys, time, threading\n\ndef grade(case, output):\n" + body)
+    return Scorer(ScorerConfig(name="mine", kind="python", function="grading:grade", timeout_s=timeout_s), tmp_path)
+
+
+# --- item 4: a scorer that never returns ---------------------------------------------------------------------------
+
+def test_a_scorer_that_never_returns_is_a_scoring_error_after_its_timeout(tmp_path: Path) -> None:
+    s = scorer(tmp_path, "    threading.Event().wait()\n", timeout_s=0.2)
+    with pytest.raises(ScoringError, match=r"scorer 'mine': gave no verdict within 0.2s \(its timeout_s\)"):
+        s.score("yes", CASE)
+
+
+def test_hung_calls_are_bounded_then_the_scorer_is_not_called_again(tmp_path: Path) -> None:
+    release = threading.Event()
+    s = scorer(tmp_path, "    return True\n", timeout_s=0.05)
+    calls: list[int] = []
+
+    def hang(case: Any, output: str) -> bool:
+        calls.append(1)
+        release.wait()
+        return True
+
+    s._function = hang
+    for _ in range(STUCK_LIMIT):
+        with pytest.raises(ScoringError, match="gave no verdict"):
+            s.score("yes", CASE)
+    with pytest.raises(ScoringError, match=f"{STUCK_LIMIT} earlier calls are still running"):
+        s.score("yes", CASE)
+    assert len(calls) == STUCK_LIMIT  # the last call never reached the function
+    release.set()  # they return: the scorer is called again
+    deadline = time.monotonic() + 30
+    while any(t.is_alive() for t in s._stuck) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    s._function = lambda case, output: True
+    assert s.score("yes", CASE).passed
+
+
+def test_the_default_timeout_is_ten_seconds(tmp_path: Path) -> None:
+    from arenatui.config import load_project
+
+    p = tmp_path / "arena.toml"
+    p.write_text('[project]\nname = "p"\n[[models]]\nkey = "m"\nprovider = "sim"\n[[scorers]]\nname = "mine"\n'
+                 'kind = "python"\nfunction = "grading:grade"\n[[cases]]\nid = "c"\ninput = "q"\n')
+    (tmp_path / "grading.py").write_text("def grade(case, output):\n    return True\n")
+    assert load_project(p).scorers[0].timeout_s == 10.0
+
+
+# --- item 5: anything the function raises ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("body", "name"), [
+    ("    raise SystemExit(3)\n", "SystemExit"),
+    ("    sys.exit(0)\n", "SystemExit"),
+    ("    raise KeyboardInterrupt\n", "KeyboardInterrupt"),
+    ("    raise GeneratorExit\n", "GeneratorExit"),
+    ("    raise ValueError('no')\n", "ValueError"),
+])
+def test_any_exception_of_the_function_is_that_calls_scoring_error(tmp_path: Path, body: str, name: str) -> None:
+    with pytest.raises(ScoringError, match=f"scorer 'mine': raised {name}"):
+        scorer(tmp_path, body).score("yes", CASE)
+
+
+def test_a_module_that_exits_on_import_is_a_configuration_error(tmp_path: Path) -> None:
+    (tmp_path / "grading.py").write_text("raise SystemExit(3)\n")
+    s = Scorer(ScorerConfig(name="mine", kind="python", function="grading:grade"), tmp_path)
+    with pytest.raises(ScoringError, match="failed to import: SystemExit: 3"):
+        s.score("yes", CASE)
+
+
+# --- item 6: values that are no score ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("value", "named"), [
+    ((1e308, True), "1e+308"),
+    ((-5.0, False), "-5.0"),
+    ((math.nan, False), "nan"),
+    ((math.inf, True), "inf"),
+    (1.5, "1.5"),
+    (-0.1, "-0.1"),
+    (math.nan, "nan"),
+    ((0.0, True), "passed with the score 0.0 contradicts itself"),
+    ((1.0, False), "failed with the score 1.0 contradicts itself"),
+    (Score(0.0, True), "passed with the score 0.0"),
+    (("0.5", True), "str, not a number"),
+    ((None, False), "NoneType, not a number"),
+    ({"score": 1}, "dict"),
+])
+def test_a_value_that_is_no_score_is_refused_naming_it(value: object, named: str) -> None:
+    with pytest.raises(ValueError) as e:
+        coerce(value)
+    assert named in str(e.value)
+
+
+def test_scores_in_range_keep_their_pass_and_their_detail() -> None:
+    assert coerce(True) == (1.0, True, False, None)
+    assert coerce(0.5) == (0.5, False, False, None)
+    assert coerce((0.5, True)) == (0.5, True, False, None)
+    assert coerce(Score(0.25, False, True, "no JSON")) == (0.25, False, True, "no JSON")
+
+
+PROJECT = """
+[project]
+name = "plugins"
+
+[run]
+concurrency = 2
+seed = 1
+
+[[models]]
+key = "m"
+provider = "sim"
+sim = {{ base_latency_s = 0.001, per_token_s = 0.0, jitter = 0.0, accuracy = 1.0 }}
+
+[[scorers]]
+name = "mine"
+kind = "python"
+function = "grading:grade"
+timeout_s = {timeout}
+""" + "".join(f'\n[[cases]]\nid = "c{i}"\ninput = "Say yes."\nexpected = "yes"\n' for i in range(4))
+
+
+def _rows(db: Path) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT DISTINCT status, error_class, error_message FROM results").fetchall()
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    ("    raise SystemExit(3)\n", "raised SystemExit: 3"),
+    ("    raise KeyboardInterrupt('mine')\n", "raised KeyboardInterrupt: mine"),
+    ("    return (1e308, True)\n", "the score 1e+308"),
+    ("    time.sleep(3600)\n", "gave no verdict within 0.2s"),
+])
+def test_evaluate_goes_on_and_stores_each_call_as_a_scoring_error(tmp_path: Path, body: str, said: str,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "grading.py").write_text("import time\n\ndef grade(case, output):\n" + body)
+    project = tmp_path / "arena.toml"
+    project.write_text(PROJECT.format(timeout=0.2))
+    db = tmp_path / "r.db"
+    args = ["evaluate", "-p", str(project), "--db", str(db), "--quiet", "--no-report", "--fail-on-error", "1"]
+    assert main(args) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    got = _rows(db)
+    assert len(got) == 1 and got[0][:2] == ("errored", "scoring_error") and said in got[0][2]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_ends_a_sweep_at_once_while_a_scorer_never_returns(tmp_path: Path) -> None:
+    marker = tmp_path / "scoring"
+    (tmp_path / "grading.py").write_text(
+        f"import threading\n\ndef grade(case, output):\n    open({str(marker)!r}, 'a').write('x')\n"
+        "    threading.Event().wait()\n")
+    project = tmp_path / "arena.toml"
+    project.write_text(PROJECT.format(timeout=600))
+    env = {**os.environ, "ARENATUI_HOME": str(tmp_path / "home")}
+    p = subprocess.Popen([sys.executable, "-m", "arenatui", "evaluate", "-p", str(project), "--db",
+                          str(tmp_path / "r.db"), "--quiet", "--no-report"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert p.poll() is None, p.communicate()
+            assert time.monotonic() < deadline, "the scorer was never called"
+            time.sleep(0.02)
+        os.killpg(p.pid, signal.SIGINT)
+        # the scorer would hold the process for 600 s (its timeout) and forever after: 60 s means it did not
+        err = p.communicate(timeout=60)[1]
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and "Resume with" in err

@@ -118,7 +118,8 @@ def leaderboard_cells(s: ModelRow, trials: int, view: RunView | None = None) -> 
         (score3(q.estimate) if q.n else "-") + (f" {s.flag}" if s.flag else "") + ("" if s.rank else " unranked"),
         f"{q.low:.3f}–{q.high:.3f}" if q.n > 1 else "-", str(q.n),
         f"{score3(own.estimate)}/{own.n}" if own.n else "-", pct(s.coverage),
-        score3(s.pass_at.get(1, math.nan)), f"{score3(_top_k(s))} k={trials}", pct(s.consistency),
+        score3(s.pass_at.get(1, math.nan)), f"{score3(_top_k(s))} k={max(s.pass_at, default=trials)}",
+        pct(s.consistency),
         money(s.cost_per_correct), money(s.cost_per_answered), fmt_num(s.latency_p50), fmt_num(s.latency_p95),
         fmt_num(s.ttft_p50), pct(s.error_rate), pct(s.retry_rate),
     ]

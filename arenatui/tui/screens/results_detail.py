@@ -194,6 +194,8 @@ def model_text(view: RunView, s: ModelRow) -> Text:
             out.append(line, "bold" if lv.best else "")
     out.append("pass@k ", _LABEL)
     out.append("  ".join(f"k={k} {score3(v)}" for k, v in sorted(s.pass_at.items())))
+    if s.pass_at:
+        out.append(f" (over the {s.pass_at_n} cases with {max(s.pass_at)} answered trials)")
     out.append(f"   trials agree on {pct(s.consistency)} of cases\n")
     out.append("cost ", _LABEL)
     out.append(f"{money(s.spend)} spent (every attempt; its own calls, not a judge's); "

@@ -336,6 +336,14 @@ class Results(Screen[None]):
             out.append("  REGRESSION: " if ch.regression else "  ")
             out.append(literal(c.verdict, newlines=False))
             out.append("\n")
+            for st in ch.strata:
+                if st.regression:  # a stratum's regression counts even when the aggregate improved
+                    out.append("    REGRESSION in stratum ", "bold")
+                    out.append(literal(st.stratum, newlines=False))
+                    out.append(": ")
+                    out.append(literal(f"{st.comparison.verdict} (Holm over strata, p {st.p_holm:.4f})",
+                                       newlines=False))
+                    out.append("\n")
         self.app.call_from_thread(self.query_one("#runs-compare", Static).update, out)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

@@ -152,7 +152,7 @@ def f1_answers(store: Store, plan: RunPlan) -> F1Answers:
     from arenatui.scoring.scorers import extract_label
 
     rec = plan.record
-    project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"))
+    project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"), resolve_solvers=False)
     f1_scorers = {sc.name: sc for sc in project.scorers if sc.kind == "f1"}
     if not f1_scorers:
         return {}

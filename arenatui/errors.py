@@ -5,12 +5,16 @@
     ├── PlanError                   filters leave nothing to run, a run to resume does not exist
     ├── StoreError                  the results database cannot be used: newer schema, corrupt, locked
     │   └── DiskFullError           the disk holding it is full (exit code 1: the run failed, resume later)
-    └── ProviderSetupError          a provider cannot start: missing API key variable, bad base_url
+    ├── ProviderSetupError          a provider cannot start: missing API key variable, bad base_url
+    └── SolverMisuse                a python solver is used in a way that would corrupt results (one instance
+                                    shared by trials at once): the run fails at once
 
     ProviderError                   raised by providers for one attempt; the engine classifies, never the user
     ├── RateLimited                 429 or the simulated equivalent; carries retry_after (seconds) when known
     ├── TransientError              worth retrying: 5xx, resets, timeouts, malformed or truncated responses
+    │   └── Transient               what a python solver raises for the same (arenatui.Transient)
     └── TerminalError               never retried: 4xx other than 408/409/429, a refusal to serve
+        └── SolverFailed            a python solver raised (or its worker process died): error class solver_error
 """
 
 from __future__ import annotations
@@ -88,7 +92,7 @@ class RateLimited(ProviderError):
 
     error_class = "rate_limited"
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, message: str = "rate limited", retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
 
@@ -103,6 +107,29 @@ class TerminalError(ProviderError):
     """A failure that will repeat: the engine records it after one attempt and never sleeps."""
 
     error_class = "terminal"
+
+
+class Transient(TransientError):
+    """Raise it from a python solver for a failure worth retrying (a flaky backend): the engine retries the call
+    with the same backoff as a provider's 5xx."""
+
+    def __init__(self, message: str = "transient failure raised by the solver") -> None:
+        super().__init__(message)
+
+
+class SolverFailed(TerminalError):
+    """A python solver raised (or the process running it died): that call ends errored with error class
+    solver_error, never retried; `message` is one line, `detail` the traceback."""
+
+    error_class = "solver_error"
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+class SolverMisuse(ArenaError):
+    """A python solver used in a way that would silently corrupt results: the run fails at once."""
 
 
 def render_error(exc: BaseException | str, *, prefix: str = "error") -> str:

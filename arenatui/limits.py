@@ -22,3 +22,5 @@ MAX_NESTING = 64
 the parsers raise RecursionError."""
 MAX_SQL_INT = 2**63 - 1
 """The largest whole number SQLite stores or compares: a count passed to a query (``arena runs --limit``)."""
+MAX_SOLVER_PROCESSES = 256
+"""Worker processes in one python solver's pool: each is a Python interpreter (~20-40 MB)."""

@@ -33,10 +33,11 @@ from arenatui.limits import MAX_CONCURRENCY
 if TYPE_CHECKING:
     from arenatui.plan import Plan
 
-QUEUED, IN_FLIGHT, BACKOFF, PASSED, FAILED, ERRORED, UNSCORED = range(7)
-STATE_NAMES = ("queued", "in flight", "backing off", "passed", "failed", "errored", "unscored")
-"""UNSCORED: answered, and an llm_judge scorer has not scored it (awaiting its judge, or outside its sample)."""
-_N_STATES = 7
+QUEUED, IN_FLIGHT, BACKOFF, PASSED, FAILED, ERRORED, UNSCORED, UNREACHABLE = range(8)
+STATE_NAMES = ("queued", "in flight", "backing off", "passed", "failed", "errored", "unscored", "unreachable")
+"""UNSCORED: answered, and an llm_judge scorer has not scored it (awaiting its judge, or outside its sample).
+UNREACHABLE: a chained case not run because a parent did not pass in that trial (counted among errors by class)."""
+_N_STATES = 8
 RING = 120
 """Seconds of per-model history kept for sparklines."""
 LATENCY_SAMPLES = 1024
@@ -454,7 +455,7 @@ class LiveMetrics:
             dst = UNSCORED
         else:
             agg.errored += 1
-            dst = ERRORED
+            dst = UNREACHABLE if status == "unreachable" else ERRORED
             cls = ec or "error"
             agg.errors[cls] = agg.errors.get(cls, 0) + 1
             self._log(ev.t, "error", mk, f"{self._call(mk, cid, trial)}: {cls} after {attempts} attempt(s): "
@@ -591,7 +592,8 @@ class LiveMetrics:
             agg = self.rows[mi]
             agg.done += 1
             agg.preloaded += 1
-            dst = {"passed": PASSED, "failed": FAILED, "unscored": UNSCORED}.get(r.status, ERRORED)
+            dst = {"passed": PASSED, "failed": FAILED, "unscored": UNSCORED, "unreachable": UNREACHABLE}.get(r.status,
+                                                                                                        ERRORED)
             if dst == PASSED:
                 agg.passed += 1
             elif dst == FAILED:

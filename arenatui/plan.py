@@ -156,6 +156,9 @@ class Plan:
     judges: tuple[JudgePlan, ...] = ()
     awaiting: tuple[AwaitingJudge, ...] = ()
     """Answers stored unscored and awaiting their judge (resume): judged before anything else of their lane."""
+    chain_outcomes: dict[str, list[tuple[str, int, tuple[bool, str | None]]]] = field(default_factory=dict)
+    """Resume of a chained project: per model, (case id, trial, (passed, answer)) of the stored calls of cases
+    others depend on, from which the dependents still to run take their inputs."""
     filters: Filters = field(default_factory=Filters)
     """What the plan was narrowed by, its shard among them."""
     _shard_cells: array[int] | None = field(default=None, repr=False)
@@ -252,6 +255,9 @@ def make_plan(project: Project, filters: Filters = Filters(),
     trials = filters.trials if filters.trials is not None else project.run.trials
     if not 1 <= trials <= MAX_TRIALS:
         raise PlanError(f"--trials: expected a whole number from 1 to {MAX_TRIALS}, got {trials}")
+    if filters.shard is not None and any(c.depends_on for c in cases):
+        raise PlanError("--shard splits a run call by call, and a chained case (depends_on) needs its parents' answers "
+                        f"from the same process: run {project.path} unsharded")
     plan = Plan(project=project, models=models, cases=cases, trials=trials, done=done or {}, filters=filters)
     judged = plan.judged_cases()
     lanes: dict[str, set[str]] = {}

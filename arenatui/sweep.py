@@ -11,7 +11,7 @@ import gc
 import shlex
 import signal
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,8 @@ def stop_signals() -> tuple[signal.Signals, ...]:
 
 @dataclass(frozen=True, slots=True)
 class SweepOptions:
-    project: str | Path | None = None
+    project: str | Path | Project | None = None
+    """A project file (or directory holding arena.toml), or a Project already validated (arenatui.api)."""
     filters: Filters = field(default_factory=Filters)
     db: str | Path | None = None
     resume: str | None = None
@@ -55,6 +56,9 @@ class SweepOptions:
     """With resume: run again the calls that ended errored (rate-limited, timed out ...), not only cancelled ones."""
     tune: bool = False
     """Start with the auto-tuner on (arenatui.tuning)."""
+    solvers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    """Python models' solver factories given from Python, by model key (arenatui.api): a resumed run gets them back
+    from here, since a function is stored only by its name."""
     run_id: str | None = None
     """`--run-id`: record the run under this id (the shards of a run share it, see `arena merge`)."""
 
@@ -115,7 +119,8 @@ class Sweep:
             if opts.project is None:
                 raise ArenaError("no project: pass --project FILE (or a directory holding arena.toml), or "
                                  "--resume RUN_ID|last")
-            fresh = make_plan(_with_seed(load_project(opts.project), opts.seed), opts.filters)
+            project = opts.project if isinstance(opts.project, Project) else load_project(opts.project)
+            fresh = make_plan(_with_seed(project, opts.seed), opts.filters)
         store = Store(self.db_path)
         try:
             stored: list[tuple[Any, ...]] = []
@@ -123,7 +128,8 @@ class Sweep:
             if fresh is None:
                 assert opts.resume is not None
                 rec = store.get_run(opts.resume)
-                project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"))
+                project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"),
+                                            opts.solvers or None)
                 self.filters = Filters.from_dict(rec.filters)
                 self.run_id = rec.run_id
                 self.plan = make_plan(project, self.filters,
@@ -131,6 +137,10 @@ class Sweep:
                 # answers an interruption left unjudged (and, with --retry-errored, failed judgings) are judged again;
                 # their models are never called again for them
                 self.plan.awaiting = tuple(store.awaiting_judge(rec.run_id, retry_errored=opts.retry_errored))
+                parents = {p for c in self.plan.cases for p in c.depends_on}
+                if parents:  # a chained project: the dependents still to run take their inputs from stored answers
+                    self.plan.chain_outcomes = store.chain_outcomes(rec.run_id, parents,
+                                                                    retry_errored=opts.retry_errored)
                 self.notices += project_changes(rec.project_path, project)
                 from arenatui.store.queries import judged_rows  # numpy: only a resume pays for it
 
@@ -163,6 +173,10 @@ class Sweep:
                                                self.filters.to_dict(), self.plan.total, run_id=opts.run_id)
                 if self.filters.shard is not None:
                     record_shard(store, self.run_id, self.filters.shard.index, self.filters.shard.count)
+            for p in self.providers.values():  # a python solver's TrialContext carries the run id
+                bind = getattr(p, "bind_run", None)
+                if bind is not None:
+                    bind(self.run_id)
         finally:
             store.close()
         self.live = LiveMetrics([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials,

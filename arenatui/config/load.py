@@ -9,16 +9,18 @@ import json
 import math
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from arenatui.config.schema import (
     JUDGE_LANE_PREFIX,
     MOCK_FAULTS,
+    OUTPUT_REF,
     PROVIDERS,
     RETRY_AFTER_FORMS,
     SCORER_KINDS,
+    SOLVER_CONCURRENCY,
     TRANSPORTS,
     Case,
     Defaults,
@@ -30,7 +32,7 @@ from arenatui.config.schema import (
     SimSettings,
 )
 from arenatui.errors import ConfigError
-from arenatui.limits import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_NESTING, MAX_RPM, MAX_TRIALS
+from arenatui.limits import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_NESTING, MAX_RPM, MAX_SOLVER_PROCESSES, MAX_TRIALS
 from arenatui.redact import REDACTED, redact_url
 
 T = TypeVar("T")
@@ -239,7 +241,45 @@ def _read_sim(t: _Table) -> SimSettings:
     return out
 
 
-def _read_model(t: _Table) -> ModelConfig:
+def _read_solver(t: _Table, provider: str, given: Callable[..., Any] | None, resolve: bool) -> dict[str, Any]:
+    """A python model's solver settings (``factory``, ``concurrency``, ``processes``); other providers have none.
+
+    ``factory`` is looked up beside the project file first, then among installed packages, like python scorers; a
+    solver given from Python (`given`) needs none, and neither does a stored run read back (`resolve` false)."""
+    factory = t.string("factory")
+    from_python = t.string("solver")  # a stored run's note: a solver given from Python that has no importable name
+    concurrency = t.string("concurrency", "thread") or "thread"
+    processes = t.integer("processes", 1, lo=1, hi=MAX_SOLVER_PROCESSES) or 1
+    if provider != "python":
+        for name in ("factory", "concurrency", "processes", "solver"):
+            if name in t.data:
+                raise t.error(name, 'is a solver setting: it applies only to provider = "python"'
+                              + ("; did you mean 'max_concurrency'?" if name == "concurrency" else ""))
+        return {}
+    if concurrency not in SOLVER_CONCURRENCY:
+        close = difflib.get_close_matches(concurrency, SOLVER_CONCURRENCY, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise t.error("concurrency", f"expected one of {', '.join(SOLVER_CONCURRENCY)}, got {concurrency!r}{hint}")
+    solver = given
+    if solver is None and resolve:
+        if factory is None and from_python is not None:
+            raise t.error("factory", f"this run's solver was given from Python ({from_python}) and has no name another "
+                                     "process can import (a lambda, a nested function, a script's __main__): resume it "
+                                     "from Python, arenatui.bench(project, resume=RUN_ID), with the same project")
+        if factory is None:
+            raise t.error("factory", "is required for a python model: 'module:make_solver', a function called once "
+                                     "per trial that returns the solver")
+        from arenatui.scoring.plugin import PluginProblem, load_function
+
+        try:
+            solver = load_function(factory, t.file.parent)
+        except PluginProblem as e:
+            raise t.error("factory", str(e)) from None
+    return {"factory": factory, "solver": solver, "concurrency": concurrency, "processes": processes}
+
+
+def _read_model(t: _Table, solvers: Mapping[str, Callable[..., Any]] | None = None, resolve: bool = True
+                ) -> ModelConfig:
     key = t.string("key", required=True)
     assert key is not None
     if not _KEY_RE.match(key):
@@ -247,7 +287,10 @@ def _read_model(t: _Table) -> ModelConfig:
                       "(starting with a letter or digit)")
     if key.startswith(JUDGE_LANE_PREFIX):
         raise t.error("key", f"must not start with {JUDGE_LANE_PREFIX!r}: the console names judge lanes that way")
-    provider = t.string("provider", "sim")
+    given = (solvers or {}).get(key)
+    provider = t.string("provider", "python" if given is not None else "sim")
+    if given is not None and provider != "python":
+        raise t.error("provider", f'a model given a solver is provider = "python", got {provider!r}')
     if provider not in PROVIDERS:
         close = difflib.get_close_matches(provider or "", PROVIDERS, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
@@ -313,6 +356,7 @@ def _read_model(t: _Table) -> ModelConfig:
         extra_body=dict(extra.data),
         sim=_read_sim(t),
         candidate=t.boolean("candidate", True),
+        **_read_solver(t, provider, given, resolve),
     )
     t.finish()
     return m
@@ -551,10 +595,19 @@ def _read_case(file: Path, path: str, data: Any) -> Case:
         tests=t.string("tests"),
         language=t.string("language"),
         cluster=t.string("cluster"),
+        depends_on=tuple(_case_ids(t, "depends_on")),
         judge_expected=_judge_expected(t),
     )
     t.finish()
     return case
+
+
+def _case_ids(t: _Table, name: str) -> list[str]:
+    ids = t.get(name, list, [], "an array of case ids")
+    out = [str(x) if isinstance(x, int) and not isinstance(x, bool) else x for x in ids]
+    if not all(isinstance(x, str) and x.strip() for x in out):
+        raise t.error(name, "expected an array of case ids (non-empty strings)")
+    return [x.strip() for x in out]
 
 
 def _judge_expected(t: _Table) -> tuple[tuple[str, str], ...]:
@@ -661,7 +714,12 @@ def _read_jsonl_rows(p: Path, f: Any) -> list[tuple[int, Any]]:
 
 
 
-def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
+def project_from_dict(raw: Mapping[str, Any], file: Path,
+                      solvers: Mapping[str, Callable[..., Any]] | None = None, *, resolve_solvers: bool = True
+                      ) -> Project:
+    """Validate TOML-shaped data into a Project; `solvers` gives python models their solver factories from Python
+    (by model key) instead of a ``factory`` to import. A stored run read for its results passes `resolve_solvers`
+    false: no solver runs, so none is imported."""
     check_values(file, "", raw)
     top = _Table(file, "", raw)
     proj = top.table("project")
@@ -690,6 +748,7 @@ def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
         seed=rt.integer("seed", d.seed) or 0,
         keep_sealed_outputs=rt.boolean("keep_sealed_outputs", d.keep_sealed_outputs),
         allow_code_exec=rt.boolean("allow_code_exec", False),
+        max_concurrency_per_case=rt.integer("max_concurrency_per_case", None, lo=1, hi=MAX_CONCURRENCY),
     )
     rt.finish()
     top.seen.add("mock")  # [mock] is read after the models it names
@@ -705,7 +764,7 @@ def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
     models: list[ModelConfig] = []
     seen_keys: dict[str, int] = {}
     for i, rm in enumerate(raw_models):
-        m = _read_model(_Table(file, f"models[{i}]", rm))
+        m = _read_model(_Table(file, f"models[{i}]", rm), solvers, resolve_solvers)
         if m.key in seen_keys:
             raise ConfigError(str(file), f"models[{i}].key",
                               f"duplicate model key {m.key!r} (also models[{seen_keys[m.key]}].key)")
@@ -766,6 +825,7 @@ def project_from_dict(raw: Mapping[str, Any], file: Path) -> Project:
             raise ConfigError(str(file), f"scorers[{i}].kind",
                               "code_exec runs model-written code on this machine: set [run] allow_code_exec = true "
                               "to allow it (it guards against accidents, not attacks; see README)")
+    _chains_checked(file, cases)
     models = _judges_checked(file, raw_models, models, scorers)
     mock = _read_mock(top.table("mock"), [m.key for m in models])
     weights = _read_strata(top.table("strata"), cases)
@@ -792,6 +852,54 @@ def _read_strata(t: _Table, cases: list[Case]) -> dict[str, float]:
         out[name] = v
     w.finish()
     return out
+
+
+def _chains_checked(file: Path, cases: list[Case]) -> None:
+    """Every ``depends_on`` names a case of the project, and no chain leads back to where it started."""
+    ids = {c.id for c in cases}
+    for c in cases:
+        for d in c.depends_on:
+            if d not in ids:
+                close = difflib.get_close_matches(d, sorted(ids), n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                raise ConfigError(str(file), f"cases[id={c.id}].depends_on", f"names no case {d!r}{hint}")
+            if d == c.id:
+                raise ConfigError(str(file), f"cases[id={c.id}].depends_on", "names the case itself")
+        for ref in OUTPUT_REF.findall(c.prompt_text()):
+            if ref not in c.depends_on:
+                raise ConfigError(str(file), f"cases[id={c.id}].input", f"uses {{output:{ref}}} but {ref!r} is not in "
+                                  "its depends_on: list the cases whose answers it uses")
+    cycle = chain_cycle({c.id: c.depends_on for c in cases})
+    if cycle:
+        raise ConfigError(str(file), f"cases[id={cycle[0]}].depends_on",
+                          f"makes a cycle ({' -> '.join(cycle)}): a case cannot wait for its own answer")
+
+
+def chain_cycle(parents: Mapping[str, Sequence[str]]) -> list[str] | None:
+    """A cycle among cases' ``depends_on`` (the ids along it, the first repeated at the end), or None."""
+    state: dict[str, int] = {}  # 1 on the path being walked, 2 done
+    for start in parents:
+        if state.get(start):
+            continue
+        path: list[str] = []
+        stack: list[tuple[str, Iterator[str]]] = [(start, iter(parents.get(start, ())))]
+        state[start] = 1
+        path.append(start)
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                path.pop()
+                state[node] = 2
+                continue
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt):], nxt]
+            if not state.get(nxt):
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append((nxt, iter(parents.get(nxt, ()))))
+    return None
 
 
 def _check_judge_expected(file: str, key: str, c: Case, scorer: ScorerConfig) -> None:
@@ -839,6 +947,17 @@ def _judges_checked(file: Path, raw_models: list[Any], models: list[ModelConfig]
     return out
 
 
+def solver_spec(fn: Callable[..., Any]) -> str | None:
+    """``module:name`` that imports `fn` again in another process (resume from the CLI), or None when nothing
+    can (a lambda, a function defined inside another, an object, a script run as __main__)."""
+    module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+    if not module or not name or module == "__main__" or module.startswith("arenatui_user_scorer_"):
+        return None
+    if "<" in name or "." in name:
+        return None
+    return f"{module}:{name}"
+
+
 def _prune(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None and v != {} and v != ()}
 
@@ -861,6 +980,8 @@ def project_to_dict(p: Project) -> dict[str, Any]:
         d["input"] = c.input if isinstance(c.input, str) else [dict(m) for m in c.input]
         if c.tags:
             d["tags"] = list(c.tags)
+        if c.depends_on:
+            d["depends_on"] = list(c.depends_on)
         if not c.sealed:
             d.pop("sealed", None)
         if c.judge_expected:
@@ -868,7 +989,19 @@ def project_to_dict(p: Project) -> dict[str, Any]:
         return d
 
     def model(m: ModelConfig) -> dict[str, Any]:
-        d = _prune({k: v for k, v in dataclasses.asdict(m).items() if k != "sim"})
+        d = _prune({f.name: getattr(m, f.name) for f in dataclasses.fields(m) if f.name not in ("sim", "solver")})
+        for k in ("headers", "headers_env", "extra_body"):
+            if k in d:
+                d[k] = dict(d[k])
+        if m.provider != "python":
+            for k in ("concurrency", "processes", "factory"):
+                d.pop(k, None)
+        elif m.factory is None and m.solver is not None:
+            spec = solver_spec(m.solver)
+            if spec is not None:
+                d["factory"] = spec  # so that resume, from the CLI too, can import it again
+            else:  # said on a resume from the CLI: only Python, given the object again, can resume it
+                d["solver"] = str(getattr(m.solver, "__qualname__", type(m.solver).__name__))[:200]
         # Credentials never reach the store: header values and a base_url's userinfo and credential parameters
         # are redacted (resume reads them again from the project file, see _secret_from_project_file).
         if m.headers:
@@ -883,7 +1016,7 @@ def project_to_dict(p: Project) -> dict[str, Any]:
     out: dict[str, Any] = {
         "project": _prune({"name": p.name, "theme": p.theme}),
         "defaults": _prune(dataclasses.asdict(p.defaults)),
-        "run": dataclasses.asdict(p.run),
+        "run": {k: v for k, v in dataclasses.asdict(p.run).items() if v is not None},
         "models": [model(m) for m in p.models],
         "scorers": [_scorer_dict(s) for s in p.scorers],
         "cases": [case(c) for c in p.cases],

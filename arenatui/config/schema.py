@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-ProviderKind = Literal["sim", "openai", "anthropic"]
-PROVIDERS: tuple[str, ...] = ("sim", "openai", "anthropic")
+ProviderKind = Literal["sim", "openai", "anthropic", "python"]
+PROVIDERS: tuple[str, ...] = ("sim", "openai", "anthropic", "python")
+SOLVER_CONCURRENCY: tuple[str, ...] = ("thread", "process", "serial")
+"""How a python solver may overlap (arenatui.providers.solver): freely in-process, one trial per worker process,
+or never."""
 TRANSPORTS: tuple[str, ...] = ("auto", "httpx", "aiohttp")
 """HTTP clients a model may use (arenatui.providers.transports says why there are two)."""
 ScorerKind = Literal["exact", "contains", "regex", "choice", "numeric", "json_valid", "json_schema", "f1", "python",
                      "code_exec", "llm_judge"]
 SCORER_KINDS: tuple[str, ...] = ("exact", "contains", "regex", "choice", "numeric", "json_valid", "json_schema", "f1",
                                  "python", "code_exec", "llm_judge")
+OUTPUT_REF = re.compile(r"\{output:([^{}]+)\}")
+"""``{output:ID}`` in a chained case's input: the answer of case ID (same model, same trial)."""
 JUDGE_LANE_PREFIX = "judge:"
 """The engine's lane of a judge model is keyed ``judge:<model key>``; no model key may start with it."""
 
@@ -47,6 +54,9 @@ class RunSettings:
     """Store a sealed case's output in full; by default only its SHA-256 and length are kept (the score always is)."""
     allow_code_exec: bool = False
     """Whether code_exec scorers may run model-written code on this machine (off unless the project says so)."""
+    max_concurrency_per_case: int | None = None
+    """Most trials of one case one model may have under way at once (None: no limit); 1 serialises the trials of a
+    case that share server-side state."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +114,13 @@ class SimSettings:
 
 @dataclass(frozen=True, slots=True)
 class ModelConfig:
+    """One model of a project: ``[[models]]`` in TOML, or ``arenatui.Model(...)`` from Python."""
+
     key: str
-    provider: ProviderKind
-    model: str
+    provider: ProviderKind = "sim"
+    """Set to "python" by itself when ``solver`` is given."""
+    model: str = ""
+    """The provider's model name; empty means the key."""
     base_url: str | None = None
     api_key_env: str | None = None
     price_in_per_mtok: float = 0.0
@@ -134,6 +148,22 @@ class ModelConfig:
     candidate: bool = True
     """Whether the sweep asks this model the cases. A model named as an llm_judge scorer's ``judge`` is only a
     judge unless the project sets ``candidate = true`` on it."""
+    factory: str | None = None
+    """python: ``module:make_solver``, called once per trial with a TrialContext, returning the solver."""
+    solver: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+    """python, from Python: the factory itself (or, at concurrency 1, one solver shared by every trial). The loader
+    puts the function named by ``factory`` here."""
+    concurrency: str = "thread"
+    """python: how the solver may overlap: "thread" (freely, in this process), "process" (each trial in a worker
+    process: up to ``processes`` at once), "serial" (one call at a time in the whole run)."""
+    processes: int = 1
+    """python with concurrency = "process": the size of its pool of worker processes."""
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            object.__setattr__(self, "model", self.key)
+        if self.solver is not None and self.provider == "sim":
+            object.__setattr__(self, "provider", "python")
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         return (input_tokens * self.price_in_per_mtok + output_tokens * self.price_out_per_mtok) / 1e6
@@ -157,6 +187,9 @@ class Case:
     the failure mode wrong_language."""
     cluster: str | None = None
     """Cases that share a passage or a template share a cluster: intervals then resample clusters, not cases."""
+    depends_on: tuple[str, ...] = ()
+    """Cases whose answers this one's input uses (``{output:ID}``): it runs once they passed, for the same model
+    and trial, and is stored 'unreachable' when one of them did not."""
     judge_expected: tuple[tuple[str, str], ...] = ()
     """llm_judge: answers with known verdicts, (answer, verdict) pairs ("PASS"/"FAIL" or a number on the scale),
     on which `arena judge-check` measures how often the judge agrees."""
@@ -250,14 +283,17 @@ class MockFaults:
 
 @dataclass(frozen=True, slots=True)
 class Project:
+    """A whole project: what the TOML loader produces, or ``arenatui.Project(...)`` built in Python."""
+
     name: str
-    path: Path
-    """The TOML file the project came from (for error messages and relative paths)."""
-    defaults: Defaults
-    run: RunSettings
-    models: tuple[ModelConfig, ...]
-    cases: tuple[Case, ...]
-    scorers: tuple[ScorerConfig, ...]
+    path: Path = field(default_factory=lambda: Path.cwd() / "arena.toml")
+    """The TOML file the project came from (for error messages and relative paths; a project built in Python
+    defaults to arena.toml in the working directory, whether or not there is one)."""
+    defaults: Defaults = field(default_factory=Defaults)
+    run: RunSettings = field(default_factory=RunSettings)
+    models: tuple[ModelConfig, ...] = ()
+    cases: tuple[Case, ...] = ()
+    scorers: tuple[ScorerConfig, ...] = ()
     theme: str | None = None
     mock: dict[str, MockFaults] = field(default_factory=dict)
     """Fault injection for `arena mock-server`, by model key."""

@@ -12,13 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-Status = Literal["passed", "failed", "errored", "unscored"]
+Status = Literal["passed", "failed", "errored", "unscored", "unreachable"]
 """unscored: the model answered (the output is kept) and an llm_judge scorer has not scored it: its failure_mode says
 why, 'unjudged' (the case is outside the scorer's sample: it never will be) or 'awaiting_judge' (a JudgeFinished
-will score it; resume judges what an interrupted run left). An unscored call is answered: coverage, not quality."""
-ErrorClass = Literal["rate_limited", "timeout", "transient", "terminal", "cancelled", "scoring_error", "judge_error"]
+will score it; resume judges what an interrupted run left). An unscored call is answered: coverage, not quality.
+unreachable: a chained case (``depends_on``) not run because a parent did not pass in that trial: coverage as not
+run, never a wrong answer (error class and failure mode 'unreachable', the parent named in its message)."""
+ErrorClass = Literal["rate_limited", "timeout", "transient", "terminal", "cancelled", "scoring_error", "judge_error",
+                     "solver_error", "unreachable"]
 """scoring_error: the model answered (the output is kept) but the scorer could not judge it. judge_error: the same
-for an llm_judge scorer: its judge's call failed or its answer held no readable verdict (never a silent 0)."""
+for an llm_judge scorer: its judge's call failed or its answer held no readable verdict (never a silent 0).
+solver_error: a python solver raised (its traceback is the call's score_detail) or its worker process died."""
 RunStatus = Literal["finished", "cancelled", "failed"]
 
 

@@ -29,20 +29,17 @@ import heapq
 import itertools
 import os
 import random
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
 from aiolimiter import AsyncLimiter
 from anyio.abc import TaskGroup
 
 from arenatui.config.schema import Case, ModelConfig, ScorerConfig
+from arenatui.engine.chains import Chains
 from arenatui.engine.events import (
     CallFinished,
     CallResult,
@@ -60,13 +57,14 @@ from arenatui.engine.events import (
 )
 from arenatui.engine.retry import RetryPolicy
 from arenatui.engine.sealed import MIN_RUN, SealedScrubber
-from arenatui.errors import ProviderError, RateLimited, TerminalError
+from arenatui.errors import ArenaError, ProviderError, RateLimited, TerminalError
 from arenatui.limits import MAX_CONCURRENCY
 from arenatui.plan import Plan, judge_trial
 from arenatui.providers.base import JudgeTask, Provider, Request, build_messages, estimate_tokens
 from arenatui.scoring import REGEX_TIMEOUT_S, Score, ScorerSet, ScoringError, ScoringSlow
 from arenatui.scoring.failure_modes import classify
 from arenatui.scoring.judge import JudgeUnreadable, judge_messages, read_verdict
+from arenatui.threads import in_daemon_thread
 
 Sink = Callable[[Event], None]
 MESSAGE_LIMIT = 2000
@@ -129,6 +127,11 @@ class _ModelLane:
     """Heap of (due time, sequence, call) backing off: they hold no worker until due."""
     jobs: deque[_JudgeJob] | None = None
     """A judge lane's answers to judge, in the order they came (None for a model's own lane)."""
+    ready: deque[tuple[Case, int]] = field(default_factory=deque)
+    """Chained cases whose parents passed in that trial, their inputs filled in: they go before new calls."""
+    deferred: deque[tuple[Case, int]] = field(default_factory=deque)
+    """Calls taken from `calls` while their case had max_concurrency_per_case trials under way: they go first
+    once it has room."""
 
 
 def sealed_output(text: str) -> str:
@@ -168,8 +171,11 @@ class Runner:
         self._lanes: list[_ModelLane] = []
         rate_limits: dict[str, tuple[AsyncLimiter | None, AsyncLimiter | None]] = {}
         at_provider: dict[str, list[int]] = {}
+        chained = any(c.depends_on for c in plan.cases)
+        self._chains = Chains(plan.cases) if chained else None
+        """A chained project's episodes: a dependent case is queued (lane.ready) once its parents passed."""
         lanes: list[tuple[str, ModelConfig, Iterator[tuple[Case, int]], deque[_JudgeJob] | None]] = [
-            (m.key, m, plan.pending(m.key), None) for m in plan.models]
+            (m.key, m, _roots(plan.pending(m.key)) if chained else plan.pending(m.key), None) for m in plan.models]
         lanes += [(j.key, j.model, iter(()), deque()) for j in plan.judges]
         for key, m, calls, jobs in lanes:
             # a model that is both a candidate and a judge has one provider and one set of rate limits
@@ -190,6 +196,9 @@ class Runner:
                 at_provider=at_provider.setdefault(m.key, [0]),
             ))
         self._by_key = {lane.key: lane for lane in self._lanes}
+        self._per_case = run.max_concurrency_per_case
+        self._case_busy: dict[tuple[str, str], int] = {}
+        """(lane, case id) -> trials under way, from first attempt to final end (backing off included)."""
         self._model_index = {m.key: i for i, m in enumerate(plan.models)}
         self._judged = plan.judged_cases()
         """Case id → (its llm_judge scorer, its judge lane) for the cases that are judged."""
@@ -203,6 +212,9 @@ class Runner:
         self._unjudgeable: list[tuple[_ModelLane, _JudgeJob, str]] = []
         """Resumed answers that cannot be judged (a sealed case's answer that was not kept): reported at start."""
         self._backlog(plan)
+        self._unreachable_at_start: list[tuple[_ModelLane, Case, int, str]] = []
+        if self._chains is not None:
+            self._chains_started(plan, self._chains)
         self._parked_n = 0
         self._seq = itertools.count()
         self._scrubbers: dict[str, SealedScrubber] = {}
@@ -273,6 +285,9 @@ class Runner:
             self._finish(lane, self._errored(lane, job.case, judge_trial(job.model_index, job.trial, self.plan.trials),
                                              "judge_error", why, 0, None, now, now, time.time(), 0, 0, None), job, now)
         self._unjudgeable.clear()
+        for lane, case, trial, why in self._unreachable_at_start:
+            self._unreachable(lane, case, trial, why)
+        self._unreachable_at_start.clear()
         status: RunStatus = "finished"
         message: str | None = None
         try:
@@ -378,21 +393,62 @@ class Runner:
                 self._unstarted -= 1
                 self._rr = idx + 1
                 return lane, job.case, judge_trial(job.model_index, job.trial, self.plan.trials), None, job
+            if lane.ready:
+                case, trial = lane.ready.popleft()
+                self._unstarted -= 1
+                self._rr = idx + 1
+                if self._per_case is not None:  # counted like any call of its case (its end is)
+                    self._case_busy[(lane.key, case.id)] = self._case_busy.get((lane.key, case.id), 0) + 1
+                return lane, case, trial, None, None
             if lane.exhausted:
                 continue
-            item = next(lane.calls, None)
+            item = next(lane.calls, None) if self._per_case is None else self._next_for_case(lane)
             if item is None:
-                lane.exhausted = True
+                lane.exhausted = self._per_case is None or not lane.deferred
                 continue
             self._unstarted -= 1
             self._rr = idx + 1
             return lane, item[0], item[1], None, None
         return None
 
+    def _next_for_case(self, lane: _ModelLane) -> tuple[Case, int] | None:
+        """The lane's next call whose case has room under max_concurrency_per_case (counted as under way), or None;
+        calls passed over wait in the lane's `deferred`, ahead of new ones."""
+        limit = self._per_case
+        assert limit is not None
+        busy = self._case_busy
+        item: tuple[Case, int] | None = None
+        for i, (case, trial) in enumerate(lane.deferred):
+            if busy.get((lane.key, case.id), 0) < limit:
+                item = (case, trial)
+                del lane.deferred[i]
+                break
+        while item is None:
+            nxt = next(lane.calls, None)
+            if nxt is None:
+                return None
+            if busy.get((lane.key, nxt[0].id), 0) < limit:
+                item = nxt
+            else:
+                lane.deferred.append(nxt)
+        key = (lane.key, item[0].id)
+        busy[key] = busy.get(key, 0) + 1
+        return item
+
+    def _case_ended(self, lane: _ModelLane, case: Case, trial: int) -> None:
+        """A call of a per-case-limited lane returned from its worker: its case has room again unless it backs off."""
+        if any(p.case.id == case.id and p.trial == trial for _d, _s, p in lane.parked):
+            return
+        key = (lane.key, case.id)
+        busy = self._case_busy
+        busy[key] -= 1
+        if not busy[key]:
+            del busy[key]
+
     def _all_done(self) -> bool:
         """Nothing left to start: no call backing off, every model's calls taken, every judge queue empty (a
         running candidate may still queue a judge call: its worker then takes it, or spawns one)."""
-        return not self._parked_n and all(lane.exhausted if lane.jobs is None else not lane.jobs
+        return not self._parked_n and all((lane.exhausted and not lane.ready) if lane.jobs is None else not lane.jobs
                                           for lane in self._lanes)
 
     async def _worker(self) -> None:
@@ -419,7 +475,9 @@ class Runner:
                     lane.in_flight -= 1
                     lane.at_provider[0] -= 1
                     self.in_flight -= 1
-                    if lane.cap is not None or lane.parked:
+                    if self._per_case is not None and job is None:
+                        self._case_ended(lane, case, trial)
+                    if lane.cap is not None or lane.parked or lane.deferred:
                         self._notify()
         finally:
             self.workers -= 1
@@ -439,6 +497,48 @@ class Runner:
         """Hand one event to every sink, in order (also for run-level events from beside the engine)."""
         for sink in self._sinks:
             sink(ev)
+        if self._chains is not None and type(ev) is CallFinished:
+            self._chained(ev.result)
+
+    def _chains_started(self, plan: Plan, chains: Chains) -> None:
+        """Each model's dependents that a resumed run can decide at once (their parents are stored), and those
+        whose parent a filter left out (unreachable)."""
+        for lane in self._lanes:
+            if lane.jobs is not None:
+                continue
+            done = plan.done.get(lane.key, set())
+            pending = [(c.id, t) for c in plan.cases if c.depends_on for t in range(plan.trials)
+                       if (c.id, t) not in done]
+            for case, trial, why in chains.start(lane.key, plan.chain_outcomes.get(lane.key, ()), pending):
+                if why is None:
+                    lane.ready.append((case, trial))
+                else:
+                    self._unreachable_at_start.append((lane, case, trial, why))
+
+    def _chained(self, r: CallResult) -> None:
+        """A call of a case others depend on ended: queue the dependents it made ready, record those it made
+        unreachable. A cancelled call decides nothing (resume runs it again)."""
+        chains = self._chains
+        assert chains is not None
+        lane = self._by_key.get(r.model_key)
+        if r.error_class == "cancelled" or lane is None or lane.jobs is not None or r.case_id not in chains.involved:
+            return
+        for case, why in chains.finished(lane.key, r.case_id, r.trial, (r.status == "passed", r.output)):
+            if why is None:
+                lane.ready.append((case, r.trial))
+            else:
+                self._unreachable(lane, case, r.trial, why)
+        if lane.ready:
+            self._spawn()
+            self._notify()
+
+    def _unreachable(self, lane: _ModelLane, case: Case, trial: int, why: str) -> None:
+        """Store a chained call that is not made: its parent did not pass (coverage as not run, never wrong)."""
+        self._unstarted -= 1
+        now, wall = time.monotonic(), time.time()
+        self.emit(CallFinished(CallResult(
+            lane.key, case.id, trial, "unreachable", None, None, False, "unreachable", why, 0, None, 0.0, None, 0, 0,
+            0.0, None, False, wall, wall, None, "unreachable"), now))
 
     async def _call(self, lane: _ModelLane, case: Case, trial: int, parked: _Parked | None,
                     job: _JudgeJob | None = None) -> None:
@@ -462,6 +562,7 @@ class Runner:
             started_wall, t0, attempt, in_tok, out_tok = p.started_wall, p.t0, p.attempt, p.in_tok, p.out_tok
             err_class, err_msg, latency, connect_ms = p.err_class, p.err_msg, p.latency, p.connect_ms
         http_status: int | None = None
+        err_detail: str | None = None
         try:
             if lane.rpm is not None:
                 await lane.rpm.acquire()
@@ -500,11 +601,13 @@ class Runner:
                 out_tok += getattr(e, "output_tokens", 0)
             except ProviderError as e:
                 latency, connect_ms = _attempt_times(e, ta)
-                err_class = "terminal" if isinstance(e, TerminalError) else "transient"
+                # a terminal error's class is its own: 'terminal', or 'solver_error' (its traceback kept as detail)
+                err_class = e.error_class if isinstance(e, TerminalError) else "transient"  # type: ignore[assignment]
                 err_msg, http_status = e.message, e.http_status
+                err_detail = getattr(e, "detail", None)
                 in_tok += getattr(e, "input_tokens", 0)
                 out_tok += getattr(e, "output_tokens", 0)
-            except anyio.get_cancelled_exc_class():
+            except (anyio.get_cancelled_exc_class(), ArenaError):  # ArenaError: a misuse that must stop the run
                 raise
             except Exception as e:  # a provider bug must not take the sweep down: record it, never retry
                 latency, connect_ms = (time.monotonic() - ta) * 1000.0, None
@@ -564,7 +667,7 @@ class Runner:
                     wire_s * 1000.0 if wire_s is not None else (now - ta) * 1000.0,  # latency_ms
                     (now - t0) * 1000.0,  # total_ms
                     ttft * 1000.0 if ttft is not None else None,  # ttft_ms
-                    in_tok, out_tok, model.cost(in_tok, out_tok),  # input_tokens, output_tokens, cost
+                    in_tok, out_tok, model.cost(in_tok, out_tok) + (comp.cost or 0.0),  # tokens, cost
                     comp.finish_reason, comp.tokens_estimated,
                     started_wall, started_wall + (now - t0),  # started_at, finished_at (epoch)
                     connect_s * 1000.0 if connect_s is not None else None,  # connect_ms
@@ -575,7 +678,7 @@ class Runner:
                                             judged[0]), judged[1])
                 return
             # the attempt failed: retry (parked until due, holding no worker) or record
-            if err_class != "terminal" and attempt < policy.max_attempts:
+            if err_class in _RETRIED and attempt < policy.max_attempts:
                 delay = policy.delay(attempt, retry_after, self._rng)
                 elapsed = time.monotonic() - t0
                 if elapsed + delay <= policy.budget_s:
@@ -597,8 +700,11 @@ class Runner:
                                              t0, now, started_wall, in_tok, out_tok, connect_ms), job, now)
             raise
         now = time.monotonic()
-        self._finish(lane, self._errored(lane, case, trial, err_class, err_msg, attempt, latency, t0, now,
-                                         started_wall, in_tok, out_tok, connect_ms, http_status), job, now)
+        r = self._errored(lane, case, trial, err_class, err_msg, attempt, latency, t0, now, started_wall, in_tok,
+                          out_tok, connect_ms, http_status)
+        if err_detail is not None:
+            r = r._replace(score_detail=self._message(case, err_detail))
+        self._finish(lane, r, job, now)
 
     def _finish(self, lane: _ModelLane, r: CallResult, job: _JudgeJob | None, now: float) -> None:
         """Report a call that ended without an answer: CallFinished, or for a judge call the JudgeFinished that
@@ -657,7 +763,7 @@ class Runner:
         try:
             if isinstance(e, ScoringSlow):
                 async with self._slow_scoring:
-                    return await _in_daemon_thread(scorers.score, output, case, REGEX_TIMEOUT_S)
+                    return await in_daemon_thread(scorers.score, output, case, REGEX_TIMEOUT_S)
             raise e
         except ScoringError as err:
             return str(err)
@@ -690,34 +796,10 @@ class Runner:
         )
 
 
-T = TypeVar("T")
+_RETRIED = frozenset(("rate_limited", "transient", "timeout"))
+"""Error classes a later attempt may not repeat: terminal ones ('terminal', 'solver_error') never sleep."""
 
 
-async def _in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)`` in a daemon thread of its own. Cancelling the wait abandons the thread, and being a daemon it
-    never holds the process at exit: Ctrl-C ends a sweep at once even while user code (a python scorer that never
-    returns, a code_exec sandbox whose launcher dies with its thread) is running. anyio's worker threads are not
-    daemons, and the interpreter waits for them at exit."""
-    token = anyio.lowlevel.current_token()
-    done = anyio.Event()
-    box: list[tuple[bool, Any]] = []
-
-    def run() -> None:
-        try:
-            box.append((True, fn(*args)))
-        except BaseException as e:
-            box.append((False, e))
-        try:
-            anyio.from_thread.run_sync(done.set, token=token)
-        except BaseException:  # the loop is gone (the sweep ended without waiting): nobody to tell
-            pass
-
-    threading.Thread(target=run, name="arena scorer", daemon=True).start()
-    await done.wait()
-    ok, value = box[0]
-    if not ok:
-        raise value
-    return value  # type: ignore[no-any-return]
 
 
 def _attempt_times(e: ProviderError, ta: float) -> tuple[float, float | None]:
@@ -726,6 +808,11 @@ def _attempt_times(e: ProviderError, ta: float) -> tuple[float, float | None]:
     if e.latency_s is None:
         return (time.monotonic() - ta) * 1000.0, None
     return e.latency_s * 1000.0, e.connect_s * 1000.0 if e.connect_s is not None else None
+
+
+def _roots(calls: Iterator[tuple[Case, int]]) -> Iterator[tuple[Case, int]]:
+    """A chained project's calls of cases that depend on none: the others are queued as their parents pass."""
+    return ((c, t) for c, t in calls if not c.depends_on)
 
 
 def _bounded(n: int) -> int:

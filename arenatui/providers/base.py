@@ -57,6 +57,8 @@ class Completion(NamedTuple):
     connect_s: float | None = None
     """Seconds from the attempt's start until its request was on the wire: opening a connection (TCP,
     TLS) and waiting for this client's own event loop. Not part of the latency: it is not the provider's."""
+    cost: float | None = None
+    """Spend the provider reports itself (a python solver's own calls), added to what the model's prices give."""
 
 
 class Provider(Protocol):
@@ -101,6 +103,10 @@ def make_provider(model: ModelConfig, run: RunSettings, concurrency_hint: int = 
         from arenatui.providers.openai import OpenAIProvider
 
         return OpenAIProvider(model, run, concurrency_hint)
+    if model.provider == "python":
+        from arenatui.providers.solver import SolverProvider
+
+        return SolverProvider(model, run)
     from arenatui.providers.anthropic import AnthropicProvider  # the config loader admits no other provider
 
     return AnthropicProvider(model, run, concurrency_hint)

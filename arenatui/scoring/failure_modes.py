@@ -5,7 +5,8 @@ invalid JSON" call for different fixes), so every result is put in exactly one m
 order they are tried (the first that applies wins):
 
 1. The call never answered: its error class (``timeout``, ``rate_limited``, ``transient``, ``terminal``,
-   ``cancelled``), or ``scoring_error`` / ``judge_error`` when the answer could not be scored.
+   ``cancelled``, ``solver_error``, ``unreachable``: a chained case whose parent did not pass), or
+   ``scoring_error`` / ``judge_error`` when the answer could not be scored.
 2. It passed: ``none``.
 3. ``empty``: nothing but white space.
 4. ``truncated``: the provider stopped it at the token limit (finish reason ``length``/``max_tokens``);
@@ -28,11 +29,13 @@ from typing import Final, Literal
 
 FailureMode = Literal[
     "none", "wrong_answer", "refusal", "invalid_format", "tests_not_run", "truncated", "empty", "wrong_language",
-    "judge_error", "scoring_error", "timeout", "rate_limited", "transient", "terminal", "cancelled",
+    "judge_error", "scoring_error", "solver_error", "unreachable", "timeout", "rate_limited", "transient", "terminal",
+    "cancelled",
 ]
 FAILURE_MODES: Final[tuple[str, ...]] = (
     "none", "wrong_answer", "refusal", "invalid_format", "tests_not_run", "truncated", "empty", "wrong_language",
-    "judge_error", "scoring_error", "timeout", "rate_limited", "transient", "terminal", "cancelled",
+    "judge_error", "scoring_error", "solver_error", "unreachable", "timeout", "rate_limited", "transient", "terminal",
+    "cancelled",
 )
 """Every mode, in the order reports list them."""
 

@@ -10,7 +10,7 @@ import secrets
 import socket
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -447,11 +447,27 @@ class Store:
         With retry_errored, only answered calls count as done, so every errored call runs again (a judge_error one
         was answered: its judge runs again, see awaiting_judge)."""
         out: dict[str, set[tuple[str, int]]] = {}
-        final = ("(status != 'errored' OR error_class = 'judge_error')" if retry_errored
+        final = ("(status NOT IN ('errored', 'unreachable') OR error_class = 'judge_error')" if retry_errored
                  else "(error_class IS NULL OR error_class != 'cancelled')")
         for mk, cid, trial in self.conn.execute(
                 f"SELECT model_key, case_id, trial FROM results WHERE run_id = ? AND {final}", (run_id,)):
             out.setdefault(mk, set()).add((cid, trial))
+        return out
+
+    @_explained
+    def chain_outcomes(self, run_id: str, case_ids: Collection[str], *, retry_errored: bool = False
+                       ) -> dict[str, list[tuple[str, int, tuple[bool, str | None]]]]:
+        """Per model, (case id, trial, (passed, answer)) of the stored final calls of `case_ids` (the cases others
+        depend on): what a resumed chained run fills its dependents' inputs from. Calls that resume makes again
+        (errored ones, with retry_errored) are left out."""
+        again = " AND status NOT IN ('errored', 'unreachable')" if retry_errored else ""
+        out: dict[str, list[tuple[str, int, tuple[bool, str | None]]]] = {}
+        wanted = set(case_ids)
+        for mk, cid, trial, status, output in self.conn.execute(
+                "SELECT model_key, case_id, trial, status, output FROM results WHERE run_id = ? AND "
+                f"(error_class IS NULL OR error_class != 'cancelled'){again}", (run_id,)):
+            if cid in wanted:
+                out.setdefault(mk, []).append((cid, int(trial), (status == "passed", output)))
         return out
 
     @_explained

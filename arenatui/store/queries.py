@@ -78,6 +78,8 @@ class RunPlan:
     """The run's llm_judge scorers, each with its judged cases."""
     strata_weights: dict[str, float] = field(default_factory=dict)
     """[strata] weights: production shares for the reweighted score."""
+    chained: bool = False
+    """Some case depends on others: calls may be stored 'unreachable' (neither scored nor answered)."""
 
     @property
     def judges(self) -> tuple[str, ...]:
@@ -173,7 +175,8 @@ def run_plan(record: RunRecord) -> RunPlan:
     from arenatui.config import project_from_dict
     from arenatui.plan import Filters, judged_case_ids, make_plan
 
-    project = project_from_dict(record.config, Path(record.project_path or f"run {record.run_id}"))
+    project = project_from_dict(record.config, Path(record.project_path or f"run {record.run_id}"),
+                                resolve_solvers=False)
     plan = make_plan(project, Filters.from_dict(record.filters))
     cases = tuple(
         CaseInfo(c.id, c.stratum, tuple(c.tags), c.sealed, "" if c.sealed else c.prompt_text(),
@@ -188,7 +191,7 @@ def run_plan(record: RunRecord) -> RunPlan:
         mine = tuple(c.id for c in plan.cases if (c.scorer or default) == s.name)
         judged.append(JudgedScorer(s.name, s.judge, s.sample, mine, tuple(c for c in mine if c in chosen)))
     return RunPlan(record, tuple(m.key for m in plan.models), cases, plan.trials, tuple(judged),
-                   dict(project.strata_weights))
+                   strata_weights=dict(project.strata_weights), chained=any(c.depends_on for c in plan.cases))
 
 
 def list_runs(store: Store, limit: int = 50) -> list[RunListing]:
@@ -239,18 +242,19 @@ def load_plan_results(store: Store, plan: RunPlan, *, latency: bool = True,
     # a second pass over the unscored rows measured no faster.
     scored_sql, unscored_sql = (SCORED, ", SUM(status = 'unscored'), TOTAL(CASE WHEN status = 'unscored' THEN cost "
                                 "END), TOTAL(CASE WHEN status = 'unscored' THEN input_tokens + output_tokens END)") \
-        if plan.judged else ("status != 'errored'", "")
+        if plan.judged else (SCORED if plan.chained else "status != 'errored'", "")
     if plan.judged:
         figures += ((unscored, np.int64), (unscored_cost, np.float64), (unscored_tokens, np.int64))
     rows = store.conn.execute(
         f"SELECT model_key, case_id, COUNT(*), SUM({scored_sql}), TOTAL(CASE WHEN {scored_sql} THEN score END), "
-        f"SUM(passed), SUM(attempts), SUM(input_tokens + output_tokens), TOTAL(cost){unscored_sql} "
+        # a call never made (unreachable: its chain broke) has 0 attempts but is no negative retry
+        f"SUM(passed), SUM(MAX(attempts, 1)), SUM(input_tokens + output_tokens), TOTAL(cost){unscored_sql} "
         f"FROM results WHERE run_id = ? AND {_FINAL} GROUP BY model_key, case_id", (run_id,)).fetchall()
     _fill(rows, m_index, c_index, figures)
     errors: dict[str, dict[str, int]] = {}
     for mk, ec, n in store.conn.execute(
-            f"SELECT model_key, error_class, COUNT(*) FROM results WHERE run_id = ? AND status = 'errored' AND "
-            f"{_FINAL} GROUP BY model_key, error_class", (run_id,)):
+            "SELECT model_key, error_class, COUNT(*) FROM results WHERE run_id = ? AND status IN ('errored', "
+            f"'unreachable') AND {_FINAL} GROUP BY model_key, error_class", (run_id,)):
         if mk in m_index:
             errors.setdefault(mk, {})[str(ec)] = int(n)
     # Percentiles need every answered call's time: one read per model by the primary key's (run, model) prefix

@@ -19,23 +19,24 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from arenatui.config.schema import JUDGE_LANE_PREFIX
-from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNSCORED
+from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNREACHABLE, UNSCORED
 from arenatui.safe_text import printable
 
-GLYPHS = ("·", "▸", "↻", "✓", "✗", "!", "○")
-"""One glyph per call state (queued, in flight, backing off, passed, failed, errored, unscored): never colour
-alone."""
-STATE_CLASSES = ("queued", "in-flight", "backoff", "passed", "failed", "errored", "unscored")
-MOSTLY = 7
-"""A display state beside the seven call states: a finished cell where most, not all, answered trials passed."""
-STARTED = 8
+GLYPHS = ("·", "▸", "↻", "✓", "✗", "!", "○", "⊘")
+"""One glyph per call state (queued, in flight, backing off, passed, failed, errored, unscored, unreachable): never
+colour alone."""
+STATE_CLASSES = ("queued", "in-flight", "backoff", "passed", "failed", "errored", "unscored", "unreachable")
+MOSTLY = 8
+"""A display state beside the eight call states: a finished cell where most, not all, answered trials passed."""
+STARTED = 9
 """A display state: some trials finished, the rest still queued (nothing in flight this moment)."""
-EMPTY = 9
+EMPTY = 10
 """A display state: nothing planned there (a judge lane's row on a case it does not judge), never "queued"."""
 CELL_GLYPHS = (*GLYPHS, "◑", "▹", " ")
 CELL_CLASSES = (*STATE_CLASSES, "mostly", "started", "empty")
 CELL_NAMES = ("queued", "in flight", "backing off", "all passed", "under half passed", "errored",
-              "answered, not scored (yet)", "half or more passed", "started", "not judged")
+              "answered, not scored (yet)", "not run: a parent case did not pass", "half or more passed", "started",
+              "not judged")
 JUDGE_MARK = "⚖ "
 """Before a judge lane's key in the model table and the matrix: its row is a judge's calls, not a candidate's."""
 SPARK = " ▁▂▃▄▅▆▇█"
@@ -72,15 +73,16 @@ def cell_state(counts: Sequence[int]) -> int:
     if counts[BACKOFF]:
         return BACKOFF
     answered = counts[PASSED] + counts[FAILED]
-    done = answered + counts[ERRORED]
+    unanswered = counts[ERRORED] + counts[UNREACHABLE]  # a chained call not run is no answer either
+    done = answered + unanswered
     if not done:
         if counts[UNSCORED]:
             return STARTED if counts[QUEUED] else UNSCORED
         return QUEUED if counts[QUEUED] else EMPTY
     if counts[QUEUED]:
         return STARTED
-    if counts[ERRORED] > answered:
-        return ERRORED
+    if unanswered > answered:
+        return UNREACHABLE if counts[UNREACHABLE] > counts[ERRORED] else ERRORED
     if counts[PASSED] == answered:
         return PASSED
     return MOSTLY if 2 * counts[PASSED] >= answered else FAILED
@@ -141,6 +143,7 @@ class CallMatrix(Widget, can_focus=True):
     CallMatrix > .matrix--failed { color: $arena-failed; }
     CallMatrix > .matrix--errored { color: $arena-errored; text-style: bold; }
     CallMatrix > .matrix--unscored { color: $arena-muted; text-style: bold; }
+    CallMatrix > .matrix--unreachable { color: $arena-muted; }
     CallMatrix > .matrix--empty { color: $arena-muted; }
     CallMatrix > .matrix--mostly { color: $warning; }
     CallMatrix > .matrix--started { color: $arena-in-flight; }
@@ -171,7 +174,8 @@ class CallMatrix(Widget, can_focus=True):
             super().__init__()
 
     def __init__(self, model_keys: Sequence[str], case_ids: Sequence[str], trials: int, reader: CellReader, *,
-                 cell_max: int | None = None, judged: bool = False, id: str | None = None) -> None:
+                 cell_max: int | None = None, judged: bool = False, chained: bool = False,
+                 id: str | None = None) -> None:
         super().__init__(id=id)
         self.model_keys = [printable(k, newlines=False) for k in model_keys]
         """Row labels: the models', then the judge lanes' (marked)."""
@@ -181,6 +185,8 @@ class CallMatrix(Widget, can_focus=True):
         """The most calls one cell holds: a candidate's trials, or a judge lane's candidates × trials."""
         self.judged = judged
         """Some rows can be unscored (an llm_judge scorer): the legend says what ○ is."""
+        self.chained = chained
+        """Some cases depend on others: the legend says what ⊘ (not run) is."""
         self._reader = reader
         self._layout: _Layout | None = None
         self._cols: list[list[tuple[int, int, int]]] = []
@@ -349,11 +355,12 @@ class CallMatrix(Widget, can_focus=True):
         return strip.apply_style(base).adjust_cell_length(width, base)
 
     def _legend(self, width: int, base: Style) -> Strip:
-        order = (PASSED, MOSTLY, FAILED, ERRORED, *((UNSCORED,) if self.judged else ()), IN_FLIGHT, STARTED, BACKOFF,
-                 QUEUED)
+        order = (PASSED, MOSTLY, FAILED, ERRORED, *((UNSCORED,) if self.judged else ()),
+                 *((UNREACHABLE,) if self.chained else ()), IN_FLIGHT, STARTED, BACKOFF, QUEUED)
         long = sum(len(CELL_NAMES[i]) + 5 for i in order) + 24 <= width
         short = {PASSED: "all pass", MOSTLY: "≥½ pass", FAILED: "<½ pass", ERRORED: "errors", IN_FLIGHT: "running",
-                 STARTED: "started", BACKOFF: "retrying", QUEUED: "queued", UNSCORED: "unscored"}
+                 STARTED: "started", BACKOFF: "retrying", QUEUED: "queued", UNSCORED: "unscored",
+                 UNREACHABLE: "not run"}
         segs = []
         for i in order:
             segs.append(Segment(CELL_GLYPHS[i], self._style(f"matrix--{CELL_CLASSES[i]}")))

@@ -145,3 +145,19 @@ async def test_value_input_refuses_a_number_past_the_bound_and_says_which(tmp_pa
         await pilot.press("enter")
         await pilot.pause(0.1)
     assert got == [MAX_CONCURRENCY]
+
+
+async def test_a_solver_errors_detail_shows_its_one_line_and_its_traceback(tmp_path: Path, db_path: Path) -> None:
+    sweep = Sweep(SweepOptions(project=sim_project(tmp_path, models=1, cases=1), db=db_path))
+    trace = 'Traceback (most recent call last):\n  File "rag.py", line 9, in solve\nKeyError: [not markup]\n'
+    with Store(db_path) as store:
+        store.write_results(sweep.run_id, [_result("sim-0", "case-000", 0, "errored", 0.0)._replace(
+            output=None, error_class="solver_error", error_message="the solver raised KeyError: 'doc'",
+            failure_mode="solver_error", score_detail=trace)])
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=SIZE):
+        app.push_screen(CallDetail(sweep, 0, 0))
+        await _until(lambda: isinstance(app.screen, CallDetail) and "solver traceback" in _shown(app.screen))
+        shown = _shown(app.screen)  # type: ignore[arg-type]
+        assert "solver_error: the solver raised KeyError: 'doc'" in shown
+        assert 'File "rag.py", line 9, in solve' in shown and "KeyError: [not markup]" in shown  # literal

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from arenatui.engine.events import CallFinished, CallStarted
-from arenatui.live import ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNSCORED, LiveMetrics
+from arenatui.live import ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNREACHABLE, UNSCORED, LiveMetrics
 from arenatui.tui.themes import STATE_VARIABLES
 from arenatui.tui.widgets import EMPTY, MOSTLY, STARTED, CallMatrix, bar, cell_state, short_labels, spark, tall_spark
 
@@ -19,29 +19,34 @@ def test_cell_range_sums_states_over_cases() -> None:
     live.on_event(CallStarted("a", "c3", 0, 1, 0.0))
     live.on_event(CallStarted("a", "c4", 1, 1, 0.0))
     live.on_event(CallFinished(_result("a", "c4", 1, "passed", 0.1), 0.1))
-    assert live.cell_range(0, 0, 10) == (18, 1, 0, 1, 0, 0, 0)
-    assert live.cell_range(0, 4, 5) == live.cell(0, 4) == (1, 0, 0, 1, 0, 0, 0)
-    assert live.cell_range(1, 8, 99) == (4, 0, 0, 0, 0, 0, 0)
+    assert live.cell_range(0, 0, 10) == (18, 1, 0, 1, 0, 0, 0, 0)
+    assert live.cell_range(0, 4, 5) == live.cell(0, 4) == (1, 0, 0, 1, 0, 0, 0, 0)
+    assert live.cell_range(1, 8, 99) == (4, 0, 0, 0, 0, 0, 0, 0)
 
 
 def test_cell_state_shows_work_first_then_the_pass_rate() -> None:
     # (queued, in flight, backing off, passed, failed, errored, unscored)
-    assert cell_state((0, 1, 0, 0, 0, 5, 0)) == IN_FLIGHT
-    assert cell_state((3, 0, 0, 0, 0, 0, 0)) == QUEUED
-    assert cell_state((1, 0, 0, 2, 0, 0, 0)) == STARTED  # a cell still running is no verdict yet
-    assert cell_state((0, 0, 0, 3, 0, 0, 0)) == PASSED
-    assert cell_state((0, 0, 0, 28, 2, 0, 0)) == MOSTLY  # 28/30 is not a failure (issue 12)
-    assert cell_state((0, 0, 0, 1, 2, 0, 0)) == FAILED
-    assert cell_state((0, 0, 0, 3, 0, 1, 0)) == PASSED  # one error of four: coverage, not quality
-    assert cell_state((0, 0, 0, 1, 0, 2, 0)) == ERRORED
+    assert cell_state((0, 1, 0, 0, 0, 5, 0, 0)) == IN_FLIGHT
+    assert cell_state((3, 0, 0, 0, 0, 0, 0, 0)) == QUEUED
+    assert cell_state((1, 0, 0, 2, 0, 0, 0, 0)) == STARTED  # a cell still running is no verdict yet
+    assert cell_state((0, 0, 0, 3, 0, 0, 0, 0)) == PASSED
+    assert cell_state((0, 0, 0, 28, 2, 0, 0, 0)) == MOSTLY  # 28/30 is not a failure (issue 12)
+    assert cell_state((0, 0, 0, 1, 2, 0, 0, 0)) == FAILED
+    assert cell_state((0, 0, 0, 3, 0, 1, 0, 0)) == PASSED  # one error of four: coverage, not quality
+    assert cell_state((0, 0, 0, 1, 0, 2, 0, 0)) == ERRORED
 
 
 def test_cell_state_of_unscored_answers_and_empty_judge_cells() -> None:
-    assert cell_state((0, 0, 0, 0, 0, 0, 3)) == UNSCORED  # answered, no verdict yet (or ever)
-    assert cell_state((1, 0, 0, 0, 0, 0, 2)) == STARTED
-    assert cell_state((0, 1, 0, 0, 0, 0, 2)) == IN_FLIGHT
-    assert cell_state((0, 0, 0, 2, 0, 0, 1)) == PASSED  # an unscored trial is in no verdict
-    assert cell_state((0, 0, 0, 0, 0, 0, 0)) == EMPTY  # a judge lane's case it does not judge: not "queued"
+    assert cell_state((0, 0, 0, 0, 0, 0, 3, 0)) == UNSCORED  # answered, no verdict yet (or ever)
+    assert cell_state((1, 0, 0, 0, 0, 0, 2, 0)) == STARTED
+    assert cell_state((0, 1, 0, 0, 0, 0, 2, 0)) == IN_FLIGHT
+    assert cell_state((0, 0, 0, 2, 0, 0, 1, 0)) == PASSED  # an unscored trial is in no verdict
+    assert cell_state((0, 0, 0, 0, 0, 0, 0, 0)) == EMPTY  # a judge lane's case it does not judge: not "queued"
+    # chained cases: not run because a parent did not pass is no answer, shown apart from errors
+    assert cell_state((0, 0, 0, 0, 0, 0, 0, 3)) == UNREACHABLE
+    assert cell_state((0, 0, 0, 2, 0, 0, 0, 1)) == PASSED  # one broken episode of three: coverage, not quality
+    assert cell_state((0, 0, 0, 0, 0, 2, 0, 1)) == ERRORED
+    assert cell_state((2, 0, 0, 0, 0, 0, 0, 1)) == STARTED
 
 
 def test_short_labels_keep_neighbours_apart() -> None:

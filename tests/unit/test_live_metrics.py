@@ -39,7 +39,7 @@ def live() -> tuple[LiveMetrics, Clock]:
 def test_cell_states_follow_a_call_through_retry_to_a_result(live: tuple[LiveMetrics, Clock]) -> None:
     lm, clock = live
     t = clock.now
-    assert lm.cell(0, 0) == (2, 0, 0, 0, 0, 0, 0)
+    assert lm.cell(0, 0) == (2, 0, 0, 0, 0, 0, 0, 0)
     lm.on_event(CallStarted("a", "c1", 0, 1, t + 0.1))
     assert lm.cell(0, 0)[QUEUED] == 1 and lm.cell(0, 0)[IN_FLIGHT] == 1
     lm.on_event(CallRetrying("a", "c1", 0, 1, "rate_limited", 0.5, "429", t + 0.2))
@@ -49,7 +49,7 @@ def test_cell_states_follow_a_call_through_retry_to_a_result(live: tuple[LiveMet
     lm.on_event(CallStarted("a", "c1", 0, 2, t + 0.7))
     assert lm.cell(0, 0)[BACKOFF] == 0 and lm.cell(0, 0)[IN_FLIGHT] == 1
     lm.on_event(CallFinished(result("a", "c1", 0, attempts=2), t + 0.8))
-    assert lm.cell(0, 0) == (1, 0, 0, 1, 0, 0, 0)
+    assert lm.cell(0, 0) == (1, 0, 0, 1, 0, 0, 0, 0)
     lm.on_event(CallStarted("a", "c1", 1, 1, t + 0.8))
     lm.on_event(CallFinished(result("a", "c1", 1, status="failed"), t + 0.9))
     assert lm.cell(0, 0)[PASSED] == 1 and lm.cell(0, 0)[FAILED] == 1 and lm.cell(0, 0)[QUEUED] == 0
@@ -73,7 +73,7 @@ def test_cancelled_calls_return_to_queued(live: tuple[LiveMetrics, Clock]) -> No
     lm.on_event(CallRetrying("a", "c2", 1, 1, "transient", 1.0, "503", t + 0.1))
     for trial in (0, 1):
         lm.on_event(CallFinished(result("a", "c2", trial, status="errored", error_class="cancelled"), t + 0.2))
-    assert lm.cell(0, 1) == (2, 0, 0, 0, 0, 0, 0)
+    assert lm.cell(0, 1) == (2, 0, 0, 0, 0, 0, 0, 0)
     s = lm.snapshot()
     assert (s.done, s.errored, s.in_flight, s.backing_off) == (0, 0, 0, 0)
     assert s.models[0].errors == {}
@@ -203,3 +203,14 @@ def test_preload_brings_back_spend_retries_latency_errors_and_elapsed() -> None:
     assert m.p50_ms == pytest.approx(200.0) and m.ttft_p50_ms == pytest.approx(50.0)
     assert s.elapsed_s == pytest.approx(42.0)  # 40 s busy, then 2 s: the gap between sessions is not counted
     assert m.calls_per_s == 0.0 and lm.cell(0, 2)[QUEUED] == 1
+
+
+def test_an_unreachable_call_leaves_the_queue_for_its_own_cell_state(live: tuple[LiveMetrics, Clock]) -> None:
+    from arenatui.live import UNREACHABLE
+
+    lm, clock = live
+    lm.on_event(CallFinished(result("a", "c2", 1, status="unreachable", error_class="unreachable", attempts=0,
+                                    latency_ms=None, cost=0.0, output=None, failure_mode="unreachable"), clock()))
+    assert lm.cell(0, 1)[QUEUED] == 1 and lm.cell(0, 1)[UNREACHABLE] == 1  # never made: no attempt, no worker
+    row = lm.snapshot().models[0]
+    assert row.errors == {"unreachable": 1} and row.in_flight == 0

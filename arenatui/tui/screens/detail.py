@@ -248,6 +248,10 @@ class CallDetail(ModalScreen[None]):
             out.append(": ")
             out.append(literal(scrub_sealed(self.case, call["error_message"])))
             out.append("\n")
+            if call["error_class"] == "solver_error" and call.get("score_detail") and not self.case.sealed:
+                out.append("solver traceback\n", Style(bold=True))  # the one-line message above is its last line
+                out.append(literal(call["score_detail"]))
+                out.append("\n")
 
     def _attempts(self, out: Text, failed: Any) -> None:
         label = Style(bold=True)

@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from arenatui.limits import MAX_CONCURRENCY
-from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNSCORED
+from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNREACHABLE, UNSCORED
 from arenatui.tui.widgets import CELL_GLYPHS, CELL_NAMES, JUDGE_MARK, MOSTLY, STARTED
 
 
@@ -138,9 +138,10 @@ class Help(ModalScreen[None]):
         glyphs = Table.grid(padding=(0, 2))
         glyphs.add_column(no_wrap=True)
         glyphs.add_column(ratio=1)
-        order = (PASSED, MOSTLY, FAILED, ERRORED, UNSCORED, IN_FLIGHT, STARTED, BACKOFF, QUEUED)
+        order = (PASSED, MOSTLY, FAILED, ERRORED, UNSCORED, UNREACHABLE, IN_FLIGHT, STARTED, BACKOFF, QUEUED)
         notes = {MOSTLY: " (of the answered trials)", FAILED: " (of the answered trials)",
-                 UNSCORED: ": the answer awaits its judge, or its case is outside an llm_judge scorer's sample"}
+                 UNSCORED: ": the answer awaits its judge, or its case is outside an llm_judge scorer's sample",
+                 UNREACHABLE: " in that trial (chained cases, depends_on)"}
         for i in order:
             glyphs.add_row(CELL_GLYPHS[i], CELL_NAMES[i] + notes.get(i, ""))
         glyphs.add_row("n/k", "trials passed of trials planned, in a cell wide enough to show it")

@@ -155,7 +155,8 @@ class RunScreen(Screen[None]):
             v.border_title = "Calls: models × cases" + (" (and judges)" if live.judge_keys else "")
             yield CallMatrix(self._row_labels(), [c.id for c in plan.cases], plan.trials, live.cell_range,
                              cell_max=len(plan.models) * plan.trials if live.judge_keys else None,
-                             judged=bool(live.judge_keys), id="matrix")
+                             judged=bool(live.judge_keys), chained=any(c.depends_on for c in plan.cases),
+                             id="matrix")
         table = ModelTable(MODEL_COLUMNS, self._row_labels(), id="models")
         table.border_title = "Models" + MODELS_KEYS
         yield table

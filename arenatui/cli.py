@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from arenatui.errors import ArenaError, render_error, unwrap
 from arenatui.limits import MAX_CONCURRENCY, MAX_PORT, MAX_SQL_INT, MAX_TRIALS, MIN_PORT
@@ -199,11 +199,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         summary_line,
     )
     from arenatui.store import Store
-    from arenatui.store.queries import load_results, run_spend
+    from arenatui.store.read import read_run
+
     for problem in sweep.store_warnings():
         err.print(render_error(problem, prefix="warning"), markup=False, style="bold yellow", soft_wrap=True)
     with Store(sweep.db_path) as store:
-        spend = run_spend(store, sweep.run_id)  # the models' and the judges' apart, and their total
+        report = not args.no_report and status == "finished"
+        stored_run = read_run(store, sweep.run_id, latency=report, detail=False)
+        spend = stored_run.spend  # the models' and the judges' apart, and their total
         out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed), markup=False)
         stored = sum(len(keys) for keys in store.done_keys(sweep.run_id).values())
         mine = plan.shard_total()
@@ -214,8 +217,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             out.print(f"Stored: {stored} of {mine} calls" + (f" (shard {plan.shard})" if plan.shard else ""),
                       markup=False)
         out.print(spend_line(spend), markup=False)
-        report = not args.no_report and status == "finished"
-        results = load_results(store, sweep.run_id, latency=report)
+        results = stored_run.results
         line = errored_line(results)
         if line:
             out.print(line, markup=False)
@@ -277,16 +279,18 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from arenatui.store.load_queries import run_kinds
     from arenatui.store.queries import list_runs
 
-    with Store(args.db) as store:
+    with Store(args.db, read_only=True) as store:
         runs = list_runs(store, args.limit)
         kinds = run_kinds(store, [r.run_id for r in runs])  # a load run stores requests, not results
         from arenatui.shards_cli import shards_label
         from arenatui.store.shards import shard_counts
+        from arenatui.tuning.levels import readouts_from_rows
 
         sharded = shard_counts(store, [r.run_id for r in runs])  # a merged run is one run with its shard count
-        # a model whose stored readout established an optimum shows it beside its name: "sim-limited ≈3"
-        optima = {r.run_id: {row[0]: row[1] for row in store.tuning_levels(r.run_id)
-                             if row[12] and str(row[13]).startswith("optimum")} for r in runs}
+        # a model whose stored readout establishes an optimum (re-derived by today's rules) shows it: "sim-limited ≈3"
+        optima = {r.run_id: {ro.model_key: ro.verdict.optimum
+                             for ro in readouts_from_rows(store.tuning_levels(r.run_id))
+                             if ro.verdict.optimum is not None} for r in runs}
     con = Console(highlight=False, width=_width(sys.stdout))
     if not runs:
         con.print(f"No runs stored in {store.path} yet. Try: arena demo", markup=False)
@@ -361,7 +365,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from arenatui.decision_report import build_report, render
     from arenatui.store import Store
 
-    with Store(args.db) as store:
+    with Store(args.db, read_only=True) as store:
         load = _load_run(store, args.run)
         db_path = store.path
         rep = build_report(store, args.run, cluster_by=args.cluster_by) if load is None else None
@@ -382,17 +386,17 @@ def cmd_export(args: argparse.Namespace) -> int:
     from arenatui.export import write_export
     from arenatui.store import Store
 
-    with Store(args.db) as store:
+    with Store(args.db, read_only=True) as store:
         rows: list[int] = []
         load = _load_run(store, args.run)
         if load is not None:  # a load run: one row per stored request
             from arenatui.load.files import write_load_export
 
             _write_output(args.output, lambda f, tty: rows.append(write_load_export(store, load[0], args.format, f,
-                                                                                    terminal=tty)))
+                                                                                    terminal=tty, raw=args.raw)))
         else:
             _write_output(args.output, lambda f, tty: rows.append(write_export(store, args.run, args.format, f,
-                                                                               terminal=tty)))
+                                                                               terminal=tty, raw=args.raw)))
     if args.output:
         print(f"wrote {rows[0]} rows to {args.output}", file=sys.stderr)
     return EXIT_OK
@@ -494,9 +498,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--project", "-p", help="project TOML file, or a directory holding arena.toml")
     p.add_argument("--show", metavar="RUN_ID", help="print a stored run's per-level readout ('last' for the newest)")
     p.add_argument("--models", type=_csv, default=(), help="only these model keys (comma-separated)")
-    p.add_argument("--budget", type=_positive_int, default=200, help="at most this many calls per model (default 200)")
-    p.add_argument("--write", action="store_true", help="record each model's max_concurrency in the project file "
-                   "(comments and layout kept)")
+    p.add_argument("--budget", type=_positive_int, default=400, help="at most this many calls per model; it stops "
+                   "sooner once every model has a verdict (default 400)")
+    p.add_argument("--write", nargs="?", const="all", metavar="SETTINGS",
+                   help="record the recommendations that rest on enough evidence in the project file: all of "
+                   "concurrency,max_tokens,timeout_s, or the ones named (comments, layout, line endings, mode and "
+                   "owner kept; a symlink is written through; a read-only file is refused)")
     p.add_argument("--seed", type=int, help="seed for simulated models and jitter, overriding [run].seed")
     p.add_argument("--db", help="results database (default: in the user data directory)")
     p.add_argument("--verbose", "-v", action="store_true", help="also print every tuner decision (with --show: "
@@ -549,6 +556,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="a run's calls as JSON lines or CSV (sealed cases as aggregates only)")
     p.add_argument("run", metavar="RUN", help="a run id, or 'last'")
     p.add_argument("--format", "-f", choices=("jsonl", "csv"), default="jsonl")
+    p.add_argument("--raw", action="store_true", help="CSV: keep cells starting with = + - @ as written (by default "
+                   "they get a leading ' so a spreadsheet does not run them as formulas)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--db", help="results database")
     p.set_defaults(func=cmd_export)
@@ -573,7 +582,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from arenatui.load.cli import add_load_parser
 
-    add_load_parser(sub)  # `arena load`: open-loop load runs (arenatui/load/cli.py)
+    add_load_parser(sub, _load_console)  # `arena load`: open-loop load runs (arenatui/load/cli.py)
     add_merge_parser(sub)  # `arena merge`: the shards of a run joined into one database (arenatui/shards_cli.py)
 
     from arenatui.judge_check import add_judge_check_parser
@@ -581,6 +590,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_judge_check_parser(sub)  # `arena judge-check`: a judge's agreement with known verdicts
 
     return parser
+
+
+def _load_console(run: Any, theme: str | None) -> None:
+    """The live console of a load run (`arena load` in a terminal)."""
+    from arenatui.tui.load_app import LoadApp
+
+    LoadApp(run, theme=theme).run()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

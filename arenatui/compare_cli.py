@@ -12,7 +12,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from arenatui.decision_report import interval_dict, power_dict
 from arenatui.errors import PlanError
 from arenatui.safe_text import literal
 from arenatui.stats import (
@@ -25,8 +24,11 @@ from arenatui.stats import (
     group_differences,
     ranked_models,
 )
+from arenatui.stats.jsonable import finite as _num
+from arenatui.stats.jsonable import interval_dict, power_dict
 from arenatui.store import Store
-from arenatui.store.queries import load_plan_results, resolve_run, run_plan
+from arenatui.store.queries import resolve_run
+from arenatui.store.read import read_run
 
 _BARS = "▁▂▃▄▅▆▇█"
 
@@ -80,10 +82,6 @@ def _print_json(console: Console, data: dict[str, Any]) -> None:
 
 def _fmt(v: float, digits: int = 3) -> str:
     return f"{v:.{digits}f}" if np.isfinite(v) else "-"
-
-
-def _num(v: float) -> float | None:
-    return None if not np.isfinite(v) else float(v)
 
 
 def compare_two(console: Console, results: RunResults, a: str, b: str, *, as_json: bool) -> None:
@@ -214,9 +212,9 @@ def run_compare(db: str | None, run: str, other: str | None, a: str | None, b: s
         raise PlanError("compare: --all compares every pair; drop --a and --b, or drop --all")
     if other is not None and (all_ or a is not None):
         raise PlanError("compare: two runs are compared model by model; drop --a, --b and --all")
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         rec = resolve_run(store, run)
-        results = load_plan_results(store, run_plan(rec), latency=False, cluster_by=cluster_by)
+        results = read_run(store, rec, latency=False, detail=False).results.clustered_by(cluster_by)
         if other is not None:
             rec2 = resolve_run(store, other)
             if rec2.project != rec.project:
@@ -224,7 +222,7 @@ def run_compare(db: str | None, run: str, other: str | None, a: str | None, b: s
                                 f"{rec2.project!r}; two runs are compared only within one project")
             if rec2.run_id == rec.run_id:
                 raise PlanError(f"compare: both runs are {rec.run_id}; pass two different runs")
-            results2 = load_plan_results(store, run_plan(rec2), latency=False, cluster_by=cluster_by)
+            results2 = read_run(store, rec2, latency=False, detail=False).results.clustered_by(cluster_by)
     if other is not None:
         old, new = (results, results2) if rec.started_at <= rec2.started_at else (results2, results)
         regressions = compare_two_runs(console, old, new, as_json=as_json)

@@ -6,14 +6,13 @@ three formats never disagree. Names, error bodies and case ids are untrusted: es
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
-import math
 import re
 import time
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
@@ -21,9 +20,7 @@ import numpy as np
 from arenatui.safe_text import one_line, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import (
-    Interval,
     ModelRow,
-    PowerNote,
     RunResults,
     all_pairs,
     answered_models,
@@ -31,18 +28,15 @@ from arenatui.stats import (
     leaderboard,
     reversals,
 )
+from arenatui.stats.jsonable import finite as _num
+from arenatui.stats.jsonable import interval_dict, power_dict
 from arenatui.store import Store
-from arenatui.store.queries import (
-    RunPlan,
-    RunSpend,
-    failure_modes,
-    judgments_by_case,
-    load_plan_results,
-    resolve_run,
-    run_plan,
-    run_spend,
-    unscored_modes,
-)
+from arenatui.store.queries import RunPlan, RunSpend
+from arenatui.store.read import F1Answers, StoredRun, read_run
+
+if TYPE_CHECKING:
+    from arenatui.tuning.levels import ModelReadout
+
 from arenatui.wording import fmt_errors
 
 LISTED_CASES = 50
@@ -50,14 +44,6 @@ LISTED_CASES = 50
 TOP_PAIRS = 5
 """Models whose pairwise verdicts the report lists (10 pairs); the leaderboard shows every model."""
 FORMATS = ("md", "json", "html")
-
-
-def _num(v: float | None) -> float | None:
-    return None if v is None or not math.isfinite(v) else float(v)
-
-
-def interval_dict(iv: Interval) -> dict[str, Any]:
-    return {"estimate": _num(iv.estimate), "low": _num(iv.low), "high": _num(iv.high), "n": iv.n}
 
 
 def _safe_url(url: str | None) -> str | None:
@@ -99,12 +85,6 @@ def run_settings(plan: RunPlan) -> dict[str, Any]:
             "cases": len(plan.cases), "sealed_cases": sum(c.sealed for c in plan.cases), "trials": plan.trials}
 
 
-def power_dict(p: PowerNote | None) -> dict[str, Any] | None:
-    """After a run: for 80% power to detect a difference of D, about N cases (D observed, or the MDE)."""
-    return None if p is None else {"difference": p.difference, "cases": p.cases, "observed": p.observed,
-                                   "text": p.text}
-
-
 def model_dict(r: ModelRow) -> dict[str, Any]:
     gap = r.gap
     return {
@@ -128,58 +108,19 @@ def model_dict(r: ModelRow) -> dict[str, Any]:
     }
 
 
-def _failures(store: Store, run_id: str, limit: int = 3) -> dict[str, list[dict[str, Any]]]:
+def _failures(top: dict[str, list[tuple[str, str, int]]]) -> dict[str, list[dict[str, Any]]]:
     """Per model, its most frequent error messages (one line each)."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for mk, ec, msg, n in store.conn.execute(
-            "SELECT model_key, error_class, error_message, COUNT(*) AS n FROM results WHERE run_id = ? AND "
-            "status = 'errored' AND error_class != 'cancelled' GROUP BY model_key, error_class, error_message "
-            "ORDER BY model_key, n DESC", (run_id,)):
-        rows = out.setdefault(mk, [])
-        if len(rows) < limit:
-            rows.append({"error_class": ec, "message": one_line(msg, 160), "calls": int(n)})
-    return out
+    return {mk: [{"error_class": ec, "message": one_line(msg, 160), "calls": n} for ec, msg, n in rows]
+            for mk, rows in top.items()}
 
 
-F1Answers = dict[tuple[str, str], tuple[tuple[str, ...], list[tuple[str, str | None]], list[str]]]
-"""Per (model, f1 scorer): the scorer's labels, the (expected, answered label) pairs and each pair's case id."""
-
-
-def f1_answers(store: Store, plan: RunPlan) -> F1Answers:
-    """Per (model, f1 scorer): the scorer's labels and, for every answered working case it scores, the
-    (expected, answered label) pair (a sealed output is not kept). The report and the results view read this."""
-    from arenatui.config import project_from_dict
-    from arenatui.scoring.scorers import extract_label
-
-    rec = plan.record
-    project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"), resolve_solvers=False)
-    f1_scorers = {sc.name: sc for sc in project.scorers if sc.kind == "f1"}
-    if not f1_scorers:
-        return {}
-    default = project.scorers[0].name
-    sealed = {c.id for c in plan.cases if c.sealed}
-    cases = {c.id: (f1_scorers[c.scorer or default], c.expected) for c in project.cases
-             if (c.scorer or default) in f1_scorers and c.id not in sealed and c.expected is not None}
-    out: F1Answers = {}
-    for mk, cid, output in store.conn.execute(
-            "SELECT model_key, case_id, output FROM results WHERE run_id = ? AND status IN ('passed', 'failed')",
-            (rec.run_id,)):
-        if cid in cases:
-            sc, expected = cases[cid]
-            assert expected is not None
-            got = out.setdefault((mk, sc.name), (sc.labels, [], []))
-            got[1].append((expected, extract_label(output or "", sc.labels)))
-            got[2].append(cid)
-    return out
-
-
-def _classification(store: Store, plan: RunPlan) -> dict[str, dict[str, Any]]:
+def _classification(f1: F1Answers) -> dict[str, dict[str, Any]]:
     """Per model, macro-F1 over each f1 scorer's labels (working cases only: a sealed output is not kept)."""
     from arenatui.scoring.f1 import macro_f1, per_label_f1
     from arenatui.stats.f1_interval import label_cases, macro_f1_interval
 
     out: dict[str, dict[str, Any]] = {}
-    for (mk, name), (labels, ps, cids) in sorted(f1_answers(store, plan).items()):
+    for (mk, name), (labels, ps, cids) in sorted(f1.items()):
         iv = macro_f1_interval(ps, labels, cids)
         out.setdefault(mk, {})[name] = {"macro_f1": macro_f1(ps, labels), "calls": len(ps),
                                         "interval": interval_dict(iv) if iv else None,
@@ -188,18 +129,46 @@ def _classification(store: Store, plan: RunPlan) -> dict[str, dict[str, Any]]:
 
 
 def build_report(store: Store, run: str, *, cluster_by: str | None = None) -> dict[str, Any]:
-    record = resolve_run(store, run)
-    plan = run_plan(record)
-    results = load_plan_results(store, plan, cluster_by=cluster_by)
-    rep = report_dict(plan, results, _failures(store, record.run_id), failure_modes(store, record.run_id))
-    rep["classification"] = _classification(store, plan)
-    rep["spend"] = spend_dict(run_spend(store, record.run_id))
-    rep["judged"] = judged_list(plan, judgments_by_case(store, record.run_id))
-    unscored = unscored_modes(store, record.run_id)
+    stored = read_run(store, run)
+    return report_of(dataclasses.replace(stored, results=stored.results.clustered_by(cluster_by)))
+
+
+def report_of(stored: StoredRun) -> dict[str, Any]:
+    """The report of a stored run, as JSON-shaped data (what every format renders)."""
+    plan = stored.plan
+    rep = report_dict(plan, stored.results, _failures(stored.top_errors), stored.failure_modes)
+    rep["classification"] = _classification(stored.f1)
+    rep["spend"] = spend_dict(stored.spend)
+    rep["estimated_tokens"] = {m: {"estimated": e, "calls": n} for m, (e, n) in stored.estimated_usage.items()}
+    rep["judged"] = judged_list(plan, stored.judgments)
+    rep["concurrency"] = concurrency_list(stored.tuning)
+    unscored = stored.unscored_modes
     rep["unscored"] = {r["model"]: {"judge_error": r["errors"].get("judge_error", 0), **unscored.get(r["model"], {})}
                        for r in rep["leaderboard"]
                        if r["model"] in unscored or r["errors"].get("judge_error")}
     return rep
+
+
+def concurrency_list(readouts: Sequence[ModelReadout]) -> list[dict[str, Any]]:
+    """Per model: the one concurrency verdict (re-derived from the stored counts by today's rules), its
+    recommendation, and the levels it rests on."""
+    return [{
+        "model": ro.model_key, "verdict": ro.verdict.text, "kind": ro.verdict.kind, "recommended": ro.verdict.level,
+        "optimum": ro.verdict.optimum,
+        "levels": [{"level": r.level, "held_s": r.held_s, "answered": r.answered, "attempts": r.attempts,
+                    "rate_limited": r.rate_limited, "goodput": _num(r.goodput),
+                    "goodput_95": list(r.goodput_interval) if r.goodput_interval else None,
+                    "limited_share": _num(r.limited_share),
+                    "limited_95": list(r.limited_interval) if r.limited_interval else None,
+                    "latencies": r.latencies, "p50_ms": _num(r.p50_ms), "p95_ms": _num(r.p95_ms),
+                    "measured": r.measured} for r in ro.levels],
+    } for ro in readouts]
+
+
+def _concurrency_rows(rep: dict[str, Any]) -> list[list[str]]:
+    return [[c["model"], c["verdict"], ", ".join(
+        f"{lv['level']}: {_f(lv['goodput'], 2)}/s, 429s {_pct(lv['limited_share'])}, n {lv['answered']}"
+        for lv in c["levels"] if lv["measured"]) or "none measured"] for c in rep.get("concurrency") or []]
 
 
 def spend_dict(spend: RunSpend) -> dict[str, Any]:
@@ -445,6 +414,17 @@ def _judge_rows(spend: dict[str, Any]) -> list[list[str]]:
 JUDGE_HEAD = ("judge", "judge calls", "judge errors", "retries", "tokens", "spend")
 
 
+def _estimated_cell(e: dict[str, int] | None) -> str:
+    return "-" if not e else f"{e['estimated']} of {e['calls']} calls"
+
+
+def _estimated_note(est: dict[str, dict[str, int]]) -> str:
+    """Which models' tokens and cost are arenatui's estimate (the server sent no usage for those calls)."""
+    which = ", ".join(f"{m} ({_estimated_cell(e)})" for m, e in est.items())
+    return (f"Estimated: the server reported no token usage for some calls of {which}; their tokens, and so their "
+            "spend and $/correct, are arenatui's estimate (about 4 characters a token), not the server's count.")
+
+
 def _spend_words(spend: dict[str, Any]) -> str:
     return (f"Total spend {_money(spend['total'])}: models {_money(spend['candidates'])}, judges "
             f"{_money(spend['judges_total'])}.")
@@ -524,14 +504,17 @@ def render_markdown(rep: dict[str, Any]) -> str:
         lines += ["", "## Sealed cases", "", SEALED_WORDS, ""]
         lines += _md_table(SEALED_HEAD, sealed)
     lines += ["", "## Cost and frontier", ""]
-    lines += _md_table(("model", "spend", "tokens", "$/correct", "tokens/correct", "$/answered", "quality-cost front",
-                        "quality-p95 front"),
-                       [[m["model"], _money(m["spend"]), str(m["tokens"]), _money(m["cost_per_correct"]),
-                         _f(m["tokens_per_correct"], 0), _money(m["cost_per_answered"]),
+    est = rep.get("estimated_tokens") or {}
+    lines += _md_table(("model", "spend", "tokens", "tokens estimated", "$/correct", "tokens/correct", "$/answered",
+                        "quality-cost front", "quality-p95 front"),
+                       [[m["model"], _money(m["spend"]), str(m["tokens"]), _estimated_cell(est.get(m["model"])),
+                         _money(m["cost_per_correct"]), _f(m["tokens_per_correct"], 0), _money(m["cost_per_answered"]),
                          "yes" if m["on_cost_front"] else "", "yes" if m["on_latency_front"] else ""]
                         for m in rep["leaderboard"]])
     lines += ["", "$/correct is the spend of every attempt (retries and errored calls included) over passed calls; "
               "it is each model's own spend (unscored calls' left out), never a judge's."]
+    if est:
+        lines += ["", _estimated_note(est)]
     lines += _md_spend(rep.get("spend"))
     lines += _md_judged(rep.get("judged") or [])
     lines += ["", "## What the wrong answers looked like", ""]
@@ -553,6 +536,11 @@ def render_markdown(rep: dict[str, Any]) -> str:
         lines += ["", "## Classification (macro-F1)", "", "Macro-F1 averages each label's F1, so a model that "
                   f"answers the majority class everywhere scores low even when its accuracy is high. {F1_WORDS}", ""]
         lines += _md_table(F1_HEAD, _f1_rows(classification))
+    conc = _concurrency_rows(rep)
+    if conc:
+        lines += ["", "## Concurrency", "", "Each model's verdict from the levels it was held at (measured: at least "
+                  "20 answered calls over at least 2 median latencies held).", ""]
+        lines += _md_table(("model", "verdict", "measured levels"), conc)
     lines += ["", "## Failures", ""]
     if not rep["failures"]:
         lines.append("No call errored.")
@@ -656,6 +644,8 @@ def render_html(rep: dict[str, Any]) -> str:
     parts.append(_scatter([(m["model"], m["latency_ms"]["p95"], m["quality"]["estimate"], m["on_latency_front"])
                            for m in lb if m["latency_ms"]["p95"] is not None and m["quality"]["estimate"] is not None],
                           "p95 latency, ms"))
+    if rep.get("estimated_tokens"):
+        parts.append(f"<p>{_h(_estimated_note(rep['estimated_tokens']))}</p>")
     spend = rep.get("spend")
     if spend:
         parts.append(f"<p>{_h(_spend_words(spend))}</p>")
@@ -677,6 +667,9 @@ def render_html(rep: dict[str, Any]) -> str:
     if classification:
         parts.append(f"<h2>Classification (macro-F1)</h2><p>{_h(F1_WORDS)}</p>" + _html_table(
             F1_HEAD, _f1_rows(classification)))
+    conc = _concurrency_rows(rep)
+    if conc:
+        parts.append("<h2>Concurrency</h2>" + _html_table(("model", "verdict", "measured levels"), conc))
     parts.append("<h2>Failures</h2>")
     if not rep["failures"]:
         parts.append("<p>No call errored.</p>")

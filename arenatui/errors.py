@@ -12,6 +12,8 @@
     ProviderError                   raised by providers for one attempt; the engine classifies, never the user
     ├── RateLimited                 429 or the simulated equivalent; carries retry_after (seconds) when known
     ├── TransientError              worth retrying: 5xx, resets, timeouts, malformed or truncated responses
+    │   ├── IncompleteStream        a stream that ended cleanly without its end marker (no finish reason, no
+    │   │                           [DONE] / message_stop): a proxy's or server's cut, never an answer
     │   └── Transient               what a python solver raises for the same (arenatui.Transient)
     └── TerminalError               never retried: 4xx other than 408/409/429, a refusal to serve
         └── SolverFailed            a python solver raised (or its worker process died): error class solver_error
@@ -92,15 +94,25 @@ class RateLimited(ProviderError):
 
     error_class = "rate_limited"
 
-    def __init__(self, message: str = "rate limited", retry_after: float | None = None) -> None:
+    def __init__(self, message: str = "rate limited", retry_after: float | None = None,
+                 retry_after_source: str | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.retry_after_source = retry_after_source
+        """The header that gave `retry_after` (``retry-after``, ``llm_provider-retry-after``, ...), when one did."""
 
 
 class TransientError(ProviderError):
     """A failure that a later attempt may not repeat."""
 
     error_class = "transient"
+
+
+class IncompleteStream(TransientError):
+    """A streamed answer ended without its end marker: whatever arrived is not the answer (retried like a
+    transient failure; stored as ``incomplete_stream`` so a proxy cutting streams is told apart)."""
+
+    error_class = "incomplete_stream"
 
 
 class TerminalError(ProviderError):

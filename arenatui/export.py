@@ -14,25 +14,18 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from arenatui.safe_text import printable
+from arenatui.safe_text import printable, spreadsheet_cell
 from arenatui.stats.items import RunResults
 from arenatui.store import Store
-from arenatui.store.queries import (
-    RunPlan,
-    RunSpend,
-    iter_call_rows,
-    load_plan_results,
-    resolve_run,
-    run_plan,
-    run_spend,
-)
+from arenatui.store.queries import RunPlan, RunSpend, iter_call_rows
+from arenatui.store.read import read_run
 
 FORMATS = ("jsonl", "csv")
 COLUMNS: tuple[str, ...] = (
     "row", "run_id", "model_key", "case_id", "stratum", "tags", "trial", "status", "score", "passed", "error_class",
     "error_message", "attempts", "latency_ms", "ttft_ms", "total_ms", "input_tokens", "output_tokens", "cost",
     "output", "cases", "calls", "answered", "failure_mode", "score_detail", "judge_key", "judge_errors",
-    "candidate_cost", "judge_cost", "rank", "own_score", "note",
+    "candidate_cost", "judge_cost", "tokens_estimated", "rank", "own_score", "note",
 )
 """`row` is 'call' for one call, 'sealed_aggregate' for one model's sealed cases together (cases, calls and
 answered are set only there; score is then the mean per-case score over scored sealed cases), 'judge_aggregate'
@@ -40,7 +33,9 @@ for one judge model (judge_key, calls = judgments, judge_errors, attempts, token
 'spend_total' once when anything is stored (candidate_cost = the models' spend, judge_cost = the judges',
 cost = their total), then 'leaderboard' once per model, in the coverage-fair order every view shows (rank, empty
 when unranked; score = quality over the cases every ranked model has scores for and cases = their number; own_score
-over the model's own scored cases and answered = their number; note = why unranked, or a verdict/paradox note)."""
+over the model's own scored cases and answered = their number; note = why unranked, or a verdict/paradox note).
+`tokens_estimated` (calls) is true when the server reported no usage: the call's tokens, and so its cost, are
+arenatui's estimate."""
 
 
 def call_records(store: Store, plan: RunPlan) -> Iterator[dict[str, Any]]:
@@ -55,7 +50,8 @@ def call_records(store: Store, plan: RunPlan) -> Iterator[dict[str, Any]]:
                "score": r.score, "passed": r.passed, "error_class": r.error_class, "error_message": r.error_message,
                "attempts": r.attempts, "latency_ms": r.latency_ms, "ttft_ms": r.ttft_ms, "total_ms": r.total_ms,
                "input_tokens": r.input_tokens, "output_tokens": r.output_tokens, "cost": r.cost, "output": r.output,
-               "failure_mode": r.failure_mode, "score_detail": r.score_detail}
+               "failure_mode": r.failure_mode, "score_detail": r.score_detail,
+               "tokens_estimated": r.tokens_estimated}
 
 
 def sealed_records(results: RunResults) -> Iterator[dict[str, Any]]:
@@ -94,16 +90,16 @@ def spend_records(run_id: str, spend: RunSpend) -> Iterator[dict[str, Any]]:
            "judge_cost": spend.judge_total, "cost": spend.total}
 
 
-def write_export(store: Store, run: str, fmt: str, out: TextIO, *, terminal: bool = False) -> int:
+def write_export(store: Store, run: str, fmt: str, out: TextIO, *, terminal: bool = False, raw: bool = False) -> int:
     """Write every exported row to `out`; returns the number of rows. On a terminal, control characters in model
-    output are shown as escapes instead of reaching it."""
-    plan = run_plan(resolve_run(store, run))
-    results = load_plan_results(store, plan, latency=False)
+    output are shown as escapes instead of reaching it. A CSV cell that a spreadsheet would read as a formula gets a
+    leading `'` unless `raw` (see `spreadsheet_cell`)."""
+    stored = read_run(store, run, latency=False, detail=False)
+    plan, results, spend = stored.plan, stored.results, stored.spend
     n = 0
-    spend = run_spend(store, plan.record.run_id)
-    stored = bool(results.calls.sum()) or bool(spend.judges)  # a run with nothing stored exports nothing
+    anything = bool(results.calls.sum()) or bool(spend.judges)  # a run with nothing stored exports nothing
     records = itertools.chain(call_records(store, plan), sealed_records(results),
-                              spend_records(plan.record.run_id, spend) if stored else (),
+                              spend_records(plan.record.run_id, spend) if anything else (),
                               leaderboard_records(results) if results.calls.sum() else ())
     if fmt == "jsonl":
         for rec in records:
@@ -116,6 +112,8 @@ def write_export(store: Store, run: str, fmt: str, out: TextIO, *, terminal: boo
         row = {k: ("" if v is None else ";".join(v) if isinstance(v, list) else v) for k, v in rec.items()}
         if terminal:
             row = {k: printable(v) if isinstance(v, str) else v for k, v in row.items()}
+        if not raw:
+            row = {k: spreadsheet_cell(v) if isinstance(v, str) else v for k, v in row.items()}
         w.writerow(row)
         n += 1
     return n

@@ -63,8 +63,8 @@ async def run_headless(sweep: Sweep, *, quiet: bool, console: Console) -> RunSta
             async for signum in signals:
                 if sweep.stopped_by is None:
                     sweep.stopped_by = int(signum)
-                if not sweep.runner.cancelled:
-                    sweep.runner.cancel()
+                if not sweep.control.cancelled:
+                    sweep.control.cancel()
                     try:
                         console.print("\nStopping: finished calls are stored; calls in flight are cancelled.",
                                       highlight=False, markup=False)

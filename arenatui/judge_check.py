@@ -157,7 +157,7 @@ async def check_judges(project: Project, concurrency: int = 4) -> list[JudgeChec
     import anyio
 
     from arenatui.errors import ArenaError
-    from arenatui.providers.base import make_provider
+    from arenatui.providers.registry import make_provider
 
     scorers = {s.name: s for s in project.scorers}
     first = project.scorers[0].name

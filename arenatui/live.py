@@ -86,6 +86,8 @@ class StoredResult(NamedTuple):
     input_tokens: int = 0
     output_tokens: int = 0
     failure_mode: str | None = None
+    tokens_estimated: int = 0
+    """1 when the server reported no usage and arenatui estimated the tokens (and so the cost)."""
 
 
 STORED_COLUMNS = StoredResult._fields
@@ -187,6 +189,8 @@ class _ModelAgg:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
+    estimated: int = 0
+    """Calls whose tokens (and so cost) arenatui estimated: the server reported no usage."""
     score_sum: float = 0.0
     errors: dict[str, int] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)
@@ -282,6 +286,9 @@ class LiveSnapshot:
     judge_done: int = 0
     judge_cost: float = 0.0
     """Spend of the judge lanes, included in `cost`."""
+    estimated_calls: int = 0
+    """Calls whose tokens and cost are arenatui's estimate (the server reported no usage): `cost` is partly
+    estimated when this is above 0."""
 
 
 class LiveMetrics:
@@ -337,6 +344,9 @@ class LiveMetrics:
         self.state = "running"
         self.target = 0
         self.caps: dict[str, int | None] = {}
+        self.rate_limits: dict[str, float] = {}
+        """Per row key, the most calls/s its client-side limits (rpm, tpm) allow: no model's ETA assumes more,
+        however fast its first calls went (a burst before the limiter bites showed 0:36 for a 6-minute run)."""
         self.planned = sum(planned_rows)
         self._backoff: set[tuple[str, str, int]] = set()
         """Calls sleeping before a retry: few at a time, so kept by key (calls in flight are not)."""
@@ -422,7 +432,7 @@ class LiveMetrics:
     def _finished(self, ev: CallFinished | JudgeFinished) -> None:
         # The hottest function outside the engine: one tuple unpack, then locals.
         (mk, cid, trial, status, _output, score, _passed, ec, emsg, attempts, lat, _total, ttft, itok, otok, cost,
-         _finish, _est, _started_at, _finished_at, _connect, mode, _detail, _http) = ev.result
+         _finish, est, _started_at, _finished_at, _connect, mode, _detail, _http) = ev.result
         mi = self._m_index[mk]
         agg = self.rows[mi]
         if self._backoff and (mk, cid, trial) in self._backoff:
@@ -437,6 +447,8 @@ class LiveMetrics:
         agg.input_tokens += itok
         agg.output_tokens += otok
         agg.cost += cost
+        if est:
+            agg.estimated += 1
         if ec == "cancelled":
             self._move(mi, cid, src, QUEUED)  # resume runs it again
             return
@@ -611,6 +623,7 @@ class LiveMetrics:
             extra = max(0, (r.attempts or 1) - 1)
             agg.retries += extra
             agg.cost += r.cost or 0.0
+            agg.estimated += 1 if r.tokens_estimated else 0
             agg.input_tokens += r.input_tokens or 0
             agg.output_tokens += r.output_tokens or 0
             agg.preloaded_output_tokens += r.output_tokens or 0
@@ -683,7 +696,8 @@ class LiveMetrics:
             tot_cps += cps
             tot_attempts_w += attempts_w
             tot_retries_w += retries_w
-            eta = _slowest(eta, agg.planned - agg.done, cps, session_done / elapsed if elapsed > 0 else 0.0)
+            eta = _slowest(eta, agg.planned - agg.done, cps, session_done / elapsed if elapsed > 0 else 0.0,
+                           self.rate_limits.get(agg.key))
             lat = sorted(agg.latencies)
             tt = sorted(agg.ttfts)
             n_series = 60
@@ -729,18 +743,22 @@ class LiveMetrics:
             client_overloaded=self.client_load.overloaded, client_overload_s=self.client_load.overload_s,
             rates_window_s=None if ended else float(w), unscored=sum(m.unscored for m in cands),
             judge_planned=sum(m.planned for m in judges), judge_done=sum(m.done for m in judges),
-            judge_cost=sum(m.cost for m in judges),
+            judge_cost=sum(m.cost for m in judges), estimated_calls=sum(r.estimated for r in self.rows),
         )
 
 
-def _slowest(eta: float | None, remaining: int, window_cps: float, session_cps: float) -> float | None:
-    """The later of `eta` and one model's finish (its remaining calls at its own rate): the slowest model
-    decides when the run ends. None once any unfinished model has no rate yet."""
+def _slowest(eta: float | None, remaining: int, window_cps: float, session_cps: float,
+             limit: float | None = None) -> float | None:
+    """The later of `eta` and one model's finish (its remaining calls at its own rate, never above `limit`, what
+    its rpm/tpm allow): the slowest model decides when the run ends. None once any unfinished model has no rate
+    yet."""
     if remaining <= 0 or eta is None:
         return eta
     rate = window_cps if window_cps > 0 else session_cps
     if rate <= 0:
         return None
+    if limit is not None and limit > 0:
+        rate = min(rate, limit)
     return max(eta, remaining / rate)
 
 

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import math
 import random
 from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from arenatui.config.schema import JUDGE_LANE_PREFIX, Case, ModelConfig, Project, ScorerConfig
+from arenatui.config.schema import Case, ModelConfig, Project, ScorerConfig
+from arenatui.engine.events import JUDGE_LANE_PREFIX, AwaitingJudge
 from arenatui.errors import PlanError
+from arenatui.judge_sample import judge_sample
 from arenatui.limits import MAX_TRIALS
 
 
@@ -89,19 +90,10 @@ def judge_trial(model_index: int, trial: int, trials: int) -> int:
 
 
 def judged_case_ids(project: Project, scorer: ScorerConfig) -> frozenset[str]:
-    """The cases an llm_judge scorer judges: all of its cases, or its `sample` of them.
-
-    The sample is a deterministic rank of the project's cases for that scorer (BLAKE2b of scorer name and case id),
-    the same for every model, every run and any --limit/--tags, so paired comparisons stay paired and a resumed
-    run judges what the first one chose."""
+    """The cases an llm_judge scorer judges: all of its cases, or its `sample` of them (judge_sample says how)."""
     default = project.scorers[0].name
     mine = [c.id for c in project.cases if (c.scorer or default) == scorer.name]
-    n = len(mine)
-    k = math.ceil(scorer.sample * n) if scorer.sample <= 1.0 else min(n, int(scorer.sample))
-    if k >= n:
-        return frozenset(mine)
-    rank = sorted(mine, key=lambda cid: hashlib.blake2b(f"{scorer.name}|{cid}".encode(), digest_size=8).digest())
-    return frozenset(rank[:k])
+    return judge_sample(scorer.name, scorer.sample, mine)
 
 
 def call_order(seed: int, model_key: str, n: int) -> Iterator[int]:
@@ -131,17 +123,6 @@ class JudgePlan:
     @property
     def key(self) -> str:
         return judge_lane(self.model.key)
-
-
-@dataclass(frozen=True, slots=True)
-class AwaitingJudge:
-    """A stored answer that an interrupted run left unscored: resume judges it without calling its model again."""
-
-    model_key: str
-    case_id: str
-    trial: int
-    output: str
-    finish_reason: str | None
 
 
 @dataclass(slots=True)

@@ -9,7 +9,6 @@ from rich.text import Text
 from arenatui.engine.client_load import OVERLOAD_CPU, OVERLOAD_S, sustained_overload
 from arenatui.safe_text import literal, one_line
 from arenatui.stats import ModelRow, RunResults, leaderboard
-from arenatui.stats.summary import SUMMARY_COLUMNS, ModelSummary, summarize
 from arenatui.store import Store
 from arenatui.store.queries import RunSpend
 from arenatui.wording import LEADERBOARD_NOTE, fmt_errors
@@ -60,11 +59,6 @@ def leaderboard_table(rows: list[ModelRow]) -> Table:
 
 def _money(v: float | None) -> str:
     return "-" if v is None else f"${v:.5f}"
-
-
-def run_summaries(store: Store, run_id: str) -> list[ModelSummary]:
-    """The first results screen's numbers: kept until that screen reads stats.leaderboard."""
-    return summarize(store.results(run_id, SUMMARY_COLUMNS))
 
 
 def ranking_lines(rows: list[ModelRow]) -> list[Text]:

@@ -41,3 +41,13 @@ def literal(s: str | None, style: str = "", *, newlines: bool = True) -> Text:
 def one_line(s: str | None, limit: int = 200) -> str:
     t = printable(s or "", newlines=False)
     return t if len(t) <= limit else t[: limit - 1] + "…"
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_cell(s: str) -> str:
+    """`s` made inert for a spreadsheet opening a CSV: a cell starting with `=`, `+`, `-`, `@`, tab or carriage
+    return would be read as a formula (`=cmd|' /C calc'!A0` in a model answer runs a program), so it gets a
+    leading `'`, as OWASP recommends for CSV injection. `arena export --raw` skips this."""
+    return "'" + s if s.startswith(_FORMULA_START) else s

@@ -83,7 +83,7 @@ def barrier_line(shard: Shard | None, start_at: float | None) -> str | None:
 def start_skew_line(shards: list[ShardRecord]) -> str | None:
     """The merged run's worst start: the shard whose start may have been furthest from the planned instant."""
     from arenatui.barrier import format_instant, worst_start
-    from arenatui.load.report import ms
+    from arenatui.load.tables import ms
 
     found = worst_start(shards)
     if found is None:

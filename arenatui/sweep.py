@@ -11,6 +11,7 @@ import gc
 import shlex
 import signal
 import sqlite3
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,12 +21,14 @@ import anyio
 
 from arenatui.config import Project, load_project, project_from_dict, project_to_dict
 from arenatui.engine.client_load import CpuSampler
+from arenatui.engine.control import SweepControl
 from arenatui.engine.events import Event, RunStatus
-from arenatui.engine.runner import Runner, Sink
+from arenatui.engine.runner import Runner, Sink, bucket_level
 from arenatui.errors import ArenaError, StoreError, unwrap
 from arenatui.live import STORED_COLUMNS, LiveMetrics, busy_seconds, judge_lanes, resumed_rows
 from arenatui.plan import Filters, Plan, make_plan
-from arenatui.providers.base import Provider, make_provider
+from arenatui.providers.base import Provider, estimate_tokens
+from arenatui.providers.registry import make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.db import explain_error
 from arenatui.store.shards import finish_shard, record_shard
@@ -125,6 +128,7 @@ class Sweep:
         try:
             stored: list[tuple[Any, ...]] = []
             stored_elapsed = 0.0
+            recent: list[tuple[str, str, float]] = []
             if fresh is None:
                 assert opts.resume is not None
                 rec = store.get_run(opts.resume)
@@ -150,6 +154,9 @@ class Sweep:
                 n = len(STORED_COLUMNS)
                 stored = [r[:n] for r in resumed_rows(rows, retry_errored=opts.retry_errored)]
                 stored_elapsed = busy_seconds((r[n], r[n + 1]) for r in rows if r[n] and r[n + 1])
+                from arenatui.store.queries import recent_attempts
+
+                recent = recent_attempts(store, rec.run_id, time.time() - LIMIT_WINDOW_S)
                 self.resumed = True
             else:
                 self.filters = opts.filters
@@ -182,6 +189,7 @@ class Sweep:
         self.live = LiveMetrics([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials,
                                 judges=judge_lanes(plan), cells=plan.shard_cells() if plan.shard is not None else None)
         self.live.preload(stored, elapsed_s=stored_elapsed)
+        self.live.rate_limits = client_rate_limits(plan, self.project.defaults.max_tokens)
         self.writer = ResultWriter(self.db_path, self.run_id, retry_errored=opts.retry_errored)
         # Nobody reads live metrics in a quiet headless run; folding them costs ~10 us a call at zero latency.
         watched = (self.live.on_event,) if live_metrics else ()
@@ -195,9 +203,16 @@ class Sweep:
         """Per-level readout (always) and the auto-tuner (when on); `a` in the console toggles it."""
         sinks = (self.writer.on_event, *watched, *extra_sinks, self.tuner.on_event)
         self.runner = Runner(plan, self.providers, sinks=sinks, concurrency=concurrency)
+        if recent:  # the client's rpm/tpm limiters continue where the earlier session left them
+            self.runner.seed_rate_limits(limit_levels(plan, recent, time.time(), self.project.defaults.max_tokens))
         self.cpu = CpuSampler(self.runner.emit)
         """The client's own CPU load beside the engine: stored with the run, shown live, warned about."""
         self.status: RunStatus | None = None
+
+    @property
+    def control(self) -> SweepControl:
+        """What a view may steer and read of the running sweep: the narrow surface, never the runner itself."""
+        return self.runner
 
     def _set_level(self, key: str, n: int) -> None:
         self.runner.set_model_cap(key, n, source="tuner")
@@ -306,8 +321,49 @@ class Sweep:
                 if self.filters.shard is not None:
                     finish_shard(store, self.run_id, status, (None, None, None))
                 store.write_tuning_levels(self.run_id, readout_rows(
-                    {r.model_key: r for r in self.tuner.tracker.readouts()}))
+                    {r.model_key: r for r in self.tuner.readouts()}, self.tuner.caps()))
         except (StoreError, sqlite3.Error) as e:
             # The process exits next, so `arena runs` shows the run interrupted all the same; say why here.
             if self.error is None:
                 self.error = e if isinstance(e, StoreError) else explain_error(self.db_path, e)
+
+
+def client_rate_limits(plan: Plan, default_max_tokens: int) -> dict[str, float]:
+    """Per model with an rpm or tpm, the most calls/s they allow: rpm/60, and tpm/60 over what the runner takes
+    from the tpm bucket per call (its prompt's estimated tokens plus max_tokens, averaged over the cases)."""
+    out: dict[str, float] = {}
+    prompts = [estimate_tokens(c.prompt_text()) for c in plan.cases] or [1]
+    for m in plan.models:
+        limits = []
+        if m.rpm:
+            limits.append(m.rpm / 60.0)
+        if m.tpm:
+            per_call = sum(prompts) / len(prompts) + (m.max_tokens or default_max_tokens)
+            limits.append(m.tpm / 60.0 / min(per_call, m.tpm))
+        if limits:
+            out[m.key] = min(limits)
+    return out
+
+
+LIMIT_WINDOW_S = 60.0
+"""rpm and tpm are per minute: a resume counts the stored attempts of the last minute against them."""
+
+
+def limit_levels(plan: Plan, recent: Sequence[tuple[str, str, float]], now: float,
+                 default_max_tokens: int) -> dict[str, tuple[float, float]]:
+    """Per model with an rpm or tpm, the (rpm, tpm) capacity its recent attempts still hold (`bucket_level`): each
+    attempt took one request and, from tpm, what the runner takes (the prompt's estimated tokens + max_tokens)."""
+    models = {m.key: m for m in (*plan.models, *(j.model for j in plan.judges))}
+    prompts = {c.id: estimate_tokens(c.prompt_text()) for c in plan.cases}
+    out: dict[str, tuple[float, float]] = {}
+    for key, m in models.items():
+        if not (m.rpm or m.tpm):
+            continue
+        mine = [(t, c) for k, c, t in recent if k == key]
+        rpm = bucket_level(((t, 1.0) for t, _ in mine), now, m.rpm / 60.0) if m.rpm else 0.0
+        need = m.max_tokens or default_max_tokens
+        tpm = bucket_level(((t, float(min(prompts.get(c, 1) + need, m.tpm))) for t, c in mine), now,
+                           m.tpm / 60.0) if m.tpm else 0.0
+        if rpm or tpm:
+            out[key] = (rpm, tpm)
+    return out

@@ -13,7 +13,7 @@ LEADERBOARD_NOTE = ("quality: mean per-case score over scored calls (a case's tr
 
 def fmt_errors(errors: dict[str, int] | Any) -> str:
     short = {"rate_limited": "429", "timeout": "timeout", "transient": "transient", "terminal": "terminal",
-             "cancelled": "cancelled"}
+             "cancelled": "cancelled", "incomplete_stream": "cut stream"}
     # none is "0", as the headless leaderboard and the header's error count say it
     return " ".join(f"{short.get(k, k)}×{v}" for k, v in sorted(errors.items())) or "0"
 

@@ -41,7 +41,8 @@ from http_throughput import start_server
 from arenatui.config import load_project
 from arenatui.engine.events import CallFinished
 from arenatui.plan import Filters
-from arenatui.providers.base import Request, build_messages, make_provider
+from arenatui.providers.base import Request, build_messages
+from arenatui.providers.registry import make_provider
 from arenatui.sweep import Sweep, SweepOptions
 
 TRUE_LATENCY_S = 0.100

@@ -22,7 +22,8 @@ import anyio
 import tomli_w
 
 from arenatui.config import load_project
-from arenatui.providers.base import build_messages, make_provider
+from arenatui.providers.base import build_messages
+from arenatui.providers.registry import make_provider
 
 
 def start_server(config: Path) -> tuple[subprocess.Popen[str], str]:

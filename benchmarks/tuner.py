@@ -1,24 +1,32 @@
-"""The auto-tuner against the oracle level and a plain AIMD baseline, on simulated providers with a known optimum.
+"""Coverage of the auto-tuner and its verdict against the oracle level, beside plain AIMD, over provider shapes whose
+optimum is computable (issue 19).
 
-    python benchmarks/tuner.py [--calls 1500] [--scenarios rpm,ceiling,serial,halving] [--budget 400]
+    python benchmarks/tuner.py [--seeds 20] [--calls 800] [--shapes rpm,slow429,ceiling,serial,halving,jitter,tiny]
 
-Scenarios (one simulated model each, latencies of tens of ms so a run takes seconds):
-- rpm: a hosted model with a rate limit (200 req/s, 50 ms calls, a bucket of 10 so bursts cannot beat the
-  rate): oracle level = rpm/60 × latency ≈ 10.
-- ceiling: a provider that answers 429 past 8 requests at once: oracle 8.
-- serial: a local server that serves one request at a time and queues the rest: oracle 1 (the same
-  goodput at any level, with the lowest latency at 1).
-- halving: the rpm model whose limit halves when half the calls are done: the oracle holds 10, then 5.
+Shapes (one simulated model each, latencies of a few tens of ms so a run takes about a second):
+- rpm: a rate limit of 500 requests/s (a bucket of 10), 20 ms calls, 429s answered at once: oracle 10
+  (800 calls a run, about 1.6 s at the oracle level).
+- slow429: the same, but a refusal takes 2 latencies to come back (a gateway that is slow to say no): oracle 10.
+- ceiling: 429 past 8 requests at once, 20 ms calls: oracle 8.
+- serial: a local server that serves one request at a time (5 ms) and queues the rest: oracle 1 (300 calls).
+- halving: the rpm model whose limit halves when half the calls are done: the oracle holds 10, then 5 (the
+  recommendation is judged against 5).
+- jitter: no limit, latency 20 ms with a lognormal jitter of sigma 0.4 (about ±50%), the project capping the
+  model at 16: oracle 16 (the cap).
+- tiny: the rpm model with a budget of 60 calls: too few for a verdict, so the right answer is "not enough
+  evidence" (never a confident wrong one); within-one-level is not expected here.
 
-For each, the same sweep is run three times: capped at the oracle level, with the tuner (`--tune`,
-starting from 2), and with AIMD (halve on a 429 at most once per latency, +1 after each window of
-`level` answered calls without a 429), implemented here as a sink on the same runner controls.
+For each shape and seed, the same sweep runs with the tuner (from 2) and with AIMD (from 2: halve on a 429 at most once
+per latency, +1 after `level` answered calls without one); the oracle run (capped at the oracle level) runs on 3
+seeds and its mean wall clock is the reference; for a rate limit the oracle level is rate × the mean latency those
+runs measured (a busy machine stretches a 20 ms call by a few ms, which moves the optimum by a level). Both modes'
+recommendation is the one verdict
+(`tuning.evidence.verdict`) over the levels the run held, so they differ only in how they moved.
 
-Figures (JSON lines): <scenario>_tuner_wall_ratio and <scenario>_aimd_wall_ratio (wall clock over the
-oracle run's; target <= 1.15 for the tuner), <scenario>_tuner_retried_share and <scenario>_aimd_retried_share
-(calls that needed more than one attempt; target < 5%), <scenario>_*_p95_ratio (answered latency p95 over the
-oracle's), and <scenario>_tune_recommended beside <scenario>_oracle_level (`arena tune`, --budget calls;
-target within one level).
+Per shape and mode, JSON lines: <shape>_<mode>_within_one (share of seeds whose verdict names a level within one of
+the oracle: target >= 0.95), <shape>_<mode>_wrong_confident (an optimum, a cap or a rate limit more than one level
+off: target 0), <shape>_<mode>_wall_ratio (mean wall clock over the oracle's: target <= 1.10) and
+<shape>_<mode>_retried_share (calls that needed more than one attempt: target < 0.03).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import argparse
 import dataclasses
 import json
 import math
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -37,32 +46,50 @@ import anyio
 import tomli_w
 
 from arenatui.engine.events import CallFinished, CallRetrying, Event
-from arenatui.live import percentile
+from arenatui.errors import RateLimited
 from arenatui.providers.sim import SimProvider
 from arenatui.sweep import Sweep, SweepOptions
 
-SCENARIOS: dict[str, dict[str, Any]] = {
-    "rpm": {"base_latency_s": 0.05, "per_token_s": 0.0, "jitter": 0.1, "rpm": 12000, "burst": 10, "accuracy": 1.0},
-    "ceiling": {"base_latency_s": 0.04, "per_token_s": 0.0, "jitter": 0.1, "max_concurrent": 8, "accuracy": 1.0},
-    "serial": {"base_latency_s": 0.01, "per_token_s": 0.0, "jitter": 0.1, "serial": True, "accuracy": 1.0},
-    "halving": {"base_latency_s": 0.05, "per_token_s": 0.0, "jitter": 0.1, "rpm": 12000, "burst": 10, "accuracy": 1.0},
+LAT = 0.02
+RPM: dict[str, Any] = {"base_latency_s": LAT, "per_token_s": 0.0, "jitter": 0.1, "rpm": 30000, "burst": 10,
+                       "accuracy": 1.0}
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    sim: dict[str, Any]
+    oracle: int
+    """The level to recommend (after a halving: the new one)."""
+    start_oracle: int | None = None
+    """The oracle run's level before a halving."""
+    cap: int | None = None
+    refusal_s: float = 0.0
+    calls: int | None = None
+    halving: bool = False
+
+
+SHAPES: dict[str, Shape] = {
+    "rpm": Shape(RPM, 10),
+    "slow429": Shape(RPM, 10, refusal_s=2 * LAT),
+    "ceiling": Shape({"base_latency_s": LAT, "per_token_s": 0.0, "jitter": 0.1, "max_concurrent": 8,
+                      "accuracy": 1.0}, 8),
+    "serial": Shape({"base_latency_s": 0.005, "per_token_s": 0.0, "jitter": 0.1, "serial": True, "accuracy": 1.0}, 1,
+                    calls=300),
+    "halving": Shape(RPM, 5, start_oracle=10, halving=True),
+    "jitter": Shape({"base_latency_s": LAT, "per_token_s": 0.0, "jitter": 0.4, "accuracy": 1.0}, 16, cap=16),
+    "tiny": Shape(RPM, 10, calls=60),
 }
 START = 2
+MODEL = "m"
 
 
-def oracle_level(sim: dict[str, Any]) -> int:
-    from arenatui.config.schema import SimSettings
-
-    return max(1, math.floor(SimSettings(**sim).ideal_concurrency()))
-
-
-def write_project(dirpath: Path, name: str, calls: int, cap: int | None = None) -> Path:
-    model: dict[str, Any] = {"key": name, "provider": "sim", "model": name, "sim": SCENARIOS[name]}
+def write_project(dirpath: Path, name: str, shape: Shape, calls: int, cap: int | None) -> Path:
+    model: dict[str, Any] = {"key": MODEL, "provider": "sim", "model": name, "sim": shape.sim}
     if cap is not None:
         model["max_concurrency"] = cap
     raw = {
         "project": {"name": f"tuner-{name}"},
-        "run": {"concurrency": START, "trials": calls // 10, "timeout_s": 30.0, "max_attempts": 30,
+        "run": {"concurrency": START, "trials": max(1, calls // 10), "timeout_s": 30.0, "max_attempts": 30,
                 "backoff_base_s": 0.05, "backoff_cap_s": 2.0, "seed": 11},
         "models": [model],
         "scorers": [{"name": "exact", "kind": "exact"}],
@@ -74,7 +101,7 @@ def write_project(dirpath: Path, name: str, calls: int, cap: int | None = None) 
 
 
 class Outcome:
-    """A sink: calls retried, answered latencies, and the halving trigger."""
+    """A sink: calls retried, and the halving trigger."""
 
     def __init__(self, total: int, on_half: Callable[[], None] | None) -> None:
         self.total = total
@@ -85,11 +112,10 @@ class Outcome:
 
     def __call__(self, ev: Event) -> None:
         if type(ev) is CallFinished:
-            r = ev.result
             self.done += 1
-            self.retried += r.attempts > 1
-            if r.status != "errored" and r.latency_ms is not None:
-                self.latencies.append(r.latency_ms)
+            self.retried += ev.result.attempts > 1
+            if ev.result.status != "errored" and ev.result.latency_ms is not None and len(self.latencies) < 400:
+                self.latencies.append(ev.result.latency_ms / 1000)
             if self.on_half is not None and self.done == self.total // 2:
                 self.on_half()
 
@@ -97,8 +123,7 @@ class Outcome:
 class Aimd:
     """The baseline: halve on a 429 (once per latency), +1 after `level` answered calls without one."""
 
-    def __init__(self, key: str) -> None:
-        self.key = key
+    def __init__(self) -> None:
         self.level = START
         self.good = 0
         self.last_cut = -1e9
@@ -109,7 +134,7 @@ class Aimd:
         if sweep is None:
             return
         if type(ev) is CallRetrying and ev.reason == "rate_limited":
-            if ev.t - self.last_cut > 0.1:
+            if ev.t - self.last_cut > 5 * LAT:
                 self.last_cut = ev.t
                 self._set(max(1, self.level // 2))
             self.good = 0
@@ -123,56 +148,89 @@ class Aimd:
         assert self.sweep is not None
         if n != self.level:
             self.level = n
-            self.sweep.runner.set_model_cap(self.key, n, source="aimd")
+            self.sweep.runner.set_model_cap(MODEL, n, source="aimd")
             self.sweep.runner.set_concurrency(n, source="aimd")
 
 
-def halve_limit(sweep: Sweep, key: str) -> Callable[[], None]:
-    def go() -> None:
-        prov = sweep.providers[key]
-        assert isinstance(prov, SimProvider)
-        core = prov.core
-        core.s = dataclasses.replace(core.s, rpm=(core.s.rpm or 0) / 2)
-        core.rate /= 2
-        core.burst = max(1.0, core.rate)
-        core.level = min(core.level, core.burst)
-    return go
+def halve_limit(sweep: Sweep) -> None:
+    prov = sweep.providers[MODEL]
+    assert isinstance(prov, SimProvider)
+    core = prov.core
+    core.s = dataclasses.replace(core.s, rpm=(core.s.rpm or 0) / 2)
+    core.rate /= 2
+    core.burst = max(1.0, core.burst / 2)
+    core.level = min(core.level, core.burst)
 
 
-def run_one(dirpath: Path, name: str, mode: str, db: Path, calls: int) -> dict[str, float]:
-    oracle = oracle_level(SCENARIOS[name])
-    # the oracle and AIMD start capped (at the oracle level, at START); the tuner from START with no user cap
-    project = write_project(dirpath, name, calls, {"oracle": oracle, "aimd": START}.get(mode))
-    aimd = Aimd(name) if mode == "aimd" else None
-    extra: list[Callable[[Event], None]] = []
-    concurrency = oracle if mode == "oracle" else START
-    sweep_holder: list[Sweep] = []
+def slow_refusals(prov: SimProvider, delay: float) -> None:
+    """Refusals that take `delay` seconds to come back (the provider instance's own method, wrapped)."""
+    inner = prov.complete
+
+    async def complete(request: Any) -> Any:
+        try:
+            return await inner(request)
+        except RateLimited:
+            await anyio.sleep(delay)
+            raise
+
+    prov.complete = complete  # type: ignore[method-assign]
+
+
+def run_one(dirpath: Path, name: str, shape: Shape, mode: str, seed: int, db: Path, calls: int) -> dict[str, Any]:
+    first = shape.start_oracle or shape.oracle
+    cap = first if mode == "oracle" else shape.cap
+    if shape.cap is not None and cap is not None:
+        cap = min(cap, shape.cap)
+    project = write_project(dirpath, name, shape, calls, cap)
+    holder: list[Sweep] = []
 
     def on_half() -> None:
-        if name != "halving":
+        if not shape.halving:
             return
-        s = sweep_holder[0]
-        halve_limit(s, name)()
+        s = holder[0]
+        halve_limit(s)
         if mode == "oracle":  # the oracle knows: it follows the new optimum at once
-            s.runner.set_model_cap(name, max(1, oracle // 2), source="oracle")
-            s.runner.set_concurrency(max(1, oracle // 2), source="oracle")
+            s.runner.set_model_cap(MODEL, shape.oracle, source="oracle")
+            s.runner.set_concurrency(shape.oracle, source="oracle")
 
     outcome = Outcome(calls, on_half)
-    extra.append(outcome)
+    extra: list[Callable[[Event], None]] = [outcome]
+    aimd = Aimd() if mode == "aimd" else None
     if aimd is not None:
         extra.append(aimd)
-    sweep = Sweep(SweepOptions(project=project, db=db, concurrency=concurrency, tune=mode == "tuner"),
-                  extra_sinks=extra, live_metrics=False)
-    sweep_holder.append(sweep)
+    sweep = Sweep(SweepOptions(project=project, db=db, concurrency=first if mode == "oracle" else START,
+                               tune=mode == "tuner", seed=seed), extra_sinks=extra, live_metrics=False)
+    holder.append(sweep)
     if aimd is not None:
         aimd.sweep = sweep
+        sweep.runner.set_model_cap(MODEL, START, source="aimd")
+    if shape.refusal_s:
+        prov = sweep.providers[MODEL]
+        assert isinstance(prov, SimProvider)
+        slow_refusals(prov, shape.refusal_s)
     t0 = time.monotonic()
     anyio.run(sweep.run)
     wall = time.monotonic() - t0
-    lat = sorted(outcome.latencies)
-    final = sweep.runner.model_cap(name) or 0
-    return {"wall": wall, "retried": outcome.retried / max(1, outcome.done), "p95": percentile(lat, 0.95) or 0.0,
-            "final": float(final)}
+    (ro,) = [r for r in sweep.tuner.readouts() if r.model_key == MODEL]
+    return {"wall": wall, "retried": outcome.retried / max(1, outcome.done), "verdict": ro.verdict,
+            "latency": statistics.mean(outcome.latencies) if outcome.latencies else None}
+
+
+def oracle_of(shape: Shape, oracle_latency_s: float | None) -> int:
+    """The optimum on this machine: for a rate limit, Little's law with the latency the oracle runs measured (a
+    busy machine stretches 20 ms calls by a few ms, which moves rate × latency by a level); else the shape's."""
+    rpm = shape.sim.get("rpm")
+    if rpm is None or oracle_latency_s is None:
+        return shape.oracle
+    rate = rpm / 60 / (2 if shape.halving else 1)
+    return max(1, math.floor(rate * oracle_latency_s))
+
+
+def judge(v: Any, oracle: int) -> tuple[bool, bool]:
+    """(within one level, wrong and confident) for a verdict."""
+    level = v.level if v.kind in ("optimum", "capped", "rising", "rate") else None
+    return (level is not None and abs(level - oracle) <= 1,
+            v.conclusive and (v.level is None or abs(v.level - oracle) > 1))
 
 
 def emit(name: str, value: float, unit: str) -> None:
@@ -181,30 +239,36 @@ def emit(name: str, value: float, unit: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--calls", type=int, default=1500)
-    ap.add_argument("--scenarios", default="rpm,ceiling,serial,halving")
-    ap.add_argument("--budget", type=int, default=600, help="calls per model for the `arena tune` check")
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--calls", type=int, default=800)
+    ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--verbose", action="store_true", help="print each run's verdict")
     args = ap.parse_args()
-    from arenatui.tuning.drivers import tune
-
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        for name in args.scenarios.split(","):
+        for name in args.shapes.split(","):
+            shape = SHAPES[name]
+            calls = shape.calls or args.calls
             db = d / f"{name}.db"
-            res = {mode: run_one(d, name, mode, db, args.calls) for mode in ("oracle", "tuner", "aimd")}
-            base = res["oracle"]
-            emit(f"{name}_oracle_level", oracle_level(SCENARIOS[name]), "level")
-            emit(f"{name}_oracle_wall_s", base["wall"], "s")
+            oracle_runs = [run_one(d, name, shape, "oracle", s, db, calls) for s in range(min(3, args.seeds))]
+            base = statistics.mean(r["wall"] for r in oracle_runs)
+            lats = [r["latency"] for r in oracle_runs if r["latency"] is not None]
+            oracle = oracle_of(shape, statistics.mean(lats) if lats else None)
+            emit(f"{name}_oracle_level", oracle, "level")
+            emit(f"{name}_oracle_wall_s", base, "s")
             for mode in ("tuner", "aimd"):
-                r = res[mode]
-                emit(f"{name}_{mode}_wall_ratio", r["wall"] / base["wall"], "ratio")
-                emit(f"{name}_{mode}_retried_share", r["retried"], "share")
-                emit(f"{name}_{mode}_p95_ratio", r["p95"] / base["p95"] if base["p95"] else 0.0, "ratio")
-                emit(f"{name}_{mode}_final_level", r["final"], "level")
-            emit(f"{name}_oracle_retried_share", base["retried"], "share")
-            if name != "halving":
-                rec = tune(write_project(d, name, args.calls), budget=args.budget, db=db)
-                emit(f"{name}_tune_recommended", rec.recommended[name], "level")
+                runs = [run_one(d, name, shape, mode, s, db, calls) for s in range(args.seeds)]
+                judged = [judge(r["verdict"], oracle) for r in runs]
+                if args.verbose:
+                    for s, r in enumerate(runs):
+                        print(f"# {name} {mode} seed {s}: {r['verdict'].text} ({r['wall'] / base:.2f}x)", flush=True)
+                n = len(runs)
+                emit(f"{name}_{mode}_within_one", sum(j[0] for j in judged) / n, "share")
+                emit(f"{name}_{mode}_wrong_confident", sum(j[1] for j in judged) / n, "share")
+                emit(f"{name}_{mode}_wall_ratio", statistics.mean(r["wall"] for r in runs) / base, "ratio")
+                emit(f"{name}_{mode}_retried_share", statistics.mean(r["retried"] for r in runs), "share")
+                if math.isnan(base):
+                    raise SystemExit("oracle wall clock is not a number")
 
 
 if __name__ == "__main__":

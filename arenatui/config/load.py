@@ -17,9 +17,7 @@ from arenatui.config.schema import (
     JUDGE_LANE_PREFIX,
     MOCK_FAULTS,
     OUTPUT_REF,
-    PROVIDERS,
     RETRY_AFTER_FORMS,
-    SCORER_KINDS,
     SOLVER_CONCURRENCY,
     TRANSPORTS,
     Case,
@@ -33,7 +31,9 @@ from arenatui.config.schema import (
 )
 from arenatui.errors import ConfigError
 from arenatui.limits import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_NESTING, MAX_RPM, MAX_SOLVER_PROCESSES, MAX_TRIALS
+from arenatui.providers.registry import provider_names, provider_spec
 from arenatui.redact import REDACTED, redact_url
+from arenatui.scoring.registry import JudgeSettings, scorer_kind, scorer_kinds
 
 T = TypeVar("T")
 _KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,79}$")
@@ -288,23 +288,23 @@ def _read_model(t: _Table, solvers: Mapping[str, Callable[..., Any]] | None = No
     if key.startswith(JUDGE_LANE_PREFIX):
         raise t.error("key", f"must not start with {JUDGE_LANE_PREFIX!r}: the console names judge lanes that way")
     given = (solvers or {}).get(key)
-    provider = t.string("provider", "python" if given is not None else "sim")
+    provider = t.string("provider", "python" if given is not None else "sim") or "sim"
     if given is not None and provider != "python":
         raise t.error("provider", f'a model given a solver is provider = "python", got {provider!r}')
-    if provider not in PROVIDERS:
-        close = difflib.get_close_matches(provider or "", PROVIDERS, n=1)
+    spec = provider_spec(provider)
+    if spec is None:
+        names = provider_names()
+        close = difflib.get_close_matches(provider, names, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
-        raise t.error("provider", f"expected one of {', '.join(PROVIDERS)}, got {provider!r}{hint}")
+        raise t.error("provider", f"expected one of {', '.join(names)}, got {provider!r}{hint}")
     model = t.string("model", key) or key
     base_url = t.string("base_url")
     if base_url is not None and not re.match(r"^https?://", base_url):
         raise t.error("base_url", f"expected an http:// or https:// URL, got {redact_url(base_url)!r}")
     if base_url is not None and REDACTED in base_url:
         base_url = _secret_from_project_file(t, key, "base_url", base_url)
-    if provider == "openai" and base_url is None:
-        base_url = "https://api.openai.com/v1"
-    if provider == "anthropic" and base_url is None:
-        base_url = "https://api.anthropic.com"
+    if base_url is None:
+        base_url = spec.default_base_url
     api_key_env = t.string("api_key_env")
     if api_key_env is not None and not _ENV_NAME_RE.match(api_key_env):
         raise t.error("api_key_env", f"expected the NAME of an environment variable (not the key itself), got a "
@@ -336,7 +336,7 @@ def _read_model(t: _Table, solvers: Mapping[str, Callable[..., Any]] | None = No
             raise t.error(f"headers_env.{h}", "is also set in headers: give each header one value")
     m = ModelConfig(
         key=key,
-        provider=provider,  # type: ignore[arg-type]
+        provider=provider,
         model=model,
         base_url=base_url,
         api_key_env=api_key_env,
@@ -421,127 +421,49 @@ def _read_mock(t: _Table, model_keys: list[str]) -> dict[str, MockFaults]:
 
 
 def _read_scorer(t: _Table) -> ScorerConfig:
-    kind = t.string("kind", required=True)
-    if kind not in SCORER_KINDS:
-        close = difflib.get_close_matches(kind or "", SCORER_KINDS, n=1)
+    """One [[scorers]] table: the settings any scorer may carry here, its kind's own settings checked by the kind
+    (arenatui.scoring.registry)."""
+    kind = t.string("kind", required=True) or ""
+    spec = scorer_kind(kind)
+    if spec is None:
+        kinds = scorer_kinds()
+        close = difflib.get_close_matches(kind, kinds, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
-        raise t.error("kind", f"expected one of {', '.join(SCORER_KINDS)}, got {kind!r}{hint}")
+        raise t.error("kind", f"expected one of {', '.join(kinds)}, got {kind!r}{hint}")
     name = t.string("name", kind) or kind
-    pattern = t.string("pattern")
-    if kind == "regex":
-        if pattern is None:
-            raise t.error("pattern", "is required for a regex scorer (a Python regular expression)")
-        try:
-            re.compile(pattern.replace("{expected}", "x"))
-        except re.error as e:
-            raise t.error("pattern", f"is not a valid regular expression ({e})") from None
     choices = t.get("choices", list, ["A", "B", "C", "D"], "an array of strings")
     if not choices or not all(isinstance(c, str) and c for c in choices):
         raise t.error("choices", "expected a non-empty array of non-empty strings")
-    schema = _read_schema(t) if kind == "json_schema" else None
     labels = t.get("labels", list, [], "an array of strings")
     if not all(isinstance(x, str) and x.strip() for x in labels) or len(set(labels)) != len(labels):
         raise t.error("labels", "expected an array of distinct non-empty strings")
-    if kind == "f1" and len(labels) < 2:
-        raise t.error("labels", "an f1 scorer needs the label set: at least two labels, e.g. [\"pos\", \"neg\"]")
-    function = t.string("function")
-    if kind == "python":
-        if function is None:
-            raise t.error("function", "is required for a python scorer: 'package.module:function'")
-        from arenatui.scoring.plugin import PluginProblem, load_function
-
-        try:
-            load_function(function, t.file.parent)
-        except PluginProblem as e:
-            raise t.error("function", str(e)) from None
-    judge = t.string("judge")
-    rubric = t.string("rubric")
-    scale = t.string("scale", "pass/fail") or "pass/fail"
-    verdict = t.string("verdict")
-    pass_at = t.number("pass_at", None)
-    sample = t.number("sample", 1.0, lo=0.0, lo_open=True) or 1.0
-    if kind == "llm_judge":
-        if judge is None:
-            raise t.error("judge", "is required for an llm_judge scorer: the key of the [[models]] entry that judges")
-        if rubric is None or not rubric.strip():
-            raise t.error("rubric", "is required for an llm_judge scorer: the judge's prompt, with {output} (and "
-                                    "{input}, {expected} if it needs them) where the texts go")
-        if "{output}" not in rubric:
-            raise t.error("rubric", "must contain {output}, where the answer to judge goes")
-        m_scale = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", scale)
-        if m_scale:
-            lo, hi = int(m_scale.group(1)), int(m_scale.group(2))
-            if hi <= lo:
-                raise t.error("scale", f"expected LO-HI with LO < HI, got {scale!r}")
-            scale = f"{lo}-{hi}"
-            if pass_at is not None and not lo <= pass_at <= hi:
-                raise t.error("pass_at", f"expected a verdict within the scale {scale}, got {pass_at:g}")
-        elif scale.strip().lower() in ("pass/fail", "pass-fail", "passfail"):
-            scale = "pass/fail"
-            if pass_at is not None:
-                raise t.error("pass_at", "applies to a numeric scale only (scale = \"1-5\"); this one is pass/fail")
-        else:
-            raise t.error("scale", f'expected "pass/fail" or a whole-number range such as "1-5", got {scale!r}')
-        if verdict is not None:
-            try:
-                re.compile(verdict)
-            except re.error as e:
-                raise t.error("verdict", f"is not a valid regular expression ({e})") from None
-        if sample > 1.0 and not float(sample).is_integer():
-            raise t.error("sample", f"expected a share in (0, 1] or a whole number of cases, got {sample:g}")
-    else:
-        for k, v in (("judge", judge), ("rubric", rubric), ("verdict", verdict), ("pass_at", pass_at)):
-            if v is not None:
-                raise t.error(k, f"applies to llm_judge scorers only (this one is {kind})")
+    judge = JudgeSettings(
+        judge=t.string("judge"), rubric=t.string("rubric"), scale=t.string("scale", "pass/fail") or "pass/fail",
+        verdict=t.string("verdict"), pass_at=t.number("pass_at", None),
+        sample=t.number("sample", 1.0, lo=0.0, lo_open=True) or 1.0)
+    own = spec.read(t, judge)
+    judge.scale = own.pop("scale", judge.scale)  # the kind's reading of it (llm_judge writes "1-5" one way)
     out = ScorerConfig(
         name=name,
-        kind=kind,  # type: ignore[arg-type]
-        pattern=pattern,
+        kind=kind,
+        pattern=t.string("pattern"),
         choices=tuple(choices),
         tolerance=t.number("tolerance", 1e-6, lo=0.0) or 0.0,
         case_sensitive=t.boolean("case_sensitive", False),
-        schema=schema,
         labels=tuple(labels),
-        function=function,
+        function=t.string("function"),
         timeout_s=t.number("timeout_s", 10.0, lo=0.0, hi=3600.0, lo_open=True) or 10.0,
         memory_mb=t.integer("memory_mb", 512, lo=64) or 512,
-        judge=judge,
-        rubric=rubric,
-        scale=scale,
-        verdict=verdict,
-        pass_at=pass_at,
-        sample=sample,
+        judge=judge.judge,
+        rubric=judge.rubric,
+        scale=judge.scale,
+        verdict=judge.verdict,
+        pass_at=judge.pass_at,
+        sample=judge.sample,
+        **own,
     )
     t.finish()
     return out
-
-
-def _read_schema(t: _Table) -> dict[str, Any]:
-    """A json_schema scorer's schema: inline ``schema`` table or ``schema_file`` (JSON), checked now."""
-    from arenatui.scoring.json_schema import SchemaProblem, check_schema
-
-    inline: dict[str, Any] | None = t.get("schema", dict, None, "an inline table holding a JSON Schema")
-    path = t.string("schema_file")
-    if (inline is None) == (path is None):
-        raise t.error("schema", "a json_schema scorer needs exactly one of 'schema' (inline table) or 'schema_file'")
-    key = "schema"
-    if path is not None:
-        key = "schema_file"
-        f = Path(path) if Path(path).is_absolute() else t.file.parent / path
-        try:
-            inline = json.loads(f.read_text(encoding="utf-8"))
-        except OSError as e:
-            raise t.error("schema_file", f"cannot read {f}: {e.strerror or e}") from None
-        except (ValueError, RecursionError) as e:
-            raise t.error("schema_file", f"{f} is not valid JSON ({e})") from None
-        if not isinstance(inline, dict):
-            raise t.error("schema_file", f"{f} must hold a JSON object (a schema)")
-    assert inline is not None
-    try:
-        check_schema(inline)
-    except SchemaProblem as e:
-        raise t.error(key, f"is not a valid JSON Schema: {e}") from None
-    return dict(inline)
 
 
 def _read_case(file: Path, path: str, data: Any) -> Case:
@@ -964,6 +886,7 @@ def _prune(d: dict[str, Any]) -> dict[str, Any]:
 
 def _scorer_dict(s: ScorerConfig) -> dict[str, Any]:
     d = dict(_prune(dataclasses.asdict(s)), choices=list(s.choices))
+    d.update(d.pop("options", {}))  # an added kind's own settings sit in its table, where it reads them
     if s.labels:
         d["labels"] = list(s.labels)
     return d

@@ -6,23 +6,17 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-ProviderKind = Literal["sim", "openai", "anthropic", "python"]
-PROVIDERS: tuple[str, ...] = ("sim", "openai", "anthropic", "python")
+from arenatui.engine.events import JUDGE_LANE_PREFIX as JUDGE_LANE_PREFIX  # the vocabulary's; re-exported
+
 SOLVER_CONCURRENCY: tuple[str, ...] = ("thread", "process", "serial")
 """How a python solver may overlap (arenatui.providers.solver): freely in-process, one trial per worker process,
 or never."""
 TRANSPORTS: tuple[str, ...] = ("auto", "httpx", "aiohttp")
 """HTTP clients a model may use (arenatui.providers.transports says why there are two)."""
-ScorerKind = Literal["exact", "contains", "regex", "choice", "numeric", "json_valid", "json_schema", "f1", "python",
-                     "code_exec", "llm_judge"]
-SCORER_KINDS: tuple[str, ...] = ("exact", "contains", "regex", "choice", "numeric", "json_valid", "json_schema", "f1",
-                                 "python", "code_exec", "llm_judge")
 OUTPUT_REF = re.compile(r"\{output:([^{}]+)\}")
 """``{output:ID}`` in a chained case's input: the answer of case ID (same model, same trial)."""
-JUDGE_LANE_PREFIX = "judge:"
-"""The engine's lane of a judge model is keyed ``judge:<model key>``; no model key may start with it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +111,9 @@ class ModelConfig:
     """One model of a project: ``[[models]]`` in TOML, or ``arenatui.Model(...)`` from Python."""
 
     key: str
-    provider: ProviderKind = "sim"
-    """Set to "python" by itself when ``solver`` is given."""
+    provider: str = "sim"
+    """A registered provider's name (arenatui.providers.registry): sim, openai, anthropic, python, or one added
+    there. Set to "python" by itself when ``solver`` is given."""
     model: str = ""
     """The provider's model name; empty means the key."""
     base_url: str | None = None
@@ -203,7 +198,9 @@ class Case:
 @dataclass(frozen=True, slots=True)
 class ScorerConfig:
     name: str
-    kind: ScorerKind
+    kind: str
+    """A registered scorer kind (arenatui.scoring.registry): exact, contains, regex, choice, numeric, json_valid,
+    json_schema, f1, python, code_exec, llm_judge, or one added there."""
     pattern: str | None = None
     """regex: the pattern the output must match (``{expected}`` is replaced, escaped)."""
     choices: tuple[str, ...] = ("A", "B", "C", "D")
@@ -236,6 +233,8 @@ class ScorerConfig:
     sample: float = 1.0
     """llm_judge: which of its cases are judged: a share in (0, 1] or, from 1 up and whole, a number of cases.
     The same cases for every model (a deterministic rank), so paired comparisons stay paired."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """A kind added through the registry: its own settings, as its `read` checked them."""
 
     def scale_range(self) -> tuple[int, int] | None:
         """The numeric scale (lo, hi), or None for pass/fail."""
@@ -260,7 +259,8 @@ MOCK_FAULTS: tuple[str, ...] = (
     "400", "401", "403", "404", "408", "409", "422", "429", "500", "503", "529",
     "reset", "malformed", "truncated", "hang", "trickle",
 )
-RETRY_AFTER_FORMS: tuple[str, ...] = ("both", "ms", "seconds", "date")
+RETRY_AFTER_FORMS: tuple[str, ...] = ("both", "ms", "seconds", "date", "llm_provider", "openai_reset",
+                                      "anthropic_reset", "none")
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +272,9 @@ class MockFaults:
     rate: float = 1.0
     """Share of requests that get one of ``faults`` (picked uniformly)."""
     retry_after: str = "both"
-    """How a 429 states its delay: ``retry-after-ms`` (ms), ``Retry-After`` seconds, an HTTP date, or ms + seconds."""
+    """How a 429 states its delay: ``retry-after-ms`` (ms), ``Retry-After`` seconds, an HTTP date, ms + seconds, a
+    gateway's ``llm_provider-retry-after``, OpenAI's ``x-ratelimit-reset-requests`` duration, Anthropic's
+    ``anthropic-ratelimit-requests-reset`` time, or ``none`` (no hint at all)."""
     retry_after_s: float = 1.0
     """The delay an injected 429 asks for."""
     echo_headers: bool = False

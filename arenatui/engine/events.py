@@ -19,11 +19,14 @@ will score it; resume judges what an interrupted run left). An unscored call is 
 unreachable: a chained case (``depends_on``) not run because a parent did not pass in that trial: coverage as not
 run, never a wrong answer (error class and failure mode 'unreachable', the parent named in its message)."""
 ErrorClass = Literal["rate_limited", "timeout", "transient", "terminal", "cancelled", "scoring_error", "judge_error",
-                     "solver_error", "unreachable"]
+                     "solver_error", "unreachable", "incomplete_stream"]
 """scoring_error: the model answered (the output is kept) but the scorer could not judge it. judge_error: the same
 for an llm_judge scorer: its judge's call failed or its answer held no readable verdict (never a silent 0).
 solver_error: a python solver raised (its traceback is the call's score_detail) or its worker process died."""
 RunStatus = Literal["finished", "cancelled", "failed"]
+JUDGE_LANE_PREFIX = "judge:"
+"""The engine's lane of a judge model is keyed ``judge:<model key>`` (its results carry that model_key); no model
+key may start with it."""
 
 
 class CallResult(NamedTuple):
@@ -66,6 +69,16 @@ class CallResult(NamedTuple):
     that ended an errored call keeps it like the retried ones do."""
 
 
+class AwaitingJudge(NamedTuple):
+    """A stored answer that an interrupted run left unscored: resume judges it without calling its model again."""
+
+    model_key: str
+    case_id: str
+    trial: int
+    output: str
+    finish_reason: str | None
+
+
 class CallStarted(NamedTuple):
     model_key: str
     case_id: str
@@ -89,6 +102,8 @@ class CallRetrying(NamedTuple):
     """Seconds the provider asked to wait (a 429's retry-after), when it said."""
     http_status: int | None = None
     """The HTTP status of the failed attempt, where there was one."""
+    retry_after_source: str | None = None
+    """The header that gave `retry_after` (``retry-after``, ``llm_provider-retry-after``, ...), when one did."""
 
 
 class CallFinished(NamedTuple):

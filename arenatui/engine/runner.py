@@ -31,7 +31,7 @@ import os
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import anyio
@@ -53,17 +53,16 @@ from arenatui.engine.events import (
     RunPaused,
     RunResumed,
     RunStatus,
-    Status,
 )
+from arenatui.engine.judging import JudgeJob
 from arenatui.engine.retry import RetryPolicy
 from arenatui.engine.sealed import MIN_RUN, SealedScrubber
-from arenatui.errors import ArenaError, ProviderError, RateLimited, TerminalError
+from arenatui.errors import ArenaError, IncompleteStream, ProviderError, RateLimited, TerminalError
 from arenatui.limits import MAX_CONCURRENCY
 from arenatui.plan import Plan, judge_trial
-from arenatui.providers.base import JudgeTask, Provider, Request, build_messages, estimate_tokens
-from arenatui.scoring import REGEX_TIMEOUT_S, Score, ScorerSet, ScoringError, ScoringSlow
-from arenatui.scoring.failure_modes import classify
-from arenatui.scoring.judge import JudgeUnreadable, judge_messages, read_verdict
+from arenatui.providers.base import Completion, JudgeTask, Provider, Request, build_messages, estimate_tokens
+from arenatui.scoring import REGEX_TIMEOUT_S, Score, ScorerSet, ScoringError, ScoringSlow, verdict
+from arenatui.scoring.judge import judge_messages
 from arenatui.threads import in_daemon_thread
 
 Sink = Callable[[Event], None]
@@ -71,19 +70,6 @@ MESSAGE_LIMIT = 2000
 SCORE_ON_LOOP_S = 0.02
 """How long a regex scorer may hold the event loop; one that needs longer runs again in a thread, with up
 to REGEX_TIMEOUT_S, so in-flight calls keep being timed and Ctrl-C keeps working."""
-
-
-@dataclass(slots=True)
-class _JudgeJob:
-    """A candidate's answer waiting for its judge."""
-
-    model_key: str
-    model_index: int
-    case: Case
-    trial: int
-    output: str
-    finish_reason: str | None
-    scorer: ScorerConfig
 
 
 @dataclass(slots=True)
@@ -101,7 +87,7 @@ class _Parked:
     err_msg: str
     latency: float | None
     connect_ms: float | None
-    job: _JudgeJob | None = None
+    job: JudgeJob | None = None
 
 
 @dataclass(slots=True)
@@ -125,7 +111,7 @@ class _ModelLane:
     exhausted: bool = False
     parked: list[tuple[float, int, _Parked]] = field(default_factory=list)
     """Heap of (due time, sequence, call) backing off: they hold no worker until due."""
-    jobs: deque[_JudgeJob] | None = None
+    jobs: deque[JudgeJob] | None = None
     """A judge lane's answers to judge, in the order they came (None for a model's own lane)."""
     ready: deque[tuple[Case, int]] = field(default_factory=deque)
     """Chained cases whose parents passed in that trial, their inputs filled in: they go before new calls."""
@@ -174,7 +160,7 @@ class Runner:
         chained = any(c.depends_on for c in plan.cases)
         self._chains = Chains(plan.cases) if chained else None
         """A chained project's episodes: a dependent case is queued (lane.ready) once its parents passed."""
-        lanes: list[tuple[str, ModelConfig, Iterator[tuple[Case, int]], deque[_JudgeJob] | None]] = [
+        lanes: list[tuple[str, ModelConfig, Iterator[tuple[Case, int]], deque[JudgeJob] | None]] = [
             (m.key, m, _roots(plan.pending(m.key)) if chained else plan.pending(m.key), None) for m in plan.models]
         lanes += [(j.key, j.model, iter(()), deque()) for j in plan.judges]
         for key, m, calls, jobs in lanes:
@@ -196,6 +182,7 @@ class Runner:
                 at_provider=at_provider.setdefault(m.key, [0]),
             ))
         self._by_key = {lane.key: lane for lane in self._lanes}
+        self._seeds: dict[str, tuple[float, float]] = {}
         self._per_case = run.max_concurrency_per_case
         self._case_busy: dict[tuple[str, str], int] = {}
         """(lane, case id) -> trials under way, from first attempt to final end (backing off included)."""
@@ -209,7 +196,7 @@ class Runner:
         self._unstarted = _calls_to_make(plan)
         """Calls not yet taken from the lanes (judge jobs queued included): with the parked ones, the most workers
         that could be busy."""
-        self._unjudgeable: list[tuple[_ModelLane, _JudgeJob, str]] = []
+        self._unjudgeable: list[tuple[_ModelLane, JudgeJob, str]] = []
         """Resumed answers that cannot be judged (a sealed case's answer that was not kept): reported at start."""
         self._backlog(plan)
         self._unreachable_at_start: list[tuple[_ModelLane, Case, int, str]] = []
@@ -275,10 +262,30 @@ class Runner:
 
     # ---- running -------------------------------------------------------------------------------
 
+    def seed_rate_limits(self, levels: dict[str, tuple[float, float]]) -> None:
+        """Before `run`: per model key, (rpm, tpm) capacity already used in the last minute (a resumed run's stored
+        calls, `bucket_level`). A fresh limiter allows a whole minute's worth at once: a resume would send that
+        burst to a gateway that has just seen the earlier session's calls."""
+        self._seeds = dict(levels)
+
+    async def _apply_seeds(self) -> None:
+        done: set[str] = set()
+        for lane in self._lanes:
+            key = lane.model.key
+            rpm_used, tpm_used = self._seeds.get(key, (0.0, 0.0))
+            if key in done or not (rpm_used or tpm_used):
+                continue
+            done.add(key)  # a model that is both a candidate and a judge has one set of limiters
+            if lane.rpm is not None and rpm_used > 0:
+                await lane.rpm.acquire(min(rpm_used, lane.rpm.max_rate))  # an empty bucket: immediate
+            if lane.tpm is not None and tpm_used > 0:
+                await lane.tpm.acquire(min(tpm_used, lane.tpm.max_rate))
+
     async def run(self) -> RunStatus:
         if self._started:
             raise RuntimeError("a Runner runs once")
         self._started = True
+        await self._apply_seeds()
         self.emit(ConcurrencyChanged(0, self.target, None, "config", time.monotonic(), time.time(), self._asked))
         for lane, job, why in self._unjudgeable:
             now = time.monotonic()
@@ -344,7 +351,7 @@ class Runner:
                 continue  # outside this plan (a filter), or no longer judged: left as stored
             scorer, lane_key = judged
             lane = self._by_key[lane_key]
-            job = _JudgeJob(a.model_key, self._model_index[a.model_key], case, a.trial, a.output, a.finish_reason,
+            job = JudgeJob(a.model_key, self._model_index[a.model_key], case, a.trial, a.output, a.finish_reason,
                             scorer)
             if case.sealed and not self._keep_sealed:
                 self._unjudgeable.append((lane, job, "the answer to this sealed case was not kept (keep_sealed_outputs "
@@ -354,7 +361,7 @@ class Runner:
             lane.jobs.append(job)
             self._unstarted += 1
 
-    def _enqueue(self, job: _JudgeJob, lane_key: str) -> None:
+    def _enqueue(self, job: JudgeJob, lane_key: str) -> None:
         """A candidate answered a judged case: its judge lane has one more call to make."""
         jobs = self._by_key[lane_key].jobs
         assert jobs is not None
@@ -363,7 +370,7 @@ class Runner:
         self._spawn()
         self._notify()
 
-    def _next_call(self) -> tuple[_ModelLane, Case, int, _Parked | None, _JudgeJob | None] | None:
+    def _next_call(self) -> tuple[_ModelLane, Case, int, _Parked | None, JudgeJob | None] | None:
         lanes = self._lanes
         n = len(lanes)
         now = time.monotonic() if self._parked_n else 0.0
@@ -535,13 +542,12 @@ class Runner:
     def _unreachable(self, lane: _ModelLane, case: Case, trial: int, why: str) -> None:
         """Store a chained call that is not made: its parent did not pass (coverage as not run, never wrong)."""
         self._unstarted -= 1
-        now, wall = time.monotonic(), time.time()
-        self.emit(CallFinished(CallResult(
-            lane.key, case.id, trial, "unreachable", None, None, False, "unreachable", why, 0, None, 0.0, None, 0, 0,
-            0.0, None, False, wall, wall, None, "unreachable"), now))
+        now = time.monotonic()
+        self.emit(CallFinished(self._result(lane, case, trial, verdict.unreachable(why), None, 0, now, now, now,
+                                            time.time(), 0, 0), now))
 
     async def _call(self, lane: _ModelLane, case: Case, trial: int, parked: _Parked | None,
-                    job: _JudgeJob | None = None) -> None:
+                    job: JudgeJob | None = None) -> None:
         """Attempts of one call until it ends (one CallFinished, or JudgeFinished for a judge call `job`) or backs
         off (parked, to go on when due)."""
         model = lane.model
@@ -576,6 +582,7 @@ class Runner:
             ta = time.monotonic()
             self.emit(CallStarted(mkey, case.id, trial, attempt, ta))
             retry_after: float | None = None
+            retry_source: str | None = None
             http_status = None
             # Positional construction on the hot path: keyword arguments cost 2.5 µs more per CallResult.
             if job is None:
@@ -596,13 +603,15 @@ class Runner:
             except RateLimited as e:
                 latency, connect_ms = _attempt_times(e, ta)
                 err_class, err_msg, retry_after = "rate_limited", e.message, e.retry_after
+                retry_source = e.retry_after_source
                 http_status = e.http_status
                 in_tok += getattr(e, "input_tokens", 0)
                 out_tok += getattr(e, "output_tokens", 0)
             except ProviderError as e:
                 latency, connect_ms = _attempt_times(e, ta)
                 # a terminal error's class is its own: 'terminal', or 'solver_error' (its traceback kept as detail)
-                err_class = e.error_class if isinstance(e, TerminalError) else "transient"  # type: ignore[assignment]
+                err_class = e.error_class if isinstance(e, TerminalError) else \
+                    "incomplete_stream" if isinstance(e, IncompleteStream) else "transient"  # type: ignore[assignment]
                 err_msg, http_status = e.message, e.http_status
                 err_detail = getattr(e, "detail", None)
                 in_tok += getattr(e, "input_tokens", 0)
@@ -617,9 +626,7 @@ class Runner:
                 in_tok += comp.input_tokens
                 out_tok += comp.output_tokens
                 if job is not None:
-                    self._judged_by(lane, job, comp.text, attempt, ta, t0, now, started_wall, in_tok, out_tok,
-                                    comp.latency_s, comp.ttft_s, comp.connect_s, comp.finish_reason,
-                                    comp.tokens_estimated)
+                    self._judged_by(lane, job, comp, attempt, ta, t0, now, started_wall, in_tok, out_tok)
                     return
                 scorer = self._scorers.for_case(case)
                 judged: tuple[ScorerConfig, str] | None = None
@@ -633,48 +640,12 @@ class Runner:
                         sc = scorer.score(comp.text, case, SCORE_ON_LOOP_S)
                     except Exception as e:  # slow, or no verdict at all: off the hot path
                         sc = await self._score_after(e, comp.text, case)
-                ttft = comp.ttft_s
-                wire_s = comp.latency_s  # HTTP providers time the wire themselves (connecting left out)
-                connect_s = comp.connect_s
-                detail: str | None = None
-                status: Status
-                value: float | None
-                sc_class: ErrorClass | None
-                sc_msg: str | None
-                if sc is None:
-                    status, value, passed, sc_class, sc_msg = "unscored", None, False, None, None
-                    mode = "unjudged" if judged is None else "awaiting_judge"
-                elif type(sc) is str:  # the scorer could not judge: the answer is kept, the call is errored
-                    status, value, passed, sc_class = "errored", None, False, "scoring_error"
-                    sc_msg = self._message(case, sc)
-                    mode = "scoring_error"
-                else:
-                    assert isinstance(sc, Score)
-                    value, passed = sc.value, sc.passed
-                    status = "passed" if passed else "failed"
-                    sc_class = sc_msg = None
-                    mode = "none" if passed else sc.failure_mode or classify(
-                        passed=False, output=comp.text, finish_reason=comp.finish_reason,
-                        invalid_format=sc.invalid_format, language=case.language)
-                    if sc.detail is not None:
-                        detail = self._message(case, sc.detail)
-                self.emit(CallFinished(CallResult(
-                    mkey, case.id, trial,  # model_key, case_id, trial
-                    status,  # status
-                    sealed_output(comp.text) if case.sealed and not self._keep_sealed else comp.text,  # output
-                    value, passed,  # score, passed
-                    sc_class, sc_msg, attempt,  # error_class, error_message, attempts
-                    wire_s * 1000.0 if wire_s is not None else (now - ta) * 1000.0,  # latency_ms
-                    (now - t0) * 1000.0,  # total_ms
-                    ttft * 1000.0 if ttft is not None else None,  # ttft_ms
-                    in_tok, out_tok, model.cost(in_tok, out_tok) + (comp.cost or 0.0),  # tokens, cost
-                    comp.finish_reason, comp.tokens_estimated,
-                    started_wall, started_wall + (now - t0),  # started_at, finished_at (epoch)
-                    connect_s * 1000.0 if connect_s is not None else None,  # connect_ms
-                    mode, detail,  # failure_mode, score_detail
-                ), now))
+                self.emit(CallFinished(self._result(
+                    lane, case, trial, verdict.answered(sc, comp.text, comp.finish_reason, case.language,
+                                                        judged is not None),
+                    comp, attempt, ta, t0, now, started_wall, in_tok, out_tok), now))
                 if judged is not None:
-                    self._enqueue(_JudgeJob(mkey, self._model_index[mkey], case, trial, comp.text, comp.finish_reason,
+                    self._enqueue(JudgeJob(mkey, self._model_index[mkey], case, trial, comp.text, comp.finish_reason,
                                             judged[0]), judged[1])
                 return
             # the attempt failed: retry (parked until due, holding no worker) or record
@@ -684,14 +655,15 @@ class Runner:
                 if elapsed + delay <= policy.budget_s:
                     self.emit(CallRetrying(mkey, case.id, trial, attempt, err_class, delay,
                                             self._message(case, err_msg), time.monotonic(), retry_after,
-                                            http_status))
+                                            http_status, retry_source))
                     heapq.heappush(lane.parked, (time.monotonic() + delay, next(self._seq), _Parked(
                         case, trial, attempt, t0, started_wall, in_tok, out_tok, err_class, err_msg, latency,
                         connect_ms, job)))
                     self._parked_n += 1
                     self._notify()  # idle workers wait for the earliest due call: this one may be earlier
                     return
-                asked = f"retry-after {retry_after:g}s" if retry_after is not None else f"backoff {delay:.1f}s"
+                asked = f"{retry_source or 'retry-after'} {retry_after:g}s" if retry_after is not None \
+                    else f"backoff {delay:.1f}s"
                 err_msg = (f"{err_msg} ({asked} exceeds the {policy.budget_s - elapsed:.0f}s left of this "
                            f"call's {policy.budget_s:g}s budget; not retried)")
         except anyio.get_cancelled_exc_class():
@@ -706,7 +678,7 @@ class Runner:
             r = r._replace(score_detail=self._message(case, err_detail))
         self._finish(lane, r, job, now)
 
-    def _finish(self, lane: _ModelLane, r: CallResult, job: _JudgeJob | None, now: float) -> None:
+    def _finish(self, lane: _ModelLane, r: CallResult, job: JudgeJob | None, now: float) -> None:
         """Report a call that ended without an answer: CallFinished, or for a judge call the JudgeFinished that
         leaves its candidate judge_error (the judge's own error class is in the message) or, if cancelled, unscored."""
         if job is None:
@@ -720,38 +692,46 @@ class Runner:
             r = r._replace(failure_mode="judge_error")
         self.emit(JudgeFinished(r, job.model_key, job.case.id, job.trial, now))
 
-    def _judged_by(self, lane: _ModelLane, job: _JudgeJob, answer: str, attempt: int, ta: float, t0: float,
-                   now: float, started_wall: float, in_tok: int, out_tok: int, wire_s: float | None,
-                   ttft: float | None, connect_s: float | None, finish_reason: str | None,
-                   tokens_estimated: bool) -> None:
+    def _judged_by(self, lane: _ModelLane, job: JudgeJob, comp: Completion, attempt: int, ta: float, t0: float,
+                   now: float, started_wall: float, in_tok: int, out_tok: int) -> None:
         """The judge answered: read its verdict on the candidate (JudgeFinished either way; unreadable is a
         judge_error, never a 0)."""
         case = job.case
-        try:
-            v = read_verdict(job.scorer, answer)
-        except JudgeUnreadable as e:
-            status: Status = "errored"
-            value: float | None = None
-            passed = False
-            err: ErrorClass | None = "judge_error"
-            msg: str | None = self._message(case, str(e))
-            mode = "judge_error"
-            detail: str | None = None
+        v = verdict.from_judge(job.scorer, comp.text, job.output, job.finish_reason, case.language)
+        r = self._result(lane, case, judge_trial(job.model_index, job.trial, self.plan.trials), v, comp, attempt, ta,
+                         t0, now, started_wall, in_tok, out_tok)
+        self.emit(JudgeFinished(r, job.model_key, case.id, job.trial, now))
+
+    def _result(self, lane: _ModelLane, case: Case, trial: int, v: verdict.Verdict, comp: Completion | None,
+                attempts: int, ta: float, t0: float, now: float, started_wall: float, in_tok: int, out_tok: int,
+                latency_ms: float | None = None, connect_ms: float | None = None,
+                http_status: int | None = None) -> CallResult:
+        """The one CallResult builder, for every way a call ends: with an answer `comp` (its output, a sealed case's
+        only as a digest, and its times: HTTP providers time the wire themselves, connecting left out), or without
+        one (the last attempt's `latency_ms` and `connect_ms`). Positional on the hot path: keyword arguments cost
+        2.5 µs more per CallResult."""
+        msg = v.error_message
+        detail = v.detail
+        extra_cost = 0.0
+        if comp is None:
+            output: str | None = None
+            ttft_ms: float | None = None
+            finish_reason: str | None = None
+            estimated = False
         else:
-            value, passed, err, msg, detail = v.score, v.passed, None, None, v.detail
-            status = "passed" if passed else "failed"
-            mode = "none" if passed else classify(passed=False, output=job.output, finish_reason=job.finish_reason,
-                                                  invalid_format=False, language=case.language)
-        self.emit(JudgeFinished(CallResult(
-            lane.key, case.id, judge_trial(job.model_index, job.trial, self.plan.trials), status,
-            sealed_output(answer) if case.sealed and not self._keep_sealed else answer,
-            value, passed, err, msg, attempt,
-            wire_s * 1000.0 if wire_s is not None else (now - ta) * 1000.0, (now - t0) * 1000.0,
-            ttft * 1000.0 if ttft is not None else None,
-            in_tok, out_tok, lane.model.cost(in_tok, out_tok), finish_reason, tokens_estimated,
-            started_wall, started_wall + (now - t0), connect_s * 1000.0 if connect_s is not None else None,
-            mode, detail,
-        ), job.model_key, case.id, job.trial, now))
+            output = sealed_output(comp.text) if case.sealed and not self._keep_sealed else comp.text
+            wire_s, ttft, connect_s = comp.latency_s, comp.ttft_s, comp.connect_s
+            latency_ms = wire_s * 1000.0 if wire_s is not None else (now - ta) * 1000.0
+            ttft_ms = ttft * 1000.0 if ttft is not None else None
+            connect_ms = connect_s * 1000.0 if connect_s is not None else None
+            finish_reason, estimated = comp.finish_reason, comp.tokens_estimated
+            extra_cost = comp.cost or 0.0  # what a solver says it spent beyond tokens
+        return CallResult(
+            lane.key, case.id, trial, v.status, output, v.score, v.passed, v.error_class,
+            None if msg is None else self._message(case, msg), attempts, latency_ms, (now - t0) * 1000.0, ttft_ms,
+            in_tok, out_tok, lane.model.cost(in_tok, out_tok) + extra_cost, finish_reason, estimated, started_wall,
+            started_wall + (now - t0), connect_ms, v.failure_mode,
+            None if detail is None else self._message(case, detail), http_status)
 
     async def _score_after(self, e: Exception, output: str, case: Case) -> Score | str:
         """The verdict after scoring on the loop raised `e`, or why there is none (a message): one call's
@@ -786,17 +766,11 @@ class Runner:
     def _errored(self, lane: _ModelLane, case: Case, trial: int, err_class: ErrorClass, msg: str, attempts: int,
                  latency: float | None, t0: float, now: float, started_wall: float, in_tok: int,
                  out_tok: int, connect_ms: float | None, http_status: int | None = None) -> CallResult:
-        return CallResult(
-            model_key=lane.key, case_id=case.id, trial=trial, status="errored", output=None, score=None,
-            passed=False, error_class=err_class, error_message=self._message(case, msg), attempts=attempts,
-            latency_ms=latency, total_ms=(now - t0) * 1000.0, ttft_ms=None, input_tokens=in_tok,
-            output_tokens=out_tok, cost=lane.model.cost(in_tok, out_tok), finish_reason=None,
-            tokens_estimated=False, started_at=started_wall, finished_at=started_wall + (now - t0),
-            connect_ms=connect_ms, failure_mode=err_class, http_status=http_status,
-        )
+        return self._result(lane, case, trial, verdict.ended(err_class, msg), None, attempts, now, t0, now,
+                            started_wall, in_tok, out_tok, latency, connect_ms, http_status)
 
 
-_RETRIED = frozenset(("rate_limited", "transient", "timeout"))
+_RETRIED = frozenset(("rate_limited", "transient", "timeout", "incomplete_stream"))
 """Error classes a later attempt may not repeat: terminal ones ('terminal', 'solver_error') never sleep."""
 
 
@@ -831,3 +805,17 @@ def _calls_to_make(plan: Plan) -> int:
         done = plan.done.get(m.key, ())
         n += len(plan.cases) * plan.trials - sum(1 for cid, t in done if cid in case_ids and 0 <= t < plan.trials)
     return n
+
+
+def bucket_level(events: Iterable[tuple[float, float]], now: float, per_s: float) -> float:
+    """What a leaky bucket draining `per_s` a second holds at `now` after `events` (time, amount), in time order:
+    the capacity a rate limiter must start with to continue where an earlier session left off."""
+    level, last = 0.0, None
+    for t, amount in events:
+        if last is not None:
+            level = max(0.0, level - (t - last) * per_s)
+        level += amount
+        last = t
+    if last is not None:
+        level = max(0.0, level - (now - last) * per_s)
+    return level

@@ -12,6 +12,7 @@ used) and seeded: every shard of a run draws the same schedule and keeps its own
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import random
@@ -23,6 +24,12 @@ from typing import Literal
 from arenatui.errors import ConfigError
 
 ArrivalKind = Literal["constant", "poisson", "gamma", "trace"]
+
+STREAM_ABOVE_BYTES = 8 << 20
+"""A trace file larger than this is read as the run goes (it must be in offset order), never whole: a 10M-line
+trace took 60 s and 1.7 GB before its first request. Smaller ones are read at once, validated and sorted."""
+MAX_TRACE_OFFSET_S = 7 * 24 * 3600.0
+"""The latest a trace may schedule a request (7 days): an offset of 1e308 was accepted and the run waited forever."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,17 +48,37 @@ class Arrival:
     cv: float = 1.0
     """Coefficient of variation of the gaps (gamma; poisson is 1, constant 0)."""
     trace: tuple[TraceRow, ...] = ()
+    trace_file: str | None = None
+    """A trace streamed from this file as the run goes (`trace` is then empty): see STREAM_ABOVE_BYTES."""
+    trace_requests: int = 0
+    """A streamed trace's request count, estimated from its size and first lines."""
+    trace_end_s: float = 0.0
+    """A streamed trace's last offset (read from its last line)."""
 
     def describe(self) -> str:
         if self.kind == "gamma":
             return f"gamma:{self.cv:g}"
         if self.kind == "trace":
+            if self.trace_file is not None:
+                return f"trace (streamed, about {self.trace_requests} requests)"
             return f"trace ({len(self.trace)} requests)"
         return self.kind
 
     @property
     def trace_duration_s(self) -> float:
+        if self.trace_file is not None:
+            return self.trace_end_s
         return self.trace[-1].offset_s if self.trace else 0.0
+
+    @property
+    def planned_trace_requests(self) -> int:
+        return self.trace_requests if self.trace_file is not None else len(self.trace)
+
+    def rows(self) -> Iterator[TraceRow]:
+        """The trace's rows in offset order: held, or read from the file as they are needed."""
+        if self.trace_file is not None:
+            return stream_trace(Path(self.trace_file))
+        return iter(self.trace)
 
 
 def parse_arrival(value: str, *, where: str = "--arrival") -> Arrival:
@@ -72,7 +99,14 @@ def parse_arrival(value: str, *, where: str = "--arrival") -> Arrival:
     if kind == "trace":
         if not arg:
             raise ConfigError(where, None, "trace:FILE needs a JSONL or CSV file of offsets in seconds")
-        return Arrival("trace", cv=math.nan, trace=read_trace(Path(arg)))
+        path = Path(arg)
+        try:
+            big = path.stat().st_size > STREAM_ABOVE_BYTES
+        except OSError as e:
+            raise ConfigError(str(path), None, f"a readable UTF-8 trace file ({e.__class__.__name__}: {e})") from None
+        if big:
+            return streamed_trace(path)
+        return Arrival("trace", cv=math.nan, trace=read_trace(path))
     raise ConfigError(where, None, f"expected constant, poisson, gamma:CV or trace:FILE, got {value!r}")
 
 
@@ -81,8 +115,9 @@ def _offset(file: Path, where: str, raw: object) -> float:
         t = float(raw)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         t = math.nan
-    if isinstance(raw, bool) or not math.isfinite(t) or t < 0:
-        raise ConfigError(str(file), where, f"an offset in seconds (a number >= 0), got {raw!r}")
+    if isinstance(raw, bool) or not math.isfinite(t) or t < 0 or t > MAX_TRACE_OFFSET_S:
+        raise ConfigError(str(file), where, f"an offset in seconds, a number from 0 to {MAX_TRACE_OFFSET_S:.0f} (7 "
+                                            f"days), got {raw!r}")
     return t
 
 
@@ -103,26 +138,91 @@ def read_trace(file: Path) -> tuple[TraceRow, ...]:
             rec = {(k or "").strip().lower(): (v or "").strip() for k, v in rec.items()}
             rows.append(TraceRow(_offset(file, f"line {n}: offset", rec.get("offset")), rec.get("case") or None))
     else:
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                raise ConfigError(str(file), f"line {n}", "a JSON object per line (JSONL)") from None
-            if not isinstance(obj, dict):
-                raise ConfigError(str(file), f"line {n}", f"a JSON object, got {type(obj).__name__}")
-            key = next((k for k in ("offset", "t", "timestamp") if k in obj), None)
-            if key is None:
-                raise ConfigError(str(file), f"line {n}", "an 'offset' key (seconds from the start)")
-            case = obj.get("case", obj.get("case_id"))
-            if case is not None and not isinstance(case, str):
-                raise ConfigError(str(file), f"line {n}: case", f"a case id (string), got {case!r}")
-            rows.append(TraceRow(_offset(file, f"line {n}: {key}", obj[key]), case))
+        lines: Iterator[tuple[int | str, str]] = enumerate(text.splitlines(), start=1)
+        rows = [row for _, row in _rows(file, lines, False)]
     if not rows:
         raise ConfigError(str(file), None, "at least one request (an offset per JSONL line or CSV row)")
     rows.sort(key=lambda r: r.offset_s)  # stable: equal offsets keep the file's order
     return tuple(rows)
+
+
+def _rows(file: Path, lines: Iterator[tuple[int | str, str]], csv_file: bool) -> Iterator[tuple[int | str, TraceRow]]:
+    """(line number, row) from numbered lines (a CSV's header already read), each validated, in file order."""
+    if csv_file:
+        for n, line in lines:
+            if not line.strip():
+                continue
+            rec = next(csv.reader([line]), [])
+            yield n, TraceRow(_offset(file, f"line {n}: offset", rec[0] if rec else None),
+                              (rec[1].strip() or None) if len(rec) > 1 else None)
+        return
+    for n, line in lines:
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            raise ConfigError(str(file), f"line {n}", "a JSON object per line (JSONL)") from None
+        if not isinstance(obj, dict):
+            raise ConfigError(str(file), f"line {n}", f"a JSON object, got {type(obj).__name__}")
+        key = next((k for k in ("offset", "t", "timestamp") if k in obj), None)
+        if key is None:
+            raise ConfigError(str(file), f"line {n}", "an 'offset' key (seconds from the start)")
+        case = obj.get("case", obj.get("case_id"))
+        if case is not None and not isinstance(case, str):
+            raise ConfigError(str(file), f"line {n}: case", f"a case id (string), got {case!r}")
+        yield n, TraceRow(_offset(file, f"line {n}: {key}", obj[key]), case)
+
+
+def _csv_header(file: Path, header: str) -> None:
+    fields = [f.strip().lower() for f in next(csv.reader([header]), [])]
+    if fields[:1] != ["offset"] or (len(fields) > 1 and fields[1] != "case"):
+        raise ConfigError(str(file), "header", f"a streamed CSV trace's header 'offset' or 'offset,case' (the "
+                                               f"order its rows are read in), got {fields!r}")
+
+
+def stream_trace(file: Path) -> Iterator[TraceRow]:
+    """A big trace's rows as the run reaches them, validated line by line; offsets must not go back (a streamed
+    file cannot be sorted first): a row earlier than the one before it is an error naming its line."""
+    with open(file, encoding="utf-8") as f:
+        numbered = enumerate(f, start=1)
+        csv_file = file.suffix.lower() == ".csv"
+        if csv_file:
+            _, header = next(numbered, (1, ""))
+            _csv_header(file, header)
+        last = 0.0
+        lines: Iterator[tuple[int | str, str]] = ((i, line.rstrip("\r\n")) for i, line in numbered)
+        for n, row in _rows(file, lines, csv_file):
+            if row.offset_s < last:
+                raise ConfigError(str(file), f"line {n}", f"offsets in order (a streamed trace is never sorted "
+                                                          f"first: sort the file by offset), got {row.offset_s:g} "
+                                                          f"after {last:g}")
+            last = row.offset_s
+            yield row
+
+
+def streamed_trace(file: Path) -> Arrival:
+    """An Arrival that streams `file`: its first lines and its last are read and checked now (a bad head or tail
+    fails before anything is recorded), the request count is estimated from the size."""
+    try:
+        size = file.stat().st_size
+        with open(file, "rb") as f:
+            head = f.read(64 << 10)
+            f.seek(max(0, size - (64 << 10)))
+            tail = f.read()
+        head_text, tail_text = head.decode("utf-8", "replace"), tail.decode("utf-8", "replace")
+    except OSError as e:
+        raise ConfigError(str(file), None, f"a readable UTF-8 trace file ({e.__class__.__name__}: {e})") from None
+    first = list(itertools.islice(stream_trace(file), 1000))
+    if not first:
+        raise ConfigError(str(file), None, "at least one request (an offset per JSONL line or CSV row)")
+    lines = head_text.splitlines()[:-1] or head_text.splitlines()
+    per_line = max(1.0, len(head) / max(1, len(lines)))
+    last_line = next((ln for ln in reversed(tail_text.splitlines()) if ln.strip()), "")
+    tail_rows = [r for _, r in _rows(file, iter([("last", last_line)]), file.suffix.lower() == ".csv")]
+    last = tail_rows[-1] if tail_rows else first[-1]
+    return Arrival("trace", cv=math.nan, trace_file=str(file), trace_requests=int(size / per_line),
+                   trace_end_s=last.offset_s)
 
 
 def gaps(arrival: Arrival, rate: float, rng: random.Random) -> Iterator[float]:
@@ -149,7 +249,7 @@ def arrival_times(arrival: Arrival, rate: float, duration_s: float, rng: random.
     """Offsets in [0, duration_s) from the segment's start. The first request is due at once for constant
     (a run starts working immediately) and after one drawn gap for the random processes (memoryless)."""
     if arrival.kind == "trace":
-        for row in arrival.trace:
+        for row in arrival.rows():
             if row.offset_s >= duration_s:
                 return
             yield row.offset_s

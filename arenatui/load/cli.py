@@ -6,6 +6,7 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -22,7 +23,9 @@ if TYPE_CHECKING:
 PROGRESS_S = 1.0
 
 
-def add_load_parser(sub: Any) -> None:
+def add_load_parser(sub: Any, console: Callable[[LoadRun, str | None], None] | None = None) -> None:
+    """`arena load`. `console` opens the live load console on a run (the entry point passes it in: nothing below
+    the UI imports the UI); without it a run in a terminal prints its progress line instead."""
     p = sub.add_parser("load", help="an open-loop load run: requests on a schedule, latency from schedule and send")
     p.add_argument("--project", "-p", help="project TOML file, or a directory holding arena.toml")
     p.add_argument("--show", metavar="RUN_ID", help="print the tables of a stored load run ('last' for the newest)")
@@ -32,7 +35,8 @@ def add_load_parser(sub: Any) -> None:
     p.add_argument("--rate-sweep", metavar="START:STOP:STEPS", help="STEPS rates from START to STOP, geometric")
     p.add_argument("--duration", "-d", default="60s", help="each segment's length, e.g. 90s or 15m (default 60s)")
     p.add_argument("--arrival", default="constant", help="constant, poisson, gamma:CV or trace:FILE (JSONL or CSV)")
-    p.add_argument("--max-in-flight", help="cap on requests at once; late requests wait and their lag is reported")
+    p.add_argument("--max-in-flight", help="cap on requests at once (default 4096); late requests wait and their lag "
+                   "is reported; one more than 1 s late is dropped unsent and counted")
     p.add_argument("--warmup", default="0", help="seconds at the start of each segment left out of the figures")
     p.add_argument("--slo", help="goodput terms, e.g. ttft=500ms,latency=5s,itl=50ms (times from schedule)")
     p.add_argument("--processes", default="1", help="engine processes sharing the schedule (default 1)")
@@ -43,7 +47,7 @@ def add_load_parser(sub: Any) -> None:
     from arenatui.shards_cli import add_shard_args
 
     add_shard_args(p, barrier=True)
-    p.set_defaults(func=cmd_load)
+    p.set_defaults(func=cmd_load, load_console=console)
 
 
 def _int(value: str | None, flag: str, lo: int, hi: int) -> int | None:
@@ -156,10 +160,9 @@ def cmd_load(args: argparse.Namespace) -> int:
     wide = _width()
     out = Console(highlight=False, width=wide)
     err = Console(stderr=True, highlight=False, width=wide)
-    if not args.quiet and sys.stdout.isatty():
-        from arenatui.tui.load_app import LoadApp
-
-        LoadApp(run, theme=args.theme).run()
+    console = getattr(args, "load_console", None)
+    if not args.quiet and sys.stdout.isatty() and console is not None:
+        console(run, args.theme)
         status = run.status or "cancelled"
     else:
         if not args.quiet:

@@ -1,8 +1,14 @@
 """The open-loop driver: requests fire at their scheduled times whatever happened to earlier ones.
 
-One dispatcher task walks the schedule (arrivals.py) and starts one task per request when it is due;
-an optional in-flight cap makes the dispatcher wait, and that wait is measured (the schedule lag),
-never hidden. A load run does not retry: a 429 or a timeout is a result of the offered load.
+One dispatcher task walks the schedule (arrivals.py, generated lazily) and starts one task per request when it is
+due; an in-flight cap (`--max-in-flight`, DEFAULT_MAX_IN_FLIGHT when not given) makes the dispatcher wait, and
+that wait is measured (the schedule lag), never hidden. A request the dispatcher reaches more than DROP_LATE_S
+late (counted from when the dispatcher began, for a process that started after its schedule's zero) is dropped
+unsent and counted in its segment (Window.dropped): so requests in flight and waiting are bounded
+whatever the rate (100,000/s against a server that serves 100/s keeps at most the cap in flight and nothing
+queued), and the run ends on time. The dispatcher yields to the event loop every DISPATCH_BATCH requests even
+when behind, so the requests it started run and Ctrl-C lands within a second. A load run does not retry: a 429
+or a timeout is a result of the offered load.
 
 Segments: `--rates` / `--rate-sweep` plan one segment per rate back to back; a rate change mid-run
 (`+`/`-` in the console) ends the current segment at that moment and starts a new one at the new
@@ -14,16 +20,19 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import anyio
 
 from arenatui.config.schema import Case, Defaults, ModelConfig
-from arenatui.errors import ProviderError, RateLimited, TerminalError
-from arenatui.load.arrivals import Arrival, arrival_times, segment_rng
+from arenatui.errors import IncompleteStream, ProviderError, RateLimited, TerminalError
+from arenatui.limits import MAX_CONCURRENCY
+from arenatui.load.arrivals import Arrival, TraceRow, arrival_times, segment_rng
 from arenatui.load.figures import (
     CANCELLED,
+    DROP_LATE_S,
+    INCOMPLETE_STREAM,
     OK,
     RATE_LIMITED,
     TERMINAL,
@@ -35,6 +44,15 @@ from arenatui.load.figures import (
 from arenatui.providers.base import Provider, Request, build_messages
 
 MESSAGE_LIMIT = 2000
+DEFAULT_MAX_IN_FLIGHT = MAX_CONCURRENCY
+"""Requests in flight at once when `--max-in-flight` is not given: the bound on a load run's memory (each costs a
+task and a connection's buffers: about 20 KB, see benchmarks/load_rates.py)."""
+DISPATCH_BATCH = 64
+"""Requests the dispatcher starts (or drops) between checkpoints when it is behind schedule."""
+DROP_BATCH = 4096
+"""Late requests counted (and a checkpoint taken) at once while the dispatcher skips through a backlog."""
+DROPS_REPORTED_EVERY_S = 0.5
+"""How often a segment's growing drop count is handed on (stored), besides at the segment's end."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +79,7 @@ class LoadPlan:
 
     def planned_requests(self) -> int:
         if self.arrival.kind == "trace":
-            return len(self.arrival.trace)
+            return self.arrival.planned_trace_requests
         return int(sum(math.ceil(r * self.duration_s) for r in self.rates))
 
 
@@ -93,13 +111,17 @@ class OpenLoopDriver:
         self._temperature = m.temperature if m.temperature is not None else plan.defaults.temperature
         self._messages = {c.id: build_messages(m, plan.defaults, c) for c in plan.cases}
         self._cases = {c.id: c for c in plan.cases}
-        self._limiter = anyio.CapacityLimiter(plan.max_in_flight) if plan.max_in_flight else None
+        self._limiter = anyio.CapacityLimiter(plan.max_in_flight or DEFAULT_MAX_IN_FLIGHT)
+        self._source = "plan"
+        self._drops_told_at = 0.0
         self._pending: tuple[float, float] | None = None
         self._wake = anyio.Event()
         self.windows: list[Window] = []
         self.rate = plan.rates[0] if plan.rates else 0.0
         self.in_flight = 0
         self.sent = 0
+        self.dropped = 0
+        """Requests dropped unsent over the whole run (each segment's are in its window)."""
         self.cancelled = False
         self._scope: anyio.CancelScope | None = None
 
@@ -133,38 +155,77 @@ class OpenLoopDriver:
                 await self._dispatch(tg)
         if self.cancelled and self.windows and self.now_s() < self.windows[-1].end_s:
             self._cut(self.now_s())  # a stopped segment was offered load until the stop, not its planned end
+        elif self.windows:
+            self._tell_drops(force=True)
 
     def _begin(self, segment: int, rate: float, start: float, end: float, source: str) -> None:
+        if self.windows:
+            self._tell_drops(force=True)
         self.rate = rate
         w = Window(segment, rate, start, end, self.plan.warmup_s)
         self.windows.append(w)
+        self._source = source
         self.on_segment(SegmentStarted(w, source))
 
     def _cut(self, at: float) -> None:
         w = self.windows[-1]
-        w = Window(w.segment, w.rate, w.start_s, max(w.start_s, at), w.warmup_s)
+        w = Window(w.segment, w.rate, w.start_s, max(w.start_s, at), w.warmup_s, w.dropped)
         self.windows[-1] = w
+        self._source = "cut"
         self.on_segment(SegmentStarted(w, "cut"))
+
+    def _drop(self, n: int) -> int:
+        """`n` requests due were too late to send: count them in their segment's window. Returns 0 (the count
+        of drops left to add)."""
+        self.dropped += n
+        w = self.windows[-1]
+        self.windows[-1] = Window(w.segment, w.rate, w.start_s, w.end_s, w.warmup_s, w.dropped + n)
+        self._tell_drops()
+        return 0
+
+    def _tell_drops(self, *, force: bool = False) -> None:
+        """Hand the current segment's drop count on (to be stored) now and then, and always at its end."""
+        now = self._clock()
+        w = self.windows[-1]
+        if w.dropped and (force or now - self._drops_told_at >= DROPS_REPORTED_EVERY_S):
+            self._drops_told_at = now
+            self.on_segment(SegmentStarted(w, self._source))
 
     async def _dispatch(self, tg: anyio.abc.TaskGroup) -> None:
         plan = self.plan
+        # Lateness that drops a request counts from when this dispatcher began, if that was after the request's due
+        # time: a machine that reached a start barrier late sends the backlog (its lag shows it) instead of dropping
+        # it; only falling further behind once running drops.
+        began = self.now_s()
         seq = 0
         segment = 0
-        trace = plan.arrival.trace if plan.arrival.kind == "trace" else ()
+        trace = plan.arrival.kind == "trace"
         if trace:
             end = plan.arrival.trace_duration_s + 1e-9
-            rate = len(trace) / end if end > 1e-6 else float(len(trace))
+            n_trace = plan.arrival.planned_trace_requests
+            rate = n_trace / end if end > 1e-6 else float(n_trace)
             planned = [(rate, 0.0, end)]
         else:
             planned = [(r, i * plan.duration_s, (i + 1) * plan.duration_s) for i, r in enumerate(plan.rates)]
+        trace_case: list[str | None] = [None]  # the case the trace row just read names
         for rate, start, end in planned:
             source = "plan"
             while True:
                 self._begin(segment, rate, start, end, source)
-                times = arrival_times(plan.arrival, rate, end - start, segment_rng(plan.seed, segment))
+                if trace:  # its rows as they are read (a big file is streamed), each naming its case or not
+                    times: Iterator[float] = _offsets(plan.arrival.rows(), trace_case)
+                else:
+                    times = arrival_times(plan.arrival, rate, end - start, segment_rng(plan.seed, segment))
                 change = None
-                for i, off in enumerate(times):
+                behind = 0
+                drops = 0  # dropped and not yet counted in the window: the drop path stays a few operations
+                for off in times:
                     due = start + off
+                    now = self.now_s()
+                    if due > now:
+                        behind = 0  # the wait below sleeps: the loop gets its turn
+                        if drops:
+                            drops = self._drop(drops)
                     change = await self._wait_until(due)
                     if change is not None:
                         break
@@ -173,14 +234,39 @@ class OpenLoopDriver:
                     seq += 1
                     if not mine:
                         continue
-                    case_id = trace[i].case_id if trace and trace[i].case_id in self._cases else None
+                    if now - max(due, began) > DROP_LATE_S:
+                        drops += 1
+                        if drops >= DROP_BATCH:  # still a checkpoint now and then: Ctrl-C, and requests finishing
+                            drops = self._drop(drops)
+                            await anyio.lowlevel.checkpoint()
+                        continue
+                    if drops:
+                        drops = self._drop(drops)
+                    behind += 1
+                    if behind >= DISPATCH_BATCH:  # behind schedule, nothing awaited: let requests and Ctrl-C run
+                        behind = 0
+                        await anyio.lowlevel.checkpoint()
+                        if self.now_s() - max(due, began) > DROP_LATE_S:
+                            drops = self._drop(1)
+                            continue
+                    case_id = trace_case[0] if trace else None
+                    if case_id not in self._cases:
+                        case_id = None
                     if case_id is None:
                         case_id = plan.cases[n % len(plan.cases)].id
-                    if self._limiter is not None:
-                        await self._limiter.acquire_on_behalf_of(n)  # released by the request's own task
+                    if self._limiter.available_tokens < 1:  # the cap is full: wait, measured as lag, then check
+                        await self._limiter.acquire_on_behalf_of(n)
+                        if self.now_s() - max(due, began) > DROP_LATE_S:
+                            self._limiter.release_on_behalf_of(n)
+                            drops = self._drop(1)
+                            continue
+                    else:
+                        self._limiter.acquire_on_behalf_of_nowait(n)  # released by the request's own task
                     self.in_flight += 1
                     self.sent += 1
                     tg.start_soon(self._one, n, segment, case_id, off < plan.warmup_s, due)
+                if drops:
+                    self._drop(drops)
                 if change is None:
                     change = await self._wait_until(end)  # idle until the planned boundary (or a change)
                 segment += 1
@@ -232,6 +318,9 @@ class OpenLoopDriver:
                 outcome, message = RATE_LIMITED, e.message
             except TerminalError as e:
                 outcome, message = TERMINAL, e.message
+            except IncompleteStream as e:  # a stream cut without its end marker is no answer, whatever arrived
+                outcome, message = INCOMPLETE_STREAM, e.message
+                in_tok, out_tok = getattr(e, "input_tokens", 0), getattr(e, "output_tokens", 0)
             except ProviderError as e:
                 outcome, message = TRANSIENT, e.message
             except anyio.get_cancelled_exc_class():
@@ -251,6 +340,11 @@ class OpenLoopDriver:
                                         message[:MESSAGE_LIMIT] if message else None))
         finally:
             self.in_flight -= 1
-            if self._limiter is not None:
-                self._limiter.release_on_behalf_of(seq)
+            self._limiter.release_on_behalf_of(seq)
 
+
+def _offsets(rows: Iterator[TraceRow], case: list[str | None]) -> Iterator[float]:
+    """A trace's offsets, leaving in `case[0]` the case id the row just yielded names (or None)."""
+    for r in rows:
+        case[0] = r.case_id
+        yield r.offset_s

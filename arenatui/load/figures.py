@@ -21,13 +21,17 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from arenatui.engine.events import RunStatus
 from arenatui.errors import ConfigError
 
-OUTCOMES = ("ok", "rate_limited", "timeout", "transient", "terminal", "cancelled")
-OK, RATE_LIMITED, TIMEOUT, TRANSIENT, TERMINAL, CANCELLED = range(6)
+OUTCOMES = ("ok", "rate_limited", "timeout", "transient", "terminal", "cancelled", "incomplete_stream")
+OK, RATE_LIMITED, TIMEOUT, TRANSIENT, TERMINAL, CANCELLED, INCOMPLETE_STREAM = range(7)
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 100.0)
 LAG_WARN_MS = 50.0
 """p99 schedule lag above this: the client (its cap, its CPU), not the provider, set the pace."""
+DROP_LATE_S = 1.0
+"""A request the client reaches more than this late (its in-flight cap full, its CPU behind) is dropped unsent and
+counted: held instead, a rate far past capacity queued without bound (23 GB at 100,000/s) and the run never ended."""
 SATURATION_SHARE = 0.95
 """A segment whose achieved rate is below this share of its offered rate is past saturation."""
 
@@ -162,6 +166,9 @@ class Window:
     start_s: float
     end_s: float
     warmup_s: float = 0.0
+    dropped: int = 0
+    """Requests of this segment the client never sent: due more than DROP_LATE_S before it could send them (its
+    in-flight cap full, or its own CPU behind). Counted, never held: memory stays bounded at any rate."""
 
     @property
     def measured_s(self) -> float:
@@ -188,6 +195,10 @@ class Figures:
     output_tokens_per_s: float
     goodput: int | None = None
     goodput_share: float | None = None
+    dropped: int = 0
+    """Requests due in these windows that the client dropped unsent (Window.dropped): part of the offered rate."""
+    saturation_cause: str | None = None
+    """On the saturation point (mark_saturation): what limited it, in words (see `saturation_cause`)."""
     goodput_rate: float | None = None
     saturated: bool = False
     warnings: list[str] = field(default_factory=list)
@@ -198,7 +209,8 @@ class Figures:
     @property
     def error_share(self) -> float:
         """Every outcome but ok, rate limits and timeouts (shown beside them)."""
-        return self.share("transient") + self.share("terminal") + self.share("cancelled")
+        return (self.share("transient") + self.share("terminal") + self.share("cancelled")
+                + self.share("incomplete_stream"))
 
     @property
     def lag_warning(self) -> bool:
@@ -233,12 +245,13 @@ def compute(samples: Samples, windows: Sequence[Window], slo: Slo | None = None,
     with np.errstate(invalid="ignore", divide="ignore"):
         itl = np.where(out_tok > 1, (lat - ttft) / (out_tok - 1), np.nan)
     counts = np.bincount(outcome[in_sched].astype(np.int64), minlength=len(OUTCOMES))
+    dropped = sum(w.dropped for w in windows)
     fig = Figures(
         segment=segment,
         target_rate=(sum(w.rate * w.measured_s for w in windows) / measured) if measured else 0.0,
         measured_s=measured,
         requests=n,
-        offered_rate=n / measured if measured else 0.0,
+        offered_rate=(n + dropped) / measured if measured else 0.0,
         achieved_rate=float((in_fin & ok).sum()) / measured if measured else 0.0,
         outcomes={name: int(counts[i]) for i, name in enumerate(OUTCOMES) if counts[i]},
         ttft_send=percentiles(ttft[sel]),
@@ -248,6 +261,7 @@ def compute(samples: Samples, windows: Sequence[Window], slo: Slo | None = None,
         itl=percentiles(itl[sel]),
         lag=percentiles(lag[in_sched]),
         output_tokens_per_s=float(out_tok[in_fin & ok].sum()) / measured if measured else 0.0,
+        dropped=dropped,
     )
     if slo is not None:
         good = sel.copy()
@@ -261,6 +275,11 @@ def compute(samples: Samples, windows: Sequence[Window], slo: Slo | None = None,
         fig.goodput = g
         fig.goodput_share = g / n if n else 0.0
         fig.goodput_rate = g / measured if measured else 0.0
+    if dropped:
+        fig.warnings.append(f"{dropped} requests ({dropped / (n + dropped):.1%} of those offered) were dropped "
+                            f"unsent: due more than {DROP_LATE_S:g} s before the client could send them (its "
+                            "in-flight cap was full or its CPU behind): the offered rate counts them, the "
+                            "percentiles cannot")
     if fig.lag_warning:
         fig.warnings.append(f"p99 schedule lag {fig.lag[99.0]:.0f} ms is above {LAG_WARN_MS:.0f} ms: the client "
                             "(its in-flight cap or its own CPU), not the provider, set the pace; read the "
@@ -276,8 +295,46 @@ def per_segment(samples: Samples, windows: Sequence[Window], slo: Slo | None = N
     return figs
 
 
+@dataclass(slots=True)
+class LoadOutcome:
+    """A load run's figures: the whole run's, each segment's, where it saturated, and what to warn about."""
+
+    status: RunStatus
+    run: Figures
+    segments: list[Figures]
+    saturation: Figures | None
+    warnings: list[str]
+    notes: list[str] = field(default_factory=list)
+    """What a reader should know beside the figures (a merged run's worst start skew)."""
+
+
+CAUSE_SHARE = 0.10
+"""A kind of failure this common among a saturated segment's requests is named as what limited it."""
+
+
+def saturation_cause(f: Figures) -> str:
+    """What kept a segment's achieved rate below its offered rate, by the first that holds: the provider's rate limit
+    (429s), failures (errors, cut streams), the client (it sent late or dropped requests), else the server's
+    capacity (it answered what it got, no faster; its timeouts are that too)."""
+    def words(name: str) -> str:
+        return f"{f.share(name):.0%} of requests {name.replace('_', ' ')}"
+
+    if f.share("rate_limited") >= CAUSE_SHARE:
+        return f"429s: the provider's rate limit refused {f.share('rate_limited'):.0%} of requests"
+    failing = [n for n in ("incomplete_stream", "transient", "terminal") if f.share(n) >= CAUSE_SHARE]
+    if failing:
+        return "errors: " + ", ".join(words(n) for n in failing) + " (a stream cut without its end marker is " \
+            "incomplete_stream)" * ("incomplete_stream" in failing)
+    if f.dropped or f.lag_warning:
+        late = f"{f.dropped} requests dropped unsent" if f.dropped else f"p99 schedule lag {f.lag[99.0]:.0f} ms"
+        return f"the client: it could not send at the offered rate ({late}); raise --max-in-flight or --processes"
+    timeouts = f", {f.share('timeout'):.0%} timed out" if f.share("timeout") else ""
+    return f"capacity: the server answered {f.achieved_rate:.2f}/s of {f.offered_rate:.2f}/s offered{timeouts}"
+
+
 def mark_saturation(figs: Iterable[Figures]) -> Figures | None:
-    """Mark segments past saturation; return the first (the saturation point), None if the run never got there."""
+    """Mark segments past saturation; return the first (the saturation point), None if the run never got there, with
+    its limiting cause (`saturation_cause`)."""
     first: Figures | None = None
     for f in sorted(figs, key=lambda f: f.offered_rate):
         if f.requests and f.achieved_rate < SATURATION_SHARE * f.offered_rate:
@@ -286,4 +343,6 @@ def mark_saturation(figs: Iterable[Figures]) -> Figures | None:
                 first = f
         elif first is not None:
             f.saturated = True  # faster than a saturated segment: past the point even if a lucky window kept up
+    if first is not None:
+        first.saturation_cause = saturation_cause(first)
     return first

@@ -14,10 +14,10 @@ import math
 from pathlib import Path
 from typing import Any, TextIO
 
-from arenatui.load.figures import Figures
-from arenatui.load.report import ms, pct, stored_outcome
-from arenatui.load.run import LoadOutcome
-from arenatui.safe_text import printable
+from arenatui.load.figures import Figures, LoadOutcome
+from arenatui.load.report import stored_outcome
+from arenatui.load.tables import ms, pct
+from arenatui.safe_text import printable, spreadsheet_cell
 from arenatui.store import Store
 from arenatui.store.load_queries import LOAD_REQUEST_COLUMNS, load_requests
 
@@ -51,6 +51,7 @@ def load_report_dict(run_id: str, project: str, outcome: LoadOutcome) -> dict[st
         "run_figures": figures_dict(outcome.run),
         "segments": [figures_dict(s) for s in outcome.segments],
         "saturation_segment": outcome.saturation.segment if outcome.saturation is not None else None,
+        "saturation_cause": outcome.saturation.saturation_cause if outcome.saturation is not None else None,
         "warnings": list(outcome.warnings),
         "start": list(outcome.notes),
         "notes": ["Latencies from schedule are what a user arriving on the schedule waited (no coordinated "
@@ -86,6 +87,9 @@ def render_load_report(rep: dict[str, Any], outcome: LoadOutcome, fmt: str) -> s
         return json.dumps(rep, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     run = rep["run"]
     pct_head = ("figure (ms)", "p50", "p90", "p95", "p99", "max")
+    sat = outcome.saturation
+    sat_words = "" if sat is None else (f"Saturation at segment {sat.segment} ({sat.target_rate:g}/s offered, "
+                                        f"{sat.achieved_rate:.2f}/s achieved): limited by {sat.saturation_cause}")
     if fmt == "md":
         def cell(v: object) -> str:
             return printable(str(v), newlines=False).replace("|", "\\|")
@@ -97,6 +101,8 @@ def render_load_report(rep: dict[str, Any], outcome: LoadOutcome, fmt: str) -> s
                  f"Status {run['status']}. {rep['notes'][0]}", "",
                  *(line for s in rep["start"] for line in (printable(s, newlines=False), "")), "## Segments", ""]
         lines += table(_SEG_HEAD, _seg_rows(outcome))
+        if sat_words:
+            lines += ["", sat_words]
         lines += ["", "## Percentiles, whole run", "", *table(pct_head, _pct_rows(outcome))]
         if rep["warnings"]:
             lines += ["", "## Warnings", "", *(f"- {printable(w, newlines=False)}" for w in rep["warnings"])]
@@ -115,6 +121,7 @@ def render_load_report(rep: dict[str, Any], outcome: LoadOutcome, fmt: str) -> s
             f"<h1>{title}</h1><p>Status {html.escape(run['status'])}. {html.escape(rep['notes'][0])}</p>"
             + "".join(f"<p>{html.escape(s)}</p>" for s in rep["start"]) +
             f"<h2>Segments</h2>{h_table(_SEG_HEAD, _seg_rows(outcome))}"
+            + (f"<p>{html.escape(sat_words)}</p>" if sat_words else "") +
             f"<h2>Percentiles, whole run</h2>{h_table(pct_head, _pct_rows(outcome))}"
             + (f"<h2>Warnings</h2><ul>{warn}</ul>" if warn else "") + "</body></html>\n")
 
@@ -124,19 +131,21 @@ def load_report(db: Path | str, run_id: str, project: str, fmt: str) -> str:
     return render_load_report(load_report_dict(rid, project, outcome), outcome, fmt)
 
 
-def write_load_export(store: Store, run_id: str, fmt: str, out: TextIO, *, terminal: bool = False) -> int:
-    """Every stored request of a load run as a row (LOAD_REQUEST_COLUMNS); returns the number of rows."""
+def write_load_export(store: Store, run_id: str, fmt: str, out: TextIO, *, terminal: bool = False,
+                      raw: bool = False) -> int:
+    """Every stored request of a load run as a row (LOAD_REQUEST_COLUMNS); returns the number of rows. CSV cells a
+    spreadsheet would read as formulas get a leading `'` unless `raw`."""
     cols = LOAD_REQUEST_COLUMNS
     n = 0
     writer = None if fmt == "jsonl" else csv.writer(out, lineterminator="\n")
     if writer is not None:
         writer.writerow(cols)
-    for raw in load_requests(store, run_id):
-        row = (run_id, *raw)
+    for stored in load_requests(store, run_id):
+        row = (run_id, *stored)
         if writer is None:
             out.write(json.dumps(dict(zip(cols, row, strict=True)), ensure_ascii=terminal, allow_nan=False) + "\n")
         else:
-            writer.writerow([printable(v) if terminal and isinstance(v, str) else "" if v is None else v
-                             for v in row])
+            cells = [printable(v) if terminal and isinstance(v, str) else "" if v is None else v for v in row]
+            writer.writerow(cells if raw else [spreadsheet_cell(v) if isinstance(v, str) else v for v in cells])
         n += 1
     return n

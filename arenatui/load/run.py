@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import itertools
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -22,11 +23,21 @@ from arenatui.engine.events import ClientLoadSampled, RunStatus
 from arenatui.errors import ArenaError, ConfigError
 from arenatui.load.arrivals import Arrival
 from arenatui.load.driver import LoadPlan, OpenLoopDriver, SegmentStarted
-from arenatui.load.figures import Figures, LoadRequest, Samples, Slo, Window, compute, mark_saturation, per_segment
+from arenatui.load.figures import LoadOutcome as LoadOutcome  # re-exported: it lives with the figures now
+from arenatui.load.figures import (
+    LoadRequest,
+    Samples,
+    Slo,
+    Window,
+    compute,
+    mark_saturation,
+    per_segment,
+)
 from arenatui.load.live import WINDOW_S, LoadSnapshot, snapshot
 from arenatui.load.store import request_row, segment_row
 from arenatui.plan import Shard
-from arenatui.providers.base import Provider, make_provider
+from arenatui.providers.base import Provider
+from arenatui.providers.registry import make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.load_queries import INSERT_LOAD_REQUEST, UPSERT_LOAD_SEGMENT, mark_load_run
 from arenatui.store.shards import finish_shard, record_shard
@@ -115,17 +126,6 @@ def rate_limit_warning(model: ModelConfig, segment_s: float) -> str | None:
             "more (a production test: 15 minutes at the expected peak rate)")
 
 
-@dataclass(slots=True)
-class LoadOutcome:
-    status: RunStatus
-    run: Figures
-    segments: list[Figures]
-    saturation: Figures | None
-    warnings: list[str]
-    notes: list[str] = field(default_factory=list)
-    """What a reader should know beside the figures (a merged run's worst start skew)."""
-
-
 class LoadRun:
     """Prepared in the constructor (bad input fails before anything is recorded); `await run()` runs it."""
 
@@ -138,7 +138,9 @@ class LoadRun:
         self.model = pick_model(project, opts.model)
         if opts.arrival.kind == "trace":
             known = {c.id for c in project.cases}
-            unknown = sorted({r.case_id for r in opts.arrival.trace if r.case_id and r.case_id not in known})
+            # a streamed trace: its first rows now (a later unknown id cycles through the cases, as one naming none)
+            head = itertools.islice(opts.arrival.rows(), 1000) if opts.arrival.trace_file else opts.arrival.trace
+            unknown = sorted({r.case_id for r in head if r.case_id and r.case_id not in known})
             if unknown:
                 raise ConfigError("--arrival trace", "case", f"case ids of {project.path}; unknown: "
                                                              f"{', '.join(unknown[:5])}")

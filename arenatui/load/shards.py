@@ -14,6 +14,7 @@ frames on stdout (4-byte little-endian length + `marshal` payload): ("ready",), 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import marshal
 import math
@@ -67,6 +68,9 @@ class ShardSet:
         self.cancelled = False
         self._in_flight = [0] * processes
         self._sent = [0] * processes
+        self._dropped: dict[tuple[int, int], int] = {}
+        """(shard, segment) -> requests that shard dropped unsent in that segment (Window.dropped, summed)."""
+        self._source = "plan"
         self._procs: list[Process] = []
         self.overload = [OverloadTracker() for _ in range(processes)]
         """One per shard: a streak of one process's samples says whether that process was CPU-bound."""
@@ -74,6 +78,9 @@ class ShardSet:
     @property
     def in_flight(self) -> int:
         return sum(self._in_flight)
+
+    def _segment_drops(self, segment: int) -> int:
+        return sum(n for (_, seg), n in self._dropped.items() if seg == segment)
 
     @property
     def sent(self) -> int:
@@ -89,7 +96,9 @@ class ShardSet:
         cap = None if p.max_in_flight is None else max(1, math.ceil(p.max_in_flight / self.n))
         return {"project": project_to_dict(self.project), "project_path": str(self.project.path),
                 "model": p.model.key, "kind": p.arrival.kind, "cv": p.arrival.cv,
-                "trace": [[r.offset_s, r.case_id] for r in p.arrival.trace], "rates": list(p.rates),
+                "trace": [[r.offset_s, r.case_id] for r in p.arrival.trace], "trace_file": p.arrival.trace_file,
+                "trace_requests": p.arrival.trace_requests, "trace_end_s": p.arrival.trace_end_s,
+                "rates": list(p.rates),
                 "duration_s": p.duration_s, "warmup_s": p.warmup_s, "max_in_flight": cap, "timeout_s": p.timeout_s,
                 "seed": p.seed, "shard": self.machine.index + self.machine.count * shard,
                 "shards": self.machine.count * self.n, "segments": shard == 0}
@@ -134,13 +143,23 @@ class ShardSet:
                 for row in msg[2]:
                     self.on_request(LoadRequest(*row))
             elif kind == "s":
-                w = Window(*msg[1])
+                seg, rate, start, end, warm, dropped = msg[1]
+                self._dropped[(shard, seg)] = dropped
+                w = Window(seg, rate, start, end, warm, self._segment_drops(seg))
                 if self.windows and self.windows[-1].segment == w.segment:
                     self.windows[-1] = w
                 else:
                     self.windows.append(w)
                 self.rate = w.rate
+                self._source = msg[2]
                 self.on_segment(SegmentStarted(w, msg[2]))
+            elif kind == "d":  # another shard's drops in a segment (shard 0's come with its segment reports)
+                seg, dropped = msg[1]
+                self._dropped[(shard, seg)] = dropped
+                for i, w in enumerate(self.windows):
+                    if w.segment == seg:
+                        self.windows[i] = w = dataclasses.replace(w, dropped=self._segment_drops(seg))
+                        self.on_segment(SegmentStarted(w, self._source if i == len(self.windows) - 1 else "cut"))
             elif kind == "c":
                 ev = ClientLoadSampled(*msg[1])
                 self.overload[shard].add(ev.cpu, ev.interval_s)
@@ -209,7 +228,7 @@ class ShardSet:
 
 async def _shard_main() -> None:
     from arenatui.config import project_from_dict
-    from arenatui.providers.base import make_provider
+    from arenatui.providers.registry import make_provider
 
     inp = sys.stdin.buffer
     out = sys.stdout.buffer
@@ -220,7 +239,8 @@ async def _shard_main() -> None:
     setup = json.loads(await readline())
     project = project_from_dict(setup["project"], Path(setup["project_path"]))
     model = next(m for m in project.models if m.key == setup["model"])
-    arrival = Arrival(setup["kind"], setup["cv"], tuple(TraceRow(t, c) for t, c in setup["trace"]))
+    arrival = Arrival(setup["kind"], setup["cv"], tuple(TraceRow(t, c) for t, c in setup["trace"]),
+                      setup["trace_file"], setup["trace_requests"], setup["trace_end_s"])
     plan = LoadPlan(model, project.cases, project.defaults, arrival, tuple(setup["rates"]), setup["duration_s"],
                     setup["warmup_s"], setup["max_in_flight"], setup["timeout_s"], setup["seed"])
     shard = setup["shard"]
@@ -232,9 +252,11 @@ async def _shard_main() -> None:
         out.flush()
 
     def on_segment(s: SegmentStarted) -> None:
+        w = s.window
         if setup["segments"]:  # every process walks the same segments; one reports them
-            w = s.window
-            send(("s", (w.segment, w.rate, w.start_s, w.end_s, w.warmup_s), s.source))
+            send(("s", (w.segment, w.rate, w.start_s, w.end_s, w.warmup_s, w.dropped), s.source))
+        elif w.dropped:
+            send(("d", (w.segment, w.dropped)))
 
     driver = OpenLoopDriver(plan, provider, on_request=lambda r: rows.append(tuple(r)), on_segment=on_segment,
                             shard=shard, shards=setup["shards"])

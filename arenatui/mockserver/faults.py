@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from datetime import UTC, datetime
 from email.utils import formatdate
 
 from arenatui.config.schema import MockFaults
@@ -50,6 +51,16 @@ def retry_after_headers(delay_s: float, form: str, now: float) -> dict[str, str]
     if form == "date":
         # HTTP dates have whole seconds: name the first whole second at or after the asked-for moment.
         return {"Retry-After": formatdate(math.ceil(now + delay_s), usegmt=True)}
+    if form == "llm_provider":  # LiteLLM's proxy: its own header, no Retry-After
+        return {"llm_provider-retry-after": secs}
+    if form == "openai_reset":
+        return {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": f"{int(ms)}ms",
+                "x-ratelimit-remaining-tokens": "1000", "x-ratelimit-reset-tokens": "6m0s"}
+    if form == "anthropic_reset":
+        at = datetime.fromtimestamp(math.ceil(now + delay_s), UTC).isoformat().replace("+00:00", "Z")
+        return {"anthropic-ratelimit-requests-remaining": "0", "anthropic-ratelimit-requests-reset": at}
+    if form == "none":
+        return {}
     return {"retry-after-ms": ms, "Retry-After": secs}
 
 

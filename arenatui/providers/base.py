@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Protocol
 
-from arenatui.config.schema import Case, Defaults, ModelConfig, RunSettings
+from arenatui.config.schema import Case, Defaults, ModelConfig
 
 
 class JudgeTask(NamedTuple):
@@ -92,21 +92,3 @@ def build_messages(model: ModelConfig, defaults: Defaults, case: Case) -> tuple[
 def estimate_tokens(text: str) -> int:
     """A rough token count (about four characters a token) for when a server reports none."""
     return max(1, (len(text) + 3) // 4)
-
-
-def make_provider(model: ModelConfig, run: RunSettings, concurrency_hint: int = 64) -> Provider:
-    if model.provider == "sim":
-        from arenatui.providers.sim import SimProvider
-
-        return SimProvider(model, seed=run.seed)
-    if model.provider == "openai":
-        from arenatui.providers.openai import OpenAIProvider
-
-        return OpenAIProvider(model, run, concurrency_hint)
-    if model.provider == "python":
-        from arenatui.providers.solver import SolverProvider
-
-        return SolverProvider(model, run)
-    from arenatui.providers.anthropic import AnthropicProvider  # the config loader admits no other provider
-
-    return AnthropicProvider(model, run, concurrency_hint)

@@ -15,7 +15,7 @@ import math
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC
 from email.utils import parsedate_to_datetime
@@ -27,6 +27,7 @@ import sniffio
 
 from arenatui.config.schema import ModelConfig, RunSettings
 from arenatui.errors import (
+    IncompleteStream,
     ProviderError,
     ProviderSetupError,
     RateLimited,
@@ -155,27 +156,109 @@ def read_api_key(model: ModelConfig) -> str | None:
 # ---- retry-after and status mapping ---------------------------------------------------------------
 
 
-def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """Seconds to wait per ``retry-after-ms``, ``Retry-After`` seconds or HTTP date; None if absent or unreadable."""
+RETRY_HINT_HEADERS = ("retry-after-ms", "retry-after", "llm_provider-retry-after", "x-ratelimit-reset-requests",
+                      "x-ratelimit-reset-tokens", "anthropic-ratelimit-requests-reset",
+                      "anthropic-ratelimit-tokens-reset", "anthropic-ratelimit-input-tokens-reset",
+                      "anthropic-ratelimit-output-tokens-reset")
+"""Headers a 429 may carry its delay in, by precedence: the standard ones, LiteLLM's proxy header (the common
+gateway in front of local models, which sends no Retry-After), then the limit-reset headers of OpenAI (durations
+such as ``1s``, ``6m0s``) and Anthropic (RFC 3339 times)."""
+
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|us|µs|ns|m|s)")
+_DURATION_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+def parse_duration(s: str) -> float | None:
+    """Seconds in a Go-style duration (``1s``, ``6m0s``, ``20ms``, ``1h2m3.5s``) or a plain number of seconds."""
+    s = s.strip()
+    plain = _non_negative(s)
+    if plain is not None:
+        return plain
+    total, at = 0.0, 0
+    for m in _DURATION.finditer(s):
+        if m.start() != at:
+            return None
+        total += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
+        at = m.end()
+    return total if at == len(s) and at > 0 and math.isfinite(total) else None
+
+
+def _until(when: str, now: float) -> float | None:
+    """Seconds from `now` until an RFC 3339 time (``2026-05-01T12:00:30Z``), at least 0."""
+    from datetime import datetime
+
+    t = datetime.fromisoformat(when.strip())
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    return max(0.0, t.timestamp() - now)
+
+
+_OPENAI_RESETS = (("x-ratelimit-reset-requests", "x-ratelimit-remaining-requests"),
+                  ("x-ratelimit-reset-tokens", "x-ratelimit-remaining-tokens"))
+_ANTHROPIC_RESETS = tuple((f"anthropic-ratelimit-{k}-reset", f"anthropic-ratelimit-{k}-remaining")
+                          for k in ("requests", "tokens", "input-tokens", "output-tokens"))
+
+
+def _reset_hint(low: Mapping[str, str], names: tuple[tuple[str, str], ...],
+                read: Callable[[str], float | None]) -> tuple[float, str] | None:
+    """A limit-reset header as a delay: the limit that is used up (its ``remaining`` is 0) decides; with none known
+    to be used up, the longest reset among those without a ``remaining`` header, else the shortest one."""
+    found: list[tuple[float, str, str | None]] = []
+    for reset, remaining in names:
+        raw = low.get(reset)
+        v = None if raw is None else read(raw)
+        if v is not None:
+            left = low.get(remaining)
+            found.append((v, reset, None if left is None else left.strip()))
+    if not found:
+        return None
+    spent = [(v, n) for v, n, left in found if left == "0"]
+    if spent:
+        return max(spent)
+    unknown = [(v, n) for v, n, left in found if left is None]
+    return max(unknown) if unknown else min((v, n) for v, n, _ in found)
+
+
+def parse_retry_hint(headers: Mapping[str, str], now: float | None = None) -> tuple[float, str] | None:
+    """Seconds to wait before retrying a 429 and the header that said so (RETRY_HINT_HEADERS, by precedence);
+    None when the response carries no readable hint."""
+    at = time.time() if now is None else now
     try:
         low = {str(k).lower(): str(v) for k, v in headers.items()}
-        ms = low.get("retry-after-ms")
-        if ms is not None:
-            v = _non_negative(ms)
-            if v is not None:
-                return v / 1000.0
-        ra = low.get("retry-after")
-        if ra is None:
-            return None
+    except (TypeError, ValueError, AttributeError):
+        return None
+    ms = low.get("retry-after-ms")
+    if ms is not None and (v := _non_negative(ms)) is not None:
+        return v / 1000.0, "retry-after-ms"
+    ra = low.get("retry-after")
+    if ra is not None:
         v = _non_negative(ra)
         if v is not None:
-            return v
-        when = parsedate_to_datetime(ra.strip())
-        if when.tzinfo is None:  # RFC 9110 dates are GMT
-            when = when.replace(tzinfo=UTC)
-        return max(0.0, when.timestamp() - (time.time() if now is None else now))
-    except (TypeError, ValueError, IndexError, OverflowError, AttributeError):
-        return None
+            return v, "retry-after"
+        try:
+            when = parsedate_to_datetime(ra.strip())
+            if when.tzinfo is None:  # RFC 9110 dates are GMT
+                when = when.replace(tzinfo=UTC)
+            return max(0.0, when.timestamp() - at), "retry-after"
+        except (TypeError, ValueError, IndexError, OverflowError):
+            pass
+    proxy = low.get("llm_provider-retry-after")
+    if proxy is not None and (v := _non_negative(proxy)) is not None:
+        return v, "llm_provider-retry-after"
+
+    def rfc3339(raw: str) -> float | None:
+        try:
+            return _until(raw, at)
+        except (ValueError, OverflowError):
+            return None
+
+    return _reset_hint(low, _OPENAI_RESETS, parse_duration) or _reset_hint(low, _ANTHROPIC_RESETS, rfc3339)
+
+
+def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds to wait per any retry hint a 429 carries (`parse_retry_hint`); None if absent or unreadable."""
+    hint = parse_retry_hint(headers, now)
+    return None if hint is None else hint[0]
 
 
 def _non_negative(s: str) -> float | None:
@@ -220,7 +303,9 @@ def error_for_status(status: int, headers: Mapping[str, str], body: bytes, *, wh
     if should_retry == "false":
         err = TerminalError(text + " (server said x-should-retry: false)")
     elif status == 429:
-        err = RateLimited(text, retry_after=parse_retry_after(headers))
+        hint = parse_retry_hint(headers)
+        err = RateLimited(text, retry_after=None if hint is None else hint[0],
+                          retry_after_source=None if hint is None else hint[1])
     elif should_retry == "true" or status in (408, 409) or status >= 500:
         err = TransientError(text)
     else:
@@ -407,7 +492,8 @@ class StreamReader:
 
     def finish(self) -> Completion:
         if not self.done:
-            raise self.fail(TransientError(f"truncated stream from {self.where}: it ended before its final event"))
+            raise self.fail(IncompleteStream(f"incomplete stream from {self.where}: it ended without its end "
+                                             "marker (no finish reason, no final event)"))
         text = "".join(self.parts)
         i, o, est = usage_or_estimate(text, self.request.messages, self.input_tokens, self.output_tokens)
         return Completion(text=text, input_tokens=i, output_tokens=o, finish_reason=self.finish_reason or "stop",

@@ -7,8 +7,20 @@ as a miss for its true label (a false negative) and as no prediction.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+
+def extract_label(output: str, labels: tuple[str, ...]) -> str | None:
+    """The label a classification answer gives: the whole answer, or the only label it names as a word (case and
+    runs of whitespace ignored)."""
+    norm = " ".join(output.split()).casefold().strip(" .!\"'`*")
+    by_norm = {" ".join(lb.split()).casefold(): lb for lb in labels}
+    if norm in by_norm:
+        return by_norm[norm]
+    named = [lb for n, lb in by_norm.items() if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", norm)]
+    return named[0] if len(named) == 1 else None
 
 
 @dataclass(frozen=True, slots=True)

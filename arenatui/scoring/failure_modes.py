@@ -29,13 +29,13 @@ from typing import Final, Literal
 
 FailureMode = Literal[
     "none", "wrong_answer", "refusal", "invalid_format", "tests_not_run", "truncated", "empty", "wrong_language",
-    "judge_error", "scoring_error", "solver_error", "unreachable", "timeout", "rate_limited", "transient", "terminal",
-    "cancelled",
+    "judge_error", "scoring_error", "solver_error", "unreachable", "timeout", "rate_limited", "transient",
+    "incomplete_stream", "terminal", "cancelled",
 ]
 FAILURE_MODES: Final[tuple[str, ...]] = (
     "none", "wrong_answer", "refusal", "invalid_format", "tests_not_run", "truncated", "empty", "wrong_language",
-    "judge_error", "scoring_error", "solver_error", "unreachable", "timeout", "rate_limited", "transient", "terminal",
-    "cancelled",
+    "judge_error", "scoring_error", "solver_error", "unreachable", "timeout", "rate_limited", "transient",
+    "incomplete_stream", "terminal", "cancelled",
 )
 """Every mode, in the order reports list them."""
 

@@ -27,8 +27,10 @@ import regex
 
 from arenatui.config.schema import Case, ScorerConfig
 from arenatui.scoring.code_exec import ExecLimits, extract_code, run_code
+from arenatui.scoring.f1 import extract_label
 from arenatui.scoring.json_schema import SchemaValidator
 from arenatui.scoring.plugin import PluginFailed, PluginProblem, UserScorer, call, coerce, load_function
+from arenatui.scoring.registry import scorer_kind
 
 REGEX_TIMEOUT_S = 2.0
 """The longest a regex scorer may take over one output before the call gets a scoring error: far above
@@ -89,16 +91,6 @@ class ScoringSlow(ScoringError):
     """A regex scorer ran past the time it was given: the caller may try again with more time elsewhere."""
 
 
-def extract_label(output: str, labels: tuple[str, ...]) -> str | None:
-    """The label a classification answer gives: the whole answer, or the only label it names as a word."""
-    norm = _norm(output, False).strip(" .!\"'`*")
-    by_norm = {_norm(lb, False): lb for lb in labels}
-    if norm in by_norm:
-        return by_norm[norm]
-    named = [lb for n, lb in by_norm.items() if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", norm)]
-    return named[0] if len(named) == 1 else None
-
-
 class Scorer:
     blocking = False
     """True when scoring may take long (user code, a process): the engine runs it in a worker thread."""
@@ -117,7 +109,12 @@ class Scorer:
         self._function: UserScorer | None = None
         self._stuck: list[threading.Thread] = []
         """python: this scorer's calls still running past their timeout (plugin.call)."""
-        if cfg.kind == "json_schema" and cfg.schema is not None:
+        added = scorer_kind(cfg.kind)
+        self._added = added if added is not None and not added.builtin else None
+        """A kind added through the registry: it gives the verdict itself."""
+        if self._added is not None:
+            self.blocking = self._added.blocking
+        elif cfg.kind == "json_schema" and cfg.schema is not None:
             self._schema = SchemaValidator(cfg.schema)
         elif cfg.kind == "python" and cfg.function is not None:
             self.blocking = True
@@ -142,6 +139,8 @@ class Scorer:
         cfg = self.cfg
         exp = case.expected
         kind = cfg.kind
+        if self._added is not None:
+            return self._added.score(cfg, output, case)
         if kind == "llm_judge":  # its verdict comes from a judge model's call, which the engine makes
             raise ScoringError(f"scorer {cfg.name!r} is an llm_judge: its judge model scores the answer, in the sweep")
         if kind == "json_valid":

@@ -2,7 +2,7 @@
 
 The results views use it in this order (in a worker thread: SQL and numpy never run on the UI loop)::
 
-    results = store.queries.load_results(store, "last")   # RunResults: (model × case) arrays (clusters, weights)
+    results = store.read.read_run(store, "last").results  # RunResults: (model × case) arrays (clusters, weights)
     pairs = all_pairs(results, answered_models(results))   # Holm-adjusted decisions for every pair
     rows = leaderboard(results, decisions=pairs)           # ModelRow per model in the coverage-fair order
     c = compare_models(results, a, b)                       # verdict, interval, P(A > B), power note, histogram
@@ -35,7 +35,6 @@ from arenatui.stats.passk import consistency, pass_at_k, pass_at_k_case, pass_at
 from arenatui.stats.power import PowerNote
 from arenatui.stats.ranking import Ranking, Standing, answered_models, rank_models
 from arenatui.stats.strata import GroupScores, Reversal, group_differences, group_scores, reversals
-from arenatui.stats.summary import ModelSummary, summarize
 
 __all__ = [
     "Comparison",
@@ -44,7 +43,6 @@ __all__ = [
     "Interval",
     "LatencySample",
     "ModelRow",
-    "ModelSummary",
     "PairDecision",
     "PowerNote",
     "Ranking",
@@ -73,6 +71,5 @@ __all__ = [
     "rank_models",
     "ranked_models",
     "reversals",
-    "summarize",
     "verdict_text",
 ]

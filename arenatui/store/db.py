@@ -15,10 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from arenatui.config.schema import JUDGE_LANE_PREFIX
-from arenatui.engine.events import CallResult, CallRetrying, ClientLoadSampled, ConcurrencyChanged, JudgeFinished
+from arenatui.engine.events import (
+    JUDGE_LANE_PREFIX,
+    AwaitingJudge,
+    CallResult,
+    CallRetrying,
+    ClientLoadSampled,
+    ConcurrencyChanged,
+    JudgeFinished,
+)
 from arenatui.errors import DiskFullError, PlanError, StoreError
-from arenatui.plan import AwaitingJudge
 from arenatui.store.schema import JUDGMENT_COLUMNS, MIGRATIONS, RESULT_COLUMNS
 
 _PLACEHOLDERS = ", ".join("?" for _ in RESULT_COLUMNS)
@@ -57,10 +63,11 @@ HEARTBEAT = "UPDATE runs SET heartbeat_at = ? WHERE run_id = ? AND pid = ?"
 """The running process's claim on its run, renewed every HEARTBEAT_S (see Store.claim_run)."""
 INSERT_FAILED_ATTEMPT = (
     "INSERT INTO failed_attempts (run_id, model_key, case_id, trial, attempt, error_class, http_status, "
-    "retry_after_s, delay_s, at, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+    "retry_after_s, delay_s, at, message, retry_after_source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 INSERT_TUNING_DECISION = (
     "INSERT INTO tuning_decisions (run_id, at, model_key, old, new, reason) VALUES (?, ?, ?, ?, ?, ?)")
-FAILED_ATTEMPT_COLUMNS = ("attempt", "error_class", "http_status", "retry_after_s", "delay_s", "at", "message")
+FAILED_ATTEMPT_COLUMNS = ("attempt", "error_class", "http_status", "retry_after_s", "delay_s", "at", "message",
+                          "retry_after_source")
 
 
 def judgment_rows(run_id: str, ev: JudgeFinished) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
@@ -81,13 +88,13 @@ def judgment_rows(run_id: str, ev: JudgeFinished) -> tuple[tuple[Any, ...], tupl
 def retry_row(run_id: str, ev: CallRetrying, at: float) -> tuple[Any, ...]:
     """A failed attempt that was retried; `at` is epoch seconds."""
     return (run_id, ev.model_key, ev.case_id, ev.trial, ev.attempt, ev.reason, ev.http_status, ev.retry_after,
-            ev.delay, at, ev.message)
+            ev.delay, at, ev.message, ev.retry_after_source)
 
 
 def final_attempt_row(run_id: str, r: CallResult) -> tuple[Any, ...]:
     """The failed attempt that ended an errored call (no retry followed, so nothing was slept)."""
     return (run_id, r.model_key, r.case_id, r.trial, r.attempts, r.error_class, r.http_status, None, None,
-            r.finished_at, r.error_message)
+            r.finished_at, r.error_message, None)
 
 
 def concurrency_change_row(run_id: str, ev: ConcurrencyChanged) -> tuple[Any, ...]:
@@ -144,6 +151,10 @@ def explain(path: Path | str, name: str, message: str) -> StoreError:
         return StoreError(f"the results database {where} is corrupt ({message}). Move it away or restore it from a "
                           "backup, and arenatui starts a new one; to rescue what it holds: "
                           f"sqlite3 {str(path)!r} .recover | sqlite3 recovered.db")
+    if name.startswith("SQLITE_READONLY") or "readonly database" in low:
+        return StoreError(f"the results database {where} is read-only ({message}): this command writes to it. "
+                          "Commands that only read it (runs, report, export, browse, compare, load --show) work; "
+                          "to run, pass --db with a file you can write")
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in low:
         return StoreError(f"the results database {where} is locked by another process (waited {wait_s():g} s; "
                           "ARENATUI_DB_WAIT_S sets how long). Let the other process finish or stop it, or pass --db "
@@ -185,49 +196,112 @@ def result_row(run_id: str, r: CallResult) -> tuple[Any, ...]:
     return (run_id, *r)
 
 
+def _busy_retry(conn: sqlite3.Connection, sql: str) -> None:
+    """Run `sql`, retrying while another process holds the lock SQLite needs for it: switching a new file to WAL
+    takes an exclusive lock that SQLite's busy timeout does not always wait for (two processes creating one
+    database at once)."""
+    deadline = time.monotonic() + wait_s()
+    while True:
+        try:
+            conn.execute(sql)
+            return
+        except sqlite3.OperationalError as e:
+            busy = (getattr(e, "sqlite_errorname", "") or "").startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) \
+                or "locked" in str(e)
+            if not busy or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
+
+
+def connect_read_only(path: Path | str) -> sqlite3.Connection:
+    """A connection that never writes: a database on a read-only mount or another user's file can be read.
+
+    `mode=ro` first (it sees a live writer's WAL); where SQLite cannot create the WAL's shared-memory file beside a
+    read-only WAL database (a read-only directory), `immutable=1`, which reads the file as it is."""
+    from urllib.parse import quote
+
+    path = Path(path)
+    base = "file:" + quote(str(path.resolve()))
+    try:
+        conn = sqlite3.connect(base + "?mode=ro", uri=True, timeout=wait_s(), check_same_thread=False,
+                               isolation_level=None)
+        try:
+            conn.execute("PRAGMA user_version").fetchone()
+        except sqlite3.OperationalError:
+            conn.close()
+            conn = sqlite3.connect(base + "?mode=ro&immutable=1", uri=True, timeout=wait_s(),
+                                   check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA user_version").fetchone()
+        if _small_unchecked(path):
+            _quick_check(conn, path)
+    except sqlite3.Error as e:
+        raise explain_error(path, e) from None
+    return conn
+
+
 def connect(path: Path | str) -> sqlite3.Connection:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        small = path.exists() and path.stat().st_size <= QUICK_CHECK_BYTES and path.resolve() not in _CHECKED
+        small = _small_unchecked(path)
     except OSError as e:
         raise StoreError(f"cannot open the results database {str(path)!r}: {e}") from None
     try:
         conn = sqlite3.connect(path, timeout=wait_s(), check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
+        _busy_retry(conn, "PRAGMA journal_mode=WAL")
         # NORMAL in WAL mode: a commit survives a crash or SIGKILL of this process (not a power cut).
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         pages = os.environ.get("ARENATUI_MAX_PAGE_COUNT")
         if pages:  # a full disk, simulated for tests: SQLite refuses to grow the file past this many pages
             conn.execute(f"PRAGMA max_page_count = {int(pages)}")
-        if small:  # a corrupt page found now is one clear message, not a traceback from some later query
-            problems = [r[0] for r in conn.execute("PRAGMA quick_check(3)")]
-            if problems != ["ok"]:
-                conn.close()
-                found = " ".join(" ".join(problems).replace("*** in database main ***", "").split())
-                raise explain(path, "SQLITE_CORRUPT", found if len(found) <= 160 else found[:157] + "...")
-            _CHECKED.add(path.resolve())
+        if small:
+            _quick_check(conn, path)
     except sqlite3.Error as e:
+        if path.exists() and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+            raise explain(path, "SQLITE_READONLY", str(e)) from None  # a read-only mount: "unable to open"
         raise explain_error(path, e) from None
     return conn
 
 
-def migrate(conn: sqlite3.Connection, path: Path | str) -> None:
+def _small_unchecked(path: Path) -> bool:
+    return path.exists() and path.stat().st_size <= QUICK_CHECK_BYTES and path.resolve() not in _CHECKED
+
+
+def _quick_check(conn: sqlite3.Connection, path: Path) -> None:
+    """A corrupt page found on open is one clear message, not a traceback from some later query."""
+    problems = [r[0] for r in conn.execute("PRAGMA quick_check(3)")]
+    if problems != ["ok"]:
+        conn.close()
+        found = " ".join(" ".join(problems).replace("*** in database main ***", "").split())
+        raise explain(path, "SQLITE_CORRUPT", found if len(found) <= 160 else found[:157] + "...")
+    _CHECKED.add(path.resolve())
+
+
+def _schema_version(conn: sqlite3.Connection, path: Path | str) -> int:
     (version,) = conn.execute("PRAGMA user_version").fetchone()
     if version > len(MIGRATIONS):
         raise StoreError(f"the results database {str(path)!r} has schema version {version}, newer than this "
                          f"arenatui knows ({len(MIGRATIONS)}); upgrade arenatui or pass another --db")
-    for i in range(version, len(MIGRATIONS)):
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+    return int(version)
+
+
+def migrate(conn: sqlite3.Connection, path: Path | str) -> None:
+    """Bring the schema up to date in one write transaction. The version is read again once the write lock is held:
+    two processes opening a new database at once both see version 0, and the second, having waited for the
+    first's lock, must find the tables made instead of creating them again ("table runs already exists")."""
+    if _schema_version(conn, path) == len(MIGRATIONS):
+        return
+    _busy_retry(conn, "BEGIN IMMEDIATE")
+    try:
+        for i in range(_schema_version(conn, path), len(MIGRATIONS)):
             for statement in _split(MIGRATIONS[i]):
                 conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {i + 1}")
-            conn.execute("COMMIT")
-        except BaseException:
-            _rollback(conn)  # a Ctrl-C may land after COMMIT: then there is nothing to roll back
-            raise
+        conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+        conn.execute("COMMIT")
+    except BaseException:
+        _rollback(conn)  # a Ctrl-C may land after COMMIT: then there is nothing to roll back
+        raise
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -270,8 +344,26 @@ class RunRecord:
 
 
 class Store:
-    def __init__(self, path: Path | str | None = None) -> None:
+    def __init__(self, path: Path | str | None = None, *, read_only: bool = False) -> None:
+        """`read_only`: for commands that only read (runs, report, export, browse, compare, load --show): an
+        existing database with the current schema is opened read-only, so a read-only mount or another user's file
+        works. One written by an older arenatui is migrated first, which needs write access."""
         self.path = Path(path) if path is not None else default_db_path()
+        self.read_only = False
+        if read_only and self.path.is_file():
+            conn = connect_read_only(self.path)
+            try:
+                current = _schema_version(conn, self.path) == len(MIGRATIONS)
+            except sqlite3.Error as e:
+                conn.close()
+                raise explain_error(self.path, e) from None
+            except StoreError:
+                conn.close()
+                raise
+            if current:
+                self.conn, self.read_only = conn, True
+                return
+            conn.close()
         self.conn = connect(self.path)
         try:
             migrate(self.conn, self.path)
@@ -555,8 +647,10 @@ class Store:
             c.execute("DELETE FROM tuning_levels WHERE run_id = ?", (run_id,))
             c.executemany(
                 "INSERT INTO tuning_levels (run_id, model_key, level, seconds, answered, goodput, limited_share, "
-                "transient_share, retries_per_s, given_up, p50_ms, p95_ms, enough, best, verdict) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [(run_id, *r) for r in rows])
+                "transient_share, retries_per_s, given_up, p50_ms, p95_ms, enough, best, verdict, attempts, "
+                "rate_limited, transient, retries, latencies, cap) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(run_id, *r, *(None,) * (20 - len(r))) for r in rows])
             c.execute("COMMIT")
         except BaseException:
             c.execute("ROLLBACK")
@@ -569,10 +663,12 @@ class Store:
 
     def tuning_levels(self, run_id: str) -> list[tuple[Any, ...]]:
         """A run's per-level readout: (model_key, level, seconds, answered, goodput, limited_share,
-        transient_share, retries_per_s, given_up, p50_ms, p95_ms, enough, best, verdict)."""
+        transient_share, retries_per_s, given_up, p50_ms, p95_ms, enough, best, verdict, attempts, rate_limited,
+        transient, retries, latencies, cap); the last six are None in rows stored before schema 14."""
         return self.conn.execute(
             "SELECT model_key, level, seconds, answered, goodput, limited_share, transient_share, retries_per_s, "
-            "given_up, p50_ms, p95_ms, enough, best, verdict FROM tuning_levels WHERE run_id = ? "
+            "given_up, p50_ms, p95_ms, enough, best, verdict, attempts, rate_limited, transient, retries, latencies, "
+            "cap FROM tuning_levels WHERE run_id = ? "
             "ORDER BY model_key, level", (run_id,)).fetchall()
 
     def write_level_sweep(self, sweep_id: str, rows: Sequence[Sequence[Any]]) -> None:

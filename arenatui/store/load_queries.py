@@ -21,8 +21,8 @@ LOAD_REQUEST_COLUMNS = (
 )
 INSERT_LOAD_REQUEST = (f"INSERT OR REPLACE INTO load_requests ({', '.join(LOAD_REQUEST_COLUMNS)}) "
                        f"VALUES ({', '.join('?' for _ in LOAD_REQUEST_COLUMNS)})")
-UPSERT_LOAD_SEGMENT = ("INSERT OR REPLACE INTO load_segments (run_id, segment, rate, start_s, end_s, warmup_s, source) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?)")
+UPSERT_LOAD_SEGMENT = ("INSERT OR REPLACE INTO load_segments (run_id, segment, rate, start_s, end_s, warmup_s, source, "
+                       "dropped) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 
 
 def mark_load_run(store: Store, run_id: str) -> None:
@@ -50,7 +50,7 @@ def load_requests(store: Store, run_id: str) -> list[tuple[Any, ...]]:
                               (run_id,)).fetchall()
 
 
-def load_segments(store: Store, run_id: str) -> list[tuple[int, float, float, float, float, str]]:
-    """(segment, rate, start_s, end_s, warmup_s, source) of a load run, in order."""
-    return store.conn.execute("SELECT segment, rate, start_s, end_s, warmup_s, source FROM load_segments "
+def load_segments(store: Store, run_id: str) -> list[tuple[int, float, float, float, float, str, int]]:
+    """(segment, rate, start_s, end_s, warmup_s, source, dropped) of a load run, in order."""
+    return store.conn.execute("SELECT segment, rate, start_s, end_s, warmup_s, source, dropped FROM load_segments "
                               "WHERE run_id = ? ORDER BY segment", (run_id,)).fetchall()

@@ -289,10 +289,13 @@ def _commit(conn: sqlite3.Connection, inputs: Sequence[_Input], run_id: str, *, 
             except sqlite3.IntegrityError:
                 raise PlanError(_overlap(conn, table, run_id, inputs)) from None
         conn.execute(
-            "INSERT INTO main.load_segments (run_id, segment, rate, start_s, end_s, warmup_s, source) "
-            "SELECT run_id, segment, rate, start_s, max(end_s), warmup_s, source FROM temp.merge_load_segments "
+            "INSERT INTO main.load_segments (run_id, segment, rate, start_s, end_s, warmup_s, source, dropped) "
+            "SELECT run_id, segment, rate, start_s, max(end_s), warmup_s, source, SUM(dropped) "
+            "FROM temp.merge_load_segments "
             "WHERE true GROUP BY run_id, segment ORDER BY segment "  # WHERE: SQLite's upsert-after-SELECT rule
-            "ON CONFLICT (run_id, segment) DO UPDATE SET end_s = max(end_s, excluded.end_s)")
+            # each machine dropped its own share of a segment's requests: they add up
+            "ON CONFLICT (run_id, segment) DO UPDATE SET end_s = max(end_s, excluded.end_s), "
+            "dropped = dropped + excluded.dropped")
         _finish_run(conn, run_id, inputs, merged)
         conn.execute("COMMIT")
     except BaseException:

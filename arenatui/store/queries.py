@@ -10,17 +10,20 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from arenatui.engine.events import JUDGE_LANE_PREFIX
 from arenatui.errors import PlanError
+from arenatui.judge_sample import judge_sample
 from arenatui.stats.items import LatencySample, RunResults
 from arenatui.store.db import RunRecord, Store
 
+_DEFAULT_TRIALS = 1
+"""[run] trials when a stored configuration does not say (RunSettings' default)."""
 _FINAL = "(error_class IS NULL OR error_class != 'cancelled')"
 """A cancelled call is not final: resume runs it again, so no view counts it."""
 SCORED = "status IN ('passed', 'failed')"
@@ -137,15 +140,20 @@ class CallRow:
     """What a wrong answer looked like; for an unscored call why it has no score (UNSCORED_MODES)."""
     score_detail: str | None = None
     """The scorer's own word on the score (a judge's: "judge 4 on 1-5")."""
+    output_chars: int | None = None
+    """The whole output's length when `output` holds only its start (read with `preview`), else None."""
+    tokens_estimated: bool = False
+    """The server reported no usage: the tokens (and so the cost) are arenatui's estimate."""
 
 
 _CALL_COLUMNS = ("model_key, case_id, trial, status, output, score, passed, error_class, error_message, attempts, "
-                 "latency_ms, ttft_ms, total_ms, input_tokens, output_tokens, cost, failure_mode, score_detail")
+                 "latency_ms, ttft_ms, total_ms, input_tokens, output_tokens, cost, failure_mode, score_detail, "
+                 "tokens_estimated")
 
 
 def _call_row(r: tuple[Any, ...]) -> CallRow:
     return CallRow(r[0], r[1], int(r[2]), r[3], r[4], r[5], bool(r[6]), r[7], r[8], int(r[9]), r[10], r[11],
-                   float(r[12]), int(r[13]), int(r[14]), float(r[15]), r[16], r[17])
+                   float(r[12]), int(r[13]), int(r[14]), float(r[15]), r[16], r[17], tokens_estimated=bool(r[18]))
 
 
 def resolve_run(store: Store, run: str) -> RunRecord:
@@ -162,36 +170,75 @@ def resolve_run(store: Store, run: str) -> RunRecord:
     return store.get_run(run)
 
 
-def _case_text(c: Any) -> str:
-    if isinstance(c, str):
-        return c
-    if isinstance(c, list):
-        return "\n".join(str(m.get("content", "")) for m in c if isinstance(m, dict))
-    return ""
-
-
-def run_plan(record: RunRecord) -> RunPlan:
-    """The run's planned models, cases and trials, from the project and filters stored with it."""
-    from arenatui.config import project_from_dict
-    from arenatui.plan import Filters, judged_case_ids, make_plan
-
-    project = project_from_dict(record.config, Path(record.project_path or f"run {record.run_id}"),
-                                resolve_solvers=False)
-    plan = make_plan(project, Filters.from_dict(record.filters))
-    cases = tuple(
-        CaseInfo(c.id, c.stratum, tuple(c.tags), c.sealed, "" if c.sealed else c.prompt_text(),
-                 None if c.sealed else c.expected, c.cluster)
-        for c in plan.cases)
-    default = project.scorers[0].name
+def stored_plan(record: RunRecord) -> RunPlan:
+    """The run's planned models, cases and trials, from the configuration and filters stored with it, as stored."""
+    cfg = record.config
+    filters = record.filters
+    scorers = [s for s in table_list(cfg.get("scorers")) if isinstance(s.get("kind"), str)]
+    names = [str(s.get("name") or s["kind"]) for s in scorers]
+    default = names[0] if names else "exact"
+    judge_keys = {s.get("judge") for s in scorers if s["kind"] == "llm_judge"}
+    models = [str(m.get("key")) for m in table_list(cfg.get("models"))
+              if m.get("candidate", m.get("key") not in judge_keys)]  # a judge only judges unless it says
+    wanted_models = set(filters.get("models") or ())
+    if wanted_models:
+        models = [m for m in models if m in wanted_models]
+    raw_cases = [c for c in table_list(cfg.get("cases")) if c.get("id") is not None]
+    all_cases = [_case_info(c) for c in raw_cases]
+    case_scorer = {str(c["id"]): str(c.get("scorer") or default) for c in raw_cases}
+    cases = all_cases
+    tags = set(filters.get("tags") or ())
+    if tags:
+        cases = [c for c in cases if tags.intersection(c.tags) or c.stratum in tags]
+    limit = filters.get("limit")
+    if isinstance(limit, int) and limit >= 1:
+        cases = cases[:limit]
+    run = cfg.get("run")
+    trials = filters.get("trials") or (run.get("trials") if isinstance(run, Mapping) else None) or _DEFAULT_TRIALS
     judged = []
-    for s in project.scorers:
-        if s.kind != "llm_judge" or s.judge is None:
+    for s, name in zip(scorers, names, strict=True):
+        if s["kind"] != "llm_judge" or not isinstance(s.get("judge"), str):
             continue
-        chosen = judged_case_ids(project, s)
-        mine = tuple(c.id for c in plan.cases if (c.scorer or default) == s.name)
-        judged.append(JudgedScorer(s.name, s.judge, s.sample, mine, tuple(c for c in mine if c in chosen)))
-    return RunPlan(record, tuple(m.key for m in plan.models), cases, plan.trials, tuple(judged),
-                   strata_weights=dict(project.strata_weights), chained=any(c.depends_on for c in plan.cases))
+        sample = float(s.get("sample", 1.0))
+        chosen = judge_sample(name, sample, [c.id for c in all_cases if case_scorer[c.id] == name])
+        mine = tuple(c.id for c in cases if case_scorer[c.id] == name)
+        judged.append(JudgedScorer(name, s["judge"], sample, mine, tuple(c for c in mine if c in chosen)))
+    planned = {c.id for c in cases}
+    chained = any(c.get("depends_on") for c in raw_cases if str(c["id"]) in planned)
+    strata = cfg.get("strata")
+    weights = strata.get("weights") if isinstance(strata, Mapping) else None
+    strata_weights = {str(k): float(v) for k, v in weights.items()} if isinstance(weights, Mapping) else {}
+    return RunPlan(record, tuple(models), tuple(cases), int(trials), tuple(judged), strata_weights=strata_weights,
+                   chained=chained)
+
+
+run_plan = stored_plan
+"""The name callers knew it by."""
+
+
+def table_list(v: Any) -> list[Mapping[str, Any]]:
+    """The tables of an array of tables in a stored configuration (anything else left out)."""
+    return [x for x in v if isinstance(x, Mapping)] if isinstance(v, Sequence) and not isinstance(v, str) else []
+
+
+def _case_info(c: Mapping[str, Any]) -> CaseInfo:
+    sealed = bool(c.get("sealed", False))
+    expected = c.get("expected")
+    raw_tags = c.get("tags") or ()
+    stratum = c.get("stratum")
+    return CaseInfo(str(c["id"]), None if stratum is None else str(stratum),
+                    tuple(str(t) for t in raw_tags) if not isinstance(raw_tags, str) else (raw_tags,), sealed,
+                    "" if sealed else _prompt_text(c.get("input")),
+                    None if sealed or expected is None else str(expected),
+                    None if c.get("cluster") is None else str(c.get("cluster")))
+
+
+def _prompt_text(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, Sequence):
+        return "\n".join(str(m.get("content", "")) for m in v if isinstance(m, Mapping))
+    return ""
 
 
 def list_runs(store: Store, limit: int = 50) -> list[RunListing]:
@@ -209,7 +256,8 @@ def list_runs(store: Store, limit: int = 50) -> list[RunListing]:
 
 
 def load_results(store: Store, run: str | RunRecord, *, latency: bool = True) -> RunResults:
-    """A run's results as (model × case) arrays, with errors by class and answered calls' latencies."""
+    """A run's results as (model × case) arrays, with errors by class and answered calls' latencies (the plan as
+    stored, never re-validated)."""
     record = run if isinstance(run, RunRecord) else resolve_run(store, run)
     plan = run_plan(record)
     return load_plan_results(store, plan, latency=latency)
@@ -297,14 +345,20 @@ def latency_sample(conn: sqlite3.Connection, run_id: str, model: str) -> Latency
 
 def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_ids: tuple[str, ...] = (),
               outcome: str | None = None, search: str | None = None, limit: int | None = None,
-              offset: int = 0) -> list[CallRow]:
+              offset: int = 0, preview: int | None = None) -> list[CallRow]:
     """Stored final calls, ordered by case, model and trial, filtered for the cases view.
 
     outcome: 'passed', 'failed', 'errored' or 'unscored'. search: a substring of the output or error message
     (literal, not a pattern). Strata and tags are case properties: filter `case_ids` with the run's plan.
+    preview: read only the first this many characters of each output (and its whole length into `output_chars`):
+    a 50 MB answer is not read whole to show a screenful of it.
     """
     where = ["run_id = ?", _FINAL]
     params: list[Any] = [run_id]
+    columns = _CALL_COLUMNS
+    if preview is not None:
+        columns = _CALL_COLUMNS.replace("output,", "substr(output, 1, ?),", 1) + ", length(output)"
+        params.insert(0, preview)
     if models:
         where.append(f"model_key IN ({', '.join('?' for _ in models)})")
         params.extend(models)
@@ -319,11 +373,14 @@ def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_i
     if search:
         where.append("(instr(lower(output), lower(?)) > 0 OR instr(lower(error_message), lower(?)) > 0)")
         params.extend((search, search))
-    sql = f"SELECT {_CALL_COLUMNS} FROM results WHERE {' AND '.join(where)} ORDER BY case_id, model_key, trial"
+    sql = f"SELECT {columns} FROM results WHERE {' AND '.join(where)} ORDER BY case_id, model_key, trial"
     if limit is not None:
         sql += " LIMIT ? OFFSET ?"
         params.extend((limit, offset))
-    return [_call_row(r) for r in store.conn.execute(sql, params)]
+    rows = store.conn.execute(sql, params)
+    if preview is None:
+        return [_call_row(r) for r in rows]
+    return [dataclasses.replace(_call_row(r), output_chars=r[-1]) for r in rows]
 
 
 def iter_call_rows(store: Store, run_id: str, batch: int = 10_000) -> Iterator[CallRow]:
@@ -338,9 +395,28 @@ def iter_call_rows(store: Store, run_id: str, batch: int = 10_000) -> Iterator[C
         yield from (_call_row(r) for r in chunk)
 
 
-def case_calls(store: Store, run_id: str, case_id: str) -> list[CallRow]:
-    """Every model's calls of one case, for the side-by-side view."""
-    return call_rows(store, run_id, case_ids=(case_id,))
+def case_calls(store: Store, run_id: str, case_id: str, preview: int | None = None) -> list[CallRow]:
+    """Every model's calls of one case, for the side-by-side view (outputs cut to `preview` characters if given)."""
+    return call_rows(store, run_id, case_ids=(case_id,), preview=preview)
+
+
+def top_errors(store: Store, run_id: str, limit: int = 3) -> dict[str, list[tuple[str, str, int]]]:
+    """Per model, its most frequent (error class, error message, calls), final calls only."""
+    out: dict[str, list[tuple[str, str, int]]] = {}
+    for mk, ec, msg, n in store.conn.execute(
+            "SELECT model_key, error_class, error_message, COUNT(*) AS n FROM results WHERE run_id = ? AND "
+            "status = 'errored' AND error_class != 'cancelled' GROUP BY model_key, error_class, error_message "
+            "ORDER BY model_key, n DESC", (run_id,)):
+        rows = out.setdefault(mk, [])
+        if len(rows) < limit:
+            rows.append((str(ec), str(msg or ""), int(n)))
+    return out
+
+
+def scored_outputs(store: Store, run_id: str) -> Iterator[tuple[str, str, str | None]]:
+    """(model, case id, output) of every scored call, in storage order."""
+    yield from store.conn.execute(
+        f"SELECT model_key, case_id, output FROM results WHERE run_id = ? AND {SCORED}", (run_id,))
 
 
 def failure_modes(store: Store, run_id: str) -> dict[str, dict[str, int]]:
@@ -422,6 +498,27 @@ def judge_spend(store: Store, run_id: str) -> list[JudgeSpend]:
                 "AVG(latency_ms) FROM judgments WHERE run_id = ? GROUP BY judge_key ORDER BY judge_key", (run_id,))]
 
 
+def estimated_usage(store: Store, run_id: str) -> dict[str, tuple[int, int]]:
+    """Per model with any, (calls whose tokens arenatui estimated because the server reported no usage, calls
+    stored): their tokens, and so their cost, are estimates."""
+    return {str(m): (int(e), int(n)) for m, e, n in store.conn.execute(
+        "SELECT model_key, SUM(tokens_estimated), COUNT(*) FROM results WHERE run_id = ? GROUP BY model_key "
+        "HAVING SUM(tokens_estimated) > 0 ORDER BY model_key", (run_id,))}
+
+
+def recent_attempts(store: Store, run_id: str, since: float) -> list[tuple[str, str, float]]:
+    """(model key, case id, epoch seconds) of every attempt a run made at or after `since`: each stored call's last
+    attempt (at its finish), each failed attempt that was retried, and each judge call (under its judge model's
+    key): what a resume's rate limiters must count as already spent."""
+    return [(str(m), str(c), float(t)) for m, c, t in store.conn.execute(
+        "SELECT model_key, case_id, finished_at FROM results WHERE run_id = ? AND finished_at >= ? "
+        "AND (error_class IS NULL OR error_class != 'cancelled') "
+        "UNION ALL SELECT model_key, case_id, at FROM failed_attempts WHERE run_id = ? AND at >= ? "
+        "AND delay_s IS NOT NULL "
+        "UNION ALL SELECT judge_key, case_id, finished_at FROM judgments WHERE run_id = ? AND finished_at >= ? "
+        "ORDER BY 3", (run_id, since, run_id, since, run_id, since))]
+
+
 def run_spend(store: Store, run_id: str) -> RunSpend:
     """The run's spend: candidates (every stored call, cancelled ones too: their attempts were paid) and judges."""
     (candidates,) = store.conn.execute("SELECT TOTAL(cost) FROM results WHERE run_id = ?", (run_id,)).fetchone()
@@ -490,12 +587,10 @@ def judged_rows(store: Store, run_id: str, *, retry_errored: bool = False) -> li
     """A run's stored judge calls as live metrics preload them: `live.StoredResult` order keyed by the judge lane
     (``judge:<model key>``), then started_at and finished_at (epoch). With retry_errored the judge calls that
     ended errored are left out: their candidates are judged again."""
-    from arenatui.config.schema import JUDGE_LANE_PREFIX
-
     skip = " AND status != 'errored'" if retry_errored else ""
     return store.conn.execute(
         "SELECT ? || judge_key, case_id, trial, status, score, error_class, attempts, latency_ms, NULL, cost, "
-        "input_tokens, output_tokens, NULL, started_at, finished_at FROM judgments WHERE run_id = ?"
+        "input_tokens, output_tokens, NULL, 0, started_at, finished_at FROM judgments WHERE run_id = ?"
         f"{skip} ORDER BY judge_key, case_id, model_key, trial", (JUDGE_LANE_PREFIX, run_id)).fetchall()
 
 

@@ -243,6 +243,26 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (run_id, shard)
     );
     """,
+    # 12: which header of a 429 gave the delay a retry waited (retry-after, llm_provider-retry-after,
+    # x-ratelimit-reset-requests, ...); NULL when the refusal carried no hint
+    """
+    ALTER TABLE failed_attempts ADD COLUMN retry_after_source TEXT;
+    """,
+    # 13: requests of a load segment dropped unsent (due more than a second before the client could send them):
+    # counted, never stored one by one (100,000/s of them would be the run's whole cost)
+    """
+    ALTER TABLE load_segments ADD COLUMN dropped INTEGER NOT NULL DEFAULT 0;
+    """,
+    # 14: the counts a concurrency verdict is derived from (issue 19), so a stored readout is re-derived by the rules
+    # of the day when read; NULL in rows stored before (then estimated from the stored shares, where possible)
+    """
+    ALTER TABLE tuning_levels ADD COLUMN attempts INTEGER;
+    ALTER TABLE tuning_levels ADD COLUMN rate_limited INTEGER;
+    ALTER TABLE tuning_levels ADD COLUMN transient INTEGER;
+    ALTER TABLE tuning_levels ADD COLUMN retries INTEGER;
+    ALTER TABLE tuning_levels ADD COLUMN latencies INTEGER;
+    ALTER TABLE tuning_levels ADD COLUMN cap INTEGER;
+    """,
 )
 JUDGMENT_COLUMNS: tuple[str, ...] = (
     "run_id", "model_key", "case_id", "trial", "judge_key", "status", "score", "passed", "error_class",

@@ -96,7 +96,7 @@ class ArenaApp(App[RunStatus | None]):
         except LookupError:
             self.exit(self.sweep.status)
             return
-        if rs.sweep_ended or rs._sweep_worker is None or self.sweep.runner.cancelled:
+        if rs.sweep_ended or rs._sweep_worker is None or self.sweep.control.cancelled:
             self.exit(self.sweep.status)  # nothing to wait for, or a second signal: stop waiting
         else:
             rs.stop_sweep()

@@ -40,7 +40,7 @@ def browse(db: str | None, run: str | None, theme: str | None = None) -> int:
     from arenatui.store import Store
     from arenatui.store.queries import resolve_run
 
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         path = store.path
         run_id = resolve_run(store, run).run_id if run else None
     BrowseApp(path, run_id, theme=theme).run()

@@ -12,9 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from arenatui.decision_report import F1Answers, f1_answers
-from arenatui.load.report import stored_outcome
-from arenatui.load.run import LoadOutcome
+from arenatui.load.figures import LoadOutcome
 from arenatui.scoring.f1 import LabelScore, label_scores, macro_f1
 from arenatui.stats import (
     Comparison,
@@ -39,7 +37,6 @@ from arenatui.stats.bootstrap import Interval
 from arenatui.stats.f1_interval import label_cases, macro_f1_interval
 from arenatui.stats.strata import groups
 from arenatui.store import Store
-from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import (
     OUTCOMES,
     CallRow,
@@ -49,15 +46,8 @@ from arenatui.store.queries import (
     RunSpend,
     case_calls,
     case_judgments,
-    failure_modes,
-    judgments_by_case,
-    load_plan_results,
-    resolve_run,
-    run_plan,
-    run_spend,
-    unscored_modes,
 )
-from arenatui.tuning.drivers import stored_readouts
+from arenatui.store.read import F1Answers, read_run
 from arenatui.tuning.levels import ModelReadout
 
 
@@ -101,7 +91,7 @@ class Classification:
 
 
 def classifications(answers: F1Answers) -> dict[str, list[Classification]]:
-    """Per model, one Classification per f1 scorer (scorers by name), from `decision_report.f1_answers`."""
+    """Per model, one Classification per f1 scorer (scorers by name), from the read model's F1 answers."""
     out: dict[str, list[Classification]] = {}
     for (model, scorer), (labels, pairs, cids) in sorted(answers.items()):
         out.setdefault(model, []).append(
@@ -204,19 +194,13 @@ def _case_rows(plan: RunPlan, res: RunResults) -> list[CaseRow]:
 
 def load_board(db: Path | str, run: str) -> RunView:
     """Read a run ('last' for the newest) and compute its leaderboard: what the view shows first."""
-    with Store(db) as store:
-        plan = run_plan(resolve_run(store, run))
-        res = load_plan_results(store, plan)
-        modes = failure_modes(store, plan.record.run_id)
-        unscored = unscored_modes(store, plan.record.run_id)
-        spend = run_spend(store, plan.record.run_id)
-        judgments = judgments_by_case(store, plan.record.run_id) if plan.judged else {}
-        is_load = run_kinds(store, [plan.record.run_id])[plan.record.run_id][0] == "load"
-        f1 = {} if is_load else classifications(f1_answers(store, plan))
-    load = stored_outcome(db, plan.record.run_id)[1] if is_load else None
-    tuning = {} if is_load else {ro.model_key: ro for ro in stored_readouts(plan.record.run_id, db)[1]}
-    return RunView(plan, res, leaderboard(res), [], [], [], [], failures=modes, tuning=tuning, load=load,
-                   classification=f1, unscored=unscored, spend=spend, judgments=judgments)
+    with Store(db, read_only=True) as store:
+        stored = read_run(store, run)
+    res = stored.results
+    return RunView(stored.plan, res, leaderboard(res), [], [], [], [], failures=stored.failure_modes,
+                   tuning={ro.model_key: ro for ro in stored.tuning}, load=stored.load,
+                   classification=classifications(stored.f1), unscored=stored.unscored_modes, spend=stored.spend,
+                   judgments=stored.judgments)
 
 
 def complete_view(view: RunView) -> RunView:
@@ -242,8 +226,11 @@ def case_results(db: Path | str, run_id: str, case_id: str) -> dict[str, list[Ca
 def case_detail(db: Path | str, run_id: str,
                 case_id: str) -> tuple[dict[str, list[CallRow]], dict[tuple[str, int], JudgmentRow]]:
     """Every stored trial of one case, per model, and the judgment of each judged one by (model, trial)."""
-    with Store(db) as store:
-        calls = case_calls(store, run_id, case_id)
+    # here, not at the top: the screens import this module (importing it first must not run into them)
+    from arenatui.tui.screens.outputs import PREVIEW_CHARS
+
+    with Store(db, read_only=True) as store:
+        calls = case_calls(store, run_id, case_id, preview=PREVIEW_CHARS)  # a 50 MB answer: its start
         judged = case_judgments(store, run_id, case_id)
     out: dict[str, list[CallRow]] = {}
     for c in calls:
@@ -253,9 +240,9 @@ def case_detail(db: Path | str, run_id: str,
 
 def run_changes(db: Path | str, old_id: str, new_id: str) -> list[RunChange]:
     """Model by model, new − old over the working cases both runs answered."""
-    with Store(db) as store:
-        old = load_plan_results(store, run_plan(resolve_run(store, old_id)), latency=False)
-        new = load_plan_results(store, run_plan(resolve_run(store, new_id)), latency=False)
+    with Store(db, read_only=True) as store:
+        old = read_run(store, old_id, latency=False, detail=False).results
+        new = read_run(store, new_id, latency=False, detail=False).results
     return compare_runs(old, new)
 
 

@@ -1,9 +1,10 @@
-"""The per-model tuning readout in the run screen: levels held, goodput at each, best marked, the verdict."""
+"""The per-model tuning readout in the run screen: each model's whole verdict, then its measured levels."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
@@ -11,60 +12,76 @@ from textual.widget import Widget
 from arenatui.safe_text import literal
 from arenatui.tui.widgets import SPARK
 from arenatui.tuning.controller import Tuner
-from arenatui.tuning.levels import LevelReadout, ModelReadout
+from arenatui.tuning.evidence import LevelEvidence
+from arenatui.tuning.figures import fmt_rate, fmt_share
+from arenatui.tuning.levels import ModelReadout
 
 KEY_WIDTH = 14
 COMPACT_WIDTH = 60
-LEVELS_SHOWN = 6
-"""Levels listed per model: the best and those nearest it (the chart shows all)."""
+_WRAP = Console(width=80, color_system=None, legacy_windows=False)
+"""Only for `Text.wrap` (which needs a console for cell widths); never printed to."""
 
 
-def goodput_chart(rows: Sequence[LevelReadout]) -> str:
-    """Goodput against level, one bar per level held, in level order (▁ where evidence is short)."""
-    top = max((r.goodput for r in rows), default=0.0)
+def goodput_chart(rows: Sequence[LevelEvidence]) -> str:
+    """Goodput against level, one bar per level held, in level order (· where the level is not measured)."""
+    top = max((r.goodput or 0.0 for r in rows if r.measured), default=0.0)
     if top <= 0:
-        return "▁" * len(rows)
-    return "".join(SPARK[max(1, round(r.goodput / top * 8))] if r.enough else "·" for r in rows)
+        return "·" * len(rows)
+    return "".join(SPARK[max(1, round((r.goodput or 0.0) / top * 8))] if r.measured else "·" for r in rows)
 
 
-def _near_best(rows: Sequence[LevelReadout], best: int | None) -> list[LevelReadout]:
-    if len(rows) <= LEVELS_SHOWN:
-        return list(rows)
-    i = next((k for k, r in enumerate(rows) if r.level == best), len(rows) - 1)
-    lo = max(0, min(i - LEVELS_SHOWN // 2, len(rows) - LEVELS_SHOWN))
-    return list(rows[lo: lo + LEVELS_SHOWN])
-
-
-def readout_line(ro: ModelReadout, state: str, width: int) -> Text:
-    """One model: key, tuner state, goodput-vs-level chart, the verdict, then the levels (best in bold).
-
-    Below COMPACT_WIDTH columns (the pane beside the events at 80-120 columns) the key and chart shrink and
-    the state is a tag (`T9` the tuner's level, `S` suspended), so the verdict still fits."""
+def verdict_lines(ro: ModelReadout, state: str, width: int) -> list[Text]:
+    """The model's key, its tuner state, and its whole verdict, wrapped at word boundaries: never cut."""
     compact = width < COMPACT_WIDTH
-    key_w = 11 if compact else KEY_WIDTH
-    line = Text(no_wrap=True, overflow="ellipsis")
-    line.append(literal(ro.model_key[:key_w], newlines=False))
-    line.append(" " * max(1, key_w + 1 - min(len(ro.model_key), key_w)))
+    head = Text()
+    head.append_text(literal(ro.model_key[: 11 if compact else KEY_WIDTH], "bold", newlines=False))
     if compact:
         tag = "" if state == "manual" else "S" if state == "suspended" else "T" + state.split()[-1]
-        line.append(f"{tag:<4}", Style(dim=True))
-        line.append(f"{goodput_chart(ro.levels)[-5:]:<5} ")
+        if tag:
+            head.append(f" {tag}", Style(dim=True))
     else:
-        line.append(f"{state:<9}", Style(dim=True))
-        line.append(f"{goodput_chart(ro.levels):<8} ")
-    # the verdict before the levels: a narrow pane cuts the levels, never the conclusion
-    line.append("→ " + ro.verdict, Style(italic=True))
-    for r in _near_best(ro.levels, ro.best):
-        line.append("  ")
-        text = f"{r.level}:{r.goodput:.1f}/s"
-        if r.limited_share > 0.005:
-            text += f" 429 {r.limited_share:.0%}"
-        if r.p95_ms is not None:
-            text += f" p95 {r.p95_ms:.0f}"
-        if not r.enough:
+        head.append(f" {state}", Style(dim=True))
+        head.append(f" {goodput_chart(ro.levels)}")
+    head.append(" → ")
+    head.append(ro.verdict.text, Style(italic=True))
+    return list(head.wrap(_WRAP, max(10, width), overflow="fold"))
+
+
+def level_line(ro: ModelReadout, width: int) -> Text:
+    """The measured levels, the verdict's in bold: 'level goodput/s 429 share n'; cut to the width (the rest of the
+    evidence is in `arena tune --show` and the results detail)."""
+    line = Text("  ", no_wrap=True, overflow="ellipsis")
+    shown = [r for r in ro.levels if r.measured or r.level == ro.best] or list(ro.levels)
+    for i, r in enumerate(shown):
+        if i:
+            line.append("  ")
+        text = f"{r.level}: {fmt_rate(r.goodput)}/s 429s {fmt_share(r.limited_share)} n={r.answered}"
+        if not r.measured:
             text += "?"
-        line.append(text, Style(bold=True, underline=True) if r.best else Style(dim=not r.enough))
+        line.append(text, Style(bold=True) if r.level == ro.best else Style(dim=not r.measured))
+    line.truncate(max(1, width), overflow="ellipsis")
     return line
+
+
+def readout_text(readouts: Sequence[ModelReadout], states: Sequence[str], width: int, height: int) -> Text:
+    """Every model's whole verdict first; the measured levels under each where the rows allow."""
+    blocks = [verdict_lines(ro, st, width) for ro, st in zip(readouts, states, strict=True)]
+    spare = height - sum(len(b) for b in blocks)
+    out = Text(no_wrap=True, overflow="ellipsis")
+    first = True
+    for ro, block in zip(readouts, blocks, strict=True):
+        for line in block:
+            if not first:
+                out.append("\n")
+            first = False
+            out.append_text(line)
+        if spare > 0 and ro.levels:
+            spare -= 1
+            out.append("\n")
+            out.append_text(level_line(ro, width))
+    if not readouts:
+        out.append("no level held yet: levels appear as calls finish", Style(dim=True))
+    return out
 
 
 class TuningReadout(Widget):
@@ -72,8 +89,7 @@ class TuningReadout(Widget):
 
     DEFAULT_CSS = """
     TuningReadout { width: 1fr; height: 100%; padding: 0 1; border: round $primary 40%;
-                    border-title-color: $primary; overflow: hidden hidden; text-wrap: nowrap;
-                    text-overflow: ellipsis; }
+                    border-title-color: $primary; overflow: hidden hidden; }
     """
 
     def __init__(self, tuner: Tuner, *, id: str | None = None) -> None:
@@ -87,7 +103,7 @@ class TuningReadout(Widget):
 
     def _title(self) -> str:
         on = "on" if self.tuner.enabled else "off"
-        return f"Tuning · auto-tuner {on} (a) · ? = evidence still short · t rates"
+        return f"Tuning · auto-tuner {on} (a) · t rates · ? not measured"
 
     def state_of(self, key: str) -> str:
         t = self.tuner
@@ -98,7 +114,7 @@ class TuningReadout(Widget):
         return f"tuner {t.level(key)}"
 
     def show(self) -> None:
-        readouts = self.tuner.tracker.readouts()
+        readouts = self.tuner.readouts()
         states = [self.state_of(ro.model_key) for ro in readouts]
         key = (tuple(readouts), tuple(states), self.tuner.enabled, self.size.width)
         if key == self._shown:
@@ -110,23 +126,18 @@ class TuningReadout(Widget):
 
     @property
     def text(self) -> Text:
-        """The readout at the pane's width now: built when drawn, so a resize (or the first layout, when the
-        width was still 0) never leaves the compact or the full form behind."""
-        key = (self._shown, self.size.width)
+        """The readout at the pane's size now: built when drawn, so a resize (or the first layout, when the size was
+        still 0) never leaves a stale form behind."""
+        key = (self._shown, self.content_size.width, self.content_size.height)
         if self._cache is None or self._cache[0] != key:
-            self._cache = (key, self._render_text(self._readouts, self._states))
+            self._cache = (key, readout_text(self._readouts, self._states, self.content_size.width,
+                                             self.content_size.height))
         return self._cache[1]
 
-    def _render_text(self, readouts: Sequence[ModelReadout], states: Sequence[str]) -> Text:
-        # one line per model, cut rather than wrapped: the pane is as high as the models are many
-        out = Text(no_wrap=True, overflow="ellipsis")
-        for i, (ro, st) in enumerate(zip(readouts, states, strict=True)):
-            if i:
-                out.append("\n")
-            out.append_text(readout_line(ro, st, self.size.width))
-        if not readouts:
-            out.append("no level held long enough yet: levels appear as calls finish", Style(dim=True))
-        return out
+    def lines_needed(self) -> int:
+        """Rows every model's whole verdict takes at the pane's width now (the levels not counted)."""
+        width = self.content_size.width
+        return sum(len(verdict_lines(ro, st, width)) for ro, st in zip(self._readouts, self._states, strict=True))
 
     def render(self) -> Text:
         return self.text

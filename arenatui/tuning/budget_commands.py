@@ -65,7 +65,9 @@ def print_budgets(out: Console, b: Budgets) -> None:
         out.print(head)
         out.print(_line(rec, "max_tokens"))
         for kind_rec in b.max_tokens_by_scorer.get(key, {}).values():
-            out.print(_line(kind_rec, f"max_tokens ({kind_rec.model_key.rpartition(' · ')[2]} cases)"))
+            # a scorer kind's own row only where it has evidence and tells something the model's row does not
+            if kind_rec.action != "none" and (kind_rec.action, kind_rec.value) != (rec.action, rec.value):
+                out.print(_line(kind_rec, f"max_tokens ({kind_rec.model_key.rpartition(' · ')[2]} cases)"))
         out.print(_line(b.timeouts[key], "timeout_s "))
     if b.run_timeout is not None:
         out.print(_line(b.run_timeout, "[run] timeout_s"))

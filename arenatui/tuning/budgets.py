@@ -85,6 +85,13 @@ class Recommendation:
         return self.action in ("lower", "raise") and self.value is not None
 
 
+def _money(x: float) -> str:
+    """Three significant digits, never exponent notation."""
+    if x <= 0:
+        return "$0"
+    return f"${x:.{max(2, 2 - math.floor(math.log10(x)))}f}"
+
+
 def _round_up(x: float, step: int) -> int:
     return max(step, math.ceil(x / step) * step)
 
@@ -116,7 +123,11 @@ def recommend_max_tokens(model_key: str, current: int, answers: Sequence[Answer]
     note = (f"; {estimated} of them with estimated token counts",) if estimated else ()
     longest_passing = max(passing, default=0)
     rambling = len(passing) >= MIN_ANSWERS and longest_passing < RAMBLING * current
-    if n and cut_failed and cut_failed / n >= TRUNCATION_SHARE and not rambling:
+    cut_share = cut_failed / n if n else 0.0
+    # a limit that cuts answers shows as passing answers near it, or (when it cuts nearly everything) as few
+    # passing answers at all; failures at the limit beside short passing answers are rambling (RAMBLING)
+    if cut_failed and cut_share >= TRUNCATION_SHARE and not rambling \
+            and (len(passing) >= MIN_ANSWERS or cut_share >= 0.5):
         value = current * 2
         return Recommendation(
             "max_tokens", model_key, current, "raise", value,
@@ -139,6 +150,10 @@ def recommend_max_tokens(model_key: str, current: int, answers: Sequence[Answer]
                               f"max_tokens {current} fits: {basis} gives {value}", n, note)
     extra = [a.output_tokens - value for a in answers if a.output_tokens > value]
     tokens_saved = sum(extra)
+    if not tokens_saved:
+        return Recommendation("max_tokens", model_key, current, "keep", value,
+                              f"max_tokens {current} fits: no answer ran past {value} tokens ({basis}), so a lower "
+                              f"limit would save nothing measured", n, note)
     per_token = seconds_per_token(answers)
     saving = [f"{len(extra)} of {n} answers ran past {value} tokens: {tokens_saved} tokens "
               f"({tokens_saved / n:.0f} per answered call) they would not have generated"]
@@ -148,8 +163,8 @@ def recommend_max_tokens(model_key: str, current: int, answers: Sequence[Answer]
     else:
         saving.append("time saved: – (the answers' lengths do not vary enough to measure seconds per token)")
     if price_out_per_mtok:
-        saving.append(f"≈ ${tokens_saved * price_out_per_mtok / 1e6:.6g} of output spend on these calls "
-                      f"(${tokens_saved * price_out_per_mtok / 1e6 / n:.3g} per answered call)")
+        saving.append(f"≈ {_money(tokens_saved * price_out_per_mtok / 1e6)} of output spend on these calls "
+                      f"({_money(tokens_saved * price_out_per_mtok / 1e6 / n)} per answered call)")
     return Recommendation("max_tokens", model_key, current, "lower", value,
                           f"lower max_tokens {current} → {value}: it cuts none of the passing answers ({basis})",
                           n, (*saving, *note))

@@ -38,9 +38,12 @@ from typing import Literal
 
 from arenatui.engine.events import CallFinished, CallRetrying, CallStarted, ConcurrencyChanged, Event, TunerDecided
 from arenatui.limits import MAX_CONCURRENCY
-from arenatui.tuning.levels import ERROR_SHARE, FLAT, Evidence, LevelTracker, Window, provider_answered
+from arenatui.tuning.evidence import FLAT, MIN_ANSWERED, MIN_REFUSAL_ATTEMPTS
+from arenatui.tuning.levels import ERROR_SHARE, Evidence, LevelTracker, ModelReadout, Window, provider_answered
 
 Phase = Literal["ramp", "climb", "settled", "probe", "descend"]
+BASELINE_N = 10
+"""Latencies behind the ramp's baseline (their median) before latency can say that the server queues."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,12 +123,21 @@ class ModelController:
     ramp_all: int = 0
     """Answered calls since the last change, whenever they started (goodput: these over the time since)."""
     ramp_lat_sum: float = 0.0
-    ramp_base: float | None = None
-    """Lowest mean latency of a ramp batch: latency without queueing."""
+    ramp_batch: list[float] = field(default_factory=list)
+    """Latencies of the current ramp batch."""
+    base_pool: list[float] = field(default_factory=list)
+    """The ramp's first latencies (lowest levels first): the baseline's sample."""
     ramp_lat_min: float | None = None
     """Lowest single latency seen on the ramp: the nearest to a call's unqueued service time."""
     onset: int = 0
     """429s at the current level since it was last measured clean (or moved to)."""
+    answered_full: dict[int, int] = field(default_factory=dict)
+    """Answered calls in full windows at each level: a level is measured (for the verdict) from MIN_ANSWERED."""
+    proven: set[int] = field(default_factory=set)
+    """Levels refused in a full window of at least MIN_REFUSAL_ATTEMPTS attempts: a limit the verdict can name."""
+    limit_dropped: bool = False
+    """Set when 429s at a level measured clean said the provider's limit dropped: the Tuner clears the model's
+    readout (its levels were measured against the old limit) and this flag."""
     careful: bool = False
     """After a back-off: climb one level at a time (Little's law under a 429 storm underestimates the limit,
     since refused requests eat into it), never doubling into the storm again."""
@@ -149,7 +161,17 @@ class ModelController:
         self.ramp_queued = False
         self._new_batch()
 
+    @property
+    def baseline(self) -> float | None:
+        """Unqueued latency: the median of the ramp's first latencies (the lowest levels), once there are
+        BASELINE_N of them; None before (no decision rests on a couple of calls)."""
+        if len(self.base_pool) < BASELINE_N:
+            return None
+        pool = sorted(self.base_pool)
+        return pool[len(pool) // 2]
+
     def _new_batch(self) -> None:
+        self.ramp_batch = []
         self.ramp_answers = 0
         self.ramp_all = 0
         self.ramp_lat_sum = 0.0
@@ -165,15 +187,22 @@ class ModelController:
             return None
         self.ramp_answers += 1
         self.ramp_lat_sum += latency_s
+        self.ramp_batch.append(latency_s)
         if self.ramp_lat_min is None or latency_s < self.ramp_lat_min:
             self.ramp_lat_min = latency_s
         additive = self.ramp_top is not None
         if self.ramp_answers < max(2, self.level if additive else math.ceil(self.level / 2)):
             return None
         mean = self.ramp_lat_sum / self.ramp_answers
-        base = self.ramp_base if self.ramp_base is not None else mean
-        self.ramp_base = min(base, mean)
-        queued = mean > self.settings.queue_ratio * base
+        batch = sorted(self.ramp_batch)
+        self.ramp_batch = []
+        base = self.baseline
+        # a queue makes every call of the batch slow, noise only some: the batch's lower quartile against the
+        # median of at least BASELINE_N latencies from the levels below (never a baseline of two calls)
+        low = batch[(len(batch) - 1) // 4]
+        queued = base is not None and low > self.settings.queue_ratio * base
+        if not queued and len(self.base_pool) < 4 * BASELINE_N:
+            self.base_pool.extend(batch)  # a slow batch is not unqueued latency
         if queued and not self.ramp_queued:
             # one slow batch of a few calls can be chance (prompts differ in length): hold the level for another
             self.ramp_queued = True
@@ -181,6 +210,7 @@ class ModelController:
             self.ramp_lat_sum = 0.0
             return None
         self.ramp_queued = queued
+        base = base or mean
         if queued:
             # the server queues: of what it answers per second, it serves unqueued latency's worth at once
             goodput = self.ramp_all / since_s if since_s > 0 else self.level / mean
@@ -271,6 +301,10 @@ class ModelController:
         self.goodput.pop(erred, None)
         self.spotless.discard(erred)
         self.last_clean = None
+        # what was measured before the drop describes a limit that is gone: measure afresh (the readout too)
+        self.answered_full.clear()
+        self.proven.clear()
+        self.limit_dropped = True
         self.start_ramp(top=erred)
         self.ramp_rising = False
         return self._move(max(1, (erred + 1) // 2),
@@ -283,6 +317,8 @@ class ModelController:
     def _record(self, w: Window) -> float:
         g = w.goodput
         old = self.goodput.get(w.level)
+        if not w.quick:
+            self.answered_full[w.level] = self.answered_full.get(w.level, 0) + w.answered
         if not w.quick and w.level not in self.verified:
             self.verified.add(w.level)
             old = None  # a full window replaces a rough look
@@ -325,6 +361,8 @@ class ModelController:
         self.onset = 0
         if w.rate_limited == 0 and not w.quick:
             self.spotless.add(self.level)
+        if self.phase == "probe" and self.answered_full.get(self.level, 0) < MIN_ANSWERED:
+            return None  # a probe is measured as the verdict measures a level, else it proves nothing
         if self.phase == "probe":
             base = self.probe_from if self.probe_from is not None else self.level - 1
             gb = self.goodput.get(base, 0.0)
@@ -336,6 +374,8 @@ class ModelController:
             self.phase = "settled"
             self.settled_windows = 0
             return self._move(base, f"probe gained {gain:+.0%} (≤ {s.flat:.0%}): back to {base}")
+        if self.phase == "descend" and self.answered_full.get(self.level, 0) < MIN_ANSWERED:
+            return None  # measured as the verdict measures a level before it is compared
         if self.phase == "descend":
             return self._settle(f"goodput {g:.1f}/s at {self.level}")
         if self.phase == "climb":
@@ -359,6 +399,25 @@ class ModelController:
             if lowest < self.level:
                 return self._settle(f"goodput at {self.level} now {g:.1f}/s, no better than at {lowest}")
         self.settled_windows += 1
+        up = self.level + 1
+        measured = self.answered_full.get(self.level, 0) >= MIN_ANSWERED
+        if self.settled_windows >= 2 and measured and up <= self.ceiling and up not in self.proven \
+                and self.answered_full.get(up, 0) < MIN_ANSWERED:
+            # the verdict needs the level above measured (flat, lower) or refused: one measured look, even at a level
+            # that erred on a quick look (a ramp's single 429 proves nothing to a reader of the table)
+            self.settled_windows = 0
+            self.phase = "probe"
+            self.probe_from = self.level
+            return self._move(up, f"probe one level up: {up} not measured yet (the verdict needs it)")
+        down = self.level - 1
+        above_known = up > self.ceiling or up in self.proven or self.answered_full.get(up, 0) >= MIN_ANSWERED
+        if self.settled_windows >= 2 and measured and above_known and down >= 1 \
+                and self.answered_full.get(down, 0) < MIN_ANSWERED and not self._avoided(down):
+            # the lowest level within FLAT of the best is the optimum: a limit reached on a ramp (slow 429s let a
+            # level or two past it look clean) is checked from below, one measured level at a time
+            self.settled_windows = 0
+            self.phase = "descend"
+            return self._move(down, f"measuring one level down: {down} not measured yet")
         if self.settled_windows >= s.probe_every:
             self.settled_windows = 0
             up = self.level + 1
@@ -418,6 +477,14 @@ class ModelController:
         self.probe_from = None
         self.avoid[self.level] = s.avoid_windows
         self.goodput.pop(self.level, None)  # its goodput was bought with retries: not a candidate
+        if self.level in self.spotless and w.limited_share >= excess_t:
+            # a level measured without a single 429 now past the bound: the provider's limit dropped, and what was
+            # measured before describes a limit that is gone
+            self.answered_full.clear()
+            self.proven.clear()
+            self.limit_dropped = True
+        if w.attempts >= MIN_REFUSAL_ATTEMPTS and not self.limit_dropped:
+            self.proven.add(self.level)  # (after a drop the readout restarts: the level is measured again)
         self.spotless.discard(self.level)
         what = (f"{w.limited_share:.0%} 429s" if w.limited_share >= excess_t else f"{excess_t:.0%} more transients")
         if w.mean_latency_s and g > 0:
@@ -578,6 +645,9 @@ class Tuner:
 
     def _apply(self, c: ModelController, d: Decision | None) -> None:
         self.tracker.set_quick(c.model_key, c.climbing_fast)
+        if c.limit_dropped:
+            c.limit_dropped = False
+            self.tracker.forget(c.model_key)
         if d is None:
             return
         self._changed_at[d.model_key] = self._clock()
@@ -590,3 +660,12 @@ class Tuner:
     def level(self, key: str) -> int | None:
         c = self.controllers.get(key)
         return c.level if c is not None else None
+
+    def caps(self) -> dict[str, int | None]:
+        """What stops each model's climb: the tuner's ceiling when it is on, else the project's cap."""
+        return {k: self.ceiling(k) if self.controllers.get(k) is not None else self.user_caps.get(k)
+                for k in self.model_keys}
+
+    def readouts(self) -> list[ModelReadout]:
+        """Each model's levels and its one verdict (a cap that stopped the climb said so)."""
+        return self.tracker.readouts(self.caps())

@@ -6,11 +6,9 @@ is in the results database like any other run's.
 
 from __future__ import annotations
 
-import dataclasses
-import re
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,22 +22,49 @@ from arenatui.limits import MAX_CONCURRENCY
 from arenatui.live import percentile
 from arenatui.plan import Filters
 from arenatui.tuning.controller import TunerSettings
-from arenatui.tuning.levels import ERROR_SHARE, FLAT, LevelReadout, ModelReadout, provider_answered
+from arenatui.tuning.evidence import LevelEvidence, Verdict, verdict
+from arenatui.tuning.levels import ModelReadout, provider_answered, readouts_from_rows
 
 
 @dataclass(frozen=True, slots=True)
 class TuneResult:
     run_id: str
     readouts: tuple[ModelReadout, ...]
-    recommended: dict[str, int]
-    """Per model: where the tuner settled (a probe not counted)."""
+    """Per model: its levels and its verdict; the recommendation is the verdict's (`ro.verdict.optimum`)."""
     decisions: tuple[str, ...]
     wall_s: float
+    budget_spent: bool
+    """The budget ran out before every model had a conclusive verdict."""
+
+    @property
+    def optima(self) -> dict[str, int]:
+        """The measured optima: what `--write` records (a model without one is left alone)."""
+        return {ro.model_key: ro.verdict.optimum for ro in self.readouts if ro.verdict.optimum is not None}
 
 
-def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 200, db: str | Path | None = None,
+class _UntilConclusive:
+    """A sink that stops a tuning run once every model's verdict is conclusive (checked every `every` calls: a
+    readout sorts latencies)."""
+
+    def __init__(self, every: int = 25) -> None:
+        self.every = every
+        self.n = 0
+        self.sweep: Any = None
+        self.stopped = False
+
+    def __call__(self, ev: Event) -> None:
+        if type(ev) is not CallFinished or self.sweep is None or self.stopped:
+            return
+        self.n += 1
+        if self.n % self.every == 0 and all(ro.verdict.conclusive for ro in self.sweep.tuner.readouts()):
+            self.stopped = True
+            self.sweep.runner.cancel()
+
+
+def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 400, db: str | Path | None = None,
          seed: int | None = None, settings: TunerSettings | None = None) -> TuneResult:
-    """Spend at most `budget` calls per model (the project's cases, cycled as trials) with the tuner on."""
+    """Spend at most `budget` calls per model (the project's cases, cycled as trials) with the tuner on, stopping
+    early once every model's verdict is conclusive (an optimum, a cap, a rate limit)."""
     from arenatui.sweep import Sweep, SweepOptions
 
     proj = load_project(project)
@@ -47,38 +72,29 @@ def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 200, 
     if n_cases == 0:
         raise ArenaError(f"{proj.path}: no cases to tune with")
     filters = Filters(models=tuple(models), limit=min(budget, n_cases), trials=max(1, budget // n_cases))
-    sweep = Sweep(SweepOptions(project=project, filters=filters, db=db, seed=seed, tune=True), live_metrics=False)
+    until = _UntilConclusive()
+    sweep = Sweep(SweepOptions(project=project, filters=filters, db=db, seed=seed, tune=True), live_metrics=False,
+                  extra_sinks=(until,))
+    until.sweep = sweep
     if settings is not None:
         sweep.tuner.settings = settings
     t0 = time.monotonic()
     anyio.run(sweep.run)
     wall = time.monotonic() - t0
-    readouts = tuple(sweep.tuner.tracker.readouts())
-    rec = {}
-    for ro in readouts:
-        # the tuner's own level where it has one: it re-measures what the readout only glanced at
-        ctl = sweep.tuner.controllers.get(ro.model_key)
-        rec[ro.model_key] = (ctl.held_level if ctl is not None else None) or ro.best or 1
-    return TuneResult(sweep.run_id, readouts, rec, tuple(d.reason for d in sweep.tuner.decisions), wall)
+    readouts = tuple(sweep.tuner.readouts())
+    return TuneResult(sweep.run_id, readouts, tuple(d.reason for d in sweep.tuner.decisions), wall,
+                      not until.stopped and not all(ro.verdict.conclusive for ro in readouts))
 
 
 def stored_readouts(run_id: str, db: str | Path | None = None) -> tuple[str, list[ModelReadout]]:
-    """A stored run's per-level readout (every run keeps one, tuned or not): (run id, readouts)."""
+    """A stored run's per-level readout (every run keeps one, tuned or not), its verdicts re-derived by today's rules
+    from the stored counts: (run id, readouts)."""
     from arenatui.store import Store
 
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         rec = store.get_run(run_id)
         rows = store.tuning_levels(rec.run_id)
-    by_model: dict[str, list[tuple[Any, ...]]] = {}
-    for r in rows:
-        by_model.setdefault(r[0], []).append(r)
-    out = []
-    for key, rs in by_model.items():
-        levels = tuple(LevelReadout(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], bool(r[11]),
-                                    bool(r[12])) for r in rs)
-        best = next((lv.level for lv in levels if lv.best), None)
-        out.append(ModelReadout(key, levels, best, str(rs[0][13])))
-    return rec.run_id, out
+    return rec.run_id, readouts_from_rows(rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,27 +102,34 @@ class LevelRun:
     level: int
     run_id: str
     wall_s: float
-    answered: int
     errored: int
-    attempts: int
-    rate_limited: int
-    p95_ms: float | None
-    knee: bool = False
+    evidence: LevelEvidence
+    """The level's evidence over its whole run (held = the run's wall clock)."""
 
     @property
-    def goodput(self) -> float:
-        return self.answered / self.wall_s if self.wall_s > 0 else 0.0
+    def answered(self) -> int:
+        return self.evidence.answered
+
+
+@dataclass(frozen=True, slots=True)
+class LevelSweep:
+    group: str
+    runs: list[LevelRun]
+    verdict: Verdict
+    """The one verdict over the levels' evidence (at the top level: still rising, try higher)."""
+    notes: list[str]
+    """What bounded the levels (per-model caps in the project file)."""
 
     @property
-    def limited_share(self) -> float:
-        return self.rate_limited / self.attempts if self.attempts else 0.0
+    def knee(self) -> int | None:
+        return self.verdict.level if self.verdict.kind in ("optimum", "rising", "capped") else None
 
 
 class _Count:
-    """A sink counting what a fixed-level sweep did (attempts, 429s, answered latencies)."""
+    """A sink counting what a fixed-level sweep did (attempts, 429s, transients, answered latencies)."""
 
     def __init__(self) -> None:
-        self.attempts = self.limited = self.answered = self.errored = 0
+        self.attempts = self.limited = self.transient = self.answered = self.errored = self.retries = 0
         self.latencies: list[float] = []
 
     def __call__(self, ev: Event) -> None:
@@ -118,29 +141,38 @@ class _Count:
             if not provider_answered(r):
                 self.errored += 1
                 self.limited += r.error_class == "rate_limited"
+                self.transient += r.error_class in ("transient", "timeout")
             else:
                 self.answered += 1
                 if r.latency_ms is not None:
                     self.latencies.append(r.latency_ms)
         elif type(ev) is CallRetrying:
             self.attempts += 1
+            self.retries += 1
             self.limited += ev.reason == "rate_limited"
+            self.transient += ev.reason in ("transient", "timeout")
+
+    def evidence(self, level: int, wall_s: float) -> LevelEvidence:
+        lat = sorted(self.latencies)
+        return LevelEvidence(level, wall_s, self.answered, self.attempts, self.limited, self.transient, self.retries,
+                             self.errored, len(lat), percentile(lat, 0.5), percentile(lat, 0.95))
 
 
-def knee(runs: Sequence[LevelRun]) -> int | None:
-    """The lowest level whose goodput is within FLAT of the best among clean levels: no call gave up and 429s
-    under ERROR_SHARE of attempts (else among all)."""
-    clean = [r for r in runs if r.errored == 0 and r.limited_share <= ERROR_SHARE] or list(runs)
-    if not clean:
-        return None
-    top = max(r.goodput for r in clean)
-    return min(r.level for r in clean if r.goodput >= top * (1 - FLAT))
+def cap_notes(project: str | Path, levels: Sequence[int], models: Sequence[str] = ()) -> list[str]:
+    """Per-model caps in the project file that bound the levels: above a cap, that model's calls stay at it."""
+    proj = load_project(project)
+    top = max(levels)
+    return [f"{m.key}: max_concurrency = {m.max_concurrency} in {proj.path} bounds its calls at levels above "
+            f"{m.max_concurrency} (remove it to sweep that model past it)"
+            for m in proj.models if (not models or m.key in models) and m.max_concurrency is not None
+            and m.max_concurrency < top]
 
 
 def sweep_levels(project: str | Path, levels: Sequence[int], *, models: Sequence[str] = (), limit: int | None = None,
-                 trials: int | None = None, db: str | Path | None = None,
-                 seed: int | None = None) -> tuple[str, list[LevelRun]]:
-    """The same matrix at each level, one stored run per level; returns (group id, runs with the knee marked)."""
+                 trials: int | None = None, db: str | Path | None = None, seed: int | None = None,
+                 on_level: Callable[[LevelRun, int], None] | None = None) -> LevelSweep:
+    """The same matrix at each level, one stored run per level; the verdict over the levels names the knee.
+    `on_level(run, i)` is called as each level ends (a progress line)."""
     from arenatui.store import Store
     from arenatui.sweep import Sweep, SweepOptions
 
@@ -148,105 +180,23 @@ def sweep_levels(project: str | Path, levels: Sequence[int], *, models: Sequence
     if not levels or bad:
         raise ArenaError(f"--levels: expected whole numbers from 1 to {MAX_CONCURRENCY}, comma-separated "
                          f"(e.g. 1,2,4,8,16); got {', '.join(map(str, bad)) or 'none'}")
+    notes = cap_notes(project, levels, models)
     group = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
     runs: list[LevelRun] = []
-    for n in levels:
+    for i, n in enumerate(levels, 1):
         count = _Count()
         sweep = Sweep(SweepOptions(project=project, filters=Filters(models=tuple(models), limit=limit, trials=trials),
                                    db=db, concurrency=n, seed=seed), extra_sinks=(count,), live_metrics=False)
         t0 = time.monotonic()
         anyio.run(sweep.run)
         wall = time.monotonic() - t0
-        lat = sorted(count.latencies)
-        runs.append(LevelRun(n, sweep.run_id, wall, count.answered, count.errored, count.attempts, count.limited,
-                             percentile(lat, 0.95)))
+        runs.append(LevelRun(n, sweep.run_id, wall, count.errored, count.evidence(n, wall)))
+        if on_level is not None:
+            on_level(runs[-1], i)
         db_path = sweep.db_path
-    k = knee(runs)
-    runs = [dataclasses.replace(r, knee=r.level == k) for r in runs]
+    res = LevelSweep(group, runs, verdict([r.evidence for r in runs]), notes)
     with Store(db_path) as store:
-        store.write_level_sweep(group, [(r.level, r.run_id, r.wall_s, r.answered, r.errored, r.goodput,
-                                         r.limited_share, r.p95_ms, int(r.knee)) for r in runs])
-    return group, runs
-
-
-_HEADER = re.compile(r"^\s*\[")
-_MODELS_HEADER = re.compile(r"^\s*\[\[\s*models\s*\]\]\s*(#.*)?$")
-_KEY_LINE = re.compile(r"""^\s*key\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)')""")
-_MAXC_LINE = re.compile(r"^(\s*max_concurrency\s*=\s*)(\d+)(.*)$", re.DOTALL)
-
-
-def write_max_concurrency(project: str | Path, levels: dict[str, int]) -> Path:
-    """Set each model's `max_concurrency` in the project file in place: only those values change (or one line is
-    added after the model's `key`), so comments and layout stay. The edit is checked by parsing the result: it
-    must equal the original with exactly these values changed, else nothing is written."""
-    import tomllib
-
-    from arenatui.config.load import resolve_project_path
-    from arenatui.errors import ConfigError
-
-    path = resolve_project_path(project)
-    try:
-        text = path.read_text(encoding="utf-8")
-        before = tomllib.loads(text)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(str(path), None, f"cannot be edited ({e})") from None
-    lines = text.splitlines(keepends=True)
-    out: list[str] = []
-    in_model = False
-    key: str | None = None
-    key_at: int | None = None
-    done: set[str] = set()
-
-    def close_block() -> None:
-        # the model had no max_concurrency line: add one right after its key
-        if in_model and key in levels and key not in done and key_at is not None:
-            line = out[key_at]
-            nl = "\r\n" if line.endswith("\r\n") else "\n"
-            indent = line[: len(line) - len(line.lstrip())]
-            out.insert(key_at + 1, f"{indent}max_concurrency = {int(levels[key])}{nl}")
-            done.add(key)
-
-    for line in lines:
-        if _HEADER.match(line):
-            close_block()
-            in_model = bool(_MODELS_HEADER.match(line.rstrip("\r\n")))
-            key, key_at = None, None
-            out.append(line)
-            continue
-        if in_model:
-            km = _KEY_LINE.match(line)
-            if km and key is None:
-                key = km.group(1) if km.group(1) is not None else km.group(2)
-                key_at = len(out)
-            mm = _MAXC_LINE.match(line)
-            if mm and key is not None and key in levels:
-                line = f"{mm.group(1)}{int(levels[key])}{mm.group(3)}"
-                done.add(key)
-        out.append(line)
-    close_block()
-    new = "".join(out)
-    missing = [k for k in levels if k not in done]
-    expected = dict(before)
-    expected["models"] = [dict(m, max_concurrency=int(levels[m["key"]])) if m.get("key") in levels else m
-                          for m in before.get("models", [])]
-    try:
-        ok = tomllib.loads(new) == expected
-    except tomllib.TOMLDecodeError:
-        ok = False
-    if missing or not ok:
-        what = f"no [[models]] table with key {', '.join(map(repr, missing))}" if missing else \
-            "its layout is beyond a safe in-place edit (models as inline tables?)"
-        raise ConfigError(str(path), "models", f"cannot record max_concurrency: {what}; set it by hand: "
-                          + ", ".join(f"{k} = {v}" for k, v in levels.items()))
-    tmp = path.with_name(path.name + ".arena-tmp")
-    tmp.write_text(new, encoding="utf-8")
-    tmp.replace(path)  # all or nothing: a crash mid-write never leaves half a project file
-    return path
-
-
-def fmt_share(x: float) -> str:
-    return f"{x:.0%}" if x >= 0.005 or x == 0 else "<1%"
-
-
-def fmt_ms(x: float | None) -> str:
-    return "-" if x is None else f"{x:.0f}"
+        store.write_level_sweep(group, [(r.level, r.run_id, r.wall_s, r.answered, r.errored, r.evidence.goodput or 0.0,
+                                         r.evidence.limited_share or 0.0, r.evidence.p95_ms, int(r.level == res.knee))
+                                        for r in runs])
+    return res

@@ -1,7 +1,7 @@
 """Per-model level observations folded from engine events: what each concurrency level gave, with evidence.
 
-A model's *level* is its concurrency: its cap when it has one (the tuner always sets one), else the mean
-number of its calls in flight or backing off (both hold a worker) over the hold, rounded (round-robin
+A model's *level* is its concurrency: its cap when it has one (the tuner always sets one), else the number
+of its calls in flight or backing off (both count against a cap) it spent most of the window at (round-robin
 decides an uncapped model's share of the global limit, so the global figure would be the wrong label).
 A *hold* is the time a model spends at one configured level; it is cut into *windows* once each has
 enough evidence (at least `min_calls` attempts ended and `min_s` seconds, and at least `per_level`
@@ -14,13 +14,13 @@ Pure and synchronous like `live.py`: O(1) per event, no clock of its own (event 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from arenatui.engine.events import CallFinished, CallResult, CallRetrying, CallStarted, ConcurrencyChanged, Event
+from arenatui.tuning.evidence import CLEAN_SHARE, LevelEvidence, Verdict, verdict
 
 LATENCY_SAMPLES = 512
 """Most recent answered latencies kept per (model, level) for percentiles."""
@@ -103,6 +103,7 @@ class LevelStats:
     transient: int = 0
     retries: int = 0
     given_up: int = 0
+    latency_n: int = 0
     latencies: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
 
     def add(self, w: _Acc) -> None:
@@ -113,36 +114,27 @@ class LevelStats:
         self.transient += w.transient
         self.retries += w.retries
         self.given_up += w.given_up
+        self.latency_n += len(w.latencies)
         self.latencies.extend(w.latencies)
 
-
-@dataclass(frozen=True, slots=True)
-class LevelReadout:
-    """One row of a model's readout: a level and what it gave."""
-
-    level: int
-    seconds: float
-    answered: int
-    goodput: float
-    """Answered calls per second."""
-    limited_share: float
-    """429s per attempt."""
-    transient_share: float
-    retries_per_s: float
-    given_up: int
-    p50_ms: float | None
-    p95_ms: float | None
-    enough: bool
-    """Held long enough for the figures to mean something; else 'not enough evidence yet'."""
-    best: bool = False
+    def evidence(self) -> LevelEvidence:
+        lat = sorted(self.latencies)
+        return LevelEvidence(self.level, self.seconds, self.answered, self.attempts, self.rate_limited, self.transient,
+                             self.retries, self.given_up, self.latency_n, percentile(lat, 0.5), percentile(lat, 0.95))
 
 
 @dataclass(frozen=True, slots=True)
 class ModelReadout:
+    """A model's levels and its verdict (the recommendation inside it), as every view prints them."""
+
     model_key: str
-    levels: tuple[LevelReadout, ...]
-    best: int | None
-    verdict: str
+    levels: tuple[LevelEvidence, ...]
+    verdict: Verdict
+
+    @property
+    def best(self) -> int | None:
+        """The level the verdict names (marked '◀ best'), None when it names none."""
+        return self.verdict.level if self.verdict.kind in ("optimum", "rising", "capped") else None
 
 
 @dataclass(slots=True)
@@ -161,6 +153,11 @@ class _Acc:
     retry_after: float | None = None
     area: float = 0.0
     """Integral of calls in flight over the window (for an uncapped model's level)."""
+    busy_s: dict[int, float] = field(default_factory=dict)
+    """Seconds at each count of calls in flight or backing off (an uncapped model's level is the usual one)."""
+    idle: float = 0.0
+    """Time in the window with none of the model's calls in flight or backing off: not held (the queue ran dry,
+    the run was paused), so not in the goodput's interval."""
     latencies: list[float] = field(default_factory=list)
 
 
@@ -187,14 +184,21 @@ class _Model:
     rough figure is enough to take the next step."""
 
 
+def _usual(acc: _Acc) -> int:
+    """An uncapped model's level over a window: the count of its calls in flight (or backing off) it spent the most
+    time at. Not the mean: after the global limit rises, the mean of a window straddling the climb (3 for a while,
+    then 4) is labelled 3 and credits 3 with 4's 429s."""
+    return max(acc.busy_s.items(), key=lambda kv: (kv[1], kv[0]))[0] if acc.busy_s else 1
+
+
 STORM_SHARE = 0.15
 """429s per attempt past which a window closes as soon as it has `min_calls` attempts."""
 RETRY_AFTER_SETTLE_S = 10.0
 """Longest wait, after a level change, for a provider's retry-after to pass before measuring."""
-FLAT = 0.05
-"""Goodput within this share of the best counts as the same: the lowest such level is the optimum."""
-ERROR_SHARE = 0.05
-"""429 (or rising transient) share per attempt above which a level counts as past the limit."""
+ERROR_SHARE = CLEAN_SHARE
+"""429 (or rising transient) share per attempt above which a window counts as past the limit (the tuner's rule,
+the same bound as the verdict's)."""
+
 
 
 class LevelTracker:
@@ -240,7 +244,15 @@ class LevelTracker:
         """Integrate in-flight up to t; start the window once the hold has settled. The window being filled."""
         if m.last_t is not None and m.acc is not None and t > m.last_t:
             # calls sleeping before a retry still hold their worker: they are part of the level the user set
-            m.acc.area += (m.in_flight + len(m.backoff)) * (t - max(m.last_t, m.acc.start))
+            acc = m.acc
+            busy = m.in_flight + len(m.backoff) if m.backoff else m.in_flight
+            dt = t - (m.last_t if m.last_t > acc.start else acc.start)
+            if busy > 0:
+                acc.area += busy * dt
+                busy_s = acc.busy_s
+                busy_s[busy] = busy_s.get(busy, 0.0) + dt
+            else:
+                acc.idle += dt
         m.last_t = t
         if m.hold_start is None:
             m.hold_start = t
@@ -295,7 +307,7 @@ class LevelTracker:
             acc.given_up += 1
             if r.error_class == "rate_limited":
                 acc.rate_limited += 1
-            elif r.error_class in ("transient", "timeout"):
+            elif r.error_class in ("transient", "timeout", "incomplete_stream"):
                 acc.transient += 1
         self._maybe_close(m, ev.t)
 
@@ -317,7 +329,7 @@ class LevelTracker:
             ra = getattr(ev, "retry_after", None)
             if ra is not None and (acc.retry_after is None or ra > acc.retry_after):
                 acc.retry_after = ra
-        elif ev.reason in ("transient", "timeout"):
+        elif ev.reason in ("transient", "timeout", "incomplete_stream"):
             acc.transient += 1
         self._maybe_close(m, ev.t)
 
@@ -346,8 +358,10 @@ class LevelTracker:
     def _maybe_close(self, m: _Model, t: float) -> None:
         acc = m.acc
         assert acc is not None
-        seconds = t - acc.start
-        level = self._level(m) or max(1, round(acc.area / seconds)) if seconds > 0 else 1
+        if acc.attempts < self.evidence.min_calls:
+            return  # both ways of closing need min_calls attempts (needed() is at least min_calls): the usual case
+        seconds = t - acc.start - acc.idle
+        level = self._level(m) or _usual(acc) if seconds > 0 else 1
         need = self.evidence.needed(level)
         if (acc.attempts >= need and seconds >= self.evidence.min_s) or (m.quick and acc.attempts >= 2 * need):
             self._close(m, t, report=True)
@@ -360,7 +374,7 @@ class LevelTracker:
     def _close(self, m: _Model, t: float, *, report: bool) -> None:
         acc = m.acc
         assert acc is not None
-        acc.seconds = max(0.0, t - acc.start)
+        acc.seconds = max(0.0, t - acc.start - acc.idle)
         m.acc = None
         m.retry_after = acc.retry_after
         if acc.seconds <= 0 or (acc.attempts == 0 and acc.seconds < self.evidence.min_s):
@@ -369,7 +383,7 @@ class LevelTracker:
             return
         level = self._level(m)
         if level is None:
-            level = max(1, round(acc.area / acc.seconds))
+            level = _usual(acc)
         stats = m.levels.get(level)
         if stats is None:
             stats = m.levels[level] = LevelStats(level)
@@ -385,83 +399,70 @@ class LevelTracker:
 
     # ---- reading -------------------------------------------------------------------------------
 
+    def forget(self, model_key: str) -> None:
+        """Drop a model's levels (its provider's limit changed: they describe a limit that is gone)."""
+        m = self.models.get(model_key)
+        if m is not None:
+            m.levels.clear()
+
     def set_quick(self, model_key: str, quick: bool) -> None:
         m = self.models.get(model_key)
         if m is not None:
             m.quick = quick
 
-    def readout(self, model_key: str) -> ModelReadout:
-        return readout_of(model_key, list(self.models[model_key].levels.values()), self.evidence)
+    def readout(self, model_key: str, cap: int | None = None) -> ModelReadout:
+        return readout_of(model_key, [s.evidence() for s in self.models[model_key].levels.values()], cap)
 
-    def readouts(self) -> list[ModelReadout]:
-        return [self.readout(k) for k in self.models]
-
-
-def readout_of(model_key: str, stats: Sequence[LevelStats], evidence: Evidence) -> ModelReadout:
-    """A model's levels as rows, the best marked, and the verdict in one line."""
-    rows = []
-    for s in sorted(stats, key=lambda s: s.level):
-        lat = sorted(s.latencies)
-        # a storm of 429s is evidence enough that a level is past the limit, however briefly it was held
-        enough = (s.attempts >= evidence.needed(s.level) and s.seconds >= evidence.min_s) or (
-            s.attempts >= evidence.min_calls and s.rate_limited > STORM_SHARE * s.attempts)
-        rows.append(LevelReadout(
-            s.level, s.seconds, s.answered, s.answered / s.seconds if s.seconds > 0 else 0.0,
-            s.rate_limited / s.attempts if s.attempts else 0.0, s.transient / s.attempts if s.attempts else 0.0,
-            s.retries / s.seconds if s.seconds > 0 else 0.0, s.given_up, percentile(lat, 0.5),
-            percentile(lat, 0.95), enough))
-    best = best_level(rows)
-    rows = [dataclasses.replace(r, best=True) if r.level == best else r for r in rows]
-    return ModelReadout(model_key, tuple(rows), best, verdict(rows, best))
+    def readouts(self, caps: Mapping[str, int | None] | None = None) -> list[ModelReadout]:
+        return [self.readout(k, (caps or {}).get(k)) for k in self.models]
 
 
-def _errors(r: LevelReadout, base_transient: float) -> float:
-    """The share of attempts a level loses to its own load: 429s, and transients above the quietest level's."""
-    return r.limited_share + max(0.0, r.transient_share - base_transient)
+def readout_of(model_key: str, levels: Sequence[LevelEvidence], cap: int | None = None) -> ModelReadout:
+    """A model's levels in order and its one verdict."""
+    rows = tuple(sorted(levels, key=lambda r: r.level))
+    return ModelReadout(model_key, rows, verdict(rows, cap))
 
 
-def best_level(rows: Sequence[LevelReadout]) -> int | None:
-    """The lowest level within FLAT of the highest goodput among levels with enough evidence and few errors."""
-    good = [r for r in rows if r.enough]
-    if not good:
-        return None
-    base = min(r.transient_share for r in good)
-    clean = [r for r in good if _errors(r, base) <= ERROR_SHARE] or good
-    top = max(r.goodput for r in clean)
-    return min(r.level for r in clean if r.goodput >= top * (1 - FLAT))
+def stored_evidence(row: Sequence[object]) -> tuple[str, LevelEvidence, int | None]:
+    """One stored tuning_levels row (as `Store.tuning_levels` reads it) → (model key, evidence, cap). Rows stored
+    before the counts were (schema < 14) have them estimated from the stored shares: attempts = answered / (1 -
+    429 share - transient share); a level with nothing answered then proves nothing (its attempts are unknown)."""
+    key, level, seconds, answered, _g, limited, transient_share, retries_s, given_up, p50, p95 = row[:11]
+    attempts, rate_limited, transient, retries, latencies, cap = (tuple(row[14:20]) + (None,) * 6)[:6]
+    n = int(answered)  # type: ignore[call-overload]
+    held = float(seconds)  # type: ignore[arg-type]
+    if attempts is None:
+        lim, tr = float(limited), float(transient_share)  # type: ignore[arg-type]
+        attempts = round(n / (1 - lim - tr)) if n and lim + tr < 1 else 0
+        rate_limited, transient = round(lim * attempts), round(tr * attempts)
+        retries, latencies = round(float(retries_s) * held), n  # type: ignore[arg-type]
+    ev = LevelEvidence(int(level), held, n, int(attempts), int(rate_limited), int(transient),  # type: ignore[call-overload]
+                       int(retries), int(given_up), int(latencies),  # type: ignore[call-overload]
+                       None if p50 is None else float(p50), None if p95 is None else float(p95))  # type: ignore[arg-type]
+    return str(key), ev, None if cap is None else int(cap)  # type: ignore[call-overload]
 
 
-def verdict(rows: Sequence[LevelReadout], best: int | None) -> str:
-    """'optimum ≈ 5: goodput flat above 5, 429s from 6', 'still rising: try higher', or why nothing yet."""
-    good = [r for r in rows if r.enough]
-    if best is None:
-        return "not enough evidence yet: hold a level longer" if rows else "no level held yet"
-    base = min(r.transient_share for r in good)
-    above = [r for r in good if r.level > best]
-    first_limited = min((r.level for r in good if r.limited_share > ERROR_SHARE), default=None)
-    first_transient = min((r.level for r in good if r.transient_share - base > ERROR_SHARE), default=None)
-    if not above:
-        return f"still rising at {best}: try higher"
-    top = next(r for r in good if r.level == best).goodput
-    parts = []
-    clean_above = [r for r in above if _errors(r, base) <= ERROR_SHARE]
-    if clean_above:
-        parts.append(f"goodput {'flat' if all(r.goodput >= top * (1 - FLAT) for r in clean_above) else 'lower'} "
-                     f"above {best}")
-    if first_limited is not None:
-        parts.append(f"429s from {first_limited}")
-    if first_transient is not None:
-        parts.append(f"errors from {first_transient}")
-    if not parts:
-        parts.append(f"nothing gained above {best}")
-    return f"optimum ≈ {best}: " + ", ".join(parts)
+def readouts_from_rows(rows: Sequence[Sequence[object]]) -> list[ModelReadout]:
+    """Stored tuning_levels rows → each model's readout, its verdict re-derived by today's rules."""
+    by_model: dict[str, list[LevelEvidence]] = {}
+    caps: dict[str, int | None] = {}
+    for r in rows:
+        key, ev, cap = stored_evidence(r)
+        by_model.setdefault(key, []).append(ev)
+        caps[key] = cap
+    return [readout_of(key, evs, caps[key]) for key, evs in by_model.items()]
 
 
-def readout_rows(readouts: Mapping[str, ModelReadout]) -> list[tuple[object, ...]]:
-    """Rows for the store's tuning_levels table (run id prepended by the caller)."""
+def readout_rows(readouts: Mapping[str, ModelReadout], caps: Mapping[str, int | None] | None = None
+                 ) -> list[tuple[object, ...]]:
+    """Rows for the store's tuning_levels table (run id prepended by the caller): the counts the verdict is
+    derived from, so a stored run's verdict is re-derived by the rules of the day when it is read."""
     out: list[tuple[object, ...]] = []
     for key, ro in readouts.items():
+        cap = (caps or {}).get(key)
         for r in ro.levels:
-            out.append((key, r.level, r.seconds, r.answered, r.goodput, r.limited_share, r.transient_share,
-                        r.retries_per_s, r.given_up, r.p50_ms, r.p95_ms, int(r.enough), int(r.best), ro.verdict))
+            out.append((key, r.level, r.held_s, r.answered, r.goodput or 0.0, r.limited_share or 0.0,
+                        r.transient_share or 0.0, r.retries_per_s or 0.0, r.given_up, r.p50_ms, r.p95_ms,
+                        int(r.measured), int(r.level == ro.best), ro.verdict.text, r.attempts, r.rate_limited,
+                        r.transient, r.retries, r.latencies, cap))
     return out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -15,10 +14,8 @@ def mock_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MockServer
     models, mock = server_models()
     cfg = write_project(tmp_path_factory.mktemp("mockserver") / "server.toml", "http://127.0.0.1:1", models,
                         mock=mock)
-    t0 = time.monotonic()
     proc, m, lines = start_server([sys.executable, "-m", "arenatui", "mock-server", "--port", "0", "--config",
                                    str(cfg)], r"listening on (http://127\.0\.0\.1:\d+)")
-    assert time.monotonic() - t0 < 5.0
     try:
         yield MockServerProcess(url=m.group(1), proc=proc, models={d["key"]: d for d in models}, lines=lines)
     finally:

@@ -33,7 +33,7 @@ CASES: list[dict[str, Any]] = [
 TRANSIENT_FAULTS = ("500", "503", "529", "408", "409", "reset", "malformed", "truncated")
 TERMINAL_FAULTS = ("400", "401", "403", "404", "422")
 TIMEOUT_FAULTS = ("hang", "trickle")
-RETRY_AFTER_FORMS = ("ms", "seconds", "date", "both")
+RETRY_AFTER_FORMS = ("ms", "seconds", "date", "both", "llm_provider", "openai_reset", "anthropic_reset", "none")
 PROVIDERS = {"oa": "openai", "an": "anthropic"}
 WIRES = ("httpx", "aiohttp")
 """The HTTP transports a provider test runs over: behaviour must not depend on the client library."""

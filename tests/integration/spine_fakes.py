@@ -151,19 +151,21 @@ class SleepyProvider:
 
 def runner(plan: Plan | Project, providers: dict[str, Any], *, rec: Recorder | None = None,
            policy: RetryPolicy | None = None, concurrency: int | None = None, seed: int = 0,
-           timeout_s: float | None = None) -> tuple[Runner, Recorder]:
+           timeout_s: float | None = None, sinks: Sequence[Callable[[Event], None]] = ()) -> tuple[Runner, Recorder]:
+    """A Runner whose events go to a Recorder, then to `sinks` (what a test watches), in that order."""
     import random
 
     if not isinstance(plan, Plan):
         plan = make_plan(plan)
     rec = rec or Recorder()
-    r = Runner(plan, providers, sinks=[rec], policy=policy, concurrency=concurrency, rng=random.Random(seed),
+    r = Runner(plan, providers, sinks=[rec, *sinks], policy=policy, concurrency=concurrency, rng=random.Random(seed),
                timeout_s=timeout_s)
     return r, rec
 
 
-async def wait_until(cond: Callable[[], bool], timeout: float = 5.0, step: float = 0.001) -> None:  # noqa: ASYNC109
-    """Poll a condition on engine state (a plain attribute, so there is no event to wait on)."""
+async def wait_until(cond: Callable[[], bool], timeout: float = 60.0, step: float = 0.001) -> None:  # noqa: ASYNC109
+    """Poll a condition on engine state (a plain attribute, so there is no event to wait on). The timeout is only a
+    ceiling against a hang: a busy machine takes longer, never a different path."""
     with anyio.fail_after(timeout):
         while not cond():  # noqa: ASYNC110
             await anyio.sleep(step)

@@ -78,16 +78,14 @@ def test_backoff_without_retry_after_stays_within_full_jitter_bounds() -> None:
 
 
 def test_terminal_error_makes_one_attempt_and_never_sleeps() -> None:
-    prov, rec, elapsed = _run(
+    prov, rec, _ = _run(
         5, lambda req: TerminalError("400 bad request"),
         RetryPolicy(max_attempts=5, base_s=5.0, cap_s=5.0))  # any sleep would take seconds
     assert len(prov.calls) == 5
-    assert rec.retrying() == []
-    assert elapsed < 2.0
+    assert rec.retrying() == []  # no retry announced, so none slept: a call sleeps only before a retry
     for r in rec.results:
         assert (r.status, r.error_class, r.attempts) == ("errored", "terminal", 1)
         assert r.error_message == "400 bad request"
-        assert r.total_ms < 1000
 
 
 def test_unexpected_provider_exception_is_terminal_not_a_crash() -> None:
@@ -120,7 +118,7 @@ def test_retry_after_past_the_call_budget_ends_the_call() -> None:
                               RetryPolicy(max_attempts=5, base_s=0.001, cap_s=0.001, budget_s=1.0))
     assert len(prov.calls) == 2  # one attempt each, no sleep of 60 s
     assert rec.retrying() == []
-    assert elapsed < 5.0
+    assert elapsed < 30.0  # half the 60 s asked for: a generous ceiling that still tells a wait from none
     for r in rec.results:
         assert (r.status, r.error_class, r.attempts) == ("errored", "rate_limited", 1)
         assert "budget" in (r.error_message or "") and "retry-after 60s" in (r.error_message or "")
@@ -139,7 +137,7 @@ def test_timeouts_are_retried_and_recorded_as_timeout() -> None:
                          timeout_s=0.05)
     for r in rec.results:
         assert (r.status, r.error_class, r.attempts) == ("errored", "timeout", 2)
-        assert r.total_ms < 2000
+        assert r.total_ms < 5000  # each attempt cut: one uncut would take the provider's 5 s
     assert {e.reason for e in rec.retrying()} == {"timeout"}
 
 

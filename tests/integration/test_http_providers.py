@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import sqlite3
 import time
 from pathlib import Path
 
@@ -72,7 +73,9 @@ def test_transient_faults_are_retried_then_stored(mock_server: MockServerProcess
     assert len(out.rows) == len(keys)
     for (model, _, _), r in out.rows.items():
         assert r["status"] == "errored"
-        assert r["error_class"] == "transient", (model, r["error_message"])
+        # a stream that ends cleanly without its end marker is told apart (non-streamed, half a body is malformed)
+        cut = fault == "truncated" and not model.endswith("-ns")
+        assert r["error_class"] == ("incomplete_stream" if cut else "transient"), (model, r["error_message"])
         assert r["attempts"] == 3
         assert len(out.of(CallStarted, model)) == 3
 
@@ -99,11 +102,13 @@ def test_timeouts_hold_on_hanging_and_trickling_servers(mock_server: MockServerP
     t0 = time.monotonic()
     out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *keys), limit=1,
                     run={"timeout_s": timeout, "max_attempts": 2}, transport=wire)
-    assert time.monotonic() - t0 < 2 * timeout + 2.0  # calls run side by side, each attempt cut at the deadline
+    # calls run side by side, each attempt cut at the deadline; the ceilings are generous for a busy machine and
+    # still far below an uncut attempt (a hang lasts an hour, a trickle a byte per 0.2 s: tens of seconds)
+    assert time.monotonic() - t0 < 2 * timeout + 15.0
     for (model, _, _), r in out.rows.items():
         assert r["error_class"] == "timeout", (model, r["error_message"])
         assert r["attempts"] == 2
-        assert timeout * 1000 - 20 <= r["latency_ms"] <= timeout * 1000 + 250
+        assert timeout * 1000 - 20 <= r["latency_ms"] <= timeout * 1000 + 5000
 
 
 @pytest.mark.parametrize("form", RETRY_AFTER_FORMS)
@@ -116,17 +121,27 @@ def test_429_retry_after_is_honoured(mock_server: MockServerProcess, tmp_path: P
     for model in keys:
         (r,) = out.by_model(model)
         assert r["error_class"] == "rate_limited" and r["attempts"] == 2
-        assert r["connect_ms"] is not None and r["connect_ms"] > 0 and r["latency_ms"] < 1000
+        assert r["connect_ms"] is not None and r["connect_ms"] > 0 and r["latency_ms"] < 10_000  # answered, not hung
         starts = sorted(out.of(CallStarted, model), key=lambda e: e.attempt)
         (retrying,) = out.of(CallRetrying, model)
         assert retrying.reason == "rate_limited"
         gap = starts[1].t - retrying.t
-        if form in ("ms", "both"):  # retry-after-ms wins when both are sent
+        source = {"ms": "retry-after-ms", "both": "retry-after-ms", "seconds": "retry-after", "date": "retry-after",
+                  "llm_provider": "llm_provider-retry-after", "openai_reset": "x-ratelimit-reset-requests",
+                  "anthropic_reset": "anthropic-ratelimit-requests-reset", "none": None}[form]
+        assert retrying.retry_after_source == source
+        with sqlite3.connect(out.db) as c:
+            stored = c.execute("SELECT retry_after_s, retry_after_source FROM failed_attempts WHERE model_key = ? "
+                               "AND delay_s IS NOT NULL", (model,)).fetchall()
+        assert stored == [(retrying.retry_after, source)]
+        if form in ("ms", "both", "openai_reset"):  # retry-after-ms wins when both are sent; a reset in ms
             assert retrying.delay >= asked and gap >= asked
             assert retrying.delay < 1.0
-        elif form == "seconds":  # whole seconds, rounded up by the server
+        elif form in ("seconds", "llm_provider"):  # whole seconds, rounded up by the server
             assert retrying.delay >= 1.0 and gap >= 1.0
-        else:  # an HTTP date: the retry starts no earlier than the second it names
+        elif form == "none":  # no hint: the engine's own backoff
+            assert retrying.retry_after is None
+        else:  # an HTTP date or an RFC 3339 time: the retry starts no earlier than the second it names
             earliest = math.ceil(starts[0].t + wall_offset + asked)
             assert starts[1].t + wall_offset >= earliest - 0.005
 

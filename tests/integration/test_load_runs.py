@@ -34,6 +34,24 @@ def project(tmp_path: Path, **model: Any) -> Path:
     return p
 
 
+async def _schedule_reaches(r: LoadRun, t: float) -> None:
+    """Wait until the run's own schedule clock reads `t` seconds (a ceiling of two minutes against a hang): a busy
+    machine starts a run late, and sleeping a fixed time from here would cut its first segment short."""
+    for _ in range(6000):
+        engine = getattr(r, "engine", None)
+        if engine is not None and engine.now_s() >= t:
+            return
+        await anyio.sleep(0.02)
+    raise AssertionError(f"the load run's schedule never reached {t} s")
+
+
+async def _under_way(r: LoadRun) -> None:
+    """Until the run's first request is sent: its clock starts only after the writer process is up."""
+    with anyio.fail_after(60):
+        while r.engine.sent == 0:  # noqa: ASYNC110 - polling a counter the driver keeps; it has no event
+            await anyio.sleep(0.01)
+
+
 def run(opts: LoadOptions) -> LoadRun:
     r = LoadRun(opts)
     assert anyio.run(r.run) == "finished"
@@ -93,7 +111,7 @@ def test_rate_change_mid_run_is_a_new_segment(tmp_path: Path) -> None:
     async def go() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(r.run)
-            await anyio.sleep(0.4)  # a slow machine changes later: the 2 s segment leaves room
+            await _schedule_reaches(r, 0.4)  # the schedule's clock, not ours: a busy machine starts it later
             r.change_rate(60.0)
 
     anyio.run(go)
@@ -102,7 +120,7 @@ def test_rate_change_mid_run_is_a_new_segment(tmp_path: Path) -> None:
     assert windows[0].end_s == pytest.approx(windows[1].start_s) and windows[1].end_s == pytest.approx(2.0)
     with Store(tmp_path / "d") as store:
         segs = load_segments(store, r.run_id)
-    assert [(s[0], s[1], s[5]) for s in segs] == [(0, 20.0, "cut"), (1, 60.0, "user")]
+    assert [(s[0], s[1], s[5], s[6]) for s in segs] == [(0, 20.0, "cut", 0), (1, 60.0, "user", 0)]
     figs = r.figures().segments
     assert figs[1].offered_rate > 2 * figs[0].offered_rate  # three times the rate
 
@@ -223,10 +241,7 @@ def test_a_rate_change_reaches_every_shard(tmp_path: Path) -> None:
     async def go() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(r.run)
-            for _ in range(400):  # shards take a moment to start; the schedule's zero comes after
-                if r.engine.now_s() >= 0.5:
-                    break
-                await anyio.sleep(0.05)
+            await _schedule_reaches(r, 0.5)  # shards take a moment to start; the schedule's zero comes after
             r.change_rate(60.0)
 
     anyio.run(go)
@@ -244,7 +259,7 @@ def test_a_stopped_run_measures_until_the_stop(tmp_path: Path) -> None:
     async def go() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(r.run)
-            await anyio.sleep(0.5)
+            await _schedule_reaches(r, 0.5)
             r.cancel()
 
     anyio.run(go)
@@ -282,8 +297,14 @@ def test_cancelling_a_sharded_run_from_outside_leaves_no_shard(tmp_path: Path) -
     r = LoadRun(LoadOptions(project(tmp_path), (20.0,), 30.0, Arrival("constant"), db=tmp_path / "d", processes=2))
 
     async def go() -> None:
-        with anyio.move_on_after(1.5):  # what closing the console does to the run's worker
-            await r.run()
+        async with anyio.create_task_group() as tg:  # what closing the console does to the run's worker
+            tg.start_soon(r.run)
+            for _ in range(6000):  # until both shards run (a ceiling of two minutes against a hang)
+                if len(getattr(r.engine, "_procs", ())) == 2:
+                    break
+                await anyio.sleep(0.02)
+            await anyio.sleep(0.2)
+            tg.cancel_scope.cancel()
 
     anyio.run(go)
     procs = r.engine._procs  # type: ignore[attr-defined]

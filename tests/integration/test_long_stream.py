@@ -13,7 +13,8 @@ import tomli_w
 from httpkit import PROVIDERS, WIRES, start_server, stop_server
 
 from arenatui.config import load_project
-from arenatui.providers.base import Completion, Request, build_messages, make_provider
+from arenatui.providers.base import Completion, Request, build_messages
+from arenatui.providers.registry import make_provider
 
 TEXT = "lorem ipsum é中 " * 40_000  # 600,000 characters; in 30,000 pieces: a body of about 5 MB
 PIECES = 30_000

@@ -36,12 +36,40 @@ def test_runs_names_each_models_optimum(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["evaluate", "-p", str(project), "--db", str(db), "--quiet", "--no-report"]) == 0
     with Store(db) as store:
         (run,) = store.list_runs()
-        store.write_tuning_levels(run.run_id, [  # a fixed readout: a real one depends on this machine's timing
-            ("limited", 2, 5.0, 40, 8.0, 0.0, 0.0, 0.0, 0, 300.0, 450.0, 1, 0, "optimum ≈ 3: 429s from 4"),
-            ("limited", 3, 5.0, 60, 12.0, 0.0, 0.0, 0.0, 0, 310.0, 480.0, 1, 1, "optimum ≈ 3: 429s from 4"),
-            ("fast", 1, 5.0, 60, 12.0, 0.0, 0.0, 0.0, 0, 10.0, 20.0, 1, 1, "still rising at 1: try higher"),
+        # a fixed readout (a real one depends on this machine's timing), with the counts the verdict reads:
+        # limited measured clean at 2 and 3, refused at 4; fast measured at 1 only (still rising: no optimum)
+        store.write_tuning_levels(run.run_id, [
+            ("limited", 2, 5.0, 40, 8.0, 0.0, 0.0, 0.0, 0, 300.0, 450.0, 1, 0, "", 40, 0, 0, 0, 40, None),
+            ("limited", 3, 5.0, 60, 12.0, 0.0, 0.0, 0.0, 0, 310.0, 480.0, 1, 1, "", 60, 0, 0, 0, 60, None),
+            ("limited", 4, 2.0, 10, 5.0, 0.67, 0.0, 10.0, 0, 320.0, 480.0, 0, 0, "", 30, 20, 0, 20, 10, None),
+            ("fast", 1, 5.0, 60, 12.0, 0.0, 0.0, 0.0, 0, 10.0, 20.0, 1, 1, "", 60, 0, 0, 0, 60, None),
         ])
     capsys.readouterr()
     assert main(["runs", "--db", str(db)]) == 0
     out = capsys.readouterr().out
     assert "limited ≈3" in out and "fast ≈" not in out  # only an established optimum is named
+    with Store(db) as store:  # as an older arenatui stored it (no counts): an 'optimum' from 0 answered calls
+        store.write_tuning_levels(run.run_id, [
+            ("limited", 2, 3.0, 0, 0.0, 0.0, 1.0, 0.0, 30, None, None, 1, 1, "optimum ≈ 2: goodput flat above 2")])
+    assert main(["runs", "--db", str(db)]) == 0
+    assert "limited ≈" not in capsys.readouterr().out  # re-derived by today's rules: no optimum
+    with Store(db) as store:
+        store.write_tuning_levels(run.run_id, [
+            ("limited", 2, 5.0, 40, 8.0, 0.0, 0.0, 0.0, 0, 300.0, 450.0, 1, 0, "", 40, 0, 0, 0, 40, None),
+            ("limited", 3, 5.0, 60, 12.0, 0.0, 0.0, 0.0, 0, 310.0, 480.0, 1, 1, "", 60, 0, 0, 0, 60, None),
+            ("limited", 4, 2.0, 10, 5.0, 0.67, 0.0, 10.0, 0, 320.0, 480.0, 0, 0, "", 30, 20, 0, 20, 10, None),
+            ("fast", 1, 5.0, 60, 12.0, 0.0, 0.0, 0.0, 0, 10.0, 20.0, 1, 1, "", 60, 0, 0, 0, 60, None),
+        ])
+    assert main(["tune", "--show", run.run_id, "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "limited: optimum ≈ 3: 429s from 4" in out and "fast: still rising at 1: try higher" in out
+    capsys.readouterr()
+    assert main(["report", run.run_id, "--format", "md", "--db", str(db)]) == 0
+    md = capsys.readouterr().out
+    assert "## Concurrency" in md and "| limited | optimum ≈ 3: 429s from 4 |" in md
+    assert main(["report", run.run_id, "--format", "json", "--db", str(db)]) == 0
+    import json
+
+    conc = {c["model"]: c for c in json.loads(capsys.readouterr().out)["concurrency"]}
+    assert conc["limited"]["optimum"] == 3 and conc["fast"]["optimum"] is None
+    assert conc["fast"]["verdict"] == "still rising at 1: try higher"

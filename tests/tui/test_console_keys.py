@@ -151,7 +151,11 @@ async def test_the_essentials_fit_at_every_size(tmp_path: Path, size: tuple[int,
     app = ArenaApp(sweep, autostart=False)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
-        screen = app.export_screenshot().replace("&#160;", " ")
+        for _ in range(500):  # the footer's key hints arrive after the first frame: wait for them (a ceiling only)
+            screen = app.export_screenshot().replace("&#160;", " ")
+            if "Quit" in screen and "Help" in screen:
+                break
+            await pilot.pause(0.02)
         status = str(app.run_screen.query_one(StatusBar).text).splitlines()
         assert len(status) == 3 and status[2].startswith(" concurrency target")
         assert all(len(line) <= size[0] for line in status)

@@ -30,7 +30,7 @@ def _terminal_modes(sock: str) -> dict[str, str]:
     return dict(zip(names, values, strict=True))
 
 
-def _wait(pred: object, timeout: float = 30.0) -> None:
+def _wait(pred: object, timeout: float = 90.0) -> None:  # a ceiling against a hang, not a speed requirement
     deadline = time.monotonic() + timeout
     while not pred():  # type: ignore[operator]
         assert time.monotonic() < deadline, "timed out"

@@ -390,7 +390,7 @@ def test_headers_env_is_validated(tmp_path: Path, snippet: str, key: str, words:
 def test_headers_env_values_come_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from arenatui.config import load_project as load
     from arenatui.errors import ProviderSetupError
-    from arenatui.providers.base import make_provider
+    from arenatui.providers.registry import make_provider
 
     p = project(tmp_path, CASE + '[[models]]\nkey = "a"\nprovider = "openai"\nbase_url = "http://u:p@127.0.0.1:9/v1"\n'
                 'headers_env = {X-Goog-Api-Key = "ARENA_GOOG"}\n')
@@ -472,7 +472,7 @@ def test_init_template_documents_headers_env(tmp_path: Path) -> None:
 
 
 def test_a_query_in_base_url_follows_the_endpoint_path(tmp_path: Path) -> None:
-    from arenatui.providers.base import make_provider
+    from arenatui.providers.registry import make_provider
 
     p = project(tmp_path, CASE + '[[models]]\nkey = "a"\nprovider = "openai"\n'
                 'base_url = "http://127.0.0.1:9/v1/?api-version=2024-06&key=gw"\n'

@@ -13,7 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arenatui.config.schema import Case, ModelConfig, RunSettings
-from arenatui.errors import ProviderError, ProviderSetupError, RateLimited, TerminalError, TransientError
+from arenatui.errors import (
+    IncompleteStream,
+    ProviderError,
+    ProviderSetupError,
+    RateLimited,
+    TerminalError,
+    TransientError,
+)
 from arenatui.providers.anthropic import AnthropicProvider, AnthropicStream, parse_message
 from arenatui.providers.base import Request
 from arenatui.providers.http import SSEDecoder, SSEEvent, error_for_status, parse_retry_after, scrub
@@ -135,14 +142,15 @@ def test_x_should_retry_overrides_status() -> None:
     assert isinstance(error_for_status(503, {"X-Should-Retry": "false"}, b"", where="m"), TerminalError)
 
 
-def test_truncated_stream_is_transient_with_partial_usage() -> None:
+def test_truncated_stream_is_an_incomplete_stream_with_partial_usage() -> None:
     def handler(req: httpx.Request) -> httpx.Response:
         return httpx.Response(200, content=_sse({"choices": [{"delta": {"content": "partial answer"}}]}),
                               headers={"content-type": "text/event-stream"})
 
-    with pytest.raises(TransientError) as ei:
+    with pytest.raises(IncompleteStream) as ei:  # a TransientError: retried like one
         _call(OpenAIProvider, handler)
-    assert "truncated" in ei.value.message and getattr(ei.value, "output_tokens", 0) > 0
+    assert isinstance(ei.value, TransientError) and ei.value.error_class == "incomplete_stream"
+    assert "without its end marker" in ei.value.message and getattr(ei.value, "output_tokens", 0) > 0
 
 
 def test_retry_after_forms() -> None:

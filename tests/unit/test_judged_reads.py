@@ -19,8 +19,7 @@ from arenatui.cli import main
 from arenatui.decision_report import LISTED_CASES, build_report, judged_list, render
 from arenatui.export import write_export
 from arenatui.report import error_failure, spend_line
-from arenatui.stats import all_pairs, compare_models, leaderboard, summarize
-from arenatui.stats.summary import SUMMARY_COLUMNS
+from arenatui.stats import all_pairs, compare_models, leaderboard
 from arenatui.store import Store
 from arenatui.store.queries import (
     JudgedScorer,
@@ -80,17 +79,6 @@ def test_a_model_with_only_unscored_calls_did_not_fail_the_run() -> None:
     assert error_failure(r, 0.2) is not None  # B's one error in 4 calls is above 20%
 
 
-def test_summary_counts_unscored_apart() -> None:
-    rows = [("A", "c1", 0, "passed", 1.0, None, 1, 100.0, 1.0), ("A", "c2", 0, "unscored", None, None, 1, 90.0, 3.0),
-            ("A", "c3", 0, "errored", None, "judge_error", 1, 95.0, 1.0)]
-    (s,) = summarize(rows)
-    assert s.score.estimate == 1.0 and s.score.n == 1  # not 0.5: the unscored call is not a zero
-    assert (s.passed, s.failed, s.errored, s.unscored) == (1, 0, 1, 1)
-    assert s.errors == {"judge_error": 1}
-    assert s.cost_per_completed == pytest.approx(2.0)  # (5 - 3 unscored) / 1 completed
-    assert s.mean_latency_ms == pytest.approx(95.0)  # the unscored call answered: its latency counts
-
-
 # ---- a stored run -------------------------------------------------------------------------------------------
 
 
@@ -98,7 +86,6 @@ def test_stored_run_quality_coverage_and_errors_by_hand(judged: tuple[Path, str,
     db, run, _ids = judged
     with Store(db) as s:
         r = load_results(s, run)
-        summaries = {x.model_key: x for x in summarize(s.results(run, SUMMARY_COLUMNS))}
     assert r.models == ("alpha", "beta")  # the judge-only model is no candidate
     rows = {row.model: row for row in leaderboard(r)}
     alpha, beta = rows["alpha"], rows["beta"]
@@ -114,7 +101,6 @@ def test_stored_run_quality_coverage_and_errors_by_hand(judged: tuple[Path, str,
     assert alpha.cost_per_correct == pytest.approx(6 * CANDIDATE_COST / 5)
     assert beta.cost_per_correct == pytest.approx(6 * CANDIDATE_COST / 4)
     assert alpha.spend == pytest.approx(11 * CANDIDATE_COST)  # never a judge's spend
-    assert summaries["alpha"].unscored == 5 and summaries["alpha"].score.estimate == pytest.approx(5 / 6)
 
 
 def test_judge_spend_apart_and_in_the_total(judged: tuple[Path, str, list[str]]) -> None:

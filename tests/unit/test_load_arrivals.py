@@ -76,6 +76,10 @@ def test_trace_csv(tmp_path: Path) -> None:
     ("d.csv", "time\n1\n", "header"),
     ("e.csv", "offset\nsoon\n", "line 2"),
     ("f.jsonl", "", "at least one"),
+    ("g.jsonl", '{"offset": 1e308}\n', "line 1"),  # was accepted: the run waited forever
+    ("h.jsonl", '{"offset": 0}\n{"offset": 604801}\n', "line 2"),  # past 7 days
+    ("i.csv", "offset\n0\ninf\n", "line 3"),
+    ("j.csv", "offset\nnan\n", "line 2"),
 ])
 def test_bad_traces_name_file_and_line(tmp_path: Path, name: str, text: str, where: str) -> None:
     f = tmp_path / name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -104,6 +105,29 @@ def test_saturation_is_where_achieved_stops_following_offered() -> None:
     assert first is figs[2]
     assert [f.saturated for f in figs] == [False, False, True, True]
     assert mark_saturation([_fig(1, 1), _fig(2, 1.99)]) is None
+
+
+def _saturated(outcomes: dict[str, int], *, dropped: int = 0, lag_ms: float = 0.0) -> Figures:
+    f = _fig(8, 3)
+    f.requests, f.outcomes, f.dropped = sum(outcomes.values()), outcomes, dropped
+    f.lag = {p: lag_ms for p in f.lag}
+    return f
+
+
+@pytest.mark.parametrize(("outcomes", "extra", "cause"), [
+    ({"ok": 60, "rate_limited": 40}, {}, "429s: the provider's rate limit refused 40% of requests"),
+    ({"ok": 80, "incomplete_stream": 20}, {}, "errors: 20% of requests incomplete stream"),
+    ({"ok": 85, "transient": 15}, {}, "errors: 15% of requests transient"),
+    ({"ok": 100}, {"dropped": 500}, "the client: it could not send at the offered rate (500 requests dropped"),
+    ({"ok": 100}, {"lag_ms": 900.0}, "the client: it could not send at the offered rate (p99 schedule lag 900 ms"),
+    ({"ok": 95, "timeout": 5}, {}, "capacity: the server answered 3.00/s of 8.00/s offered, 5% timed out"),
+    ({"ok": 100}, {}, "capacity: the server answered 3.00/s of 8.00/s offered"),
+])
+def test_the_saturation_point_names_what_limited_it(outcomes: dict[str, int], extra: dict[str, Any],
+                                                     cause: str) -> None:
+    sat = _saturated(outcomes, **extra)
+    assert mark_saturation([_fig(1, 1), sat]) is sat
+    assert sat.saturation_cause is not None and sat.saturation_cause.startswith(cause)
 
 
 def test_parse_slo() -> None:

@@ -3,8 +3,6 @@ lane's row, every judge call of that case (one per model and trial) with its ver
 
 from __future__ import annotations
 
-import re
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +17,12 @@ from textual.widgets import Label, Static
 
 from arenatui.config.schema import JUDGE_LANE_PREFIX, ScorerConfig
 from arenatui.engine.sealed import scrub_sealed
-from arenatui.errors import ArenaError
 from arenatui.live import STATE_NAMES
 from arenatui.plan import judge_trial
 from arenatui.safe_text import literal, one_line
 from arenatui.sweep import Sweep
 from arenatui.tui.screens.common import fmt_num
+from arenatui.tui.screens.outputs import PREVIEW_CHARS, preview, save_and_tell, save_folder
 
 SCORER_WORDS = {"exact": "exact match", "contains": "must contain the expected answer",
                 "regex": "must match a pattern", "choice": "the chosen option must be the expected one",
@@ -33,15 +31,6 @@ SCORER_WORDS = {"exact": "exact match", "contains": "must contain the expected a
                 "python": "a function of the project's", "code_exec": "the code must pass the case's tests",
                 "llm_judge": "a judge model's verdict"}
 """What each scorer kind asks of an answer, for a failed trial's "why"."""
-
-PREVIEW_CHARS = 20_000
-"""Characters of an output (or a case's input) read and shown: pages of text, where a whole 50 MB answer
-froze the console for 40 s at 3.3 GB. The whole of an output is one key away (s saves it to a file)."""
-
-
-def _file_part(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("._")[:60] or "x"
-
 
 class CallDetail(ModalScreen[None]):
     """One (model, case): every trial as stored, read in a thread; sealed cases show only scores."""
@@ -126,41 +115,14 @@ class CallDetail(ModalScreen[None]):
             self.notify("A judge lane's answers are shown here (the first "
                         f"{PREVIEW_CHARS:,} characters of each); s saves a model's outputs.", markup=False)
             return
-        if self.case.sealed:
-            self.notify("This case is sealed: its outputs are never shown or exported.", severity="warning",
-                        markup=False)
-            return
-        try:
-            folder = Path.cwd()
-        except OSError as e:  # the folder the console was started in is gone
-            self.notify(f"Could not save the output: no current folder ({e})", severity="error", markup=False)
-            return
-        self._save(folder)
+        folder = save_folder(self.notify, sealed=self.case.sealed)
+        if folder is not None:
+            self._save(folder)
 
     @work(thread=True, group="detail-save", exit_on_error=False)
     def _save(self, folder: Path) -> None:
-        from arenatui.store import Store
-
-        saved: list[tuple[Path, int]] = []
-        try:
-            with Store(self.sweep.db_path) as store:
-                for trial in range(self.sweep.plan.trials):
-                    dest = folder / (f"arena-output-{_file_part(self.sweep.run_id)}-{_file_part(self.model_key)}-"
-                                     f"{_file_part(self.case.id)}-t{trial}.txt")
-                    n = store.save_output(self.sweep.run_id, self.model_key, self.case.id, trial, dest)
-                    if n is not None:
-                        saved.append((dest, n))
-        except (OSError, sqlite3.Error, ArenaError) as e:  # a read-only folder, a full disk, a locked database
-            self.app.call_from_thread(self.notify, f"Could not save the output into {folder}: {e}",
-                                      severity="error", markup=False)
-            return
-        if not saved:
-            msg = "No output stored for this call yet."
-        elif len(saved) <= 3:
-            msg = "Saved " + "; ".join(f"{p} ({n:,} bytes)" for p, n in saved)
-        else:
-            msg = f"Saved {len(saved)} files ({sum(n for _, n in saved):,} bytes) in {folder}: {saved[0][0].name} …"
-        self.app.call_from_thread(self.notify, msg, timeout=15, markup=False)
+        calls = [(self.model_key, trial) for trial in range(self.sweep.plan.trials)]
+        save_and_tell(self.app, self.sweep.db_path, self.sweep.run_id, self.case.id, calls, folder)
 
     def show_rows(self, rows: list[dict[str, Any] | None]) -> None:
         self.query_one("#detail-text", Static).update(self.render_rows(rows))
@@ -173,10 +135,8 @@ class CallDetail(ModalScreen[None]):
         label = Style(bold=True)
         out.append("input\n", label)
         prompt = self.case.prompt_text()
-        out.append(literal(prompt[:PREVIEW_CHARS]))
-        if len(prompt) > PREVIEW_CHARS:
-            out.append(f"\n… the first {PREVIEW_CHARS:,} of {len(prompt):,} characters", "italic")
-        out.append("\n\nexpected\n", label)
+        preview(out, prompt, len(prompt), save_hint=False)
+        out.append("\nexpected\n", label)
         out.append(literal(self.case.expected if self.case.expected is not None else "(none)"))
         out.append("\n")
 
@@ -262,16 +222,18 @@ class CallDetail(ModalScreen[None]):
                 out.append(f" (HTTP {fa['http_status']})")
             if fa["retry_after_s"] is not None:
                 out.append(f", asked to wait {fa['retry_after_s']:.2f}s")
+                if fa.get("retry_after_source"):
+                    out.append(" (")
+                    out.append(literal(str(fa["retry_after_source"]), newlines=False))
+                    out.append(")")
+            elif fa["error_class"] == "rate_limited" and fa["delay_s"] is not None:
+                out.append(", with no retry hint (no Retry-After or rate-limit reset header): backed off")
             if fa["delay_s"] is not None:
                 out.append(f", slept {fa['delay_s']:.2f}s")
             out.append("\n")
 
     def _output(self, out: Text, output: str | None, total: int | None, *, save_hint: bool = True) -> None:
-        out.append(literal(output[:PREVIEW_CHARS]) if output is not None else Text("(none)"))
-        if output is not None and total is not None and total > len(output[:PREVIEW_CHARS]):
-            out.append(f"\n… the first {PREVIEW_CHARS:,} of {total:,} characters"
-                       + (": s saves the whole output to a file" if save_hint else ""), "italic")
-        out.append("\n")
+        preview(out, output, total, save_hint=save_hint)
 
     def _why_unscored(self, row: dict[str, Any]) -> Text:
         """An unscored trial: answered, and why it has no score (yet)."""

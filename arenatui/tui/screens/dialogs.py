@@ -96,6 +96,8 @@ KEYS = (
               "from what it runs at now)"),
     ("m", "type an exact cap for that model (empty = no cap)"),
     ("a", "auto-tuner on/off: finds each model's level (a manual change suspends it for that model)"),
+    ("t", "rates chart or tuning pane, below the model table on a narrow terminal (each model's verdict and its "
+          "measured levels: goodput, 429 share, answered calls)"),
     ("arrows", "move in the call matrix; Enter or click shows that call (there, s saves its whole outputs to files)"),
     ("/", "filter the events (matches kind, model and text); Escape or Enter returns to the panes"),
     ("w", "wrap long events onto more lines, or back to one line each"),

@@ -289,7 +289,7 @@ class Results(Screen[None]):
 
     @work(thread=True, group="results-runs", exit_on_error=False)
     def _load_runs(self) -> None:
-        with Store(self.db) as store:
+        with Store(self.db, read_only=True) as store:
             runs = list_runs(store, 200)
         self.app.call_from_thread(self._show_runs, runs)
 
@@ -375,7 +375,7 @@ class Results(Screen[None]):
         """A load run in the leaderboard's place: its segment and percentile tables (as `arena load --show`)."""
         from rich.console import Group
 
-        from arenatui.load.report import percentile_table, segment_table
+        from arenatui.load.tables import percentile_table, segment_table
 
         assert view.load is not None
         self.query_one("#leaderboard-table", DataTable).display = False
@@ -470,7 +470,7 @@ class Results(Screen[None]):
         note.append("\n" if view.spend.judges else " ")
         note.append(spend_text(view))
         note.append(judged_text(view))
-        optima = [(m, view.tuning[m].verdict) for m in view.ranked if m in view.tuning and view.tuning[m].levels]
+        optima = [(m, view.tuning[m].verdict.text) for m in view.ranked if m in view.tuning and view.tuning[m].levels]
         if optima:  # what each level gave is in the model's detail (Enter)
             note.append("\nconcurrency: ")
             note.append(literal("; ".join(f"{m} {v}" for m, v in optima), newlines=False))

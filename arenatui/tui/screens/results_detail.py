@@ -22,6 +22,8 @@ from arenatui.stats.f1_interval import FEW_CASES
 from arenatui.store.queries import CallRow, CaseInfo, JudgedScorer, JudgmentRow
 from arenatui.tui.results_data import Classification, RunView, case_detail
 from arenatui.tui.screens.common import fmt_errors, fmt_num
+from arenatui.tui.screens.outputs import preview, save_and_tell, save_folder
+from arenatui.tuning.figures import goodput_text, limited_text, mark
 
 _LABEL = Style(bold=True)
 
@@ -73,7 +75,8 @@ class CaseDetail(ModalScreen[None]):
     """One case: the input and expected answer, then each model's stored trials (and their judge's verdicts) in
     its own column."""
 
-    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
+    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close"),
+                Binding("s", "save_outputs", "Save whole outputs to files")]
 
     def __init__(self, db: Path, run_id: str, case: CaseInfo, models: tuple[str, ...],
                  judging: JudgedScorer | None = None) -> None:
@@ -85,6 +88,8 @@ class CaseDetail(ModalScreen[None]):
         self.judging = judging
         """The llm_judge scorer that scores this case, if one does."""
         self.judgments: dict[tuple[str, int], JudgmentRow] = {}
+        self.rows: dict[str, list[CallRow]] = {}
+        """Each model's stored trials of the case (outputs cut to PREVIEW_CHARS), once loaded."""
 
     def compose(self) -> ComposeResult:
         c = self.case
@@ -108,14 +113,15 @@ class CaseDetail(ModalScreen[None]):
                     head.append("sealed case: its input, expected answer and outputs are never shown", "italic")
                 else:
                     head.append("input\n", _LABEL)
-                    head.append(literal(c.input))
-                    head.append("\nexpected\n", _LABEL)
-                    head.append(literal(c.expected if c.expected is not None else "(none)"))
+                    preview(head, c.input, len(c.input), save_hint=False)
+                    head.append("expected\n", _LABEL)
+                    preview(head, c.expected, None if c.expected is None else len(c.expected), save_hint=False)
+                    head.rstrip()
                 yield Static(head, id="case-head")
                 with Horizontal(id="case-models"):
                     for i, m in enumerate(self.models):
                         yield Static(literal(m, "bold", newlines=False), id=f"case-model-{i}", classes="case-model")
-            yield Label(Text("Escape closes"), classes="hint")
+            yield Label(Text("s saves the whole outputs to files   Escape closes"), classes="hint")
 
     def on_mount(self) -> None:
         self._load()
@@ -125,8 +131,18 @@ class CaseDetail(ModalScreen[None]):
         rows, judgments = case_detail(self.db, self.run_id, self.case.id)
         self.app.call_from_thread(self.show_rows, rows, judgments)
 
+    def action_save_outputs(self) -> None:
+        folder = save_folder(self.notify, sealed=self.case.sealed)
+        if folder is not None:
+            self._save(folder, [(r.model_key, r.trial) for trials in self.rows.values() for r in trials])
+
+    @work(thread=True, group="case-save", exit_on_error=False)
+    def _save(self, folder: Path, calls: list[tuple[str, int]]) -> None:
+        save_and_tell(self.app, self.db, self.run_id, self.case.id, calls, folder)
+
     def show_rows(self, rows: dict[str, list[CallRow]],
                   judgments: dict[tuple[str, int], JudgmentRow] | None = None) -> None:
+        self.rows = rows
         self.judgments = judgments or {}
         for i, m in enumerate(self.models):
             self.query_one(f"#case-model-{i}", Static).update(self.render_model(m, rows.get(m, [])))
@@ -154,8 +170,7 @@ class CaseDetail(ModalScreen[None]):
             # an answer that could not be scored (scoring_error, judge_error) is kept: shown like any answer
             if not self.case.sealed and (not r.error_class or r.output is not None):
                 out.append("output\n", _LABEL)
-                out.append(literal(r.output) if r.output is not None else Text("(no output)"))
-                out.append("\n")
+                preview(out, r.output, r.output_chars, none="(no output)")
             j = self.judgments.get((model, r.trial))
             if j is not None:
                 out.append(judgment_text(j, sealed=self.case.sealed))
@@ -185,13 +200,13 @@ def model_text(view: RunView, s: ModelRow) -> Text:
     ro = view.tuning.get(s.model)
     if ro is not None and ro.levels:
         out.append("concurrency ", _LABEL)
-        out.append(literal(ro.verdict, newlines=False))
+        out.append(literal(ro.verdict.text, newlines=False))
         out.append("\n")
         for lv in ro.levels:
-            line = (f"   level {lv.level:>3}: goodput {lv.goodput:.2f}/s, 429s {lv.limited_share:.0%}, "
-                    f"p95 {fmt_num(lv.p95_ms, ' ms')}, held {lv.seconds:.0f} s"
-                    + ("" if lv.enough else " (not enough evidence)") + ("  ◀ best" if lv.best else "") + "\n")
-            out.append(line, "bold" if lv.best else "")
+            note = mark(lv, ro.best)
+            line = (f"   level {lv.level:>3}: goodput {goodput_text(lv)}, 429s {limited_text(lv)}, n {lv.latencies}, "
+                    f"p95 {fmt_num(lv.p95_ms, ' ms')}, held {lv.held_s:.1f} s" + (f"  {note}" if note else "") + "\n")
+            out.append(line, "bold" if lv.level == ro.best else "")
     out.append("pass@k ", _LABEL)
     out.append("  ".join(f"k={k} {score3(v)}" for k, v in sorted(s.pass_at.items())))
     if s.pass_at:

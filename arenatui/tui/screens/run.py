@@ -46,6 +46,8 @@ TABLE_EVERY = 4
 PANE_SHARE = 35
 """Per cent of the rows under the header the call matrix, and the model table, each take at most."""
 LEGEND_MIN_HEIGHT = 30
+BOTTOM_MIN_HEIGHT = 6
+"""Rows the bottom row (rates or tuning, events) keeps at least (app.tcss's min-height)."""
 WIDE_FOR_TUNING = 150
 """From this many columns the rates chart, the tuning readout and the events share the bottom row."""
 """Terminal rows from which the matrix shows its glyph legend."""
@@ -202,8 +204,23 @@ class RunScreen(Screen[None]):
         """Rates and tuning side by side where the width allows, else one of them, `t` choosing which (turning
         the auto-tuner on shows the tuning readout): the bottom row keeps the events pane at every width."""
         both = self.size.width >= WIDE_FOR_TUNING
+        tuning = self.query_one("#tuning", TuningReadout)
         self.query_one("#rates", RatesChart).display = both or not self._tuning_shown
-        self.query_one("#tuning", TuningReadout).display = both or self._tuning_shown
+        tuning.display = both or self._tuning_shown
+        # narrow: the tuning pane takes the bottom row's width (t brings the rates and the events back), and where
+        # its verdicts need more rows than it has, the call matrix gives them up (it scrolls; a verdict is never cut)
+        self.query_one("#log-panel").display = both or not self._tuning_shown
+        self._fit_tuning()
+
+    def _fit_tuning(self) -> None:
+        """The bottom row at least as high as every model's whole verdict needs (the panes above give up rows and
+        scroll)."""
+        tuning = self.query_one("#tuning", TuningReadout)
+        need = tuning.lines_needed() + 2 if tuning.display and tuning.content_size.width > 0 else 0
+        bottom = self.query_one("#bottom")
+        height = max(BOTTOM_MIN_HEIGHT, need)
+        if bottom.styles.min_height is None or bottom.styles.min_height.value != height:
+            bottom.styles.min_height = height
 
     def action_toggle_tuning_view(self) -> None:
         self._tuning_shown = not self._tuning_shown
@@ -228,6 +245,7 @@ class RunScreen(Screen[None]):
             if self._frame % TABLE_EVERY == 1 or snap.state != "running" or self.sweep_ended:
                 self._show_models(snap)
                 self.query_one("#tuning", TuningReadout).show()
+                self._fit_tuning()
             # While running, chart whole seconds only: the current second's bucket is partial (a false dip),
             # and leaving it out redraws the chart once a second instead of every frame.
             running = snap.state in ("running", "paused") and not self.sweep_ended
@@ -256,16 +274,17 @@ class RunScreen(Screen[None]):
     def _state(self, snap: LiveSnapshot) -> str:
         if self.sweep_ended or snap.state in ("finished", "cancelled", "failed"):
             return self.sweep.status or snap.state
-        if self.sweep.runner.cancelled:
+        if self.sweep.control.cancelled:
             return "stopping"
-        return "paused" if self.sweep.runner.paused else snap.state
+        return "paused" if self.sweep.control.paused else snap.state
 
     def _show_status(self, snap: LiveSnapshot) -> None:
-        runner = self.sweep.runner
+        runner = self.sweep.control
         state = self._state(snap)
         frac = snap.done / snap.planned if snap.planned else 1.0
         key = (state, snap.done, snap.planned, int(snap.elapsed_s), None if snap.eta_s is None else int(snap.eta_s),
-               round(snap.cost, 4), round(snap.judge_cost, 4), snap.judge_done, runner.target, snap.in_flight,
+               round(snap.cost, 4), round(snap.judge_cost, 4), snap.judge_done, snap.estimated_calls, runner.target,
+               snap.in_flight,
                snap.backing_off, round(snap.calls_per_s),
                snap.retries, snap.errored, snap.rates_window_s, self.size.width,
                None if snap.client_cpu is None else round(snap.client_cpu, 2), snap.client_overloaded)
@@ -284,8 +303,10 @@ class RunScreen(Screen[None]):
             (Text.assemble("  ", (f" {glyph} {state} ", Style(bold=True, reverse=True))), 10),
             (Text(f"  elapsed {duration(snap.elapsed_s)}"), 8),
             (Text(f"  ETA {duration(snap.eta_s) if snap.eta_s else '-'}"), 7),
-            (Text(f"  spend ${snap.cost:.4f}"), 6),
+            (Text(f"  spend {'≈' if snap.estimated_calls else ''}${snap.cost:.4f}"), 6),
         ]
+        if snap.estimated_calls:  # the server reported no usage for these: tokens and cost are arenatui's estimate
+            line1.insert(7, (Text(f" ({snap.estimated_calls} calls' tokens estimated)"), 2))
         if snap.judge_planned:  # judge spend is in the total and said apart (issue 13)
             line1.insert(7, (Text(f" (judges ${snap.judge_cost:.4f})"), 4))
         counts = f" {snap.done}/{snap.planned} ({frac:.0%})"
@@ -333,7 +354,7 @@ class RunScreen(Screen[None]):
     def _cap(self, key: str) -> int | None:
         """A row's cap; None for a judge lane the engine keeps no cap for."""
         try:
-            return self.sweep.runner.model_cap(key)
+            return self.sweep.control.model_cap(key)
         except KeyError:
             return None
 
@@ -414,25 +435,25 @@ class RunScreen(Screen[None]):
     # ---- actions -------------------------------------------------------------------------------
 
     def _sweep_active(self) -> bool:
-        return not self.sweep_ended and not self.sweep.runner.cancelled
+        return not self.sweep_ended and not self.sweep.control.cancelled
 
     def set_target(self, n: int) -> None:
         if self._sweep_active():
-            self.sweep.runner.set_concurrency(n, source="user")
+            self.sweep.control.set_concurrency(n, source="user")
             self.refresh_now(everything=True)
 
     def action_step(self, direction: int) -> None:
-        self._change_target(concurrency_step(self.sweep.runner.target, direction))
+        self._change_target(concurrency_step(self.sweep.control.target, direction))
 
     def action_nudge(self, delta: int) -> None:
-        self._change_target(self.sweep.runner.target + delta)
+        self._change_target(self.sweep.control.target + delta)
 
     def _change_target(self, n: int) -> None:
         """A key's change of the global target, or a word on why there is none (never silence)."""
         if not self._sweep_active():
             self.notify("The sweep has ended: concurrency no longer applies.", timeout=4)
             return
-        current = self.sweep.runner.target
+        current = self.sweep.control.target
         if current <= 1 and n <= 1:
             self.notify("Concurrency is already at the minimum: 1 call at once.", timeout=4)
             return
@@ -450,7 +471,7 @@ class RunScreen(Screen[None]):
                 self.set_target(n)
 
         self.app.push_screen(ValueInput(Text("Global concurrency (calls at once, all models)"),
-                                        str(self.sweep.runner.target)), apply)
+                                        str(self.sweep.control.target)), apply)
 
     def _highlighted_model(self) -> str:
         """The key of the model table's row under the cursor: a model's, or a judge lane's."""
@@ -461,7 +482,7 @@ class RunScreen(Screen[None]):
     def _capped_lane(self, key: str) -> bool:
         """Whether the engine caps this row's calls; a judge lane it does not cap gets a word, not a crash."""
         try:
-            self.sweep.runner.model_cap(key)
+            self.sweep.control.model_cap(key)
         except KeyError:
             self.notify(f"{printable(key, newlines=False)}: this engine has no cap for a judge lane; its calls share "
                         "the global concurrency.", timeout=5, markup=False)
@@ -474,19 +495,19 @@ class RunScreen(Screen[None]):
         key = self._highlighted_model()
         if not self._capped_lane(key):
             return
-        cap = self.sweep.runner.model_cap(key)
+        cap = self.sweep.control.model_cap(key)
         if cap is None:
             # From no cap, step from what the model runs at now (its calls in flight), not from zero.
             live = self.sweep.live
-            level = live.rows[live.row_keys.index(key)].in_flight or self.sweep.runner.target
-            new = max(1, min(level, self.sweep.runner.target) + delta)
+            level = live.rows[live.row_keys.index(key)].in_flight or self.sweep.control.target
+            new = max(1, min(level, self.sweep.control.target) + delta)
         else:
             new = cap + delta
         if new < 1:
             self.notify(f"{printable(key, newlines=False)} is already capped at the minimum: 1 call at once.",
                         timeout=4, markup=False)
             return
-        self.sweep.runner.set_model_cap(key, min(new, MAX_CONCURRENCY), source="user")
+        self.sweep.control.set_model_cap(key, min(new, MAX_CONCURRENCY), source="user")
         self.refresh_now(everything=True)
 
     def action_ask_model_cap(self) -> None:
@@ -495,11 +516,11 @@ class RunScreen(Screen[None]):
         key = self._highlighted_model()
         if not self._capped_lane(key):
             return
-        cap = self.sweep.runner.model_cap(key)
+        cap = self.sweep.control.model_cap(key)
 
         def apply(n: int | None) -> None:
             if n is not None and self._sweep_active():
-                self.sweep.runner.set_model_cap(key, n or None, source="user")
+                self.sweep.control.set_model_cap(key, n or None, source="user")
                 self.refresh_now(everything=True)
 
         prompt = Text("Cap for ")
@@ -521,7 +542,7 @@ class RunScreen(Screen[None]):
     def action_pause(self) -> None:
         if not self._sweep_active():
             return
-        runner = self.sweep.runner
+        runner = self.sweep.control
         if runner.paused:
             runner.resume()
         else:
@@ -561,7 +582,7 @@ class RunScreen(Screen[None]):
     def stop_sweep(self) -> None:
         """Cancel the engine; the app exits once the sweep has stored what finished."""
         self.exit_when_stopped = True
-        self.sweep.runner.cancel()
+        self.sweep.control.cancel()
         self.refresh_now()
 
     @on(CallMatrix.CellSelected)

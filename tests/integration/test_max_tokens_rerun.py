@@ -90,3 +90,18 @@ def test_tune_show_prints_the_three_recommendations(tmp_path: Path, capsys: obje
     out = capsys.readouterr().out  # type: ignore[attr-defined]
     assert "lower max_tokens 1024 →" in out
     assert "lower [run] timeout_s 30 → 1 s" in out
+
+
+def test_tune_write_max_tokens_writes_only_what_has_evidence(tmp_path: Path, capsys: object) -> None:
+    """`--write max_tokens,timeout_s`: the lower limit and the run's timeout are written, nothing else changes."""
+    import tomllib
+
+    proj = _project(tmp_path / "arena.toml", 1024)
+    assert main(["tune", "--project", str(proj), "--budget", "80", "--db", str(tmp_path / "t.db"),
+                 "--write", "max_tokens,timeout_s"]) == 0
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    data = tomllib.loads(proj.read_text())
+    assert data["models"][0]["max_tokens"] < 1024 and "max_concurrency" not in data["models"][0]
+    assert data["run"]["timeout_s"] < 30.0
+    assert "wrote max_tokens for chatty, [run] timeout_s into" in out
+    assert main(["tune", "--project", str(proj), "--write", "concurrency,colour"]) == 2

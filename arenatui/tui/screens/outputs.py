@@ -1,0 +1,85 @@
+"""Long outputs in the detail screens: the first PREVIEW_CHARS shown with the whole size stated, and `s` saving the
+whole of each to a file (the console's call detail and the results view's case detail alike)."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual.app import App
+
+from arenatui.errors import ArenaError
+from arenatui.safe_text import literal
+
+PREVIEW_CHARS = 20_000
+"""Characters of an output (or a case's input) read and shown: pages of text, where a whole 50 MB answer
+froze the console for 40 s at 3.3 GB. The whole of an output is one key away (s saves it to a file)."""
+
+
+def preview(out: Text, text: str | None, total: int | None, *, save_hint: bool = True, none: str = "(none)") -> None:
+    """Append the first PREVIEW_CHARS of `text` (untrusted: literal) and, when `total` says there is more, how much
+    there is and how to get it."""
+    out.append(literal(text[:PREVIEW_CHARS]) if text is not None else Text(none))
+    if text is not None and total is not None and total > len(text[:PREVIEW_CHARS]):
+        out.append(f"\n… the first {PREVIEW_CHARS:,} of {total:,} characters"
+                   + (": s saves the whole output to a file" if save_hint else ""), "italic")
+    out.append("\n")
+
+
+def _file_part(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("._")[:60] or "x"
+
+
+def save_outputs(db: Path | str | None, run_id: str, case_id: str, calls: Iterable[tuple[str, int]],
+                 folder: Path) -> list[tuple[Path, int]]:
+    """Write the whole stored output of each (model, trial) of one case into `folder`, streamed from the database;
+    returns the files written and their sizes (calls with no output are skipped). Raises OSError, sqlite3.Error
+    or ArenaError for the caller to report."""
+    from arenatui.store import Store
+
+    saved: list[tuple[Path, int]] = []
+    with Store(db, read_only=True) as store:
+        for model_key, trial in calls:
+            dest = folder / (f"arena-output-{_file_part(run_id)}-{_file_part(model_key)}-{_file_part(case_id)}-"
+                             f"t{trial}.txt")
+            n = store.save_output(run_id, model_key, case_id, trial, dest)
+            if n is not None:
+                saved.append((dest, n))
+    return saved
+
+
+def save_folder(notify: Callable[..., object], *, sealed: bool) -> Path | None:
+    """Where `s` saves outputs (the folder the console was started in), or None after saying why not: a sealed
+    case's outputs are never written anywhere, and that folder may be gone."""
+    if sealed:
+        notify("This case is sealed: its outputs are never shown or exported.", severity="warning", markup=False)
+        return None
+    try:
+        return Path.cwd()
+    except OSError as e:
+        notify(f"Could not save the outputs: no current folder ({e})", severity="error", markup=False)
+        return None
+
+
+def save_and_tell(app: App[Any], db: Path | str | None, run_id: str, case_id: str, calls: Iterable[tuple[str, int]],
+                  folder: Path) -> None:
+    """In a thread worker: save the outputs (`save_outputs`) and notify what was written, or why nothing was."""
+    try:
+        saved = save_outputs(db, run_id, case_id, calls, folder)
+    except (OSError, sqlite3.Error, ArenaError) as e:  # a read-only folder, a full disk, a locked database
+        app.call_from_thread(app.notify, f"Could not save the outputs into {folder}: {e}", severity="error",
+                             markup=False)
+        return
+    app.call_from_thread(app.notify, saved_message(saved, folder), timeout=15, markup=False)
+
+
+def saved_message(saved: list[tuple[Path, int]], folder: Path) -> str:
+    if not saved:
+        return "No output stored for this call yet."
+    if len(saved) <= 3:
+        return "Saved " + "; ".join(f"{p} ({n:,} bytes)" for p, n in saved)
+    return f"Saved {len(saved)} files ({sum(n for _, n in saved):,} bytes) in {folder}: {saved[0][0].name} …"

@@ -1,0 +1,272 @@
+"""The evidence for a concurrency verdict, and the one verdict every view prints.
+
+A model's evidence is one `LevelEvidence` per level it was held at: answered calls, attempts, 429s, transient
+failures, the time held (only while calls of that level were in flight or backing off, and only after the
+level's first latency: see `levels.LevelTracker`), and latency percentiles with their n. From those come
+goodput with a Poisson interval and the 429 share with a Wilson interval; a figure over an empty (or shorter than
+one latency) interval is None, which views print as "–".
+
+The stated minimums (README, "Finding the concurrency optimum"):
+- a level is *measured* with at least `MIN_ANSWERED` answered calls and `MIN_LATENCIES_HELD` median latencies
+  held: fewer answers, and goodput's 95% interval is wider than ±45%; a shorter hold, and the calls started
+  under the previous level are most of what finished;
+- it is *clean* when measured and its 429 share (plus transient failures above the quietest measured level's) is
+  at most `CLEAN_SHARE`;
+- it is *refused* (past a limit) when at least `MIN_REFUSAL_ATTEMPTS` attempts ended there and the lower end of
+  the Wilson interval of that error share is above `CLEAN_SHARE`: a storm proves a limit with few answers.
+
+The optimum is the lowest clean level as good as the best clean one: within FLAT of its goodput, or with a goodput
+interval that reaches it. `verdict()` reads those and nothing else, and returns the verdict and the recommendation
+together, so no view can print one without the other or disagree with it.
+
+Pure: no clock, no I/O, no UI imports.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+MIN_ANSWERED = 20
+"""Answered calls before a level's goodput counts (its 95% Poisson interval is then within about ±45%)."""
+MIN_LATENCIES_HELD = 2.0
+"""Median latencies a level must be held (in-flight time) before its goodput counts."""
+MIN_HELD_S = 0.05
+"""Below this many seconds held, no rate is computed at all (a division by a near-empty interval)."""
+CLEAN_SHARE = 0.05
+"""429 share (and transient share above the quietest level's) at or under which a measured level is clean."""
+MIN_REFUSAL_ATTEMPTS = 8
+"""Attempts before a level's error share can prove a limit (2 errors of 8 already put the Wilson interval's
+lower end above CLEAN_SHARE)."""
+FLAT = 0.05
+"""Goodput within this share of the best counts as the same: the lowest such clean level is the optimum."""
+Z = 1.96
+"""Two-sided 95% intervals."""
+
+VerdictKind = Literal["optimum", "rising", "capped", "rate", "insufficient"]
+
+
+def poisson_interval(k: int, z: float = Z) -> tuple[float, float]:
+    """95% interval of a Poisson mean given k events (Byar's approximation, within 1% of the exact one for k >= 1)."""
+    lo = 0.0 if k == 0 else k * (1 - 1 / (9 * k) - z / (3 * math.sqrt(k))) ** 3
+    k1 = k + 1
+    hi = k1 * (1 - 1 / (9 * k1) + z / (3 * math.sqrt(k1))) ** 3
+    return max(0.0, lo), hi
+
+
+def wilson_interval(k: int, n: int, z: float = Z) -> tuple[float, float] | None:
+    """Wilson score interval of a share k/n; None when n is 0."""
+    if n <= 0:
+        return None
+    p = k / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return max(0.0, c - h), min(1.0, c + h)
+
+
+@dataclass(frozen=True, slots=True)
+class LevelEvidence:
+    """What one level of one model measured."""
+
+    level: int
+    held_s: float
+    """Seconds held while the level's calls were in flight or backing off, after its first latency."""
+    answered: int
+    attempts: int
+    """Attempts that ended: answered, refused, failed."""
+    rate_limited: int
+    transient: int
+    """Transient failures and timeouts."""
+    retries: int
+    given_up: int
+    """Calls that ended errored."""
+    latencies: int
+    """Answered latencies behind the percentiles."""
+    p50_ms: float | None
+    p95_ms: float | None
+
+    @property
+    def latency_s(self) -> float | None:
+        return self.p50_ms / 1000.0 if self.p50_ms is not None and self.p50_ms > 0 else None
+
+    @property
+    def held_latencies(self) -> float | None:
+        lat = self.latency_s
+        return self.held_s / lat if lat else None
+
+    def _rate_ok(self) -> bool:
+        """A rate over the hold means something: held at least MIN_HELD_S and one latency."""
+        lat = self.latency_s or 0.0
+        return self.held_s >= MIN_HELD_S and self.held_s >= lat
+
+    @property
+    def goodput(self) -> float | None:
+        """Answered calls per second held; None over an empty interval."""
+        return self.answered / self.held_s if self._rate_ok() else None
+
+    @property
+    def goodput_interval(self) -> tuple[float, float] | None:
+        if not self._rate_ok():
+            return None
+        lo, hi = poisson_interval(self.answered)
+        return lo / self.held_s, hi / self.held_s
+
+    @property
+    def retries_per_s(self) -> float | None:
+        return self.retries / self.held_s if self._rate_ok() else None
+
+    @property
+    def limited_share(self) -> float | None:
+        return self.rate_limited / self.attempts if self.attempts else None
+
+    @property
+    def limited_interval(self) -> tuple[float, float] | None:
+        return wilson_interval(self.rate_limited, self.attempts)
+
+    @property
+    def transient_share(self) -> float | None:
+        return self.transient / self.attempts if self.attempts else None
+
+    @property
+    def measured(self) -> bool:
+        held = self.held_latencies
+        return self.answered >= MIN_ANSWERED and held is not None and held >= MIN_LATENCIES_HELD \
+            and self.goodput is not None
+
+    def missing(self) -> str:
+        """What the level lacks before it is measured ('' when it is)."""
+        if self.measured:
+            return ""
+        parts = []
+        if self.answered < MIN_ANSWERED:
+            parts.append(f"{self.answered} of {MIN_ANSWERED} answered")
+        lat = self.latency_s
+        if lat is None:
+            parts.append("no latency yet")
+        elif self.held_s < MIN_LATENCIES_HELD * lat or self.goodput is None:
+            parts.append(f"held {self.held_s:.1f} of {max(MIN_HELD_S, MIN_LATENCIES_HELD * lat):.1f} s")
+        return f"level {self.level}: " + ", ".join(parts or ["too short a hold"])
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A model's concurrency verdict and its recommendation, computed together."""
+
+    kind: VerdictKind
+    text: str
+    """The whole verdict, as every view prints it: 'optimum ≈ 5: 429s from 6'."""
+    level: int | None
+    """The recommended level: the optimum; the level reached (rising, capped); the level that sustains a rate."""
+
+    @property
+    def optimum(self) -> int | None:
+        """The measured optimum, the only level `arena tune --write` writes."""
+        return self.level if self.kind == "optimum" else None
+
+    @property
+    def conclusive(self) -> bool:
+        """More calls would not change what to do (an optimum, a cap, a rate limit)."""
+        return self.kind in ("optimum", "capped", "rate")
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _excess(r: LevelEvidence, base_transient: float) -> int:
+    """Attempts lost to the level's own load: 429s, and transients above the quietest measured level's share."""
+    return r.rate_limited + max(0, r.transient - round(base_transient * r.attempts))
+
+
+def _reaches(r: LevelEvidence, goodput: float) -> bool:
+    """r's goodput interval reaches `goodput`: r is not measurably below it."""
+    iv = r.goodput_interval
+    return iv is not None and iv[1] >= goodput
+
+
+def _below(r: LevelEvidence, best: LevelEvidence) -> bool:
+    """r's goodput interval lies wholly below best's."""
+    a, b = r.goodput_interval, best.goodput_interval
+    return a is not None and b is not None and a[1] < b[0]
+
+
+def verdict(levels: Sequence[LevelEvidence], cap: int | None = None) -> Verdict:
+    """The one verdict for a model's levels (see the module docstring for the rules).
+
+    - `optimum ≈ N` only when N is measured and clean, its goodput is within FLAT of the best clean level below any
+      refused one or its 95% interval reaches the best's goodput, and some level above N was measured, or refused;
+    - `429s from M` (or `errors from M`) only when M was refused or measured with errors;
+    - `still rising at N: try higher` when nothing above N was measured; `capped at N by max_concurrency` when
+      N is the model's cap;
+    - `limited by requests per minute` when every level that proved anything was refused, level 1 among them;
+    - otherwise `not enough evidence: <what is missing>`.
+    """
+    rows = sorted(levels, key=lambda r: r.level)
+    if not rows:
+        return Verdict("insufficient", "not enough evidence: no level held yet", None)
+    measured = [r for r in rows if r.measured]
+    base_t = min(((r.transient_share or 0.0) for r in measured), default=0.0)
+
+    def bad_share(r: LevelEvidence) -> float:
+        return _excess(r, base_t) / r.attempts if r.attempts else 0.0
+
+    def refused(r: LevelEvidence) -> bool:
+        if r.attempts < MIN_REFUSAL_ATTEMPTS:
+            return False
+        iv = wilson_interval(_excess(r, base_t), r.attempts)
+        return iv is not None and iv[0] > CLEAN_SHARE
+
+    def erred(r: LevelEvidence) -> bool:
+        return refused(r) or (r.measured and bad_share(r) > CLEAN_SHARE)
+
+    def what(r: LevelEvidence) -> str:
+        return "429s" if r.rate_limited * 2 >= _excess(r, base_t) else "errors"
+
+    first_bad = next((r for r in rows if refused(r)), None)
+    clean = [r for r in measured if bad_share(r) <= CLEAN_SHARE]
+    candidates = [r for r in clean if first_bad is None or r.level < first_bad.level]
+    if not candidates:
+        if first_bad is not None and first_bad.level == 1 and what(first_bad) == "429s":
+            held = sum(r.held_s for r in rows if refused(r))
+            answered = sum(r.answered for r in rows if refused(r))
+            rate = f"~{answered / held * 60:.0f}/min measured" if held >= MIN_HELD_S else "rate not measured"
+            return Verdict("rate", f"limited by requests per minute ({rate}): concurrency will not help; "
+                                   "lower the rate or raise the quota", 1)
+        if first_bad is not None:
+            return Verdict("insufficient", f"not enough evidence: {what(first_bad)} from {first_bad.level}, no level "
+                                           "below it measured clean", None)
+        if measured:
+            worst = max(measured, key=bad_share)
+            return Verdict("insufficient", f"not enough evidence: level {worst.level} had "
+                                           f"{bad_share(worst):.0%} {what(worst)}, neither clean (at most "
+                                           f"{CLEAN_SHARE:.0%}) nor clearly past a limit", None)
+        nearest = max(rows, key=lambda r: (r.answered, r.held_s))
+        # 'not enough evidence: level 3: 3 of 20 answered, held 1.2 of 1.6 s'
+        if nearest.answered == 0:
+            tried = sum(r.attempts for r in rows)
+            return Verdict("insufficient", f"not enough evidence: nothing answered yet ({tried} attempts ended)", None)
+        return Verdict("insufficient", f"not enough evidence: {nearest.missing()}", None)
+    top = max(r.goodput or 0.0 for r in candidates)
+    # the lowest clean level as good as the best: within FLAT of it, or with a goodput interval that reaches the
+    # best's goodput (20 answers cannot tell 17/s from 19/s: a serial server is not 'still rising' on that)
+    best = min((r for r in candidates if (r.goodput or 0.0) >= top * (1 - FLAT) or _reaches(r, top)),
+               key=lambda r: r.level)
+    n = best.level
+    bad_above = [r for r in rows if r.level > n and erred(r)]
+    clean_above = [r for r in candidates if r.level > n]
+    parts = []
+    if clean_above:
+        # 'lower' only when the interval says so: a level whose goodput interval reaches the best's is as good
+        flat = all((r.goodput or 0.0) >= (best.goodput or 0.0) * (1 - FLAT) or not _below(r, best)
+                   for r in clean_above)
+        parts.append(f"goodput {'flat' if flat else 'lower'} above {n}")
+    if bad_above:
+        m = bad_above[0]
+        parts.append(f"{what(m)} from {m.level}")
+    if parts:
+        return Verdict("optimum", f"optimum ≈ {n}: " + ", ".join(parts), n)
+    if cap is not None and n == cap:
+        return Verdict("capped", f"capped at {n} by max_concurrency", n)
+    return Verdict("rising", f"still rising at {n}: try higher", n)

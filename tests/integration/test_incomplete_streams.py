@@ -1,0 +1,38 @@
+"""A stream that ends cleanly without its end marker (no finish reason, no [DONE] / message_stop), as a proxy
+cutting streams does, is `incomplete_stream`: never an answer, in sweeps (retried) and load runs alike."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import anyio
+from httpkit import PROVIDERS, MockServerProcess, run_sweep, write_project
+
+from arenatui.load.arrivals import Arrival
+from arenatui.load.run import LoadOptions, LoadRun
+
+
+def test_a_sweep_stores_a_cut_stream_as_incomplete_stream_after_its_retries(mock_server: MockServerProcess,
+                                                                            tmp_path: Path) -> None:
+    keys = [f"{p}-truncated" for p in PROVIDERS]
+    out = run_sweep(tmp_path, mock_server.url, [mock_server.models[k] for k in keys], limit=1)
+    for (model, _, _), r in out.rows.items():
+        assert r["status"] == "errored" and r["error_class"] == "incomplete_stream", (model, r)
+        assert r["failure_mode"] == "incomplete_stream" and r["attempts"] == 3
+        assert "without its end marker" in r["error_message"]
+
+
+def test_a_load_run_counts_a_cut_stream_as_an_error_not_ok(mock_server: MockServerProcess, tmp_path: Path) -> None:
+    for p in PROVIDERS:
+        key = f"{p}-truncated"
+        project = write_project(tmp_path / f"{p}.toml", mock_server.url, [mock_server.models[key]])
+        db = tmp_path / f"{p}.db"
+        run = LoadRun(LoadOptions(project, (20.0,), 0.5, Arrival("constant"), model=key, db=db))
+        assert anyio.run(run.run) == "finished"
+        figures = run.figures().run
+        assert figures.outcomes.get("ok", 0) == 0
+        assert figures.outcomes["incomplete_stream"] == figures.requests > 0
+        assert figures.error_share == 1.0
+        with sqlite3.connect(db) as c:
+            assert c.execute("SELECT DISTINCT outcome FROM load_requests").fetchall() == [("incomplete_stream",)]

@@ -1,0 +1,135 @@
+"""The evidence model and the one verdict, on hand-made level tables (issue 19)."""
+
+from __future__ import annotations
+
+import pytest
+
+from arenatui.tuning.evidence import (
+    MIN_ANSWERED,
+    LevelEvidence,
+    poisson_interval,
+    verdict,
+    wilson_interval,
+)
+from arenatui.tuning.figures import goodput_text, limited_text
+from arenatui.tuning.levels import readouts_from_rows, stored_evidence
+
+
+def lv(level: int, answered: int, held_s: float = 10.0, *, limited: int = 0, transient: int = 0,
+       p50_ms: float | None = 500.0, attempts: int | None = None) -> LevelEvidence:
+    n = attempts if attempts is not None else answered + limited + transient
+    return LevelEvidence(level, held_s, answered, n, limited, transient, limited + transient, 0, answered,
+                         p50_ms if answered else None, (p50_ms or 0) * 1.5 if answered else None)
+
+
+def test_intervals_match_their_textbook_values() -> None:
+    lo, hi = poisson_interval(20)
+    assert lo == pytest.approx(12.22, abs=0.05) and hi == pytest.approx(30.89, abs=0.1)  # exact: 12.22, 30.89
+    assert poisson_interval(0) == (0.0, pytest.approx(3.69, abs=0.05))
+    w = wilson_interval(18, 21)
+    assert w is not None and w[0] == pytest.approx(0.654, abs=0.01) and w[1] == pytest.approx(0.950, abs=0.01)
+    assert wilson_interval(0, 0) is None
+
+
+def test_zero_answered_is_no_verdict_and_no_figure() -> None:
+    # the mock server stopped: every call refused at the socket (transient), nothing answered
+    rows = [lv(2, 0, 3.0, transient=40), lv(3, 0, 3.0, transient=40)]
+    v = verdict(rows)
+    assert v.kind == "insufficient" and v.optimum is None and v.level is None
+    assert v.text.startswith("not enough evidence:")
+    assert verdict([]).text == "not enough evidence: no level held yet"
+
+
+def test_one_call_in_no_time_is_a_dash_never_a_rate() -> None:
+    r = lv(64, 1, 0.0, p50_ms=0.4)
+    assert r.goodput is None and r.goodput_interval is None and r.retries_per_s is None
+    assert goodput_text(r) == "–"
+    v = verdict([r, lv(8, 1, 0.001)])
+    assert v.kind == "insufficient" and v.optimum is None
+    assert "1 of 20 answered" in v.text
+
+
+def test_86_percent_429s_at_the_best_level_is_never_an_optimum() -> None:
+    # sim-tight from the issue: 3 answered, 18 of 21 attempts refused, 1.2 s held at 7; the truth is ~1.5
+    rows = [lv(7, 3, 1.2, limited=18)]
+    v = verdict(rows)
+    assert v.optimum is None
+    assert v.text == "not enough evidence: 429s from 7, no level below it measured clean"
+    assert limited_text(rows[0]).startswith("86% (")
+    # with level 1 measured clean below it, the optimum is 1 and the 429s are named
+    v = verdict([lv(1, 40, 20.0), lv(7, 3, 1.2, limited=18)])
+    assert (v.kind, v.optimum, v.text) == ("optimum", 1, "optimum ≈ 1: 429s from 7")
+
+
+def test_a_ceiling_with_all_429s_one_above_is_the_optimum_not_still_rising() -> None:
+    rows = [lv(2, 40, 2.0), lv(4, 80, 2.0), lv(8, 160, 2.0), lv(9, 0, 1.0, limited=30, p50_ms=None)]
+    v = verdict(rows)
+    assert (v.kind, v.optimum, v.text) == ("optimum", 8, "optimum ≈ 8: 429s from 9")
+
+
+def test_still_rising_only_when_nothing_above_was_measured_and_capped_when_a_cap_stopped_it() -> None:
+    rows = [lv(2, 40, 2.0), lv(4, 80, 2.0), lv(8, 5, 0.1)]  # 8 glanced at, not measured
+    assert verdict(rows).text == "still rising at 4: try higher"
+    assert verdict(rows).optimum is None and verdict(rows).level == 4
+    v = verdict(rows[:2], cap=4)
+    assert (v.kind, v.text, v.optimum) == ("capped", "capped at 4 by max_concurrency", None)
+
+
+def test_a_serial_server_is_flat_from_one() -> None:
+    # the same goodput at every level, latency growing with the queue
+    rows = [lv(1, 100, 10.0, p50_ms=100.0), lv(2, 101, 10.0, p50_ms=200.0), lv(4, 99, 10.0, p50_ms=400.0),
+            lv(8, 100, 10.0, p50_ms=800.0)]
+    v = verdict(rows)
+    assert (v.optimum, v.text) == (1, "optimum ≈ 1: goodput flat above 1")
+
+
+def test_429s_at_every_level_including_one_is_a_rate_limit() -> None:
+    # a gateway at 4 requests a minute: level 1 and 2 mostly refused
+    rows = [lv(1, 2, 30.0, limited=60), lv(2, 2, 30.0, limited=90)]
+    v = verdict(rows)
+    assert v.kind == "rate" and v.optimum is None and v.level == 1
+    assert v.text == ("limited by requests per minute (~4/min measured): concurrency will not help; lower the rate "
+                      "or raise the quota")
+
+
+def test_the_optimum_is_below_the_first_refused_level_whatever_is_clean_above_it() -> None:
+    # 'optimum ≈ 6: 429s from 5' contradicted itself: the optimum must be below the first level with 429s
+    rows = [lv(3, 60, 3.0), lv(5, 50, 2.0, limited=30), lv(6, 130, 2.0)]
+    v = verdict(rows)
+    assert (v.optimum, v.text) == (3, "optimum ≈ 3: 429s from 5")
+
+
+def test_transient_errors_from_a_level_are_named() -> None:
+    # llama.cpp cutting a stream when a second request arrives: 83% transient errors at 3
+    rows = [lv(1, 40, 20.0), lv(2, 30, 10.0, transient=20), lv(3, 5, 5.0, transient=25)]
+    assert verdict(rows).text == "optimum ≈ 1: errors from 2"
+
+
+def test_measured_needs_the_stated_minimums() -> None:
+    assert not lv(4, MIN_ANSWERED - 1, 10.0).measured
+    assert lv(4, MIN_ANSWERED, 10.0).measured
+    assert not lv(4, 50, 0.9, p50_ms=500.0).measured  # 0.9 s held is under 2 latencies of 0.5 s
+    assert "held 0.9 of 1.0 s" in lv(4, 50, 0.9).missing()
+
+
+def test_stored_rows_are_re_derived_and_old_ones_estimated() -> None:
+    # a row stored before schema 14: no counts, its old verdict claimed an optimum from 0 answered
+    old = ("m", 2, 3.0, 0, 0.0, 0.0, 1.0, 0.0, 30, None, None, 1, 1, "optimum ≈ 2: goodput flat above 2")
+    key, ev, cap = stored_evidence(old)
+    assert (key, ev.answered, ev.attempts, cap) == ("m", 0, 0, None)
+    (ro,) = readouts_from_rows([old])
+    assert ro.verdict.optimum is None
+    # an old row with answers: attempts from the shares (answered / (1 - 20% 429s) = 50)
+    key, ev, _ = stored_evidence(("m", 4, 10.0, 40, 4.0, 0.2, 0.0, 1.0, 0, 500.0, 700.0, 1, 1, "x"))
+    assert (ev.attempts, ev.rate_limited) == (50, 10)
+    # a row with its counts: read as stored
+    new = ("m", 4, 10.0, 40, 4.0, 0.2, 0.0, 1.0, 0, 500.0, 700.0, 1, 1, "x", 52, 12, 0, 12, 40, 6)
+    key, ev, cap = stored_evidence(new)
+    assert (ev.attempts, ev.rate_limited, ev.latencies, cap) == (52, 12, 40, 6)
+
+
+def test_a_level_neither_clean_nor_refused_is_said_so() -> None:
+    # 6% 429s over 100 attempts: over the 5% bound, but the interval reaches under it
+    v = verdict([lv(4, 94, 10.0, limited=6)])
+    assert v.kind == "insufficient"
+    assert v.text == "not enough evidence: level 4 had 6% 429s, neither clean (at most 5%) nor clearly past a limit"

@@ -33,9 +33,9 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
-from aiolimiter import AsyncLimiter
 from anyio.abc import TaskGroup
 
 from arenatui.config.schema import Case, ModelConfig, ScorerConfig
@@ -65,12 +65,25 @@ from arenatui.scoring import REGEX_TIMEOUT_S, Score, ScorerSet, ScoringError, Sc
 from arenatui.scoring.judge import judge_messages
 from arenatui.threads import in_daemon_thread
 
+if TYPE_CHECKING:
+    from aiolimiter import AsyncLimiter
+
 Sink = Callable[[Event], None]
 MESSAGE_LIMIT = 2000
 SCORE_ON_LOOP_S = 0.02
 """How long a regex scorer may hold the event loop; one that needs longer runs again in a thread, with up
 to REGEX_TIMEOUT_S, so in-flight calls keep being timed and Ctrl-C keeps working."""
 
+
+
+def _limiter(per_minute: float | None) -> AsyncLimiter | None:
+    """A client-side rate limiter, or None. `aiolimiter` is imported only when a model sets rpm or tpm: its
+    package reads its own version through importlib.metadata on import, ~20 ms of every sweep's start-up."""
+    if not per_minute:
+        return None
+    from aiolimiter import AsyncLimiter
+
+    return AsyncLimiter(per_minute, 60.0)
 
 @dataclass(slots=True)
 class _Parked:
@@ -165,8 +178,7 @@ class Runner:
         lanes += [(j.key, j.model, iter(()), deque()) for j in plan.judges]
         for key, m, calls, jobs in lanes:
             # a model that is both a candidate and a judge has one provider and one set of rate limits
-            rpm, tpm = rate_limits.setdefault(m.key, (AsyncLimiter(m.rpm, 60.0) if m.rpm else None,
-                                                      AsyncLimiter(m.tpm, 60.0) if m.tpm else None))
+            rpm, tpm = rate_limits.setdefault(m.key, (_limiter(m.rpm), _limiter(m.tpm)))
             self._lanes.append(_ModelLane(
                 key=key,
                 model=m,

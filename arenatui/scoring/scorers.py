@@ -23,8 +23,6 @@ import threading
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import regex
-
 from arenatui.config.schema import Case, ScorerConfig
 from arenatui.scoring.code_exec import ExecLimits, extract_code, run_code
 from arenatui.scoring.f1 import extract_label
@@ -97,7 +95,11 @@ class Scorer:
 
     def __init__(self, cfg: ScorerConfig, project_dir: Path | None = None) -> None:
         self.cfg = cfg
-        self._flags = regex.V0 | (0 if cfg.case_sensitive else regex.IGNORECASE)
+        self._flags = 0
+        if cfg.kind == "regex":  # `regex` is imported only by a project that has a regex scorer (start-up time)
+            import regex
+
+            self._flags = regex.V0 | (0 if cfg.case_sensitive else regex.IGNORECASE)
         self._regex: Any = None
         self._broken: ScoringError | None = None
         if cfg.kind == "regex" and cfg.pattern is not None and "{expected}" not in cfg.pattern:
@@ -126,6 +128,8 @@ class Scorer:
             self.blocking = True
 
     def _compile(self, pattern: str) -> Any:
+        import regex
+
         try:
             return regex.compile(pattern, self._flags)
         except (regex.error, ValueError, OverflowError, RecursionError) as e:
@@ -173,6 +177,8 @@ class Scorer:
                 raise self._broken
             rx = self._regex
             if rx is None:
+                import regex
+
                 assert cfg.pattern is not None
                 rx = self._compile(cfg.pattern.replace("{expected}", regex.escape(exp or "", special_only=True)))
             try:

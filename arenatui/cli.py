@@ -117,6 +117,18 @@ def _add_sweep_args(p: argparse.ArgumentParser, *, project_required: bool = Fals
                    help="with --resume: run again the calls that ended errored (one row per call is kept)")
 
 
+def _cluster_by(value: str) -> str:
+    if value in ("cluster", "stratum") or (value.startswith("tag:") and len(value) > 4):
+        return value
+    raise argparse.ArgumentTypeError(f"expected cluster, stratum or tag:NAME, got {value!r}")
+
+
+def _add_cluster_by(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cluster-by", type=_cluster_by, metavar="cluster|stratum|tag:NAME",
+                   help="intervals resample clusters, not cases: the cases' cluster field (the default when any case "
+                        "has one), their stratum, or their tag NAME:<value>")
+
+
 def _sweep_options(args: argparse.Namespace) -> object:
     from arenatui.plan import Filters
     from arenatui.sweep import SweepOptions
@@ -327,9 +339,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from arenatui.compare_cli import run_compare
     from arenatui.terminal import out_console
 
-    run_compare(args.db, args.run, args.other, args.a, args.b, args.all, args.json,
-                out_console(soft_wrap=args.json))
-    return EXIT_OK
+    return run_compare(args.db, args.run, args.other, args.a, args.b, args.all, args.json,
+                       out_console(soft_wrap=args.json),
+                       fail_on_regression=args.fail_on_regression, cluster_by=args.cluster_by)
 
 
 def _load_run(store: object, run: str) -> tuple[str, str] | None:
@@ -350,7 +362,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     with Store(args.db, read_only=True) as store:
         load = _load_run(store, args.run)
         db_path = store.path
-        rep = build_report(store, args.run) if load is None else None
+        rep = build_report(store, args.run, cluster_by=args.cluster_by) if load is None else None
     if load is not None:  # a load run: its segment and percentile tables, recomputed from the stored requests
         from arenatui.load.files import load_report
 
@@ -523,6 +535,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--b", metavar="MODEL", help="second model")
     p.add_argument("--all", action="store_true", help="every pair of models, Holm-adjusted")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--fail-on-regression", action="store_true",
+                   help="two runs: exit 1 when any model regressed, overall or in a stratum (Holm), naming it")
+    _add_cluster_by(p)
     p.add_argument("--db", help="results database")
     p.set_defaults(func=cmd_compare)
 
@@ -531,6 +546,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", "-f", choices=("md", "json", "html"), default="md")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--db", help="results database")
+    _add_cluster_by(p)
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("export", help="a run's calls as JSON lines or CSV (sealed cases as aggregates only)")
@@ -555,6 +571,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stall-for", type=float, help="stall every request once for this many seconds (a GC pause)")
     p.add_argument("--stall-after", type=float, default=5.0, help="seconds after the first request the stall starts")
     p.set_defaults(func=cmd_mock_server)
+
+    from arenatui.power_plan import add_plan_parser
+
+    add_plan_parser(sub)  # `arena plan`: power before a run (arenatui/power_plan.py)
 
     from arenatui.load.cli import add_load_parser
 

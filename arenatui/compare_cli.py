@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from typing import Any
 
 import numpy as np
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from arenatui.charts import histogram
@@ -37,7 +39,7 @@ from arenatui.stats import (
     ranked_models,
 )
 from arenatui.stats.jsonable import finite as _num
-from arenatui.stats.jsonable import interval_dict
+from arenatui.stats.jsonable import interval_dict, power_dict
 from arenatui.store import Store
 from arenatui.store.queries import resolve_run
 from arenatui.store.read import read_run
@@ -62,7 +64,8 @@ def default_pair(results: RunResults) -> tuple[str, str]:
 def comparison_dict(c: Comparison) -> dict[str, Any]:
     return {"a": c.a, "b": c.b, "diff": interval_dict(c.diff), "p_a_better": _num(c.p_a_better),
             "p_value": _num(c.p_value), "decided": c.decided, "better": c.better, "verdict": c.verdict,
-            "only_a": c.only_a, "only_b": c.only_b, "coverage_note": c.coverage_note, "cases_needed": c.cases_needed}
+            "only_a": c.only_a, "only_b": c.only_b, "coverage_note": c.coverage_note, "power": power_dict(c.power),
+            "clusters": c.clusters, "clustered_se": None if c.clustered_se is None else _num(c.clustered_se)}
 
 
 def _print_json(console: Console, data: dict[str, Any]) -> None:
@@ -95,6 +98,9 @@ def compare_two(console: Console, results: RunResults, a: str, b: str, *, as_jso
     console.print(Text("  ").append(literal(c.verdict, "bold", newlines=False)))
     if c.coverage_note:
         console.print(Text("  ").append(literal(c.coverage_note, newlines=False)))
+    if c.clusters is not None:
+        console.print(f"  clustered: the interval resamples {c.clusters} clusters ({results.cluster_by}), not cases; "
+                      f"clustered SE {_fmt(c.clustered_se or math.nan, 4)}", markup=False)
     if c.differences.size:
         console.print("  resampled differences A − B (│ marks zero, [ ] the 95% interval):", markup=False)
         hist = histogram(c.differences, max(10, min(60, console.width - 4)), 3, interval=(c.diff.low, c.diff.high))
@@ -132,8 +138,8 @@ PAIR_COLUMNS: tuple[Column[PairDecision], ...] = (
     Column("P(A > B)", lambda d: p_better(d.comparison), priority=6),
     Column("Holm p", lambda d: d.p_holm, lambda v: NOTHING if absent(v) else f"{v:.4f}", priority=7),
     Column("better", lambda d: d.better or "no ordering", priority=HEADLINE, right=False),
-    Column("cases to resolve", lambda d: None if d.decided else d.comparison.cases_needed,
-           lambda v: NOTHING if v is None else f"~{v}", priority=3, short="to resolve"),
+    Column("80% power", lambda d: None if d.decided else d.comparison.power,
+           lambda pw: NOTHING if pw is None else f"{pw.difference:.3f}: ~{pw.cases}", priority=3, short="power"),
 )
 
 
@@ -147,6 +153,9 @@ def compare_all(console: Console, results: RunResults, *, as_json: bool) -> None
         return
     console.print(table_for_width(PAIR_COLUMNS, decisions, console.width,
                                   title=f"All {len(decisions)} pairs of run {results.run_id} (Holm-adjusted at 5%)"))
+    if any(not d.decided and d.comparison.power for d in decisions):
+        console.print("80% power: the difference D (observed, or the smallest these cases detect) and about how "
+                      "many cases give 80% power to detect it.", markup=False)
     if not answered or len(answered) < 2:
         console.print("Fewer than two models answered: nothing to compare.", markup=False)
 
@@ -162,21 +171,50 @@ CHANGE_COLUMNS: tuple[Column[RunChange], ...] = (
 )
 
 
-def compare_two_runs(console: Console, old: RunResults, new: RunResults, *, as_json: bool) -> None:
+def compare_two_runs(console: Console, old: RunResults, new: RunResults, *, as_json: bool) -> list[str]:
+    """Prints the comparison; returns every decided regression, named (overall and per stratum, Holm)."""
     changes = compare_runs(old, new)
     if not changes:
         raise PlanError(f"runs {old.run_id} and {new.run_id} share no model: nothing to compare")
+    regressions = [r for ch in changes for r in ch.regressions]
     if as_json:
-        _print_json(console, {"old": old.run_id, "new": new.run_id, "models": [
-            {"model": c.model, "regression": c.regression, **comparison_dict(c.comparison)} for c in changes]})
-        return
-    console.print(table_for_width(CHANGE_COLUMNS, changes, console.width, block_below=0,
-                                  title=f"Run {new.run_id} against run {old.run_id}, model by model (new − old, "
-                                        "shared cases)"))
+        _print_json(console, {"old": old.run_id, "new": new.run_id, "regressions": regressions, "models": [
+            {"model": c.model, "regression": c.regression, **comparison_dict(c.comparison),
+             "strata": [{"stratum": s.stratum, "p_holm": _num(s.p_holm), "decided_holm": s.decided,
+                         "regression": s.regression, **comparison_dict(s.comparison)} for s in c.strata]}
+            for c in changes]})
+        return regressions
+    t = Table(title=f"Run {new.run_id} against run {old.run_id}, model by model (new − old, shared cases)",
+              title_justify="left", header_style="bold")
+    for col in ("model", "n", "new − old", "95% CI", "verdict"):
+        t.add_column(col, justify="right" if col in ("n", "new − old") else "left")
+    for ch in changes:
+        c = ch.comparison
+        ci = f"{c.diff.low:+.3f} to {c.diff.high:+.3f}" if c.n > 1 else "-"
+        t.add_row(literal(ch.model, newlines=False), str(c.n), f"{c.diff.estimate:+.3f}" if c.n else "-", ci,
+                  literal(("REGRESSION: " if ch.regression else "") + c.verdict, "bold" if c.decided else "",
+                          newlines=False))
+        for st in ch.strata:
+            x = st.comparison
+            ci = f"{x.diff.low:+.3f} to {x.diff.high:+.3f}" if x.n > 1 else "-"
+            words = ("REGRESSION: " if st.regression else "") + (x.verdict if st.decided or not x.decided else
+                                                                  f"not decided after Holm over strata ({x.verdict})")
+            t.add_row(Text("  stratum ").append(literal(st.stratum, newlines=False)), str(x.n),
+                      f"{x.diff.estimate:+.3f}" if x.n else "-", ci,
+                      literal(words, "bold" if st.regression else "", newlines=False))
+    console.print(t)
+    if any(ch.strata for ch in changes):
+        console.print("Strata are Holm-adjusted over each model's strata; a stratum's regression counts even when "
+                      "the aggregate improved.", markup=False)
+    return regressions
 
 
 def run_compare(db: str | None, run: str, other: str | None, a: str | None, b: str | None, all_: bool,
-                as_json: bool, console: Console) -> None:
+                as_json: bool, console: Console, *, fail_on_regression: bool = False,
+                cluster_by: str | None = None) -> int:
+    """Returns the exit code: 1 when --fail-on-regression and a decided regression exists (named on stderr)."""
+    if fail_on_regression and other is None:
+        raise PlanError("compare: --fail-on-regression checks two runs; pass OLD and NEW run ids")
     if (a is None) != (b is None):
         raise PlanError("compare: pass both --a and --b (two models of the run), or neither for the top two")
     if all_ and a is not None:
@@ -185,7 +223,7 @@ def run_compare(db: str | None, run: str, other: str | None, a: str | None, b: s
         raise PlanError("compare: two runs are compared model by model; drop --a, --b and --all")
     with Store(db, read_only=True) as store:
         rec = resolve_run(store, run)
-        results = read_run(store, rec, latency=False, detail=False).results
+        results = read_run(store, rec, latency=False, detail=False).results.clustered_by(cluster_by)
         if other is not None:
             rec2 = resolve_run(store, other)
             if rec2.project != rec.project:
@@ -193,10 +231,15 @@ def run_compare(db: str | None, run: str, other: str | None, a: str | None, b: s
                                 f"{rec2.project!r}; two runs are compared only within one project")
             if rec2.run_id == rec.run_id:
                 raise PlanError(f"compare: both runs are {rec.run_id}; pass two different runs")
-            results2 = read_run(store, rec2, latency=False, detail=False).results
+            results2 = read_run(store, rec2, latency=False, detail=False).results.clustered_by(cluster_by)
     if other is not None:
         old, new = (results, results2) if rec.started_at <= rec2.started_at else (results2, results)
-        compare_two_runs(console, old, new, as_json=as_json)
+        regressions = compare_two_runs(console, old, new, as_json=as_json)
+        if fail_on_regression and regressions:
+            err = Console(stderr=True, highlight=False, soft_wrap=True)
+            for r in regressions:
+                err.print(Text("Regression: ").append(literal(r, newlines=False)))
+            return 1
     elif all_:
         compare_all(console, results, as_json=as_json)
     else:
@@ -207,3 +250,4 @@ def run_compare(db: str | None, run: str, other: str | None, a: str | None, b: s
         else:
             pair = default_pair(results)
         compare_two(console, results, *pair, as_json=as_json)
+    return 0

@@ -6,6 +6,7 @@ three formats never disagree. Names, error bodies and case ids are untrusted: es
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import math
@@ -13,13 +14,24 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from arenatui.figures import LEADERBOARD, NOTHING, interval, money, ms, pct, score
+import numpy as np
+
+from arenatui.figures import LEADERBOARD, NOTHING, error_counts, interval, money, ms, pct, score
 from arenatui.redact import redact_urls_in_text, url_without_secrets
 from arenatui.safe_text import one_line, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
-from arenatui.stats import Interval, ModelRow, RunResults, all_pairs, group_scores, leaderboard, reversals
+from arenatui.stats import (
+    Interval,
+    ModelRow,
+    RunResults,
+    all_pairs,
+    answered_models,
+    group_scores,
+    leaderboard,
+    reversals,
+)
 from arenatui.stats.jsonable import finite as _num
-from arenatui.stats.jsonable import interval_dict
+from arenatui.stats.jsonable import interval_dict, power_dict
 from arenatui.store import Store
 from arenatui.store.queries import RunPlan, RunSpend
 from arenatui.store.read import F1Answers, StoredRun, read_run
@@ -65,18 +77,25 @@ def run_settings(plan: RunPlan) -> dict[str, Any]:
 
 
 def model_dict(r: ModelRow) -> dict[str, Any]:
+    gap = r.gap
     return {
-        "model": r.model, "quality": interval_dict(r.quality), "coverage": _num(r.coverage), "planned": r.planned,
+        "model": r.model, "rank": r.rank, "flag": r.flag, "score": interval_dict(r.common) if r.rank else None,
+        "unranked": r.unranked, "order_note": r.order_note, "coverage_paradox": r.paradox,
+        "weighted": interval_dict(r.weighted) if r.weighted else None,
+        "quality": interval_dict(r.quality), "coverage": _num(r.coverage), "planned": r.planned,
         "calls": r.calls, "answered": r.answered, "errored": r.errored, "errors": dict(sorted(r.errors.items())),
         "error_rate": _num(r.error_rate), "timeout_rate": _num(r.timeout_rate), "retries": r.retries,
         "retry_rate": _num(r.retry_rate), "passed": r.passed, "unscored": r.unscored,
-        "pass_at": {str(k): _num(v) for k, v in r.pass_at.items()}, "consistency": _num(r.consistency),
+        "pass_at": {str(k): _num(v) for k, v in r.pass_at.items()}, "pass_at_cases": r.pass_at_n,
+        "consistency": _num(r.consistency),
         "spend": r.spend, "tokens": r.tokens, "cost_per_correct": _num(r.cost_per_correct),
         "tokens_per_correct": _num(r.tokens_per_correct), "cost_per_answered": _num(r.cost_per_answered),
         "latency_ms": {"p50": _num(r.latency_p50), "p95": _num(r.latency_p95), "p99": _num(r.latency_p99)},
         "ttft_ms": {"p50": _num(r.ttft_p50), "p95": _num(r.ttft_p95)},
         "on_cost_front": r.on_cost_front, "on_latency_front": r.on_latency_front,
         "sealed": interval_dict(r.sealed) if r.sealed.n else None, "sealed_gap": _num(r.sealed_gap),
+        "sealed_gap_interval": interval_dict(gap.gap) if gap else None,
+        "sealed_gap_strata": list(gap.strata) if gap else [], "sealed_gap_outside": gap.outside if gap else False,
     }
 
 
@@ -89,16 +108,20 @@ def _failures(top: dict[str, list[tuple[str, str, int]]]) -> dict[str, list[dict
 def _classification(f1: F1Answers) -> dict[str, dict[str, Any]]:
     """Per model, macro-F1 over each f1 scorer's labels (working cases only: a sealed output is not kept)."""
     from arenatui.scoring.f1 import macro_f1, per_label_f1
+    from arenatui.stats.f1_interval import label_cases, macro_f1_interval
 
     out: dict[str, dict[str, Any]] = {}
-    for (mk, name), (labels, ps) in sorted(f1.items()):
+    for (mk, name), (labels, ps, cids) in sorted(f1.items()):
+        iv = macro_f1_interval(ps, labels, cids)
         out.setdefault(mk, {})[name] = {"macro_f1": macro_f1(ps, labels), "calls": len(ps),
-                                        "per_label": per_label_f1(ps, labels)}
+                                        "interval": interval_dict(iv) if iv else None,
+                                        "per_label": per_label_f1(ps, labels), "label_cases": label_cases(ps, cids)}
     return out
 
 
-def build_report(store: Store, run: str) -> dict[str, Any]:
-    return report_of(read_run(store, run))
+def build_report(store: Store, run: str, *, cluster_by: str | None = None) -> dict[str, Any]:
+    stored = read_run(store, run)
+    return report_of(dataclasses.replace(stored, results=stored.results.clustered_by(cluster_by)))
 
 
 def report_of(stored: StoredRun) -> dict[str, Any]:
@@ -167,16 +190,19 @@ def judged_list(plan: RunPlan, stored: dict[str, int]) -> list[dict[str, Any]]:
 def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dict[str, Any]]],
                 modes: dict[str, dict[str, int]] | None = None) -> dict[str, Any]:
     rec = plan.record
-    rows = leaderboard(results)
-    answered_models = [r.model for r in rows if r.quality.n]
-    top = answered_models[:TOP_PAIRS]
-    decisions = all_pairs(results, answered_models) if len(answered_models) > 1 else []
-    top_set = set(top)
+    answered = answered_models(results)
+    decisions = all_pairs(results, answered) if len(answered) > 1 else []
+    rows = leaderboard(results, decisions=decisions)
+    place = {r.model: i for i, r in enumerate(rows)}
+    decisions = [d if place[d.comparison.a] <= place[d.comparison.b] else d.flipped() for d in decisions]
+    top_set = {r.model for r in rows if r.quality.n}
+    top_set = {m for m in [r.model for r in rows if r.model in top_set][:TOP_PAIRS]}
     pairs = [{
         "a": d.comparison.a, "b": d.comparison.b, "diff": interval_dict(d.comparison.diff),
         "p_a_better": _num(d.comparison.p_a_better), "p_holm": _num(d.p_holm), "decided": d.decided,
         "better": d.better, "verdict": d.verdict, "only_a": d.comparison.only_a, "only_b": d.comparison.only_b,
-        "coverage_note": d.comparison.coverage_note, "cases_needed": d.comparison.cases_needed,
+        "coverage_note": d.comparison.coverage_note, "power": power_dict(d.comparison.power),
+        "clusters": d.comparison.clusters, "clustered_se": _num(d.comparison.clustered_se),
     } for d in decisions if d.comparison.a in top_set and d.comparison.b in top_set]
     table = group_scores(results)
     notes = []
@@ -188,8 +214,23 @@ def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dic
     if any(r.unscored for r in rows):
         notes.append("Unscored calls (answered, outside an llm_judge scorer's sample or not judged yet) count as "
                      "answered for coverage and are left out of quality, pass@k and $/correct.")
+    ranked = [r for r in rows if r.rank]
+    if ranked:
+        notes.append(f"The ranking and its score are over the {ranked[0].common.n} cases every ranked model has "
+                     "scores for (n common cases); own is each model's score over its own scored cases. A model "
+                     "whose coverage would leave fewer than half the best-covered model's cases in common is listed "
+                     "apart, unranked. The order never goes against a decided paired verdict.")
     if len(decisions) > 1:
         notes.append(f"Pairwise decisions are Holm-adjusted over all {len(decisions)} pairs of models.")
+    if results.clusters is not None:
+        clusters = int(np.unique(results.clusters[results.working]).size)
+        notes.append(f"Intervals resample {clusters} clusters (by {results.cluster_by}), not cases: cases that share "
+                     "a passage or template are not independent evidence. Pairs also give the clustered standard "
+                     "error.")
+    if any(r.weighted for r in rows):
+        notes.append(f"weighted: each stratum's score weighted by its production share ({_weights(results)}) "
+                     "instead of its share of the case file; it differs from the sample score when the file "
+                     "over- or under-samples a stratum.")
     return {
         "run": {"run_id": rec.run_id, "project": rec.project, "status": rec.status,
                 "started_at": _iso(rec.started_at), "finished_at": _iso(rec.finished_at), "planned": rec.planned,
@@ -200,13 +241,19 @@ def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dic
         "strata": [{"group": g.group, "kind": g.kind, "cases": g.cases,
                     "scores": {m: interval_dict(iv) for m, iv in g.scores.items()}} for g in table],
         "reversals": [{"group": v.group, "kind": v.kind, "model": v.model, "beaten": v.beaten,
-                       "overall_diff": v.overall_diff, "group_diff": v.group_diff}
-                      for v in reversals(table, decisions)],
+                       "overall_diff": v.overall_diff, "group_diff": v.group_diff,
+                       "interval": interval_dict(v.interval), "p_holm": _num(v.p_holm)}
+                      for v in reversals(results, decisions)],
+        "coverage_paradoxes": [{"model": r.model, "text": r.paradox} for r in rows if r.paradox],
         "failures": failures,
         "failure_modes": {r.model: dict(sorted((modes or {}).get(r.model, {}).items(), key=lambda kv: -kv[1]))
                           for r in rows},
         "notes": notes,
     }
+
+
+def _weights(results: RunResults) -> str:
+    return ", ".join(f"{k} {v:g}" for k, v in results.weights.items())
 
 
 def _iso(t: float | None) -> str | None:
@@ -255,9 +302,60 @@ def leaderboard_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                   for i, m in enumerate(rep["leaderboard"], 1)]
 
 
+LEADERBOARD_HEAD = ("#", "model", "score", "95% CI", "n common", "own", "own n", "weighted", "coverage", "errors",
+                    "pass@k", "consistent",
+                    "$/correct", "$/answered", "p50 ms", "p95 ms", "p99 ms", "TTFT p50", "TTFT p95", "timeouts",
+                    "retries/call", "front")
+
+
+def leaderboard_cells(m: dict[str, Any], rank: int) -> list[str]:
+    ks = m["pass_at"]
+    passk = " ".join(f"@{k} {_f(v, 2)}" for k, v in ks.items()) + f" (n {m['pass_at_cases']})" \
+        if len(ks) > 1 else "-"
+    front = "+".join(x for x, on in (("cost", m["on_cost_front"]), ("latency", m["on_latency_front"])) if on)
+    score = m["score"]
+    w = m["weighted"]
+    return [f"{m['rank']}{m.get('flag', '')}" if m["rank"] else "unranked", m["model"],
+            _f(score["estimate"]) if score else "-",
+            _ci(score) if score else "-", str(score["n"]) if score else "-", _f(m["quality"]["estimate"]),
+            str(m["quality"]["n"]), f"{_f(w['estimate'])} ({_ci(w)})" if w else "-", pct(m["coverage"]),
+            error_counts(m["errors"]), passk, pct(m["consistency"]), money(m["cost_per_correct"]),
+            money(m["cost_per_answered"]), ms(m["latency_ms"]["p50"]), ms(m["latency_ms"]["p95"]),
+            ms(m["latency_ms"]["p99"]), ms(m["ttft_ms"]["p50"]), ms(m["ttft_ms"]["p95"]), pct(m["timeout_rate"]),
+            _f(m["retry_rate"], 2), front or "-"]
+
+
+SEALED_HEAD = ("model", "working", "sealed", "sealed 95% CI", "sealed n", "gap (stratum-matched)", "gap 95% CI",
+               "strata matched", "outside its interval")
+
+
 def _sealed_rows(rep: dict[str, Any]) -> list[list[str]]:
     return [[m["model"], _f(m["quality"]["estimate"]), _f(m["sealed"]["estimate"]), _ci(m["sealed"]),
-             str(m["sealed"]["n"]), _f(m["sealed_gap"])] for m in rep["leaderboard"] if m["sealed"]]
+             str(m["sealed"]["n"]), _f(m["sealed_gap"]),
+             _ci(m["sealed_gap_interval"]) if m["sealed_gap_interval"] else "-", ", ".join(m["sealed_gap_strata"]),
+             "yes" if m["sealed_gap_outside"] else "no"] for m in rep["leaderboard"] if m["sealed"]]
+
+
+SEALED_WORDS = ("Scored apart from working cases; only aggregates are shown. The gap is working − sealed within the "
+                "strata both splits have, weighted by the sealed cases' mix, with a bootstrap interval. Only a gap "
+                "that is large and outside its interval suggests the working cases leaked into training.")
+
+
+def _ranking_notes(rep: dict[str, Any]) -> list[str]:
+    """Who is listed apart and why, where a verdict placed the order, and coverage paradoxes."""
+    out = []
+    for m in rep["leaderboard"]:
+        if m["unranked"]:
+            out.append(f"{m['model']}: unranked, {m['unranked']}")
+        if m["order_note"]:
+            out.append(f"* {m['model']}: {m['order_note']}")
+    out += [f"! {p['model']}: {p['text']}" for p in rep.get("coverage_paradoxes", [])]
+    return out
+
+
+REVERSAL_WORDS = ("Each cell is the model's score over the group's cases it has scores for (n). ⚠ marks a subgroup "
+                  "reversal: a model that beats another overall (decided, Holm over all pairs) whose paired interval "
+                  "inside the group excludes zero the other way, Holm-adjusted over every group tested.")
 
 
 def _strata_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -269,7 +367,7 @@ def _strata_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         cells = [g["group"], g["kind"], str(g["cases"])]
         for m in models:
             iv = g["scores"].get(m)
-            text = NOTHING if iv is None or iv["n"] == 0 else f"{iv['estimate']:.3f} ({_ci(iv)})"
+            text = NOTHING if iv is None or iv["n"] == 0 else f"{iv['estimate']:.3f} ({_ci(iv)}, n {iv['n']})"
             cells.append(text + (" ⚠" if (g["group"], m) in flagged else ""))
         rows.append(cells)
     return head, rows
@@ -371,9 +469,18 @@ def _md_judged(judged: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+F1_HEAD = ("model", "scorer", "macro-F1", "95% CI", "cases", "calls", "F1 per label (n cases)")
+F1_WORDS = ("The interval resamples cases. Each label's F1 is followed by its number of cases; ⚠ marks a label with "
+            "fewer than 5, whose F1 rests on too little to read alone.")
+
+
 def _f1_rows(classification: dict[str, dict[str, Any]]) -> list[list[str]]:
-    return [[model, name, _f(v["macro_f1"]), str(v["calls"]),
-             ", ".join(f"{lb} {f:.2f}" for lb, f in v["per_label"].items())]
+    def label(lb: str, f: float, n: int) -> str:
+        return f"{lb} {f:.2f} (n {n}{' ⚠' if n < 5 else ''})"
+
+    return [[model, name, _f(v["macro_f1"]), _ci(v["interval"]) if v.get("interval") else "-",
+             str(v["interval"]["n"]) if v.get("interval") else "-", str(v["calls"]),
+             ", ".join(label(lb, f, v.get("label_cases", {}).get(lb, 0)) for lb, f in v["per_label"].items())]
             for model, by_scorer in classification.items() for name, v in by_scorer.items()]
 
 
@@ -385,7 +492,8 @@ def render_markdown(rep: dict[str, Any]) -> str:
     lines += [f"- {_md(n)}" for n in rep["notes"]] + ([""] if rep["notes"] else [])
     lines += ["## Leaderboard", "", "Quality is over scored calls (trials averaged per case), with a 95% "
               "bootstrap interval over cases; coverage is answered / planned calls.", ""]
-    lines += _md_table(*leaderboard_rows(rep))
+    lines += _md_table(LEADERBOARD_HEAD, [leaderboard_cells(m, i) for i, m in enumerate(rep["leaderboard"], 1)])
+    lines += [""] + [f"- {_md(n)}" for n in _ranking_notes(rep)]
     lines += ["", "## Which models are separated", ""]
     if not rep["pairs"]:
         lines.append("Fewer than two models answered: nothing to compare.")
@@ -395,14 +503,12 @@ def render_markdown(rep: dict[str, Any]) -> str:
                      f"n = {p['diff']['n']}" + (f"; {_md(p['coverage_note'])}" if p["coverage_note"] else ""))
     if rep["strata"]:
         head, rows = _strata_rows(rep)
-        lines += ["", "## Strata and tags", "", "⚠ marks a group where a model scores below one it beats overall "
-                  "(Simpson's reversal).", ""]
+        lines += ["", "## Strata and tags", "", f"{REVERSAL_WORDS}", ""]
         lines += _md_table(head, rows)
     sealed = _sealed_rows(rep)
     if sealed:
-        lines += ["", "## Sealed cases", "", "Scored apart from working cases; only aggregates are shown. A large "
-                  "working − sealed gap suggests the working cases leaked into training.", ""]
-        lines += _md_table(("model", "working", "sealed", "sealed 95% CI", "sealed n", "gap"), sealed)
+        lines += ["", "## Sealed cases", "", SEALED_WORDS, ""]
+        lines += _md_table(SEALED_HEAD, sealed)
     lines += ["", "## Cost and frontier", ""]
     est = rep.get("estimated_tokens") or {}
     lines += _md_table(("model", "spend", "tokens", "tokens estimated", "$/correct", "tokens/correct", "$/answered",
@@ -434,8 +540,8 @@ def render_markdown(rep: dict[str, Any]) -> str:
     classification = rep.get("classification") or {}
     if classification:
         lines += ["", "## Classification (macro-F1)", "", "Macro-F1 averages each label's F1, so a model that "
-                  "answers the majority class everywhere scores low even when its accuracy is high.", ""]
-        lines += _md_table(("model", "scorer", "macro-F1", "calls", "F1 per label"), _f1_rows(classification))
+                  f"answers the majority class everywhere scores low even when its accuracy is high. {F1_WORDS}", ""]
+        lines += _md_table(F1_HEAD, _f1_rows(classification))
     conc = _concurrency_rows(rep)
     if conc:
         lines += ["", "## Concurrency", "", "Each model's verdict from the levels it was held at (measured: at least "
@@ -552,7 +658,9 @@ def render_html(rep: dict[str, Any]) -> str:
         parts.append("<ul>" + "".join(f"<li>{_h(n)}</li>" for n in rep["notes"]) + "</ul>")
     parts.append("<h2>Leaderboard</h2><p>Quality is over scored calls (trials averaged per case), with a 95% "
                  "bootstrap interval over cases; coverage is answered / planned calls.</p>")
-    parts.append(_html_table(*leaderboard_rows(rep)))
+    parts.append(_html_table(LEADERBOARD_HEAD, [leaderboard_cells(m, i) for i, m in enumerate(rep["leaderboard"], 1)]))
+    if _ranking_notes(rep):
+        parts.append("<ul>" + "".join(f"<li>{_h(n)}</li>" for n in _ranking_notes(rep)) + "</ul>")
     parts.append("<h2>Which models are separated</h2><ul>")
     for p in rep["pairs"]:
         cls = "decided" if p["decided"] else "open"
@@ -563,13 +671,10 @@ def render_html(rep: dict[str, Any]) -> str:
     parts.append("</ul>" if rep["pairs"] else "<li>Fewer than two models answered: nothing to compare.</li></ul>")
     if rep["strata"]:
         head, rows = _strata_rows(rep)
-        parts.append("<h2>Strata and tags</h2><p>⚠ marks a group where a model scores below one it beats overall "
-                     "(Simpson's reversal).</p>" + _html_table(head, rows))
+        parts.append(f"<h2>Strata and tags</h2><p>{_h(REVERSAL_WORDS)}</p>" + _html_table(head, rows))
     sealed = _sealed_rows(rep)
     if sealed:
-        parts.append("<h2>Sealed cases</h2><p>Scored apart from working cases; only aggregates are shown. A large "
-                     "working − sealed gap suggests the working cases leaked into training.</p>"
-                     + _html_table(("model", "working", "sealed", "sealed 95% CI", "sealed n", "gap"), sealed))
+        parts.append(f"<h2>Sealed cases</h2><p>{_h(SEALED_WORDS)}</p>" + _html_table(SEALED_HEAD, sealed))
     lb = rep["leaderboard"]
     parts.append("<h2>Cost and frontier</h2><p>$/correct is the spend of every attempt (retries and errored calls "
                  "included) over passed calls. Filled points are Pareto-optimal.</p>")
@@ -600,8 +705,8 @@ def render_html(rep: dict[str, Any]) -> str:
                      "errored).</p>" + _html_table(head, rows_))
     classification = rep.get("classification") or {}
     if classification:
-        parts.append("<h2>Classification (macro-F1)</h2>" + _html_table(
-            ("model", "scorer", "macro-F1", "calls", "F1 per label"), _f1_rows(classification)))
+        parts.append(f"<h2>Classification (macro-F1)</h2><p>{_h(F1_WORDS)}</p>" + _html_table(
+            F1_HEAD, _f1_rows(classification)))
     conc = _concurrency_rows(rep)
     if conc:
         parts.append("<h2>Concurrency</h2>" + _html_table(("model", "verdict", "measured levels"), conc))

@@ -25,14 +25,17 @@ COLUMNS: tuple[str, ...] = (
     "row", "run_id", "model_key", "case_id", "stratum", "tags", "trial", "status", "score", "passed", "error_class",
     "error_message", "attempts", "latency_ms", "ttft_ms", "total_ms", "input_tokens", "output_tokens", "cost",
     "output", "cases", "calls", "answered", "failure_mode", "score_detail", "judge_key", "judge_errors",
-    "candidate_cost", "judge_cost", "tokens_estimated",
+    "candidate_cost", "judge_cost", "tokens_estimated", "rank", "own_score", "note",
 )
 """`row` is 'call' for one call, 'sealed_aggregate' for one model's sealed cases together (cases, calls and
 answered are set only there; score is then the mean per-case score over scored sealed cases), 'judge_aggregate'
 for one judge model (judge_key, calls = judgments, judge_errors, attempts, tokens, cost = its spend) and
 'spend_total' once when anything is stored (candidate_cost = the models' spend, judge_cost = the judges',
-cost = their total). `tokens_estimated` (calls) is true when the server reported no usage: the call's tokens,
-and so its cost, are arenatui's estimate."""
+cost = their total), then 'leaderboard' once per model, in the coverage-fair order every view shows (rank, empty
+when unranked; score = quality over the cases every ranked model has scores for and cases = their number; own_score
+over the model's own scored cases and answered = their number; note = why unranked, or a verdict/paradox note).
+`tokens_estimated` (calls) is true when the server reported no usage: the call's tokens, and so its cost, are
+arenatui's estimate."""
 
 
 def call_records(store: Store, plan: RunPlan) -> Iterator[dict[str, Any]]:
@@ -65,6 +68,18 @@ def sealed_records(results: RunResults) -> Iterator[dict[str, Any]]:
                "calls": int(results.calls[i][sealed].sum()), "answered": int(results.answered[i][sealed].sum())}
 
 
+def leaderboard_records(results: RunResults) -> Iterator[dict[str, Any]]:
+    """One row per model in the coverage-fair order (stats.leaderboard): the same ranking as every other view."""
+    from arenatui.stats import leaderboard
+
+    for r in leaderboard(results):
+        note = "; ".join(x for x in (r.unranked and f"unranked, {r.unranked}", r.order_note, r.paradox) if x)
+        yield {"row": "leaderboard", "run_id": results.run_id, "model_key": r.model, "rank": r.rank,
+               "score": r.common.estimate if r.rank else None, "cases": r.common.n if r.rank else None,
+               "own_score": r.quality.estimate if r.quality.n else None, "answered": r.quality.n,
+               "note": note or None}
+
+
 def spend_records(run_id: str, spend: RunSpend) -> Iterator[dict[str, Any]]:
     """Each judge's calls and spend, then the run's total: what the models and the judges spent together."""
     for j in spend.judges:
@@ -84,7 +99,8 @@ def write_export(store: Store, run: str, fmt: str, out: TextIO, *, terminal: boo
     n = 0
     anything = bool(results.calls.sum()) or bool(spend.judges)  # a run with nothing stored exports nothing
     records = itertools.chain(call_records(store, plan), sealed_records(results),
-                              spend_records(plan.record.run_id, spend) if anything else ())
+                              spend_records(plan.record.run_id, spend) if anything else (),
+                              leaderboard_records(results) if results.calls.sum() else ())
     if fmt == "jsonl":
         for rec in records:
             out.write(json.dumps(rec, ensure_ascii=terminal, allow_nan=False) + "\n")

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
     from rich.text import Text
 
+    from arenatui.stats.bootstrap import Interval
     from arenatui.stats.compare import Comparison
     from arenatui.stats.leaderboard import ModelRow
 
@@ -249,8 +250,35 @@ def error_counts(errors: dict[str, int] | Any) -> str:
     return " ".join(f"{ERROR_SHORT.get(k, k)}×{v}" for k, v in sorted(errors.items())) or "0"
 
 
+def _headline(r: ModelRow) -> Interval:
+    """The headline (stats.ranking): quality over the cases every ranked model has scores for when the model is
+    ranked, its own-coverage quality when it is listed apart."""
+    return r.common if r.rank is not None else r.quality
+
+
 def _quality(r: ModelRow) -> float | None:
-    return r.quality.estimate if r.quality.n else None
+    q = _headline(r)
+    return q.estimate if q.n else None
+
+
+def _quality_cell(r: ModelRow) -> str:
+    """The headline score with the row's mark (* a paired verdict set its place, ! a coverage paradox) and, for a
+    model listed apart, 'unranked'."""
+    q = _quality(r)
+    return score(q) + (f" {r.flag}" if r.flag else "") + ("" if r.rank is not None else " unranked")
+
+
+def _fair(r: ModelRow) -> float | None:
+    """The coverage-fair order as a sort key, higher first: ranked models by rank, then the unranked by their own
+    score (stats.ranking decides; a sort by this column restores its order)."""
+    if r.rank is not None:
+        return 10.0 - r.rank / 1e6
+    own = r.quality.estimate if r.quality.n else None
+    return None if own is None or absent(own) else float(own)
+
+
+def _own(r: ModelRow) -> str:
+    return f"{score(r.quality.estimate)}/{r.quality.n}" if r.quality.n else NOTHING
 
 
 def _top_pass(r: ModelRow) -> tuple[float | None, int]:
@@ -264,14 +292,15 @@ def _fronts(r: ModelRow) -> str:
 
 LEADERBOARD: tuple[Column[ModelRow], ...] = (
     Column("model", lambda r: r.model, priority=HEADLINE, right=False),
-    Column("quality", _quality, score, True, HEADLINE),
-    Column("95% CI", lambda r: r.quality, lambda q: interval(q.low, q.high, q.n), True, 8,
-           sort=lambda r: r.quality.low if r.quality.n > 1 else None),
+    Column("quality", _quality_cell, str, True, HEADLINE, sort=_fair),
+    Column("95% CI", _headline, lambda q: interval(q.low, q.high, q.n), True, 8,
+           sort=lambda r: _headline(r).low if _headline(r).n > 1 else None),
+    Column("n", lambda r: _headline(r).n, str, True, 8),
+    Column("own", _own, str, True, 7, sort=lambda r: r.quality.estimate if r.quality.n else None),
     Column("coverage", lambda r: r.coverage, pct, True, 9),
     Column("$/correct", lambda r: r.cost_per_correct, money, False, HEADLINE),
     Column("errors", lambda r: r.errors, error_counts, False, 7, right=False,
            sort=lambda r: r.error_rate),
-    Column("n", lambda r: r.quality.n, str, True, 2),
     Column("pass@1", lambda r: r.pass_at.get(1), score, True, 3),
     Column("pass@k", _top_pass, lambda v: NOTHING if v[1] < 2 or absent(v[0]) else f"{score(v[0])} k={v[1]}", True, 2,
            sort=lambda r: _top_pass(r)[0]),

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from rich.console import Console, RenderableType
+from rich.text import Text
 
 from arenatui.engine.client_load import OVERLOAD_CPU, OVERLOAD_S, sustained_overload
 from arenatui.figures import LEADERBOARD, money, table_for_width
 from arenatui.redact import redact_urls_in_text
-from arenatui.safe_text import one_line
+from arenatui.safe_text import literal, one_line
 from arenatui.stats import ModelRow, RunResults, leaderboard
 from arenatui.store import Store
 from arenatui.store.queries import RunSpend
@@ -47,9 +48,25 @@ def leaderboard_table(rows: list[ModelRow], width: int = 160) -> RenderableType:
                            caption=LEADERBOARD_NOTE, elsewhere=" (arena report RUN shows every column)")
 
 
+def ranking_lines(rows: list[ModelRow]) -> list[Text]:
+    """Under the leaderboard: what the ranking is over, who is listed apart and why, verdict and paradox notes."""
+    ranked = [r for r in rows if r.rank]
+    out = [Text(f"Ranked by quality over the {ranked[0].common.n} cases every ranked model has scores for (n); "
+                "own: each model's quality over its own scored cases / their n.")] if ranked else []
+    for r in rows:
+        for mark, why in (("", f"unranked, {r.unranked}" if r.unranked else None), ("* ", r.order_note),
+                          ("! ", r.paradox)):
+            if why:
+                out.append(Text(f"  {mark}").append(literal(r.model, newlines=False)).append(": ")
+                           .append(literal(why, newlines=False)))
+    return out
+
+
 def print_leaderboard(console: Console, results: RunResults) -> list[ModelRow]:
     rows = leaderboard(results)
     console.print(leaderboard_table(rows, console.width))
+    for line in ranking_lines(rows):
+        console.print(line)
     return rows
 
 

@@ -516,6 +516,7 @@ def _read_case(file: Path, path: str, data: Any) -> Case:
         scorer=t.string("scorer"),
         tests=t.string("tests"),
         language=t.string("language"),
+        cluster=t.string("cluster"),
         depends_on=tuple(_case_ids(t, "depends_on")),
         judge_expected=_judge_expected(t),
     )
@@ -673,6 +674,7 @@ def project_from_dict(raw: Mapping[str, Any], file: Path,
     )
     rt.finish()
     top.seen.add("mock")  # [mock] is read after the models it names
+    top.seen.add("strata")  # [strata] is read after the cases it weighs
     # Unknown top-level keys first: a typo like [[case]] should say so, not "the case set is empty".
     top.seen.update(("models", "scorers", "cases", "cases_file"))
     top.finish()
@@ -748,11 +750,30 @@ def project_from_dict(raw: Mapping[str, Any], file: Path,
     _chains_checked(file, cases)
     models = _judges_checked(file, raw_models, models, scorers)
     mock = _read_mock(top.table("mock"), [m.key for m in models])
+    weights = _read_strata(top.table("strata"), cases)
     top.finish()
     return Project(
         name=name, path=file, defaults=defaults, run=run, models=tuple(models), cases=tuple(cases),
-        scorers=tuple(scorers), theme=theme, mock=mock,
+        scorers=tuple(scorers), theme=theme, mock=mock, strata_weights=weights,
     )
+
+
+def _read_strata(t: _Table, cases: list[Case]) -> dict[str, float]:
+    """[strata] weights = { easy = 0.7, hard = 0.3 }: each stratum's share in production (normalised when read)."""
+    w = t.table("weights")
+    t.finish()
+    strata = sorted({c.stratum for c in cases if c.stratum is not None})
+    out: dict[str, float] = {}
+    for name in w.data:
+        if name not in strata:
+            close = difflib.get_close_matches(name, strata, n=1)
+            hint = f"did you mean '{close[0]}'?" if close else f"the cases' strata: {', '.join(strata) or 'none'}"
+            raise w.error(name, f"names no stratum of the cases; {hint}")
+        v = w.number(name, None, lo=0.0, lo_open=True)
+        assert v is not None
+        out[name] = v
+    w.finish()
+    return out
 
 
 def _chains_checked(file: Path, cases: list[Case]) -> None:
@@ -923,6 +944,8 @@ def project_to_dict(p: Project) -> dict[str, Any]:
         "scorers": [_scorer_dict(s) for s in p.scorers],
         "cases": [case(c) for c in p.cases],
     }
+    if p.strata_weights:
+        out["strata"] = {"weights": dict(p.strata_weights)}
     if p.mock:
         out["mock"] = {"models": {k: dict(dataclasses.asdict(f), faults=list(f.faults)) for k, f in p.mock.items()}}
     return out

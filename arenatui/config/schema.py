@@ -180,6 +180,8 @@ class Case:
     language: str | None = None
     """The language the answer should be in (ISO 639-1, e.g. "fr"): an answer plainly in another one is
     the failure mode wrong_language."""
+    cluster: str | None = None
+    """Cases that share a passage or a template share a cluster: intervals then resample clusters, not cases."""
     depends_on: tuple[str, ...] = ()
     """Cases whose answers this one's input uses (``{output:ID}``): it runs once they passed, for the same model
     and trial, and is stored 'unreachable' when one of them did not."""
@@ -297,6 +299,8 @@ class Project:
     theme: str | None = None
     mock: dict[str, MockFaults] = field(default_factory=dict)
     """Fault injection for `arena mock-server`, by model key."""
+    strata_weights: dict[str, float] = field(default_factory=dict)
+    """[strata] weights: each stratum's share in production; the leaderboard shows the reweighted score too."""
 
     def model(self, key: str) -> ModelConfig:
         for m in self.models:

@@ -2,13 +2,16 @@
 
 The results views use it in this order (in a worker thread: SQL and numpy never run on the UI loop)::
 
-    results = store.read.read_run(store, "last").results  # RunResults: (model × case) arrays
-    rows = leaderboard(results)                             # ModelRow per model, best first, fronts marked
-    c = compare_models(results, a, b)                       # verdict, interval, P(A > B), histogram data
-    pairs = all_pairs(results)                              # Holm-adjusted decisions for every pair
-    table = group_scores(results); flags = reversals(table, pairs)
+    results = store.read.read_run(store, "last").results  # RunResults: (model × case) arrays (clusters, weights)
+    pairs = all_pairs(results, answered_models(results))   # Holm-adjusted decisions for every pair
+    rows = leaderboard(results, decisions=pairs)           # ModelRow per model in the coverage-fair order
+    c = compare_models(results, a, b)                       # verdict, interval, P(A > B), power note, histogram
+    table = group_scores(results); flags = reversals(results, pairs)   # subgroup reversals on evidence
     group_differences(results, a, b); disagreements(results, a, b)
-    compare_runs(old_results, new_results)
+    compare_runs(old_results, new_results)                  # per model, overall and per stratum (Holm)
+
+Every view of a pair uses one resampling count and seed (compare.PAIR_RESAMPLES, seed 0), so every view prints
+the same interval, P and power figure; power.py plans (arena plan) and reads power after a run.
 """
 
 from arenatui.stats.bootstrap import Interval, mean_ci, paired_bootstrap
@@ -18,7 +21,6 @@ from arenatui.stats.compare import (
     PairDecision,
     RunChange,
     all_pairs,
-    cases_needed,
     compare_models,
     compare_runs,
     disagreements,
@@ -30,12 +32,44 @@ from arenatui.stats.frontier import pareto_front
 from arenatui.stats.items import LatencySample, RunResults
 from arenatui.stats.leaderboard import ModelRow, leaderboard, model_row, ranked_models
 from arenatui.stats.passk import consistency, pass_at_k, pass_at_k_case, pass_at_ks
+from arenatui.stats.power import PowerNote
+from arenatui.stats.ranking import Ranking, Standing, answered_models, rank_models
 from arenatui.stats.strata import GroupScores, Reversal, group_differences, group_scores, reversals
 
 __all__ = [
-    "Comparison", "Disagreement", "GroupScores", "Interval", "LatencySample", "ModelRow",
-    "PairDecision", "Reversal", "RunChange", "RunResults", "all_pairs", "cases_needed", "compare_models",
-    "compare_runs", "consistency", "disagreements", "group_differences", "group_scores", "holm_adjust",
-    "leaderboard", "mean_ci", "model_row", "paired_bootstrap", "paired_differences", "pareto_front", "pass_at_k",
-    "pass_at_k_case", "pass_at_ks", "ranked_models", "reversals", "verdict_text",
+    "Comparison",
+    "Disagreement",
+    "GroupScores",
+    "Interval",
+    "LatencySample",
+    "ModelRow",
+    "PairDecision",
+    "PowerNote",
+    "Ranking",
+    "Reversal",
+    "RunChange",
+    "RunResults",
+    "Standing",
+    "all_pairs",
+    "answered_models",
+    "compare_models",
+    "compare_runs",
+    "consistency",
+    "disagreements",
+    "group_differences",
+    "group_scores",
+    "holm_adjust",
+    "leaderboard",
+    "mean_ci",
+    "model_row",
+    "paired_bootstrap",
+    "paired_differences",
+    "pareto_front",
+    "pass_at_k",
+    "pass_at_k_case",
+    "pass_at_ks",
+    "rank_models",
+    "ranked_models",
+    "reversals",
+    "verdict_text",
 ]

@@ -43,16 +43,49 @@ def resampled_means(values: Floats, n_resamples: int, rng: np.random.Generator) 
     return out
 
 
+def resampled_cluster_means(values: Floats, clusters: NDArray[np.int64], n_resamples: int,
+                            rng: np.random.Generator) -> Floats:
+    """Means of n_resamples cluster-bootstrap resamples: draw clusters (not items) with replacement, keep each
+    drawn cluster's items together; the mean is over the items drawn (a ratio: clusters may differ in size)."""
+    codes, inverse = np.unique(clusters, return_inverse=True)
+    g = codes.size
+    sums = np.bincount(inverse, weights=values, minlength=g)
+    sizes = np.bincount(inverse, minlength=g).astype(np.float64)
+    out = np.empty(n_resamples)
+    rows = max(1, _CHUNK // g)
+    for start in range(0, n_resamples, rows):
+        stop = min(n_resamples, start + rows)
+        counts = rng.multinomial(g, np.full(g, 1 / g), size=stop - start)
+        out[start:stop] = (counts @ sums) / (counts @ sizes)
+    return out
+
+
+def clustered_se(values: Floats, clusters: NDArray[np.int64]) -> float:
+    """The cluster-robust standard error of the mean (CR1 small-sample factor G/(G−1), as Inspect AI's
+    stderr(cluster=...)): residuals summed within each cluster before squaring."""
+    codes, inverse = np.unique(clusters, return_inverse=True)
+    g, n = codes.size, values.size
+    if g < 2:
+        return float("nan")
+    resid = np.bincount(inverse, weights=values - values.mean(), minlength=g)
+    return float(np.sqrt(g / (g - 1) * np.sum(resid ** 2)) / n)
+
+
 def mean_ci(values: Floats | list[float], *, n_resamples: int = 10_000, level: float = 0.95,
-            seed: int = 0) -> Interval:
-    """Mean with a percentile-bootstrap interval. NaN bounds when there is nothing to resample."""
+            seed: int = 0, clusters: NDArray[np.int64] | None = None) -> Interval:
+    """Mean with a percentile-bootstrap interval (over clusters when given). NaN bounds when there is nothing to
+    resample."""
     v = np.asarray(values, dtype=np.float64)
     if v.size == 0:
         return Interval(float("nan"), float("nan"), float("nan"), 0)
     est = float(v.mean())
     if v.size == 1:
         return Interval(est, est, est, 1)
-    means = resampled_means(v, n_resamples, np.random.default_rng(seed))
+    rng = np.random.default_rng(seed)
+    if clusters is not None and np.unique(clusters).size < 2:  # one cluster: no interval to draw
+        return Interval(est, float("nan"), float("nan"), int(v.size))
+    means = resampled_means(v, n_resamples, rng) if clusters is None else \
+        resampled_cluster_means(v, clusters, n_resamples, rng)
     a = (1 - level) / 2
     lo, hi = np.quantile(means, [a, 1 - a])
     return Interval(est, float(lo), float(hi), int(v.size))

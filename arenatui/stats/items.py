@@ -6,6 +6,8 @@ fill it with GROUP BY queries instead of handing over a million rows (DESIGN.md,
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -64,6 +66,26 @@ class RunResults:
     errors: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per model, errored calls by error class (rate_limited, timeout, transient, terminal)."""
     latency: dict[str, LatencySample] = field(default_factory=dict)
+    clusters: Ints | None = None
+    """Per case, its cluster's code (cases sharing a passage or template: `cluster` on cases, or --cluster-by):
+    intervals then resample clusters, not cases. None: every case is its own cluster."""
+    cluster_by: str | None = None
+    """What the clusters are ('cluster', 'stratum', 'tag:X'), for the words beside an interval."""
+    weights: dict[str, float] = field(default_factory=dict)
+    """[strata] weights: each stratum's share in production. Empty: no reweighted score."""
+    case_clusters: tuple[str | None, ...] = ()
+    """Per case, its `cluster` field (empty when no case has one)."""
+
+    def clustered_by(self, kind: str | None) -> RunResults:
+        """These results with intervals over clusters: `kind` 'cluster' (the cases' field), 'stratum', or 'tag:X'
+        (a case's tag "X:<value>" or "X=<value>" names its cluster). None: by the `cluster` field when any case
+        has one, else unclustered. A case without a cluster label is a cluster of its own."""
+        if kind is None:
+            if not any(c is not None for c in self.case_clusters):
+                return self
+            kind = "cluster"
+        labels = cluster_labels(kind, self.case_clusters or (None,) * len(self.cases), self.strata, self.tags)
+        return dataclasses.replace(self, clusters=cluster_codes(labels), cluster_by=kind)
 
     @property
     def answered(self) -> Ints:
@@ -83,9 +105,34 @@ class RunResults:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(n > 0, self.score_sum[i] / np.maximum(n, 1), np.nan)
 
+    def clusters_of(self, mask: Bools) -> Ints | None:
+        """The cluster codes of the cases in `mask` (None when unclustered)."""
+        return None if self.clusters is None else self.clusters[mask]
+
     @property
     def working(self) -> Bools:
         return ~self.sealed
+
+
+def cluster_labels(kind: str, clusters: Sequence[str | None], strata: Sequence[str | None],
+                   tags: Sequence[tuple[str, ...]]) -> list[str | None]:
+    if kind == "cluster":
+        return list(clusters)
+    if kind == "stratum":
+        return list(strata)
+    if kind.startswith("tag:") and len(kind) > 4:
+        prefix = kind[4:]
+        return [next((t for t in ts if t.startswith((prefix + ":", prefix + "="))), None) for ts in tags]
+    raise ValueError(f"--cluster-by: expected cluster, stratum or tag:NAME, got {kind!r}")
+
+
+def cluster_codes(labels: Sequence[str | None]) -> Ints:
+    """One integer per case: equal labels share a code; a case without a label gets a code of its own."""
+    codes: dict[str, int] = {}
+    out = np.empty(len(labels), np.int64)
+    for j, label in enumerate(labels):
+        out[j] = codes.setdefault(label, len(codes)) if label is not None else -1 - j
+    return out
 
 
 def empty_results(run_id: str, models: tuple[str, ...] = (), trials: int = 1) -> RunResults:

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from arenatui.stats.bootstrap import Interval
+from arenatui.stats.power import PowerNote
 
 
 def finite(v: float | None) -> float | None:
@@ -15,3 +16,9 @@ def finite(v: float | None) -> float | None:
 
 def interval_dict(iv: Interval) -> dict[str, Any]:
     return {"estimate": finite(iv.estimate), "low": finite(iv.low), "high": finite(iv.high), "n": iv.n}
+
+
+def power_dict(p: PowerNote | None) -> dict[str, Any] | None:
+    """After a run: for 80% power to detect a difference of D, about N cases (D observed, or the MDE)."""
+    return None if p is None else {"difference": p.difference, "cases": p.cases, "observed": p.observed,
+                                   "text": p.text}

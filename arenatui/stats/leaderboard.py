@@ -5,19 +5,29 @@ errored (rate-limited, timed out) says nothing about the model's answers, so it 
 the score; an answered call no scorer scored (an llm_judge case outside the judge's sample) counts as
 answered for coverage and is left out of quality. Sealed cases are scored apart; the working − sealed gap
 is the contamination signal.
+
+The order and the headline score are coverage-fair (stats.ranking): over the cases every ranked model has scores
+for, each model's own-coverage score beside it, low-coverage models listed apart, unranked, with why. Every view
+(console, browse, headless, report, export) reads these rows; none ranks on its own.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from arenatui.stats.bootstrap import Interval, mean_ci
+from arenatui.stats.compare import PairDecision
 from arenatui.stats.frontier import pareto_front
-from arenatui.stats.items import Floats, LatencySample, RunResults
-from arenatui.stats.passk import consistency, pass_at_ks
+from arenatui.stats.items import Bools, Floats, LatencySample, RunResults
+from arenatui.stats.passk import consistency, pass_at_curve
+from arenatui.stats.ranking import Ranking, Standing, rank_models
+from arenatui.stats.weighted import SealedGap, reweighted, sealed_gap
+
+_NAN_INTERVAL = Interval(float("nan"), float("nan"), float("nan"), 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +50,8 @@ class ModelRow:
     unscored: int
     """Answered calls no scorer scored (status 'unscored'): in coverage, not in quality, pass@k or $/correct."""
     pass_at: dict[int, float]
-    """pass@k over working cases for every k up to the trials (unbiased estimator)."""
+    """pass@k over one case set (those with at least K answered trials, K the largest k shown), for every k some
+    case supports (unbiased estimator): non-decreasing in k."""
     consistency: float
     """Share of working cases (2+ answered trials) where every trial agreed; NaN with one trial."""
     spend: float
@@ -63,6 +74,28 @@ class ModelRow:
     """Pareto-optimal for quality against cost per correct answer."""
     on_latency_front: bool = False
     """Pareto-optimal for quality against p95 latency."""
+    pass_at_n: int = 0
+    """Cases the pass@k curve is computed over."""
+    rank: int | None = None
+    """Position in the coverage-fair ranking (1 = first); None when unranked."""
+    common: Interval = _NAN_INTERVAL
+    """The headline: quality over the cases every ranked model has scores for (n = those common cases)."""
+    unranked: str | None = None
+    """Why the model is listed apart, unranked."""
+    order_note: str | None = None
+    """Said when a decided paired verdict placed it above a model with a higher common-case score."""
+    paradox: str | None = None
+    """A coverage paradox: a decided paired verdict against the order of own-coverage scores."""
+    weighted: Interval | None = None
+    """Quality reweighted to the [strata] weights (production frequency), stratified interval; None without."""
+    gap: SealedGap | None = None
+    """The stratum-matched working − sealed gap with its interval."""
+
+    @property
+    def flag(self) -> str:
+        """The mark a row carries beside its rank when a note below the table concerns it: * a paired verdict set
+        its place, ! a coverage paradox."""
+        return ("*" if self.order_note else "") + ("!" if self.paradox else "")
 
     @property
     def coverage(self) -> float:
@@ -85,6 +118,8 @@ class ModelRow:
     @property
     def sealed_gap(self) -> float | None:
         """Working − sealed quality: well above zero suggests the working cases leaked into training."""
+        if self.gap is not None:
+            return self.gap.gap.estimate
         if self.quality.n == 0 or self.sealed.n == 0:
             return None
         return self.quality.estimate - self.sealed.estimate
@@ -101,9 +136,17 @@ LEADERBOARD_RESAMPLES = 2_000
 and a 20-model, 1,000,000-call leaderboard must open in under 2 s (benchmarks/results_scale.py)."""
 
 
-def _quality(scores: Floats, mask: np.ndarray, seed: int, n_resamples: int) -> Interval:
-    s = scores[mask]
-    return mean_ci(s[~np.isnan(s)], seed=seed, n_resamples=n_resamples)
+STRATIFIED_RESAMPLES = 1_000
+"""The reweighted score and the sealed gap resample each stratum (and split) apart: 2-6 draws a model where the
+quality interval makes one; at 1,000 their endpoints move by about 3% of the width between seeds, and the 20-model,
+1,000,000-call leaderboard stays within its 2 s (benchmarks/results_scale.py)."""
+
+
+def _quality(scores: Floats, mask: Bools, seed: int, n_resamples: int, results: RunResults | None = None) -> Interval:
+    """Mean over the scored cases of `mask`; clustered when the run has clusters (pass `results`)."""
+    keep = mask & ~np.isnan(scores)
+    clusters = results.clusters_of(keep) if results is not None else None
+    return mean_ci(scores[keep], seed=seed, n_resamples=n_resamples, clusters=clusters)
 
 
 def model_row(results: RunResults, model: str, *, seed: int = 0, n_resamples: int = LEADERBOARD_RESAMPLES) -> ModelRow:
@@ -123,11 +166,17 @@ def model_row(results: RunResults, model: str, *, seed: int = 0, n_resamples: in
     p50, p95, p99 = _percentiles(lat.latency_ms, (50, 95, 99))
     t50, t95 = _percentiles(lat.ttft_ms, (50, 95))
     n_w, c_w = results.scored[i][working], results.passed[i][working]
+    pass_at, pass_at_n = pass_at_curve(n_w, c_w, range(1, results.trials + 1))
+    weighted = reweighted(scores, results.strata, working, results.weights, n_resamples=STRATIFIED_RESAMPLES,
+                          seed=seed) if results.weights else None
+    gap = sealed_gap(scores, results.strata, working, results.sealed, n_resamples=STRATIFIED_RESAMPLES,
+                     seed=seed) if results.sealed.any() else None
     return ModelRow(
-        model=model, quality=_quality(scores, working, seed, n_resamples), planned=len(results.cases) * results.trials,
+        model=model, quality=_quality(scores, working, seed, n_resamples, results),
+        planned=len(results.cases) * results.trials,
         calls=calls, answered=answered, errored=calls - answered, errors=dict(results.errors.get(model, {})),
         retries=int(results.attempts[i].sum()) - calls, passed=passed, unscored=unscored,
-        pass_at=pass_at_ks(n_w, c_w, range(1, results.trials + 1)),
+        pass_at=pass_at, pass_at_n=pass_at_n, weighted=weighted, gap=gap,
         consistency=consistency(n_w, c_w), spend=spend, tokens=tokens,
         cost_per_correct=known_spend / passed if passed else None,
         tokens_per_correct=known_tokens / passed if passed else None,
@@ -137,24 +186,34 @@ def model_row(results: RunResults, model: str, *, seed: int = 0, n_resamples: in
     )
 
 
-def leaderboard(results: RunResults, *, seed: int = 0, n_resamples: int = LEADERBOARD_RESAMPLES) -> list[ModelRow]:
-    """Every model of the run, best quality first (models with nothing answered last), frontiers marked."""
-    rows = [model_row(results, m, seed=seed, n_resamples=n_resamples) for m in results.models]
+def leaderboard(results: RunResults, *, seed: int = 0, n_resamples: int = LEADERBOARD_RESAMPLES,
+                decisions: Sequence[PairDecision] | None = None) -> list[ModelRow]:
+    """Every model of the run in the coverage-fair order (stats.ranking): ranked models first, then the unranked
+    ones, then models with nothing scored; frontiers marked. `decisions`: all pairs, when already computed."""
+    ranking = rank_models(results, decisions)
+    return rows_for(results, ranking, seed=seed, n_resamples=n_resamples)
+
+
+def rows_for(results: RunResults, ranking: Ranking, *, seed: int = 0,
+             n_resamples: int = LEADERBOARD_RESAMPLES) -> list[ModelRow]:
+    """The leaderboard rows of a ranking, in its order."""
+    by_model = {m: model_row(results, m, seed=seed, n_resamples=n_resamples) for m in results.models}
+    rows = [_ranked(by_model[s.model], s, results, ranking.common, seed, n_resamples) for s in ranking.standings]
     q = [r.quality.estimate if r.quality.n else None for r in rows]
     cost_front = pareto_front(q, [r.cost_per_correct for r in rows])
     lat_front = pareto_front(q, [r.latency_p95 for r in rows])
-    rows = [dataclasses.replace(r, on_cost_front=cf, on_latency_front=lf)
+    return [dataclasses.replace(r, on_cost_front=cf, on_latency_front=lf)
             for r, cf, lf in zip(rows, cost_front, lat_front, strict=True)]
-    rows.sort(key=lambda r: -(r.quality.estimate if r.quality.n else -1.0))
-    return rows
+
+
+def _ranked(row: ModelRow, s: Standing, results: RunResults, common: Bools, seed: int, n_resamples: int) -> ModelRow:
+    common_iv = _NAN_INTERVAL
+    if s.rank is not None:
+        common_iv = _quality(results.case_scores(row.model), common, seed, n_resamples, results)
+    return dataclasses.replace(row, rank=s.rank, common=common_iv, unranked=s.unranked, order_note=s.order_note,
+                               paradox=s.paradox)
 
 
 def ranked_models(results: RunResults) -> list[str]:
-    """Models with any scored working case, best quality (point estimate) first: no resampling."""
-    ranked = []
-    for m in results.models:
-        s = results.case_scores(m)[results.working]
-        s = s[~np.isnan(s)]
-        if s.size:
-            ranked.append((-float(s.mean()), results.models.index(m), m))
-    return [m for *_, m in sorted(ranked)]
+    """Models with any scored working case in the coverage-fair order (ranked, then unranked): no intervals."""
+    return rank_models(results).order

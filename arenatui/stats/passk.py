@@ -20,29 +20,38 @@ def pass_at_k_case(n: int, c: int, k: int) -> float:
 
 
 def pass_at_ks(answered: Ints, passed: Ints, ks: Sequence[int]) -> dict[int, float]:
-    """Mean pass@k over the cases with at least k answered trials, for each k; NaN where there are none.
+    """Mean pass@k over one case set for every k: the cases with at least K answered trials, K the largest k
+    any case supports. k values no case supports are left out (an empty dict when no case was answered).
 
-    Computed once per distinct (n, c) pair: a run has few, however many cases it has.
+    Over one set the curve is non-decreasing in k by construction (each case's pass@k is); computing each k over
+    its own set (the cases with at least k trials) made it fall: @1 0.71 @2 0.88 @3 0.50 (issue 26). Computed once
+    per distinct (n, c) pair: a run has few, however many cases it has.
     """
+    return pass_at_curve(answered, passed, ks)[0]
+
+
+def pass_at_curve(answered: Ints, passed: Ints, ks: Sequence[int]) -> tuple[dict[int, float], int]:
+    """(pass@k for the supported k, the number of cases the curve is computed over)."""
     n = np.asarray(answered, dtype=np.int64)
     c = np.asarray(passed, dtype=np.int64)
+    supported = [k for k in ks if k >= 1 and (n >= k).any()]
+    if not supported:
+        return {}, 0
+    top_k = max(supported)
+    keep = n >= top_k
     top = int(n.max(initial=0)) + 1
-    codes, counts = np.unique(n * top + c, return_counts=True)
+    codes, counts = np.unique(n[keep] * top + c[keep], return_counts=True)
     ns, cs = codes // top, codes % top
     out = {}
-    for k in ks:
-        keep = ns >= k
-        if not keep.any():
-            out[k] = float("nan")
-            continue
-        values = np.array([pass_at_k_case(int(nn), int(cc), k) for nn, cc in zip(ns[keep], cs[keep], strict=True)])
-        out[k] = float(values @ counts[keep] / counts[keep].sum())
-    return out
+    for k in supported:
+        values = np.array([pass_at_k_case(int(nn), int(cc), k) for nn, cc in zip(ns, cs, strict=True)])
+        out[k] = float(values @ counts / counts.sum())
+    return out, int(keep.sum())
 
 
 def pass_at_k(answered: Ints, passed: Ints, k: int) -> float:
     """Mean pass@k over the cases with at least k answered trials; NaN when there are none."""
-    return pass_at_ks(answered, passed, (k,))[k]
+    return pass_at_ks(answered, passed, (k,)).get(k, float("nan"))
 
 
 def consistency(answered: Ints, passed: Ints) -> float:

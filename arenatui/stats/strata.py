@@ -1,4 +1,9 @@
-"""Scores per stratum and per tag, with Simpson's-reversal flags against the overall ordering."""
+"""Scores per stratum and per tag, with subgroup-reversal flags that rest on evidence.
+
+A group is flagged only when its own paired interval excludes zero against a decided overall verdict, Holm-adjusted
+over every (pair, group) tested: comparing point estimates flagged 11 of 20 uniform strata of 20 cases (SE ≈ 0.14)
+over 8 seeds (issue 26). The coverage paradox (leaderboard against a paired verdict) is flagged by stats.ranking.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from arenatui.stats.bootstrap import Interval, mean_ci
-from arenatui.stats.compare import Comparison, PairDecision, compare_models
+from arenatui.stats.compare import Comparison, PairDecision, compare_models, holm_adjust
 from arenatui.stats.items import Bools, RunResults
 from arenatui.stats.leaderboard import LEADERBOARD_RESAMPLES
 
@@ -27,7 +32,8 @@ class GroupScores:
 
 @dataclass(frozen=True, slots=True)
 class Reversal:
-    """`model` beats `beaten` overall but scores lower in `group`."""
+    """A subgroup reversal: `model` beats `beaten` overall (decided, Holm over all pairs), and inside `group` its
+    paired interval excludes zero the other way, Holm-adjusted over every (pair, group) tested."""
 
     group: str
     kind: str
@@ -37,6 +43,9 @@ class Reversal:
     """How far `model` is ahead overall (positive)."""
     group_diff: float
     """model − beaten inside the group (negative)."""
+    interval: Interval
+    """model − beaten inside the group: paired interval over the group's cases both have scores for (its n)."""
+    p_holm: float
 
 
 def groups(results: RunResults) -> list[tuple[str, str, Bools]]:
@@ -64,28 +73,36 @@ def group_scores(results: RunResults, *, seed: int = 0, n_resamples: int = LEADE
     return out
 
 
-def reversals(table: list[GroupScores], decisions: Iterable[PairDecision]) -> list[Reversal]:
-    """Groups where a model scores below one it beats overall.
+def reversals(results: RunResults, decisions: Iterable[PairDecision], *, level: float = 0.95,
+              n_resamples: int = LEADERBOARD_RESAMPLES, seed: int = 0) -> list[Reversal]:
+    """Subgroup reversals of the decided pairs.
 
-    "Beats" means separated by the all-pairs comparison (Holm-adjusted), so noise between models that are
-    not ordered overall is not flagged.
+    Only a group whose point difference goes against the overall verdict can be flagged, so only those are
+    resampled; every group with 2+ shared cases counts in the Holm family (the others' p-values sort after and
+    do not change the adjustment of those that could be flagged).
     """
-    pairs = []
+    tests: list[tuple[str, str, str, str, float, Comparison | None]] = []
+    masks = groups(results)
     for d in decisions:
         if d.better is None:
             continue
         c = d.comparison
         winner, loser = (c.a, c.b) if d.better == c.a else (c.b, c.a)
-        pairs.append((winner, loser, abs(c.diff.estimate)))
-    out = []
-    for g in table:
-        for a, b, overall in pairs:
-            sa, sb = g.scores.get(a), g.scores.get(b)
-            if sa is None or sb is None or sa.n == 0 or sb.n == 0:
+        sw, sl = results.case_scores(winner), results.case_scores(loser)
+        both = ~np.isnan(sw) & ~np.isnan(sl)
+        for name, kind, mask in masks:
+            keep = mask & both
+            if keep.sum() < 2:
                 continue
-            if sa.estimate < sb.estimate:
-                out.append(Reversal(g.group, g.kind, a, b, overall, sa.estimate - sb.estimate))
-    return out
+            against = float((sw[keep] - sl[keep]).mean()) < 0
+            g = compare_models(results, winner, loser, cases=mask, n_resamples=n_resamples, seed=seed) \
+                if against else None
+            tests.append((name, kind, winner, loser, abs(c.diff.estimate), g))
+    adjusted = holm_adjust([t[5].p_value if t[5] is not None else 1.0 for t in tests])
+    alpha = 1 - level
+    return [Reversal(name, kind, w, lo, overall, g.diff.estimate, g.diff, float(p))
+            for (name, kind, w, lo, overall, g), p in zip(tests, adjusted, strict=True)
+            if g is not None and g.diff.high < 0 and p < alpha]
 
 
 def group_differences(results: RunResults, a: str, b: str, *, n_resamples: int = LEADERBOARD_RESAMPLES,

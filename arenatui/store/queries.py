@@ -11,7 +11,7 @@ import dataclasses
 import itertools
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,8 @@ class CaseInfo:
     """The prompt as text ('' for a sealed case: never shown)."""
     expected: str | None
     """None for a sealed case: never shown."""
+    cluster: str | None = None
+    """The case's `cluster` (cases sharing a passage or template), if it has one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,8 @@ class RunPlan:
     trials: int
     judged: tuple[JudgedScorer, ...] = ()
     """The run's llm_judge scorers, each with its judged cases."""
+    strata_weights: dict[str, float] = field(default_factory=dict)
+    """[strata] weights: production shares for the reweighted score."""
     chained: bool = False
     """Some case depends on others: calls may be stored 'unreachable' (neither scored nor answered)."""
 
@@ -201,7 +205,11 @@ def stored_plan(record: RunRecord) -> RunPlan:
         judged.append(JudgedScorer(name, s["judge"], sample, mine, tuple(c for c in mine if c in chosen)))
     planned = {c.id for c in cases}
     chained = any(c.get("depends_on") for c in raw_cases if str(c["id"]) in planned)
-    return RunPlan(record, tuple(models), tuple(cases), int(trials), tuple(judged), chained)
+    strata = cfg.get("strata")
+    weights = strata.get("weights") if isinstance(strata, Mapping) else None
+    strata_weights = {str(k): float(v) for k, v in weights.items()} if isinstance(weights, Mapping) else {}
+    return RunPlan(record, tuple(models), tuple(cases), int(trials), tuple(judged), strata_weights=strata_weights,
+                   chained=chained)
 
 
 run_plan = stored_plan
@@ -221,7 +229,8 @@ def _case_info(c: Mapping[str, Any]) -> CaseInfo:
     return CaseInfo(str(c["id"]), None if stratum is None else str(stratum),
                     tuple(str(t) for t in raw_tags) if not isinstance(raw_tags, str) else (raw_tags,), sealed,
                     "" if sealed else _prompt_text(c.get("input")),
-                    None if sealed or expected is None else str(expected))
+                    None if sealed or expected is None else str(expected),
+                    None if c.get("cluster") is None else str(c.get("cluster")))
 
 
 def _prompt_text(v: Any) -> str:
@@ -256,7 +265,10 @@ def load_results(store: Store, run: str | RunRecord, *, latency: bool = True) ->
     return load_plan_results(store, plan, latency=latency)
 
 
-def load_plan_results(store: Store, plan: RunPlan, *, latency: bool = True) -> RunResults:
+def load_plan_results(store: Store, plan: RunPlan, *, latency: bool = True,
+                      cluster_by: str | None = None) -> RunResults:
+    """The run's (model × case) arrays; clustered by the cases' `cluster` when any case has one, or by
+    `cluster_by` ('cluster', 'stratum' or 'tag:X', see stats.items.cluster_labels)."""
     run_id = plan.record.run_id
     models, case_ids = plan.models, tuple(c.id for c in plan.cases)
     m_index = {m: i for i, m in enumerate(models)}
@@ -303,7 +315,8 @@ def load_plan_results(store: Store, plan: RunPlan, *, latency: bool = True) -> R
         strata=tuple(c.stratum for c in plan.cases), tags=tuple(c.tags for c in plan.cases),
         sealed=np.array([c.sealed for c in plan.cases], dtype=bool), calls=calls, scored=scored, unscored=unscored,
         score_sum=score_sum, passed=passed, cost=cost, tokens=tokens, attempts=attempts, unscored_cost=unscored_cost,
-        unscored_tokens=unscored_tokens, errors=errors, latency=lat)
+        unscored_tokens=unscored_tokens, errors=errors, latency=lat, weights=dict(plan.strata_weights),
+        case_clusters=tuple(c.cluster for c in plan.cases)).clustered_by(cluster_by)
 
 
 def _fill(rows: list[Any], m_index: dict[str, int], c_index: dict[str, int],

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from arenatui.load.figures import LoadOutcome
     from arenatui.tuning.levels import ModelReadout
 
-F1Answers = dict[tuple[str, str], tuple[tuple[str, ...], list[tuple[str, str | None]]]]
+F1Answers = dict[tuple[str, str], tuple[tuple[str, ...], list[tuple[str, str | None]], list[str]]]
 """Per (model, f1 scorer): the scorer's labels and the (expected, answered label) pairs."""
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +134,9 @@ def f1_answers(store: Store, plan: RunPlan) -> F1Answers:
         if cid in cases:
             name, expected = cases[cid]
             assert expected is not None
-            out.setdefault((mk, name), (labels[name], []))[1].append((expected, extract_label(output or "",
-                                                                                              labels[name])))
+            got = out.setdefault((mk, name), (labels[name], [], []))
+            got[1].append((expected, extract_label(output or "", labels[name])))
+            got[2].append(cid)  # each answer's case: macro-F1's interval resamples cases
     return out
 
 

@@ -25,6 +25,7 @@ from arenatui.stats import (
     RunChange,
     RunResults,
     all_pairs,
+    answered_models,
     compare_models,
     compare_runs,
     disagreements,
@@ -34,6 +35,7 @@ from arenatui.stats import (
     reversals,
 )
 from arenatui.stats.bootstrap import Interval
+from arenatui.stats.f1_interval import label_cases, macro_f1_interval
 from arenatui.stats.strata import groups
 from arenatui.store import Store
 from arenatui.store.queries import (
@@ -83,14 +85,19 @@ class Classification:
     """Answered working cases × trials scored by this scorer (errored calls are coverage, not misses)."""
     macro_f1: float | None
     labels: list[LabelScore]
+    interval: Interval | None = None
+    """Macro-F1's bootstrap interval over cases (n = cases)."""
+    label_cases: dict[str, int] = field(default_factory=dict)
+    """Per label, the cases that expect it (its n; under 5 is marked)."""
 
 
 def classifications(answers: F1Answers) -> dict[str, list[Classification]]:
     """Per model, one Classification per f1 scorer (scorers by name), from the read model's F1 answers."""
     out: dict[str, list[Classification]] = {}
-    for (model, scorer), (labels, pairs) in sorted(answers.items()):
+    for (model, scorer), (labels, pairs, cids) in sorted(answers.items()):
         out.setdefault(model, []).append(
-            Classification(scorer, len(pairs), macro_f1(pairs, labels), label_scores(pairs, labels)))
+            Classification(scorer, len(pairs), macro_f1(pairs, labels), label_scores(pairs, labels),
+                           macro_f1_interval(pairs, labels, cids), label_cases(pairs, cids)))
     return out
 
 
@@ -202,9 +209,9 @@ def complete_view(view: RunView) -> RunView:
     res = view.results
     if view.load is not None:  # requests on a schedule, not cases: nothing to pair or stratify
         return dataclasses.replace(view, complete=True)
-    pairs = all_pairs(res, view.ranked)
+    pairs = all_pairs(res, answered_models(res))
     table = group_scores(res)
-    return dataclasses.replace(view, pairs=pairs, groups=table, reversals=reversals(table, pairs),
+    return dataclasses.replace(view, pairs=pairs, groups=table, reversals=reversals(res, pairs),
                                rows=_case_rows(view.plan, res), complete=True)
 
 

@@ -238,10 +238,12 @@ def test_export_rows_per_call_and_sealed_cases_as_aggregates(run_db: tuple[Path,
     assert SECRET not in out
     target = tmp_path / "calls.csv"
     code, _, err = _run(capsys, "export", "last", "--format", "csv", "-o", str(target), "--db", str(db))
-    assert code == 0 and f"wrote {4 * 72 + 4 + 1} rows" in err  # + the run's spend
+    assert code == 0 and f"wrote {4 * 72 + 4 + 1 + 4} rows" in err  # + the run's spend + one leaderboard row a model
     table = list(csv.DictReader(io.StringIO(target.read_text(encoding="utf-8"))))
-    assert len(table) == 4 * 72 + 4 + 1
-    assert {r["row"] for r in table} == {"call", "sealed_aggregate", "spend_total"}
+    assert len(table) == 4 * 72 + 4 + 1 + 4
+    assert {r["row"] for r in table} == {"call", "sealed_aggregate", "spend_total", "leaderboard"}
+    board = [r for r in rows if r["row"] == "leaderboard"]
+    assert [r["rank"] for r in board if r["rank"]] == list(range(1, len([r for r in board if r["rank"]]) + 1))
     (total,) = [r for r in rows if r["row"] == "spend_total"]
     assert total["judge_cost"] == 0 and total["cost"] == pytest.approx(total["candidate_cost"])
     first = table[0]

@@ -50,7 +50,7 @@ async def settle(pilot: Pilot[Any], pred: Any = None) -> None:
         await pilot.pause(0.02)
         try:
             await app.workers.wait_for_complete()
-        except WorkerCancelled:  # an exclusive worker replaced by a newer one (two picks in a row): wait again
+        except WorkerCancelled:  # an exclusive worker superseded by a newer one (two picks in a row): wait again
             continue
         await pilot.pause()
         screen = app.screen
@@ -70,23 +70,27 @@ async def test_leaderboard_ranks_and_sorts_by_any_column(db: Path) -> None:
         await settle(pilot)
         t = app.screen.query_one("#leaderboard-table", DataTable)
         assert [r[1] for r in rows(t)] == ["sim-twin", "sim-strong", "sim-weak"]  # best score first
-        assert rows(t)[0][4] == "85%"  # sim-twin's errored calls are coverage, not zeros
+        assert rows(t)[0][6] == "85%"  # sim-twin's errored calls are coverage, not zeros
+        # ranked over the cases every ranked model has scores for; its own-coverage score and n beside it
+        assert rows(t)[0][4] == "118" and rows(t)[0][5].endswith("/118")
+        assert "cases every ranked model has scores for" in str(app.screen.query_one("#leaderboard-note",
+                                                                                   Static).render())
         # the figures are explained in the same words as under the headless leaderboard (issue 12, item 18)
         assert LEADERBOARD_NOTE in str(app.screen.query_one("#leaderboard-note", Static).render())
         # s steps through the columns: $/correct (cheapest first) puts sim-weak on top
-        for _ in range(3):
+        for _ in range(5):
             await pilot.press("s")
-        assert app.screen.sort_column == 4
+        assert app.screen.sort_column == 6
         assert [r[1] for r in rows(t)] == ["sim-weak", "sim-twin", "sim-strong"]
         await pilot.press("S")  # back one column: coverage (highest first)
-        assert app.screen.sort_column == 3
+        assert app.screen.sort_column == 5
         assert [r[1] for r in rows(t)] == ["sim-strong", "sim-weak", "sim-twin"]
         # a click on a header sorts by it; a second click reverses
         await pilot.click(DataTable, offset=(3, 0))  # "#" is not sortable
-        assert app.screen.sort_column == 3
-        t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[14].key, 14, t.ordered_columns[14].label))
+        assert app.screen.sort_column == 5
+        t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[15].key, 15, t.ordered_columns[15].label))
         await pilot.pause()
-        assert app.screen.sort_column == 13  # p95 ms, fastest first
+        assert app.screen.sort_column == 14  # p95 ms, fastest first
         assert rows(t)[0][1] == "sim-strong"
         t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[1].key, 1, t.ordered_columns[1].label))
         await pilot.pause()
@@ -168,7 +172,7 @@ async def test_compare_separated_and_not_separated(db: Path) -> None:
         assert screen.query_one("#pick-b", Select).value == "sim-strong"
         verdict = static_text(app, "#verdict")
         assert verdict.startswith("no ordering established on this evidence (118 cases)")
-        assert "cases would resolve a difference of" in verdict
+        assert "for 80% power to detect a difference of" in verdict
         assert "compared over the 118 cases both have scores for" in verdict
         hist = static_text(app, "#histogram")
         assert "│" in hist or "┼" in hist
@@ -220,7 +224,7 @@ async def test_strata_flag_the_reversal(db: Path) -> None:
         r = {row[0]: row for row in rows(t)}
         assert r["stratum hard"][3].endswith("▼") and not r["stratum easy"][3].endswith("▼")
         note = static_text(app, "#strata-note")
-        assert "stratum hard: sim-strong scores below sim-weak here" in note and "Simpson" in note
+        assert "stratum hard: sim-strong scores below sim-weak here" in note and "subgroup reversal" in note
 
 
 async def test_cases_filter_search_and_side_by_side(db: Path) -> None:
@@ -396,7 +400,7 @@ async def test_the_leaderboard_shows_macro_f1_for_a_run_with_f1_cases(f1db: Path
         screen = app.screen
         t = screen.query_one("#leaderboard-table", DataTable)
         heads = [str(c.label) for c in t.ordered_columns]
-        assert heads[:6] == ["#", "model", "quality ▼", "macro-F1", "95% CI", "coverage"]
+        assert heads[:7] == ["#", "model", "quality ▼", "macro-F1", "95% CI", "n", "own"]
         by_model = {r[1]: r for r in rows(t)}
         assert by_model["sim-sharp"][3] == f"{SHARP_MACRO:.3f}" == "0.952"
         assert by_model["sim-lazy"][3] == f"{LAZY_MACRO:.3f}" == "0.333"
@@ -413,7 +417,7 @@ async def test_the_leaderboard_shows_macro_f1_for_a_run_with_f1_cases(f1db: Path
         await pilot.pause()
         assert isinstance(app.screen, ModelDetail) and app.screen.model == "sim-sharp"
         text = f1_text(app)
-        assert f"classification sentiment: macro-F1 {SHARP_MACRO:.3f} over 10 answered cases" in text
+        assert f"classification sentiment: macro-F1 {SHARP_MACRO:.3f} (95% CI " in text and "over 10 cases" in text
         assert "label precision recall F1 expected given" in text
         assert "positive 1.000 1.000 1.000 4 4" in text
         assert f"negative 1.000 {3 / 4:.3f} {SHARP_NEGATIVE_F1:.3f} 4 3" in text  # 0.750 0.857
@@ -424,7 +428,7 @@ async def test_the_leaderboard_shows_macro_f1_for_a_run_with_f1_cases(f1db: Path
         await pilot.pause()
         assert isinstance(app.screen, ModelDetail) and app.screen.model == "sim-lazy"
         text = f1_text(app)
-        assert f"macro-F1 {LAZY_MACRO:.3f} over 10 answered cases" in text
+        assert f"macro-F1 {LAZY_MACRO:.3f} (95% CI " in text and "over 10 answered calls" in text
         assert "negative – 0.000 0.000 4 0" in text  # never said negative: no precision, not a zero
 
 

@@ -213,7 +213,8 @@ def test_export_has_judge_and_total_rows(judged: tuple[Path, str, list[str]]) ->
     with Store(db) as s:
         write_export(s, run, "csv", buf)
     table = list(csv.DictReader(io.StringIO(buf.getvalue())))
-    assert {r["row"] for r in table} == {"call", "sealed_aggregate", "judge_aggregate", "spend_total"}
+    assert {r["row"] for r in table} == {"call", "sealed_aggregate", "judge_aggregate", "spend_total",
+                                         "leaderboard"}
 
 
 def test_the_public_diagnosis_query_still_works(judged: tuple[Path, str, list[str]]) -> None:

@@ -24,11 +24,30 @@ def keys(plan) -> list[tuple[str, str, int]]:
     return [(m.key, c.id, t) for m in plan.models for c, t in plan.pending(m.key)]
 
 
-def test_full_expansion_is_case_major_with_every_trial() -> None:
+def test_full_expansion_has_every_call_once() -> None:
     plan = make_plan(proj())
     assert plan.total == 3 * 4 * 2 == len(keys(plan)) == len(set(keys(plan)))
-    assert keys(plan)[:4] == [("alpha", "c1", 0), ("alpha", "c1", 1), ("alpha", "c2", 0), ("alpha", "c2", 1)]
     assert plan.describe() == "3 models × 4 cases × 2 trial(s) = 24 calls"
+
+
+def test_call_order_is_seeded_interleaved_per_model_and_kept_on_resume() -> None:
+    big = project_from_dict({"run": {"trials": 2, "seed": 7}, "models": [{"key": "a"}, {"key": "b"}],
+                             "cases": [{"id": f"c{j}", "input": "x", "stratum": "easy" if j < 100 else "hard"}
+                                       for j in range(200)]}, Path("p.toml"))
+    plan = make_plan(big)
+    order_a = [(c.id, t) for c, t in plan.pending("a")]
+    assert order_a == [(c.id, t) for c, t in make_plan(big).pending("a")]  # the seed's order, every time
+    assert order_a != [(c.id, t) for c, t in plan.pending("b")]  # each model its own
+    assert order_a != sorted(order_a, key=lambda k: (int(k[0][1:]), k[1]))  # not the file's order
+    other = project_from_dict({**{"run": {"trials": 2, "seed": 8}, "models": [{"key": "a"}]},
+                               "cases": [{"id": f"c{j}", "input": "x"} for j in range(200)]}, Path("p.toml"))
+    assert order_a != [(c.id, t) for c, t in make_plan(other).pending("a")]
+    # a time window (the first fifth of the calls) covers both halves of the file alike: not the easy cases only
+    first = order_a[:80]
+    assert 25 <= sum(int(cid[1:]) < 100 for cid, _t in first) <= 55
+    # resume: the stored calls are skipped, the rest keep their order
+    done = {"a": set(order_a[:150])}
+    assert [(c.id, t) for c, t in make_plan(big, done=done).pending("a")] == order_a[150:]
 
 
 def test_filters_combine() -> None:

@@ -10,13 +10,14 @@ from stats_support import binary_results, make_results
 
 from arenatui.stats import (
     Interval,
+    PowerNote,
     all_pairs,
-    cases_needed,
     compare_models,
     compare_runs,
     holm_adjust,
     verdict_text,
 )
+from arenatui.stats.compare import PAIR_RESAMPLES
 
 
 def test_holm_on_a_known_set_of_p_values() -> None:
@@ -33,17 +34,10 @@ def test_holm_on_a_known_set_of_p_values() -> None:
 def test_verdict_wording() -> None:
     assert verdict_text("A", "B", Interval(0.12, 0.05, 0.2, 300)) == "A is better by 0.120 (95% CI 0.050 to 0.200)"
     assert verdict_text("A", "B", Interval(-0.12, -0.2, -0.05, 300)) == "B is better by 0.120 (95% CI 0.050 to 0.200)"
-    text = verdict_text("A", "B", Interval(0.02, -0.03, 0.07, 120), cases_needed=750)
-    assert text == "no ordering established on this evidence (120 cases); about 750 cases would resolve a " \
-                   "difference of 0.020"
+    text = verdict_text("A", "B", Interval(0.02, -0.03, 0.07, 120), power=PowerNote(0.05, 750, False))
+    assert text == "no ordering established on this evidence (120 cases); for 80% power to detect a difference " \
+                   "of 0.050 (the smallest these cases detect), about 750 cases"
     assert "equal" not in text
-
-
-def test_cases_needed_follows_one_over_root_n() -> None:
-    # SE 0.02 at n=100 and d=0.02: z·SE/d = 1.96, so n' = 100 · 1.96² ≈ 385
-    assert cases_needed(100, 0.02, 0.02) == math.ceil(100 * (1.959963984540054 ** 2))
-    assert cases_needed(100, 0.0, 0.02) is None
-    assert cases_needed(1, 0.5, 0.1) is None
 
 
 def test_clear_and_unclear_pairs_and_errored_cases_left_out() -> None:
@@ -58,7 +52,7 @@ def test_clear_and_unclear_pairs_and_errored_cases_left_out() -> None:
     c = compare_models(res, "strong", "weak")
     assert c.decided and c.better == "strong" and c.n == n
     assert c.verdict.startswith("strong is better by 0.3")
-    assert c.p_a_better == 1.0 and c.differences.size == 10_000
+    assert c.p_a_better == 1.0 and c.differences.size == PAIR_RESAMPLES
     u2 = compare_models(res, "weak", "twin")
     assert not u2.decided and u2.n == n - 50 and u2.only_a == 50 and u2.only_b == 0
     assert u2.verdict.startswith(f"no ordering established on this evidence ({n - 50} cases)")

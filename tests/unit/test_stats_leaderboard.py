@@ -87,7 +87,7 @@ def test_sealed_cases_scored_apart_with_the_gap() -> None:
     assert row.sealed_gap == pytest.approx(1.0)
 
 
-def test_strata_scores_and_simpson_reversal_flag() -> None:
+def test_strata_scores_and_subgroup_reversal_flag() -> None:
     from arenatui.stats import all_pairs
 
     # A wins overall (many easy cases) but loses on the hard stratum.
@@ -100,6 +100,6 @@ def test_strata_scores_and_simpson_reversal_flag() -> None:
     assert [(g.group, g.kind, g.cases) for g in table] == [("easy", "stratum", 200), ("hard", "stratum", 40),
                                                           ("x", "tag", 240)]
     assert table[1].scores["A"].estimate == pytest.approx(0.25)
-    flags = reversals(table, all_pairs(res))
+    flags = reversals(res, all_pairs(res))
     assert [(f.group, f.model, f.beaten) for f in flags] == [("hard", "A", "B")]
     assert flags[0].group_diff == pytest.approx(-0.25)

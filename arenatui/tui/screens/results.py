@@ -84,6 +84,24 @@ def leaderboard_cells(s: ModelRow, view: RunView) -> list[str | Text]:
     return [literal(c.cell(s), newlines=False) for c in leaderboard_columns(view)]
 
 
+def fair_text(board: list[ModelRow]) -> Text:
+    """What the ranking rests on: its common cases, who is listed apart and why, and any verdict or paradox note."""
+    ranked = [r for r in board if r.rank is not None]
+    out = Text()
+    if ranked:
+        out.append(f" Ranked by score over the {ranked[0].common.n} cases every ranked model has scores for; own: "
+                   "each model's score over its own scored cases/their n.")
+    for r in board:
+        for mark, why in (("", r.unranked and f"unranked, {r.unranked}"), ("* ", r.order_note), ("! ", r.paradox)):
+            if why:
+                out.append(f" {mark}")
+                out.append(literal(r.model, newlines=False))
+                out.append(": ")
+                out.append(literal(why, newlines=False))
+                out.append(".")
+    return out
+
+
 def spend_text(view: RunView) -> Text:
     """The run's spend: the models', each judge's apart (calls, judge errors, tokens), and their total."""
     sp = view.spend
@@ -276,6 +294,14 @@ class Results(Screen[None]):
             out.append("  REGRESSION: " if ch.regression else "  ")
             out.append(literal(c.verdict, newlines=False))
             out.append("\n")
+            for st in ch.strata:
+                if st.regression:  # a stratum's regression counts even when the aggregate improved
+                    out.append("    REGRESSION in stratum ", "bold")
+                    out.append(literal(st.stratum, newlines=False))
+                    out.append(": ")
+                    out.append(literal(f"{st.comparison.verdict} (Holm over strata, p {st.p_holm:.4f})",
+                                       newlines=False))
+                    out.append("\n")
         self.app.call_from_thread(self.query_one("#runs-compare", Static).update, out)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -398,6 +424,7 @@ class Results(Screen[None]):
         for i, s in enumerate(order, 1):
             t.add_row(str(i), *leaderboard_cells(s, view), key=s.model)
         note = Text(f"sorted by {by.title}; s next column, S back; Enter opens a model. {LEADERBOARD_NOTE}")
+        note.append(fair_text(view.board))
         if view.plan.judged:
             note.append(" Unscored calls (outside a judge's sample) are answered: coverage, not quality.")
         if view.classification:
@@ -543,6 +570,7 @@ class Results(Screen[None]):
             for m in ranked:
                 i = g.scores[m]
                 cell = f"{score(i.estimate)} ±{(i.high - i.low) / 2:.2f}" if i.n > 1 else score(i.estimate)
+                cell += f" n{i.n}" if i.n != g.cases else ""  # the n the interval is over, where not the group's
                 cells.append(cell + (" ▼" if m in flagged else ""))
             t.add_row(*cells, key=label)
         for r in view.reversals:
@@ -552,10 +580,12 @@ class Results(Screen[None]):
             notes.append(literal(r.model, newlines=False))
             notes.append(" scores below ")
             notes.append(literal(r.beaten, newlines=False))
-            notes.append(f" here ({r.group_diff:+.3f}), though it beats it overall by {r.overall_diff:.3f} "
-                         "(Simpson's reversal)\n")
+            notes.append(f" here ({r.group_diff:+.3f}, 95% CI {r.interval.low:+.3f} to {r.interval.high:+.3f} over "
+                         f"{r.interval.n} cases, Holm-adjusted p {r.p_holm:.4f}), though it beats it overall by "
+                         f"{r.overall_diff:.3f} (subgroup reversal)\n")
         if not notes:
-            notes.append("No reversals: no model scores below, in any stratum or tag, a model it beats overall.")
+            notes.append("No subgroup reversal: in no stratum or tag does a model's paired interval exclude zero "
+                         "against a model it beats overall (Holm-adjusted over the groups tested).")
         self.query_one("#strata-note", Static).update(notes)
 
     def refilter(self) -> None:

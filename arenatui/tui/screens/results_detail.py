@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from rich.console import Group
@@ -15,10 +16,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-from arenatui.figures import interval, money, pct, score, signed
+from arenatui.figures import NOTHING, interval, money, pct, score
 from arenatui.figures import ms as fmt_num
 from arenatui.safe_text import literal
 from arenatui.stats import ModelRow
+from arenatui.stats.f1_interval import FEW_CASES
 from arenatui.store.queries import CallRow, CaseInfo, JudgedScorer, JudgmentRow
 from arenatui.tui.results_data import Classification, RunView, case_detail
 from arenatui.tui.screens.common import fmt_errors
@@ -195,6 +197,8 @@ def model_text(view: RunView, s: ModelRow) -> Text:
             out.append(line, "bold" if lv.level == ro.best else "")
     out.append("pass@k ", _LABEL)
     out.append("  ".join(f"k={k} {score(v)}" for k, v in sorted(s.pass_at.items())))
+    if s.pass_at:
+        out.append(f" (over the {s.pass_at_n} cases with {max(s.pass_at)} answered trials)")
     out.append(f"   trials agree on {pct(s.consistency)} of cases\n")
     out.append("cost ", _LABEL)
     out.append(f"{money(s.spend)} spent (every attempt; its own calls, not a judge's); "
@@ -212,10 +216,13 @@ def model_text(view: RunView, s: ModelRow) -> Text:
     out.append(f"\n        beside: errors {pct(s.error_rate)}, timeouts {pct(s.timeout_rate)} (a timeout removes the "
                f"slowest calls from the percentiles), retries {pct(s.retry_rate)} of calls\n")
     if s.sealed.n:
-        gap = s.sealed_gap
         out.append("sealed ", _LABEL)
-        out.append(f"{score(s.sealed.estimate)} over {s.sealed.n} sealed cases; working − sealed "
-                   f"{signed(gap)} (a large gap hints at contamination)\n")
+        out.append(f"{score(s.sealed.estimate)} over {s.sealed.n} sealed cases; {sealed_gap_words(s)}\n")
+    if s.weighted is not None:
+        w = s.weighted
+        out.append("weighted ", _LABEL)
+        out.append(f"{score(w.estimate)} ({score(w.low)}–{score(w.high)}) with each stratum at its [strata] "
+                   f"weight, against {score(s.quality.estimate)} at its share of the cases\n")
     out.append("\nby stratum and tag\n", _LABEL)
     for g in view.groups:
         i = g.scores[s.model]
@@ -230,22 +237,28 @@ def model_text(view: RunView, s: ModelRow) -> Text:
     return out
 
 
+def _label_n(n: int) -> str:
+    return f"{n} ⚠" if n < FEW_CASES else str(n)
+
+
 def f1_tables(classes: list[Classification]) -> Group:
     """Per f1 scorer: its macro-F1, then each label's precision, recall and F1 (labels are the project's text)."""
     parts: list[Text | Table] = []
     for c in classes:
         head = Text("\nclassification ", _LABEL)
         head.append(literal(c.scorer, newlines=False))
-        head.append(f": macro-F1 {score(c.macro_f1)} over {c.answers} answered "
-                    "cases (an answer with no label misses its label)")
+        iv = c.interval
+        ci = f" (95% CI {score(iv.low)}–{score(iv.high)} over {iv.n} cases)" if iv and iv.n > 1 else ""
+        head.append(f": macro-F1 {NOTHING if c.macro_f1 is None else score(c.macro_f1)}{ci} over {c.answers} answered "
+                    "calls (an answer with no label misses its label; ⚠ a label with fewer than 5 cases)")
         parts.append(head)
         t = Table(box=None, padding=(0, 2), show_edge=False, header_style="bold")
-        for col in ("label", "precision", "recall", "F1", "expected", "given"):
+        for col in ("label", "precision", "recall", "F1", "expected", "given", "cases"):
             t.add_column(col, justify="left" if col == "label" else "right", no_wrap=True, min_width=len(col))
         for lb in c.labels:
-            t.add_row(literal(lb.label, newlines=False), score(lb.precision),
-                      score(lb.recall), score(lb.f1), str(lb.expected),
-                      str(lb.predicted))
+            t.add_row(literal(lb.label, newlines=False), NOTHING if lb.precision is None else score(lb.precision),
+                      NOTHING if lb.recall is None else score(lb.recall), score(lb.f1), str(lb.expected),
+                      str(lb.predicted), _label_n(c.label_cases.get(lb.label, 0)))
         parts.append(t)
     return Group(*parts)
 
@@ -271,3 +284,18 @@ class ModelDetail(ModalScreen[None]):
                 if classes:
                     yield Static(f1_tables(classes), id="model-f1")
             yield Label(Text("Escape closes"), classes="hint")
+
+
+def sealed_gap_words(s: ModelRow) -> str:
+    """The stratum-matched working − sealed gap with its interval; contamination only when large and outside it."""
+    g = s.gap
+    if g is None:
+        return "no stratum has scored cases in both splits: no gap to read"
+    iv = g.gap
+    if iv.n < 2 or math.isnan(iv.low):
+        return (f"working − sealed {iv.estimate:+.3f} within strata {', '.join(g.strata) or '-'}: too few cases in "
+                "a split for an interval, so nothing to read into it")
+    ci = f" (95% CI {iv.low:+.3f} to {iv.high:+.3f})"
+    tail = ("outside its interval: if large, the working cases may have leaked into training" if g.outside else
+            "within its interval: no sign of contamination")
+    return f"working − sealed {iv.estimate:+.3f}{ci} within strata {', '.join(g.strata) or '-'}, {tail}"

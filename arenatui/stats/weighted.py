@@ -1,0 +1,91 @@
+"""Stratified figures: a score reweighted to production frequency, and the stratum-matched sealed gap.
+
+Both resample within each stratum (a stratified bootstrap): a stratum's share is fixed by the weights, not by how
+many of its cases the file happened to hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from arenatui.stats.bootstrap import Interval, resampled_means
+from arenatui.stats.items import Bools, Floats
+
+_NAN = float("nan")
+
+
+def _interval(est: float, draws: Floats, n: int, level: float) -> Interval:
+    """NaN bounds when a stratum had a single case: its spread is unknown, so no interval is claimed."""
+    a = (1 - level) / 2
+    lo, hi = np.quantile(draws, [a, 1 - a])
+    return Interval(est, float(lo), float(hi), n)
+
+
+def _stratum_draws(v: Floats, n_resamples: int, rng: np.random.Generator) -> Floats:
+    return np.full(n_resamples, np.nan) if v.size == 1 else resampled_means(v, n_resamples, rng)
+
+
+def reweighted(scores: Floats, strata: Sequence[str | None], mask: Bools, weights: Mapping[str, float], *,
+               n_resamples: int = 2_000, level: float = 0.95, seed: int = 0) -> Interval | None:
+    """Σ weight_s · mean_s over the scored cases of `mask`, with a stratified-bootstrap interval.
+
+    None when a weighted stratum has no scored case here (its share cannot be filled) or there are no weights.
+    Weights are normalised over the strata they name."""
+    total = sum(weights.values())
+    if not weights or total <= 0:
+        return None
+    rng = np.random.default_rng(seed)
+    strata_arr = np.array([s if s is not None else "" for s in strata], dtype=object)
+    est = 0.0
+    draws = np.zeros(n_resamples)
+    n = 0
+    for s, w in weights.items():
+        v = scores[mask & (strata_arr == s) & ~np.isnan(scores)]
+        if v.size == 0:
+            return None
+        est += w / total * float(v.mean())
+        draws += w / total * _stratum_draws(v, n_resamples, rng)
+        n += int(v.size)
+    return _interval(est, draws, n, level)
+
+
+@dataclass(frozen=True, slots=True)
+class SealedGap:
+    """Working − sealed quality within the strata both splits have, weighted by the sealed cases' mix."""
+
+    gap: Interval
+    strata: tuple[str, ...]
+    """The strata matched ('' for cases without one)."""
+    left_out: int
+    """Scored cases (either split) in a stratum the other split lacks."""
+
+    @property
+    def outside(self) -> bool:
+        """The interval excludes zero: the gap is more than noise (never when a side had one case: no interval)."""
+        return self.gap.n > 1 and (self.gap.low > 0 or self.gap.high < 0)
+
+
+def sealed_gap(scores: Floats, strata: Sequence[str | None], working: Bools, sealed: Bools, *,
+               n_resamples: int = 2_000, level: float = 0.95, seed: int = 0) -> SealedGap | None:
+    """None when no stratum has scored cases in both splits."""
+    rng = np.random.default_rng(seed)
+    keys = np.array([s if s is not None else "" for s in strata], dtype=object)
+    scored = ~np.isnan(scores)
+    names = list(dict.fromkeys(keys[(working | sealed) & scored]))
+    matched = [s for s in names if (working & scored & (keys == s)).any() and (sealed & scored & (keys == s)).any()]
+    if not matched:
+        return None
+    n_sealed = sum(int((sealed & scored & (keys == s)).sum()) for s in matched)
+    est, draws, n = 0.0, np.zeros(n_resamples), 0
+    for s in matched:
+        w_cases = scores[working & scored & (keys == s)]
+        s_cases = scores[sealed & scored & (keys == s)]
+        share = s_cases.size / n_sealed
+        est += share * (float(w_cases.mean()) - float(s_cases.mean()))
+        draws += share * (_stratum_draws(w_cases, n_resamples, rng) - _stratum_draws(s_cases, n_resamples, rng))
+        n += int(w_cases.size + s_cases.size)
+    left_out = int(((working | sealed) & scored).sum()) - n
+    return SealedGap(_interval(est, draws, n, level), tuple(matched), left_out)

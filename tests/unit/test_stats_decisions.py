@@ -1,0 +1,294 @@
+"""Decisions a reader can defend (issue 26): the coverage-fair ranking, pass@k over one case set, reversal flags
+with evidence, exact zero, power, clusters, the regression gate, strata weights and the sealed gap."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from stats_support import make_results
+
+from arenatui.stats import all_pairs, compare_models, compare_runs, leaderboard, pass_at_ks, rank_models, reversals
+from arenatui.stats.bootstrap import clustered_se, mean_ci
+from arenatui.stats.compare import paired_differences
+from arenatui.stats.power import cases_for, planned_cases, planned_mde, power_note
+from arenatui.stats.weighted import reweighted, sealed_gap
+
+
+def _twins(rng: np.random.Generator, answered: int) -> dict[str, list[list[float | None]]]:
+    """Identical per stratum (easy 0.95, hard 0.50; the 100 easy cases first); 'limited' gives up on the cases after
+    the first `answered` in file order, as throttling in file order left it."""
+    p = np.array([0.95] * 100 + [0.50] * 100)
+    full = (rng.random(200) < p).astype(float)
+    lim = (rng.random(200) < p).astype(float)
+    return {"full": [[x] for x in full], "limited": [[x] if j < answered else [None] for j, x in enumerate(lim)]}
+
+
+def test_twin_headline_difference_is_noise_and_own_coverage_is_beside_it() -> None:
+    diffs, own_gaps = [], []
+    for seed in range(12):
+        rows = {r.model: r for r in leaderboard(make_results(_twins(np.random.default_rng(seed), 120)))}
+        full, lim = rows["full"], rows["limited"]
+        assert full.rank and lim.rank and full.common.n == lim.common.n == 120  # "n common cases"
+        diffs.append(lim.common.estimate - full.common.estimate)
+        own_gaps.append(lim.quality.estimate - full.quality.estimate)
+    # own coverage ranks luck: the limited twin answered mostly easy cases (0.83 against 0.725 expected)
+    assert np.mean(own_gaps) > 0.07
+    # over the common cases the two are the same model: the mean difference is within noise of zero
+    se = np.std(diffs, ddof=1) / math.sqrt(len(diffs))
+    assert abs(np.mean(diffs)) < 3 * se + 0.02
+
+
+def test_a_low_coverage_model_is_listed_apart_with_why() -> None:
+    res = make_results({**_twins(np.random.default_rng(1), 38), "one": [[1.0]] + [[None]] * 199})
+    rows = leaderboard(res)
+    assert [r.model for r in rows if r.rank] == ["full"]
+    apart = {r.model: r for r in rows if r.rank is None}
+    assert set(apart) == {"limited", "one"}
+    assert "scores for 38 working cases, under half the 200" in (apart["limited"].unranked or "")
+    assert "scores for 1 working case," in (apart["one"].unranked or "")
+    assert math.isnan(apart["one"].common.estimate) and apart["one"].quality.estimate == 1.0
+
+
+def _paradox(seed: int) -> dict[str, list[list[float | None]]]:
+    """A better than B in every stratum; A answers only the hard cases."""
+    rng = np.random.default_rng(seed)
+    u = rng.random(240)
+    easy, hard = u[:120], u[120:]
+    a = [[None]] * 120 + [[float(x < 0.55)] for x in hard]
+    b = [[float(x < 0.90)] for x in easy] + [[float(x < 0.32)] for x in hard]
+    return {"A": a, "B": b}
+
+
+def test_coverage_paradox_ranks_by_the_common_cases_and_is_flagged() -> None:
+    res = make_results(_paradox(3), strata=["easy"] * 120 + ["hard"] * 120)
+    rows = leaderboard(res)
+    own = {r.model: r.quality.estimate for r in rows}
+    assert own["B"] > own["A"]  # what the old leaderboard ranked by
+    assert [r.model for r in rows] == ["A", "B"] and rows[0].common.n == 120
+    assert compare_models(res, "A", "B").better == "A"
+    assert rows[0].paradox is not None and rows[0].paradox.startswith("coverage paradox: B's own-coverage score")
+
+
+def test_order_never_contradicts_a_decided_verdict() -> None:
+    # X and Y share 60 cases where X is clearly better; Y also has 60 cases X errored on, where Y fails, and X's
+    # extra cases with Z push the common set to the cases where X is weaker: the verdict must still hold.
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        n = 120
+        calls = {m: [[float(rng.random() < p)] for _ in range(n)] for m, p in (("X", 0.8), ("Y", 0.5), ("Z", 0.65))}
+        res = make_results(calls)
+        ranking = rank_models(res)
+        pos = {s.model: i for i, s in enumerate(ranking.standings)}
+        for d in all_pairs(res, ranking.order):
+            if d.better is not None:
+                c = d.comparison
+                loser = c.b if d.better == c.a else c.a
+                assert pos[d.better] < pos[loser]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=40))
+def test_pass_at_k_is_non_decreasing_in_k_under_random_coverage(cells: list[tuple[int, int]]) -> None:
+    answered = np.array([n for n, _c in cells])
+    passed = np.array([min(c, n) for n, c in cells])
+    curve = pass_at_ks(answered, passed, range(1, 6))
+    ks = sorted(curve)
+    assert ks == [k for k in range(1, 6) if (answered >= k).any()]  # k no case supports is not shown
+    values = [curve[k] for k in ks]
+    assert all(b >= a - 1e-12 for a, b in itertools.pairwise(values))
+
+
+def test_pass_at_k_curve_over_one_case_set_in_the_row() -> None:
+    # the issue's shape: cases with fewer trials answered used to lift @2 above @3
+    res = make_results({"m": [[1.0, 0.0, 0.0], [1.0, None, None], [0.0, 1.0, None], [0.0, 0.0, 0.0]]})
+    (row,) = leaderboard(res)
+    assert row.pass_at_n == 2 and sorted(row.pass_at) == [1, 2, 3]
+    assert row.pass_at[1] == pytest.approx(1 / 6) and row.pass_at[3] == pytest.approx(0.5)
+
+
+def test_an_exact_zero_difference_is_zero_with_no_power_figure() -> None:
+    c = paired_differences(np.array([0, 0, 2 / 3, 1]), np.array([2 / 3, 1, 0, 0]))
+    assert c.diff.estimate == 0.0 and not c.decided and c.power is None
+    assert c.verdict == "no ordering established on this evidence (4 cases); the observed difference is zero"
+
+
+def test_power_before_and_after_a_run() -> None:
+    # the standard figure: 80% power, 95% two-sided, independent 0/1 errors around 0.8
+    n = planned_cases(0.05, 0.8)
+    assert n == cases_for(0.05, math.sqrt(0.8 * 0.2 + 0.85 * 0.15))
+    assert 850 < (n or 0) < 1000
+    mdes = [planned_mde(k, 0.8) for k in (100, 400, 1600)]
+    assert mdes[0] and mdes[1] and mdes[2] and mdes[0] > mdes[1] > mdes[2]
+    assert planned_cases(mdes[1], 0.8) == pytest.approx(400, abs=2)  # the two are one formula, inverted
+    # after a run: D is the observed |d| above the MDE, else the MDE; never from zero
+    assert power_note(100, 0.0, 0.5) is None
+    small = power_note(100, 0.01, 0.5)
+    assert small is not None and not small.observed and small.cases == 100
+    big = power_note(100, 0.3, 0.5)
+    assert big is not None and big.observed and big.cases < 100
+
+
+def test_power_figure_is_about_eighty_percent_in_simulation() -> None:
+    rng = np.random.default_rng(11)
+    n = planned_cases(0.10, 0.7)
+    assert n is not None
+    hits = 0
+    sims = 200
+    for s in range(sims):
+        a = (rng.random(n) < 0.8).astype(float)
+        b = (rng.random(n) < 0.7).astype(float)
+        hits += paired_differences(a, b, seed=s).decided
+    assert 0.70 <= hits / sims <= 0.90
+
+
+def test_compare_and_compare_all_agree_on_one_pair() -> None:
+    rng = np.random.default_rng(2)
+    res = make_results({"A": [[float(rng.random() < 0.7)] for _ in range(150)],
+                        "B": [[float(rng.random() < 0.66)] for _ in range(150)]})
+    one = compare_models(res, "A", "B")
+    (pair,) = all_pairs(res)
+    assert one.p_a_better == pair.comparison.p_a_better and one.cases_needed == pair.comparison.cases_needed
+
+
+def test_reversal_flags_fire_on_evidence_only() -> None:
+    # A = 0.80, B = 0.65 in every one of 20 strata of 20 cases, 8 seeds: at most one false flag in all
+    flags = 0
+    strata = [f"s{j // 20}" for j in range(400)]
+    for seed in range(8):
+        rng = np.random.default_rng(100 + seed)
+        res = make_results({"A": [[float(rng.random() < 0.80)] for _ in range(400)],
+                            "B": [[float(rng.random() < 0.65)] for _ in range(400)]}, strata=strata)
+        flags += len(reversals(res, all_pairs(res)))
+    assert flags <= 1
+
+
+def test_a_real_subgroup_reversal_is_flagged() -> None:
+    a = [[1.0]] * 180 + [[0.0]] * 20 + [[0.0]] * 60 + [[1.0]] * 20
+    b = [[1.0]] * 120 + [[0.0]] * 80 + [[0.0]] * 30 + [[1.0]] * 50
+    res = make_results({"A": a, "B": b}, strata=["easy"] * 200 + ["hard"] * 80)
+    (flag,) = reversals(res, all_pairs(res))
+    assert (flag.group, flag.model, flag.beaten) == ("hard", "A", "B")
+    assert flag.interval.high < 0 and flag.interval.n == 80 and flag.p_holm < 0.05
+
+
+def _clustered(rng: np.random.Generator, g: int = 30, size: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """Cases sharing a passage: each cluster's pass rate drawn around 0.7 (strong within-cluster correlation)."""
+    p = np.clip(rng.normal(0.7, 0.2, g), 0.02, 0.98)
+    clusters = np.repeat(np.arange(g), size)
+    return (rng.random(g * size) < p[clusters]).astype(float), clusters
+
+
+def test_clustered_intervals_cover_where_unclustered_ones_under_cover() -> None:
+    rng = np.random.default_rng(7)
+    sims, hit_c, hit_u = 300, 0, 0
+    for s in range(sims):
+        v, clusters = _clustered(rng)
+        c = mean_ci(v, clusters=clusters, n_resamples=1_000, seed=s)
+        u = mean_ci(v, n_resamples=1_000, seed=s)
+        hit_c += c.low <= 0.7 <= c.high
+        hit_u += u.low <= 0.7 <= u.high
+    assert 0.88 <= hit_c / sims <= 0.99
+    assert hit_u / sims < 0.80
+    v, clusters = _clustered(rng)
+    assert clustered_se(v, clusters) > v.std(ddof=1) / math.sqrt(v.size) * 1.5
+
+
+def test_clustered_paired_comparison_says_how_many_clusters() -> None:
+    rng = np.random.default_rng(8)
+    v, clusters = _clustered(rng)
+    c = paired_differences(v, np.zeros_like(v), clusters=clusters)
+    plain = paired_differences(v, np.zeros_like(v))
+    assert c.clusters == 30 and c.clustered_se is not None
+    assert (c.diff.high - c.diff.low) > 1.3 * (plain.diff.high - plain.diff.low)
+
+
+def test_regression_gate_names_a_stratum_regression_when_the_aggregate_improved() -> None:
+    strata = ["easy"] * 300 + ["hard"] * 100
+    old = make_results({"m": [[0.0]] * 150 + [[1.0]] * 150 + [[1.0]] * 80 + [[0.0]] * 20}, strata=strata,
+                       run_id="old")
+    new = make_results({"m": [[1.0]] * 300 + [[1.0]] * 40 + [[0.0]] * 60}, strata=strata, run_id="new")
+    (change,) = compare_runs(old, new)
+    assert change.comparison.diff.estimate > 0 and not change.regression
+    hard = next(s for s in change.strata if s.stratum == "hard")
+    assert hard.regression and hard.comparison.n == 100
+    assert change.regressions == [f"m in stratum hard: {hard.comparison.verdict} (Holm-adjusted p = "
+                                  f"{hard.p_holm:.4f})"]
+
+
+def test_strata_weights_reweight_with_an_interval() -> None:
+    scores = np.array([1.0] * 90 + [0.0] * 10 + [1.0] * 20 + [0.0] * 80)
+    strata = ["easy"] * 100 + ["hard"] * 100
+    iv = reweighted(scores, strata, np.ones(200, bool), {"easy": 0.7, "hard": 0.3})
+    assert iv is not None and iv.estimate == pytest.approx(0.7 * 0.9 + 0.3 * 0.2) and iv.low < iv.estimate < iv.high
+    assert reweighted(scores, strata, np.ones(200, bool), {"easy": 1, "rare": 1}) is None
+    res = make_results({"m": [[x] for x in scores]}, strata=strata)
+    import dataclasses
+    (row,) = leaderboard(dataclasses.replace(res, weights={"easy": 0.7, "hard": 0.3}))
+    assert row.weighted is not None and row.weighted.estimate == pytest.approx(0.69)
+    assert row.quality.estimate == pytest.approx(0.55)
+
+
+def test_sealed_gap_is_stratum_matched_with_an_interval() -> None:
+    # the same model on both splits, but every sealed case is hard: the raw gap is large, the matched one is not
+    rng = np.random.default_rng(4)
+    strata = ["easy"] * 200 + ["hard"] * 200
+    p = np.array([0.9] * 200 + [0.5] * 200)
+    scores = (rng.random(400) < p).astype(float)
+    sealed = np.array([False] * 300 + [True] * 100)
+    gap = sealed_gap(scores, strata, ~sealed, sealed)
+    assert gap is not None and gap.strata == ("hard",) and not gap.outside
+    raw = scores[~sealed].mean() - scores[sealed].mean()
+    assert raw > 0.2 and gap.gap.low < 0 < gap.gap.high
+    assert gap.left_out == 200  # the easy working cases have no sealed counterpart
+
+
+def test_macro_f1_has_an_interval_over_cases_and_each_label_its_n() -> None:
+    from arenatui.scoring.f1 import macro_f1
+    from arenatui.stats.f1_interval import label_cases, macro_f1_interval
+
+    rng = np.random.default_rng(9)
+    labels = ("pos", "neg", "rare")
+    pairs, cids = [], []
+    for j in range(200):
+        expected = "rare" if j < 5 else ("pos" if j % 2 else "neg")
+        for _trial in range(2):  # a case's trials resample together
+            pairs.append((expected, expected if rng.random() < 0.8 else "neg"))
+            cids.append(f"c{j}")
+    iv = macro_f1_interval(pairs, labels, cids)
+    assert iv is not None and iv.n == 200 and iv.estimate == pytest.approx(macro_f1(pairs, labels) or 0)
+    assert iv.low < iv.estimate < iv.high and iv.high - iv.low > 0.05
+    assert label_cases(pairs, cids) == {"rare": 5, "neg": 97, "pos": 98}
+    assert macro_f1_interval([], labels, []) is None
+
+
+def test_the_paradox_row_carries_its_mark_in_every_view() -> None:
+    from rich.console import Console
+
+    from arenatui.report import leaderboard_table, ranking_lines
+
+    rows = leaderboard(make_results(_paradox(3), strata=["easy"] * 120 + ["hard"] * 120))
+    assert rows[0].flag == "!" and rows[1].flag == ""
+    console = Console(width=200, record=True)
+    console.print(leaderboard_table(rows))
+    for line in ranking_lines(rows):
+        console.print(line)
+    text = console.export_text()
+    assert "│ 1! │ A" in text and "! A: coverage paradox: B's own-coverage score is higher" in text
+
+
+def test_a_decided_verdict_places_the_row_and_says_so() -> None:
+    # Z answers only the first 120 cases, so those are the common set; there Y scores 0.05 above X, but over the
+    # 200 cases X and Y share, X is decidedly better: X goes above Y, and its row says why
+    x = [[1.0]] * 60 + [[0.0]] * 60 + [[1.0]] * 80
+    y = [[1.0]] * 66 + [[0.0]] * 54 + [[1.0]] * 20 + [[0.0]] * 60
+    z = [[1.0]] * 30 + [[0.0]] * 90 + [[None]] * 80
+    rows = leaderboard(make_results({"X": x, "Y": y, "Z": z}))
+    assert [r.model for r in rows] == ["X", "Y", "Z"] and rows[0].common.n == 120
+    assert rows[1].common.estimate > rows[0].common.estimate
+    assert rows[0].flag == "*" and (rows[0].order_note or "").startswith("placed above Y (higher common-case score")
+    assert "X is better by 0.270" in (rows[0].order_note or "")

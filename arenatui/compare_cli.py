@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from arenatui.charts import histogram
@@ -29,7 +28,6 @@ from arenatui.stats import (
     Comparison,
     Disagreement,
     PairDecision,
-    RunChange,
     RunResults,
     all_pairs,
     compare_models,
@@ -160,14 +158,15 @@ def compare_all(console: Console, results: RunResults, *, as_json: bool) -> None
         console.print("Fewer than two models answered: nothing to compare.", markup=False)
 
 
-CHANGE_COLUMNS: tuple[Column[RunChange], ...] = (
-    Column("model", lambda ch: ch.model, priority=HEADLINE, right=False),
-    Column("n", lambda ch: ch.comparison.n, priority=4),
-    Column("new − old", lambda ch: ch.comparison.diff.estimate if ch.comparison.n else None, signed,
-           priority=HEADLINE),
-    Column("95% CI", lambda ch: ch.comparison.diff, lambda x: signed_interval(x.low, x.high, x.n), priority=8),
-    Column("verdict", lambda ch: ("REGRESSION: " if ch.regression else "") + ch.comparison.verdict,
-           priority=HEADLINE, right=False),
+ChangeRow = tuple[str, Comparison, str]
+"""A row of the two-run table: a model (or '  stratum X' under it), its comparison, its verdict in words."""
+
+CHANGE_COLUMNS: tuple[Column[ChangeRow], ...] = (
+    Column("model", lambda r: r[0], priority=HEADLINE, right=False),
+    Column("n", lambda r: r[1].n, priority=4),
+    Column("new − old", lambda r: r[1].diff.estimate if r[1].n else None, signed, priority=HEADLINE),
+    Column("95% CI", lambda r: r[1].diff, lambda x: signed_interval(x.low, x.high, x.n), priority=8),
+    Column("verdict", lambda r: r[2], priority=HEADLINE, right=False),
 )
 
 
@@ -184,25 +183,16 @@ def compare_two_runs(console: Console, old: RunResults, new: RunResults, *, as_j
                          "regression": s.regression, **comparison_dict(s.comparison)} for s in c.strata]}
             for c in changes]})
         return regressions
-    t = Table(title=f"Run {new.run_id} against run {old.run_id}, model by model (new − old, shared cases)",
-              title_justify="left", header_style="bold")
-    for col in ("model", "n", "new − old", "95% CI", "verdict"):
-        t.add_column(col, justify="right" if col in ("n", "new − old") else "left")
+    rows: list[ChangeRow] = []
     for ch in changes:
-        c = ch.comparison
-        ci = f"{c.diff.low:+.3f} to {c.diff.high:+.3f}" if c.n > 1 else "-"
-        t.add_row(literal(ch.model, newlines=False), str(c.n), f"{c.diff.estimate:+.3f}" if c.n else "-", ci,
-                  literal(("REGRESSION: " if ch.regression else "") + c.verdict, "bold" if c.decided else "",
-                          newlines=False))
+        rows.append((ch.model, ch.comparison, ("REGRESSION: " if ch.regression else "") + ch.comparison.verdict))
         for st in ch.strata:
             x = st.comparison
-            ci = f"{x.diff.low:+.3f} to {x.diff.high:+.3f}" if x.n > 1 else "-"
-            words = ("REGRESSION: " if st.regression else "") + (x.verdict if st.decided or not x.decided else
-                                                                  f"not decided after Holm over strata ({x.verdict})")
-            t.add_row(Text("  stratum ").append(literal(st.stratum, newlines=False)), str(x.n),
-                      f"{x.diff.estimate:+.3f}" if x.n else "-", ci,
-                      literal(words, "bold" if st.regression else "", newlines=False))
-    console.print(t)
+            rows.append((f"  stratum {st.stratum}", x, ("REGRESSION: " if st.regression else "") + (
+                x.verdict if st.decided or not x.decided else f"not decided after Holm over strata ({x.verdict})")))
+    console.print(table_for_width(CHANGE_COLUMNS, rows, console.width, block_below=0,
+                                  title=f"Run {new.run_id} against run {old.run_id}, model by model (new − old, "
+                                        "shared cases)"))
     if any(ch.strata for ch in changes):
         console.print("Strata are Holm-adjusted over each model's strata; a stratum's regression counts even when "
                       "the aggregate improved.", markup=False)

@@ -292,7 +292,9 @@ def row_from_dict(m: dict[str, Any]) -> ModelRow:
         cost_per_answered=m["cost_per_answered"], latency_p50=m["latency_ms"]["p50"],
         latency_p95=m["latency_ms"]["p95"], latency_p99=m["latency_ms"]["p99"], ttft_p50=m["ttft_ms"]["p50"],
         ttft_p95=m["ttft_ms"]["p95"], sealed=_interval(m["sealed"]), on_cost_front=m["on_cost_front"],
-        on_latency_front=m["on_latency_front"])
+        on_latency_front=m["on_latency_front"], rank=m.get("rank"),
+        common=_interval(m.get("score")), unranked=m.get("unranked"), order_note=m.get("order_note"),
+        paradox=m.get("coverage_paradox"))
 
 
 def leaderboard_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:

@@ -155,6 +155,9 @@ class _Acc:
     """Integral of calls in flight over the window (for an uncapped model's level)."""
     busy_s: dict[int, float] = field(default_factory=dict)
     """Seconds at each count of calls in flight or backing off (an uncapped model's level is the usual one)."""
+    usual: int = 1
+    """The key of busy_s with the most seconds (ties: the higher count), kept as busy_s grows: an O(1) `_usual`."""
+    usual_s: float = 0.0
     idle: float = 0.0
     """Time in the window with none of the model's calls in flight or backing off: not held (the queue ran dry,
     the run was paused), so not in the goodput's interval."""
@@ -188,7 +191,7 @@ def _usual(acc: _Acc) -> int:
     """An uncapped model's level over a window: the count of its calls in flight (or backing off) it spent the most
     time at. Not the mean: after the global limit rises, the mean of a window straddling the climb (3 for a while,
     then 4) is labelled 3 and credits 3 with 4's 429s."""
-    return max(acc.busy_s.items(), key=lambda kv: (kv[1], kv[0]))[0] if acc.busy_s else 1
+    return acc.usual  # the argmax of busy_s by (seconds, count), kept up to date in LevelTracker._advance
 
 
 STORM_SHARE = 0.15
@@ -250,7 +253,9 @@ class LevelTracker:
             if busy > 0:
                 acc.area += busy * dt
                 busy_s = acc.busy_s
-                busy_s[busy] = busy_s.get(busy, 0.0) + dt
+                held = busy_s[busy] = busy_s.get(busy, 0.0) + dt
+                if held > acc.usual_s or (held == acc.usual_s and busy > acc.usual):
+                    acc.usual, acc.usual_s = busy, held
             else:
                 acc.idle += dt
         m.last_t = t

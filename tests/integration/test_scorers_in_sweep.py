@@ -104,8 +104,8 @@ def test_every_result_has_a_failure_mode_and_the_report_tables_them(tmp_path: Pa
     # the f1 scorer's model-level figure: right labels every case, wrong reads no label at all
     assert "## Classification (macro-F1)" in report
     # one case: no interval, and its label marked as resting on fewer than 5 cases
-    assert "| right | sentiment | 1.000 | - | 1 | 1 | positive 1.00 (n 1 ⚠) |" in report
-    assert "| wrong | sentiment | 0.000 | - | 1 | 1 | positive 0.00 (n 1 ⚠) |" in report
+    assert "| right | sentiment | 1.000 | – | 1 | 1 | positive 1.00 (n 1 ⚠) |" in report
+    assert "| wrong | sentiment | 0.000 | – | 1 | 1 | positive 0.00 (n 1 ⚠) |" in report
 
 
 def test_a_python_scorer_that_breaks_is_that_calls_scoring_error(tmp_path: Path) -> None:

@@ -278,7 +278,7 @@ def test_the_paradox_row_carries_its_mark_in_every_view() -> None:
     for line in ranking_lines(rows):
         console.print(line)
     text = console.export_text()
-    assert "│ 1! │ A" in text and "! A: coverage paradox: B's own-coverage score is higher" in text
+    assert "│ A     │ 0.533 ! │" in text and "! A: coverage paradox: B's own-coverage score is higher" in text
 
 
 def test_a_decided_verdict_places_the_row_and_says_so() -> None:

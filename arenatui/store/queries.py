@@ -619,12 +619,4 @@ def judgment_dicts(store: Store, run_id: str, case_id: str, *, judge_key: str | 
 def error_messages(store: Store, run_id: str, per_model: int = 3) -> dict[str, list[tuple[str, str, int]]]:
     """Per model, its most frequent (error class, error message, calls) among errored calls (cancelled ones left
     out), most frequent first: what a dead server or a wrong key actually said."""
-    out: dict[str, list[tuple[str, str, int]]] = {}
-    for mk, ec, msg, n in store.conn.execute(
-            "SELECT model_key, error_class, error_message, COUNT(*) AS n FROM results WHERE run_id = ? AND "
-            "status = 'errored' AND error_class != 'cancelled' GROUP BY model_key, error_class, error_message "
-            "ORDER BY model_key, n DESC", (run_id,)):
-        rows = out.setdefault(mk, [])
-        if len(rows) < per_model:
-            rows.append((str(ec), str(msg or ""), int(n)))
-    return out
+    return top_errors(store, run_id, per_model)

@@ -144,6 +144,16 @@ def test_a_rate_limited_saturation_is_said_to_be_429s(tmp_path: Path, capsys: py
     assert main(["load", "--project", str(proj), "--db", str(tmp_path / "d.db"), "--rates", "5,40", "--duration",
                  "2", "--quiet"]) == 0
     out = capsys.readouterr().out
+    if "limited by the client" in out:
+        # A machine too busy to send on time (CPU burners beside the suite): the run's own record must show it, and
+        # then the client, not the provider, is rightly named as what limited the segment
+        import sqlite3
+
+        with sqlite3.connect(tmp_path / "d.db") as conn:
+            dropped = conn.execute("SELECT COALESCE(SUM(dropped), 0) FROM load_segments").fetchone()[0]
+            lag = conn.execute("SELECT MAX(sent_s - scheduled_s) FROM load_requests").fetchone()[0] or 0.0
+        assert dropped > 0 or lag > 0.1, out
+        return
     assert "limited by 429s: the provider's rate limit refused" in out, out
 
 

@@ -143,7 +143,7 @@ def test_a_rate_limited_saturation_is_said_to_be_429s(tmp_path: Path, capsys: py
     proj = project(tmp_path, sim={"base_latency_s": 0.01, "per_token_s": 0.0, "rpm": 600, "burst": 1.0})
     assert main(["load", "--project", str(proj), "--db", str(tmp_path / "d.db"), "--rates", "5,40", "--duration",
                  "2", "--quiet"]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # the cause line wraps at the console's width
     if "limited by the client" in out:
         # A machine too busy to send on time (CPU burners beside the suite): the run's own record must show it, and
         # then the client, not the provider, is rightly named as what limited the segment

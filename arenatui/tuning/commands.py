@@ -12,6 +12,7 @@ from rich.text import Text
 from arenatui.config.write import writable_target, write_model_settings
 from arenatui.errors import ArenaError
 from arenatui.safe_text import literal
+from arenatui.tuning.budget_commands import Budgets
 from arenatui.tuning.drivers import LevelRun, LevelSweep, stored_readouts, sweep_levels, tune
 from arenatui.tuning.figures import fmt_ms, fmt_rate, fmt_share, goodput_text, limited_text, mark
 from arenatui.tuning.levels import ModelReadout
@@ -96,17 +97,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.verbose:
         for d in res.decisions:
             out.print(literal(d, newlines=False))
-    _print_budgets(out, res.run_id, args.db)
+    budgets = _print_budgets(out, res.run_id, args.db)
     ended = ("the budget was spent before every model had a verdict (raise --budget)" if res.budget_spent
              else "every model had a verdict")
     out.print(f"Run id: {res.run_id} ({res.wall_s:.1f} s; {ended})", markup=False)
     optima = res.optima
     if args.write is None:
         return 0
-    from arenatui.tuning.budget_commands import budgets_for_run, parse_settings, writable
+    from arenatui.tuning.budget_commands import parse_settings, writable
 
     chosen = parse_settings(args.write)
-    tokens, timeout, skipped = writable(budgets_for_run(res.run_id, args.db), chosen)
+    tokens, timeout, skipped = writable(budgets, chosen)
     settings: dict[str, dict[str, object]] = {}
     if "concurrency" in chosen:
         if not optima:
@@ -141,12 +142,14 @@ def recommendation_line(ro: ModelReadout) -> Text:
     return line
 
 
-def _print_budgets(out: Console, run_id: str, db: str | None) -> None:
+def _print_budgets(out: Console, run_id: str, db: str | None) -> Budgets:
     """Steps 2 and 4 of the tuning order beside the concurrency optimum: max_tokens and timeout_s."""
     from arenatui.tuning.budget_commands import budgets_for_run, print_budgets
 
     out.print(Text("max_tokens and timeout_s, from this run's answers", "bold"))
-    print_budgets(out, budgets_for_run(run_id, db))
+    budgets = budgets_for_run(run_id, db)
+    print_budgets(out, budgets)
+    return budgets  # what --write then writes: the store is read once
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

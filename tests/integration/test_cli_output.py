@@ -92,14 +92,17 @@ def _commands(s: dict[str, str], fresh: str) -> dict[str, list[str]]:
     }
 
 
-TABLES = ("evaluate", "runs", "compare", "compare --all", "compare two runs", "load --show", "tune", "tune --show tuned",
-          "sweep")
+TABLES = ("evaluate", "runs", "compare", "compare --all", "compare two runs", "load --show", "tune",
+          "tune --show tuned", "sweep")
 """The commands that print tables for people."""
 LEVEL_TABLES = ("tune", "tune --show tuned", "sweep")
 """Tables of concurrency levels: their headline columns are the goodput and the 429 share."""
 
 
-@pytest.mark.parametrize("name", list(_commands({k: "x" for k in ("project", "db", "run", "run2", "load", "tuned")}, "f")))
+STORED = ("project", "db", "run", "run2", "load", "tuned")
+
+
+@pytest.mark.parametrize("name", list(_commands(dict.fromkeys(STORED, "x"), "f")))
 def test_a_closed_pipe_ends_the_command_quietly(stored: dict[str, str], tmp_path: Path, name: str) -> None:
     """`arena … | head`: the reader is gone before the first byte; the command stops with exit 0 or 141 (the shell's
     code for SIGPIPE), never a traceback or Rich's exit 1."""

@@ -206,6 +206,40 @@ def test_report_formats_carry_the_decision_and_no_secret(run_db: tuple[Path, str
         assert model["base_url"] == "http://127.0.0.1:9/v1" and "headers" not in model
 
 
+@pytest.mark.parametrize("fmt", ["md", "json", "html"])
+def test_report_lists_each_models_max_tokens_and_timeout_with_evidence(run_db: tuple[Path, str], tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str],
+                                                                      fmt: str) -> None:
+    """Issue 27 item 3: the report lists the max_tokens and timeout_s recommendations `arena tune --show` prints,
+    each with its evidence, and "not enough evidence" for a model with too few passing answers."""
+    import html
+
+    from arenatui.tuning.budget_commands import budgets_for_run
+
+    db, run_id = run_db
+    budgets = budgets_for_run(run_id, db)
+    target = tmp_path / f"report.{fmt}"
+    code, _, err = _run(capsys, "report", run_id, "--format", fmt, "-o", str(target), "--db", str(db))
+    assert code == 0, err
+    text = target.read_text(encoding="utf-8")
+    recs = [*budgets.max_tokens.values(), *budgets.timeouts.values()]
+    assert {r.model_key for r in recs} == {"strong", "weak", "twin", "throttled"}
+    assert {r.action for r in budgets.max_tokens.values()} >= {"none", "keep"}  # the run has both kinds
+    if fmt == "json":
+        got = json.loads(text)["budgets"]["models"]
+        for r in recs:
+            assert got[r.model_key][r.setting]["verdict"] == r.verdict
+            assert got[r.model_key][r.setting]["detail"] == list(r.detail)
+        return
+    text = html.unescape(text) if fmt == "html" else text.replace("\\", "")
+    assert "max_tokens and timeout_s" in text
+    for r in recs:
+        assert r.verdict in text, r.verdict
+        for line in r.detail:
+            assert line in text
+    assert "not enough evidence" in text
+
+
 def test_report_escapes_untrusted_names_in_html_and_markdown(tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     proj = tmp_path / "x.toml"

@@ -260,7 +260,7 @@ class Results(Screen[None]):
         # the leaderboard first (a fraction of a second at 1M calls), then all pairs, strata and cases
         board = load_board(self.db, run_id)
         self.app.call_from_thread(self._show_board, board)
-        self.app.call_from_thread(self._show_rest, complete_view(board))
+        self.app.call_from_thread(self._show_rest, complete_view(board, self.db))
 
     # A description of its own: by default Textual describes a worker by the repr of its arguments, and the
     # repr of a 1M-call RunView took half a second on the UI loop.

@@ -195,6 +195,7 @@ def model_text(view: RunView, s: ModelRow) -> Text:
             line = (f"   level {lv.level:>3}: goodput {goodput_text(lv)}, 429s {limited_text(lv)}, n {lv.latencies}, "
                     f"p95 {fmt_num(lv.p95_ms, ' ms')}, held {lv.held_s:.1f} s" + (f"  {note}" if note else "") + "\n")
             out.append(line, "bold" if lv.level == ro.best else "")
+    out.append(budgets_text(view, s.model))
     out.append("pass@k ", _LABEL)
     out.append("  ".join(f"k={k} {score(v)}" for k, v in sorted(s.pass_at.items())))
     if s.pass_at:
@@ -235,6 +236,40 @@ def model_text(view: RunView, s: ModelRow) -> Text:
             out.append(", which it beats overall")
         out.append("\n")
     return out
+
+
+def budgets_text(view: RunView, model: str) -> Text:
+    """The model's max_tokens and timeout_s recommendations (tuning.budgets), each with its evidence."""
+    out = Text()
+    b = view.budgets
+    if b is None:
+        if not view.complete:
+            out.append("max_tokens, timeout_s ", _LABEL)
+            out.append("reading the run's answers…\n")
+        return out
+    rec = b.max_tokens.get(model)
+    if rec is None:
+        out.append("max_tokens, timeout_s ", _LABEL)
+        out.append("no answered calls to learn from\n")
+        return out
+    for label, r in (("max_tokens", rec), *((f"max_tokens ({kind} cases)", r) for kind, r in b.scorer_rows(model)),
+                     ("timeout_s", b.timeouts[model])):
+        out.append(label + " ", _LABEL)
+        out.append(literal(_unnamed(r.verdict, r.setting), newlines=False))
+        out.append("\n")
+        for d in r.detail:
+            out.append("   ")
+            out.append(literal(d, newlines=False))
+            out.append("\n")
+    return out
+
+
+def _unnamed(verdict: str, setting: str) -> str:
+    """A verdict without its setting's name, which its label already says: "lower 256 → 96: …", "256 fits: …"."""
+    for verb in ("lower ", "raise "):
+        if verdict.startswith(verb + setting):
+            return verb.strip() + verdict[len(verb + setting):]
+    return verdict.removeprefix(setting + " ")
 
 
 def _label_n(n: int) -> str:

@@ -10,11 +10,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from arenatui.scoring.failure_modes import TRUNCATED_FINISH
 from arenatui.store.db import Store
 from arenatui.tuning.budgets import Answer, TimeoutEvidence
 
-TRUNCATED = ("length", "max_tokens", "model_length")
-"""finish_reason values of an answer stopped at the token limit (OpenAI, Anthropic, vLLM)."""
 _JUDGE_PREFIX = "judge:"
 
 
@@ -80,7 +79,7 @@ def budget_evidence(store: Store, run_id: str) -> BudgetEvidence:
             continue
         if status == "errored" and err not in ("scoring_error", "judge_error"):
             continue  # the provider gave no answer: nothing to learn about its length
-        a = Answer(int(out_tok or 0), bool(passed), finish in TRUNCATED,
+        a = Answer(int(out_tok or 0), bool(passed), finish in TRUNCATED_FINISH,
                    None if lat is None else lat / 1000.0, bool(est))
         m.answers.append(a)
         if lat is not None:

@@ -167,7 +167,9 @@ class RunScreen(Screen[None]):
             chart = RatesChart(id="rates")
             chart.border_title = "Rates over the run (t tuning)"
             yield chart
-            yield TuningReadout(self.sweep.tuner, id="tuning")
+            defaults = plan.project.defaults
+            yield TuningReadout(self.sweep.tuner, id="tuning", run_id=self.sweep.run_id,
+                                max_tokens={m.key: m.max_tokens or defaults.max_tokens for m in plan.models})
             with Vertical(id="log-panel", classes="panel") as lv:
                 lv.border_title = "Events (/ filter · w wrap)"
                 yield FilterInput(placeholder="filter events (/)", id="log-filter")
@@ -245,7 +247,7 @@ class RunScreen(Screen[None]):
             self.query_one("#matrix", CallMatrix).cells_changed(live.take_dirty())
             if self._frame % TABLE_EVERY == 1 or snap.state != "running" or self.sweep_ended:
                 self._show_models(snap)
-                self.query_one("#tuning", TuningReadout).show()
+                self.query_one("#tuning", TuningReadout).show(snap)
                 self._fit_tuning()
             # While running, chart whole seconds only: the current second's bucket is partial (a false dip),
             # and leaving it out redraws the chart once a second instead of every frame.

@@ -613,10 +613,8 @@ class RunScreen(Screen[None]):
         matrix.move_cursor_to_row(event.row)
         snap = self.sweep.live.snapshot()
         m = snap.models[event.row] if 0 <= event.row < len(snap.models) else None
-        if m is not None and m.common_error is not None:
-            message, n = m.common_error
-            self.notify(f"{one_line(m.key, 60)}: {n} of {m.errored} errored calls said: {one_line(message, 300)}",
-                        title="Most common error", severity="warning", timeout=10, markup=False)
-        self.app.push_screen(CallDetail(self.sweep, event.row, matrix.case_index_at(matrix.cursor[1])))
+        why = None if m is None or m.common_error is None else (*m.common_error, m.errored)
+        self.app.push_screen(CallDetail(self.sweep, event.row, matrix.case_index_at(matrix.cursor[1]),
+                                        model_errors=why))
 
 

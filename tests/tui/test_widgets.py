@@ -47,11 +47,18 @@ def test_cell_state_of_unscored_answers_and_empty_judge_cells() -> None:
     assert cell_state((2, 0, 0, 0, 0, 0, 0, 1)) == STARTED
 
 
-def test_short_labels_keep_neighbours_apart() -> None:
+def test_short_labels_keep_start_and_end_and_neighbours_apart() -> None:
+    """Issue 22 item 11: a name cut at its end reads as another word ("elemen", "elep"): cut in the middle, and keep
+    the end that tells neighbours apart."""
     ids = ["capital-fr", "capital-au", "add", "element", "elephant"]
-    assert short_labels(ids, 4) == ["c…fr", "c…au", "add", "elem", "elep"]
-    assert short_labels(ids, 7) == ["capi…fr", "capi…au", "add", "element", "elephan"]
+    assert short_labels(ids, 4) == ["c…fr", "c…au", "add", "e…nt", "el…t"]
+    assert short_labels(ids, 7) == ["cap…-fr", "cap…-au", "add", "element", "e…phant"]
     assert short_labels(ids, 12) == ids
+    assert short_labels(["capital-france-north", "capital-france-south"], 9) == ["cap…north", "cap…south"]
+    assert short_labels([f"case-{i:04d}" for i in (1, 2, 10)], 6) == ["cas…01", "cas…02", "cas…10"]
+    for w in range(4, 12):  # a matrix cell's label is at least 4 wide ("✓8/8 ")
+        labels = short_labels(ids, w)
+        assert all(len(x) <= w for x in labels) and len(set(labels)) == len(labels), labels
 
 
 def test_spark_and_bar() -> None:

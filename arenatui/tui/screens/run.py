@@ -601,6 +601,12 @@ class RunScreen(Screen[None]):
         self.sweep.control.cancel()
         self.refresh_now()
 
+    @on(CallMatrix.CursorMoved)
+    def _cursor_moved(self, event: CallMatrix.CursorMoved) -> None:
+        """The cursor's case in full under the matrix: the ruler's names are cut to the cells' width."""
+        matrix = self.query_one("#matrix", CallMatrix)
+        self.query_one("#matrix-panel").border_subtitle = literal(matrix.cursor_words(), newlines=False)
+
     @on(CallMatrix.CellSelected)
     def _cell_selected(self, event: CallMatrix.CellSelected) -> None:
         self.app.push_screen(CallDetail(self.sweep, event.model_index, event.case_index))

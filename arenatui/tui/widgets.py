@@ -124,9 +124,9 @@ def short_labels(ids: Sequence[str], width: int) -> list[str]:
         keep = width - 1
         out.append(middle_cut(full, width, max(keep // 2, differs) if differs < keep else None))
     for k, full in enumerate(ids):  # still the same as a neighbour's: another split of start and end may differ
-        near = {out[j] for j in (k - 1, k + 1) if 0 <= j < len(ids) and ids[j] != full}
-        if out[k] in near:
-            out[k] = next((c for t in range(1, width - 1) if (c := middle_cut(full, width, t)) not in near), out[k])
+        seen = {out[j] for j in (k - 1, k + 1) if 0 <= j < len(ids) and ids[j] != full}
+        if out[k] in seen:
+            out[k] = next((c for t in range(1, width - 1) if (c := middle_cut(full, width, t)) not in seen), out[k])
     return out
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from arenatui.figures import LEADERBOARD, NOTHING, error_counts, interval, money, ms, pct, score
+from arenatui.figures import LEADERBOARD, NOTHING, error_counts, interval, money, ms, number, pct, score
 from arenatui.redact import redact_urls_in_text, url_without_secrets
 from arenatui.safe_text import one_line, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
@@ -726,7 +726,7 @@ def render_html(rep: dict[str, Any]) -> str:
                           "$ per correct answer", money))
     parts.append(_scatter([(m["model"], m["latency_ms"]["p95"], m["quality"]["estimate"], m["on_latency_front"])
                            for m in lb if m["latency_ms"]["p95"] is not None and m["quality"]["estimate"] is not None],
-                          "p95 latency, ms", ms))
+                          "p95 latency, ms", number))
     if rep.get("estimated_tokens"):
         parts.append(f"<p>{_h(_estimated_note(rep['estimated_tokens']))}</p>")
     spend = rep.get("spend")
@@ -763,9 +763,10 @@ def render_html(rep: dict[str, Any]) -> str:
     if not rep["failures"]:
         parts.append("<p>No call errored.</p>")
     else:
-        parts.append(_html_table(("model", "class", "calls", "message"),
-                                 [[m, f["error_class"], str(f["calls"]), f["message"]]
-                                  for m, items in rep["failures"].items() for f in items]))
+        # a list, not a table: a provider's message wraps on a phone instead of running off the side
+        parts.append("<ul>" + "".join(f"<li><b>{_h(m)}</b>: {_h(f['error_class'])} × {f['calls']}: "
+                                      f"<code>{_h(f['message'])}</code></li>"
+                                      for m, items in rep["failures"].items() for f in items) + "</ul>")
     parts.append("<h2>Run settings</h2><p>Secrets are never stored: API keys appear as the names of their "
                  "environment variables; headers and extra request fields are left out.</p>"
                  f"<pre>{html.escape(json.dumps(rep['settings'], indent=2, ensure_ascii=True))}</pre>")

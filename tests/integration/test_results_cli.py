@@ -74,6 +74,9 @@ def test_evaluate_says_how_many_calls_errored_and_fails_on_error(tmp_path: Path,
     code, out, err = _evaluate(tmp_path, db, capsys, "--no-report", "--fail-on-error", "0.05")
     m = re.search(r"Errored: (\d+) of 320 calls \(transient \d+\); by model: throttled \d+\.", out)
     assert m, out
+    # issue 22 item 7: why they errored, not only the class: the model's most common message, one line
+    assert re.search(rf"^  throttled, most often \({m.group(1)}× transient\): simulated 503 from throttled: \S",
+                     out, re.M), out
     assert code == 1 and "more than --fail-on-error 0.05 allows" in err
     code, out, err = _evaluate(tmp_path, db, capsys, "--no-report", "--fail-on-error", "0.5")
     assert code == 0, err
@@ -193,6 +196,7 @@ def test_report_formats_carry_the_decision_and_no_secret(run_db: tuple[Path, str
     text = target.read_text(encoding="utf-8")
     assert SECRET not in text and "X-Team-Token" not in text
     assert "strong is better by" in text
+    assert "simulated 503 from throttled" in text  # why its calls errored (issue 22 item 7)
     assert "c079" not in text  # a sealed case's id: only aggregates
     if fmt == "html":
         assert text.startswith("<!doctype html>") and "<svg" in text

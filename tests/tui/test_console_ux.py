@@ -80,7 +80,7 @@ async def test_a_models_row_detail_says_its_most_common_error(tmp_path: Path) ->
     (the commonest message, one line, URL credentials redacted), beside the call."""
     import socket
 
-    from textual.widgets import Label
+    from textual.widgets import Static
 
     from arenatui.sweep import Sweep, SweepOptions
 
@@ -109,7 +109,7 @@ async def test_a_models_row_detail_says_its_most_common_error(tmp_path: Path) ->
         await pilot.press("enter")  # row 0: gone
         await pilot.pause()
         assert isinstance(app.screen, CallDetail) and app.screen.model_key == "gone"
-        said = str(app.screen.query_one("#model-errors", Label).render())
+        said = str(app.screen.query_one("#model-errors", Static).render())
         await pilot.press("escape")
         await pilot.press("down", "enter")  # alive: no error, no line
         await pilot.pause()

@@ -156,6 +156,8 @@ async def test_the_tuning_pane_warns_live_when_answers_hit_max_tokens(tmp_path: 
         pane = app.run_screen.query_one("#tuning", TuningReadout)
         assert pane.display
         shown = " ".join(pane.text.plain.split())
+        # on a terminal too narrow for both, the rates chart stands where the pane would: its title says to look
+        assert "⚠ answers cut at max_tokens: t" in str(app.run_screen.query_one("#rates").border_title)
     with Store(db_path) as store:
         cut = dict(store.conn.execute(
             "SELECT model_key, COUNT(*) FROM results WHERE run_id = ? AND finish_reason IN ('length', 'max_tokens') "

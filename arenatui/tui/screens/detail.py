@@ -78,7 +78,7 @@ class CallDetail(ModalScreen[None]):
                 title.append("   (sealed: input, expected and output are never shown)", style="italic")
             yield Label(title)
             if self.model_errors is not None:
-                yield Label(common_error_text(self.model_key, *self.model_errors), id="model-errors")
+                yield Static(common_error_text(self.model_key, *self.model_errors), id="model-errors")
             with VerticalScroll(id="detail-body"):
                 yield Static(Text("loading…"), id="detail-text")
             if self.judge_lane:

@@ -49,6 +49,7 @@ LEGEND_MIN_HEIGHT = 30
 BOTTOM_MIN_HEIGHT = 6
 """Rows the bottom row (rates or tuning, events) keeps at least (app.tcss's min-height)."""
 WIDE_FOR_TUNING = 150
+RATES_TITLE = "Rates over the run (t tuning)"
 """From this many columns the rates chart, the tuning readout and the events share the bottom row."""
 """Terminal rows from which the matrix shows its glyph legend."""
 LOG_BATCH = 200
@@ -165,7 +166,7 @@ class RunScreen(Screen[None]):
         yield table
         with Horizontal(id="bottom"):
             chart = RatesChart(id="rates")
-            chart.border_title = "Rates over the run (t tuning)"
+            chart.border_title = RATES_TITLE
             yield chart
             defaults = plan.project.defaults
             yield TuningReadout(self.sweep.tuner, id="tuning", run_id=self.sweep.run_id,
@@ -248,6 +249,7 @@ class RunScreen(Screen[None]):
             if self._frame % TABLE_EVERY == 1 or snap.state != "running" or self.sweep_ended:
                 self._show_models(snap)
                 self.query_one("#tuning", TuningReadout).show(snap)
+                self._hint_truncation(snap)
                 self._fit_tuning()
             # While running, chart whole seconds only: the current second's bucket is partial (a false dip),
             # and leaving it out redraws the chart once a second instead of every frame.
@@ -257,6 +259,14 @@ class RunScreen(Screen[None]):
             self.query_one("#rates", RatesChart).update_series(snap.throughput_series[cut], snap.retry_series[cut],
                                                                snap.series_step_s, snap.markers, per_model)
             self._show_log()
+
+    def _hint_truncation(self, snap: LiveSnapshot) -> None:
+        """Where the rates chart hides the tuning pane, its title says the pane has a max_tokens warning."""
+        cut = any(m.truncated for m in snap.models)
+        title = RATES_TITLE + (" · ⚠ answers cut at max_tokens: t" if cut else "")
+        chart = self.query_one("#rates", RatesChart)
+        if chart.border_title != title:
+            chart.border_title = title
 
     def _pace(self, client_cpu: float | None) -> None:
         """Yield the CPU to the engine when the process is CPU-bound: a frame costs a full-screen

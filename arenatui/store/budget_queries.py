@@ -52,7 +52,8 @@ def _table(cfg: dict[str, Any], key: str) -> dict[str, Any]:
     return t if isinstance(t, dict) else {}
 
 
-def budget_evidence(store: Store, run_id: str) -> BudgetEvidence:
+def budget_evidence(store: Store, run_id: str, model_key: str | None = None) -> BudgetEvidence:
+    """Every model's evidence, or only `model_key`'s (one model's detail need not read the whole run)."""
     record = store.get_run(run_id)
     cfg = record.config
     defaults = _table(cfg, "defaults")
@@ -63,6 +64,9 @@ def budget_evidence(store: Store, run_id: str) -> BudgetEvidence:
         if isinstance(m, dict) and isinstance(m.get("key"), str):
             models[m["key"]] = ModelBudget(m["key"], int(_num(m.get("max_tokens"), default_max)),
                                            _num(m.get("price_out_per_mtok"), 0.0))
+    if model_key is not None:
+        models = {k: v for k, v in models.items() if k == model_key}
+    one, args = ("", (run_id,)) if model_key is None else (" AND model_key = ?", (run_id, model_key))
     scorers = [s for s in cfg.get("scorers") or () if isinstance(s, dict)]
     kind_of = {str(s.get("name")): str(s.get("kind")) for s in scorers}
     default_kind = str(scorers[0].get("kind")) if scorers else "exact"
@@ -72,7 +76,7 @@ def budget_evidence(store: Store, run_id: str) -> BudgetEvidence:
     per_kind: dict[str, dict[str, list[Answer]]] = defaultdict(lambda: defaultdict(list))
     rows = store.conn.execute(
         "SELECT model_key, case_id, status, passed, error_class, output_tokens, finish_reason, latency_ms,"
-        " connect_ms, tokens_estimated FROM results WHERE run_id = ?", (run_id,))
+        " connect_ms, tokens_estimated FROM results WHERE run_id = ?" + one, args)
     for key, case_id, status, passed, err, out_tok, finish, lat, conn_ms, est in rows:
         m = models.get(key)
         if m is None:
@@ -87,8 +91,8 @@ def budget_evidence(store: Store, run_id: str) -> BudgetEvidence:
         if many_kinds:
             per_kind[key][case_kind.get(case_id, default_kind)].append(a)
     for key, n in store.conn.execute(
-            "SELECT model_key, COUNT(*) FROM failed_attempts WHERE run_id = ? AND error_class = 'timeout'"
-            " GROUP BY model_key", (run_id,)):
+            "SELECT model_key, COUNT(*) FROM failed_attempts WHERE run_id = ? AND error_class = 'timeout'" + one
+            + " GROUP BY model_key", args):
         if key in models and not key.startswith(_JUDGE_PREFIX):
             models[key].timed_out = int(n)
     for key, kinds in per_kind.items():

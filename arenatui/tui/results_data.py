@@ -49,7 +49,6 @@ from arenatui.store.queries import (
     case_judgments,
 )
 from arenatui.store.read import F1Answers, read_run
-from arenatui.tuning.budgets import Budgets, budgets_of
 from arenatui.tuning.levels import ModelReadout
 
 
@@ -137,8 +136,6 @@ class RunView:
     """What the run spent: candidates and each judge apart, and the total."""
     judgments: dict[str, int] = field(default_factory=dict)
     """Per case id, judgments stored (every model and trial)."""
-    budgets: Budgets | None = None
-    """max_tokens and timeout_s recommended from the run's answers (computed with the rest, by `complete_view`)."""
 
     def __post_init__(self) -> None:
         self.by_model = {r.model: r for r in self.board}
@@ -207,26 +204,19 @@ def load_board(db: Path | str, run: str) -> RunView:
                    judgments=stored.judgments)
 
 
-def complete_view(view: RunView, db: Path | str | None = None) -> RunView:
-    """The rest, which takes longer (all pairs above all): the view with pairs, strata and the case table, and
-    (reading the run's answers from `db`) the max_tokens and timeout_s recommendations."""
+def complete_view(view: RunView) -> RunView:
+    """The rest, which takes longer (all pairs above all): the view with pairs, strata and the case table."""
     res = view.results
     if view.load is not None:  # requests on a schedule, not cases: nothing to pair or stratify
         return dataclasses.replace(view, complete=True)
     pairs = all_pairs(res, answered_models(res))
     table = group_scores(res)
-    budgets = None
-    if db is not None:
-        from arenatui.store.budget_queries import budget_evidence
-
-        with Store(db, read_only=True) as store:
-            budgets = budgets_of(budget_evidence(store, view.run_id))
     return dataclasses.replace(view, pairs=pairs, groups=table, reversals=reversals(res, pairs),
-                               rows=_case_rows(view.plan, res), complete=True, budgets=budgets)
+                               rows=_case_rows(view.plan, res), complete=True)
 
 
 def load_run_view(db: Path | str, run: str) -> RunView:
-    return complete_view(load_board(db, run), db)
+    return complete_view(load_board(db, run))
 
 
 def case_results(db: Path | str, run_id: str, case_id: str) -> dict[str, list[CallRow]]:

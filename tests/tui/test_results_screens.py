@@ -453,12 +453,12 @@ async def test_model_detail_lists_the_max_tokens_and_timeout_recommendations(db:
     budgets = budgets_for_run(RUN_ID, db)
     app = BrowseApp(db, RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, lambda: getattr(app.screen, "view", None) is not None and app.screen.view.complete)
+        await settle(pilot)
         board = app.screen.query_one("#leaderboard-table", DataTable)
         board.focus()
         model = str(app.screen.view.board[board.cursor_row].model)
         await pilot.press("enter")
-        await pilot.pause()
+        await settle(pilot, lambda: isinstance(app.screen, ModelDetail) and app.screen.budgets is not None)
         detail = " ".join(static_text(app, "#model-text").split())
     tokens, timeout = budgets.max_tokens[model], budgets.timeouts[model]
     for label, rec in (("max_tokens", tokens), ("timeout_s", timeout)):

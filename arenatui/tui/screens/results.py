@@ -260,7 +260,7 @@ class Results(Screen[None]):
         # the leaderboard first (a fraction of a second at 1M calls), then all pairs, strata and cases
         board = load_board(self.db, run_id)
         self.app.call_from_thread(self._show_board, board)
-        self.app.call_from_thread(self._show_rest, complete_view(board, self.db))
+        self.app.call_from_thread(self._show_rest, complete_view(board))
 
     # A description of its own: by default Textual describes a worker by the repr of its arguments, and the
     # repr of a 1M-call RunView took half a second on the UI loop.
@@ -696,7 +696,7 @@ class Results(Screen[None]):
     @on(DataTable.RowSelected, "#leaderboard-table")
     def _model_selected(self, event: DataTable.RowSelected) -> None:
         if self.view is not None and event.row_key.value in self.view.by_model:
-            self.app.push_screen(ModelDetail(self.view, event.row_key.value))
+            self.app.push_screen(ModelDetail(self.view, event.row_key.value, self.db))
 
     @on(DataTable.HeaderSelected, "#leaderboard-table")
     def _header_selected(self, event: DataTable.HeaderSelected) -> None:

@@ -29,7 +29,7 @@ def _line(rec: Recommendation, label: str) -> Text:
     line = Text("  ")
     line.append(label, "bold")
     line.append(" ")
-    line.append(literal(rec.verdict, "yellow" if rec.action in ("lower", "raise") else "", newlines=False))
+    line.append(literal(rec.unnamed(), "yellow" if rec.action in ("lower", "raise") else "", newlines=False))
     for d in rec.detail:
         line.append("\n      ")
         line.append(literal(d, "dim", newlines=False))

@@ -84,6 +84,16 @@ class Recommendation:
     detail: tuple[str, ...] = ()
     """Further lines of evidence (savings, near misses, hung calls)."""
 
+    def unnamed(self) -> str:
+        """The verdict without its setting's name, for a view that labels it already: "lower 256 → 96: …",
+        "256 fits: …", "not enough evidence: …"."""
+        v = self.verdict
+        name = ("[run] " if self.model_key == "*" else "") + self.setting
+        for verb in ("lower ", "raise "):
+            if v.startswith(verb + name):
+                return verb.strip() + v[len(verb + name):]
+        return v.removeprefix(name + " ")
+
     def as_dict(self) -> dict[str, Any]:
         return {"setting": self.setting, "current": self.current, "action": self.action, "value": self.value,
                 "verdict": self.verdict, "n": self.n, "detail": list(self.detail)}

@@ -255,21 +255,13 @@ def budgets_text(b: Budgets | None, model: str) -> Text:
     for label, r in (("max_tokens", rec), *((f"max_tokens ({kind} cases)", r) for kind, r in b.scorer_rows(model)),
                      ("timeout_s", b.timeouts[model])):
         out.append(label + " ", _LABEL)
-        out.append(literal(_unnamed(r.verdict, r.setting), newlines=False))
+        out.append(literal(r.unnamed(), newlines=False))
         out.append("\n")
         for d in r.detail:
             out.append("   ")
             out.append(literal(d, newlines=False))
             out.append("\n")
     return out
-
-
-def _unnamed(verdict: str, setting: str) -> str:
-    """A verdict without its setting's name, which its label already says: "lower 256 → 96: …", "256 fits: …"."""
-    for verb in ("lower ", "raise "):
-        if verdict.startswith(verb + setting):
-            return verb.strip() + verdict[len(verb + setting):]
-    return verdict.removeprefix(setting + " ")
 
 
 def _label_n(n: int) -> str:

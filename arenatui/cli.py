@@ -336,9 +336,13 @@ def _write_output(path: str | None, fn: Callable[[TextIO, bool], object]) -> Non
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from arenatui.bakeoff.series_cli import compare_load_runs
     from arenatui.compare_cli import run_compare
     from arenatui.terminal import out_console
 
+    loads = compare_load_runs(args.db, args.run, args.other, args.json, out_console(soft_wrap=args.json))
+    if loads is not None:  # load runs: two, or a series (arena load --repeat)
+        return loads
     return run_compare(args.db, args.run, args.other, args.a, args.b, args.all, args.json,
                        out_console(soft_wrap=args.json),
                        fail_on_regression=args.fail_on_regression, cluster_by=args.cluster_by)

@@ -42,6 +42,10 @@ class WallClock:
         time.sleep(seconds)
 
 
+CLOCK: Clock = WallClock()
+"""The clock `arena load --repeat` waits on (tests put a fake one here)."""
+
+
 def parse_every(value: str) -> float:
     """'4h', '30m', '90s', '1d' -> seconds (above zero)."""
     m = _EVERY.match(value)

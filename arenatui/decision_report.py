@@ -812,8 +812,8 @@ def _series_lines(section: dict[str, Any]) -> list[str]:
     out = []
     for m, s in section.get("series", {}).items():
         if len(s["runs"]) > 1:
-            out.append(f"{m}: {s['spread']['text']}" if s["spread"] else f"{m}: {len(s['runs'])} runs, no p95 spread "
-                       "measured")
+            out.append(f"{m}: p95 spread {s['spread']['text']}" if s["spread"]
+                       else f"{m}: {len(s['runs'])} runs, no p95 spread measured")
     return out
 
 

@@ -110,16 +110,16 @@ def load_section(rows: Sequence[ModelRow], sweep: StoredRun, loads: Sequence[Sto
             newest[m] = load
     out_rows = []
     target_words = None
-    for r in rows:
-        load = newest.get(r.model)
-        row: dict[str, Any] = {"model": r.model, "quality": _num(r.quality.estimate),
-                               "quality_low": _num(r.quality.low), "quality_high": _num(r.quality.high),
-                               "n": r.quality.n, "cost_per_correct": _num(r.cost_per_correct), "load_run": None}
-        if load is not None and load.load is not None:
-            at = at_target(load.load, rate, conc)
+    for mr in rows:
+        chosen = newest.get(mr.model)
+        row: dict[str, Any] = {"model": mr.model, "quality": _num(mr.quality.estimate),
+                               "quality_low": _num(mr.quality.low), "quality_high": _num(mr.quality.high),
+                               "n": mr.quality.n, "cost_per_correct": _num(mr.cost_per_correct), "load_run": None}
+        if chosen is not None and chosen.load is not None:
+            at = at_target(chosen.load, rate, conc)
             target_words = at.target
-            slo = load.record.filters.get("slo")
-            row.update(load_run=load.run_id, started_at=_iso(load.record.started_at), reached=at.reached,
+            slo = chosen.record.filters.get("slo")
+            row.update(load_run=chosen.run_id, started_at=_iso(chosen.record.started_at), reached=at.reached,
                        flag=at.flag, slo=", ".join(f"{k.removesuffix('_ms')}<={v:g}ms" for k, v in slo.items()
                                                    if v is not None) if isinstance(slo, dict) else None,
                        **_figures_dict(at.figures))

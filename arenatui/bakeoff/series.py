@@ -134,8 +134,9 @@ class Spread:
         def at(r: SeriesRun) -> str:
             return time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started_at))
 
-        return (f"p95 spread {self.ratio:.2f}x (max/min): {self.slowest.p95:.0f} ms in {self.slowest.run_id} at "
-                f"{at(self.slowest)}, {self.fastest.p95:.0f} ms in {self.fastest.run_id} at {at(self.fastest)}")
+        return (f"{self.ratio:.2f}x (max/min of p95 from schedule): {self.slowest.p95:.0f} ms in "
+                f"{self.slowest.run_id} at {at(self.slowest)}, {self.fastest.p95:.0f} ms in {self.fastest.run_id} "
+                f"at {at(self.fastest)}")
 
 
 def spread(runs: Sequence[SeriesRun]) -> Spread | None:

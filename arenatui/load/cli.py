@@ -195,6 +195,7 @@ def _repeated(args: argparse.Namespace) -> int:
     as one series; between runs the process waits, saying when the next one starts."""
     import secrets
     import time
+    from functools import partial
 
     from arenatui.bakeoff import series
     from arenatui.load.report import print_outcome
@@ -220,16 +221,21 @@ def _repeated(args: argparse.Namespace) -> int:
     series_id = "series-" + time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
     out, err = _consoles(_width())
     worst = 0
+    def waiting(i: int, start: float) -> Callable[[float], None]:
+        def show(left: float) -> None:
+            if not args.quiet:
+                err.print(series.waiting_line(i, repeat, start, left), markup=False, highlight=False)
+        return show
+
     for i, start in enumerate(starts):
-        series.wait_until(start, clock, lambda left, i=i, start=start: None if args.quiet else err.print(
-            series.waiting_line(i, repeat, start, left), markup=False, highlight=False))
+        series.wait_until(start, clock, waiting(i, start))
         run = LoadRun(opts)
         with Store(run.db_path) as store:
             set_series(store, run.run_id, series_id)
         if not args.quiet:
             err.print(f"Load run {run.run_id} ({i + 1} of {repeat}, series {series_id}): {run.model.key}, "
                       f"rates {', '.join(f'{r:g}' for r in opts.rates)}/s, {opts.duration_s:g}s each", markup=False)
-        status = anyio.run(lambda run=run: run_headless(run, quiet=args.quiet, err=err))
+        status = anyio.run(partial(run_headless, run, quiet=args.quiet, err=err))
         print_outcome(out, err, run.figures())
         out.print(f"Run id: {run.run_id} ({status}; {i + 1} of {repeat} in series {series_id})", markup=False)
         code = {"finished": 0, "cancelled": 130}.get(status, 1)

@@ -10,7 +10,6 @@ import dataclasses
 import html
 import json
 import math
-import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +32,7 @@ from arenatui.stats import (
 )
 from arenatui.stats.jsonable import finite as _num
 from arenatui.stats.jsonable import interval_dict, power_dict
+from arenatui.stats.jsonable import iso_utc as _iso
 from arenatui.store import Store
 from arenatui.store.queries import RunPlan, RunSpend
 from arenatui.store.read import F1Answers, StoredRun, read_run
@@ -269,10 +269,6 @@ def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dic
 
 def _weights(results: RunResults) -> str:
     return ", ".join(f"{k} {v:g}" for k, v in results.weights.items())
-
-
-def _iso(t: float | None) -> str | None:
-    return None if t is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
 # ---- formatting shared by Markdown and HTML --------------------------------------------------------------

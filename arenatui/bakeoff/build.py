@@ -21,16 +21,13 @@ from arenatui.bakeoff.sections import (
 from arenatui.decision_report import model_dict, pair_dict
 from arenatui.errors import PlanError
 from arenatui.stats import all_pairs, answered_models, leaderboard
+from arenatui.stats.jsonable import iso_utc as _iso
 from arenatui.store import Store
 from arenatui.store.read import read_run
 
 ONE_PROMPT = "one prompt: not measured"
 """Robustness across prompt variants, until a run has variants: each candidate got one prompt, so part of the
 margin may be which model suited the prompt written first."""
-
-
-def _iso(t: float | None) -> str | None:
-    return None if t is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
 def build_page(store: Store, run: str, load: Sequence[str] | None) -> dict[str, Any]:

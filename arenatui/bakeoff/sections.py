@@ -4,7 +4,6 @@ runs at the target load (with each model's series spread and the frontier), fail
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,15 +15,12 @@ from arenatui.bakeoff.terms import TermCheck, check_terms, requirements_from_sto
 from arenatui.errors import PlanError
 from arenatui.stats.frontier import pareto_front
 from arenatui.stats.jsonable import finite as _num
+from arenatui.stats.jsonable import iso_utc as _iso
 from arenatui.stats.leaderboard import ModelRow
 from arenatui.store import Store
 from arenatui.store.bakeoff_queries import load_runs_of_project, series_of, series_runs
 from arenatui.store.queries import resolve_run
 from arenatui.store.read import StoredRun, read_run
-
-
-def _iso(t: float | None) -> str | None:
-    return None if t is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
 def load_model(load: StoredRun) -> str:

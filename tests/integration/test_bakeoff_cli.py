@@ -252,3 +252,14 @@ def test_repeated_load_runs_form_a_series_compared_with_its_spread(bakeoff: Bake
     code, _, err = _run(["load", "--project", str(bakeoff.project), "--db", str(bakeoff.db), "-m", "steady",
                          "--rate", "8", "--repeat", "2"], capsys)
     assert code == 2 and "--every 4h or --at 09:00,14:00" in err
+
+
+def test_the_results_view_frontier_reads_p95_at_the_target_load(bakeoff: Bakeoff) -> None:
+    from arenatui.tui.results_data import load_board
+
+    view = load_board(bakeoff.db, bakeoff.sweep)
+    assert view.at_load_target == "8/s (target_rate)"
+    assert set(view.at_load) == {"steady", "strong"}  # shy was never load-tested: not on this chart
+    p95, _front = view.at_load["steady"]
+    assert p95 > 0
+    assert any(front for _, front in view.at_load.values())

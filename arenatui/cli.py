@@ -340,7 +340,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from arenatui.compare_cli import run_compare
     from arenatui.terminal import out_console
 
-    loads = compare_load_runs(args.db, args.run, args.other, args.json, out_console(soft_wrap=args.json))
+    sweep_flags = [f for f, on in (("--a", args.a), ("--b", args.b), ("--all", args.all),
+                                    ("--fail-on-regression", args.fail_on_regression),
+                                    ("--cluster-by", args.cluster_by)) if on]
+    loads = compare_load_runs(args.db, args.run, args.other, args.json, out_console(soft_wrap=args.json),
+                              sweep_flags=sweep_flags)
     if loads is not None:  # load runs: two, or a series (arena load --repeat)
         return loads
     return run_compare(args.db, args.run, args.other, args.a, args.b, args.all, args.json,

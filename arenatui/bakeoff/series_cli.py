@@ -79,12 +79,17 @@ COLUMNS: tuple[Column[SeriesRun], ...] = (
 )
 
 
-def compare_load_runs(db: str | None, run: str, other: str | None, as_json: bool, console: Console) -> int | None:
-    """Print the comparison of load runs; None when RUN is a sweep (the caller compares sweeps)."""
+def compare_load_runs(db: str | None, run: str, other: str | None, as_json: bool, console: Console, *,
+                      sweep_flags: Sequence[str] = ()) -> int | None:
+    """Print the comparison of load runs; None when RUN is a sweep (the caller compares sweeps). `sweep_flags`: the
+    flags given that only a comparison of sweeps reads (refused here, not ignored)."""
     with Store(db, read_only=True) as store:
         ids = load_ids(store, run, other)
         if ids is None:
             return None
+        if sweep_flags:
+            raise PlanError(f"compare: {', '.join(sweep_flags)} compare the models of sweeps; load runs are compared "
+                            "run by run: drop them")
         rows = series_rows(store, ids)
     models = {r.model for r in rows}
     s = spread(rows) if len(models) == 1 else None

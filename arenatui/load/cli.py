@@ -47,6 +47,8 @@ def add_load_parser(sub: Any, console: Callable[[LoadRun, str | None], None] | N
     p.add_argument("--repeat", help="run the same profile N times, linked as one series (`arena compare` on it)")
     p.add_argument("--every", help="with --repeat: time between starts, e.g. 4h, 30m, 90s (the first starts now)")
     p.add_argument("--at", help="with --repeat: local times of day to start at, across days, e.g. 09:00,14:00,22:00")
+    p.add_argument("--series", help="link this run to a series by name (runs started by cron or a systemd timer); "
+                   "`arena compare NAME` compares the series")
     from arenatui.shards_cli import add_shard_args
 
     add_shard_args(p, barrier=True)
@@ -165,10 +167,14 @@ def cmd_load(args: argparse.Namespace) -> int:
         return 0
     if not args.project:
         raise ArenaError("no project: pass --project FILE (or a directory holding arena.toml), or --show RUN_ID")
+    if args.series is not None and (not args.series.strip() or len(args.series) > 80):
+        raise ArenaError(f"--series: expected a name of 1 to 80 characters, got {args.series!r}"[:200])
     if args.repeat is not None or args.every is not None or args.at is not None:
         return _repeated(args)
     opts = load_options(args)
     run = LoadRun(opts)
+    if args.series is not None:
+        _join_series(run, args.series)
     wide = _width()
     out, err = _consoles(wide)
     console = getattr(args, "load_console", None)
@@ -200,9 +206,6 @@ def _repeated(args: argparse.Namespace) -> int:
     from arenatui.bakeoff import series
     from arenatui.load.report import print_outcome
     from arenatui.load.run import LoadRun
-    from arenatui.store import Store
-    from arenatui.store.bakeoff_queries import set_series
-
     repeat = _int(args.repeat, "--repeat", 1, 10_000)
     if repeat is None:
         raise ArenaError("--every and --at set when repetitions start: pass --repeat N too")
@@ -218,7 +221,7 @@ def _repeated(args: argparse.Namespace) -> int:
     opts = load_options(args)
     clock = series.CLOCK
     starts = series.start_times(clock.now(), repeat, every_s=every, at=at)
-    series_id = "series-" + time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+    series_id = args.series or "series-" + time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
     out, err = _consoles(_width())
     worst = 0
     def waiting(i: int, start: float) -> Callable[[float], None]:
@@ -230,8 +233,7 @@ def _repeated(args: argparse.Namespace) -> int:
     for i, start in enumerate(starts):
         series.wait_until(start, clock, waiting(i, start))
         run = LoadRun(opts)
-        with Store(run.db_path) as store:
-            set_series(store, run.run_id, series_id)
+        _join_series(run, series_id)
         if not args.quiet:
             err.print(f"Load run {run.run_id} ({i + 1} of {repeat}, series {series_id}): {run.model.key}, "
                       f"rates {', '.join(f'{r:g}' for r in opts.rates)}/s, {opts.duration_s:g}s each", markup=False)
@@ -244,3 +246,11 @@ def _repeated(args: argparse.Namespace) -> int:
             break
     out.print(f"Series {series_id}: compare its runs with  arena compare {series_id}", markup=False)
     return worst
+
+
+def _join_series(run: LoadRun, series_id: str) -> None:
+    from arenatui.store import Store
+    from arenatui.store.bakeoff_queries import set_series
+
+    with Store(run.db_path) as store:
+        set_series(store, run.run_id, series_id)

@@ -246,12 +246,27 @@ def test_repeated_load_runs_form_a_series_compared_with_its_spread(bakeoff: Bake
     assert data["spread"]["ratio"] >= 1.0 and {data["spread"]["slowest"], data["spread"]["fastest"]} == set(runs)
     code, table, _ = _run(["compare", runs[0], runs[1], "--db", str(bakeoff.db)], capsys)
     assert code == 0 and "Spread: " in table and "p95 ms" in table
+    code, _, err = _run(["compare", runs[0], "--all", "--db", str(bakeoff.db)], capsys)
+    assert code == 2 and "--all compare the models of sweeps" in err
     # the bake-off reads the series' spread beside the newest run of it
     code, md, _ = _run(["bakeoff", bakeoff.sweep, "--db", str(bakeoff.db), "--load", runs[-1]], capsys)
     assert code == 0 and "steady: p95 spread" in md and runs[0] in md
     code, _, err = _run(["load", "--project", str(bakeoff.project), "--db", str(bakeoff.db), "-m", "steady",
                          "--rate", "8", "--repeat", "2"], capsys)
     assert code == 2 and "--every 4h or --at 09:00,14:00" in err
+
+
+def test_runs_started_apart_join_a_named_series(bakeoff: Bakeoff, capsys: pytest.CaptureFixture[str]) -> None:
+    """What a cron line or a systemd timer does: each start its own process, the same --series name."""
+    capsys.readouterr()
+    ids = []
+    for _ in range(2):
+        code, out, err = _run(["load", "--project", str(bakeoff.project), "--db", str(bakeoff.db), "-m", "strong",
+                               "--rate", "8", "--duration", "0.4s", "--series", "nightly", "--quiet"], capsys)
+        assert code == 0, err
+        ids.append(_run_id(out))
+    code, js, _ = _run(["compare", "nightly", "--db", str(bakeoff.db), "--json"], capsys)
+    assert code == 0 and [r["run_id"] for r in json.loads(js)["runs"]] == ids
 
 
 def test_the_results_view_frontier_reads_p95_at_the_target_load(bakeoff: Bakeoff) -> None:

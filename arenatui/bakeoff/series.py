@@ -23,7 +23,9 @@ _EVERY = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(s|m|h|d)\s*$", re.IGNORECASE)
 _UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _AT = re.compile(r"^\s*([01]?\d|2[0-3]):([0-5]\d)\s*$")
 SHOW_EVERY_S = 1.0
-"""While it waits, the process says the next start this often (and sleeps no longer at a time)."""
+"""While it waits, the process says the next start this often on a terminal (and sleeps no longer at a time)."""
+SHOW_LOG_S = 600.0
+"""Into a log (not a terminal), the next start is said once, then this often: a 4 h wait writes 24 lines."""
 
 
 class Clock(Protocol):

@@ -225,13 +225,28 @@ def _repeated(args: argparse.Namespace) -> int:
     out, err = _consoles(_width())
     worst = 0
     def waiting(i: int, start: float) -> Callable[[float], None]:
+        """On a terminal one line counting down; in a log the first line, then one every SHOW_LOG_S."""
+        said: list[float] = []
+
         def show(left: float) -> None:
-            if not args.quiet:
-                err.print(series.waiting_line(i, repeat, start, left), markup=False, highlight=False)
+            line = series.waiting_line(i, repeat, start, left)
+            if args.quiet:
+                return
+            if err.is_terminal:
+                err.file.write("\r" + line + " " * 4)
+                err.file.flush()
+                drawn.append(i)
+            elif not said or said[-1] - left >= series.SHOW_LOG_S:
+                err.print(line, markup=False, highlight=False)
+                said.append(left)
         return show
 
+    drawn: list[int] = []
+    """Repetitions whose countdown was drawn on the terminal's line (it ends with a newline)."""
     for i, start in enumerate(starts):
         series.wait_until(start, clock, waiting(i, start))
+        if i in drawn:
+            err.file.write("\n")
         run = LoadRun(opts)
         _join_series(run, series_id)
         if not args.quiet:

@@ -201,7 +201,7 @@ class Sweep:
                            emit=self._emit, caps=lambda k: self.runner.model_cap(k),
                            user_caps={m.key: m.max_concurrency for m in plan.models})
         """Per-level readout (always) and the auto-tuner (when on); `a` in the console toggles it."""
-        sinks = (self.writer.on_event, *watched, *extra_sinks, self.tuner.on_event)
+        sinks = (self.writer.on_event, *watched, *extra_sinks, self.tuner.sink)
         self.runner = Runner(plan, self.providers, sinks=sinks, concurrency=concurrency)
         if recent:  # the client's rpm/tpm limiters continue where the earlier session left them
             self.runner.seed_rate_limits(limit_levels(plan, recent, time.time(), self.project.defaults.max_tokens))

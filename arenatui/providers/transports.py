@@ -22,11 +22,11 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
 import sniffio
 
 if TYPE_CHECKING:
     import aiohttp
+    import httpx
 
 HTTPX_SHARD = 8
 """Connections per httpx client: its pool's cost grows with connections × waiting requests, so many
@@ -133,11 +133,17 @@ class HttpxWire:
     """httpx clients of `HTTPX_SHARD` connections each, one more whenever all are busy; no httpx retries."""
 
     name = "httpx"
-    timeout_errors: tuple[type[BaseException], ...] = (httpx.TimeoutException,)
-    errors: tuple[type[BaseException], ...] = (httpx.HTTPError,)
+    timeout_errors: tuple[type[BaseException], ...]
+    errors: tuple[type[BaseException], ...]
 
     def __init__(self, headers: Mapping[str, str], timeout_s: float,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
+        # Imported only when used, like aiohttp: httpx's own import pulls in its command line (click, pygments,
+        # rich's console), a fifth of `arena evaluate`'s start-up on the asyncio backend, which never uses it.
+        import httpx
+
+        self.timeout_errors = (httpx.TimeoutException,)
+        self.errors = (httpx.HTTPError,)
         self._headers = dict(headers)
         self._timeout_s = timeout_s
         self._transport = transport
@@ -145,6 +151,8 @@ class HttpxWire:
         self._shards: list[_Shard] = []
 
     def _client(self) -> httpx.AsyncClient:
+        import httpx  # loaded by __init__: a dictionary lookup here
+
         n = self._shard_size
         return httpx.AsyncClient(
             headers=self._headers,

@@ -47,7 +47,9 @@ def build_page(store: Store, run: str, load: Sequence[str] | None) -> dict[str, 
     for r in at_load["rows"]:
         if r["load_run"] and r["on_front"]:
             fronts[r["model"]].append("quality-p95 at the target load")
-    decisions = decide(rows, pairs, checks, refusals_by_category(results, sweep.refusals), p95, fronts)
+    notes = {r["model"]: f"at the target load: {r['flag']}" if r["load_run"] else "not load-tested at the target"
+             for r in at_load["rows"] if r["flag"] or not r["load_run"]}
+    decisions = decide(rows, pairs, checks, refusals_by_category(results, sweep.refusals), p95, fronts, notes)
     rec = sweep.record
     return {
         "kind": "bakeoff",

@@ -35,8 +35,10 @@ def _no_worse(a: float | None, b: float | None) -> bool | None:
 
 def decide(rows: Sequence[ModelRow], pairs: Sequence[PairDecision], terms: Mapping[str, Sequence[TermCheck]],
            refusals: Sequence[Refusal], p95_at_target: Mapping[str, float | None],
-           fronts: Mapping[str, Sequence[str]]) -> list[Decision]:
-    """One Decision per model, in the rows' order. `fronts`: per model, the frontiers it is on (in words)."""
+           fronts: Mapping[str, Sequence[str]], load_notes: Mapping[str, str] | None = None) -> list[Decision]:
+    """One Decision per model, in the rows' order. `fronts`: per model, the frontiers it is on (in words);
+    `load_notes`: per model, what a contender's reader must know of its load figures (never reached the target,
+    not load-tested)."""
     out = {r.model: Decision(r.model) for r in rows}
     for r in rows:
         d = out[r.model]
@@ -79,6 +81,9 @@ def decide(rows: Sequence[ModelRow], pairs: Sequence[PairDecision], terms: Mappi
         unknown = [t.term for t in terms.get(r.model, ()) if t.value is None]
         if unknown:
             d.reasons.append(f"{ASK} about: {', '.join(unknown)}")
+        note = (load_notes or {}).get(r.model)
+        if note:
+            d.reasons.append(note)
         if not d.reasons:
             d.reasons.append("not separated from the others on evidence")
     return [out[r.model] for r in rows]

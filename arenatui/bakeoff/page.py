@@ -109,7 +109,8 @@ def render_html(page: dict[str, Any], *, shown: str | None = None) -> str:
     rows = "".join(f"<tr><td>{_h(d['model'])}</td><td class={d['decision']}>{_h(d['decision'])}</td>"
                    f"<td style=\"text-align:left;white-space:normal\">{_h('; '.join(d['reasons']))}</td></tr>"
                    for d in page["decisions"])
-    parts.append('<div class="wide"><table><thead><tr>' + "".join(f"<th>{_h(c)}</th>" for c in DECISION_HEAD)
+    parts.append('<div class="wide"><table><thead><tr>' + "".join(f'<th style="text-align:left">{_h(c)}</th>'
+                                                                    for c in DECISION_HEAD)
                  + f"</tr></thead><tbody>{rows}</tbody></table></div>")
     parts.append("<h2>The margin</h2><p>Quality over scored calls with a 95% bootstrap interval over cases; each "
                  "pair's verdict is paired and Holm-adjusted over all pairs.</p>")

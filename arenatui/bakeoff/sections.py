@@ -110,7 +110,8 @@ def load_section(rows: Sequence[ModelRow], sweep: StoredRun, loads: Sequence[Sto
         chosen = newest.get(mr.model)
         row: dict[str, Any] = {"model": mr.model, "quality": _num(mr.quality.estimate),
                                "quality_low": _num(mr.quality.low), "quality_high": _num(mr.quality.high),
-                               "n": mr.quality.n, "cost_per_correct": _num(mr.cost_per_correct), "load_run": None}
+                               "n": mr.quality.n, "cost_per_correct": _num(mr.cost_per_correct), "load_run": None,
+                               "flag": None}
         if chosen is not None and chosen.load is not None:
             at = at_target(chosen.load, rate, conc)
             target_words = at.target

@@ -166,5 +166,6 @@ def test_each_candidate_is_eliminated_with_its_reason_or_a_contender() -> None:
     assert out["good"].reasons == ["on the quality-cost front", f"{ASK} about: retention_days, trains_on_data, "
                                    "deprecation_notice_days"]
     # slower at the target load than the one it loses to on quality: not dominated
-    out = {d.model: d for d in decide(rows, pairs, {}, [], {"good": 900.0, "eu-less": 900.0, "weak": 100.0}, {})}
-    assert not out["weak"].eliminated
+    out = {d.model: d for d in decide(rows, pairs, {}, [], {"good": 900.0, "eu-less": 900.0, "weak": 100.0}, {},
+                                      {"weak": "not load-tested at the target"})}
+    assert not out["weak"].eliminated and out["weak"].reasons == ["not load-tested at the target"]

@@ -193,6 +193,10 @@ def test_report_sets_the_load_runs_beside_quality(bakeoff: Bakeoff, capsys: pyte
     rep = json.loads(js)
     assert {r["model"]: r["load_run"] for r in rep["at_load"]["rows"]} == \
         {"strong": None, "steady": bakeoff.loads["steady"], "shy": None}
+    code, html, _ = _run(["report", bakeoff.sweep, "--db", str(bakeoff.db), "--load", bakeoff.loads["steady"], "-f",
+                          "html"], capsys)
+    assert code == 0 and html.index('<div class="warn">') < html.index("<h2>Leaderboard</h2>")
+    assert "<h2>Quality beside load at the target</h2>" in html and "p95 latency from schedule at the target" in html
 
 
 def test_bad_load_runs_are_refused_with_one_paragraph(bakeoff: Bakeoff, capsys: pytest.CaptureFixture[str]) -> None:

@@ -266,8 +266,8 @@ class Sweep:
                     prepare()
                 except Exception:  # the same error reaches each call, which records it per call
                     pass
-        gc.collect()
-        gc.freeze()
+        gc.freeze()  # no collection first: it cost ~25 ms before the first request, to free little; what the imports
+        # left behind is collected after the run's gc.unfreeze()
         if self.tune_at_start and not self.tuner.enabled:
             n = max(1, len(self.plan.models))
             # from the model's share of the global level (at least 2: one more look than a serial server needs)

@@ -519,7 +519,8 @@ class HttpProvider:
             if name == "aiohttp" and self._fake is None and sniffio.current_async_library() != "asyncio":
                 raise TerminalError(f"model {self.model.key!r}: transport = \"aiohttp\" runs only on asyncio; "
                                     f"use \"auto\" or \"httpx\" here")
-            self._wire = open_wire(name, self._headers, self._timeout_s, self._fake)
+            self._wire = open_wire(name, self._headers, self._timeout_s, self._fake,
+                                   tls=self.url.lower().startswith("https:"))
         return self._wire
 
     def prepare(self) -> None:

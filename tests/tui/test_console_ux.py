@@ -127,6 +127,28 @@ def test_the_common_error_line_redacts_url_credentials() -> None:
     assert line.startswith("most common error m[bold]: 4 of 5 errored calls said: GET http://") and "[red]no" in line
 
 
+async def test_the_matrix_names_the_cursors_case_in_full(tmp_path: Path) -> None:
+    """Issue 22 item 11: the ruler cuts names to the cells' width (in the middle, start and end kept); the cursor's
+    case is named in full under the matrix, and a hovered cell's in its tooltip."""
+    from arenatui.tui.widgets import CallMatrix
+
+    sweep, _clock = scripted_sweep(tmp_path, finished=True)
+    app = ArenaApp(sweep, autostart=False)
+    cases = [c.id for c in sweep.plan.cases]
+    async with app.run_test(size=(80, 24)) as pilot:
+        matrix = app.screen.query_one("#matrix", CallMatrix)
+        matrix.focus()
+        await pilot.press("right", "down")
+        await pilot.pause()
+        said = str(app.screen.query_one("#matrix-panel").border_subtitle)
+        assert said == f"case 2/{len(cases)} {cases[1]} · {sweep.plan.models[1].key}", said
+        lay = matrix._layout
+        assert lay is not None
+        await pilot.hover("#matrix", offset=(lay.label_w + 2 * lay.cell_w, 1))
+        await pilot.pause()
+        assert str(matrix.tooltip) == f"case 3/{len(cases)} {cases[2]} · {sweep.plan.models[0].key}"
+
+
 @pytest.fixture
 def db(tmp_path_factory: Any, tmp_path: Path) -> Path:
     return copy_db(tmp_path_factory, tmp_path)

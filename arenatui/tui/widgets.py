@@ -130,6 +130,12 @@ def short_labels(ids: Sequence[str], width: int) -> list[str]:
     return out
 
 
+def _longest_fitting(width: int, texts: Sequence[str]) -> str:
+    """The first of `texts` (longest first) that fits `width`, so a ruler's note says less rather than stop mid-word;
+    the last one whatever its length."""
+    return next((t for t in texts if len(t) <= width), texts[-1])
+
+
 @dataclass(frozen=True, slots=True)
 class _Layout:
     label_w: int
@@ -368,9 +374,14 @@ class CallMatrix(Widget, can_focus=True):
             # one glyph per case: mark every fifth column and say where the first and last case are
             ticks = "".join("|" if k % 5 == 0 else " " for k in range(n)) if lay.cell_w == 1 else \
                 "".join(("|" if k % 5 == 0 else " ").ljust(lay.cell_w) for k in range(n))
-            text = f"{ticks}  {n} cases (a tick at every 5th), the first {self.case_ids[0] if n else ''}"
+            text = ticks + _longest_fitting(width - lay.label_w - len(ticks), (
+                f"  {n} cases (a tick at every 5th), the first {self.case_ids[0] if n else ''}",
+                f"  {n} cases, a tick at every 5th", f"  {n} cases", ""))
         else:
-            text = f"{n} cases, {lay.per_col} per column (first: {self.case_ids[0]}; work and pass rate shown)"
+            text = _longest_fitting(width - lay.label_w, (
+                f"{n} cases, {lay.per_col} per column (first: {self.case_ids[0]}; work and pass rate shown)",
+                f"{n} cases, {lay.per_col} per column (work and pass rate shown)", f"{n} cases, {lay.per_col} a column",
+                f"{n} cases"))
         strip = Strip([Segment(corner, hs), Segment(text, hs)])
         return strip.apply_style(base).adjust_cell_length(width, base)
 

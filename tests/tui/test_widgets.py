@@ -110,3 +110,31 @@ async def test_matrix_condenses_and_a_frame_costs_little(tmp_path: object) -> No
         await pilot.pause()
         assert len(dirty) >= 2000 and 0 < columns <= len(models) * lay.n_cols < len(dirty)
         assert "5000 cases" in app.export_screenshot().replace("&#160;", " ")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("n", "width"), [(60, 100), (60, 80), (5000, 160), (5000, 60)])
+async def test_the_matrix_ruler_note_says_less_rather_than_stop_mid_word(n: int, width: int) -> None:
+    """Issue 22 item 11: the note beside the ruler ("60 cases (a tick at every 5th), the first case-00") was cut at
+    the pane's edge; it gives up whole phrases instead."""
+    from textual.app import App, ComposeResult
+
+    models = ["m"]
+    cases = [f"case-{j:02d}" for j in range(n)]
+    live = LiveMetrics(models, cases, 1, clock=lambda: 0.0)
+
+    class One(App[None]):
+        def get_theme_variable_defaults(self) -> dict[str, str]:
+            return dict(STATE_VARIABLES)
+
+        def compose(self) -> ComposeResult:
+            yield CallMatrix(models, cases, 1, live.cell_range, id="m")
+
+    app = One()
+    async with app.run_test(size=(width, 10)) as pilot:
+        await pilot.pause()
+        m = app.query_one(CallMatrix)
+        ruler = m.render_line(0).text.rstrip()
+    assert len(ruler) <= width
+    note = ruler.lstrip(" |")
+    assert note == "" or note.endswith(("cases", "every 5th", "a column", "shown)", cases[0])), ruler

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from arenatui.engine.events import CallFinished, CallStarted
@@ -70,13 +72,9 @@ def test_spark_and_bar() -> None:
     assert bar(0.5, 4) == "██··"
 
 
-@pytest.mark.anyio
-async def test_matrix_condenses_and_a_frame_costs_little(tmp_path: object) -> None:
+def _matrix_app(models: list[str], cases: list[str], live: LiveMetrics) -> Any:
+    """An app holding one CallMatrix over `live`."""
     from textual.app import App, ComposeResult
-
-    models = [f"model-{i}" for i in range(10)]
-    cases = [f"case-{j:05d}" for j in range(5000)]
-    live = LiveMetrics(models, cases, 1, clock=lambda: 0.0)
 
     class One(App[None]):
         def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -85,7 +83,15 @@ async def test_matrix_condenses_and_a_frame_costs_little(tmp_path: object) -> No
         def compose(self) -> ComposeResult:
             yield CallMatrix(models, cases, 1, live.cell_range, id="m")
 
-    app = One()
+    return One()
+
+
+@pytest.mark.anyio
+async def test_matrix_condenses_and_a_frame_costs_little(tmp_path: object) -> None:
+    models = [f"model-{i}" for i in range(10)]
+    cases = [f"case-{j:05d}" for j in range(5000)]
+    live = LiveMetrics(models, cases, 1, clock=lambda: 0.0)
+    app = _matrix_app(models, cases, live)
     async with app.run_test(size=(160, 20)) as pilot:
         m = app.query_one(CallMatrix)
         await pilot.pause()
@@ -117,20 +123,9 @@ async def test_matrix_condenses_and_a_frame_costs_little(tmp_path: object) -> No
 async def test_the_matrix_ruler_note_says_less_rather_than_stop_mid_word(n: int, width: int) -> None:
     """Issue 22 item 11: the note beside the ruler ("60 cases (a tick at every 5th), the first case-00") was cut at
     the pane's edge; it gives up whole phrases instead."""
-    from textual.app import App, ComposeResult
-
     models = ["m"]
     cases = [f"case-{j:02d}" for j in range(n)]
-    live = LiveMetrics(models, cases, 1, clock=lambda: 0.0)
-
-    class One(App[None]):
-        def get_theme_variable_defaults(self) -> dict[str, str]:
-            return dict(STATE_VARIABLES)
-
-        def compose(self) -> ComposeResult:
-            yield CallMatrix(models, cases, 1, live.cell_range, id="m")
-
-    app = One()
+    app = _matrix_app(models, cases, LiveMetrics(models, cases, 1, clock=lambda: 0.0))
     async with app.run_test(size=(width, 10)) as pilot:
         await pilot.pause()
         m = app.query_one(CallMatrix)

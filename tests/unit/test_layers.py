@@ -16,10 +16,10 @@ ENTRIES = ("arenatui.cli", "arenatui.api")
 the console, so they may import anything."""
 VIEWS = {
     "arenatui.tui": "the console and results screens",
-    "arenatui.report": "the evaluate summary",
-    "arenatui.decision_report": "arena report",
-    "arenatui.export": "arena export",
-    "arenatui.compare_cli": "arena compare",
+    "arenatui.commands.evaluate": "the evaluate summary",
+    "arenatui.commands.report": "arena report",
+    "arenatui.commands.export": "arena export",
+    "arenatui.commands.compare": "arena compare",
     "arenatui.headless": "the headless progress line",
     "arenatui.load.report": "a load run's tables, report and export",
     "arenatui.load.files": "a load run's tables, report and export",

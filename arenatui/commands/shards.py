@@ -56,7 +56,7 @@ def shard_options(args: argparse.Namespace) -> tuple[Shard | None, str | None, f
     start_in = getattr(args, "start_in", None)
     if getattr(args, "start_at", None) is not None or start_in is not None:
         from arenatui.barrier import start_instant
-        from arenatui.load.cli import _duration
+        from arenatui.commands.load import _duration
 
         start_at = start_instant(args.start_at, _duration(start_in, "--start-in", zero_ok=True)
                                  if start_in is not None else None,
@@ -151,7 +151,7 @@ def _print_merged(out: Console, err: Console, m: Merged, db: Path, elapsed: floa
         _rid, outcome = stored_outcome(db, m.run_id)
         print_outcome(out, err, outcome)
     else:
-        from arenatui.report import print_leaderboard
+        from arenatui.commands.evaluate import print_leaderboard
         from arenatui.store import Store
         from arenatui.store.queries import load_results
 

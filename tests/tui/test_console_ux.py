@@ -15,9 +15,9 @@ from textual.widgets import DataTable, Select, TabbedContent
 from arenatui.cli import main
 from arenatui.tui.app import ArenaApp
 from arenatui.tui.browse import BrowseApp
+from arenatui.tui.results.screen import MARK
 from arenatui.tui.screens import CallDetail, RunScreen
 from arenatui.tui.screens.dialogs import Confirm
-from arenatui.tui.screens.results import MARK
 from arenatui.tui.widgets import ModelTable
 
 from .results_support import OLD_RUN_ID, RUN_ID, copy_db

@@ -13,8 +13,8 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Select
 
 from arenatui.tui.browse import BrowseApp
-from arenatui.tui.screens.results import outcome_cell
-from arenatui.tui.screens.results_detail import CaseDetail
+from arenatui.tui.results.detail import CaseDetail
+from arenatui.tui.results.screen import outcome_cell
 
 from .test_results_screens import rows, screen_text, settle, static_text
 from .test_results_snapshots import opened

@@ -15,8 +15,8 @@ from textual.worker import WorkerCancelled
 from arenatui.cli import main
 from arenatui.store import Store
 from arenatui.tui.browse import BrowseApp
-from arenatui.tui.screens.results import Results
-from arenatui.tui.screens.results_detail import CaseDetail, ModelDetail
+from arenatui.tui.results.detail import CaseDetail, ModelDetail
+from arenatui.tui.results.screen import Results
 from arenatui.wording import LEADERBOARD_NOTE
 
 from .results_support import OLD_RUN_ID, RUN_ID, copy_db, f1_db

@@ -31,7 +31,7 @@ from arenatui.stats import Comparison, Disagreement, ModelRow
 from arenatui.store import Store
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import OUTCOMES, UNSCORED_MODES, RunListing, list_runs
-from arenatui.tui.results_data import (
+from arenatui.tui.results.data import (
     CaseRow,
     RunView,
     StratumDiff,
@@ -40,9 +40,8 @@ from arenatui.tui.results_data import (
     load_board,
     run_changes,
 )
-from arenatui.tui.screens.common import FAILURE_SHORT
-from arenatui.tui.screens.results_detail import CaseDetail, ModelDetail
-from arenatui.wording import LEADERBOARD_NOTE
+from arenatui.tui.results.detail import CaseDetail, ModelDetail
+from arenatui.wording import FAILURE_SHORT, LEADERBOARD_NOTE
 
 TABS = ("runs", "leaderboard", "compare", "pairs", "strata", "cases", "frontier")
 MAX_CASE_ROWS = 500

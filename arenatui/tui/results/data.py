@@ -228,7 +228,7 @@ def case_detail(db: Path | str, run_id: str,
                 case_id: str) -> tuple[dict[str, list[CallRow]], dict[tuple[str, int], JudgmentRow]]:
     """Every stored trial of one case, per model, and the judgment of each judged one by (model, trial)."""
     # here, not at the top: the screens import this module (importing it first must not run into them)
-    from arenatui.tui.screens.outputs import PREVIEW_CHARS
+    from arenatui.tui.outputs import PREVIEW_CHARS
 
     with Store(db, read_only=True) as store:
         calls = case_calls(store, run_id, case_id, preview=PREVIEW_CHARS)  # a 50 MB answer: its start

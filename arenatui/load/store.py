@@ -71,7 +71,7 @@ def stored_outcome_of(db: Path | str, rec: RunRecord) -> LoadOutcome:
     run = compute(samples, windows, slo)
     segs = per_segment(samples, windows, slo)
     sat = mark_saturation(segs) if len(segs) > 1 else None
-    from arenatui.commands.shards import start_skew_line
+    from arenatui.barrier import start_skew_line
     from arenatui.store.shards import run_shards
 
     with Store(db) as store:

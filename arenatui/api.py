@@ -44,10 +44,10 @@ class RunResult:
     def results(self) -> RunResults:
         """The run's per (model, case) arrays (arenatui.stats.items.RunResults)."""
         from arenatui.store import Store
-        from arenatui.store.queries import load_results
+        from arenatui.store.queries import read_results
 
         with Store(self.db) as store:
-            return load_results(store, self.run_id)
+            return read_results(store, self.run_id)
 
     @property
     def models(self) -> tuple[str, ...]:

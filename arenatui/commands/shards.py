@@ -133,8 +133,8 @@ def _print_merged(out: Console, err: Console, m: Merged, db: Path, elapsed: floa
     else:
         from arenatui.commands.evaluate import print_leaderboard
         from arenatui.store import Store
-        from arenatui.store.queries import load_results
+        from arenatui.store.queries import read_results
 
         with Store(db) as store:
-            print_leaderboard(out, load_results(store, m.run_id, latency=True))
+            print_leaderboard(out, read_results(store, m.run_id, latency=True))
     out.print(f"Run id: {m.run_id}", markup=False)

@@ -28,7 +28,7 @@ from arenatui.store.queries import (
     call_rows,
     case_judgments,
     list_runs,
-    load_results,
+    read_results,
     resolve_run,
     run_plan,
     run_spend,
@@ -85,7 +85,7 @@ def test_a_model_with_only_unscored_calls_did_not_fail_the_run() -> None:
 def test_stored_run_quality_coverage_and_errors_by_hand(judged: tuple[Path, str, list[str]]) -> None:
     db, run, _ids = judged
     with Store(db) as s:
-        r = load_results(s, run)
+        r = read_results(s, run)
     assert r.models == ("alpha", "beta")  # the judge-only model is no candidate
     rows = {row.model: row for row in leaderboard(r)}
     alpha, beta = rows["alpha"], rows["beta"]

@@ -24,7 +24,7 @@ from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import RunListing, list_runs
 from arenatui.tui.results.cases import CasesTab
 from arenatui.tui.results.compare import CompareTab
-from arenatui.tui.results.data import RunView, complete_view, load_board
+from arenatui.tui.results.data import RunView, complete_view, read_board
 from arenatui.tui.results.detail import CaseDetail, ModelDetail
 from arenatui.tui.results.frontier import FrontierTab
 from arenatui.tui.results.leaderboard import LeaderboardTab
@@ -81,7 +81,7 @@ class Results(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self._load_runs()
+        self._read_runs()
         if self.run_id:
             self.open_run(self.run_id)
 
@@ -93,7 +93,7 @@ class Results(Screen[None]):
     # ---- loading (workers) -------------------------------------------------------------------------------
 
     @work(thread=True, group="results-runs", exit_on_error=False)
-    def _load_runs(self) -> None:
+    def _read_runs(self) -> None:
         with Store(self.db, read_only=True) as store:
             runs = list_runs(store, 200)
             loads = {rid: n for rid, (kind, n) in run_kinds(store, [r.run_id for r in runs]).items() if kind == "load"}
@@ -101,12 +101,12 @@ class Results(Screen[None]):
 
     def open_run(self, run_id: str) -> None:
         self.query_one("#results-title", Static).update(Text(f"loading run {printable(run_id, newlines=False)}…"))
-        self._load_view(run_id)
+        self._read_view(run_id)
 
     @work(thread=True, group="results-view", exclusive=True, exit_on_error=False)
-    def _load_view(self, run_id: str) -> None:
+    def _read_view(self, run_id: str) -> None:
         # the leaderboard first (a fraction of a second at 1M calls), then all pairs, strata and cases
-        board = load_board(self.db, run_id)
+        board = read_board(self.db, run_id)
         self.app.call_from_thread(self._show_board, board)
         self.app.call_from_thread(self._show_rest, complete_view(board))
 
@@ -241,7 +241,7 @@ class Results(Screen[None]):
 
     def action_reload(self) -> None:
         """Read the store again: a sweep still running has stored more since the view opened."""
-        self._load_runs()
+        self._read_runs()
         if self.run_id:
             self.open_run(self.run_id)
 

@@ -7,44 +7,15 @@ current limits and price, and the results and failed attempts for the evidence.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
 from arenatui.scoring.failure_modes import TRUNCATED_FINISH
 from arenatui.store.db import Store
-from arenatui.tuning.budgets import Answer, TimeoutEvidence
+from arenatui.tuning.budgets import Answer, BudgetEvidence, ModelBudget
+
+__all__ = ["BudgetEvidence", "ModelBudget", "budget_evidence"]
 
 _JUDGE_PREFIX = "judge:"
-
-
-@dataclass(slots=True)
-class ModelBudget:
-    """One model's current limits and the evidence about them."""
-
-    model_key: str
-    max_tokens: int
-    price_out_per_mtok: float
-    answers: list[Answer] = field(default_factory=list)
-    """Every answered call (passed, failed or unscored; a scorer's or a judge's error on an answer too)."""
-    by_scorer: dict[str, list[Answer]] = field(default_factory=dict)
-    """The same answers per scorer kind, where the run has more than one."""
-    answered_s: list[float] = field(default_factory=list)
-    timed_out: int = 0
-    timed_out_streamed: int = 0
-    """Of the timed-out attempts, those streamed (recorded since migration 16): they tell hung from slow."""
-    timed_out_no_token: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class BudgetEvidence:
-    run_id: str
-    timeout_s: float
-    models: dict[str, ModelBudget]
-
-    def timeout_evidence(self, model_key: str) -> TimeoutEvidence:
-        m = self.models[model_key]
-        known = m.timed_out > 0 and m.timed_out_streamed == m.timed_out  # hung or slow is known for each one
-        return TimeoutEvidence(tuple(m.answered_s), m.timed_out, m.timed_out_no_token if known else None)
 
 
 def _num(x: Any, default: float) -> float:

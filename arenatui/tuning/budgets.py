@@ -25,13 +25,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from arenatui.figures import money
-
-if TYPE_CHECKING:
-    from arenatui.store.budget_queries import BudgetEvidence
 
 MIN_ANSWERS = 30
 """Answers (passing ones, for max_tokens; answered attempts, for timeout_s) needed before recommending."""
@@ -249,6 +246,39 @@ def run_timeout(recs: Sequence[Recommendation], current: float) -> Recommendatio
     return Recommendation("timeout_s", "*", current, "lower", top.value,
                           f"lower [run] timeout_s {current:g} → {top.value:g} s (set by {top.model_key}, the slowest)",
                           n)
+
+
+# ---- the evidence of one stored run (arenatui.store.budget_queries reads it) --------------------------------
+
+@dataclass(slots=True)
+class ModelBudget:
+    """One model's current limits and the evidence about them."""
+
+    model_key: str
+    max_tokens: int
+    price_out_per_mtok: float
+    answers: list[Answer] = field(default_factory=list)
+    """Every answered call (passed, failed or unscored; a scorer's or a judge's error on an answer too)."""
+    by_scorer: dict[str, list[Answer]] = field(default_factory=dict)
+    """The same answers per scorer kind, where the run has more than one."""
+    answered_s: list[float] = field(default_factory=list)
+    timed_out: int = 0
+    timed_out_streamed: int = 0
+    """Of the timed-out attempts, those streamed (recorded since migration 16): they tell hung from slow."""
+    timed_out_no_token: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetEvidence:
+    run_id: str
+    timeout_s: float
+    models: dict[str, ModelBudget]
+
+    def timeout_evidence(self, model_key: str) -> TimeoutEvidence:
+        m = self.models[model_key]
+        known = m.timed_out > 0 and m.timed_out_streamed == m.timed_out  # hung or slow is known for each one
+        return TimeoutEvidence(tuple(m.answered_s), m.timed_out, m.timed_out_no_token if known else None)
+
 
 
 @dataclass(frozen=True, slots=True)

@@ -218,7 +218,7 @@ def test_report_lists_each_models_max_tokens_and_timeout_with_evidence(run_db: t
     each with its evidence, and "not enough evidence" for a model with too few passing answers."""
     import html
 
-    from arenatui.tuning.budget_commands import budgets_for_run
+    from arenatui.commands.tune_budgets import budgets_for_run
 
     db, run_id = run_db
     budgets = budgets_for_run(run_id, db)

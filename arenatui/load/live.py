@@ -48,6 +48,18 @@ class LoadSnapshot:
     histogram: tuple[int, ...]
     """Requests finished in the window per latency bar (from schedule), HISTOGRAM_EDGES_MS + one."""
     client_cpu: float | None = None
+    rate_held_s: float | None = None
+    """Seconds the current target rate has been offered (its segment began, or `+`/`-` changed it); None: since
+    the start of the run."""
+    window_s: float = WINDOW_S
+
+    @property
+    def settled(self) -> bool:
+        """True when the window's rates can be read against the target: a few seconds of answers are in and the
+        window holds only the current rate (just after a change it still averages the rate before, so a run keeping
+        up would look behind)."""
+        held = self.elapsed_s if self.rate_held_s is None else self.rate_held_s
+        return self.elapsed_s >= 5.0 and held >= min(self.window_s, self.elapsed_s) - 1e-9
 
 
 def _pct(v: npt.NDArray[Any], p: float) -> float:
@@ -55,7 +67,8 @@ def _pct(v: npt.NDArray[Any], p: float) -> float:
 
 
 def snapshot(samples: Samples, *, now_s: float, total_s: float, segment: int, target_rate: float, in_flight: int,
-             sent_rate: float, client_cpu: float | None = None, window_s: float = WINDOW_S) -> LoadSnapshot:
+             sent_rate: float, client_cpu: float | None = None, window_s: float = WINDOW_S,
+             rate_held_s: float | None = None) -> LoadSnapshot:
     """Figures over the requests finished in the last `window_s` seconds (less at the start of the run)."""
     lo = now_s - window_s
     stop = len(samples.out_tokens)  # the column appended last: every other column is at least this long
@@ -80,5 +93,5 @@ def snapshot(samples: Samples, *, now_s: float, total_s: float, segment: int, ta
         error_share=float((~ok & (outcome != RATE_LIMITED) & (outcome != TIMEOUT)).sum()) / n if n else 0.0,
         rate_limited_share=float((outcome == RATE_LIMITED).sum()) / n if n else 0.0,
         timeout_share=float((outcome == TIMEOUT).sum()) / n if n else 0.0,
-        histogram=tuple(int(x) for x in hist), client_cpu=client_cpu,
+        histogram=tuple(int(x) for x in hist), client_cpu=client_cpu, rate_held_s=rate_held_s, window_s=window_s,
     )

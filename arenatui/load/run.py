@@ -213,7 +213,8 @@ class LoadRun:
         sent_rate = (sent - sent_then) / (now - t_then) if now > t_then else 0.0
         return snapshot(self.samples, now_s=now, total_s=self.plan.total_s if self.plan.arrival.kind != "trace"
                         else self.plan.arrival.trace_duration_s, segment=e.windows[-1].segment if e.windows else 0,
-                        target_rate=e.rate, in_flight=e.in_flight, sent_rate=sent_rate, client_cpu=self.client_cpu)
+                        target_rate=e.rate, in_flight=e.in_flight, sent_rate=sent_rate, client_cpu=self.client_cpu,
+                        rate_held_s=now - e.windows[-1].start_s if e.windows else None)
 
     def figures(self) -> LoadOutcome:
         windows = list(self.engine.windows)

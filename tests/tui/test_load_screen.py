@@ -3,6 +3,7 @@ a snapshot from a scripted run; and a real short run on a simulated model."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from arenatui.load.arrivals import Arrival
 from arenatui.load.live import LoadSnapshot
 from arenatui.load.run import LoadOptions, LoadRun
 from arenatui.tui.load_app import LoadApp
-from arenatui.tui.screens.load import LoadScreen, rate_step
+from arenatui.tui.screens.load import LoadScreen, figures_text, rate_step
 
 pytestmark = pytest.mark.anyio
 
@@ -47,6 +48,23 @@ class ScriptedRun:
 
     async def run(self) -> Any:
         return None
+
+
+def test_a_rate_change_is_not_called_falling_behind() -> None:
+    """A step from 4 to 16 req/s 6 s ago: the 10 s window still averages 4 s of the old rate (sent 11.2/s), so
+    the run keeping up must not read "not keeping up"; once the window holds only the new rate, a shortfall does."""
+    base = ScriptedRun().snapshot()
+    just_changed = replace(base, elapsed_s=18.0, target_rate=16.0, sent_rate=11.2, achieved_rate=11.0,
+                           rate_held_s=6.0, lag_p99_ms=5.0)
+    text = figures_text(just_changed, width=120)
+    assert "11.00 req/s" in text.plain and "not keeping up" not in text.plain
+    rates = [text.plain.index(v) for v in ("11.20 req/s", "11.00 req/s")]
+    assert not any(sp.start <= i < sp.end and "yellow" in str(sp.style) for sp in text.spans for i in rates)
+    held = replace(just_changed, elapsed_s=30.0, rate_held_s=18.0)
+    assert "not keeping up" in figures_text(held, width=120).plain
+    assert not just_changed.settled and held.settled
+    start = replace(base, elapsed_s=6.0, rate_held_s=6.0)  # the first rate: the whole run is at it
+    assert start.settled and "not keeping up" in figures_text(start, width=120).plain
 
 
 def test_rate_ladder() -> None:
@@ -92,6 +110,11 @@ async def test_a_real_short_run_in_the_console(tmp_path: Path) -> None:
             while run.engine.now_s() < 0.3:
                 await pilot.pause(0.02)
         await pilot.press("plus")  # 30 -> 50 req/s for the rest: a second segment
+        with anyio.fail_after(60):
+            while len(run.engine.windows) < 2:
+                await pilot.pause(0.02)
+        snap = run.snapshot()  # the new rate is held from its change, not from the run's start
+        assert snap.rate_held_s is not None and snap.rate_held_s < snap.elapsed_s - 0.2
         with anyio.fail_after(60):  # a hang guard, not a speed requirement
             while not app.screen.ended:  # type: ignore[attr-defined]
                 await pilot.pause(0.1)

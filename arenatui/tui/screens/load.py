@@ -77,10 +77,10 @@ def figures_text(s: LoadSnapshot, width: int = 80) -> Text:
         else:
             t.append("\n")
 
-    # After a few seconds (a window's worth of answers), a shortfall is the system not keeping up, not noise
-    behind = s.elapsed_s >= 5.0 and s.achieved_rate < 0.9 * s.target_rate
+    # Once the window holds only the current rate, a shortfall is the system not keeping up, not noise
+    behind = s.settled and s.achieved_rate < 0.9 * s.target_rate
     row("offered (target)", f"{s.target_rate:g} req/s")
-    row("sent", f"{s.sent_rate:.2f} req/s", s.elapsed_s >= 5.0 and s.sent_rate < 0.9 * s.target_rate)
+    row("sent", f"{s.sent_rate:.2f} req/s", s.settled and s.sent_rate < 0.9 * s.target_rate)
     row("achieved", f"{s.achieved_rate:.2f} req/s" + ("  (not keeping up)" if behind else ""), behind)
     row("in flight", str(s.in_flight))
     lagging = not math.isnan(s.lag_p99_ms) and s.lag_p99_ms > 50.0

@@ -11,12 +11,13 @@ import csv
 import html
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 from arenatui.load.figures import Figures, LoadOutcome
 from arenatui.load.report import stored_outcome
-from arenatui.load.tables import ms, pct
+from arenatui.load.tables import ms, segment_cells
 from arenatui.safe_text import printable, spreadsheet_cell
 from arenatui.store import Store
 from arenatui.store.load_queries import LOAD_REQUEST_COLUMNS, read_requests
@@ -60,23 +61,6 @@ def load_report_dict(run_id: str, project: str, outcome: LoadOutcome) -> dict[st
     }
 
 
-_SEG_HEAD = ("seg", "rate/s", "offered/s", "achieved/s", "reqs", "lat p50", "lat p99", "lat p99 send", "TTFT p50",
-             "TTFT p99", "lag p99", "timeout", "error", "429", "goodput", "")
-
-
-def _seg_rows(outcome: LoadOutcome) -> list[list[str]]:
-    rows = [*outcome.segments, outcome.run] if len(outcome.segments) > 1 else [outcome.run]
-    out = []
-    for f in rows:
-        note = "◀ saturation" if outcome.saturation is f else "saturated" if f.saturated else ""
-        out.append(["all" if f.segment is None else str(f.segment), f"{f.target_rate:g}", f"{f.offered_rate:.2f}",
-                    f"{f.achieved_rate:.2f}", str(f.requests), ms(f.latency_schedule[50.0]),
-                    ms(f.latency_schedule[99.0]), ms(f.latency_send[99.0]), ms(f.ttft_schedule[50.0]),
-                    ms(f.ttft_schedule[99.0]), ms(f.lag[99.0]), pct(f.share("timeout")), pct(f.error_share),
-                    pct(f.share("rate_limited")), pct(f.goodput_share), note])
-    return out
-
-
 def _pct_rows(outcome: LoadOutcome) -> list[list[str]]:
     f = outcome.run
     return [[name.replace("_", " "), *(ms(getattr(f, attr)[p]) for p in PERCENTILES)] for name, attr in _SERIES]
@@ -94,13 +78,13 @@ def render_load_report(rep: dict[str, Any], outcome: LoadOutcome, fmt: str) -> s
         def cell(v: object) -> str:
             return printable(str(v), newlines=False).replace("|", "\\|")
 
-        def table(head: tuple[str, ...], rows: list[list[str]]) -> list[str]:
+        def table(head: Sequence[str], rows: list[list[str]]) -> list[str]:
             return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
                     *("| " + " | ".join(cell(c) for c in r) + " |" for r in rows)]
         lines = [f"# Load report: {printable(run['project'], newlines=False)}, run {run['run_id']}", "",
                  f"Status {run['status']}. {rep['notes'][0]}", "",
                  *(line for s in rep["start"] for line in (printable(s, newlines=False), "")), "## Segments", ""]
-        lines += table(_SEG_HEAD, _seg_rows(outcome))
+        lines += table(*segment_cells(outcome))
         if sat_words:
             lines += ["", sat_words]
         lines += ["", "## Percentiles, whole run", "", *table(pct_head, _pct_rows(outcome))]
@@ -108,7 +92,7 @@ def render_load_report(rep: dict[str, Any], outcome: LoadOutcome, fmt: str) -> s
             lines += ["", "## Warnings", "", *(f"- {printable(w, newlines=False)}" for w in rep["warnings"])]
         return "\n".join(lines) + "\n"
 
-    def h_table(head: tuple[str, ...], rows: list[list[str]]) -> str:
+    def h_table(head: Sequence[str], rows: list[list[str]]) -> str:
         return ("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in head) + "</tr>"
                 + "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
                 + "</table>")
@@ -120,7 +104,7 @@ def render_load_report(rep: dict[str, Any], outcome: LoadOutcome, fmt: str) -> s
             "text-align:right}th{background:#f3f3f3}</style></head><body>"
             f"<h1>{title}</h1><p>Status {html.escape(run['status'])}. {html.escape(rep['notes'][0])}</p>"
             + "".join(f"<p>{html.escape(s)}</p>" for s in rep["start"]) +
-            f"<h2>Segments</h2>{h_table(_SEG_HEAD, _seg_rows(outcome))}"
+            f"<h2>Segments</h2>{h_table(*segment_cells(outcome))}"
             + (f"<p>{html.escape(sat_words)}</p>" if sat_words else "") +
             f"<h2>Percentiles, whole run</h2>{h_table(pct_head, _pct_rows(outcome))}"
             + (f"<h2>Warnings</h2><ul>{warn}</ul>" if warn else "") + "</body></html>\n")

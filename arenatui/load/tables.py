@@ -10,7 +10,7 @@ from arenatui.figures import HEADLINE, NOTHING, Column, Fitted, ms
 from arenatui.figures import pct as share
 from arenatui.load.figures import Figures, LoadOutcome
 
-__all__ = ["ms", "pct", "percentile_table", "segment_table"]
+__all__ = ["ms", "pct", "percentile_table", "segment_cells", "segment_table"]
 
 
 def pct(v: float | None) -> str:
@@ -58,9 +58,23 @@ def _segments(outcome: LoadOutcome) -> list[Segment]:
     return [(f, "◀ saturation" if outcome.saturation is f else "saturated" if f.saturated else "") for f in rows]
 
 
+def _segment_columns(rows: list[Segment]) -> tuple[Column[Segment], ...]:
+    """Every column; the saturation note's only when a row has one (else an empty column takes a figure's place
+    on a narrow terminal)."""
+    return SEGMENT_COLUMNS if any(note for _, note in rows) else SEGMENT_COLUMNS[:-1]
+
+
+def segment_cells(outcome: LoadOutcome) -> tuple[list[str], list[list[str]]]:
+    """The segment table with every column, as titles and cells (the report's Markdown and HTML)."""
+    rows = _segments(outcome)
+    columns = _segment_columns(rows)
+    return [c.title for c in columns], [[c.cell(r) for c in columns] for r in rows]
+
+
 def segment_table(outcome: LoadOutcome) -> RenderableType:
     """The segment table, fitted to the width it is drawn at (a terminal, or a pane of the results view)."""
-    return Fitted(SEGMENT_COLUMNS, _segments(outcome),
+    rows = _segments(outcome)
+    return Fitted(_segment_columns(rows), rows,
                   title="Load run: per segment (latencies from schedule; from send in the p99 send column)",
                   elsewhere=" (arena report RUN shows every column)")
 

@@ -41,12 +41,12 @@ def add_plan_parser(sub: Any) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     import sys
 
-    from rich.console import Console
     from rich.table import Table
 
     from arenatui.stats.power import POWER, TABLE_BASELINES, mde_table, planned_cases, planned_mde
+    from arenatui.terminal import out_console
 
-    console = Console(highlight=False)
+    console = out_console()  # quiet on a closed pipe (exit 141, not Rich's 1); 160 columns into a log
     out: dict[str, Any] = {"power": POWER, "level": 0.95, "baseline": args.baseline}
     if args.project is None and not args.table:
         raise ArenaError("plan: pass --project FILE (its planned cases), or --table for the table of n against MDE")

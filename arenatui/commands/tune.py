@@ -85,9 +85,16 @@ def _out() -> Console:
     return out_console()
 
 
+def _err() -> Console:
+    # progress lines into a log stay one line each (Rich would wrap them at 80 columns)
+    from arenatui.terminal import err_console
+
+    return err_console()
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     out = _out()
-    err = Console(stderr=True, highlight=False)
+    err = _err()
     if args.show:
         run_id, stored = stored_readouts(args.show, args.db)
         _not_a_load_run(run_id, args.db)
@@ -182,7 +189,7 @@ def _print_budgets(out: Console, run_id: str, db: str | None) -> Budgets:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     out = _out()
-    err = Console(stderr=True, highlight=False)
+    err = _err()
     levels: tuple[int, ...] = args.levels
     err.print(f"Sweeping concurrency {', '.join(map(str, levels))}: one stored run per level…", markup=False)
 

@@ -89,6 +89,7 @@ def _commands(s: dict[str, str], fresh: str) -> dict[str, list[str]]:
         "tune": ["tune", "--project", s["project"], "--budget", "60", "--db", fresh],
         "sweep": ["sweep", "--project", s["project"], "--levels", "1,2", "--limit", "2", "--db", fresh],
         "init": ["init", str(Path(fresh).parent / "starter")],
+        "plan": ["plan", "--project", s["project"], "--table"],
     }
 
 
@@ -152,6 +153,15 @@ def test_tables_at_80_columns_cut_no_name_and_no_headline_figure(stored: dict[st
             assert score(m["quality"]["estimate"]) in out, (m["model"], out)
             line = next(line for line in out.splitlines() if m["model"] in line)
             assert score(m["quality"]["estimate"]) in line, line  # the figure beside its model's name
+
+
+def test_sweep_progress_into_a_log_is_one_line_per_level(stored: dict[str, str], tmp_path: Path) -> None:
+    """stderr into a CI log: each level's progress line whole (Rich alone wraps at 80, the run id on a line of its
+    own)."""
+    p = _arena(Path(stored["home"]), *_commands(stored, str(tmp_path / "fresh.db"))["sweep"])
+    assert p.returncode in (0, 1), p.stderr
+    lines = [line for line in p.stderr.splitlines() if line.startswith("  level ")]
+    assert len(lines) == 2 and all(re.search(r", run \d{8}-\d{6}-\w+$", line) for line in lines), p.stderr
 
 
 def test_a_resume_says_what_it_made_apart_from_the_runs_total(tmp_path: Path) -> None:

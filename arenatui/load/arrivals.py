@@ -17,7 +17,7 @@ import json
 import math
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -54,6 +54,8 @@ class Arrival:
     """A streamed trace's request count, estimated from its size and first lines."""
     trace_end_s: float = 0.0
     """A streamed trace's last offset (read from its last line)."""
+    source: str = ""
+    """The trace's file as given (a message about its rows names it)."""
 
     def describe(self) -> str:
         if self.kind == "gamma":
@@ -104,9 +106,8 @@ def parse_arrival(value: str, *, where: str = "--arrival") -> Arrival:
             big = path.stat().st_size > STREAM_ABOVE_BYTES
         except OSError as e:
             raise ConfigError(str(path), None, f"a readable UTF-8 trace file ({e.__class__.__name__}: {e})") from None
-        if big:
-            return streamed_trace(path)
-        return Arrival("trace", cv=math.nan, trace=read_trace(path))
+        arrival = streamed_trace(path) if big else Arrival("trace", cv=math.nan, trace=read_trace(path))
+        return replace(arrival, source=str(path))
     raise ConfigError(where, None, f"expected constant, poisson, gamma:CV or trace:FILE, got {value!r}")
 
 

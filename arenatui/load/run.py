@@ -142,8 +142,8 @@ class LoadRun:
             head = itertools.islice(opts.arrival.rows(), 1000) if opts.arrival.trace_file else opts.arrival.trace
             unknown = sorted({r.case_id for r in head if r.case_id and r.case_id not in known})
             if unknown:
-                raise ConfigError("--arrival trace", "case", f"case ids of {project.path}; unknown: "
-                                                             f"{', '.join(unknown[:5])}")
+                raise ConfigError(opts.arrival.source or "--arrival trace", "case",
+                                  f"expected the id of a case in {project.path}; unknown: {', '.join(unknown[:5])}")
         if opts.warmup_s >= opts.duration_s and opts.arrival.kind != "trace":
             raise ArenaError(f"--warmup {opts.warmup_s:g}s leaves nothing of each {opts.duration_s:g}s segment to "
                              "measure; make it shorter than --duration")

@@ -185,6 +185,17 @@ def test_bad_flags_exit_2_with_one_paragraph(tmp_path: Path, capsys: pytest.Capt
     assert not (tmp_path / "d").exists()  # nothing recorded for bad input
 
 
+def test_a_trace_naming_an_unknown_case_names_the_trace_file(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "requests.jsonl"
+    trace.write_text('{"offset": 0.25, "case": "nope"}\n', encoding="utf-8")
+    code = main(["load", "--project", str(project(tmp_path)), "--db", str(tmp_path / "d"), "--arrival",
+                 f"trace:{trace}"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and "Traceback" not in err
+    assert err.startswith(f"error: {trace}: case: expected the id of a case in") and "unknown: nope" in err
+
+
 def test_cli_headless_prints_the_tables_and_runs_lists_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = str(tmp_path / "d")
     code = main(["load", "--project", str(project(tmp_path)), "--db", db, "--rates", "20,40", "--duration", "0.4",

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import Input, Static
+from textual.widgets import Input, Label, Static
 
 from arenatui.store import Store
 from arenatui.tui.browse import BrowseApp
@@ -65,3 +65,22 @@ async def test_a_huge_answer_shows_its_start_and_size_and_s_saves_it_whole(db: P
     (mine,) = [f for f in files if "sim-strong" in f.name and f.name.endswith("-t0.txt")]
     assert mine.read_text(encoding="utf-8") == huge
     assert f"Saved {trials} files" in note if trials > 3 else str(mine) in note
+
+
+async def test_a_sealed_case_offers_no_save_key(db: Path) -> None:
+    """Its outputs are never shown or saved: the hint under it does not offer `s` (pressing it says so)."""
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        view = app.screen.view
+        sealed, open_case = view.case("sealed-1"), view.case("easy-000")
+        assert sealed is not None and sealed.sealed and open_case is not None
+        hints = []
+        for case in (sealed, open_case):
+            app.push_screen(CaseDetail(db, RUN_ID, case, view.results.models))
+            await settle(pilot, lambda: isinstance(app.screen, CaseDetail))
+            hints.append(str(app.screen.query_one(".hint", Label).render()))
+            app.pop_screen()
+            await settle(pilot, lambda: not isinstance(app.screen, CaseDetail))
+        assert "s saves" not in hints[0] and "Escape closes" in hints[0]
+        assert "s saves the whole outputs" in hints[1]

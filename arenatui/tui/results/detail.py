@@ -110,7 +110,9 @@ class CaseDetail(ModalScreen[None]):
                 with Horizontal(id="case-models"):
                     for i, m in enumerate(self.models):
                         yield Static(literal(m, "bold", newlines=False), id=f"case-model-{i}", classes="case-model")
-            yield Label(Text("s saves the whole outputs to files   Escape closes"), classes="hint")
+            # a sealed case's outputs are never saved: no key to offer
+            yield Label(Text("Escape closes" if c.sealed else "s saves the whole outputs to files   Escape closes"),
+                        classes="hint")
 
     def on_mount(self) -> None:
         self._load()

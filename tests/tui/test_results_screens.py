@@ -121,6 +121,7 @@ async def test_enter_on_the_leaderboard_opens_the_model(db: Path) -> None:
         text = screen_text(app)
         assert "coverage 85%" in text and "transient×36" in text
         assert "sealed" in text and "working − sealed" in text
+        assert "over 1 sealed case;" in text  # one case, not "1 sealed cases"
         await pilot.press("escape")
         assert isinstance(app.screen, Results)
 

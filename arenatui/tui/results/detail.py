@@ -223,7 +223,8 @@ def model_text(view: RunView, s: ModelRow, budgets: Budgets | None = None) -> Te
                f"slowest calls from the percentiles), retries {pct(s.retry_rate)} of calls\n")
     if s.sealed.n:
         out.append("sealed ", _LABEL)
-        out.append(f"{score(s.sealed.estimate)} over {s.sealed.n} sealed cases; {sealed_gap_words(s)}\n")
+        out.append(f"{score(s.sealed.estimate)} over {s.sealed.n} sealed case{'' if s.sealed.n == 1 else 's'}; "
+                   f"{sealed_gap_words(s)}\n")
     if s.weighted is not None:
         w = s.weighted
         out.append("weighted ", _LABEL)

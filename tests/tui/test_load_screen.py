@@ -67,6 +67,18 @@ def test_a_rate_change_is_not_called_falling_behind() -> None:
     assert start.settled and "not keeping up" in figures_text(start, width=120).plain
 
 
+@pytest.mark.parametrize("width", [36, 46, 60, 100])
+def test_every_figure_fits_its_pane(width: int) -> None:
+    """Half of an 80-column terminal leaves 36 columns: the long labels left no room for "1.2 ms / 180 ms", which
+    wrapped to the pane's edge ("(client-bou" / "nd)"); short labels there, every line within the width."""
+    s = replace(ScriptedRun().snapshot(), latency_p99_ms=12_345.0)
+    lines = figures_text(s, width).plain.replace("\xa0", " ").splitlines()
+    assert all(len(line) <= width for line in lines), [line for line in lines if len(line) > width]
+    assert any(line.startswith("latency p50/p99") and line.endswith("640 ms / 12,345 ms") for line in lines)
+    beside = any("lag p50/p99" in line and "(client-bound)" in line for line in lines)
+    assert beside == (width >= 60)  # the note beside its figure where it fits, else on the line under it
+
+
 def test_rate_ladder() -> None:
     assert rate_step(10, 1) == 20 and rate_step(20, 1) == 50 and rate_step(50, 1) == 100
     assert rate_step(10, -1) == 5 and rate_step(1, -1) == 0.5 and rate_step(3, 1) == 5 and rate_step(3, -1) == 2

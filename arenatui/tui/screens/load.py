@@ -57,23 +57,32 @@ def _ms(v: float) -> str:
 
 
 LABEL_W = 24
+SHORT_LABELS = {"offered (target)": "offered", "schedule lag p50/p99": "lag p50/p99",
+                "latency p99 (schedule)": "lat p99 sched", "errors / 429 / timeout": "err/429/timeout",
+                "requests done": "done"}
+"""Labels for a pane too narrow for the long ones beside their values (half of an 80-column terminal)."""
+SHORT_LABEL_W = max(len(v) for v in SHORT_LABELS.values()) + 2
+WIDEST_VALUE = 20
+"""About the widest value ("2.0% / 5.0% / 1.0%", "1.2 ms / 1,800 ms"): long labels need this much beside them."""
 
 
 def figures_text(s: LoadSnapshot, width: int = 80) -> Text:
     """The live figures, one a line; a warning beside its figure where it fits, else on the line below (never
-    wrapped to the pane's left edge)."""
+    wrapped to the pane's left edge); shorter labels when the pane leaves no room for the long ones."""
     t = Text(no_wrap=True, overflow="ellipsis")
     label = Style(dim=True)
+    short = width < LABEL_W + WIDEST_VALUE
+    label_w = SHORT_LABEL_W if short else LABEL_W
 
     def row(name: str, value: str, warn: bool = False) -> None:
         style = Style(bold=True, color="yellow") if warn else Style(bold=True)
         value, _, note = value.partition("  (")
-        t.append(f"{name:<{LABEL_W}}", label)
+        t.append(f"{SHORT_LABELS.get(name, name) if short else name:<{label_w}}", label)
         t.append(value, style)
         if note:
             note = "(" + note
-            t.append(f"  {note}\n" if LABEL_W + len(value) + 2 + len(note) <= width else
-                     f"\n{'':<{LABEL_W}}{note}\n", style)
+            t.append(f"  {note}\n" if label_w + len(value) + 2 + len(note) <= width else
+                     f"\n{'':<{label_w}}{note}\n", style)
         else:
             t.append("\n")
 
@@ -120,6 +129,7 @@ class LoadScreen(Screen[None]):
     #load-status { height: 1; background: $panel; color: $foreground; }
     #load-body { height: auto; }
     #load-figures-panel, #load-histogram-panel { width: 1fr; }
+    #load-figures { text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     BINDINGS = [

@@ -15,7 +15,7 @@ from arenatui.load.arrivals import Arrival
 from arenatui.load.live import LoadSnapshot
 from arenatui.load.run import LoadOptions, LoadRun
 from arenatui.tui.load_app import LoadApp
-from arenatui.tui.screens.load import LoadScreen, figures_text, rate_step
+from arenatui.tui.screens.load import LoadScreen, figures_text, offered, rate_step
 
 pytestmark = pytest.mark.anyio
 
@@ -77,6 +77,12 @@ def test_every_figure_fits_its_pane(width: int) -> None:
     assert any(line.startswith("latency p50/p99") and line.endswith("640 ms / 12,345 ms") for line in lines)
     beside = any("lag p50/p99" in line and "(client-bound)" in line for line in lines)
     assert beside == (width >= 60)  # the note beside its figure where it fits, else on the line under it
+
+
+def test_a_trace_s_mean_rate_reads_to_two_decimals() -> None:
+    trace = replace(ScriptedRun().snapshot(), target_rate=59 / 14.5)  # 4.0689…: a trace's mean rate
+    assert "offered (target)        4.07 req/s" in figures_text(trace, 80).plain
+    assert "10 req/s" in figures_text(ScriptedRun().snapshot(), 80).plain and offered(0.5) == "0.5"
 
 
 def test_rate_ladder() -> None:

@@ -52,6 +52,11 @@ def rate_step(current: float, direction: int) -> float:
     return next(r for r in reversed(ladder) if r < current * (1 - 1e-9))
 
 
+def offered(rate: float) -> str:
+    """A rate as asked for (`10`, `0.5`), or a trace's mean rate to two decimals (`4.07`, not `4.0678`)."""
+    return f"{rate:g}" if rate == round(rate, 2) else f"{rate:.2f}"
+
+
 def _ms(v: float) -> str:
     return ms(v, " ms")
 
@@ -88,7 +93,7 @@ def figures_text(s: LoadSnapshot, width: int = 80) -> Text:
 
     # Once the window holds only the current rate, a shortfall is the system not keeping up, not noise
     behind = s.settled and s.achieved_rate < 0.9 * s.target_rate
-    row("offered (target)", f"{s.target_rate:g} req/s")
+    row("offered (target)", f"{offered(s.target_rate)} req/s")
     row("sent", f"{s.sent_rate:.2f} req/s", s.settled and s.sent_rate < 0.9 * s.target_rate)
     row("achieved", f"{s.achieved_rate:.2f} req/s" + ("  (not keeping up)" if behind else ""), behind)
     row("in flight", str(s.in_flight))
@@ -190,7 +195,8 @@ class LoadScreen(Screen[None]):
         st = Text()
         st.append(f" arena load   run {self.load.run_id}   ")
         st.append(f" {state} ", Style(bold=True, reverse=True))
-        st.append(f"   {s.elapsed_s:.0f}/{s.total_s:.0f} s   segment {s.segment}   offered {s.target_rate:g} req/s")
+        st.append(f"   {s.elapsed_s:.0f}/{s.total_s:.0f} s   segment {s.segment}   "
+                  f"offered {offered(s.target_rate)} req/s")
         if self.ended:
             st.append("   q quits; the tables print after")
         self.query_one("#load-status", Static).update(st)

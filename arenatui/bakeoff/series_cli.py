@@ -16,7 +16,7 @@ from arenatui.errors import PlanError
 from arenatui.figures import HEADLINE, Column, ms, pct, table_for_width
 from arenatui.stats.jsonable import finite as _num
 from arenatui.store import Store
-from arenatui.store.bakeoff_queries import series_of, series_runs
+from arenatui.store.bakeoff_queries import series_of, series_of_runs, series_runs
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import resolve_run
 from arenatui.store.read import read_run
@@ -46,6 +46,23 @@ def load_ids(store: Store, run: str, other: str | None) -> list[str] | None:
     if rec2.run_id == rec.run_id:
         raise PlanError(f"compare: both runs are {rec.run_id}; pass two different runs")
     return sorted([rec.run_id, rec2.run_id], key=lambda r: (store.get_run(r).started_at, r))
+
+
+def series_labels(store: Store, run_ids: list[str]) -> tuple[dict[str, str], list[str]]:
+    """What `arena runs` shows of series: per run in one, a label that fits any terminal ("S1 2/3": series S1, its
+    second run of three, oldest first), and a line per series naming it in full (a generated id is 27 characters)
+    and how to compare one."""
+    of = series_of_runs(store, run_ids)
+    keys: dict[str, str] = {}
+    members: dict[str, list[str]] = {}
+    for rid in run_ids:  # numbered as the listing meets them
+        if rid in of and of[rid] not in keys:
+            keys[of[rid]] = f"S{len(keys) + 1}"
+            members[of[rid]] = series_runs(store, of[rid])
+    labels = {rid: f"{keys[sid]} {members[sid].index(rid) + 1}/{len(members[sid])}" for rid, sid in of.items()}
+    legend = [f"{k} = series {sid} ({len(members[sid])} load run{'s' if len(members[sid]) > 1 else ''})"
+              for sid, k in keys.items()]
+    return labels, [*legend, "Compare a series' runs: arena compare SERIES"] if legend else []
 
 
 def series_rows(store: Store, ids: Sequence[str]) -> list[SeriesRun]:

@@ -376,7 +376,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from arenatui.store import Store
 
     with Store(args.db, read_only=True) as store:
-        load = _load_run(store, args.run)
+        # beside load runs, 'last' is the newest sweep (the load runs were made after it): build_report reads it
+        load = None if args.load and args.run == "last" else _load_run(store, args.run)
         db_path = store.path
         if load is not None and args.load:
             raise ArenaError(f"--load sets load runs beside a sweep's quality; run {load[0]} is itself a load run: "

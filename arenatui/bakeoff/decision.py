@@ -77,7 +77,10 @@ def decide(rows: Sequence[ModelRow], pairs: Sequence[PairDecision], terms: Mappi
         d = out[r.model]
         if d.eliminated:
             continue
-        d.reasons += [f"on the {f} front" for f in fronts.get(r.model, ())]
+        if len(rows) == 1:  # a front of one is no finding
+            d.reasons.append("the only candidate: nothing to compare it with")
+        else:
+            d.reasons += [f"on the {f} front" for f in fronts.get(r.model, ())]
         unknown = [t.term for t in terms.get(r.model, ()) if t.value is None]
         if unknown:
             d.reasons.append(f"{ASK} about: {', '.join(unknown)}")

@@ -56,6 +56,8 @@ CASE_CHUNK, CASE_CHUNK_S = 100, 0.02
 
 MARK = "●"
 """Beside a run marked with `m` (two of one project are compared)."""
+PICK = "◆"
+"""Beside a load run picked with `l`: a sweep of its project reads it on the frontier, for its model."""
 
 UNSCORED_SHORT = {"unjudged": "unjudged", "awaiting_judge": "awaiting", "judge_error": "judge err"}
 """The failure table's columns for calls without a score, shown in parentheses: they are not wrong answers."""
@@ -171,6 +173,7 @@ class Results(Screen[None]):
         Binding("s", "sort(1)", "Sort"),
         Binding("S", "sort(-1)", "Sort back", show=False),
         Binding("m", "mark_run", "Mark run"),
+        Binding("l", "pick_load", "Pick load run"),
         Binding("slash", "search", "Search"),
     ]
 
@@ -184,6 +187,9 @@ class Results(Screen[None]):
         self.pair: Comparison | None = None
         self.runs: list[RunListing] = []
         self.marked: list[str] = []
+        self.load_runs: set[str] = set()
+        self.picked: dict[tuple[str, str], str] = {}
+        """Load runs picked in the runs tab (`l`), by (project, model): a sweep's frontier reads them."""
         self.sort_column = 1
         """Index into the run's leaderboard columns (`leaderboard_columns`): score, best first, to begin with."""
         self.sort_reverse = False
@@ -199,7 +205,8 @@ class Results(Screen[None]):
             with TabPane("1 Runs", id="runs"):
                 yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
                 yield Static(Text("Enter opens a run; m marks two runs of one project to compare them, model by "
-                                  "model."), id="runs-compare", classes="note")
+                                  "model; l picks a load run for its project's frontier."), id="runs-compare",
+                             classes="note")
             with TabPane("2 Leaderboard", id="leaderboard"):
                 yield DataTable(id="leaderboard-table", cursor_type="row", zebra_stripes=True)
                 yield Static(Text(""), id="leaderboard-note", classes="note")
@@ -230,6 +237,7 @@ class Results(Screen[None]):
             with TabPane("7 Frontier", id="frontier"), VerticalScroll(id="frontier-body"):
                 yield Static(Text(""), id="frontier-cost")
                 yield Static(Text(""), id="frontier-latency", classes="spaced")
+                yield Static(Text(""), id="frontier-loads", classes="note")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -258,7 +266,7 @@ class Results(Screen[None]):
     @work(thread=True, group="results-view", exclusive=True, exit_on_error=False)
     def _load_view(self, run_id: str) -> None:
         # the leaderboard first (a fraction of a second at 1M calls), then all pairs, strata and cases
-        board = load_board(self.db, run_id)
+        board = load_board(self.db, run_id, dict(self.picked))
         self.app.call_from_thread(self._show_board, board)
         self.app.call_from_thread(self._show_rest, complete_view(board))
 
@@ -315,11 +323,12 @@ class Results(Screen[None]):
         """The runs; a load run (`loads`: its stored requests) by its requests, which no plan bounds."""
         self.runs = runs
         loads = loads or {}
+        self.load_runs = set(loads)
         t = self.query_one("#runs-table", DataTable)
         t.clear()
         for r in runs:
             calls = f"{loads[r.run_id]} requests" if r.run_id in loads else f"{r.calls}/{r.planned}"
-            t.add_row(MARK if r.run_id in self.marked else "", r.run_id,
+            t.add_row(self._mark(r.run_id), r.run_id,
                       r.status + (" (load)" if r.run_id in loads else ""), calls,
                       literal(", ".join(r.models), newlines=False), _started(r.started_at),
                       literal(r.project, newlines=False), key=r.run_id)
@@ -659,6 +668,19 @@ class Results(Screen[None]):
             scatter(cost, width, 8, x_name="$ per correct answer", y_name="quality", log_x=True, x_fmt=money))
         self.query_one("#frontier-latency", Static).update(
             scatter(lat, width, 8, x_name=lat_name, y_name="quality", x_unit=" ms", x_fmt=fmt_num))
+        loads = Text()
+        if view.at_load_runs:  # which load run each p95 is from: picked in the runs tab (l), or the newest
+            loads.append("p95 from load runs: ")
+            for i, (m, (rid, picked)) in enumerate(view.at_load_runs.items()):
+                loads.append("; " if i else "").append(literal(m, newlines=False))
+                loads.append(f" {rid} ({'picked' if picked else 'newest'})")
+            untested = [r.model for r in rows if r.model not in view.at_load_runs]
+            if untested:
+                loads.append("; not load-tested: ").append(literal(", ".join(untested), newlines=False))
+            loads.append(". In the runs tab, l on a load run picks it for its model.")
+        note = self.query_one("#frontier-loads", Static)
+        note.update(loads)
+        note.display = bool(loads)
 
     # ---- events and keys ----------------------------------------------------------------------------
 
@@ -757,7 +779,7 @@ class Results(Screen[None]):
         tab = self.query_one("#results-tabs", TabbedContent).active if self.is_mounted else ""
         if action == "sort":
             return tab == "leaderboard"
-        if action == "mark_run":
+        if action in ("mark_run", "pick_load"):
             return tab == "runs"
         return True
 
@@ -798,7 +820,7 @@ class Results(Screen[None]):
             refused.append(literal(latest.project, newlines=False)).append("). ")
             self.marked = [latest.run_id]
         for r in self.runs:
-            t.update_cell(r.run_id, "mark", MARK if r.run_id in self.marked else "")
+            t.update_cell(r.run_id, "mark", self._mark(r.run_id))
         if len(self.marked) < 2:
             if self.marked:
                 only = by_id[self.marked[0]]
@@ -812,6 +834,43 @@ class Results(Screen[None]):
         old, new = sorted((by_id[m] for m in self.marked), key=lambda r: r.started_at)
         note.update(Text("comparing…"))
         self._compare_runs(old.run_id, new.run_id)
+
+    def _mark(self, run_id: str) -> str:
+        """The runs table's mark: marked to compare (m), else picked for the frontier (l)."""
+        return MARK if run_id in self.marked else PICK if run_id in self.picked.values() else ""
+
+    def action_pick_load(self) -> None:
+        """Pick the load run under the cursor for its project's frontier (its model's p95 at the target load), in
+        place of one picked before for that model; `l` again unpicks it. An open sweep of the project is read
+        again with it."""
+        if self.query_one("#results-tabs", TabbedContent).active != "runs" or not self.runs:
+            return
+        t = self.query_one("#runs-table", DataTable)
+        run = self.runs[max(0, min(t.cursor_row, len(self.runs) - 1))]
+        note = Text()
+        if run.run_id not in self.load_runs:
+            note.append(f"l picks a load run for the frontier; run {run.run_id} is a sweep (its frontier reads the "
+                        "load runs picked for its project, else each model's newest).")
+            self.query_one("#runs-compare", Static).update(note)
+            return
+        key = (run.project, run.models[0])
+        model = literal(run.models[0], newlines=False)
+        before = self.picked.get(key)
+        if before == run.run_id:
+            del self.picked[key]
+            note.append(f"Unpicked load run {run.run_id}: the frontier reads ").append(model)
+            note.append("'s newest finished load run again.")
+        else:
+            self.picked[key] = run.run_id
+            note.append(f"Picked {PICK} load run {run.run_id} for ").append(model)
+            note.append(" (project ").append(literal(run.project, newlines=False))
+            note.append(f"{f', in place of {before}' if before else ''}): a sweep of the project shows it on the "
+                        "frontier; l again unpicks it.")
+        for r in self.runs:
+            t.update_cell(r.run_id, "mark", self._mark(r.run_id))
+        self.query_one("#runs-compare", Static).update(note)
+        if self.view is not None and self.view.load is None and self.view.plan.record.project == run.project:
+            self.open_run(self.view.run_id)
 
     def action_reload(self) -> None:
         """Read the store again: a sweep still running has stored more since the view opened."""

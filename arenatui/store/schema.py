@@ -275,6 +275,12 @@ MIGRATIONS: tuple[str, ...] = (
         page_json TEXT NOT NULL
     );
     """,
+    # 16: a timed-out streamed attempt's first token (issue 27: hung or slow?): when it came, in ms; NULL when none
+    # came, or the attempt was not a streamed timeout (failed_attempts.stream says which: 1 streamed, NULL not)
+    """
+    ALTER TABLE failed_attempts ADD COLUMN ttft_ms REAL;
+    ALTER TABLE failed_attempts ADD COLUMN stream INTEGER;
+    """,
 )
 JUDGMENT_COLUMNS: tuple[str, ...] = (
     "run_id", "model_key", "case_id", "trial", "judge_key", "status", "score", "passed", "error_class",

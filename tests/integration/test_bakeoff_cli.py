@@ -274,7 +274,7 @@ def test_runs_started_apart_join_a_named_series(bakeoff: Bakeoff, capsys: pytest
 
 
 def test_the_results_view_frontier_reads_p95_at_the_target_load(bakeoff: Bakeoff) -> None:
-    from arenatui.tui.results_data import load_board
+    from arenatui.tui.results.data import read_board as load_board
 
     view = load_board(bakeoff.db, bakeoff.sweep)
     assert view.at_load_target == "8/s (target_rate)"

@@ -12,6 +12,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from arenatui.tui.browse import BrowseApp
+from arenatui.tui.results.runs import RunsTab
 
 from .results_support import LOAD_RUNS, RUN_ID, load_runs_db
 from .test_results_snapshots import SIZE, opened
@@ -61,8 +62,9 @@ async def test_a_picked_load_run_replaces_the_newest_on_the_frontier(db: Path) -
         assert screen.view.at_load_runs == {"sim-strong": (NEWER, False), "sim-weak": (WEAK, False)}
         newest_p95 = screen.view.at_load["sim-strong"][0]
         await pilot.press("1")
+        tab = screen.query_one(RunsTab)
         await _press_on(pilot, OLDER, "l")
-        assert screen.picked == {("results-test", "sim-strong"): OLDER}
+        assert tab.picked == {("results-test", "sim-strong"): OLDER}
         assert f"Picked ◆ load run {OLDER} for sim-strong (project results-test)" in " ".join(_note(app).split())
         table = screen.query_one("#runs-table", DataTable)
         assert table.get_cell(OLDER, "mark") == "◆" and table.get_cell(NEWER, "mark") == ""
@@ -74,14 +76,14 @@ async def test_a_picked_load_run_replaces_the_newest_on_the_frontier(db: Path) -
         assert "not load-tested: sim-twin." in loads
         # picking the other run of the model replaces the pick
         await _press_on(pilot, NEWER, "l")
-        assert screen.picked == {("results-test", "sim-strong"): NEWER}
+        assert tab.picked == {("results-test", "sim-strong"): NEWER}
         assert f"in place of {OLDER}" in " ".join(_note(app).split())
         # a sweep is not a load run: said, nothing picked
         await _press_on(pilot, RUN_ID, "l")
-        assert "is a sweep" in _note(app) and screen.picked == {("results-test", "sim-strong"): NEWER}
+        assert "is a sweep" in _note(app) and tab.picked == {("results-test", "sim-strong"): NEWER}
         # l again unpicks: the newest again
         await _press_on(pilot, NEWER, "l")
-        assert screen.picked == {} and table.get_cell(NEWER, "mark") == ""
+        assert tab.picked == {} and table.get_cell(NEWER, "mark") == ""
         assert screen.view.at_load_runs["sim-strong"] == (NEWER, False)
         assert "Unpicked load run" in _note(app)
 

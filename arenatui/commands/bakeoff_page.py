@@ -1,4 +1,4 @@
-"""The bake-off page in Markdown and HTML, rendered from its JSON-shaped dict (bakeoff.build) with the decision
+"""The bake-off page in Markdown and HTML, rendered from its JSON-shaped dict (bakeoff_build.py) with the decision
 report's tables, styling and escaping: every name, reason and source is untrusted text, escaped for its format."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from arenatui.decision_report import (
+from arenatui.commands.report import (
     _f,
     _h,
     _html_table,

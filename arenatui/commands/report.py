@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from arenatui.figures import LEADERBOARD, NOTHING, error_counts, interval, money, ms, pct, score
+from arenatui.figures import LEADERBOARD, NOTHING, Column, interval, money, ms, pct, score
 from arenatui.redact import redact_urls_in_text, url_without_secrets
 from arenatui.safe_text import one_line, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
@@ -306,37 +306,26 @@ def row_from_dict(m: dict[str, Any]) -> ModelRow:
         ttft_p95=m["ttft_ms"]["p95"], sealed=_interval(m["sealed"]), on_cost_front=m["on_cost_front"],
         on_latency_front=m["on_latency_front"], rank=m.get("rank"),
         common=_interval(m.get("score")), unranked=m.get("unranked"), order_note=m.get("order_note"),
-        paradox=m.get("coverage_paradox"))
+        paradox=m.get("coverage_paradox"), weighted=_interval(m["weighted"]) if m.get("weighted") else None)
+
+
+def _weighted(w: Interval | None) -> str:
+    return f"{score(w.estimate)} ({interval(w.low, w.high, w.n)})" if w is not None and w.n else NOTHING
+
+
+WEIGHTED: Column[ModelRow] = Column("weighted", lambda r: r.weighted, _weighted, True, 6)
+"""The report's one column beyond figures.LEADERBOARD, after "own", when the project weights its strata."""
 
 
 def leaderboard_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """The leaderboard's head and cells: every column of figures.LEADERBOARD, ranked."""
-    head = ["#", *(c.title for c in LEADERBOARD)]
-    return head, [[str(i), *(c.cell(row_from_dict(m)) for c in LEADERBOARD)]
-                  for i, m in enumerate(rep["leaderboard"], 1)]
-
-
-LEADERBOARD_HEAD = ("#", "model", "score", "95% CI", "n common", "own", "own n", "weighted", "coverage", "errors",
-                    "pass@k", "consistent",
-                    "$/correct", "$/answered", "p50 ms", "p95 ms", "p99 ms", "TTFT p50", "TTFT p95", "timeouts",
-                    "retries/call", "front")
-
-
-def leaderboard_cells(m: dict[str, Any], rank: int) -> list[str]:
-    ks = m["pass_at"]
-    passk = " ".join(f"@{k} {_f(v, 2)}" for k, v in ks.items()) + f" (n {m['pass_at_cases']})" \
-        if len(ks) > 1 else "-"
-    front = "+".join(x for x, on in (("cost", m["on_cost_front"]), ("latency", m["on_latency_front"])) if on)
-    score = m["score"]
-    w = m["weighted"]
-    return [f"{m['rank']}{m.get('flag', '')}" if m["rank"] else "unranked", m["model"],
-            _f(score["estimate"]) if score else "-",
-            _ci(score) if score else "-", str(score["n"]) if score else "-", _f(m["quality"]["estimate"]),
-            str(m["quality"]["n"]), f"{_f(w['estimate'])} ({_ci(w)})" if w else "-", pct(m["coverage"]),
-            error_counts(m["errors"]), passk, pct(m["consistency"]), money(m["cost_per_correct"]),
-            money(m["cost_per_answered"]), ms(m["latency_ms"]["p50"]), ms(m["latency_ms"]["p95"]),
-            ms(m["latency_ms"]["p99"]), ms(m["ttft_ms"]["p50"]), ms(m["ttft_ms"]["p95"]), pct(m["timeout_rate"]),
-            _f(m["retry_rate"], 2), front or "-"]
+    """The leaderboard's head and cells: every column of figures.LEADERBOARD (as the console and the headless
+    table show them), in the coverage-fair order, and the stratum-weighted score where the project weights."""
+    rows = [row_from_dict(m) for m in rep["leaderboard"]]
+    columns = LEADERBOARD
+    if any(r.weighted is not None for r in rows):
+        at = next(i for i, c in enumerate(LEADERBOARD) if c.title == "own") + 1
+        columns = (*LEADERBOARD[:at], WEIGHTED, *LEADERBOARD[at:])
+    return ["#", *(c.title for c in columns)], [[str(i), *(c.cell(r) for c in columns)] for i, r in enumerate(rows, 1)]
 
 
 SEALED_HEAD = ("model", "working", "sealed", "sealed 95% CI", "sealed n", "gap (stratum-matched)", "gap 95% CI",
@@ -513,7 +502,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
     lines += [f"- {_md(n)}" for n in rep["notes"]] + ([""] if rep["notes"] else [])
     lines += ["## Leaderboard", "", "Quality is over scored calls (trials averaged per case), with a 95% "
               "bootstrap interval over cases; coverage is answered / planned calls.", ""]
-    lines += _md_table(LEADERBOARD_HEAD, [leaderboard_cells(m, i) for i, m in enumerate(rep["leaderboard"], 1)])
+    lines += _md_table(*leaderboard_rows(rep))
     lines += [""] + [f"- {_md(n)}" for n in _ranking_notes(rep)]
     lines += ["", "## Which models are separated", ""]
     if not rep["pairs"]:
@@ -698,7 +687,7 @@ def render_html(rep: dict[str, Any]) -> str:
         parts.append("<ul>" + "".join(f"<li>{_h(n)}</li>" for n in rep["notes"]) + "</ul>")
     parts.append("<h2>Leaderboard</h2><p>Quality is over scored calls (trials averaged per case), with a 95% "
                  "bootstrap interval over cases; coverage is answered / planned calls.</p>")
-    parts.append(_html_table(LEADERBOARD_HEAD, [leaderboard_cells(m, i) for i, m in enumerate(rep["leaderboard"], 1)]))
+    parts.append(_html_table(*leaderboard_rows(rep)))
     if _ranking_notes(rep):
         parts.append("<ul>" + "".join(f"<li>{_h(n)}</li>" for n in _ranking_notes(rep)) + "</ul>")
     parts.append("<h2>Which models are separated</h2><ul>")

@@ -1,6 +1,6 @@
 """The bake-off page as JSON-shaped data (what `--format json` prints and the store keeps): one sweep read with
 its load runs into the margin, behaviour at the target load, the errors each candidate makes, terms, and the
-decision. Markdown and HTML render this dict (bakeoff.page), so the formats and `--show` never disagree."""
+decision. Markdown and HTML render this dict (commands/bakeoff_page.py), so the formats and `--show` never disagree."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from arenatui.bakeoff.sections import (
     term_checks,
     terms_section,
 )
-from arenatui.decision_report import model_dict, pair_dict
+from arenatui.commands.report import model_dict, pair_dict
 from arenatui.errors import PlanError
 from arenatui.stats import all_pairs, answered_models, leaderboard
 from arenatui.stats.jsonable import iso_utc as _iso

@@ -121,7 +121,7 @@ class RunView:
     reversals: list[Reversal]
     rows: list[CaseRow]
     complete: bool = False
-    """False while only the leaderboard is computed (`load_board`), True after `complete_view`."""
+    """False while only the leaderboard is computed (`read_board`), True after `complete_view`."""
     by_model: dict[str, ModelRow] = field(default_factory=dict)
     failures: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per model, its failed answers by failure mode (arenatui.scoring.failure_modes)."""
@@ -202,7 +202,7 @@ def _case_rows(plan: RunPlan, res: RunResults) -> list[CaseRow]:
             for j, c in enumerate(plan.cases)]
 
 
-def load_board(db: Path | str, run: str, picked: Mapping[tuple[str, str], str] | None = None) -> RunView:
+def read_board(db: Path | str, run: str, picked: Mapping[tuple[str, str], str] | None = None) -> RunView:
     """Read a run ('last' for the newest) and compute its leaderboard: what the view shows first. `picked`: load
     runs picked in the runs tab, by (project, model): a sweep's frontier reads those of its project."""
     with Store(db, read_only=True) as store:
@@ -240,8 +240,8 @@ def complete_view(view: RunView) -> RunView:
                                rows=_case_rows(view.plan, res), complete=True)
 
 
-def load_run_view(db: Path | str, run: str) -> RunView:
-    return complete_view(load_board(db, run))
+def read_run_view(db: Path | str, run: str) -> RunView:
+    return complete_view(read_board(db, run))
 
 
 def case_results(db: Path | str, run_id: str, case_id: str) -> dict[str, list[CallRow]]:
@@ -253,7 +253,7 @@ def case_detail(db: Path | str, run_id: str,
                 case_id: str) -> tuple[dict[str, list[CallRow]], dict[tuple[str, int], JudgmentRow]]:
     """Every stored trial of one case, per model, and the judgment of each judged one by (model, trial)."""
     # here, not at the top: the screens import this module (importing it first must not run into them)
-    from arenatui.tui.screens.outputs import PREVIEW_CHARS
+    from arenatui.tui.outputs import PREVIEW_CHARS
 
     with Store(db, read_only=True) as store:
         calls = case_calls(store, run_id, case_id, preview=PREVIEW_CHARS)  # a 50 MB answer: its start

@@ -23,7 +23,7 @@ def add_bakeoff_parser(sub: Any) -> None:
 
 
 def cmd_bakeoff(args: argparse.Namespace) -> int:
-    from arenatui.bakeoff.page import render
+    from arenatui.commands.bakeoff_page import render
     from arenatui.store import Store
     from arenatui.store.bakeoff_queries import save_decision, stored_decision
     from arenatui.store.queries import resolve_run
@@ -40,7 +40,7 @@ def cmd_bakeoff(args: argparse.Namespace) -> int:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(made_at))
         shown = f"The decision saved with run {page['run']['run_id']} at {when} (local time), shown again"
     else:
-        from arenatui.bakeoff.build import build_page
+        from arenatui.commands.bakeoff_build import build_page
 
         load = tuple(x.strip() for x in args.load.split(",") if x.strip()) if args.load is not None else None
         if load == ():

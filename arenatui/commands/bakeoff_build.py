@@ -48,10 +48,10 @@ def build_page(store: Store, run: str, load: Sequence[str] | None) -> dict[str, 
     at_load = load_section(rows, sweep, loads, series)
     checks = term_checks(sweep)
     p95 = {r["model"]: r["latency_ms"]["p95"] for r in at_load["rows"] if r["load_run"]}
-    fronts = {r.model: [f for f, on in (("quality-cost", r.on_cost_front),) if on] for r in rows}
+    fronts = {r.model: [f for f, on in (("quality against cost per correct case", r.on_cost_front),) if on] for r in rows}
     for r in at_load["rows"]:
         if r["load_run"] and r["on_front"]:
-            fronts[r["model"]].append("quality-p95 at the target load")
+            fronts[r["model"]].append("quality against p95 at the target load")
     notes = {r["model"]: f"at the target load: {r['flag']}" if r["load_run"] else "not load-tested at the target"
              for r in at_load["rows"] if r["flag"] or not r["load_run"]}
     decisions = decide(rows, pairs, checks, refusals_by_category(results, sweep.refusals), p95, fronts, notes)

@@ -48,7 +48,7 @@ def build_page(store: Store, run: str, load: Sequence[str] | None) -> dict[str, 
     at_load = load_section(rows, sweep, loads, series)
     checks = term_checks(sweep)
     p95 = {r["model"]: r["latency_ms"]["p95"] for r in at_load["rows"] if r["load_run"]}
-    fronts = {r.model: [f for f, on in (("quality against cost per correct case", r.on_cost_front),) if on] for r in rows}
+    fronts = {r.model: ["quality against cost per correct case"] if r.on_cost_front else [] for r in rows}
     for r in at_load["rows"]:
         if r["load_run"] and r["on_front"]:
             fronts[r["model"]].append("quality against p95 at the target load")

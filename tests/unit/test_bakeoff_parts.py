@@ -163,8 +163,8 @@ def test_each_candidate_is_eliminated_with_its_reason_or_a_contender() -> None:
     assert out["silent"].eliminated and "nothing scored" in out["silent"].reasons[0]
     assert out["weak"].eliminated and out["weak"].reasons[0].startswith("dominated by good")
     assert not out["good"].eliminated
-    assert out["good"].reasons == ["on the front of quality against cost per correct case", f"{ASK} about: retention_days, trains_on_data, "
-                                   "deprecation_notice_days"]
+    assert out["good"].reasons == ["on the front of quality against cost per correct case",
+                                   f"{ASK} about: retention_days, trains_on_data, deprecation_notice_days"]
     # slower at the target load than the one it loses to on quality: not dominated
     out = {d.model: d for d in decide(rows, pairs, {}, [], {"good": 900.0, "eu-less": 900.0, "weak": 100.0}, {},
                                       {"weak": "not load-tested at the target"})}

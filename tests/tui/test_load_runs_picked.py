@@ -30,13 +30,8 @@ def db(tmp_path_factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 
 async def _settled(pilot: Pilot[Any]) -> None:
-    app = pilot.app
-    for _ in range(300):
-        await pilot.pause(0.02)
-        await app.workers.wait_for_complete()
-        view = getattr(app.screen, "view", None)
-        if view is not None and view.complete and app.screen.runs:
-            return
+    """Every worker done and the view complete (what the snapshots wait for, no key pressed)."""
+    await opened()(pilot)
 
 
 async def _press_on(pilot: Pilot[Any], run_id: str, key: str) -> None:

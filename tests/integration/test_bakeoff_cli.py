@@ -317,7 +317,8 @@ def test_last_is_the_newest_sweep_and_the_page_reads_best_first(bakeoff: Bakeoff
     assert page["run"]["run_id"] == bakeoff.sweep
     place = {m["model"]: i for i, m in enumerate(page["margin"]["leaderboard"])}
     assert all(place[p["a"]] < place[p["b"]] for p in page["margin"]["pairs"]), page["margin"]["pairs"]
-    code, md, _ = _run(["bakeoff", "last", "--db", str(bakeoff.db)], capsys)
+    code, md, err = _run(["bakeoff", "last", "--db", str(bakeoff.db)], capsys)
+    assert f"The decision is saved with run {bakeoff.sweep} (arena bakeoff --show {bakeoff.sweep})." in err
     assert "max\\_retention\\_days = 30," in md and "30.0" not in md and 'regions = \\["eu"\\]' in md
     assert "| strong | region | FAILS | us | regions = eu |" in md
     assert "\n\n\n" not in md  # no double blank lines between sections

@@ -82,7 +82,9 @@ def decide(rows: Sequence[ModelRow], pairs: Sequence[PairDecision], terms: Mappi
         else:
             d.reasons += [f"on the front of {f}" for f in fronts.get(r.model, ())]
         unknown = [t.term for t in terms.get(r.model, ()) if t.value is None]
-        if unknown:
+        if unknown and len(unknown) == len(terms[r.model]) and not any(t.source for t in terms[r.model]):
+            d.reasons.append(f"no terms recorded: {ASK}")
+        elif unknown:
             d.reasons.append(f"{ASK} about: {', '.join(unknown)}")
         note = (load_notes or {}).get(r.model)
         if note:

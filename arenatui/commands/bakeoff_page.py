@@ -42,11 +42,27 @@ def _mode_rows(page: dict[str, Any]) -> list[list[str]]:
              f"{pct(c['low'], decimals=1)}–{pct(c['high'], decimals=1)}"] for c in page["failures"]["modes"]]
 
 
+def _unrecorded(page: dict[str, Any]) -> list[str]:
+    """The candidates with no term recorded at all (no value, no source): one line says so, not four rows each."""
+    return [m for m, ts in page["terms"]["models"].items()
+            if all(t["value"] is None and not t["source"] for t in ts)]
+
+
 def _term_rows(page: dict[str, Any]) -> list[list[str]]:
     verdict = {True: "met", False: "FAILS", None: "unknown"}
+    skip = set(_unrecorded(page))
     return [[m, t["term"], verdict[t["met"]] if t["requirement"] else "-", t["shown"], t["requirement"] or "-",
              t["source"] or "-", t["checked"] or "-"]
-            for m, ts in page["terms"]["models"].items() for t in ts]
+            for m, ts in page["terms"]["models"].items() if m not in skip for t in ts]
+
+
+def _unrecorded_words(page: dict[str, Any]) -> str:
+    none = _unrecorded(page)
+    if not none:
+        return ""
+    terms = next(iter(page["terms"]["models"].values()))
+    return (f"No terms recorded for {', '.join(none)} (terms = {{...}} on each [[models]] table): ask the provider "
+            f"about {', '.join(t['term'] for t in terms)}; unknown, they meet no requirement and fail none.")
 
 
 def _decision_rows(page: dict[str, Any]) -> list[list[str]]:
@@ -81,6 +97,11 @@ def _toml(v: Any) -> str:
     return json.dumps(v, ensure_ascii=False)
 
 
+def _partly_load_tested(page: dict[str, Any]) -> bool:
+    """Some candidates load-tested, not all: the others are named (none at all is said once, by the section)."""
+    return 0 < len(page["load"]["missing"]) < len(page["load"]["rows"])
+
+
 def _title(page: dict[str, Any]) -> str:
     return f"Bake-off: {page['run']['project']}, run {page['run']['run_id']}"
 
@@ -104,7 +125,7 @@ def render_markdown(page: dict[str, Any], *, shown: str | None = None) -> str:
     lines += [""] + ([md_pair(p) for p in page["margin"]["pairs"]] or [_md(no_pairs_words(page))])
     lines += ["", f"{ROBUSTNESS}: {_md(page['margin']['robustness']['text'])}.", ""]
     lines += md_at_load(page["load"])
-    if page["load"]["missing"]:
+    if _partly_load_tested(page):
         lines += ["", f"Not load-tested: {_md(', '.join(page['load']['missing']))} (pass --load, or run arena load "
                   "--model KEY at the target rate)."]
     lines += ["", "## Which errors each makes", "", "Every call's failure mode (failed answers and errored calls) "
@@ -114,7 +135,9 @@ def render_markdown(page: dict[str, Any], *, shown: str | None = None) -> str:
     refusals = page["failures"]["refusals"]
     lines += [f"- {'⚠ ' if r['refuses'] else ''}{_md(r['text'])}" for r in refusals] or ["No refusal."]
     lines += ["", "## Terms", "", _md(_requirements_words(page)), ""]
-    lines += _md_table(TERMS_HEAD, _term_rows(page))
+    if _unrecorded_words(page):
+        lines += [_md(_unrecorded_words(page)), ""]
+    lines += _md_table(TERMS_HEAD, _term_rows(page)) if _term_rows(page) else []
     lines.append("")
     return "\n".join(lines)
 
@@ -138,7 +161,7 @@ def render_html(page: dict[str, Any], *, shown: str | None = None) -> str:
                            or f"<li>{_h(no_pairs_words(page))}</li>") + "</ul>")
     parts.append(f"<p>{_h(ROBUSTNESS)}: {_h(page['margin']['robustness']['text'])}.</p>")
     parts.append(html_at_load(page["load"]))
-    if page["load"]["missing"]:
+    if _partly_load_tested(page):
         parts.append(f"<p>Not load-tested: {_h(', '.join(page['load']['missing']))}.</p>")
     parts.append("<h2>Which errors each makes</h2><p>Every call's failure mode (failed answers and errored calls) "
                  "with a 95% interval on its share of the model's calls.</p>")
@@ -147,8 +170,9 @@ def render_html(page: dict[str, Any], *, shown: str | None = None) -> str:
     parts.append("<h3>Refusals by category</h3><ul>" + ("".join(
         f"<li>{'⚠ ' if r['refuses'] else ''}{_h(r['text'])}</li>" for r in page["failures"]["refusals"])
         or "<li>No refusal.</li>") + "</ul>")
-    parts.append(f"<h2>Terms</h2><p>{_h(_requirements_words(page))}</p>"
-                 + _html_table(TERMS_HEAD, _term_rows(page), "text"))
+    unrecorded = f"<p>{_h(_unrecorded_words(page))}</p>" if _unrecorded_words(page) else ""
+    parts.append(f"<h2>Terms</h2><p>{_h(_requirements_words(page))}</p>{unrecorded}"
+                 + (_html_table(TERMS_HEAD, _term_rows(page), "text") if _term_rows(page) else ""))
     parts.append("</body></html>\n")
     return "\n".join(parts)
 

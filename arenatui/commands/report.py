@@ -810,7 +810,14 @@ def _series_lines(section: dict[str, Any]) -> list[str]:
     return out
 
 
+NO_LOAD_WORDS = ("No candidate was load-tested: run each at the production rate for long enough to meet its slow "
+                 "moments (arena load --project P --model KEY --rate R --duration 15m; [bakeoff] target_rate names R), "
+                 "then decide again.")
+
+
 def md_at_load(section: dict[str, Any]) -> list[str]:
+    if not any(r["load_run"] for r in section["rows"]):  # a table of dashes says less than one sentence
+        return ["## Quality beside load at the target", "", NO_LOAD_WORDS]
     lines = ["## Quality beside load at the target", "", at_load_words(section), ""]
     lines += _md_table(AT_LOAD_HEAD, at_load_rows(section))
     flagged = [r for r in section["rows"] if r.get("flag")]
@@ -824,6 +831,8 @@ def md_at_load(section: dict[str, Any]) -> list[str]:
 
 
 def html_at_load(section: dict[str, Any]) -> str:
+    if not any(r["load_run"] for r in section["rows"]):
+        return f"<h2>Quality beside load at the target</h2><p>{_h(NO_LOAD_WORDS)}</p>"
     parts = [f"<h2>Quality beside load at the target</h2><p>{_h(at_load_words(section))}</p>",
              _html_table(AT_LOAD_HEAD, at_load_rows(section), "names")]
     flagged = [r for r in section["rows"] if r.get("flag")]

@@ -298,7 +298,12 @@ def test_one_candidate_or_one_answering_says_what_is_true(tmp_path: Path, capsys
     assert main(["evaluate", "--project", str(project), "--db", db, "--quiet", "--no-report", "--models", "solo"]) == 0
     code, md, _ = _run(["bakeoff", "last", "--db", db], capsys)
     assert code == 0 and "One candidate: nothing to compare." in md and "Fewer than two" not in md
-    assert "| solo | contender | the only candidate: nothing to compare it with; ask the provider about" in md
+    assert "| solo | contender | the only candidate: nothing to compare it with; no terms recorded: ask the " \
+        "provider; not load-tested at the target |" in md
+    # nothing load-tested and no terms written (the demo's case): a sentence each, not tables of dashes
+    assert "No candidate was load-tested: run each at the production rate" in md and "| solo | - |" not in md
+    assert "No terms recorded for solo (terms = {...} on each \\[\\[models\\]\\] table)" in md
+    assert "| solo | retention" not in md
     assert main(["evaluate", "--project", str(project), "--db", db, "--quiet", "--no-report"]) in (0, 1)
     capsys.readouterr()
     code, html, _ = _run(["bakeoff", "last", "--db", db, "-f", "html"], capsys)

@@ -3,6 +3,7 @@ schedule, error and 429 shares, and the spread (max/min p95 with the runs' times
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Sequence
@@ -62,7 +63,8 @@ def series_labels(store: Store, run_ids: list[str]) -> tuple[dict[str, str], lis
     labels = {rid: f"{keys[sid]} {members[sid].index(rid) + 1}/{len(members[sid])}" for rid, sid in of.items()}
     legend = [f"{k} = series {sid} ({len(members[sid])} load run{'s' if len(members[sid]) > 1 else ''})"
               for sid, k in keys.items()]
-    return labels, [*legend, "Compare a series' runs: arena compare SERIES"] if legend else []
+    # the command with a real series id: the label (S1) is this listing's, not a name `arena compare` knows
+    return labels, [*legend, f"Compare a series' runs by its name: arena compare {next(iter(keys))}"] if legend else []
 
 
 def series_rows(store: Store, ids: Sequence[str]) -> list[SeriesRun]:
@@ -110,6 +112,8 @@ def compare_load_runs(db: str | None, run: str, other: str | None, as_json: bool
         rows = series_rows(store, ids)
     models = {r.model for r in rows}
     s = spread(rows) if len(models) == 1 else None
+    columns = COLUMNS if len(models) == 1 else tuple(  # runs of different models: which is which comes first
+        dataclasses.replace(c, priority=HEADLINE) if c.title == "model" else c for c in COLUMNS)
     if as_json:
         out: dict[str, Any] = {"runs": [{
             "run_id": r.run_id, "started_at": r.started_at, "model": r.model, "rate": _num(r.figures.target_rate),
@@ -120,7 +124,7 @@ def compare_load_runs(db: str | None, run: str, other: str | None, as_json: bool
         console.print(json.dumps(out, indent=2), markup=False, highlight=False)
         return 0
     console.print("Load runs, latencies from schedule (what a user arriving then waited):", markup=False)
-    console.print(table_for_width(COLUMNS, rows, console.width, elsewhere=""))
+    console.print(table_for_width(columns, rows, console.width, elsewhere=""))
     if s is not None:
         console.print(f"Spread: {s.words}", markup=False, soft_wrap=True)
     elif len(models) > 1:

@@ -330,3 +330,17 @@ def test_last_is_the_newest_sweep_and_the_page_reads_best_first(bakeoff: Bakeoff
     code, rep, err = _run(["report", "last", "--db", str(bakeoff.db), "--load", bakeoff.loads["steady"], "-f",
                            "json"], capsys)
     assert code == 0 and json.loads(rep)["run"]["run_id"] == bakeoff.sweep, err
+
+
+def test_two_load_runs_of_different_models_keep_the_model_at_80_columns(
+        bakeoff: Bakeoff, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    capsys.readouterr()
+    code, out, err = _run(["compare", bakeoff.loads["steady"], bakeoff.loads["strong"], "--db", str(bakeoff.db)],
+                          capsys)
+    assert code == 0, err
+    assert all(len(line) <= 80 for line in out.splitlines()), out
+    for model in ("steady", "strong"):
+        row = next(line for line in out.splitlines() if bakeoff.loads[model] in line)
+        assert f" {model} " in row, out
+    assert "No spread: the runs loaded different models (steady, strong)." in out

@@ -152,7 +152,7 @@ def test_runs_shows_the_series_of_a_load_run_at_80_columns(stored: dict[str, str
     sweep = next(line for line in lines if stored["run"] in line)
     assert "S1" not in sweep  # a sweep is in no series
     assert f"S1 = series {SERIES} (1 load run)" in lines, p.stdout
-    assert "Compare a series' runs: arena compare SERIES" in lines
+    assert f"Compare a series' runs by its name: arena compare {SERIES}" in lines
 
 
 def test_a_resume_says_what_it_made_apart_from_the_runs_total(tmp_path: Path) -> None:

@@ -150,7 +150,7 @@ LOAD_RUNS = {"20260102-090000-load": ("sim-strong", 400.0, 1767344400.0),
              "20260102-100000-load": ("sim-strong", 200.0, 1767348000.0),
              "20260102-110000-load": ("sim-weak", 120.0, 1767351600.0)}
 """Load runs of the results project, oldest first: run id -> (model, base latency in ms, start). sim-strong's
-newest is the faster; picking its older one moves it on the frontier."""
+newest is the faster; picking its older one moves it on the frontier. Its two runs are one series."""
 
 
 def load_runs_db(tmp_path_factory: Any, tmp_path: Path) -> Path:
@@ -182,6 +182,8 @@ def load_runs_db(tmp_path_factory: Any, tmp_path: Path) -> Path:
                           "(seq * 37) % 50) / 1000.0, outcome = 'ok' WHERE run_id = ?", (base, base, base, run_id))
                 c.execute("UPDATE load_segments SET start_s = 0, end_s = 0.4 WHERE run_id = ?", (run_id,))
                 c.execute("DELETE FROM client_load")
+                if model == "sim-strong":  # sim-strong's two runs: one series, as arena load --series makes
+                    c.execute("UPDATE runs SET series_id = 'nightly-strong' WHERE run_id = ?", (run_id,))
         _CACHE["loads"] = db
     dst = tmp_path / "loads.db"
     shutil.copy(_CACHE["loads"], dst)

@@ -63,6 +63,9 @@ async def test_a_picked_load_run_replaces_the_newest_on_the_frontier(db: Path) -
         assert f"Picked ◆ load run {OLDER} for sim-strong (project results-test)" in " ".join(_note(app).split())
         table = screen.query_one("#runs-table", DataTable)
         assert table.get_cell(OLDER, "mark") == "◆" and table.get_cell(NEWER, "mark") == ""
+        # the series a load run is in, what arena compare takes
+        assert str(table.get_cell(OLDER, "series")) == str(table.get_cell(NEWER, "series")) == "nightly-strong"
+        assert str(table.get_cell(WEAK, "series")) == str(table.get_cell(RUN_ID, "series")) == ""
         # the open sweep is read again with it: the older run's p95, 200 ms slower, and it says where it is from
         assert screen.view.at_load_runs["sim-strong"] == (OLDER, True)
         assert screen.view.at_load["sim-strong"][0] == pytest.approx(newest_p95 + 200, abs=1)

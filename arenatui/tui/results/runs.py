@@ -56,13 +56,16 @@ class RunsTab(ResultsTab):
         t = self.query_one("#runs-table", DataTable)
         # what tells runs apart first (status and calls are never pushed off the right edge at 80 columns)
         t.add_column("", key="mark", width=1)
-        for col in ("run id", "status", "calls", "models", "started", "project"):
+        for col in ("run id", "status", "calls", "models", "started", "project", "series"):
             t.add_column(col, key=col)
 
-    def show_runs(self, runs: list[RunListing], loads: dict[str, int] | None = None) -> None:
-        """The runs; a load run (`loads`: its stored requests) by its requests, which no plan bounds."""
+    def show_runs(self, runs: list[RunListing], loads: dict[str, int] | None = None,
+                  series: dict[str, str] | None = None) -> None:
+        """The runs; a load run (`loads`: its stored requests) by its requests, which no plan bounds, and the series
+        it is in (`series`: arena load --repeat/--series), what `arena compare` takes to compare them all."""
         self.runs = runs
         loads = loads or {}
+        series = series or {}
         self.load_runs = set(loads)
         t = self.query_one("#runs-table", DataTable)
         t.clear()
@@ -71,7 +74,8 @@ class RunsTab(ResultsTab):
             t.add_row(self._mark(r.run_id), r.run_id,
                       r.status + (" (load)" if r.run_id in loads else ""), calls,
                       literal(", ".join(r.models), newlines=False), _started(r.started_at),
-                      literal(r.project, newlines=False), key=r.run_id)
+                      literal(r.project, newlines=False), literal(series.get(r.run_id, ""), newlines=False),
+                      key=r.run_id)
         if not runs:
             self.query_one("#runs-compare", Static).update(Text(f"No runs stored in {self.db} yet. Try: arena demo"))
 

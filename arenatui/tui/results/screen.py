@@ -20,6 +20,7 @@ from textual.worker import Worker
 from arenatui.figures import fit_line
 from arenatui.safe_text import literal, printable
 from arenatui.store import Store
+from arenatui.store.bakeoff_queries import series_of_runs
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import RunListing, list_runs
 from arenatui.tui.results.cases import CasesTab
@@ -98,7 +99,8 @@ class Results(Screen[None]):
         with Store(self.db, read_only=True) as store:
             runs = list_runs(store, 200)
             loads = {rid: n for rid, (kind, n) in run_kinds(store, [r.run_id for r in runs]).items() if kind == "load"}
-        self.app.call_from_thread(self._show_runs, runs, loads)
+            series = series_of_runs(store, [r.run_id for r in runs])
+        self.app.call_from_thread(self._show_runs, runs, loads, series)
 
     def open_run(self, run_id: str) -> None:
         self.query_one("#results-title", Static).update(Text(f"loading run {printable(run_id, newlines=False)}…"))
@@ -116,8 +118,9 @@ class Results(Screen[None]):
 
     # ---- showing --------------------------------------------------------------------------------------
 
-    def _show_runs(self, runs: list[RunListing], loads: dict[str, int] | None = None) -> None:
-        self.query_one(RunsTab).show_runs(runs, loads)
+    def _show_runs(self, runs: list[RunListing], loads: dict[str, int] | None = None,
+                   series: dict[str, str] | None = None) -> None:
+        self.query_one(RunsTab).show_runs(runs, loads, series)
 
     def _show_board(self, view: RunView) -> None:
         self.view = view

@@ -107,13 +107,19 @@ def scatter(points: Sequence[Point], width: int, height: int, *, x_name: str, y_
     xs = [math.log10(p.x) if log_x else p.x for p in usable]
     ys = [p.y for p in usable]
     x_lo, x_hi = min(xs), max(xs)
+    # the ends are labelled with the points' own values (10 ** log10(x) can print one digit below the leaderboard's)
+    ticks = (x_fmt(min(p.x for p in usable)), x_fmt(max(p.x for p in usable)))
     y_lo, y_hi = min(ys), max(ys)
     if x_hi - x_lo < 1e-12:
         x_lo, x_hi = x_lo - 1, x_hi + 1
+        ticks = _ticks(x_lo, x_hi, log_x, x_fmt)
+    scores = y_lo >= 0.0 and y_hi <= 1.0
     if y_hi - y_lo < 1e-12:
         y_lo, y_hi = y_lo - 0.05, y_hi + 0.05
     pad_y = (y_hi - y_lo) * 0.1
     y_lo, y_hi = y_lo - pad_y, y_hi + pad_y
+    if scores:  # a score axis stays within 0-1: "1.025" at the top read as a score above 1
+        y_lo, y_hi = max(0.0, y_lo), min(1.0, y_hi)
     gutter = 7
     plot_w = width - gutter - 1
     grid: list[list[tuple[str, bool]]] = [[(" ", False)] * plot_w for _ in range(height)]
@@ -132,7 +138,7 @@ def scatter(points: Sequence[Point], width: int, height: int, *, x_name: str, y_
             out.append(ch, "bold reverse" if front and ch != " " else "")
         out.append("\n")
     out.append(" " * gutter + "└" + "─" * plot_w + "\n")
-    left, right = _ticks(x_lo, x_hi, log_x, x_fmt)
+    left, right = ticks
     right = right + x_unit
     out.append(" " * (gutter + 1) + left + " " * max(1, plot_w - len(left) - len(right)) + right + "\n")
     for i, p in enumerate(points):

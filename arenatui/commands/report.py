@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from arenatui.figures import LEADERBOARD, NOTHING, Column, interval, money, ms, pct, score
+from arenatui.figures import LEADERBOARD, NOTHING, Column, interval, money, ms, number, pct, score
 from arenatui.redact import redact_urls_in_text, url_without_secrets
 from arenatui.safe_text import one_line, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
@@ -127,11 +127,45 @@ def build_report(store: Store, run: str, *, cluster_by: str | None = None,
 
     stored = read_run(store, run)
     rep = report_of(dataclasses.replace(stored, results=stored.results.clustered_by(cluster_by)))
+    rep["budgets"] = budgets_dict(store, stored.run_id)
     loads, series = read_loads(store, stored, load) if load else ([], {})
     rep["conditions"] = conditions_section(stored, loads)
     if load:
         rep["at_load"] = load_section([row_from_dict(m) for m in rep["leaderboard"]], stored, loads, series)
     return rep
+
+
+def budgets_dict(store: Store, run_id: str) -> dict[str, Any]:
+    """Steps 2 and 4 of the tuning order from the run's answers (arenatui.tuning.budgets): each model's max_tokens
+    and timeout_s, each with its evidence or "not enough evidence"."""
+    from arenatui.store.budget_queries import budget_evidence
+    from arenatui.tuning.budgets import budgets_of
+
+    return budgets_of(budget_evidence(store, run_id)).as_dict()
+
+
+BUDGETS_WORDS = ("Recommended from this run's answers (steps 2 and 4 of the tuning order): max_tokens from the "
+                 "output tokens of the answers that passed and the answers stopped at the limit; timeout_s from "
+                 "the durations of the attempts that answered; each says what it rests on, or that the evidence is not "
+                 "enough. `arena tune --project P --write` writes the ones with evidence.")
+
+
+def budget_items(budgets: dict[str, Any] | None) -> list[tuple[str, str, list[str]]]:
+    """(model, verdict, evidence lines) for every recommendation, the run's one timeout_s last; a verdict that does
+    not name its setting ("not enough evidence: ...") is said after it."""
+    if not budgets:
+        return []
+    out: list[tuple[str, str, list[str]]] = []
+    for model, m in budgets["models"].items():
+        for label, rec in (("max_tokens", m["max_tokens"]),
+                           *((f"max_tokens ({kind} cases)", r) for kind, r in m["max_tokens_by_scorer"].items()),
+                           ("timeout_s", m["timeout_s"])):
+            verdict = rec["verdict"] if label in rec["verdict"] else f"{label}: {rec['verdict']}"
+            out.append((model, verdict, rec["detail"]))
+    rt = budgets["run_timeout_s"]
+    out.append(("[run]", rt["verdict"] if rt else f"timeout_s {budgets['timeout_s']:g}: not enough evidence for every "
+                "model to recommend the one limit they share", []))
+    return out
 
 
 def report_of(stored: StoredRun) -> dict[str, Any]:
@@ -555,6 +589,12 @@ def render_markdown(rep: dict[str, Any]) -> str:
         lines += ["", "## Concurrency", "", "Each model's verdict from the levels it was held at (measured: at least "
                   "20 answered calls over at least 2 median latencies held).", ""]
         lines += _md_table(("model", "verdict", "measured levels"), conc)
+    budgets = budget_items(rep.get("budgets"))
+    if budgets:
+        lines += ["", "## max_tokens and timeout_s", "", BUDGETS_WORDS.replace("`", ""), ""]
+        for model, verdict, detail in budgets:
+            lines.append(f"- **{_md(model)}**: {_md(verdict)}")
+            lines += [f"  - {_md(d)}" for d in detail]
     lines += ["", "## Failures", ""]
     if not rep["failures"]:
         lines.append("No call errored.")
@@ -703,7 +743,7 @@ def render_html(rep: dict[str, Any]) -> str:
                           "$ per correct answer", money))
     parts.append(_scatter([(m["model"], m["latency_ms"]["p95"], m["quality"]["estimate"], m["on_latency_front"])
                            for m in lb if m["latency_ms"]["p95"] is not None and m["quality"]["estimate"] is not None],
-                          "p95 latency, ms", ms))
+                          "p95 latency, ms", number))
     if rep.get("estimated_tokens"):
         parts.append(f"<p>{_h(_estimated_note(rep['estimated_tokens']))}</p>")
     spend = rep.get("spend")
@@ -730,13 +770,20 @@ def render_html(rep: dict[str, Any]) -> str:
     conc = _concurrency_rows(rep)
     if conc:
         parts.append("<h2>Concurrency</h2>" + _html_table(("model", "verdict", "measured levels"), conc))
+    budgets = budget_items(rep.get("budgets"))
+    if budgets:
+        parts.append(f"<h2>max_tokens and timeout_s</h2><p>{_h(BUDGETS_WORDS.replace('`', ''))}</p><ul>" + "".join(
+            f"<li><b>{_h(model)}</b>: {_h(verdict)}"
+            + ("<ul>" + "".join(f"<li>{_h(d)}</li>" for d in detail) + "</ul>" if detail else "") + "</li>"
+            for model, verdict, detail in budgets) + "</ul>")
     parts.append("<h2>Failures</h2>")
     if not rep["failures"]:
         parts.append("<p>No call errored.</p>")
     else:
-        parts.append(_html_table(("model", "class", "calls", "message"),
-                                 [[m, f["error_class"], str(f["calls"]), f["message"]]
-                                  for m, items in rep["failures"].items() for f in items]))
+        # a list, not a table: a provider's message wraps on a phone instead of running off the side
+        parts.append("<ul>" + "".join(f"<li><b>{_h(m)}</b>: {_h(f['error_class'])} × {f['calls']}: "
+                                      f"<code>{_h(f['message'])}</code></li>"
+                                      for m, items in rep["failures"].items() for f in items) + "</ul>")
     parts.append("<h2>Run settings</h2><p>Secrets are never stored: API keys appear as the names of their "
                  "environment variables; headers and extra request fields are left out.</p>"
                  f"<pre>{html.escape(json.dumps(rep['settings'], indent=2, ensure_ascii=True))}</pre>")

@@ -177,7 +177,7 @@ class Results(Screen[None]):
     @on(DataTable.RowSelected, "#leaderboard-table")
     def _model_selected(self, event: DataTable.RowSelected) -> None:
         if self.view is not None and event.row_key.value in self.view.by_model:
-            self.app.push_screen(ModelDetail(self.view, event.row_key.value))
+            self.app.push_screen(ModelDetail(self.view, event.row_key.value, self.db))
 
     @on(DataTable.RowSelected, "#disagree")
     @on(DataTable.RowSelected, "#cases-table")

@@ -124,8 +124,9 @@ def build_report(store: Store, run: str, *, cluster_by: str | None = None,
                  load: Sequence[str] | None = None) -> dict[str, Any]:
     """The report of a sweep; `load`: load runs whose figures at the target load sit beside its quality."""
     from arenatui.bakeoff.sections import conditions_section, load_section, read_loads
+    from arenatui.store.bakeoff_queries import newest_sweep
 
-    stored = read_run(store, run)
+    stored = read_run(store, newest_sweep(store) if load and run == "last" else run)  # load runs come after it
     rep = report_of(dataclasses.replace(stored, results=stored.results.clustered_by(cluster_by)))
     rep["budgets"] = budgets_dict(store, stored.run_id)
     loads, series = read_loads(store, stored, load) if load else ([], {})
@@ -622,6 +623,8 @@ li,p{overflow-wrap:anywhere}
 .front{fill:#0a6b2d}.dot{fill:#888}
 .warn{border-left:4px solid #b36b00;background:#fff6e5;padding:.25em 1em;margin:1em 0}
 .eliminated{color:#a1261b;font-weight:600}.contender{color:#0a6b2d;font-weight:600}
+table.names td,table.names th{text-align:right}table.names td:first-child,table.names th:first-child,table.text td,
+table.text th{text-align:left}
 """
 
 
@@ -629,11 +632,14 @@ def _h(s: object) -> str:
     return html.escape(printable(str(s), newlines=False), quote=True)
 
 
-def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A table in a box that scrolls sideways on a narrow page (a phone), so the page itself never overflows."""
+def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "") -> str:
+    """A table in a box that scrolls sideways on a narrow page (a phone), so the page itself never overflows.
+    `cls`: "names" (the first column, a model's name, aligned left, the figures right) or "text" (every column
+    aligned left: words)."""
     th = "".join(f"<th>{_h(c)}</th>" for c in head)
     body = "".join("<tr>" + "".join(f"<td>{_h(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<div class="wide"><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>'
+    table = f'<table class="{cls}">' if cls else "<table>"
+    return f'<div class="wide">{table}<thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 
@@ -812,8 +818,10 @@ def html_conditions(conditions: Sequence[dict[str, Any]]) -> str:
             + "".join(f"<li>{_h(c['text'])}</li>" for c in conditions) + "</ul></div>")
 
 
-AT_LOAD_HEAD = ("model", "quality", "95% CI", "$/correct", "load run", "offered/s", "achieved/s", "p50 ms", "p95 ms",
-                "p99 ms", "TTFT p50", "TTFT p95", "errors", "timeouts", "429s", "goodput", "front", "flag")
+AT_LOAD_HEAD = ("model", "quality", "p95 ms", "errors", "429s", "goodput", "$/correct", "95% CI", "p50 ms", "p99 ms",
+                "TTFT p50", "TTFT p95", "timeouts", "offered/s", "achieved/s", "front", "load run", "flag")
+"""What decides first (quality beside p95, errors and 429s at the target) on the left: on a phone the rest scrolls
+sideways."""
 
 
 def at_load_words(section: dict[str, Any]) -> str:
@@ -826,17 +834,17 @@ def at_load_words(section: dict[str, Any]) -> str:
 def at_load_rows(section: dict[str, Any]) -> list[list[str]]:
     out = []
     for r in section["rows"]:
-        head = [r["model"], _f(r["quality"]), interval(r["quality_low"], r["quality_high"], r["n"]),
-                money(r["cost_per_correct"])]
+        quality = _f(r["quality"])
+        sweep = [money(r["cost_per_correct"]), interval(r["quality_low"], r["quality_high"], r["n"])]
         if r["load_run"] is None:
-            out.append([*head, "none", *["-"] * 12, "no load run"])
+            out.append([r["model"], quality, "-", "-", "-", "-", *sweep, *["-"] * 8, "none", "no load run"])
             continue
         lat, ttft = r["latency_ms"], r["ttft_ms"]
         goodput = "no SLO" if r["goodput_share"] is None else f"{pct(r['goodput_share'])} ({r['slo']})"
-        out.append([*head, r["load_run"], _f(r["offered_rate"], 2), _f(r["achieved_rate"], 2), ms(lat["p50"]),
-                    ms(lat["p95"]), ms(lat["p99"]), ms(ttft["p50"]), ms(ttft["p95"]), pct(r["error_share"], decimals=1),
-                    pct(r["timeout_share"], decimals=1), pct(r["rate_limited_share"], decimals=1), goodput,
-                    "yes" if r["on_front"] else "", r["flag"] or ""])
+        out.append([r["model"], quality, ms(lat["p95"]), pct(r["error_share"], decimals=1),
+                    pct(r["rate_limited_share"], decimals=1), goodput, *sweep, ms(lat["p50"]), ms(lat["p99"]),
+                    ms(ttft["p50"]), ms(ttft["p95"]), pct(r["timeout_share"], decimals=1), _f(r["offered_rate"], 2),
+                    _f(r["achieved_rate"], 2), "yes" if r["on_front"] else "", r["load_run"], r["flag"] or ""])
     return out
 
 
@@ -849,11 +857,19 @@ def _series_lines(section: dict[str, Any]) -> list[str]:
     return out
 
 
+NO_LOAD_WORDS = ("No candidate was load-tested: run each at the production rate for long enough to meet its slow "
+                 "moments (arena load --project P --model KEY --rate R --duration 15m; [bakeoff] target_rate names R), "
+                 "then decide again.")
+
+
 def md_at_load(section: dict[str, Any]) -> list[str]:
+    if not any(r["load_run"] for r in section["rows"]):  # a table of dashes says less than one sentence
+        return ["## Quality beside load at the target", "", NO_LOAD_WORDS]
     lines = ["## Quality beside load at the target", "", at_load_words(section), ""]
     lines += _md_table(AT_LOAD_HEAD, at_load_rows(section))
     flagged = [r for r in section["rows"] if r.get("flag")]
-    lines += [""] + [f"- ⚠ {_md(r['model'])} (load run {_md(r['load_run'])}): {_md(r['flag'])}" for r in flagged]
+    if flagged:
+        lines += [""] + [f"- ⚠ {_md(r['model'])} (load run {_md(r['load_run'])}): {_md(r['flag'])}" for r in flagged]
     series = _series_lines(section)
     if series:
         lines += ["", "Repeated load runs (the same profile at different times):", ""]
@@ -862,8 +878,10 @@ def md_at_load(section: dict[str, Any]) -> list[str]:
 
 
 def html_at_load(section: dict[str, Any]) -> str:
+    if not any(r["load_run"] for r in section["rows"]):
+        return f"<h2>Quality beside load at the target</h2><p>{_h(NO_LOAD_WORDS)}</p>"
     parts = [f"<h2>Quality beside load at the target</h2><p>{_h(at_load_words(section))}</p>",
-             _html_table(AT_LOAD_HEAD, at_load_rows(section))]
+             _html_table(AT_LOAD_HEAD, at_load_rows(section), "names")]
     flagged = [r for r in section["rows"] if r.get("flag")]
     if flagged:
         parts.append("<ul>" + "".join(f"<li>⚠ {_h(r['model'])} (load run {_h(r['load_run'])}): {_h(r['flag'])}</li>"

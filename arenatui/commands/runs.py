@@ -22,6 +22,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
         from arenatui.tuning.levels import readouts_from_rows
 
         sharded = shard_counts(store, [r.run_id for r in runs])  # a merged run is one run with its shard count
+        from arenatui.commands.load_series import series_labels
+
+        in_series, series_legend = series_labels(store, [r.run_id for r in runs])  # arena load --repeat/--series
         # a model whose stored readout establishes an optimum (re-derived by today's rules) shows it: "sim-limited ≈3"
         optima = {r.run_id: {ro.model_key: ro.verdict.optimum
                              for ro in readouts_from_rows(store.tuning_levels(r.run_id))
@@ -50,5 +53,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
                right=False),
         Column("project", lambda r: r.project, priority=7, right=False),
     )
+    if in_series:  # after calls: a load run's series is what `arena compare` takes
+        columns = (*columns[:3], Column("series", lambda r: in_series.get(r.run_id, ""), priority=9, right=False),
+                   *columns[3:])
     con.print(table_for_width(columns, runs, con.width, elsewhere=""))
+    for line in series_legend:
+        con.print(line, markup=False, highlight=False)
     return 0

@@ -16,7 +16,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from arenatui.commands.report import build_report, render
 
     with Store(args.db, read_only=True) as store:
-        load = load_run_named(store, args.run)
+        # beside load runs, 'last' is the newest sweep (the load runs were made after it): build_report reads it
+        load = None if args.load and args.run == "last" else load_run_named(store, args.run)
         db_path = store.path
         if load is not None and args.load:
             raise ArenaError(f"--load sets load runs beside a sweep's quality; run {load[0]} is itself a load run: "

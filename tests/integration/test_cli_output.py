@@ -18,6 +18,8 @@ from arenatui.figures import score
 MODELS = ("sim-large-instruct-2026", "sim-limited", "sim-small")
 """A long name among them: at 80 columns it is the first thing a squeezed table cut."""
 WORKTREE = Path(__file__).resolve().parents[2]
+SERIES = "nightly-load-of-sim-limited"
+"""A series name as long as a generated one: `arena runs` labels its runs S1 and names it in full below."""
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
@@ -45,7 +47,7 @@ def _arena(home: Path, *args: str, stdout: int | None = subprocess.PIPE, timeout
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """Two sweeps of one project and a load run, in one database."""
+    """Two sweeps of one project and a load run (of a series), in one database."""
     home = tmp_path_factory.mktemp("cli-output")
     project = _project(home / "p.toml")
     db = str(home / "r.db")
@@ -55,7 +57,7 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         assert p.returncode == 0, p.stderr
         runs.append(re.search(r"Run id: (\S+)", p.stdout).group(1))  # type: ignore[union-attr]
     p = _arena(home, "load", "--project", str(project), "--db", db, "--model", MODELS[1], "--rates", "20",
-               "--duration", "0.4", "--quiet")
+               "--duration", "0.4", "--quiet", "--series", SERIES)
     assert p.returncode == 0, p.stderr
     load = re.search(r"Run id: (\S+)", p.stdout).group(1)  # type: ignore[union-attr]
     p = _arena(home, "tune", "--project", str(project), "--db", db, "--budget", "60")
@@ -152,6 +154,19 @@ def test_tables_at_80_columns_cut_no_name_and_no_headline_figure(stored: dict[st
             assert score(m["quality"]["estimate"]) in out, (m["model"], out)
             line = next(line for line in out.splitlines() if m["model"] in line)
             assert score(m["quality"]["estimate"]) in line, line  # the figure beside its model's name
+
+
+def test_runs_shows_the_series_of_a_load_run_at_80_columns(stored: dict[str, str]) -> None:
+    p = _arena(Path(stored["home"]), "runs", "--db", stored["db"], COLUMNS="80")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), lines
+    row = next(line for line in lines if stored["load"] in line)
+    assert "S1 1/1" in row and "series" in lines[1], p.stdout  # the column, and the load run's label in it
+    sweep = next(line for line in lines if stored["run"] in line)
+    assert "S1" not in sweep  # a sweep is in no series
+    assert f"S1 = series {SERIES} (1 load run)" in lines, p.stdout
+    assert f"Compare a series' runs by its name: arena compare {SERIES}" in lines
 
 
 def test_a_resume_says_what_it_made_apart_from_the_runs_total(tmp_path: Path) -> None:

@@ -121,9 +121,11 @@ class Outcome:
 
 
 class Aimd:
-    """The baseline: halve on a 429 (once per latency), +1 after `level` answered calls without one."""
+    """The baseline: halve on a 429 (once per latency), +1 after `level` answered calls without one, never above the
+    project's cap (a user's max_concurrency binds AIMD as it binds the tuner)."""
 
-    def __init__(self) -> None:
+    def __init__(self, cap: int | None) -> None:
+        self.cap = cap
         self.level = START
         self.good = 0
         self.last_cut = -1e9
@@ -146,6 +148,8 @@ class Aimd:
 
     def _set(self, n: int) -> None:
         assert self.sweep is not None
+        if self.cap is not None:
+            n = min(n, self.cap)
         if n != self.level:
             self.level = n
             self.sweep.runner.set_model_cap(MODEL, n, source="aimd")
@@ -195,7 +199,7 @@ def run_one(dirpath: Path, name: str, shape: Shape, mode: str, seed: int, db: Pa
 
     outcome = Outcome(calls, on_half)
     extra: list[Callable[[Event], None]] = [outcome]
-    aimd = Aimd() if mode == "aimd" else None
+    aimd = Aimd(cap) if mode == "aimd" else None
     if aimd is not None:
         extra.append(aimd)
     sweep = Sweep(SweepOptions(project=project, db=db, concurrency=first if mode == "oracle" else START,
@@ -212,7 +216,7 @@ def run_one(dirpath: Path, name: str, shape: Shape, mode: str, seed: int, db: Pa
     anyio.run(sweep.run)
     wall = time.monotonic() - t0
     (ro,) = [r for r in sweep.tuner.readouts() if r.model_key == MODEL]
-    return {"wall": wall, "retried": outcome.retried / max(1, outcome.done), "verdict": ro.verdict,
+    return {"wall": wall, "retried": outcome.retried / max(1, outcome.done), "verdict": ro.verdict, "readout": ro,
             "latency": statistics.mean(outcome.latencies) if outcome.latencies else None}
 
 
@@ -261,7 +265,11 @@ def main() -> None:
                 judged = [judge(r["verdict"], oracle) for r in runs]
                 if args.verbose:
                     for s, r in enumerate(runs):
-                        print(f"# {name} {mode} seed {s}: {r['verdict'].text} ({r['wall'] / base:.2f}x)", flush=True)
+                        levels = " ".join(f"{lv.level}:{lv.answered}/{lv.attempts}{'*' if lv.measured else ''}"
+                                          for lv in r["readout"].levels)
+                        print(f"# {name} {mode} seed {s}: {r['verdict'].text} ({r['wall'] / base:.2f}x, "
+                              f"{r['retried']:.1%} retried; answered/attempts by level, * measured: {levels})",
+                              flush=True)
                 n = len(runs)
                 emit(f"{name}_{mode}_within_one", sum(j[0] for j in judged) / n, "share")
                 emit(f"{name}_{mode}_wrong_confident", sum(j[1] for j in judged) / n, "share")

@@ -46,7 +46,7 @@ LEAK_SHARE = 0.01
 """429s per attempt sent at a held level (at least `onset_429s`) past which the tuner steps one down without waiting
 for a window: under ERROR_SHARE, but each is a retry."""
 DROP_SHARE = 0.2
-"""429s per attempt sent since the last window, at a level measured without one, that say the limit dropped (a
+"""429s per attempt sent since the first of them, at a level measured without one, that say the limit dropped (a
 drop refuses a large share at once; a level at the edge of a limit refuses now and then)."""
 NOT_COUNTED = -2
 """The batch epoch of an attempt `ModelController.started` never counted (sent before the tuner's level held)."""
@@ -115,8 +115,10 @@ class ModelController:
     linear_to: int | None = None
     """The first ramp's last clean level: latency stayed flat while the level doubled up to it, so goodput grew in
     proportion and no level below it does as well (no need to try lower when goodput is flat above it)."""
+    clean_full: set[int] = field(default_factory=set)
+    """Levels whose last full window was clean: a storm of 429s there (a few in a row) means the limit dropped."""
     spotless: set[int] = field(default_factory=set)
-    """Levels with a full window without a single 429: a few 429s there later mean the limit dropped."""
+    """Levels with a full window without a single 429: past the bound there later, the limit dropped."""
     ramp_top: int | None = None
     """On a recovery ramp (after a 429 on the first ramp, a back-off on 429s, a limit that dropped): the level that
     erred, never reached again by the ramp."""
@@ -164,8 +166,8 @@ class ModelController:
     """A 429, a queue or errors past the bound were met: a level reached is then checked from below."""
     sent_here: int = 0
     """Attempts started at the current level since the move."""
-    sent_window: int = 0
-    """Attempts started at the current level since its last window closed (or the move)."""
+    onset_from: int = 0
+    """`sent_here` when the first of the current `onset` 429s came back."""
     leaks: int = 0
     """429s of attempts sent at the current level since the move (a clean window does not forget them)."""
     aftermath: int = 0
@@ -210,7 +212,6 @@ class ModelController:
         """An attempt started at the current level. Returns the epoch of the batch it belongs to (-1: none), for
         `ended`."""
         self.sent_here += 1
-        self.sent_window += 1
         if self.batch_started >= self.batch_span:
             return -1
         self.batch_started += 1
@@ -374,17 +375,19 @@ class ModelController:
         if at != self.level or self.phase not in ("settled", "climb", "descend"):
             return None  # a probe is judged by its window: the verdict needs it measured or refused
         self.onset += 1
+        if self.onset == 1:
+            self.onset_from = self.sent_here
         self.leaks += 1
         need = max(self.settings.onset_429s, math.ceil(self.level / 4))
-        if self.level not in self.spotless or self.windows_here == 0:
-            if self._leaking(need):
-                return self._leaked(wait)
-            return None  # a few 429s at a level still being measured: its windows judge them
-        if self.onset < need or self.onset <= DROP_SHARE * self.sent_window:
-            # a few 429s among many attempts at a level that was clean: the edge of a limit, not a drop
-            if self._leaking(need):
-                return self._leaked(wait)
-            return None
+        # a storm: `need` 429s in a row, or nearly (over DROP_SHARE of what was sent since the first of them)
+        storm = self.onset >= need and self.sent_here - self.onset_from <= self.onset / DROP_SHARE
+        # before it the level was clean: a full window said so, or plenty sent in this hold with hardly a 429
+        was_clean = (self.level in self.clean_full and self.windows_here > 0) or \
+            (self.onset_from >= MIN_ANSWERED and self.leaks - self.onset <= LEAK_SHARE * self.onset_from)
+        if not storm or not (was_clean or self.sent_here):
+            # a few 429s among many attempts: the edge of a limit (one down once they pass LEAK_SHARE); with no
+            # count of attempts sent, the level's windows judge them
+            return self._leaked(wait) if self._leaking(need) else None
         s = self.settings
         erred = self.level
         self.careful = True
@@ -393,16 +396,20 @@ class ModelController:
         self.avoid[erred] = s.avoid_windows
         self.goodput.pop(erred, None)
         self.spotless.discard(erred)
+        self.clean_full.discard(erred)
         self.last_clean = None
-        # what was measured before the drop describes a limit that is gone: measure afresh (the readout too)
-        self.answered_full.clear()
-        self.proven.clear()
-        self.limit_dropped = True
+        if was_clean:
+            # what was measured before the drop describes a limit that is gone: measure afresh (the readout too)
+            self.answered_full.clear()
+            self.proven.clear()
+            self.limit_dropped = True
+            what = f"{self.onset} 429s at a level that was clean{wait}: the provider's limit dropped"
+        else:
+            what = f"{self.onset} 429s in {self.sent_here - self.onset_from + 1} attempts at {erred}{wait}: a storm"
         self.start_ramp(top=erred)
         self.ramp_rising = False
         return self._move(max(1, (erred + 1) // 2),
-                          f"{self.onset} 429s at a level that was clean{wait}: the provider's limit dropped; halving "
-                          f"to stop the storm, then one level up per clean latency, below {erred}")
+                          f"{what}; halving to stop it, then one level up per clean latency, below {erred}")
 
     def _leaking(self, need: int) -> bool:
         """At least `need` 429s, over LEAK_SHARE of the attempts sent at this level since the move (known only when
@@ -419,6 +426,7 @@ class ModelController:
         self.avoid[erred] = self.settings.avoid_windows
         self.goodput.pop(erred, None)
         self.spotless.discard(erred)
+        self.clean_full.discard(erred)
         self.careful = True
         self.phase = "settled"
         self.settled_windows = 0
@@ -455,7 +463,7 @@ class ModelController:
         self.windows_here = 0
         self.onset = 0
         self.epoch += 1
-        self.batch_started = self.batch_out = self.aftermath = self.sent_here = self.sent_window = self.leaks = 0
+        self.batch_started = self.batch_out = self.aftermath = self.sent_here = self.leaks = 0
         d = Decision(self.model_key, self.level, new, f"{self.model_key} {self.level} → {new}: {reason}")
         self.prev_level, self.level = self.level, new
         if self.phase == "ramp":
@@ -467,7 +475,6 @@ class ModelController:
         if w.level != self.level:
             return None  # measured before the last change took hold (or under someone else's level)
         s = self.settings
-        self.sent_window = 0
         if self.aftermath:
             # refusals of attempts sent above this level arrived in the window: that storm was acted on already
             w = replace(w, rate_limited=max(0, w.rate_limited - self.aftermath))
@@ -483,8 +490,10 @@ class ModelController:
             return self._back_off(w, g, excess_t)
         self.last_clean = self.level
         self.onset = 0
-        if w.rate_limited == 0 and not w.quick:
-            self.spotless.add(self.level)
+        if not w.quick:
+            self.clean_full.add(self.level)
+            if w.rate_limited == 0:
+                self.spotless.add(self.level)
         if self.phase == "probe" and self.answered_full.get(self.level, 0) < MIN_ANSWERED:
             return None  # a probe is measured as the verdict measures a level, else it proves nothing
         if self.phase == "probe":
@@ -614,6 +623,7 @@ class ModelController:
         if w.attempts >= MIN_REFUSAL_ATTEMPTS and not self.limit_dropped:
             self.proven.add(self.level)  # (after a drop the readout restarts: the level is measured again)
         self.spotless.discard(self.level)
+        self.clean_full.discard(self.level)
         what = (f"{w.limited_share:.0%} 429s" if w.limited_share >= excess_t else f"{excess_t:.0%} more transients")
         if w.mean_latency_s and g > 0:
             # Little's law: the level the provider sustained. The small margin keeps a rate limit's
@@ -787,9 +797,13 @@ class Tuner:
         self.tracker.set_quick(c.model_key, c.climbing_fast)
         if c.limit_dropped:
             c.limit_dropped = False
+            if d is not None:
+                self._act(d)  # first: the hold at the old level closes under it, and is forgotten with the rest
             self.tracker.forget(c.model_key)
-        if d is None:
-            return
+        elif d is not None:
+            self._act(d)
+
+    def _act(self, d: Decision) -> None:
         self._changed_at[d.model_key] = self._clock()
         self.decisions.append(d)
         self._emit(TunerDecided(d.model_key, d.old, d.new, d.reason, self._clock()))

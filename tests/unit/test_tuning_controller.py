@@ -386,16 +386,19 @@ def test_429s_trickling_in_just_past_a_limit_step_one_level_down() -> None:
     (its refusals hold the slots they would be retried from), yet every refusal is a retry."""
     ctl = ModelController("m", 12, ceiling=64)
     ctl.phase, ctl.careful, ctl.windows_here = "settled", True, 1
-    for _ in range(150):
+    for _ in range(2):
+        for _ in range(50):
+            ctl.started()
+        assert ctl.limited(None, started_at=12) is None
+    for _ in range(50):
         ctl.started()
-    assert ctl.limited(None, started_at=12) is None and ctl.limited(None, started_at=12) is None
-    d = ctl.limited(None, started_at=12)  # 3 in 150 attempts: 2%
+    d = ctl.limited(None, started_at=12)  # one 429 every 50 attempts: 3 in 150, 2%
     assert d is not None and d.new == 11 and "3 429s in 150 attempts at 12: just past the limit" in d.reason
     assert ctl._avoided(12) and phase_of(ctl) == "settled"
     # at the limit itself a 429 now and then is under 1% of what is sent: the level stays
-    for _ in range(400):
-        ctl.started()
     for _ in range(3):
+        for _ in range(130):
+            ctl.started()
         assert ctl.limited(None, started_at=11) is None
     assert ctl.level == 11
     # a 429 sent at another level (a probe's, one below's) says nothing about this one
@@ -407,21 +410,42 @@ def test_a_few_429s_among_many_attempts_at_a_clean_level_are_the_edge_of_a_limit
     ctl.phase = "settled"
     ctl.observe(provider_window(10, rate=100.0))  # measured without a 429
     assert 10 in ctl.spotless
-    for _ in range(200):
-        ctl.started()
-    for _ in range(2):
-        assert ctl.limited(None) is None
-    d = ctl.limited(None)  # 3 in 200 since the window: the edge of the limit, one down; not a halving
+    for _ in range(3):
+        for _ in range(60):
+            ctl.started()
+        d = ctl.limited(None)
+    # 3 429s, one every 60 attempts: the edge of the limit (3 in 180, over 1%), one down; not a halving
     assert d is not None and d.new == 9 and "just past the limit" in d.reason and not ctl.limit_dropped
     ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
     ctl.phase = "settled"
     ctl.observe(provider_window(10, rate=100.0))
-    for _ in range(10):
+    for _ in range(200):
         ctl.started()
     for _ in range(2):
         ctl.limited(None)
-    d = ctl.limited(None)  # 3 in the 10 sent since the window: the limit dropped
+        ctl.started()
+    d = ctl.limited(None)  # 3 in a row after 200 clean ones: the limit dropped
     assert d is not None and d.new == 5 and "limit dropped" in d.reason and ctl.limit_dropped
+    # the same in a hold no window has judged yet: 200 sent with no 429, then a storm, is a drop too
+    ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.phase = "settled"
+    for _ in range(200):
+        ctl.started()
+    for _ in range(2):
+        ctl.limited(None)
+        ctl.started()
+    d = ctl.limited(None)
+    assert d is not None and d.new == 5 and "limit dropped" in d.reason and ctl.limit_dropped
+    # a storm right after a move (nothing sent clean before it) halves, but what was measured stands
+    ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.phase = "settled"
+    ctl.answered_full[10] = 40
+    ctl.started()
+    for _ in range(3):
+        d = ctl.limited(None)
+        ctl.started()
+    assert d is not None and d.new == 5 and "a storm" in d.reason and not ctl.limit_dropped
+    assert ctl.answered_full == {10: 40}
 
 
 def test_the_tuner_holds_a_slow_429_against_the_level_its_attempt_was_sent_at() -> None:

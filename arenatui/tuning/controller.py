@@ -166,8 +166,15 @@ class ModelController:
     """A 429, a queue or errors past the bound were met: a level reached is then checked from below."""
     sent_here: int = 0
     """Attempts started at the current level since the move."""
-    onset_from: int = 0
-    """`sent_here` when the first of the current `onset` 429s came back."""
+    sent_total: int = 0
+    """Attempts started since the tuner took over (across moves)."""
+    recent_429s: list[int] = field(default_factory=list)
+    """`sent_total` at each of the last few 429s of attempts sent at the level held (settled, climbing, descending):
+    a storm is a few of them among the last attempts sent, whatever level stepped down in between."""
+    quiet_sent: int = 0
+    """Attempts sent at held levels since the last storm, back-off or ramp: with few 429s among them, a storm means
+    the limit dropped."""
+    quiet_429s: int = 0
     leaks: int = 0
     """429s of attempts sent at the current level since the move (a clean window does not forget them)."""
     aftermath: int = 0
@@ -212,6 +219,9 @@ class ModelController:
         """An attempt started at the current level. Returns the epoch of the batch it belongs to (-1: none), for
         `ended`."""
         self.sent_here += 1
+        self.sent_total += 1
+        if self.phase != "ramp":
+            self.quiet_sent += 1
         if self.batch_started >= self.batch_span:
             return -1
         self.batch_started += 1
@@ -375,16 +385,19 @@ class ModelController:
         if at != self.level or self.phase not in ("settled", "climb", "descend"):
             return None  # a probe is judged by its window: the verdict needs it measured or refused
         self.onset += 1
-        if self.onset == 1:
-            self.onset_from = self.sent_here
         self.leaks += 1
+        self.quiet_429s += 1
+        recent = self.recent_429s
+        recent.append(self.sent_total)
         need = max(self.settings.onset_429s, math.ceil(self.level / 4))
-        # a storm: `need` 429s in a row, or nearly (over DROP_SHARE of what was sent since the first of them)
-        storm = self.onset >= need and self.sent_here - self.onset_from <= self.onset / DROP_SHARE
-        # before it the level was clean: a full window said so, or plenty sent in this hold with hardly a 429
+        del recent[:-need]
+        # a storm: `need` 429s in a row, or nearly (over DROP_SHARE of the attempts sent since the first of them)
+        span = self.sent_total - recent[0]
+        storm = len(recent) >= need and span <= need / DROP_SHARE
+        # before it the levels held were clean: a full window said so, or plenty sent within the clean bound
         was_clean = (self.level in self.clean_full and self.windows_here > 0) or \
-            (self.onset_from >= MIN_ANSWERED and self.leaks - self.onset <= LEAK_SHARE * self.onset_from)
-        if not storm or not (was_clean or self.sent_here):
+            (self.quiet_sent >= MIN_ANSWERED and self.quiet_429s - need <= self.settings.error_share * self.quiet_sent)
+        if not storm or not (was_clean or self.sent_total):
             # a few 429s among many attempts: the edge of a limit (one down once they pass LEAK_SHARE); with no
             # count of attempts sent, the level's windows judge them
             return self._leaked(wait) if self._leaking(need) else None
@@ -403,13 +416,19 @@ class ModelController:
             self.answered_full.clear()
             self.proven.clear()
             self.limit_dropped = True
-            what = f"{self.onset} 429s at a level that was clean{wait}: the provider's limit dropped"
+            what = f"{need} 429s in {span + 1} attempts at a level that was clean{wait}: the provider's limit dropped"
         else:
-            what = f"{self.onset} 429s in {self.sent_here - self.onset_from + 1} attempts at {erred}{wait}: a storm"
+            what = f"{need} 429s in {span + 1} attempts at {erred}{wait}: a storm"
+        self._quiet()
         self.start_ramp(top=erred)
         self.ramp_rising = False
         return self._move(max(1, (erred + 1) // 2),
                           f"{what}; halving to stop it, then one level up per clean latency, below {erred}")
+
+    def _quiet(self) -> None:
+        """A storm, a back-off or a ramp: what is sent from here on is the next quiet stretch."""
+        self.quiet_sent = self.quiet_429s = 0
+        self.recent_429s = []
 
     def _leaking(self, need: int) -> bool:
         """At least `need` 429s, over LEAK_SHARE of the attempts sent at this level since the move (known only when
@@ -490,6 +509,7 @@ class ModelController:
             return self._back_off(w, g, excess_t)
         self.last_clean = self.level
         self.onset = 0
+        self.recent_429s = []
         if not w.quick:
             self.clean_full.add(self.level)
             if w.rate_limited == 0:
@@ -608,6 +628,7 @@ class ModelController:
     def _back_off(self, w: Window, g: float, excess_t: float) -> Decision | None:
         s = self.settings
         self.limit_seen = True
+        self._quiet()
         self.phase = "climb"  # one level at a time from the sustained level, up to just below the one that erred
         self.careful = True
         self.settled_windows = 0

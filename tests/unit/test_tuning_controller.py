@@ -500,3 +500,20 @@ def test_a_cap_reached_with_no_limit_on_the_way_is_not_checked_from_below() -> N
     ctl = ModelController("m", 1, ceiling=16, settings=TunerSettings(probe_every=1000))
     ctl.limit_seen = True  # a 429 met on the way: the level reached is checked from below
     assert 15 in settle(ctl, windows=20)
+
+
+def test_a_drop_first_read_as_the_edge_of_the_limit_is_a_drop_once_the_storm_goes_on_one_level_down() -> None:
+    ctl = ModelController("m", 11, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.phase, ctl.careful = "settled", True
+    for _ in range(50):
+        ctl.started()
+    assert ctl.limited(None) is None  # a 429 now and then at the edge of the limit
+    for _ in range(130):
+        ctl.started()
+    assert ctl.limited(None) is None
+    ctl.started()
+    d = ctl.limited(None)  # the limit halves here: the first two of the storm look like the edge's, 3 in 181
+    assert d is not None and d.new == 10 and "just past the limit" in d.reason
+    ctl.started()
+    d = ctl.limited(None)  # and they go on at 10: 3 in the last 3 sent, after 180 sent nearly clean
+    assert d is not None and d.new == 5 and "limit dropped" in d.reason and ctl.limit_dropped

@@ -336,9 +336,17 @@ def _write_output(path: str | None, fn: Callable[[TextIO, bool], object]) -> Non
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from arenatui.bakeoff.series_cli import compare_load_runs
     from arenatui.compare_cli import run_compare
     from arenatui.terminal import out_console
 
+    sweep_flags = [f for f, on in (("--a", args.a), ("--b", args.b), ("--all", args.all),
+                                    ("--fail-on-regression", args.fail_on_regression),
+                                    ("--cluster-by", args.cluster_by)) if on]
+    loads = compare_load_runs(args.db, args.run, args.other, args.json, out_console(soft_wrap=args.json),
+                              sweep_flags=sweep_flags)
+    if loads is not None:  # load runs: two, or a series (arena load --repeat)
+        return loads
     return run_compare(args.db, args.run, args.other, args.a, args.b, args.all, args.json,
                        out_console(soft_wrap=args.json),
                        fail_on_regression=args.fail_on_regression, cluster_by=args.cluster_by)
@@ -362,7 +370,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     with Store(args.db, read_only=True) as store:
         load = _load_run(store, args.run)
         db_path = store.path
-        rep = build_report(store, args.run, cluster_by=args.cluster_by) if load is None else None
+        if load is not None and args.load:
+            raise ArenaError(f"--load sets load runs beside a sweep's quality; run {load[0]} is itself a load run: "
+                             "pass the sweep's run id")
+        rep = build_report(store, args.run, cluster_by=args.cluster_by, load=args.load) if load is None else None
     if load is not None:  # a load run: its segment and percentile tables, recomputed from the stored requests
         from arenatui.load.files import load_report
 
@@ -546,6 +557,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", "-f", choices=("md", "json", "html"), default="md")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--db", help="results database")
+    p.add_argument("--load", type=_csv, metavar="LOAD_RUN[,...]",
+                   help="load runs of the same project: each model's figures at [bakeoff] target_rate beside its "
+                        "quality and cost")
     _add_cluster_by(p)
     p.set_defaults(func=cmd_report)
 
@@ -580,6 +594,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_load_parser(sub, _load_console)  # `arena load`: open-loop load runs (arenatui/load/cli.py)
     add_merge_parser(sub)  # `arena merge`: the shards of a run joined into one database (arenatui/shards_cli.py)
+
+    from arenatui.bakeoff.cli import add_bakeoff_parser
+
+    add_bakeoff_parser(sub)  # `arena bakeoff`: the bake-off page and its saved decision (arenatui/bakeoff/)
 
     from arenatui.judge_check import add_judge_check_parser
 

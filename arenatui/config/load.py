@@ -20,14 +20,17 @@ from arenatui.config.schema import (
     RETRY_AFTER_FORMS,
     SOLVER_CONCURRENCY,
     TRANSPORTS,
+    BakeoffSettings,
     Case,
     Defaults,
     MockFaults,
     ModelConfig,
     Project,
+    Requirements,
     RunSettings,
     ScorerConfig,
     SimSettings,
+    Terms,
 )
 from arenatui.errors import ConfigError
 from arenatui.limits import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_NESTING, MAX_RPM, MAX_SOLVER_PROCESSES, MAX_TRIALS
@@ -241,6 +244,62 @@ def _read_sim(t: _Table) -> SimSettings:
     return out
 
 
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def _read_terms(t: _Table) -> Terms | None:
+    """``terms = { retention_days, trains_on_data, region, deprecation_notice_days, source, checked }``: each key
+    left out is unknown (a bake-off says "ask the provider"), never a default."""
+    if "terms" not in t.data:
+        t.seen.add("terms")
+        return None
+    s = t.table("terms")
+    checked = s.string("checked")
+    if checked is not None and not _DATE_RE.match(checked):
+        raise s.error("checked", f"expected the date the terms were read, as YYYY-MM-DD, got {checked!r}")
+    region = s.string("region")
+    if region is not None and not region.strip():
+        raise s.error("region", "expected a region name such as \"us\" or \"eu\" (leave the key out when unknown)")
+    out = Terms(
+        retention_days=s.number("retention_days", None, lo=0.0),
+        trains_on_data=s.get("trains_on_data", bool, None, "true or false"),
+        region=region.strip().lower() if region else None,
+        deprecation_notice_days=s.number("deprecation_notice_days", None, lo=0.0),
+        source=s.string("source"),
+        checked=checked,
+    )
+    s.finish()
+    return out
+
+
+def _read_requirements(t: _Table) -> Requirements | None:
+    """[requirements] max_retention_days, trains_on_data, regions, min_deprecation_notice_days."""
+    if not t.data:
+        t.finish()
+        return None
+    regions = t.get("regions", list, [], "an array of region names, e.g. [\"eu\"]")
+    if not all(isinstance(r, str) and r.strip() for r in regions):
+        raise t.error("regions", f"expected an array of region names, e.g. [\"eu\"], got {regions!r}"[:300])
+    out = Requirements(
+        max_retention_days=t.number("max_retention_days", None, lo=0.0),
+        trains_on_data=t.get("trains_on_data", bool, None, "true or false"),
+        regions=tuple(r.strip().lower() for r in regions),
+        min_deprecation_notice_days=t.number("min_deprecation_notice_days", None, lo=0.0),
+    )
+    t.finish()
+    return out
+
+
+def _read_bakeoff(t: _Table) -> BakeoffSettings:
+    """[bakeoff] target_rate (requests/s) and/or target_concurrency (requests in flight)."""
+    out = BakeoffSettings(
+        target_rate=t.number("target_rate", None, lo=0.0, lo_open=True, hi=MAX_RPM / 60.0),
+        target_concurrency=t.number("target_concurrency", None, lo=0.0, lo_open=True, hi=MAX_CONCURRENCY),
+    )
+    t.finish()
+    return out
+
+
 def _read_solver(t: _Table, provider: str, given: Callable[..., Any] | None, resolve: bool) -> dict[str, Any]:
     """A python model's solver settings (``factory``, ``concurrency``, ``processes``); other providers have none.
 
@@ -356,6 +415,7 @@ def _read_model(t: _Table, solvers: Mapping[str, Callable[..., Any]] | None = No
         extra_body=dict(extra.data),
         sim=_read_sim(t),
         candidate=t.boolean("candidate", True),
+        terms=_read_terms(t),
         **_read_solver(t, provider, given, resolve),
     )
     t.finish()
@@ -675,6 +735,8 @@ def project_from_dict(raw: Mapping[str, Any], file: Path,
     rt.finish()
     top.seen.add("mock")  # [mock] is read after the models it names
     top.seen.add("strata")  # [strata] is read after the cases it weighs
+    requirements = _read_requirements(top.table("requirements"))
+    bakeoff = _read_bakeoff(top.table("bakeoff"))
     # Unknown top-level keys first: a typo like [[case]] should say so, not "the case set is empty".
     top.seen.update(("models", "scorers", "cases", "cases_file"))
     top.finish()
@@ -755,6 +817,7 @@ def project_from_dict(raw: Mapping[str, Any], file: Path,
     return Project(
         name=name, path=file, defaults=defaults, run=run, models=tuple(models), cases=tuple(cases),
         scorers=tuple(scorers), theme=theme, mock=mock, strata_weights=weights,
+        requirements=requirements, bakeoff=bakeoff,
     )
 
 
@@ -912,7 +975,10 @@ def project_to_dict(p: Project) -> dict[str, Any]:
         return d
 
     def model(m: ModelConfig) -> dict[str, Any]:
-        d = _prune({f.name: getattr(m, f.name) for f in dataclasses.fields(m) if f.name not in ("sim", "solver")})
+        d = _prune({f.name: getattr(m, f.name) for f in dataclasses.fields(m)
+                    if f.name not in ("sim", "solver", "terms")})
+        if m.terms is not None:
+            d["terms"] = _prune(dataclasses.asdict(m.terms))
         for k in ("headers", "headers_env", "extra_body"):
             if k in d:
                 d[k] = dict(d[k])
@@ -946,6 +1012,12 @@ def project_to_dict(p: Project) -> dict[str, Any]:
     }
     if p.strata_weights:
         out["strata"] = {"weights": dict(p.strata_weights)}
+    if p.requirements is not None:
+        out["requirements"] = dict(_prune(dataclasses.asdict(p.requirements)), regions=list(p.requirements.regions))
+        if not p.requirements.regions:
+            out["requirements"].pop("regions")
+    if _prune(dataclasses.asdict(p.bakeoff)):
+        out["bakeoff"] = _prune(dataclasses.asdict(p.bakeoff))
     if p.mock:
         out["mock"] = {"models": {k: dict(dataclasses.asdict(f), faults=list(f.faults)) for k, f in p.mock.items()}}
     return out

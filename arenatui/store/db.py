@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from arenatui.engine.events import (
+    DEADLINE,
     JUDGE_LANE_PREFIX,
     AwaitingJudge,
     CallResult,
@@ -63,7 +64,8 @@ HEARTBEAT = "UPDATE runs SET heartbeat_at = ? WHERE run_id = ? AND pid = ?"
 """The running process's claim on its run, renewed every HEARTBEAT_S (see Store.claim_run)."""
 INSERT_FAILED_ATTEMPT = (
     "INSERT INTO failed_attempts (run_id, model_key, case_id, trial, attempt, error_class, http_status, "
-    "retry_after_s, delay_s, at, message, retry_after_source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+    "retry_after_s, delay_s, at, message, retry_after_source, ttft_ms, stream) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 INSERT_TUNING_DECISION = (
     "INSERT INTO tuning_decisions (run_id, at, model_key, old, new, reason) VALUES (?, ?, ?, ?, ?, ?)")
 FAILED_ATTEMPT_COLUMNS = ("attempt", "error_class", "http_status", "retry_after_s", "delay_s", "at", "message",
@@ -88,13 +90,15 @@ def judgment_rows(run_id: str, ev: JudgeFinished) -> tuple[tuple[Any, ...], tupl
 def retry_row(run_id: str, ev: CallRetrying, at: float) -> tuple[Any, ...]:
     """A failed attempt that was retried; `at` is epoch seconds."""
     return (run_id, ev.model_key, ev.case_id, ev.trial, ev.attempt, ev.reason, ev.http_status, ev.retry_after,
-            ev.delay, at, ev.message, ev.retry_after_source)
+            ev.delay, at, ev.message, ev.retry_after_source, ev.first_token_ms, 1 if ev.streamed_timeout else None)
 
 
 def final_attempt_row(run_id: str, r: CallResult) -> tuple[Any, ...]:
-    """The failed attempt that ended an errored call (no retry followed, so nothing was slept)."""
+    """The failed attempt that ended an errored call (no retry followed, so nothing was slept). A streamed
+    attempt that timed out says so with finish_reason DEADLINE, and its first token (if one came) in ttft_ms."""
+    streamed = r.finish_reason == DEADLINE
     return (run_id, r.model_key, r.case_id, r.trial, r.attempts, r.error_class, r.http_status, None, None,
-            r.finished_at, r.error_message, None)
+            r.finished_at, r.error_message, None, r.ttft_ms if streamed else None, 1 if streamed else None)
 
 
 def concurrency_change_row(run_id: str, ev: ConcurrencyChanged) -> tuple[Any, ...]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arenatui.stats.items import RunResults
+from arenatui.store.bakeoff_queries import modes_by_case
 from arenatui.store.db import RunRecord, Store
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import (
@@ -66,6 +67,8 @@ class StoredRun:
     """The per-level readout every sweep keeps (tuned or not), per model."""
     load: LoadOutcome | None = None
     """A load run's figures, recomputed exactly from its stored requests."""
+    refusals: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per model, per case id: calls that ended a refusal (a category a candidate refuses can decide alone)."""
 
     @property
     def record(self) -> RunRecord:
@@ -93,6 +96,7 @@ def read_run(store: Store, run: str | RunRecord, *, latency: bool = True, detail
     load: LoadOutcome | None = None
     tuning: tuple[ModelReadout, ...] = ()
     f1: F1Answers = {}
+    refusals: dict[str, dict[str, int]] = {}
     if kind == "load":
         from arenatui.load.store import stored_outcome_of
 
@@ -100,9 +104,10 @@ def read_run(store: Store, run: str | RunRecord, *, latency: bool = True, detail
     else:
         tuning = tuning_readouts(store, rid)
         f1 = f1_answers(store, plan)
+        refusals = modes_by_case(store, rid, "refusal")
     return StoredRun(plan, results, kind, spend, failure_modes(store, rid), unscored_modes(store, rid),
                      judgments_by_case(store, rid) if plan.judged else {}, top_errors(store, rid), f1,
-                     estimated_usage(store, rid), tuning, load)
+                     estimated_usage(store, rid), tuning, load, refusals)
 
 
 def tuning_readouts(store: Store, run_id: str) -> tuple[ModelReadout, ...]:

@@ -136,6 +136,11 @@ class RunView:
     """What the run spent: candidates and each judge apart, and the total."""
     judgments: dict[str, int] = field(default_factory=dict)
     """Per case id, judgments stored (every model and trial)."""
+    at_load: dict[str, tuple[float, bool]] = field(default_factory=dict)
+    """Per model with a load run of the same project: p95 from schedule at the target load, and whether it is on
+    the quality-p95 front there (arenatui.bakeoff.sections)."""
+    at_load_target: str = ""
+    """The target load those p95s are at, in words."""
 
     def __post_init__(self) -> None:
         self.by_model = {r.model: r for r in self.board}
@@ -197,11 +202,23 @@ def load_board(db: Path | str, run: str) -> RunView:
     """Read a run ('last' for the newest) and compute its leaderboard: what the view shows first."""
     with Store(db, read_only=True) as store:
         stored = read_run(store, run)
+        board = leaderboard(stored.results)
+        at_load: dict[str, tuple[float, bool]] = {}
+        target = ""
+        if stored.kind == "sweep":  # the frontier against p95 at the target load, when load runs of the project exist
+            from arenatui.bakeoff.sections import load_section, read_loads
+
+            loads, series = read_loads(store, stored, None)
+            if loads:
+                section = load_section(board, stored, loads, series)
+                target = section["target"]
+                at_load = {r["model"]: (r["latency_ms"]["p95"], r["on_front"]) for r in section["rows"]
+                           if r["load_run"] and r["latency_ms"]["p95"] is not None}
     res = stored.results
-    return RunView(stored.plan, res, leaderboard(res), [], [], [], [], failures=stored.failure_modes,
+    return RunView(stored.plan, res, board, [], [], [], [], failures=stored.failure_modes,
                    tuning={ro.model_key: ro for ro in stored.tuning}, load=stored.load,
                    classification=classifications(stored.f1), unscored=stored.unscored_modes, spend=stored.spend,
-                   judgments=stored.judgments)
+                   judgments=stored.judgments, at_load=at_load, at_load_target=target)
 
 
 def complete_view(view: RunView) -> RunView:

@@ -17,7 +17,11 @@ the console, so they may import anything."""
 VIEWS = {
     "arenatui.tui": "the console and results screens",
     "arenatui.report": "the evaluate summary",
-    "arenatui.decision_report": "arena report",
+    "arenatui.decision_report": "arena report and the bake-off page",
+    "arenatui.bakeoff.build": "arena report and the bake-off page",
+    "arenatui.bakeoff.page": "arena report and the bake-off page",
+    "arenatui.bakeoff.cli": "arena report and the bake-off page",
+    "arenatui.bakeoff.series_cli": "arena compare on load runs",
     "arenatui.export": "arena export",
     "arenatui.compare_cli": "arena compare",
     "arenatui.headless": "the headless progress line",

@@ -650,10 +650,15 @@ class Results(Screen[None]):
                       r.quality.estimate, r.on_cost_front) for r in rows]
         lat = [Point(r.model, r.latency_p95 if r.latency_p95 is not None else math.nan, r.quality.estimate,
                      r.on_latency_front) for r in rows]
+        lat_name = "p95 latency"
+        if view.at_load:  # load runs of the project: quality against p95 at the target load (arena report --load)
+            at = {r.model: view.at_load.get(r.model, (math.nan, False)) for r in rows}
+            lat = [Point(r.model, at[r.model][0], r.quality.estimate, at[r.model][1]) for r in rows]
+            lat_name = f"p95 at the target load, {view.at_load_target}"
         self.query_one("#frontier-cost", Static).update(
             scatter(cost, width, 8, x_name="$ per correct answer", y_name="quality", log_x=True, x_fmt=money))
         self.query_one("#frontier-latency", Static).update(
-            scatter(lat, width, 8, x_name="p95 latency", y_name="quality", x_unit=" ms", x_fmt=fmt_num))
+            scatter(lat, width, 8, x_name=lat_name, y_name="quality", x_unit=" ms", x_fmt=fmt_num))
 
     # ---- events and keys ----------------------------------------------------------------------------
 

@@ -17,11 +17,11 @@ Shapes (one simulated model each, latencies of a few tens of ms so a run takes a
   evidence" (never a confident wrong one); within-one-level is not expected here.
 
 For each shape and seed, the same sweep runs with the tuner (from 2) and with AIMD (from 2: halve on a 429 at most once
-per latency, +1 after `level` answered calls without one); the oracle run (capped at the oracle level) runs on 3
-seeds and its mean wall clock is the reference; for a rate limit the oracle level is rate × the mean latency those
-runs measured (a busy machine stretches a 20 ms call by a few ms, which moves the optimum by a level). Both modes'
-recommendation is the one verdict
-(`tuning.evidence.verdict`) over the levels the run held, so they differ only in how they moved.
+per latency, +1 after `level` answered calls without one, never above the project's cap, as the tuner); the oracle
+run (capped at the oracle level) runs on 3 seeds and its mean wall clock is the reference; for a rate limit the oracle
+level is rate × the mean latency those runs measured (a busy machine stretches a 20 ms call by a few ms, which moves
+the optimum by a level). Both modes' recommendation is the one verdict (`tuning.evidence.verdict`) over the levels the
+run held, so they differ only in how they moved.
 
 Per shape and mode, JSON lines: <shape>_<mode>_within_one (share of seeds whose verdict names a level within one of
 the oracle: target >= 0.95), <shape>_<mode>_wrong_confident (an optimum, a cap or a rate limit more than one level

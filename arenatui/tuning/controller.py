@@ -75,7 +75,8 @@ class TunerSettings:
     queue_ratio: float = 1.5
     """A ramp batch whose mean latency is this many times the lowest batch mean so far: the server queues."""
     onset_429s: int = 3
-    """429s within one hold at a level measured clean that mean its limit dropped (at least; level/4 when higher)."""
+    """At least this many 429s sent at a held level before it moves: level/2 of them in a burst for a storm (a drop,
+    when the level was clean), level/4 spread over the hold for one step down."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,13 +391,15 @@ class ModelController:
         recent = self.recent_429s
         recent.append(self.sent_total)
         need = max(self.settings.onset_429s, math.ceil(self.level / 4))
-        del recent[:-need]
-        # a storm: `need` 429s in a row, or nearly (over DROP_SHARE of the attempts sent since the first of them)
+        burst = max(self.settings.onset_429s, math.ceil(self.level / 2))
+        del recent[:-burst]
+        # a storm: half a level's worth of 429s in a row, or nearly (over DROP_SHARE of the attempts sent since the
+        # first of them); fewer, and the bursts a token bucket gives at the edge of its rate pass for one
         span = self.sent_total - recent[0]
-        storm = len(recent) >= need and span <= need / DROP_SHARE
+        storm = len(recent) >= burst and span <= burst / DROP_SHARE
         # before it the levels held were clean: a full window said so, or plenty sent within the clean bound
         was_clean = (self.level in self.clean_full and self.windows_here > 0) or \
-            (self.quiet_sent >= MIN_ANSWERED and self.quiet_429s - need <= self.settings.error_share * self.quiet_sent)
+            (self.quiet_sent >= MIN_ANSWERED and self.quiet_429s - burst <= self.settings.error_share * self.quiet_sent)
         if not storm or not (was_clean or self.sent_total):
             # a few 429s among many attempts: the edge of a limit (one down once they pass LEAK_SHARE); with no
             # count of attempts sent, the level's windows judge them
@@ -416,9 +419,9 @@ class ModelController:
             self.answered_full.clear()
             self.proven.clear()
             self.limit_dropped = True
-            what = f"{need} 429s in {span + 1} attempts at a level that was clean{wait}: the provider's limit dropped"
+            what = f"{burst} 429s in {span + 1} attempts at a level that was clean{wait}: the provider's limit dropped"
         else:
-            what = f"{need} 429s in {span + 1} attempts at {erred}{wait}: a storm"
+            what = f"{burst} 429s in {span + 1} attempts at {erred}{wait}: a storm"
         self._quiet()
         self.start_ramp(top=erred)
         self.ramp_rising = False

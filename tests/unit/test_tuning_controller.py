@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from arenatui.tuning.controller import ModelController, TunerSettings
+from arenatui.tuning.controller import ModelController, Tuner, TunerSettings
 from arenatui.tuning.levels import Window
 
 LAT = 0.1
@@ -235,8 +235,10 @@ def test_limit_that_halves_is_followed_down_at_once_and_settles_below_the_level_
     ctl.phase = "settled"
     ctl.observe(provider_window(10, rate=100.0))  # measured clean: 100/s
     assert ctl.level == 10 and 10 in ctl.verified
-    assert ctl.limited(0.01) is None and ctl.limited(0.01) is None
-    d = ctl.limited(0.01)  # the third 429 at a level that was clean: the limit dropped (to 50/s: 5 in flight)
+    for _ in range(4):
+        assert ctl.limited(0.01) is None
+    d = ctl.limited(0.01)  # the fifth 429 in a row (half the level) at a level that was clean: the limit dropped (to
+    # 50/s: 5 in flight)
     assert d is not None and d.new == 5 and "limit dropped" in d.reason
     assert phase_of(ctl) == "ramp" and ctl.ramp_top == 10
     # the storm's aftermath refuses 5 on the way down: one down, not counted against 5
@@ -266,15 +268,20 @@ def test_a_recovery_ramp_never_climbs_back_to_the_level_that_erred() -> None:
     assert phase_of(ctl) == "settled"
 
 
-def test_tuner_reads_single_calls_only_when_they_started_at_the_current_level() -> None:
-    from arenatui.engine.events import CallRetrying, CallStarted
-    from arenatui.tuning.controller import Tuner
-
+def tuner_at(start: int) -> tuple[Tuner, dict[str, int], list[float]]:
+    """A Tuner switched on at `start` for model "m", on a fake clock (`now[0]`); `levels` holds what it set."""
     now = [100.0]
     levels: dict[str, int] = {}
     tuner = Tuner(["m"], set_level=lambda k, n: levels.__setitem__(k, n), set_total=lambda n: None,
                   emit=lambda ev: None, caps=lambda k: levels.get(k), clock=lambda: now[0])
-    tuner.enable({"m": 16})
+    tuner.enable({"m": start})
+    return tuner, levels, now
+
+
+def test_tuner_reads_single_calls_only_when_they_started_at_the_current_level() -> None:
+    from arenatui.engine.events import CallRetrying, CallStarted
+
+    tuner, levels, now = tuner_at(16)
     ctl = tuner.controllers["m"]
     assert phase_of(ctl) == "ramp" and levels["m"] == 16
     # a 429 for an attempt started before the tuner set this level says nothing about it
@@ -294,7 +301,6 @@ def test_tuner_reads_single_calls_only_when_they_started_at_the_current_level() 
 
 def test_a_dropped_limit_restarts_the_evidence_and_the_readout() -> None:
     """Issue 19: after the limit halves, the verdict must describe the new limit, not the old one's levels."""
-    from arenatui.tuning.controller import Tuner
     from arenatui.tuning.levels import LevelStats
 
     ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
@@ -421,17 +427,17 @@ def test_a_few_429s_among_many_attempts_at_a_clean_level_are_the_edge_of_a_limit
     ctl.observe(provider_window(10, rate=100.0))
     for _ in range(200):
         ctl.started()
-    for _ in range(2):
+    for _ in range(4):
         ctl.limited(None)
         ctl.started()
-    d = ctl.limited(None)  # 3 in a row after 200 clean ones: the limit dropped
+    d = ctl.limited(None)  # half the level's worth in a row after 200 clean ones: the limit dropped
     assert d is not None and d.new == 5 and "limit dropped" in d.reason and ctl.limit_dropped
     # the same in a hold no window has judged yet: 200 sent with no 429, then a storm, is a drop too
     ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
     ctl.phase = "settled"
     for _ in range(200):
         ctl.started()
-    for _ in range(2):
+    for _ in range(4):
         ctl.limited(None)
         ctl.started()
     d = ctl.limited(None)
@@ -441,7 +447,7 @@ def test_a_few_429s_among_many_attempts_at_a_clean_level_are_the_edge_of_a_limit
     ctl.phase = "settled"
     ctl.answered_full[10] = 40
     ctl.started()
-    for _ in range(3):
+    for _ in range(5):
         d = ctl.limited(None)
         ctl.started()
     assert d is not None and d.new == 5 and "a storm" in d.reason and not ctl.limit_dropped
@@ -450,13 +456,8 @@ def test_a_few_429s_among_many_attempts_at_a_clean_level_are_the_edge_of_a_limit
 
 def test_the_tuner_holds_a_slow_429_against_the_level_its_attempt_was_sent_at() -> None:
     from arenatui.engine.events import CallFinished, CallResult, CallRetrying, CallStarted
-    from arenatui.tuning.controller import Tuner
 
-    now = [100.0]
-    levels: dict[str, int] = {}
-    tuner = Tuner(["m"], set_level=lambda k, n: levels.__setitem__(k, n), set_total=lambda n: None,
-                  emit=lambda ev: None, caps=lambda k: levels.get(k), clock=lambda: now[0])
-    tuner.enable({"m": 8})
+    tuner, levels, now = tuner_at(8)
     ctl = tuner.controllers["m"]
 
     def result(case: str, lat_ms: float, attempts: int = 1) -> CallResult:
@@ -514,6 +515,9 @@ def test_a_drop_first_read_as_the_edge_of_the_limit_is_a_drop_once_the_storm_goe
     ctl.started()
     d = ctl.limited(None)  # the limit halves here: the first two of the storm look like the edge's, 3 in 181
     assert d is not None and d.new == 10 and "just past the limit" in d.reason
+    for _ in range(2):
+        ctl.started()
+        assert ctl.limited(None) is None
     ctl.started()
-    d = ctl.limited(None)  # and they go on at 10: 3 in the last 3 sent, after 180 sent nearly clean
+    d = ctl.limited(None)  # and they go on at 10: 5 in the last 5 sent (half the level), after 180 nearly clean
     assert d is not None and d.new == 5 and "limit dropped" in d.reason and ctl.limit_dropped

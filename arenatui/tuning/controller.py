@@ -45,6 +45,8 @@ Phase = Literal["ramp", "climb", "settled", "probe", "descend"]
 LEAK_SHARE = 0.01
 """429s per attempt sent at a held level (at least `onset_429s`) past which the tuner steps one down without waiting
 for a window: under ERROR_SHARE, but each is a retry."""
+LEAK_MIN_LEVEL = 4
+"""The lowest level the tuner steps down to on 429s trickling in (below, one level is a quarter of goodput or more)."""
 DROP_SHARE = 0.2
 """429s per attempt sent since the first of them, at a level measured without one, that say the limit dropped (a
 drop refuses a large share at once; a level at the edge of a limit refuses now and then)."""
@@ -435,9 +437,13 @@ class ModelController:
 
     def _leaking(self, need: int) -> bool:
         """At least `need` 429s, over LEAK_SHARE of the attempts sent at this level since the move (known only when
-        the caller reports starts), above the first ramp's last clean level."""
-        return self.leaks >= need and 0 < self.sent_here < self.leaks / LEAK_SHARE \
-            and self.level > (self.linear_to or 1)
+        the caller reports starts), above the first ramp's last clean level and above LEAK_MIN_LEVEL, where a level
+        down costs more goodput than its retries (a third at 3), and the level below not measured worse."""
+        if not (self.leaks >= need and 0 < self.sent_here < self.leaks / LEAK_SHARE
+                and self.level > max(LEAK_MIN_LEVEL, self.linear_to or 1)):
+            return False
+        here, below = self.goodput.get(self.level), self.goodput.get(self.level - 1)
+        return here is None or below is None or below >= here * (1 - self.settings.flat)
 
     def _leaked(self, wait: str) -> Decision | None:
         """429s keep coming back from the level held, under the window's bound: a level or so past a limit (a

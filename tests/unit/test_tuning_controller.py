@@ -521,3 +521,26 @@ def test_a_drop_first_read_as_the_edge_of_the_limit_is_a_drop_once_the_storm_goe
     ctl.started()
     d = ctl.limited(None)  # and they go on at 10: 5 in the last 5 sent (half the level), after 180 nearly clean
     assert d is not None and d.new == 5 and "limit dropped" in d.reason and ctl.limit_dropped
+
+
+def test_429s_trickling_in_at_a_low_level_or_where_the_level_below_is_worse_do_not_step_down() -> None:
+    def held(level: int) -> ModelController:
+        ctl = ModelController("m", level, ceiling=64)
+        ctl.phase, ctl.careful, ctl.windows_here = "settled", True, 1
+        return ctl
+
+    def trickle(ctl: ModelController) -> list[object]:
+        out: list[object] = []
+        for _ in range(3):
+            for _ in range(50):
+                ctl.started()
+            out.append(ctl.limited(None))
+        return out
+
+    assert trickle(held(4)) == [None, None, None]  # at 4 a level down is a quarter of goodput: the retries cost less
+    ctl = held(12)
+    ctl.goodput = {11: 400.0, 12: 500.0}  # measured: 11 answers a fifth less, so 12 is not just past a rate limit
+    assert trickle(ctl) == [None, None, None] and ctl.level == 12
+    ctl = held(12)
+    ctl.goodput = {11: 490.0, 12: 500.0}  # as good: the limit is a rate, and 12's 429s buy nothing
+    assert trickle(ctl)[-1] is not None and ctl.level == 11

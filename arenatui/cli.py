@@ -139,7 +139,7 @@ def _sweep_options(args: argparse.Namespace) -> object:
                          "with the run); drop --project, --seed, --models, --tags, --limit and --trials")
     if args.retry_errored and not args.resume:
         raise ArenaError("--retry-errored runs a stored run's errored calls again: pass --resume RUN_ID (or last)")
-    from arenatui.shards_cli import shard_options
+    from arenatui.commands.shards import shard_options
 
     shard, run_id, _start = shard_options(args)
     if args.resume and (shard or run_id):
@@ -186,7 +186,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     elapsed = time.monotonic() - t0
     # Imported after the run: the report brings numpy (stats, the store's result arrays), ~0.15 s that would
     # otherwise stand between `arena evaluate` and its first request (benchmarks/startup.py).
-    from arenatui.report import (
+    from arenatui.commands.evaluate import (
         client_load_warning,
         error_failure,
         errored_line,
@@ -280,11 +280,14 @@ def cmd_runs(args: argparse.Namespace) -> int:
     with Store(args.db, read_only=True) as store:
         runs = list_runs(store, args.limit)
         kinds = run_kinds(store, [r.run_id for r in runs])  # a load run stores requests, not results
-        from arenatui.shards_cli import shards_label
+        from arenatui.commands.shards import shards_label
         from arenatui.store.shards import shard_counts
         from arenatui.tuning.levels import readouts_from_rows
 
         sharded = shard_counts(store, [r.run_id for r in runs])  # a merged run is one run with its shard count
+        from arenatui.commands.load_series import series_labels
+
+        in_series, series_legend = series_labels(store, [r.run_id for r in runs])  # arena load --repeat/--series
         # a model whose stored readout establishes an optimum (re-derived by today's rules) shows it: "sim-limited ≈3"
         optima = {r.run_id: {ro.model_key: ro.verdict.optimum
                              for ro in readouts_from_rows(store.tuning_levels(r.run_id))
@@ -313,7 +316,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
                right=False),
         Column("project", lambda r: r.project, priority=7, right=False),
     )
+    if in_series:  # after calls: a load run's series is what `arena compare` takes
+        columns = (*columns[:3], Column("series", lambda r: in_series.get(r.run_id, ""), priority=9, right=False),
+                   *columns[3:])
     con.print(table_for_width(columns, runs, con.width, elsewhere=""))
+    for line in series_legend:
+        con.print(line, markup=False, highlight=False)
     return EXIT_OK
 
 
@@ -336,8 +344,8 @@ def _write_output(path: str | None, fn: Callable[[TextIO, bool], object]) -> Non
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from arenatui.bakeoff.series_cli import compare_load_runs
-    from arenatui.compare_cli import run_compare
+    from arenatui.commands.compare import run_compare
+    from arenatui.commands.load_series import compare_load_runs
     from arenatui.terminal import out_console
 
     sweep_flags = [f for f, on in (("--a", args.a), ("--b", args.b), ("--all", args.all),
@@ -364,11 +372,12 @@ def _load_run(store: object, run: str) -> tuple[str, str] | None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from arenatui.decision_report import build_report, render
+    from arenatui.commands.report import build_report, render
     from arenatui.store import Store
 
     with Store(args.db, read_only=True) as store:
-        load = _load_run(store, args.run)
+        # beside load runs, 'last' is the newest sweep (the load runs were made after it): build_report reads it
+        load = None if args.load and args.run == "last" else _load_run(store, args.run)
         db_path = store.path
         if load is not None and args.load:
             raise ArenaError(f"--load sets load runs beside a sweep's quality; run {load[0]} is itself a load run: "
@@ -388,7 +397,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from arenatui.export import write_export
+    from arenatui.commands.export import write_export
     from arenatui.store import Store
 
     with Store(args.db, read_only=True) as store:
@@ -408,7 +417,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from arenatui.init_project import write_starter
+    from arenatui.commands.init import write_starter
 
     written = write_starter(Path(args.dir), force=args.force)
     for p in written:
@@ -441,13 +450,13 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from arenatui.tuning.commands import cmd_tune as run
+    from arenatui.commands.tune import cmd_tune as run
 
     return run(args)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from arenatui.tuning.commands import cmd_sweep as run
+    from arenatui.commands.tune import cmd_sweep as run
 
     return run(args)
 
@@ -480,7 +489,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 when more than this share (0-1) of calls errored (default: when a model had every "
                         "call errored)")
     p.add_argument("--tune", action="store_true", help="auto-tune each model's concurrency while it runs")
-    from arenatui.shards_cli import add_merge_parser, add_shard_args
+    from arenatui.commands.shards import add_merge_parser, add_shard_args
 
     add_shard_args(p, barrier=False)  # --shard K/N, --run-id: one machine's share of a sweep (arena merge joins them)
     p.set_defaults(func=cmd_evaluate)
@@ -586,20 +595,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stall-after", type=float, default=5.0, help="seconds after the first request the stall starts")
     p.set_defaults(func=cmd_mock_server)
 
-    from arenatui.power_plan import add_plan_parser
+    from arenatui.commands.power_plan import add_plan_parser
 
-    add_plan_parser(sub)  # `arena plan`: power before a run (arenatui/power_plan.py)
+    add_plan_parser(sub)  # `arena plan`: power before a run (arenatui/commands/power_plan.py)
 
-    from arenatui.load.cli import add_load_parser
+    from arenatui.commands.load import add_load_parser
 
-    add_load_parser(sub, _load_console)  # `arena load`: open-loop load runs (arenatui/load/cli.py)
-    add_merge_parser(sub)  # `arena merge`: the shards of a run joined into one database (arenatui/shards_cli.py)
+    add_load_parser(sub, _load_console)  # `arena load`: open-loop load runs (arenatui/commands/load.py)
+    add_merge_parser(sub)  # `arena merge`: the shards of a run joined into one database (arenatui/commands/shards.py)
 
-    from arenatui.bakeoff.cli import add_bakeoff_parser
+    from arenatui.commands.bakeoff import add_bakeoff_parser
 
-    add_bakeoff_parser(sub)  # `arena bakeoff`: the bake-off page and its saved decision (arenatui/bakeoff/)
+    add_bakeoff_parser(sub)  # `arena bakeoff`: the bake-off page and its saved decision (arenatui/commands/bakeoff.py)
 
-    from arenatui.judge_check import add_judge_check_parser
+    from arenatui.commands.judge_check import add_judge_check_parser
 
     add_judge_check_parser(sub)  # `arena judge-check`: a judge's agreement with known verdicts
 

@@ -29,6 +29,8 @@ from arenatui.engine.events import (
     TunerDecided,
 )
 from arenatui.limits import MAX_CONCURRENCY
+from arenatui.scoring.failure_modes import TRUNCATED_FINISH
+from arenatui.stats.percentiles import percentile
 
 if TYPE_CHECKING:
     from arenatui.plan import Plan
@@ -42,15 +44,6 @@ RING = 120
 """Seconds of per-model history kept for sparklines."""
 LATENCY_SAMPLES = 1024
 """Most recent latencies per model kept for percentiles."""
-
-
-def percentile(sorted_values: Sequence[float], q: float) -> float | None:
-    if not sorted_values:
-        return None
-    k = (len(sorted_values) - 1) * q
-    lo = int(k)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
 
 
 def busy_seconds(spans: Iterable[tuple[float, float]]) -> float:
@@ -201,6 +194,8 @@ class _ModelAgg:
     cost: float = 0.0
     estimated: int = 0
     """Calls whose tokens (and so cost) arenatui estimated: the server reported no usage."""
+    truncated: int = 0
+    """Answers stopped at the token limit (finish reason in TRUNCATED_FINISH): max_tokens is cutting them."""
     score_sum: float = 0.0
     errors: dict[str, int] = field(default_factory=dict)
     error_messages: dict[str, int] = field(default_factory=dict)
@@ -252,6 +247,8 @@ class ModelSnapshot:
     """A judge lane (key ``judge:<model key>``): its calls are judge calls, one per judged candidate call."""
     common_error: tuple[str, int] | None = None
     """The most common error message of this session's errored calls and how many calls said it."""
+    truncated: int = 0
+    """This session's answers stopped at the token limit (finish reason length / max_tokens)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,7 +443,7 @@ class LiveMetrics:
     def _finished(self, ev: CallFinished | JudgeFinished) -> None:
         # The hottest function outside the engine: one tuple unpack, then locals.
         (mk, cid, trial, status, _output, score, _passed, ec, emsg, attempts, lat, _total, ttft, itok, otok, cost,
-         _finish, est, _started_at, _finished_at, _connect, mode, _detail, _http) = ev.result
+         finish, est, _started_at, _finished_at, _connect, mode, _detail, _http) = ev.result
         mi = self._m_index[mk]
         agg = self.rows[mi]
         if self._backoff and (mk, cid, trial) in self._backoff:
@@ -463,6 +460,8 @@ class LiveMetrics:
         agg.cost += cost
         if est:
             agg.estimated += 1
+        if finish in TRUNCATED_FINISH:
+            agg.truncated += 1
         if ec == "cancelled":
             self._move(mi, cid, src, QUEUED)  # resume runs it again
             return
@@ -726,12 +725,13 @@ class LiveMetrics:
                 tokens_per_s=tokens / max(span, 1e-9),
                 retries=agg.retries, retry_rate=(retries_w / attempts_w) if attempts_w else 0.0,
                 rate_limited=agg.rate_limited, rate_limited_rate=(limited_w / attempts_w) if attempts_w else 0.0,
-                errors=dict(agg.errors), p50_ms=percentile(lat, 0.5), p95_ms=percentile(lat, 0.95),
-                ttft_p50_ms=percentile(tt, 0.5),
+                errors=dict(agg.errors), p50_ms=percentile(lat, 50), p95_ms=percentile(lat, 95),
+                ttft_p50_ms=percentile(tt, 50),
                 score=(agg.score_sum / scored) if (scored := agg.done - agg.unscored) > 0 else None,
                 cost=agg.cost, latency_series=series, throughput_series=tuple(counts), failures=dict(agg.failures),
                 unscored=agg.unscored, judge=agg.judge,
                 common_error=max(agg.error_messages.items(), key=lambda kv: kv[1], default=None),
+                truncated=agg.truncated,
             ))
         done = sum(m.done for m in models)
         # a judge lane's verdicts are its candidates' results: count them once, on the candidates

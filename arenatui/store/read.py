@@ -23,7 +23,7 @@ from arenatui.store.queries import (
     estimated_usage,
     failure_modes,
     judgments_by_case,
-    load_plan_results,
+    read_plan_results,
     resolve_run,
     run_spend,
     scored_outputs,
@@ -87,7 +87,7 @@ def read_run(store: Store, run: str | RunRecord, *, latency: bool = True, detail
     load figures): a comparison needs neither."""
     record = run if isinstance(run, RunRecord) else resolve_run(store, run)
     plan = stored_plan(record)
-    results = load_plan_results(store, plan, latency=latency)
+    results = read_plan_results(store, plan, latency=latency)
     kind = run_kinds(store, [record.run_id])[record.run_id][0]
     spend = run_spend(store, record.run_id)
     if not detail:

@@ -49,7 +49,7 @@ def add_load_parser(sub: Any, console: Callable[[LoadRun, str | None], None] | N
     p.add_argument("--at", help="with --repeat: local times of day to start at, across days, e.g. 09:00,14:00,22:00")
     p.add_argument("--series", help="link this run to a series by name (runs started by cron or a systemd timer); "
                    "`arena compare NAME` compares the series")
-    from arenatui.shards_cli import add_shard_args
+    from arenatui.commands.shards import add_shard_args
 
     add_shard_args(p, barrier=True)
     p.set_defaults(func=cmd_load, load_console=console)
@@ -97,7 +97,7 @@ def load_options(args: argparse.Namespace) -> Any:
     else:
         rates = parse_rates(rate, args.rates, args.rate_sweep)
     seed = _int(args.seed, "--seed", -(2**63), 2**63 - 1)
-    from arenatui.shards_cli import shard_options
+    from arenatui.commands.shards import shard_options
 
     shard, run_id, start_at = shard_options(args)
     return LoadOptions(
@@ -185,7 +185,7 @@ def cmd_load(args: argparse.Namespace) -> int:
         if not args.quiet:
             err.print(f"Load run {run.run_id}: {run.model.key}, {opts.arrival.describe()} arrivals, rates "
                       f"{', '.join(f'{r:g}' for r in opts.rates)}/s, {opts.duration_s:g}s each", markup=False)
-            from arenatui.shards_cli import barrier_line
+            from arenatui.commands.shards import barrier_line
 
             line = barrier_line(opts.shard, opts.start_at)
             if line:

@@ -24,7 +24,7 @@ from arenatui.engine.client_load import CpuSampler
 from arenatui.engine.control import SweepControl
 from arenatui.engine.events import Event, RunStatus
 from arenatui.engine.runner import Runner, Sink, bucket_level
-from arenatui.errors import ArenaError, StoreError, unwrap
+from arenatui.errors import ArenaError, PlanError, StoreError, unwrap
 from arenatui.live import STORED_COLUMNS, LiveMetrics, busy_seconds, judge_lanes, resumed_rows
 from arenatui.plan import Filters, Plan, make_plan
 from arenatui.providers.base import Provider, estimate_tokens
@@ -132,6 +132,13 @@ class Sweep:
             if fresh is None:
                 assert opts.resume is not None
                 rec = store.get_run(opts.resume)
+                from arenatui.store.load_queries import run_kinds
+
+                if run_kinds(store, [rec.run_id])[rec.run_id][0] == "load":  # its plan is a project's: never resumed
+                    raise PlanError(f"run {rec.run_id} is a load run ({opts.resume!r}): its requests went out on a "
+                                    "schedule and a load run is not resumed (that ran a sweep's calls into it); "
+                                    "pass a sweep's run id (arena runs lists them), or start a new load run with "
+                                    "arena load")
                 project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"),
                                             opts.solvers or None)
                 self.filters = Filters.from_dict(rec.filters)

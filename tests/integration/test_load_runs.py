@@ -196,6 +196,22 @@ def test_a_trace_naming_an_unknown_case_names_the_trace_file(tmp_path: Path,
     assert err.startswith(f"error: {trace}: case: expected the id of a case in") and "unknown: nope" in err
 
 
+@pytest.mark.parametrize("verb", ["evaluate", "run"])
+def test_resume_last_refuses_a_load_run(tmp_path: Path, capsys: pytest.CaptureFixture[str], verb: str) -> None:
+    """`--resume last` right after `arena load` ran the load run's project as a sweep into the load run's id (8
+    sweep results stored in a load run); it is refused before anything is written."""
+    db = str(tmp_path / "d")
+    assert main(["load", "--project", str(project(tmp_path)), "--db", db, "--rate", "20", "--duration", "0.2",
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    code = main([verb, "--resume", "last", "--db", db, "--quiet"] if verb == "evaluate" else
+                [verb, "--resume", "last", "--db", db])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and "is a load run" in err and "Traceback" not in err, err
+    with Store(db) as store:
+        assert store.conn.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 0
+
+
 def test_cli_headless_prints_the_tables_and_runs_lists_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = str(tmp_path / "d")
     code = main(["load", "--project", str(project(tmp_path)), "--db", db, "--rates", "20,40", "--duration", "0.4",

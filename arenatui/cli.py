@@ -108,6 +108,8 @@ def _add_sweep_args(p: argparse.ArgumentParser, *, project_required: bool = Fals
     p.add_argument("--models", type=_csv, default=(), help="only these model keys (comma-separated)")
     p.add_argument("--tags", type=_csv, default=(), help="only cases with any of these tags or strata")
     p.add_argument("--limit", type=_positive_int, help="only the first N cases (after --tags)")
+    p.add_argument("--prompts", type=_csv, default=(),
+                   help="only these [[prompts]] variants (comma-separated); with --resume, what this session runs")
     p.add_argument("--trials", type=_trials, help="trials per (model, case), overriding [run].trials")
     p.add_argument("--concurrency", "-c", type=_concurrency, help="starting global concurrency")
     p.add_argument("--seed", type=int, help="seed for simulated models and jitter, overriding [run].seed")
@@ -147,7 +149,7 @@ def _sweep_options(args: argparse.Namespace) -> object:
                          "--run-id")
     return SweepOptions(
         project=args.project, filters=Filters(models=args.models, tags=args.tags, limit=args.limit,
-                                              trials=args.trials, shard=shard),
+                                              trials=args.trials, shard=shard, prompts=args.prompts),
         db=args.db, resume=args.resume, concurrency=args.concurrency, seed=args.seed,
         retry_errored=args.retry_errored,
         tune=getattr(args, "tune", False), run_id=run_id,

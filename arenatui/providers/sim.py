@@ -8,6 +8,7 @@ own, so the in-process `SimProvider` and the mock HTTP server share it exactly.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import math
 import re
@@ -184,7 +185,10 @@ class SimProvider:
 
     def __init__(self, model: ModelConfig, seed: int = 0) -> None:
         self.model = model
-        self.core = SimCore(model.key, model.sim, seed)
+        settings = model.sim
+        if model.variant is not None and model.variant.name in settings.prompt_accuracy:  # this lane's variant
+            settings = dataclasses.replace(settings, accuracy=settings.prompt_accuracy[model.variant.name])
+        self.core = SimCore(model.key, settings, seed)
         self._serial = anyio.Lock() if model.sim.serial else None
         self._sleep: Callable[[float], Awaitable[None]] | None = None
 
@@ -202,7 +206,9 @@ class SimProvider:
             raise RateLimited(f"simulated 429 from {self.model.key}: rate limit reached", retry_after=retry_after)
         try:
             case = request.case
-            out = core.outcome(case.id, request.trial, request.attempt, case.expected, case.stratum, case.tags,
+            # a repair turn draws its answer afresh (its own case key)
+            cid = case.id if not request.turn else f"{case.id}\x00turn {request.turn}"
+            out = core.outcome(cid, request.trial, request.attempt, case.expected, case.stratum, case.tags,
                                (case.input if type(case.input) is str else case.prompt_text()) if request.judge is None
                                else request.messages[-1]["content"], request.max_tokens)
             wait = out.latency_s / 2 if out.transient else out.latency_s

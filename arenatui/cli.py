@@ -193,6 +193,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         error_failure,
         errored_line,
         print_leaderboard,
+        print_variants_and_repairs,
         spend_line,
         summary_line,
     )
@@ -210,7 +211,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         # what this invocation made, apart from the run's total when it resumed (a shard says its own count below)
         made = None if plan.shard is not None else \
             plan.remaining if status == "finished" else max(0, stored - (plan.total - plan.remaining))
-        out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed, made), markup=False)
+        out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed, made,
+                               [m.key for m in plan.models]), markup=False)
         mine = plan.shard_total()
         if plan.shard is not None:
             out.print(f"Shard {plan.shard}: {mine} of those calls; `arena merge` joins the shards' databases",
@@ -225,6 +227,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             out.print(line, markup=False)
         if report:
             print_leaderboard(out, results)
+            print_variants_and_repairs(out, store, stored_run.plan)
         warning = client_load_warning(store, sweep.run_id)
         if warning:
             err.print(warning, markup=False, style="bold yellow")

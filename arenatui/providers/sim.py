@@ -116,9 +116,10 @@ class SimCore:
         return self.s.accuracy
 
     def outcome(self, case_id: str, trial: int, attempt: int, expected: str | None, stratum: str | None,
-                tags: tuple[str, ...], prompt: str, max_tokens: int) -> SimOutcome:
+                tags: tuple[str, ...], prompt: str, max_tokens: int, turn: int = 0) -> SimOutcome:
         s = self.s
-        bits = draw(self.seed, self.key, case_id, trial)
+        # a follow-up turn (a repair) draws its answer afresh
+        bits = draw(self.seed, self.key, case_id if not turn else f"{case_id}#turn {turn}", trial)
         # uniforms 0-1 belong to the (case, trial): the answer; 2-5 to the attempt: length, jitter, failure, TTFT
 
         def per_attempt(i: int) -> float:
@@ -206,11 +207,9 @@ class SimProvider:
             raise RateLimited(f"simulated 429 from {self.model.key}: rate limit reached", retry_after=retry_after)
         try:
             case = request.case
-            # a repair turn draws its answer afresh (its own case key)
-            cid = case.id if not request.turn else f"{case.id}\x00turn {request.turn}"
-            out = core.outcome(cid, request.trial, request.attempt, case.expected, case.stratum, case.tags,
+            out = core.outcome(case.id, request.trial, request.attempt, case.expected, case.stratum, case.tags,
                                (case.input if type(case.input) is str else case.prompt_text()) if request.judge is None
-                               else request.messages[-1]["content"], request.max_tokens)
+                               else request.messages[-1]["content"], request.max_tokens, request.turn)
             wait = out.latency_s / 2 if out.transient else out.latency_s
             timeout = request.timeout_s
             queued = 0.0

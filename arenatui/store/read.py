@@ -17,10 +17,12 @@ from arenatui.stats.items import RunResults
 from arenatui.store.db import RunRecord, Store
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import (
+    FollowUps,
     RunPlan,
     RunSpend,
     estimated_usage,
     failure_modes,
+    follow_ups,
     judgments_by_case,
     load_plan_results,
     resolve_run,
@@ -30,10 +32,12 @@ from arenatui.store.queries import (
     table_list,
     top_errors,
     unscored_modes,
+    variant_results,
 )
 
 if TYPE_CHECKING:
     from arenatui.load.figures import LoadOutcome
+    from arenatui.stats.variants import VariantResults
     from arenatui.tuning.levels import ModelReadout
 
 F1Answers = dict[tuple[str, str], tuple[tuple[str, ...], list[tuple[str, str | None]], list[str]]]
@@ -66,6 +70,10 @@ class StoredRun:
     """The per-level readout every sweep keeps (tuned or not), per model."""
     load: LoadOutcome | None = None
     """A load run's figures, recomputed exactly from its stored requests."""
+    variants: VariantResults | None = None
+    """Per (model, prompt variant, case) scores of a run with [[prompts]] (stats.variants analyses them)."""
+    follow_ups: tuple[FollowUps, ...] = ()
+    """Per model of a run with repairs or escalations: completion before and after, cost per completed case."""
 
     @property
     def record(self) -> RunRecord:
@@ -102,7 +110,8 @@ def read_run(store: Store, run: str | RunRecord, *, latency: bool = True, detail
         f1 = f1_answers(store, plan)
     return StoredRun(plan, results, kind, spend, failure_modes(store, rid), unscored_modes(store, rid),
                      judgments_by_case(store, rid) if plan.judged else {}, top_errors(store, rid), f1,
-                     estimated_usage(store, rid), tuning, load)
+                     estimated_usage(store, rid), tuning, load, variant_results(store, plan),
+                     tuple(follow_ups(store, plan)))
 
 
 def tuning_readouts(store: Store, run_id: str) -> tuple[ModelReadout, ...]:

@@ -195,9 +195,9 @@ def _spread(model: str, per_variant: Sequence[tuple[str, Floats]], n_resamples: 
     col = stacked[:, shared]
     avg = col.mean(axis=1)
     best, worst = int(np.argmax(avg)), int(np.argmin(avg))
-    if best == worst:  # every variant scored alike: a spread of zero
+    if best == worst:  # every variant scored alike: a spread of zero, between the first and the last named
         z = Interval(0.0, 0.0, 0.0, int(shared.sum()))
-        return Spread(model, per_variant[best][0], per_variant[worst][0], z)
+        return Spread(model, per_variant[0][0], per_variant[-1][0], z)
     c = paired_differences(col[best], col[worst], n_resamples=n_resamples, level=level, seed=seed)
     return Spread(model, per_variant[best][0], per_variant[worst][0], c.diff)
 

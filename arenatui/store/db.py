@@ -212,6 +212,16 @@ def default_db_path() -> Path:
     return data_dir() / "arena.db"
 
 
+def _call_where(run_id: str, key: str, case_id: str, trial: int) -> tuple[str, tuple[Any, ...]]:
+    """WHERE clause and arguments for one call by its lane key: a variant lane's names its variant; a model's key
+    alone finds its call under the first variant (the only one, in a run without variants)."""
+    model, variant = split_lane(key)
+    where = "run_id = ? AND model_key = ? AND case_id = ? AND trial = ?"
+    if variant:
+        return f"{where} AND variant = ?", (run_id, model, case_id, trial, variant)
+    return f"{where} ORDER BY variant LIMIT 1", (run_id, model, case_id, trial)
+
+
 def result_row(run_id: str, r: CallResult) -> tuple[Any, ...]:
     """The results-table row: CallResult's fields are RESULT_COLUMNS after run_id, in order, then the variant, split
     from a variant lane's key (a test checks it)."""
@@ -635,9 +645,9 @@ class Store:
 
     @_explained
     def result(self, run_id: str, model_key: str, case_id: str, trial: int) -> dict[str, Any] | None:
-        row = self.conn.execute(
-            f"SELECT {', '.join(RESULT_COLUMNS)} FROM results WHERE run_id = ? AND model_key = ? AND case_id = ? "
-            "AND trial = ?", (run_id, model_key, case_id, trial)).fetchone()
+        """One result; `model_key` may be a variant lane's (``model · variant``): then that variant's."""
+        where, args = _call_where(run_id, model_key, case_id, trial)
+        row = self.conn.execute(f"SELECT {', '.join(RESULT_COLUMNS)} FROM results WHERE {where}", args).fetchone()
         return dict(zip(RESULT_COLUMNS, row, strict=True)) if row else None
 
     @_explained
@@ -646,9 +656,10 @@ class Store:
         """One result with only the first `limit` characters of its output, and `output_chars`, the output's
         whole length: showing a 50 MB answer reads its start, not all of it into Python (40 s and 3.3 GB)."""
         cols = [c for c in RESULT_COLUMNS if c != "output"]
+        where, args = _call_where(run_id, model_key, case_id, trial)
         row = self.conn.execute(
-            f"SELECT {', '.join(cols)}, substr(output, 1, ?), length(output) FROM results WHERE run_id = ? "
-            "AND model_key = ? AND case_id = ? AND trial = ?", (limit, run_id, model_key, case_id, trial)).fetchone()
+            f"SELECT {', '.join(cols)}, substr(output, 1, ?), length(output) FROM results WHERE {where}",
+            (limit, *args)).fetchone()
         if row is None:
             return None
         out = dict(zip(cols, row[:-2], strict=True))

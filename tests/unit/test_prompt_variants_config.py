@@ -141,3 +141,33 @@ def test_a_variant_asks_with_its_template_and_system_prompt_and_chat_cases_keep_
     no_template = dataclasses.replace(lane, variant=PromptVariant("n", system=None, template=None))
     assert build_messages(no_template, Defaults(), Case(id="c", input="x")) == (
         {"role": "system", "content": "model system"}, {"role": "user", "content": "x"})
+
+
+def test_a_database_from_before_variants_reads_as_one_default_variant(tmp_path: Path) -> None:
+    import sqlite3
+
+    from arenatui.store import Store
+    from arenatui.store.db import _split
+    from arenatui.store.schema import MIGRATIONS
+
+    db = tmp_path / "old.db"
+    conn = sqlite3.connect(db)
+    for m in MIGRATIONS[:14]:
+        for statement in _split(m):
+            conn.execute(statement)
+    conn.execute("PRAGMA user_version = 14")
+    conn.execute("INSERT INTO results (run_id, model_key, case_id, trial, status, passed, attempts, total_ms, "
+                 "input_tokens, output_tokens, cost, started_at, finished_at) VALUES ('r', 'm', 'c', 0, 'passed', 1, "
+                 "2, 1.0, 3, 4, 0.5, 0, 1)")
+    conn.execute("INSERT INTO judgments (run_id, model_key, case_id, trial, judge_key, status, passed, attempts, "
+                 "total_ms, input_tokens, output_tokens, cost, started_at, finished_at) VALUES ('r', 'm', 'c', 0, "
+                 "'j', 'passed', 1, 1, 1.0, 1, 1, 0.1, 0, 1)")
+    conn.commit()
+    conn.close()
+    with Store(db) as store:
+        assert store.done_keys("r") == {"m": {("c", 0)}}  # the lane of a model without variants is its key
+        row = store.result("r", "m", "c", 0)
+        assert row is not None and row["variant"] == "" and row["attempts"] == 2 and row["repairs"] == 0
+        assert row["first_passed"] is None and row["escalated_to"] is None
+        assert store.conn.execute("SELECT variant FROM judgments").fetchall() == [("",)]
+        assert store.open_steps("r") == {}

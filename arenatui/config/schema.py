@@ -83,21 +83,20 @@ class PromptVariant:
     system: str | None = None
     template: str | None = None
 
-    def apply(self, case: Case) -> Case:
-        """The case as this variant asks it (a chat case keeps its messages; its own system message wins)."""
-        import dataclasses
-
+    def applied(self, given: str | tuple[dict[str, str], ...]) -> str | tuple[dict[str, str], ...]:
+        """A case's input as this variant asks it (a chat case keeps its messages; its own system message wins).
+        Builds no Case: it runs once per call."""
         tpl = self.template
-        if isinstance(case.input, str):
-            return case if tpl is None else dataclasses.replace(case, input=tpl.replace("{input}", case.input))
-        msgs = [dict(m) for m in case.input]
+        if isinstance(given, str):
+            return given if tpl is None else tpl.replace("{input}", given)
+        msgs = [dict(m) for m in given]
         if tpl is not None:
             last = max((i for i, m in enumerate(msgs) if m.get("role") == "user"), default=None)
             if last is not None:
                 msgs[last]["content"] = tpl.replace("{input}", msgs[last].get("content", ""))
         if self.system is not None and not any(m.get("role") == "system" for m in msgs):
             msgs.insert(0, {"role": "system", "content": self.system})
-        return dataclasses.replace(case, input=tuple(msgs))
+        return tuple(msgs)
 
 
 @dataclass(frozen=True, slots=True)

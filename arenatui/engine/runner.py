@@ -843,8 +843,8 @@ class Runner:
         self._follow[key] = nxt
         lane.ready.append((case, trial))
         self._unstarted += 1
-        self._spawn()
-        self._notify()
+        if self.workers > self.target or self.paused:  # this worker may retire: wake one that stays
+            self._notify()
         return None
 
     def _step_after(self, lane: _ModelLane, r: CallResult, fu: _FollowUp | None,

@@ -79,20 +79,21 @@ class Provider(Protocol):
 
 def build_messages(model: ModelConfig, defaults: Defaults, case: Case) -> tuple[dict[str, str], ...]:
     system = model.system if model.system is not None else defaults.system
+    given = case.input
     variant = model.variant
     if variant is not None:  # a prompt variant's lane: its template and system prompt
-        case = variant.apply(case)
+        given = variant.applied(given)
         if variant.system is not None:
             system = variant.system
     msgs: list[dict[str, str]] = []
-    if isinstance(case.input, str):
+    if isinstance(given, str):
         if system:
             msgs.append({"role": "system", "content": system})
-        msgs.append({"role": "user", "content": case.input})
+        msgs.append({"role": "user", "content": given})
     else:
-        if system and not any(m["role"] == "system" for m in case.input):
+        if system and not any(m["role"] == "system" for m in given):
             msgs.append({"role": "system", "content": system})
-        msgs.extend(case.input)
+        msgs.extend(given)
     return tuple(msgs)
 
 

@@ -170,7 +170,7 @@ def solver_request(request: Request) -> SolverRequest:
     text = case.input if request.judge is None else request.messages[-1]["content"]
     variant = request.model.variant
     if variant is not None and request.judge is None:  # a prompt variant's lane: the case as the variant asks it
-        text = variant.apply(case).input
+        text = variant.applied(case.input)
     return SolverRequest(text, request.messages, request.max_tokens, request.temperature, request.system,
                          case.id, request.trial, request.attempt)
 

@@ -19,7 +19,15 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from arenatui.engine.events import CallFinished, CallResult, CallRetrying, CallStarted, ConcurrencyChanged, Event
+from arenatui.engine.events import (
+    CallFinished,
+    CallResult,
+    CallRetrying,
+    CallStarted,
+    ConcurrencyChanged,
+    Event,
+    StepFinished,
+)
 from arenatui.tuning.evidence import CLEAN_SHARE, LevelEvidence, Verdict, verdict
 
 LATENCY_SAMPLES = 512
@@ -227,6 +235,11 @@ class LevelTracker:
             self._retrying(ev)  # type: ignore[arg-type]
         elif tp is ConcurrencyChanged:
             self._changed(ev)  # type: ignore[arg-type]
+        elif tp is StepFinished:  # an answer followed by a repair turn or an escalation: its attempt ended
+            m = self.models.get(ev.result.model_key)  # type: ignore[union-attr]
+            if m is not None:
+                self._advance(m, ev.t)
+                m.in_flight -= 1
 
     def _started(self, ev: CallStarted) -> None:
         m = self.models.get(ev.model_key)

@@ -207,7 +207,7 @@ class Sweep:
                            emit=self._emit, caps=lambda k: self.runner.model_cap(k),
                            user_caps={m.key: m.max_concurrency for m in plan.models})
         """Per-level readout (always) and the auto-tuner (when on); `a` in the console toggles it."""
-        sinks = (self.writer.on_event, *watched, *extra_sinks, self.tuner.on_event)
+        sinks = (self.writer.on_event, *watched, *extra_sinks, self.tuner.sink)
         self.runner = Runner(plan, self.providers, sinks=sinks, concurrency=concurrency)
         if recent:  # the client's rpm/tpm limiters continue where the earlier session left them
             self.runner.seed_rate_limits(limit_levels(plan, recent, time.time(), self.project.defaults.max_tokens))
@@ -272,8 +272,8 @@ class Sweep:
                     prepare()
                 except Exception:  # the same error reaches each call, which records it per call
                     pass
-        gc.collect()
-        gc.freeze()
+        gc.freeze()  # no collection first: it cost ~25 ms before the first request, to free little; what the imports
+        # left behind is collected after the run's gc.unfreeze()
         if self.tune_at_start and not self.tuner.enabled:
             n = max(1, len(self.plan.models))
             # from the model's share of the global level (at least 2: one more look than a serial server needs)

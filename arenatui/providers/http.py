@@ -19,10 +19,9 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx
 import sniffio
 
 from arenatui.config.schema import ModelConfig, RunSettings
@@ -38,6 +37,9 @@ from arenatui.providers.base import Completion, Request, estimate_tokens
 from arenatui.providers.transports import Wire, WireResponse, open_wire, resolve
 from arenatui.redact import redact_urls_in_text, scrub, url_credentials
 from arenatui.safe_text import one_line
+
+if TYPE_CHECKING:
+    import httpx
 
 MESSAGE_CHARS = 300
 """Longest provider message kept in an error (the rest of a body is noise, and may hold secrets)."""
@@ -517,7 +519,8 @@ class HttpProvider:
             if name == "aiohttp" and self._fake is None and sniffio.current_async_library() != "asyncio":
                 raise TerminalError(f"model {self.model.key!r}: transport = \"aiohttp\" runs only on asyncio; "
                                     f"use \"auto\" or \"httpx\" here")
-            self._wire = open_wire(name, self._headers, self._timeout_s, self._fake)
+            self._wire = open_wire(name, self._headers, self._timeout_s, self._fake,
+                                   tls=self.url.lower().startswith("https:"))
         return self._wire
 
     def prepare(self) -> None:

@@ -22,11 +22,13 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
 import sniffio
 
 if TYPE_CHECKING:
+    import ssl
+
     import aiohttp
+    import httpx
 
 HTTPX_SHARD = 8
 """Connections per httpx client: its pool's cost grows with connections × waiting requests, so many
@@ -133,11 +135,17 @@ class HttpxWire:
     """httpx clients of `HTTPX_SHARD` connections each, one more whenever all are busy; no httpx retries."""
 
     name = "httpx"
-    timeout_errors: tuple[type[BaseException], ...] = (httpx.TimeoutException,)
-    errors: tuple[type[BaseException], ...] = (httpx.HTTPError,)
+    timeout_errors: tuple[type[BaseException], ...]
+    errors: tuple[type[BaseException], ...]
 
     def __init__(self, headers: Mapping[str, str], timeout_s: float,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
+        # Imported only when used, like aiohttp: httpx's own import pulls in its command line (click, pygments,
+        # rich's console), a fifth of `arena evaluate`'s start-up on the asyncio backend, which never uses it.
+        import httpx
+
+        self.timeout_errors = (httpx.TimeoutException,)
+        self.errors = (httpx.HTTPError,)
         self._headers = dict(headers)
         self._timeout_s = timeout_s
         self._transport = transport
@@ -145,6 +153,8 @@ class HttpxWire:
         self._shards: list[_Shard] = []
 
     def _client(self) -> httpx.AsyncClient:
+        import httpx  # loaded by __init__: a dictionary lookup here
+
         n = self._shard_size
         return httpx.AsyncClient(
             headers=self._headers,
@@ -233,7 +243,7 @@ class AiohttpWire:
     timeout_errors: tuple[type[BaseException], ...]
     errors: tuple[type[BaseException], ...]
 
-    def __init__(self, headers: Mapping[str, str], timeout_s: float) -> None:
+    def __init__(self, headers: Mapping[str, str], timeout_s: float, *, tls: bool = True) -> None:
         import aiohttp  # imported only when used: it is not needed to start the app
 
         self._aiohttp = aiohttp
@@ -243,12 +253,11 @@ class AiohttpWire:
         self._headers = dict(headers)
         self._timeout_s = timeout_s
         self._session: aiohttp.ClientSession | None = None
+        self._tls = tls
+        """False for a plain-http base URL (a local server): no TLS context to build (loading the CA bundle is
+        ~40 ms of the start-up before the first request), and nothing would use one (redirects are not followed)."""
 
     def _open(self) -> aiohttp.ClientSession:
-        import ssl
-
-        import certifi
-
         aiohttp = self._aiohttp
         # When the request leaves: aiohttp (on Python < 3.12) writes the body from a task of its own, one
         # event-loop turn after `post` was called, so a burst of N new requests puts N requests' worth of our
@@ -258,8 +267,7 @@ class AiohttpWire:
         self._session = aiohttp.ClientSession(
             headers=self._headers,
             # certifi's CA bundle, as httpx uses: both transports trust the same servers on any system
-            connector=aiohttp.TCPConnector(limit=0, limit_per_host=0,
-                                           ssl=ssl.create_default_context(cafile=certifi.where())),
+            connector=aiohttp.TCPConnector(limit=0, limit_per_host=0, ssl=_certifi_context() if self._tls else False),
             timeout=aiohttp.ClientTimeout(total=None, connect=self._timeout_s, sock_read=self._timeout_s),
             trust_env=False,
             raise_for_status=False,
@@ -284,6 +292,14 @@ class AiohttpWire:
             await session.close()
 
 
+def _certifi_context() -> ssl.SSLContext:
+    import ssl
+
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
+
+
 async def _stamp_sent(session: object, ctx: Any, params: object) -> None:
     sent: _Sent = ctx.trace_request_ctx
     if sent.at is None:  # the first chunk: headers and body leave together
@@ -291,8 +307,9 @@ async def _stamp_sent(session: object, ctx: Any, params: object) -> None:
 
 
 def open_wire(name: str, headers: Mapping[str, str], timeout_s: float,
-              httpx_transport: httpx.AsyncBaseTransport | None = None) -> Wire:
-    """A wire for a resolved transport name ('httpx' or 'aiohttp'); a fake httpx transport forces httpx."""
+              httpx_transport: httpx.AsyncBaseTransport | None = None, *, tls: bool = True) -> Wire:
+    """A wire for a resolved transport name ('httpx' or 'aiohttp'); a fake httpx transport forces httpx. `tls`
+    False: the URL is plain http (no TLS context is built)."""
     if name == "aiohttp" and httpx_transport is None:
-        return AiohttpWire(headers, timeout_s)
+        return AiohttpWire(headers, timeout_s, tls=tls)
     return HttpxWire(headers, timeout_s, httpx_transport)

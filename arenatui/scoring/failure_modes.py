@@ -63,10 +63,25 @@ SHORT_REFUSAL_CHARS: Final = 300
 """A declining sentence anywhere in an answer shorter than this makes the answer a refusal."""
 
 
+_REFUSAL_WORDS: Final = ("can", "won", "will", "able", "decline", "refuse", "allowed", "permitted", "sorry",
+                         "apolog", "ai", "language")
+"""A word (lower case) every match of `_REFUSAL` or `_REFUSAL_ANYWHERE` contains: an ASCII answer with none of
+them is no refusal, decided without the patterns (they cost ≈ 6 µs on a short answer, a twentieth of the engine's
+whole cost per call at zero latency; benchmarks/engine_overhead.py)."""
+
+
 def looks_like_refusal(output: str) -> bool:
     """True when the answer declines instead of answering (English phrasings; see the module docstring)."""
     head = output.lstrip()[:400]
-    if _REFUSAL.search(head):
+    seen = output if len(output) < SHORT_REFUSAL_CHARS else head  # all the text either pattern is run on
+    if seen.isascii():  # ASCII: IGNORECASE is exactly lower(); others (İ, ı, ſ, K fold into ASCII) take the patterns
+        low = seen.lower()
+        for word in _REFUSAL_WORDS:
+            if word in low:
+                break
+        else:
+            return False
+    if _REFUSAL.match(head):  # every alternative starts at ^
         # A polite opening that then answers at length ("I can't be certain, but the answer is 42 because...")
         # is an answer: only short ones, or ones that say what they will not do, count.
         return len(output) < SHORT_REFUSAL_CHARS or bool(_REFUSAL_ANYWHERE.search(head))

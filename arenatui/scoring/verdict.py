@@ -8,7 +8,7 @@ the scorer's detail) is decided here, once, so the console, the store and the re
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple
 
 from arenatui.engine.events import ErrorClass, Status
 from arenatui.scoring.failure_modes import classify
@@ -64,7 +64,7 @@ def answered(sc: Score | str | None, output: str, finish_reason: str | None, lan
         return AWAITING_JUDGE if judged else UNJUDGED
     if type(sc) is str:
         return unscorable(sc)
-    return scored(cast("Score", sc), output, finish_reason, language)
+    return scored(sc, output, finish_reason, language)  # type: ignore[arg-type]  # a Score (no cast(): a call)
 
 
 def from_judge(cfg: ScorerConfig, answer: str, candidate_output: str, candidate_finish: str | None,

@@ -549,17 +549,24 @@ class Tuner:
         calls started at the current level only."""
         self._changed_at: dict[str, float] = {}
 
+    @property
+    def sink(self) -> Callable[[Event], None]:
+        """The engine's sink: the tracker's fold (always: the readout is wanted with or without the tuner), which
+        hands each event on to `_watch` while the tuner is on. One call per event when it is off."""
+        return self.tracker.on_event
+
     def on_event(self, ev: Event) -> None:
-        """Sink: fold into the tracker (always: the readout is wanted with or without the tuner); watch for
-        manual changes."""
-        if type(ev) is ConcurrencyChanged and ev.source == "user" and self.enabled:
+        """Fold one event (`sink`, for callers holding the tuner)."""
+        self.tracker.on_event(ev)
+
+    def _watch(self, ev: Event) -> None:
+        """While on: manual changes suspend it; calls' ends move each model's controller."""
+        if type(ev) is ConcurrencyChanged and ev.source == "user":
             if ev.model_key is None:
                 for k in self.model_keys:
                     self._suspend(k, "the global concurrency was changed by hand")
             else:
                 self._suspend(ev.model_key, "its cap was changed by hand")
-        self.tracker.on_event(ev)
-        if not self.enabled:
             return
         if isinstance(ev, CallStarted):
             if ev.model_key in self.tracker.models:  # not a judge lane's call: those end in JudgeFinished
@@ -602,6 +609,7 @@ class Tuner:
     def enable(self, start_levels: dict[str, int] | None = None) -> None:
         """Switch on (or back on after a suspension): each model starts from its current level."""
         self.enabled = True
+        self.tracker.watch = self._watch
         self.suspended.clear()
         start_levels = start_levels or {}
         for k in self.model_keys:
@@ -616,6 +624,7 @@ class Tuner:
 
     def disable(self) -> None:
         self.enabled = False
+        self.tracker.watch = None
         self._started.clear()
         for k in self.model_keys:
             self.tracker.set_quick(k, False)

@@ -212,6 +212,10 @@ the same bound as the verdict's)."""
 
 
 
+_SCORING_ONLY = ("scoring_error", "judge_error")
+_TRANSIENT = ("transient", "timeout", "incomplete_stream")
+
+
 class LevelTracker:
     """Fold events into per-model, per-level figures; call `on_window` with each window as it closes."""
 
@@ -222,33 +226,40 @@ class LevelTracker:
         self.target = 0
         self.on_window = on_window
         self.windows = 0
+        self.watch: Callable[[Event], None] | None = None
+        """Called with each event after it is folded (the auto-tuner while it is on): one sink, not two, on the
+        engine's path when it is off."""
+        self._min_calls = self.evidence.min_calls
+        self._needed: dict[int, int] = {}
 
     # ---- folding -------------------------------------------------------------------------------
 
     def on_event(self, ev: Event) -> None:
+        # The engine's sink, twice per call: the common events are folded inline (a call per event saved is
+        # about 2% of the engine's own cost per call at zero latency; benchmarks/engine_overhead.py).
         tp = type(ev)
         if tp is CallFinished:
             self._finished(ev)  # type: ignore[arg-type]
         elif tp is CallStarted:
-            self._started(ev)  # type: ignore[arg-type]
+            st: CallStarted = ev  # type: ignore[assignment]  # narrowed by the type test (no cast(): a call)
+            m = self.models.get(st.model_key)
+            if m is not None:
+                self._advance(m, st.t)
+                m.in_flight += 1
+                if m.backoff:
+                    m.backoff.pop((st.case_id, st.trial), None)
         elif tp is CallRetrying:
             self._retrying(ev)  # type: ignore[arg-type]
         elif tp is ConcurrencyChanged:
             self._changed(ev)  # type: ignore[arg-type]
         elif tp is StepFinished:  # an answer followed by a repair turn or an escalation: its attempt ended
-            m = self.models.get(ev.result.model_key)  # type: ignore[union-attr]
+            sf: StepFinished = ev  # type: ignore[assignment]
+            m = self.models.get(sf.result.model_key)
             if m is not None:
-                self._advance(m, ev.t)
+                self._advance(m, sf.t)
                 m.in_flight -= 1
-
-    def _started(self, ev: CallStarted) -> None:
-        m = self.models.get(ev.model_key)
-        if m is None:
-            return
-        self._advance(m, ev.t)
-        m.in_flight += 1
-        if m.backoff:
-            m.backoff.pop((ev.case_id, ev.trial), None)
+        if self.watch is not None:
+            self.watch(ev)
 
     def _level(self, m: _Model) -> int | None:
         """The configured level, or None when the model is uncapped (then measured from in-flight)."""
@@ -309,25 +320,28 @@ class LevelTracker:
             return
         if m.ready_t is None:
             m.ready_t = ev.t
-        answered = provider_answered(r)
-        if answered and r.latency_ms is not None:
-            lat_s = r.latency_ms / 1000.0
+        err = r.error_class
+        answered = r.status != "errored" or err in _SCORING_ONLY  # provider_answered(r), inline: the hot path
+        lat = r.latency_ms
+        if answered and lat is not None:
+            lat_s = lat / 1000.0
             m.latency_ewma = lat_s if m.latency_ewma is None else 0.8 * m.latency_ewma + 0.2 * lat_s
         if acc is None:
             return
         acc.attempts += 1
         if answered:
             acc.answered += 1
-            if r.latency_ms is not None:
-                acc.lat_sum += r.latency_ms
-                acc.latencies.append(r.latency_ms)
+            if lat is not None:
+                acc.lat_sum += lat
+                acc.latencies.append(lat)
         else:
             acc.given_up += 1
-            if r.error_class == "rate_limited":
+            if err == "rate_limited":
                 acc.rate_limited += 1
-            elif r.error_class in ("transient", "timeout", "incomplete_stream"):
+            elif err in _TRANSIENT:
                 acc.transient += 1
-        self._maybe_close(m, ev.t)
+        if acc.attempts >= self._min_calls:  # both ways of closing need min_calls attempts: the usual case
+            self._maybe_close(m, ev.t)
 
     def _retrying(self, ev: CallRetrying) -> None:
         m = self.models.get(ev.model_key)
@@ -347,9 +361,10 @@ class LevelTracker:
             ra = getattr(ev, "retry_after", None)
             if ra is not None and (acc.retry_after is None or ra > acc.retry_after):
                 acc.retry_after = ra
-        elif ev.reason in ("transient", "timeout", "incomplete_stream"):
+        elif ev.reason in _TRANSIENT:
             acc.transient += 1
-        self._maybe_close(m, ev.t)
+        if acc.attempts >= self._min_calls:
+            self._maybe_close(m, ev.t)
 
     def _changed(self, ev: ConcurrencyChanged) -> None:
         # each hold ends under the level it was held at, so the new level is set only after
@@ -374,13 +389,19 @@ class LevelTracker:
         m.acc = None
 
     def _maybe_close(self, m: _Model, t: float) -> None:
+        """Close the window when it has the evidence (called once it has min_calls attempts: needed() is at least
+        min_calls)."""
         acc = m.acc
         assert acc is not None
-        if acc.attempts < self.evidence.min_calls:
-            return  # both ways of closing need min_calls attempts (needed() is at least min_calls): the usual case
         seconds = t - acc.start - acc.idle
-        level = self._level(m) or _usual(acc) if seconds > 0 else 1
-        need = self.evidence.needed(level)
+        if seconds > 0:
+            cap = m.cap
+            level = (min(cap, self.target) if self.target else cap) if cap is not None else acc.usual  # _level, _usual
+        else:
+            level = 1
+        need = self._needed.get(level)
+        if need is None:
+            need = self._needed[level] = self.evidence.needed(level)
         if (acc.attempts >= need and seconds >= self.evidence.min_s) or (m.quick and acc.attempts >= 2 * need):
             self._close(m, t, report=True)
         elif acc.attempts >= self.evidence.min_calls and acc.rate_limited > STORM_SHARE * acc.attempts \

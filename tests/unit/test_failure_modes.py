@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arenatui.scoring.failure_modes import FAILURE_MODES, classify, detect_language, looks_like_refusal
 
@@ -69,3 +71,31 @@ def test_every_mode_is_listed_once() -> None:
     for mode in ("none", "wrong_answer", "refusal", "invalid_format", "truncated", "empty", "wrong_language",
                  "judge_error", "timeout", "rate_limited", "transient", "terminal"):
         assert mode in FAILURE_MODES
+
+
+def _refusal_by_patterns_alone(output: str) -> bool:
+    """looks_like_refusal without its word filter: the filter must never change a verdict."""
+    from arenatui.scoring.failure_modes import _REFUSAL, _REFUSAL_ANYWHERE, SHORT_REFUSAL_CHARS
+
+    head = output.lstrip()[:400]
+    if _REFUSAL.search(head):
+        return len(output) < SHORT_REFUSAL_CHARS or bool(_REFUSAL_ANYWHERE.search(head))
+    return len(output) < SHORT_REFUSAL_CHARS and bool(_REFUSAL_ANYWHERE.search(output))
+
+
+_OPENERS = ["", "Sorry,", "I'm sorry, but", "Unfortunately,", "As an AI language model,", "Apologies,",
+            "I am really sorry.", "Well,", "ı", "İ", "ſorry,"]
+_CANTS = ["I can't", "I cannot", "I can not", "I won't", "I will not", "I am unable to", "I'm not able to",
+          "I must decline", "I have to decline", "I do not feel comfortable", "I’m not permitted to", "I think",
+          "The answer is", "I am not sure", "I must respectfully decline", "as an AI"]
+_VERBS = ["help", "answer", "do that", "share", "", "say", "42"]
+_TAILS = ["", " with that.", " The answer is 42.", " " + "x" * 300, "\n" + "y " * 200]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(_OPENERS), st.sampled_from(_CANTS), st.sampled_from(_VERBS), st.sampled_from(_TAILS),
+       st.sampled_from([str, str.upper, str.lower, str.title]), st.sampled_from([" ", "  ", "\t", "\n"]))
+def test_the_word_filter_never_changes_a_refusal_verdict(opener: str, cant: str, verb: str, tail: str,
+                                                        case: object, sep: str) -> None:
+    text = case(sep.join(w for w in (opener, cant, verb) if w) + tail)  # type: ignore[operator]
+    assert looks_like_refusal(text) == _refusal_by_patterns_alone(text)

@@ -74,3 +74,26 @@ def test_provider_reports_the_chosen_transport() -> None:
             await provider.aclose()
 
     assert anyio.run(go) == "httpx"
+
+
+@pytest.mark.parametrize(("base_url", "tls"), [("http://127.0.0.1:8000/v1", False), ("HTTPS://api.example/v1", True)])
+def test_a_plain_http_server_gets_no_tls_context(base_url: str, tls: bool) -> None:
+    """A local server over http builds no TLS context (the CA bundle's load is start-up time); https keeps one."""
+    model = ModelConfig(key="m", provider="openai", model="mm", base_url=base_url, transport="aiohttp")
+    provider = OpenAIProvider(model, RunSettings())
+
+    async def go() -> object:
+        try:
+            provider.prepare()
+            session = provider.wire._session  # type: ignore[attr-defined]
+            return session.connector._ssl
+        finally:
+            await provider.aclose()
+
+    ssl_setting = anyio.run(go, backend="asyncio")
+    if tls:
+        import ssl
+
+        assert isinstance(ssl_setting, ssl.SSLContext) and ssl_setting.verify_mode == ssl.CERT_REQUIRED
+    else:
+        assert ssl_setting is False

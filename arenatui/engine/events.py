@@ -167,6 +167,8 @@ class StepFinished(NamedTuple):
     model: str
     """The model that answered this step (the escalation target's key for an escalation)."""
     t: float
+    last: bool = False
+    """The call's last step: its CallFinished follows at once (what watches calls in flight counts that one)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -360,9 +360,11 @@ class Runner:
         for lane, case, trial, why in self._unreachable_at_start:
             self._unreachable(lane, case, trial, why)
         self._unreachable_at_start.clear()
-        for r in self._final_at_start:  # a chain whose last step was stored but not its result
+        for r in self._final_at_start:  # a chain whose last step was stored but not its result: it ends now
             self._unstarted -= 1
-            self.emit(CallFinished(r, time.monotonic()))
+            now = time.monotonic()
+            self.emit(CallStarted(r.model_key, r.case_id, r.trial, r.attempts, now))  # watchers see it start and end
+            self.emit(CallFinished(r, now))
         self._final_at_start.clear()
         status: RunStatus = "finished"
         message: str | None = None
@@ -834,7 +836,7 @@ class Runner:
         kind = "answer" if fu is None else fu.kind
         self.emit(StepFinished(r, 0 if fu is None else fu.step, kind,
                                fu.target.model.key if fu is not None and fu.target is not None
-                               else lane.model.base_key, now))
+                               else lane.model.base_key, now, nxt is None))
         if nxt is None:
             assert self._follow is not None and fu is not None
             del self._follow[key]

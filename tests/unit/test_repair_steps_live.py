@@ -27,6 +27,10 @@ def test_steps_of_one_call_keep_one_call_in_flight() -> None:
         tracker.on_event(ev)
     assert live.rows[0].in_flight == 1 and tracker.models["m · a"].in_flight == 1
     assert (live.cells[IN_FLIGHT][0], live.cells[QUEUED][0]) == (1, 0)  # per case: calls in each state
+    last = StepFinished(_result("passed", True, "none"), 2, "escalation", "big", 0.55, True)
+    live.on_event(last)
+    tracker.on_event(last)
+    assert live.rows[0].in_flight == 1 and tracker.models["m · a"].in_flight == 1  # its CallFinished ends it
     done = CallFinished(_result("passed", True, "none")._replace(repairs=1, escalated_to="big", first_passed=False),
                         0.6)
     live.on_event(done)

@@ -907,8 +907,9 @@ class Runner:
                     continue
                 if fu is not None and fu.step > max(s[0] for s in steps):
                     self._follow[(lane.key, cid, trial)] = fu  # its next step is taken from the lane as usual
-                elif fu is not None:
+                elif fu is not None:  # ends at start, never taken from the lane (`_unstarted` counted it)
                     self._final_at_start.append(_merged(last, fu, fu.target.model.key if fu.target else None))
+                    plan.done.setdefault(lane.key, set()).add((cid, trial))
 
     async def _score_after(self, e: Exception, output: str, case: Case) -> Score | str:
         """The verdict after scoring on the loop raised `e`, or why there is none (a message): one call's

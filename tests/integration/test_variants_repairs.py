@@ -145,6 +145,15 @@ def test_repairs_on_invalid_json_and_an_escalation_are_stored_steps_with_every_s
     assert [(f.model, f.before, f.after, f.repairs, f.escalated, f.cost_per_completed, f.tokens_per_completed)
             for f in fu] == [("small", pytest.approx(1 / 3), 1.0, 2, 1, pytest.approx(7 / 3), pytest.approx(22.0))]
 
+    # a chain whose every step was stored but not its result (the engine died between the two): resume ends it from
+    # the stored steps, asking nobody again
+    _rows(r.db, "DELETE FROM results WHERE case_id = 'stubborn'")
+    calls.clear()
+    again = arenatui.bench(_pipeline(tmp_path, calls), db=tmp_path / "r.db", resume=r.run_id)
+    assert again.status == "finished" and calls == []
+    assert _rows(r.db, "SELECT status, output, repairs, escalated_to, first_passed, cost FROM results "
+                       "WHERE case_id = 'stubborn'") == [("passed", '{"big": true}', 1, "big", 0, 4.0)]
+
 
 SOLVER_MODULE = '''
 import os, time

@@ -83,37 +83,15 @@ def print_leaderboard(console: Console, results: RunResults) -> list[ModelRow]:
 def print_variants_and_repairs(console: Console, store: Store, plan: RunPlan) -> None:
     """Under the leaderboard of a run with prompt variants or repairs: the per-variant table with each model's spread
     and each pair's verdict across variants, and completion before and after repairs and escalations."""
-    from rich.table import Table
-
     from arenatui.stats.variants import analyse_variants
     from arenatui.store.queries import follow_ups, variant_results
-    from arenatui.variant_tables import (
-        FOLLOW_UP_WORDS,
-        SPREAD_WORDS,
-        VARIANT_NOTE,
-        follow_up_dicts,
-        follow_up_rows,
-        variant_pair_rows,
-        variant_score_rows,
-    )
+    from arenatui.variant_tables import VARIANT_NOTE, follow_up_dicts, rich_tables
 
-    tables: list[tuple[str, str, tuple[list[str], list[list[str]]]]] = []
     vr = variant_results(store, plan)
-    if vr is not None:
-        rob = analyse_variants(vr).to_dict()
+    rob = None if vr is None else analyse_variants(vr).to_dict()
+    if rob is not None:
         console.print(Text(VARIANT_NOTE))
-        tables.append(("Prompt variants", SPREAD_WORDS, variant_score_rows(rob)))
-        if rob["pairs"]:
-            tables.append(("Does the ordering survive the prompt?", "", variant_pair_rows(rob)))
-    fu = follow_ups(store, plan)
-    if fu:
-        tables.append(("Repairs and escalation", FOLLOW_UP_WORDS, follow_up_rows(follow_up_dicts(fu))))
-    for title, words, (head, rows) in tables:
-        t = Table(title=title, caption=Text(words) if words else None, caption_justify="left")
-        for h in head:
-            t.add_column(Text(h), overflow="fold")
-        for row in rows:
-            t.add_row(*(literal(c, newlines=False) for c in row))
+    for t in rich_tables(rob, follow_up_dicts(follow_ups(store, plan))):
         console.print(t)
 
 

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from arenatui.figures import money, pct
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from arenatui.store.queries import FollowUps
     from arenatui.store.read import StoredRun
 
@@ -80,6 +82,31 @@ def follow_up_rows(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[list
             str(f["escalated"]), "–" if f["tokens_per_completed"] is None else f"{f['tokens_per_completed']:.0f}",
             money(f["cost_per_completed"])] for f in rows]
     return head, out
+
+
+def rich_tables(rob: dict[str, Any] | None, follow: Sequence[dict[str, Any]]) -> list[Table]:
+    """The tables as Rich renderables (cells as literal text), for the terminal and the results view."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from arenatui.safe_text import literal
+
+    sections: list[tuple[str, str, tuple[list[str], list[list[str]]]]] = []
+    if rob is not None:
+        sections.append(("Prompt variants", SPREAD_WORDS, variant_score_rows(rob)))
+        if rob["pairs"]:
+            sections.append(("Does the ordering survive the prompt?", "", variant_pair_rows(rob)))
+    if follow:
+        sections.append(("Repairs and escalation", FOLLOW_UP_WORDS, follow_up_rows(follow)))
+    out = []
+    for title, words, (head, rows) in sections:
+        t = Table(title=title, caption=Text(words) if words else None, caption_justify="left")
+        for h in head:
+            t.add_column(Text(h), overflow="fold")
+        for row in rows:
+            t.add_row(*(literal(c, newlines=False) for c in row))
+        out.append(t)
+    return out
 
 
 def variants_dict(stored: StoredRun) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from arenatui.figures import signed_interval
 from arenatui.load.figures import LoadOutcome
@@ -37,6 +38,7 @@ from arenatui.stats import (
 from arenatui.stats.bootstrap import Interval
 from arenatui.stats.f1_interval import label_cases, macro_f1_interval
 from arenatui.stats.strata import groups
+from arenatui.stats.variants import VariantResults, analyse_variants
 from arenatui.store import Store
 from arenatui.store.queries import (
     OUTCOMES,
@@ -50,6 +52,7 @@ from arenatui.store.queries import (
 )
 from arenatui.store.read import F1Answers, read_run
 from arenatui.tuning.levels import ModelReadout
+from arenatui.variant_tables import follow_up_dicts
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +139,12 @@ class RunView:
     """What the run spent: candidates and each judge apart, and the total."""
     judgments: dict[str, int] = field(default_factory=dict)
     """Per case id, judgments stored (every model and trial)."""
+    variant_results: VariantResults | None = None
+    """Per (model, prompt variant, case) scores, of a run with [[prompts]]."""
+    robustness: dict[str, Any] | None = None
+    """The prompt-variant analysis (stats.variants), JSON-shaped: computed with the pairs (`complete_view`)."""
+    follow_ups: list[dict[str, Any]] = field(default_factory=list)
+    """Per model of a run with repairs or escalations: completion before and after, cost per completed case."""
 
     def __post_init__(self) -> None:
         self.by_model = {r.model: r for r in self.board}
@@ -201,7 +210,8 @@ def load_board(db: Path | str, run: str) -> RunView:
     return RunView(stored.plan, res, leaderboard(res), [], [], [], [], failures=stored.failure_modes,
                    tuning={ro.model_key: ro for ro in stored.tuning}, load=stored.load,
                    classification=classifications(stored.f1), unscored=stored.unscored_modes, spend=stored.spend,
-                   judgments=stored.judgments)
+                   judgments=stored.judgments, variant_results=stored.variants,
+                   follow_ups=follow_up_dicts(stored.follow_ups))
 
 
 def complete_view(view: RunView) -> RunView:
@@ -211,8 +221,10 @@ def complete_view(view: RunView) -> RunView:
         return dataclasses.replace(view, complete=True)
     pairs = all_pairs(res, answered_models(res))
     table = group_scores(res)
+    vr = view.variant_results
+    robustness = None if vr is None else analyse_variants(vr).to_dict()
     return dataclasses.replace(view, pairs=pairs, groups=table, reversals=reversals(res, pairs),
-                               rows=_case_rows(view.plan, res), complete=True)
+                               rows=_case_rows(view.plan, res), complete=True, robustness=robustness)
 
 
 def load_run_view(db: Path | str, run: str) -> RunView:

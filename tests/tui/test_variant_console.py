@@ -40,3 +40,26 @@ async def test_the_matrix_has_a_row_per_model_and_variant(tmp_path: Path, db_pat
     with Store(db_path) as store:
         n = store.conn.execute("SELECT COUNT(*), COUNT(DISTINCT variant) FROM results").fetchone()
     assert n == (48, 2)
+
+
+async def test_the_results_view_shows_the_per_variant_table_and_repairs(tmp_path: Path, db_path: Path) -> None:
+    from arenatui.tui.browse import BrowseApp
+
+    from .test_results_screens import screen_text, settle, static_text
+
+    path = sim_project(tmp_path, models=2, cases=20, latency=0.0)
+    raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    raw["prompts"] = [{"name": "terse", "template": "Q: {input}"}, {"name": "verbose", "system": "Explain."}]
+    raw["run"]["repair"] = {"attempts": 1, "on": ["wrong_answer"], "message": "Wrong: {error}"}
+    path.write_text(tomli_w.dumps(raw), encoding="utf-8")
+    sweep = Sweep(SweepOptions(project=path, db=db_path), live_metrics=False)
+    assert await sweep.run() == "finished"
+    app = BrowseApp(db_path, sweep.run_id)
+    async with app.run_test(size=(160, 60)) as pilot:
+        await settle(pilot, lambda: app.screen.view is not None and app.screen.view.complete)
+        await pilot.pause(0.1)
+        text = screen_text(app)
+        for words in ("Prompt variants", "terse", "verbose", "spread", "Does the ordering survive the prompt?",
+                      "sim-0 vs sim-1", "Repairs and escalation", "completion before"):
+            assert words in text, words
+        assert "mean over the variants" in static_text(app, "#leaderboard-note")

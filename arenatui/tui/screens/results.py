@@ -42,6 +42,7 @@ from arenatui.tui.results_data import (
 )
 from arenatui.tui.screens.common import FAILURE_SHORT
 from arenatui.tui.screens.results_detail import CaseDetail, ModelDetail
+from arenatui.variant_tables import VARIANT_NOTE
 from arenatui.wording import LEADERBOARD_NOTE
 
 TABS = ("runs", "leaderboard", "compare", "pairs", "strata", "cases", "frontier")
@@ -204,6 +205,9 @@ class Results(Screen[None]):
                 yield DataTable(id="leaderboard-table", cursor_type="row", zebra_stripes=True)
                 yield Static(Text(""), id="leaderboard-note", classes="note")
                 yield DataTable(id="failures-table", cursor_type="row", zebra_stripes=True, show_cursor=False)
+                variants = Static(Text(""), id="variant-tables", classes="note")
+                variants.display = False  # only a run with prompt variants or repairs has these tables
+                yield variants
             with TabPane("3 Compare", id="compare"):
                 with Horizontal(id="compare-picks"):
                     yield Select[str]([], prompt="model A", id="pick-a", allow_blank=True)
@@ -395,6 +399,7 @@ class Results(Screen[None]):
             self.query_one("#verdict", Static).update(Text("one model: nothing to compare"))
         self._show_pairs()
         self._show_strata()
+        self._show_variants(view)
         groups = [(printable(label, newlines=False), label) for label in view.group_labels()]
         with self.prevent(Select.Changed):
             self.query_one("#case-model", Select).set_options(options)
@@ -431,6 +436,8 @@ class Results(Screen[None]):
             note.append(" macro-F1: each label's F1 averaged, over the f1-scored cases (per label: Enter).")
         if view.results.sealed.any():
             note.append(" Sealed cases are scored apart (Enter on a model).")
+        if view.variant_results is not None:
+            note.append(f" {VARIANT_NOTE}")
         # a line of its own only when judges spent too: 80×24 has no row to spare
         note.append("\n" if view.spend.judges else " ")
         note.append(spend_text(view))
@@ -441,6 +448,18 @@ class Results(Screen[None]):
             note.append(literal("; ".join(f"{m} {v}" for m, v in optima), newlines=False))
         self.query_one("#leaderboard-note", Static).update(note)
         self._show_failures(view)
+
+    def _show_variants(self, view: RunView) -> None:
+        """Under the leaderboard: per model × prompt variant scores with spreads and each pair's verdict across
+        variants, and completion before and after repairs (formatted by variant_tables, computed by stats)."""
+        from rich.console import Group
+
+        from arenatui.variant_tables import rich_tables
+
+        tables = rich_tables(view.robustness, view.follow_ups)
+        box = self.query_one("#variant-tables", Static)
+        box.display = bool(tables)
+        box.update(Group(*tables) if tables else Text(""))
 
     def _show_failures(self, view: RunView) -> None:
         """What each model's wrong answers looked like: failed calls by failure mode, count and share; then, in

@@ -215,21 +215,21 @@ def _str_table(t: _Table, name: str) -> dict[str, str]:
     return out
 
 
+def _shares(t: _Table) -> dict[str, float]:
+    """A table of name = share in [0, 1] (accuracies by stratum, by prompt variant)."""
+    out: dict[str, float] = {}
+    for k in t.data:
+        v = t.number(k, None, lo=0.0, hi=1.0)
+        assert v is not None
+        out[k] = v
+    return out
+
+
 def _read_sim(t: _Table) -> SimSettings:
     s = t.table("sim")
     d = SimSettings()
-    strata = s.table("strata_accuracy")
-    sa: dict[str, float] = {}
-    for k in strata.data:
-        v = strata.number(k, None, lo=0.0, hi=1.0)
-        assert v is not None
-        sa[k] = v
-    pa = s.table("prompt_accuracy")
-    prompt_acc: dict[str, float] = {}
-    for k in pa.data:
-        v = pa.number(k, None, lo=0.0, hi=1.0)
-        assert v is not None
-        prompt_acc[k] = v
+    sa = _shares(s.table("strata_accuracy"))
+    prompt_acc = _shares(s.table("prompt_accuracy"))
     rpm = s.number("rpm", None, lo=0.0, lo_open=True, hi=MAX_RPM)
     out = SimSettings(
         base_latency_s=s.number("base_latency_s", d.base_latency_s, lo=0.0) or 0.0,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from arenatui.engine.events import JUDGE_LANE_PREFIX
+from arenatui.engine.events import JUDGE_LANE_PREFIX, VARIANT_SEP
 from arenatui.errors import PlanError
 from arenatui.judge_sample import judge_sample
 from arenatui.stats.items import LatencySample, RunResults
@@ -138,6 +138,7 @@ class CallRow:
     """One stored call, for the cases view and exports."""
 
     model_key: str
+    """The call's lane: the model's key, ``model · variant`` for a prompt variant's call."""
     case_id: str
     trial: int
     status: str
@@ -163,7 +164,8 @@ class CallRow:
     """The server reported no usage: the tokens (and so the cost) are arenatui's estimate."""
 
 
-_CALL_COLUMNS = ("model_key, case_id, trial, status, output, score, passed, error_class, error_message, attempts, "
+_CALL_COLUMNS = (f"model_key || CASE WHEN variant != '' THEN '{VARIANT_SEP}' || variant ELSE '' END, case_id, trial, "
+                 "status, output, score, passed, error_class, error_message, attempts, "
                  "latency_ms, ttft_ms, total_ms, input_tokens, output_tokens, cost, failure_mode, score_detail, "
                  "tokens_estimated")
 
@@ -484,7 +486,7 @@ def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_i
     if search:
         where.append("(instr(lower(output), lower(?)) > 0 OR instr(lower(error_message), lower(?)) > 0)")
         params.extend((search, search))
-    sql = f"SELECT {columns} FROM results WHERE {' AND '.join(where)} ORDER BY case_id, model_key, trial"
+    sql = f"SELECT {columns} FROM results WHERE {' AND '.join(where)} ORDER BY case_id, model_key, variant, trial"
     if limit is not None:
         sql += " LIMIT ? OFFSET ?"
         params.extend((limit, offset))
@@ -497,7 +499,7 @@ def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_i
 def iter_call_rows(store: Store, run_id: str, batch: int = 10_000) -> Iterator[CallRow]:
     """Every stored final call of a run, in (model, case, trial) order, without holding them all at once."""
     cur = store.conn.execute(
-        f"SELECT {_CALL_COLUMNS} FROM results WHERE run_id = ? AND {_FINAL} ORDER BY model_key, case_id, trial",
+        f"SELECT {_CALL_COLUMNS} FROM results WHERE run_id = ? AND {_FINAL} ORDER BY model_key, variant, case_id, trial",
         (run_id,))
     while True:
         chunk = cur.fetchmany(batch)

@@ -268,3 +268,11 @@ def test_two_variants_repairs_and_an_escalation_against_the_mock_server(tmp_path
     assert rep["prompt_variants"]["variants"] == ["plain", "framed"]
     assert rep["follow_ups"][0]["model"] == "small" and rep["follow_ups"][0]["after"] == 1.0
     assert rep["follow_ups"][0]["before"] < 1.0
+    export = subprocess.run([sys.executable, "-m", "arenatui", "export", "last", "--db", str(db), "--format", "csv"],
+                            capture_output=True, text=True, timeout=60)
+    assert export.returncode == 0, export.stderr
+    import csv
+    import io
+
+    calls = [r for r in csv.DictReader(io.StringIO(export.stdout)) if r["row"] == "call"]
+    assert {(r["model_key"], r["variant"]) for r in calls} == {("small", "plain"), ("small", "framed")}

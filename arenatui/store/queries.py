@@ -499,8 +499,8 @@ def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_i
 def iter_call_rows(store: Store, run_id: str, batch: int = 10_000) -> Iterator[CallRow]:
     """Every stored final call of a run, in (model, case, trial) order, without holding them all at once."""
     cur = store.conn.execute(
-        f"SELECT {_CALL_COLUMNS} FROM results WHERE run_id = ? AND {_FINAL} ORDER BY model_key, variant, case_id, trial",
-        (run_id,))
+        f"SELECT {_CALL_COLUMNS} FROM results WHERE run_id = ? AND {_FINAL} "
+        "ORDER BY model_key, variant, case_id, trial", (run_id,))
     while True:
         chunk = cur.fetchmany(batch)
         if not chunk:

@@ -166,6 +166,9 @@ class _Escalation:
     own_timeout: bool
     max_tokens: int
     temperature: float
+    rpm: AsyncLimiter | None
+    tpm: AsyncLimiter | None
+    """The target's client-side limiters (shared with its own lane when it is a candidate too)."""
 
 
 def sealed_output(text: str) -> str:
@@ -256,7 +259,8 @@ class Runner:
                 self._escalations[lane.key] = _Escalation(
                     dataclasses.replace(target, variant=lane.model.variant), tp,
                     bool(getattr(tp, "enforces_timeout", False)), target.max_tokens or defaults.max_tokens,
-                    target.temperature if target.temperature is not None else defaults.temperature)
+                    target.temperature if target.temperature is not None else defaults.temperature,
+                    *rate_limits.setdefault(target.key, (_limiter(target.rpm), _limiter(target.tpm))))
         self._follow: dict[tuple[str, str, int], _FollowUp] | None = \
             {} if self._repair is not None or self._escalations else None
         """Calls between steps (a repair turn or an escalation next), by (lane, case id, trial); None when the
@@ -626,11 +630,13 @@ class Runner:
         policy = self.policy
         provider, own_timeout, max_tokens, temperature = lane.provider, lane.own_timeout, lane.max_tokens, \
             lane.temperature
+        rpm, tpm = lane.rpm, lane.tpm
         fu = self._follow.get((mkey, case.id, trial)) if self._follow is not None and job is None else None
-        if fu is not None and fu.target is not None:  # an escalation: the target model answers
+        if fu is not None and fu.target is not None:  # an escalation: the target model answers, under its limits
             esc = fu.target
             model, provider, own_timeout, max_tokens, temperature = esc.model, esc.provider, esc.own_timeout, \
                 esc.max_tokens, esc.temperature
+            rpm, tpm = esc.rpm, esc.tpm
         latency: float | None
         connect_ms: float | None
         if parked is None:
@@ -648,14 +654,14 @@ class Runner:
         http_status: int | None = None
         err_detail: str | None = None
         try:
-            if lane.rpm is not None:
-                await lane.rpm.acquire()
+            if rpm is not None:
+                await rpm.acquire()
             if job is not None:
                 messages = judge_messages(model, job.scorer, job.case, job.output)
-            if lane.tpm is not None:
+            if tpm is not None:
                 prompt = case.prompt_text() if job is None else messages[-1]["content"]
-                need = estimate_tokens(prompt) + lane.max_tokens
-                await lane.tpm.acquire(min(need, model.tpm or need))
+                need = estimate_tokens(prompt) + max_tokens
+                await tpm.acquire(min(need, model.tpm or need))
             attempt += 1  # counts attempts started: a call cancelled while waiting on a limiter made none
             ta = time.monotonic()
             self.emit(CallStarted(mkey, case.id, trial, attempt, ta))

@@ -836,7 +836,7 @@ class Runner:
         """An answer of a call with repairs or an escalation configured: the call's final result, or None when a
         next step (a repair turn, an escalation) is queued on the lane, the answer stored as one of its steps."""
         key = (lane.key, case.id, trial)
-        nxt = self._step_after(lane, r, fu, sent)
+        nxt = self._step_after(lane, case, r, fu, sent)
         if nxt is None and fu is None:
             return r  # failed in a way nothing follows up: an ordinary call
         kind = "answer" if fu is None else fu.kind
@@ -855,14 +855,17 @@ class Runner:
             self._notify()
         return None
 
-    def _step_after(self, lane: _ModelLane, r: CallResult, fu: _FollowUp | None,
+    def _step_after(self, lane: _ModelLane, case: Case, r: CallResult, fu: _FollowUp | None,
                     sent: tuple[dict[str, str], ...]) -> _FollowUp | None:
-        """What follows answer `r` of a call (its steps so far `fu`, the answer to `sent`): a repair turn to the same
-        model with the scorer's word on it, an escalation to the lane's target, or nothing (None)."""
+        """What follows answer `r` of a call of `case` (its steps so far `fu`, the answer to `sent`): a repair turn to
+        the same model with the scorer's word on it, an escalation to the lane's target, or nothing (None)."""
         if r.status != "failed" or (fu is not None and fu.kind == "escalation"):
             return None
         repairs = 0 if fu is None else fu.repairs
         rep = self._repair
+        repair = rep is not None and repairs < rep.attempts and r.failure_mode in rep.on
+        if not repair and lane.key not in self._escalations:
+            return None  # decided before any figure is added up: the common failed answer costs a lookup
         step = 1 if fu is None else fu.step + 1
         spent = (r.attempts - 1, r.input_tokens, r.output_tokens, r.cost, r.total_ms)
         if fu is not None:
@@ -870,15 +873,14 @@ class Runner:
                      fu.total_ms + spent[4])
         first = r.passed if fu is None else fu.first_passed
         started = r.started_at if fu is None else fu.started_at
-        if rep is not None and repairs < rep.attempts and r.failure_mode in rep.on:
+        if repair:
+            assert rep is not None
             error = r.score_detail or r.error_message or str(r.failure_mode).replace("_", " ")
             msgs = (*sent, {"role": "assistant", "content": r.output or ""},
                     {"role": "user", "content": rep.text(error)})
             return _FollowUp(step, "repair", msgs, repairs + 1, first, *spent, started)
-        esc = self._escalations.get(lane.key)
-        if esc is None:
-            return None
-        msgs = build_messages(esc.model, self._defaults, self.plan_case(r.case_id))
+        esc = self._escalations[lane.key]
+        msgs = build_messages(esc.model, self._defaults, case)
         return _FollowUp(step, "escalation", msgs, repairs, first, *spent, started, esc)
 
     def plan_case(self, case_id: str) -> Case:
@@ -905,7 +907,7 @@ class Runner:
                 last: CallResult | None = None
                 for _step, _kind, r in sorted(steps, key=lambda s: s[0]):
                     last = r
-                    nxt = self._step_after(lane, r, fu, sent)
+                    nxt = self._step_after(lane, case, r, fu, sent)
                     if nxt is None:
                         break
                     fu, sent = nxt, nxt.messages

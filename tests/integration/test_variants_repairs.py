@@ -276,3 +276,31 @@ def test_two_variants_repairs_and_an_escalation_against_the_mock_server(tmp_path
 
     calls = [r for r in csv.DictReader(io.StringIO(export.stdout)) if r["row"] == "call"]
     assert {(r["model_key"], r["variant"]) for r in calls} == {("small", "plain"), ("small", "framed")}
+
+
+def test_prompts_narrows_evaluate_and_a_resume_session(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from arenatui.cli import main
+
+    doc = {"project": {"name": "narrow"}, "run": {"seed": 2},
+           "prompts": [{"name": "terse", "template": "Q: {input}"}, {"name": "verbose", "system": "Explain."}],
+           "models": [{"key": "m", "sim": SIM}],
+           "cases": [{"id": f"c{i}", "input": f"q{i}", "expected": "x"} for i in range(5)]}
+    (tmp_path / "arena.toml").write_text(tomli_w.dumps(doc), encoding="utf-8")
+    db = tmp_path / "r.db"
+    assert main(["evaluate", "--project", str(tmp_path), "--db", str(db), "--quiet", "--no-report",
+                 "--prompts", "terse"]) == 0
+    assert _rows(db, "SELECT variant, COUNT(*) FROM results GROUP BY variant") == [("terse", 5)]
+    # the run was planned with terse only: a resume has nothing left, whatever --prompts it is given
+    assert main(["evaluate", "--resume", "last", "--db", str(db), "--quiet", "--no-report"]) == 0
+    assert _rows(db, "SELECT variant, COUNT(*) FROM results GROUP BY variant") == [("terse", 5)]
+    # a typo is bad input with a suggestion, exit 2
+    assert main(["evaluate", "--project", str(tmp_path), "--db", str(db), "--quiet", "--prompts", "trese"]) == 2
+    assert "did you mean 'terse'" in capsys.readouterr().err
+    # a full run interrupted before its verbose calls: resume --prompts terse makes only what terse lacks
+    assert main(["evaluate", "--project", str(tmp_path), "--db", str(db), "--quiet", "--no-report"]) == 0
+    run_id = _rows(db, "SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 1")[0][0]
+    _rows(db, "DELETE FROM results WHERE run_id = ? AND case_id IN ('c0', 'c1')", run_id)
+    assert main(["evaluate", "--resume", run_id, "--db", str(db), "--quiet", "--no-report", "--prompts",
+                 "terse"]) == 0
+    assert _rows(db, "SELECT variant, COUNT(*) FROM results WHERE run_id = ? GROUP BY variant ORDER BY variant",
+                 run_id) == [("terse", 5), ("verbose", 3)]

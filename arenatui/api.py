@@ -44,10 +44,10 @@ class RunResult:
     def results(self) -> RunResults:
         """The run's per (model, case) arrays (arenatui.stats.items.RunResults)."""
         from arenatui.store import Store
-        from arenatui.store.queries import load_results
+        from arenatui.store.queries import read_results
 
         with Store(self.db) as store:
-            return load_results(store, self.run_id)
+            return read_results(store, self.run_id)
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -106,7 +106,7 @@ class RunResult:
 
     def report(self, path: str | Path, format: Literal["md", "json", "html"] = "md") -> Path:
         """Write the decision report (as `arena report --format FORMAT -o PATH`); returns the path."""
-        from arenatui.decision_report import build_report, render
+        from arenatui.commands.report import build_report, render
         from arenatui.store import Store
 
         with Store(self.db) as store:
@@ -117,7 +117,7 @@ class RunResult:
 
     def export(self, path: str | Path, format: Literal["jsonl", "csv"] = "jsonl") -> Path:
         """Write every call as a row (as `arena export --format FORMAT -o PATH`); returns the path."""
-        from arenatui.export import write_export
+        from arenatui.commands.export import write_export
         from arenatui.store import Store
 
         out = Path(path)

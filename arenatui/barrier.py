@@ -149,3 +149,21 @@ def worst_start(shards: Sequence[ShardRecord]) -> StartSkew | None:
 def monotonic_at(instant: float) -> float:
     """The monotonic-clock time of a wall-clock instant, read now (later wall-clock steps do not move it)."""
     return time.monotonic() + (instant - time.time())
+
+
+def start_skew_line(shards: list[ShardRecord]) -> str | None:
+    """The merged run's worst start: the shard whose start may have been furthest from the planned instant."""
+    from arenatui.figures import ms
+
+    found = worst_start(shards)
+    if found is None:
+        return None
+    worst = found.shard
+    assert worst.planned_start is not None and worst.start_lag_s is not None
+    clock = (f"clock offset {ms(abs(worst.clock_offset_s) * 1000)} ms ± {ms((worst.clock_error_s or 0) * 1000)} ms"
+             if worst.clock_offset_s is not None else f"clock offset unknown: {worst.clock_source or 'not recorded'}")
+    caveat = (f"; {found.unknown_clocks} of {found.on_barrier} shards' clocks had no offset estimate, so the skew "
+              "counts only their lateness") if found.unknown_clocks else ""
+    return (f"Start barrier {format_instant(worst.planned_start)}: worst start skew {ms(found.skew_s * 1000)} ms "
+            f"(shard {worst.shard}/{worst.shards} on {worst.host}: first request {ms(worst.start_lag_s * 1000)} ms "
+            f"late, {clock}){caveat}")

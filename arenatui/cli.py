@@ -141,7 +141,7 @@ def _sweep_options(args: argparse.Namespace) -> object:
                          "with the run); drop --project, --seed, --models, --tags, --limit and --trials")
     if args.retry_errored and not args.resume:
         raise ArenaError("--retry-errored runs a stored run's errored calls again: pass --resume RUN_ID (or last)")
-    from arenatui.shards_cli import shard_options
+    from arenatui.commands.shards import shard_options
 
     shard, run_id, _start = shard_options(args)
     if args.resume and (shard or run_id):
@@ -188,7 +188,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     elapsed = time.monotonic() - t0
     # Imported after the run: the report brings numpy (stats, the store's result arrays), ~0.15 s that would
     # otherwise stand between `arena evaluate` and its first request (benchmarks/startup.py).
-    from arenatui.report import (
+    from arenatui.commands.evaluate import (
         client_load_warning,
         error_failure,
         errored_line,
@@ -285,7 +285,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     with Store(args.db, read_only=True) as store:
         runs = list_runs(store, args.limit)
         kinds = run_kinds(store, [r.run_id for r in runs])  # a load run stores requests, not results
-        from arenatui.shards_cli import shards_label
+        from arenatui.commands.shards import shards_label
         from arenatui.store.shards import shard_counts
         from arenatui.tuning.levels import readouts_from_rows
 
@@ -341,9 +341,17 @@ def _write_output(path: str | None, fn: Callable[[TextIO, bool], object]) -> Non
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from arenatui.compare_cli import run_compare
+    from arenatui.commands.compare import run_compare
+    from arenatui.commands.load_series import compare_load_runs
     from arenatui.terminal import out_console
 
+    sweep_flags = [f for f, on in (("--a", args.a), ("--b", args.b), ("--all", args.all),
+                                    ("--fail-on-regression", args.fail_on_regression),
+                                    ("--cluster-by", args.cluster_by)) if on]
+    loads = compare_load_runs(args.db, args.run, args.other, args.json, out_console(soft_wrap=args.json),
+                              sweep_flags=sweep_flags)
+    if loads is not None:  # load runs: two, or a series (arena load --repeat)
+        return loads
     return run_compare(args.db, args.run, args.other, args.a, args.b, args.all, args.json,
                        out_console(soft_wrap=args.json),
                        fail_on_regression=args.fail_on_regression, cluster_by=args.cluster_by)
@@ -361,13 +369,16 @@ def _load_run(store: object, run: str) -> tuple[str, str] | None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from arenatui.decision_report import build_report, render
+    from arenatui.commands.report import build_report, render
     from arenatui.store import Store
 
     with Store(args.db, read_only=True) as store:
         load = _load_run(store, args.run)
         db_path = store.path
-        rep = build_report(store, args.run, cluster_by=args.cluster_by) if load is None else None
+        if load is not None and args.load:
+            raise ArenaError(f"--load sets load runs beside a sweep's quality; run {load[0]} is itself a load run: "
+                             "pass the sweep's run id")
+        rep = build_report(store, args.run, cluster_by=args.cluster_by, load=args.load) if load is None else None
     if load is not None:  # a load run: its segment and percentile tables, recomputed from the stored requests
         from arenatui.load.files import load_report
 
@@ -382,7 +393,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from arenatui.export import write_export
+    from arenatui.commands.export import write_export
     from arenatui.store import Store
 
     with Store(args.db, read_only=True) as store:
@@ -402,7 +413,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from arenatui.init_project import write_starter
+    from arenatui.commands.init import write_starter
 
     written = write_starter(Path(args.dir), force=args.force)
     for p in written:
@@ -435,13 +446,13 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from arenatui.tuning.commands import cmd_tune as run
+    from arenatui.commands.tune import cmd_tune as run
 
     return run(args)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from arenatui.tuning.commands import cmd_sweep as run
+    from arenatui.commands.tune import cmd_sweep as run
 
     return run(args)
 
@@ -474,7 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 when more than this share (0-1) of calls errored (default: when a model had every "
                         "call errored)")
     p.add_argument("--tune", action="store_true", help="auto-tune each model's concurrency while it runs")
-    from arenatui.shards_cli import add_merge_parser, add_shard_args
+    from arenatui.commands.shards import add_merge_parser, add_shard_args
 
     add_shard_args(p, barrier=False)  # --shard K/N, --run-id: one machine's share of a sweep (arena merge joins them)
     p.set_defaults(func=cmd_evaluate)
@@ -551,6 +562,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", "-f", choices=("md", "json", "html"), default="md")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--db", help="results database")
+    p.add_argument("--load", type=_csv, metavar="LOAD_RUN[,...]",
+                   help="load runs of the same project: each model's figures at [bakeoff] target_rate beside its "
+                        "quality and cost")
     _add_cluster_by(p)
     p.set_defaults(func=cmd_report)
 
@@ -577,16 +591,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stall-after", type=float, default=5.0, help="seconds after the first request the stall starts")
     p.set_defaults(func=cmd_mock_server)
 
-    from arenatui.power_plan import add_plan_parser
+    from arenatui.commands.power_plan import add_plan_parser
 
-    add_plan_parser(sub)  # `arena plan`: power before a run (arenatui/power_plan.py)
+    add_plan_parser(sub)  # `arena plan`: power before a run (arenatui/commands/power_plan.py)
 
-    from arenatui.load.cli import add_load_parser
+    from arenatui.commands.load import add_load_parser
 
-    add_load_parser(sub, _load_console)  # `arena load`: open-loop load runs (arenatui/load/cli.py)
-    add_merge_parser(sub)  # `arena merge`: the shards of a run joined into one database (arenatui/shards_cli.py)
+    add_load_parser(sub, _load_console)  # `arena load`: open-loop load runs (arenatui/commands/load.py)
+    add_merge_parser(sub)  # `arena merge`: the shards of a run joined into one database (arenatui/commands/shards.py)
 
-    from arenatui.judge_check import add_judge_check_parser
+    from arenatui.commands.bakeoff import add_bakeoff_parser
+
+    add_bakeoff_parser(sub)  # `arena bakeoff`: the bake-off page and its saved decision (arenatui/commands/bakeoff.py)
+
+    from arenatui.commands.judge_check import add_judge_check_parser
 
     add_judge_check_parser(sub)  # `arena judge-check`: a judge's agreement with known verdicts
 

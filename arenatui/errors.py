@@ -115,6 +115,18 @@ class IncompleteStream(TransientError):
     error_class = "incomplete_stream"
 
 
+class AttemptTimedOut(TimeoutError):
+    """An attempt that reached its deadline, with what the provider saw of the answer: `first_token` True when a
+    streamed answer's first token had arrived (slow, not hung), False when none had (probably hung), None where
+    it cannot tell (a non-streamed answer arrives whole, so silence until the deadline says nothing)."""
+
+    def __init__(self, message: str, first_token: bool | None) -> None:
+        super().__init__(message)
+        self.first_token = first_token
+        self.first_token_s: float | None = None
+        """When it had: seconds from the request going out to the first token."""
+
+
 class TerminalError(ProviderError):
     """A failure that will repeat: the engine records it after one attempt and never sleeps."""
 

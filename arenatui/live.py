@@ -30,6 +30,7 @@ from arenatui.engine.events import (
     TunerDecided,
 )
 from arenatui.limits import MAX_CONCURRENCY
+from arenatui.stats.percentiles import percentile
 
 if TYPE_CHECKING:
     from arenatui.plan import Plan
@@ -43,15 +44,6 @@ RING = 120
 """Seconds of per-model history kept for sparklines."""
 LATENCY_SAMPLES = 1024
 """Most recent latencies per model kept for percentiles."""
-
-
-def percentile(sorted_values: Sequence[float], q: float) -> float | None:
-    if not sorted_values:
-        return None
-    k = (len(sorted_values) - 1) * q
-    lo = int(k)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
 
 
 def busy_seconds(spans: Iterable[tuple[float, float]]) -> float:
@@ -738,8 +730,8 @@ class LiveMetrics:
                 tokens_per_s=tokens / max(span, 1e-9),
                 retries=agg.retries, retry_rate=(retries_w / attempts_w) if attempts_w else 0.0,
                 rate_limited=agg.rate_limited, rate_limited_rate=(limited_w / attempts_w) if attempts_w else 0.0,
-                errors=dict(agg.errors), p50_ms=percentile(lat, 0.5), p95_ms=percentile(lat, 0.95),
-                ttft_p50_ms=percentile(tt, 0.5),
+                errors=dict(agg.errors), p50_ms=percentile(lat, 50), p95_ms=percentile(lat, 95),
+                ttft_p50_ms=percentile(tt, 50),
                 score=(agg.score_sum / scored) if (scored := agg.done - agg.unscored) > 0 else None,
                 cost=agg.cost, latency_series=series, throughput_series=tuple(counts), failures=dict(agg.failures),
                 unscored=agg.unscored, judge=agg.judge,

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import anyio
 
+from arenatui.commands.tune_budgets import budgets_for_run
 from arenatui.sweep import Sweep, SweepOptions
-from arenatui.tuning.budget_commands import budgets_for_run
 from arenatui.tuning.budgets import seconds_per_token
 
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from arenatui.stats import all_pairs, compare_models, leaderboard
 from arenatui.store import Store
-from arenatui.store.queries import load_results
+from arenatui.store.queries import read_results
 
 
 def _project(n_models: int, n_cases: int, trials: int, judged: bool = False) -> dict[str, Any]:
@@ -130,7 +130,7 @@ def main() -> None:
                 calls = store.conn.execute("SELECT COUNT(*), TOTAL(score) FROM results").fetchone()[0]
                 times["results_scan_s"].append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
-                results = load_results(store, run_id)
+                results = read_results(store, run_id)
                 rows = leaderboard(results)
                 times["results_leaderboard_s"].append(time.perf_counter() - t0)
             t0 = time.perf_counter()

@@ -22,6 +22,7 @@ from arenatui.config.schema import (
     SOLVER_CONCURRENCY,
     TRANSPORTS,
     VARIANT_SEP,
+    BakeoffSettings,
     Case,
     Defaults,
     MockFaults,
@@ -29,9 +30,11 @@ from arenatui.config.schema import (
     Project,
     PromptVariant,
     Repair,
+    Requirements,
     RunSettings,
     ScorerConfig,
     SimSettings,
+    Terms,
 )
 from arenatui.errors import ConfigError
 from arenatui.limits import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_NESTING, MAX_RPM, MAX_SOLVER_PROCESSES, MAX_TRIALS
@@ -252,6 +255,62 @@ def _read_sim(t: _Table) -> SimSettings:
     return out
 
 
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def _read_terms(t: _Table) -> Terms | None:
+    """``terms = { retention_days, trains_on_data, region, deprecation_notice_days, source, checked }``: each key
+    left out is unknown (a bake-off says "ask the provider"), never a default."""
+    if "terms" not in t.data:
+        t.seen.add("terms")
+        return None
+    s = t.table("terms")
+    checked = s.string("checked")
+    if checked is not None and not _DATE_RE.match(checked):
+        raise s.error("checked", f"expected the date the terms were read, as YYYY-MM-DD, got {checked!r}")
+    region = s.string("region")
+    if region is not None and not region.strip():
+        raise s.error("region", "expected a region name such as \"us\" or \"eu\" (leave the key out when unknown)")
+    out = Terms(
+        retention_days=s.number("retention_days", None, lo=0.0),
+        trains_on_data=s.get("trains_on_data", bool, None, "true or false"),
+        region=region.strip().lower() if region else None,
+        deprecation_notice_days=s.number("deprecation_notice_days", None, lo=0.0),
+        source=s.string("source"),
+        checked=checked,
+    )
+    s.finish()
+    return out
+
+
+def _read_requirements(t: _Table) -> Requirements | None:
+    """[requirements] max_retention_days, trains_on_data, regions, min_deprecation_notice_days."""
+    if not t.data:
+        t.finish()
+        return None
+    regions = t.get("regions", list, [], "an array of region names, e.g. [\"eu\"]")
+    if not all(isinstance(r, str) and r.strip() for r in regions):
+        raise t.error("regions", f"expected an array of region names, e.g. [\"eu\"], got {regions!r}"[:300])
+    out = Requirements(
+        max_retention_days=t.number("max_retention_days", None, lo=0.0),
+        trains_on_data=t.get("trains_on_data", bool, None, "true or false"),
+        regions=tuple(r.strip().lower() for r in regions),
+        min_deprecation_notice_days=t.number("min_deprecation_notice_days", None, lo=0.0),
+    )
+    t.finish()
+    return out
+
+
+def _read_bakeoff(t: _Table) -> BakeoffSettings:
+    """[bakeoff] target_rate (requests/s) and/or target_concurrency (requests in flight)."""
+    out = BakeoffSettings(
+        target_rate=t.number("target_rate", None, lo=0.0, lo_open=True, hi=MAX_RPM / 60.0),
+        target_concurrency=t.number("target_concurrency", None, lo=0.0, lo_open=True, hi=MAX_CONCURRENCY),
+    )
+    t.finish()
+    return out
+
+
 def _read_solver(t: _Table, provider: str, given: Callable[..., Any] | None, resolve: bool) -> dict[str, Any]:
     """A python model's solver settings (``factory``, ``concurrency``, ``processes``); other providers have none.
 
@@ -369,6 +428,7 @@ def _read_model(t: _Table, solvers: Mapping[str, Callable[..., Any]] | None = No
         candidate=t.boolean("candidate", True),
         prompts=tuple(_names(t, "prompts")),
         escalate_to=t.string("escalate_to"),
+        terms=_read_terms(t),
         **_read_solver(t, provider, given, resolve),
     )
     t.finish()
@@ -775,6 +835,8 @@ def project_from_dict(raw: Mapping[str, Any], file: Path,
     rt.finish()
     top.seen.add("mock")  # [mock] is read after the models it names
     top.seen.add("strata")  # [strata] is read after the cases it weighs
+    requirements = _read_requirements(top.table("requirements"))
+    bakeoff = _read_bakeoff(top.table("bakeoff"))
     # Unknown top-level keys first: a typo like [[case]] should say so, not "the case set is empty".
     top.seen.update(("models", "scorers", "cases", "cases_file", "prompts"))
     top.finish()
@@ -857,7 +919,7 @@ def project_from_dict(raw: Mapping[str, Any], file: Path,
     return Project(
         name=name, path=file, defaults=defaults, run=run, models=tuple(models), cases=tuple(cases),
         scorers=tuple(scorers), theme=theme, mock=mock, strata_weights=weights, prompts=prompts,
-        prompt_names=prompt_names,
+        prompt_names=prompt_names, requirements=requirements, bakeoff=bakeoff,
     )
 
 
@@ -1016,9 +1078,11 @@ def project_to_dict(p: Project) -> dict[str, Any]:
 
     def model(m: ModelConfig) -> dict[str, Any]:
         d = _prune({f.name: getattr(m, f.name) for f in dataclasses.fields(m)
-                    if f.name not in ("sim", "solver", "variant")})
+                    if f.name not in ("sim", "solver", "variant", "terms")})
         if m.prompts:
             d["prompts"] = list(m.prompts)
+        if m.terms is not None:
+            d["terms"] = _prune(dataclasses.asdict(m.terms))
         for k in ("headers", "headers_env", "extra_body"):
             if k in d:
                 d[k] = dict(d[k])
@@ -1057,6 +1121,12 @@ def project_to_dict(p: Project) -> dict[str, Any]:
         out["strata"] = {"weights": dict(p.strata_weights)}
     if p.prompts:
         out["prompts"] = [_prune(dataclasses.asdict(v)) for v in p.prompts]
+    if p.requirements is not None:
+        out["requirements"] = dict(_prune(dataclasses.asdict(p.requirements)), regions=list(p.requirements.regions))
+        if not p.requirements.regions:
+            out["requirements"].pop("regions")
+    if _prune(dataclasses.asdict(p.bakeoff)):
+        out["bakeoff"] = _prune(dataclasses.asdict(p.bakeoff))
     if p.mock:
         out["mock"] = {"models": {k: dict(dataclasses.asdict(f), faults=list(f.faults)) for k, f in p.mock.items()}}
     return out

@@ -155,6 +155,45 @@ class SimSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class Terms:
+    """A provider's terms for one model (``[[models]] terms = {...}``): None is unknown, never assumed."""
+
+    retention_days: float | None = None
+    """How long the provider keeps submitted data (0: not kept)."""
+    trains_on_data: bool | None = None
+    region: str | None = None
+    """Where requests are processed ("us", "eu", ...)."""
+    deprecation_notice_days: float | None = None
+    """The notice the provider gives before retiring the model."""
+    source: str | None = None
+    """Where the terms were read (a URL or a note)."""
+    checked: str | None = None
+    """When they were read (a date, as written)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Requirements:
+    """``[requirements]``: what a candidate's terms must meet; None sets no requirement."""
+
+    max_retention_days: float | None = None
+    trains_on_data: bool | None = None
+    """false: a provider that trains on submitted data is eliminated."""
+    regions: tuple[str, ...] = ()
+    """Regions processing may happen in (empty: any)."""
+    min_deprecation_notice_days: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BakeoffSettings:
+    """``[bakeoff]``: the load a bake-off judges candidates at (the rate, or the concurrency, of production)."""
+
+    target_rate: float | None = None
+    """Requests per second: the load run's segment at this rate is the one reported."""
+    target_concurrency: float | None = None
+    """Requests in flight: the first segment whose in-flight (achieved rate × median latency) reaches it."""
+
+
+@dataclass(frozen=True, slots=True)
 class ModelConfig:
     """One model of a project: ``[[models]]`` in TOML, or ``arenatui.Model(...)`` from Python."""
 
@@ -212,6 +251,8 @@ class ModelConfig:
     def base_key(self) -> str:
         """The project's key of the model (a variant lane's key names its variant too)."""
         return self.key if self.variant is None else self.key.partition(VARIANT_SEP)[0]
+    terms: Terms | None = None
+    """The provider's terms (retention, training, region, deprecation notice) for a bake-off; None: not written."""
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -372,6 +413,9 @@ class Project:
             return self.prompts
         by_name = {p.name: p for p in self.prompts}
         return tuple(by_name[n] for n in names if n in by_name)
+    requirements: Requirements | None = None
+    """[requirements]: terms a bake-off candidate must meet (arenatui.bakeoff.terms)."""
+    bakeoff: BakeoffSettings = field(default_factory=BakeoffSettings)
 
     def model(self, key: str) -> ModelConfig:
         for m in self.models:

@@ -109,6 +109,10 @@ class CallStarted(NamedTuple):
     t: float
 
 
+DEADLINE = "deadline"
+"""finish_reason of a streamed attempt that its timeout ended (its ttft_ms: the first token, None if none came)."""
+
+
 class CallRetrying(NamedTuple):
     model_key: str
     case_id: str
@@ -126,6 +130,10 @@ class CallRetrying(NamedTuple):
     """The HTTP status of the failed attempt, where there was one."""
     retry_after_source: str | None = None
     """The header that gave `retry_after` (``retry-after``, ``llm_provider-retry-after``, ...), when one did."""
+    first_token_ms: float | None = None
+    """A timed-out streamed attempt's first token, ms after the request went out; None when none came."""
+    streamed_timeout: bool = False
+    """A timeout of a streamed attempt: `first_token_ms` then tells hung (None) from slow."""
 
 
 class CallFinished(NamedTuple):

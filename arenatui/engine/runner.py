@@ -42,6 +42,7 @@ from anyio.abc import TaskGroup
 from arenatui.config.schema import Case, ModelConfig, Repair, ScorerConfig
 from arenatui.engine.chains import Chains
 from arenatui.engine.events import (
+    DEADLINE,
     CallFinished,
     CallResult,
     CallRetrying,
@@ -653,6 +654,7 @@ class Runner:
             err_class, err_msg, latency, connect_ms = p.err_class, p.err_msg, p.latency, p.connect_ms
         http_status: int | None = None
         err_detail: str | None = None
+        timed_out_stream, first_ms = False, None
         try:
             if rpm is not None:
                 await rpm.acquire()
@@ -684,9 +686,15 @@ class Runner:
                 else:
                     with anyio.fail_after(self.timeout_s):
                         comp = await provider.complete(request)
-            except TimeoutError:
+            except TimeoutError as e:
                 latency, connect_ms = (time.monotonic() - ta) * 1000.0, None
                 err_class, err_msg = "timeout", f"no complete answer within {self.timeout_s:g}s"
+                first = getattr(e, "first_token", None)  # a streamed attempt: had its first token come?
+                if first is not None:
+                    first_s = getattr(e, "first_token_s", None)
+                    timed_out_stream, first_ms = True, None if first_s is None else first_s * 1000.0
+                    err_msg += f" (its first token came after {first_s:.1f}s)" if first_s is not None \
+                        else " (no token came: probably hung)"
             except RateLimited as e:
                 latency, connect_ms = _attempt_times(e, ta)
                 err_class, err_msg, retry_after = "rate_limited", e.message, e.retry_after
@@ -749,7 +757,7 @@ class Runner:
                 if elapsed + delay <= policy.budget_s:
                     self.emit(CallRetrying(mkey, case.id, trial, attempt, err_class, delay,
                                             self._message(case, err_msg), time.monotonic(), retry_after,
-                                            http_status, retry_source))
+                                            http_status, retry_source, first_ms, timed_out_stream))
                     heapq.heappush(lane.parked, (time.monotonic() + delay, next(self._seq), _Parked(
                         case, trial, attempt, t0, started_wall, in_tok, out_tok, err_class, err_msg, latency,
                         connect_ms, job)))
@@ -770,6 +778,8 @@ class Runner:
                           out_tok, connect_ms, http_status)
         if err_detail is not None:
             r = r._replace(score_detail=self._message(case, err_detail))
+        if timed_out_stream:  # hung or slow, for timeout_s's evidence (tuning/budgets.py)
+            r = r._replace(finish_reason=DEADLINE, ttft_ms=first_ms)
         self._finish(lane, r, job, now)
 
     def _finish(self, lane: _ModelLane, r: CallResult, job: JudgeJob | None, now: float) -> None:

@@ -23,6 +23,8 @@ import numpy.typing as npt
 
 from arenatui.engine.events import RunStatus
 from arenatui.errors import ConfigError
+from arenatui.stats.percentiles import or_nan
+from arenatui.stats.percentiles import percentiles as stats_percentiles
 
 OUTCOMES = ("ok", "rate_limited", "timeout", "transient", "terminal", "cancelled", "incomplete_stream")
 OK, RATE_LIMITED, TIMEOUT, TRANSIENT, TERMINAL, CANCELLED, INCOMPLETE_STREAM = range(7)
@@ -149,11 +151,7 @@ class Samples:
 
 def percentiles(values: Floats) -> dict[float, float]:
     """p50/p90/p95/p99/max over the finite values (NaN for none)."""
-    v = values[np.isfinite(values)]
-    if v.size == 0:
-        return {p: math.nan for p in PERCENTILES}
-    qs = np.percentile(v, PERCENTILES)
-    return {p: float(q) for p, q in zip(PERCENTILES, qs, strict=True)}
+    return {p: or_nan(q) for p, q in zip(PERCENTILES, stats_percentiles(values, PERCENTILES), strict=True)}
 
 
 @dataclass(frozen=True, slots=True)

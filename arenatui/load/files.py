@@ -19,7 +19,7 @@ from arenatui.load.report import stored_outcome
 from arenatui.load.tables import ms, pct
 from arenatui.safe_text import printable, spreadsheet_cell
 from arenatui.store import Store
-from arenatui.store.load_queries import LOAD_REQUEST_COLUMNS, load_requests
+from arenatui.store.load_queries import LOAD_REQUEST_COLUMNS, read_requests
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 100.0)
 _SERIES = (("ttft_from_schedule", "ttft_schedule"), ("ttft_from_send", "ttft_send"),
@@ -140,7 +140,7 @@ def write_load_export(store: Store, run_id: str, fmt: str, out: TextIO, *, termi
     writer = None if fmt == "jsonl" else csv.writer(out, lineterminator="\n")
     if writer is not None:
         writer.writerow(cols)
-    for stored in load_requests(store, run_id):
+    for stored in read_requests(store, run_id):
         row = (run_id, *stored)
         if writer is None:
             out.write(json.dumps(dict(zip(cols, row, strict=True)), ensure_ascii=terminal, allow_nan=False) + "\n")

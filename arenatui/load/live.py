@@ -7,7 +7,6 @@ it looks only at the samples finished in the last `window_s` seconds, a suffix o
 from __future__ import annotations
 
 import bisect
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from arenatui.load.figures import OK, RATE_LIMITED, TIMEOUT, Samples
+from arenatui.stats.percentiles import or_nan, percentiles
 
 WINDOW_S = 10.0
 HISTOGRAM_EDGES_MS = (10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0)
@@ -50,9 +50,8 @@ class LoadSnapshot:
     client_cpu: float | None = None
 
 
-def _pct(v: npt.NDArray[Any], q: float) -> float:
-    v = v[np.isfinite(v)]
-    return float(np.percentile(v, q)) if v.size else math.nan
+def _pct(v: npt.NDArray[Any], p: float) -> float:
+    return or_nan(percentiles(v, (p,))[0])
 
 
 def snapshot(samples: Samples, *, now_s: float, total_s: float, segment: int, target_rate: float, in_flight: int,

@@ -21,7 +21,7 @@ from arenatui.load.figures import (
 )
 from arenatui.store import Store
 from arenatui.store.db import RunRecord
-from arenatui.store.load_queries import load_requests, load_segments
+from arenatui.store.load_queries import read_requests, read_segments
 
 
 def request_row(run_id: str, r: LoadRequest) -> tuple[Any, ...]:
@@ -40,12 +40,12 @@ def stored_run(db: Path | str, run_id: str) -> tuple[Samples, list[Window]]:
     samples = Samples()
     with Store(db, read_only=True) as store:
         ended = store.get_run(run_id).status in ("finished", "cancelled")  # a cancelled run cut its segment
-        for row in load_requests(store, run_id):
+        for row in read_requests(store, run_id):
             (seq, segment, shard, case_id, warmup, sched, sent, fin, outcome, ttft, lat, itok, otok, msg) = row
             samples.add(LoadRequest(seq, segment, shard, case_id, bool(warmup), sched, sent, fin, code[outcome],
                                     ttft, lat, itok, otok, msg))
         windows = [Window(seg, rate, start, end, warm, dropped) for seg, rate, start, end, warm, _, dropped in
-                   load_segments(store, run_id)]
+                   read_segments(store, run_id)]
     if not ended:
         windows = covered_windows(windows, max(samples.scheduled, default=0.0))
     return samples, windows
@@ -71,7 +71,7 @@ def stored_outcome_of(db: Path | str, rec: RunRecord) -> LoadOutcome:
     run = compute(samples, windows, slo)
     segs = per_segment(samples, windows, slo)
     sat = mark_saturation(segs) if len(segs) > 1 else None
-    from arenatui.shards_cli import start_skew_line
+    from arenatui.barrier import start_skew_line
     from arenatui.store.shards import run_shards
 
     with Store(db) as store:

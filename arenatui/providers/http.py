@@ -26,6 +26,7 @@ import sniffio
 
 from arenatui.config.schema import ModelConfig, RunSettings
 from arenatui.errors import (
+    AttemptTimedOut,
     IncompleteStream,
     ProviderError,
     ProviderSetupError,
@@ -552,6 +553,8 @@ class HttpProvider:
         content = json.dumps(self.body(request, stream), ensure_ascii=False, separators=(",", ":"),
                              allow_nan=False).encode()
         wire = self._wire or self.wire
+        reading: list[StreamReader] = []  # the stream's reader once the answer's headers came: its first token
+        timeouts: tuple[type[BaseException], ...] = (TimeoutError, *wire.timeout_errors)  # ours, and the library's
         try:
             with anyio.fail_after(request.timeout_s):
                 t0 = time.monotonic()
@@ -564,7 +567,7 @@ class HttpProvider:
                         err.latency_s, err.connect_s = time.monotonic() - sent, sent - t0  # a 429 is timed too
                         raise err
                     if "text/event-stream" in resp.headers.get("content-type", ""):
-                        comp, end = await self._read_stream(wire, resp, request, sent)
+                        comp, end = await self._read_stream(wire, resp, request, sent, reading)
                     else:
                         raw = await resp.read()
                         end = time.monotonic()
@@ -576,8 +579,12 @@ class HttpProvider:
             return comp._replace(latency_s=end - sent, connect_s=sent - t0)
         except ProviderError:
             raise
-        except wire.timeout_errors:
-            raise TimeoutError(f"no complete answer from {self.where} within {request.timeout_s:g}s") from None
+        except timeouts:
+            e = AttemptTimedOut(f"no complete answer from {self.where} within {request.timeout_s:g}s",
+                                None if not stream else bool(reading) and reading[0].ttft_s is not None)
+            if e.first_token:
+                e.first_token_s = reading[0].ttft_s
+            raise e from None
         except wire.errors as e:
             # Connection refused or reset, protocol errors, a body cut short: worth another attempt.
             raise TransientError(f"{type(e).__name__} talking to {self.where}: {self._detail(e)}") from None
@@ -585,8 +592,8 @@ class HttpProvider:
     def _detail(self, e: BaseException) -> str:
         return one_line(scrub(str(e) or type(e).__name__, self._secrets), MESSAGE_CHARS)
 
-    async def _read_stream(self, wire: Wire, resp: WireResponse, request: Request,
-                           sent: float) -> tuple[Completion, float]:
+    async def _read_stream(self, wire: Wire, resp: WireResponse, request: Request, sent: float,
+                           reading: list[StreamReader]) -> tuple[Completion, float]:
         """The folded answer, and when its last event arrived.
 
         Event by event only until the first token (time to first token is stamped as it arrives); then the
@@ -594,6 +601,7 @@ class HttpProvider:
         load is queueing inside every latency we record. (aiohttp's read still wakes once per network chunk.)
         """
         reader = self.stream_reader(request, sent)
+        reading.append(reader)  # so a timeout can tell whether the first token had come
         decoder = SSEDecoder()
         end: float | None = None
         try:

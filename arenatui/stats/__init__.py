@@ -14,27 +14,72 @@ Every view of a pair uses one resampling count and seed (compare.PAIR_RESAMPLES,
 the same interval, P and power figure; power.py plans (arena plan) and reads power after a run.
 """
 
-from arenatui.stats.bootstrap import Interval, mean_ci, paired_bootstrap
-from arenatui.stats.compare import (
-    Comparison,
-    Disagreement,
-    PairDecision,
-    RunChange,
-    all_pairs,
-    compare_models,
-    compare_runs,
-    disagreements,
-    holm_adjust,
-    paired_differences,
-    verdict_text,
-)
-from arenatui.stats.frontier import pareto_front
-from arenatui.stats.items import LatencySample, RunResults
-from arenatui.stats.leaderboard import ModelRow, leaderboard, model_row, ranked_models
-from arenatui.stats.passk import consistency, pass_at_k, pass_at_k_case, pass_at_ks
-from arenatui.stats.power import PowerNote
-from arenatui.stats.ranking import Ranking, Standing, answered_models, rank_models
-from arenatui.stats.strata import GroupScores, Reversal, group_differences, group_scores, reversals
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from arenatui.stats.bootstrap import Interval, mean_ci, paired_bootstrap
+    from arenatui.stats.compare import (
+        Comparison,
+        Disagreement,
+        PairDecision,
+        RunChange,
+        all_pairs,
+        compare_models,
+        compare_runs,
+        disagreements,
+        holm_adjust,
+        paired_differences,
+        verdict_text,
+    )
+    from arenatui.stats.frontier import pareto_front
+    from arenatui.stats.items import LatencySample, RunResults
+    from arenatui.stats.leaderboard import ModelRow, leaderboard, model_row, ranked_models
+    from arenatui.stats.passk import consistency, pass_at_k, pass_at_k_case, pass_at_ks
+    from arenatui.stats.power import PowerNote
+    from arenatui.stats.ranking import Ranking, Standing, answered_models, rank_models
+    from arenatui.stats.strata import GroupScores, Reversal, group_differences, group_scores, reversals
+
+_WHERE = {
+    "Comparison": "compare",
+    "Disagreement": "compare",
+    "GroupScores": "strata",
+    "Interval": "bootstrap",
+    "LatencySample": "items",
+    "ModelRow": "leaderboard",
+    "PairDecision": "compare",
+    "PowerNote": "power",
+    "Ranking": "ranking",
+    "Reversal": "strata",
+    "RunChange": "compare",
+    "RunResults": "items",
+    "Standing": "ranking",
+    "all_pairs": "compare",
+    "answered_models": "ranking",
+    "compare_models": "compare",
+    "compare_runs": "compare",
+    "consistency": "passk",
+    "disagreements": "compare",
+    "group_differences": "strata",
+    "group_scores": "strata",
+    "holm_adjust": "compare",
+    "leaderboard": "leaderboard",
+    "mean_ci": "bootstrap",
+    "model_row": "leaderboard",
+    "paired_bootstrap": "bootstrap",
+    "paired_differences": "compare",
+    "pareto_front": "frontier",
+    "pass_at_k": "passk",
+    "pass_at_k_case": "passk",
+    "pass_at_ks": "passk",
+    "rank_models": "ranking",
+    "ranked_models": "leaderboard",
+    "reversals": "strata",
+    "verdict_text": "compare",
+}
+"""Each public name → the module that defines it: the package loads a module (and numpy) only when one of its
+names is first asked for, so `stats.percentiles` stays importable on the engine's start path."""
 
 __all__ = [
     "Comparison",
@@ -73,3 +118,27 @@ __all__ = [
     "reversals",
     "verdict_text",
 ]
+
+
+class _Package(types.ModuleType):
+    """The package, with one rule of an eager `from .leaderboard import leaderboard` kept: importing the submodule
+    `leaderboard` does not rebind the package's name `leaderboard`, which stays the function."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _WHERE and isinstance(value, types.ModuleType):
+            return  # the submodule stays in sys.modules; the name is the function's (see __getattr__)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"arenatui.stats.{module}"), name)
+    globals()[name] = value
+    return value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 from arenatui.stats.bootstrap import Interval
@@ -12,6 +13,11 @@ from arenatui.stats.power import PowerNote
 def finite(v: float | None) -> float | None:
     """The number, or None where it is missing or not finite."""
     return None if v is None or not math.isfinite(v) else float(v)
+
+
+def iso_utc(t: float | None) -> str | None:
+    """Epoch seconds as an ISO 8601 UTC time (what the reports' JSON carries), None for none."""
+    return None if t is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
 def interval_dict(iv: Interval) -> dict[str, Any]:

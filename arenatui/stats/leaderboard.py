@@ -24,6 +24,7 @@ from arenatui.stats.compare import PairDecision
 from arenatui.stats.frontier import pareto_front
 from arenatui.stats.items import Bools, Floats, LatencySample, RunResults
 from arenatui.stats.passk import consistency, pass_at_curve
+from arenatui.stats.percentiles import percentiles
 from arenatui.stats.ranking import Ranking, Standing, rank_models
 from arenatui.stats.weighted import SealedGap, reweighted, sealed_gap
 
@@ -125,12 +126,6 @@ class ModelRow:
         return self.quality.estimate - self.sealed.estimate
 
 
-def _percentiles(values: Floats, qs: tuple[float, ...]) -> list[float | None]:
-    if values.size == 0:
-        return [None] * len(qs)
-    return [float(v) for v in np.percentile(values, qs)]
-
-
 LEADERBOARD_RESAMPLES = 2_000
 """Interval endpoints from 2,000 resamples move by about 2% of the interval's width between seeds (measured),
 and a 20-model, 1,000,000-call leaderboard must open in under 2 s (benchmarks/results_scale.py)."""
@@ -163,8 +158,8 @@ def model_row(results: RunResults, model: str, *, seed: int = 0, n_resamples: in
     known_spend = spend - float(results.unscored_cost[i].sum())
     known_tokens = tokens - int(results.unscored_tokens[i].sum())
     lat = results.latency.get(model, LatencySample(np.zeros(0), np.zeros(0)))
-    p50, p95, p99 = _percentiles(lat.latency_ms, (50, 95, 99))
-    t50, t95 = _percentiles(lat.ttft_ms, (50, 95))
+    p50, p95, p99 = percentiles(lat.latency_ms, (50, 95, 99))
+    t50, t95 = percentiles(lat.ttft_ms, (50, 95))
     n_w, c_w = results.scored[i][working], results.passed[i][working]
     pass_at, pass_at_n = pass_at_curve(n_w, c_w, range(1, results.trials + 1))
     weighted = reweighted(scores, results.strata, working, results.weights, n_resamples=STRATIFIED_RESAMPLES,

@@ -31,6 +31,9 @@ class ModelBudget:
     """The same answers per scorer kind, where the run has more than one."""
     answered_s: list[float] = field(default_factory=list)
     timed_out: int = 0
+    timed_out_streamed: int = 0
+    """Of the timed-out attempts, those streamed (recorded since migration 16): they tell hung from slow."""
+    timed_out_no_token: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +44,8 @@ class BudgetEvidence:
 
     def timeout_evidence(self, model_key: str) -> TimeoutEvidence:
         m = self.models[model_key]
-        return TimeoutEvidence(tuple(m.answered_s), m.timed_out)
+        known = m.timed_out > 0 and m.timed_out_streamed == m.timed_out  # hung or slow is known for each one
+        return TimeoutEvidence(tuple(m.answered_s), m.timed_out, m.timed_out_no_token if known else None)
 
 
 def _num(x: Any, default: float) -> float:
@@ -87,11 +91,12 @@ def budget_evidence(store: Store, run_id: str) -> BudgetEvidence:
             m.answered_s.append((lat + (conn_ms or 0.0)) / 1000.0)
         if many_kinds:
             per_kind[key][case_kind.get(case_id, default_kind)].append(a)
-    for key, n in store.conn.execute(
-            "SELECT model_key, COUNT(*) FROM failed_attempts WHERE run_id = ? AND error_class = 'timeout'"
-            " GROUP BY model_key", (run_id,)):
+    for key, n, streamed, no_token in store.conn.execute(
+            "SELECT model_key, COUNT(*), COUNT(stream), SUM(stream IS NOT NULL AND ttft_ms IS NULL)"
+            " FROM failed_attempts WHERE run_id = ? AND error_class = 'timeout' GROUP BY model_key", (run_id,)):
         if key in models and not key.startswith(_JUDGE_PREFIX):
-            models[key].timed_out = int(n)
+            m = models[key]
+            m.timed_out, m.timed_out_streamed, m.timed_out_no_token = int(n), int(streamed), int(no_token or 0)
     for key, kinds in per_kind.items():
         if len(kinds) > 1:
             models[key].by_scorer = dict(kinds)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from arenatui.engine.events import (
+    DEADLINE,
     JUDGE_LANE_PREFIX,
     VARIANT_SEP,
     AwaitingJudge,
@@ -67,7 +68,8 @@ HEARTBEAT = "UPDATE runs SET heartbeat_at = ? WHERE run_id = ? AND pid = ?"
 """The running process's claim on its run, renewed every HEARTBEAT_S (see Store.claim_run)."""
 INSERT_FAILED_ATTEMPT = (
     "INSERT INTO failed_attempts (run_id, model_key, case_id, trial, attempt, error_class, http_status, "
-    "retry_after_s, delay_s, at, message, retry_after_source, variant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+    "retry_after_s, delay_s, at, message, retry_after_source, ttft_ms, stream, variant) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 INSERT_STEP = (
     "INSERT OR REPLACE INTO call_steps (run_id, model_key, variant, case_id, trial, step, kind, answered_by, status, "
     "passed, score, failure_mode, error_class, error_message, score_detail, output, attempts, input_tokens, "
@@ -99,14 +101,17 @@ def retry_row(run_id: str, ev: CallRetrying, at: float) -> tuple[Any, ...]:
     """A failed attempt that was retried; `at` is epoch seconds."""
     model, variant = split_lane(ev.model_key)
     return (run_id, model, ev.case_id, ev.trial, ev.attempt, ev.reason, ev.http_status, ev.retry_after,
-            ev.delay, at, ev.message, ev.retry_after_source, variant)
+            ev.delay, at, ev.message, ev.retry_after_source, ev.first_token_ms, 1 if ev.streamed_timeout else None,
+            variant)
 
 
 def final_attempt_row(run_id: str, r: CallResult) -> tuple[Any, ...]:
-    """The failed attempt that ended an errored call (no retry followed, so nothing was slept)."""
+    """The failed attempt that ended an errored call (no retry followed, so nothing was slept). A streamed
+    attempt that timed out says so with finish_reason DEADLINE, and its first token (if one came) in ttft_ms."""
+    streamed = r.finish_reason == DEADLINE
     model, variant = split_lane(r.model_key)
     return (run_id, model, r.case_id, r.trial, r.attempts, r.error_class, r.http_status, None, None,
-            r.finished_at, r.error_message, None, variant)
+            r.finished_at, r.error_message, None, r.ttft_ms if streamed else None, 1 if streamed else None, variant)
 
 
 def step_row(run_id: str, ev: StepFinished) -> tuple[Any, ...]:

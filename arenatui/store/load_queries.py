@@ -43,14 +43,14 @@ def run_kinds(store: Store, run_ids: Sequence[str]) -> dict[str, tuple[str, int]
     return out
 
 
-def load_requests(store: Store, run_id: str) -> list[tuple[Any, ...]]:
+def read_requests(store: Store, run_id: str) -> list[tuple[Any, ...]]:
     """Every stored request of a load run in LOAD_REQUEST_COLUMNS order (without run_id), by finish time."""
     cols = ", ".join(LOAD_REQUEST_COLUMNS[1:])
     return store.conn.execute(f"SELECT {cols} FROM load_requests WHERE run_id = ? ORDER BY finished_s, seq",
                               (run_id,)).fetchall()
 
 
-def load_segments(store: Store, run_id: str) -> list[tuple[int, float, float, float, float, str, int]]:
+def read_segments(store: Store, run_id: str) -> list[tuple[int, float, float, float, float, str, int]]:
     """(segment, rate, start_s, end_s, warmup_s, source, dropped) of a load run, in order."""
     return store.conn.execute("SELECT segment, rate, start_s, end_s, warmup_s, source, dropped FROM load_segments "
                               "WHERE run_id = ? ORDER BY segment", (run_id,)).fetchall()

@@ -189,6 +189,14 @@ def resolve_run(store: Store, run: str) -> RunRecord:
     return store.get_run(run)
 
 
+def candidate_models(cfg: Mapping[str, Any]) -> list[str]:
+    """The models a stored configuration answers with, in its order: a model an llm_judge scorer names as its judge
+    only judges, unless it says `candidate = true` (the one rule the read model and the list of runs share)."""
+    judge_keys = {s.get("judge") for s in table_list(cfg.get("scorers")) if s.get("kind") == "llm_judge"}
+    return [str(m.get("key")) for m in table_list(cfg.get("models"))
+            if m.get("candidate", m.get("key") not in judge_keys)]
+
+
 def stored_plan(record: RunRecord) -> RunPlan:
     """The run's planned models, cases and trials, from the configuration and filters stored with it, as stored."""
     cfg = record.config
@@ -196,9 +204,7 @@ def stored_plan(record: RunRecord) -> RunPlan:
     scorers = [s for s in table_list(cfg.get("scorers")) if isinstance(s.get("kind"), str)]
     names = [str(s.get("name") or s["kind"]) for s in scorers]
     default = names[0] if names else "exact"
-    judge_keys = {s.get("judge") for s in scorers if s["kind"] == "llm_judge"}
-    models = [str(m.get("key")) for m in table_list(cfg.get("models"))
-              if m.get("candidate", m.get("key") not in judge_keys)]  # a judge only judges unless it says
+    models = candidate_models(cfg)
     wanted_models = set(filters.get("models") or ())
     if wanted_models:
         models = [m for m in models if m in wanted_models]
@@ -288,24 +294,20 @@ def list_runs(store: Store, limit: int = 50) -> list[RunListing]:
         wanted = set(r.filters.get("models") or ())
         if r.filters.get("kind") == "load" and r.filters.get("model"):  # a load run drives one model
             wanted = {str(r.filters["model"])}
-        judges = {s.get("judge") for s in r.config.get("scorers", ()) if isinstance(s, dict)
-                  and s.get("kind") == "llm_judge"}
-        models = tuple(str(m.get("key")) for m in r.config.get("models", ())
-                       if isinstance(m, dict) and (not wanted or m.get("key") in wanted)
-                       and m.get("candidate", m.get("key") not in judges))  # a judge only judges unless it says
+        models = tuple(m for m in candidate_models(r.config) if not wanted or m in wanted)
         out.append(RunListing(r.run_id, r.project, r.started_at, r.status, models, r.stored, r.planned))
     return out
 
 
-def load_results(store: Store, run: str | RunRecord, *, latency: bool = True) -> RunResults:
+def read_results(store: Store, run: str | RunRecord, *, latency: bool = True) -> RunResults:
     """A run's results as (model × case) arrays, with errors by class and answered calls' latencies (the plan as
     stored, never re-validated)."""
     record = run if isinstance(run, RunRecord) else resolve_run(store, run)
     plan = run_plan(record)
-    return load_plan_results(store, plan, latency=latency)
+    return read_plan_results(store, plan, latency=latency)
 
 
-def load_plan_results(store: Store, plan: RunPlan, *, latency: bool = True,
+def read_plan_results(store: Store, plan: RunPlan, *, latency: bool = True,
                       cluster_by: str | None = None) -> RunResults:
     """The run's (model × case) arrays; clustered by the cases' `cluster` when any case has one, or by
     `cluster_by` ('cluster', 'stratum' or 'tag:X', see stats.items.cluster_labels)."""

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arenatui.stats.items import RunResults
+from arenatui.store.bakeoff_queries import modes_by_case
 from arenatui.store.db import RunRecord, Store
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import (
@@ -24,7 +25,7 @@ from arenatui.store.queries import (
     failure_modes,
     follow_ups,
     judgments_by_case,
-    load_plan_results,
+    read_plan_results,
     resolve_run,
     run_spend,
     scored_outputs,
@@ -70,6 +71,8 @@ class StoredRun:
     """The per-level readout every sweep keeps (tuned or not), per model."""
     load: LoadOutcome | None = None
     """A load run's figures, recomputed exactly from its stored requests."""
+    refusals: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per model, per case id: calls that ended a refusal (a category a candidate refuses can decide alone)."""
     variants: VariantResults | None = None
     """Per (model, prompt variant, case) scores of a run with [[prompts]] (stats.variants analyses them)."""
     follow_ups: tuple[FollowUps, ...] = ()
@@ -92,7 +95,7 @@ def read_run(store: Store, run: str | RunRecord, *, latency: bool = True, detail
     load figures): a comparison needs neither."""
     record = run if isinstance(run, RunRecord) else resolve_run(store, run)
     plan = stored_plan(record)
-    results = load_plan_results(store, plan, latency=latency)
+    results = read_plan_results(store, plan, latency=latency)
     kind = run_kinds(store, [record.run_id])[record.run_id][0]
     spend = run_spend(store, record.run_id)
     if not detail:
@@ -101,6 +104,7 @@ def read_run(store: Store, run: str | RunRecord, *, latency: bool = True, detail
     load: LoadOutcome | None = None
     tuning: tuple[ModelReadout, ...] = ()
     f1: F1Answers = {}
+    refusals: dict[str, dict[str, int]] = {}
     if kind == "load":
         from arenatui.load.store import stored_outcome_of
 
@@ -108,9 +112,10 @@ def read_run(store: Store, run: str | RunRecord, *, latency: bool = True, detail
     else:
         tuning = tuning_readouts(store, rid)
         f1 = f1_answers(store, plan)
+        refusals = modes_by_case(store, rid, "refusal")
     return StoredRun(plan, results, kind, spend, failure_modes(store, rid), unscored_modes(store, rid),
                      judgments_by_case(store, rid) if plan.judged else {}, top_errors(store, rid), f1,
-                     estimated_usage(store, rid), tuning, load, variant_results(store, plan),
+                     estimated_usage(store, rid), tuning, load, refusals, variant_results(store, plan),
                      tuple(follow_ups(store, plan)))
 
 

@@ -264,7 +264,25 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE tuning_levels ADD COLUMN latencies INTEGER;
     ALTER TABLE tuning_levels ADD COLUMN cap INTEGER;
     """,
-    # 15: prompt variants ([[prompts]]): a result's identity is (run, model, variant, case, trial), '' the variant of
+    # 15: repeated load runs (`arena load --repeat N --every/--at`) linked as one series; a bake-off's decision
+    # (its whole page, as JSON) kept with the sweep it judged, so `arena bakeoff --show` reads it again
+    """
+    ALTER TABLE runs ADD COLUMN series_id TEXT;
+    CREATE INDEX runs_series ON runs (series_id);
+    CREATE TABLE bakeoff_decisions (
+        run_id TEXT PRIMARY KEY,
+        made_at REAL NOT NULL,
+        load_runs TEXT NOT NULL,
+        page_json TEXT NOT NULL
+    );
+    """,
+    # 16: a timed-out streamed attempt's first token (issue 27: hung or slow?): when it came, in ms; NULL when none
+    # came, or the attempt was not a streamed timeout (failed_attempts.stream says which: 1 streamed, NULL not)
+    """
+    ALTER TABLE failed_attempts ADD COLUMN ttft_ms REAL;
+    ALTER TABLE failed_attempts ADD COLUMN stream INTEGER;
+    """,
+    # 17: prompt variants ([[prompts]]): a result's identity is (run, model, variant, case, trial), '' the variant of
     # every run without any; repairs and escalations ([run] repair, escalate_to): how many repair turns a call took,
     # which model answered after an escalation, whether its first answer passed, and every step of such a call kept
     # (call_steps), so a resumed run goes on where the chain stopped. The primary keys change: tables rebuilt.

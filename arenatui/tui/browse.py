@@ -7,7 +7,7 @@ from pathlib import Path
 from textual.app import App
 from textual.binding import Binding
 
-from arenatui.tui.screens.results import Results
+from arenatui.tui.results.screen import Results
 from arenatui.tui.themes import DEFAULT_THEME, STATE_VARIABLES, hide_builtin_themes, load_themes, remembered_theme
 
 

@@ -175,7 +175,8 @@ class TimeoutEvidence:
     timed_out: int
     """Attempts that ended at the limit."""
     timed_out_no_first_byte: int | None = None
-    """Of those, the ones that had seen no first byte (probably hung); None where it was not recorded."""
+    """Of those, the ones that had seen no first token (probably hung); None where it was not recorded for every
+    one of them (a non-streamed answer arrives whole, so its silence until the limit tells nothing)."""
 
 
 def recommend_timeout(model_key: str, current: float, ev: TimeoutEvidence) -> Recommendation:
@@ -189,8 +190,9 @@ def recommend_timeout(model_key: str, current: float, ev: TimeoutEvidence) -> Re
     lines = []
     if ev.timed_out:
         hung = ev.timed_out_no_first_byte
-        lines.append(f"{ev.timed_out} attempts timed out at {current:g} s"
-                     + ("" if hung is None else f"; {hung} of them had no first byte (probably hung)"))
+        lines.append(f"{ev.timed_out} attempts timed out at {current:g} s" + (
+            "" if hung is None else f"; {hung} of them had no first token (probably hung), "
+                                    f"{ev.timed_out - hung} had started answering (slow)"))
     if ev.timed_out and near:
         value = float(math.ceil(current * 2))
         return Recommendation(

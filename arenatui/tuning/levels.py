@@ -28,16 +28,11 @@ from arenatui.engine.events import (
     Event,
     StepFinished,
 )
+from arenatui.stats.percentiles import percentile
 from arenatui.tuning.evidence import CLEAN_SHARE, LevelEvidence, Verdict, verdict
 
 LATENCY_SAMPLES = 512
 """Most recent answered latencies kept per (model, level) for percentiles."""
-
-
-def percentile(sorted_values: Sequence[float], q: float) -> float | None:
-    from arenatui.live import percentile as _p  # one implementation of percentiles (live.py imports no UI)
-
-    return _p(sorted_values, q)
 
 
 def provider_answered(r: CallResult) -> bool:
@@ -128,7 +123,7 @@ class LevelStats:
     def evidence(self) -> LevelEvidence:
         lat = sorted(self.latencies)
         return LevelEvidence(self.level, self.seconds, self.answered, self.attempts, self.rate_limited, self.transient,
-                             self.retries, self.given_up, self.latency_n, percentile(lat, 0.5), percentile(lat, 0.95))
+                             self.retries, self.given_up, self.latency_n, percentile(lat, 50), percentile(lat, 95))
 
 
 @dataclass(frozen=True, slots=True)

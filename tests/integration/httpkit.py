@@ -54,6 +54,8 @@ def server_models() -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
                    _model(f"{p}-long-ns", p, stream=False, output_tokens=200),
                    _model(f"{p}-limited", p, rpm=240, burst=1.0, reject_cost=0.0),
                    _model(f"{p}-serial", p, base_latency_s=0.04, per_token_s=0.0, serial=True),
+                   # first token at once, the answer (max_tokens 32) 3 s or more: slow, not hung
+                   _model(f"{p}-slow-stream", p, base_latency_s=0.01, per_token_s=0.2, output_tokens=200),
                    _model(f"{p}-echo", p), _model(f"{p}-echo-5xx", p)]
         mock[f"{p}-echo"] = {"faults": ["401"], "echo_headers": True}
         mock[f"{p}-echo-5xx"] = {"faults": ["500"], "echo_headers": True}

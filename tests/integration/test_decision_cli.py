@@ -74,7 +74,11 @@ def test_report_json_carries_the_coverage_fair_ranking(tmp_path: Path, capsys: p
     assert all(r["unranked"] is None for r in board)
     assert main(["report", run, "--db", str(db)]) == 0
     md = capsys.readouterr().out
-    assert "n common" in md and "every ranked model has scores for" in md
+    # the report's leaderboard has the console's and the headless table's columns (figures.LEADERBOARD)
+    from arenatui.figures import LEADERBOARD
+
+    assert "| # | " + " | ".join(c.title for c in LEADERBOARD) + " |" in md
+    assert "every ranked model has scores for" in md
 
 
 def test_clusters_and_strata_weights_reach_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -89,6 +93,8 @@ def test_clusters_and_strata_weights_reach_the_report(tmp_path: Path, capsys: py
     assert any("Intervals resample 141 clusters (by cluster)" in n for n in rep["notes"])
     m = next(r for r in rep["leaderboard"] if r["model"] == "m")
     assert m["weighted"]["estimate"] > m["quality"]["estimate"]  # production is mostly easy
+    assert main(["report", run, "--db", str(db)]) == 0
+    assert "| own | weighted |" in capsys.readouterr().out  # the report's one column beyond figures.LEADERBOARD
     assert main(["compare", run, "--db", str(db), "--cluster-by", "stratum", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["clusters"] == 2
     project.write_text(text + "\n[strata]\nweights = { esay = 1 }\n", encoding="utf-8")

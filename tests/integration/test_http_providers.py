@@ -25,6 +25,7 @@ from httpkit import (
 )
 
 from arenatui.engine.events import CallRetrying, CallStarted
+from arenatui.store import Store
 
 
 @pytest.fixture(params=WIRES)
@@ -109,6 +110,33 @@ def test_timeouts_hold_on_hanging_and_trickling_servers(mock_server: MockServerP
         assert r["error_class"] == "timeout", (model, r["error_message"])
         assert r["attempts"] == 2
         assert timeout * 1000 - 20 <= r["latency_ms"] <= timeout * 1000 + 5000
+
+
+def test_a_timeout_tells_a_hung_stream_from_a_slow_one(mock_server: MockServerProcess, tmp_path: Path,
+                                                       wire: str) -> None:
+    """Issue 27: a streamed attempt cut by its timeout records whether its first token had come (slow) or not
+    (probably hung); a non-streamed one cannot tell, and timeout_s's evidence says nothing rather than guess."""
+    from arenatui.store.budget_queries import budget_evidence
+
+    hung = [f"{p}-hang" for p in PROVIDERS]
+    slow = [f"{p}-slow-stream" for p in PROVIDERS]
+    blind = [f"{p}-hang-ns" for p in PROVIDERS]
+    out = run_sweep(tmp_path, mock_server.url, _models(mock_server, *hung, *slow, *blind), limit=2,
+                    run={"timeout_s": 1.5, "max_attempts": 2}, transport=wire)
+    for (model, _, _), r in out.rows.items():
+        assert r["error_class"] == "timeout", (model, r["error_message"])
+    for ev in out.of(CallRetrying):
+        assert ev.streamed_timeout == (ev.model_key not in blind)
+        assert (ev.first_token_ms is not None) == (ev.model_key in slow), ev
+    with Store(out.db) as store:
+        evidence = budget_evidence(store, out.run_id)
+        attempts = {k: v for k, _, _, _, _, v in store.conn.execute(
+            "SELECT model_key, case_id, trial, attempt, error_class, ttft_ms FROM failed_attempts")}
+    for key in hung + slow + blind:
+        ev = evidence.timeout_evidence(key)
+        assert ev.timed_out == 4  # two cases, two attempts each
+        assert ev.timed_out_no_first_byte == {**dict.fromkeys(hung, 4), **dict.fromkeys(slow, 0)}.get(key), key
+    assert all(attempts[k] is not None and 0 < attempts[k] < 1500 for k in slow)
 
 
 @pytest.mark.parametrize("form", RETRY_AFTER_FORMS)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from arenatui.cli import main
-from arenatui.judge_check import wilson_interval
+from arenatui.commands.judge_check import wilson_interval
 
 PROJECT = """
 [project]

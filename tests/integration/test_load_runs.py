@@ -20,7 +20,7 @@ from arenatui.load.arrivals import Arrival, parse_arrival
 from arenatui.load.run import LoadOptions, LoadRun
 from arenatui.load.store import stored_figures
 from arenatui.store import Store
-from arenatui.store.load_queries import load_segments, run_kinds
+from arenatui.store.load_queries import read_segments, run_kinds
 
 SIM = {"base_latency_s": 0.02, "per_token_s": 0.001, "jitter": 0.0, "output_tokens": 6}
 
@@ -119,7 +119,7 @@ def test_rate_change_mid_run_is_a_new_segment(tmp_path: Path) -> None:
     assert [w.rate for w in windows] == [20.0, 60.0]
     assert windows[0].end_s == pytest.approx(windows[1].start_s) and windows[1].end_s == pytest.approx(2.0)
     with Store(tmp_path / "d") as store:
-        segs = load_segments(store, r.run_id)
+        segs = read_segments(store, r.run_id)
     assert [(s[0], s[1], s[5], s[6]) for s in segs] == [(0, 20.0, "cut", 0), (1, 60.0, "user", 0)]
     figs = r.figures().segments
     assert figs[1].offered_rate > 2 * figs[0].offered_rate  # three times the rate

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from arenatui.cli import main
-from arenatui.tuning.budget_commands import budgets_for_run
+from arenatui.commands.tune_budgets import budgets_for_run
 
 # A classification task (answers of ~20 tokens) behind a generous limit; a wrong answer rambles for ~300 tokens.
 PROJECT = """\

@@ -123,3 +123,35 @@ def test_a_setting_the_kind_does_not_own_is_an_unknown_key(tmp_path: Path, capsy
     finally:
         providers.unregister("shout")
     assert "min_caps" in capsys.readouterr().err
+
+
+def test_a_built_in_kind_gives_its_verdict_through_the_registry_like_an_added_one() -> None:
+    # no if-chain over kind names: the registered class is the verdict, so replacing `exact` replaces it
+    from arenatui.scoring.scorers import Scorer
+
+    class Reversed(ScorerKind):
+        name = "exact"
+
+        def score(self, cfg: ScorerConfig, output: str, case: Case) -> Score:
+            ok = output[::-1] == case.expected
+            return Score(float(ok), ok)
+
+    case = Case(id="c", input="q", expected="olleh")
+    builtin = scorers.scorer_kind("exact")
+    assert builtin is not None and Scorer(ScorerConfig(name="e", kind="exact")).score("olleh", case).passed
+    scorers.register(Reversed())
+    try:
+        assert Scorer(ScorerConfig(name="e", kind="exact")).score("hello", case).passed
+        assert not Scorer(ScorerConfig(name="e", kind="exact")).score("olleh", case).passed
+    finally:
+        scorers.register(builtin)
+    assert Scorer(ScorerConfig(name="e", kind="exact")).score("olleh", case).passed
+
+
+def test_a_kind_no_longer_registered_is_a_scoring_error_per_call_not_a_crash() -> None:
+    # a resumed run whose added kind this process does not register: each call says so, the sweep goes on
+    from arenatui.scoring.scorers import Scorer, ScoringError
+
+    s = Scorer(ScorerConfig(name="gone", kind="loud"))
+    with pytest.raises(ScoringError, match="no scorer kind 'loud' is registered"):
+        s.score("LOUD", Case(id="c", input="q"))

@@ -198,7 +198,7 @@ def test_headless_leaderboard_explains_its_figures() -> None:
     """Issue 12 item 18: "score" and the cost columns explained once, in the same words as the results view."""
     from rich.console import Console
 
-    from arenatui.report import leaderboard_table
+    from arenatui.commands.evaluate import leaderboard_table
 
     console = Console(width=160, record=True)
     console.print(leaderboard_table([]))  # the note is the table's caption, whatever its rows

@@ -15,9 +15,10 @@ from textual.widgets import DataTable, Select, TabbedContent
 from arenatui.cli import main
 from arenatui.tui.app import ArenaApp
 from arenatui.tui.browse import BrowseApp
+from arenatui.tui.results.compare import CompareTab
+from arenatui.tui.results.runs import MARK
 from arenatui.tui.screens import CallDetail, RunScreen
 from arenatui.tui.screens.dialogs import Confirm
-from arenatui.tui.screens.results import MARK
 from arenatui.tui.widgets import ModelTable
 
 from .results_support import OLD_RUN_ID, RUN_ID, copy_db
@@ -134,11 +135,11 @@ async def test_an_empty_pick_clears_the_pair_and_asks_for_two(db: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("3")
-        await settle(pilot, lambda: app.screen.pair is not None)  # type: ignore[attr-defined]
+        await settle(pilot, lambda: app.screen.query_one(CompareTab).pair is not None)
         app.screen.query_one("#pick-b", Select).clear()
         await pilot.pause()
         assert static_text(app, "#verdict") == "pick two models: A and B"
-        assert app.screen.pair is None  # type: ignore[attr-defined]
+        assert app.screen.query_one(CompareTab).pair is None
         assert app.screen.query_one("#disagree", DataTable).row_count == 0
 
 

@@ -13,8 +13,8 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Select
 
 from arenatui.tui.browse import BrowseApp
-from arenatui.tui.screens.results import outcome_cell
-from arenatui.tui.screens.results_detail import CaseDetail
+from arenatui.tui.results.cases import CasesTab, outcome_cell
+from arenatui.tui.results.detail import CaseDetail
 
 from .test_results_screens import rows, screen_text, settle, static_text
 from .test_results_snapshots import opened
@@ -56,7 +56,7 @@ async def test_leaderboard_note_failures_and_cases_show_the_judge(judged: tuple[
                                                          "beta": ["1", "1 100%", "5", "1"]}
         await pilot.press("6")
         t = screen.query_one("#cases-table", DataTable)
-        await settle(pilot, lambda: screen.cases_filled and t.row_count == 11)
+        await settle(pilot, lambda: screen.query_one(CasesTab).cases_filled and t.row_count == 11)
         by_case = {r[0]: r for r in rows(t)}
         assert [by_case[c][2] for c in ids] == ["judged"] * 4
         assert by_case["e1"][2] == "" and by_case["j1" if "j1" not in ids else "j3"][2] == "unjudged"

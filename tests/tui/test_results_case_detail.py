@@ -11,9 +11,9 @@ from textual.widgets import Input, Static
 
 from arenatui.store import Store
 from arenatui.tui.browse import BrowseApp
+from arenatui.tui.outputs import PREVIEW_CHARS
+from arenatui.tui.results.detail import CaseDetail
 from arenatui.tui.screens.dialogs import FolderInput
-from arenatui.tui.screens.outputs import PREVIEW_CHARS
-from arenatui.tui.screens.results_detail import CaseDetail
 
 from .results_support import RUN_ID, copy_db
 from .test_results_screens import settle

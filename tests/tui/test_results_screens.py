@@ -9,14 +9,19 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.screen import Screen
 from textual.widgets import DataTable, Select, Static, TabbedContent
 from textual.worker import WorkerCancelled
 
 from arenatui.cli import main
+from arenatui.stats import Comparison
 from arenatui.store import Store
 from arenatui.tui.browse import BrowseApp
-from arenatui.tui.screens.results import Results
-from arenatui.tui.screens.results_detail import CaseDetail, ModelDetail
+from arenatui.tui.results.cases import CasesTab
+from arenatui.tui.results.compare import CompareTab
+from arenatui.tui.results.detail import CaseDetail, ModelDetail
+from arenatui.tui.results.leaderboard import LeaderboardTab
+from arenatui.tui.results.screen import Results
 from arenatui.wording import LEADERBOARD_NOTE
 
 from .results_support import OLD_RUN_ID, RUN_ID, copy_db, f1_db
@@ -28,6 +33,11 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def db(tmp_path_factory: Any, tmp_path: Path) -> Path:
     return copy_db(tmp_path_factory, tmp_path)
+
+
+def shown_pair(screen: Screen[object]) -> Comparison | None:
+    """The comparison the compare tab shows."""
+    return screen.query_one(CompareTab).pair
 
 
 def screen_text(app: Any) -> str:
@@ -80,17 +90,17 @@ async def test_leaderboard_ranks_and_sorts_by_any_column(db: Path) -> None:
         # s steps through the columns: $/correct (cheapest first) puts sim-weak on top
         for _ in range(5):
             await pilot.press("s")
-        assert app.screen.sort_column == 6
+        assert app.screen.query_one(LeaderboardTab).sort_column == 6
         assert [r[1] for r in rows(t)] == ["sim-weak", "sim-twin", "sim-strong"]
         await pilot.press("S")  # back one column: coverage (highest first)
-        assert app.screen.sort_column == 5
+        assert app.screen.query_one(LeaderboardTab).sort_column == 5
         assert [r[1] for r in rows(t)] == ["sim-strong", "sim-weak", "sim-twin"]
         # a click on a header sorts by it; a second click reverses
         await pilot.click(DataTable, offset=(3, 0))  # "#" is not sortable
-        assert app.screen.sort_column == 5
+        assert app.screen.query_one(LeaderboardTab).sort_column == 5
         t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[15].key, 15, t.ordered_columns[15].label))
         await pilot.pause()
-        assert app.screen.sort_column == 14  # p95 ms, fastest first
+        assert app.screen.query_one(LeaderboardTab).sort_column == 14  # p95 ms, fastest first
         assert rows(t)[0][1] == "sim-strong"
         t.post_message(DataTable.HeaderSelected(t, t.ordered_columns[1].key, 1, t.ordered_columns[1].label))
         await pilot.pause()
@@ -179,8 +189,8 @@ async def test_compare_separated_and_not_separated(db: Path) -> None:
         # sim-strong against sim-weak: clearly separated
         screen.query_one("#pick-a", Select).value = "sim-strong"
         screen.query_one("#pick-b", Select).value = "sim-weak"
-        await settle(pilot, lambda: screen.pair is not None and screen.pair.b == "sim-weak"
-                     and screen.pair.a == "sim-strong")
+        await settle(pilot, lambda: shown_pair(screen) is not None and shown_pair(screen).b == "sim-weak"
+                     and shown_pair(screen).a == "sim-strong")
         verdict = static_text(app, "#verdict")
         assert verdict.startswith("sim-strong is better by 0.183 (95% CI 0.")
         assert "n = 120 cases" in verdict
@@ -210,7 +220,7 @@ async def test_all_pairs_with_holm_and_enter_compares(db: Path) -> None:
         t.focus()
         t.move_cursor(row=1, column=3)  # sim-strong − sim-weak
         await pilot.press("enter")
-        await settle(pilot, lambda: app.screen.pair is not None and app.screen.pair.b == "sim-weak")
+        await settle(pilot, lambda: shown_pair(app.screen) is not None and shown_pair(app.screen).b == "sim-weak")
         assert app.screen.query_one("#results-tabs").active == "compare"
         assert static_text(app, "#verdict").startswith("sim-strong is better by")
 
@@ -234,7 +244,7 @@ async def test_cases_filter_search_and_side_by_side(db: Path) -> None:
         await pilot.press("6")
         screen = app.screen
         t = screen.query_one("#cases-table", DataTable)
-        await settle(pilot, lambda: screen.cases_filled)
+        await settle(pilot, lambda: screen.query_one(CasesTab).cases_filled)
         assert t.row_count == 121  # filled in chunks of 100
         screen.query_one("#case-model", Select).value = "sim-twin"
         screen.query_one("#case-outcome", Select).value = "errored"
@@ -351,14 +361,14 @@ async def test_f5_reads_the_store_again_and_keeps_the_pair(db: Path) -> None:
         await settle(pilot)
         screen = app.screen
         screen.compare("sim-strong", "sim-weak")
-        await settle(pilot, lambda: screen.pair is not None and screen.pair.b == "sim-weak")
+        await settle(pilot, lambda: shown_pair(screen) is not None and shown_pair(screen).b == "sim-weak")
         with Store(db) as store:  # as if a sweep still running had stored more: here, fewer sim-weak answers
             store.conn.execute("DELETE FROM results WHERE model_key = 'sim-weak' AND case_id LIKE 'easy-0%'")
         old = screen.view
         await pilot.press("f5")
-        await settle(pilot, lambda: screen.view is not old and screen.pair is not None
-                     and screen.pair.n < 120)
-        assert (screen.pair.a, screen.pair.b) == ("sim-strong", "sim-weak")
+        await settle(pilot, lambda: screen.view is not old and shown_pair(screen) is not None
+                     and shown_pair(screen).n < 120)
+        assert (shown_pair(screen).a, shown_pair(screen).b) == ("sim-strong", "sim-weak")
         board = {r[1]: r for r in rows(screen.query_one("#leaderboard-table", DataTable))}
         assert board["sim-weak"][4] != "100%"  # its coverage fell
 

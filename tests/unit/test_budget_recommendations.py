@@ -79,7 +79,7 @@ def test_slow_but_valid_calls_being_cut_say_raise() -> None:
     ev = TimeoutEvidence([2.0] * 40 + [9.1, 9.5, 9.8], timed_out=7, timed_out_no_first_byte=2)
     rec = recommend_timeout("m", 10.0, ev)
     assert rec.action == "raise" and rec.value == 20.0
-    assert any("2 of them had no first byte" in d for d in rec.detail)
+    assert any("2 of them had no first token (probably hung)" in d and "had started answering" in d for d in rec.detail)
 
 
 def test_hung_calls_with_fast_answers_lower_the_timeout() -> None:

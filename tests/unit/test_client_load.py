@@ -9,10 +9,10 @@ from pathlib import Path
 import anyio
 import anyio.lowlevel
 
+from arenatui.commands.evaluate import client_load_warning
 from arenatui.engine.client_load import CpuSampler, OverloadTracker, sustained_overload
 from arenatui.engine.events import ClientLoadSampled
 from arenatui.live import LiveMetrics
-from arenatui.report import client_load_warning
 from arenatui.store import Store
 from arenatui.store.schema import MIGRATIONS
 from arenatui.store.writer import ResultWriter

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 from stats_support import make_results
 
-from arenatui.decision_report import model_dict, row_from_dict
+from arenatui.commands.report import model_dict, row_from_dict
 from arenatui.figures import (
     HEADLINE,
     LEADERBOARD,

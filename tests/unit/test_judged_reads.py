@@ -16,9 +16,9 @@ from judged_run import CANDIDATE_COST, JUDGE_ANSWER, JUDGE_COST, build
 from stats_support import make_results
 
 from arenatui.cli import main
-from arenatui.decision_report import LISTED_CASES, build_report, judged_list, render
-from arenatui.export import write_export
-from arenatui.report import error_failure, spend_line
+from arenatui.commands.evaluate import error_failure, spend_line
+from arenatui.commands.export import write_export
+from arenatui.commands.report import LISTED_CASES, build_report, judged_list, render
 from arenatui.stats import all_pairs, compare_models, leaderboard
 from arenatui.store import Store
 from arenatui.store.queries import (
@@ -28,7 +28,7 @@ from arenatui.store.queries import (
     call_rows,
     case_judgments,
     list_runs,
-    load_results,
+    read_results,
     resolve_run,
     run_plan,
     run_spend,
@@ -85,7 +85,7 @@ def test_a_model_with_only_unscored_calls_did_not_fail_the_run() -> None:
 def test_stored_run_quality_coverage_and_errors_by_hand(judged: tuple[Path, str, list[str]]) -> None:
     db, run, _ids = judged
     with Store(db) as s:
-        r = load_results(s, run)
+        r = read_results(s, run)
     assert r.models == ("alpha", "beta")  # the judge-only model is no candidate
     rows = {row.model: row for row in leaderboard(r)}
     alpha, beta = rows["alpha"], rows["beta"]
@@ -164,7 +164,7 @@ def test_a_long_judged_list_is_bounded() -> None:
     (j,) = judged_list(plan, {"c000": 6})
     assert j["judged_case_ids"] == list(ids[:LISTED_CASES]) and j["more"] == 7
     assert (j["judged"], j["cases"], j["judgments"], j["planned_judgments"]) == (57, 59, 6, 57 * 6)
-    from arenatui.decision_report import _judged_ids
+    from arenatui.commands.report import _judged_ids
 
     assert _judged_ids(j).endswith(f"c{LISTED_CASES - 1:03d}, … and 7 more")
 

@@ -16,10 +16,14 @@ ENTRIES = ("arenatui.cli", "arenatui.api")
 the console, so they may import anything."""
 VIEWS = {
     "arenatui.tui": "the console and results screens",
-    "arenatui.report": "the evaluate summary",
-    "arenatui.decision_report": "arena report",
-    "arenatui.export": "arena export",
-    "arenatui.compare_cli": "arena compare",
+    "arenatui.commands.evaluate": "the evaluate summary",
+    "arenatui.commands.report": "arena report and the bake-off page",
+    "arenatui.commands.bakeoff_build": "arena report and the bake-off page",
+    "arenatui.commands.bakeoff_page": "arena report and the bake-off page",
+    "arenatui.commands.bakeoff": "arena report and the bake-off page",
+    "arenatui.commands.export": "arena export",
+    "arenatui.commands.compare": "arena compare",
+    "arenatui.commands.load_series": "arena compare",
     "arenatui.headless": "the headless progress line",
     "arenatui.load.report": "a load run's tables, report and export",
     "arenatui.load.files": "a load run's tables, report and export",
@@ -103,6 +107,31 @@ def test_the_core_never_imports_a_view_or_the_entry_point() -> None:
             "arenatui.stats", "arenatui.tuning", "arenatui.scoring", "arenatui.live")
     assert _broken(lambda m, x: any(_under(m, c) for c in core)
                    and (_view(x) is not None or x in ENTRIES)) == []
+
+
+def test_only_the_entry_points_reach_the_commands() -> None:
+    """`arenatui.commands` holds the verbs' drivers and printing: the CLI (and the Python API) call them, nothing
+    below them does (what a command and a lower layer share belongs in the lower layer)."""
+    assert _broken(lambda m, x: _under(x, "arenatui.commands") and not _under(m, "arenatui.commands")
+                   and m not in ENTRIES) == []
+
+
+def test_no_command_opens_the_console() -> None:
+    """A command prints; the entry point opens the console (it passes a callback where a command needs one)."""
+    assert _broken(lambda m, x: _under(m, "arenatui.commands")
+                   and (_under(x, "arenatui.tui") or _under(x, "textual"))) == []
+
+
+def test_tuning_is_pure() -> None:
+    """The tuner reads observations and gives verdicts: running sweeps, reading projects and the store are the
+    drivers' (`arenatui.commands.tune_runs`)."""
+    assert _broken(lambda m, x: _under(m, "arenatui.tuning")
+                   and any(_under(x, f"arenatui.{d}") for d in ("sweep", "config", "plan", "store", "commands"))) == []
+
+
+def test_the_results_view_never_reaches_into_the_run_screens() -> None:
+    """The run screen opens the results view; the results view is a package of its own (either imports first)."""
+    assert _broken(lambda m, x: _under(m, "arenatui.tui.results") and _under(x, "arenatui.tui.screens")) == []
 
 
 def test_views_steer_a_sweep_through_its_control_surface() -> None:

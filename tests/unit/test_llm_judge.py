@@ -246,7 +246,7 @@ def test_the_sample_is_spread_over_the_cases_and_kept_under_a_limit(tmp_path: Pa
 
 
 def test_the_judge_example_in_arena_inits_template_loads(tmp_path: Path) -> None:
-    from arenatui.init_project import _SCORERS
+    from arenatui.commands.init import _SCORERS
 
     lines = _SCORERS.splitlines()
     start = next(i for i, line in enumerate(lines) if "A model as the judge" in line)

@@ -161,7 +161,7 @@ def test_a_backlog_is_not_credited_to_the_next_segment() -> None:
 
 
 def test_cli_durations() -> None:
-    from arenatui.load.cli import _duration
+    from arenatui.commands.load import _duration
 
     assert _duration("15m", "--duration") == 900.0
     assert _duration("90s", "--duration") == 90.0

@@ -7,7 +7,7 @@ import sys
 
 LOAD = ["arenatui.load.arrivals", "arenatui.load.driver", "arenatui.load.figures", "arenatui.load.live",
         "arenatui.load.store", "arenatui.load.run", "arenatui.load.shards", "arenatui.load.report",
-        "arenatui.load.cli", "arenatui.store.load_queries"]
+        "arenatui.commands.load", "arenatui.store.load_queries"]
 
 
 def test_load_core_does_not_import_textual() -> None:

@@ -269,7 +269,7 @@ def test_macro_f1_has_an_interval_over_cases_and_each_label_its_n() -> None:
 def test_the_paradox_row_carries_its_mark_in_every_view() -> None:
     from rich.console import Console
 
-    from arenatui.report import leaderboard_table, ranking_lines
+    from arenatui.commands.evaluate import leaderboard_table, ranking_lines
 
     rows = leaderboard(make_results(_paradox(3), strata=["easy"] * 120 + ["hard"] * 120))
     assert rows[0].flag == "!" and rows[1].flag == ""

@@ -11,7 +11,7 @@ import pytest
 from arenatui.engine import CallResult
 from arenatui.errors import PlanError
 from arenatui.store import Store
-from arenatui.store.queries import call_rows, case_calls, list_runs, load_results, resolve_run, run_plan
+from arenatui.store.queries import call_rows, case_calls, list_runs, read_results, resolve_run, run_plan
 
 CONFIG: dict[str, Any] = {
     "project": {"name": "q"}, "run": {"trials": 2},
@@ -52,7 +52,7 @@ def store(db_path: Path) -> Any:
 
 def test_results_as_model_by_case_arrays(store: Any) -> None:
     s, run = store
-    r = load_results(s, run)
+    r = read_results(s, run)
     assert r.models == ("a", "b") and r.cases == ("c1", "c2", "s1") and r.trials == 2
     assert r.strata == ("easy", None, None) and r.tags == (("x",), ("x", "y"), ())
     assert r.sealed.tolist() == [False, False, True]

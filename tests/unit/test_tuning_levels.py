@@ -95,7 +95,7 @@ def test_a_brief_storm_of_429s_counts_as_evidence_that_a_level_is_past_the_limit
 def test_an_unscored_or_unjudgeable_answer_is_the_providers_answer() -> None:
     """For a level's goodput the provider answered: an llm_judge case outside the sample ('unscored'), or one
     its judge could not read (judge_error), is an answer; only the provider's own failures are not."""
-    from arenatui.tuning.drivers import _Count
+    from arenatui.commands.tune_runs import _Count
     from arenatui.tuning.levels import provider_answered
 
     assert provider_answered(_result("a", "unscored"))

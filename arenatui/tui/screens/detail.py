@@ -22,8 +22,8 @@ from arenatui.live import STATE_NAMES
 from arenatui.plan import judge_trial
 from arenatui.safe_text import literal, one_line
 from arenatui.sweep import Sweep
+from arenatui.tui.outputs import PREVIEW_CHARS, ask_save_folder, preview, save_and_tell
 from arenatui.tui.screens.common import fmt_num
-from arenatui.tui.screens.outputs import PREVIEW_CHARS, ask_save_folder, preview, save_and_tell
 
 SCORER_WORDS = {"exact": "exact match", "contains": "must contain the expected answer",
                 "regex": "must match a pattern", "choice": "the chosen option must be the expected one",

@@ -20,10 +20,10 @@ from arenatui.limits import MAX_CONCURRENCY
 from arenatui.live import LiveSnapshot, ModelSnapshot
 from arenatui.safe_text import literal, one_line, printable
 from arenatui.sweep import Sweep
+from arenatui.tui.results.screen import Results
 from arenatui.tui.screens.common import fmt_errors, fmt_failures, fmt_num
 from arenatui.tui.screens.detail import CallDetail
 from arenatui.tui.screens.dialogs import Confirm, Help, ValueInput
-from arenatui.tui.screens.results import Results
 from arenatui.tui.tuning_view import TuningReadout
 from arenatui.tui.widgets import (
     JUDGE_MARK,

@@ -123,7 +123,7 @@ class RunView:
     reversals: list[Reversal]
     rows: list[CaseRow]
     complete: bool = False
-    """False while only the leaderboard is computed (`load_board`), True after `complete_view`."""
+    """False while only the leaderboard is computed (`read_board`), True after `complete_view`."""
     by_model: dict[str, ModelRow] = field(default_factory=dict)
     failures: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per model, its failed answers by failure mode (arenatui.scoring.failure_modes)."""
@@ -145,6 +145,11 @@ class RunView:
     """The prompt-variant analysis (stats.variants), JSON-shaped: computed with the pairs (`complete_view`)."""
     follow_ups: list[dict[str, Any]] = field(default_factory=list)
     """Per model of a run with repairs or escalations: completion before and after, cost per completed case."""
+    at_load: dict[str, tuple[float, bool]] = field(default_factory=dict)
+    """Per model with a load run of the same project: p95 from schedule at the target load, and whether it is on
+    the quality-p95 front there (arenatui.bakeoff.sections)."""
+    at_load_target: str = ""
+    """The target load those p95s are at, in words."""
 
     def __post_init__(self) -> None:
         self.by_model = {r.model: r for r in self.board}
@@ -202,16 +207,28 @@ def _case_rows(plan: RunPlan, res: RunResults) -> list[CaseRow]:
             for j, c in enumerate(plan.cases)]
 
 
-def load_board(db: Path | str, run: str) -> RunView:
+def read_board(db: Path | str, run: str) -> RunView:
     """Read a run ('last' for the newest) and compute its leaderboard: what the view shows first."""
     with Store(db, read_only=True) as store:
         stored = read_run(store, run)
+        board = leaderboard(stored.results)
+        at_load: dict[str, tuple[float, bool]] = {}
+        target = ""
+        if stored.kind == "sweep":  # the frontier against p95 at the target load, when load runs of the project exist
+            from arenatui.bakeoff.sections import load_section, read_loads
+
+            loads, series = read_loads(store, stored, None)
+            if loads:
+                section = load_section(board, stored, loads, series)
+                target = section["target"]
+                at_load = {r["model"]: (r["latency_ms"]["p95"], r["on_front"]) for r in section["rows"]
+                           if r["load_run"] and r["latency_ms"]["p95"] is not None}
     res = stored.results
-    return RunView(stored.plan, res, leaderboard(res), [], [], [], [], failures=stored.failure_modes,
+    return RunView(stored.plan, res, board, [], [], [], [], failures=stored.failure_modes,
                    tuning={ro.model_key: ro for ro in stored.tuning}, load=stored.load,
                    classification=classifications(stored.f1), unscored=stored.unscored_modes, spend=stored.spend,
-                   judgments=stored.judgments, variant_results=stored.variants,
-                   follow_ups=follow_up_dicts(stored.follow_ups))
+                   judgments=stored.judgments, at_load=at_load, at_load_target=target,
+                   variant_results=stored.variants, follow_ups=follow_up_dicts(stored.follow_ups))
 
 
 def complete_view(view: RunView) -> RunView:
@@ -227,8 +244,8 @@ def complete_view(view: RunView) -> RunView:
                                rows=_case_rows(view.plan, res), complete=True, robustness=robustness)
 
 
-def load_run_view(db: Path | str, run: str) -> RunView:
-    return complete_view(load_board(db, run))
+def read_run_view(db: Path | str, run: str) -> RunView:
+    return complete_view(read_board(db, run))
 
 
 def case_results(db: Path | str, run_id: str, case_id: str) -> dict[str, list[CallRow]]:
@@ -240,7 +257,7 @@ def case_detail(db: Path | str, run_id: str,
                 case_id: str) -> tuple[dict[str, list[CallRow]], dict[tuple[str, int], JudgmentRow]]:
     """Every stored trial of one case, per model, and the judgment of each judged one by (model, trial)."""
     # here, not at the top: the screens import this module (importing it first must not run into them)
-    from arenatui.tui.screens.outputs import PREVIEW_CHARS
+    from arenatui.tui.outputs import PREVIEW_CHARS
 
     with Store(db, read_only=True) as store:
         calls = case_calls(store, run_id, case_id, preview=PREVIEW_CHARS)  # a 50 MB answer: its start

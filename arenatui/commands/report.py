@@ -10,19 +10,19 @@ import dataclasses
 import html
 import json
 import math
-import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from arenatui.figures import LEADERBOARD, NOTHING, error_counts, interval, money, ms, pct, score
+from arenatui.figures import LEADERBOARD, NOTHING, Column, interval, money, ms, pct, score
 from arenatui.redact import redact_urls_in_text, url_without_secrets
 from arenatui.safe_text import one_line, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import (
     Interval,
     ModelRow,
+    PairDecision,
     RunResults,
     all_pairs,
     answered_models,
@@ -32,6 +32,7 @@ from arenatui.stats import (
 )
 from arenatui.stats.jsonable import finite as _num
 from arenatui.stats.jsonable import interval_dict, power_dict
+from arenatui.stats.jsonable import iso_utc as _iso
 from arenatui.store import Store
 from arenatui.store.queries import RunPlan, RunSpend
 from arenatui.store.read import F1Answers, StoredRun, read_run
@@ -119,9 +120,18 @@ def _classification(f1: F1Answers) -> dict[str, dict[str, Any]]:
     return out
 
 
-def build_report(store: Store, run: str, *, cluster_by: str | None = None) -> dict[str, Any]:
+def build_report(store: Store, run: str, *, cluster_by: str | None = None,
+                 load: Sequence[str] | None = None) -> dict[str, Any]:
+    """The report of a sweep; `load`: load runs whose figures at the target load sit beside its quality."""
+    from arenatui.bakeoff.sections import conditions_section, load_section, read_loads
+
     stored = read_run(store, run)
-    return report_of(dataclasses.replace(stored, results=stored.results.clustered_by(cluster_by)))
+    rep = report_of(dataclasses.replace(stored, results=stored.results.clustered_by(cluster_by)))
+    loads, series = read_loads(store, stored, load) if load else ([], {})
+    rep["conditions"] = conditions_section(stored, loads)
+    if load:
+        rep["at_load"] = load_section([row_from_dict(m) for m in rep["leaderboard"]], stored, loads, series)
+    return rep
 
 
 def report_of(stored: StoredRun) -> dict[str, Any]:
@@ -193,6 +203,17 @@ def judged_list(plan: RunPlan, stored: dict[str, int]) -> list[dict[str, Any]]:
     } for j in plan.judged]
 
 
+def pair_dict(d: PairDecision) -> dict[str, Any]:
+    """A paired verdict (Holm-adjusted over all pairs) with its interval, as the report and bake-off print it."""
+    return {
+        "a": d.comparison.a, "b": d.comparison.b, "diff": interval_dict(d.comparison.diff),
+        "p_a_better": _num(d.comparison.p_a_better), "p_holm": _num(d.p_holm), "decided": d.decided,
+        "better": d.better, "verdict": d.verdict, "only_a": d.comparison.only_a, "only_b": d.comparison.only_b,
+        "coverage_note": d.comparison.coverage_note, "power": power_dict(d.comparison.power),
+        "clusters": d.comparison.clusters, "clustered_se": _num(d.comparison.clustered_se),
+    }
+
+
 def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dict[str, Any]]],
                 modes: dict[str, dict[str, int]] | None = None) -> dict[str, Any]:
     rec = plan.record
@@ -203,13 +224,7 @@ def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dic
     decisions = [d if place[d.comparison.a] <= place[d.comparison.b] else d.flipped() for d in decisions]
     top_set = {r.model for r in rows if r.quality.n}
     top_set = {m for m in [r.model for r in rows if r.model in top_set][:TOP_PAIRS]}
-    pairs = [{
-        "a": d.comparison.a, "b": d.comparison.b, "diff": interval_dict(d.comparison.diff),
-        "p_a_better": _num(d.comparison.p_a_better), "p_holm": _num(d.p_holm), "decided": d.decided,
-        "better": d.better, "verdict": d.verdict, "only_a": d.comparison.only_a, "only_b": d.comparison.only_b,
-        "coverage_note": d.comparison.coverage_note, "power": power_dict(d.comparison.power),
-        "clusters": d.comparison.clusters, "clustered_se": _num(d.comparison.clustered_se),
-    } for d in decisions if d.comparison.a in top_set and d.comparison.b in top_set]
+    pairs = [pair_dict(d) for d in decisions if d.comparison.a in top_set and d.comparison.b in top_set]
     table = group_scores(results)
     notes = []
     coverages = {round(r.coverage, 6) for r in rows if r.planned}
@@ -262,10 +277,6 @@ def _weights(results: RunResults) -> str:
     return ", ".join(f"{k} {v:g}" for k, v in results.weights.items())
 
 
-def _iso(t: float | None) -> str | None:
-    return None if t is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
-
-
 # ---- formatting shared by Markdown and HTML --------------------------------------------------------------
 
 
@@ -300,37 +311,26 @@ def row_from_dict(m: dict[str, Any]) -> ModelRow:
         ttft_p95=m["ttft_ms"]["p95"], sealed=_interval(m["sealed"]), on_cost_front=m["on_cost_front"],
         on_latency_front=m["on_latency_front"], rank=m.get("rank"),
         common=_interval(m.get("score")), unranked=m.get("unranked"), order_note=m.get("order_note"),
-        paradox=m.get("coverage_paradox"))
+        paradox=m.get("coverage_paradox"), weighted=_interval(m["weighted"]) if m.get("weighted") else None)
+
+
+def _weighted(w: Interval | None) -> str:
+    return f"{score(w.estimate)} ({interval(w.low, w.high, w.n)})" if w is not None and w.n else NOTHING
+
+
+WEIGHTED: Column[ModelRow] = Column("weighted", lambda r: r.weighted, _weighted, True, 6)
+"""The report's one column beyond figures.LEADERBOARD, after "own", when the project weights its strata."""
 
 
 def leaderboard_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """The leaderboard's head and cells: every column of figures.LEADERBOARD, ranked."""
-    head = ["#", *(c.title for c in LEADERBOARD)]
-    return head, [[str(i), *(c.cell(row_from_dict(m)) for c in LEADERBOARD)]
-                  for i, m in enumerate(rep["leaderboard"], 1)]
-
-
-LEADERBOARD_HEAD = ("#", "model", "score", "95% CI", "n common", "own", "own n", "weighted", "coverage", "errors",
-                    "pass@k", "consistent",
-                    "$/correct", "$/answered", "p50 ms", "p95 ms", "p99 ms", "TTFT p50", "TTFT p95", "timeouts",
-                    "retries/call", "front")
-
-
-def leaderboard_cells(m: dict[str, Any], rank: int) -> list[str]:
-    ks = m["pass_at"]
-    passk = " ".join(f"@{k} {_f(v, 2)}" for k, v in ks.items()) + f" (n {m['pass_at_cases']})" \
-        if len(ks) > 1 else "-"
-    front = "+".join(x for x, on in (("cost", m["on_cost_front"]), ("latency", m["on_latency_front"])) if on)
-    score = m["score"]
-    w = m["weighted"]
-    return [f"{m['rank']}{m.get('flag', '')}" if m["rank"] else "unranked", m["model"],
-            _f(score["estimate"]) if score else "-",
-            _ci(score) if score else "-", str(score["n"]) if score else "-", _f(m["quality"]["estimate"]),
-            str(m["quality"]["n"]), f"{_f(w['estimate'])} ({_ci(w)})" if w else "-", pct(m["coverage"]),
-            error_counts(m["errors"]), passk, pct(m["consistency"]), money(m["cost_per_correct"]),
-            money(m["cost_per_answered"]), ms(m["latency_ms"]["p50"]), ms(m["latency_ms"]["p95"]),
-            ms(m["latency_ms"]["p99"]), ms(m["ttft_ms"]["p50"]), ms(m["ttft_ms"]["p95"]), pct(m["timeout_rate"]),
-            _f(m["retry_rate"], 2), front or "-"]
+    """The leaderboard's head and cells: every column of figures.LEADERBOARD (as the console and the headless
+    table show them), in the coverage-fair order, and the stratum-weighted score where the project weights."""
+    rows = [row_from_dict(m) for m in rep["leaderboard"]]
+    columns = LEADERBOARD
+    if any(r.weighted is not None for r in rows):
+        at = next(i for i, c in enumerate(LEADERBOARD) if c.title == "own") + 1
+        columns = (*LEADERBOARD[:at], WEIGHTED, *LEADERBOARD[at:])
+    return ["#", *(c.title for c in columns)], [[str(i), *(c.cell(r) for c in columns)] for i, r in enumerate(rows, 1)]
 
 
 SEALED_HEAD = ("model", "working", "sealed", "sealed 95% CI", "sealed n", "gap (stratum-matched)", "gap 95% CI",
@@ -515,25 +515,31 @@ def _variant_sections(rep: dict[str, Any]) -> list[tuple[str, str, tuple[list[st
     return out
 
 
+def md_pair(p: dict[str, Any]) -> str:
+    return (f"- **{_md(p['a'])} vs {_md(p['b'])}**: {_md(p['verdict'])}; P({_md(p['a'])} > "
+            f"{_md(p['b'])}) = {_f(p['p_a_better'], 3)}, Holm-adjusted p = {_f(p['p_holm'], 4)}, "
+            f"n = {p['diff']['n']}" + (f"; {_md(p['coverage_note'])}" if p["coverage_note"] else ""))
+
+
 def render_markdown(rep: dict[str, Any]) -> str:
     run = rep["run"]
     lines = [f"# Decision report: {_md(run['project'])}, run {_md(run['run_id'])}", "",
              f"Status {_md(run['status'])}; started {run['started_at']}; {run['stored']} of {run['planned']} calls "
              "stored.", ""]
+    lines += md_conditions(rep.get("conditions") or [])
     lines += [f"- {_md(n)}" for n in rep["notes"]] + ([""] if rep["notes"] else [])
     lines += ["## Leaderboard", "", "Quality is over scored calls (trials averaged per case), with a 95% "
               "bootstrap interval over cases; coverage is answered / planned calls.", ""]
-    lines += _md_table(LEADERBOARD_HEAD, [leaderboard_cells(m, i) for i, m in enumerate(rep["leaderboard"], 1)])
+    lines += _md_table(*leaderboard_rows(rep))
     lines += [""] + [f"- {_md(n)}" for n in _ranking_notes(rep)]
     for title, words, (head, rows) in _variant_sections(rep):
         lines += ["", f"## {title}", "", words, "", *_md_table(head, rows)]
     lines += ["", "## Which models are separated", ""]
     if not rep["pairs"]:
         lines.append("Fewer than two models answered: nothing to compare.")
-    for p in rep["pairs"]:
-        lines.append(f"- **{_md(p['a'])} vs {_md(p['b'])}**: {_md(p['verdict'])}; P({_md(p['a'])} > "
-                     f"{_md(p['b'])}) = {_f(p['p_a_better'], 3)}, Holm-adjusted p = {_f(p['p_holm'], 4)}, "
-                     f"n = {p['diff']['n']}" + (f"; {_md(p['coverage_note'])}" if p["coverage_note"] else ""))
+    lines += [md_pair(p) for p in rep["pairs"]]
+    if rep.get("at_load"):
+        lines += ["", *md_at_load(rep["at_load"])]
     if rep["strata"]:
         head, rows = _strata_rows(rep)
         lines += ["", "## Strata and tags", "", f"{REVERSAL_WORDS}", ""]
@@ -605,6 +611,8 @@ pre{background:#f6f6f6;padding:1em;overflow:auto}svg{border:1px solid #ddd;backg
 svg.frontier{display:block;max-width:100%;height:auto}.wide{overflow-x:auto;max-width:100%}
 li,p{overflow-wrap:anywhere}
 .front{fill:#0a6b2d}.dot{fill:#888}
+.warn{border-left:4px solid #b36b00;background:#fff6e5;padding:.25em 1em;margin:1em 0}
+.eliminated{color:#a1261b;font-weight:600}.contender{color:#0a6b2d;font-weight:600}
 """
 
 
@@ -678,32 +686,42 @@ def _scatter(points: list[tuple[str, float, float, bool]], x_label: str, x_fmt: 
             f'</svg>')
 
 
+def html_pair(p: dict[str, Any]) -> str:
+    cls = "decided" if p["decided"] else "open"
+    note = f"; {_h(p['coverage_note'])}" if p["coverage_note"] else ""
+    return (f"<li><b>{_h(p['a'])} vs {_h(p['b'])}</b>: <span class={cls}>{_h(p['verdict'])}</span>; "
+            f"P({_h(p['a'])} &gt; {_h(p['b'])}) = {_f(p['p_a_better'])}, Holm-adjusted p = "
+            f"{_f(p['p_holm'], 4)}, n = {p['diff']['n']}{note}.</li>")
+
+
+def html_head(title: str) -> str:
+    """The page's head and opening: the report's styling, readable on a phone."""
+    return (f"<!doctype html><html lang=en><head><meta charset=utf-8>"
+            '<meta name=viewport content="width=device-width, initial-scale=1">'
+            f"<title>{_h(title)}</title><style>{_CSS}</style></head><body>")
+
+
 def render_html(rep: dict[str, Any]) -> str:
     run = rep["run"]
-    parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8>"
-             '<meta name=viewport content="width=device-width, initial-scale=1">'
-             f"<title>Decision report: {_h(run['project'])}"
-             f"</title><style>{_CSS}</style></head><body>",
+    parts = [html_head(f"Decision report: {run['project']}"),
              f"<h1>Decision report: {_h(run['project'])}, run {_h(run['run_id'])}</h1>",
              f"<p>Status {_h(run['status'])}; started {_h(run['started_at'])}; {run['stored']} of {run['planned']} "
              "calls stored.</p>"]
+    parts.append(html_conditions(rep.get("conditions") or []))
     if rep["notes"]:
         parts.append("<ul>" + "".join(f"<li>{_h(n)}</li>" for n in rep["notes"]) + "</ul>")
     parts.append("<h2>Leaderboard</h2><p>Quality is over scored calls (trials averaged per case), with a 95% "
                  "bootstrap interval over cases; coverage is answered / planned calls.</p>")
-    parts.append(_html_table(LEADERBOARD_HEAD, [leaderboard_cells(m, i) for i, m in enumerate(rep["leaderboard"], 1)]))
+    parts.append(_html_table(*leaderboard_rows(rep)))
     if _ranking_notes(rep):
         parts.append("<ul>" + "".join(f"<li>{_h(n)}</li>" for n in _ranking_notes(rep)) + "</ul>")
     for title, words, (head, rows) in _variant_sections(rep):
         parts.append(f"<h2>{_h(title)}</h2><p>{_h(words)}</p>" + _html_table(head, rows))
     parts.append("<h2>Which models are separated</h2><ul>")
-    for p in rep["pairs"]:
-        cls = "decided" if p["decided"] else "open"
-        note = f"; {_h(p['coverage_note'])}" if p["coverage_note"] else ""
-        parts.append(f"<li><b>{_h(p['a'])} vs {_h(p['b'])}</b>: <span class={cls}>{_h(p['verdict'])}</span>; "
-                     f"P({_h(p['a'])} &gt; {_h(p['b'])}) = {_f(p['p_a_better'])}, Holm-adjusted p = "
-                     f"{_f(p['p_holm'], 4)}, n = {p['diff']['n']}{note}.</li>")
+    parts += [html_pair(p) for p in rep["pairs"]]
     parts.append("</ul>" if rep["pairs"] else "<li>Fewer than two models answered: nothing to compare.</li></ul>")
+    if rep.get("at_load"):
+        parts.append(html_at_load(rep["at_load"]))
     if rep["strata"]:
         head, rows = _strata_rows(rep)
         parts.append(f"<h2>Strata and tags</h2><p>{_h(REVERSAL_WORDS)}</p>" + _html_table(head, rows))
@@ -757,6 +775,93 @@ def render_html(rep: dict[str, Any]) -> str:
                  f"<pre>{html.escape(json.dumps(rep['settings'], indent=2, ensure_ascii=True))}</pre>")
     parts.append("</body></html>\n")
     return "\n".join(parts)
+
+
+# ---- identical conditions and quality beside load (arena report --load, arena bakeoff) -------------------------
+
+
+CONDITIONS_WORDS = ("Conditions differ between candidates: per-model settings are allowed, never silent. A shorter "
+                    "timeout flatters a slow model's percentiles by turning slowness into errors; a different max "
+                    "tokens, system prompt or temperature changes what is measured.")
+
+
+def md_conditions(conditions: Sequence[dict[str, Any]]) -> list[str]:
+    if not conditions:
+        return []
+    return [f"**Warning.** {_md(CONDITIONS_WORDS)}", "", *(f"- ⚠ {_md(c['text'])}" for c in conditions), ""]
+
+
+def html_conditions(conditions: Sequence[dict[str, Any]]) -> str:
+    if not conditions:
+        return ""
+    return (f'<div class="warn"><p><b>Warning.</b> {_h(CONDITIONS_WORDS)}</p><ul>'
+            + "".join(f"<li>{_h(c['text'])}</li>" for c in conditions) + "</ul></div>")
+
+
+AT_LOAD_HEAD = ("model", "quality", "95% CI", "$/correct", "load run", "offered/s", "achieved/s", "p50 ms", "p95 ms",
+                "p99 ms", "TTFT p50", "TTFT p95", "errors", "timeouts", "429s", "goodput", "front", "flag")
+
+
+def at_load_words(section: dict[str, Any]) -> str:
+    return (f"Each model's sweep quality and cost per correct case beside its load run at the target load, "
+            f"{section['target']}: latencies and TTFT from schedule (what a user arriving then waited), error, "
+            "timeout and 429 shares at that rate, goodput under the load run's SLO. The front is quality against "
+            "p95 at the target load.")
+
+
+def at_load_rows(section: dict[str, Any]) -> list[list[str]]:
+    out = []
+    for r in section["rows"]:
+        head = [r["model"], _f(r["quality"]), interval(r["quality_low"], r["quality_high"], r["n"]),
+                money(r["cost_per_correct"])]
+        if r["load_run"] is None:
+            out.append([*head, "none", *["-"] * 12, "no load run"])
+            continue
+        lat, ttft = r["latency_ms"], r["ttft_ms"]
+        goodput = "no SLO" if r["goodput_share"] is None else f"{pct(r['goodput_share'])} ({r['slo']})"
+        out.append([*head, r["load_run"], _f(r["offered_rate"], 2), _f(r["achieved_rate"], 2), ms(lat["p50"]),
+                    ms(lat["p95"]), ms(lat["p99"]), ms(ttft["p50"]), ms(ttft["p95"]), pct(r["error_share"], decimals=1),
+                    pct(r["timeout_share"], decimals=1), pct(r["rate_limited_share"], decimals=1), goodput,
+                    "yes" if r["on_front"] else "", r["flag"] or ""])
+    return out
+
+
+def _series_lines(section: dict[str, Any]) -> list[str]:
+    out = []
+    for m, s in section.get("series", {}).items():
+        if len(s["runs"]) > 1:
+            out.append(f"{m}: p95 spread {s['spread']['text']}" if s["spread"]
+                       else f"{m}: {len(s['runs'])} runs, no p95 spread measured")
+    return out
+
+
+def md_at_load(section: dict[str, Any]) -> list[str]:
+    lines = ["## Quality beside load at the target", "", at_load_words(section), ""]
+    lines += _md_table(AT_LOAD_HEAD, at_load_rows(section))
+    flagged = [r for r in section["rows"] if r.get("flag")]
+    lines += [""] + [f"- ⚠ {_md(r['model'])} (load run {_md(r['load_run'])}): {_md(r['flag'])}" for r in flagged]
+    series = _series_lines(section)
+    if series:
+        lines += ["", "Repeated load runs (the same profile at different times):", ""]
+        lines += [f"- {_md(x)}" for x in series]
+    return lines
+
+
+def html_at_load(section: dict[str, Any]) -> str:
+    parts = [f"<h2>Quality beside load at the target</h2><p>{_h(at_load_words(section))}</p>",
+             _html_table(AT_LOAD_HEAD, at_load_rows(section))]
+    flagged = [r for r in section["rows"] if r.get("flag")]
+    if flagged:
+        parts.append("<ul>" + "".join(f"<li>⚠ {_h(r['model'])} (load run {_h(r['load_run'])}): {_h(r['flag'])}</li>"
+                                      for r in flagged) + "</ul>")
+    parts.append(_scatter([(r["model"], r["latency_ms"]["p95"], r["quality"], r["on_front"]) for r in section["rows"]
+                           if r["load_run"] and r["latency_ms"]["p95"] is not None and r["quality"] is not None],
+                          "p95 latency from schedule at the target load, ms", ms))
+    series = _series_lines(section)
+    if series:
+        parts.append("<p>Repeated load runs (the same profile at different times):</p><ul>"
+                     + "".join(f"<li>{_h(x)}</li>" for x in series) + "</ul>")
+    return "".join(parts)
 
 
 def render(rep: dict[str, Any], fmt: str, *, terminal: bool = False) -> str:

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 
     from arenatui.plan import Shard
     from arenatui.store.merge import Merged
-    from arenatui.store.shards import ShardRecord
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 START_BASE_ENV = "ARENA_START_BASE"
@@ -56,7 +55,7 @@ def shard_options(args: argparse.Namespace) -> tuple[Shard | None, str | None, f
     start_in = getattr(args, "start_in", None)
     if getattr(args, "start_at", None) is not None or start_in is not None:
         from arenatui.barrier import start_instant
-        from arenatui.load.cli import _duration
+        from arenatui.commands.load import _duration
 
         start_at = start_instant(args.start_at, _duration(start_in, "--start-in", zero_ok=True)
                                  if start_in is not None else None,
@@ -77,25 +76,6 @@ def barrier_line(shard: Shard | None, start_at: float | None) -> str | None:
                      + (f"(in {ahead:.1f} s)" if ahead >= 0 else f"({-ahead:.1f} s late: its first requests go out "
                                                                   "late and their lag says so)"))
     return ", ".join(parts) or None
-
-
-def start_skew_line(shards: list[ShardRecord]) -> str | None:
-    """The merged run's worst start: the shard whose start may have been furthest from the planned instant."""
-    from arenatui.barrier import format_instant, worst_start
-    from arenatui.figures import ms
-
-    found = worst_start(shards)
-    if found is None:
-        return None
-    worst = found.shard
-    assert worst.planned_start is not None and worst.start_lag_s is not None
-    clock = (f"clock offset {ms(abs(worst.clock_offset_s) * 1000)} ms ± {ms((worst.clock_error_s or 0) * 1000)} ms"
-             if worst.clock_offset_s is not None else f"clock offset unknown: {worst.clock_source or 'not recorded'}")
-    caveat = (f"; {found.unknown_clocks} of {found.on_barrier} shards' clocks had no offset estimate, so the skew "
-              "counts only their lateness") if found.unknown_clocks else ""
-    return (f"Start barrier {format_instant(worst.planned_start)}: worst start skew {ms(found.skew_s * 1000)} ms "
-            f"(shard {worst.shard}/{worst.shards} on {worst.host}: first request {ms(worst.start_lag_s * 1000)} ms "
-            f"late, {clock}){caveat}")
 
 
 def shards_label(counts: tuple[int, int, int] | None) -> str:
@@ -151,10 +131,10 @@ def _print_merged(out: Console, err: Console, m: Merged, db: Path, elapsed: floa
         _rid, outcome = stored_outcome(db, m.run_id)
         print_outcome(out, err, outcome)
     else:
-        from arenatui.report import print_leaderboard
+        from arenatui.commands.evaluate import print_leaderboard
         from arenatui.store import Store
-        from arenatui.store.queries import load_results
+        from arenatui.store.queries import read_results
 
         with Store(db) as store:
-            print_leaderboard(out, load_results(store, m.run_id, latency=True))
+            print_leaderboard(out, read_results(store, m.run_id, latency=True))
     out.print(f"Run id: {m.run_id}", markup=False)

@@ -9,11 +9,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from arenatui.commands.tune_budgets import Budgets
+from arenatui.commands.tune_runs import LevelRun, LevelSweep, stored_readouts, sweep_levels, tune
 from arenatui.config.write import writable_target, write_model_settings
 from arenatui.errors import ArenaError
 from arenatui.safe_text import literal
-from arenatui.tuning.budget_commands import Budgets
-from arenatui.tuning.drivers import LevelRun, LevelSweep, stored_readouts, sweep_levels, tune
 from arenatui.tuning.figures import fmt_ms, fmt_rate, fmt_share, goodput_text, limited_text, mark
 from arenatui.tuning.levels import ModelReadout
 
@@ -81,7 +81,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if not args.project:
         raise ArenaError("arena tune: pass --project FILE to tune, or --show RUN_ID to print a stored run's readout")
     if args.write is not None:
-        from arenatui.tuning.budget_commands import parse_settings
+        from arenatui.commands.tune_budgets import parse_settings
 
         try:
             parse_settings(args.write)
@@ -104,7 +104,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     optima = res.optima
     if args.write is None:
         return 0
-    from arenatui.tuning.budget_commands import parse_settings, writable
+    from arenatui.commands.tune_budgets import parse_settings, writable
 
     chosen = parse_settings(args.write)
     tokens, timeout, skipped = writable(budgets, chosen)
@@ -144,7 +144,7 @@ def recommendation_line(ro: ModelReadout) -> Text:
 
 def _print_budgets(out: Console, run_id: str, db: str | None) -> Budgets:
     """Steps 2 and 4 of the tuning order beside the concurrency optimum: max_tokens and timeout_s."""
-    from arenatui.tuning.budget_commands import budgets_for_run, print_budgets
+    from arenatui.commands.tune_budgets import budgets_for_run, print_budgets
 
     out.print(Text("max_tokens and timeout_s, from this run's answers", "bold"))
     budgets = budgets_for_run(run_id, db)

@@ -22,10 +22,10 @@ from arenatui.safe_text import literal
 from arenatui.stats import ModelRow
 from arenatui.stats.f1_interval import FEW_CASES
 from arenatui.store.queries import CallRow, CaseInfo, JudgedScorer, JudgmentRow
-from arenatui.tui.results_data import Classification, RunView, case_detail
-from arenatui.tui.screens.common import fmt_errors
-from arenatui.tui.screens.outputs import ask_save_folder, preview, save_and_tell
+from arenatui.tui.outputs import ask_save_folder, preview, save_and_tell
+from arenatui.tui.results.data import Classification, RunView, case_detail
 from arenatui.tuning.figures import goodput_text, limited_text, mark
+from arenatui.wording import fmt_errors
 
 _LABEL = Style(bold=True)
 

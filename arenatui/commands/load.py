@@ -44,7 +44,12 @@ def add_load_parser(sub: Any, console: Callable[[LoadRun, str | None], None] | N
     p.add_argument("--db", help="results database (default: in the user data directory)")
     p.add_argument("--quiet", "-q", action="store_true", help="headless, no progress line (the tables still print)")
     p.add_argument("--theme", help="console theme")
-    from arenatui.shards_cli import add_shard_args
+    p.add_argument("--repeat", help="run the same profile N times, linked as one series (`arena compare` on it)")
+    p.add_argument("--every", help="with --repeat: time between starts, e.g. 4h, 30m, 90s (the first starts now)")
+    p.add_argument("--at", help="with --repeat: local times of day to start at, across days, e.g. 09:00,14:00,22:00")
+    p.add_argument("--series", help="link this run to a series by name (runs started by cron or a systemd timer); "
+                   "`arena compare NAME` compares the series")
+    from arenatui.commands.shards import add_shard_args
 
     add_shard_args(p, barrier=True)
     p.set_defaults(func=cmd_load, load_console=console)
@@ -92,7 +97,7 @@ def load_options(args: argparse.Namespace) -> Any:
     else:
         rates = parse_rates(rate, args.rates, args.rate_sweep)
     seed = _int(args.seed, "--seed", -(2**63), 2**63 - 1)
-    from arenatui.shards_cli import shard_options
+    from arenatui.commands.shards import shard_options
 
     shard, run_id, start_at = shard_options(args)
     return LoadOptions(
@@ -162,8 +167,14 @@ def cmd_load(args: argparse.Namespace) -> int:
         return 0
     if not args.project:
         raise ArenaError("no project: pass --project FILE (or a directory holding arena.toml), or --show RUN_ID")
+    if args.series is not None and (not args.series.strip() or len(args.series) > 80):
+        raise ArenaError(f"--series: expected a name of 1 to 80 characters, got {args.series!r}"[:200])
+    if args.repeat is not None or args.every is not None or args.at is not None:
+        return _repeated(args)
     opts = load_options(args)
     run = LoadRun(opts)
+    if args.series is not None:
+        _join_series(run, args.series)
     wide = _width()
     out, err = _consoles(wide)
     console = getattr(args, "load_console", None)
@@ -174,7 +185,7 @@ def cmd_load(args: argparse.Namespace) -> int:
         if not args.quiet:
             err.print(f"Load run {run.run_id}: {run.model.key}, {opts.arrival.describe()} arrivals, rates "
                       f"{', '.join(f'{r:g}' for r in opts.rates)}/s, {opts.duration_s:g}s each", markup=False)
-            from arenatui.shards_cli import barrier_line
+            from arenatui.commands.shards import barrier_line
 
             line = barrier_line(opts.shard, opts.start_at)
             if line:
@@ -183,3 +194,78 @@ def cmd_load(args: argparse.Namespace) -> int:
     print_outcome(out, err, run.figures())
     out.print(f"Run id: {run.run_id} ({status})", markup=False)
     return {"finished": 0, "cancelled": 130}.get(status, 1)
+
+
+def _repeated(args: argparse.Namespace) -> int:
+    """`--repeat N --every 4h` / `--at 09:00,14:00`: the same profile N times, each its own stored load run, linked
+    as one series; between runs the process waits, saying when the next one starts."""
+    import secrets
+    import time
+    from functools import partial
+
+    from arenatui.bakeoff import series
+    from arenatui.load.report import print_outcome
+    from arenatui.load.run import LoadRun
+    repeat = _int(args.repeat, "--repeat", 1, 10_000)
+    if repeat is None:
+        raise ArenaError("--every and --at set when repetitions start: pass --repeat N too")
+    if args.every is not None and args.at is not None:
+        raise ArenaError("give one of --every and --at, not both")
+    if repeat > 1 and args.every is None and args.at is None:
+        raise ArenaError(f"--repeat {repeat}: say when each repetition starts, with --every 4h or --at 09:00,14:00")
+    if args.shard is not None or args.start_at is not None:
+        raise ArenaError("--repeat runs on one machine; schedule sharded runs with cron or systemd timers instead "
+                         "(README: Repeated load runs)")
+    every = series.parse_every(args.every) if args.every is not None else None
+    at = series.parse_at(args.at) if args.at is not None else ()
+    opts = load_options(args)
+    clock = series.CLOCK
+    starts = series.start_times(clock.now(), repeat, every_s=every, at=at)
+    series_id = args.series or "series-" + time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+    out, err = _consoles(_width())
+    worst = 0
+    def waiting(i: int, start: float) -> Callable[[float], None]:
+        """On a terminal one line counting down; in a log the first line, then one every SHOW_LOG_S."""
+        said: list[float] = []
+
+        def show(left: float) -> None:
+            line = series.waiting_line(i, repeat, start, left)
+            if args.quiet:
+                return
+            if err.is_terminal:
+                err.file.write("\r" + line + " " * 4)
+                err.file.flush()
+                drawn.append(i)
+            elif not said or said[-1] - left >= series.SHOW_LOG_S:
+                err.print(line, markup=False, highlight=False)
+                said.append(left)
+        return show
+
+    drawn: list[int] = []
+    """Repetitions whose countdown was drawn on the terminal's line (it ends with a newline)."""
+    for i, start in enumerate(starts):
+        series.wait_until(start, clock, waiting(i, start))
+        if i in drawn:
+            err.file.write("\n")
+        run = LoadRun(opts)
+        _join_series(run, series_id)
+        if not args.quiet:
+            err.print(f"Load run {run.run_id} ({i + 1} of {repeat}, series {series_id}): {run.model.key}, "
+                      f"rates {', '.join(f'{r:g}' for r in opts.rates)}/s, {opts.duration_s:g}s each", markup=False)
+        status = anyio.run(partial(run_headless, run, quiet=args.quiet, err=err))
+        print_outcome(out, err, run.figures())
+        out.print(f"Run id: {run.run_id} ({status}; {i + 1} of {repeat} in series {series_id})", markup=False)
+        code = {"finished": 0, "cancelled": 130}.get(status, 1)
+        worst = max(worst, code)
+        if status == "cancelled":
+            break
+    out.print(f"Series {series_id}: compare its runs with  arena compare {series_id}", markup=False)
+    return worst
+
+
+def _join_series(run: LoadRun, series_id: str) -> None:
+    from arenatui.store import Store
+    from arenatui.store.bakeoff_queries import set_series
+
+    with Store(run.db_path) as store:
+        set_series(store, run.run_id, series_id)

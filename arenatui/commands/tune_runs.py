@@ -19,8 +19,8 @@ from arenatui.config import load_project
 from arenatui.engine.events import CallFinished, CallRetrying, Event
 from arenatui.errors import ArenaError
 from arenatui.limits import MAX_CONCURRENCY
-from arenatui.live import percentile
 from arenatui.plan import Filters
+from arenatui.stats.percentiles import percentile
 from arenatui.tuning.controller import TunerSettings
 from arenatui.tuning.evidence import LevelEvidence, Verdict, verdict
 from arenatui.tuning.levels import ModelReadout, provider_answered, readouts_from_rows
@@ -158,7 +158,7 @@ class _Count:
     def evidence(self, level: int, wall_s: float) -> LevelEvidence:
         lat = sorted(self.latencies)
         return LevelEvidence(level, wall_s, self.answered, self.attempts, self.limited, self.transient, self.retries,
-                             self.errored, len(lat), percentile(lat, 0.5), percentile(lat, 0.95))
+                             self.errored, len(lat), percentile(lat, 50), percentile(lat, 95))
 
 
 def cap_notes(project: str | Path, levels: Sequence[int], models: Sequence[str] = ()) -> list[str]:

@@ -1,0 +1,89 @@
+"""Each candidate eliminated (with the reason) or a contender (with what keeps it in), from verdicts computed
+elsewhere: failed requirements (terms), a category it refuses (failures), nothing scored, or dominated on evidence
+(another contender decided better on quality, Holm over all pairs, at no more cost per correct case and, where both
+were load-tested, no higher p95 at the target load)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from arenatui.bakeoff.failures import Refusal
+from arenatui.bakeoff.terms import ASK, TermCheck
+from arenatui.stats.compare import PairDecision
+from arenatui.stats.leaderboard import ModelRow
+
+
+@dataclass(slots=True)
+class Decision:
+    model: str
+    eliminated: bool = False
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        return "eliminated" if self.eliminated else "contender"
+
+
+def _no_worse(a: float | None, b: float | None) -> bool | None:
+    """a <= b, or None when either is unmeasured."""
+    if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)):
+        return None
+    return a <= b
+
+
+def decide(rows: Sequence[ModelRow], pairs: Sequence[PairDecision], terms: Mapping[str, Sequence[TermCheck]],
+           refusals: Sequence[Refusal], p95_at_target: Mapping[str, float | None],
+           fronts: Mapping[str, Sequence[str]], load_notes: Mapping[str, str] | None = None) -> list[Decision]:
+    """One Decision per model, in the rows' order. `fronts`: per model, the frontiers it is on (in words);
+    `load_notes`: per model, what a contender's reader must know of its load figures (never reached the target,
+    not load-tested)."""
+    out = {r.model: Decision(r.model) for r in rows}
+    for r in rows:
+        d = out[r.model]
+        for t in terms.get(r.model, ()):
+            if t.met is False:
+                source = f"source: {t.source}" if t.source else "no source given"
+                checked = f", checked {t.checked}" if t.checked else ""
+                d.eliminated = True
+                d.reasons.append(f"terms: {t.term} is {t.shown}, the requirement is "
+                                 f"{t.requirement} ({source}{checked})")
+        for ref in refusals:
+            if ref.model == r.model and ref.refuses:
+                d.eliminated = True
+                d.reasons.append(f"refusals: {ref.words}")
+        if not r.quality.n:
+            d.eliminated = True
+            d.reasons.append("nothing scored: no answer of this model could be judged")
+    beats = {(p.comparison.a, p.comparison.b) if p.better == p.comparison.a else (p.comparison.b, p.comparison.a): p
+             for p in pairs if p.better is not None}
+    standing = [r for r in rows if not out[r.model].eliminated]
+    for r in standing:
+        for o in standing:
+            p = beats.get((o.model, r.model))
+            if p is None:
+                continue
+            cheaper = _no_worse(o.cost_per_correct, r.cost_per_correct)
+            faster = _no_worse(p95_at_target.get(o.model), p95_at_target.get(r.model))
+            if cheaper and faster is not False:
+                d = out[r.model]
+                d.eliminated = True
+                load = ", no higher p95 at the target load" if faster else ""
+                d.reasons.append(f"dominated by {o.model}: decided better on quality (Holm-adjusted p = "
+                                 f"{p.p_holm:.3g}) at no more cost per correct case{load}")
+                break
+    for r in rows:
+        d = out[r.model]
+        if d.eliminated:
+            continue
+        d.reasons += [f"on the {f} front" for f in fronts.get(r.model, ())]
+        unknown = [t.term for t in terms.get(r.model, ()) if t.value is None]
+        if unknown:
+            d.reasons.append(f"{ASK} about: {', '.join(unknown)}")
+        note = (load_notes or {}).get(r.model)
+        if note:
+            d.reasons.append(note)
+        if not d.reasons:
+            d.reasons.append("not separated from the others on evidence")
+    return [out[r.model] for r in rows]

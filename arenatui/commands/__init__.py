@@ -1,0 +1,1 @@
+"""The `arena` verbs' drivers and their printing, one module each; `arenatui.cli` parses and dispatches to them."""

@@ -1,0 +1,61 @@
+"""`arena bakeoff RUN [--load ...] [-o FILE] [--format md|html|json]` and `arena bakeoff --show RUN`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from arenatui.errors import ArenaError
+
+
+def add_bakeoff_parser(sub: Any) -> None:
+    p = sub.add_parser("bakeoff", help="one page deciding between candidates: margin, load, errors, terms; saved")
+    p.add_argument("run", nargs="?", metavar="RUN", help="the sweep's run id, or 'last'")
+    p.add_argument("--load", metavar="LOAD_RUN[,...]",
+                   help="load runs of the same project (default: each model's newest finished load run)")
+    p.add_argument("--show", metavar="RUN", help="print the decision saved with a run again ('last' for the newest)")
+    p.add_argument("--format", "-f", choices=("md", "json", "html"), default="md")
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--db", help="results database")
+    p.set_defaults(func=cmd_bakeoff)
+
+
+def cmd_bakeoff(args: argparse.Namespace) -> int:
+    from arenatui.commands.bakeoff_page import render
+    from arenatui.store import Store
+    from arenatui.store.bakeoff_queries import save_decision, stored_decision
+    from arenatui.store.queries import resolve_run
+
+    if (args.run is None) == (args.show is None):
+        raise ArenaError("arena bakeoff: pass a sweep's RUN id to decide, or --show RUN to print its saved decision")
+    shown = None
+    if args.show:
+        if args.load:
+            raise ArenaError("--show prints the decision as it was saved, with its load runs: drop --load")
+        with Store(args.db, read_only=True) as store:
+            run_id = args.show if args.show == "last" else resolve_run(store, args.show).run_id
+            made_at, page = stored_decision(store, run_id)
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(made_at))
+        shown = f"The decision saved with run {page['run']['run_id']} at {when} (local time), shown again"
+    else:
+        from arenatui.commands.bakeoff_build import build_page
+
+        load = tuple(x.strip() for x in args.load.split(",") if x.strip()) if args.load is not None else None
+        if load == ():
+            raise ArenaError("--load: expected load run ids separated by commas, got none")
+        with Store(args.db) as store:
+            page = build_page(store, args.run, load)
+            save_decision(store, page["run"]["run_id"], page["load_runs"], page)
+    if args.output is None:
+        sys.stdout.write(render(page, args.format, terminal=sys.stdout.isatty(), shown=shown))
+        return 0
+    try:
+        with open(args.output, "w", encoding="utf-8", newline="") as f:
+            f.write(render(page, args.format, shown=shown))
+    except OSError as e:
+        raise ArenaError(f"-o {args.output}: cannot write the file: {e.strerror or e}") from None
+    print(f"wrote {args.output}; the decision is saved with run {page['run']['run_id']} (arena bakeoff --show "
+          f"{page['run']['run_id']})", file=sys.stderr)
+    return 0

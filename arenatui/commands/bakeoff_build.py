@@ -1,0 +1,67 @@
+"""The bake-off page as JSON-shaped data (what `--format json` prints and the store keeps): one sweep read with
+its load runs into the margin, behaviour at the target load, the errors each candidate makes, terms, and the
+decision. Markdown and HTML render this dict (commands/bakeoff_page.py), so the formats and `--show` never disagree."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from arenatui.bakeoff.decision import decide
+from arenatui.bakeoff.failures import refusals_by_category
+from arenatui.bakeoff.sections import (
+    conditions_section,
+    failures_section,
+    load_section,
+    read_loads,
+    term_checks,
+    terms_section,
+)
+from arenatui.commands.report import model_dict, pair_dict
+from arenatui.errors import PlanError
+from arenatui.stats import all_pairs, answered_models, leaderboard
+from arenatui.stats.jsonable import iso_utc as _iso
+from arenatui.store import Store
+from arenatui.store.read import read_run
+
+ONE_PROMPT = "one prompt: not measured"
+"""Robustness across prompt variants, until a run has variants: each candidate got one prompt, so part of the
+margin may be which model suited the prompt written first."""
+
+
+def build_page(store: Store, run: str, load: Sequence[str] | None) -> dict[str, Any]:
+    sweep = read_run(store, run)
+    if sweep.kind == "load":
+        raise PlanError(f"arena bakeoff reads a sweep; run {sweep.run_id} is a load run: pass the sweep's run id "
+                        f"and this one as --load {sweep.run_id}")
+    loads, series = read_loads(store, sweep, load)
+    results = sweep.results
+    answered = answered_models(results)
+    pairs = all_pairs(results, answered) if len(answered) > 1 else []
+    rows = leaderboard(results, decisions=pairs)
+    at_load = load_section(rows, sweep, loads, series)
+    checks = term_checks(sweep)
+    p95 = {r["model"]: r["latency_ms"]["p95"] for r in at_load["rows"] if r["load_run"]}
+    fronts = {r.model: [f for f, on in (("quality-cost", r.on_cost_front),) if on] for r in rows}
+    for r in at_load["rows"]:
+        if r["load_run"] and r["on_front"]:
+            fronts[r["model"]].append("quality-p95 at the target load")
+    notes = {r["model"]: f"at the target load: {r['flag']}" if r["load_run"] else "not load-tested at the target"
+             for r in at_load["rows"] if r["flag"] or not r["load_run"]}
+    decisions = decide(rows, pairs, checks, refusals_by_category(results, sweep.refusals), p95, fronts, notes)
+    rec = sweep.record
+    return {
+        "kind": "bakeoff",
+        "run": {"run_id": rec.run_id, "project": rec.project, "status": rec.status,
+                "started_at": _iso(rec.started_at), "finished_at": _iso(rec.finished_at)},
+        "made_at": _iso(time.time()),
+        "load_runs": [x.run_id for x in loads],
+        "conditions": conditions_section(sweep, loads),
+        "margin": {"leaderboard": [model_dict(r) for r in rows], "pairs": [pair_dict(p) for p in pairs],
+                   "robustness": {"measured": False, "text": ONE_PROMPT}},
+        "load": at_load,
+        "failures": failures_section(sweep),
+        "terms": terms_section(sweep, checks),
+        "decisions": [{"model": d.model, "decision": d.verdict, "reasons": d.reasons} for d in decisions],
+    }

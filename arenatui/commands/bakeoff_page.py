@@ -1,0 +1,140 @@
+"""The bake-off page in Markdown and HTML, rendered from its JSON-shaped dict (bakeoff_build.py) with the decision
+report's tables, styling and escaping: every name, reason and source is untrusted text, escaped for its format."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from arenatui.commands.report import (
+    _f,
+    _h,
+    _html_table,
+    _md,
+    _md_table,
+    html_at_load,
+    html_conditions,
+    html_head,
+    html_pair,
+    md_at_load,
+    md_conditions,
+    md_pair,
+)
+from arenatui.figures import interval, money, pct
+
+MARGIN_HEAD = ("model", "quality", "95% CI", "n", "coverage", "$/correct")
+MODES_HEAD = ("model", "failure mode", "calls", "share", "95% CI")
+TERMS_HEAD = ("model", "term", "value", "requirement", "verdict", "source", "checked")
+DECISION_HEAD = ("model", "decision", "reasons")
+ROBUSTNESS = "Robustness across prompt variants"
+
+
+def _margin_rows(page: dict[str, Any]) -> list[list[str]]:
+    return [[m["model"], _f(m["quality"]["estimate"]), interval(m["quality"]["low"], m["quality"]["high"],
+                                                                 m["quality"]["n"]),
+             str(m["quality"]["n"]), pct(m["coverage"]), money(m["cost_per_correct"])]
+            for m in page["margin"]["leaderboard"]]
+
+
+def _mode_rows(page: dict[str, Any]) -> list[list[str]]:
+    return [[c["model"], c["mode"], f"{c['count']} of {c['calls']}", pct(c["share"], decimals=1),
+             f"{pct(c['low'], decimals=1)}–{pct(c['high'], decimals=1)}"] for c in page["failures"]["modes"]]
+
+
+def _term_rows(page: dict[str, Any]) -> list[list[str]]:
+    verdict = {True: "met", False: "FAILS", None: "unknown"}
+    return [[m, t["term"], t["shown"], t["requirement"] or "-",
+             verdict[t["met"]] if t["requirement"] else "-", t["source"] or "-", t["checked"] or "-"]
+            for m, ts in page["terms"]["models"].items() for t in ts]
+
+
+def _decision_rows(page: dict[str, Any]) -> list[list[str]]:
+    return [[d["model"], d["decision"], "; ".join(d["reasons"])] for d in page["decisions"]]
+
+
+def _requirements_words(page: dict[str, Any]) -> str:
+    req = page["terms"]["requirements"]
+    if not req:
+        return ("No [requirements] in the project: terms are listed, none eliminates. Unknown terms are \"ask the "
+                "provider\", never assumed.")
+    return ("Requirements: " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in req.items()) + ". A candidate failing "
+            "one is "
+            "eliminated; unknown terms are \"ask the provider\", never assumed, and eliminate no one.")
+
+
+def _title(page: dict[str, Any]) -> str:
+    return f"Bake-off: {page['run']['project']}, run {page['run']['run_id']}"
+
+
+def _intro(page: dict[str, Any]) -> str:
+    loads = ", ".join(page["load_runs"]) or "none"
+    return (f"Sweep {page['run']['run_id']} (status {page['run']['status']}, started {page['run']['started_at']}); "
+            f"load runs: {loads}; decision made {page['made_at']}.")
+
+
+def render_markdown(page: dict[str, Any], *, shown: str | None = None) -> str:
+    lines = [f"# {_md(_title(page))}", "", _md(_intro(page)), ""]
+    if shown:
+        lines += [f"_{_md(shown)}_", ""]
+    lines += md_conditions(page["conditions"])
+    lines += ["## Decision", ""]
+    lines += _md_table(DECISION_HEAD, _decision_rows(page))
+    lines += ["", "## The margin", "", "Quality over scored calls with a 95% bootstrap interval over cases; each "
+              "pair's verdict is paired and Holm-adjusted over all pairs.", ""]
+    lines += _md_table(MARGIN_HEAD, _margin_rows(page))
+    lines += [""] + ([md_pair(p) for p in page["margin"]["pairs"]] or ["Fewer than two models answered."])
+    lines += ["", f"{ROBUSTNESS}: {_md(page['margin']['robustness']['text'])}.", ""]
+    lines += md_at_load(page["load"])
+    if page["load"]["missing"]:
+        lines += ["", f"Not load-tested: {_md(', '.join(page['load']['missing']))} (pass --load, or run arena load "
+                  "--model KEY at the target rate)."]
+    lines += ["", "## Which errors each makes", "", "Every call's failure mode (failed answers and errored calls) "
+              "with a 95% interval on its share of the model's calls.", ""]
+    lines += _md_table(MODES_HEAD, _mode_rows(page)) if page["failures"]["modes"] else ["No call failed."]
+    lines += ["", "### Refusals by category", ""]
+    refusals = page["failures"]["refusals"]
+    lines += [f"- {'⚠ ' if r['refuses'] else ''}{_md(r['text'])}" for r in refusals] or ["No refusal."]
+    lines += ["", "## Terms", "", _md(_requirements_words(page)), ""]
+    lines += _md_table(TERMS_HEAD, _term_rows(page))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def render_html(page: dict[str, Any], *, shown: str | None = None) -> str:
+    parts = [html_head(_title(page)), f"<h1>{_h(_title(page))}</h1>", f"<p>{_h(_intro(page))}</p>"]
+    if shown:
+        parts.append(f"<p><i>{_h(shown)}</i></p>")
+    parts.append(html_conditions(page["conditions"]))
+    parts.append("<h2>Decision</h2>")
+    rows = "".join(f"<tr><td>{_h(d['model'])}</td><td class={d['decision']}>{_h(d['decision'])}</td>"
+                   f"<td style=\"text-align:left;white-space:normal\">{_h('; '.join(d['reasons']))}</td></tr>"
+                   for d in page["decisions"])
+    parts.append('<div class="wide"><table><thead><tr>' + "".join(f'<th style="text-align:left">{_h(c)}</th>'
+                                                                    for c in DECISION_HEAD)
+                 + f"</tr></thead><tbody>{rows}</tbody></table></div>")
+    parts.append("<h2>The margin</h2><p>Quality over scored calls with a 95% bootstrap interval over cases; each "
+                 "pair's verdict is paired and Holm-adjusted over all pairs.</p>")
+    parts.append(_html_table(MARGIN_HEAD, _margin_rows(page)))
+    parts.append("<ul>" + ("".join(html_pair(p) for p in page["margin"]["pairs"])
+                           or "<li>Fewer than two models answered.</li>") + "</ul>")
+    parts.append(f"<p>{_h(ROBUSTNESS)}: {_h(page['margin']['robustness']['text'])}.</p>")
+    parts.append(html_at_load(page["load"]))
+    if page["load"]["missing"]:
+        parts.append(f"<p>Not load-tested: {_h(', '.join(page['load']['missing']))}.</p>")
+    parts.append("<h2>Which errors each makes</h2><p>Every call's failure mode (failed answers and errored calls) "
+                 "with a 95% interval on its share of the model's calls.</p>")
+    parts.append(_html_table(MODES_HEAD, _mode_rows(page)) if page["failures"]["modes"] else "<p>No call failed.</p>")
+    parts.append("<h3>Refusals by category</h3><ul>" + ("".join(
+        f"<li>{'⚠ ' if r['refuses'] else ''}{_h(r['text'])}</li>" for r in page["failures"]["refusals"])
+        or "<li>No refusal.</li>") + "</ul>")
+    parts.append(f"<h2>Terms</h2><p>{_h(_requirements_words(page))}</p>" + _html_table(TERMS_HEAD, _term_rows(page)))
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def render(page: dict[str, Any], fmt: str, *, terminal: bool = False, shown: str | None = None) -> str:
+    if fmt == "json":
+        return json.dumps(page, indent=2, ensure_ascii=terminal, allow_nan=False) + "\n"
+    if fmt == "html":
+        return render_html(page, shown=shown)
+    return render_markdown(page, shown=shown)

@@ -1,0 +1,44 @@
+"""The results view's frontier tab: quality against $ per correct answer and against p95 latency, the Pareto
+front marked."""
+
+from __future__ import annotations
+
+import math
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from arenatui.charts import Point, scatter
+from arenatui.figures import money
+from arenatui.figures import ms as fmt_num
+from arenatui.tui.results.data import RunView
+from arenatui.tui.results.tab import ResultsTab
+
+
+class FrontierTab(ResultsTab):
+    def __init__(self) -> None:
+        super().__init__("7 Frontier", id="frontier")
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="frontier-body"):
+            yield Static(Text(""), id="frontier-cost")
+            yield Static(Text(""), id="frontier-latency", classes="spaced")
+
+    def show_run(self, view: RunView) -> None:
+        rows = [r for r in view.board if r.quality.n]
+        width = max(40, min(100, self.app.size.width - 6))
+        cost = [Point(r.model, r.cost_per_correct if r.cost_per_correct is not None else math.nan,
+                      r.quality.estimate, r.on_cost_front) for r in rows]
+        lat = [Point(r.model, r.latency_p95 if r.latency_p95 is not None else math.nan, r.quality.estimate,
+                     r.on_latency_front) for r in rows]
+        lat_name = "p95 latency"
+        if view.at_load:  # load runs of the project: quality against p95 at the target load (arena report --load)
+            at = {r.model: view.at_load.get(r.model, (math.nan, False)) for r in rows}
+            lat = [Point(r.model, at[r.model][0], r.quality.estimate, at[r.model][1]) for r in rows]
+            lat_name = f"p95 at the target load, {view.at_load_target}"
+        self.query_one("#frontier-cost", Static).update(
+            scatter(cost, width, 8, x_name="$ per correct answer", y_name="quality", log_x=True, x_fmt=money))
+        self.query_one("#frontier-latency", Static).update(
+            scatter(lat, width, 8, x_name=lat_name, y_name="quality", x_unit=" ms", x_fmt=fmt_num))

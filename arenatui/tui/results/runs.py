@@ -1,0 +1,122 @@
+"""The results view's runs tab: the stored runs, newest first; two runs of one project marked (`m`) are compared
+model by model."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.widgets import DataTable, Static
+
+from arenatui.safe_text import literal
+from arenatui.store.queries import RunListing
+from arenatui.tui.results.data import interval_text, run_changes
+from arenatui.tui.results.tab import ResultsTab
+
+MARK = "●"
+"""Beside a run marked with `m` (two of one project are compared)."""
+
+
+def _started(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
+
+
+class RunsTab(ResultsTab):
+    """The runs table; Enter opens a run (the screen does), `m` marks runs to compare."""
+
+    def __init__(self, db: Path) -> None:
+        super().__init__("1 Runs", id="runs")
+        self.db = db
+        self.runs: list[RunListing] = []
+        self.marked: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
+        yield Static(Text("Enter opens a run; m marks two runs of one project to compare them, model by "
+                          "model."), id="runs-compare", classes="note")
+
+    def on_mount(self) -> None:
+        t = self.query_one("#runs-table", DataTable)
+        # what tells runs apart first (status and calls are never pushed off the right edge at 80 columns)
+        t.add_column("", key="mark", width=1)
+        for col in ("run id", "status", "calls", "models", "started", "project"):
+            t.add_column(col, key=col)
+
+    def show_runs(self, runs: list[RunListing], loads: dict[str, int] | None = None) -> None:
+        """The runs; a load run (`loads`: its stored requests) by its requests, which no plan bounds."""
+        self.runs = runs
+        loads = loads or {}
+        t = self.query_one("#runs-table", DataTable)
+        t.clear()
+        for r in runs:
+            calls = f"{loads[r.run_id]} requests" if r.run_id in loads else f"{r.calls}/{r.planned}"
+            t.add_row(MARK if r.run_id in self.marked else "", r.run_id,
+                      r.status + (" (load)" if r.run_id in loads else ""), calls,
+                      literal(", ".join(r.models), newlines=False), _started(r.started_at),
+                      literal(r.project, newlines=False), key=r.run_id)
+        if not runs:
+            self.query_one("#runs-compare", Static).update(Text(f"No runs stored in {self.db} yet. Try: arena demo"))
+
+    def mark_run(self) -> None:
+        """Mark (or unmark) the run under the cursor; two marked runs of one project are compared."""
+        if not self.runs:
+            return
+        t = self.query_one("#runs-table", DataTable)
+        run = self.runs[max(0, min(t.cursor_row, len(self.runs) - 1))]
+        if run.run_id in self.marked:
+            self.marked.remove(run.run_id)
+        else:
+            self.marked = [*self.marked[-1:], run.run_id]
+        by_id = {r.run_id: r for r in self.runs}
+        note = self.query_one("#runs-compare", Static)
+        refused = Text()
+        if len(self.marked) == 2 and by_id[self.marked[0]].project != by_id[self.marked[1]].project:
+            # refused: the run just marked stays marked alone, so the screen shows which one it is
+            first, latest = (by_id[m] for m in self.marked)
+            refused = Text("Runs of different projects cannot be compared (")
+            refused.append(literal(first.project, newlines=False)).append(" and ")
+            refused.append(literal(latest.project, newlines=False)).append("). ")
+            self.marked = [latest.run_id]
+        for r in self.runs:
+            t.update_cell(r.run_id, "mark", MARK if r.run_id in self.marked else "")
+        if len(self.marked) < 2:
+            if self.marked:
+                only = by_id[self.marked[0]]
+                refused.append(f"Marked {MARK} run {only.run_id} (")
+                refused.append(literal(only.project, newlines=False))
+                refused.append("); mark another run of that project to compare them.")
+            else:
+                refused.append("Enter opens a run; m marks two runs of one project to compare them.")
+            note.update(refused)
+            return
+        old, new = sorted((by_id[m] for m in self.marked), key=lambda r: r.started_at)
+        note.update(Text("comparing…"))
+        self._compare_runs(old.run_id, new.run_id)
+
+    @work(thread=True, group="results-runs", exclusive=True, exit_on_error=False)
+    def _compare_runs(self, old_id: str, new_id: str) -> None:
+        changes = run_changes(self.db, old_id, new_id)
+        out = Text(f"{new_id} − {old_id}, model by model over the working cases both runs answered\n", "bold")
+        for ch in changes:
+            c = ch.comparison
+            name = literal(ch.model, newlines=False)
+            if ch.regression:
+                name.stylize("bold")
+            out.append(name)
+            if c.n:
+                out.append(f"  {c.diff.estimate:+.3f} (95% CI {interval_text(c.diff)}, n {c.n})")
+            out.append("  REGRESSION: " if ch.regression else "  ")
+            out.append(literal(c.verdict, newlines=False))
+            out.append("\n")
+            for st in ch.strata:
+                if st.regression:  # a stratum's regression counts even when the aggregate improved
+                    out.append("    REGRESSION in stratum ", "bold")
+                    out.append(literal(st.stratum, newlines=False))
+                    out.append(": ")
+                    out.append(literal(f"{st.comparison.verdict} (Holm over strata, p {st.p_holm:.4f})",
+                                       newlines=False))
+                    out.append("\n")
+        self.app.call_from_thread(self.query_one("#runs-compare", Static).update, out)

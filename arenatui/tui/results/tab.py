@@ -1,0 +1,38 @@
+"""What every tab of the results view shares: the pane it is, its workers' failures told, tables shown or hidden."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.widget import Widget
+from textual.widgets import DataTable, TabPane
+from textual.worker import Worker, WorkerState
+
+from arenatui.safe_text import printable
+
+
+class ResultsTab(TabPane):
+    """One tab of the results view: it composes its own widgets and formats what the screen hands it (a `RunView`
+    gathered off the UI loop); the figures are computed in `data.py`, never here."""
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        tell_failure(self, event)
+
+
+def tell_failure(node: Widget, event: Worker.StateChanged) -> None:
+    """A worker of the results view failed (a corrupt store, a run deleted meanwhile): say so, keep the view."""
+    if event.state == WorkerState.ERROR and event.worker.error is not None:
+        node.notify(printable(str(event.worker.error)), title="Cannot show the results", severity="error",
+                    timeout=10, markup=False)
+
+
+def show(table: DataTable[Any], shown: bool) -> None:
+    """Show or hide a table of auto height, touching `display` only when it changes.
+
+    The first assignment, even of the value it has, asks for a layout at once; the table measures its new rows
+    only later (on idle), and that second layout request then no longer moves the counter Textual keys its size
+    cache on. A layout in between left the table 0 rows high for good: a blank leaderboard (and failure-mode
+    table) in about one results-snapshot run in four on a busy machine.
+    """
+    if table.display != shown:
+        table.display = shown

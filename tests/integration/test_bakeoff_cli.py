@@ -1,0 +1,284 @@
+"""The bake-off end to end against the bundled mock server on 127.0.0.1: a sweep of two HTTP candidates and a python
+solver that refuses a category, load runs at the target rate (one that never gets there), terms with a failing
+requirement, then `arena bakeoff` (md, html, json) with every section checked, `--show`, `arena report --load`, and
+repeated load runs on a fake clock compared as a series."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import tomli_w
+from httpkit import start_server, stop_server
+
+from arenatui.bakeoff import series
+from arenatui.bakeoff.terms import ASK
+from arenatui.cli import main
+
+SIM = {"base_latency_s": 0.004, "per_token_s": 0.0002, "jitter": 0.0, "output_tokens": 8}
+CASES = [{"id": f"c{i}", "input": f"question {i}", "expected": f"a{i}",
+          "stratum": "billing" if i % 3 == 0 else "tech"} for i in range(30)]
+SHY = '''
+def make(ctx):
+    def solve(req):
+        if int(req.case_id[1:]) % 3 == 0:
+            return "I'm sorry, but I can't help with billing questions."
+        return "a" + req.case_id[1:]
+    return solve
+'''
+
+
+@dataclass
+class Bakeoff:
+    db: Path
+    project: Path
+    sweep: str
+    loads: dict[str, str]
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """The exit code, stdout, and stderr with its wrapping undone (an error paragraph wraps at the terminal)."""
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, " ".join(err.split())
+
+
+def _run_id(out: str) -> str:
+    m = re.findall(r"Run id: (\S+)", out)
+    assert m, out
+    return m[-1]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    d = tmp_path_factory.mktemp("bakeoff")
+    server = d / "server.toml"
+    server.write_text(tomli_w.dumps({
+        "models": [{"key": "strong", "provider": "openai", "sim": {**SIM, "accuracy": 0.95}},
+                   {"key": "steady", "provider": "anthropic", "sim": {**SIM, "accuracy": 0.8}}],
+        "cases": CASES}), encoding="utf-8")
+    proc, m, _ = start_server([sys.executable, "-m", "arenatui", "mock-server", "--port", "0", "--config",
+                               str(server)], r"listening on (http://127\.0\.0\.1:\d+)")
+    try:
+        yield d, m.group(1)
+    finally:
+        stop_server(proc)
+
+
+@pytest.fixture(scope="module")
+def bakeoff(served: tuple[Path, str]) -> Iterator[Bakeoff]:
+    d, url = served
+    (d / "shy.py").write_text(SHY, encoding="utf-8")
+    sys.path.insert(0, str(d))
+    project = d / "arena.toml"
+    project.write_text(tomli_w.dumps({
+        "project": {"name": "bakeoff-e2e"},
+        "run": {"concurrency": 8, "timeout_s": 5.0, "max_attempts": 2, "seed": 1},
+        "bakeoff": {"target_rate": 8.0},
+        "requirements": {"regions": ["eu"], "max_retention_days": 30, "trains_on_data": False},
+        "models": [
+            {"key": "strong", "provider": "openai", "base_url": f"{url}/v1", "max_tokens": 64,
+             "terms": {"retention_days": 0, "trains_on_data": False, "region": "us",
+                       "source": "<script>alert(1)</script> https://strong.example/dpa", "checked": "2026-11-30"}},
+            {"key": "steady", "provider": "anthropic", "base_url": url,
+             "terms": {"retention_days": 0, "trains_on_data": False, "region": "eu", "deprecation_notice_days": 365,
+                       "source": "https://steady.example/terms"}},
+            {"key": "shy", "provider": "python", "factory": "shy:make"},
+        ],
+        "cases": CASES}), encoding="utf-8")
+    db = d / "db.sqlite"
+    try:
+        assert main(["evaluate", "--project", str(project), "--db", str(db), "--quiet", "--no-report"]) == 0
+        with sqlite3.connect(db) as conn:
+            sweep = conn.execute("SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()[0]
+        loads = {}
+        for model, rates in (("steady", "4,8"), ("strong", "4")):
+            assert main(["load", "--project", str(project), "--db", str(db), "-m", model, "--rates", rates,
+                         "--duration", "1.5s", "--slo", "latency=2s", "--quiet"]) == 0
+            with sqlite3.connect(db) as conn:
+                loads[model] = conn.execute("SELECT run_id FROM runs WHERE kind = 'load' ORDER BY started_at DESC "
+                                            "LIMIT 1").fetchone()[0]
+        yield Bakeoff(db, project, sweep, loads)
+    finally:
+        sys.path.remove(str(d))
+
+
+def test_the_page_decides_with_every_section(bakeoff: Bakeoff, capsys: pytest.CaptureFixture[str],
+                                             tmp_path: Path) -> None:
+    capsys.readouterr()
+    out = tmp_path / "page.json"
+    code, _, err = _run(["bakeoff", bakeoff.sweep, "--db", str(bakeoff.db), "--load",
+                         f"{bakeoff.loads['steady']},{bakeoff.loads['strong']}", "-f", "json", "-o", str(out)], capsys)
+    assert code == 0, err
+    assert f"arena bakeoff --show {bakeoff.sweep}" in err
+    page = json.loads(out.read_text())
+    decisions = {d["model"]: d for d in page["decisions"]}
+    # terms: one failing requirement eliminates, naming term, requirement and source
+    assert decisions["strong"]["decision"] == "eliminated"
+    assert any("region is us, the requirement is regions = eu" in r and "strong.example/dpa" in r
+               for r in decisions["strong"]["reasons"])
+    # a category refused: called out on its own, and it decides alone
+    assert decisions["shy"]["decision"] == "eliminated"
+    assert any("shy refuses stratum billing: 10 of 10 calls" in r for r in decisions["shy"]["reasons"])
+    assert decisions["steady"]["decision"] == "contender"
+    refusals = page["failures"]["refusals"]
+    assert [(r["model"], r["category"], r["refused"]) for r in refusals] == [("shy", "stratum billing", 10)]
+    modes = {(m["model"], m["mode"]): m for m in page["failures"]["modes"]}
+    assert modes[("shy", "refusal")]["count"] == 10 and modes[("shy", "refusal")]["calls"] == 30
+    assert modes[("shy", "refusal")]["low"] < 1 / 3 < modes[("shy", "refusal")]["high"]
+    # the margin: paired verdicts with intervals; robustness across prompts not measured yet
+    assert len(page["margin"]["pairs"]) == 3 and all("diff" in p and "p_holm" in p for p in page["margin"]["pairs"])
+    assert page["margin"]["robustness"]["text"] == "one prompt: not measured"
+    # behaviour at the target load: steady's 8/s segment; strong never offered 8/s, flagged
+    rows = {r["model"]: r for r in page["load"]["rows"]}
+    assert page["load"]["target"] == "8/s (target_rate)"
+    assert rows["steady"]["load_run"] == bakeoff.loads["steady"] and rows["steady"]["offered_rate"] == \
+        pytest.approx(8, rel=0.2)
+    assert rows["steady"]["flag"] is None and rows["steady"]["latency_ms"]["p95"] > 0
+    assert rows["steady"]["goodput_share"] is not None and rows["steady"]["slo"] == "latency<=2000ms"
+    assert "never reached the target: offered at most 4/s of 8/s" in rows["strong"]["flag"]
+    assert rows["shy"]["load_run"] is None and page["load"]["missing"] == ["shy"]
+    # identical conditions: max tokens differ (strong 64, the others the default)
+    assert [c["setting"] for c in page["conditions"]] == ["max_tokens"]
+    # terms: unknowns are asked, never assumed
+    shy_terms = {t["term"]: t for t in page["terms"]["models"]["shy"]}
+    assert shy_terms["region"]["shown"] == ASK and shy_terms["region"]["met"] is None
+    # saved with the run: --show prints the same decision
+    code, shown, _ = _run(["bakeoff", "--show", bakeoff.sweep, "--db", str(bakeoff.db), "-f", "json"], capsys)
+    assert code == 0 and json.loads(shown)["decisions"] == page["decisions"]
+
+
+def test_markdown_and_html_pages_carry_each_section(bakeoff: Bakeoff, capsys: pytest.CaptureFixture[str],
+                                                    tmp_path: Path) -> None:
+    capsys.readouterr()
+    load = f"{bakeoff.loads['steady']},{bakeoff.loads['strong']}"
+    code, md, _ = _run(["bakeoff", bakeoff.sweep, "--db", str(bakeoff.db), "--load", load], capsys)
+    assert code == 0
+    first_page = md.split("## The margin")[0]
+    assert "**Warning.**" in first_page and "max\\_tokens differs: strong 64 (sweep)" in first_page
+    for heading in ("## Decision", "## The margin", "## Quality beside load at the target", "## Which errors each "
+                    "makes", "### Refusals by category", "## Terms"):
+        assert heading in md
+    assert "| strong | eliminated | terms: region is us" in md
+    assert "Robustness across prompt variants: one prompt: not measured." in md
+    page = tmp_path / "page.html"
+    code, _, _ = _run(["bakeoff", bakeoff.sweep, "--db", str(bakeoff.db), "--load", load, "-f", "html", "-o",
+                       str(page)], capsys)
+    html = page.read_text()
+    assert code == 0 and html.startswith("<!doctype html>") and "width=device-width" in html
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    for part in ('<div class="warn">', "<h2>Decision</h2>", "<td class=eliminated>eliminated</td>",
+                 "<td class=contender>contender</td>", "<h2>The margin</h2>", "<h2>Quality beside load at the target",
+                 '<svg class="frontier"', "<h2>Which errors each makes</h2>", "<h3>Refusals by category</h3>",
+                 "<h2>Terms</h2>", ASK):
+        assert part in html, part
+
+
+def test_report_sets_the_load_runs_beside_quality(bakeoff: Bakeoff, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    code, md, _ = _run(["report", bakeoff.sweep, "--db", str(bakeoff.db), "--load",
+                        f"{bakeoff.loads['steady']},{bakeoff.loads['strong']}"], capsys)
+    assert code == 0
+    assert md.index("**Warning.**") < md.index("## Leaderboard")
+    section = md.split("## Quality beside load at the target")[1].split("\n## ")[0]
+    assert bakeoff.loads["steady"] in section and "never reached the target" in section
+    code, js, _ = _run(["report", bakeoff.sweep, "--db", str(bakeoff.db), "--load", bakeoff.loads["steady"], "-f",
+                        "json"], capsys)
+    rep = json.loads(js)
+    assert {r["model"]: r["load_run"] for r in rep["at_load"]["rows"]} == \
+        {"strong": None, "steady": bakeoff.loads["steady"], "shy": None}
+    code, html, _ = _run(["report", bakeoff.sweep, "--db", str(bakeoff.db), "--load", bakeoff.loads["steady"], "-f",
+                          "html"], capsys)
+    assert code == 0 and html.index('<div class="warn">') < html.index("<h2>Leaderboard</h2>")
+    assert "<h2>Quality beside load at the target</h2>" in html and "p95 latency from schedule at the target" in html
+
+
+def test_bad_load_runs_are_refused_with_one_paragraph(bakeoff: Bakeoff, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    code, _, err = _run(["bakeoff", bakeoff.sweep, "--db", str(bakeoff.db), "--load", bakeoff.sweep], capsys)
+    assert code == 2 and "is a sweep, not a load run" in err and "Traceback" not in err
+    code, _, err = _run(["bakeoff", bakeoff.loads["steady"], "--db", str(bakeoff.db)], capsys)
+    assert code == 2 and "is a load run: pass the sweep's run id" in err
+    code, _, err = _run(["report", bakeoff.loads["steady"], "--db", str(bakeoff.db), "--load",
+                         bakeoff.loads["steady"]], capsys)
+    assert code == 2 and "is itself a load run" in err
+    code, _, err = _run(["bakeoff", "--db", str(bakeoff.db)], capsys)
+    assert code == 2 and "--show RUN" in err
+
+
+class FakeClock:
+    def __init__(self, now: float) -> None:
+        self.t = now
+        self.slept = 0.0
+
+    def now(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.slept += seconds
+        self.t += seconds
+
+
+def test_repeated_load_runs_form_a_series_compared_with_its_spread(bakeoff: Bakeoff, capsys: pytest.CaptureFixture[
+        str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    clock = FakeClock(time.time())
+    monkeypatch.setattr(series, "CLOCK", clock)
+    capsys.readouterr()
+    code, out, err = _run(["load", "--project", str(bakeoff.project), "--db", str(bakeoff.db), "-m", "steady",
+                           "--rate", "8", "--duration", "0.5s", "--repeat", "2", "--every", "6s"], capsys)
+    assert code == 0, err
+    assert clock.slept == pytest.approx(6.0, abs=1.0)  # waited on the fake clock, never on the wall's
+    assert "Repetition 2 of 2 starts at" in err
+    sid = re.search(r"Series (series-\S+):", out)
+    assert sid is not None
+    with sqlite3.connect(bakeoff.db) as conn:
+        runs = [r[0] for r in conn.execute("SELECT run_id FROM runs WHERE series_id = ? ORDER BY started_at",
+                                           (sid.group(1),))]
+    assert len(runs) == 2
+    code, js, _ = _run(["compare", sid.group(1), "--db", str(bakeoff.db), "--json"], capsys)
+    data = json.loads(js)
+    assert [r["run_id"] for r in data["runs"]] == runs
+    assert all(r["latency_ms"]["p95"] is not None and "rate_limited_share" in r for r in data["runs"])
+    assert data["spread"]["ratio"] >= 1.0 and {data["spread"]["slowest"], data["spread"]["fastest"]} == set(runs)
+    code, table, _ = _run(["compare", runs[0], runs[1], "--db", str(bakeoff.db)], capsys)
+    assert code == 0 and "Spread: " in table and "p95 ms" in table
+    code, _, err = _run(["compare", runs[0], "--all", "--db", str(bakeoff.db)], capsys)
+    assert code == 2 and "--all compare the models of sweeps" in err
+    # the bake-off reads the series' spread beside the newest run of it
+    code, md, _ = _run(["bakeoff", bakeoff.sweep, "--db", str(bakeoff.db), "--load", runs[-1]], capsys)
+    assert code == 0 and "steady: p95 spread" in md and runs[0] in md
+    code, _, err = _run(["load", "--project", str(bakeoff.project), "--db", str(bakeoff.db), "-m", "steady",
+                         "--rate", "8", "--repeat", "2"], capsys)
+    assert code == 2 and "--every 4h or --at 09:00,14:00" in err
+
+
+def test_runs_started_apart_join_a_named_series(bakeoff: Bakeoff, capsys: pytest.CaptureFixture[str]) -> None:
+    """What a cron line or a systemd timer does: each start its own process, the same --series name."""
+    capsys.readouterr()
+    ids = []
+    for _ in range(2):
+        code, out, err = _run(["load", "--project", str(bakeoff.project), "--db", str(bakeoff.db), "-m", "strong",
+                               "--rate", "8", "--duration", "0.4s", "--series", "nightly", "--quiet"], capsys)
+        assert code == 0, err
+        ids.append(_run_id(out))
+    code, js, _ = _run(["compare", "nightly", "--db", str(bakeoff.db), "--json"], capsys)
+    assert code == 0 and [r["run_id"] for r in json.loads(js)["runs"]] == ids
+
+
+def test_the_results_view_frontier_reads_p95_at_the_target_load(bakeoff: Bakeoff) -> None:
+    from arenatui.tui.results.data import read_board as load_board
+
+    view = load_board(bakeoff.db, bakeoff.sweep)
+    assert view.at_load_target == "8/s (target_rate)"
+    assert set(view.at_load) == {"steady", "strong"}  # shy was never load-tested: not on this chart
+    p95, _front = view.at_load["steady"]
+    assert p95 > 0
+    assert any(front for _, front in view.at_load.values())

@@ -128,6 +128,24 @@ class PromptRobustness:
         """The pairs whose ordering depends on the prompt (flips or undecided in some)."""
         return tuple(p for p in self.pairs if p.verdict in (FLIPS, UNDECIDED_IN_SOME))
 
+    def summary(self) -> str:
+        """One sentence for a page's margin: the variants, which orderings depend on the prompt and which hold, and
+        the widest spread."""
+        head = f"{len(self.variants)} prompt variants ({', '.join(self.variants)})"
+        fragile = self.fragile
+        parts = [f"{p.a} vs {p.b}: {p.text()}" for p in fragile]
+        held = [f"{p.a} vs {p.b}" for p in self.pairs if p.verdict == HOLDS]
+        if held:
+            parts.append(f"holds under every variant: {', '.join(held)}")
+        open_ = [f"{p.a} vs {p.b}" for p in self.pairs if p.verdict == UNDECIDED]
+        if open_:
+            parts.append(f"undecided under every variant: {', '.join(open_)}")
+        if self.spreads:
+            wide = max(self.spreads, key=lambda s: s.diff.estimate)
+            parts.append(f"widest spread {wide.model} {wide.diff.estimate:+.3f} ({wide.best} − {wide.worst}, "
+                         f"{'decided' if wide.decided else 'not decided'})")
+        return f"{head}; " + "; ".join(parts) if parts else head
+
     def score(self, model: str, variant: str) -> Interval | None:
         return next((s.score for s in self.scores if s.model == model and s.variant == variant), None)
 

@@ -304,3 +304,30 @@ def test_prompts_narrows_evaluate_and_a_resume_session(tmp_path: Path, capsys: p
                  "terse"]) == 0
     assert _rows(db, "SELECT variant, COUNT(*) FROM results WHERE run_id = ? GROUP BY variant ORDER BY variant",
                  run_id) == [("terse", 5), ("verbose", 3)]
+
+
+def test_the_bakeoff_margin_says_whether_orderings_survive_the_prompt(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from arenatui.cli import main
+
+    doc = {"project": {"name": "bake-variants"}, "run": {"seed": 4, "concurrency": 16},
+           "prompts": [{"name": "terse", "template": "Q: {input}"}, {"name": "verbose", "system": "Explain."}],
+           "models": [{"key": "a", "sim": {**SIM, "prompt_accuracy": {"terse": 0.95, "verbose": 0.4}}},
+                      {"key": "b", "sim": {**SIM, "prompt_accuracy": {"terse": 0.4, "verbose": 0.95}}}],
+           "cases": [{"id": f"c{i}", "input": f"q{i}", "expected": "x"} for i in range(80)]}
+    (tmp_path / "arena.toml").write_text(tomli_w.dumps(doc), encoding="utf-8")
+    db = str(tmp_path / "r.db")
+    assert main(["evaluate", "--project", str(tmp_path), "--db", db, "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    assert main(["bakeoff", "last", "--db", db, "--format", "json"]) == 0
+    page = json.loads(capsys.readouterr().out)
+    rob = page["margin"]["robustness"]
+    assert rob["measured"] and rob["variants"] == ["terse", "verbose"]
+    (pair,) = rob["pairs"]
+    assert pair["verdict"] == FLIPS and pair["per_variant"]["terse"]["winner"] == "a"
+    assert rob["text"].startswith("2 prompt variants (terse, verbose); a vs b: ordering depends on the prompt")
+    for fmt, words in (("md", "| model | terse | verbose | spread (best − worst) |"),
+                       ("html", "<th>A − B verbose</th>")):
+        assert main(["bakeoff", "last", "--db", db, "--format", fmt]) == 0
+        out = capsys.readouterr().out
+        assert "Robustness across prompt variants: 2 prompt variants" in out and words in out, fmt

@@ -19,12 +19,18 @@ from .support import sim_project
 pytestmark = pytest.mark.anyio
 
 
-async def test_the_matrix_has_a_row_per_model_and_variant(tmp_path: Path, db_path: Path) -> None:
-    path = sim_project(tmp_path, models=2, cases=12, latency=0.01)
+def _variant_project(tmp_path: Path, *, cases: int, latency: float) -> Path:
+    """Two simulated models asked two ways, each wrong answer repaired once."""
+    path = sim_project(tmp_path, models=2, cases=cases, latency=latency)
     raw = tomllib.loads(path.read_text(encoding="utf-8"))
     raw["prompts"] = [{"name": "terse", "template": "Q: {input}"}, {"name": "verbose", "system": "Explain."}]
     raw["run"]["repair"] = {"attempts": 1, "on": ["wrong_answer"], "message": "Wrong: {error}"}
     path.write_text(tomli_w.dumps(raw), encoding="utf-8")
+    return path
+
+
+async def test_the_matrix_has_a_row_per_model_and_variant(tmp_path: Path, db_path: Path) -> None:
+    path = _variant_project(tmp_path, cases=12, latency=0.01)
     sweep = Sweep(SweepOptions(project=path, db=db_path))
     app = ArenaApp(sweep)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -47,11 +53,7 @@ async def test_the_results_view_shows_the_per_variant_table_and_repairs(tmp_path
 
     from .test_results_screens import screen_text, settle, static_text
 
-    path = sim_project(tmp_path, models=2, cases=20, latency=0.0)
-    raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    raw["prompts"] = [{"name": "terse", "template": "Q: {input}"}, {"name": "verbose", "system": "Explain."}]
-    raw["run"]["repair"] = {"attempts": 1, "on": ["wrong_answer"], "message": "Wrong: {error}"}
-    path.write_text(tomli_w.dumps(raw), encoding="utf-8")
+    path = _variant_project(tmp_path, cases=20, latency=0.0)
     sweep = Sweep(SweepOptions(project=path, db=db_path), live_metrics=False)
     assert await sweep.run() == "finished"
     app = BrowseApp(db_path, sweep.run_id)

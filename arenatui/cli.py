@@ -149,7 +149,7 @@ def _sweep_options(args: argparse.Namespace) -> object:
                          "--run-id")
     return SweepOptions(
         project=args.project, filters=Filters(models=args.models, tags=args.tags, limit=args.limit,
-                                              trials=args.trials, shard=shard, prompts=args.prompts),
+                                              trials=args.trials, shard=shard, prompts=getattr(args, "prompts", ())),
         db=args.db, resume=args.resume, concurrency=args.concurrency, seed=args.seed,
         retry_errored=args.retry_errored,
         tune=getattr(args, "tune", False), run_id=run_id,

@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from arenatui.errors import ArenaError, render_error, unwrap
 from arenatui.limits import MAX_CONCURRENCY, MAX_PORT, MAX_SQL_INT, MAX_TRIALS, MIN_PORT
@@ -275,69 +275,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_runs(args: argparse.Namespace) -> int:
-    from arenatui.figures import HEADLINE, Column, table_for_width
-    from arenatui.store import Store
-    from arenatui.store.load_queries import run_kinds
-    from arenatui.store.queries import RunListing, list_runs
-    from arenatui.terminal import out_console
+def _command(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """A verb's driver in `arenatui.commands.<module>`, imported when the verb runs (start-up time)."""
+    def run(args: argparse.Namespace) -> int:
+        from importlib import import_module
 
-    with Store(args.db, read_only=True) as store:
-        runs = list_runs(store, args.limit)
-        kinds = run_kinds(store, [r.run_id for r in runs])  # a load run stores requests, not results
-        from arenatui.commands.shards import shards_label
-        from arenatui.store.shards import shard_counts
-        from arenatui.tuning.levels import readouts_from_rows
-
-        sharded = shard_counts(store, [r.run_id for r in runs])  # a merged run is one run with its shard count
-        # a model whose stored readout establishes an optimum (re-derived by today's rules) shows it: "sim-limited ≈3"
-        optima = {r.run_id: {ro.model_key: ro.verdict.optimum
-                             for ro in readouts_from_rows(store.tuning_levels(r.run_id))
-                             if ro.verdict.optimum is not None} for r in runs}
-    con = out_console()
-    if not runs:
-        con.print(f"No runs stored in {store.path} yet. Try: arena demo", markup=False)
-        return EXIT_OK
-
-    def calls(r: RunListing) -> str:
-        kind, load_stored = kinds.get(r.run_id, ("sweep", 0))
-        # a load run's arrivals are random: it has requests sent, never a plan to be short of
-        return f"{load_stored} requests" if kind == "load" else f"{r.calls}/{r.planned}"
-
-    # The run id (what --resume needs) and every model's name are never cut: a name per line; lower-priority
-    # columns are left out first on a narrow terminal, and below that each run is a block of its own.
-    columns: tuple[Column[RunListing], ...] = (
-        Column("run id", lambda r: r.run_id, priority=HEADLINE, right=False),
-        Column("status", lambda r: r.status + (" (load)" if kinds.get(r.run_id, ("sweep",))[0] == "load" else "")
-               + shards_label(sharded.get(r.run_id)), priority=9, right=False),
-        Column("calls", calls, priority=8),
-        Column("models (≈ concurrency optimum)", lambda r: "\n".join(
-            m + (f" ≈{optima[r.run_id][m]}" if m in optima[r.run_id] else "") for m in r.models),
-            priority=HEADLINE, right=False, short="models"),
-        Column("started", lambda r: time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started_at)), priority=6,
-               right=False),
-        Column("project", lambda r: r.project, priority=7, right=False),
-    )
-    con.print(table_for_width(columns, runs, con.width, elsewhere=""))
-    return EXIT_OK
+        return int(getattr(import_module(f"arenatui.commands.{module}"), name)(args))
+    return run
 
 
 def cmd_browse(args: argparse.Namespace) -> int:
     from arenatui.tui.browse import browse
 
     return browse(args.db, args.run, args.theme)
-
-
-def _write_output(path: str | None, fn: Callable[[TextIO, bool], object]) -> None:
-    """Run fn(stream, terminal) into the file `path` (bad path: exit 2), or into stdout."""
-    if path is None:
-        fn(sys.stdout, sys.stdout.isatty())
-        return
-    try:
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            fn(f, False)
-    except OSError as e:
-        raise ArenaError(f"-o {path}: cannot write the file: {e.strerror or e}") from None
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -355,61 +305,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return run_compare(args.db, args.run, args.other, args.a, args.b, args.all, args.json,
                        out_console(soft_wrap=args.json),
                        fail_on_regression=args.fail_on_regression, cluster_by=args.cluster_by)
-
-
-def _load_run(store: object, run: str) -> tuple[str, str] | None:
-    """(run id, project) when RUN names a load run, else None (a sweep)."""
-    from arenatui.store import Store
-    from arenatui.store.load_queries import run_kinds
-    from arenatui.store.queries import resolve_run
-
-    assert isinstance(store, Store)
-    rec = resolve_run(store, run)
-    return (rec.run_id, rec.project) if run_kinds(store, [rec.run_id])[rec.run_id][0] == "load" else None
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from arenatui.commands.report import build_report, render
-    from arenatui.store import Store
-
-    with Store(args.db, read_only=True) as store:
-        load = _load_run(store, args.run)
-        db_path = store.path
-        if load is not None and args.load:
-            raise ArenaError(f"--load sets load runs beside a sweep's quality; run {load[0]} is itself a load run: "
-                             "pass the sweep's run id")
-        rep = build_report(store, args.run, cluster_by=args.cluster_by, load=args.load) if load is None else None
-    if load is not None:  # a load run: its segment and percentile tables, recomputed from the stored requests
-        from arenatui.load.files import load_report
-
-        text = load_report(db_path, load[0], load[1], args.format)
-        _write_output(args.output, lambda f, tty: f.write(text))
-    else:
-        assert rep is not None
-        _write_output(args.output, lambda f, tty: f.write(render(rep, args.format, terminal=tty)))
-    if args.output:
-        print(f"wrote {args.output}", file=sys.stderr)
-    return EXIT_OK
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    from arenatui.commands.export import write_export
-    from arenatui.store import Store
-
-    with Store(args.db, read_only=True) as store:
-        rows: list[int] = []
-        load = _load_run(store, args.run)
-        if load is not None:  # a load run: one row per stored request
-            from arenatui.load.files import write_load_export
-
-            _write_output(args.output, lambda f, tty: rows.append(write_load_export(store, load[0], args.format, f,
-                                                                                    terminal=tty, raw=args.raw)))
-        else:
-            _write_output(args.output, lambda f, tty: rows.append(write_export(store, args.run, args.format, f,
-                                                                               terminal=tty, raw=args.raw)))
-    if args.output:
-        print(f"wrote {rows[0]} rows to {args.output}", file=sys.stderr)
-    return EXIT_OK
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -443,18 +338,6 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
     except OSError as e:  # the port is taken, the host is not ours
         raise ArenaError(f"mock-server cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     return EXIT_OK
-
-
-def cmd_tune(args: argparse.Namespace) -> int:
-    from arenatui.commands.tune import cmd_tune as run
-
-    return run(args)
-
-
-def cmd_sweep(args: argparse.Namespace) -> int:
-    from arenatui.commands.tune import cmd_sweep as run
-
-    return run(args)
 
 
 def _levels(value: str) -> tuple[int, ...]:
@@ -520,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", help="results database (default: in the user data directory)")
     p.add_argument("--verbose", "-v", action="store_true", help="also print every tuner decision (with --show: "
                    "the stored ones)")
-    p.set_defaults(func=cmd_tune)
+    p.set_defaults(func=_command("tune", "cmd_tune"))
 
     p = sub.add_parser("sweep", help="run the same matrix at several concurrency levels and mark the knee")
     p.add_argument("--project", "-p", required=True, help="project TOML file, or a directory holding arena.toml")
@@ -530,12 +413,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trials", type=_positive_int, help="trials per (model, case), overriding [run].trials")
     p.add_argument("--seed", type=int, help="seed for simulated models and jitter, overriding [run].seed")
     p.add_argument("--db", help="results database (default: in the user data directory)")
-    p.set_defaults(func=cmd_sweep)
+    p.set_defaults(func=_command("tune", "cmd_sweep"))
 
     p = sub.add_parser("runs", help="list stored runs")
     p.add_argument("--db", help="results database")
     p.add_argument("--limit", type=_whole_number(1, MAX_SQL_INT), default=50, help="newest N runs (default: 50)")
-    p.set_defaults(func=cmd_runs)
+    p.set_defaults(func=_command("runs", "cmd_runs"))
 
     p = sub.add_parser("browse", help="the results view of stored runs: leaderboard, compare, strata, cases, frontier")
     p.add_argument("run", nargs="?", metavar="RUN_ID", help="the run to open ('last' for the newest); else the list")
@@ -566,7 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="load runs of the same project: each model's figures at [bakeoff] target_rate beside its "
                         "quality and cost")
     _add_cluster_by(p)
-    p.set_defaults(func=cmd_report)
+    p.set_defaults(func=_command("stored", "cmd_report"))
 
     p = sub.add_parser("export", help="a run's calls as JSON lines or CSV (sealed cases as aggregates only)")
     p.add_argument("run", metavar="RUN", help="a run id, or 'last'")
@@ -575,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "they get a leading ' so a spreadsheet does not run them as formulas)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--db", help="results database")
-    p.set_defaults(func=cmd_export)
+    p.set_defaults(func=_command("stored", "cmd_export"))
 
     p = sub.add_parser("init", help="write a starter project (arena.toml and cases.jsonl)")
     p.add_argument("dir", nargs="?", default=".", help="directory to write into (default: here)")

@@ -30,6 +30,7 @@ from arenatui.engine.events import (
     TunerDecided,
 )
 from arenatui.limits import MAX_CONCURRENCY
+from arenatui.scoring.failure_modes import TRUNCATED_FINISH
 from arenatui.stats.percentiles import percentile
 
 if TYPE_CHECKING:
@@ -194,6 +195,8 @@ class _ModelAgg:
     cost: float = 0.0
     estimated: int = 0
     """Calls whose tokens (and so cost) arenatui estimated: the server reported no usage."""
+    truncated: int = 0
+    """Answers stopped at the token limit (finish reason in TRUNCATED_FINISH): max_tokens is cutting them."""
     score_sum: float = 0.0
     errors: dict[str, int] = field(default_factory=dict)
     error_messages: dict[str, int] = field(default_factory=dict)
@@ -245,6 +248,8 @@ class ModelSnapshot:
     """A judge lane (key ``judge:<model key>``): its calls are judge calls, one per judged candidate call."""
     common_error: tuple[str, int] | None = None
     """The most common error message of this session's errored calls and how many calls said it."""
+    truncated: int = 0
+    """This session's answers stopped at the token limit (finish reason length / max_tokens)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,7 +444,7 @@ class LiveMetrics:
     def _finished(self, ev: CallFinished | JudgeFinished) -> None:
         # The hottest function outside the engine: one tuple unpack, then locals.
         (mk, cid, trial, status, _output, score, _passed, ec, emsg, attempts, lat, _total, ttft, itok, otok, cost,
-         _finish, est, _started_at, _finished_at, _connect, mode, _detail, _http, _repairs, _esc, _first) = ev.result
+         finish, est, _started_at, _finished_at, _connect, mode, _detail, _http, _repairs, _esc, _first) = ev.result
         mi = self._m_index[mk]
         agg = self.rows[mi]
         if self._backoff and (mk, cid, trial) in self._backoff:
@@ -456,6 +461,8 @@ class LiveMetrics:
         agg.cost += cost
         if est:
             agg.estimated += 1
+        if finish in TRUNCATED_FINISH:
+            agg.truncated += 1
         if ec == "cancelled":
             self._move(mi, cid, src, QUEUED)  # resume runs it again
             return
@@ -736,6 +743,7 @@ class LiveMetrics:
                 cost=agg.cost, latency_series=series, throughput_series=tuple(counts), failures=dict(agg.failures),
                 unscored=agg.unscored, judge=agg.judge,
                 common_error=max(agg.error_messages.items(), key=lambda kv: kv[1], default=None),
+                truncated=agg.truncated,
             ))
         done = sum(m.done for m in models)
         # a judge lane's verdicts are its candidates' results: count them once, on the candidates

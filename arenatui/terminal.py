@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from rich.console import Console
+
+from arenatui.errors import ArenaError
 
 PIPE_WIDTH = 160
 """Columns when stdout is neither a terminal nor given a width by COLUMNS."""
@@ -35,3 +38,15 @@ def err_console(**kw: Any) -> Console:
     """A console on stderr (progress, warnings)."""
     kw.setdefault("width", width_for(sys.stderr))
     return _Console(stderr=True, highlight=False, **kw)
+
+
+def write_output(path: str | None, fn: Callable[[TextIO, bool], object]) -> None:
+    """Run fn(stream, terminal) into the file `path` (bad path: exit 2), or into stdout."""
+    if path is None:
+        fn(sys.stdout, sys.stdout.isatty())
+        return
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            fn(f, False)
+    except OSError as e:
+        raise ArenaError(f"-o {path}: cannot write the file: {e.strerror or e}") from None

@@ -7,10 +7,11 @@ measured is the read side. Model i passes a case with probability 0.5 + 0.02·i 
 difficulty, 3% of calls error (rate-limited or timeout), a tenth of cases are sealed. With --judged, every other
 case is an llm_judge scorer's with sample = 0.2: the calls of the cases outside the sample are stored unscored.
 Targets on 2 cores: results_leaderboard_s < 2, results_compare_s < 0.3, results_all_pairs_s < 5,
-results_peak_rss_mb < 500. results_leaderboard_over_scan divides the leaderboard by one plain scan of the
-results table (SELECT COUNT(*), TOTAL(score)), a figure that moves less with the machine's load. Each time
-is the median of --repeat runs (this shared machine moves ±50% between runs). Prints one JSON line per
-figure (DESIGN.md, Benchmarks).
+results_peak_rss_mb < 500. Then the max_tokens / timeout_s evidence: one model's (the model detail) and the whole
+run's (`arena report`), with the peak memory after it. results_leaderboard_over_scan divides the leaderboard
+by one plain scan of the results table (SELECT COUNT(*), TOTAL(score)), a figure that moves less with the
+machine's load. Each time is the median of --repeat runs (this shared machine moves ±50% between runs). Prints one
+JSON line per figure (DESIGN.md, Benchmarks).
 """
 
 from __future__ import annotations
@@ -104,6 +105,26 @@ def _rss_mb() -> float:
     return kb / 1024 if sys.platform != "darwin" else kb / 1024 / 1024
 
 
+def _budgets(db: Path, run: str, model: str) -> list[tuple[str, float, str]]:
+    """The max_tokens and timeout_s evidence: one model's (what the results view's model detail reads when it opens)
+    and every model's (what `arena report` reads), and the peak memory after it (measured last: it reads every
+    answer of the run)."""
+    from arenatui.store.budget_queries import budget_evidence
+    from arenatui.store.queries import resolve_run
+    from arenatui.tuning.budgets import budgets_of
+
+    with Store(db, read_only=True) as store:
+        run_id = resolve_run(store, run).run_id
+        t0 = time.perf_counter()
+        budgets_of(budget_evidence(store, run_id, model))
+        one = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        budgets_of(budget_evidence(store, run_id))
+        every = time.perf_counter() - t0
+    return [("results_model_budgets_s", one, "s"), ("results_report_budgets_s", every, "s"),
+            ("results_peak_rss_with_budgets_mb", _rss_mb(), "MB")]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", type=int, default=20)
@@ -146,6 +167,7 @@ def main() -> None:
         figures.append(("results_leaderboard_over_scan", statistics.median(times["results_leaderboard_s"]) /
                         statistics.median(times["results_scan_s"]), "ratio"))
         figures.append(("results_peak_rss_mb", _rss_mb(), "MB"))
+        figures.extend(_budgets(db, run_id, rows[0].model))
     for name, value, unit in figures:
         print(json.dumps({"name": name, "value": round(value, 4), "unit": unit}))
 

@@ -17,11 +17,11 @@ Shapes (one simulated model each, latencies of a few tens of ms so a run takes a
   evidence" (never a confident wrong one); within-one-level is not expected here.
 
 For each shape and seed, the same sweep runs with the tuner (from 2) and with AIMD (from 2: halve on a 429 at most once
-per latency, +1 after `level` answered calls without one); the oracle run (capped at the oracle level) runs on 3
-seeds and its mean wall clock is the reference; for a rate limit the oracle level is rate × the mean latency those
-runs measured (a busy machine stretches a 20 ms call by a few ms, which moves the optimum by a level). Both modes'
-recommendation is the one verdict
-(`tuning.evidence.verdict`) over the levels the run held, so they differ only in how they moved.
+per latency, +1 after `level` answered calls without one, never above the project's cap, as the tuner); the oracle
+run (capped at the oracle level) runs on 3 seeds and its mean wall clock is the reference; for a rate limit the oracle
+level is rate × the mean latency those runs measured (a busy machine stretches a 20 ms call by a few ms, which moves
+the optimum by a level). Both modes' recommendation is the one verdict (`tuning.evidence.verdict`) over the levels the
+run held, so they differ only in how they moved.
 
 Per shape and mode, JSON lines: <shape>_<mode>_within_one (share of seeds whose verdict names a level within one of
 the oracle: target >= 0.95), <shape>_<mode>_wrong_confident (an optimum, a cap or a rate limit more than one level
@@ -121,9 +121,11 @@ class Outcome:
 
 
 class Aimd:
-    """The baseline: halve on a 429 (once per latency), +1 after `level` answered calls without one."""
+    """The baseline: halve on a 429 (once per latency), +1 after `level` answered calls without one, never above the
+    project's cap (a user's max_concurrency binds AIMD as it binds the tuner)."""
 
-    def __init__(self) -> None:
+    def __init__(self, cap: int | None) -> None:
+        self.cap = cap
         self.level = START
         self.good = 0
         self.last_cut = -1e9
@@ -146,6 +148,8 @@ class Aimd:
 
     def _set(self, n: int) -> None:
         assert self.sweep is not None
+        if self.cap is not None:
+            n = min(n, self.cap)
         if n != self.level:
             self.level = n
             self.sweep.runner.set_model_cap(MODEL, n, source="aimd")
@@ -195,7 +199,7 @@ def run_one(dirpath: Path, name: str, shape: Shape, mode: str, seed: int, db: Pa
 
     outcome = Outcome(calls, on_half)
     extra: list[Callable[[Event], None]] = [outcome]
-    aimd = Aimd() if mode == "aimd" else None
+    aimd = Aimd(cap) if mode == "aimd" else None
     if aimd is not None:
         extra.append(aimd)
     sweep = Sweep(SweepOptions(project=project, db=db, concurrency=first if mode == "oracle" else START,
@@ -212,7 +216,7 @@ def run_one(dirpath: Path, name: str, shape: Shape, mode: str, seed: int, db: Pa
     anyio.run(sweep.run)
     wall = time.monotonic() - t0
     (ro,) = [r for r in sweep.tuner.readouts() if r.model_key == MODEL]
-    return {"wall": wall, "retried": outcome.retried / max(1, outcome.done), "verdict": ro.verdict,
+    return {"wall": wall, "retried": outcome.retried / max(1, outcome.done), "verdict": ro.verdict, "readout": ro,
             "latency": statistics.mean(outcome.latencies) if outcome.latencies else None}
 
 
@@ -261,7 +265,11 @@ def main() -> None:
                 judged = [judge(r["verdict"], oracle) for r in runs]
                 if args.verbose:
                     for s, r in enumerate(runs):
-                        print(f"# {name} {mode} seed {s}: {r['verdict'].text} ({r['wall'] / base:.2f}x)", flush=True)
+                        levels = " ".join(f"{lv.level}:{lv.answered}/{lv.attempts}{'*' if lv.measured else ''}"
+                                          for lv in r["readout"].levels)
+                        print(f"# {name} {mode} seed {s}: {r['verdict'].text} ({r['wall'] / base:.2f}x, "
+                              f"{r['retried']:.1%} retried; answered/attempts by level, * measured: {levels})",
+                              flush=True)
                 n = len(runs)
                 emit(f"{name}_{mode}_within_one", sum(j[0] for j in judged) / n, "share")
                 emit(f"{name}_{mode}_wrong_confident", sum(j[1] for j in judged) / n, "share")

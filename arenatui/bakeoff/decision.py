@@ -36,9 +36,9 @@ def _no_worse(a: float | None, b: float | None) -> bool | None:
 def decide(rows: Sequence[ModelRow], pairs: Sequence[PairDecision], terms: Mapping[str, Sequence[TermCheck]],
            refusals: Sequence[Refusal], p95_at_target: Mapping[str, float | None],
            fronts: Mapping[str, Sequence[str]], load_notes: Mapping[str, str] | None = None) -> list[Decision]:
-    """One Decision per model, in the rows' order. `fronts`: per model, the frontiers it is on (in words);
-    `load_notes`: per model, what a contender's reader must know of its load figures (never reached the target,
-    not load-tested)."""
+    """One Decision per model, in the rows' order. `fronts`: per model, the frontiers it is on (in words: "quality
+    against ..."); `load_notes`: per model, what a contender's reader must know of its load figures (never reached
+    the target, not load-tested)."""
     out = {r.model: Decision(r.model) for r in rows}
     for r in rows:
         d = out[r.model]
@@ -77,9 +77,14 @@ def decide(rows: Sequence[ModelRow], pairs: Sequence[PairDecision], terms: Mappi
         d = out[r.model]
         if d.eliminated:
             continue
-        d.reasons += [f"on the {f} front" for f in fronts.get(r.model, ())]
+        if len(rows) == 1:  # a front of one is no finding
+            d.reasons.append("the only candidate: nothing to compare it with")
+        else:
+            d.reasons += [f"on the front of {f}" for f in fronts.get(r.model, ())]
         unknown = [t.term for t in terms.get(r.model, ()) if t.value is None]
-        if unknown:
+        if unknown and len(unknown) == len(terms[r.model]) and not any(t.source for t in terms[r.model]):
+            d.reasons.append(f"no terms recorded: {ASK}")
+        elif unknown:
             d.reasons.append(f"{ASK} about: {', '.join(unknown)}")
         note = (load_notes or {}).get(r.model)
         if note:

@@ -4,7 +4,7 @@ runs at the target load (with each model's series spread and the frontier), fail
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arenatui.bakeoff.atload import at_target, in_flight
@@ -27,17 +27,18 @@ def load_model(load: StoredRun) -> str:
     return str(load.record.filters.get("model") or (load.plan.models[0] if load.plan.models else ""))
 
 
-def read_loads(store: Store, sweep: StoredRun, ids: Sequence[str] | None) -> tuple[list[StoredRun], dict[str, list[
-        StoredRun]]]:
-    """The load runs a bake-off reads: those named (`--load A,B`), else each model's newest finished load run of the
-    sweep's project; and per model, every run of the series those belong to (for the spread), oldest first.
+def read_loads(store: Store, sweep: StoredRun, ids: Sequence[str] | None,
+               picked: Mapping[str, str] | None = None) -> tuple[list[StoredRun], dict[str, list[StoredRun]]]:
+    """The load runs a bake-off reads: those named (`--load A,B`), else per model the one picked for it (`picked`:
+    model -> load run, the results view's runs tab) or its newest finished load run of the sweep's project; and per
+    model, every run of the series those belong to (for the spread), oldest first.
 
     A run that is not a load run, is of another project or loads a model the sweep does not have is bad input."""
     models = set(sweep.plan.models)
     if ids is None:
         named: list[str] = []
         for m in sweep.plan.models:
-            found = load_runs_of_project(store, sweep.record.project, m)
+            found = [picked[m]] if picked and m in picked else load_runs_of_project(store, sweep.record.project, m)
             if found:
                 named.append(found[0])
     else:

@@ -12,11 +12,12 @@ from arenatui.errors import ArenaError
 
 def add_bakeoff_parser(sub: Any) -> None:
     p = sub.add_parser("bakeoff", help="one page deciding between candidates: margin, load, errors, terms; saved")
-    p.add_argument("run", nargs="?", metavar="RUN", help="the sweep's run id, or 'last'")
+    p.add_argument("run", nargs="?", metavar="RUN", help="the sweep's run id, or 'last' (the newest sweep)")
     p.add_argument("--load", metavar="LOAD_RUN[,...]",
                    help="load runs of the same project (default: each model's newest finished load run)")
-    p.add_argument("--show", metavar="RUN", help="print the decision saved with a run again ('last' for the newest)")
-    p.add_argument("--format", "-f", choices=("md", "json", "html"), default="md")
+    p.add_argument("--show", metavar="RUN", help="print the decision saved with a run again ('last': the newest saved)")
+    p.add_argument("--format", "-f", choices=("md", "json", "html"), default="md",
+                   help="md (the default), html (a page for a browser, a phone's too) or json")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--db", help="results database")
     p.set_defaults(func=cmd_bakeoff)
@@ -48,14 +49,16 @@ def cmd_bakeoff(args: argparse.Namespace) -> int:
         with Store(args.db) as store:
             page = build_page(store, args.run, load)
             save_decision(store, page["run"]["run_id"], page["load_runs"], page)
+    saved = f"the decision is saved with run {page['run']['run_id']} (arena bakeoff --show {page['run']['run_id']})"
     if args.output is None:
         sys.stdout.write(render(page, args.format, terminal=sys.stdout.isatty(), shown=shown))
+        if shown is None:  # beside the page, not in it: a pipe gets the page alone
+            print(saved[0].upper() + saved[1:] + ".", file=sys.stderr)
         return 0
     try:
         with open(args.output, "w", encoding="utf-8", newline="") as f:
             f.write(render(page, args.format, shown=shown))
     except OSError as e:
         raise ArenaError(f"-o {args.output}: cannot write the file: {e.strerror or e}") from None
-    print(f"wrote {args.output}; the decision is saved with run {page['run']['run_id']} (arena bakeoff --show "
-          f"{page['run']['run_id']})", file=sys.stderr)
+    print(f"wrote {args.output}; {saved}", file=sys.stderr)
     return 0

@@ -24,6 +24,7 @@ from arenatui.stats import all_pairs, answered_models, leaderboard
 from arenatui.stats.jsonable import iso_utc as _iso
 from arenatui.stats.variants import prompt_robustness
 from arenatui.store import Store
+from arenatui.store.bakeoff_queries import newest_sweep
 from arenatui.store.read import read_run
 
 ONE_PROMPT = "one prompt: not measured"
@@ -32,7 +33,9 @@ margin may be which model suited the prompt written first."""
 
 
 def build_page(store: Store, run: str, load: Sequence[str] | None) -> dict[str, Any]:
-    sweep = read_run(store, run)
+    """The page of sweep `run` ('last': the newest sweep, not the load runs made after it) beside `load` (None:
+    each model's newest finished load run of the project)."""
+    sweep = read_run(store, newest_sweep(store) if run == "last" else run)
     if sweep.kind == "load":
         raise PlanError(f"arena bakeoff reads a sweep; run {sweep.run_id} is a load run: pass the sweep's run id "
                         f"and this one as --load {sweep.run_id}")
@@ -41,13 +44,15 @@ def build_page(store: Store, run: str, load: Sequence[str] | None) -> dict[str, 
     answered = answered_models(results)
     pairs = all_pairs(results, answered) if len(answered) > 1 else []
     rows = leaderboard(results, decisions=pairs)
+    place = {r.model: i for i, r in enumerate(rows)}  # each pair read best first, as the leaderboard lists them
+    pairs = [p if place[p.comparison.a] <= place[p.comparison.b] else p.flipped() for p in pairs]
     at_load = load_section(rows, sweep, loads, series)
     checks = term_checks(sweep)
     p95 = {r["model"]: r["latency_ms"]["p95"] for r in at_load["rows"] if r["load_run"]}
-    fronts = {r.model: [f for f, on in (("quality-cost", r.on_cost_front),) if on] for r in rows}
+    fronts = {r.model: ["quality against cost per correct case"] if r.on_cost_front else [] for r in rows}
     for r in at_load["rows"]:
         if r["load_run"] and r["on_front"]:
-            fronts[r["model"]].append("quality-p95 at the target load")
+            fronts[r["model"]].append("quality against p95 at the target load")
     notes = {r["model"]: f"at the target load: {r['flag']}" if r["load_run"] else "not load-tested at the target"
              for r in at_load["rows"] if r["flag"] or not r["load_run"]}
     decisions = decide(rows, pairs, checks, refusals_by_category(results, sweep.refusals), p95, fronts, notes)

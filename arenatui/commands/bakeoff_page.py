@@ -24,7 +24,8 @@ from arenatui.figures import interval, money, pct
 
 MARGIN_HEAD = ("model", "quality", "95% CI", "n", "coverage", "$/correct")
 MODES_HEAD = ("model", "failure mode", "calls", "share", "95% CI")
-TERMS_HEAD = ("model", "term", "value", "requirement", "verdict", "source", "checked")
+TERMS_HEAD = ("model", "term", "verdict", "value", "requirement", "source", "checked")
+"""The verdict beside its term: on a phone the columns past the first few scroll sideways."""
 DECISION_HEAD = ("model", "decision", "reasons")
 ROBUSTNESS = "Robustness across prompt variants"
 
@@ -52,11 +53,27 @@ def _mode_rows(page: dict[str, Any]) -> list[list[str]]:
              f"{pct(c['low'], decimals=1)}–{pct(c['high'], decimals=1)}"] for c in page["failures"]["modes"]]
 
 
+def _unrecorded(page: dict[str, Any]) -> list[str]:
+    """The candidates with no term recorded at all (no value, no source): one line says so, not four rows each."""
+    return [m for m, ts in page["terms"]["models"].items()
+            if all(t["value"] is None and not t["source"] for t in ts)]
+
+
 def _term_rows(page: dict[str, Any]) -> list[list[str]]:
     verdict = {True: "met", False: "FAILS", None: "unknown"}
-    return [[m, t["term"], t["shown"], t["requirement"] or "-",
-             verdict[t["met"]] if t["requirement"] else "-", t["source"] or "-", t["checked"] or "-"]
-            for m, ts in page["terms"]["models"].items() for t in ts]
+    skip = set(_unrecorded(page))
+    return [[m, t["term"], verdict[t["met"]] if t["requirement"] else "-", t["shown"], t["requirement"] or "-",
+             t["source"] or "-", t["checked"] or "-"]
+            for m, ts in page["terms"]["models"].items() if m not in skip for t in ts]
+
+
+def _unrecorded_words(page: dict[str, Any]) -> str:
+    none = _unrecorded(page)
+    if not none:
+        return ""
+    terms = next(iter(page["terms"]["models"].values()))
+    return (f"No terms recorded for {', '.join(none)} (terms = {{...}} on each [[models]] table): ask the provider "
+            f"about {', '.join(t['term'] for t in terms)}; unknown, they meet no requirement and fail none.")
 
 
 def _decision_rows(page: dict[str, Any]) -> list[list[str]]:
@@ -68,9 +85,32 @@ def _requirements_words(page: dict[str, Any]) -> str:
     if not req:
         return ("No [requirements] in the project: terms are listed, none eliminates. Unknown terms are \"ask the "
                 "provider\", never assumed.")
-    return ("Requirements: " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in req.items()) + ". A candidate failing "
+    return ("Requirements: " + ", ".join(f"{k} = {_toml(v)}" for k, v in req.items()) + ". A candidate failing "
             "one is "
             "eliminated; unknown terms are \"ask the provider\", never assumed, and eliminate no one.")
+
+
+def no_pairs_words(page: dict[str, Any]) -> str:
+    """What the margin says when it has no pair to show: one candidate has nothing to compare it with; of several,
+    too few answered."""
+    board = page["margin"]["leaderboard"]
+    if len(board) == 1:
+        return "One candidate: nothing to compare."
+    answered = [m["model"] for m in board if m["quality"]["n"]]
+    return (f"Fewer than two of the {len(board)} candidates have scored answers ("
+            f"{', '.join(answered) or 'none'}): nothing to compare.")
+
+
+def _toml(v: Any) -> str:
+    """A requirement's value as the project file has it (30, not the 30.0 a float comes back as)."""
+    if isinstance(v, float):
+        return f"{v:g}"
+    return json.dumps(v, ensure_ascii=False)
+
+
+def _partly_load_tested(page: dict[str, Any]) -> bool:
+    """Some candidates load-tested, not all: the others are named (none at all is said once, by the section)."""
+    return 0 < len(page["load"]["missing"]) < len(page["load"]["rows"])
 
 
 def _title(page: dict[str, Any]) -> str:
@@ -93,12 +133,12 @@ def render_markdown(page: dict[str, Any], *, shown: str | None = None) -> str:
     lines += ["", "## The margin", "", "Quality over scored calls with a 95% bootstrap interval over cases; each "
               "pair's verdict is paired and Holm-adjusted over all pairs.", ""]
     lines += _md_table(MARGIN_HEAD, _margin_rows(page))
-    lines += [""] + ([md_pair(p) for p in page["margin"]["pairs"]] or ["Fewer than two models answered."])
+    lines += [""] + ([md_pair(p) for p in page["margin"]["pairs"]] or [_md(no_pairs_words(page))])
     lines += ["", f"{ROBUSTNESS}: {_md(page['margin']['robustness']['text'])}.", ""]
     for head, rows in _robustness_tables(page):
         lines += [*_md_table(head, rows), ""]
     lines += md_at_load(page["load"])
-    if page["load"]["missing"]:
+    if _partly_load_tested(page):
         lines += ["", f"Not load-tested: {_md(', '.join(page['load']['missing']))} (pass --load, or run arena load "
                   "--model KEY at the target rate)."]
     lines += ["", "## Which errors each makes", "", "Every call's failure mode (failed answers and errored calls) "
@@ -108,7 +148,9 @@ def render_markdown(page: dict[str, Any], *, shown: str | None = None) -> str:
     refusals = page["failures"]["refusals"]
     lines += [f"- {'⚠ ' if r['refuses'] else ''}{_md(r['text'])}" for r in refusals] or ["No refusal."]
     lines += ["", "## Terms", "", _md(_requirements_words(page)), ""]
-    lines += _md_table(TERMS_HEAD, _term_rows(page))
+    if _unrecorded_words(page):
+        lines += [_md(_unrecorded_words(page)), ""]
+    lines += _md_table(TERMS_HEAD, _term_rows(page)) if _term_rows(page) else []
     lines.append("")
     return "\n".join(lines)
 
@@ -122,26 +164,29 @@ def render_html(page: dict[str, Any], *, shown: str | None = None) -> str:
     rows = "".join(f"<tr><td>{_h(d['model'])}</td><td class={d['decision']}>{_h(d['decision'])}</td>"
                    f"<td style=\"text-align:left;white-space:normal\">{_h('; '.join(d['reasons']))}</td></tr>"
                    for d in page["decisions"])
-    parts.append('<div class="wide"><table><thead><tr>' + "".join(f'<th style="text-align:left">{_h(c)}</th>'
-                                                                    for c in DECISION_HEAD)
+    parts.append('<div class="wide"><table class="text"><thead><tr>' + "".join(f"<th>{_h(c)}</th>"
+                                                                                 for c in DECISION_HEAD)
                  + f"</tr></thead><tbody>{rows}</tbody></table></div>")
     parts.append("<h2>The margin</h2><p>Quality over scored calls with a 95% bootstrap interval over cases; each "
                  "pair's verdict is paired and Holm-adjusted over all pairs.</p>")
-    parts.append(_html_table(MARGIN_HEAD, _margin_rows(page)))
+    parts.append(_html_table(MARGIN_HEAD, _margin_rows(page), "names"))
     parts.append("<ul>" + ("".join(html_pair(p) for p in page["margin"]["pairs"])
-                           or "<li>Fewer than two models answered.</li>") + "</ul>")
+                           or f"<li>{_h(no_pairs_words(page))}</li>") + "</ul>")
     parts.append(f"<p>{_h(ROBUSTNESS)}: {_h(page['margin']['robustness']['text'])}.</p>")
     parts += [_html_table(head, rows) for head, rows in _robustness_tables(page)]
     parts.append(html_at_load(page["load"]))
-    if page["load"]["missing"]:
+    if _partly_load_tested(page):
         parts.append(f"<p>Not load-tested: {_h(', '.join(page['load']['missing']))}.</p>")
     parts.append("<h2>Which errors each makes</h2><p>Every call's failure mode (failed answers and errored calls) "
                  "with a 95% interval on its share of the model's calls.</p>")
-    parts.append(_html_table(MODES_HEAD, _mode_rows(page)) if page["failures"]["modes"] else "<p>No call failed.</p>")
+    parts.append(_html_table(MODES_HEAD, _mode_rows(page), "text") if page["failures"]["modes"]
+                 else "<p>No call failed.</p>")
     parts.append("<h3>Refusals by category</h3><ul>" + ("".join(
         f"<li>{'⚠ ' if r['refuses'] else ''}{_h(r['text'])}</li>" for r in page["failures"]["refusals"])
         or "<li>No refusal.</li>") + "</ul>")
-    parts.append(f"<h2>Terms</h2><p>{_h(_requirements_words(page))}</p>" + _html_table(TERMS_HEAD, _term_rows(page)))
+    unrecorded = f"<p>{_h(_unrecorded_words(page))}</p>" if _unrecorded_words(page) else ""
+    parts.append(f"<h2>Terms</h2><p>{_h(_requirements_words(page))}</p>{unrecorded}"
+                 + (_html_table(TERMS_HEAD, _term_rows(page), "text") if _term_rows(page) else ""))
     parts.append("</body></html>\n")
     return "\n".join(parts)
 

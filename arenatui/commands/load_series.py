@@ -3,6 +3,7 @@ schedule, error and 429 shares, and the spread (max/min p95 with the runs' times
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Sequence
@@ -16,7 +17,7 @@ from arenatui.errors import PlanError
 from arenatui.figures import HEADLINE, Column, ms, pct, table_for_width
 from arenatui.stats.jsonable import finite as _num
 from arenatui.store import Store
-from arenatui.store.bakeoff_queries import series_of, series_runs
+from arenatui.store.bakeoff_queries import series_of, series_of_runs, series_runs
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import resolve_run
 from arenatui.store.read import read_run
@@ -46,6 +47,24 @@ def load_ids(store: Store, run: str, other: str | None) -> list[str] | None:
     if rec2.run_id == rec.run_id:
         raise PlanError(f"compare: both runs are {rec.run_id}; pass two different runs")
     return sorted([rec.run_id, rec2.run_id], key=lambda r: (store.get_run(r).started_at, r))
+
+
+def series_labels(store: Store, run_ids: list[str]) -> tuple[dict[str, str], list[str]]:
+    """What `arena runs` shows of series: per run in one, a label that fits any terminal ("S1 2/3": series S1, its
+    second run of three, oldest first), and a line per series naming it in full (a generated id is 27 characters)
+    and how to compare one."""
+    of = series_of_runs(store, run_ids)
+    keys: dict[str, str] = {}
+    members: dict[str, list[str]] = {}
+    for rid in run_ids:  # numbered as the listing meets them
+        if rid in of and of[rid] not in keys:
+            keys[of[rid]] = f"S{len(keys) + 1}"
+            members[of[rid]] = series_runs(store, of[rid])
+    labels = {rid: f"{keys[sid]} {members[sid].index(rid) + 1}/{len(members[sid])}" for rid, sid in of.items()}
+    legend = [f"{k} = series {sid} ({len(members[sid])} load run{'s' if len(members[sid]) > 1 else ''})"
+              for sid, k in keys.items()]
+    # the command with a real series id: the label (S1) is this listing's, not a name `arena compare` knows
+    return labels, [*legend, f"Compare a series' runs by its name: arena compare {next(iter(keys))}"] if legend else []
 
 
 def series_rows(store: Store, ids: Sequence[str]) -> list[SeriesRun]:
@@ -93,6 +112,8 @@ def compare_load_runs(db: str | None, run: str, other: str | None, as_json: bool
         rows = series_rows(store, ids)
     models = {r.model for r in rows}
     s = spread(rows) if len(models) == 1 else None
+    columns = COLUMNS if len(models) == 1 else tuple(  # runs of different models: which is which comes first
+        dataclasses.replace(c, priority=HEADLINE) if c.title == "model" else c for c in COLUMNS)
     if as_json:
         out: dict[str, Any] = {"runs": [{
             "run_id": r.run_id, "started_at": r.started_at, "model": r.model, "rate": _num(r.figures.target_rate),
@@ -103,7 +124,7 @@ def compare_load_runs(db: str | None, run: str, other: str | None, as_json: bool
         console.print(json.dumps(out, indent=2), markup=False, highlight=False)
         return 0
     console.print("Load runs, latencies from schedule (what a user arriving then waited):", markup=False)
-    console.print(table_for_width(COLUMNS, rows, console.width, elsewhere=""))
+    console.print(table_for_width(columns, rows, console.width, elsewhere=""))
     if s is not None:
         console.print(f"Spread: {s.words}", markup=False, soft_wrap=True)
     elif len(models) > 1:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from arenatui.figures import LEADERBOARD, NOTHING, Column, interval, money, ms, pct, score
+from arenatui.figures import LEADERBOARD, NOTHING, Column, interval, money, ms, number, pct, score
 from arenatui.redact import redact_urls_in_text, url_without_secrets
 from arenatui.safe_text import one_line, printable
 from arenatui.scoring.failure_modes import FAILURE_MODES
@@ -124,14 +124,49 @@ def build_report(store: Store, run: str, *, cluster_by: str | None = None,
                  load: Sequence[str] | None = None) -> dict[str, Any]:
     """The report of a sweep; `load`: load runs whose figures at the target load sit beside its quality."""
     from arenatui.bakeoff.sections import conditions_section, load_section, read_loads
+    from arenatui.store.bakeoff_queries import newest_sweep
 
-    stored = read_run(store, run)
+    stored = read_run(store, newest_sweep(store) if load and run == "last" else run)  # load runs come after it
     rep = report_of(dataclasses.replace(stored, results=stored.results.clustered_by(cluster_by)))
+    rep["budgets"] = budgets_dict(store, stored.run_id)
     loads, series = read_loads(store, stored, load) if load else ([], {})
     rep["conditions"] = conditions_section(stored, loads)
     if load:
         rep["at_load"] = load_section([row_from_dict(m) for m in rep["leaderboard"]], stored, loads, series)
     return rep
+
+
+def budgets_dict(store: Store, run_id: str) -> dict[str, Any]:
+    """Steps 2 and 4 of the tuning order from the run's answers (arenatui.tuning.budgets): each model's max_tokens
+    and timeout_s, each with its evidence or "not enough evidence"."""
+    from arenatui.store.budget_queries import budget_evidence
+    from arenatui.tuning.budgets import budgets_of
+
+    return budgets_of(budget_evidence(store, run_id)).as_dict()
+
+
+BUDGETS_WORDS = ("Recommended from this run's answers (steps 2 and 4 of the tuning order): max_tokens from the "
+                 "output tokens of the answers that passed and the answers stopped at the limit; timeout_s from "
+                 "the durations of the attempts that answered; each says what it rests on, or that the evidence is not "
+                 "enough. `arena tune --project P --write` writes the ones with evidence.")
+
+
+def budget_items(budgets: dict[str, Any] | None) -> list[tuple[str, str, list[str]]]:
+    """(model, verdict, evidence lines) for every recommendation, the run's one timeout_s last; a verdict that does
+    not name its setting ("not enough evidence: ...") is said after it."""
+    if not budgets:
+        return []
+    out: list[tuple[str, str, list[str]]] = []
+    for model, m in budgets["models"].items():
+        for label, rec in (("max_tokens", m["max_tokens"]),
+                           *((f"max_tokens ({kind} cases)", r) for kind, r in m["max_tokens_by_scorer"].items()),
+                           ("timeout_s", m["timeout_s"])):
+            verdict = rec["verdict"] if label in rec["verdict"] else f"{label}: {rec['verdict']}"
+            out.append((model, verdict, rec["detail"]))
+    rt = budgets["run_timeout_s"]
+    out.append(("[run]", rt["verdict"] if rt else f"timeout_s {budgets['timeout_s']:g}: not enough evidence for every "
+                "model to recommend the one limit they share", []))
+    return out
 
 
 def report_of(stored: StoredRun) -> dict[str, Any]:
@@ -586,6 +621,12 @@ def render_markdown(rep: dict[str, Any]) -> str:
         lines += ["", "## Concurrency", "", "Each model's verdict from the levels it was held at (measured: at least "
                   "20 answered calls over at least 2 median latencies held).", ""]
         lines += _md_table(("model", "verdict", "measured levels"), conc)
+    budgets = budget_items(rep.get("budgets"))
+    if budgets:
+        lines += ["", "## max_tokens and timeout_s", "", BUDGETS_WORDS.replace("`", ""), ""]
+        for model, verdict, detail in budgets:
+            lines.append(f"- **{_md(model)}**: {_md(verdict)}")
+            lines += [f"  - {_md(d)}" for d in detail]
     lines += ["", "## Failures", ""]
     if not rep["failures"]:
         lines.append("No call errored.")
@@ -613,6 +654,8 @@ li,p{overflow-wrap:anywhere}
 .front{fill:#0a6b2d}.dot{fill:#888}
 .warn{border-left:4px solid #b36b00;background:#fff6e5;padding:.25em 1em;margin:1em 0}
 .eliminated{color:#a1261b;font-weight:600}.contender{color:#0a6b2d;font-weight:600}
+table.names td,table.names th{text-align:right}table.names td:first-child,table.names th:first-child,table.text td,
+table.text th{text-align:left}
 """
 
 
@@ -620,11 +663,14 @@ def _h(s: object) -> str:
     return html.escape(printable(str(s), newlines=False), quote=True)
 
 
-def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A table in a box that scrolls sideways on a narrow page (a phone), so the page itself never overflows."""
+def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "") -> str:
+    """A table in a box that scrolls sideways on a narrow page (a phone), so the page itself never overflows.
+    `cls`: "names" (the first column, a model's name, aligned left, the figures right) or "text" (every column
+    aligned left: words)."""
     th = "".join(f"<th>{_h(c)}</th>" for c in head)
     body = "".join("<tr>" + "".join(f"<td>{_h(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<div class="wide"><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>'
+    table = f'<table class="{cls}">' if cls else "<table>"
+    return f'<div class="wide">{table}<thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 
@@ -736,7 +782,7 @@ def render_html(rep: dict[str, Any]) -> str:
                           "$ per correct answer", money))
     parts.append(_scatter([(m["model"], m["latency_ms"]["p95"], m["quality"]["estimate"], m["on_latency_front"])
                            for m in lb if m["latency_ms"]["p95"] is not None and m["quality"]["estimate"] is not None],
-                          "p95 latency, ms", ms))
+                          "p95 latency, ms", number))
     if rep.get("estimated_tokens"):
         parts.append(f"<p>{_h(_estimated_note(rep['estimated_tokens']))}</p>")
     spend = rep.get("spend")
@@ -763,13 +809,20 @@ def render_html(rep: dict[str, Any]) -> str:
     conc = _concurrency_rows(rep)
     if conc:
         parts.append("<h2>Concurrency</h2>" + _html_table(("model", "verdict", "measured levels"), conc))
+    budgets = budget_items(rep.get("budgets"))
+    if budgets:
+        parts.append(f"<h2>max_tokens and timeout_s</h2><p>{_h(BUDGETS_WORDS.replace('`', ''))}</p><ul>" + "".join(
+            f"<li><b>{_h(model)}</b>: {_h(verdict)}"
+            + ("<ul>" + "".join(f"<li>{_h(d)}</li>" for d in detail) + "</ul>" if detail else "") + "</li>"
+            for model, verdict, detail in budgets) + "</ul>")
     parts.append("<h2>Failures</h2>")
     if not rep["failures"]:
         parts.append("<p>No call errored.</p>")
     else:
-        parts.append(_html_table(("model", "class", "calls", "message"),
-                                 [[m, f["error_class"], str(f["calls"]), f["message"]]
-                                  for m, items in rep["failures"].items() for f in items]))
+        # a list, not a table: a provider's message wraps on a phone instead of running off the side
+        parts.append("<ul>" + "".join(f"<li><b>{_h(m)}</b>: {_h(f['error_class'])} × {f['calls']}: "
+                                      f"<code>{_h(f['message'])}</code></li>"
+                                      for m, items in rep["failures"].items() for f in items) + "</ul>")
     parts.append("<h2>Run settings</h2><p>Secrets are never stored: API keys appear as the names of their "
                  "environment variables; headers and extra request fields are left out.</p>"
                  f"<pre>{html.escape(json.dumps(rep['settings'], indent=2, ensure_ascii=True))}</pre>")
@@ -798,8 +851,10 @@ def html_conditions(conditions: Sequence[dict[str, Any]]) -> str:
             + "".join(f"<li>{_h(c['text'])}</li>" for c in conditions) + "</ul></div>")
 
 
-AT_LOAD_HEAD = ("model", "quality", "95% CI", "$/correct", "load run", "offered/s", "achieved/s", "p50 ms", "p95 ms",
-                "p99 ms", "TTFT p50", "TTFT p95", "errors", "timeouts", "429s", "goodput", "front", "flag")
+AT_LOAD_HEAD = ("model", "quality", "p95 ms", "errors", "429s", "goodput", "$/correct", "95% CI", "p50 ms", "p99 ms",
+                "TTFT p50", "TTFT p95", "timeouts", "offered/s", "achieved/s", "front", "load run", "flag")
+"""What decides first (quality beside p95, errors and 429s at the target) on the left: on a phone the rest scrolls
+sideways."""
 
 
 def at_load_words(section: dict[str, Any]) -> str:
@@ -812,17 +867,17 @@ def at_load_words(section: dict[str, Any]) -> str:
 def at_load_rows(section: dict[str, Any]) -> list[list[str]]:
     out = []
     for r in section["rows"]:
-        head = [r["model"], _f(r["quality"]), interval(r["quality_low"], r["quality_high"], r["n"]),
-                money(r["cost_per_correct"])]
+        quality = _f(r["quality"])
+        sweep = [money(r["cost_per_correct"]), interval(r["quality_low"], r["quality_high"], r["n"])]
         if r["load_run"] is None:
-            out.append([*head, "none", *["-"] * 12, "no load run"])
+            out.append([r["model"], quality, "-", "-", "-", "-", *sweep, *["-"] * 8, "none", "no load run"])
             continue
         lat, ttft = r["latency_ms"], r["ttft_ms"]
         goodput = "no SLO" if r["goodput_share"] is None else f"{pct(r['goodput_share'])} ({r['slo']})"
-        out.append([*head, r["load_run"], _f(r["offered_rate"], 2), _f(r["achieved_rate"], 2), ms(lat["p50"]),
-                    ms(lat["p95"]), ms(lat["p99"]), ms(ttft["p50"]), ms(ttft["p95"]), pct(r["error_share"], decimals=1),
-                    pct(r["timeout_share"], decimals=1), pct(r["rate_limited_share"], decimals=1), goodput,
-                    "yes" if r["on_front"] else "", r["flag"] or ""])
+        out.append([r["model"], quality, ms(lat["p95"]), pct(r["error_share"], decimals=1),
+                    pct(r["rate_limited_share"], decimals=1), goodput, *sweep, ms(lat["p50"]), ms(lat["p99"]),
+                    ms(ttft["p50"]), ms(ttft["p95"]), pct(r["timeout_share"], decimals=1), _f(r["offered_rate"], 2),
+                    _f(r["achieved_rate"], 2), "yes" if r["on_front"] else "", r["load_run"], r["flag"] or ""])
     return out
 
 
@@ -835,11 +890,19 @@ def _series_lines(section: dict[str, Any]) -> list[str]:
     return out
 
 
+NO_LOAD_WORDS = ("No candidate was load-tested: run each at the production rate for long enough to meet its slow "
+                 "moments (arena load --project P --model KEY --rate R --duration 15m; [bakeoff] target_rate names R), "
+                 "then decide again.")
+
+
 def md_at_load(section: dict[str, Any]) -> list[str]:
+    if not any(r["load_run"] for r in section["rows"]):  # a table of dashes says less than one sentence
+        return ["## Quality beside load at the target", "", NO_LOAD_WORDS]
     lines = ["## Quality beside load at the target", "", at_load_words(section), ""]
     lines += _md_table(AT_LOAD_HEAD, at_load_rows(section))
     flagged = [r for r in section["rows"] if r.get("flag")]
-    lines += [""] + [f"- ⚠ {_md(r['model'])} (load run {_md(r['load_run'])}): {_md(r['flag'])}" for r in flagged]
+    if flagged:
+        lines += [""] + [f"- ⚠ {_md(r['model'])} (load run {_md(r['load_run'])}): {_md(r['flag'])}" for r in flagged]
     series = _series_lines(section)
     if series:
         lines += ["", "Repeated load runs (the same profile at different times):", ""]
@@ -848,8 +911,10 @@ def md_at_load(section: dict[str, Any]) -> list[str]:
 
 
 def html_at_load(section: dict[str, Any]) -> str:
+    if not any(r["load_run"] for r in section["rows"]):
+        return f"<h2>Quality beside load at the target</h2><p>{_h(NO_LOAD_WORDS)}</p>"
     parts = [f"<h2>Quality beside load at the target</h2><p>{_h(at_load_words(section))}</p>",
-             _html_table(AT_LOAD_HEAD, at_load_rows(section))]
+             _html_table(AT_LOAD_HEAD, at_load_rows(section), "names")]
     flagged = [r for r in section["rows"] if r.get("flag")]
     if flagged:
         parts.append("<ul>" + "".join(f"<li>⚠ {_h(r['model'])} (load run {_h(r['load_run'])}): {_h(r['flag'])}</li>"

@@ -5,16 +5,17 @@ from __future__ import annotations
 import argparse
 import time
 
-from rich.console import Console
-from rich.table import Table
+from rich.console import Console, RenderableType
 from rich.text import Text
 
 from arenatui.commands.tune_budgets import Budgets
 from arenatui.commands.tune_runs import LevelRun, LevelSweep, stored_readouts, sweep_levels, tune
 from arenatui.config.write import writable_target, write_model_settings
 from arenatui.errors import ArenaError
+from arenatui.figures import HEADLINE, Column, Fitted
 from arenatui.safe_text import literal
-from arenatui.tuning.figures import fmt_ms, fmt_rate, fmt_share, goodput_text, limited_text, mark
+from arenatui.tuning.evidence import LevelEvidence
+from arenatui.tuning.figures import fmt_ms, fmt_rate, fmt_share, goodput_text, limited_text
 from arenatui.tuning.levels import ModelReadout
 
 
@@ -27,17 +28,44 @@ def verdict_text(ro: ModelReadout) -> Text:
     return line
 
 
-def readout_table(ro: ModelReadout) -> Table:
-    t = Table(title=verdict_text(ro), title_justify="left", header_style="bold")
-    for col in ("level", "held s", "answered", "goodput/s (95%)", "429s (95%)", "transient", "retries/s",
-                "gave up", "n", "p50 ms", "p95 ms", ""):
-        t.add_column(col, justify="left" if col == "" else "right")
-    best = ro.best
-    for r in ro.levels:
-        t.add_row(str(r.level), f"{r.held_s:.1f}", str(r.answered), goodput_text(r).removesuffix("/s"),
-                  limited_text(r), fmt_share(r.transient_share), fmt_rate(r.retries_per_s), str(r.given_up),
-                  str(r.latencies), fmt_ms(r.p50_ms), fmt_ms(r.p95_ms), mark(r, best))
-    return t
+Level = tuple[LevelEvidence, str]
+"""A level's evidence and its mark: "◀ best" (or "◀ knee"), "short" (not measured yet), or a note."""
+
+
+def _missing(r: Level) -> str:
+    return r[0].missing().removeprefix(f"level {r[0].level}: ")
+
+
+LEVEL_COLUMNS: tuple[Column[Level], ...] = (
+    Column("level", lambda r: r[0].level, priority=HEADLINE),
+    Column("held s", lambda r: r[0].held_s, lambda v: f"{v:.1f}", priority=6),
+    Column("answered", lambda r: r[0].answered, priority=8),
+    Column("goodput/s (95%)", lambda r: goodput_text(r[0]).replace("/s", "", 1), priority=HEADLINE),
+    Column("429s (95%)", lambda r: limited_text(r[0]), priority=HEADLINE),
+    Column("transient", lambda r: r[0].transient_share, fmt_share, priority=4),
+    Column("retries/s", lambda r: r[0].retries_per_s, fmt_rate, priority=3),
+    Column("gave up", lambda r: r[0].given_up, priority=5),
+    Column("n", lambda r: r[0].latencies, priority=2),
+    Column("p50 ms", lambda r: r[0].p50_ms, fmt_ms, priority=4),
+    Column("p95 ms", lambda r: r[0].p95_ms, fmt_ms, priority=7),
+    Column("", lambda r: r[1], priority=HEADLINE, right=False),
+    Column("short of", _missing, priority=5, right=False),
+)
+"""A tuning readout's columns: the level, its goodput and 429 share, and its mark stay at any width; what a level
+lacks (`short of`) is also in the verdict line above the table."""
+
+
+def level_mark(r: LevelEvidence, best: int | None, word: str = "best") -> str:
+    return f"◀ {word}" if r.level == best else "" if r.measured else "short"
+
+
+def readout_table(ro: ModelReadout, run_id: str = "RUN") -> RenderableType:
+    """A model's verdict, then its levels fitted to the width they are drawn at (never a cut name or figure)."""
+    from rich.console import Group
+
+    rows = [(r, level_mark(r, ro.best)) for r in ro.levels]
+    return Group(verdict_text(ro), Fitted(LEVEL_COLUMNS, rows,
+                                          elsewhere=f" (COLUMNS=200 arena tune --show {run_id} has them)"))
 
 
 def _not_a_load_run(run_id: str, db: str | None) -> None:
@@ -67,7 +95,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             out.print(f"Run {run_id}: no readout (no level was held, or it ran before arenatui stored one).",
                       markup=False)
         for ro in stored:
-            out.print(readout_table(ro))
+            out.print(readout_table(ro, run_id))
         _print_budgets(out, run_id, args.db)
         if args.verbose:
             from arenatui.store import Store
@@ -92,7 +120,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                started=lambda: err.print(f"Tuning with at most {args.budget} calls per model, until each model has a "
                                          "verdict…", markup=False))
     for ro in res.readouts:
-        out.print(readout_table(ro))
+        out.print(readout_table(ro, res.run_id))
         out.print(recommendation_line(ro))
     if args.verbose:
         for d in res.decisions:
@@ -168,18 +196,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                        seed=args.seed, on_level=progress)
     title = Text(f"sweep {res.group}: ")
     title.append(res.verdict.text)
-    t = Table(title=title, title_justify="left", header_style="bold")
-    # errored calls sit beside the wall clock: a level that looks faster because calls gave up says so
-    for col in ("level", "wall s", "errored", "answered", "goodput/s (95%)", "429s (95%)", "p95 ms", "run id", ""):
-        t.add_column(col, justify="left" if col in ("run id", "") else "right")
-    knee = res.knee
-    for r in res.runs:
-        g = r.evidence
-        note = "◀ knee" if r.level == knee else ("faster only because calls gave up" if r.errored and _faster(r, res)
-                                                 else mark(g, None))
-        t.add_row(str(r.level), f"{r.wall_s:.2f}", str(r.errored), str(r.answered), goodput_text(g).removesuffix("/s"),
-                  limited_text(g), fmt_ms(g.p95_ms), r.run_id, note)
-    out.print(t)
+    out.print(title)
+    out.print(Fitted(SWEEP_COLUMNS, [(r, _sweep_mark(r, res)) for r in res.runs],
+                     elsewhere=" (COLUMNS=200 arena sweep prints them all)"))
     out.print(f"verdict: {res.verdict.text}", markup=False)
     for note in res.notes:
         out.print(note, markup=False)
@@ -190,3 +209,28 @@ def _faster(r: LevelRun, res: LevelSweep) -> bool:
     """Whether a level with errored calls has a shorter wall clock than the knee."""
     knee = next((x for x in res.runs if x.level == res.knee), None)
     return knee is not None and r.wall_s < knee.wall_s
+
+
+def _sweep_mark(r: LevelRun, res: LevelSweep) -> str:
+    # errored calls sit beside the wall clock: a level that looks faster because calls gave up says so
+    if r.errored and r.level != res.knee and _faster(r, res):
+        return "faster: calls gave up"
+    return level_mark(r.evidence, res.knee, "knee")
+
+
+Swept = tuple[LevelRun, str]
+
+SWEEP_COLUMNS: tuple[Column[Swept], ...] = (
+    Column("level", lambda r: r[0].level, priority=HEADLINE),
+    Column("wall s", lambda r: r[0].wall_s, lambda v: f"{v:.2f}", priority=8),
+    Column("errored", lambda r: r[0].errored, priority=9),
+    Column("answered", lambda r: r[0].answered, priority=6),
+    Column("goodput/s (95%)", lambda r: goodput_text(r[0].evidence).replace("/s", "", 1), priority=HEADLINE),
+    Column("429s (95%)", lambda r: limited_text(r[0].evidence), priority=HEADLINE),
+    Column("p95 ms", lambda r: r[0].evidence.p95_ms, fmt_ms, priority=7),
+    Column("run id", lambda r: r[0].run_id, priority=4, right=False),
+    Column("", lambda r: r[1], priority=HEADLINE, right=False),
+    Column("short of", lambda r: _missing((r[0].evidence, r[1])), priority=5, right=False),
+)
+"""`arena sweep`'s columns: one stored run per level; the level, its goodput, 429 share and mark stay at any width,
+the wall clock and the errored calls beside it as long as they can."""

@@ -3,28 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
 
 from arenatui.safe_text import literal
-from arenatui.tuning.budgets import Recommendation, recommend_max_tokens, recommend_timeout, run_timeout
+from arenatui.tuning.budgets import Budgets, Recommendation, budgets_of
+
+__all__ = ["SETTINGS", "Budgets", "budgets_for_run", "parse_settings", "print_budgets", "writable"]
 
 SETTINGS = ("concurrency", "max_tokens", "timeout_s")
 """What `arena tune --write` can write, in the tuning order's order."""
-
-
-@dataclass(frozen=True, slots=True)
-class Budgets:
-    """Every budget recommendation of one stored run."""
-
-    max_tokens: dict[str, Recommendation]
-    max_tokens_by_scorer: dict[str, dict[str, Recommendation]]
-    timeouts: dict[str, Recommendation]
-    run_timeout: Recommendation | None
-    timeout_s: float
 
 
 def budgets_for_run(run_id: str, db: str | Path | None = None) -> Budgets:
@@ -32,22 +22,14 @@ def budgets_for_run(run_id: str, db: str | Path | None = None) -> Budgets:
     from arenatui.store.budget_queries import budget_evidence
 
     with Store(db) as store:
-        ev = budget_evidence(store, run_id)
-    mt = {k: recommend_max_tokens(k, m.max_tokens, m.answers, price_out_per_mtok=m.price_out_per_mtok)
-          for k, m in ev.models.items() if m.answers or m.answered_s}
-    by_scorer = {k: {kind: recommend_max_tokens(f"{k} · {kind}", m.max_tokens, answers,
-                                                price_out_per_mtok=m.price_out_per_mtok)
-                     for kind, answers in sorted(m.by_scorer.items())}
-                 for k, m in ev.models.items() if m.by_scorer}
-    to = {k: recommend_timeout(k, ev.timeout_s, ev.timeout_evidence(k)) for k in mt}
-    return Budgets(mt, by_scorer, to, run_timeout(list(to.values()), ev.timeout_s), ev.timeout_s)
+        return budgets_of(budget_evidence(store, run_id))
 
 
 def _line(rec: Recommendation, label: str) -> Text:
     line = Text("  ")
     line.append(label, "bold")
     line.append(" ")
-    line.append(literal(rec.verdict, "yellow" if rec.action in ("lower", "raise") else "", newlines=False))
+    line.append(literal(rec.unnamed(), "yellow" if rec.action in ("lower", "raise") else "", newlines=False))
     for d in rec.detail:
         line.append("\n      ")
         line.append(literal(d, "dim", newlines=False))
@@ -64,10 +46,8 @@ def print_budgets(out: Console, b: Budgets) -> None:
         head.append(literal(key, "bold", newlines=False))
         out.print(head)
         out.print(_line(rec, "max_tokens"))
-        for kind_rec in b.max_tokens_by_scorer.get(key, {}).values():
-            # a scorer kind's own row only where it has evidence and tells something the model's row does not
-            if kind_rec.action != "none" and (kind_rec.action, kind_rec.value) != (rec.action, rec.value):
-                out.print(_line(kind_rec, f"max_tokens ({kind_rec.model_key.rpartition(' · ')[2]} cases)"))
+        for kind, kind_rec in b.scorer_rows(key):
+            out.print(_line(kind_rec, f"max_tokens ({kind} cases)"))
         out.print(_line(b.timeouts[key], "timeout_s "))
     if b.run_timeout is not None:
         out.print(_line(b.run_timeout, "[run] timeout_s"))

@@ -30,11 +30,32 @@ def series_runs(store: Store, series_id: str) -> list[str]:
                                              (series_id,))]
 
 
+def series_of_runs(store: Store, run_ids: list[str]) -> dict[str, str]:
+    """Per run id of those in a series: its series id."""
+    out: dict[str, str] = {}
+    for rid in run_ids:
+        sid = series_of(store, rid)
+        if sid:
+            out[rid] = sid
+    return out
+
+
 def load_runs_of_project(store: Store, project: str, model_key: str | None = None) -> list[str]:
     """Finished load runs of a project (optionally of one model), newest first."""
     rows = store.conn.execute("SELECT run_id, filters_json FROM runs WHERE kind = 'load' AND project = ? AND status = "
                               "'finished' ORDER BY started_at DESC, rowid DESC", (project,)).fetchall()
     return [rid for rid, f in rows if model_key is None or json.loads(f).get("model") == model_key]
+
+
+def newest_sweep(store: Store) -> str:
+    """The newest sweep's run id: what 'last' means where only a sweep will do (a bake-off, a report beside load
+    runs), since the load runs made after the sweep are newer; none stored is bad input (exit 2)."""
+    row = store.conn.execute("SELECT run_id FROM runs WHERE kind != 'load' ORDER BY started_at DESC, rowid DESC "
+                             "LIMIT 1").fetchone()
+    if row is None:
+        raise PlanError(f"no sweep is stored in {str(store.path)!r}, so there is no 'last' one to decide on; run "
+                        "one first (arena evaluate --project P), or pass --db to the database that holds it")
+    return str(row[0])
 
 
 def save_decision(store: Store, run_id: str, load_runs: list[str], page: dict[str, Any]) -> None:

@@ -7,45 +7,15 @@ current limits and price, and the results and failed attempts for the evidence.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
+from arenatui.scoring.failure_modes import TRUNCATED_FINISH
 from arenatui.store.db import Store
-from arenatui.tuning.budgets import Answer, TimeoutEvidence
+from arenatui.tuning.budgets import Answer, BudgetEvidence, ModelBudget
 
-TRUNCATED = ("length", "max_tokens", "model_length")
-"""finish_reason values of an answer stopped at the token limit (OpenAI, Anthropic, vLLM)."""
+__all__ = ["BudgetEvidence", "ModelBudget", "budget_evidence"]
+
 _JUDGE_PREFIX = "judge:"
-
-
-@dataclass(slots=True)
-class ModelBudget:
-    """One model's current limits and the evidence about them."""
-
-    model_key: str
-    max_tokens: int
-    price_out_per_mtok: float
-    answers: list[Answer] = field(default_factory=list)
-    """Every answered call (passed, failed or unscored; a scorer's or a judge's error on an answer too)."""
-    by_scorer: dict[str, list[Answer]] = field(default_factory=dict)
-    """The same answers per scorer kind, where the run has more than one."""
-    answered_s: list[float] = field(default_factory=list)
-    timed_out: int = 0
-    timed_out_streamed: int = 0
-    """Of the timed-out attempts, those streamed (recorded since migration 16): they tell hung from slow."""
-    timed_out_no_token: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class BudgetEvidence:
-    run_id: str
-    timeout_s: float
-    models: dict[str, ModelBudget]
-
-    def timeout_evidence(self, model_key: str) -> TimeoutEvidence:
-        m = self.models[model_key]
-        known = m.timed_out > 0 and m.timed_out_streamed == m.timed_out  # hung or slow is known for each one
-        return TimeoutEvidence(tuple(m.answered_s), m.timed_out, m.timed_out_no_token if known else None)
 
 
 def _num(x: Any, default: float) -> float:
@@ -57,7 +27,8 @@ def _table(cfg: dict[str, Any], key: str) -> dict[str, Any]:
     return t if isinstance(t, dict) else {}
 
 
-def budget_evidence(store: Store, run_id: str) -> BudgetEvidence:
+def budget_evidence(store: Store, run_id: str, model_key: str | None = None) -> BudgetEvidence:
+    """Every model's evidence, or only `model_key`'s (one model's detail need not read the whole run)."""
     record = store.get_run(run_id)
     cfg = record.config
     defaults = _table(cfg, "defaults")
@@ -68,6 +39,9 @@ def budget_evidence(store: Store, run_id: str) -> BudgetEvidence:
         if isinstance(m, dict) and isinstance(m.get("key"), str):
             models[m["key"]] = ModelBudget(m["key"], int(_num(m.get("max_tokens"), default_max)),
                                            _num(m.get("price_out_per_mtok"), 0.0))
+    if model_key is not None:
+        models = {k: v for k, v in models.items() if k == model_key}
+    one, args = ("", (run_id,)) if model_key is None else (" AND model_key = ?", (run_id, model_key))
     scorers = [s for s in cfg.get("scorers") or () if isinstance(s, dict)]
     kind_of = {str(s.get("name")): str(s.get("kind")) for s in scorers}
     default_kind = str(scorers[0].get("kind")) if scorers else "exact"
@@ -77,14 +51,14 @@ def budget_evidence(store: Store, run_id: str) -> BudgetEvidence:
     per_kind: dict[str, dict[str, list[Answer]]] = defaultdict(lambda: defaultdict(list))
     rows = store.conn.execute(
         "SELECT model_key, case_id, status, passed, error_class, output_tokens, finish_reason, latency_ms,"
-        " connect_ms, tokens_estimated FROM results WHERE run_id = ?", (run_id,))
+        " connect_ms, tokens_estimated FROM results WHERE run_id = ?" + one, args)
     for key, case_id, status, passed, err, out_tok, finish, lat, conn_ms, est in rows:
         m = models.get(key)
         if m is None:
             continue
         if status == "errored" and err not in ("scoring_error", "judge_error"):
             continue  # the provider gave no answer: nothing to learn about its length
-        a = Answer(int(out_tok or 0), bool(passed), finish in TRUNCATED,
+        a = Answer(int(out_tok or 0), bool(passed), finish in TRUNCATED_FINISH,
                    None if lat is None else lat / 1000.0, bool(est))
         m.answers.append(a)
         if lat is not None:
@@ -93,7 +67,7 @@ def budget_evidence(store: Store, run_id: str) -> BudgetEvidence:
             per_kind[key][case_kind.get(case_id, default_kind)].append(a)
     for key, n, streamed, no_token in store.conn.execute(
             "SELECT model_key, COUNT(*), COUNT(stream), SUM(stream IS NOT NULL AND ttft_ms IS NULL)"
-            " FROM failed_attempts WHERE run_id = ? AND error_class = 'timeout' GROUP BY model_key", (run_id,)):
+            " FROM failed_attempts WHERE run_id = ? AND error_class = 'timeout'" + one + " GROUP BY model_key", args):
         if key in models and not key.startswith(_JUDGE_PREFIX):
             m = models[key]
             m.timed_out, m.timed_out_streamed, m.timed_out_no_token = int(n), int(streamed), int(no_token or 0)

@@ -54,3 +54,11 @@ def read_segments(store: Store, run_id: str) -> list[tuple[int, float, float, fl
     """(segment, rate, start_s, end_s, warmup_s, source, dropped) of a load run, in order."""
     return store.conn.execute("SELECT segment, rate, start_s, end_s, warmup_s, source, dropped FROM load_segments "
                               "WHERE run_id = ? ORDER BY segment", (run_id,)).fetchall()
+
+
+def load_run_named(store: Store, run: str) -> tuple[str, str] | None:
+    """(run id, project) when RUN names a load run, else None (a sweep)."""
+    from arenatui.store.queries import resolve_run
+
+    rec = resolve_run(store, run)
+    return (rec.run_id, rec.project) if run_kinds(store, [rec.run_id])[rec.run_id][0] == "load" else None

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.style import Style
@@ -15,6 +16,12 @@ from arenatui.tuning.controller import Tuner
 from arenatui.tuning.evidence import LevelEvidence
 from arenatui.tuning.figures import fmt_rate, fmt_share
 from arenatui.tuning.levels import ModelReadout
+
+if TYPE_CHECKING:
+    from arenatui.live import LiveSnapshot
+
+Truncation = tuple[str, int, int | None]
+"""A model whose answers hit the token limit: its key, how many did this session, and its max_tokens."""
 
 KEY_WIDTH = 14
 COMPACT_WIDTH = 60
@@ -63,12 +70,34 @@ def level_line(ro: ModelReadout, width: int) -> Text:
     return line
 
 
-def readout_text(readouts: Sequence[ModelReadout], states: Sequence[str], width: int, height: int) -> Text:
-    """Every model's whole verdict first; the measured levels under each where the rows allow."""
+def truncation_lines(cut: Sequence[Truncation], width: int, run_id: str = "RUN") -> list[Text]:
+    """One warning a model whose answers hit max_tokens (a cut answer may fail for want of room, not of
+    knowledge), wrapped at word boundaries: never cut."""
+    out: list[Text] = []
+    for key, n, limit in cut:
+        line = Text("⚠ ", "bold")
+        line.append_text(literal(key, "bold", newlines=False))
+        line.append(f": {n} answer{'s' if n != 1 else ''} stopped at max_tokens"
+                    + (f" {limit}" if limit is not None else "")
+                    + f" (cut short); arena tune --show {run_id} says whether to raise it")
+        out.extend(line.wrap(_WRAP, max(10, width), overflow="fold"))
+    return out
+
+
+def readout_text(readouts: Sequence[ModelReadout], states: Sequence[str], width: int, height: int,
+                 cut: Sequence[Truncation] = (), run_id: str = "RUN") -> Text:
+    """Truncation warnings first, then every model's whole verdict; the measured levels under each where the rows
+    allow."""
+    warnings = truncation_lines(cut, width, run_id)
     blocks = [verdict_lines(ro, st, width) for ro, st in zip(readouts, states, strict=True)]
-    spare = height - sum(len(b) for b in blocks)
+    spare = height - sum(len(b) for b in blocks) - len(warnings)
     out = Text(no_wrap=True, overflow="ellipsis")
     first = True
+    for line in warnings:
+        if not first:
+            out.append("\n")
+        first = False
+        out.append_text(line)
     for ro, block in zip(readouts, blocks, strict=True):
         for line in block:
             if not first:
@@ -80,6 +109,8 @@ def readout_text(readouts: Sequence[ModelReadout], states: Sequence[str], width:
             out.append("\n")
             out.append_text(level_line(ro, width))
     if not readouts:
+        if not first:
+            out.append("\n")
         out.append("no level held yet: levels appear as calls finish", Style(dim=True))
     return out
 
@@ -92,11 +123,16 @@ class TuningReadout(Widget):
                     border-title-color: $primary; overflow: hidden hidden; }
     """
 
-    def __init__(self, tuner: Tuner, *, id: str | None = None) -> None:
+    def __init__(self, tuner: Tuner, *, max_tokens: Mapping[str, int] | None = None, run_id: str = "RUN",
+                 id: str | None = None) -> None:
         super().__init__(id=id)
         self.tuner = tuner
+        self.run_id = run_id
+        self.max_tokens = dict(max_tokens or {})
+        """Each model's token limit, for the truncation warning."""
         self._readouts: list[ModelReadout] = []
         self._states: list[str] = []
+        self._cut: tuple[Truncation, ...] = ()
         self._cache: tuple[object, Text] | None = None
         self._shown: object = None
         self.border_title = self._title()
@@ -113,14 +149,17 @@ class TuningReadout(Widget):
             return "suspended"
         return f"tuner {t.level(key)}"
 
-    def show(self) -> None:
+    def show(self, snap: LiveSnapshot | None = None) -> None:
+        """Redraw from the tuner's readouts and, given the live snapshot, its truncated answers per model."""
         readouts = self.tuner.readouts()
         states = [self.state_of(ro.model_key) for ro in readouts]
-        key = (tuple(readouts), tuple(states), self.tuner.enabled, self.size.width)
+        cut = self._cut if snap is None else tuple(
+            (m.key, m.truncated, self.max_tokens.get(m.key)) for m in snap.models if m.truncated and not m.judge)
+        key = (tuple(readouts), tuple(states), self.tuner.enabled, self.size.width, cut)
         if key == self._shown:
             return
         self._shown = key
-        self._readouts, self._states = readouts, states
+        self._readouts, self._states, self._cut = readouts, states, cut
         self.border_title = self._title()
         self.refresh(layout=True)
 
@@ -131,13 +170,14 @@ class TuningReadout(Widget):
         key = (self._shown, self.content_size.width, self.content_size.height)
         if self._cache is None or self._cache[0] != key:
             self._cache = (key, readout_text(self._readouts, self._states, self.content_size.width,
-                                             self.content_size.height))
+                                             self.content_size.height, self._cut, self.run_id))
         return self._cache[1]
 
     def lines_needed(self) -> int:
         """Rows every model's whole verdict takes at the pane's width now (the levels not counted)."""
         width = self.content_size.width
-        return sum(len(verdict_lines(ro, st, width)) for ro, st in zip(self._readouts, self._states, strict=True))
+        return len(truncation_lines(self._cut, width, self.run_id)) + sum(
+            len(verdict_lines(ro, st, width)) for ro, st in zip(self._readouts, self._states, strict=True))
 
     def render(self) -> Text:
         return self.text

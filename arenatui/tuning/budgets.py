@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from arenatui.figures import money
 
@@ -80,6 +80,20 @@ class Recommendation:
     """The answers (or answered attempts) it rests on."""
     detail: tuple[str, ...] = ()
     """Further lines of evidence (savings, near misses, hung calls)."""
+
+    def unnamed(self) -> str:
+        """The verdict without its setting's name, for a view that labels it already: "lower 256 → 96: …",
+        "256 fits: …", "not enough evidence: …"."""
+        v = self.verdict
+        name = ("[run] " if self.model_key == "*" else "") + self.setting
+        for verb in ("lower ", "raise "):
+            if v.startswith(verb + name):
+                return verb.strip() + v[len(verb + name):]
+        return v.removeprefix(name + " ")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"setting": self.setting, "current": self.current, "action": self.action, "value": self.value,
+                "verdict": self.verdict, "n": self.n, "detail": list(self.detail)}
 
     @property
     def writable(self) -> bool:
@@ -232,3 +246,76 @@ def run_timeout(recs: Sequence[Recommendation], current: float) -> Recommendatio
     return Recommendation("timeout_s", "*", current, "lower", top.value,
                           f"lower [run] timeout_s {current:g} → {top.value:g} s (set by {top.model_key}, the slowest)",
                           n)
+
+
+# ---- the evidence of one stored run (arenatui.store.budget_queries reads it) --------------------------------
+
+@dataclass(slots=True)
+class ModelBudget:
+    """One model's current limits and the evidence about them."""
+
+    model_key: str
+    max_tokens: int
+    price_out_per_mtok: float
+    answers: list[Answer] = field(default_factory=list)
+    """Every answered call (passed, failed or unscored; a scorer's or a judge's error on an answer too)."""
+    by_scorer: dict[str, list[Answer]] = field(default_factory=dict)
+    """The same answers per scorer kind, where the run has more than one."""
+    answered_s: list[float] = field(default_factory=list)
+    timed_out: int = 0
+    timed_out_streamed: int = 0
+    """Of the timed-out attempts, those streamed (recorded since migration 16): they tell hung from slow."""
+    timed_out_no_token: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetEvidence:
+    run_id: str
+    timeout_s: float
+    models: dict[str, ModelBudget]
+
+    def timeout_evidence(self, model_key: str) -> TimeoutEvidence:
+        m = self.models[model_key]
+        known = m.timed_out > 0 and m.timed_out_streamed == m.timed_out  # hung or slow is known for each one
+        return TimeoutEvidence(tuple(m.answered_s), m.timed_out, m.timed_out_no_token if known else None)
+
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    """Every budget recommendation of one stored run: what `arena tune`, the results view's model detail and
+    `arena report` print."""
+
+    max_tokens: dict[str, Recommendation]
+    max_tokens_by_scorer: dict[str, dict[str, Recommendation]]
+    timeouts: dict[str, Recommendation]
+    run_timeout: Recommendation | None
+    timeout_s: float
+
+    def scorer_rows(self, model_key: str) -> list[tuple[str, Recommendation]]:
+        """(scorer kind, recommendation) where a scorer kind's own max_tokens has evidence and says something the
+        model's does not (a classification task needing far fewer tokens than a code task)."""
+        rec = self.max_tokens.get(model_key)
+        return [(r.model_key.rpartition(" · ")[2], r) for r in self.max_tokens_by_scorer.get(model_key, {}).values()
+                if r.action != "none" and (rec is None or (r.action, r.value) != (rec.action, rec.value))]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-shaped, for the report: per model its max_tokens (and per scorer kind) and timeout_s, and the run's
+        one timeout_s."""
+        return {"models": {k: {"max_tokens": rec.as_dict(), "timeout_s": self.timeouts[k].as_dict(),
+                               "max_tokens_by_scorer": {kind: r.as_dict() for kind, r in self.scorer_rows(k)}}
+                           for k, rec in self.max_tokens.items()},
+                "run_timeout_s": None if self.run_timeout is None else self.run_timeout.as_dict(),
+                "timeout_s": self.timeout_s}
+
+
+def budgets_of(ev: BudgetEvidence) -> Budgets:
+    """Every model's max_tokens (overall and per scorer kind) and timeout_s, and the run's timeout_s."""
+    mt = {k: recommend_max_tokens(k, m.max_tokens, m.answers, price_out_per_mtok=m.price_out_per_mtok)
+          for k, m in ev.models.items() if m.answers or m.answered_s}
+    by_scorer = {k: {kind: recommend_max_tokens(f"{k} · {kind}", m.max_tokens, answers,
+                                                price_out_per_mtok=m.price_out_per_mtok)
+                     for kind, answers in sorted(m.by_scorer.items())}
+                 for k, m in ev.models.items() if m.by_scorer}
+    to = {k: recommend_timeout(k, ev.timeout_s, ev.timeout_evidence(k)) for k in mt}
+    return Budgets(mt, by_scorer, to, run_timeout(list(to.values()), ev.timeout_s), ev.timeout_s)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from arenatui.engine.events import CallFinished, CallRetrying, CallStarted, ConcurrencyChanged, Event, TunerDecided
@@ -42,6 +42,16 @@ from arenatui.tuning.evidence import FLAT, MIN_ANSWERED, MIN_REFUSAL_ATTEMPTS
 from arenatui.tuning.levels import ERROR_SHARE, Evidence, LevelTracker, ModelReadout, Window, provider_answered
 
 Phase = Literal["ramp", "climb", "settled", "probe", "descend"]
+LEAK_SHARE = 0.01
+"""429s per attempt sent at a held level (at least `onset_429s`) past which the tuner steps one down without waiting
+for a window: under ERROR_SHARE, but each is a retry."""
+LEAK_MIN_LEVEL = 4
+"""The lowest level the tuner steps down to on 429s trickling in (below, one level is a quarter of goodput or more)."""
+DROP_SHARE = 0.2
+"""429s per attempt sent since the first of them, at a level measured without one, that say the limit dropped (a
+drop refuses a large share at once; a level at the edge of a limit refuses now and then)."""
+NOT_COUNTED = -2
+"""The batch epoch of an attempt `ModelController.started` never counted (sent before the tuner's level held)."""
 BASELINE_N = 10
 """Latencies behind the ramp's baseline (their median) before latency can say that the server queues."""
 
@@ -67,7 +77,8 @@ class TunerSettings:
     queue_ratio: float = 1.5
     """A ramp batch whose mean latency is this many times the lowest batch mean so far: the server queues."""
     onset_429s: int = 3
-    """429s within one hold at a level measured clean that mean its limit dropped (at least; level/4 when higher)."""
+    """At least this many 429s sent at a held level before it moves: level/2 of them in a burst for a storm (a drop,
+    when the level was clean), level/4 spread over the hold for one step down."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +118,10 @@ class ModelController:
     linear_to: int | None = None
     """The first ramp's last clean level: latency stayed flat while the level doubled up to it, so goodput grew in
     proportion and no level below it does as well (no need to try lower when goodput is flat above it)."""
+    clean_full: set[int] = field(default_factory=set)
+    """Levels whose last full window was clean: a storm of 429s there (a few in a row) means the limit dropped."""
     spotless: set[int] = field(default_factory=set)
-    """Levels with a full window without a single 429: a few 429s there later mean the limit dropped."""
+    """Levels with a full window without a single 429: past the bound there later, the limit dropped."""
     ramp_top: int | None = None
     """On a recovery ramp (after a 429 on the first ramp, a back-off on 429s, a limit that dropped): the level that
     erred, never reached again by the ramp."""
@@ -141,6 +154,35 @@ class ModelController:
     careful: bool = False
     """After a back-off: climb one level at a time (Little's law under a 429 storm underestimates the limit,
     since refused requests eat into it), never doubling into the storm again."""
+    refused_at: set[int] = field(default_factory=set)
+    """Levels (on this ramp) an attempt started at and was refused: never 'the last clean level', even when the
+    refusal came back after the ramp had left the level (a gateway can take longer to refuse than to answer)."""
+    ramp_seen: list[int] = field(default_factory=list)
+    """Levels the current ramp stood at, in order."""
+    epoch: int = 0
+    """Bumped at every move: an attempt's batch belongs to the epoch it started in."""
+    batch_started: int = 0
+    """Attempts started at the current level since the move that count in its batch (the first `batch_size`)."""
+    batch_out: int = 0
+    """Of those, still in flight: the ramp steps up only once its whole batch came back clean."""
+    limit_seen: bool = False
+    """A 429, a queue or errors past the bound were met: a level reached is then checked from below."""
+    sent_here: int = 0
+    """Attempts started at the current level since the move."""
+    sent_total: int = 0
+    """Attempts started since the tuner took over (across moves)."""
+    recent_429s: list[int] = field(default_factory=list)
+    """`sent_total` at each of the last few 429s of attempts sent at the level held (settled, climbing, descending):
+    a storm is a few of them among the last attempts sent, whatever level stepped down in between."""
+    quiet_sent: int = 0
+    """Attempts sent at held levels since the last storm, back-off or ramp: with few 429s among them, a storm means
+    the limit dropped."""
+    quiet_429s: int = 0
+    leaks: int = 0
+    """429s of attempts sent at the current level since the move (a clean window does not forget them)."""
+    aftermath: int = 0
+    """429s since the last window (or move) of attempts sent at a level above the current one: the storm already
+    acted on, not held against this level when its window is judged."""
 
     @property
     def held_level(self) -> int:
@@ -159,7 +201,49 @@ class ModelController:
         self.ramp_top = top
         self.strikes = {}
         self.ramp_queued = False
+        self.ramp_seen = [self.level]
+        self.refused_at = set()
         self._new_batch()
+
+    @property
+    def batch_size(self) -> int:
+        """Fresh answers a ramp step waits for: half the level's worth when doubling (about one latency at the new
+        level), the whole level when adding one."""
+        return max(2, self.level if self.ramp_top is not None else math.ceil(self.level / 2))
+
+    @property
+    def batch_span(self) -> int:
+        """Attempts started at a level that must all come back before the ramp leaves it: a level's worth, so the
+        calls that replace the previous level's as they finish are in it (a token bucket's burst lets the first
+        ones through; the refusals come in the second round, and a slow gateway sends them after the answers)."""
+        return max(2, self.level)
+
+    def started(self) -> int:
+        """An attempt started at the current level. Returns the epoch of the batch it belongs to (-1: none), for
+        `ended`."""
+        self.sent_here += 1
+        self.sent_total += 1
+        if self.phase != "ramp":
+            self.quiet_sent += 1
+        if self.batch_started >= self.batch_span:
+            return -1
+        self.batch_started += 1
+        self.batch_out += 1
+        return self.epoch
+
+    def ended(self, level: int, epoch: int, refused: bool) -> None:
+        """An attempt started at `level` (in the batch of `epoch`, -1 for none; NOT_COUNTED when `started` never
+        saw it) came back, `refused` by a 429."""
+        if epoch == self.epoch and epoch >= 0:
+            self.batch_out = max(0, self.batch_out - 1)
+        if refused:
+            self.refused_at.add(level)
+
+    def _last_clean_below(self, level: int) -> int | None:
+        """The highest level this ramp stood at below `level` with no attempt refused (the ramp left each only once
+        a level's worth of attempts sent there came back answered)."""
+        ok = [lv for lv in self.ramp_seen if lv < level and lv not in self.refused_at]
+        return max(ok) if ok else None
 
     @property
     def baseline(self) -> float | None:
@@ -191,7 +275,8 @@ class ModelController:
         if self.ramp_lat_min is None or latency_s < self.ramp_lat_min:
             self.ramp_lat_min = latency_s
         additive = self.ramp_top is not None
-        if self.ramp_answers < max(2, self.level if additive else math.ceil(self.level / 2)):
+        if self.ramp_answers < self.batch_size or self.batch_out > 0:
+            # up only once the whole batch came back: a refusal slower than an answer is still on its way
             return None
         mean = self.ramp_lat_sum / self.ramp_answers
         batch = sorted(self.ramp_batch)
@@ -212,6 +297,7 @@ class ModelController:
         self.ramp_queued = queued
         base = base or mean
         if queued:
+            self.limit_seen = True
             # the server queues: of what it answers per second, it serves unqueued latency's worth at once
             goodput = self.ramp_all / since_s if since_s > 0 else self.level / mean
             lat_min = self.ramp_lat_min
@@ -250,48 +336,76 @@ class ModelController:
         self.ramp_top = None
         return self._move(self.level, why)
 
-    def limited(self, retry_after_s: float | None = None) -> Decision | None:
-        """A call started at the current level was refused with a 429: ends the first ramp, steps a recovery one back;
-        a few at a level measured clean mean the provider's limit dropped."""
+    def limited(self, retry_after_s: float | None = None, started_at: int | None = None) -> Decision | None:
+        """A call was refused with a 429; `started_at` is the level its attempt started at (the current one when not
+        given). A refusal counts as soon as it arrives, against that level: a gateway slow to refuse answers after
+        the ramp has moved on, and the refusal still says the limit is below the level it was sent at. One sent
+        above the current level is the aftermath of a storm already acted on. Ends the first ramp, steps a recovery
+        one back; a few at a level measured clean mean the provider's limit dropped."""
+        self.limit_seen = True
+        at = self.level if started_at is None else started_at
+        if at > self.level:
+            self.aftermath += 1
+            return None
         wait = f"; provider asked to wait {retry_after_s:.2f}s" if retry_after_s is not None else ""
+        sent = f" (sent at {at})" if at != self.level else ""
         if self.phase == "ramp" and self.ramp_top is not None:
             # recovering after a drop: a storm's aftermath (a limit that counts refused requests is in debt) can
             # refuse a level that is fine, so one down until a level is clean; a level reached from below and
             # refused twice is the limit
-            new = max(1, self.level - 1)
+            new = max(1, at - 1)
             if not self.ramp_rising:
+                if at != self.level:
+                    return None
                 self._new_batch()
                 return self._move(new, f"429 at {self.level} on the way down{wait}: the storm's aftermath, one down")
-            k = self.strikes[self.level] = self.strikes.get(self.level, 0) + 1
+            k = self.strikes[at] = self.strikes.get(at, 0) + 1
             self.ramp_rising = False
             if k >= 2 or new == 1:
                 self.phase = "settled"
                 self.careful = True
                 self.settled_windows = 0
                 self.ramp_top = None
-                self.avoid[self.level] = self.settings.avoid_windows
-                return self._move(new, f"429 at {self.level} again{wait}: settling one below")
+                self.avoid[at] = self.settings.avoid_windows
+                return self._move(new, f"429 at {at} again{sent}{wait}: settling one below")
             self._new_batch()
-            return self._move(new, f"429 at {self.level}{wait}: one down, then up again once clean")
+            return self._move(new, f"429 at {at}{sent}{wait}: one down, then up again once clean")
         if self.phase == "ramp":
-            # the limit is between the last clean level and this one: back to the clean one (no storm to measure in:
-            # a storm's goodput says little, inflated by a token bucket's burst or deflated by refusals that count
-            # against the limit), then one level per clean latency up to just below this one
-            erred = self.level
+            # the limit is below the level the refused attempt was sent at: back to the highest level of this ramp
+            # whose attempts all came back unrefused (no storm to measure in: a storm's goodput says little,
+            # inflated by a token bucket's burst or deflated by refusals that count against the limit), then one
+            # level per clean batch up to just below the one that erred
+            erred = at
             self.careful = True
             self.avoid[erred] = self.settings.avoid_windows
-            prev = self.linear_to = self.ramp_prev
+            prev = self.linear_to = self._last_clean_below(erred)
             new = prev if prev is not None else max(1, erred // 2)
             how = f"back to {prev}, the last level without one" if prev is not None else "halving"
             self.start_ramp(top=erred)
             self.ramp_rising = False
-            return self._move(new, f"ramp ends at the first 429{wait}: {how}, then one up per clean latency, "
+            return self._move(new, f"ramp ends at the first 429{sent}{wait}: {how}, then one up per clean latency, "
                                    f"below {erred}")
-        if self.level not in self.spotless or self.windows_here == 0 or self.phase not in ("settled", "climb"):
-            return None  # a level still being measured, or one that had 429s before: its windows judge them
+        if at != self.level or self.phase not in ("settled", "climb", "descend"):
+            return None  # a probe is judged by its window: the verdict needs it measured or refused
         self.onset += 1
-        if self.onset < max(self.settings.onset_429s, math.ceil(self.level / 4)):
-            return None
+        self.leaks += 1
+        self.quiet_429s += 1
+        recent = self.recent_429s
+        recent.append(self.sent_total)
+        need = max(self.settings.onset_429s, math.ceil(self.level / 4))
+        burst = max(self.settings.onset_429s, math.ceil(self.level / 2))
+        del recent[:-burst]
+        # a storm: half a level's worth of 429s in a row, or nearly (over DROP_SHARE of the attempts sent since the
+        # first of them); fewer, and the bursts a token bucket gives at the edge of its rate pass for one
+        span = self.sent_total - recent[0]
+        storm = len(recent) >= burst and span <= burst / DROP_SHARE
+        # before it the levels held were clean: a full window said so, or plenty sent within the clean bound
+        was_clean = (self.level in self.clean_full and self.windows_here > 0) or \
+            (self.quiet_sent >= MIN_ANSWERED and self.quiet_429s - burst <= self.settings.error_share * self.quiet_sent)
+        if not storm or not (was_clean or self.sent_total):
+            # a few 429s among many attempts: the edge of a limit (one down once they pass LEAK_SHARE); with no
+            # count of attempts sent, the level's windows judge them
+            return self._leaked(wait) if self._leaking(need) else None
         s = self.settings
         erred = self.level
         self.careful = True
@@ -300,16 +414,53 @@ class ModelController:
         self.avoid[erred] = s.avoid_windows
         self.goodput.pop(erred, None)
         self.spotless.discard(erred)
+        self.clean_full.discard(erred)
         self.last_clean = None
-        # what was measured before the drop describes a limit that is gone: measure afresh (the readout too)
-        self.answered_full.clear()
-        self.proven.clear()
-        self.limit_dropped = True
+        if was_clean:
+            # what was measured before the drop describes a limit that is gone: measure afresh (the readout too)
+            self.answered_full.clear()
+            self.proven.clear()
+            self.limit_dropped = True
+            what = f"{burst} 429s in {span + 1} attempts at a level that was clean{wait}: the provider's limit dropped"
+        else:
+            what = f"{burst} 429s in {span + 1} attempts at {erred}{wait}: a storm"
+        self._quiet()
         self.start_ramp(top=erred)
         self.ramp_rising = False
         return self._move(max(1, (erred + 1) // 2),
-                          f"{self.onset} 429s at a level that was clean{wait}: the provider's limit dropped; halving "
-                          f"to stop the storm, then one level up per clean latency, below {erred}")
+                          f"{what}; halving to stop it, then one level up per clean latency, below {erred}")
+
+    def _quiet(self) -> None:
+        """A storm, a back-off or a ramp: what is sent from here on is the next quiet stretch."""
+        self.quiet_sent = self.quiet_429s = 0
+        self.recent_429s = []
+
+    def _leaking(self, need: int) -> bool:
+        """At least `need` 429s, over LEAK_SHARE of the attempts sent at this level since the move (known only when
+        the caller reports starts), above the first ramp's last clean level and above LEAK_MIN_LEVEL, where a level
+        down costs more goodput than its retries (a third at 3), and the level below not measured worse."""
+        if not (self.leaks >= need and 0 < self.sent_here < self.leaks / LEAK_SHARE
+                and self.level > max(LEAK_MIN_LEVEL, self.linear_to or 1)):
+            return False
+        here, below = self.goodput.get(self.level), self.goodput.get(self.level - 1)
+        return here is None or below is None or below >= here * (1 - self.settings.flat)
+
+    def _leaked(self, wait: str) -> Decision | None:
+        """429s keep coming back from the level held, under the window's bound: a level or so past a limit (a
+        gateway slow to refuse keeps the share low, since its refusals hold the slots they would be retried
+        from), where every refusal costs a retry and, under a rate limit, the level below answers as many."""
+        erred = self.level
+        why = f"{self.leaks} 429s in {self.sent_here} attempts at {erred}{wait}: just past the limit, one down"
+        self.avoid[erred] = self.settings.avoid_windows
+        self.goodput.pop(erred, None)
+        self.spotless.discard(erred)
+        self.clean_full.discard(erred)
+        self.careful = True
+        self.phase = "settled"
+        self.settled_windows = 0
+        self.probe_from = None
+        self.last_clean = None
+        return self._move(erred - 1, why)
 
     def _avoided(self, level: int) -> bool:
         return any(level >= lv for lv, left in self.avoid.items() if left > 0)
@@ -339,8 +490,12 @@ class ModelController:
             return None
         self.windows_here = 0
         self.onset = 0
+        self.epoch += 1
+        self.batch_started = self.batch_out = self.aftermath = self.sent_here = self.leaks = 0
         d = Decision(self.model_key, self.level, new, f"{self.model_key} {self.level} → {new}: {reason}")
         self.prev_level, self.level = self.level, new
+        if self.phase == "ramp":
+            self.ramp_seen.append(new)
         return d
 
     def observe(self, w: Window) -> Decision | None:
@@ -348,6 +503,10 @@ class ModelController:
         if w.level != self.level:
             return None  # measured before the last change took hold (or under someone else's level)
         s = self.settings
+        if self.aftermath:
+            # refusals of attempts sent above this level arrived in the window: that storm was acted on already
+            w = replace(w, rate_limited=max(0, w.rate_limited - self.aftermath))
+            self.aftermath = 0
         if self.phase == "ramp":
             self.phase = "climb"  # a window closed before a batch came back (calls failing, not answered): measure
         g = self._record(w)
@@ -359,8 +518,11 @@ class ModelController:
             return self._back_off(w, g, excess_t)
         self.last_clean = self.level
         self.onset = 0
-        if w.rate_limited == 0 and not w.quick:
-            self.spotless.add(self.level)
+        self.recent_429s = []
+        if not w.quick:
+            self.clean_full.add(self.level)
+            if w.rate_limited == 0:
+                self.spotless.add(self.level)
         if self.phase == "probe" and self.answered_full.get(self.level, 0) < MIN_ANSWERED:
             return None  # a probe is measured as the verdict measures a level, else it proves nothing
         if self.phase == "probe":
@@ -412,9 +574,12 @@ class ModelController:
         down = self.level - 1
         above_known = up > self.ceiling or up in self.proven or self.answered_full.get(up, 0) >= MIN_ANSWERED
         if self.settled_windows >= 2 and measured and above_known and down >= 1 \
+                and (self.limit_seen or up <= self.ceiling) \
                 and self.answered_full.get(down, 0) < MIN_ANSWERED and not self._avoided(down):
             # the lowest level within FLAT of the best is the optimum: a limit reached on a ramp (slow 429s let a
-            # level or two past it look clean) is checked from below, one measured level at a time
+            # level or two past it look clean) is checked from below, one measured level at a time (not a cap reached
+            # with no 429 nor queue on the way: goodput grew with the level all the way up, and a look below would
+            # only cost wall clock)
             self.settled_windows = 0
             self.phase = "descend"
             return self._move(down, f"measuring one level down: {down} not measured yet")
@@ -471,6 +636,8 @@ class ModelController:
 
     def _back_off(self, w: Window, g: float, excess_t: float) -> Decision | None:
         s = self.settings
+        self.limit_seen = True
+        self._quiet()
         self.phase = "climb"  # one level at a time from the sustained level, up to just below the one that erred
         self.careful = True
         self.settled_windows = 0
@@ -486,6 +653,7 @@ class ModelController:
         if w.attempts >= MIN_REFUSAL_ATTEMPTS and not self.limit_dropped:
             self.proven.add(self.level)  # (after a drop the readout restarts: the level is measured again)
         self.spotless.discard(self.level)
+        self.clean_full.discard(self.level)
         what = (f"{w.limited_share:.0%} 429s" if w.limited_share >= excess_t else f"{excess_t:.0%} more transients")
         if w.mean_latency_s and g > 0:
             # Little's law: the level the provider sustained. The small margin keeps a rate limit's
@@ -544,9 +712,10 @@ class Tuner:
         self.controllers: dict[str, ModelController] = {}
         self.decisions: list[Decision] = []
         self.tracker = LevelTracker(model_keys, evidence=evidence, on_window=self._window)
-        self._started: dict[tuple[str, str, int], float] = {}
-        """Attempts in flight (model, case, trial) → when they started: the ramp and a limit's drop are read from
-        calls started at the current level only."""
+        self._started: dict[tuple[str, str, int], tuple[float, int, int]] = {}
+        """Attempts in flight (model, case, trial) → when they started, the model's level then (0: not tuned) and
+        the epoch of the ramp batch they count in (-1: none): answers are read from calls started at the current
+        level only; a 429 counts against the level its attempt was sent at, whenever it arrives."""
         self._changed_at: dict[str, float] = {}
 
     @property
@@ -570,25 +739,36 @@ class Tuner:
             return
         if isinstance(ev, CallStarted):
             if ev.model_key in self.tracker.models:  # not a judge lane's call: those end in JudgeFinished
-                self._started[(ev.model_key, ev.case_id, ev.trial)] = ev.t
+                c = self._live(ev.model_key)
+                if c is not None and ev.t >= self._changed_at.get(ev.model_key, 0.0):
+                    self._started[(ev.model_key, ev.case_id, ev.trial)] = (ev.t, c.level, c.started())
+                else:  # sent before the current level took hold (at the previous one, if the tuner set it)
+                    prev = c.prev_level if c is not None and c.prev_level is not None else 0
+                    self._started[(ev.model_key, ev.case_id, ev.trial)] = (ev.t, prev, NOT_COUNTED)
         elif isinstance(ev, CallFinished):
             r = ev.result
-            t0 = self._started.pop((r.model_key, r.case_id, r.trial), None)
+            sent = self._started.pop((r.model_key, r.case_id, r.trial), None)
             c = self._live(r.model_key)
             if c is None:
                 return
+            limited = r.error_class == "rate_limited"
+            if sent is not None and sent[1]:
+                c.ended(sent[1], sent[2], limited)
             since = self._changed_at.get(r.model_key, 0.0)
-            fresh = t0 is not None and t0 >= since
+            fresh = sent is not None and sent[0] >= since
             if provider_answered(r) and r.latency_ms is not None:
                 self._apply(c, c.answered(r.latency_ms / 1000.0, ev.t - since, fresh))
-            elif r.error_class == "rate_limited" and fresh:
-                self._apply(c, c.limited(None))
+            elif limited and sent is not None and sent[1]:
+                self._apply(c, c.limited(None, sent[1]))
         elif isinstance(ev, CallRetrying):
-            t0 = self._started.pop((ev.model_key, ev.case_id, ev.trial), None)
+            sent = self._started.pop((ev.model_key, ev.case_id, ev.trial), None)
             c = self._live(ev.model_key)
-            if c is not None and ev.reason == "rate_limited" and t0 is not None \
-                    and t0 >= self._changed_at.get(c.model_key, 0.0):
-                self._apply(c, c.limited(ev.retry_after))
+            if c is None or sent is None or not sent[1]:
+                return
+            limited = ev.reason == "rate_limited"
+            c.ended(sent[1], sent[2], limited)
+            if limited:
+                self._apply(c, c.limited(ev.retry_after, sent[1]))
 
     def _live(self, key: str) -> ModelController | None:
         """The model's controller when the tuner acts for it (on, not suspended)."""
@@ -656,9 +836,13 @@ class Tuner:
         self.tracker.set_quick(c.model_key, c.climbing_fast)
         if c.limit_dropped:
             c.limit_dropped = False
+            if d is not None:
+                self._act(d)  # first: the hold at the old level closes under it, and is forgotten with the rest
             self.tracker.forget(c.model_key)
-        if d is None:
-            return
+        elif d is not None:
+            self._act(d)
+
+    def _act(self, d: Decision) -> None:
         self._changed_at[d.model_key] = self._clock()
         self.decisions.append(d)
         self._emit(TunerDecided(d.model_key, d.old, d.new, d.reason, self._clock()))

@@ -15,9 +15,10 @@ The stated minimums (README, "Finding the concurrency optimum"):
 - it is *refused* (past a limit) when at least `MIN_REFUSAL_ATTEMPTS` attempts ended there and the lower end of
   the Wilson interval of that error share is above `CLEAN_SHARE`: a storm proves a limit with few answers.
 
-The optimum is the lowest clean level as good as the best clean one: within FLAT of its goodput, or with a goodput
-interval that reaches it. `verdict()` reads those and nothing else, and returns the verdict and the recommendation
-together, so no view can print one without the other or disagree with it.
+The optimum is the lowest clean level as good as the best clean one: within FLAT of its goodput, or the level just
+below that one when its goodput interval reaches the best's (further down, an interval alone would be a guess).
+`verdict()` reads those and nothing else, and returns the verdict and the recommendation together, so no view can
+print one without the other or disagree with it.
 
 Pure: no clock, no I/O, no UI imports.
 """
@@ -196,7 +197,8 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None) -> Verdict:
     """The one verdict for a model's levels (see the module docstring for the rules).
 
     - `optimum ≈ N` only when N is measured and clean, its goodput is within FLAT of the best clean level below any
-      refused one or its 95% interval reaches the best's goodput, and some level above N was measured, or refused;
+      refused one (or N is the level just below the lowest such and its 95% interval reaches the best's goodput),
+      and some level above N was measured, or refused;
     - `429s from M` (or `errors from M`) only when M was refused or measured with errors;
     - `still rising at N: try higher` when nothing above N was measured; `capped at N by max_concurrency` when
       N is the model's cap;
@@ -249,10 +251,14 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None) -> Verdict:
             return Verdict("insufficient", f"not enough evidence: nothing answered yet ({tried} attempts ended)", None)
         return Verdict("insufficient", f"not enough evidence: {nearest.missing()}", None)
     top = max(r.goodput or 0.0 for r in candidates)
-    # the lowest clean level as good as the best: within FLAT of it, or with a goodput interval that reaches the
-    # best's goodput (20 answers cannot tell 17/s from 19/s: a serial server is not 'still rising' on that)
-    best = min((r for r in candidates if (r.goodput or 0.0) >= top * (1 - FLAT) or _reaches(r, top)),
-               key=lambda r: r.level)
+    # the lowest clean level as good as the best: within FLAT of it, or the level just below that one when its
+    # goodput interval reaches the best's goodput (20 answers cannot tell 17/s from 19/s: a serial server is not
+    # 'still rising' on that). Never further down on an interval alone: a level held briefly three below a rate
+    # limit has an interval that reaches the limit's goodput too, and naming it would be a guess
+    best = min((r for r in candidates if (r.goodput or 0.0) >= top * (1 - FLAT)), key=lambda r: r.level)
+    below = next((r for r in candidates if r.level == best.level - 1), None)
+    if below is not None and _reaches(below, top):
+        best = below
     n = best.level
     bad_above = [r for r in rows if r.level > n and erred(r)]
     clean_above = [r for r in candidates if r.level > n]

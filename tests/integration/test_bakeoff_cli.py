@@ -282,3 +282,65 @@ def test_the_results_view_frontier_reads_p95_at_the_target_load(bakeoff: Bakeoff
     p95, _front = view.at_load["steady"]
     assert p95 > 0
     assert any(front for _, front in view.at_load.values())
+
+
+def test_one_candidate_or_one_answering_says_what_is_true(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One candidate has nothing to be compared with (not "fewer than two answered"); of two, one that answered
+    nothing leaves nothing to compare, and the page says which answered."""
+    sim = {"base_latency_s": 0.0, "per_token_s": 0.0, "jitter": 0.0}
+    project = tmp_path / "p.toml"
+    project.write_text(tomli_w.dumps({
+        "project": {"name": "few"}, "run": {"max_attempts": 1, "seed": 3},
+        "models": [{"key": "solo", "provider": "sim", "sim": {**sim, "accuracy": 0.8}},
+                   {"key": "down", "provider": "sim", "sim": {**sim, "transient_rate": 1.0}}],
+        "cases": [{"id": f"c{i}", "input": f"q{i}", "expected": "yes"} for i in range(8)]}), encoding="utf-8")
+    db = str(tmp_path / "r.db")
+    assert main(["evaluate", "--project", str(project), "--db", db, "--quiet", "--no-report", "--models", "solo"]) == 0
+    code, md, _ = _run(["bakeoff", "last", "--db", db], capsys)
+    assert code == 0 and "One candidate: nothing to compare." in md and "Fewer than two" not in md
+    assert "| solo | contender | the only candidate: nothing to compare it with; no terms recorded: ask the " \
+        "provider; not load-tested at the target |" in md
+    # nothing load-tested and no terms written (the demo's case): a sentence each, not tables of dashes
+    assert "No candidate was load-tested: run each at the production rate" in md and "| solo | - |" not in md
+    assert "No terms recorded for solo (terms = {...} on each \\[\\[models\\]\\] table)" in md
+    assert "| solo | retention" not in md
+    assert main(["evaluate", "--project", str(project), "--db", db, "--quiet", "--no-report"]) in (0, 1)
+    capsys.readouterr()
+    code, html, _ = _run(["bakeoff", "last", "--db", db, "-f", "html"], capsys)
+    assert code == 0 and "Fewer than two of the 2 candidates have scored answers (solo): nothing to compare." in html
+
+
+def test_last_is_the_newest_sweep_and_the_page_reads_best_first(bakeoff: Bakeoff,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A new user's walk: the load runs come after the sweep, so 'last' (the newest run) is a load run; a bake-off
+    and a report beside load runs take it as the newest sweep. Pairs read best first, as the leaderboard lists
+    them; requirements read as the project file has them; each term's verdict stands beside it."""
+    capsys.readouterr()
+    code, js, err = _run(["bakeoff", "last", "--db", str(bakeoff.db), "-f", "json"], capsys)
+    assert code == 0, err
+    page = json.loads(js)
+    assert page["run"]["run_id"] == bakeoff.sweep
+    place = {m["model"]: i for i, m in enumerate(page["margin"]["leaderboard"])}
+    assert all(place[p["a"]] < place[p["b"]] for p in page["margin"]["pairs"]), page["margin"]["pairs"]
+    code, md, err = _run(["bakeoff", "last", "--db", str(bakeoff.db)], capsys)
+    assert f"The decision is saved with run {bakeoff.sweep} (arena bakeoff --show {bakeoff.sweep})." in err
+    assert "max\\_retention\\_days = 30," in md and "30.0" not in md and 'regions = \\["eu"\\]' in md
+    assert "| strong | region | FAILS | us | regions = eu |" in md
+    assert "\n\n\n" not in md  # no double blank lines between sections
+    code, rep, err = _run(["report", "last", "--db", str(bakeoff.db), "--load", bakeoff.loads["steady"], "-f",
+                           "json"], capsys)
+    assert code == 0 and json.loads(rep)["run"]["run_id"] == bakeoff.sweep, err
+
+
+def test_two_load_runs_of_different_models_keep_the_model_at_80_columns(
+        bakeoff: Bakeoff, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    capsys.readouterr()
+    code, out, err = _run(["compare", bakeoff.loads["steady"], bakeoff.loads["strong"], "--db", str(bakeoff.db)],
+                          capsys)
+    assert code == 0, err
+    assert all(len(line) <= 80 for line in out.splitlines()), out
+    for model in ("steady", "strong"):
+        row = next(line for line in out.splitlines() if bakeoff.loads[model] in line)
+        assert f" {model} " in row, out
+    assert "No spread: the runs loaded different models (steady, strong)." in out

@@ -18,6 +18,8 @@ from arenatui.figures import score
 MODELS = ("sim-large-instruct-2026", "sim-limited", "sim-small")
 """A long name among them: at 80 columns it is the first thing a squeezed table cut."""
 WORKTREE = Path(__file__).resolve().parents[2]
+SERIES = "nightly-load-of-sim-limited"
+"""A series name as long as a generated one: `arena runs` labels its runs S1 and names it in full below."""
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
@@ -45,7 +47,7 @@ def _arena(home: Path, *args: str, stdout: int | None = subprocess.PIPE, timeout
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """Two sweeps of one project and a load run, in one database."""
+    """Two sweeps of one project and a load run (of a series), in one database."""
     home = tmp_path_factory.mktemp("cli-output")
     project = _project(home / "p.toml")
     db = str(home / "r.db")
@@ -55,10 +57,14 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         assert p.returncode == 0, p.stderr
         runs.append(re.search(r"Run id: (\S+)", p.stdout).group(1))  # type: ignore[union-attr]
     p = _arena(home, "load", "--project", str(project), "--db", db, "--model", MODELS[1], "--rates", "20",
-               "--duration", "0.4", "--quiet")
+               "--duration", "0.4", "--quiet", "--series", SERIES)
     assert p.returncode == 0, p.stderr
     load = re.search(r"Run id: (\S+)", p.stdout).group(1)  # type: ignore[union-attr]
-    return {"home": str(home), "project": str(project), "db": db, "run": runs[0], "run2": runs[1], "load": load}
+    p = _arena(home, "tune", "--project", str(project), "--db", db, "--budget", "60")
+    assert p.returncode == 0, p.stderr
+    tuned = re.search(r"Run id: (\S+)", p.stdout).group(1)  # type: ignore[union-attr]
+    return {"home": str(home), "project": str(project), "db": db, "run": runs[0], "run2": runs[1], "load": load,
+            "tuned": tuned}
 
 
 def _commands(s: dict[str, str], fresh: str) -> dict[str, list[str]]:
@@ -81,17 +87,24 @@ def _commands(s: dict[str, str], fresh: str) -> dict[str, list[str]]:
         "export load run": ["export", s["load"], *db],
         "load --show": ["load", "--show", s["load"], *db],
         "tune --show": ["tune", "--show", s["run"], *db],
+        "tune --show tuned": ["tune", "--show", s["tuned"], *db],
+        "tune": ["tune", "--project", s["project"], "--budget", "60", "--db", fresh],
         "sweep": ["sweep", "--project", s["project"], "--levels", "1,2", "--limit", "2", "--db", fresh],
         "init": ["init", str(Path(fresh).parent / "starter")],
     }
 
 
-TABLES = ("evaluate", "runs", "compare", "compare --all", "compare two runs", "load --show")
-"""The commands that print tables for people. Not yet: `arena sweep` and `arena tune` (their tables were redone by the
-tuning verdict work merged last and are not fitted by priority yet: at 80 columns they cut headers)."""
+TABLES = ("evaluate", "runs", "compare", "compare --all", "compare two runs", "load --show", "tune",
+          "tune --show tuned", "sweep")
+"""The commands that print tables for people."""
+LEVEL_TABLES = ("tune", "tune --show tuned", "sweep")
+"""Tables of concurrency levels: their headline columns are the goodput and the 429 share."""
 
 
-@pytest.mark.parametrize("name", list(_commands({k: "x" for k in ("project", "db", "run", "run2", "load")}, "f")))
+STORED = ("project", "db", "run", "run2", "load", "tuned")
+
+
+@pytest.mark.parametrize("name", list(_commands(dict.fromkeys(STORED, "x"), "f")))
 def test_a_closed_pipe_ends_the_command_quietly(stored: dict[str, str], tmp_path: Path, name: str) -> None:
     """`arena … | head`: the reader is gone before the first byte; the command stops with exit 0 or 141 (the shell's
     code for SIGPIPE), never a traceback or Rich's exit 1."""
@@ -117,20 +130,23 @@ def test_mock_server_stops_quietly_when_its_reader_goes(tmp_path: Path) -> None:
     assert "Traceback" not in p.stderr, p.stderr
 
 
+@pytest.mark.parametrize("width", [80, 100])
 @pytest.mark.parametrize("name", TABLES)
 def test_tables_at_80_columns_cut_no_name_and_no_headline_figure(stored: dict[str, str], tmp_path: Path,
-                                                                  name: str) -> None:
+                                                                  name: str, width: int) -> None:
     args = _commands(stored, str(tmp_path / "fresh.db"))[name]
-    p = _arena(Path(stored["home"]), *args, COLUMNS="80")
+    p = _arena(Path(stored["home"]), *args, COLUMNS=str(width))
     assert p.returncode == 0, p.stderr
     out = p.stdout
-    long = [line for line in out.splitlines() if len(line) > 80]
+    long = [line for line in out.splitlines() if len(line) > width]
     assert not long, long
     assert "…" not in out, out  # Rich's mark of a cut cell
     # every model the command names is named in full (a cut one would have failed the "…" check)
     named = {"load --show": (), "compare": MODELS[:2], "sweep": ()}.get(name, MODELS)
     for model in named:
         assert model in out, (model, out)
+    if name in LEVEL_TABLES:  # a table (not one block per level) with its headline columns whole
+        assert re.search(r"┃ +level ┃.*┃ +goodput/s \(95%\) ┃ +429s \(95%\) ┃", out), out
     if name == "evaluate":
         rep = json.loads(_arena(Path(stored["home"]), "report", "last", "-f", "json", "--db",
                                 str(tmp_path / "fresh.db")).stdout)
@@ -138,6 +154,19 @@ def test_tables_at_80_columns_cut_no_name_and_no_headline_figure(stored: dict[st
             assert score(m["quality"]["estimate"]) in out, (m["model"], out)
             line = next(line for line in out.splitlines() if m["model"] in line)
             assert score(m["quality"]["estimate"]) in line, line  # the figure beside its model's name
+
+
+def test_runs_shows_the_series_of_a_load_run_at_80_columns(stored: dict[str, str]) -> None:
+    p = _arena(Path(stored["home"]), "runs", "--db", stored["db"], COLUMNS="80")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), lines
+    row = next(line for line in lines if stored["load"] in line)
+    assert "S1 1/1" in row and "series" in lines[1], p.stdout  # the column, and the load run's label in it
+    sweep = next(line for line in lines if stored["run"] in line)
+    assert "S1" not in sweep  # a sweep is in no series
+    assert f"S1 = series {SERIES} (1 load run)" in lines, p.stdout
+    assert f"Compare a series' runs by its name: arena compare {SERIES}" in lines
 
 
 def test_a_resume_says_what_it_made_apart_from_the_runs_total(tmp_path: Path) -> None:

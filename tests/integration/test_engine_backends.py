@@ -12,8 +12,8 @@ from typing import Any
 import anyio
 import pytest
 import sniffio
+from fake_providers import GatedProvider, ScriptedProvider, project, runner, wait_until
 from httpkit import PROVIDERS, MockServerProcess, write_project
-from spine_fakes import GatedProvider, ScriptedProvider, project, runner, wait_until
 
 from arenatui.engine import CallFinished, ConcurrencyChanged, RetryPolicy, RunFinished
 from arenatui.errors import RateLimited, TransientError

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import anyio
-from spine_fakes import GatedProvider, ScriptedProvider, SleepyProvider, project, runner, wait_until
+from fake_providers import GatedProvider, ScriptedProvider, SleepyProvider, project, runner, wait_until
 
 from arenatui.engine import CallFinished, ConcurrencyChanged, RunFinished
 from arenatui.plan import make_plan

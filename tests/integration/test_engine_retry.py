@@ -11,7 +11,7 @@ import itertools
 import time
 
 import anyio
-from spine_fakes import Recorder, ScriptedProvider, project, runner
+from fake_providers import Recorder, ScriptedProvider, project, runner
 
 from arenatui.engine import CallRetrying, RetryPolicy, RunFinished
 from arenatui.errors import RateLimited, TerminalError, TransientError

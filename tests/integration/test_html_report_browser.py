@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this ma
 MEASURE = """<script>
 const W = document.documentElement.clientWidth;
 const out = {width: W, scrollWidth: document.documentElement.scrollWidth, overflowing: [], outside: [], ticks: 0,
-             frontiers: 0};
+             frontiers: 0, repeated: []};
 for (const e of document.body.querySelectorAll('*')) {
   const r = e.getBoundingClientRect();
   // a table may be wider than a phone: its box scrolls sideways (.wide), the page does not
@@ -63,14 +63,21 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
                "sim": {**sim, "accuracy": a}}
               for k, p, a in (("a-rather-long-model-name-large", 3.0, 0.9),
                               ("a-rather-long-model-name-small", 0.1, 0.6), ("mid-sized", 0.8, 0.75))]
+    # a model that errors: the failures table (a provider's message) sits on the page at a phone's width too
+    models[2]["sim"]["transient_rate"] = 0.3
     project = d / "p.toml"
-    project.write_text(tomli_w.dumps({"project": {"name": "html"}, "run": {"seed": 2, "trials": 2}, "models": models,
+    project.write_text(tomli_w.dumps({"project": {"name": "html"}, "run": {"seed": 2, "trials": 2, "max_attempts": 1},
+                                      "models": models,
                                       "cases": [{"id": f"c{i}", "input": f"q{i}", "expected": "yes"}
                                                 for i in range(16)]}), encoding="utf-8")
     db = d / "r.db"
-    assert main(["evaluate", "--project", str(project), "--db", str(db), "--quiet", "--no-report"]) == 0
+    assert main(["evaluate", "--project", str(project), "--db", str(db), "--quiet", "--no-report",
+                 "--fail-on-error", "1"]) == 0
     out = d / "report.html"
     assert main(["report", "last", "--db", str(db), "-f", "html", "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "<h2>Failures</h2>\n<ul><li><b>mid-sized</b>: transient" in text
+    assert "<h2>max_tokens and timeout_s</h2>" in text
     return out
 
 
@@ -83,7 +90,7 @@ def _layout(report: Path, tmp_path: Path, width: int) -> dict[str, object]:
     return json.loads(html.unescape(m.group(1)))  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize("width", [1280, 390], ids=["desktop", "phone"])
+@pytest.mark.parametrize("width", [1280, 500, 390], ids=["desktop", "phone", "small-phone"])
 def test_nothing_overflows_and_every_label_is_inside_its_svg(report: Path, tmp_path: Path, width: int) -> None:
     layout = _layout(report, tmp_path, width)
     assert layout["frontiers"] == 2
@@ -91,10 +98,14 @@ def test_nothing_overflows_and_every_label_is_inside_its_svg(report: Path, tmp_p
     assert layout["scrollWidth"] <= layout["width"], layout  # type: ignore[operator]
     assert layout["outside"] == [], layout
     assert layout["ticks"] >= 2 * (5 + 5)  # both axes of both frontiers are ticked
+    assert layout["repeated"] == [], layout
 
 
-def test_a_screenshot_renders(report: Path, tmp_path: Path) -> None:
-    """The screenshot a person looks at (kept under the test's tmp folder): Chromium draws the page."""
-    shot = tmp_path / "report.png"
-    p = _chromium("--window-size=1280,2400", f"--screenshot={shot}", report.as_uri(), profile=tmp_path / "profile")
+@pytest.mark.parametrize("width", [1280, 500], ids=["desktop", "phone"])
+def test_a_screenshot_renders(report: Path, tmp_path: Path, width: int) -> None:
+    """The screenshot a person looks at (kept under the test's tmp folder): Chromium draws the page, at a desktop's
+    width and a phone's."""
+    shot = tmp_path / f"report-{width}.png"
+    p = _chromium(f"--window-size={width},4000", f"--screenshot={shot}", report.as_uri(),
+                  profile=tmp_path / "profile")
     assert shot.exists() and shot.stat().st_size > 10_000, p.stderr[-2000:]

@@ -88,8 +88,8 @@ def test_tune_show_prints_the_three_recommendations(tmp_path: Path, capsys: obje
                  "--quiet", "--no-report"]) == 0
     assert main(["tune", "--show", "last", "--db", str(db)]) == 0
     out = capsys.readouterr().out  # type: ignore[attr-defined]
-    assert "lower max_tokens 1024 →" in out
-    assert "lower [run] timeout_s 30 → 1 s" in out
+    assert "max_tokens lower 1024 →" in out  # the label names the setting once
+    assert "[run] timeout_s lower 30 → 1 s" in out
 
 
 def test_tune_write_max_tokens_writes_only_what_has_evidence(tmp_path: Path, capsys: object) -> None:

@@ -74,6 +74,9 @@ def test_evaluate_says_how_many_calls_errored_and_fails_on_error(tmp_path: Path,
     code, out, err = _evaluate(tmp_path, db, capsys, "--no-report", "--fail-on-error", "0.05")
     m = re.search(r"Errored: (\d+) of 320 calls \(transient \d+\); by model: throttled \d+\.", out)
     assert m, out
+    # issue 22 item 7: why they errored, not only the class: the model's most common message, one line
+    said = " ".join(out.split())  # the line wraps at the console's width
+    assert f"throttled, most often ({m.group(1)}× transient): simulated 503 from throttled: overloaded" in said, out
     assert code == 1 and "more than --fail-on-error 0.05 allows" in err
     code, out, err = _evaluate(tmp_path, db, capsys, "--no-report", "--fail-on-error", "0.5")
     assert code == 0, err
@@ -193,6 +196,7 @@ def test_report_formats_carry_the_decision_and_no_secret(run_db: tuple[Path, str
     text = target.read_text(encoding="utf-8")
     assert SECRET not in text and "X-Team-Token" not in text
     assert "strong is better by" in text
+    assert "simulated 503 from throttled" in text  # why its calls errored (issue 22 item 7)
     assert "c079" not in text  # a sealed case's id: only aggregates
     if fmt == "html":
         assert text.startswith("<!doctype html>") and "<svg" in text
@@ -204,6 +208,40 @@ def test_report_formats_carry_the_decision_and_no_secret(run_db: tuple[Path, str
         rep = json.loads(text)
         model = next(m for m in rep["settings"]["models"] if m["key"] == "strong")
         assert model["base_url"] == "http://127.0.0.1:9/v1" and "headers" not in model
+
+
+@pytest.mark.parametrize("fmt", ["md", "json", "html"])
+def test_report_lists_each_models_max_tokens_and_timeout_with_evidence(run_db: tuple[Path, str], tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str],
+                                                                      fmt: str) -> None:
+    """Issue 27 item 3: the report lists the max_tokens and timeout_s recommendations `arena tune --show` prints,
+    each with its evidence, and "not enough evidence" for a model with too few passing answers."""
+    import html
+
+    from arenatui.commands.tune_budgets import budgets_for_run
+
+    db, run_id = run_db
+    budgets = budgets_for_run(run_id, db)
+    target = tmp_path / f"report.{fmt}"
+    code, _, err = _run(capsys, "report", run_id, "--format", fmt, "-o", str(target), "--db", str(db))
+    assert code == 0, err
+    text = target.read_text(encoding="utf-8")
+    recs = [*budgets.max_tokens.values(), *budgets.timeouts.values()]
+    assert {r.model_key for r in recs} == {"strong", "weak", "twin", "throttled"}
+    assert {r.action for r in budgets.max_tokens.values()} >= {"none", "keep"}  # the run has both kinds
+    if fmt == "json":
+        got = json.loads(text)["budgets"]["models"]
+        for r in recs:
+            assert got[r.model_key][r.setting]["verdict"] == r.verdict
+            assert got[r.model_key][r.setting]["detail"] == list(r.detail)
+        return
+    text = html.unescape(text) if fmt == "html" else text.replace("\\", "")
+    assert "max_tokens and timeout_s" in text
+    for r in recs:
+        assert r.verdict in text, r.verdict
+        for line in r.detail:
+            assert line in text
+    assert "not enough evidence" in text
 
 
 def test_report_escapes_untrusted_names_in_html_and_markdown(tmp_path: Path,

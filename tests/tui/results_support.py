@@ -144,3 +144,47 @@ def copy_db(tmp_path_factory: Any, tmp_path: Path) -> Path:
     dst = tmp_path / "results.db"
     shutil.copy(src, dst)
     return dst
+
+
+LOAD_RUNS = {"20260102-090000-load": ("sim-strong", 400.0, 1767344400.0),
+             "20260102-100000-load": ("sim-strong", 200.0, 1767348000.0),
+             "20260102-110000-load": ("sim-weak", 120.0, 1767351600.0)}
+"""Load runs of the results project, oldest first: run id -> (model, base latency in ms, start). sim-strong's
+newest is the faster; picking its older one moves it on the frontier. Its two runs are one series."""
+
+
+def load_runs_db(tmp_path_factory: Any, tmp_path: Path) -> Path:
+    """A copy of `results_db` with LOAD_RUNS stored beside its sweeps, their timings fixed (built once per session)."""
+    import subprocess
+    import sys
+
+    if "loads" not in _CACHE:
+        d: Path = tmp_path_factory.mktemp("load-runs-db")
+        db = d / "results.db"
+        shutil.copy(results_db(tmp_path_factory), db)
+        project = results_project(d)
+        for run_id, (model, base, started) in LOAD_RUNS.items():
+            done = subprocess.run([sys.executable, "-m", "arenatui", "load", "--project", str(project), "--db", str(db),
+                                   "--model", model, "--rate", "20", "--duration", "0.4", "--quiet"],
+                                  capture_output=True, text=True, timeout=120, check=False)
+            assert done.returncode == 0, done.stderr
+            with Store(db) as store:
+                c = store.conn
+                (new,) = c.execute("SELECT run_id FROM runs WHERE kind = 'load' ORDER BY rowid DESC").fetchone()
+                for (table,) in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+                    if any(col[1] == "run_id" for col in c.execute(f"PRAGMA table_info({table})")):
+                        c.execute(f"UPDATE {table} SET run_id = ? WHERE run_id = ?", (run_id, new))
+                c.execute("UPDATE runs SET started_at = ?, finished_at = ?, project_path = 'results.toml' "
+                          "WHERE run_id = ?", (started, started + 1, run_id))
+                # fixed stand-ins for the wall clock: a request every 50 ms, latency base + 0..49 ms
+                c.execute("UPDATE load_requests SET scheduled_s = seq * 0.05, sent_s = seq * 0.05, latency_ms = ? + "
+                          "(seq * 37) % 50, ttft_ms = (? + (seq * 37) % 50) / 2, finished_s = seq * 0.05 + (? + "
+                          "(seq * 37) % 50) / 1000.0, outcome = 'ok' WHERE run_id = ?", (base, base, base, run_id))
+                c.execute("UPDATE load_segments SET start_s = 0, end_s = 0.4 WHERE run_id = ?", (run_id,))
+                c.execute("DELETE FROM client_load")
+                if model == "sim-strong":  # sim-strong's two runs: one series, as arena load --series makes
+                    c.execute("UPDATE runs SET series_id = 'nightly-strong' WHERE run_id = ?", (run_id,))
+        _CACHE["loads"] = db
+    dst = tmp_path / "loads.db"
+    shutil.copy(_CACHE["loads"], dst)
+    return dst

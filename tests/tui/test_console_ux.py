@@ -76,6 +76,80 @@ async def test_enter_on_a_models_row_opens_its_call(tmp_path: Path) -> None:
         assert isinstance(app.screen, CallDetail) and app.screen.model_key == sweep.plan.models[1].key
 
 
+async def test_a_models_row_detail_says_its_most_common_error(tmp_path: Path) -> None:
+    """Issue 22 item 7: a dead server said only "transient 2"; Enter on the model's row shows why its calls failed
+    (the commonest message, one line, URL credentials redacted), beside the call."""
+    import socket
+
+    from textual.widgets import Static
+
+    from arenatui.sweep import Sweep, SweepOptions
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    project = tmp_path / "dead.toml"
+    project.write_text(tomli_w.dumps({
+        "project": {"name": "dead"}, "run": {"max_attempts": 1, "timeout_s": 5.0, "seed": 1},
+        "models": [{"key": "gone", "provider": "openai", "model": "m",
+                    "base_url": f"http://user:hunter2@127.0.0.1:{port}/v1?api_key=hunter2"},
+                   {"key": "alive", "provider": "sim", "model": "s",
+                    "sim": {"base_latency_s": 0.0, "per_token_s": 0.0, "jitter": 0.0}}],
+        "cases": [{"id": f"c{i}", "input": f"q{i}", "expected": "yes"} for i in range(3)]}), encoding="utf-8")
+    sweep = Sweep(SweepOptions(project=project, db=tmp_path / "r.db"))
+    app = ArenaApp(sweep)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(3000):  # a condition, not a time: the run ends when both models are done
+            await pilot.pause(0.02)
+            if app.run_screen.sweep_ended:
+                break
+        assert app.run_screen.sweep_ended
+        await pilot.pause(0.3)
+        table = app.screen.query_one("#models", ModelTable)
+        table.focus()
+        await pilot.press("enter")  # row 0: gone
+        await pilot.pause()
+        assert isinstance(app.screen, CallDetail) and app.screen.model_key == "gone"
+        said = str(app.screen.query_one("#model-errors", Static).render())
+        await pilot.press("escape")
+        await pilot.press("down", "enter")  # alive: no error, no line
+        await pilot.pause()
+        assert isinstance(app.screen, CallDetail) and app.screen.model_key == "alive"
+        assert not app.screen.query("#model-errors")
+    assert said.startswith("most common error gone: 3 of 3 errored calls said: ")
+    assert f"Cannot connect to host 127.0.0.1:{port}" in said and "hunter2" not in said and "\n" not in said
+
+
+def test_the_common_error_line_redacts_url_credentials() -> None:
+    from arenatui.tui.screens.detail import common_error_text
+
+    line = common_error_text("m[bold]", "GET http://u:hunter2@h/v1?key=hunter2 said\n[red]no[/red]", 4, 5).plain
+    assert "hunter2" not in line and "\n" not in line
+    assert line.startswith("most common error m[bold]: 4 of 5 errored calls said: GET http://") and "[red]no" in line
+
+
+async def test_the_matrix_names_the_cursors_case_in_full(tmp_path: Path) -> None:
+    """Issue 22 item 11: the ruler cuts names to the cells' width (in the middle, start and end kept); the cursor's
+    case is named in full under the matrix, and a hovered cell's in its tooltip."""
+    from arenatui.tui.widgets import CallMatrix
+
+    sweep, _clock = scripted_sweep(tmp_path, finished=True)
+    app = ArenaApp(sweep, autostart=False)
+    cases = [c.id for c in sweep.plan.cases]
+    async with app.run_test(size=(80, 24)) as pilot:
+        matrix = app.screen.query_one("#matrix", CallMatrix)
+        matrix.focus()
+        await pilot.press("right", "down")
+        await pilot.pause()
+        said = str(app.screen.query_one("#matrix-panel").border_subtitle)
+        assert said == f"case 2/{len(cases)} {cases[1]} · {sweep.plan.models[1].key}", said
+        lay = matrix._layout
+        assert lay is not None
+        await pilot.hover("#matrix", offset=(lay.label_w + 2 * lay.cell_w, 1))
+        await pilot.pause()
+        assert str(matrix.tooltip) == f"case 3/{len(cases)} {cases[2]} · {sweep.plan.models[0].key}"
+
+
 @pytest.fixture
 def db(tmp_path_factory: Any, tmp_path: Path) -> Path:
     return copy_db(tmp_path_factory, tmp_path)

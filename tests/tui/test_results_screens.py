@@ -453,3 +453,27 @@ async def test_a_run_without_f1_cases_has_no_macro_f1_column(db: Path) -> None:
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, ModelDetail) and not app.screen.query("#model-f1")
+
+
+async def test_model_detail_lists_the_max_tokens_and_timeout_recommendations(db: Path) -> None:
+    """Issue 27 item 3: the model's detail lists its max_tokens and timeout_s verdicts (the ones `arena tune --show`
+    prints) with their evidence; a model with too few answers says "not enough evidence"."""
+    from arenatui.commands.tune_budgets import budgets_for_run
+
+    budgets = budgets_for_run(RUN_ID, db)
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        board = app.screen.query_one("#leaderboard-table", DataTable)
+        board.focus()
+        model = str(app.screen.view.board[board.cursor_row].model)
+        await pilot.press("enter")
+        await settle(pilot, lambda: isinstance(app.screen, ModelDetail) and app.screen.budgets is not None)
+        detail = " ".join(static_text(app, "#model-text").split())
+    tokens, timeout = budgets.max_tokens[model], budgets.timeouts[model]
+    for label, rec in (("max_tokens", tokens), ("timeout_s", timeout)):
+        said = rec.verdict.replace(f"{rec.action} {label}", rec.action, 1).removeprefix(label + " ")
+        assert " ".join(f"{label} {said}".split()) in detail, (label, detail)
+        for line in rec.detail:
+            assert line in detail
+    assert tokens.action != "none" or "not enough evidence" in detail

@@ -135,3 +135,34 @@ async def test_the_tuning_pane_shows_every_models_whole_verdict_at_80x24(tmp_pat
         assert "limited by requests per minute (~6/min measured): concurrency will not help" in shown
         sweep.runner.cancel()
         await _until(lambda: app.run_screen.sweep_ended)
+
+
+async def test_the_tuning_pane_warns_live_when_answers_hit_max_tokens(tmp_path: Path, db_path: Path) -> None:
+    """Issue 27 item 3: a model whose answers stop at max_tokens is named in the tuning pane while the run goes, with
+    how many did and the limit; a model whose answers fit is not."""
+    import tomllib
+
+    import tomli_w
+
+    path = sim_project(tmp_path, models=2, cases=40, latency=0.0)
+    raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    raw["models"][0]["max_tokens"] = 6  # its answers run to 8 tokens: most are cut
+    path.write_text(tomli_w.dumps(raw), encoding="utf-8")
+    sweep = Sweep(SweepOptions(project=path, db=db_path))
+    app = ArenaApp(sweep)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _until(lambda: app.run_screen.sweep_ended)
+        await pilot.pause(0.3)
+        pane = app.run_screen.query_one("#tuning", TuningReadout)
+        assert pane.display
+        shown = " ".join(pane.text.plain.split())
+        # on a terminal too narrow for both, the rates chart stands where the pane would: its title says to look
+        assert "⚠ answers cut at max_tokens: t" in str(app.run_screen.query_one("#rates").border_title)
+    with Store(db_path) as store:
+        cut = dict(store.conn.execute(
+            "SELECT model_key, COUNT(*) FROM results WHERE run_id = ? AND finish_reason IN ('length', 'max_tokens') "
+            "GROUP BY model_key", (sweep.run_id,)).fetchall())
+    assert cut.get("sim-0", 0) > 0 and "sim-1" not in cut
+    assert (f"⚠ sim-0: {cut['sim-0']} answers stopped at max_tokens 6 (cut short); arena tune --show {sweep.run_id} "
+            "says whether to raise it") in shown, shown
+    assert "⚠ sim-1" not in shown

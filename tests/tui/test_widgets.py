@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from arenatui.engine.events import CallFinished, CallStarted
@@ -47,11 +49,18 @@ def test_cell_state_of_unscored_answers_and_empty_judge_cells() -> None:
     assert cell_state((2, 0, 0, 0, 0, 0, 0, 1)) == STARTED
 
 
-def test_short_labels_keep_neighbours_apart() -> None:
+def test_short_labels_keep_start_and_end_and_neighbours_apart() -> None:
+    """Issue 22 item 11: a name cut at its end reads as another word ("elemen", "elep"): cut in the middle, and keep
+    the end that tells neighbours apart."""
     ids = ["capital-fr", "capital-au", "add", "element", "elephant"]
-    assert short_labels(ids, 4) == ["c…fr", "c…au", "add", "elem", "elep"]
-    assert short_labels(ids, 7) == ["capi…fr", "capi…au", "add", "element", "elephan"]
+    assert short_labels(ids, 4) == ["c…fr", "c…au", "add", "e…nt", "el…t"]
+    assert short_labels(ids, 7) == ["cap…-fr", "cap…-au", "add", "element", "e…phant"]
     assert short_labels(ids, 12) == ids
+    assert short_labels(["capital-france-north", "capital-france-south"], 9) == ["cap…north", "cap…south"]
+    assert short_labels([f"case-{i:04d}" for i in (1, 2, 10)], 6) == ["cas…01", "cas…02", "cas…10"]
+    for w in range(4, 12):  # a matrix cell's label is at least 4 wide ("✓8/8 ")
+        labels = short_labels(ids, w)
+        assert all(len(x) <= w for x in labels) and len(set(labels)) == len(labels), labels
 
 
 def test_spark_and_bar() -> None:
@@ -63,13 +72,9 @@ def test_spark_and_bar() -> None:
     assert bar(0.5, 4) == "██··"
 
 
-@pytest.mark.anyio
-async def test_matrix_condenses_and_a_frame_costs_little(tmp_path: object) -> None:
+def _matrix_app(models: list[str], cases: list[str], live: LiveMetrics) -> Any:
+    """An app holding one CallMatrix over `live`."""
     from textual.app import App, ComposeResult
-
-    models = [f"model-{i}" for i in range(10)]
-    cases = [f"case-{j:05d}" for j in range(5000)]
-    live = LiveMetrics(models, cases, 1, clock=lambda: 0.0)
 
     class One(App[None]):
         def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -78,7 +83,15 @@ async def test_matrix_condenses_and_a_frame_costs_little(tmp_path: object) -> No
         def compose(self) -> ComposeResult:
             yield CallMatrix(models, cases, 1, live.cell_range, id="m")
 
-    app = One()
+    return One()
+
+
+@pytest.mark.anyio
+async def test_matrix_condenses_and_a_frame_costs_little(tmp_path: object) -> None:
+    models = [f"model-{i}" for i in range(10)]
+    cases = [f"case-{j:05d}" for j in range(5000)]
+    live = LiveMetrics(models, cases, 1, clock=lambda: 0.0)
+    app = _matrix_app(models, cases, live)
     async with app.run_test(size=(160, 20)) as pilot:
         m = app.query_one(CallMatrix)
         await pilot.pause()
@@ -103,3 +116,20 @@ async def test_matrix_condenses_and_a_frame_costs_little(tmp_path: object) -> No
         await pilot.pause()
         assert len(dirty) >= 2000 and 0 < columns <= len(models) * lay.n_cols < len(dirty)
         assert "5000 cases" in app.export_screenshot().replace("&#160;", " ")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("n", "width"), [(60, 100), (60, 80), (5000, 160), (5000, 60)])
+async def test_the_matrix_ruler_note_says_less_rather_than_stop_mid_word(n: int, width: int) -> None:
+    """Issue 22 item 11: the note beside the ruler ("60 cases (a tick at every 5th), the first case-00") was cut at
+    the pane's edge; it gives up whole phrases instead."""
+    models = ["m"]
+    cases = [f"case-{j:02d}" for j in range(n)]
+    app = _matrix_app(models, cases, LiveMetrics(models, cases, 1, clock=lambda: 0.0))
+    async with app.run_test(size=(width, 10)) as pilot:
+        await pilot.pause()
+        m = app.query_one(CallMatrix)
+        ruler = m.render_line(0).text.rstrip()
+    assert len(ruler) <= width
+    note = ruler.lstrip(" |")
+    assert note == "" or note.endswith(("cases", "every 5th", "a column", "shown)", cases[0])), ruler

@@ -157,14 +157,14 @@ def test_each_candidate_is_eliminated_with_its_reason_or_a_contender() -> None:
     rows = leaderboard(res, decisions=pairs)
     terms = {"good": check_terms(Terms(region="eu"), Requirements(regions=("eu",), max_retention_days=0)),
              "eu-less": check_terms(Terms(region="us", source="https://x.example"), Requirements(regions=("eu",)))}
-    out = {d.model: d for d in decide(rows, pairs, terms, [], {}, {"good": ["quality-cost"]})}
+    out = {d.model: d for d in decide(rows, pairs, terms, [], {}, {"good": ["quality against cost per correct case"]})}
     assert out["eu-less"].eliminated and "region is us, the requirement is regions = eu (source: " \
         "https://x.example)" in out["eu-less"].reasons[0]
     assert out["silent"].eliminated and "nothing scored" in out["silent"].reasons[0]
     assert out["weak"].eliminated and out["weak"].reasons[0].startswith("dominated by good")
     assert not out["good"].eliminated
-    assert out["good"].reasons == ["on the quality-cost front", f"{ASK} about: retention_days, trains_on_data, "
-                                   "deprecation_notice_days"]
+    assert out["good"].reasons == ["on the front of quality against cost per correct case",
+                                   f"{ASK} about: retention_days, trains_on_data, deprecation_notice_days"]
     # slower at the target load than the one it loses to on quality: not dominated
     out = {d.model: d for d in decide(rows, pairs, {}, [], {"good": 900.0, "eu-less": 900.0, "weak": 100.0}, {},
                                       {"weak": "not load-tested at the target"})}

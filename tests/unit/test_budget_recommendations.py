@@ -105,3 +105,16 @@ def test_wrong_answers_rambling_to_the_limit_are_not_cut_answers() -> None:
     rec = recommend_max_tokens("m", 256, answers)
     assert rec.action == "lower" and rec.value is not None and rec.value < 64
     assert any("ramble" in d for d in rec.detail)
+
+
+def test_a_verdict_reads_once_its_setting_is_named_by_its_label() -> None:
+    from arenatui.tuning.budgets import Recommendation
+
+    def said(verdict: str, key: str = "m", setting: str = "max_tokens") -> str:
+        return Recommendation(setting, key, 256, "lower", 96, verdict, 40).unnamed()  # type: ignore[arg-type]
+
+    assert said("lower max_tokens 256 → 96: it cuts none") == "lower 256 → 96: it cuts none"
+    assert said("raise max_tokens: 3 of 40 answers") == "raise: 3 of 40 answers"
+    assert said("max_tokens 256 fits: the longest") == "256 fits: the longest"
+    assert said("not enough evidence: 3 passing answers") == "not enough evidence: 3 passing answers"
+    assert said("lower [run] timeout_s 30 → 1 s (set by m)", "*", "timeout_s") == "lower 30 → 1 s (set by m)"

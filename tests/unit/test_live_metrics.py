@@ -214,3 +214,16 @@ def test_an_unreachable_call_leaves_the_queue_for_its_own_cell_state(live: tuple
     assert lm.cell(0, 1)[QUEUED] == 1 and lm.cell(0, 1)[UNREACHABLE] == 1  # never made: no attempt, no worker
     row = lm.snapshot().models[0]
     assert row.errors == {"unreachable": 1} and row.in_flight == 0
+
+
+def test_answers_stopped_at_max_tokens_are_counted_per_model(live: tuple[LiveMetrics, Clock]) -> None:
+    """Issue 27 item 3: the tuning pane's truncation warning reads this count (finish reasons in TRUNCATED_FINISH)."""
+    lm, clock = live
+    t = clock.now
+    for case, trial, reason in (("c1", 0, "length"), ("c1", 1, "stop"), ("c2", 0, "max_tokens"), ("c2", 1, None)):
+        lm.on_event(CallStarted("a", case, trial, 1, t))
+        lm.on_event(CallFinished(result("a", case, trial, status="failed", finish_reason=reason), t + 0.1))
+    lm.on_event(CallStarted("b", "c1", 0, 1, t))
+    lm.on_event(CallFinished(result("b", "c1", 0, finish_reason="stop"), t + 0.1))
+    snap = {m.key: m for m in lm.snapshot().models}
+    assert snap["a"].truncated == 2 and snap["b"].truncated == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from arenatui.tuning.controller import ModelController, TunerSettings
+from arenatui.tuning.controller import ModelController, Tuner, TunerSettings
 from arenatui.tuning.levels import Window
 
 LAT = 0.1
@@ -235,8 +235,10 @@ def test_limit_that_halves_is_followed_down_at_once_and_settles_below_the_level_
     ctl.phase = "settled"
     ctl.observe(provider_window(10, rate=100.0))  # measured clean: 100/s
     assert ctl.level == 10 and 10 in ctl.verified
-    assert ctl.limited(0.01) is None and ctl.limited(0.01) is None
-    d = ctl.limited(0.01)  # the third 429 at a level that was clean: the limit dropped (to 50/s: 5 in flight)
+    for _ in range(4):
+        assert ctl.limited(0.01) is None
+    d = ctl.limited(0.01)  # the fifth 429 in a row (half the level) at a level that was clean: the limit dropped (to
+    # 50/s: 5 in flight)
     assert d is not None and d.new == 5 and "limit dropped" in d.reason
     assert phase_of(ctl) == "ramp" and ctl.ramp_top == 10
     # the storm's aftermath refuses 5 on the way down: one down, not counted against 5
@@ -266,15 +268,20 @@ def test_a_recovery_ramp_never_climbs_back_to_the_level_that_erred() -> None:
     assert phase_of(ctl) == "settled"
 
 
-def test_tuner_reads_single_calls_only_when_they_started_at_the_current_level() -> None:
-    from arenatui.engine.events import CallRetrying, CallStarted
-    from arenatui.tuning.controller import Tuner
-
+def tuner_at(start: int) -> tuple[Tuner, dict[str, int], list[float]]:
+    """A Tuner switched on at `start` for model "m", on a fake clock (`now[0]`); `levels` holds what it set."""
     now = [100.0]
     levels: dict[str, int] = {}
     tuner = Tuner(["m"], set_level=lambda k, n: levels.__setitem__(k, n), set_total=lambda n: None,
                   emit=lambda ev: None, caps=lambda k: levels.get(k), clock=lambda: now[0])
-    tuner.enable({"m": 16})
+    tuner.enable({"m": start})
+    return tuner, levels, now
+
+
+def test_tuner_reads_single_calls_only_when_they_started_at_the_current_level() -> None:
+    from arenatui.engine.events import CallRetrying, CallStarted
+
+    tuner, levels, now = tuner_at(16)
     ctl = tuner.controllers["m"]
     assert phase_of(ctl) == "ramp" and levels["m"] == 16
     # a 429 for an attempt started before the tuner set this level says nothing about it
@@ -294,7 +301,6 @@ def test_tuner_reads_single_calls_only_when_they_started_at_the_current_level() 
 
 def test_a_dropped_limit_restarts_the_evidence_and_the_readout() -> None:
     """Issue 19: after the limit halves, the verdict must describe the new limit, not the old one's levels."""
-    from arenatui.tuning.controller import Tuner
     from arenatui.tuning.levels import LevelStats
 
     ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
@@ -317,3 +323,224 @@ def test_once_settled_the_levels_above_and_below_are_measured_for_the_verdict() 
     seen = settle(ctl, rate=100.0, windows=30)  # 100/s × 0.1 s: 10 in flight
     assert 11 in seen and 9 in seen  # one measured look each way
     assert seen[-8:] == [10] * 8 and 11 in ctl.proven
+
+
+# ---- slow refusals: a 429 counts against the level it was sent at, whenever it arrives ---------------------------
+
+
+def answer_all(ctl: ModelController, level: int, epochs: list[int]) -> None:
+    """Attempts sent at `level` come back answered, in order."""
+    for e in epochs:
+        ctl.ended(level, e, False)
+        ctl.answered(LAT, LAT, fresh=True)
+
+
+def test_the_ramp_leaves_a_level_only_once_a_levels_worth_of_attempts_came_back() -> None:
+    ctl = ModelController("m", 4, ceiling=64)
+    ctl.start_ramp()
+    answer_all(ctl, 4, [ctl.started() for _ in range(4)])
+    assert ctl.level == 8
+    answer_all(ctl, 8, [ctl.started() for _ in range(8)])
+    assert ctl.level == 16
+    sent = [ctl.started() for _ in range(16)]
+    answer_all(ctl, 16, sent[:15])  # 15 answers, far more than the 8 a doubling needs: one attempt is still out
+    assert ctl.level == 16 and ctl.batch_out == 1
+    ctl.ended(16, sent[15], True)  # it comes back refused, two latencies late (a gateway slow to say no)
+    d = ctl.limited(0.0, started_at=16)
+    assert d is not None and d.new == 8 and "ramp ends at the first 429" in d.reason and "back to 8" in d.reason
+    assert ctl.ramp_top == 16 and ctl._avoided(16)
+
+
+def test_a_slow_429_arriving_after_the_ramp_moved_on_ends_it_below_the_level_it_was_sent_at() -> None:
+    ctl = ModelController("m", 4, ceiling=64)
+    ctl.start_ramp()
+    answer_all(ctl, 4, [ctl.started() for _ in range(4)])
+    answer_all(ctl, 8, [ctl.started() for _ in range(8)])
+    batch = [ctl.started() for _ in range(16)]
+    late = ctl.started()  # sent at 16 after its batch: the ramp does not wait for it
+    assert late == -1
+    answer_all(ctl, 16, batch)
+    assert ctl.level == 32 and phase_of(ctl) == "ramp"
+    ctl.ended(16, late, True)
+    d = ctl.limited(None, started_at=16)  # a refusal sent at 16 says the limit is below 16, not below 32
+    assert d is not None and d.new == 8 and "(sent at 16)" in d.reason and ctl.ramp_top == 16
+    # refusals of attempts sent at 32 arrive after the move: the storm already acted on, not held against 8
+    assert ctl.limited(None, started_at=32) is None and ctl.level == 8 and ctl.aftermath == 1
+    # a refusal sent at 16 on a ramp that had stepped up from a level whose batch came back: 16 is never 'clean'
+    assert ctl._last_clean_below(17) == 8
+
+
+def test_refusals_sent_above_a_level_are_not_held_against_its_window() -> None:
+    def at_eight(aftermath: int) -> ModelController:
+        ctl = ModelController("m", 8, ceiling=64)
+        ctl.phase, ctl.careful = "climb", True
+        for _ in range(aftermath):
+            assert ctl.limited(None, started_at=12) is None
+        return ctl
+
+    window = Window("m", 8, 1.0, 74, 80, 6, 0, 6, LAT, None, 1.0)  # 6 429s in 80 attempts: past the 5% bound
+    ctl = at_eight(0)
+    d = ctl.observe(window)
+    assert d is not None and d.new < 8 and "429s" in d.reason  # held against 8: a back-off
+    ctl = at_eight(6)  # the six were sent at 12 and came back while at 8
+    d = ctl.observe(window)
+    assert d is not None and d.new == 9 and "one level up" in d.reason and ctl.aftermath == 0
+
+
+def test_429s_trickling_in_just_past_a_limit_step_one_level_down() -> None:
+    """A gateway slow to refuse keeps the 429 share of a level just past a rate limit under the window's 5% bound
+    (its refusals hold the slots they would be retried from), yet every refusal is a retry."""
+    ctl = ModelController("m", 12, ceiling=64)
+    ctl.phase, ctl.careful, ctl.windows_here = "settled", True, 1
+    for _ in range(2):
+        for _ in range(50):
+            ctl.started()
+        assert ctl.limited(None, started_at=12) is None
+    for _ in range(50):
+        ctl.started()
+    d = ctl.limited(None, started_at=12)  # one 429 every 50 attempts: 3 in 150, 2%
+    assert d is not None and d.new == 11 and "3 429s in 150 attempts at 12: just past the limit" in d.reason
+    assert ctl._avoided(12) and phase_of(ctl) == "settled"
+    # at the limit itself a 429 now and then is under 1% of what is sent: the level stays
+    for _ in range(3):
+        for _ in range(130):
+            ctl.started()
+        assert ctl.limited(None, started_at=11) is None
+    assert ctl.level == 11
+    # a 429 sent at another level (a probe's, one below's) says nothing about this one
+    assert ctl.limited(None, started_at=10) is None and ctl.leaks == 3
+
+
+def test_a_few_429s_among_many_attempts_at_a_clean_level_are_the_edge_of_a_limit_not_a_drop() -> None:
+    ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.phase = "settled"
+    ctl.observe(provider_window(10, rate=100.0))  # measured without a 429
+    assert 10 in ctl.spotless
+    for _ in range(3):
+        for _ in range(60):
+            ctl.started()
+        d = ctl.limited(None)
+    # 3 429s, one every 60 attempts: the edge of the limit (3 in 180, over 1%), one down; not a halving
+    assert d is not None and d.new == 9 and "just past the limit" in d.reason and not ctl.limit_dropped
+    ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.phase = "settled"
+    ctl.observe(provider_window(10, rate=100.0))
+    for _ in range(200):
+        ctl.started()
+    for _ in range(4):
+        ctl.limited(None)
+        ctl.started()
+    d = ctl.limited(None)  # half the level's worth in a row after 200 clean ones: the limit dropped
+    assert d is not None and d.new == 5 and "limit dropped" in d.reason and ctl.limit_dropped
+    # the same in a hold no window has judged yet: 200 sent with no 429, then a storm, is a drop too
+    ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.phase = "settled"
+    for _ in range(200):
+        ctl.started()
+    for _ in range(4):
+        ctl.limited(None)
+        ctl.started()
+    d = ctl.limited(None)
+    assert d is not None and d.new == 5 and "limit dropped" in d.reason and ctl.limit_dropped
+    # a storm right after a move (nothing sent clean before it) halves, but what was measured stands
+    ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.phase = "settled"
+    ctl.answered_full[10] = 40
+    ctl.started()
+    for _ in range(5):
+        d = ctl.limited(None)
+        ctl.started()
+    assert d is not None and d.new == 5 and "a storm" in d.reason and not ctl.limit_dropped
+    assert ctl.answered_full == {10: 40}
+
+
+def test_the_tuner_holds_a_slow_429_against_the_level_its_attempt_was_sent_at() -> None:
+    from arenatui.engine.events import CallFinished, CallResult, CallRetrying, CallStarted
+
+    tuner, levels, now = tuner_at(8)
+    ctl = tuner.controllers["m"]
+
+    def result(case: str, lat_ms: float, attempts: int = 1) -> CallResult:
+        return CallResult("m", case, 0, "passed", "x", 1.0, True, None, None, attempts, lat_ms, lat_ms, None, 1, 1,
+                          0.0, "stop", False, 0.0, 0.1)  # type: ignore[arg-type]
+
+    def step(t: float) -> float:
+        now[0] = t
+        return t
+
+    t = step(100.01)
+    for i in range(8):  # a level's worth sent at 8, all answered in 20 ms: on to 16
+        tuner.on_event(CallStarted("m", f"a{i}", 0, 1, t))
+    t = step(100.03)
+    for i in range(8):
+        tuner.on_event(CallFinished(result(f"a{i}", 20.0), t))
+    assert levels["m"] == 16
+    t = step(100.04)
+    for i in range(17):  # 16 in the batch, and one more that the gateway will take 60 ms to refuse
+        tuner.on_event(CallStarted("m", f"b{i}", 0, 1, t))
+    t = step(100.06)
+    for i in range(16):
+        tuner.on_event(CallFinished(result(f"b{i}", 20.0), t))
+    assert levels["m"] == 32
+    t = step(100.10)  # the refusal of the attempt sent at 16 arrives at 32
+    tuner.on_event(CallRetrying("m", "b16", 0, 1, "rate_limited", 0.0, "429", t, 0.0))
+    assert levels["m"] == 8 and "(sent at 16)" in tuner.decisions[-1].reason
+    # its retry is answered: the baseline gets the answered attempt's latency, never the refused one's 60 ms
+    t = step(100.11)
+    tuner.on_event(CallStarted("m", "b16", 0, 2, t))
+    t = step(100.13)
+    tuner.on_event(CallFinished(result("b16", 20.0, attempts=2), t))
+    assert ctl.base_pool and max(ctl.base_pool) == 0.02
+
+
+def test_a_cap_reached_with_no_limit_on_the_way_is_not_checked_from_below() -> None:
+    ctl = ModelController("m", 1, ceiling=16, settings=TunerSettings(probe_every=1000))
+    seen = settle(ctl, windows=20)  # no limit: goodput grows with the level up to the project's cap
+    top = seen.index(16)
+    assert seen[top:] == [16] * (20 - top)  # no look at 15: it would only cost wall clock
+    ctl = ModelController("m", 1, ceiling=16, settings=TunerSettings(probe_every=1000))
+    ctl.limit_seen = True  # a 429 met on the way: the level reached is checked from below
+    assert 15 in settle(ctl, windows=20)
+
+
+def test_a_drop_first_read_as_the_edge_of_the_limit_is_a_drop_once_the_storm_goes_on_one_level_down() -> None:
+    ctl = ModelController("m", 11, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.phase, ctl.careful = "settled", True
+    for _ in range(50):
+        ctl.started()
+    assert ctl.limited(None) is None  # a 429 now and then at the edge of the limit
+    for _ in range(130):
+        ctl.started()
+    assert ctl.limited(None) is None
+    ctl.started()
+    d = ctl.limited(None)  # the limit halves here: the first two of the storm look like the edge's, 3 in 181
+    assert d is not None and d.new == 10 and "just past the limit" in d.reason
+    for _ in range(2):
+        ctl.started()
+        assert ctl.limited(None) is None
+    ctl.started()
+    d = ctl.limited(None)  # and they go on at 10: 5 in the last 5 sent (half the level), after 180 nearly clean
+    assert d is not None and d.new == 5 and "limit dropped" in d.reason and ctl.limit_dropped
+
+
+def test_429s_trickling_in_at_a_low_level_or_where_the_level_below_is_worse_do_not_step_down() -> None:
+    def held(level: int) -> ModelController:
+        ctl = ModelController("m", level, ceiling=64)
+        ctl.phase, ctl.careful, ctl.windows_here = "settled", True, 1
+        return ctl
+
+    def trickle(ctl: ModelController) -> list[object]:
+        out: list[object] = []
+        for _ in range(3):
+            for _ in range(50):
+                ctl.started()
+            out.append(ctl.limited(None))
+        return out
+
+    assert trickle(held(4)) == [None, None, None]  # at 4 a level down is a quarter of goodput: the retries cost less
+    ctl = held(12)
+    ctl.goodput = {11: 400.0, 12: 500.0}  # measured: 11 answers a fifth less, so 12 is not just past a rate limit
+    assert trickle(ctl) == [None, None, None] and ctl.level == 12
+    ctl = held(12)
+    ctl.goodput = {11: 490.0, 12: 500.0}  # as good: the limit is a rate, and 12's 429s buy nothing
+    assert trickle(ctl)[-1] is not None and ctl.level == 11

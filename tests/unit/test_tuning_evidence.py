@@ -133,3 +133,14 @@ def test_a_level_neither_clean_nor_refused_is_said_so() -> None:
     v = verdict([lv(4, 94, 10.0, limited=6)])
     assert v.kind == "insufficient"
     assert v.text == "not enough evidence: level 4 had 6% 429s, neither clean (at most 5%) nor clearly past a limit"
+
+
+def test_an_interval_alone_never_names_a_level_more_than_one_below_the_best() -> None:
+    """A level held briefly three below a rate limit (21 answers: its interval is ±45% wide) reaches the limit's
+    goodput on its interval alone; naming it would be a guess. The level just below the best is named on that."""
+    rows = [lv(8, 21, 0.058, p50_ms=22.0), lv(11, 274, 0.548, p50_ms=22.0), lv(12, 115, 0.23, p50_ms=22.0),
+            lv(13, 133, 0.266, limited=12, p50_ms=22.0)]  # 8: 362/s; 11, 12, 13: 500/s (a limit of 500/s)
+    v = verdict(rows)
+    assert v.kind == "optimum" and v.level == 11, v.text
+    rows.append(lv(10, 40, 0.088, p50_ms=22.0))  # 455/s, 9% below: its interval reaches 500/s, and it is one below
+    assert verdict(rows).level == 10

@@ -9,6 +9,7 @@ sealed cases are scored apart and their text never reaches here.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,6 +151,9 @@ class RunView:
     the quality-p95 front there (arenatui.bakeoff.sections)."""
     at_load_target: str = ""
     """The target load those p95s are at, in words."""
+    at_load_runs: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    """Per model in `at_load`: the load run its p95 is from, and whether it was picked in the runs tab (else it is
+    the model's newest finished load run of the project)."""
 
     def __post_init__(self) -> None:
         self.by_model = {r.model: r for r in self.board}
@@ -207,27 +211,31 @@ def _case_rows(plan: RunPlan, res: RunResults) -> list[CaseRow]:
             for j, c in enumerate(plan.cases)]
 
 
-def read_board(db: Path | str, run: str) -> RunView:
-    """Read a run ('last' for the newest) and compute its leaderboard: what the view shows first."""
+def read_board(db: Path | str, run: str, picked: Mapping[tuple[str, str], str] | None = None) -> RunView:
+    """Read a run ('last' for the newest) and compute its leaderboard: what the view shows first. `picked`: load
+    runs picked in the runs tab, by (project, model): a sweep's frontier reads those of its project."""
     with Store(db, read_only=True) as store:
         stored = read_run(store, run)
         board = leaderboard(stored.results)
         at_load: dict[str, tuple[float, bool]] = {}
+        at_load_runs: dict[str, tuple[str, bool]] = {}
         target = ""
         if stored.kind == "sweep":  # the frontier against p95 at the target load, when load runs of the project exist
             from arenatui.bakeoff.sections import load_section, read_loads
 
-            loads, series = read_loads(store, stored, None)
+            mine = {m: rid for (project, m), rid in (picked or {}).items() if project == stored.record.project}
+            loads, series = read_loads(store, stored, None, mine)
             if loads:
                 section = load_section(board, stored, loads, series)
                 target = section["target"]
-                at_load = {r["model"]: (r["latency_ms"]["p95"], r["on_front"]) for r in section["rows"]
-                           if r["load_run"] and r["latency_ms"]["p95"] is not None}
+                shown = [r for r in section["rows"] if r["load_run"] and r["latency_ms"]["p95"] is not None]
+                at_load = {r["model"]: (r["latency_ms"]["p95"], r["on_front"]) for r in shown}
+                at_load_runs = {r["model"]: (r["load_run"], mine.get(r["model"]) == r["load_run"]) for r in shown}
     res = stored.results
     return RunView(stored.plan, res, board, [], [], [], [], failures=stored.failure_modes,
                    tuning={ro.model_key: ro for ro in stored.tuning}, load=stored.load,
                    classification=classifications(stored.f1), unscored=stored.unscored_modes, spend=stored.spend,
-                   judgments=stored.judgments, at_load=at_load, at_load_target=target,
+                   judgments=stored.judgments, at_load=at_load, at_load_target=target, at_load_runs=at_load_runs,
                    variant_results=stored.variants, follow_ups=follow_up_dicts(stored.follow_ups))
 
 

@@ -24,6 +24,7 @@ from arenatui.stats.f1_interval import FEW_CASES
 from arenatui.store.queries import CallRow, CaseInfo, JudgedScorer, JudgmentRow
 from arenatui.tui.outputs import ask_save_folder, preview, save_and_tell
 from arenatui.tui.results.data import Classification, RunView, case_detail
+from arenatui.tuning.budgets import Budgets, budgets_of
 from arenatui.tuning.figures import goodput_text, limited_text, mark
 from arenatui.wording import fmt_errors
 
@@ -164,8 +165,9 @@ class CaseDetail(ModalScreen[None]):
         return out
 
 
-def model_text(view: RunView, s: ModelRow) -> Text:
-    """Every figure of one model, each beside what qualifies it (coverage beside score, errors beside latency)."""
+def model_text(view: RunView, s: ModelRow, budgets: Budgets | None = None) -> Text:
+    """Every figure of one model, each beside what qualifies it (coverage beside score, errors beside latency);
+    its max_tokens and timeout_s once `budgets` are read (a load run has none)."""
     out = Text()
     q = s.quality
     out.append("quality ", _LABEL)
@@ -195,6 +197,8 @@ def model_text(view: RunView, s: ModelRow) -> Text:
             line = (f"   level {lv.level:>3}: goodput {goodput_text(lv)}, 429s {limited_text(lv)}, n {lv.latencies}, "
                     f"p95 {fmt_num(lv.p95_ms, ' ms')}, held {lv.held_s:.1f} s" + (f"  {note}" if note else "") + "\n")
             out.append(line, "bold" if lv.level == ro.best else "")
+    if view.load is None:
+        out.append(budgets_text(budgets, s.model))
     out.append("pass@k ", _LABEL)
     out.append("  ".join(f"k={k} {score(v)}" for k, v in sorted(s.pass_at.items())))
     if s.pass_at:
@@ -237,6 +241,29 @@ def model_text(view: RunView, s: ModelRow) -> Text:
     return out
 
 
+def budgets_text(b: Budgets | None, model: str) -> Text:
+    """The model's max_tokens and timeout_s recommendations (tuning.budgets), each with its evidence."""
+    out = Text()
+    out.append("max_tokens, timeout_s " if b is None or model not in b.max_tokens else "", _LABEL)
+    if b is None:
+        out.append("reading the model's answers…\n")
+        return out
+    rec = b.max_tokens.get(model)
+    if rec is None:
+        out.append("no answered calls to learn from\n")
+        return out
+    for label, r in (("max_tokens", rec), *((f"max_tokens ({kind} cases)", r) for kind, r in b.scorer_rows(model)),
+                     ("timeout_s", b.timeouts[model])):
+        out.append(label + " ", _LABEL)
+        out.append(literal(r.unnamed(), newlines=False))
+        out.append("\n")
+        for d in r.detail:
+            out.append("   ")
+            out.append(literal(d, newlines=False))
+            out.append("\n")
+    return out
+
+
 def _label_n(n: int) -> str:
     return f"{n} ⚠" if n < FEW_CASES else str(n)
 
@@ -264,14 +291,17 @@ def f1_tables(classes: list[Classification]) -> Group:
 
 
 class ModelDetail(ModalScreen[None]):
-    """One model's figures from the leaderboard, with the caveats that go with them."""
+    """One model's figures from the leaderboard, with the caveats that go with them; its max_tokens and timeout_s
+    recommendations read from `db` in a thread (only this model's answers) when it opens."""
 
     BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
 
-    def __init__(self, view: RunView, model: str) -> None:
+    def __init__(self, view: RunView, model: str, db: Path | None = None) -> None:
         super().__init__()
         self.view = view
         self.model = model
+        self.db = db
+        self.budgets: Budgets | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog detail"):
@@ -279,11 +309,31 @@ class ModelDetail(ModalScreen[None]):
             title.append(literal(self.model, newlines=False))
             yield Label(title)
             with VerticalScroll(id="model-body"):
-                yield Static(model_text(self.view, self.view.by_model[self.model]), id="model-text")
+                yield Static(self._text(), id="model-text")
                 classes = self.view.classification.get(self.model)
                 if classes:
                     yield Static(f1_tables(classes), id="model-f1")
             yield Label(Text("Escape closes"), classes="hint")
+
+    def _text(self) -> Text:
+        return model_text(self.view, self.view.by_model[self.model], self.budgets)
+
+    def on_mount(self) -> None:
+        if self.db is not None and self.view.load is None:
+            self._read_budgets(self.db)
+
+    @work(thread=True, group="model-budgets", exit_on_error=False)
+    def _read_budgets(self, db: Path) -> None:
+        from arenatui.store import Store
+        from arenatui.store.budget_queries import budget_evidence
+
+        with Store(db, read_only=True) as store:
+            budgets = budgets_of(budget_evidence(store, self.view.run_id, self.model))
+        self.app.call_from_thread(self._show_budgets, budgets)
+
+    def _show_budgets(self, budgets: Budgets) -> None:
+        self.budgets = budgets
+        self.query_one("#model-text", Static).update(self._text())
 
 
 def sealed_gap_words(s: ModelRow) -> str:

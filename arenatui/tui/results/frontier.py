@@ -13,6 +13,7 @@ from textual.widgets import Static
 from arenatui.charts import Point, scatter
 from arenatui.figures import money
 from arenatui.figures import ms as fmt_num
+from arenatui.safe_text import literal
 from arenatui.tui.results.data import RunView
 from arenatui.tui.results.tab import ResultsTab
 
@@ -25,6 +26,7 @@ class FrontierTab(ResultsTab):
         with VerticalScroll(id="frontier-body"):
             yield Static(Text(""), id="frontier-cost")
             yield Static(Text(""), id="frontier-latency", classes="spaced")
+            yield Static(Text(""), id="frontier-loads", classes="note")
 
     def show_run(self, view: RunView) -> None:
         rows = [r for r in view.board if r.quality.n]
@@ -42,3 +44,16 @@ class FrontierTab(ResultsTab):
             scatter(cost, width, 8, x_name="$ per correct answer", y_name="quality", log_x=True, x_fmt=money))
         self.query_one("#frontier-latency", Static).update(
             scatter(lat, width, 8, x_name=lat_name, y_name="quality", x_unit=" ms", x_fmt=fmt_num))
+        loads = Text()
+        if view.at_load_runs:  # which load run each p95 is from: picked in the runs tab (l), or the newest
+            loads.append("p95 from load runs: ")
+            for i, (m, (rid, picked)) in enumerate(view.at_load_runs.items()):
+                loads.append("; " if i else "").append(literal(m, newlines=False))
+                loads.append(f" {rid} ({'picked' if picked else 'newest'})")
+            untested = [r.model for r in rows if r.model not in view.at_load_runs]
+            if untested:
+                loads.append("; not load-tested: ").append(literal(", ".join(untested), newlines=False))
+            loads.append(". In the runs tab, l on a load run picks it for its model.")
+        note = self.query_one("#frontier-loads", Static)
+        note.update(loads)
+        note.display = bool(loads)

@@ -20,6 +20,7 @@ from textual.worker import Worker
 from arenatui.figures import fit_line
 from arenatui.safe_text import literal, printable
 from arenatui.store import Store
+from arenatui.store.bakeoff_queries import series_of_runs
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import RunListing, list_runs
 from arenatui.tui.results.cases import CasesTab
@@ -55,6 +56,7 @@ class Results(Screen[None]):
         Binding("s", "sort(1)", "Sort"),
         Binding("S", "sort(-1)", "Sort back", show=False),
         Binding("m", "mark_run", "Mark run"),
+        Binding("l", "pick_load", "Pick load run"),
         Binding("slash", "search", "Search"),
     ]
 
@@ -97,16 +99,17 @@ class Results(Screen[None]):
         with Store(self.db, read_only=True) as store:
             runs = list_runs(store, 200)
             loads = {rid: n for rid, (kind, n) in run_kinds(store, [r.run_id for r in runs]).items() if kind == "load"}
-        self.app.call_from_thread(self._show_runs, runs, loads)
+            series = series_of_runs(store, [r.run_id for r in runs])
+        self.app.call_from_thread(self._show_runs, runs, loads, series)
 
     def open_run(self, run_id: str) -> None:
         self.query_one("#results-title", Static).update(Text(f"loading run {printable(run_id, newlines=False)}…"))
-        self._read_view(run_id)
+        self._read_view(run_id, dict(self.query_one(RunsTab).picked))
 
     @work(thread=True, group="results-view", exclusive=True, exit_on_error=False)
-    def _read_view(self, run_id: str) -> None:
+    def _read_view(self, run_id: str, picked: dict[tuple[str, str], str]) -> None:
         # the leaderboard first (a fraction of a second at 1M calls), then all pairs, strata and cases
-        board = read_board(self.db, run_id)
+        board = read_board(self.db, run_id, picked)
         self.app.call_from_thread(self._show_board, board)
         self.app.call_from_thread(self._show_rest, complete_view(board))
 
@@ -115,8 +118,9 @@ class Results(Screen[None]):
 
     # ---- showing --------------------------------------------------------------------------------------
 
-    def _show_runs(self, runs: list[RunListing], loads: dict[str, int] | None = None) -> None:
-        self.query_one(RunsTab).show_runs(runs, loads)
+    def _show_runs(self, runs: list[RunListing], loads: dict[str, int] | None = None,
+                   series: dict[str, str] | None = None) -> None:
+        self.query_one(RunsTab).show_runs(runs, loads, series)
 
     def _show_board(self, view: RunView) -> None:
         self.view = view
@@ -178,7 +182,7 @@ class Results(Screen[None]):
     @on(DataTable.RowSelected, "#leaderboard-table")
     def _model_selected(self, event: DataTable.RowSelected) -> None:
         if self.view is not None and event.row_key.value in self.view.by_model:
-            self.app.push_screen(ModelDetail(self.view, event.row_key.value))
+            self.app.push_screen(ModelDetail(self.view, event.row_key.value, self.db))
 
     @on(DataTable.RowSelected, "#disagree")
     @on(DataTable.RowSelected, "#cases-table")
@@ -220,7 +224,7 @@ class Results(Screen[None]):
         tab = self.query_one("#results-tabs", TabbedContent).active if self.is_mounted else ""
         if action == "sort":
             return tab == "leaderboard"
-        if action == "mark_run":
+        if action in ("mark_run", "pick_load"):
             return tab == "runs"
         return True
 
@@ -239,6 +243,16 @@ class Results(Screen[None]):
     def action_mark_run(self) -> None:
         if self.query_one("#results-tabs", TabbedContent).active == "runs":
             self.query_one(RunsTab).mark_run()
+
+    def action_pick_load(self) -> None:
+        if self.query_one("#results-tabs", TabbedContent).active == "runs":
+            self.query_one(RunsTab).pick_load()
+
+    @on(RunsTab.LoadRunPicked)
+    def _load_run_picked(self, event: RunsTab.LoadRunPicked) -> None:
+        """An open sweep of the project is read again with the load runs now picked."""
+        if self.view is not None and self.view.load is None and self.view.plan.record.project == event.project:
+            self.open_run(self.view.run_id)
 
     def action_reload(self) -> None:
         """Read the store again: a sweep still running has stored more since the view opened."""

@@ -20,6 +20,7 @@ from arenatui.engine.sealed import scrub_sealed
 from arenatui.figures import money
 from arenatui.live import STATE_NAMES
 from arenatui.plan import judge_trial
+from arenatui.redact import redact_urls_in_text
 from arenatui.safe_text import literal, one_line
 from arenatui.sweep import Sweep
 from arenatui.tui.outputs import PREVIEW_CHARS, ask_save_folder, preview, save_and_tell
@@ -33,14 +34,27 @@ SCORER_WORDS = {"exact": "exact match", "contains": "must contain the expected a
                 "llm_judge": "a judge model's verdict"}
 """What each scorer kind asks of an answer, for a failed trial's "why"."""
 
+def common_error_text(model_key: str, message: str, n: int, errored: int) -> Text:
+    """Why a model's calls fail: its most common error message on one line (URL credentials redacted, shown
+    literally), and how many of its errored calls said it."""
+    out = Text("most common error ", style="bold")
+    out.append(literal(model_key, newlines=False))
+    out.append(f": {n} of {errored} errored calls said: ")
+    out.append(literal(one_line(redact_urls_in_text(message), 300), newlines=False))
+    return out
+
+
 class CallDetail(ModalScreen[None]):
     """One (model, case): every trial as stored, read in a thread; sealed cases show only scores."""
 
     BINDINGS = [Binding("escape,enter,q", "dismiss", "Close"),
                 Binding("s", "save_outputs", "Save whole outputs to files")]
 
-    def __init__(self, sweep: Sweep, model_index: int, case_index: int) -> None:
+    def __init__(self, sweep: Sweep, model_index: int, case_index: int, *,
+                 model_errors: tuple[str, int, int] | None = None) -> None:
         super().__init__()
+        self.model_errors = model_errors
+        """Opened from the model's row: its most common error message, the calls that said it, its errored calls."""
         self.sweep = sweep
         self.model_key = sweep.live.row_keys[model_index]
         """The row's key: a model's, or a judge lane's (``judge:<model key>``)."""
@@ -63,6 +77,8 @@ class CallDetail(ModalScreen[None]):
             if self.case.sealed:
                 title.append("   (sealed: input, expected and output are never shown)", style="italic")
             yield Label(title)
+            if self.model_errors is not None:
+                yield Static(common_error_text(self.model_key, *self.model_errors), id="model-errors")
             with VerticalScroll(id="detail-body"):
                 yield Static(Text("loading…"), id="detail-text")
             if self.judge_lane:

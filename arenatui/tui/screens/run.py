@@ -49,6 +49,7 @@ LEGEND_MIN_HEIGHT = 30
 BOTTOM_MIN_HEIGHT = 6
 """Rows the bottom row (rates or tuning, events) keeps at least (app.tcss's min-height)."""
 WIDE_FOR_TUNING = 150
+RATES_TITLE = "Rates over the run (t tuning)"
 """From this many columns the rates chart, the tuning readout and the events share the bottom row."""
 """Terminal rows from which the matrix shows its glyph legend."""
 LOG_BATCH = 200
@@ -165,9 +166,11 @@ class RunScreen(Screen[None]):
         yield table
         with Horizontal(id="bottom"):
             chart = RatesChart(id="rates")
-            chart.border_title = "Rates over the run (t tuning)"
+            chart.border_title = RATES_TITLE
             yield chart
-            yield TuningReadout(self.sweep.tuner, id="tuning")
+            defaults = plan.project.defaults
+            yield TuningReadout(self.sweep.tuner, id="tuning", run_id=self.sweep.run_id,
+                                max_tokens={m.key: m.max_tokens or defaults.max_tokens for m in plan.models})
             with Vertical(id="log-panel", classes="panel") as lv:
                 lv.border_title = "Events (/ filter · w wrap)"
                 yield FilterInput(placeholder="filter events (/)", id="log-filter")
@@ -245,7 +248,8 @@ class RunScreen(Screen[None]):
             self.query_one("#matrix", CallMatrix).cells_changed(live.take_dirty())
             if self._frame % TABLE_EVERY == 1 or snap.state != "running" or self.sweep_ended:
                 self._show_models(snap)
-                self.query_one("#tuning", TuningReadout).show()
+                self.query_one("#tuning", TuningReadout).show(snap)
+                self._hint_truncation(snap)
                 self._fit_tuning()
             # While running, chart whole seconds only: the current second's bucket is partial (a false dip),
             # and leaving it out redraws the chart once a second instead of every frame.
@@ -255,6 +259,14 @@ class RunScreen(Screen[None]):
             self.query_one("#rates", RatesChart).update_series(snap.throughput_series[cut], snap.retry_series[cut],
                                                                snap.series_step_s, snap.markers, per_model)
             self._show_log()
+
+    def _hint_truncation(self, snap: LiveSnapshot) -> None:
+        """Where the rates chart hides the tuning pane, its title says the pane has a max_tokens warning."""
+        cut = any(m.truncated for m in snap.models)
+        title = RATES_TITLE + (" · ⚠ answers cut at max_tokens: t" if cut else "")
+        chart = self.query_one("#rates", RatesChart)
+        if chart.border_title != title:
+            chart.border_title = title
 
     def _pace(self, client_cpu: float | None) -> None:
         """Yield the CPU to the engine when the process is CPU-bound: a frame costs a full-screen
@@ -599,6 +611,12 @@ class RunScreen(Screen[None]):
         self.sweep.control.cancel()
         self.refresh_now()
 
+    @on(CallMatrix.CursorMoved)
+    def _cursor_moved(self, event: CallMatrix.CursorMoved) -> None:
+        """The cursor's case in full under the matrix: the ruler's names are cut to the cells' width."""
+        matrix = self.query_one("#matrix", CallMatrix)
+        self.query_one("#matrix-panel").border_subtitle = literal(matrix.cursor_words(), newlines=False)
+
     @on(CallMatrix.CellSelected)
     def _cell_selected(self, event: CallMatrix.CellSelected) -> None:
         self.app.push_screen(CallDetail(self.sweep, event.model_index, event.case_index))
@@ -611,10 +629,8 @@ class RunScreen(Screen[None]):
         matrix.move_cursor_to_row(event.row)
         snap = self.sweep.live.snapshot()
         m = snap.models[event.row] if 0 <= event.row < len(snap.models) else None
-        if m is not None and m.common_error is not None:
-            message, n = m.common_error
-            self.notify(f"{one_line(m.key, 60)}: {n} of {m.errored} errored calls said: {one_line(message, 300)}",
-                        title="Most common error", severity="warning", timeout=10, markup=False)
-        self.app.push_screen(CallDetail(self.sweep, event.row, matrix.case_index_at(matrix.cursor[1])))
+        why = None if m is None or m.common_error is None else (*m.common_error, m.errored)
+        self.app.push_screen(CallDetail(self.sweep, event.row, matrix.case_index_at(matrix.cursor[1]),
+                                        model_errors=why))
 
 

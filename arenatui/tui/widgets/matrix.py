@@ -80,24 +80,42 @@ def _common_prefix(a: str, b: str) -> int:
     return n
 
 
+def middle_cut(name: str, width: int, tail: int | None = None) -> str:
+    """`name` in `width` characters, cut in the middle so its start and its end both stay ("capital-france" →
+    "capi…nce"): a case's name usually differs from its neighbours' at one end or the other. `tail` characters of
+    the end are kept when given (the part that tells it from a neighbour)."""
+    if len(name) <= width:
+        return name
+    if width < 3:
+        return name[:width]
+    keep = width - 1
+    back = min(keep - 1, max(1, tail if tail is not None else keep // 2))
+    return name[: keep - back] + "…" + name[len(name) - back:]
+
+
 def short_labels(ids: Sequence[str], width: int) -> list[str]:
-    """Each id cut to `width` characters so that neighbours stay distinguishable: when two cut the same,
-    both keep their head and their tail ("capital-fr", "capital-au" → "cap…fr", "cap…au")."""
+    """Each id in `width` characters, cut in the middle (start and end kept) so that a cut one never reads as
+    another name; where it differs from a neighbour near its end, as much of the end as tells them apart is kept
+    ("capital-fr", "capital-au" → "c…fr", "c…au"; "capital-france-north" → "cap…north")."""
     if width <= 0:
         return ["" for _ in ids]
-    cut = [i[:width] for i in ids]
     out = []
     for k, full in enumerate(ids):
-        twins = [ids[j] for j in (k - 1, k + 1) if 0 <= j < len(ids) and cut[j] == cut[k] and ids[j] != full]
-        if len(full) > width and twins and width >= 3:
-            # keep the part that differs: as much tail as the difference needs, the rest head
-            common = max(_common_prefix(full, t) for t in twins)
-            tail = max(1, min(width - 2, len(full) - common))
-            head = width - 1 - tail
-            out.append(full[:head] + "…" + full[len(full) - tail:])
-        else:
-            out.append(cut[k])
+        near = [ids[j] for j in (k - 1, k + 1) if 0 <= j < len(ids) and ids[j] != full]
+        differs = len(full) - max((_common_prefix(full, t) for t in near), default=len(full))
+        keep = width - 1
+        out.append(middle_cut(full, width, max(keep // 2, differs) if differs < keep else None))
+    for k, full in enumerate(ids):  # still the same as a neighbour's: another split of start and end may differ
+        seen = {out[j] for j in (k - 1, k + 1) if 0 <= j < len(ids) and ids[j] != full}
+        if out[k] in seen:
+            out[k] = next((c for t in range(1, width - 1) if (c := middle_cut(full, width, t)) not in seen), out[k])
     return out
+
+
+def _longest_fitting(width: int, texts: Sequence[str]) -> str:
+    """The first of `texts` (longest first) that fits `width`, so a ruler's note says less rather than stop mid-word;
+    the last one whatever its length."""
+    return next((t for t in texts if len(t) <= width), texts[-1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +165,9 @@ class CallMatrix(Widget, can_focus=True):
         Binding("end", "move(0, 100000)", show=False),
         Binding("enter", "select", "Call detail", show=False),
     ]
+
+    class CursorMoved(Message):
+        """The cursor is on another cell (or its column holds other cases): `cursor_words()` names it."""
 
     class CellSelected(Message):
         """The user chose a cell: show that (model, case)."""
@@ -217,6 +238,7 @@ class CallMatrix(Widget, can_focus=True):
         if lay != self._layout:
             self._layout = lay
             self._recompute_all()
+            self.post_message(self.CursorMoved())  # a column may now hold other cases
 
     def _recompute_all(self) -> None:
         lay = self._layout
@@ -326,20 +348,22 @@ class CallMatrix(Widget, can_focus=True):
         more = f"↕{self._top + 1}-{self._top + self._rows}/{len(self.model_keys)}"
         corner = (more if hidden > 0 else "")[: lay.label_w - 1].ljust(lay.label_w)
         if lay.per_col == 1 and lay.cell_w > 2:
+            # a name cut at its end reads as another name ("elemen"): cut in the middle, start and end kept; the
+            # cursor's case is named in full under the matrix (and a hovered cell's in its tooltip)
             labels = short_labels(self.case_ids, lay.cell_w - 1)
-            if labels != list(self.case_ids):
-                # a cut name reads as another name ("elemen", "cap…fr"): number the cases in the project's order
-                # instead (Enter on a cell names its case in full)
-                labels = [str(k + 1)[: lay.cell_w - 1] for k in range(n)]
-                corner = corner if hidden > 0 else "case #"[: lay.label_w - 1].ljust(lay.label_w)
             text = "".join(c.ljust(lay.cell_w) for c in labels)
         elif lay.per_col == 1:
             # one glyph per case: mark every fifth column and say where the first and last case are
             ticks = "".join("|" if k % 5 == 0 else " " for k in range(n)) if lay.cell_w == 1 else \
                 "".join(("|" if k % 5 == 0 else " ").ljust(lay.cell_w) for k in range(n))
-            text = f"{ticks}  {n} cases (a tick at every 5th), the first {self.case_ids[0] if n else ''}"
+            text = ticks + _longest_fitting(width - lay.label_w - len(ticks), (
+                f"  {n} cases (a tick at every 5th), the first {self.case_ids[0] if n else ''}",
+                f"  {n} cases, a tick at every 5th", f"  {n} cases", ""))
         else:
-            text = f"{n} cases, {lay.per_col} per column (first: {self.case_ids[0]}; work and pass rate shown)"
+            text = _longest_fitting(width - lay.label_w, (
+                f"{n} cases, {lay.per_col} per column (first: {self.case_ids[0]}; work and pass rate shown)",
+                f"{n} cases, {lay.per_col} per column (work and pass rate shown)", f"{n} cases, {lay.per_col} a column",
+                f"{n} cases"))
         strip = Strip([Segment(corner, hs), Segment(text, hs)])
         return strip.apply_style(base).adjust_cell_length(width, base)
 
@@ -372,6 +396,8 @@ class CallMatrix(Widget, can_focus=True):
         col = max(0, min(col, n_cols - 1))
         old = self.cursor
         self.cursor = (m, col)
+        if self.cursor != old:
+            self.post_message(self.CursorMoved())
         for row in {old[0], m}:
             self._strips.pop(row, None)
         rows = self._rows
@@ -382,6 +408,38 @@ class CallMatrix(Widget, can_focus=True):
             return
         for row in {old[0], m}:
             self._refresh_row(row)
+
+    def cursor_words(self) -> str:
+        """The cursor's cell in full: its case's whole name (the cases of its column, when a column holds several),
+        its model, and where the case is in the project's order."""
+        return self.cell_words(*self.cursor)
+
+    def cell_words(self, m: int, col: int) -> str:
+        lay = self._layout
+        n = len(self.case_ids)
+        if not n or not self.model_keys:
+            return ""
+        per = lay.per_col if lay is not None else 1
+        first = min(col * per, n - 1)
+        last = min(first + per, n) - 1
+        model = self.model_keys[min(m, len(self.model_keys) - 1)]
+        if first == last:
+            return f"case {first + 1}/{n} {self.case_ids[first]} · {model}"
+        return f"cases {first + 1}-{last + 1}/{n} {self.case_ids[first]} … {self.case_ids[last]} · {model}"
+
+    def _cell_at(self, x: int, y: int) -> tuple[int, int] | None:
+        lay = self._layout
+        if lay is None or y < 1 or y > min(self._rows, len(self.model_keys) - self._top) or x < lay.label_w:
+            return None
+        col = (x - lay.label_w) // lay.cell_w
+        return None if col >= lay.n_cols else (self._top + y - 1, col)
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        """Hovering a cell names its case in full (the ruler's names are cut to the cells' width)."""
+        cell = self._cell_at(event.x, event.y)
+        tip = None if cell is None else self.cell_words(*cell)
+        if tip != self.tooltip:
+            self.tooltip = tip
 
     def action_move(self, dm: int, dc: int) -> None:
         self._set_cursor(self.cursor[0] + dm, self.cursor[1] + dc)
@@ -394,13 +452,9 @@ class CallMatrix(Widget, can_focus=True):
         self.post_message(self.CellSelected(self.cursor[0], self.case_index_at(self.cursor[1])))
 
     def on_click(self, event: events.Click) -> None:
-        lay = self._layout
-        if lay is None or event.y < 1 or event.y > min(self._rows, len(self.model_keys) - self._top) \
-                or event.x < lay.label_w:
+        cell = self._cell_at(event.x, event.y)
+        if cell is None:
             return
-        col = (event.x - lay.label_w) // lay.cell_w
-        if col >= lay.n_cols:
-            return
-        self._set_cursor(self._top + event.y - 1, col)
+        self._set_cursor(*cell)
         self.action_select()
 

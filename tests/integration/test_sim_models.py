@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import anyio
-from spine_fakes import Recorder, project
+from fake_providers import Recorder, project
 
 from arenatui.config import load_project
 from arenatui.engine import Runner

@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
-from spine_fakes import Recorder, ScriptedProvider, SleepyProvider, project, runner, wait_until
+from fake_providers import Recorder, ScriptedProvider, SleepyProvider, project, runner, wait_until
 
 import arenatui.engine.runner as runner_mod
 import arenatui.scoring.scorers as scorers_mod
@@ -34,7 +34,7 @@ CATASTROPHIC = "(L+)+X"
 def _scored_project(cases: list[dict[str, Any]], scorers: list[dict[str, Any]], **run: Any) -> Any:
     raw = {"run": {"seed": 1, **run}, "models": [{"key": "m", "provider": "sim"}], "cases": cases,
            "scorers": scorers}
-    return project_from_dict(raw, Path("hardening.toml"))
+    return project_from_dict(raw, Path("failure-isolation.toml"))
 
 
 class EchoProvider(ScriptedProvider):

@@ -28,7 +28,7 @@ def project(n_cases: int = 4, models: Sequence[str | dict[str, Any]] = ("m",), *
         "models": [{"key": m, "provider": "sim"} if isinstance(m, str) else m for m in models],
         "cases": [{"id": f"c{i:03d}", "input": f"question {i}", "expected": "yes"} for i in range(n_cases)],
     }
-    return project_from_dict(raw, Path("spine-test.toml"))
+    return project_from_dict(raw, Path("engine-test.toml"))
 
 
 class Recorder:

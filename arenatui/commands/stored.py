@@ -1,0 +1,55 @@
+"""`arena report` and `arena export` of a stored run: the view that renders it (a sweep's, or a load run's tables
+and requests), written to a file or to stdout."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from arenatui.errors import ArenaError
+from arenatui.store import Store
+from arenatui.store.load_queries import load_run_named
+from arenatui.terminal import write_output
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from arenatui.commands.report import build_report, render
+
+    with Store(args.db, read_only=True) as store:
+        # beside load runs, 'last' is the newest sweep (the load runs were made after it): build_report reads it
+        load = None if args.load and args.run == "last" else load_run_named(store, args.run)
+        db_path = store.path
+        if load is not None and args.load:
+            raise ArenaError(f"--load sets load runs beside a sweep's quality; run {load[0]} is itself a load run: "
+                             "pass the sweep's run id")
+        rep = build_report(store, args.run, cluster_by=args.cluster_by, load=args.load) if load is None else None
+    if load is not None:  # a load run: its segment and percentile tables, recomputed from the stored requests
+        from arenatui.load.files import load_report
+
+        text = load_report(db_path, load[0], load[1], args.format)
+        write_output(args.output, lambda f, tty: f.write(text))
+    else:
+        assert rep is not None
+        write_output(args.output, lambda f, tty: f.write(render(rep, args.format, terminal=tty)))
+    if args.output:
+        print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from arenatui.commands.export import write_export
+
+    with Store(args.db, read_only=True) as store:
+        rows: list[int] = []
+        load = load_run_named(store, args.run)
+        if load is not None:  # a load run: one row per stored request
+            from arenatui.load.files import write_load_export
+
+            write_output(args.output, lambda f, tty: rows.append(write_load_export(store, load[0], args.format, f,
+                                                                                    terminal=tty, raw=args.raw)))
+        else:
+            write_output(args.output, lambda f, tty: rows.append(write_export(store, args.run, args.format, f,
+                                                                               terminal=tty, raw=args.raw)))
+    if args.output:
+        print(f"wrote {rows[0]} rows to {args.output}", file=sys.stderr)
+    return 0

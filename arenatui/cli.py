@@ -108,6 +108,8 @@ def _add_sweep_args(p: argparse.ArgumentParser, *, project_required: bool = Fals
     p.add_argument("--models", type=_csv, default=(), help="only these model keys (comma-separated)")
     p.add_argument("--tags", type=_csv, default=(), help="only cases with any of these tags or strata")
     p.add_argument("--limit", type=_positive_int, help="only the first N cases (after --tags)")
+    p.add_argument("--prompts", type=_csv, default=(),
+                   help="only these [[prompts]] variants (comma-separated); with --resume, what this session runs")
     p.add_argument("--trials", type=_trials, help="trials per (model, case), overriding [run].trials")
     p.add_argument("--concurrency", "-c", type=_concurrency, help="starting global concurrency")
     p.add_argument("--seed", type=int, help="seed for simulated models and jitter, overriding [run].seed")
@@ -147,7 +149,7 @@ def _sweep_options(args: argparse.Namespace) -> object:
                          "--run-id")
     return SweepOptions(
         project=args.project, filters=Filters(models=args.models, tags=args.tags, limit=args.limit,
-                                              trials=args.trials, shard=shard),
+                                              trials=args.trials, shard=shard, prompts=getattr(args, "prompts", ())),
         db=args.db, resume=args.resume, concurrency=args.concurrency, seed=args.seed,
         retry_errored=args.retry_errored,
         tune=getattr(args, "tune", False), run_id=run_id,
@@ -191,6 +193,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         error_failure,
         errored_line,
         print_leaderboard,
+        print_variants_and_repairs,
         spend_line,
         summary_line,
     )
@@ -208,7 +211,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         # what this invocation made, apart from the run's total when it resumed (a shard says its own count below)
         made = None if plan.shard is not None else \
             plan.remaining if status == "finished" else max(0, stored - (plan.total - plan.remaining))
-        out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed, made), markup=False)
+        out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed, made,
+                               [m.key for m in plan.models]), markup=False)
         mine = plan.shard_total()
         if plan.shard is not None:
             out.print(f"Shard {plan.shard}: {mine} of those calls; `arena merge` joins the shards' databases",
@@ -223,6 +227,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             out.print(line, markup=False)
         if report:
             print_leaderboard(out, results)
+            print_variants_and_repairs(out, store, stored_run.plan)
         warning = client_load_warning(store, sweep.run_id)
         if warning:
             err.print(warning, markup=False, style="bold yellow")

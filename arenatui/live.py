@@ -26,6 +26,7 @@ from arenatui.engine.events import (
     RunFinished,
     RunPaused,
     RunResumed,
+    StepFinished,
     TunerDecided,
 )
 from arenatui.limits import MAX_CONCURRENCY
@@ -363,7 +364,7 @@ class LiveMetrics:
         """Calls sleeping before a retry: few at a time, so kept by key (calls in flight are not)."""
         self._handlers: dict[type, Callable[[Any], None]] = {
             CallStarted: self._started, CallFinished: self._finished, CallRetrying: self._retrying,
-            JudgeFinished: self._judged,
+            JudgeFinished: self._judged, StepFinished: self._step,
             ConcurrencyChanged: self._concurrency, RunPaused: self._paused, RunResumed: self._resumed,
             RunFinished: self._run_finished, ClientLoadSampled: self._client_load, TunerDecided: self._tuner,
         }
@@ -443,7 +444,7 @@ class LiveMetrics:
     def _finished(self, ev: CallFinished | JudgeFinished) -> None:
         # The hottest function outside the engine: one tuple unpack, then locals.
         (mk, cid, trial, status, _output, score, _passed, ec, emsg, attempts, lat, _total, ttft, itok, otok, cost,
-         finish, est, _started_at, _finished_at, _connect, mode, _detail, _http) = ev.result
+         finish, est, _started_at, _finished_at, _connect, mode, _detail, _http, _repairs, _esc, _first) = ev.result
         mi = self._m_index[mk]
         agg = self.rows[mi]
         if self._backoff and (mk, cid, trial) in self._backoff:
@@ -540,6 +541,17 @@ class LiveMetrics:
         if r.score is not None:
             agg.score_sum += r.score
         self._move(mi, ev.case_id, UNSCORED, dst)
+
+    def _step(self, ev: StepFinished) -> None:
+        """An answer that goes on to a repair turn or an escalation: the call waits for its next step."""
+        r = ev.result
+        if ev.last:  # its CallFinished follows and ends the call
+            return
+        mi = self._m_index[r.model_key]
+        self.rows[mi].in_flight -= 1
+        self._move(mi, r.case_id, IN_FLIGHT, QUEUED)
+        self._log(ev.t, "retry", r.model_key, f"{self._call(r.model_key, r.case_id, r.trial)}: {r.failure_mode} "
+                  f"({ev.kind} by {ev.model}), followed up")
 
     def _retrying(self, ev: CallRetrying) -> None:
         mi = self._m_index[ev.model_key]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import random
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arenatui.config.schema import Case, ModelConfig, Project, ScorerConfig
-from arenatui.engine.events import JUDGE_LANE_PREFIX, AwaitingJudge
+from arenatui.engine.events import JUDGE_LANE_PREFIX, AwaitingJudge, lane_key
 from arenatui.errors import PlanError
 from arenatui.judge_sample import judge_sample
 from arenatui.limits import MAX_TRIALS
@@ -27,10 +28,14 @@ class Filters:
     trials: int | None = None
     shard: Shard | None = None
     """`--shard K/N`: only the calls whose stable index falls to shard K (`in_shard`)."""
+    prompts: tuple[str, ...] = ()
+    """`--prompts a,b`: only these prompt variants."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"models": list(self.models), "tags": list(self.tags), "limit": self.limit,
                                "trials": self.trials}
+        if self.prompts:
+            out["prompts"] = list(self.prompts)
         if self.shard is not None:  # absent otherwise: an unsharded run's stored filters are as they always were
             out["shard"] = [self.shard.index, self.shard.count]
         return out
@@ -39,7 +44,8 @@ class Filters:
     def from_dict(cls, d: Mapping[str, Any]) -> Filters:
         shard = d.get("shard")
         return cls(models=tuple(d.get("models") or ()), tags=tuple(d.get("tags") or ()), limit=d.get("limit"),
-                   trials=d.get("trials"), shard=Shard(int(shard[0]), int(shard[1])) if shard else None)
+                   trials=d.get("trials"), shard=Shard(int(shard[0]), int(shard[1])) if shard else None,
+                   prompts=tuple(d.get("prompts") or ()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +135,8 @@ class JudgePlan:
 class Plan:
     project: Project
     models: tuple[ModelConfig, ...]
-    """The candidates: the models asked the cases (judges are in `judges`)."""
+    """The candidates' lanes: the models asked the cases (judges are in `judges`), one lane per prompt variant of a
+    model that has variants (key ``model · variant``, ModelConfig.variant set)."""
     cases: tuple[Case, ...]
     trials: int
     done: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
@@ -142,6 +149,11 @@ class Plan:
     others depend on, from which the dependents still to run take their inputs."""
     filters: Filters = field(default_factory=Filters)
     """What the plan was narrowed by, its shard among them."""
+    escalations: dict[str, ModelConfig] = field(default_factory=dict)
+    """Per candidate model key with escalate_to, the model its still-failed cases go to."""
+    steps: dict[str, list[tuple[str, int, int, str, str, Any]]] = field(default_factory=dict)
+    """Resume of a run with repairs or escalations: per lane, the stored steps of calls not yet final, as
+    (case id, trial, step, kind, model, CallResult as stored), so the chain goes on where it stopped."""
     _shard_cells: array[int] | None = field(default=None, repr=False)
 
     def judged_cases(self) -> dict[str, tuple[ScorerConfig, str]]:
@@ -206,9 +218,36 @@ class Plan:
         return self.total if self.shard is None else sum(self.shard_cells())
 
     def describe(self) -> str:
-        whole = (f"{len(self.models)} model{'s' if len(self.models) != 1 else ''} × {len(self.cases)} "
+        n = len({m.base_key for m in self.models})
+        variants = len({m.variant.name for m in self.models if m.variant is not None})
+        lanes = f" (× {variants} prompt variant{'s' if variants != 1 else ''})" if variants else ""
+        whole = (f"{n} model{'s' if n != 1 else ''}{lanes} × {len(self.cases)} "
                  f"case{'s' if len(self.cases) != 1 else ''} × {self.trials} trial(s) = {self.total} calls")
         return whole if self.shard is None else f"{whole}, shard {self.shard} of them: {self.shard_total()}"
+
+
+def _variant_lanes(project: Project, models: tuple[ModelConfig, ...], wanted: tuple[str, ...]
+                   ) -> tuple[ModelConfig, ...]:
+    """Each model once per prompt variant it is asked with (key ``model · variant``), or once as it is when the
+    project has none; `wanted` (--prompts) keeps only those variants."""
+    if wanted:
+        known = [p.name for p in project.prompts]
+        for name in wanted:
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = (f"; did you mean '{close[0]}'?" if close else
+                        f"; the project has: {', '.join(known)}" if known else "; the project has no [[prompts]]")
+                raise PlanError(f"--prompts: no prompt variant {name!r} in {project.path}{hint}")
+    if not project.prompts:
+        return models
+    out: list[ModelConfig] = []
+    for m in models:
+        for v in project.variants_of(m):
+            if not wanted or v.name in wanted:
+                out.append(dataclasses.replace(m, key=lane_key(m.key, v.name), variant=v))
+    if not out:
+        raise PlanError(f"--prompts {','.join(wanted)}: no model of {project.path} is asked with these variants")
+    return tuple(out)
 
 
 def make_plan(project: Project, filters: Filters = Filters(),
@@ -222,6 +261,7 @@ def make_plan(project: Project, filters: Filters = Filters(),
                 hint = f"; did you mean '{close[0]}'?" if close else f"; the project has: {', '.join(known)}"
                 raise PlanError(f"--models: no model {k!r} in {project.path}{hint}")
         models = tuple(m for m in models if m.key in filters.models)
+    models = _variant_lanes(project, models, filters.prompts)
     cases = project.cases
     if filters.tags:
         wanted = set(filters.tags)
@@ -239,7 +279,8 @@ def make_plan(project: Project, filters: Filters = Filters(),
     if filters.shard is not None and any(c.depends_on for c in cases):
         raise PlanError("--shard splits a run call by call, and a chained case (depends_on) needs its parents' answers "
                         f"from the same process: run {project.path} unsharded")
-    plan = Plan(project=project, models=models, cases=cases, trials=trials, done=done or {}, filters=filters)
+    plan = Plan(project=project, models=models, cases=cases, trials=trials, done=done or {}, filters=filters,
+                escalations={m.key: project.model(m.escalate_to) for m in project.models if m.escalate_to})
     judged = plan.judged_cases()
     lanes: dict[str, set[str]] = {}
     for cid, (_s, lane) in judged.items():

@@ -22,7 +22,7 @@ import anyio
 from arenatui.config import Project, load_project, project_from_dict, project_to_dict
 from arenatui.engine.client_load import CpuSampler
 from arenatui.engine.control import SweepControl
-from arenatui.engine.events import Event, RunStatus
+from arenatui.engine.events import Event, RunStatus, lane_key
 from arenatui.engine.runner import Runner, Sink, bucket_level
 from arenatui.errors import ArenaError, PlanError, StoreError, unwrap
 from arenatui.live import STORED_COLUMNS, LiveMetrics, busy_seconds, judge_lanes, resumed_rows
@@ -143,11 +143,15 @@ class Sweep:
                                             opts.solvers or None)
                 self.filters = Filters.from_dict(rec.filters)
                 self.run_id = rec.run_id
-                self.plan = make_plan(project, self.filters,
-                                      store.done_keys(rec.run_id, retry_errored=opts.retry_errored))
+                # --prompts on a resume narrows this session only; the run keeps the filters it was started with
+                session = dataclasses.replace(self.filters, prompts=opts.filters.prompts) if opts.filters.prompts \
+                    else self.filters
+                self.plan = make_plan(project, session, store.done_keys(rec.run_id, retry_errored=opts.retry_errored))
                 # answers an interruption left unjudged (and, with --retry-errored, failed judgings) are judged again;
                 # their models are never called again for them
                 self.plan.awaiting = tuple(store.awaiting_judge(rec.run_id, retry_errored=opts.retry_errored))
+                if project.run.repair is not None or self.plan.escalations:  # chains of steps go on where they stopped
+                    self.plan.steps = store.open_steps(rec.run_id)
                 parents = {p for c in self.plan.cases for p in c.depends_on}
                 if parents:  # a chained project: the dependents still to run take their inputs from stored answers
                     self.plan.chain_outcomes = store.chain_outcomes(rec.run_id, parents,
@@ -156,7 +160,8 @@ class Sweep:
                 from arenatui.store.queries import judged_rows  # numpy: only a resume pays for it
 
                 # every stored figure comes back on screen (spend, retries, latencies, errors, elapsed), not zeros
-                rows = store.results(rec.run_id, (*STORED_COLUMNS, "started_at", "finished_at"))
+                rows = [(lane_key(r[0], r[-1]), *r[1:-1]) for r in
+                        store.results(rec.run_id, (*STORED_COLUMNS, "started_at", "finished_at", "variant"))]
                 rows += judged_rows(store, rec.run_id, retry_errored=opts.retry_errored)  # the judge lanes' rows
                 n = len(STORED_COLUMNS)
                 stored = [r[:n] for r in resumed_rows(rows, retry_errored=opts.retry_errored)]
@@ -179,7 +184,8 @@ class Sweep:
             # Providers first: a missing API key variable must fail before any run is recorded.
             self.providers: dict[str, Provider] = {
                 m.key: make_provider(m, self.project.run, concurrency_hint=concurrency)
-                for m in (*plan.models, *(j.model for j in plan.judges if j.model not in plan.models))}
+                for m in (*plan.models, *(j.model for j in plan.judges if j.model not in plan.models),
+                          *(t for t in plan.escalations.values() if all(t.key != m.key for m in plan.models)))}
             if self.resumed:
                 store.claim_run(self.run_id, self.resume_command)
             else:

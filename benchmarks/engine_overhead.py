@@ -12,6 +12,9 @@ engine_calls_per_s >= 30,000 with persistence on; wall_over_ideal <= 1.10.
   per call in the quiet runs: the engine's own cost, steadier than calls/s on a shared machine.
 - engine_live_calls_per_s: the same with live metrics folded, as the console and the progress
   line run; live_over_quiet is their ratio, measured in the same run.
+- engine_cpu_us_per_call_follow_ups: the quiet sweep's CPU per request made with two prompt variants and a repair
+  turn for every wrong answer ([[prompts]], [run] repair: about half the answers get one), measured alternately
+  with the plain sweep; follow_ups_over_plain is their ratio (issue 23: within 1.10).
 - wall_over_ideal: 2,000 calls of exactly 50 ms at concurrency 256, from the first call started
   to the last finished (engine scheduling), against ceil(2000/256) × 50 ms. sweep_total_s adds
   start-up and shutdown (writer process, final commit) for reference.
@@ -61,6 +64,22 @@ class _Span:
             self.last = ev.t
 
 
+def _with_follow_ups(raw: dict[str, Any]) -> dict[str, Any]:
+    """The same calls asked under two prompt variants (half the cases each), wrong answers repaired once."""
+    cases = raw["cases"][: max(1, len(raw["cases"]) // 2)]
+    return {**raw, "cases": cases,
+            "run": {**raw["run"], "repair": {"attempts": 1, "on": ["wrong_answer"], "message": "No: {error}"}},
+            "prompts": [{"name": "a", "template": "{input}"}, {"name": "b", "system": "Be brief.",
+                                                              "template": "Q: {input}"}]}
+
+
+def requests_made(db: Path) -> int:
+    """Requests a sweep made: one per stored result, and one per repair turn and escalation."""
+    (n,) = sqlite3.connect(db).execute(
+        "SELECT COUNT(*) + TOTAL(repairs) + COUNT(escalated_to) FROM results").fetchone()
+    return int(n)
+
+
 def run_sweep(raw: dict[str, Any], db: Path, *, live: bool) -> tuple[float, float, float]:
     """(seconds for the whole sweep, seconds from first start to last finish, CPU seconds of this process)."""
     toml = db.with_suffix(".toml")
@@ -107,6 +126,21 @@ def main() -> None:
                         "unit": "us/call"})
         ratio = statistics.median(live) / statistics.median(quiet)
         figures.append({"name": "live_over_quiet", "value": round(ratio, 3), "unit": "ratio"})
+
+        followed = _with_follow_ups(raw)
+        plain_cpu, follow_cpu = [], []
+        for i in range(args.repeat):  # alternate, so drift on the machine hits both alike
+            db = Path(tmp) / f"p{i}.db"
+            plain_cpu.append(run_sweep(raw, db, live=False)[2] / requests_made(db) * 1e6)
+            db = Path(tmp) / f"f{i}.db"
+            follow_cpu.append(run_sweep(followed, db, live=False)[2] / requests_made(db) * 1e6)
+        figures.append({"name": "engine_cpu_us_per_call_plain", "value": round(statistics.median(plain_cpu), 2),
+                        "unit": "us/call"})
+        figures.append({"name": "engine_cpu_us_per_call_follow_ups", "value": round(statistics.median(follow_cpu), 2),
+                        "unit": "us/call"})
+        figures.append({"name": "follow_ups_over_plain",
+                        "value": round(statistics.median(follow_cpu) / statistics.median(plain_cpu), 3),
+                        "unit": "ratio"})
 
         conc, n, lat = 256, 2000, 0.05
         raw = _project(4, n // 4, 1, lat, conc)

@@ -22,6 +22,7 @@ from arenatui.commands.report import model_dict, pair_dict
 from arenatui.errors import PlanError
 from arenatui.stats import all_pairs, answered_models, leaderboard
 from arenatui.stats.jsonable import iso_utc as _iso
+from arenatui.stats.variants import prompt_robustness
 from arenatui.store import Store
 from arenatui.store.bakeoff_queries import newest_sweep
 from arenatui.store.read import read_run
@@ -56,6 +57,9 @@ def build_page(store: Store, run: str, load: Sequence[str] | None) -> dict[str, 
              for r in at_load["rows"] if r["flag"] or not r["load_run"]}
     decisions = decide(rows, pairs, checks, refusals_by_category(results, sweep.refusals), p95, fronts, notes)
     rec = sweep.record
+    rob = prompt_robustness(sweep)
+    robustness = {"measured": False, "text": ONE_PROMPT} if rob is None else \
+        {"measured": True, "text": rob.summary(), **rob.to_dict()}
     return {
         "kind": "bakeoff",
         "run": {"run_id": rec.run_id, "project": rec.project, "status": rec.status,
@@ -64,7 +68,7 @@ def build_page(store: Store, run: str, load: Sequence[str] | None) -> dict[str, 
         "load_runs": [x.run_id for x in loads],
         "conditions": conditions_section(sweep, loads),
         "margin": {"leaderboard": [model_dict(r) for r in rows], "pairs": [pair_dict(p) for p in pairs],
-                   "robustness": {"measured": False, "text": ONE_PROMPT}},
+                   "robustness": robustness},
         "load": at_load,
         "failures": failures_section(sweep),
         "terms": terms_section(sweep, checks),

@@ -37,6 +37,17 @@ def _margin_rows(page: dict[str, Any]) -> list[list[str]]:
             for m in page["margin"]["leaderboard"]]
 
 
+def _robustness_tables(page: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
+    """Per model × prompt variant scores with spreads, and each pair's verdict under every variant (when the sweep
+    had variants)."""
+    from arenatui.variant_tables import variant_pair_rows, variant_score_rows
+
+    rob = page["margin"]["robustness"]
+    if not rob.get("measured"):
+        return []
+    return [variant_score_rows(rob), *([variant_pair_rows(rob)] if rob["pairs"] else [])]
+
+
 def _mode_rows(page: dict[str, Any]) -> list[list[str]]:
     return [[c["model"], c["mode"], f"{c['count']} of {c['calls']}", pct(c["share"], decimals=1),
              f"{pct(c['low'], decimals=1)}–{pct(c['high'], decimals=1)}"] for c in page["failures"]["modes"]]
@@ -124,6 +135,8 @@ def render_markdown(page: dict[str, Any], *, shown: str | None = None) -> str:
     lines += _md_table(MARGIN_HEAD, _margin_rows(page))
     lines += [""] + ([md_pair(p) for p in page["margin"]["pairs"]] or [_md(no_pairs_words(page))])
     lines += ["", f"{ROBUSTNESS}: {_md(page['margin']['robustness']['text'])}.", ""]
+    for head, rows in _robustness_tables(page):
+        lines += [*_md_table(head, rows), ""]
     lines += md_at_load(page["load"])
     if _partly_load_tested(page):
         lines += ["", f"Not load-tested: {_md(', '.join(page['load']['missing']))} (pass --load, or run arena load "
@@ -160,6 +173,7 @@ def render_html(page: dict[str, Any], *, shown: str | None = None) -> str:
     parts.append("<ul>" + ("".join(html_pair(p) for p in page["margin"]["pairs"])
                            or f"<li>{_h(no_pairs_words(page))}</li>") + "</ul>")
     parts.append(f"<p>{_h(ROBUSTNESS)}: {_h(page['margin']['robustness']['text'])}.</p>")
+    parts += [_html_table(head, rows) for head, rows in _robustness_tables(page)]
     parts.append(html_at_load(page["load"]))
     if _partly_load_tested(page):
         parts.append(f"<p>Not load-tested: {_h(', '.join(page['load']['missing']))}.</p>")

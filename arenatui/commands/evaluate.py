@@ -2,26 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Console, RenderableType
 from rich.text import Text
 
 from arenatui.engine.client_load import OVERLOAD_CPU, OVERLOAD_S, sustained_overload
+from arenatui.engine.events import VARIANT_SEP, split_lane
 from arenatui.figures import LEADERBOARD, money, table_for_width
 from arenatui.redact import redact_urls_in_text
 from arenatui.safe_text import literal, one_line
 from arenatui.stats import ModelRow, RunResults, leaderboard
 from arenatui.store import Store
-from arenatui.store.queries import RunSpend
+from arenatui.store.queries import RunPlan, RunSpend
 from arenatui.wording import LEADERBOARD_NOTE
 
 
-def summary_line(n_models: int, n_cases: int, trials: int, elapsed_s: float, made: int | None = None) -> str:
+def summary_line(n_models: int, n_cases: int, trials: int, elapsed_s: float, made: int | None = None,
+                 lanes: Sequence[str] = ()) -> str:
     """`4 models × 12 cases × 8 trial(s) = 384 calls in 26.5s` (the order scripts parse); when this invocation
     made fewer calls than the run has (a resume), it says both: `… = 180 calls in the run; this invocation made 33
-    in 17.4s`."""
+    in 17.4s`. With prompt variants, `lanes` (the plan's ``model · variant`` keys) give the models and variants:
+    `2 models × 2 prompt variants × 12 cases × …`."""
     total = n_models * n_cases * trials
-    head = (f"{n_models} model{'s' if n_models != 1 else ''} × {n_cases} case{'s' if n_cases != 1 else ''} × "
-            f"{trials} trial(s) = {total} calls")
+    variants = ""
+    if any(VARIANT_SEP in k for k in lanes):
+        n_models = len({split_lane(k)[0] for k in lanes})
+        n_variants = len({split_lane(k)[1] for k in lanes})
+        variants = f" × {n_variants} prompt variant{'s' if n_variants != 1 else ''}"
+    head = (f"{n_models} model{'s' if n_models != 1 else ''}{variants} × {n_cases} case{'s' if n_cases != 1 else ''}"
+            f" × {trials} trial(s) = {total} calls")
     if made is None or made == total:
         return f"{head} in {elapsed_s:.1f}s"
     return f"{head} in the run; this invocation made {made} in {elapsed_s:.1f}s"
@@ -68,6 +78,21 @@ def print_leaderboard(console: Console, results: RunResults) -> list[ModelRow]:
     for line in ranking_lines(rows):
         console.print(line)
     return rows
+
+
+def print_variants_and_repairs(console: Console, store: Store, plan: RunPlan) -> None:
+    """Under the leaderboard of a run with prompt variants or repairs: the per-variant table with each model's spread
+    and each pair's verdict across variants, and completion before and after repairs and escalations."""
+    from arenatui.stats.variants import analyse_variants
+    from arenatui.store.queries import follow_ups, variant_results
+    from arenatui.variant_tables import VARIANT_NOTE, follow_up_dicts, rich_tables
+
+    vr = variant_results(store, plan)
+    rob = None if vr is None else analyse_variants(vr).to_dict()
+    if rob is not None:
+        console.print(Text(VARIANT_NOTE))
+    for t in rich_tables(rob, follow_up_dicts(follow_ups(store, plan))):
+        console.print(t)
 
 
 def errored_line(results: RunResults, messages: dict[str, list[tuple[str, str, int]]] | None = None) -> str | None:

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from arenatui.engine.events import split_lane
 from arenatui.safe_text import printable, spreadsheet_cell
 from arenatui.stats.items import RunResults
 from arenatui.store import Store
@@ -25,7 +26,7 @@ COLUMNS: tuple[str, ...] = (
     "row", "run_id", "model_key", "case_id", "stratum", "tags", "trial", "status", "score", "passed", "error_class",
     "error_message", "attempts", "latency_ms", "ttft_ms", "total_ms", "input_tokens", "output_tokens", "cost",
     "output", "cases", "calls", "answered", "failure_mode", "score_detail", "judge_key", "judge_errors",
-    "candidate_cost", "judge_cost", "tokens_estimated", "rank", "own_score", "note",
+    "candidate_cost", "judge_cost", "tokens_estimated", "rank", "own_score", "note", "variant",
 )
 """`row` is 'call' for one call, 'sealed_aggregate' for one model's sealed cases together (cases, calls and
 answered are set only there; score is then the mean per-case score over scored sealed cases), 'judge_aggregate'
@@ -35,7 +36,8 @@ cost = their total), then 'leaderboard' once per model, in the coverage-fair ord
 when unranked; score = quality over the cases every ranked model has scores for and cases = their number; own_score
 over the model's own scored cases and answered = their number; note = why unranked, or a verdict/paradox note).
 `tokens_estimated` (calls) is true when the server reported no usage: the call's tokens, and so its cost, are
-arenatui's estimate."""
+arenatui's estimate. `variant` (calls) is the prompt variant the call was asked with (``[[prompts]]``; empty
+without)."""
 
 
 def call_records(store: Store, plan: RunPlan) -> Iterator[dict[str, Any]]:
@@ -45,7 +47,8 @@ def call_records(store: Store, plan: RunPlan) -> Iterator[dict[str, Any]]:
         case = cases.get(r.case_id)
         if case is None or case.sealed:
             continue
-        yield {"row": "call", "run_id": run_id, "model_key": r.model_key, "case_id": r.case_id,
+        model, variant = split_lane(r.model_key)
+        yield {"row": "call", "run_id": run_id, "model_key": model, "variant": variant, "case_id": r.case_id,
                "stratum": case.stratum, "tags": list(case.tags), "trial": r.trial, "status": r.status,
                "score": r.score, "passed": r.passed, "error_class": r.error_class, "error_message": r.error_message,
                "attempts": r.attempts, "latency_ms": r.latency_ms, "ttft_ms": r.ttft_ms, "total_ms": r.total_ms,

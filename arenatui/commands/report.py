@@ -178,6 +178,12 @@ def report_of(stored: StoredRun) -> dict[str, Any]:
     rep["estimated_tokens"] = {m: {"estimated": e, "calls": n} for m, (e, n) in stored.estimated_usage.items()}
     rep["judged"] = judged_list(plan, stored.judgments)
     rep["concurrency"] = concurrency_list(stored.tuning)
+    from arenatui.variant_tables import VARIANT_NOTE, follow_up_dicts, variants_dict
+
+    rep["prompt_variants"] = variants_dict(stored)
+    rep["follow_ups"] = follow_up_dicts(stored.follow_ups)
+    if rep["prompt_variants"] is not None:
+        rep["notes"].append(VARIANT_NOTE)
     unscored = stored.unscored_modes
     rep["unscored"] = {r["model"]: {"judge_error": r["errors"].get("judge_error", 0), **unscored.get(r["model"], {})}
                        for r in rep["leaderboard"]
@@ -521,6 +527,29 @@ def _f1_rows(classification: dict[str, dict[str, Any]]) -> list[list[str]]:
             for model, by_scorer in classification.items() for name, v in by_scorer.items()]
 
 
+def _variant_sections(rep: dict[str, Any]) -> list[tuple[str, str, tuple[list[str], list[list[str]]]]]:
+    """(title, words, table) of the prompt-variant and repair sections a report has."""
+    from arenatui.variant_tables import (
+        FOLLOW_UP_WORDS,
+        SPREAD_WORDS,
+        follow_up_rows,
+        variant_pair_rows,
+        variant_score_rows,
+    )
+
+    out = []
+    rob = rep.get("prompt_variants")
+    if rob:
+        out.append(("Prompt variants", f"Score per model and prompt variant ({rob['level']:.0%} intervals over "
+                                       f"cases). {SPREAD_WORDS}", variant_score_rows(rob)))
+        if rob["pairs"]:
+            out.append(("Does the ordering survive the prompt?", "Each pair's paired verdict under every variant.",
+                        variant_pair_rows(rob)))
+    if rep.get("follow_ups"):
+        out.append(("Repairs and escalation", FOLLOW_UP_WORDS, follow_up_rows(rep["follow_ups"])))
+    return out
+
+
 def md_pair(p: dict[str, Any]) -> str:
     return (f"- **{_md(p['a'])} vs {_md(p['b'])}**: {_md(p['verdict'])}; P({_md(p['a'])} > "
             f"{_md(p['b'])}) = {_f(p['p_a_better'], 3)}, Holm-adjusted p = {_f(p['p_holm'], 4)}, "
@@ -538,6 +567,8 @@ def render_markdown(rep: dict[str, Any]) -> str:
               "bootstrap interval over cases; coverage is answered / planned calls.", ""]
     lines += _md_table(*leaderboard_rows(rep))
     lines += [""] + [f"- {_md(n)}" for n in _ranking_notes(rep)]
+    for title, words, (head, rows) in _variant_sections(rep):
+        lines += ["", f"## {title}", "", words, "", *_md_table(head, rows)]
     lines += ["", "## Which models are separated", ""]
     if not rep["pairs"]:
         lines.append("Fewer than two models answered: nothing to compare.")
@@ -730,6 +761,8 @@ def render_html(rep: dict[str, Any]) -> str:
     parts.append(_html_table(*leaderboard_rows(rep)))
     if _ranking_notes(rep):
         parts.append("<ul>" + "".join(f"<li>{_h(n)}</li>" for n in _ranking_notes(rep)) + "</ul>")
+    for title, words, (head, rows) in _variant_sections(rep):
+        parts.append(f"<h2>{_h(title)}</h2><p>{_h(words)}</p>" + _html_table(head, rows))
     parts.append("<h2>Which models are separated</h2><ul>")
     parts += [html_pair(p) for p in rep["pairs"]]
     parts.append("</ul>" if rep["pairs"] else "<li>Fewer than two models answered: nothing to compare.</li></ul>")

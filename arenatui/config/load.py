@@ -17,15 +17,19 @@ from arenatui.config.schema import (
     JUDGE_LANE_PREFIX,
     MOCK_FAULTS,
     OUTPUT_REF,
+    REPAIRABLE,
     RETRY_AFTER_FORMS,
     SOLVER_CONCURRENCY,
     TRANSPORTS,
+    VARIANT_SEP,
     BakeoffSettings,
     Case,
     Defaults,
     MockFaults,
     ModelConfig,
     Project,
+    PromptVariant,
+    Repair,
     Requirements,
     RunSettings,
     ScorerConfig,
@@ -214,15 +218,21 @@ def _str_table(t: _Table, name: str) -> dict[str, str]:
     return out
 
 
+def _shares(t: _Table) -> dict[str, float]:
+    """A table of name = share in [0, 1] (accuracies by stratum, by prompt variant)."""
+    out: dict[str, float] = {}
+    for k in t.data:
+        v = t.number(k, None, lo=0.0, hi=1.0)
+        assert v is not None
+        out[k] = v
+    return out
+
+
 def _read_sim(t: _Table) -> SimSettings:
     s = t.table("sim")
     d = SimSettings()
-    strata = s.table("strata_accuracy")
-    sa: dict[str, float] = {}
-    for k in strata.data:
-        v = strata.number(k, None, lo=0.0, hi=1.0)
-        assert v is not None
-        sa[k] = v
+    sa = _shares(s.table("strata_accuracy"))
+    prompt_acc = _shares(s.table("prompt_accuracy"))
     rpm = s.number("rpm", None, lo=0.0, lo_open=True, hi=MAX_RPM)
     out = SimSettings(
         base_latency_s=s.number("base_latency_s", d.base_latency_s, lo=0.0) or 0.0,
@@ -239,6 +249,7 @@ def _read_sim(t: _Table) -> SimSettings:
         exact_timing=s.boolean("exact_timing", d.exact_timing),
         accuracy=s.number("accuracy", d.accuracy, lo=0.0, hi=1.0) or 0.0,
         strata_accuracy=sa,
+        prompt_accuracy=prompt_acc,
     )
     s.finish()
     return out
@@ -415,6 +426,8 @@ def _read_model(t: _Table, solvers: Mapping[str, Callable[..., Any]] | None = No
         extra_body=dict(extra.data),
         sim=_read_sim(t),
         candidate=t.boolean("candidate", True),
+        prompts=tuple(_names(t, "prompts")),
+        escalate_to=t.string("escalate_to"),
         terms=_read_terms(t),
         **_read_solver(t, provider, given, resolve),
     )
@@ -584,6 +597,91 @@ def _read_case(file: Path, path: str, data: Any) -> Case:
     return case
 
 
+def _names(t: _Table, name: str) -> list[str]:
+    """An array of names (prompt variants): non-empty strings, each once."""
+    names = t.get(name, list, [], "an array of names")
+    if not all(isinstance(x, str) and x.strip() for x in names) or len(set(names)) != len(names):
+        raise t.error(name, "expected an array of distinct non-empty names")
+    return list(names)
+
+
+def _read_repair(t: _Table) -> Repair | None:
+    """``[run] repair = { attempts = 1, on = [...], message = "...{error}..." }``."""
+    if "repair" not in t.data:
+        t.seen.add("repair")
+        return None
+    r = t.table("repair")
+    d = Repair()
+    on = _names(r, "on") if "on" in r.data else list(d.on)
+    for i, mode in enumerate(on):
+        if mode not in REPAIRABLE:
+            close = difflib.get_close_matches(mode, REPAIRABLE, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise r.error(f"on[{i}]", f"expected failure modes from {', '.join(REPAIRABLE)}, got {mode!r}{hint}")
+    message = r.string("message", d.message) or d.message
+    if "{error}" not in message:
+        raise r.error("message", "expected a follow-up message holding {error} (where the scorer's word on the failed "
+                                 "answer goes)")
+    out = Repair(attempts=r.integer("attempts", d.attempts, lo=0, hi=MAX_ATTEMPTS) or 0, on=tuple(on),
+                 message=message)
+    r.finish()
+    return out
+
+
+def _read_prompts(file: Path, raw: Any) -> tuple[PromptVariant, ...]:
+    """``[[prompts]]``: named ways of asking the cases."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ConfigError(str(file), "prompts", "expected an array of [[prompts]] tables (name, system, template)")
+    out: list[PromptVariant] = []
+    for i, rp in enumerate(raw):
+        t = _Table(file, f"prompts[{i}]", rp)
+        name = t.string("name", required=True) or ""
+        if not _KEY_RE.match(name) or VARIANT_SEP in name:
+            raise t.error("name", "expected 1-80 characters of letters, digits and _.:/@+- (starting with a letter or "
+                                  "digit)")
+        if any(p.name == name for p in out):
+            raise t.error("name", f"duplicate prompt name {name!r}")
+        template = t.string("template")
+        if template is not None and "{input}" not in template:
+            raise t.error("template", "expected a template holding {input} (where the case's prompt goes)")
+        out.append(PromptVariant(name=name, system=t.string("system"), template=template))
+        t.finish()
+    return tuple(out)
+
+
+def _prompts_checked(file: Path, prompts: tuple[PromptVariant, ...], project_names: tuple[str, ...],
+                     models: list[ModelConfig]) -> None:
+    """Every prompt name a project or model lists is a [[prompts]] entry; sim.prompt_accuracy names them too;
+    escalate_to names another model."""
+    known = [p.name for p in prompts]
+
+    def check(key: str, names: Sequence[str]) -> None:
+        for i, n in enumerate(names):
+            if n not in known:
+                close = difflib.get_close_matches(n, known, n=1)
+                hint = (f"; did you mean '{close[0]}'?" if close else
+                        f"; defined: {', '.join(known)}" if known else "; define it in a [[prompts]] table")
+                raise ConfigError(str(file), f"{key}[{i}]" if key.endswith("prompts") else f"{key}.{n}",
+                                  f"names no [[prompts]] entry {n!r}{hint}")
+
+    check("project.prompts", project_names)
+    keys = [m.key for m in models]
+    for i, m in enumerate(models):
+        check(f"models[{i}].prompts", m.prompts)
+        check(f"models[{i}].sim.prompt_accuracy", list(m.sim.prompt_accuracy))
+        if m.escalate_to is not None:
+            if m.escalate_to == m.key:
+                raise ConfigError(str(file), f"models[{i}].escalate_to", "names the model itself: name another "
+                                                                         "[[models]] key")
+            if m.escalate_to not in keys:
+                close = difflib.get_close_matches(m.escalate_to, keys, n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else f"; the project has: {', '.join(keys)}"
+                raise ConfigError(str(file), f"models[{i}].escalate_to",
+                                  f"names no [[models]] entry {m.escalate_to!r}{hint}")
+
+
 def _case_ids(t: _Table, name: str) -> list[str]:
     ids = t.get(name, list, [], "an array of case ids")
     out = [str(x) if isinstance(x, int) and not isinstance(x, bool) else x for x in ids]
@@ -707,6 +805,7 @@ def project_from_dict(raw: Mapping[str, Any], file: Path,
     proj = top.table("project")
     name = proj.string("name", file.stem) or file.stem
     theme = proj.string("theme")
+    prompt_names = tuple(_names(proj, "prompts"))
     proj.finish()
 
     dft = top.table("defaults")
@@ -731,6 +830,7 @@ def project_from_dict(raw: Mapping[str, Any], file: Path,
         keep_sealed_outputs=rt.boolean("keep_sealed_outputs", d.keep_sealed_outputs),
         allow_code_exec=rt.boolean("allow_code_exec", False),
         max_concurrency_per_case=rt.integer("max_concurrency_per_case", None, lo=1, hi=MAX_CONCURRENCY),
+        repair=_read_repair(rt),
     )
     rt.finish()
     top.seen.add("mock")  # [mock] is read after the models it names
@@ -738,7 +838,7 @@ def project_from_dict(raw: Mapping[str, Any], file: Path,
     requirements = _read_requirements(top.table("requirements"))
     bakeoff = _read_bakeoff(top.table("bakeoff"))
     # Unknown top-level keys first: a typo like [[case]] should say so, not "the case set is empty".
-    top.seen.update(("models", "scorers", "cases", "cases_file"))
+    top.seen.update(("models", "scorers", "cases", "cases_file", "prompts"))
     top.finish()
 
     top.seen.add("models")
@@ -811,13 +911,15 @@ def project_from_dict(raw: Mapping[str, Any], file: Path,
                               "to allow it (it guards against accidents, not attacks; see README)")
     _chains_checked(file, cases)
     models = _judges_checked(file, raw_models, models, scorers)
+    prompts = _read_prompts(file, raw.get("prompts"))
+    _prompts_checked(file, prompts, prompt_names, models)
     mock = _read_mock(top.table("mock"), [m.key for m in models])
     weights = _read_strata(top.table("strata"), cases)
     top.finish()
     return Project(
         name=name, path=file, defaults=defaults, run=run, models=tuple(models), cases=tuple(cases),
-        scorers=tuple(scorers), theme=theme, mock=mock, strata_weights=weights,
-        requirements=requirements, bakeoff=bakeoff,
+        scorers=tuple(scorers), theme=theme, mock=mock, strata_weights=weights, prompts=prompts,
+        prompt_names=prompt_names, requirements=requirements, bakeoff=bakeoff,
     )
 
 
@@ -976,7 +1078,9 @@ def project_to_dict(p: Project) -> dict[str, Any]:
 
     def model(m: ModelConfig) -> dict[str, Any]:
         d = _prune({f.name: getattr(m, f.name) for f in dataclasses.fields(m)
-                    if f.name not in ("sim", "solver", "terms")})
+                    if f.name not in ("sim", "solver", "variant", "terms")})
+        if m.prompts:
+            d["prompts"] = list(m.prompts)
         if m.terms is not None:
             d["terms"] = _prune(dataclasses.asdict(m.terms))
         for k in ("headers", "headers_env", "extra_body"):
@@ -1002,16 +1106,21 @@ def project_to_dict(p: Project) -> dict[str, Any]:
             d["sim"] = sim
         return d
 
+    run = {k: v for k, v in dataclasses.asdict(p.run).items() if v is not None}
+    if p.run.repair is not None:
+        run["repair"] = dict(run["repair"], on=list(p.run.repair.on))
     out: dict[str, Any] = {
-        "project": _prune({"name": p.name, "theme": p.theme}),
+        "project": _prune({"name": p.name, "theme": p.theme, "prompts": list(p.prompt_names) or None}),
         "defaults": _prune(dataclasses.asdict(p.defaults)),
-        "run": {k: v for k, v in dataclasses.asdict(p.run).items() if v is not None},
+        "run": run,
         "models": [model(m) for m in p.models],
         "scorers": [_scorer_dict(s) for s in p.scorers],
         "cases": [case(c) for c in p.cases],
     }
     if p.strata_weights:
         out["strata"] = {"weights": dict(p.strata_weights)}
+    if p.prompts:
+        out["prompts"] = [_prune(dataclasses.asdict(v)) for v in p.prompts]
     if p.requirements is not None:
         out["requirements"] = dict(_prune(dataclasses.asdict(p.requirements)), regions=list(p.requirements.regions))
         if not p.requirements.regions:

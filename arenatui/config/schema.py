@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from arenatui.engine.events import JUDGE_LANE_PREFIX as JUDGE_LANE_PREFIX  # the vocabulary's; re-exported
+from arenatui.engine.events import VARIANT_SEP as VARIANT_SEP
 
 SOLVER_CONCURRENCY: tuple[str, ...] = ("thread", "process", "serial")
 """How a python solver may overlap (arenatui.providers.solver): freely in-process, one trial per worker process,
@@ -51,6 +52,51 @@ class RunSettings:
     max_concurrency_per_case: int | None = None
     """Most trials of one case one model may have under way at once (None: no limit); 1 serialises the trials of a
     case that share server-side state."""
+    repair: Repair | None = None
+    """Follow-up turns for answers that failed in a repairable way (None: an answer is final)."""
+
+
+REPAIRABLE: tuple[str, ...] = ("invalid_format", "refusal", "empty", "truncated", "wrong_answer", "wrong_language")
+"""Failure modes (arenatui.scoring.failure_modes) a repair turn may be asked for: a scored answer's, never an
+error's (a rate limit or timeout is the retry policy's)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """``[run] repair = {...}``: an answer that failed in one of `on` is sent back to the same model as a follow-up
+    turn holding `message` with ``{error}`` replaced by the scorer's word on it, up to `attempts` times."""
+
+    attempts: int = 1
+    on: tuple[str, ...] = ("invalid_format", "refusal", "empty")
+    message: str = "Your answer could not be used: {error}. Answer again, correcting this."
+
+    def text(self, error: str) -> str:
+        return self.message.replace("{error}", error)
+
+
+@dataclass(frozen=True, slots=True)
+class PromptVariant:
+    """``[[prompts]]``: one way of asking the cases. `template` holds ``{input}`` (the case's prompt, or the content
+    of a chat case's last user message); `system` replaces the model's and the project's system prompt."""
+
+    name: str
+    system: str | None = None
+    template: str | None = None
+
+    def applied(self, given: str | tuple[dict[str, str], ...]) -> str | tuple[dict[str, str], ...]:
+        """A case's input as this variant asks it (a chat case keeps its messages; its own system message wins).
+        Builds no Case: it runs once per call."""
+        tpl = self.template
+        if isinstance(given, str):
+            return given if tpl is None else tpl.replace("{input}", given)
+        msgs = [dict(m) for m in given]
+        if tpl is not None:
+            last = max((i for i, m in enumerate(msgs) if m.get("role") == "user"), default=None)
+            if last is not None:
+                msgs[last]["content"] = tpl.replace("{input}", msgs[last].get("content", ""))
+        if self.system is not None and not any(m.get("role") == "system" for m in msgs):
+            msgs.insert(0, {"role": "system", "content": self.system})
+        return tuple(msgs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +132,8 @@ class SimSettings:
     accuracy: float = 0.8
     strata_accuracy: dict[str, float] = field(default_factory=dict)
     """Accuracy by stratum or tag, overriding ``accuracy`` (first match: stratum, then tags)."""
+    prompt_accuracy: dict[str, float] = field(default_factory=dict)
+    """Accuracy under each prompt variant (``[[prompts]]`` name), overriding ``accuracy`` (a stratum's wins)."""
 
     def mean_latency_s(self, output_tokens: int | None = None) -> float:
         tokens = self.output_tokens if output_tokens is None else output_tokens
@@ -192,6 +240,17 @@ class ModelConfig:
     process: up to ``processes`` at once), "serial" (one call at a time in the whole run)."""
     processes: int = 1
     """python with concurrency = "process": the size of its pool of worker processes."""
+    prompts: tuple[str, ...] = ()
+    """The ``[[prompts]]`` variants this model is asked with (empty: the project's list)."""
+    escalate_to: str | None = None
+    """The model a case this one still fails (after any repairs) is sent to."""
+    variant: PromptVariant | None = field(default=None, compare=False)
+    """Set by the plan on a lane of a model with prompt variants (its key is then ``model · variant``)."""
+
+    @property
+    def base_key(self) -> str:
+        """The project's key of the model (a variant lane's key names its variant too)."""
+        return self.key if self.variant is None else self.key.partition(VARIANT_SEP)[0]
     terms: Terms | None = None
     """The provider's terms (retention, training, region, deprecation notice) for a bake-off; None: not written."""
 
@@ -342,6 +401,18 @@ class Project:
     """Fault injection for `arena mock-server`, by model key."""
     strata_weights: dict[str, float] = field(default_factory=dict)
     """[strata] weights: each stratum's share in production; the leaderboard shows the reweighted score too."""
+    prompts: tuple[PromptVariant, ...] = ()
+    """``[[prompts]]``: the ways of asking the cases (none: each case as written)."""
+    prompt_names: tuple[str, ...] = ()
+    """``[project] prompts``: the variants every model is asked with unless it names its own (empty: all)."""
+
+    def variants_of(self, model: ModelConfig) -> tuple[PromptVariant, ...]:
+        """The prompt variants a model is asked with, in the order named (none when the project has none)."""
+        names = model.prompts or self.prompt_names
+        if not names:
+            return self.prompts
+        by_name = {p.name: p for p in self.prompts}
+        return tuple(by_name[n] for n in names if n in by_name)
     requirements: Requirements | None = None
     """[requirements]: terms a bake-off candidate must meet (arenatui.bakeoff.terms)."""
     bakeoff: BakeoffSettings = field(default_factory=BakeoffSettings)

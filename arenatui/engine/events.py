@@ -24,6 +24,22 @@ ErrorClass = Literal["rate_limited", "timeout", "transient", "terminal", "cancel
 for an llm_judge scorer: its judge's call failed or its answer held no readable verdict (never a silent 0).
 solver_error: a python solver raised (its traceback is the call's score_detail) or its worker process died."""
 RunStatus = Literal["finished", "cancelled", "failed"]
+VARIANT_SEP = " · "
+"""A lane of a model asked with prompt variants is keyed ``<model key> · <variant>`` (the console's row); results
+store the two apart (model_key, variant). No model key or variant name holds it."""
+
+
+def split_lane(key: str) -> tuple[str, str]:
+    """(model key, variant) of a lane key; the variant is '' for a model without variants."""
+    model, _, variant = key.partition(VARIANT_SEP)
+    return model, variant
+
+
+def lane_key(model_key: str, variant: str | None) -> str:
+    """The lane key of a stored (model_key, variant)."""
+    return f"{model_key}{VARIANT_SEP}{variant}" if variant else model_key
+
+
 JUDGE_LANE_PREFIX = "judge:"
 """The engine's lane of a judge model is keyed ``judge:<model key>`` (its results carry that model_key); no model
 key may start with it."""
@@ -67,6 +83,12 @@ class CallResult(NamedTuple):
     http_status: int | None = None
     """The HTTP status of the call's last attempt when it failed with one (a 429, a 503): the failed attempt
     that ended an errored call keeps it like the retried ones do."""
+    repairs: int = 0
+    """Repair turns the call took ([run] repair): follow-ups to the same model, apart from `attempts` (retries)."""
+    escalated_to: str | None = None
+    """The model the case was sent on to after this one still failed it (escalate_to); its answer is this row's."""
+    first_passed: bool | None = None
+    """Whether the first answer passed, when repairs or an escalation followed it (None: `passed` says)."""
 
 
 class AwaitingJudge(NamedTuple):
@@ -140,6 +162,23 @@ class JudgeFinished(NamedTuple):
     t: float
 
 
+class StepFinished(NamedTuple):
+    """One answer of a call that went on to a repair turn or an escalation ([run] repair, escalate_to): stored as the
+    call's step, so a resumed run continues the chain where it stopped. `result` is that answer as scored (its
+    model_key the lane's); the call's CallFinished comes with its last step, its spend that of every step."""
+
+    result: CallResult
+    step: int
+    """0 for the first answer, then 1, 2, ... for each repair turn or escalation after it."""
+    kind: str
+    """'answer', 'repair' or 'escalation': what this step was."""
+    model: str
+    """The model that answered this step (the escalation target's key for an escalation)."""
+    t: float
+    last: bool = False
+    """The call's last step: its CallFinished follows at once (what watches calls in flight counts that one)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ConcurrencyChanged:
     old: int
@@ -197,5 +236,5 @@ class TunerDecided:
     t: float
 
 
-Event = (CallStarted | CallRetrying | CallFinished | JudgeFinished | ConcurrencyChanged | RunPaused | RunResumed
-         | RunFinished | ClientLoadSampled | TunerDecided)
+Event = (CallStarted | CallRetrying | CallFinished | JudgeFinished | StepFinished | ConcurrencyChanged | RunPaused
+         | RunResumed | RunFinished | ClientLoadSampled | TunerDecided)

@@ -24,6 +24,7 @@ so they are never exhausted while a candidate call is still running.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import heapq
 import itertools
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup
 
-from arenatui.config.schema import Case, ModelConfig, ScorerConfig
+from arenatui.config.schema import Case, ModelConfig, Repair, ScorerConfig
 from arenatui.engine.chains import Chains
 from arenatui.engine.events import (
     DEADLINE,
@@ -54,6 +55,7 @@ from arenatui.engine.events import (
     RunPaused,
     RunResumed,
     RunStatus,
+    StepFinished,
 )
 from arenatui.engine.judging import JudgeJob
 from arenatui.engine.retry import RetryPolicy
@@ -134,6 +136,42 @@ class _ModelLane:
     once it has room."""
 
 
+@dataclass(slots=True)
+class _FollowUp:
+    """A call that goes on after an answer ([run] repair, escalate_to): what its steps so far spent, and its next."""
+
+    step: int
+    """The next step's number (1 after the first answer)."""
+    kind: str
+    """The next step: 'repair' (the same model, one more turn) or 'escalation' (the target, asked afresh)."""
+    messages: tuple[dict[str, str], ...]
+    """What the next step sends."""
+    repairs: int
+    first_passed: bool
+    attempts: int
+    """Attempts of the steps so far beyond one each: their rate-limit retries."""
+    in_tok: int
+    out_tok: int
+    cost: float
+    total_ms: float
+    started_at: float
+    target: _Escalation | None = None
+    """The model an escalation step asks."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Escalation:
+    model: ModelConfig
+    """The target, with the lane's prompt variant."""
+    provider: Provider
+    own_timeout: bool
+    max_tokens: int
+    temperature: float
+    rpm: AsyncLimiter | None
+    tpm: AsyncLimiter | None
+    """The target's client-side limiters (shared with its own lane when it is a candidate too)."""
+
+
 def sealed_output(text: str) -> str:
     """What is stored of a sealed case's output: its SHA-256 and length, enough to tell whether answers changed
     between runs without keeping a held-out answer anywhere it could leak from."""
@@ -179,7 +217,7 @@ class Runner:
         lanes += [(j.key, j.model, iter(()), deque()) for j in plan.judges]
         for key, m, calls, jobs in lanes:
             # a model that is both a candidate and a judge has one provider and one set of rate limits
-            rpm, tpm = rate_limits.setdefault(m.key, (_limiter(m.rpm), _limiter(m.tpm)))
+            rpm, tpm = rate_limits.setdefault(m.base_key, (_limiter(m.rpm), _limiter(m.tpm)))
             self._lanes.append(_ModelLane(
                 key=key,
                 model=m,
@@ -192,7 +230,7 @@ class Runner:
                 rpm=rpm,
                 tpm=tpm,
                 jobs=jobs,
-                at_provider=at_provider.setdefault(m.key, [0]),
+                at_provider=at_provider.setdefault(m.base_key, [0]),
             ))
         self._by_key = {lane.key: lane for lane in self._lanes}
         self._seeds: dict[str, tuple[float, float]] = {}
@@ -203,6 +241,7 @@ class Runner:
         self._judged = plan.judged_cases()
         """Case id → (its llm_judge scorer, its judge lane) for the cases that are judged."""
         self._rr = 0
+        self._cases_by_id: dict[str, Case] | None = None
         asked = concurrency if concurrency is not None else run.concurrency
         self.target = _bounded(asked)
         self._asked = None if asked == self.target else asked
@@ -212,6 +251,24 @@ class Runner:
         self._unjudgeable: list[tuple[_ModelLane, JudgeJob, str]] = []
         """Resumed answers that cannot be judged (a sealed case's answer that was not kept): reported at start."""
         self._backlog(plan)
+        self._repair: Repair | None = run.repair if run.repair is not None and run.repair.attempts > 0 else None
+        self._escalations: dict[str, _Escalation] = {}
+        for lane in self._lanes:
+            target = plan.escalations.get(lane.model.base_key) if lane.jobs is None else None
+            if target is not None:
+                tp = providers[target.key]
+                self._escalations[lane.key] = _Escalation(
+                    dataclasses.replace(target, variant=lane.model.variant), tp,
+                    bool(getattr(tp, "enforces_timeout", False)), target.max_tokens or defaults.max_tokens,
+                    target.temperature if target.temperature is not None else defaults.temperature,
+                    *rate_limits.setdefault(target.key, (_limiter(target.rpm), _limiter(target.tpm))))
+        self._follow: dict[tuple[str, str, int], _FollowUp] | None = \
+            {} if self._repair is not None or self._escalations else None
+        """Calls between steps (a repair turn or an escalation next), by (lane, case id, trial); None when the
+        project has neither: the hot path then never looks."""
+        self._final_at_start: list[CallResult] = []
+        if self._follow is not None and plan.steps:
+            self._steps_resumed(plan)
         self._unreachable_at_start: list[tuple[_ModelLane, Case, int, str]] = []
         if self._chains is not None:
             self._chains_started(plan, self._chains)
@@ -308,6 +365,12 @@ class Runner:
         for lane, case, trial, why in self._unreachable_at_start:
             self._unreachable(lane, case, trial, why)
         self._unreachable_at_start.clear()
+        for r in self._final_at_start:  # a chain whose last step was stored but not its result: it ends now
+            self._unstarted -= 1
+            now = time.monotonic()
+            self.emit(CallStarted(r.model_key, r.case_id, r.trial, r.attempts, now))  # watchers see it start and end
+            self.emit(CallFinished(r, now))
+        self._final_at_start.clear()
         status: RunStatus = "finished"
         message: str | None = None
         try:
@@ -566,6 +629,15 @@ class Runner:
         model = lane.model
         mkey = lane.key
         policy = self.policy
+        provider, own_timeout, max_tokens, temperature = lane.provider, lane.own_timeout, lane.max_tokens, \
+            lane.temperature
+        rpm, tpm = lane.rpm, lane.tpm
+        fu = self._follow.get((mkey, case.id, trial)) if self._follow is not None and job is None else None
+        if fu is not None and fu.target is not None:  # an escalation: the target model answers, under its limits
+            esc = fu.target
+            model, provider, own_timeout, max_tokens, temperature = esc.model, esc.provider, esc.own_timeout, \
+                esc.max_tokens, esc.temperature
+            rpm, tpm = esc.rpm, esc.tpm
         latency: float | None
         connect_ms: float | None
         if parked is None:
@@ -584,14 +656,14 @@ class Runner:
         err_detail: str | None = None
         timed_out_stream, first_ms = False, None
         try:
-            if lane.rpm is not None:
-                await lane.rpm.acquire()
+            if rpm is not None:
+                await rpm.acquire()
             if job is not None:
                 messages = judge_messages(model, job.scorer, job.case, job.output)
-            if lane.tpm is not None:
+            if tpm is not None:
                 prompt = case.prompt_text() if job is None else messages[-1]["content"]
-                need = estimate_tokens(prompt) + lane.max_tokens
-                await lane.tpm.acquire(min(need, model.tpm or need))
+                need = estimate_tokens(prompt) + max_tokens
+                await tpm.acquire(min(need, model.tpm or need))
             attempt += 1  # counts attempts started: a call cancelled while waiting on a limiter made none
             ta = time.monotonic()
             self.emit(CallStarted(mkey, case.id, trial, attempt, ta))
@@ -599,18 +671,21 @@ class Runner:
             retry_source: str | None = None
             http_status = None
             # Positional construction on the hot path: keyword arguments cost 2.5 µs more per CallResult.
-            if job is None:
-                request = Request(model, case, trial, attempt, build_messages(model, self._defaults, case),
-                                  lane.max_tokens, lane.temperature, self.timeout_s)
-            else:
+            if job is not None:
                 request = Request(model, case, trial, attempt, messages, lane.max_tokens, lane.temperature,
                                   self.timeout_s, JudgeTask(job.output, case.expected, job.scorer.scale_range()))
+            elif fu is None:
+                request = Request(model, case, trial, attempt, build_messages(model, self._defaults, case),
+                                  max_tokens, temperature, self.timeout_s)
+            else:
+                request = Request(model, case, trial, attempt, fu.messages, max_tokens, temperature, self.timeout_s,
+                                  None, fu.step if fu.kind == "repair" else 0)
             try:
-                if lane.own_timeout:
-                    comp = await lane.provider.complete(request)
+                if own_timeout:
+                    comp = await provider.complete(request)
                 else:
                     with anyio.fail_after(self.timeout_s):
-                        comp = await lane.provider.complete(request)
+                        comp = await provider.complete(request)
             except TimeoutError as e:
                 latency, connect_ms = (time.monotonic() - ta) * 1000.0, None
                 err_class, err_msg = "timeout", f"no complete answer within {self.timeout_s:g}s"
@@ -660,10 +735,17 @@ class Runner:
                         sc = scorer.score(comp.text, case, SCORE_ON_LOOP_S)
                     except Exception as e:  # slow, or no verdict at all: off the hot path
                         sc = await self._score_after(e, comp.text, case)
-                self.emit(CallFinished(self._result(
-                    lane, case, trial, verdict.answered(sc, comp.text, comp.finish_reason, case.language,
-                                                        judged is not None),
-                    comp, attempt, ta, t0, now, started_wall, in_tok, out_tok), now))
+                r = self._result(lane, case, trial, verdict.answered(sc, comp.text, comp.finish_reason, case.language,
+                                                                     judged is not None),
+                                 comp, attempt, ta, t0, now, started_wall, in_tok, out_tok)
+                if self._follow is not None and (fu is not None or r.status == "failed"):
+                    if fu is not None and fu.target is not None:  # the target's prices
+                        r = r._replace(cost=model.cost(in_tok, out_tok) + (comp.cost or 0.0))
+                    final = self._followed(lane, case, trial, r, fu, request.messages, now)
+                    if final is None:
+                        return
+                    r = final
+                self.emit(CallFinished(r, now))
                 if judged is not None:
                     self._enqueue(JudgeJob(mkey, self._model_index[mkey], case, trial, comp.text, comp.finish_reason,
                                             judged[0]), judged[1])
@@ -704,6 +786,10 @@ class Runner:
         """Report a call that ended without an answer: CallFinished, or for a judge call the JudgeFinished that
         leaves its candidate judge_error (the judge's own error class is in the message) or, if cancelled, unscored."""
         if job is None:
+            if self._follow is not None:
+                fu = self._follow.pop((lane.key, r.case_id, r.trial), None)
+                if fu is not None and r.error_class != "cancelled":  # a cancelled step: resume goes on from the steps
+                    r = _merged(r, fu, fu.target.model.key if fu.target is not None else None)
             self.emit(CallFinished(r, now))
             return
         if r.error_class not in ("cancelled", "judge_error"):
@@ -755,6 +841,94 @@ class Runner:
             started_wall + (now - t0), connect_ms, v.failure_mode,
             None if detail is None else self._message(case, detail), http_status)
 
+    def _followed(self, lane: _ModelLane, case: Case, trial: int, r: CallResult, fu: _FollowUp | None,
+                  sent: tuple[dict[str, str], ...], now: float) -> CallResult | None:
+        """An answer of a call with repairs or an escalation configured: the call's final result, or None when a
+        next step (a repair turn, an escalation) is queued on the lane, the answer stored as one of its steps."""
+        key = (lane.key, case.id, trial)
+        nxt = self._step_after(lane, case, r, fu, sent)
+        if nxt is None and fu is None:
+            return r  # failed in a way nothing follows up: an ordinary call
+        kind = "answer" if fu is None else fu.kind
+        self.emit(StepFinished(r, 0 if fu is None else fu.step, kind,
+                               fu.target.model.key if fu is not None and fu.target is not None
+                               else lane.model.base_key, now, nxt is None))
+        if nxt is None:
+            assert self._follow is not None and fu is not None
+            del self._follow[key]
+            return _merged(r, fu, fu.target.model.key if fu.target is not None else None)
+        assert self._follow is not None
+        self._follow[key] = nxt
+        lane.ready.append((case, trial))
+        self._unstarted += 1
+        if self.workers > self.target or self.paused:  # this worker may retire: wake one that stays
+            self._notify()
+        return None
+
+    def _step_after(self, lane: _ModelLane, case: Case, r: CallResult, fu: _FollowUp | None,
+                    sent: tuple[dict[str, str], ...]) -> _FollowUp | None:
+        """What follows answer `r` of a call of `case` (its steps so far `fu`, the answer to `sent`): a repair turn to
+        the same model with the scorer's word on it, an escalation to the lane's target, or nothing (None)."""
+        if r.status != "failed" or (fu is not None and fu.kind == "escalation"):
+            return None
+        repairs = 0 if fu is None else fu.repairs
+        rep = self._repair
+        repair = rep is not None and repairs < rep.attempts and r.failure_mode in rep.on
+        if not repair and lane.key not in self._escalations:
+            return None  # decided before any figure is added up: the common failed answer costs a lookup
+        step = 1 if fu is None else fu.step + 1
+        spent = (r.attempts - 1, r.input_tokens, r.output_tokens, r.cost, r.total_ms)
+        if fu is not None:
+            spent = (fu.attempts + spent[0], fu.in_tok + spent[1], fu.out_tok + spent[2], fu.cost + spent[3],
+                     fu.total_ms + spent[4])
+        first = r.passed if fu is None else fu.first_passed
+        started = r.started_at if fu is None else fu.started_at
+        if repair:
+            assert rep is not None
+            error = r.score_detail or r.error_message or str(r.failure_mode).replace("_", " ")
+            msgs = (*sent, {"role": "assistant", "content": r.output or ""},
+                    {"role": "user", "content": rep.text(error)})
+            return _FollowUp(step, "repair", msgs, repairs + 1, first, *spent, started)
+        esc = self._escalations[lane.key]
+        msgs = build_messages(esc.model, self._defaults, case)
+        return _FollowUp(step, "escalation", msgs, repairs, first, *spent, started, esc)
+
+    def plan_case(self, case_id: str) -> Case:
+        """A case of the plan by id (as written: an escalation asks it afresh)."""
+        cases = self._cases_by_id
+        if cases is None:
+            cases = self._cases_by_id = {c.id: c for c in self.plan.cases}
+        return cases[case_id]
+
+    def _steps_resumed(self, plan: Plan) -> None:
+        """A resumed run's calls that stopped between steps: their chains rebuilt from the stored steps, so each goes
+        on with its next step (or, when its last step was stored but not its result, ends with it)."""
+        assert self._follow is not None
+        for lane in self._lanes:
+            by_call: dict[tuple[str, int], list[tuple[int, str, CallResult]]] = {}
+            for cid, trial, step, kind, _model, r in plan.steps.get(lane.key, ()):
+                by_call.setdefault((cid, trial), []).append((step, kind, r))
+            for (cid, trial), steps in by_call.items():
+                if cid not in {c.id for c in plan.cases} or (cid, trial) in plan.done.get(lane.key, ()):
+                    continue
+                case = self.plan_case(cid)
+                fu: _FollowUp | None = None
+                sent = build_messages(lane.model, self._defaults, case)
+                last: CallResult | None = None
+                for _step, _kind, r in sorted(steps, key=lambda s: s[0]):
+                    last = r
+                    nxt = self._step_after(lane, case, r, fu, sent)
+                    if nxt is None:
+                        break
+                    fu, sent = nxt, nxt.messages
+                if last is None:
+                    continue
+                if fu is not None and fu.step > max(s[0] for s in steps):
+                    self._follow[(lane.key, cid, trial)] = fu  # its next step is taken from the lane as usual
+                elif fu is not None:  # ends at start, never taken from the lane (`_unstarted` counted it)
+                    self._final_at_start.append(_merged(last, fu, fu.target.model.key if fu.target else None))
+                    plan.done.setdefault(lane.key, set()).add((cid, trial))
+
     async def _score_after(self, e: Exception, output: str, case: Case) -> Score | str:
         """The verdict after scoring on the loop raised `e`, or why there is none (a message): one call's
         scoring error, never the sweep's end.
@@ -790,6 +964,15 @@ class Runner:
                  out_tok: int, connect_ms: float | None, http_status: int | None = None) -> CallResult:
         return self._result(lane, case, trial, verdict.ended(err_class, msg), None, attempts, now, t0, now,
                             started_wall, in_tok, out_tok, latency, connect_ms, http_status)
+
+
+def _merged(r: CallResult, fu: _FollowUp, escalated_to: str | None) -> CallResult:
+    """The last step `r` of a call as its one stored result: the spend of every step, the rate-limit retries of every
+    step as its attempts beyond one (repairs are counted apart), and how its first answer ended."""
+    return r._replace(attempts=r.attempts + fu.attempts, input_tokens=r.input_tokens + fu.in_tok,
+                      output_tokens=r.output_tokens + fu.out_tok, cost=r.cost + fu.cost,
+                      total_ms=r.total_ms + fu.total_ms, started_at=fu.started_at, repairs=fu.repairs,
+                      escalated_to=escalated_to, first_passed=fu.first_passed)
 
 
 _RETRIED = frozenset(("rate_limited", "transient", "timeout", "incomplete_stream"))

@@ -36,6 +36,8 @@ class Request(NamedTuple):
     timeout_s: float
     judge: JudgeTask | None = None
     """Set on a judge call (llm_judge): which answer it judges."""
+    turn: int = 0
+    """0 for a call's first answer, n for its n-th follow-up (a repair turn, [run] repair)."""
 
     @property
     def system(self) -> str | None:
@@ -77,15 +79,21 @@ class Provider(Protocol):
 
 def build_messages(model: ModelConfig, defaults: Defaults, case: Case) -> tuple[dict[str, str], ...]:
     system = model.system if model.system is not None else defaults.system
+    given = case.input
+    variant = model.variant
+    if variant is not None:  # a prompt variant's lane: its template and system prompt
+        given = variant.applied(given)
+        if variant.system is not None:
+            system = variant.system
     msgs: list[dict[str, str]] = []
-    if isinstance(case.input, str):
+    if isinstance(given, str):
         if system:
             msgs.append({"role": "system", "content": system})
-        msgs.append({"role": "user", "content": case.input})
+        msgs.append({"role": "user", "content": given})
     else:
-        if system and not any(m["role"] == "system" for m in case.input):
+        if system and not any(m["role"] == "system" for m in given):
             msgs.append({"role": "system", "content": system})
-        msgs.extend(case.input)
+        msgs.extend(given)
     return tuple(msgs)
 
 

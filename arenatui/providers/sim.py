@@ -8,6 +8,7 @@ own, so the in-process `SimProvider` and the mock HTTP server share it exactly.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import math
 import re
@@ -115,9 +116,10 @@ class SimCore:
         return self.s.accuracy
 
     def outcome(self, case_id: str, trial: int, attempt: int, expected: str | None, stratum: str | None,
-                tags: tuple[str, ...], prompt: str, max_tokens: int) -> SimOutcome:
+                tags: tuple[str, ...], prompt: str, max_tokens: int, turn: int = 0) -> SimOutcome:
         s = self.s
-        bits = draw(self.seed, self.key, case_id, trial)
+        # a follow-up turn (a repair) draws its answer afresh
+        bits = draw(self.seed, self.key, case_id if not turn else f"{case_id}#turn {turn}", trial)
         # uniforms 0-1 belong to the (case, trial): the answer; 2-5 to the attempt: length, jitter, failure, TTFT
 
         def per_attempt(i: int) -> float:
@@ -184,7 +186,10 @@ class SimProvider:
 
     def __init__(self, model: ModelConfig, seed: int = 0) -> None:
         self.model = model
-        self.core = SimCore(model.key, model.sim, seed)
+        settings = model.sim
+        if model.variant is not None and model.variant.name in settings.prompt_accuracy:  # this lane's variant
+            settings = dataclasses.replace(settings, accuracy=settings.prompt_accuracy[model.variant.name])
+        self.core = SimCore(model.key, settings, seed)
         self._serial = anyio.Lock() if model.sim.serial else None
         self._sleep: Callable[[float], Awaitable[None]] | None = None
 
@@ -204,7 +209,7 @@ class SimProvider:
             case = request.case
             out = core.outcome(case.id, request.trial, request.attempt, case.expected, case.stratum, case.tags,
                                (case.input if type(case.input) is str else case.prompt_text()) if request.judge is None
-                               else request.messages[-1]["content"], request.max_tokens)
+                               else request.messages[-1]["content"], request.max_tokens, request.turn)
             wait = out.latency_s / 2 if out.transient else out.latency_s
             timeout = request.timeout_s
             queued = 0.0

@@ -55,7 +55,8 @@ class SolverRequest(NamedTuple):
     """One attempt's request, as a solver sees it."""
 
     input: str | tuple[dict[str, str], ...]
-    """The case's input (a prompt or chat messages), ``{output:ID}`` already replaced in a chained case."""
+    """The case's input (a prompt or chat messages), ``{output:ID}`` already replaced in a chained case, as its prompt
+    variant's template puts it (``[[prompts]]``); a repair turn's conversation is in `messages`."""
     messages: tuple[dict[str, str], ...]
     """The input as chat messages, the system prompt first when there is one."""
     max_tokens: int
@@ -167,6 +168,9 @@ def solver_request(request: Request) -> SolverRequest:
     case = request.case
     # a judge call (the solver judges an llm_judge scorer's cases): its input is the rubric filled in, not the case's
     text = case.input if request.judge is None else request.messages[-1]["content"]
+    variant = request.model.variant
+    if variant is not None and request.judge is None:  # a prompt variant's lane: the case as the variant asks it
+        text = variant.applied(case.input)
     return SolverRequest(text, request.messages, request.max_tokens, request.temperature, request.system,
                          case.id, request.trial, request.attempt)
 

@@ -18,12 +18,16 @@ from typing import Any, ParamSpec, TypeVar
 from arenatui.engine.events import (
     DEADLINE,
     JUDGE_LANE_PREFIX,
+    VARIANT_SEP,
     AwaitingJudge,
     CallResult,
     CallRetrying,
     ClientLoadSampled,
     ConcurrencyChanged,
     JudgeFinished,
+    StepFinished,
+    lane_key,
+    split_lane,
 )
 from arenatui.errors import DiskFullError, PlanError, StoreError
 from arenatui.store.schema import JUDGMENT_COLUMNS, MIGRATIONS, RESULT_COLUMNS
@@ -37,7 +41,7 @@ _UPDATES = ", ".join(f"{c} = results.{c} + excluded.{c}" if c in _SPENT else f"{
 # the earlier attempts spent stays counted in attempts, tokens and cost (DESIGN.md: cost counts every attempt).
 UPSERT_RESULT = (
     f"INSERT INTO results ({', '.join(RESULT_COLUMNS)}) VALUES ({_PLACEHOLDERS}) "
-    f"ON CONFLICT (run_id, model_key, case_id, trial) DO UPDATE SET {_UPDATES} "
+    f"ON CONFLICT (run_id, model_key, variant, case_id, trial) DO UPDATE SET {_UPDATES} "
     "WHERE results.error_class = 'cancelled'"
 )
 UPSERT_RETRYING = UPSERT_RESULT.replace("WHERE results.error_class = 'cancelled'", "WHERE results.status = 'errored'")
@@ -47,13 +51,13 @@ UPSERT_RETRYING = UPSERT_RESULT.replace("WHERE results.error_class = 'cancelled'
 # spend to what the earlier judge calls cost, like results do.
 UPSERT_JUDGMENT = (
     f"INSERT INTO judgments ({', '.join(JUDGMENT_COLUMNS)}) VALUES ({', '.join('?' for _ in JUDGMENT_COLUMNS)}) "
-    "ON CONFLICT (run_id, model_key, case_id, trial) DO UPDATE SET "
+    "ON CONFLICT (run_id, model_key, variant, case_id, trial) DO UPDATE SET "
     + ", ".join(f"{c} = judgments.{c} + excluded.{c}" if c in _SPENT else f"{c} = excluded.{c}"
                 for c in JUDGMENT_COLUMNS[4:])
 )
 JUDGED = (
     "UPDATE results SET status = ?, score = ?, passed = ?, error_class = ?, error_message = ?, failure_mode = ?, "
-    "score_detail = ? WHERE run_id = ? AND model_key = ? AND case_id = ? AND trial = ? "
+    "score_detail = ? WHERE run_id = ? AND model_key = ? AND case_id = ? AND trial = ? AND variant = ? "
     "AND (status = 'unscored' OR error_class = 'judge_error')"
 )
 """A judge's verdict onto the candidate's stored row (never onto a row that is scored already)."""
@@ -64,8 +68,13 @@ HEARTBEAT = "UPDATE runs SET heartbeat_at = ? WHERE run_id = ? AND pid = ?"
 """The running process's claim on its run, renewed every HEARTBEAT_S (see Store.claim_run)."""
 INSERT_FAILED_ATTEMPT = (
     "INSERT INTO failed_attempts (run_id, model_key, case_id, trial, attempt, error_class, http_status, "
-    "retry_after_s, delay_s, at, message, retry_after_source, ttft_ms, stream) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+    "retry_after_s, delay_s, at, message, retry_after_source, ttft_ms, stream, variant) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+INSERT_STEP = (
+    "INSERT OR REPLACE INTO call_steps (run_id, model_key, variant, case_id, trial, step, kind, answered_by, status, "
+    "passed, score, failure_mode, error_class, error_message, score_detail, output, attempts, input_tokens, "
+    "output_tokens, cost, total_ms, latency_ms, started_at, finished_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 INSERT_TUNING_DECISION = (
     "INSERT INTO tuning_decisions (run_id, at, model_key, old, new, reason) VALUES (?, ?, ?, ?, ?, ?)")
 FAILED_ATTEMPT_COLUMNS = ("attempt", "error_class", "http_status", "retry_after_s", "delay_s", "at", "message",
@@ -79,26 +88,39 @@ def judgment_rows(run_id: str, ev: JudgeFinished) -> tuple[tuple[Any, ...], tupl
     if r.error_class == "cancelled":
         return None
     judge_key = r.model_key.removeprefix(JUDGE_LANE_PREFIX)
-    judgment = (run_id, ev.model_key, ev.case_id, ev.trial, judge_key, r.status, r.score, int(r.passed),
+    model, variant = split_lane(ev.model_key)
+    judgment = (run_id, model, ev.case_id, ev.trial, judge_key, r.status, r.score, int(r.passed),
                 r.error_class, r.error_message, r.output, r.attempts, r.latency_ms, r.total_ms, r.input_tokens,
-                r.output_tokens, r.cost, r.started_at, r.finished_at, r.score_detail)
+                r.output_tokens, r.cost, r.started_at, r.finished_at, r.score_detail, variant)
     update = (r.status, r.score, int(r.passed), r.error_class, r.error_message, r.failure_mode, r.score_detail,
-              run_id, ev.model_key, ev.case_id, ev.trial)
+              run_id, model, ev.case_id, ev.trial, variant)
     return judgment, update
 
 
 def retry_row(run_id: str, ev: CallRetrying, at: float) -> tuple[Any, ...]:
     """A failed attempt that was retried; `at` is epoch seconds."""
-    return (run_id, ev.model_key, ev.case_id, ev.trial, ev.attempt, ev.reason, ev.http_status, ev.retry_after,
-            ev.delay, at, ev.message, ev.retry_after_source, ev.first_token_ms, 1 if ev.streamed_timeout else None)
+    model, variant = split_lane(ev.model_key)
+    return (run_id, model, ev.case_id, ev.trial, ev.attempt, ev.reason, ev.http_status, ev.retry_after,
+            ev.delay, at, ev.message, ev.retry_after_source, ev.first_token_ms, 1 if ev.streamed_timeout else None,
+            variant)
 
 
 def final_attempt_row(run_id: str, r: CallResult) -> tuple[Any, ...]:
     """The failed attempt that ended an errored call (no retry followed, so nothing was slept). A streamed
     attempt that timed out says so with finish_reason DEADLINE, and its first token (if one came) in ttft_ms."""
     streamed = r.finish_reason == DEADLINE
-    return (run_id, r.model_key, r.case_id, r.trial, r.attempts, r.error_class, r.http_status, None, None,
-            r.finished_at, r.error_message, None, r.ttft_ms if streamed else None, 1 if streamed else None)
+    model, variant = split_lane(r.model_key)
+    return (run_id, model, r.case_id, r.trial, r.attempts, r.error_class, r.http_status, None, None,
+            r.finished_at, r.error_message, None, r.ttft_ms if streamed else None, 1 if streamed else None, variant)
+
+
+def step_row(run_id: str, ev: StepFinished) -> tuple[Any, ...]:
+    """A step of a call with repairs or an escalation (call_steps)."""
+    r = ev.result
+    model, variant = split_lane(r.model_key)
+    return (run_id, model, variant, r.case_id, r.trial, ev.step, ev.kind, ev.model, r.status, int(r.passed), r.score,
+            r.failure_mode, r.error_class, r.error_message, r.score_detail, r.output, r.attempts, r.input_tokens,
+            r.output_tokens, r.cost, r.total_ms, r.latency_ms, r.started_at, r.finished_at)
 
 
 def concurrency_change_row(run_id: str, ev: ConcurrencyChanged) -> tuple[Any, ...]:
@@ -195,9 +217,24 @@ def default_db_path() -> Path:
     return data_dir() / "arena.db"
 
 
+def _call_where(run_id: str, key: str, case_id: str, trial: int) -> tuple[str, tuple[Any, ...]]:
+    """WHERE clause and arguments for one call by its lane key: a variant lane's names its variant; a model's key
+    alone finds its call under the first variant (the only one, in a run without variants)."""
+    model, variant = split_lane(key)
+    where = "run_id = ? AND model_key = ? AND case_id = ? AND trial = ?"
+    if variant:
+        return f"{where} AND variant = ?", (run_id, model, case_id, trial, variant)
+    return f"{where} ORDER BY variant LIMIT 1", (run_id, model, case_id, trial)
+
+
 def result_row(run_id: str, r: CallResult) -> tuple[Any, ...]:
-    """The results-table row: CallResult's fields are RESULT_COLUMNS after run_id, in order (a test checks it)."""
-    return (run_id, *r)
+    """The results-table row: CallResult's fields are RESULT_COLUMNS after run_id, in order, then the variant, split
+    from a variant lane's key (a test checks it)."""
+    key = r.model_key
+    if VARIANT_SEP not in key:
+        return (run_id, *r, "")
+    model, _, variant = key.partition(VARIANT_SEP)
+    return (run_id, model, *r[1:], variant)
 
 
 def _busy_retry(conn: sqlite3.Connection, sql: str) -> None:
@@ -545,9 +582,29 @@ class Store:
         out: dict[str, set[tuple[str, int]]] = {}
         final = ("(status NOT IN ('errored', 'unreachable') OR error_class = 'judge_error')" if retry_errored
                  else "(error_class IS NULL OR error_class != 'cancelled')")
-        for mk, cid, trial in self.conn.execute(
-                f"SELECT model_key, case_id, trial FROM results WHERE run_id = ? AND {final}", (run_id,)):
-            out.setdefault(mk, set()).add((cid, trial))
+        for mk, variant, cid, trial in self.conn.execute(
+                f"SELECT model_key, variant, case_id, trial FROM results WHERE run_id = ? AND {final}", (run_id,)):
+            out.setdefault(lane_key(mk, variant), set()).add((cid, trial))
+        return out
+
+    @_explained
+    def open_steps(self, run_id: str) -> dict[str, list[tuple[str, int, int, str, str, CallResult]]]:
+        """Per lane, the stored steps of calls with repairs or an escalation whose result is not stored (or was
+        cancelled): (case id, trial, step, kind, answered by, the step as a CallResult), for resume to go on."""
+        out: dict[str, list[tuple[str, int, int, str, str, CallResult]]] = {}
+        for row in self.conn.execute(
+                "SELECT s.model_key, s.variant, s.case_id, s.trial, s.step, s.kind, s.answered_by, s.status, s.output, "
+                "s.score, s.passed, s.error_class, s.error_message, s.attempts, s.latency_ms, s.total_ms, "
+                "s.input_tokens, s.output_tokens, s.cost, s.started_at, s.finished_at, s.failure_mode, s.score_detail "
+                "FROM call_steps s LEFT JOIN results r ON r.run_id = s.run_id AND r.model_key = s.model_key AND "
+                "r.variant = s.variant AND r.case_id = s.case_id AND r.trial = s.trial WHERE s.run_id = ? AND "
+                "(r.run_id IS NULL OR r.error_class = 'cancelled') ORDER BY s.step", (run_id,)):
+            mk, variant, cid, trial, step, kind, by, status, output, score, passed, ec, em, att, lat, tot, i, o, cost, \
+                t0, t1, fm, detail = row
+            key = lane_key(mk, variant)
+            r = CallResult(key, cid, int(trial), status, output, score, bool(passed), ec, em, int(att), lat, tot,
+                           None, int(i), int(o), float(cost), None, False, t0, t1, None, fm, detail)
+            out.setdefault(key, []).append((cid, int(trial), int(step), kind, by, r))
         return out
 
     @_explained
@@ -559,11 +616,11 @@ class Store:
         again = " AND status NOT IN ('errored', 'unreachable')" if retry_errored else ""
         out: dict[str, list[tuple[str, int, tuple[bool, str | None]]]] = {}
         wanted = set(case_ids)
-        for mk, cid, trial, status, output in self.conn.execute(
-                "SELECT model_key, case_id, trial, status, output FROM results WHERE run_id = ? AND "
+        for mk, variant, cid, trial, status, output in self.conn.execute(
+                "SELECT model_key, variant, case_id, trial, status, output FROM results WHERE run_id = ? AND "
                 f"(error_class IS NULL OR error_class != 'cancelled'){again}", (run_id,)):
             if cid in wanted:
-                out.setdefault(mk, []).append((cid, int(trial), (status == "passed", output)))
+                out.setdefault(lane_key(mk, variant), []).append((cid, int(trial), (status == "passed", output)))
         return out
 
     @_explained
@@ -572,10 +629,10 @@ class Store:
         retry_errored those whose judging failed (judge_error)."""
         also = " OR error_class = 'judge_error'" if retry_errored else ""
         rows = self.conn.execute(
-            "SELECT model_key, case_id, trial, output, finish_reason FROM results WHERE run_id = ? AND "
-            f"((status = 'unscored' AND failure_mode = 'awaiting_judge'){also}) ORDER BY model_key, case_id, trial",
-            (run_id,)).fetchall()
-        return [AwaitingJudge(mk, cid, int(t), out or "", fr) for mk, cid, t, out, fr in rows]
+            "SELECT model_key, variant, case_id, trial, output, finish_reason FROM results WHERE run_id = ? AND "
+            f"((status = 'unscored' AND failure_mode = 'awaiting_judge'){also}) ORDER BY model_key, variant, case_id, "
+            "trial", (run_id,)).fetchall()
+        return [AwaitingJudge(lane_key(mk, v), cid, int(t), out or "", fr) for mk, v, cid, t, out, fr in rows]
 
     @_explained
     def count_results(self, run_id: str) -> int:
@@ -593,9 +650,9 @@ class Store:
 
     @_explained
     def result(self, run_id: str, model_key: str, case_id: str, trial: int) -> dict[str, Any] | None:
-        row = self.conn.execute(
-            f"SELECT {', '.join(RESULT_COLUMNS)} FROM results WHERE run_id = ? AND model_key = ? AND case_id = ? "
-            "AND trial = ?", (run_id, model_key, case_id, trial)).fetchone()
+        """One result; `model_key` may be a variant lane's (``model · variant``): then that variant's."""
+        where, args = _call_where(run_id, model_key, case_id, trial)
+        row = self.conn.execute(f"SELECT {', '.join(RESULT_COLUMNS)} FROM results WHERE {where}", args).fetchone()
         return dict(zip(RESULT_COLUMNS, row, strict=True)) if row else None
 
     @_explained
@@ -604,9 +661,10 @@ class Store:
         """One result with only the first `limit` characters of its output, and `output_chars`, the output's
         whole length: showing a 50 MB answer reads its start, not all of it into Python (40 s and 3.3 GB)."""
         cols = [c for c in RESULT_COLUMNS if c != "output"]
+        where, args = _call_where(run_id, model_key, case_id, trial)
         row = self.conn.execute(
-            f"SELECT {', '.join(cols)}, substr(output, 1, ?), length(output) FROM results WHERE run_id = ? "
-            "AND model_key = ? AND case_id = ? AND trial = ?", (limit, run_id, model_key, case_id, trial)).fetchone()
+            f"SELECT {', '.join(cols)}, substr(output, 1, ?), length(output) FROM results WHERE {where}",
+            (limit, *args)).fetchone()
         if row is None:
             return None
         out = dict(zip(cols, row[:-2], strict=True))

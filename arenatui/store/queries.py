@@ -12,14 +12,17 @@ import itertools
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from arenatui.engine.events import JUDGE_LANE_PREFIX
+from arenatui.engine.events import JUDGE_LANE_PREFIX, VARIANT_SEP
 from arenatui.errors import PlanError
 from arenatui.judge_sample import judge_sample
 from arenatui.stats.items import LatencySample, RunResults
+
+if TYPE_CHECKING:
+    from arenatui.stats.variants import VariantResults
 from arenatui.store.db import RunRecord, Store
 
 _DEFAULT_TRIALS = 1
@@ -83,6 +86,20 @@ class RunPlan:
     """[strata] weights: production shares for the reweighted score."""
     chained: bool = False
     """Some case depends on others: calls may be stored 'unreachable' (neither scored nor answered)."""
+    variants: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per model asked with prompt variants ([[prompts]]), the variants it was asked with (empty: none)."""
+    follow_ups: bool = False
+    """The run sent failed answers on to repair turns or escalations ([run] repair, escalate_to)."""
+
+    @property
+    def variant_names(self) -> tuple[str, ...]:
+        """Every variant some model was asked with, in the order first named."""
+        return tuple(dict.fromkeys(v for vs in self.variants.values() for v in vs))
+
+    @property
+    def calls_per_case(self) -> int:
+        """Calls planned per (model, case): trials, times the variants (the most any model has)."""
+        return self.trials * max((len(v) for v in self.variants.values()), default=1)
 
     @property
     def judges(self) -> tuple[str, ...]:
@@ -121,6 +138,7 @@ class CallRow:
     """One stored call, for the cases view and exports."""
 
     model_key: str
+    """The call's lane: the model's key, ``model · variant`` for a prompt variant's call."""
     case_id: str
     trial: int
     status: str
@@ -146,7 +164,8 @@ class CallRow:
     """The server reported no usage: the tokens (and so the cost) are arenatui's estimate."""
 
 
-_CALL_COLUMNS = ("model_key, case_id, trial, status, output, score, passed, error_class, error_message, attempts, "
+_CALL_COLUMNS = (f"model_key || CASE WHEN variant != '' THEN '{VARIANT_SEP}' || variant ELSE '' END, case_id, trial, "
+                 "status, output, score, passed, error_class, error_message, attempts, "
                  "latency_ms, ttft_ms, total_ms, input_tokens, output_tokens, cost, failure_mode, score_detail, "
                  "tokens_estimated")
 
@@ -215,7 +234,28 @@ def stored_plan(record: RunRecord) -> RunPlan:
     weights = strata.get("weights") if isinstance(strata, Mapping) else None
     strata_weights = {str(k): float(v) for k, v in weights.items()} if isinstance(weights, Mapping) else {}
     return RunPlan(record, tuple(models), tuple(cases), int(trials), tuple(judged), strata_weights=strata_weights,
-                   chained=chained)
+                   chained=chained, variants=_stored_variants(cfg, models, filters),
+                   follow_ups=bool(isinstance(run, Mapping) and run.get("repair"))
+                   or any(m.get("escalate_to") for m in table_list(cfg.get("models")) if m.get("key") in models))
+
+
+def _stored_variants(cfg: Mapping[str, Any], models: Sequence[str], filters: Mapping[str, Any]
+                     ) -> dict[str, tuple[str, ...]]:
+    """Per model, the prompt variants a stored run asked it with (the plan's rule: its own list, else the project's,
+    else every [[prompts]] entry; --prompts narrows)."""
+    defined = [str(p.get("name")) for p in table_list(cfg.get("prompts")) if p.get("name")]
+    if not defined:
+        return {}
+    project = cfg.get("project")
+    default = [str(x) for x in (project.get("prompts") or ())] if isinstance(project, Mapping) else []
+    wanted = set(filters.get("prompts") or ())
+    out: dict[str, tuple[str, ...]] = {}
+    for m in table_list(cfg.get("models")):
+        key = str(m.get("key"))
+        if key in models:
+            names = [str(x) for x in (m.get("prompts") or ())] or default or defined
+            out[key] = tuple(n for n in names if n in defined and (not wanted or n in wanted))
+    return out
 
 
 run_plan = stored_plan
@@ -313,12 +353,83 @@ def read_plan_results(store: Store, plan: RunPlan, *, latency: bool = True,
     # (≈ 0.5 s for 1,000,000 calls; a thread beside the GROUP BY measured no faster: both build Python objects).
     lat = {m: latency_sample(store.conn, run_id, m) for m in models} if latency else {}
     return RunResults(
-        run_id=run_id, models=models, cases=case_ids, trials=plan.trials,
+        run_id=run_id, models=models, cases=case_ids, trials=plan.calls_per_case,
         strata=tuple(c.stratum for c in plan.cases), tags=tuple(c.tags for c in plan.cases),
         sealed=np.array([c.sealed for c in plan.cases], dtype=bool), calls=calls, scored=scored, unscored=unscored,
         score_sum=score_sum, passed=passed, cost=cost, tokens=tokens, attempts=attempts, unscored_cost=unscored_cost,
         unscored_tokens=unscored_tokens, errors=errors, latency=lat, weights=dict(plan.strata_weights),
         case_clusters=tuple(c.cluster for c in plan.cases)).clustered_by(cluster_by)
+
+
+def variant_results(store: Store, plan: RunPlan) -> VariantResults | None:
+    """Per (model, variant, case): calls scored and their scores' sum, for the prompt-variant analysis; None when the
+    run had no prompt variants."""
+    if not plan.variants:
+        return None
+    from arenatui.stats.variants import VariantResults
+
+    models, variants, case_ids = plan.models, plan.variant_names, tuple(c.id for c in plan.cases)
+    mi, vi, ci = ({k: i for i, k in enumerate(keys)} for keys in (models, variants, case_ids))
+    scored = np.zeros((len(models), len(variants), len(case_ids)), np.int64)
+    score_sum = np.zeros(scored.shape)
+    for mk, v, cid, n, total in store.conn.execute(
+            f"SELECT model_key, variant, case_id, SUM({SCORED}), TOTAL(CASE WHEN {SCORED} THEN score END) FROM results "
+            f"WHERE run_id = ? AND {_FINAL} GROUP BY model_key, variant, case_id", (plan.record.run_id,)):
+        if mk in mi and v in vi and cid in ci:
+            scored[mi[mk], vi[v], ci[cid]] = n
+            score_sum[mi[mk], vi[v], ci[cid]] = total
+    return VariantResults(models, variants, case_ids, scored, score_sum, dict(plan.variants))
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUps:
+    """One model's completion before and after repair turns and escalations, and what a completed case cost."""
+
+    model: str
+    scored: int
+    first_passed: int
+    """Scored calls whose first answer passed (before any repair or escalation)."""
+    passed: int
+    repairs: int
+    """Repair turns taken."""
+    repaired: int
+    """Calls that took at least one repair turn."""
+    escalated: int
+    """Calls sent on to another model."""
+    tokens: int
+    """Every step's tokens, repairs and escalations included (errored calls too)."""
+    cost: float
+
+    @property
+    def before(self) -> float | None:
+        return self.first_passed / self.scored if self.scored else None
+
+    @property
+    def after(self) -> float | None:
+        return self.passed / self.scored if self.scored else None
+
+    @property
+    def cost_per_completed(self) -> float | None:
+        return self.cost / self.passed if self.passed else None
+
+    @property
+    def tokens_per_completed(self) -> float | None:
+        return self.tokens / self.passed if self.passed else None
+
+
+def follow_ups(store: Store, plan: RunPlan) -> list[FollowUps]:
+    """Per model of a run with repairs or escalations: completion before and after them, and tokens and cost per
+    completed (passed) case, every step's spend included; empty for a run without either."""
+    if not plan.follow_ups:
+        return []
+    rows = {r[0]: r for r in store.conn.execute(
+        f"SELECT model_key, SUM({SCORED}), SUM(CASE WHEN {SCORED} THEN COALESCE(first_passed, passed) END), "
+        "SUM(passed), SUM(repairs), SUM(repairs > 0), SUM(escalated_to IS NOT NULL), "
+        f"SUM(input_tokens + output_tokens), TOTAL(cost) FROM results WHERE run_id = ? AND {_FINAL} "
+        "GROUP BY model_key", (plan.record.run_id,))}
+    return [FollowUps(m, int(r[1] or 0), int(r[2] or 0), int(r[3] or 0), int(r[4] or 0), int(r[5] or 0),
+                      int(r[6] or 0), int(r[7] or 0), float(r[8] or 0.0))
+            for m in plan.models if (r := rows.get(m)) is not None]
 
 
 def _fill(rows: list[Any], m_index: dict[str, int], c_index: dict[str, int],
@@ -377,7 +488,7 @@ def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_i
     if search:
         where.append("(instr(lower(output), lower(?)) > 0 OR instr(lower(error_message), lower(?)) > 0)")
         params.extend((search, search))
-    sql = f"SELECT {columns} FROM results WHERE {' AND '.join(where)} ORDER BY case_id, model_key, trial"
+    sql = f"SELECT {columns} FROM results WHERE {' AND '.join(where)} ORDER BY case_id, model_key, variant, trial"
     if limit is not None:
         sql += " LIMIT ? OFFSET ?"
         params.extend((limit, offset))
@@ -390,8 +501,8 @@ def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_i
 def iter_call_rows(store: Store, run_id: str, batch: int = 10_000) -> Iterator[CallRow]:
     """Every stored final call of a run, in (model, case, trial) order, without holding them all at once."""
     cur = store.conn.execute(
-        f"SELECT {_CALL_COLUMNS} FROM results WHERE run_id = ? AND {_FINAL} ORDER BY model_key, case_id, trial",
-        (run_id,))
+        f"SELECT {_CALL_COLUMNS} FROM results WHERE run_id = ? AND {_FINAL} "
+        "ORDER BY model_key, variant, case_id, trial", (run_id,))
     while True:
         chunk = cur.fetchmany(batch)
         if not chunk:

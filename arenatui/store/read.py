@@ -18,10 +18,12 @@ from arenatui.store.bakeoff_queries import modes_by_case
 from arenatui.store.db import RunRecord, Store
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import (
+    FollowUps,
     RunPlan,
     RunSpend,
     estimated_usage,
     failure_modes,
+    follow_ups,
     judgments_by_case,
     read_plan_results,
     resolve_run,
@@ -31,10 +33,12 @@ from arenatui.store.queries import (
     table_list,
     top_errors,
     unscored_modes,
+    variant_results,
 )
 
 if TYPE_CHECKING:
     from arenatui.load.figures import LoadOutcome
+    from arenatui.stats.variants import VariantResults
     from arenatui.tuning.levels import ModelReadout
 
 F1Answers = dict[tuple[str, str], tuple[tuple[str, ...], list[tuple[str, str | None]], list[str]]]
@@ -69,6 +73,10 @@ class StoredRun:
     """A load run's figures, recomputed exactly from its stored requests."""
     refusals: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per model, per case id: calls that ended a refusal (a category a candidate refuses can decide alone)."""
+    variants: VariantResults | None = None
+    """Per (model, prompt variant, case) scores of a run with [[prompts]] (stats.variants analyses them)."""
+    follow_ups: tuple[FollowUps, ...] = ()
+    """Per model of a run with repairs or escalations: completion before and after, cost per completed case."""
 
     @property
     def record(self) -> RunRecord:
@@ -107,7 +115,8 @@ def read_run(store: Store, run: str | RunRecord, *, latency: bool = True, detail
         refusals = modes_by_case(store, rid, "refusal")
     return StoredRun(plan, results, kind, spend, failure_modes(store, rid), unscored_modes(store, rid),
                      judgments_by_case(store, rid) if plan.judged else {}, top_errors(store, rid), f1,
-                     estimated_usage(store, rid), tuning, load, refusals)
+                     estimated_usage(store, rid), tuning, load, refusals, variant_results(store, plan),
+                     tuple(follow_ups(store, plan)))
 
 
 def tuning_readouts(store: Store, run_id: str) -> tuple[ModelReadout, ...]:

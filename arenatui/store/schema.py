@@ -6,8 +6,9 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "run_id", "model_key", "case_id", "trial", "status", "output", "score", "passed", "error_class",
     "error_message", "attempts", "latency_ms", "total_ms", "ttft_ms", "input_tokens", "output_tokens", "cost",
     "finish_reason", "tokens_estimated", "started_at", "finished_at", "connect_ms", "failure_mode", "score_detail",
-    "http_status",
+    "http_status", "repairs", "escalated_to", "first_passed", "variant",
 )
+"""CallResult's fields after run_id, then the variant (the engine's lane key holds it: store.db.result_row splits)."""
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: runs, results, concurrency changes
@@ -281,9 +282,117 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE failed_attempts ADD COLUMN ttft_ms REAL;
     ALTER TABLE failed_attempts ADD COLUMN stream INTEGER;
     """,
+    # 17: prompt variants ([[prompts]]): a result's identity is (run, model, variant, case, trial), '' the variant of
+    # every run without any; repairs and escalations ([run] repair, escalate_to): how many repair turns a call took,
+    # which model answered after an escalation, whether its first answer passed, and every step of such a call kept
+    # (call_steps), so a resumed run goes on where the chain stopped. The primary keys change: tables rebuilt.
+    """
+    CREATE TABLE results_v (
+        run_id TEXT NOT NULL,
+        model_key TEXT NOT NULL,
+        case_id TEXT NOT NULL,
+        trial INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        output TEXT,
+        score REAL,
+        passed INTEGER NOT NULL,
+        error_class TEXT,
+        error_message TEXT,
+        attempts INTEGER NOT NULL,
+        latency_ms REAL,
+        total_ms REAL NOT NULL,
+        ttft_ms REAL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cost REAL NOT NULL,
+        finish_reason TEXT,
+        tokens_estimated INTEGER NOT NULL DEFAULT 0,
+        started_at REAL NOT NULL,
+        finished_at REAL NOT NULL,
+        connect_ms REAL,
+        failure_mode TEXT,
+        score_detail TEXT,
+        http_status INTEGER,
+        repairs INTEGER NOT NULL DEFAULT 0,
+        escalated_to TEXT,
+        first_passed INTEGER,
+        variant TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (run_id, model_key, variant, case_id, trial)
+    );
+    INSERT INTO results_v (run_id, model_key, case_id, trial, status, output, score, passed, error_class,
+        error_message, attempts, latency_ms, total_ms, ttft_ms, input_tokens, output_tokens, cost,
+        finish_reason, tokens_estimated, started_at, finished_at, connect_ms, failure_mode, score_detail,
+        http_status)
+        SELECT run_id, model_key, case_id, trial, status, output, score, passed, error_class, error_message,
+            attempts, latency_ms, total_ms, ttft_ms, input_tokens, output_tokens, cost, finish_reason,
+            tokens_estimated, started_at, finished_at, connect_ms, failure_mode, score_detail, http_status
+            FROM results;
+    DROP TABLE results;
+    ALTER TABLE results_v RENAME TO results;
+    CREATE TABLE judgments_v (
+        run_id TEXT NOT NULL,
+        model_key TEXT NOT NULL,
+        case_id TEXT NOT NULL,
+        trial INTEGER NOT NULL,
+        judge_key TEXT NOT NULL,
+        status TEXT NOT NULL,
+        score REAL,
+        passed INTEGER NOT NULL,
+        error_class TEXT,
+        error_message TEXT,
+        output TEXT,
+        attempts INTEGER NOT NULL,
+        latency_ms REAL,
+        total_ms REAL NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cost REAL NOT NULL,
+        started_at REAL NOT NULL,
+        finished_at REAL NOT NULL,
+        score_detail TEXT,
+        variant TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (run_id, model_key, variant, case_id, trial)
+    );
+    INSERT INTO judgments_v (run_id, model_key, case_id, trial, judge_key, status, score, passed, error_class,
+        error_message, output, attempts, latency_ms, total_ms, input_tokens, output_tokens, cost, started_at,
+        finished_at, score_detail)
+        SELECT run_id, model_key, case_id, trial, judge_key, status, score, passed, error_class,
+            error_message, output, attempts, latency_ms, total_ms, input_tokens, output_tokens, cost,
+            started_at, finished_at, score_detail FROM judgments;
+    DROP TABLE judgments;
+    ALTER TABLE judgments_v RENAME TO judgments;
+    ALTER TABLE failed_attempts ADD COLUMN variant TEXT NOT NULL DEFAULT '';
+    CREATE TABLE call_steps (
+        run_id TEXT NOT NULL,
+        model_key TEXT NOT NULL,
+        variant TEXT NOT NULL DEFAULT '',
+        case_id TEXT NOT NULL,
+        trial INTEGER NOT NULL,
+        step INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        answered_by TEXT NOT NULL,
+        status TEXT NOT NULL,
+        passed INTEGER NOT NULL,
+        score REAL,
+        failure_mode TEXT,
+        error_class TEXT,
+        error_message TEXT,
+        score_detail TEXT,
+        output TEXT,
+        attempts INTEGER NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cost REAL NOT NULL,
+        total_ms REAL NOT NULL,
+        latency_ms REAL,
+        started_at REAL NOT NULL,
+        finished_at REAL NOT NULL,
+        PRIMARY KEY (run_id, model_key, variant, case_id, trial, step)
+    );
+    """,
 )
 JUDGMENT_COLUMNS: tuple[str, ...] = (
     "run_id", "model_key", "case_id", "trial", "judge_key", "status", "score", "passed", "error_class",
     "error_message", "output", "attempts", "latency_ms", "total_ms", "input_tokens", "output_tokens", "cost",
-    "started_at", "finished_at", "score_detail",
+    "started_at", "finished_at", "score_detail", "variant",
 )

@@ -34,13 +34,22 @@ from typing import Any
 
 import anyio
 
-from arenatui.engine.events import CallFinished, CallResult, CallRetrying, Event, JudgeFinished, TunerDecided
+from arenatui.engine.events import (
+    CallFinished,
+    CallResult,
+    CallRetrying,
+    Event,
+    JudgeFinished,
+    StepFinished,
+    TunerDecided,
+)
 from arenatui.errors import StoreError
 from arenatui.store.db import (
     EVENT_ROWS,
     HEARTBEAT,
     HEARTBEAT_S,
     INSERT_FAILED_ATTEMPT,
+    INSERT_STEP,
     INSERT_TUNING_DECISION,
     JUDGED,
     UPSERT_JUDGMENT,
@@ -52,6 +61,7 @@ from arenatui.store.db import (
     judgment_rows,
     result_row,
     retry_row,
+    step_row,
 )
 
 _SINK = Path(__file__).with_name("sink_process.py")
@@ -117,6 +127,9 @@ class ResultWriter:
             self._retries.append((ev, time.time()))
         elif type(ev) is JudgeFinished:
             self._judged.append(ev)
+        elif type(ev) is StepFinished:  # a step of a call that went on to a repair or an escalation
+            self.on_rows(INSERT_STEP, [step_row(self.run_id, ev)])
+            return
         elif type(ev) is TunerDecided:  # rare (a few a minute): a row of its own table
             self.on_rows(INSERT_TUNING_DECISION, [(self.run_id, time.time(), ev.model_key, ev.old, ev.new, ev.reason)])
             return

@@ -19,7 +19,15 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from arenatui.engine.events import CallFinished, CallResult, CallRetrying, CallStarted, ConcurrencyChanged, Event
+from arenatui.engine.events import (
+    CallFinished,
+    CallResult,
+    CallRetrying,
+    CallStarted,
+    ConcurrencyChanged,
+    Event,
+    StepFinished,
+)
 from arenatui.stats.percentiles import percentile
 from arenatui.tuning.evidence import CLEAN_SHARE, LevelEvidence, Verdict, verdict
 
@@ -239,6 +247,12 @@ class LevelTracker:
             self._retrying(ev)  # type: ignore[arg-type]
         elif tp is ConcurrencyChanged:
             self._changed(ev)  # type: ignore[arg-type]
+        elif tp is StepFinished:  # an answer followed by a repair turn or an escalation: its attempt ended
+            sf: StepFinished = ev  # type: ignore[assignment]
+            m = None if sf.last else self.models.get(sf.result.model_key)  # a last step's CallFinished follows
+            if m is not None:
+                self._advance(m, sf.t)
+                m.in_flight -= 1
         if self.watch is not None:
             self.watch(ev)
 

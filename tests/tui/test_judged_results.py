@@ -123,7 +123,7 @@ async def test_a_sealed_cases_judge_answer_is_never_shown(judged: tuple[Path, li
     with Store(db) as s:  # as if the sample had chosen the sealed case
         s.conn.execute("INSERT INTO judgments SELECT run_id, model_key, 's1', trial, judge_key, status, score, "
                        "passed, error_class, error_message, 'quoting SEALED judged question', attempts, latency_ms, "
-                       "total_ms, input_tokens, output_tokens, cost, started_at, finished_at, score_detail "
+                       "total_ms, input_tokens, output_tokens, cost, started_at, finished_at, score_detail, variant "
                        "FROM judgments WHERE run_id = ? AND model_key = 'alpha' LIMIT 1", (RUN,))
     app = BrowseApp(db, RUN)
     async with app.run_test(size=(200, 60)) as pilot:

@@ -118,8 +118,14 @@ def test_config_snapshot_holds_no_secret_values(db_path: Path, monkeypatch: pyte
 
 
 def test_call_result_fields_are_the_results_columns_in_order() -> None:
-    # the writer builds rows as (run_id, *result): a reordered field would silently shift columns
+    # the writer builds rows as (run_id, *result, variant): a reordered field would silently shift columns
     from arenatui.engine.events import CallResult
+    from arenatui.store.db import result_row
     from arenatui.store.schema import RESULT_COLUMNS
 
-    assert ("run_id", *CallResult._fields) == RESULT_COLUMNS
+    assert ("run_id", *CallResult._fields, "variant") == RESULT_COLUMNS
+    r = CallResult("m · terse", "c", 0, "passed", "x", 1.0, True, None, None, 1, 1.0, 1.0, None, 1, 1, 0.0, "stop",
+                   False, 0.0, 0.0)
+    row = dict(zip(RESULT_COLUMNS, result_row("run", r), strict=True))
+    assert (row["model_key"], row["variant"], row["case_id"]) == ("m", "terse", "c")  # a variant lane split apart
+    assert dict(zip(RESULT_COLUMNS, result_row("run", r._replace(model_key="m")), strict=True))["variant"] == ""

@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from arenatui.figures import signed_interval
 from arenatui.load.figures import LoadOutcome
@@ -38,6 +39,7 @@ from arenatui.stats import (
 from arenatui.stats.bootstrap import Interval
 from arenatui.stats.f1_interval import label_cases, macro_f1_interval
 from arenatui.stats.strata import groups
+from arenatui.stats.variants import VariantResults, analyse_variants
 from arenatui.store import Store
 from arenatui.store.queries import (
     OUTCOMES,
@@ -51,6 +53,7 @@ from arenatui.store.queries import (
 )
 from arenatui.store.read import F1Answers, read_run
 from arenatui.tuning.levels import ModelReadout
+from arenatui.variant_tables import follow_up_dicts
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +140,12 @@ class RunView:
     """What the run spent: candidates and each judge apart, and the total."""
     judgments: dict[str, int] = field(default_factory=dict)
     """Per case id, judgments stored (every model and trial)."""
+    variant_results: VariantResults | None = None
+    """Per (model, prompt variant, case) scores, of a run with [[prompts]]."""
+    robustness: dict[str, Any] | None = None
+    """The prompt-variant analysis (stats.variants), JSON-shaped: computed with the pairs (`complete_view`)."""
+    follow_ups: list[dict[str, Any]] = field(default_factory=list)
+    """Per model of a run with repairs or escalations: completion before and after, cost per completed case."""
     at_load: dict[str, tuple[float, bool]] = field(default_factory=dict)
     """Per model with a load run of the same project: p95 from schedule at the target load, and whether it is on
     the quality-p95 front there (arenatui.bakeoff.sections)."""
@@ -226,7 +235,8 @@ def read_board(db: Path | str, run: str, picked: Mapping[tuple[str, str], str] |
     return RunView(stored.plan, res, board, [], [], [], [], failures=stored.failure_modes,
                    tuning={ro.model_key: ro for ro in stored.tuning}, load=stored.load,
                    classification=classifications(stored.f1), unscored=stored.unscored_modes, spend=stored.spend,
-                   judgments=stored.judgments, at_load=at_load, at_load_target=target, at_load_runs=at_load_runs)
+                   judgments=stored.judgments, at_load=at_load, at_load_target=target, at_load_runs=at_load_runs,
+                   variant_results=stored.variants, follow_ups=follow_up_dicts(stored.follow_ups))
 
 
 def complete_view(view: RunView) -> RunView:
@@ -236,8 +246,10 @@ def complete_view(view: RunView) -> RunView:
         return dataclasses.replace(view, complete=True)
     pairs = all_pairs(res, answered_models(res))
     table = group_scores(res)
+    vr = view.variant_results
+    robustness = None if vr is None else analyse_variants(vr).to_dict()
     return dataclasses.replace(view, pairs=pairs, groups=table, reversals=reversals(res, pairs),
-                               rows=_case_rows(view.plan, res), complete=True)
+                               rows=_case_rows(view.plan, res), complete=True, robustness=robustness)
 
 
 def read_run_view(db: Path | str, run: str) -> RunView:

@@ -17,6 +17,7 @@ from arenatui.stats import ModelRow
 from arenatui.store.queries import UNSCORED_MODES
 from arenatui.tui.results.data import RunView
 from arenatui.tui.results.tab import ResultsTab, show
+from arenatui.variant_tables import VARIANT_NOTE
 from arenatui.wording import FAILURE_SHORT, LEADERBOARD_NOTE
 
 UNSCORED_SHORT = {"unjudged": "unjudged", "awaiting_judge": "awaiting", "judge_error": "judge err"}
@@ -107,6 +108,9 @@ class LeaderboardTab(ResultsTab):
         yield DataTable(id="leaderboard-table", cursor_type="row", zebra_stripes=True)
         yield Static(Text(""), id="leaderboard-note", classes="note")
         yield DataTable(id="failures-table", cursor_type="row", zebra_stripes=True, show_cursor=False)
+        variants = Static(Text(""), id="variant-tables", classes="note")
+        variants.display = False  # only a run with prompt variants or repairs has these tables
+        yield variants
 
     def show_run(self, view: RunView) -> None:
         self.view = view
@@ -136,6 +140,8 @@ class LeaderboardTab(ResultsTab):
             note.append(" macro-F1: each label's F1 averaged, over the f1-scored cases (per label: Enter).")
         if view.results.sealed.any():
             note.append(" Sealed cases are scored apart (Enter on a model).")
+        if view.variant_results is not None:
+            note.append(f" {VARIANT_NOTE}")
         # a line of its own only when judges spent too: 80×24 has no row to spare
         note.append("\n" if view.spend.judges else " ")
         note.append(spend_text(view))
@@ -146,6 +152,19 @@ class LeaderboardTab(ResultsTab):
             note.append(literal("; ".join(f"{m} {v}" for m, v in optima), newlines=False))
         self.query_one("#leaderboard-note", Static).update(note)
         self._show_failures(view)
+
+    def show_variants(self, view: RunView) -> None:
+        """Under the leaderboard, once the pairs are computed: per model × prompt variant scores with spreads and
+        each pair's verdict across variants, and completion before and after repairs (variant_tables formats,
+        stats computes)."""
+        from rich.console import Group
+
+        from arenatui.variant_tables import rich_tables
+
+        tables = rich_tables(view.robustness, view.follow_ups)
+        box = self.query_one("#variant-tables", Static)
+        box.display = bool(tables)
+        box.update(Group(*tables) if tables else Text(""))
 
     def _show_load(self, view: RunView) -> None:
         """A load run in the leaderboard's place: its segment and percentile tables (as `arena load --show`)."""

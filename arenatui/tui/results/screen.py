@@ -160,6 +160,7 @@ class Results(Screen[None]):
         self.view = view
         self._show_title()
         self.query_one(LeaderboardTab).view = view  # a sort from now on orders the completed view
+        self.query_one(LeaderboardTab).show_variants(view)
         self.query_one(CompareTab).show_models(view)
         self.query_one(PairsTab).show_run(view)
         self.query_one(StrataTab).show_run(view)

@@ -1,0 +1,238 @@
+"""Prompt variants: each model's score under each way of asking, its spread across them, and whether each ordering of
+two models holds under every variant (issue 23: a margin must survive the prompt).
+
+A re-ordered category list or a schema moved from the system to the user message moves a model by two or three
+points, the size of the margins argued about. So every figure here is paired over cases: a model's spread is the
+difference between its best and worst variant over the cases both scored; a pair's verdict is taken under each
+variant on its own (paired bootstrap over the cases both models scored under it, `compare.paired_differences`),
+then read together:
+
+- **holds**: every variant decides the same winner;
+- **flips**: one variant decides A, another B ("ordering depends on the prompt");
+- **undecided in some**: one winner where decided, but some variant cannot tell them apart;
+- **undecided**: no variant decides (not enough evidence under any).
+
+A spurious flip needs two wrong decisions in opposite directions, so it is rarer than one false verdict; the
+coverage test (tests/unit/test_stats_variants.py) draws known truths over seeds.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from arenatui.stats.bootstrap import Interval, mean_ci
+from arenatui.stats.compare import LEVEL, N_RESAMPLES, paired_differences
+from arenatui.stats.items import Floats, Ints
+
+if TYPE_CHECKING:
+    from arenatui.store.read import StoredRun
+
+HOLDS, FLIPS, UNDECIDED_IN_SOME, UNDECIDED = "holds", "flips", "undecided in some", "undecided"
+
+
+@dataclass(frozen=True, slots=True)
+class VariantResults:
+    """Per (model, variant, case) aggregates of a run with prompt variants, trials summed (the store fills it)."""
+
+    models: tuple[str, ...]
+    variants: tuple[str, ...]
+    cases: tuple[str, ...]
+    scored: Ints
+    """[model, variant, case]: calls scored (passed or failed)."""
+    score_sum: Floats
+    """[model, variant, case]: sum of their scores."""
+    asked: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per model, the variants it was asked with (a model may name its own)."""
+
+    def case_means(self, m: int, v: int) -> Floats:
+        """A model's per-case score under a variant (its trials averaged), NaN where nothing was scored."""
+        n = self.scored[m, v]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n > 0, self.score_sum[m, v] / np.maximum(n, 1), np.nan)
+
+
+@dataclass(frozen=True, slots=True)
+class VariantScore:
+    model: str
+    variant: str
+    score: Interval
+    """Mean per-case score under the variant, with its bootstrap interval over cases."""
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """How far a model moves between its best and its worst variant, paired over the cases both scored."""
+
+    model: str
+    best: str
+    worst: str
+    diff: Interval
+    """best − worst over shared cases (estimate = max − min of the variants' means over those cases)."""
+
+    @property
+    def decided(self) -> bool:
+        return self.diff.low > 0
+
+
+@dataclass(frozen=True, slots=True)
+class PairAcrossVariants:
+    """Two models' paired verdict under each variant both were asked with, and what they add up to."""
+
+    a: str
+    b: str
+    per_variant: dict[str, Interval]
+    """Per variant, mean(a − b) over the cases both scored under it, with its interval."""
+    winners: dict[str, str | None]
+    """Per variant, the model the interval decides for, or None (undecided)."""
+    verdict: str
+    """HOLDS, FLIPS, UNDECIDED_IN_SOME or UNDECIDED."""
+
+    @property
+    def depends_on_prompt(self) -> bool:
+        return self.verdict != HOLDS
+
+    def text(self) -> str:
+        """The verdict in words, naming the variants that decide it."""
+        if not self.per_variant:
+            return f"{self.a} vs {self.b}: not enough evidence: no prompt variant both were asked with"
+        by = {w: [v for v, x in self.winners.items() if x == w] for w in (self.a, self.b, None)}
+        if self.verdict == HOLDS:
+            return f"{self.winners[next(iter(self.winners))]} ahead under every prompt variant"
+        if self.verdict == FLIPS:
+            return (f"ordering depends on the prompt: {self.a} ahead under {', '.join(by[self.a])}, {self.b} under "
+                    f"{', '.join(by[self.b])}")
+        if self.verdict == UNDECIDED_IN_SOME:
+            lead = self.a if by[self.a] else self.b
+            return (f"ordering depends on the prompt: {lead} ahead under {', '.join(by[lead])}, undecided under "
+                    f"{', '.join(by[None])}")
+        return f"not enough evidence under any prompt variant ({', '.join(self.per_variant)})"
+
+
+@dataclass(frozen=True, slots=True)
+class PromptRobustness:
+    """What a run with prompt variants says about them: per model × variant scores, spreads, pair verdicts."""
+
+    variants: tuple[str, ...]
+    scores: tuple[VariantScore, ...]
+    spreads: tuple[Spread, ...]
+    pairs: tuple[PairAcrossVariants, ...]
+    level: float = LEVEL
+
+    @property
+    def fragile(self) -> tuple[PairAcrossVariants, ...]:
+        """The pairs whose ordering depends on the prompt (flips or undecided in some)."""
+        return tuple(p for p in self.pairs if p.verdict in (FLIPS, UNDECIDED_IN_SOME))
+
+    def summary(self) -> str:
+        """One sentence for a page's margin: the variants, which orderings depend on the prompt and which hold, and
+        the widest spread."""
+        head = f"{len(self.variants)} prompt variants ({', '.join(self.variants)})"
+        fragile = self.fragile
+        parts = [f"{p.a} vs {p.b}: {p.text()}" for p in fragile]
+        held = [f"{p.a} vs {p.b}" for p in self.pairs if p.verdict == HOLDS]
+        if held:
+            parts.append(f"holds under every variant: {', '.join(held)}")
+        open_ = [f"{p.a} vs {p.b}" for p in self.pairs if p.verdict == UNDECIDED]
+        if open_:
+            parts.append(f"undecided under every variant: {', '.join(open_)}")
+        if self.spreads:
+            wide = max(self.spreads, key=lambda s: s.diff.estimate)
+            parts.append(f"widest spread {wide.model} {wide.diff.estimate:+.3f} ({wide.best} − {wide.worst}, "
+                         f"{'decided' if wide.decided else 'not decided'})")
+        return f"{head}; " + "; ".join(parts) if parts else head
+
+    def score(self, model: str, variant: str) -> Interval | None:
+        return next((s.score for s in self.scores if s.model == model and s.variant == variant), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-shaped (NaN as None), for the report and the bake-off page."""
+        def iv(i: Interval) -> dict[str, Any]:
+            return {k: (None if isinstance(x, float) and not np.isfinite(x) else x)
+                    for k, x in (("estimate", i.estimate), ("low", i.low), ("high", i.high), ("n", i.n))}
+
+        return {
+            "variants": list(self.variants),
+            "level": self.level,
+            "scores": [{"model": s.model, "variant": s.variant, "score": iv(s.score)} for s in self.scores],
+            "spreads": [{"model": s.model, "best": s.best, "worst": s.worst, "diff": iv(s.diff),
+                         "decided": s.decided} for s in self.spreads],
+            "pairs": [{"a": p.a, "b": p.b, "verdict": p.verdict, "text": p.text(),
+                       "per_variant": {v: {"diff": iv(d), "winner": p.winners[v]} for v, d in p.per_variant.items()}}
+                      for p in self.pairs],
+        }
+
+
+def analyse_variants(vr: VariantResults, *, n_resamples: int = N_RESAMPLES, level: float = LEVEL,
+                     seed: int = 0) -> PromptRobustness:
+    """Per model × variant scores, each model's spread, and every pair's verdict across variants."""
+    scores: list[VariantScore] = []
+    spreads: list[Spread] = []
+    means: dict[tuple[int, int], Floats] = {}
+    asked = {m: vr.asked.get(m, vr.variants) for m in vr.models}
+    for mi, m in enumerate(vr.models):
+        mine = [vi for vi, v in enumerate(vr.variants) if v in asked[m]]
+        for vi in mine:
+            x = means[(mi, vi)] = vr.case_means(mi, vi)
+            scores.append(VariantScore(m, vr.variants[vi], mean_ci(x[~np.isnan(x)], n_resamples=n_resamples,
+                                                                   level=level, seed=seed)))
+        spread = _spread(m, [(vr.variants[vi], means[(mi, vi)]) for vi in mine], n_resamples, level, seed)
+        if spread is not None:
+            spreads.append(spread)
+    pairs: list[PairAcrossVariants] = []
+    for (ai, a), (bi, b) in itertools.combinations(enumerate(vr.models), 2):
+        per: dict[str, Interval] = {}
+        winners: dict[str, str | None] = {}
+        for vi, v in enumerate(vr.variants):
+            if v not in asked[a] or v not in asked[b]:
+                continue
+            x, y = means[(ai, vi)], means[(bi, vi)]
+            both = ~np.isnan(x) & ~np.isnan(y)
+            if not both.any():
+                continue
+            c = paired_differences(x[both], y[both], n_resamples=n_resamples, level=level, seed=seed, labels=(a, b))
+            per[v] = c.diff
+            winners[v] = a if c.diff.low > 0 else b if c.diff.high < 0 else None
+        pairs.append(PairAcrossVariants(a, b, per, winners, _verdict(a, b, winners)))
+    return PromptRobustness(vr.variants, tuple(scores), tuple(spreads), tuple(pairs), level)
+
+
+def _spread(model: str, per_variant: Sequence[tuple[str, Floats]], n_resamples: int, level: float,
+            seed: int) -> Spread | None:
+    """Best − worst variant over the cases every variant of the model scored, with a paired interval."""
+    if len(per_variant) < 2:
+        return None
+    stacked = np.vstack([x for _, x in per_variant])
+    shared = ~np.isnan(stacked).any(axis=0)
+    if not shared.any():
+        return None
+    col = stacked[:, shared]
+    avg = col.mean(axis=1)
+    best, worst = int(np.argmax(avg)), int(np.argmin(avg))
+    if best == worst:  # every variant scored alike: a spread of zero, between the first and the last named
+        z = Interval(0.0, 0.0, 0.0, int(shared.sum()))
+        return Spread(model, per_variant[0][0], per_variant[-1][0], z)
+    c = paired_differences(col[best], col[worst], n_resamples=n_resamples, level=level, seed=seed)
+    return Spread(model, per_variant[best][0], per_variant[worst][0], c.diff)
+
+
+def _verdict(a: str, b: str, winners: dict[str, str | None]) -> str:
+    decided = {w for w in winners.values() if w is not None}
+    if len(decided) > 1:
+        return FLIPS
+    if not decided:
+        return UNDECIDED
+    return HOLDS if all(w is not None for w in winners.values()) else UNDECIDED_IN_SOME
+
+
+def prompt_robustness(run: StoredRun, *, n_resamples: int = N_RESAMPLES, level: float = LEVEL
+                      ) -> PromptRobustness | None:
+    """The prompt-variant analysis of a stored run (its read model's `variants`), or None when the run had no
+    prompt variants: the one function the report and the bake-off page call."""
+    if run.variants is None:
+        return None
+    return analyse_variants(run.variants, n_resamples=n_resamples, level=level)

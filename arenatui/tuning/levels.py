@@ -188,6 +188,13 @@ class _Model:
     quick: bool = False
     """Windows need only their attempts, not `min_s`: set while a tuner climbs far below any limit, where a
     rough figure is enough to take the next step."""
+    hold: int = 0
+    """Which hold this is (counts level changes)."""
+    sent: dict[tuple[str, int], int] = field(default_factory=dict)
+    """Attempts in flight → the hold they were sent in."""
+    debt: set[tuple[str, int]] = field(default_factory=set)
+    """Calls refused under an earlier hold and not ended yet: a provider still counts that storm against its limit,
+    so their refusals now are the old level's debt, not evidence against this one."""
 
 
 def _usual(acc: _Acc) -> int:
@@ -241,8 +248,10 @@ class LevelTracker:
             if m is not None:
                 self._advance(m, st.t)
                 m.in_flight += 1
+                key = (st.case_id, st.trial)
+                m.sent[key] = m.hold
                 if m.backoff:
-                    m.backoff.pop((st.case_id, st.trial), None)
+                    m.backoff.pop(key, None)
         elif tp is CallRetrying:
             self._retrying(ev)  # type: ignore[arg-type]
         elif tp is ConcurrencyChanged:
@@ -311,6 +320,10 @@ class LevelTracker:
             del m.backoff[key]
         elif r.attempts > 0:
             m.in_flight -= 1
+        earlier = m.sent.pop(key, m.hold) != m.hold
+        if m.debt:
+            earlier = key in m.debt or earlier
+            m.debt.discard(key)
         if r.error_class == "cancelled":
             return
         if m.ready_t is None:
@@ -330,6 +343,9 @@ class LevelTracker:
                 acc.lat_sum += lat
                 acc.latencies.append(lat)
         else:
+            if err == "rate_limited" and earlier:
+                acc.attempts -= 1  # the debt of an earlier hold (see _Model.debt): not this level's evidence
+                return
             acc.given_up += 1
             if err == "rate_limited":
                 acc.rate_limited += 1
@@ -344,9 +360,14 @@ class LevelTracker:
             return
         acc = self._advance(m, ev.t)
         m.in_flight -= 1
-        m.backoff[(ev.case_id, ev.trial)] = ev.t + ev.delay
+        key = (ev.case_id, ev.trial)
+        m.backoff[key] = ev.t + ev.delay
         if m.ready_t is None:
             m.ready_t = ev.t
+        earlier = m.sent.pop(key, m.hold) != m.hold or key in m.debt
+        if earlier and ev.reason == "rate_limited":
+            m.debt.add(key)  # refused again: still the earlier hold's debt
+            return
         if acc is None:
             return
         acc.attempts += 1
@@ -382,6 +403,8 @@ class LevelTracker:
         m.hold_start = t
         m.settle_until = t + self._settle(m, t)
         m.acc = None
+        m.hold += 1
+        m.debt = set(m.backoff)  # sleeping after a refusal at the level just left
 
     def _maybe_close(self, m: _Model, t: float) -> None:
         """Close the window when it has the evidence (called once it has min_calls attempts: needed() is at least

@@ -114,3 +114,47 @@ def test_an_unscored_or_unjudgeable_answer_is_the_providers_answer() -> None:
         count(ev)
     assert tr.readout("m").levels[0].answered == 2  # the unscored answer and the unjudgeable one
     assert (count.answered, count.errored) == (3, 1)
+
+
+def test_a_storms_refusals_after_the_level_drops_are_not_the_new_levels_evidence() -> None:
+    """A slow 429 of an attempt sent at the level just left, and the re-refusals of calls already refused there
+    (the provider still counts that storm), belong to the old level: the new one is judged by its own attempts."""
+    tr = LevelTracker(["m"], evidence=Evidence(min_calls=10, min_s=0.5, per_level=3, max_settle_s=0.0))
+    tr.on_event(ConcurrencyChanged(0, 16, "m", "tuner", 100.0, 0.0))
+    tr.on_event(CallFinished(_result("warm"), 100.0))  # the model is ready: windows may open
+    t = 100.1
+    for i in range(6):  # sent at 16: in flight, and slow to be refused
+        tr.on_event(CallStarted("m", f"late{i}", 0, 1, t))
+    for i in range(4):  # refused at 16, sleeping before a retry when the level drops
+        tr.on_event(CallStarted("m", f"sleep{i}", 0, 1, t))
+        tr.on_event(CallRetrying("m", f"sleep{i}", 0, 1, "rate_limited", 0.01, "429", t, None))
+    tr.on_event(ConcurrencyChanged(16, 8, "m", "tuner", 100.2, 0.0))
+    t = 100.3
+    tr.on_event(CallStarted("m", "open", 0, 1, t))  # opens the window at 8
+    tr.on_event(CallFinished(_result("open"), t))
+    for i in range(6):  # the slow refusals of attempts sent at 16 arrive now
+        tr.on_event(CallRetrying("m", f"late{i}", 0, 1, "rate_limited", 0.01, "429", t + 0.01, None))
+    for i in range(4):  # the sleepers retry at 8 and are refused again
+        tr.on_event(CallStarted("m", f"sleep{i}", 0, 2, t + 0.02))
+        tr.on_event(CallRetrying("m", f"sleep{i}", 0, 2, "rate_limited", 0.01, "429", t + 0.03, None))
+    for i in range(40):  # level 8's own calls: all answered
+        t += 0.0125
+        tr.on_event(CallStarted("m", f"own{i}", 0, 1, t))
+        tr.on_event(CallFinished(_result(f"own{i}", lat=100.0), t + 0.1))
+    tr.on_event(ConcurrencyChanged(8, 8, "m", "user", t + 1.0, 0.0))  # end the hold: keep what it measured
+    (level8,) = [lv for lv in tr.readout("m").levels if lv.level == 8]
+    assert level8.rate_limited == 0 and level8.answered >= 40
+    # a fresh call refused at 8 still counts against 8
+    tr2 = LevelTracker(["m"], evidence=Evidence(min_calls=10, min_s=0.5, per_level=3, max_settle_s=0.0))
+    tr2.on_event(ConcurrencyChanged(0, 8, "m", "tuner", 100.0, 0.0))
+    tr2.on_event(CallFinished(_result("warm"), 100.0))
+    tr2.on_event(CallStarted("m", "open", 0, 1, 100.1))
+    tr2.on_event(CallFinished(_result("open"), 100.1))
+    tr2.on_event(CallStarted("m", "fresh", 0, 1, 100.2))
+    tr2.on_event(CallRetrying("m", "fresh", 0, 1, "rate_limited", 0.01, "429", 100.3, None))
+    for i in range(40):
+        tr2.on_event(CallStarted("m", f"own{i}", 0, 1, 100.3 + i * 0.0125))
+        tr2.on_event(CallFinished(_result(f"own{i}"), 100.4 + i * 0.0125))
+    tr2.on_event(ConcurrencyChanged(8, 8, "m", "user", 102.0, 0.0))
+    (fresh8,) = [lv for lv in tr2.readout("m").levels if lv.level == 8]
+    assert fresh8.rate_limited == 1

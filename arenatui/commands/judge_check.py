@@ -12,9 +12,11 @@ disagreement: it is a reliability problem of the judge's own.
 from __future__ import annotations
 
 import argparse
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from arenatui.stats.proportions import Z95
+from arenatui.stats.proportions import wilson_interval as proportion_interval
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -22,20 +24,10 @@ if TYPE_CHECKING:
     from arenatui.config.schema import Case, ModelConfig, Project, ScorerConfig
     from arenatui.providers.base import Provider
 
-Z95 = 1.959963984540054
-"""The two-sided 95% normal quantile."""
-
 
 def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion k/n: unlike the normal one it stays within [0, 1] and is honest at
-    the small n a judge check has (10 of 10 agreeing gives 0.72-1.00, not 1.00-1.00)."""
-    if n <= 0:
-        return 0.0, 1.0
-    p = k / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (0.0 if k == 0 else max(0.0, centre - half)), (1.0 if k == n else min(1.0, centre + half))
+    """A judge's agreement interval (`stats.proportions`); with no answers at all, the whole of [0, 1]."""
+    return proportion_interval(k, n, z) or (0.0, 1.0)
 
 
 @dataclass(frozen=True, slots=True)

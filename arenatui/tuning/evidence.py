@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from arenatui.stats.proportions import wilson_interval
+
 MIN_ANSWERED = 20
 """Answered calls before a level's goodput counts (its 95% Poisson interval is then within about ±45%)."""
 MIN_LATENCIES_HELD = 2.0
@@ -55,17 +57,6 @@ def poisson_interval(k: int, z: float = Z) -> tuple[float, float]:
     k1 = k + 1
     hi = k1 * (1 - 1 / (9 * k1) + z / (3 * math.sqrt(k1))) ** 3
     return max(0.0, lo), hi
-
-
-def wilson_interval(k: int, n: int, z: float = Z) -> tuple[float, float] | None:
-    """Wilson score interval of a share k/n; None when n is 0."""
-    if n <= 0:
-        return None
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return max(0.0, c - h), min(1.0, c + h)
 
 
 @dataclass(frozen=True, slots=True)

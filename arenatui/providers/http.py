@@ -511,6 +511,7 @@ class HttpProvider:
         self._timeout_s = run.timeout_s
         self._fake = transport
         self._wire: Wire | None = None
+        self._timeouts: tuple[type[BaseException], ...] = (TimeoutError,)
 
     @property
     def wire(self) -> Wire:
@@ -522,6 +523,7 @@ class HttpProvider:
                                     f"use \"auto\" or \"httpx\" here")
             self._wire = open_wire(name, self._headers, self._timeout_s, self._fake,
                                    tls=self.url.lower().startswith("https:"))
+            self._timeouts = (TimeoutError, *self._wire.timeout_errors)  # ours (the deadline), and the library's
         return self._wire
 
     def prepare(self) -> None:
@@ -554,7 +556,7 @@ class HttpProvider:
                              allow_nan=False).encode()
         wire = self._wire or self.wire
         reading: list[StreamReader] = []  # the stream's reader once the answer's headers came: its first token
-        timeouts: tuple[type[BaseException], ...] = (TimeoutError, *wire.timeout_errors)  # ours, and the library's
+        timeouts = self._timeouts
         try:
             with anyio.fail_after(request.timeout_s):
                 t0 = time.monotonic()

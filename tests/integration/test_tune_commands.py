@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import tomllib
 from pathlib import Path
@@ -72,8 +73,10 @@ def test_tune_recommends_each_models_optimum_and_write_keeps_comments(
     data = tomllib.loads(proj.read_text(encoding="utf-8"))
     levels = {m["key"]: m.get("max_concurrency") for m in data["models"]}
     assert levels["ceiling"] == 2
-    assert levels["local"] == 1, out  # a serial server: flat from 1
-    assert "local: optimum ≈ 1: goodput flat above 1" in out
+    assert levels["local"] == 1, out  # a serial server: nothing above 1 does better
+    # 'flat' or 'lower' is the machine's say, not the server's: a stall at a higher level (a busy CI box) makes its
+    # measured goodput lower, and the verdict reports what was measured
+    assert re.search(r"local: optimum ≈ 1: goodput (flat|lower) above 1", out), out
     text = proj.read_text(encoding="utf-8")
     for comment in ("# tuning scenarios", "# a name", "# a provider that answers 429 past 6 at once",
                     "# was set by hand", "# a local server that serves one request at a time"):
@@ -140,13 +143,18 @@ def test_sweep_prints_errored_beside_wall_clock_marks_the_knee_and_stores_one_ru
     header = next(line for line in out.splitlines() if "wall s" in line)
     assert header.index("wall s") < header.index("errored") < header.index("goodput")
     assert "◀ knee" in out
-    assert "verdict: optimum ≈ 1: goodput flat above 1" in out, out  # a serial server
+    # the verdict names the knee row; which level that is, and whether goodput above it reads 'flat' or 'lower',
+    # is what this machine measured (a stall at one level on a busy box moves it), so it is read, not assumed;
+    # the rule itself is pinned on fixed evidence in tests/unit/test_tuning_evidence.py
+    said = re.search(r"verdict: optimum ≈ (\d+): goodput (flat|lower) above \1", out)
+    assert said, out
     assert "level 1 (1 of 3): " in cap.err and "level 4 (3 of 3): " in cap.err  # progress as each level ends
     with sqlite3.connect(db) as c:
         rows = c.execute("SELECT level, run_id, knee FROM level_sweeps ORDER BY level").fetchall()
         assert [r[0] for r in rows] == [1, 2, 4]
         assert len({r[1] for r in rows}) == 3
         assert sum(r[2] for r in rows) == 1
+        assert [r[0] for r in rows if r[2]] == [int(said.group(1))]
         assert c.execute("SELECT COUNT(DISTINCT run_id) FROM results").fetchone()[0] == 3
 
 

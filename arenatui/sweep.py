@@ -242,7 +242,12 @@ class Sweep:
         for m in self.live.models:
             cap = self.runner.model_cap(m.key)
             starts[m.key] = cap or max(1, m.in_flight or self.runner.target // max(1, len(self.live.models)))
-        return self.tuner.toggle(starts)
+        return self.tuner.toggle(starts, self._calls_left())
+
+    def _calls_left(self) -> dict[str, int]:
+        """Each model's calls still to make (stored ones and this session's finished ones left out): the tuner tries
+        no level they cannot fill."""
+        return {m.key: max(0, m.planned - m.done) for m in self.live.models}
 
     def resume_in(self, command: str) -> str:
         """The command line that continues this run with `arena COMMAND` ('evaluate' or 'run')."""
@@ -285,7 +290,7 @@ class Sweep:
             n = max(1, len(self.plan.models))
             # from the model's share of the global level (at least 2: one more look than a serial server needs)
             self.tuner.enable({m.key: self.runner.model_cap(m.key) or max(2, self.runner.target // n)
-                               for m in self.plan.models})
+                               for m in self.plan.models}, self._calls_left())
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.writer.run)

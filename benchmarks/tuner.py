@@ -246,6 +246,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--calls", type=int, default=800)
     ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--modes", default="tuner,aimd", help="which of tuner,aimd to run beside the oracle")
     ap.add_argument("--verbose", action="store_true", help="print each run's verdict")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -260,7 +261,7 @@ def main() -> None:
             oracle = oracle_of(shape, statistics.mean(lats) if lats else None)
             emit(f"{name}_oracle_level", oracle, "level")
             emit(f"{name}_oracle_wall_s", base, "s")
-            for mode in ("tuner", "aimd"):
+            for mode in args.modes.split(","):
                 runs = [run_one(d, name, shape, mode, s, db, calls) for s in range(args.seeds)]
                 judged = [judge(r["verdict"], oracle) for r in runs]
                 if args.verbose:

@@ -32,7 +32,7 @@ How it moves:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -54,6 +54,12 @@ NOT_COUNTED = -2
 """The batch epoch of an attempt `ModelController.started` never counted (sent before the tuner's level held)."""
 BASELINE_N = 10
 """Latencies behind the ramp's baseline (their median) before latency can say that the server queues."""
+WIDE_LEVEL = 8
+"""From this level the doubling ramp waits for two rounds of attempts before it doubles again (`batch_span`)."""
+ROUNDS_LEFT = 4
+"""The tuner never moves up to a level the model's calls left cannot fill this many times: a level held for fewer
+rounds saves less wall clock than the climb to it costs, and a limit crossed on the way costs retries that the few
+calls left cannot earn back (a tiny budget ends before any level is measured)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +189,9 @@ class ModelController:
     aftermath: int = 0
     """429s since the last window (or move) of attempts sent at a level above the current one: the storm already
     acted on, not held against this level when its window is judged."""
+    left: int | None = None
+    """Calls the model still has to make (None: not known): no move up to a level they cannot fill ROUNDS_LEFT
+    times (`affordable`)."""
 
     @property
     def held_level(self) -> int:
@@ -215,7 +224,12 @@ class ModelController:
     def batch_span(self) -> int:
         """Attempts started at a level that must all come back before the ramp leaves it: a level's worth, so the
         calls that replace the previous level's as they finish are in it (a token bucket's burst lets the first
-        ones through; the refusals come in the second round, and a slow gateway sends them after the answers)."""
+        ones through; the refusals come in the second round, and a slow gateway sends them after the answers).
+        Two level's worth when doubling from WIDE_LEVEL up: a doubling there adds more calls at once than a bucket's
+        burst absorbs in one round, and the storm an overshoot sets off (a slow gateway's refusals arrive after the
+        ramp moved on, at twice the level) costs more retries than the extra latency costs wall clock."""
+        if self.ramp_top is None and self.level >= WIDE_LEVEL:
+            return 2 * self.level
         return max(2, self.level)
 
     def started(self) -> int:
@@ -238,6 +252,12 @@ class ModelController:
             self.batch_out = max(0, self.batch_out - 1)
         if refused:
             self.refused_at.add(level)
+
+    def affordable(self, up: int) -> int:
+        """The highest level from the current one up to `up` that the calls left can fill ROUNDS_LEFT times."""
+        if self.left is None or up <= self.level:
+            return up
+        return max(self.level, min(up, self.left // ROUNDS_LEFT))
 
     def _last_clean_below(self, level: int) -> int | None:
         """The highest level this ramp stood at below `level` with no attempt refused (the ramp left each only once
@@ -321,6 +341,10 @@ class ModelController:
             up -= 1
         if up <= self.level:
             return self._ramp_done(f"at the ceiling ({self.ceiling}) or below a level that erred")
+        if self.affordable(up) <= self.level:
+            return self._ramp_done(f"{self.left} calls left: a level above {self.level} would not be held "
+                                   f"{ROUNDS_LEFT} rounds")
+        up = self.affordable(up)
         self.ramp_prev = self.level
         self.ramp_rising = True
         rate = f"goodput {self.ramp_all / since_s:.1f}/s, " if since_s > 0 else ""
@@ -485,7 +509,7 @@ class ModelController:
         return g
 
     def _move(self, new: int, reason: str) -> Decision | None:
-        new = max(1, min(self.ceiling, new))
+        new = self.affordable(max(1, min(self.ceiling, new)))
         if new == self.level:
             return None
         self.windows_here = 0
@@ -751,6 +775,8 @@ class Tuner:
             c = self._live(r.model_key)
             if c is None:
                 return
+            if c.left is not None:
+                c.left -= 1
             limited = r.error_class == "rate_limited"
             if sent is not None and sent[1]:
                 c.ended(sent[1], sent[2], limited)
@@ -786,8 +812,9 @@ class Tuner:
         top = min(self.settings.max_level, MAX_CONCURRENCY)
         return min(top, user) if user else top
 
-    def enable(self, start_levels: dict[str, int] | None = None) -> None:
-        """Switch on (or back on after a suspension): each model starts from its current level."""
+    def enable(self, start_levels: dict[str, int] | None = None, calls_left: Mapping[str, int] | None = None) -> None:
+        """Switch on (or back on after a suspension): each model starts from its current level. `calls_left`: the
+        calls each model still has to make, when known (no level above what they can fill is tried)."""
         self.enabled = True
         self.tracker.watch = self._watch
         self.suspended.clear()
@@ -796,6 +823,7 @@ class Tuner:
             start = start_levels.get(k) or self._caps(k) or 1
             start = max(1, min(self.ceiling(k), start))
             self.controllers[k] = ctl = ModelController(k, start, self.ceiling(k), self.settings)
+            ctl.left = (calls_left or {}).get(k)
             if self.settings.ramp:
                 ctl.start_ramp()
             self._changed_at[k] = self._clock()
@@ -810,11 +838,11 @@ class Tuner:
             self.tracker.set_quick(k, False)
         self._emit(TunerDecided(None, 0, 0, "tuner off: levels stay where they are", self._clock()))
 
-    def toggle(self, start_levels: dict[str, int] | None = None) -> bool:
+    def toggle(self, start_levels: dict[str, int] | None = None, calls_left: Mapping[str, int] | None = None) -> bool:
         if self.enabled:
             self.disable()
         else:
-            self.enable(start_levels)
+            self.enable(start_levels, calls_left)
         return self.enabled
 
     def _apply_all(self, why: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from arenatui.tuning.controller import ModelController, Tuner, TunerSettings
+from arenatui.tuning.controller import ROUNDS_LEFT, WIDE_LEVEL, ModelController, Tuner, TunerSettings
 from arenatui.tuning.levels import Window
 
 LAT = 0.1
@@ -356,7 +356,7 @@ def test_a_slow_429_arriving_after_the_ramp_moved_on_ends_it_below_the_level_it_
     ctl.start_ramp()
     answer_all(ctl, 4, [ctl.started() for _ in range(4)])
     answer_all(ctl, 8, [ctl.started() for _ in range(8)])
-    batch = [ctl.started() for _ in range(16)]
+    batch = [ctl.started() for _ in range(32)]  # from WIDE_LEVEL up a batch is two rounds of the level
     late = ctl.started()  # sent at 16 after its batch: the ramp does not wait for it
     assert late == -1
     answer_all(ctl, 16, batch)
@@ -476,20 +476,20 @@ def test_the_tuner_holds_a_slow_429_against_the_level_its_attempt_was_sent_at() 
         tuner.on_event(CallFinished(result(f"a{i}", 20.0), t))
     assert levels["m"] == 16
     t = step(100.04)
-    for i in range(17):  # 16 in the batch, and one more that the gateway will take 60 ms to refuse
+    for i in range(33):  # 32 in the batch (two rounds from WIDE_LEVEL), and one more the gateway takes 60 ms to refuse
         tuner.on_event(CallStarted("m", f"b{i}", 0, 1, t))
     t = step(100.06)
-    for i in range(16):
+    for i in range(32):
         tuner.on_event(CallFinished(result(f"b{i}", 20.0), t))
     assert levels["m"] == 32
     t = step(100.10)  # the refusal of the attempt sent at 16 arrives at 32
-    tuner.on_event(CallRetrying("m", "b16", 0, 1, "rate_limited", 0.0, "429", t, 0.0))
+    tuner.on_event(CallRetrying("m", "b32", 0, 1, "rate_limited", 0.0, "429", t, 0.0))
     assert levels["m"] == 8 and "(sent at 16)" in tuner.decisions[-1].reason
     # its retry is answered: the baseline gets the answered attempt's latency, never the refused one's 60 ms
     t = step(100.11)
-    tuner.on_event(CallStarted("m", "b16", 0, 2, t))
+    tuner.on_event(CallStarted("m", "b32", 0, 2, t))
     t = step(100.13)
-    tuner.on_event(CallFinished(result("b16", 20.0, attempts=2), t))
+    tuner.on_event(CallFinished(result("b32", 20.0, attempts=2), t))
     assert ctl.base_pool and max(ctl.base_pool) == 0.02
 
 
@@ -544,3 +544,61 @@ def test_429s_trickling_in_at_a_low_level_or_where_the_level_below_is_worse_do_n
     ctl = held(12)
     ctl.goodput = {11: 490.0, 12: 500.0}  # as good: the limit is a rate, and 12's 429s buy nothing
     assert trickle(ctl)[-1] is not None and ctl.level == 11
+
+
+def test_from_a_wide_level_the_ramp_waits_for_two_rounds_so_a_slow_refusal_in_the_second_stops_it() -> None:
+    # a token bucket's burst lets the first round at a doubled level through; a gateway slow to refuse sends the
+    # second round's refusals after its answers: doubling again before they are back is a storm at twice the level
+    ctl = ModelController("m", 4, ceiling=64)
+    ctl.start_ramp()
+    assert ctl.batch_span == 4  # below WIDE_LEVEL: one round
+    answer_all(ctl, 4, [ctl.started() for _ in range(4)])
+    assert ctl.level == WIDE_LEVEL == 8 and ctl.batch_span == 16
+    first = [ctl.started() for _ in range(8)]
+    second = [ctl.started() for _ in range(8)]  # replacing the first round's calls as they finish
+    assert -1 not in second and ctl.started() == -1  # the 17th is past the span
+    answer_all(ctl, 8, first + second[:7])  # every answer in but one of the second round
+    assert ctl.level == 8 and ctl.batch_out == 1
+    ctl.ended(8, second[7], True)  # refused, late
+    d = ctl.limited(0.0, started_at=8)
+    assert d is not None and d.new == 4 and "back to 4" in d.reason and ctl.ramp_top == 8
+    # a recovery ramp (adding one) waits for one round, as before
+    assert ctl.batch_span == 4
+
+
+def test_no_move_up_to_a_level_the_calls_left_cannot_fill_four_times() -> None:
+    # a tiny budget: 60 calls in all, 14 done on the way to 8, 46 left: 16 would be held under 3 rounds and could
+    # cross a limit the few calls left cannot earn back; the ramp goes no higher than 46 // 4 = 11
+    ctl = ModelController("m", 8, ceiling=64)
+    ctl.start_ramp()
+    ctl.left = 46
+    assert ctl.affordable(16) == 11 == 46 // ROUNDS_LEFT and ctl.affordable(5) == 5
+    d = None
+    for _ in range(8):
+        d = ctl.answered(LAT, LAT, fresh=True) or d
+    assert d is not None and d.new == 11
+    ctl.left = 40  # 40 // 4 = 10: nothing above 11 is worth it; the ramp ends where it is
+    for _ in range(12):
+        assert ctl.answered(LAT, LAT, fresh=True) is None
+    assert ctl.level == 11 and phase_of(ctl) != "ramp"
+    # every move up is bounded so (a climb, a probe); a move down never is
+    assert ctl._move(20, "up") is None and ctl.level == 11
+    d = ctl._move(3, "down")
+    assert d is not None and d.new == 3
+    # an unknown budget bounds nothing
+    ctl.left = None
+    assert ctl.affordable(64) == 64
+
+
+def test_the_tuner_counts_down_the_calls_left_as_calls_end() -> None:
+    from arenatui.engine.events import CallFinished, CallResult
+
+    levels: dict[str, int] = {}
+    tuner = Tuner(["m", "n"], set_level=levels.__setitem__, set_total=lambda n: None, emit=lambda ev: None,
+                  caps=lambda k: None, clock=lambda: 0.0)
+    tuner.enable({"m": 2, "n": 2}, calls_left={"m": 60})
+    for i in range(5):
+        r = CallResult("m", f"c{i}", 0, "passed", "x", 1.0, True, None, None, 1, 20.0, 20.0, None, 1, 1, 0.0, "stop",
+                       False, 0.0, 0.1)
+        tuner.on_event(CallFinished(r, t=0.1 * i))
+    assert tuner.controllers["m"].left == 55 and tuner.controllers["n"].left is None

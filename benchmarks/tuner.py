@@ -2,6 +2,7 @@
 optimum is computable (issue 19).
 
     python benchmarks/tuner.py [--seeds 20] [--calls 800] [--shapes rpm,slow429,ceiling,serial,halving,jitter,tiny]
+        [--modes tuner,aimd[,climb]] [--verbose]
 
 Shapes (one simulated model each, latencies of a few tens of ms so a run takes about a second):
 - rpm: a rate limit of 500 requests/s (a bucket of 10), 20 ms calls, 429s answered at once: oracle 10
@@ -21,7 +22,9 @@ per latency, +1 after `level` answered calls without one, never above the projec
 run (capped at the oracle level) runs on 3 seeds and its mean wall clock is the reference; for a rate limit the oracle
 level is rate × the mean latency those runs measured (a busy machine stretches a 20 ms call by a few ms, which moves
 the optimum by a level). Both modes' recommendation is the one verdict (`tuning.evidence.verdict`) over the levels the
-run held, so they differ only in how they moved.
+run held, so they differ only in how they moved. On the tiny shape a third mode, climb, doubles from 2 after each
+level's worth of answers up to the oracle level and never past it: no climber that starts at 2 without knowing the
+limit can finish a budget sooner, so its wall ÷ oracle is that shape's floor.
 
 Per shape and mode, JSON lines: <shape>_<mode>_within_one (share of seeds whose verdict names a level within one of
 the oracle: target >= 0.95), <shape>_<mode>_wrong_confident (an optimum, a cap or a rate limit more than one level
@@ -156,6 +159,19 @@ class Aimd:
             self.sweep.runner.set_concurrency(n, source="aimd")
 
 
+class Climb(Aimd):
+    """The floor for any climber from START on a shape it knows nothing of: double after each level's worth of answers
+    (about one latency a step), never past the oracle level, so never a 429 (`--modes climb`; the tiny shape runs it
+    by default: its wall ÷ oracle is the least a start at 2 costs on a budget that ends during the climb)."""
+
+    def __call__(self, ev: Event) -> None:
+        if self.sweep is not None and type(ev) is CallFinished and ev.result.status != "errored":
+            self.good += 1
+            if self.good >= self.level:
+                self.good = 0
+                self._set(self.level * 2)
+
+
 def halve_limit(sweep: Sweep) -> None:
     prov = sweep.providers[MODEL]
     assert isinstance(prov, SimProvider)
@@ -182,7 +198,7 @@ def slow_refusals(prov: SimProvider, delay: float) -> None:
 
 def run_one(dirpath: Path, name: str, shape: Shape, mode: str, seed: int, db: Path, calls: int) -> dict[str, Any]:
     first = shape.start_oracle or shape.oracle
-    cap = first if mode == "oracle" else shape.cap
+    cap = first if mode in ("oracle", "climb") else shape.cap
     if shape.cap is not None and cap is not None:
         cap = min(cap, shape.cap)
     project = write_project(dirpath, name, shape, calls, cap)
@@ -199,7 +215,7 @@ def run_one(dirpath: Path, name: str, shape: Shape, mode: str, seed: int, db: Pa
 
     outcome = Outcome(calls, on_half)
     extra: list[Callable[[Event], None]] = [outcome]
-    aimd = Aimd(cap) if mode == "aimd" else None
+    aimd = Aimd(cap) if mode == "aimd" else Climb(cap) if mode == "climb" else None
     if aimd is not None:
         extra.append(aimd)
     sweep = Sweep(SweepOptions(project=project, db=db, concurrency=first if mode == "oracle" else START,
@@ -246,7 +262,8 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--calls", type=int, default=800)
     ap.add_argument("--shapes", default=",".join(SHAPES))
-    ap.add_argument("--modes", default="tuner,aimd", help="which of tuner,aimd to run beside the oracle")
+    ap.add_argument("--modes", default="tuner,aimd", help="which of tuner,aimd,climb to run beside the oracle (the tiny "
+                                                          "shape adds climb)")
     ap.add_argument("--verbose", action="store_true", help="print each run's verdict")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -261,7 +278,10 @@ def main() -> None:
             oracle = oracle_of(shape, statistics.mean(lats) if lats else None)
             emit(f"{name}_oracle_level", oracle, "level")
             emit(f"{name}_oracle_wall_s", base, "s")
-            for mode in args.modes.split(","):
+            modes = args.modes.split(",")
+            if name == "tiny" and "climb" not in modes and args.modes == ap.get_default("modes"):
+                modes.append("climb")
+            for mode in modes:
                 runs = [run_one(d, name, shape, mode, s, db, calls) for s in range(args.seeds)]
                 judged = [judge(r["verdict"], oracle) for r in runs]
                 if args.verbose:

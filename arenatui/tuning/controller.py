@@ -54,8 +54,10 @@ NOT_COUNTED = -2
 """The batch epoch of an attempt `ModelController.started` never counted (sent before the tuner's level held)."""
 BASELINE_N = 10
 """Latencies behind the ramp's baseline (their median) before latency can say that the server queues."""
-WIDE_LEVEL = 8
-"""From this level the doubling ramp waits for two rounds of attempts before it doubles again (`batch_span`)."""
+WIDE_LEVEL = 16
+"""From this level the doubling ramp waits for two rounds of attempts before it doubles again (`batch_span`). Not
+lower: two rounds at 8 make it a measured level on a hold of a latency or two, whose 20-odd answers are too few for
+its goodput to be compared with the levels measured properly (on a rate limit of 10 it was named the optimum)."""
 ROUNDS_LEFT = 4
 """The tuner never moves up to a level the model's calls left cannot fill this many times: a level held for fewer
 rounds saves less wall clock than the climb to it costs, and a limit crossed on the way costs retries that the few
@@ -295,17 +297,20 @@ class ModelController:
         if self.ramp_lat_min is None or latency_s < self.ramp_lat_min:
             self.ramp_lat_min = latency_s
         additive = self.ramp_top is not None
-        if self.ramp_answers < self.batch_size or self.batch_out > 0:
-            # up only once the whole batch came back: a refusal slower than an answer is still on its way
+        if self.ramp_answers < self.batch_size:
             return None
-        mean = self.ramp_lat_sum / self.ramp_answers
         batch = sorted(self.ramp_batch)
-        self.ramp_batch = []
         base = self.baseline
         # a queue makes every call of the batch slow, noise only some: the batch's lower quartile against the
         # median of at least BASELINE_N latencies from the levels below (never a baseline of two calls)
         low = batch[(len(batch) - 1) // 4]
         queued = base is not None and low > self.settings.queue_ratio * base
+        if self.batch_out > 0 and not queued:
+            # up only once the whole batch came back: a refusal slower than an answer is still on its way (a queue
+            # is read at once: waiting would only hold the level long enough to measure it queued)
+            return None
+        mean = self.ramp_lat_sum / self.ramp_answers
+        self.ramp_batch = []
         if not queued and len(self.base_pool) < 4 * BASELINE_N:
             self.base_pool.extend(batch)  # a slow batch is not unqueued latency
         if queued and not self.ramp_queued:

@@ -549,21 +549,21 @@ def test_429s_trickling_in_at_a_low_level_or_where_the_level_below_is_worse_do_n
 def test_from_a_wide_level_the_ramp_waits_for_two_rounds_so_a_slow_refusal_in_the_second_stops_it() -> None:
     # a token bucket's burst lets the first round at a doubled level through; a gateway slow to refuse sends the
     # second round's refusals after its answers: doubling again before they are back is a storm at twice the level
-    ctl = ModelController("m", 4, ceiling=64)
+    ctl = ModelController("m", 8, ceiling=64)
     ctl.start_ramp()
-    assert ctl.batch_span == 4  # below WIDE_LEVEL: one round
-    answer_all(ctl, 4, [ctl.started() for _ in range(4)])
-    assert ctl.level == WIDE_LEVEL == 8 and ctl.batch_span == 16
-    first = [ctl.started() for _ in range(8)]
-    second = [ctl.started() for _ in range(8)]  # replacing the first round's calls as they finish
-    assert -1 not in second and ctl.started() == -1  # the 17th is past the span
-    answer_all(ctl, 8, first + second[:7])  # every answer in but one of the second round
-    assert ctl.level == 8 and ctl.batch_out == 1
-    ctl.ended(8, second[7], True)  # refused, late
-    d = ctl.limited(0.0, started_at=8)
-    assert d is not None and d.new == 4 and "back to 4" in d.reason and ctl.ramp_top == 8
+    assert ctl.batch_span == 8  # below WIDE_LEVEL: one round
+    answer_all(ctl, 8, [ctl.started() for _ in range(8)])
+    assert ctl.level == WIDE_LEVEL == 16 and ctl.batch_span == 32
+    first = [ctl.started() for _ in range(16)]
+    second = [ctl.started() for _ in range(16)]  # replacing the first round's calls as they finish
+    assert -1 not in second and ctl.started() == -1  # the 33rd is past the span
+    answer_all(ctl, 16, first + second[:15])  # every answer in but one of the second round
+    assert ctl.level == 16 and ctl.batch_out == 1
+    ctl.ended(16, second[15], True)  # refused, late
+    d = ctl.limited(0.0, started_at=16)
+    assert d is not None and d.new == 8 and "back to 8" in d.reason and ctl.ramp_top == 16
     # a recovery ramp (adding one) waits for one round, as before
-    assert ctl.batch_span == 4
+    assert ctl.batch_span == 8
 
 
 def test_no_move_up_to_a_level_the_calls_left_cannot_fill_four_times() -> None:
@@ -602,3 +602,20 @@ def test_the_tuner_counts_down_the_calls_left_as_calls_end() -> None:
                        False, 0.0, 0.1)
         tuner.on_event(CallFinished(r, t=0.1 * i))
     assert tuner.controllers["m"].left == 55 and tuner.controllers["n"].left is None
+
+
+def test_a_queue_at_a_wide_level_is_read_without_waiting_for_its_second_round() -> None:
+    # a serial server of 5 ms: at 16 every call waits for the others (80 ms); waiting for two rounds to come back
+    # before saying so would hold 16 long enough to measure it, queued
+    ctl = ModelController("m", 16, ceiling=64)
+    ctl.start_ramp()
+    ctl.base_pool = [0.005] * 12  # the levels below answered in 5 ms
+    ctl.ramp_lat_min = 0.005
+    sent = [ctl.started() for _ in range(32)]
+    d = None
+    for i in range(16):  # two slow batches of 8 (one slow batch could be chance), the second round still out
+        ctl.ended(16, sent[i], False)
+        d = ctl.answered(0.08, since_s=0.005 * (i + 1), fresh=True) or d
+        if i < 15:
+            assert d is None and ctl.batch_out == 31 - i
+    assert d is not None and "the server queues" in d.reason and d.new == 1  # 200/s × 5 ms: one served at once

@@ -15,8 +15,9 @@ The stated minimums (README, "Finding the concurrency optimum"):
 - it is *refused* (past a limit) when at least `MIN_REFUSAL_ATTEMPTS` attempts ended there and the lower end of
   the Wilson interval of that error share is above `CLEAN_SHARE`: a storm proves a limit with few answers.
 
-The optimum is the lowest clean level as good as the best clean one: within FLAT of its goodput, or the level just
-below that one when its goodput interval reaches the best's (further down, an interval alone would be a guess).
+The optimum is the lowest clean level as good as the best clean one below any level that erred (refused, or
+measured past the bound): within FLAT of its goodput, or the level just below that one when its goodput interval
+reaches the best's (further down, an interval alone would be a guess).
 `verdict()` reads those and nothing else, and returns the verdict and the recommendation together, so no view can
 print one without the other or disagree with it.
 
@@ -188,7 +189,7 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None) -> Verdict:
     """The one verdict for a model's levels (see the module docstring for the rules).
 
     - `optimum ≈ N` only when N is measured and clean, its goodput is within FLAT of the best clean level below any
-      refused one (or N is the level just below the lowest such and its 95% interval reaches the best's goodput),
+      level that erred (refused, or measured past the bound) (or N is the level just below the lowest such and its 95% interval reaches the best's goodput),
       and some level above N was measured, or refused;
     - `429s from M` (or `errors from M`) only when M was refused or measured with errors;
     - `still rising at N: try higher` when nothing above N was measured; `capped at N by max_concurrency` when
@@ -219,7 +220,10 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None) -> Verdict:
 
     first_bad = next((r for r in rows if refused(r)), None)
     clean = [r for r in measured if bad_share(r) <= CLEAN_SHARE]
-    candidates = [r for r in clean if first_bad is None or r.level < first_bad.level]
+    # below any level that erred: refused, or measured past the bound (a gateway slow to refuse keeps the share of a
+    # level past its limit near the bound, one level over it and the next under: the one under is no optimum)
+    first_err = next((r for r in rows if erred(r)), None)
+    candidates = [r for r in clean if first_err is None or r.level < first_err.level]
     if not candidates:
         if first_bad is not None and first_bad.level == 1 and what(first_bad) == "429s":
             held = sum(r.held_s for r in rows if refused(r))

@@ -152,3 +152,16 @@ def test_an_interval_alone_never_names_a_level_more_than_one_below_the_best() ->
     assert v.kind == "optimum" and v.level == 11, v.text
     rows.append(lv(10, 40, 0.088, p50_ms=22.0))  # 455/s, 9% below: its interval reaches 500/s, and it is one below
     assert verdict(rows).level == 10
+
+
+def test_the_optimum_is_below_a_level_measured_past_the_bound_even_when_one_above_it_is_under_it() -> None:
+    # a gateway slow to refuse (slow429, 500/s at ~21 ms: 11 in flight): 12 measured with 5.2% 429s, not refused by
+    # its interval; 13 just under the bound with a goodput 6% above 11's by chance. 13 is no optimum: 12 erred
+    rows = [lv(11, 500, 1.0, limited=3, p50_ms=21.0), lv(12, 110, 0.22, limited=6, p50_ms=21.0),
+            lv(13, 200, 0.377, limited=9, p50_ms=21.0), lv(14, 20, 0.05, limited=12, p50_ms=21.0)]
+    iv = rows[1].limited_interval
+    assert rows[1].measured and (rows[1].limited_share or 0) > 0.05 and iv is not None and iv[0] <= 0.05
+    assert rows[2].measured and (rows[2].limited_share or 1) < 0.05
+    assert (rows[2].goodput or 0) > 1.05 * (rows[0].goodput or 0)
+    v = verdict(rows)
+    assert v.kind == "optimum" and v.level == 11 and v.text == "optimum ≈ 11: 429s from 12"

@@ -189,8 +189,8 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None) -> Verdict:
     """The one verdict for a model's levels (see the module docstring for the rules).
 
     - `optimum ≈ N` only when N is measured and clean, its goodput is within FLAT of the best clean level below any
-      level that erred (refused, or measured past the bound) (or N is the level just below the lowest such and its 95% interval reaches the best's goodput),
-      and some level above N was measured, or refused;
+      level that erred, refused or measured past the bound (or N is the level just below the lowest such and its 95%
+      interval reaches the best's goodput), and some level above N was measured, or refused;
     - `429s from M` (or `errors from M`) only when M was refused or measured with errors;
     - `still rising at N: try higher` when nothing above N was measured; `capped at N by max_concurrency` when
       N is the model's cap;

@@ -70,7 +70,13 @@ def unwrap(exc: BaseException) -> BaseException:
 
 
 class ProviderSetupError(ArenaError):
-    """A provider cannot be constructed from its configuration."""
+    """A provider cannot be constructed from its configuration. `setting` names the model's key that caused it
+    (``api_key_env``, ``headers_env.X-Api-Key``), so whoever knows the project file can say where
+    (`providers.registry.make_provider`)."""
+
+    def __init__(self, message: str, *, setting: str | None = None) -> None:
+        super().__init__(message)
+        self.setting = setting
 
 
 class ProviderError(Exception):

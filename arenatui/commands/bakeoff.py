@@ -46,7 +46,7 @@ def cmd_bakeoff(args: argparse.Namespace) -> int:
         load = tuple(x.strip() for x in args.load.split(",") if x.strip()) if args.load is not None else None
         if load == ():
             raise ArenaError("--load: expected load run ids separated by commas, got none")
-        with Store(args.db) as store:
+        with Store(args.db, create=False) as store:  # decides on a stored run: never a new file
             page = build_page(store, args.run, load)
             save_decision(store, page["run"]["run_id"], page["load_runs"], page)
     saved = f"the decision is saved with run {page['run']['run_id']} (arena bakeoff --show {page['run']['run_id']})"

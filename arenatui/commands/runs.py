@@ -10,11 +10,15 @@ import time
 def cmd_runs(args: argparse.Namespace) -> int:
     from arenatui.figures import HEADLINE, Column, table_for_width
     from arenatui.store import Store
+    from arenatui.store.db import default_db_path
     from arenatui.store.load_queries import run_kinds
     from arenatui.store.queries import RunListing, list_runs
     from arenatui.terminal import out_console
 
-    with Store(args.db, read_only=True) as store:
+    if args.db is None and not default_db_path().exists():  # a fresh install: nothing stored is no error
+        out_console().print(f"No runs stored yet (no database at {default_db_path()}). Try: arena demo", markup=False)
+        return 0
+    with Store(args.db, read_only=True) as store:  # a --db that does not exist: NoSuchDatabase, no file made
         runs = list_runs(store, args.limit)
         kinds = run_kinds(store, [r.run_id for r in runs])  # a load run stores requests, not results
         from arenatui.commands.shards import shards_label

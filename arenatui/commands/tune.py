@@ -72,7 +72,7 @@ def _not_a_load_run(run_id: str, db: str | None) -> None:
     from arenatui.store import Store
     from arenatui.store.load_queries import run_kinds
 
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         if run_kinds(store, [run_id])[run_id][0] == "load":
             raise ArenaError(f"run {run_id} is a load run: it holds requests at offered rates, not concurrency "
                              f"levels; its figures: arena load --show {run_id}")
@@ -107,7 +107,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         if args.verbose:
             from arenatui.store import Store
 
-            with Store(args.db) as store:
+            with Store(args.db, read_only=True) as store:
                 for at, _key, _old, _new, reason in store.tuning_decisions(run_id):
                     line = Text(time.strftime("%H:%M:%S ", time.localtime(at)))
                     line.append(literal(reason, newlines=False))

@@ -29,7 +29,7 @@ from arenatui.engine.events import (
     lane_key,
     split_lane,
 )
-from arenatui.errors import DiskFullError, PlanError, StoreError
+from arenatui.errors import DiskFullError, NoSuchDatabase, PlanError, StoreError
 from arenatui.store.schema import JUDGMENT_COLUMNS, MIGRATIONS, RESULT_COLUMNS
 
 _PLACEHOLDERS = ", ".join("?" for _ in RESULT_COLUMNS)
@@ -217,6 +217,20 @@ def default_db_path() -> Path:
     return data_dir() / "arena.db"
 
 
+def no_such_database(path: Path) -> NoSuchDatabase:
+    """What a reader says of a database path that does not exist (it never creates one)."""
+    default = default_db_path()
+    if path.absolute() == default.absolute():
+        return NoSuchDatabase(f"no runs stored yet: there is no results database at {str(path)!r} (the default); "
+                              "run a sweep first (arena demo), or pass --db with the database that holds your runs")
+    said = f"no such database: {str(path)!r} does not exist (a command that only reads never creates one)"
+    if default.is_file():
+        return NoSuchDatabase(f"{said}. Runs are stored in {str(default)!r} unless a sweep was given --db: leave "
+                              "--db out to read it, or check the path (arena runs --db FILE lists a file's runs)")
+    return NoSuchDatabase(f"{said}, nor does the default one ({str(default)!r}): check the path (arena runs --db FILE "
+                          "lists a file's runs), or run a sweep first (arena demo)")
+
+
 def _call_where(run_id: str, key: str, case_id: str, trial: int) -> tuple[str, tuple[Any, ...]]:
     """WHERE clause and arguments for one call by its lane key: a variant lane's names its variant; a model's key
     alone finds its call under the first variant (the only one, in a run without variants)."""
@@ -385,12 +399,18 @@ class RunRecord:
 
 
 class Store:
-    def __init__(self, path: Path | str | None = None, *, read_only: bool = False) -> None:
+    def __init__(self, path: Path | str | None = None, *, read_only: bool = False, create: bool | None = None) -> None:
         """`read_only`: for commands that only read (runs, report, export, browse, compare, load --show): an
         existing database with the current schema is opened read-only, so a read-only mount or another user's file
-        works. One written by an older arenatui is migrated first, which needs write access."""
+        works. One written by an older arenatui is migrated first, which needs write access.
+
+        `create`: whether a database that does not exist is made (default: unless `read_only`). Only writers of
+        runs (evaluate, run, demo, tune, sweep, load, merge) make one; any other command given a path that does not
+        exist raises NoSuchDatabase and leaves no file behind."""
         self.path = Path(path) if path is not None else default_db_path()
         self.read_only = False
+        if not (not read_only if create is None else create) and not self.path.exists():
+            raise no_such_database(self.path)
         if read_only and self.path.is_file():
             conn = connect_read_only(self.path)
             try:

@@ -80,7 +80,7 @@ def test_a_reader_never_creates_a_missing_database_and_a_writer_does(tmp_path: P
     from arenatui.errors import NoSuchDatabase
 
     for kw in ({"read_only": True}, {"create": False}):
-        with pytest.raises(NoSuchDatabase, match="none.db' does not exist"):
+        with pytest.raises(NoSuchDatabase, match=r"none\.db' does not exist"):
             Store(tmp_path / "none.db", **kw)  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
     with Store(tmp_path / "none.db") as store:

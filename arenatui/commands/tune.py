@@ -48,7 +48,7 @@ LEVEL_COLUMNS: tuple[Column[Level], ...] = (
     Column("n", lambda r: r[0].latencies, priority=2),
     Column("p50 ms", lambda r: r[0].p50_ms, fmt_ms, priority=4),
     Column("p95 ms", lambda r: r[0].p95_ms, fmt_ms, priority=7),
-    Column("", lambda r: r[1], priority=HEADLINE, right=False),
+    Column("verdict", lambda r: r[1], priority=HEADLINE, right=False),
     Column("short of", _missing, priority=5, right=False),
 )
 """A tuning readout's columns: the level, its goodput and 429 share, and its mark stay at any width; what a level
@@ -236,7 +236,7 @@ SWEEP_COLUMNS: tuple[Column[Swept], ...] = (
     Column("429s (95%)", lambda r: limited_text(r[0].evidence), priority=HEADLINE),
     Column("p95 ms", lambda r: r[0].evidence.p95_ms, fmt_ms, priority=7),
     Column("run id", lambda r: r[0].run_id, priority=4, right=False),
-    Column("", lambda r: r[1], priority=HEADLINE, right=False),
+    Column("verdict", lambda r: r[1], priority=HEADLINE, right=False),
     Column("short of", lambda r: _missing((r[0].evidence, r[1])), priority=5, right=False),
 )
 """`arena sweep`'s columns: one stored run per level; the level, its goodput, 429 share and mark stay at any width,

@@ -40,6 +40,26 @@ TAB_FOCUS = {"runs": "#runs-table", "leaderboard": "#leaderboard-table", "compar
 """What takes the keys on each tab (the compare and frontier bodies scroll with the arrows)."""
 
 
+KEYS = (
+    ("1-7", "tabs: runs, leaderboard, compare, pairs, strata, cases, frontier"),
+    ("arrows", "move in a table; the compare and frontier tabs scroll"),
+    ("enter", "runs: open the run; leaderboard: the model (sealed score apart, by stratum); pairs: compare that pair; "
+              "cases and compare's disagreements: every model's trials of the case side by side (there, s saves "
+              "their whole outputs to files)"),
+    ("s / S", "leaderboard: sort by the next / previous column (or click a header; again reverses)"),
+    ("m", "runs: mark two runs of one project to compare them model by model"),
+    ("l", "runs: pick a load run (◆) for its project's frontier (again: unpick)"),
+    ("/", "the cases tab, in its text search (the table filters as you type; tab moves on)"),
+    ("tab", "move between the widgets of a tab (the compare tab's model pickers, the cases tab's filters)"),
+    ("F5", "read the store again: a sweep still running has stored more"),
+    ("escape", "back: from a run's tabs to the list of runs, then out (arena browse) or to the live console"),
+    ("q", "leave (arena browse)"),
+    ("ctrl+p", "command palette"),
+    ("?", "this help"),
+)
+"""Every key of the results view with what it does (the `?` help; the README's "Results view" says the same)."""
+
+
 class Results(Screen[None]):
     """The results of one stored run (or, without a run, the list of runs to pick from)."""
 
@@ -55,9 +75,10 @@ class Results(Screen[None]):
         Binding("7", "tab('frontier')", "Frontier", show=False),
         Binding("s", "sort(1)", "Sort"),
         Binding("S", "sort(-1)", "Sort back", show=False),
-        Binding("m", "mark_run", "Mark run"),
-        Binding("l", "pick_load", "Pick load run"),
+        Binding("m", "mark_run", "Mark"),
+        Binding("l", "pick_load", "Pick load"),
         Binding("slash", "search", "Search"),
+        Binding("question_mark", "help", "Help", key_display="?"),  # short labels above: q Quit still fits 80
     ]
 
     def __init__(self, db: Path | str, run_id: str | None, *, standalone: bool = False) -> None:
@@ -253,6 +274,12 @@ class Results(Screen[None]):
         """An open sweep of the project is read again with the load runs now picked."""
         if self.view is not None and self.view.load is None and self.view.plan.record.project == event.project:
             self.open_run(self.view.run_id)
+
+    def action_help(self) -> None:
+        from arenatui.tui.screens.dialogs import KeyHelp  # here: the screens package imports this module
+        from arenatui.wording import LEADERBOARD_NOTE
+
+        self.app.push_screen(KeyHelp(KEYS, (("The figures", (Text(LEADERBOARD_NOTE),)),)))
 
     def action_reload(self) -> None:
         """Read the store again: a sweep still running has stored more since the view opened."""

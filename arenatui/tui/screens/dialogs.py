@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.table import Table
 from rich.text import Text
 from textual import on
@@ -160,17 +162,38 @@ FIGURES = (
 )
 
 
-class Help(ModalScreen[None]):
-    """Keys, cell glyphs and what the figures mean, reflowed to the terminal's width (nothing hard-wrapped)."""
+class KeyHelp(ModalScreen[None]):
+    """Every key of a screen with what it does, then sections (a title and paragraphs or tables), reflowed to the
+    terminal's width (nothing hard-wrapped): `?` on the run screen (`Help`) and in the results view."""
 
     BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close")]
+
+    def __init__(self, keys: Sequence[tuple[str, str]],
+                 sections: Sequence[tuple[str, Sequence[Text | Table]]] = ()) -> None:
+        super().__init__()
+        self.keys = tuple(keys)
+        self.sections = tuple(sections)
 
     def compose(self) -> ComposeResult:
         keys = Table.grid(padding=(0, 2))
         keys.add_column(no_wrap=True, style="bold")
         keys.add_column(ratio=1)
-        for key, what in KEYS:
+        for key, what in self.keys:
             keys.add_row(key, what)
+        with Vertical(classes="dialog wide", id="help"):
+            yield Label(Text.assemble(("Keys", "bold"), ("   Escape, ? or q closes this", "italic")))
+            with VerticalScroll(id="help-body"):
+                yield Static(keys)
+                for title, body in self.sections:
+                    yield Label(Text(title, style="bold"), classes="hint")
+                    for part in body:  # a paragraph stands apart from the one before; a table follows its title
+                        yield Static(part, classes="para") if isinstance(part, Text) else Static(part)
+
+
+class Help(KeyHelp):
+    """The run screen's keys, the call matrix's cell glyphs and what the figures mean."""
+
+    def __init__(self) -> None:
         glyphs = Table.grid(padding=(0, 2))
         glyphs.add_column(no_wrap=True)
         glyphs.add_column(ratio=1)
@@ -183,12 +206,5 @@ class Help(ModalScreen[None]):
         glyphs.add_row("n/k", "trials passed of trials planned, in a cell wide enough to show it")
         glyphs.add_row(JUDGE_MARK.strip(), "a judge lane (llm_judge): one judge call per judged answer of every model "
                                            "and trial, its cell ✓/✗ the verdicts; blank where a case is not judged")
-        with Vertical(classes="dialog wide", id="help"):
-            yield Label(Text.assemble(("Keys", "bold"), ("   Escape, ? or q closes this", "italic")))
-            with VerticalScroll(id="help-body"):
-                yield Static(keys)
-                yield Label(Text("Cell glyphs in the call matrix", style="bold"), classes="hint")
-                yield Static(glyphs)
-                yield Label(Text("The figures", style="bold"), classes="hint")
-                for para in FIGURES:
-                    yield Static(Text(para), classes="para")
+        super().__init__(KEYS, (("Cell glyphs in the call matrix", (glyphs,)),
+                                ("The figures", tuple(Text(para) for para in FIGURES))))

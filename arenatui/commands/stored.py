@@ -27,10 +27,15 @@ def cmd_report(args: argparse.Namespace) -> int:
         from arenatui.load.files import load_report
 
         text = load_report(db_path, load[0], load[1], args.format)
-        write_output(args.output, lambda f, tty: f.write(text))
     else:
         assert rep is not None
-        write_output(args.output, lambda f, tty: f.write(render(rep, args.format, terminal=tty)))
+        text = render(rep, args.format, terminal=args.output is None and sys.stdout.isatty())
+    if args.output is None and args.format == "md" and sys.stdout.isatty():  # a person: rendered, tables fitted
+        from arenatui.terminal import out_console, print_markdown
+
+        print_markdown(out_console(), text, elsewhere=f" (arena report {args.run} -o FILE, or piped, has every column)")
+    else:
+        write_output(args.output, lambda f, tty: f.write(text))
     if args.output:
         print(f"wrote {args.output}", file=sys.stderr)
     return 0

@@ -215,6 +215,26 @@ def test_runs_on_a_fresh_install_says_nothing_is_stored_and_creates_nothing(
     assert not (tmp_path / "home").exists()
 
 
+def test_report_to_a_terminal_is_rendered_and_fitted_and_piped_stays_markdown(
+        run_db: tuple[Path, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    db, run_id = run_db
+    code, piped, _ = _run(capsys, "report", run_id, "--db", str(db))
+    assert code == 0 and piped.startswith("# Decision report") and "|---|" in piped  # what scripts read
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    code, shown, _ = _run(capsys, "report", run_id, "--db", str(db))
+    text = re.sub(r"\x1b\[[0-9;]*m", "", shown)
+    assert code == 0 and "|---|" not in text and "# Decision report" not in text, text
+    assert max(len(line) for line in text.splitlines()) <= 80, text
+    said = " ".join(text.split())
+    assert "Decision report: known" in said and "strong is better by" in said
+    assert "Left out at 80 columns: " in said and f"(arena report {run_id} -o FILE, or piped, has every column)" \
+        in said
+    assert "┃ # ┃ model" in text  # the leaderboard as a table, its first columns kept
+
+
 @pytest.mark.parametrize("fmt", ["md", "json", "html"])
 def test_report_formats_carry_the_decision_and_no_secret(run_db: tuple[Path, str], tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str], fmt: str) -> None:

@@ -14,6 +14,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from arenatui.store.load_queries import run_kinds
     from arenatui.store.queries import RunListing, list_runs
     from arenatui.terminal import out_console
+    from arenatui.wording import plural
 
     if args.db is None and not default_db_path().exists():  # a fresh install: nothing stored is no error
         out_console().print(f"No runs stored yet (no database at {default_db_path()}). Try: arena demo", markup=False)
@@ -41,7 +42,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     def calls(r: RunListing) -> str:
         kind, load_stored = kinds.get(r.run_id, ("sweep", 0))
         # a load run's arrivals are random: it has requests sent, never a plan to be short of
-        return f"{load_stored} requests" if kind == "load" else f"{r.calls}/{r.planned}"
+        return plural(load_stored, "request") if kind == "load" else f"{r.calls}/{r.planned}"
 
     # The run id (what --resume needs) and every model's name are never cut: a name per line; lower-priority
     # columns are left out first on a narrow terminal, and below that each run is a block of its own.

@@ -17,6 +17,7 @@ from arenatui.safe_text import literal
 from arenatui.tuning.evidence import LevelEvidence
 from arenatui.tuning.figures import fmt_ms, fmt_rate, fmt_share, goodput_text, limited_text
 from arenatui.tuning.levels import ModelReadout
+from arenatui.wording import plural
 
 
 def verdict_text(ro: ModelReadout) -> Text:
@@ -124,8 +125,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
             raise ArenaError(f"arena tune: {e}") from None
         writable_target(args.project)  # a read-only file is refused before minutes of tuning, not after
     res = tune(args.project, models=args.models, budget=args.budget, db=args.db, seed=args.seed,
-               started=lambda: err.print(f"Tuning with at most {args.budget} calls per model, until each model has a "
-                                         "verdict…", markup=False))
+               started=lambda: err.print(f"Tuning with at most {plural(args.budget, 'call')} per model, until each "
+                                         "model has a verdict…", markup=False))
     for ro in res.readouts:
         out.print(readout_table(ro, res.run_id))
         out.print(recommendation_line(ro))

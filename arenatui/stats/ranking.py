@@ -27,6 +27,7 @@ import numpy as np
 from arenatui.stats.compare import PairDecision, all_pairs
 from arenatui.stats.items import Bools, RunResults
 from arenatui.stats.power import ZERO
+from arenatui.wording import plural
 
 MIN_SHARE = 0.5
 """A model is ranked when the common set keeps at least this share of the best-covered model's cases."""
@@ -112,10 +113,10 @@ def rank_models(results: RunResults, decisions: Sequence[PairDecision] | None = 
             ranked.append(m)
             common = left
         elif own_n[m] < threshold:
-            why[m] = (f"scores for {own_n[m]} working case{'s' if own_n[m] != 1 else ''}, under half the {best} the "
+            why[m] = (f"scores for {plural(own_n[m], 'working case')}, under half the {best} the "
                       "best-covered model has")
         else:
-            why[m] = (f"ranking it would leave {k} case{'s' if k != 1 else ''} every ranked model has scores for, "
+            why[m] = (f"ranking it would leave {plural(k, 'case')} every ranked model has scores for, "
                       f"under half the {best} the best-covered model has")
     if not ranked:
         common = np.zeros_like(w)

@@ -14,6 +14,7 @@ from textual.app import App
 
 from arenatui.errors import ArenaError
 from arenatui.safe_text import literal
+from arenatui.wording import plural
 
 PREVIEW_CHARS = 20_000
 """Characters of an output (or a case's input) read and shown: pages of text, where a whole 50 MB answer
@@ -87,4 +88,4 @@ def saved_message(saved: list[tuple[Path, int]], folder: Path) -> str:
         return "No output stored for this call yet."
     if len(saved) <= 3:
         return "Saved " + "; ".join(f"{p} ({n:,} bytes)" for p, n in saved)
-    return f"Saved {len(saved)} files ({sum(n for _, n in saved):,} bytes) in {folder}: {saved[0][0].name} …"
+    return f"Saved {plural(len(saved), 'file')} ({sum(n for _, n in saved):,} bytes) in {folder}: {saved[0][0].name} …"

@@ -482,8 +482,8 @@ async def test_model_detail_lists_the_max_tokens_and_timeout_recommendations(db:
 
 async def test_question_mark_opens_the_results_views_key_help(db: Path) -> None:
     """`?` gives the same kind of key help as the live console's: every key of the view, then the figures' words."""
+    from arenatui.tui.key_help import KeyHelp
     from arenatui.tui.results.screen import KEYS
-    from arenatui.tui.screens.dialogs import KeyHelp
 
     app = BrowseApp(db, RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:

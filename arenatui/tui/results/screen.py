@@ -23,6 +23,7 @@ from arenatui.store import Store
 from arenatui.store.bakeoff_queries import series_of_runs
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import RunListing, list_runs
+from arenatui.tui.key_help import KeyHelp
 from arenatui.tui.results.cases import CasesTab
 from arenatui.tui.results.compare import CompareTab
 from arenatui.tui.results.data import RunView, complete_view, read_board
@@ -33,6 +34,7 @@ from arenatui.tui.results.pairs import PairsTab
 from arenatui.tui.results.runs import RunsTab
 from arenatui.tui.results.strata import StrataTab
 from arenatui.tui.results.tab import tell_failure
+from arenatui.wording import LEADERBOARD_NOTE, plural
 
 TABS = ("runs", "leaderboard", "compare", "pairs", "strata", "cases", "frontier")
 TAB_FOCUS = {"runs": "#runs-table", "leaderboard": "#leaderboard-table", "compare": "#compare-body",
@@ -163,10 +165,10 @@ class Results(Screen[None]):
         parts: list[tuple[Text, int]] = [(Text("Results ", style="bold"), 10), (Text(f"run {r.run_id}"), 10),
                                          (Text(" · ").append(literal(r.project, newlines=False)), 5)]
         if view.load is not None:
-            parts.append((Text(f" · load run, {view.load.run.requests} requests"), 8))
+            parts.append((Text(f" · load run, {plural(view.load.run.requests, 'request')}"), 8))
         else:
-            parts.append((Text(f" · {len(view.plan.models)} models × {len(view.plan.cases)} cases × "
-                               f"{view.plan.trials} trials"), 7))
+            parts.append((Text(f" · {plural(len(view.plan.models), 'model')} × {plural(len(view.plan.cases), 'case')} "
+                               f"× {plural(view.plan.trials, 'trial')}"), 7))
             if view.plan.judges:
                 parts.append((Text(" · judged by ").append(literal(", ".join(view.plan.judges), newlines=False)), 4))
         parts.append((Text(f" · {r.status}"), 9))
@@ -276,9 +278,6 @@ class Results(Screen[None]):
             self.open_run(self.view.run_id)
 
     def action_help(self) -> None:
-        from arenatui.tui.screens.dialogs import KeyHelp  # here: the screens package imports this module
-        from arenatui.wording import LEADERBOARD_NOTE
-
         self.app.push_screen(KeyHelp(KEYS, (("The figures", (Text(LEADERBOARD_NOTE),)),)))
 
     def action_reload(self) -> None:

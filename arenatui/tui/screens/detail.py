@@ -25,6 +25,7 @@ from arenatui.safe_text import literal, one_line
 from arenatui.sweep import Sweep
 from arenatui.tui.outputs import PREVIEW_CHARS, ask_save_folder, preview, save_and_tell
 from arenatui.tui.screens.common import fmt_num
+from arenatui.wording import plural
 
 SCORER_WORDS = {"exact": "exact match", "contains": "must contain the expected answer",
                 "regex": "must match a pattern", "choice": "the chosen option must be the expected one",
@@ -327,7 +328,7 @@ class CallDetail(ModalScreen[None]):
                     out.append(" (")
                     out.append(literal(one_line(j["score_detail"], 80), newlines=False))
                     out.append(")")
-                out.append(f" · {j['attempts']} attempt(s) · {money(j['cost'])}")
+                out.append(f" · {plural(j['attempts'], 'attempt')} · {money(j['cost'])}")
                 if not sealed and j["output"]:
                     out.append(" · said: ")
                     out.append(literal(one_line(j["output"], 160), newlines=False))

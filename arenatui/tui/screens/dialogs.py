@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Input, Label
 
 from arenatui.limits import MAX_CONCURRENCY
 from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNREACHABLE, UNSCORED
+from arenatui.tui.key_help import KeyHelp
 from arenatui.tui.widgets import CELL_GLYPHS, CELL_NAMES, JUDGE_MARK, MOSTLY, STARTED
 
 
@@ -160,34 +159,6 @@ FIGURES = (
     "scored when its judge answers; \"○n\" after a model's done count is its answers with no score yet (awaiting "
     "the judge) or ever (outside the scorer's sample): they are in no pass rate.",
 )
-
-
-class KeyHelp(ModalScreen[None]):
-    """Every key of a screen with what it does, then sections (a title and paragraphs or tables), reflowed to the
-    terminal's width (nothing hard-wrapped): `?` on the run screen (`Help`) and in the results view."""
-
-    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close")]
-
-    def __init__(self, keys: Sequence[tuple[str, str]],
-                 sections: Sequence[tuple[str, Sequence[Text | Table]]] = ()) -> None:
-        super().__init__()
-        self.keys = tuple(keys)
-        self.sections = tuple(sections)
-
-    def compose(self) -> ComposeResult:
-        keys = Table.grid(padding=(0, 2))
-        keys.add_column(no_wrap=True, style="bold")
-        keys.add_column(ratio=1)
-        for key, what in self.keys:
-            keys.add_row(key, what)
-        with Vertical(classes="dialog wide", id="help"):
-            yield Label(Text.assemble(("Keys", "bold"), ("   Escape, ? or q closes this", "italic")))
-            with VerticalScroll(id="help-body"):
-                yield Static(keys)
-                for title, body in self.sections:
-                    yield Label(Text(title, style="bold"), classes="hint")
-                    for part in body:  # a paragraph stands apart from the one before; a table follows its title
-                        yield Static(part, classes="para") if isinstance(part, Text) else Static(part)
 
 
 class Help(KeyHelp):

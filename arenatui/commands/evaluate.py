@@ -43,8 +43,8 @@ def spend_line(spend: float | RunSpend) -> str:
         return f"Spend: {money(spend)}"
     if not spend.judges:
         return f"Spend: {money(spend.total)}"
-    judges = ", ".join(f"{one_line(j.judge, 80)} {money(j.cost)} over {j.calls} judge calls"
-                       + (f" ({j.errors} judge errors)" if j.errors else "") for j in spend.judges)
+    judges = ", ".join(f"{one_line(j.judge, 80)} {money(j.cost)} over {plural(j.calls, 'judge call')}"
+                       + (f" ({plural(j.errors, 'judge error')})" if j.errors else "") for j in spend.judges)
     return (f"Spend: {money(spend.total)} (models {money(spend.candidates)}; judges {money(spend.judge_total)}: "
             f"{judges})")
 

@@ -46,7 +46,7 @@ async def test_leaderboard_note_failures_and_cases_show_the_judge(judged: tuple[
         await settle(pilot, lambda: getattr(app.screen, "view", None) is not None and app.screen.view.complete)
         screen = app.screen
         note = static_text(app, "#leaderboard-note")
-        assert "spend $0.238 = models $0.220 + judges $0.0180 (grader 8 calls, 1 judge errors, 376 tokens, " \
+        assert "spend $0.238 = models $0.220 + judges $0.0180 (grader 8 calls, 1 judge error, 376 tokens, " \
                "$0.0180); $/correct and $/answered are each model's own spend" in note
         assert "judged: quality (judge grader) 4 of 9 cases (sample 4 cases), 8 of 8 judge calls stored" in note
         failures = screen.query_one("#failures-table", DataTable)

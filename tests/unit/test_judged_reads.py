@@ -115,7 +115,7 @@ def test_judge_spend_apart_and_in_the_total(judged: tuple[Path, str, list[str]])
     assert g.cost == pytest.approx(9 * JUDGE_COST)
     assert spend.total == pytest.approx(22 * CANDIDATE_COST + 9 * JUDGE_COST)
     line = spend_line(spend)
-    assert line == "Spend: $0.238 (models $0.220; judges $0.0180: grader $0.0180 over 8 judge calls (1 judge errors))"
+    assert line == "Spend: $0.238 (models $0.220; judges $0.0180: grader $0.0180 over 8 judge calls (1 judge error))"
 
 
 def test_report_json_says_judge_spend_judged_cases_and_unscored_modes(judged: tuple[Path, str, list[str]]) -> None:

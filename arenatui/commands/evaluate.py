@@ -61,8 +61,8 @@ def leaderboard_table(rows: list[ModelRow], width: int = 160) -> RenderableType:
 def ranking_lines(rows: list[ModelRow]) -> list[Text]:
     """Under the leaderboard: what the ranking is over, who is listed apart and why, verdict and paradox notes."""
     ranked = [r for r in rows if r.rank]
-    out = [Text(f"Ranked by quality over the {ranked[0].common.n} cases every ranked model has scores for (n); "
-                "own: each model's quality over its own scored cases / their n.")] if ranked else []
+    out = [Text(f"Ranked by quality over the {plural(ranked[0].common.n, 'case')} every ranked model has scores for "
+                "(n); own: each model's quality over its own scored cases / their n.")] if ranked else []
     for r in rows:
         for mark, why in (("", f"unranked, {r.unranked}" if r.unranked else None), ("* ", r.order_note),
                           ("! ", r.paradox)):

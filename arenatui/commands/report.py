@@ -273,10 +273,10 @@ def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dic
                      "answered for coverage and are left out of quality, pass@k and $/correct.")
     ranked = [r for r in rows if r.rank]
     if ranked:
-        notes.append(f"The ranking and its score are over the {ranked[0].common.n} cases every ranked model has "
-                     "scores for (n common cases); own is each model's score over its own scored cases. A model "
-                     "whose coverage would leave fewer than half the best-covered model's cases in common is listed "
-                     "apart, unranked. The order never goes against a decided paired verdict.")
+        notes.append(f"The ranking and its score are over the {plural(ranked[0].common.n, 'case')} every ranked "
+                     "model has scores for (n common cases); own is each model's score over its own scored cases. A "
+                     "model whose coverage would leave fewer than half the best-covered model's cases in common is "
+                     "listed apart, unranked. The order never goes against a decided paired verdict.")
     if len(decisions) > 1:
         notes.append(f"Pairwise decisions are Holm-adjusted over all {plural(len(decisions), 'pair')} of models.")
     if results.clusters is not None:

@@ -10,6 +10,7 @@ from arenatui.errors import ArenaError
 from arenatui.store import Store
 from arenatui.store.load_queries import load_run_named
 from arenatui.terminal import write_output
+from arenatui.wording import plural
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -56,5 +57,5 @@ def cmd_export(args: argparse.Namespace) -> int:
             write_output(args.output, lambda f, tty: rows.append(write_export(store, args.run, args.format, f,
                                                                                terminal=tty, raw=args.raw)))
     if args.output:
-        print(f"wrote {rows[0]} rows to {args.output}", file=sys.stderr)
+        print(f"wrote {plural(rows[0], 'row')} to {args.output}", file=sys.stderr)
     return 0

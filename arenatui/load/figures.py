@@ -325,7 +325,8 @@ def saturation_cause(f: Figures) -> str:
         return "errors: " + ", ".join(words(n) for n in failing) + " (a stream cut without its end marker is " \
             "incomplete_stream)" * ("incomplete_stream" in failing)
     if f.dropped or f.lag_warning:
-        late = f"{f.dropped} requests dropped unsent" if f.dropped else f"p99 schedule lag {f.lag[99.0]:.0f} ms"
+        late = (f"{plural(f.dropped, 'request')} dropped unsent" if f.dropped
+                else f"p99 schedule lag {f.lag[99.0]:.0f} ms")
         return f"the client: it could not send at the offered rate ({late}); raise --max-in-flight or --processes"
     timeouts = f", {f.share('timeout'):.0%} timed out" if f.share("timeout") else ""
     return f"capacity: the server answered {f.achieved_rate:.2f}/s of {f.offered_rate:.2f}/s offered{timeouts}"

@@ -182,6 +182,6 @@ def _paradoxes(models: list[str], beats: dict[str, dict[str, PairDecision]], own
         for loser, d in beats.get(w, {}).items():
             if own[loser] > own[w] + ZERO:
                 out[w] = (f"coverage paradox: {loser}'s own-coverage score is higher ({own[loser]:.3f} over "
-                          f"{own_n[loser]} cases against {own[w]:.3f} over {own_n[w]}), yet paired over the "
-                          f"{d.comparison.n} cases both have scores for, {d.comparison.verdict}")
+                          f"{plural(own_n[loser], 'case')} against {own[w]:.3f} over {own_n[w]}), yet paired over the "
+                          f"{plural(d.comparison.n, 'case')} both have scores for, {d.comparison.verdict}")
     return out

@@ -26,7 +26,7 @@ from arenatui.tui.outputs import ask_save_folder, preview, save_and_tell
 from arenatui.tui.results.data import Classification, RunView, case_detail
 from arenatui.tuning.budgets import Budgets, budgets_of
 from arenatui.tuning.figures import goodput_text, limited_text, mark
-from arenatui.wording import fmt_errors
+from arenatui.wording import fmt_errors, plural
 
 _LABEL = Style(bold=True)
 
@@ -204,7 +204,7 @@ def model_text(view: RunView, s: ModelRow, budgets: Budgets | None = None) -> Te
     out.append("pass@k ", _LABEL)
     out.append("  ".join(f"k={k} {score(v)}" for k, v in sorted(s.pass_at.items())))
     if s.pass_at:
-        out.append(f" (over the {s.pass_at_n} cases with {max(s.pass_at)} answered trials)")
+        out.append(f" (over the {plural(s.pass_at_n, 'case')} with {max(s.pass_at)} answered trials)")
     out.append(f"   trials agree on {pct(s.consistency)} of cases\n")
     out.append("cost ", _LABEL)
     out.append(f"{money(s.spend)} spent (every attempt; its own calls, not a judge's); "

@@ -52,8 +52,8 @@ def fair_text(board: list[ModelRow]) -> Text:
     ranked = [r for r in board if r.rank is not None]
     out = Text()
     if ranked:
-        out.append(f" Ranked by score over the {ranked[0].common.n} cases every ranked model has scores for; own: "
-                   "each model's score over its own scored cases/their n.")
+        out.append(f" Ranked by score over the {plural(ranked[0].common.n, 'case')} every ranked model has scores "
+                   "for; own: each model's score over its own scored cases/their n.")
     for r in board:
         for mark, why in (("", r.unranked and f"unranked, {r.unranked}"), ("* ", r.order_note), ("! ", r.paradox)):
             if why:

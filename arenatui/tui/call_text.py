@@ -66,7 +66,8 @@ def preview(out: Text, text: str | None, total: int | None, *, save_hint: bool =
 
 def case_text(prompt: str, expected: str | None) -> Text:
     """A case's input and expected answer (never a sealed case's: the caller does not ask)."""
-    out = Text("input\n", _LABEL)
+    out = Text()
+    out.append("input\n", _LABEL)
     preview(out, prompt, len(prompt), save_hint=False)
     out.append("expected\n", _LABEL)
     preview(out, expected, None if expected is None else len(expected), save_hint=False)
@@ -77,14 +78,14 @@ def call_text(r: CallRow, ctx: CallContext) -> Text:
     """One stored call: outcome, score and attempts; its figures on a line short enough for an 80-column dialog; why
     it failed, is unscored or errored; how long it took to connect; each failed attempt; its repair steps; the
     judge's verdict; its output (none of a sealed case's texts)."""
-    out = Text(f"trial {r.trial}  ", _LABEL)
+    out = Text()
+    out.append(f"trial {r.trial}  ", _LABEL)
     out.append(literal(r.status, newlines=False))
     out.append(f"   score {r.score:.3f}" if r.score is not None else "   score -")
     out.append(f"   attempts {r.attempts}\n")
-    tokens = f"tokens {r.input_tokens}→{r.output_tokens}" + (" (estimated)" if r.tokens_estimated else "")
-    figures = [f"latency {ms(r.latency_ms, ' ms')}", f"total {ms(r.total_ms, ' ms')}", f"TTFT {ms(r.ttft_ms, ' ms')}",
-               tokens, f"cost {money(r.cost)}"]
-    out.append("  " + " · ".join(figures) + "\n")
+    tokens = f"{r.input_tokens}→{r.output_tokens}" + (" (estimated)" if r.tokens_estimated else "")
+    out.append(_figures(("latency", ms(r.latency_ms, " ms")), ("total", ms(r.total_ms, " ms")),
+                        ("TTFT", ms(r.ttft_ms, " ms")), ("tokens", tokens), ("cost", money(r.cost))))
     if r.status == "failed":
         out.append("why ", _LABEL)
         out.append_text(_why_failed(r, ctx))
@@ -93,7 +94,8 @@ def call_text(r: CallRow, ctx: CallContext) -> Text:
         out.append("why ", _LABEL)
         out.append_text(_why_unscored(r, ctx))
         out.append("\n")
-    if r.error_class:
+    judge_said = r.judgment is not None and r.judgment.error_class == r.error_class
+    if r.error_class and not judge_said:  # a judge_error is the judge call's: its block below says why
         out.append_text(_why_errored(r.error_class, r.error_message, r.http_status, ctx))
         if r.error_class == "solver_error" and r.score_detail and not ctx.sealed:
             out.append("solver traceback\n", _LABEL)  # the one-line message above is its last line
@@ -117,7 +119,8 @@ def call_text(r: CallRow, ctx: CallContext) -> Text:
 def judgment_text(j: JudgmentRow, ctx: CallContext) -> Text:
     """A judge call: its verdict on the candidate's answer, what it took, its failed attempts and the judge's own
     answer (untrusted: literal; not for a sealed case, whose answer the judge may quote)."""
-    out = Text("judge ", _LABEL)
+    out = Text()
+    out.append("judge ", _LABEL)
     out.append(literal(j.judge, newlines=False))
     out.append(": ")
     out.append(literal(j.status, newlines=False))
@@ -126,9 +129,9 @@ def judgment_text(j: JudgmentRow, ctx: CallContext) -> Text:
         out.append(literal(one_line(j.score_detail, 80), newlines=False))
         out.append(")")
     out.append("\n")
-    figures = [f"attempts {j.attempts}", f"latency {ms(j.latency_ms, ' ms')}", f"total {ms(j.total_ms, ' ms')}",
-               f"tokens {j.input_tokens}→{j.output_tokens}", f"cost {money(j.cost)}"]
-    out.append("  " + " · ".join(figures) + "\n")
+    out.append(_figures(("attempts", str(j.attempts)), ("latency", ms(j.latency_ms, " ms")),
+                        ("total", ms(j.total_ms, " ms")), ("tokens", f"{j.input_tokens}→{j.output_tokens}"),
+                        ("cost", money(j.cost))))
     if j.error_class:
         out.append_text(_why_errored(j.error_class, j.error_message, None, ctx))
     out.append_text(attempts_text(j.failed_attempts))
@@ -138,6 +141,11 @@ def judgment_text(j: JudgmentRow, ctx: CallContext) -> Text:
         out.append("judge's answer\n", _LABEL)
         preview(out, j.answer, j.answer_chars, save_hint=False, none="(no answer)")
     return out
+
+
+def _figures(*figures: tuple[str, str]) -> str:
+    """An indented line of figures, each held together (a narrow column wraps between figures, never inside one)."""
+    return "  " + "\u00a0· ".join(f"{label} {value}".replace(" ", "\u00a0") for label, value in figures) + "\n"
 
 
 def attempts_text(failed: Iterable[FailedAttempt]) -> Text:
@@ -164,7 +172,8 @@ def attempts_text(failed: Iterable[FailedAttempt]) -> Text:
 
 def _why_errored(error_class: str, message: str | None, http_status: int | None, ctx: CallContext) -> Text:
     """Why a call ended errored, its message shown literally and without a sealed case's text."""
-    out = Text("why ", _LABEL)
+    out = Text()
+    out.append("why ", _LABEL)
     out.append(literal(error_class, newlines=False))
     if http_status is not None:
         out.append(f" (HTTP {http_status})")
@@ -181,7 +190,9 @@ def _scorer_words(ctx: CallContext) -> Text:
         out.append(" by ")
         out.append(literal(ctx.scorer, newlines=False))
     if ctx.scorer_kind is not None:
-        out.append(f" ({SCORER_WORDS.get(ctx.scorer_kind, ctx.scorer_kind)})")
+        out.append(" (")
+        out.append(literal(SCORER_WORDS.get(ctx.scorer_kind, ctx.scorer_kind), newlines=False))
+        out.append(")")
     return out
 
 
@@ -209,7 +220,8 @@ def _why_unscored(r: CallRow, ctx: CallContext) -> Text:
     if r.failure_mode == "unjudged":
         why = Text("answered, not scored: this case is outside the sample of the llm_judge scorer ")
         why.append(literal(ctx.scorer or "?", "bold", newlines=False))
-        why.append(f" (sample {ctx.sample:g})" if ctx.sample is not None else "")
+        if ctx.sample is not None:
+            why.append(f" (sample {ctx.sample:g})" if ctx.sample <= 1.0 else f" (sample {int(ctx.sample)} cases)")
         why.append("; it never will be, and counts as answered, not in the pass rate")
         return why
     why = Text("answered, awaiting its judge ")
@@ -237,7 +249,8 @@ def _steps_text(r: CallRow, ctx: CallContext) -> Text:
 
 
 def _step_text(st: CallStep, ctx: CallContext) -> Text:
-    out = Text(f"  step {st.step} ", _LABEL)
+    out = Text()
+    out.append(f"  step {st.step} ", _LABEL)
     out.append(literal(st.kind, newlines=False))
     out.append(" by ")
     out.append(literal(st.answered_by, newlines=False))

@@ -108,7 +108,8 @@ class CaseDetail(ModalScreen[None]):
                            judge=j.judge if j is not None else None, sample=j.sample if j is not None else None)
 
     def render_model(self, model: str, trials: list[CallRow]) -> Text:
-        out = literal(model, "bold", newlines=False)
+        out = Text()
+        out.append_text(literal(model, "bold", newlines=False))
         out.append("\n")
         if not trials:
             out.append("nothing stored\n")

@@ -184,7 +184,6 @@ class CallDetail(ModalScreen[None]):
             if j is None:
                 out.append(f"not judged yet (this lane on this case now: {self._live_now()})\n")
                 continue
-            out.append("\n")
             out.append_text(judgment_text(j, ctx))
         return out
 

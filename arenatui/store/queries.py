@@ -527,15 +527,17 @@ def latency_sample(conn: sqlite3.Connection, run_id: str, model: str) -> Latency
 
 def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_ids: tuple[str, ...] = (),
               outcome: str | None = None, search: str | None = None, limit: int | None = None,
-              offset: int = 0, preview: int | None = None) -> list[CallRow]:
+              offset: int = 0, preview: int | None = None, lane: str | None = None, final: bool = True
+              ) -> list[CallRow]:
     """Stored final calls, ordered by case, model and trial, filtered for the cases view.
 
     outcome: 'passed', 'failed', 'errored' or 'unscored'. search: a substring of the output or error message
     (literal, not a pattern). Strata and tags are case properties: filter `case_ids` with the run's plan.
     preview: read only the first this many characters of each output (and its whole length into `output_chars`):
-    a 50 MB answer is not read whole to show a screenful of it.
+    a 50 MB answer is not read whole to show a screenful of it. lane: one lane's calls (a model's key, or a
+    variant lane's ``model · variant``). final=False keeps cancelled calls too.
     """
-    where = ["run_id = ?", _FINAL]
+    where = ["run_id = ?", _FINAL] if final else ["run_id = ?"]
     params: list[Any] = [run_id]
     columns = _CALL_COLUMNS
     if preview is not None:
@@ -544,6 +546,9 @@ def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_i
     if models:
         where.append(f"model_key IN ({', '.join('?' for _ in models)})")
         params.extend(models)
+    if lane is not None:
+        where.append("model_key = ? AND variant = ?")
+        params.extend(split_lane(lane))
     if case_ids:
         where.append(f"case_id IN ({', '.join('?' for _ in case_ids)})")
         params.extend(case_ids)
@@ -575,11 +580,6 @@ def iter_call_rows(store: Store, run_id: str, batch: int = 10_000) -> Iterator[C
         if not chunk:
             return
         yield from (_call_row(r) for r in chunk)
-
-
-def case_calls(store: Store, run_id: str, case_id: str, preview: int | None = None) -> list[CallRow]:
-    """Every model's calls of one case, for the side-by-side view (outputs cut to `preview` characters if given)."""
-    return call_rows(store, run_id, case_ids=(case_id,), preview=preview)
 
 
 def top_errors(store: Store, run_id: str, limit: int = 3) -> dict[str, list[tuple[str, str, int]]]:
@@ -761,18 +761,6 @@ def _judgments(store: Store, where: str, params: tuple[Any, ...]) -> list[Judgme
     return [j for j, _ in _judgment_rows(store, where, params)]
 
 
-def call_judgment(store: Store, run_id: str, model_key: str, case_id: str, trial: int) -> JudgmentRow | None:
-    """The judgment of one stored candidate call, or None when it was not judged (yet)."""
-    found = _judgments(store, "run_id = ? AND model_key = ? AND case_id = ? AND trial = ?",
-                       (run_id, model_key, case_id, trial))
-    return found[0] if found else None
-
-
-def case_judgments(store: Store, run_id: str, case_id: str) -> dict[tuple[str, int], JudgmentRow]:
-    """Every judgment of one case, by (candidate model, trial)."""
-    return {(j.model_key, j.trial): j for j in _judgments(store, "run_id = ? AND case_id = ?", (run_id, case_id))}
-
-
 def judged_rows(store: Store, run_id: str, *, retry_errored: bool = False) -> list[tuple[Any, ...]]:
     """A run's stored judge calls as live metrics preload them: `live.StoredResult` order keyed by the judge lane
     (``judge:<model key>``), then started_at and finished_at (epoch). With retry_errored the judge calls that
@@ -811,13 +799,10 @@ def call_details(store: Store, run_id: str, case_id: str, *, lane: str | None = 
     """One case's stored calls (of one lane, or of every lane), each with everything a call's detail shows: its
     output's first `preview` characters (`output_chars` its whole length), failed attempts, judgment and steps.
     Ordered by lane and trial. `final=False` keeps cancelled calls (the console shows what is stored now)."""
-    where, args = _lane_where(lane)
-    columns = _CALL_COLUMNS.replace("output,", "substr(output, 1, ?),", 1) + ", length(output)"
-    rows = [dataclasses.replace(_call_row(r), output_chars=r[-1]) for r in store.conn.execute(
-        f"SELECT {columns} FROM results WHERE run_id = ? AND case_id = ?{where}{' AND ' + _FINAL if final else ''} "
-        "ORDER BY model_key, variant, trial", (preview, run_id, case_id, *args))]
+    rows = call_rows(store, run_id, case_ids=(case_id,), lane=lane, final=final, preview=preview)
     if not rows:
         return rows
+    where, args = _lane_where(lane)
     attempts = _failed_attempts(store, run_id, case_id, lane)
     judged = {(lane_key(j.model_key, v), j.trial): j for j, v in _judgment_rows(
         store, f"run_id = ? AND case_id = ?{where}", (run_id, case_id, *args))}

@@ -655,10 +655,10 @@ class Store:
 
     def save_output(self, run_id: str, model_key: str, case_id: str, trial: int, dest: Path) -> int | None:
         """Write one result's whole output to `dest` as UTF-8, a megabyte at a time (never all of it in memory).
-        Returns the bytes written, or None when the call has no output (not stored, or errored)."""
-        found = self.conn.execute(
-            "SELECT rowid FROM results WHERE run_id = ? AND model_key = ? AND case_id = ? AND trial = ? "
-            "AND output IS NOT NULL", (run_id, model_key, case_id, trial)).fetchone()
+        Returns the bytes written, or None when the call has no output (not stored, or errored). `model_key` may be a
+        variant lane's (``model · variant``): then that variant's."""
+        where, args = _call_where(run_id, model_key, case_id, trial)
+        found = self.conn.execute(f"SELECT rowid FROM results WHERE output IS NOT NULL AND {where}", args).fetchone()
         if found is None:
             return None
         written = 0

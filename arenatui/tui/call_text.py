@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from rich.style import Style
 from rich.text import Text
 
-from arenatui.engine.events import JUDGE_LANE_PREFIX
+from arenatui.engine.events import JUDGE_LANE_PREFIX, split_lane
 from arenatui.figures import money, ms
 from arenatui.safe_text import literal, one_line
 from arenatui.store.queries import CallRow, CallStep, FailedAttempt, JudgmentRow
@@ -82,7 +82,12 @@ def call_text(r: CallRow, ctx: CallContext) -> Text:
     out.append(f"trial {r.trial}  ", _LABEL)
     out.append(literal(r.status, newlines=False))
     out.append(f"   score {r.score:.3f}" if r.score is not None else "   score -")
-    out.append(f"   attempts {r.attempts}\n")
+    out.append(f"   attempts {r.attempts}")
+    variant = split_lane(r.model_key)[1]
+    if variant:  # the console's title names the lane; the results view's column only the model
+        out.append("   variant ")
+        out.append(literal(variant, newlines=False))
+    out.append("\n")
     tokens = f"{r.input_tokens}→{r.output_tokens}" + (" (estimated)" if r.tokens_estimated else "")
     out.append(_figures(("latency", ms(r.latency_ms, " ms")), ("total", ms(r.total_ms, " ms")),
                         ("TTFT", ms(r.ttft_ms, " ms")), ("tokens", tokens), ("cost", money(r.cost))))

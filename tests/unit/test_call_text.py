@@ -193,6 +193,8 @@ def test_the_store_reads_one_lanes_calls_with_attempts_judgment_and_steps(tmp_pa
         live = call_details(store, run, "c1", lane=lane, preview=5, final=False)
         everyone = call_details(store, run, "c1", preview=5)
         judged = judge_calls(store, run, "c1", "g", lambda key, trial: 7 if key == lane else -1)
+        saved = store.save_output(run, lane, "c1", 0, tmp_path / "out.txt")  # `s` in either detail: the lane's
+    assert saved == 40 and (tmp_path / "out.txt").read_text() == "out " * 10
     assert [r.trial for r in rows] == [0, 1] and [r.trial for r in live] == [0, 1, 2]  # cancelled: the console's
     first, timed_out = rows
     assert isinstance(first, CallRow) and first.model_key == lane

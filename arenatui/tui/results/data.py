@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arenatui.engine.events import split_lane
 from arenatui.figures import signed_interval
 from arenatui.load.figures import LoadOutcome
 from arenatui.scoring.f1 import LabelScore, label_scores, macro_f1
@@ -256,13 +257,13 @@ def read_run_view(db: Path | str, run: str) -> RunView:
 
 
 def case_detail(db: Path | str, run_id: str, case_id: str) -> dict[str, list[CallRow]]:
-    """Every stored trial of one case, per model, each with its attempts, judgment and steps (outputs cut to
-    PREVIEW_CHARS; the caller hides a sealed case's)."""
+    """Every stored trial of one case, per model (a model asked with prompt variants: every variant's), each with its
+    attempts, judgment and steps (outputs cut to PREVIEW_CHARS; the caller hides a sealed case's)."""
     with Store(db, read_only=True) as store:
         calls = call_details(store, run_id, case_id, preview=PREVIEW_CHARS)  # a 50 MB answer: its start
     out: dict[str, list[CallRow]] = {}
     for c in calls:
-        out.setdefault(c.model_key, []).append(c)
+        out.setdefault(split_lane(c.model_key)[0], []).append(c)
     return out
 
 

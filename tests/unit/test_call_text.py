@@ -81,6 +81,14 @@ def test_an_errored_call_shows_why_its_attempts_and_no_output() -> None:
     assert "output" not in text
 
 
+def test_an_unreachable_call_names_its_broken_chain() -> None:
+    row = stored_call(status="unreachable", passed=False, score=None, output=None, attempts=0,
+                      error_class="unreachable", error_message="depends on plan, which failed")
+    text = call_text(row, EXACT).plain
+    assert "trial 0  unreachable   score -   attempts 0\n" in text
+    assert "why unreachable: depends on plan, which failed\n" in text and "output" not in text
+
+
 def test_a_solver_error_shows_its_traceback_unless_sealed() -> None:
     row = stored_call(status="errored", passed=False, score=None, output=None, error_class="solver_error",
                       error_message="ValueError: no", score_detail="Traceback (most recent call last):\n  ...")

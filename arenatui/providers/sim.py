@@ -126,7 +126,8 @@ class SimCore:
             u = uniform(bits, i)
             return u if attempt <= 1 else _per_attempt(u, attempt)
 
-        correct = uniform(bits, 0) < self.accuracy_for(stratum, tags)
+        # a model without per-stratum accuracies (the usual one) needs no lookup: a call per attempt saved
+        correct = uniform(bits, 0) < (self.accuracy_for(stratum, tags) if s.strata_accuracy else s.accuracy)
         mean = s.wrong_tokens if (s.wrong_tokens is not None and not correct) else s.output_tokens
         tokens = mean if s.exact_timing else max(1, round(mean * (0.5 + per_attempt(2))))
         finish = "stop"

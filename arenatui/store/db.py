@@ -77,8 +77,6 @@ INSERT_STEP = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 INSERT_TUNING_DECISION = (
     "INSERT INTO tuning_decisions (run_id, at, model_key, old, new, reason) VALUES (?, ?, ?, ?, ?, ?)")
-FAILED_ATTEMPT_COLUMNS = ("attempt", "error_class", "http_status", "retry_after_s", "delay_s", "at", "message",
-                          "retry_after_source")
 
 
 def judgment_rows(run_id: str, ev: JudgeFinished) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
@@ -675,28 +673,12 @@ class Store:
         row = self.conn.execute(f"SELECT {', '.join(RESULT_COLUMNS)} FROM results WHERE {where}", args).fetchone()
         return dict(zip(RESULT_COLUMNS, row, strict=True)) if row else None
 
-    @_explained
-    def result_preview(self, run_id: str, model_key: str, case_id: str, trial: int,
-                       limit: int) -> dict[str, Any] | None:
-        """One result with only the first `limit` characters of its output, and `output_chars`, the output's
-        whole length: showing a 50 MB answer reads its start, not all of it into Python (40 s and 3.3 GB)."""
-        cols = [c for c in RESULT_COLUMNS if c != "output"]
-        where, args = _call_where(run_id, model_key, case_id, trial)
-        row = self.conn.execute(
-            f"SELECT {', '.join(cols)}, substr(output, 1, ?), length(output) FROM results WHERE {where}",
-            (limit, *args)).fetchone()
-        if row is None:
-            return None
-        out = dict(zip(cols, row[:-2], strict=True))
-        out["output"], out["output_chars"] = row[-2], row[-1]
-        return out
-
     def save_output(self, run_id: str, model_key: str, case_id: str, trial: int, dest: Path) -> int | None:
         """Write one result's whole output to `dest` as UTF-8, a megabyte at a time (never all of it in memory).
-        Returns the bytes written, or None when the call has no output (not stored, or errored)."""
-        found = self.conn.execute(
-            "SELECT rowid FROM results WHERE run_id = ? AND model_key = ? AND case_id = ? AND trial = ? "
-            "AND output IS NOT NULL", (run_id, model_key, case_id, trial)).fetchone()
+        Returns the bytes written, or None when the call has no output (not stored, or errored). `model_key` may be a
+        variant lane's (``model · variant``): then that variant's."""
+        where, args = _call_where(run_id, model_key, case_id, trial)
+        found = self.conn.execute(f"SELECT rowid FROM results WHERE output IS NOT NULL AND {where}", args).fetchone()
         if found is None:
             return None
         written = 0
@@ -712,14 +694,7 @@ class Store:
             "SELECT at, old, new, model_key, source FROM concurrency_changes WHERE run_id = ? ORDER BY at",
             (run_id,)).fetchall()
 
-    # ---- failed attempts and the tuning readout --------------------------------------------------
-
-    def failed_attempts(self, run_id: str, model_key: str, case_id: str, trial: int) -> list[dict[str, Any]]:
-        """One call's failed attempts, first first."""
-        rows = self.conn.execute(
-            f"SELECT {', '.join(FAILED_ATTEMPT_COLUMNS)} FROM failed_attempts WHERE run_id = ? AND model_key = ? "
-            "AND case_id = ? AND trial = ? ORDER BY attempt, at", (run_id, model_key, case_id, trial)).fetchall()
-        return [dict(zip(FAILED_ATTEMPT_COLUMNS, r, strict=True)) for r in rows]
+    # ---- the tuning readout --------------------------------------------------
 
     def write_tuning_levels(self, run_id: str, rows: Sequence[Sequence[Any]]) -> None:
         """Replace a run's per-level readout (rows as `tuning.levels.readout_rows` makes them)."""

@@ -407,7 +407,8 @@ class Store:
         exist raises NoSuchDatabase and leaves no file behind."""
         self.path = Path(path) if path is not None else default_db_path()
         self.read_only = False
-        if not (not read_only if create is None else create) and not self.path.exists():
+        makes = not read_only if create is None else create
+        if not makes and not self.path.exists():
             raise no_such_database(self.path)
         if read_only and self.path.is_file():
             conn = connect_read_only(self.path)

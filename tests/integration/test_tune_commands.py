@@ -215,3 +215,26 @@ def test_evaluate_tune_stores_decisions_readout_and_every_failed_attempt(
         row = c.execute("SELECT attempt, error_class, retry_after_s, delay_s, at FROM failed_attempts "
                         "LIMIT 1").fetchone()
         assert row[0] >= 1 and row[1] == "rate_limited" and row[2] is not None and row[3] >= row[2] and row[4] > 0
+
+
+def test_a_tiny_budget_never_climbs_past_what_its_calls_left_can_fill(proj: Path, tmp_path: Path) -> None:
+    """20 calls against a limit of 10 in flight: the tuner knows the calls left (the plan's, counted down as calls
+    end) and moves to no level they cannot fill four times, so it never reaches the limit nor pays a retry."""
+    import anyio
+
+    from arenatui.engine.events import CallFinished, Event
+    from arenatui.plan import Filters
+    from arenatui.sweep import Sweep, SweepOptions
+
+    attempts: list[int] = []
+
+    def sink(ev: Event) -> None:
+        if type(ev) is CallFinished:
+            attempts.append(ev.result.attempts)
+
+    sweep = Sweep(SweepOptions(project=proj, filters=Filters(models=("rpm",), limit=2, trials=10),
+                               db=tmp_path / "t.db", tune=True), live_metrics=False, extra_sinks=(sink,))
+    anyio.run(sweep.run)
+    assert len(attempts) == 20 and max(attempts) == 1
+    assert sweep.tuner.controllers["rpm"].left == 0
+    assert all(d.new <= 20 // 4 for d in sweep.tuner.decisions)

@@ -340,6 +340,13 @@ class ModelController:
             assert top is not None
             if up >= top or self.strikes.get(up, 0) >= 2 or up > self.ceiling:
                 return self._ramp_done(f"{self.level} clean again; {up} erred")
+            struck = min((lv for lv in self.strikes if lv <= self.level), default=None)
+            if struck is not None:
+                # a level refused once on the way up and clean on its second look is the edge of the limit (a token
+                # bucket's refill let one batch through): nothing above it is tried, and the level below is held
+                self._ramp_done(f"{struck} refused once and clean once: the edge")
+                return self._move(struck - 1, f"{struck} refused once on the way up, then clean for a batch: the edge "
+                                              f"of the limit; settling one below")
         else:
             up = min(self.ceiling, max(self.level + 1, math.floor(self.level * self.settings.ramp_step)))
         while up > self.level and self._avoided(up):

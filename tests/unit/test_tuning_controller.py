@@ -619,3 +619,21 @@ def test_a_queue_at_a_wide_level_is_read_without_waiting_for_its_second_round() 
         if i < 15:
             assert d is None and ctl.batch_out == 31 - i
     assert d is not None and "the server queues" in d.reason and d.new == 1  # 200/s × 5 ms: one served at once
+
+
+def test_a_level_refused_once_and_then_clean_on_the_way_up_is_the_edge_nothing_above_it_is_tried() -> None:
+    # slow 429s behind a token bucket: after the first ramp's storm the bucket refills, so 13 passes one batch after
+    # refusing one; the ramp used to go on to 14 (refused), back to 13, 14 again... each look a few more retries
+    ctl = ModelController("m", 2, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.start_ramp()
+    for _ in range(3):
+        ramp_batch(ctl)
+    ctl.limited(0.0)  # the first 429, at 16: back to 8, then one level per clean batch below 16
+    while ctl.level < 13:
+        ramp_batch(ctl)
+    d = ctl.limited(0.0)
+    assert d is not None and d.new == 12 and "429 at 13" in d.reason and ctl.strikes == {13: 1}
+    ramp_batch(ctl)  # 12 clean: 13 gets its second look
+    assert ctl.level == 13
+    ramp_batch(ctl)  # 13 clean this time: the edge; hold one below it, never try 14
+    assert ctl.level == 12 and phase_of(ctl) == "settled" and ctl.ramp_top is None

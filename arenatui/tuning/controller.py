@@ -12,8 +12,11 @@ How it moves:
   evidence windows: a window costs a latency of settling plus several of measuring, and on a run of seconds the
   climb is most of what separates a tuner from the best fixed level. The ramp ends at the first 429 (back to the
   last clean level, then a recovery ramp: one level per clean latency, never up to the level that erred; a level
-  refused twice on the way up is the limit) or when latency rises with the level (the server queues: it serves
-  goodput × unqueued latency at once, the level to go to).
+  refused twice on the way up is the limit, one refused once and then clean is its edge, held one below) or when
+  latency rises with the level (the server queues: it serves goodput × unqueued latency at once, the level to go
+  to). From WIDE_LEVEL a doubling waits for two rounds of attempts (`batch_span`).
+- never up to a level the model's calls left cannot fill ROUNDS_LEFT times (`affordable`): on a budget that ends
+  during the climb, crossing a limit costs retries the calls left cannot earn back.
 - climb: ×1.5 while goodput grows in proportion to the level (the provider is far from any limit), else one step at a
   time; stop when a step gains less than FLAT and settle on the lowest level within FLAT of the best.
 - back off on errors: when 429s (or transients above the quietest level's) pass ERROR_SHARE, the provider is

@@ -153,7 +153,7 @@ class _Acc:
     retries: int = 0
     given_up: int = 0
     retry_after: float | None = None
-    busy_s: dict[int, float] = field(default_factory=dict)
+    busy_s: list[float] = field(default_factory=lambda: [0.0] * 65)
     """Seconds at each count of calls in flight or backing off (an uncapped model's level is the usual one)."""
     usual: int = 1
     """The key of busy_s with the most seconds (ties: the higher count), kept as busy_s grows: an O(1) `_usual`."""
@@ -281,7 +281,9 @@ class LevelTracker:
                 dt = t - (last if last > acc.start else acc.start)
                 if busy > 0:
                     busy_s = acc.busy_s
-                    held = busy_s[busy] = busy_s.get(busy, 0.0) + dt
+                    if busy >= len(busy_s):  # indexed by count (a list: cheaper than a dict, twice per call)
+                        busy_s.extend([0.0] * (busy + 1 - len(busy_s)))
+                    held = busy_s[busy] = busy_s[busy] + dt
                     if held > acc.usual_s or (held == acc.usual_s and busy > acc.usual):
                         acc.usual, acc.usual_s = busy, held
                 else:

@@ -10,7 +10,8 @@ prompt alone. A request whose last user message is a variant's template filled w
 system prompt is the variant's, when it sets one) is that case asked under that variant; nothing tells the server
 which variant a request is beyond the text the variant itself puts in the prompt, so a real provider is sent
 nothing more than it would be anyway (a header naming the variant would reach real providers too). Two variants
-with the same template and system prompt ask identically, and are answered as the first of them.
+with the same template and system prompt ask identically, and are answered as the first of them. A follow-up turn
+([run] repair) is its conversation's opening case asked again, answered afresh (as the in-process sim draws a turn).
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ class ServedModel:
     core: SimCore
     faults: FaultPicker
     serial: asyncio.Lock | None
-    counts: dict[tuple[str, str | None], int] = field(default_factory=dict)
-    """Requests so far per (case, prompt variant): the server cannot see trials, so each repeat draws anew."""
+    counts: dict[tuple[str, str | None, int], int] = field(default_factory=dict)
+    """Requests so far per (case, prompt variant, turn): the server cannot see trials, so each repeat draws anew."""
     asked: dict[str, SimCore] = field(default_factory=dict)
     """Per prompt variant: the core that answers the model's calls asked under it (keyed and with the accuracy as
     the in-process sim's lane of that variant); `core` keeps the model's one rate limit and concurrency."""
@@ -74,18 +75,31 @@ class ServedModel:
         return self.faults.cfg
 
 
+def _content_text(c: object) -> str | None:
+    if isinstance(c, str):
+        return c
+    if isinstance(c, list):
+        return "".join(str(p.get("text", "")) for p in c if isinstance(p, dict))
+    return None
+
+
 def _last_user_text(messages: object) -> str | None:
     if not isinstance(messages, list):
         return None
     for m in reversed(messages):
         if isinstance(m, dict) and m.get("role") == "user":
-            c = m.get("content")
-            if isinstance(c, str):
-                return c
-            if isinstance(c, list):
-                return "".join(str(p.get("text", "")) for p in c if isinstance(p, dict))
-            return None
+            return _content_text(m.get("content"))
     return None
+
+
+def _opening(messages: object) -> tuple[str | None, int]:
+    """A conversation's first user message and how many answers (assistant turns) it holds: a follow-up turn
+    ([run] repair) asks its case again after the model's earlier answers."""
+    if not isinstance(messages, list):
+        return None, 0
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    turns = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+    return (_content_text(users[0].get("content")) if users else None), turns
 
 
 def _system_text(body: dict[str, Any]) -> str | None:
@@ -310,15 +324,21 @@ class MockServer:
                                retry_after_headers(wait, sm.cfg.retry_after, time.time()))
         try:
             case, variant = self._recognised(prompt, body)
+            turn = 0
+            if case is None and self._cases:  # a follow-up turn: its case is the conversation's opening message
+                opening, turn = _opening(body.get("messages"))
+                if opening is not None and turn:
+                    case, variant = self._recognised(opening, body)
+                turn = turn if case is not None else 0
             judged = self._judged(prompt) if case is None and self._judges else None
             cid = case.id if case else "prompt-" + hashlib.blake2b(prompt.encode(), digest_size=6).hexdigest()
-            # The server cannot see trials or attempts: each repeat of a (model, case, variant) draws anew.
-            n = sm.counts[(cid, variant)] = sm.counts.get((cid, variant), 0) + 1
+            # The server cannot see trials or attempts: each repeat of a (model, case, variant, turn) draws anew.
+            n = sm.counts[(cid, variant, turn)] = sm.counts.get((cid, variant, turn), 0) + 1
             all_text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []) if isinstance(m, dict))
             core = sm.answering(variant)  # a variant's accuracy (sim.prompt_accuracy) and draws, as in process
             out = core.outcome(cid, n, n, expected=case.expected if case else None,
                                stratum=case.stratum if case else None, tags=case.tags if case else (),
-                               prompt=all_text, max_tokens=max_tokens)
+                               prompt=all_text, max_tokens=max_tokens, turn=turn)
             if judged is not None:  # a judge's request: a verdict, right with the judge model's accuracy
                 u = uniform(draw(core.seed, core.key, cid, n), 1)
                 out = out._replace(text=judge_answer(judged[1], out.correct, u))

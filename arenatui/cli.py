@@ -200,6 +200,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from arenatui.store import Store
     from arenatui.store.queries import error_messages
     from arenatui.store.read import read_run
+    from arenatui.wording import plural
 
     for problem in sweep.store_warnings():
         err.print(render_error(problem, prefix="warning"), markup=False, style="bold yellow", soft_wrap=True)
@@ -218,7 +219,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             out.print(f"Shard {plan.shard}: {mine} of those calls; `arena merge` joins the shards' databases",
                       markup=False)
         if stored < mine:
-            out.print(f"Stored: {stored} of {mine} calls" + (f" (shard {plan.shard})" if plan.shard else ""),
+            out.print(f"Stored: {stored} of {plural(mine, 'call')}" + (f" (shard {plan.shard})" if plan.shard else ""),
                       markup=False)
         out.print(spend_line(spend), markup=False)
         results = stored_run.results

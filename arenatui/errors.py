@@ -4,7 +4,8 @@
     ├── ConfigError                 a project file, case file or theme is wrong: file, key path, expectation
     ├── PlanError                   filters leave nothing to run, a run to resume does not exist
     ├── StoreError                  the results database cannot be used: newer schema, corrupt, locked
-    │   └── DiskFullError           the disk holding it is full (exit code 1: the run failed, resume later)
+    │   ├── DiskFullError           the disk holding it is full (exit code 1: the run failed, resume later)
+    │   └── NoSuchDatabase          a command that only reads was pointed at a database that does not exist
     ├── ProviderSetupError          a provider cannot start: missing API key variable, bad base_url
     └── SolverMisuse                a python solver is used in a way that would corrupt results (one instance
                                     shared by trials at once): the run fails at once
@@ -55,6 +56,11 @@ class DiskFullError(StoreError):
     exit_code = 1
 
 
+class NoSuchDatabase(StoreError):
+    """A reader (runs, report, export, browse, ...) was given a database path that does not exist: it never creates
+    one, so a typo in --db is said, not answered with an empty list."""
+
+
 def unwrap(exc: BaseException) -> BaseException:
     """The error a person should hear about inside a task group's ExceptionGroup: an ArenaError first."""
     if isinstance(exc, BaseExceptionGroup):
@@ -70,7 +76,13 @@ def unwrap(exc: BaseException) -> BaseException:
 
 
 class ProviderSetupError(ArenaError):
-    """A provider cannot be constructed from its configuration."""
+    """A provider cannot be constructed from its configuration. `setting` names the model's key that caused it
+    (``api_key_env``, ``headers_env.X-Api-Key``), so whoever knows the project file can say where
+    (`providers.registry.make_provider`)."""
+
+    def __init__(self, message: str, *, setting: str | None = None) -> None:
+        super().__init__(message)
+        self.setting = setting
 
 
 class ProviderError(Exception):

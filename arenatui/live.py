@@ -32,6 +32,7 @@ from arenatui.engine.events import (
 from arenatui.limits import MAX_CONCURRENCY
 from arenatui.scoring.failure_modes import TRUNCATED_FINISH
 from arenatui.stats.percentiles import percentile
+from arenatui.wording import plural
 
 if TYPE_CHECKING:
     from arenatui.plan import Plan
@@ -485,7 +486,7 @@ class LiveMetrics:
             cls = ec or "error"
             agg.errors[cls] = agg.errors.get(cls, 0) + 1
             _count_message(agg.error_messages, emsg)
-            self._log(ev.t, "error", mk, f"{self._call(mk, cid, trial)}: {cls} after {attempts} attempt(s): "
+            self._log(ev.t, "error", mk, f"{self._call(mk, cid, trial)}: {cls} after {plural(attempts, 'attempt')}: "
                                          f"{emsg or ''}")
         self._move(mi, cid, src, dst)
         if score is not None:

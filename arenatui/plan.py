@@ -16,6 +16,7 @@ from arenatui.engine.events import JUDGE_LANE_PREFIX, AwaitingJudge, lane_key
 from arenatui.errors import PlanError
 from arenatui.judge_sample import judge_sample
 from arenatui.limits import MAX_TRIALS
+from arenatui.wording import plural
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,9 +221,9 @@ class Plan:
     def describe(self) -> str:
         n = len({m.base_key for m in self.models})
         variants = len({m.variant.name for m in self.models if m.variant is not None})
-        lanes = f" (× {variants} prompt variant{'s' if variants != 1 else ''})" if variants else ""
-        whole = (f"{n} model{'s' if n != 1 else ''}{lanes} × {len(self.cases)} "
-                 f"case{'s' if len(self.cases) != 1 else ''} × {self.trials} trial(s) = {self.total} calls")
+        lanes = f" (× {plural(variants, 'prompt variant')})" if variants else ""
+        whole = (f"{plural(n, 'model')}{lanes} × {plural(len(self.cases), 'case')} × {plural(self.trials, 'trial')} = "
+                 f"{plural(self.total, 'call')}")
         return whole if self.shard is None else f"{whole}, shard {self.shard} of them: {self.shard_total()}"
 
 

@@ -183,7 +183,7 @@ class Sweep:
             concurrency = opts.concurrency or self.project.run.concurrency
             # Providers first: a missing API key variable must fail before any run is recorded.
             self.providers: dict[str, Provider] = {
-                m.key: make_provider(m, self.project.run, concurrency_hint=concurrency)
+                m.key: make_provider(m, self.project.run, concurrency_hint=concurrency, project=self.project)
                 for m in (*plan.models, *(j.model for j in plan.judges if j.model not in plan.models),
                           *(t for t in plan.escalations.values() if all(t.key != m.key for m in plan.models)))}
             if self.resumed:

@@ -50,3 +50,63 @@ def write_output(path: str | None, fn: Callable[[TextIO, bool], object]) -> None
             fn(f, False)
     except OSError as e:
         raise ArenaError(f"-o {path}: cannot write the file: {e.strerror or e}") from None
+
+
+def print_markdown(console: Console, text: str, *, elsewhere: str = "") -> None:
+    """A Markdown document (`arena report`, `arena bakeoff`) for a person at a terminal: its prose through Rich's
+    Markdown (no hyperlinks: the text quotes models and cases), each pipe table fitted to the width like every other
+    table of the CLI (the first columns kept, the rightmost left out first and named, `elsewhere` ending that note),
+    where raw Markdown's wide rows would wrap into noise. Piped output stays the Markdown itself."""
+    import operator
+
+    from rich.markdown import Markdown
+
+    from arenatui.figures import HEADLINE, Column, Fitted
+
+    lines = text.split("\n")
+    prose: list[str] = []
+
+    def flush() -> None:
+        if "".join(prose).strip():
+            console.print(Markdown("\n".join(prose), hyperlinks=False))
+            console.print()
+        prose.clear()
+
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("|") and i + 1 < len(lines) and set(lines[i + 1]) <= set("|-: ") \
+                and lines[i + 1].startswith("|-"):
+            head, rows = _md_cells(lines[i]), []
+            i += 2
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append(_md_cells(lines[i]) + [""] * len(head))  # a short row reads as blanks, never an error
+                i += 1
+            flush()
+            # a narrow table keeps every column (too wide: a block per row); a wide one its first columns, the
+            # rightmost left out first (the report puts the headline figures first)
+            wide = len(head) > 6
+            columns: list[Column[list[str]]] = [
+                Column(h, operator.itemgetter(j), priority=max(1, 9 - j) if wide and j >= 2 else HEADLINE,
+                       right=j > 0 and all(r[j][:1] in "0123456789$-–+." for r in rows)) for j, h in enumerate(head)]
+            console.print(Fitted(columns, rows, elsewhere=elsewhere))
+            console.print()
+        else:
+            prose.append(lines[i])
+            i += 1
+    flush()
+
+
+def _md_cells(line: str) -> list[str]:
+    """The cells of one Markdown table row, its escapes (`\\|`, `\\_`) read back to the characters they stand for."""
+    cells, cell, escaped = [], "", False
+    for ch in line.strip():
+        if escaped:
+            cell, escaped = cell + ch, False
+        elif ch == "\\":
+            escaped = True
+        elif ch == "|":
+            cells.append(cell.strip())
+            cell = ""
+        else:
+            cell += ch
+    return cells[1:]  # before the first pipe: nothing

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from arenatui.figures import money, pct
+from arenatui.wording import plural
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -78,7 +79,7 @@ def follow_up_dicts(rows: Sequence[FollowUps]) -> list[dict[str, Any]]:
 def follow_up_rows(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     """Completion before and after repairs and escalations, and what a completed case cost."""
     head = ["model", "completion before", "after", "repair turns", "escalated", "tokens/completed", "$/completed"]
-    out = [[f["model"], pct(f["before"]), pct(f["after"]), f"{f['repairs']} ({f['repaired']} calls)",
+    out = [[f["model"], pct(f["before"]), pct(f["after"]), f"{f['repairs']} ({plural(f['repaired'], 'call')})",
             str(f["escalated"]), "–" if f["tokens_per_completed"] is None else f"{f['tokens_per_completed']:.0f}",
             money(f["cost_per_completed"])] for f in rows]
     return head, out

@@ -13,6 +13,12 @@ LEADERBOARD_NOTE = ("quality: mean per-case score over scored calls (a case's tr
 """Said once under the leaderboard, in the console and headless alike (issue 12)."""
 
 
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """A count with its noun in the right number: `1 call`, `0 calls`, `2 calls`; `many` where adding an s is wrong
+    (`plural(n, "retry", "retries")`). The one place CLI and TUI words agree with their numbers."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 fmt_errors = error_counts
 """Errored calls by class (figures.error_counts): none is "0", as the header's error count says it."""
 

@@ -23,13 +23,14 @@ from pathlib import Path
 
 import tomli_w
 from textual.css.query import NoMatches
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from arenatui.engine.events import CallResult
 from arenatui.store import Store
 from arenatui.sweep import Sweep, SweepOptions
 from arenatui.tui.app import ArenaApp
 from arenatui.tui.screens import CallDetail
+from arenatui.tui.screens.dialogs import FolderInput
 
 
 def _peak_mb() -> float:
@@ -71,8 +72,12 @@ async def measure(sweep: Sweep, mb: int) -> dict[str, float]:
             await pilot.pause(0.02)
         out["detail_open_s"] = time.perf_counter() - t0
         out["rss_growth_mb"] = _peak_mb() - base
+        await pilot.press("s")  # asks for the folder: the current one, where saved_mb looks
+        while not isinstance(app.screen, FolderInput) and time.perf_counter() - t0 < 240:
+            await pilot.pause(0.02)
+        app.screen.query_one(Input).value = os.getcwd()
         t1 = time.perf_counter()
-        await pilot.press("s")
+        await pilot.press("enter")
         while not any("Saved" in str(n.message) for n in app._notifications) and time.perf_counter() - t1 < 120:
             await pilot.pause(0.02)
         out["save_s"] = time.perf_counter() - t1

@@ -46,12 +46,19 @@ def cmd_bakeoff(args: argparse.Namespace) -> int:
         load = tuple(x.strip() for x in args.load.split(",") if x.strip()) if args.load is not None else None
         if load == ():
             raise ArenaError("--load: expected load run ids separated by commas, got none")
-        with Store(args.db) as store:
+        with Store(args.db, create=False) as store:  # decides on a stored run: never a new file
             page = build_page(store, args.run, load)
             save_decision(store, page["run"]["run_id"], page["load_runs"], page)
     saved = f"the decision is saved with run {page['run']['run_id']} (arena bakeoff --show {page['run']['run_id']})"
     if args.output is None:
-        sys.stdout.write(render(page, args.format, terminal=sys.stdout.isatty(), shown=shown))
+        text = render(page, args.format, terminal=sys.stdout.isatty(), shown=shown)
+        if args.format == "md" and sys.stdout.isatty():  # a person: rendered, tables fitted (a pipe: the Markdown)
+            from arenatui.terminal import out_console, print_markdown
+
+            print_markdown(out_console(), text, elsewhere=f" (arena bakeoff --show {page['run']['run_id']} -o FILE, "
+                                                          "or piped, has every column)")
+        else:
+            sys.stdout.write(text)
         if shown is None:  # beside the page, not in it: a pipe gets the page alone
             print(saved[0].upper() + saved[1:] + ".", file=sys.stderr)
         return 0

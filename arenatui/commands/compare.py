@@ -41,6 +41,7 @@ from arenatui.stats.jsonable import interval_dict, power_dict
 from arenatui.store import Store
 from arenatui.store.queries import resolve_run
 from arenatui.store.read import read_run
+from arenatui.wording import plural
 
 
 def require_model(results: RunResults, model: str, flag: str) -> str:
@@ -111,7 +112,7 @@ def compare_two(console: Console, results: RunResults, a: str, b: str, *, as_jso
         shown = differ[:20]
         more = f"; the first {len(shown)}" if len(differ) > len(shown) else ""
         console.print(table_for_width(DISAGREE_COLUMNS, shown, console.width,
-                                      title=f"Disagreements: {len(differ)} cases, largest gap first{more}"))
+                                      title=f"Disagreements: {plural(len(differ), 'case')}, largest gap first{more}"))
 
 
 GROUP_COLUMNS: tuple[Column[tuple[str, str, Comparison]], ...] = (
@@ -150,7 +151,8 @@ def compare_all(console: Console, results: RunResults, *, as_json: bool) -> None
              "better_holm": d.better, "verdict_holm": d.verdict} for d in decisions]})
         return
     console.print(table_for_width(PAIR_COLUMNS, decisions, console.width,
-                                  title=f"All {len(decisions)} pairs of run {results.run_id} (Holm-adjusted at 5%)"))
+                                  title=f"All {plural(len(decisions), 'pair')} of run {results.run_id} "
+                                        "(Holm-adjusted at 5%)"))
     if any(not d.decided and d.comparison.power for d in decisions):
         console.print("80% power: the difference D (observed, or the smallest these cases detect) and about how "
                       "many cases give 80% power to detect it.", markup=False)

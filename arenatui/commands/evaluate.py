@@ -15,12 +15,12 @@ from arenatui.safe_text import literal, one_line
 from arenatui.stats import ModelRow, RunResults, leaderboard
 from arenatui.store import Store
 from arenatui.store.queries import RunPlan, RunSpend
-from arenatui.wording import LEADERBOARD_NOTE
+from arenatui.wording import LEADERBOARD_NOTE, plural
 
 
 def summary_line(n_models: int, n_cases: int, trials: int, elapsed_s: float, made: int | None = None,
                  lanes: Sequence[str] = ()) -> str:
-    """`4 models × 12 cases × 8 trial(s) = 384 calls in 26.5s` (the order scripts parse); when this invocation
+    """`4 models × 12 cases × 8 trials = 384 calls in 26.5s` (the order scripts parse); when this invocation
     made fewer calls than the run has (a resume), it says both: `… = 180 calls in the run; this invocation made 33
     in 17.4s`. With prompt variants, `lanes` (the plan's ``model · variant`` keys) give the models and variants:
     `2 models × 2 prompt variants × 12 cases × …`."""
@@ -29,9 +29,9 @@ def summary_line(n_models: int, n_cases: int, trials: int, elapsed_s: float, mad
     if any(VARIANT_SEP in k for k in lanes):
         n_models = len({split_lane(k)[0] for k in lanes})
         n_variants = len({split_lane(k)[1] for k in lanes})
-        variants = f" × {n_variants} prompt variant{'s' if n_variants != 1 else ''}"
-    head = (f"{n_models} model{'s' if n_models != 1 else ''}{variants} × {n_cases} case{'s' if n_cases != 1 else ''}"
-            f" × {trials} trial(s) = {total} calls")
+        variants = f" × {plural(n_variants, 'prompt variant')}"
+    head = (f"{plural(n_models, 'model')}{variants} × {plural(n_cases, 'case')} × {plural(trials, 'trial')} = "
+            f"{plural(total, 'call')}")
     if made is None or made == total:
         return f"{head} in {elapsed_s:.1f}s"
     return f"{head} in the run; this invocation made {made} in {elapsed_s:.1f}s"
@@ -43,8 +43,8 @@ def spend_line(spend: float | RunSpend) -> str:
         return f"Spend: {money(spend)}"
     if not spend.judges:
         return f"Spend: {money(spend.total)}"
-    judges = ", ".join(f"{one_line(j.judge, 80)} {money(j.cost)} over {j.calls} judge calls"
-                       + (f" ({j.errors} judge errors)" if j.errors else "") for j in spend.judges)
+    judges = ", ".join(f"{one_line(j.judge, 80)} {money(j.cost)} over {plural(j.calls, 'judge call')}"
+                       + (f" ({plural(j.errors, 'judge error')})" if j.errors else "") for j in spend.judges)
     return (f"Spend: {money(spend.total)} (models {money(spend.candidates)}; judges {money(spend.judge_total)}: "
             f"{judges})")
 
@@ -61,8 +61,8 @@ def leaderboard_table(rows: list[ModelRow], width: int = 160) -> RenderableType:
 def ranking_lines(rows: list[ModelRow]) -> list[Text]:
     """Under the leaderboard: what the ranking is over, who is listed apart and why, verdict and paradox notes."""
     ranked = [r for r in rows if r.rank]
-    out = [Text(f"Ranked by quality over the {ranked[0].common.n} cases every ranked model has scores for (n); "
-                "own: each model's quality over its own scored cases / their n.")] if ranked else []
+    out = [Text(f"Ranked by quality over the {plural(ranked[0].common.n, 'case')} every ranked model has scores for "
+                "(n); own: each model's quality over its own scored cases / their n.")] if ranked else []
     for r in rows:
         for mark, why in (("", f"unranked, {r.unranked}" if r.unranked else None), ("* ", r.order_note),
                           ("! ", r.paradox)):
@@ -108,7 +108,7 @@ def errored_line(results: RunResults, messages: dict[str, list[tuple[str, str, i
     calls = int(results.calls.sum())
     classes = ", ".join(f"{k} {v}" for k, v in sorted(by_class.items(), key=lambda kv: (-kv[1], kv[0])))
     per_model = "; ".join(f"{one_line(m, 80)} {sum(e.values())}" for m, e in results.errors.items() if e)
-    line = (f"Errored: {total} of {calls} calls ({classes}); by model: {per_model}. Quality is over scored "
+    line = (f"Errored: {total} of {plural(calls, 'call')} ({classes}); by model: {per_model}. Quality is over scored "
             "calls; errored ones count against coverage.")
     for model, rows in (messages or {}).items():
         if rows:
@@ -127,7 +127,7 @@ def error_failure(results: RunResults, max_rate: float | None) -> str | None:
     errored = calls - int(results.answered.sum())
     if max_rate is not None:
         if calls and errored / calls > max_rate:
-            return (f"{errored} of {calls} calls errored ({errored / calls:.1%}), more than --fail-on-error "
+            return (f"{errored} of {plural(calls, 'call')} errored ({errored / calls:.1%}), more than --fail-on-error "
                     f"{max_rate:g} allows")
         return None
     dead = [m for i, m in enumerate(results.models)

@@ -167,7 +167,7 @@ async def check_judges(project: Project, concurrency: int = 4) -> list[JudgeChec
         cfg = scorers[name]
         assert cfg.judge is not None  # config validation: judge_expected only on llm_judge cases
         judge = models[cfg.judge]
-        provider = make_provider(judge, project.run, concurrency_hint=concurrency)
+        provider = make_provider(judge, project.run, concurrency_hint=concurrency, project=project)
         limit = anyio.CapacityLimiter(max(1, min(concurrency, judge.max_concurrency or concurrency)))
         out: list[KnownVerdict | None] = [None] * len(items)
 

@@ -21,6 +21,7 @@ from arenatui.store.bakeoff_queries import series_of, series_of_runs, series_run
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import resolve_run
 from arenatui.store.read import read_run
+from arenatui.wording import plural
 
 
 def load_ids(store: Store, run: str, other: str | None) -> list[str] | None:
@@ -61,7 +62,7 @@ def series_labels(store: Store, run_ids: list[str]) -> tuple[dict[str, str], lis
             keys[of[rid]] = f"S{len(keys) + 1}"
             members[of[rid]] = series_runs(store, of[rid])
     labels = {rid: f"{keys[sid]} {members[sid].index(rid) + 1}/{len(members[sid])}" for rid, sid in of.items()}
-    legend = [f"{k} = series {sid} ({len(members[sid])} load run{'s' if len(members[sid]) > 1 else ''})"
+    legend = [f"{k} = series {sid} ({plural(len(members[sid]), 'load run')})"
               for sid, k in keys.items()]
     # the command with a real series id: the label (S1) is this listing's, not a name `arena compare` knows
     return labels, [*legend, f"Compare a series' runs by its name: arena compare {next(iter(keys))}"] if legend else []

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from arenatui.errors import ArenaError
+from arenatui.wording import plural
 
 
 def _unit_share(value: str) -> float:
@@ -70,8 +71,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(out, indent=2, allow_nan=False) + "\n")
         return 0
     if "cases" in out:
-        console.print(f"{out['project']}: {out['cases']} working cases × {out['trials']} trial(s), "
-                      f"{len(out['models'])} models ({out['calls']} calls).", markup=False)
+        console.print(f"{out['project']}: {plural(out['cases'], 'working case')} × {plural(out['trials'], 'trial')}, "
+                      f"{plural(len(out['models']), 'model')} ({plural(out['calls'], 'call')}).", markup=False)
         mde_text = "-" if out["mde"] is None else f"{out['mde']:.3f}"
         console.print(f"For {POWER:.0%} power at 95%, a paired comparison of two models near {args.baseline:g} "
                       f"accuracy detects a difference of about {mde_text} over these cases.", markup=False)

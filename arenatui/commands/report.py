@@ -36,6 +36,7 @@ from arenatui.stats.jsonable import iso_utc as _iso
 from arenatui.store import Store
 from arenatui.store.queries import RunPlan, RunSpend
 from arenatui.store.read import F1Answers, StoredRun, read_run
+from arenatui.wording import plural
 
 if TYPE_CHECKING:
     from arenatui.tuning.levels import ModelReadout
@@ -272,12 +273,12 @@ def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dic
                      "answered for coverage and are left out of quality, pass@k and $/correct.")
     ranked = [r for r in rows if r.rank]
     if ranked:
-        notes.append(f"The ranking and its score are over the {ranked[0].common.n} cases every ranked model has "
-                     "scores for (n common cases); own is each model's score over its own scored cases. A model "
-                     "whose coverage would leave fewer than half the best-covered model's cases in common is listed "
-                     "apart, unranked. The order never goes against a decided paired verdict.")
+        notes.append(f"The ranking and its score are over the {plural(ranked[0].common.n, 'case')} every ranked "
+                     "model has scores for (n common cases); own is each model's score over its own scored cases. A "
+                     "model whose coverage would leave fewer than half the best-covered model's cases in common is "
+                     "listed apart, unranked. The order never goes against a decided paired verdict.")
     if len(decisions) > 1:
-        notes.append(f"Pairwise decisions are Holm-adjusted over all {len(decisions)} pairs of models.")
+        notes.append(f"Pairwise decisions are Holm-adjusted over all {plural(len(decisions), 'pair')} of models.")
     if results.clusters is not None:
         clusters = int(np.unique(results.clusters[results.working]).size)
         notes.append(f"Intervals resample {clusters} clusters (by {results.cluster_by}), not cases: cases that share "
@@ -462,7 +463,7 @@ JUDGE_HEAD = ("judge", "judge calls", "judge errors", "retries", "tokens", "spen
 
 
 def _estimated_cell(e: dict[str, int] | None) -> str:
-    return "-" if not e else f"{e['estimated']} of {e['calls']} calls"
+    return "-" if not e else f"{e['estimated']} of {plural(e['calls'], 'call')}"
 
 
 def _estimated_note(est: dict[str, dict[str, int]]) -> str:
@@ -493,7 +494,7 @@ def _md_spend(spend: dict[str, Any] | None) -> list[str]:
 def _judged_words(j: dict[str, Any]) -> str:
     """After the scorer's name: its judge, judged N of M cases (its sample), judge calls stored."""
     sample = f"sample {j['sample']:g}" if j["sample"] <= 1 else f"sample {int(j['sample'])} cases"
-    return (f"judge {j['judge']}: judged {j['judged']} of {j['cases']} cases ({sample}); "
+    return (f"judge {j['judge']}: judged {j['judged']} of {plural(j['cases'], 'case')} ({sample}); "
             f"{j['judgments']} of {j['planned_judgments']} judge calls stored")
 
 
@@ -559,8 +560,8 @@ def md_pair(p: dict[str, Any]) -> str:
 def render_markdown(rep: dict[str, Any]) -> str:
     run = rep["run"]
     lines = [f"# Decision report: {_md(run['project'])}, run {_md(run['run_id'])}", "",
-             f"Status {_md(run['status'])}; started {run['started_at']}; {run['stored']} of {run['planned']} calls "
-             "stored.", ""]
+             f"Status {_md(run['status'])}; started {run['started_at']}; {run['stored']} of "
+             f"{plural(run['planned'], 'call')} stored.", ""]
     lines += md_conditions(rep.get("conditions") or [])
     lines += [f"- {_md(n)}" for n in rep["notes"]] + ([""] if rep["notes"] else [])
     lines += ["## Leaderboard", "", "Quality is over scored calls (trials averaged per case), with a 95% "

@@ -10,11 +10,16 @@ import time
 def cmd_runs(args: argparse.Namespace) -> int:
     from arenatui.figures import HEADLINE, Column, table_for_width
     from arenatui.store import Store
+    from arenatui.store.db import default_db_path
     from arenatui.store.load_queries import run_kinds
     from arenatui.store.queries import RunListing, list_runs
     from arenatui.terminal import out_console
+    from arenatui.wording import plural
 
-    with Store(args.db, read_only=True) as store:
+    if args.db is None and not default_db_path().exists():  # a fresh install: nothing stored is no error
+        out_console().print(f"No runs stored yet (no database at {default_db_path()}). Try: arena demo", markup=False)
+        return 0
+    with Store(args.db, read_only=True) as store:  # a --db that does not exist: NoSuchDatabase, no file made
         runs = list_runs(store, args.limit)
         kinds = run_kinds(store, [r.run_id for r in runs])  # a load run stores requests, not results
         from arenatui.commands.shards import shards_label
@@ -37,7 +42,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     def calls(r: RunListing) -> str:
         kind, load_stored = kinds.get(r.run_id, ("sweep", 0))
         # a load run's arrivals are random: it has requests sent, never a plan to be short of
-        return f"{load_stored} requests" if kind == "load" else f"{r.calls}/{r.planned}"
+        return plural(load_stored, "request") if kind == "load" else f"{r.calls}/{r.planned}"
 
     # The run id (what --resume needs) and every model's name are never cut: a name per line; lower-priority
     # columns are left out first on a narrow terminal, and below that each run is a block of its own.

@@ -10,6 +10,7 @@ from arenatui.errors import ArenaError
 from arenatui.store import Store
 from arenatui.store.load_queries import load_run_named
 from arenatui.terminal import write_output
+from arenatui.wording import plural
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -27,10 +28,15 @@ def cmd_report(args: argparse.Namespace) -> int:
         from arenatui.load.files import load_report
 
         text = load_report(db_path, load[0], load[1], args.format)
-        write_output(args.output, lambda f, tty: f.write(text))
     else:
         assert rep is not None
-        write_output(args.output, lambda f, tty: f.write(render(rep, args.format, terminal=tty)))
+        text = render(rep, args.format, terminal=args.output is None and sys.stdout.isatty())
+    if args.output is None and args.format == "md" and sys.stdout.isatty():  # a person: rendered, tables fitted
+        from arenatui.terminal import out_console, print_markdown
+
+        print_markdown(out_console(), text, elsewhere=f" (arena report {args.run} -o FILE, or piped, has every column)")
+    else:
+        write_output(args.output, lambda f, tty: f.write(text))
     if args.output:
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
@@ -51,5 +57,5 @@ def cmd_export(args: argparse.Namespace) -> int:
             write_output(args.output, lambda f, tty: rows.append(write_export(store, args.run, args.format, f,
                                                                                terminal=tty, raw=args.raw)))
     if args.output:
-        print(f"wrote {rows[0]} rows to {args.output}", file=sys.stderr)
+        print(f"wrote {plural(rows[0], 'row')} to {args.output}", file=sys.stderr)
     return 0

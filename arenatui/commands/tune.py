@@ -17,6 +17,7 @@ from arenatui.safe_text import literal
 from arenatui.tuning.evidence import LevelEvidence
 from arenatui.tuning.figures import fmt_ms, fmt_rate, fmt_share, goodput_text, limited_text
 from arenatui.tuning.levels import ModelReadout
+from arenatui.wording import plural
 
 
 def verdict_text(ro: ModelReadout) -> Text:
@@ -48,7 +49,7 @@ LEVEL_COLUMNS: tuple[Column[Level], ...] = (
     Column("n", lambda r: r[0].latencies, priority=2),
     Column("p50 ms", lambda r: r[0].p50_ms, fmt_ms, priority=4),
     Column("p95 ms", lambda r: r[0].p95_ms, fmt_ms, priority=7),
-    Column("", lambda r: r[1], priority=HEADLINE, right=False),
+    Column("verdict", lambda r: r[1], priority=HEADLINE, right=False),
     Column("short of", _missing, priority=5, right=False),
 )
 """A tuning readout's columns: the level, its goodput and 429 share, and its mark stay at any width; what a level
@@ -72,7 +73,7 @@ def _not_a_load_run(run_id: str, db: str | None) -> None:
     from arenatui.store import Store
     from arenatui.store.load_queries import run_kinds
 
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         if run_kinds(store, [run_id])[run_id][0] == "load":
             raise ArenaError(f"run {run_id} is a load run: it holds requests at offered rates, not concurrency "
                              f"levels; its figures: arena load --show {run_id}")
@@ -107,7 +108,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         if args.verbose:
             from arenatui.store import Store
 
-            with Store(args.db) as store:
+            with Store(args.db, read_only=True) as store:
                 for at, _key, _old, _new, reason in store.tuning_decisions(run_id):
                     line = Text(time.strftime("%H:%M:%S ", time.localtime(at)))
                     line.append(literal(reason, newlines=False))
@@ -124,8 +125,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
             raise ArenaError(f"arena tune: {e}") from None
         writable_target(args.project)  # a read-only file is refused before minutes of tuning, not after
     res = tune(args.project, models=args.models, budget=args.budget, db=args.db, seed=args.seed,
-               started=lambda: err.print(f"Tuning with at most {args.budget} calls per model, until each model has a "
-                                         "verdict…", markup=False))
+               started=lambda: err.print(f"Tuning with at most {plural(args.budget, 'call')} per model, until each "
+                                         "model has a verdict…", markup=False))
     for ro in res.readouts:
         out.print(readout_table(ro, res.run_id))
         out.print(recommendation_line(ro))
@@ -236,7 +237,7 @@ SWEEP_COLUMNS: tuple[Column[Swept], ...] = (
     Column("429s (95%)", lambda r: limited_text(r[0].evidence), priority=HEADLINE),
     Column("p95 ms", lambda r: r[0].evidence.p95_ms, fmt_ms, priority=7),
     Column("run id", lambda r: r[0].run_id, priority=4, right=False),
-    Column("", lambda r: r[1], priority=HEADLINE, right=False),
+    Column("verdict", lambda r: r[1], priority=HEADLINE, right=False),
     Column("short of", lambda r: _missing((r[0].evidence, r[1])), priority=5, right=False),
 )
 """`arena sweep`'s columns: one stored run per level; the level, its goodput, 429 share and mark stay at any width,

@@ -21,7 +21,7 @@ def budgets_for_run(run_id: str, db: str | Path | None = None) -> Budgets:
     from arenatui.store import Store
     from arenatui.store.budget_queries import budget_evidence
 
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         return budgets_of(budget_evidence(store, run_id))
 
 

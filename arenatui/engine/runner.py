@@ -736,7 +736,7 @@ class Runner:
                     try:
                         if scorer.blocking:  # a process or the user's code: never on the event loop
                             raise ScoringSlow(f"scorer {scorer.cfg.name!r} runs off the event loop")
-                        sc = scorer.score(comp.text, case, SCORE_ON_LOOP_S)
+                        sc = scorer.verdict(comp.text, case, SCORE_ON_LOOP_S)  # not .score: a call less
                     except Exception as e:  # slow, or no verdict at all: off the hot path
                         sc = await self._score_after(e, comp.text, case)
                 r = self._result(lane, case, trial, verdict.answered(sc, comp.text, comp.finish_reason, case.language,

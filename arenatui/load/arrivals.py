@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from arenatui.errors import ConfigError
+from arenatui.wording import plural
 
 ArrivalKind = Literal["constant", "poisson", "gamma", "trace"]
 
@@ -63,7 +64,7 @@ class Arrival:
         if self.kind == "trace":
             if self.trace_file is not None:
                 return f"trace (streamed, about {self.trace_requests} requests)"
-            return f"trace ({len(self.trace)} requests)"
+            return f"trace ({plural(len(self.trace), 'request')})"
         return self.kind
 
     @property

@@ -25,6 +25,7 @@ from arenatui.engine.events import RunStatus
 from arenatui.errors import ConfigError
 from arenatui.stats.percentiles import or_nan
 from arenatui.stats.percentiles import percentiles as stats_percentiles
+from arenatui.wording import plural
 
 OUTCOMES = ("ok", "rate_limited", "timeout", "transient", "terminal", "cancelled", "incomplete_stream")
 OK, RATE_LIMITED, TIMEOUT, TRANSIENT, TERMINAL, CANCELLED, INCOMPLETE_STREAM = range(7)
@@ -274,10 +275,10 @@ def compute(samples: Samples, windows: Sequence[Window], slo: Slo | None = None,
         fig.goodput_share = g / n if n else 0.0
         fig.goodput_rate = g / measured if measured else 0.0
     if dropped:
-        fig.warnings.append(f"{dropped} requests ({dropped / (n + dropped):.1%} of those offered) were dropped "
-                            f"unsent: due more than {DROP_LATE_S:g} s before the client could send them (its "
-                            "in-flight cap was full or its CPU behind): the offered rate counts them, the "
-                            "percentiles cannot")
+        fig.warnings.append(f"{plural(dropped, 'request')} ({dropped / (n + dropped):.1%} of those offered) "
+                            f"{'was' if dropped == 1 else 'were'} dropped unsent: due more than {DROP_LATE_S:g} s "
+                            "before the client could send them (its in-flight cap was full or its CPU behind): the "
+                            "offered rate counts them, the percentiles cannot")
     if fig.lag_warning:
         fig.warnings.append(f"p99 schedule lag {fig.lag[99.0]:.0f} ms is above {LAG_WARN_MS:.0f} ms: the client "
                             "(its in-flight cap or its own CPU), not the provider, set the pace; read the "
@@ -324,7 +325,8 @@ def saturation_cause(f: Figures) -> str:
         return "errors: " + ", ".join(words(n) for n in failing) + " (a stream cut without its end marker is " \
             "incomplete_stream)" * ("incomplete_stream" in failing)
     if f.dropped or f.lag_warning:
-        late = f"{f.dropped} requests dropped unsent" if f.dropped else f"p99 schedule lag {f.lag[99.0]:.0f} ms"
+        late = (f"{plural(f.dropped, 'request')} dropped unsent" if f.dropped
+                else f"p99 schedule lag {f.lag[99.0]:.0f} ms")
         return f"the client: it could not send at the offered rate ({late}); raise --max-in-flight or --processes"
     timeouts = f", {f.share('timeout'):.0%} timed out" if f.share("timeout") else ""
     return f"capacity: the server answered {f.achieved_rate:.2f}/s of {f.offered_rate:.2f}/s offered{timeouts}"

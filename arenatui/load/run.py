@@ -152,7 +152,7 @@ class LoadRun:
         self.db_path = Path(opts.db) if opts.db is not None else default_db_path()
         hint = opts.max_in_flight or 64
         # Built here even when shards build their own: a missing API key fails before a run is recorded.
-        self.provider: Provider = make_provider(self.model, project.run, concurrency_hint=hint)
+        self.provider: Provider = make_provider(self.model, project.run, concurrency_hint=hint, project=project)
         with Store(self.db_path) as store:
             self.run_id = store.create_run(project.name, str(project.path), project_to_dict(project), opts.to_dict(),
                                            self.plan.planned_requests(), run_id=opts.run_id)

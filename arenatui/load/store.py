@@ -74,6 +74,6 @@ def stored_outcome_of(db: Path | str, rec: RunRecord) -> LoadOutcome:
     from arenatui.barrier import start_skew_line
     from arenatui.store.shards import run_shards
 
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         skew = start_skew_line(run_shards(store, rec.run_id))
     return LoadOutcome(cast(RunStatus, rec.status), run, segs, sat, list(run.warnings), [skew] if skew else [])

@@ -39,6 +39,7 @@ from arenatui.engine.events import lane_key
 from arenatui.mockserver.faults import HTTP_TYPES, FaultPicker, Stall, retry_after_headers
 from arenatui.providers.base import JudgeTask
 from arenatui.providers.sim import SimCore, SimOutcome, draw, judge_answer, uniform
+from arenatui.wording import plural
 
 Wire = Literal["openai", "anthropic"]
 HANG_S = 3600.0
@@ -510,7 +511,7 @@ async def serve(project: Project | None, host: str = "127.0.0.1", port: int = 87
         await site.start()
         bound = runner.addresses[0]
         url = f"http://{host}:{bound[1]}" if ":" not in host else f"http://[{host}]:{bound[1]}"
-        what = f"{len(server.model_names())} models from {project.path}" if project else "any model name"
+        what = f"{plural(len(server.model_names()), 'model')} from {project.path}" if project else "any model name"
         announce(f"arena mock-server listening on {url} (OpenAI base_url {url}/v1, Anthropic base_url {url}); "
                  f"serving {what}. Ctrl-C stops it.")
         stop = stop or asyncio.Event()

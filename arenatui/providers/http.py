@@ -60,7 +60,8 @@ def read_header_env(model: ModelConfig) -> dict[str, str]:
         if not value:
             raise ProviderSetupError(
                 f"model {model.key!r} reads its {header} header from the environment variable {var}, which is not "
-                f"set (or empty). Set it (export {var}=...) or remove it from headers_env.")
+                f"set (or empty). Set it (export {var}=...) or remove it from headers_env.",
+                setting=f"headers_env.{header}")
         out[header] = value
     return out
 
@@ -120,7 +121,7 @@ def read_api_key(model: ModelConfig) -> str | None:
         raise ProviderSetupError(
             f"model {model.key!r} reads its API key from the environment variable {model.api_key_env}, which is "
             f"not set (or empty). Set it (export {model.api_key_env}=...) or remove api_key_env for a local "
-            f"server that needs no key.")
+            f"server that needs no key.", setting="api_key_env")
     return key
 
 

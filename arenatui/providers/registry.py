@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the registry imports nothing at run time: the config check reads it while `config` loads
-    from arenatui.config.schema import ModelConfig, RunSettings
+    from arenatui.config.schema import ModelConfig, Project, RunSettings
     from arenatui.providers.base import Provider
 
 Factory = Callable[["ModelConfig", "RunSettings", int], "Provider"]
@@ -52,9 +52,19 @@ def provider_spec(name: str) -> ProviderSpec | None:
     return _SPECS.get(name)
 
 
-def make_provider(model: ModelConfig, run: RunSettings, concurrency_hint: int = 64) -> Provider:
-    """The model's provider (the config check has made sure its kind is registered)."""
-    return _SPECS[model.provider].factory(model, run, concurrency_hint)
+def make_provider(model: ModelConfig, run: RunSettings, concurrency_hint: int = 64, *,
+                  project: Project | None = None) -> Provider:
+    """The model's provider (the config check has made sure its kind is registered). Given the `project` the model
+    is from, a setup error names the file and the model's key in it (`arena.toml: models[2].api_key_env: ...`)."""
+    from arenatui.errors import ProviderSetupError
+
+    try:
+        return _SPECS[model.provider].factory(model, run, concurrency_hint)
+    except ProviderSetupError as e:
+        index = next((i for i, m in enumerate(project.models) if m.key == model.key), None) if project else None
+        if project is None or index is None or e.setting is None or not project.path.is_file():
+            raise  # a project built in Python has no file to point at: the model's name says which
+        raise ProviderSetupError(f"{project.path}: models[{index}].{e.setting}: {e}", setting=e.setting) from None
 
 
 def _sim(model: ModelConfig, run: RunSettings, _hint: int) -> Provider:

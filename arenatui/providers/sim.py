@@ -117,33 +117,49 @@ class SimCore:
 
     def outcome(self, case_id: str, trial: int, attempt: int, expected: str | None, stratum: str | None,
                 tags: tuple[str, ...], prompt: str, max_tokens: int, turn: int = 0) -> SimOutcome:
+        # Once per simulated attempt, a fifth of the engine benchmark's cost per call: the uniforms are read from
+        # the draw inline and only where a knob needs them (`uniform` and `_per_attempt` say what each one is).
         s = self.s
         # a follow-up turn (a repair) draws its answer afresh
         bits = draw(self.seed, self.key, case_id if not turn else f"{case_id}#turn {turn}", trial)
         # uniforms 0-1 belong to the (case, trial): the answer; 2-5 to the attempt: length, jitter, failure, TTFT
-
-        def per_attempt(i: int) -> float:
-            u = uniform(bits, i)
-            return u if attempt <= 1 else _per_attempt(u, attempt)
-
-        correct = uniform(bits, 0) < self.accuracy_for(stratum, tags)
+        again = attempt > 1
+        # a model without per-stratum accuracies (the usual one) needs no lookup
+        correct = ((bits & 0xFFFFFFFF) + 0.5) * _U32 < (self.accuracy_for(stratum, tags) if s.strata_accuracy
+                                                         else s.accuracy)
         mean = s.wrong_tokens if (s.wrong_tokens is not None and not correct) else s.output_tokens
-        tokens = mean if s.exact_timing else max(1, round(mean * (0.5 + per_attempt(2))))
+        if s.exact_timing:
+            tokens = mean
+        else:
+            u = (((bits >> 64) & 0xFFFFFFFF) + 0.5) * _U32
+            tokens = max(1, round(mean * (0.5 + (_per_attempt(u, attempt) if again else u))))
         finish = "stop"
         if tokens > max_tokens:
             tokens, finish = max_tokens, "length"
-        factor = math.exp(s.jitter * _NORMAL.inv_cdf(per_attempt(3))) if s.jitter else 1.0
+        if s.jitter:
+            u = (((bits >> 96) & 0xFFFFFFFF) + 0.5) * _U32
+            factor = math.exp(s.jitter * _NORMAL.inv_cdf(_per_attempt(u, attempt) if again else u))
+        else:
+            factor = 1.0
         latency = (s.base_latency_s + tokens * s.per_token_s) * factor
         ttft = 0.0
         if s.base_latency_s:
-            ttft = min(latency, s.base_latency_s * factor * (1.0 if s.exact_timing else 0.8 + 0.4 * per_attempt(5)))
-        transient = s.transient_rate > 0 and per_attempt(4) < s.transient_rate
+            if s.exact_timing:
+                ttft = min(latency, s.base_latency_s * factor)
+            else:
+                u = (((bits >> 160) & 0xFFFFFFFF) + 0.5) * _U32
+                ttft = min(latency, s.base_latency_s * factor * (0.8 + 0.4 * (_per_attempt(u, attempt) if again
+                                                                               else u)))
+        transient = False
+        if s.transient_rate > 0:
+            u = (((bits >> 128) & 0xFFFFFFFF) + 0.5) * _U32
+            transient = (_per_attempt(u, attempt) if again else u) < s.transient_rate
         text = expected if (correct and expected is not None) else _answer(expected, correct, uniform(bits, 1),
                                                                             case_id)
         if finish == "length" and len(text) > 8:
             text = text[: max(1, len(text) // 2)]
-        # positional: this runs once per simulated attempt (fields: text, latency_s, ttft_s, input_tokens,
-        # output_tokens, finish_reason, transient, correct)
+        # positional (fields: text, latency_s, ttft_s, input_tokens, output_tokens, finish_reason, transient,
+        # correct)
         return SimOutcome(text, latency, ttft, estimate_tokens(prompt), tokens, finish, transient, correct)
 
 

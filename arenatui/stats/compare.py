@@ -18,6 +18,7 @@ import numpy as np
 from arenatui.stats.bootstrap import Interval, clustered_se, resampled_cluster_means, resampled_means
 from arenatui.stats.items import Bools, Floats, Ints, RunResults
 from arenatui.stats.power import PowerNote, is_zero, power_note
+from arenatui.wording import plural
 
 PAIR_RESAMPLES = 2_000
 """One resampling count (and seed 0) for every view of a pair, so `compare`, `compare --all`, the report and the
@@ -88,8 +89,8 @@ class Comparison:
         judged, where the other was)."""
         if not (self.only_a or self.only_b):
             return None
-        return (f"compared over the {self.n} cases both have scores for ({self.a} also has {self.only_a} that "
-                f"{self.b} does not, {self.b} {self.only_b} that {self.a} does not)")
+        return (f"compared over the {plural(self.n, 'case')} both have scores for ({self.a} also has {self.only_a} "
+                f"that {self.b} does not, {self.b} {self.only_b} that {self.a} does not)")
 
 
 def _pct(level: float) -> str:
@@ -106,7 +107,7 @@ def verdict_text(a: str, b: str, diff: Interval, level: float = LEVEL, power: Po
             return (f"{a} is better by {diff.estimate:.3f} ({_pct(level)} CI {diff.low:.3f} to "
                     f"{diff.high:.3f})")
         return f"{b} is better by {-diff.estimate:.3f} ({_pct(level)} CI {-diff.high:.3f} to {-diff.low:.3f})"
-    text = f"no ordering established on this evidence ({diff.n} case{'s' if diff.n != 1 else ''})"
+    text = f"no ordering established on this evidence ({plural(diff.n, 'case')})"
     if power is not None:
         text += f"; {power.text}"
     elif diff.n > 1 and is_zero(diff.estimate):

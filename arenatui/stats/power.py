@@ -21,6 +21,8 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
+from arenatui.wording import plural
+
 POWER = 0.8
 LEVEL = 0.95
 ZERO = 1e-12
@@ -90,7 +92,7 @@ class PowerNote:
     @property
     def text(self) -> str:
         return (f"for {POWER:.0%} power to detect a difference of {self.difference:.3f}"
-                f"{'' if self.observed else ' (the smallest these cases detect)'}, about {self.cases} cases")
+                f"{'' if self.observed else ' (the smallest these cases detect)'}, about {plural(self.cases, 'case')}")
 
 
 def power_note(n: int, estimate: float, sd: float, *, level: float = LEVEL) -> PowerNote | None:

@@ -27,6 +27,7 @@ import numpy as np
 from arenatui.stats.compare import PairDecision, all_pairs
 from arenatui.stats.items import Bools, RunResults
 from arenatui.stats.power import ZERO
+from arenatui.wording import plural
 
 MIN_SHARE = 0.5
 """A model is ranked when the common set keeps at least this share of the best-covered model's cases."""
@@ -112,10 +113,10 @@ def rank_models(results: RunResults, decisions: Sequence[PairDecision] | None = 
             ranked.append(m)
             common = left
         elif own_n[m] < threshold:
-            why[m] = (f"scores for {own_n[m]} working case{'s' if own_n[m] != 1 else ''}, under half the {best} the "
+            why[m] = (f"scores for {plural(own_n[m], 'working case')}, under half the {best} the "
                       "best-covered model has")
         else:
-            why[m] = (f"ranking it would leave {k} case{'s' if k != 1 else ''} every ranked model has scores for, "
+            why[m] = (f"ranking it would leave {plural(k, 'case')} every ranked model has scores for, "
                       f"under half the {best} the best-covered model has")
     if not ranked:
         common = np.zeros_like(w)
@@ -181,6 +182,6 @@ def _paradoxes(models: list[str], beats: dict[str, dict[str, PairDecision]], own
         for loser, d in beats.get(w, {}).items():
             if own[loser] > own[w] + ZERO:
                 out[w] = (f"coverage paradox: {loser}'s own-coverage score is higher ({own[loser]:.3f} over "
-                          f"{own_n[loser]} cases against {own[w]:.3f} over {own_n[w]}), yet paired over the "
-                          f"{d.comparison.n} cases both have scores for, {d.comparison.verdict}")
+                          f"{plural(own_n[loser], 'case')} against {own[w]:.3f} over {own_n[w]}), yet paired over the "
+                          f"{plural(d.comparison.n, 'case')} both have scores for, {d.comparison.verdict}")
     return out

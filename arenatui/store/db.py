@@ -29,7 +29,7 @@ from arenatui.engine.events import (
     lane_key,
     split_lane,
 )
-from arenatui.errors import DiskFullError, PlanError, StoreError
+from arenatui.errors import DiskFullError, NoSuchDatabase, PlanError, StoreError
 from arenatui.store.schema import JUDGMENT_COLUMNS, MIGRATIONS, RESULT_COLUMNS
 
 _PLACEHOLDERS = ", ".join("?" for _ in RESULT_COLUMNS)
@@ -77,8 +77,6 @@ INSERT_STEP = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 INSERT_TUNING_DECISION = (
     "INSERT INTO tuning_decisions (run_id, at, model_key, old, new, reason) VALUES (?, ?, ?, ?, ?, ?)")
-FAILED_ATTEMPT_COLUMNS = ("attempt", "error_class", "http_status", "retry_after_s", "delay_s", "at", "message",
-                          "retry_after_source")
 
 
 def judgment_rows(run_id: str, ev: JudgeFinished) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
@@ -219,6 +217,20 @@ def default_db_path() -> Path:
     from arenatui.paths import data_dir
 
     return data_dir() / "arena.db"
+
+
+def no_such_database(path: Path) -> NoSuchDatabase:
+    """What a reader says of a database path that does not exist (it never creates one)."""
+    default = default_db_path()
+    if path.absolute() == default.absolute():
+        return NoSuchDatabase(f"no runs stored yet: there is no results database at {str(path)!r} (the default); "
+                              "run a sweep first (arena demo), or pass --db with the database that holds your runs")
+    said = f"no such database: {str(path)!r} does not exist (a command that only reads never creates one)"
+    if default.is_file():
+        return NoSuchDatabase(f"{said}. Runs are stored in {str(default)!r} unless a sweep was given --db: leave "
+                              "--db out to read it, or check the path (arena runs --db FILE lists a file's runs)")
+    return NoSuchDatabase(f"{said}, nor does the default one ({str(default)!r}): check the path (arena runs --db FILE "
+                          "lists a file's runs), or run a sweep first (arena demo)")
 
 
 def _call_where(run_id: str, key: str, case_id: str, trial: int) -> tuple[str, tuple[Any, ...]]:
@@ -389,12 +401,19 @@ class RunRecord:
 
 
 class Store:
-    def __init__(self, path: Path | str | None = None, *, read_only: bool = False) -> None:
+    def __init__(self, path: Path | str | None = None, *, read_only: bool = False, create: bool | None = None) -> None:
         """`read_only`: for commands that only read (runs, report, export, browse, compare, load --show): an
         existing database with the current schema is opened read-only, so a read-only mount or another user's file
-        works. One written by an older arenatui is migrated first, which needs write access."""
+        works. One written by an older arenatui is migrated first, which needs write access.
+
+        `create`: whether a database that does not exist is made (default: unless `read_only`). Only writers of
+        runs (evaluate, run, demo, tune, sweep, load, merge) make one; any other command given a path that does not
+        exist raises NoSuchDatabase and leaves no file behind."""
         self.path = Path(path) if path is not None else default_db_path()
         self.read_only = False
+        makes = not read_only if create is None else create
+        if not makes and not self.path.exists():
+            raise no_such_database(self.path)
         if read_only and self.path.is_file():
             conn = connect_read_only(self.path)
             try:
@@ -659,28 +678,12 @@ class Store:
         row = self.conn.execute(f"SELECT {', '.join(RESULT_COLUMNS)} FROM results WHERE {where}", args).fetchone()
         return dict(zip(RESULT_COLUMNS, row, strict=True)) if row else None
 
-    @_explained
-    def result_preview(self, run_id: str, model_key: str, case_id: str, trial: int,
-                       limit: int) -> dict[str, Any] | None:
-        """One result with only the first `limit` characters of its output, and `output_chars`, the output's
-        whole length: showing a 50 MB answer reads its start, not all of it into Python (40 s and 3.3 GB)."""
-        cols = [c for c in RESULT_COLUMNS if c != "output"]
-        where, args = _call_where(run_id, model_key, case_id, trial)
-        row = self.conn.execute(
-            f"SELECT {', '.join(cols)}, substr(output, 1, ?), length(output) FROM results WHERE {where}",
-            (limit, *args)).fetchone()
-        if row is None:
-            return None
-        out = dict(zip(cols, row[:-2], strict=True))
-        out["output"], out["output_chars"] = row[-2], row[-1]
-        return out
-
     def save_output(self, run_id: str, model_key: str, case_id: str, trial: int, dest: Path) -> int | None:
         """Write one result's whole output to `dest` as UTF-8, a megabyte at a time (never all of it in memory).
-        Returns the bytes written, or None when the call has no output (not stored, or errored)."""
-        found = self.conn.execute(
-            "SELECT rowid FROM results WHERE run_id = ? AND model_key = ? AND case_id = ? AND trial = ? "
-            "AND output IS NOT NULL", (run_id, model_key, case_id, trial)).fetchone()
+        Returns the bytes written, or None when the call has no output (not stored, or errored). `model_key` may be a
+        variant lane's (``model · variant``): then that variant's."""
+        where, args = _call_where(run_id, model_key, case_id, trial)
+        found = self.conn.execute(f"SELECT rowid FROM results WHERE output IS NOT NULL AND {where}", args).fetchone()
         if found is None:
             return None
         written = 0
@@ -696,14 +699,7 @@ class Store:
             "SELECT at, old, new, model_key, source FROM concurrency_changes WHERE run_id = ? ORDER BY at",
             (run_id,)).fetchall()
 
-    # ---- failed attempts and the tuning readout --------------------------------------------------
-
-    def failed_attempts(self, run_id: str, model_key: str, case_id: str, trial: int) -> list[dict[str, Any]]:
-        """One call's failed attempts, first first."""
-        rows = self.conn.execute(
-            f"SELECT {', '.join(FAILED_ATTEMPT_COLUMNS)} FROM failed_attempts WHERE run_id = ? AND model_key = ? "
-            "AND case_id = ? AND trial = ? ORDER BY attempt, at", (run_id, model_key, case_id, trial)).fetchall()
-        return [dict(zip(FAILED_ATTEMPT_COLUMNS, r, strict=True)) for r in rows]
+    # ---- the tuning readout --------------------------------------------------
 
     def write_tuning_levels(self, run_id: str, rows: Sequence[Sequence[Any]]) -> None:
         """Replace a run's per-level readout (rows as `tuning.levels.readout_rows` makes them)."""

@@ -10,13 +10,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from arenatui.engine.events import JUDGE_LANE_PREFIX, VARIANT_SEP
+from arenatui.engine.events import JUDGE_LANE_PREFIX, VARIANT_SEP, lane_key, split_lane
 from arenatui.errors import PlanError
 from arenatui.judge_sample import judge_sample
 from arenatui.stats.items import LatencySample, RunResults
@@ -50,6 +50,10 @@ class CaseInfo:
     """None for a sealed case: never shown."""
     cluster: str | None = None
     """The case's `cluster` (cases sharing a passage or template), if it has one."""
+    scorer: str | None = None
+    """The name of the scorer that scores it."""
+    scorer_kind: str | None = None
+    """That scorer's kind (exact, contains, llm_judge, ...), as stored."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,17 +166,79 @@ class CallRow:
     """The whole output's length when `output` holds only its start (read with `preview`), else None."""
     tokens_estimated: bool = False
     """The server reported no usage: the tokens (and so the cost) are arenatui's estimate."""
+    connect_ms: float | None = None
+    """How long the request took to get onto the wire (connecting, TLS, client queueing), left out of latency_ms."""
+    http_status: int | None = None
+    """The HTTP status of the attempt that ended an errored call."""
+    repairs: int = 0
+    """Repair turns the call took ([run] repair)."""
+    escalated_to: str | None = None
+    """The model that answered after an escalation (escalate_to), if the call escalated."""
+    first_passed: bool | None = None
+    """Whether the first answer passed, when repairs or an escalation followed it."""
+    failed_attempts: tuple[FailedAttempt, ...] = ()
+    """Its failed attempts, first first (read for a call's detail only: `call_details`)."""
+    judgment: JudgmentRow | None = None
+    """The judge call that scored it (read for a call's detail only)."""
+    steps: tuple[CallStep, ...] = ()
+    """Each answer of a call that went on to repairs or an escalation (read for a call's detail only)."""
 
+
+@dataclass(frozen=True, slots=True)
+class FailedAttempt:
+    """One failed attempt of a call: why, what the server asked for and what the retry slept."""
+
+    attempt: int
+    error_class: str
+    http_status: int | None
+    retry_after_s: float | None
+    """The wait the server asked for, when it gave one."""
+    delay_s: float | None
+    """What the retry slept before the next attempt; None for the attempt that ended the call."""
+    message: str | None
+    retry_after_source: str | None = None
+    """The header the wait was read from (retry-after, x-ratelimit-reset-requests, ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallStep:
+    """One answer of a call with repairs or an escalation: the first answer (step 0), then each repair turn or
+    escalation, as scored."""
+
+    step: int
+    kind: str
+    """'answer', 'repair' or 'escalation'."""
+    answered_by: str
+    """The model that answered this step."""
+    status: str
+    score: float | None
+    failure_mode: str | None
+    error_class: str | None
+    error_message: str | None
+    score_detail: str | None
+    output: str | None
+    """Its first STEP_OUTPUT_CHARS characters (untrusted)."""
+    attempts: int
+    latency_ms: float | None
+    input_tokens: int
+    output_tokens: int
+    cost: float
+
+
+STEP_OUTPUT_CHARS = 2_000
+"""Characters of a step's answer read for a call's detail (shown on a line or two; the last step's is the output)."""
 
 _CALL_COLUMNS = (f"model_key || CASE WHEN variant != '' THEN '{VARIANT_SEP}' || variant ELSE '' END, case_id, trial, "
                  "status, output, score, passed, error_class, error_message, attempts, "
                  "latency_ms, ttft_ms, total_ms, input_tokens, output_tokens, cost, failure_mode, score_detail, "
-                 "tokens_estimated")
+                 "tokens_estimated, connect_ms, http_status, repairs, escalated_to, first_passed")
 
 
 def _call_row(r: tuple[Any, ...]) -> CallRow:
     return CallRow(r[0], r[1], int(r[2]), r[3], r[4], r[5], bool(r[6]), r[7], r[8], int(r[9]), r[10], r[11],
-                   float(r[12]), int(r[13]), int(r[14]), float(r[15]), r[16], r[17], tokens_estimated=bool(r[18]))
+                   float(r[12]), int(r[13]), int(r[14]), float(r[15]), r[16], r[17], tokens_estimated=bool(r[18]),
+                   connect_ms=r[19], http_status=r[20], repairs=int(r[21] or 0), escalated_to=r[22],
+                   first_passed=None if r[23] is None else bool(r[23]))
 
 
 def resolve_run(store: Store, run: str) -> RunRecord:
@@ -209,8 +275,9 @@ def stored_plan(record: RunRecord) -> RunPlan:
     if wanted_models:
         models = [m for m in models if m in wanted_models]
     raw_cases = [c for c in table_list(cfg.get("cases")) if c.get("id") is not None]
-    all_cases = [_case_info(c) for c in raw_cases]
+    kinds = dict(zip(names, (str(s["kind"]) for s in scorers), strict=True))
     case_scorer = {str(c["id"]): str(c.get("scorer") or default) for c in raw_cases}
+    all_cases = [_case_info(c, case_scorer[str(c["id"])], kinds) for c in raw_cases]
     cases = all_cases
     tags = set(filters.get("tags") or ())
     if tags:
@@ -267,7 +334,7 @@ def table_list(v: Any) -> list[Mapping[str, Any]]:
     return [x for x in v if isinstance(x, Mapping)] if isinstance(v, Sequence) and not isinstance(v, str) else []
 
 
-def _case_info(c: Mapping[str, Any]) -> CaseInfo:
+def _case_info(c: Mapping[str, Any], scorer: str, kinds: Mapping[str, str]) -> CaseInfo:
     sealed = bool(c.get("sealed", False))
     expected = c.get("expected")
     raw_tags = c.get("tags") or ()
@@ -276,7 +343,7 @@ def _case_info(c: Mapping[str, Any]) -> CaseInfo:
                     tuple(str(t) for t in raw_tags) if not isinstance(raw_tags, str) else (raw_tags,), sealed,
                     "" if sealed else _prompt_text(c.get("input")),
                     None if sealed or expected is None else str(expected),
-                    None if c.get("cluster") is None else str(c.get("cluster")))
+                    None if c.get("cluster") is None else str(c.get("cluster")), scorer, kinds.get(scorer))
 
 
 def _prompt_text(v: Any) -> str:
@@ -460,15 +527,17 @@ def latency_sample(conn: sqlite3.Connection, run_id: str, model: str) -> Latency
 
 def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_ids: tuple[str, ...] = (),
               outcome: str | None = None, search: str | None = None, limit: int | None = None,
-              offset: int = 0, preview: int | None = None) -> list[CallRow]:
+              offset: int = 0, preview: int | None = None, lane: str | None = None, final: bool = True
+              ) -> list[CallRow]:
     """Stored final calls, ordered by case, model and trial, filtered for the cases view.
 
     outcome: 'passed', 'failed', 'errored' or 'unscored'. search: a substring of the output or error message
     (literal, not a pattern). Strata and tags are case properties: filter `case_ids` with the run's plan.
     preview: read only the first this many characters of each output (and its whole length into `output_chars`):
-    a 50 MB answer is not read whole to show a screenful of it.
+    a 50 MB answer is not read whole to show a screenful of it. lane: one lane's calls (a model's key, or a
+    variant lane's ``model · variant``). final=False keeps cancelled calls too.
     """
-    where = ["run_id = ?", _FINAL]
+    where = ["run_id = ?", _FINAL] if final else ["run_id = ?"]
     params: list[Any] = [run_id]
     columns = _CALL_COLUMNS
     if preview is not None:
@@ -477,6 +546,9 @@ def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_i
     if models:
         where.append(f"model_key IN ({', '.join('?' for _ in models)})")
         params.extend(models)
+    if lane is not None:
+        where.append("model_key = ? AND variant = ?")
+        params.extend(split_lane(lane))
     if case_ids:
         where.append(f"case_id IN ({', '.join('?' for _ in case_ids)})")
         params.extend(case_ids)
@@ -508,11 +580,6 @@ def iter_call_rows(store: Store, run_id: str, batch: int = 10_000) -> Iterator[C
         if not chunk:
             return
         yield from (_call_row(r) for r in chunk)
-
-
-def case_calls(store: Store, run_id: str, case_id: str, preview: int | None = None) -> list[CallRow]:
-    """Every model's calls of one case, for the side-by-side view (outputs cut to `preview` characters if given)."""
-    return call_rows(store, run_id, case_ids=(case_id,), preview=preview)
 
 
 def top_errors(store: Store, run_id: str, limit: int = 3) -> dict[str, list[tuple[str, str, int]]]:
@@ -674,28 +741,24 @@ class JudgmentRow:
     output_tokens: int
     cost: float
     score_detail: str | None
+    failed_attempts: tuple[FailedAttempt, ...] = ()
+    """The judge call's failed attempts (read for a judge lane's detail only: `judge_calls`)."""
 
 
-def _judgments(store: Store, where: str, params: tuple[Any, ...]) -> list[JudgmentRow]:
+def _judgment_rows(store: Store, where: str, params: tuple[Any, ...]) -> Iterator[tuple[JudgmentRow, str]]:
+    """(judgment, its candidate's variant) of the judgments `where` picks."""
     rows = store.conn.execute(
         "SELECT model_key, case_id, trial, judge_key, status, score, passed, error_class, error_message, "
         "substr(output, 1, ?), IFNULL(length(output), 0), attempts, latency_ms, total_ms, input_tokens, "
-        f"output_tokens, cost, score_detail FROM judgments WHERE {where} ORDER BY model_key, trial",
+        f"output_tokens, cost, score_detail, variant FROM judgments WHERE {where} ORDER BY model_key, variant, trial",
         (JUDGE_ANSWER_CHARS, *params))
-    return [JudgmentRow(r[0], r[1], int(r[2]), r[3], r[4], r[5], bool(r[6]), r[7], r[8], r[9], int(r[10]),
-                        int(r[11]), r[12], float(r[13]), int(r[14]), int(r[15]), float(r[16]), r[17]) for r in rows]
+    for r in rows:
+        yield (JudgmentRow(r[0], r[1], int(r[2]), r[3], r[4], r[5], bool(r[6]), r[7], r[8], r[9], int(r[10]),
+                           int(r[11]), r[12], float(r[13]), int(r[14]), int(r[15]), float(r[16]), r[17]), str(r[18]))
 
 
-def call_judgment(store: Store, run_id: str, model_key: str, case_id: str, trial: int) -> JudgmentRow | None:
-    """The judgment of one stored candidate call, or None when it was not judged (yet)."""
-    found = _judgments(store, "run_id = ? AND model_key = ? AND case_id = ? AND trial = ?",
-                       (run_id, model_key, case_id, trial))
-    return found[0] if found else None
-
-
-def case_judgments(store: Store, run_id: str, case_id: str) -> dict[tuple[str, int], JudgmentRow]:
-    """Every judgment of one case, by (candidate model, trial)."""
-    return {(j.model_key, j.trial): j for j in _judgments(store, "run_id = ? AND case_id = ?", (run_id, case_id))}
+def _judgments(store: Store, where: str, params: tuple[Any, ...]) -> list[JudgmentRow]:
+    return [j for j, _ in _judgment_rows(store, where, params)]
 
 
 def judged_rows(store: Store, run_id: str, *, retry_errored: bool = False) -> list[tuple[Any, ...]]:
@@ -709,24 +772,64 @@ def judged_rows(store: Store, run_id: str, *, retry_errored: bool = False) -> li
         f"{skip} ORDER BY judge_key, case_id, model_key, trial", (JUDGE_LANE_PREFIX, run_id)).fetchall()
 
 
-def judgment_dicts(store: Store, run_id: str, case_id: str, *, judge_key: str | None = None,
-                   model_key: str | None = None) -> list[dict[str, Any]]:
-    """The stored judgments of one case (of one judge model, or of one candidate model) as the console's detail
-    reads them: JudgmentRow's fields, with the judge's model key as `judge_key` and its answer (the first
-    JUDGE_ANSWER_CHARS characters) as `output`, its whole length as `output_chars`."""
-    where, args = "run_id = ? AND case_id = ?", [run_id, case_id]
-    if judge_key is not None:
-        where += " AND judge_key = ?"
-        args.append(judge_key)
-    if model_key is not None:
-        where += " AND model_key = ?"
-        args.append(model_key)
-    out = []
-    for j in _judgments(store, where, tuple(args)):
-        d = dataclasses.asdict(j)
-        d["judge_key"], d["output"], d["output_chars"] = d.pop("judge"), d.pop("answer"), d.pop("answer_chars")
-        out.append(d)
-    return out
+def _lane_where(lane: str | None) -> tuple[str, tuple[str, ...]]:
+    """SQL narrowing a case's rows to one lane (its model key and variant), or nothing for every lane."""
+    if lane is None:
+        return "", ()
+    model, variant = split_lane(lane)
+    return " AND model_key = ? AND variant = ?", (model, variant)
+
+
+def _failed_attempts(store: Store, run_id: str, case_id: str, lane: str | None
+                     ) -> dict[tuple[str, int], tuple[FailedAttempt, ...]]:
+    """A case's failed attempts by (lane, trial), first first."""
+    where, args = _lane_where(lane)
+    out: dict[tuple[str, int], list[FailedAttempt]] = {}
+    for mk, variant, trial, *fa in store.conn.execute(
+            "SELECT model_key, variant, trial, attempt, error_class, http_status, retry_after_s, delay_s, message, "
+            f"retry_after_source FROM failed_attempts WHERE run_id = ? AND case_id = ?{where} "
+            "ORDER BY model_key, variant, trial, attempt, at", (run_id, case_id, *args)):
+        out.setdefault((lane_key(mk, variant), int(trial)), []).append(
+            FailedAttempt(int(fa[0]), str(fa[1]), fa[2], fa[3], fa[4], fa[5], fa[6]))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def call_details(store: Store, run_id: str, case_id: str, *, lane: str | None = None, preview: int,
+                 final: bool = True) -> list[CallRow]:
+    """One case's stored calls (of one lane, or of every lane), each with everything a call's detail shows: its
+    output's first `preview` characters (`output_chars` its whole length), failed attempts, judgment and steps.
+    Ordered by lane and trial. `final=False` keeps cancelled calls (the console shows what is stored now)."""
+    rows = call_rows(store, run_id, case_ids=(case_id,), lane=lane, final=final, preview=preview)
+    if not rows:
+        return rows
+    where, args = _lane_where(lane)
+    attempts = _failed_attempts(store, run_id, case_id, lane)
+    judged = {(lane_key(j.model_key, v), j.trial): j for j, v in _judgment_rows(
+        store, f"run_id = ? AND case_id = ?{where}", (run_id, case_id, *args))}
+    steps: dict[tuple[str, int], list[CallStep]] = {}
+    for mk, variant, trial, *st in store.conn.execute(
+            "SELECT model_key, variant, trial, step, kind, answered_by, status, score, failure_mode, error_class, "
+            "error_message, score_detail, substr(output, 1, ?), attempts, latency_ms, input_tokens, output_tokens, "
+            f"cost FROM call_steps WHERE run_id = ? AND case_id = ?{where} ORDER BY model_key, variant, trial, step",
+            (STEP_OUTPUT_CHARS, run_id, case_id, *args)):
+        steps.setdefault((lane_key(mk, variant), int(trial)), []).append(CallStep(
+            int(st[0]), str(st[1]), str(st[2]), str(st[3]), st[4], st[5], st[6], st[7], st[8], st[9], int(st[10]),
+            st[11], int(st[12]), int(st[13]), float(st[14])))
+    return [dataclasses.replace(r, failed_attempts=attempts.get((r.model_key, r.trial), ()),
+                                judgment=judged.get((r.model_key, r.trial)),
+                                steps=tuple(steps.get((r.model_key, r.trial), ()))) for r in rows]
+
+
+def judge_calls(store: Store, run_id: str, case_id: str, judge_key: str,
+                lane_trial: Callable[[str, int], int]) -> list[JudgmentRow]:
+    """One judge model's calls on a case (one per candidate lane and trial it judged), each with its failed
+    attempts: those are stored under the judge's lane and the judge call's trial, `lane_trial(candidate lane,
+    candidate trial)` (the plan's numbering)."""
+    attempts = _failed_attempts(store, run_id, case_id, JUDGE_LANE_PREFIX + judge_key)
+    return [dataclasses.replace(j, model_key=lane_key(j.model_key, v), failed_attempts=attempts.get(
+        (JUDGE_LANE_PREFIX + judge_key, lane_trial(lane_key(j.model_key, v), j.trial)), ()))
+        for j, v in _judgment_rows(store, "run_id = ? AND case_id = ? AND judge_key = ?",
+                                  (run_id, case_id, judge_key))]
 
 
 def error_messages(store: Store, run_id: str, per_model: int = 3) -> dict[str, list[tuple[str, str, int]]]:

@@ -1,5 +1,5 @@
-"""Long outputs in the detail screens: the first PREVIEW_CHARS shown with the whole size stated, and `s` saving the
-whole of each to a file (the console's call detail and the results view's case detail alike)."""
+"""Long outputs in the detail screens: `s` saves the whole of each to a file (the console's call detail and the
+results view's case detail alike; what they show is call_text.preview's first PREVIEW_CHARS)."""
 
 from __future__ import annotations
 
@@ -13,21 +13,7 @@ from rich.text import Text
 from textual.app import App
 
 from arenatui.errors import ArenaError
-from arenatui.safe_text import literal
-
-PREVIEW_CHARS = 20_000
-"""Characters of an output (or a case's input) read and shown: pages of text, where a whole 50 MB answer
-froze the console for 40 s at 3.3 GB. The whole of an output is one key away (s saves it to a file)."""
-
-
-def preview(out: Text, text: str | None, total: int | None, *, save_hint: bool = True, none: str = "(none)") -> None:
-    """Append the first PREVIEW_CHARS of `text` (untrusted: literal) and, when `total` says there is more, how much
-    there is and how to get it."""
-    out.append(literal(text[:PREVIEW_CHARS]) if text is not None else Text(none))
-    if text is not None and total is not None and total > len(text[:PREVIEW_CHARS]):
-        out.append(f"\n… the first {PREVIEW_CHARS:,} of {total:,} characters"
-                   + (": s saves the whole output to a file" if save_hint else ""), "italic")
-    out.append("\n")
+from arenatui.wording import plural
 
 
 def _file_part(s: str) -> str:
@@ -87,4 +73,4 @@ def saved_message(saved: list[tuple[Path, int]], folder: Path) -> str:
         return "No output stored for this call yet."
     if len(saved) <= 3:
         return "Saved " + "; ".join(f"{p} ({n:,} bytes)" for p, n in saved)
-    return f"Saved {len(saved)} files ({sum(n for _, n in saved):,} bytes) in {folder}: {saved[0][0].name} …"
+    return f"Saved {plural(len(saved), 'file')} ({sum(n for _, n in saved):,} bytes) in {folder}: {saved[0][0].name} …"

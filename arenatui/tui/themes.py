@@ -85,7 +85,7 @@ def theme_from_toml(file: Path) -> Theme:
     for k, v in variables.items():
         vars_out[str(k)] = _colour(file, f"variables.{k}", v) if str(k).startswith("arena-") else str(v)
     if raw:
-        raise ValueError(f"unknown key(s) {', '.join(sorted(raw))}; expected name, dark, "
+        raise ValueError(f"unknown {'key' if len(raw) == 1 else 'keys'} {', '.join(sorted(raw))}; expected name, dark, "
                          f"{', '.join(_COLOUR_KEYS)} and a [variables] table")
     return Theme(name=name.strip(), dark=dark, variables=vars_out, **kwargs)
 

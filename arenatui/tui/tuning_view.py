@@ -16,6 +16,7 @@ from arenatui.tuning.controller import Tuner
 from arenatui.tuning.evidence import LevelEvidence
 from arenatui.tuning.figures import fmt_rate, fmt_share
 from arenatui.tuning.levels import ModelReadout
+from arenatui.wording import plural
 
 if TYPE_CHECKING:
     from arenatui.live import LiveSnapshot
@@ -77,7 +78,7 @@ def truncation_lines(cut: Sequence[Truncation], width: int, run_id: str = "RUN")
     for key, n, limit in cut:
         line = Text("⚠ ", "bold")
         line.append_text(literal(key, "bold", newlines=False))
-        line.append(f": {n} answer{'s' if n != 1 else ''} stopped at max_tokens"
+        line.append(f": {plural(n, 'answer')} stopped at max_tokens"
                     + (f" {limit}" if limit is not None else "")
                     + f" (cut short); arena tune --show {run_id} says whether to raise it")
         out.extend(line.wrap(_WRAP, max(10, width), overflow="fold"))

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from arenatui.figures import money
+from arenatui.wording import plural
 
 MIN_ANSWERS = 30
 """Answers (passing ones, for max_tokens; answered attempts, for timeout_s) needed before recommending."""
@@ -140,9 +141,9 @@ def recommend_max_tokens(model_key: str, current: int, answers: Sequence[Answer]
         value = current * 2
         return Recommendation(
             "max_tokens", model_key, current, "raise", value,
-            f"raise max_tokens: {cut_failed} of {n} answers ({cut_failed / n:.0%}) stopped at the limit of "
+            f"raise max_tokens: {cut_failed} of {plural(n, 'answer')} ({cut_failed / n:.0%}) stopped at the limit of "
             f"{current} and failed; try {value}", n,
-            (f"{cut} answers stopped at the limit in all; how long a cut answer would have run is not known, "
+            (f"{plural(cut, 'answer')} stopped at the limit in all; how long a cut answer would have run is not known, "
              f"so the figure doubles the limit and a rerun tells", *note))
     if len(passing) < MIN_ANSWERS:
         return Recommendation("max_tokens", model_key, current, "none", None,
@@ -164,7 +165,7 @@ def recommend_max_tokens(model_key: str, current: int, answers: Sequence[Answer]
                               f"max_tokens {current} fits: no answer ran past {value} tokens ({basis}), so a lower "
                               f"limit would save nothing measured", n, note)
     per_token = seconds_per_token(answers)
-    saving = [f"{len(extra)} of {n} answers ran past {value} tokens: {tokens_saved} tokens "
+    saving = [f"{len(extra)} of {plural(n, 'answer')} ran past {value} tokens: {tokens_saved} tokens "
               f"({tokens_saved / n:.0f} per answered call) they would not have generated"]
     if per_token is not None:
         saving.append(f"≈ {tokens_saved * per_token / n:.2f} s of generation per answered call "
@@ -204,7 +205,7 @@ def recommend_timeout(model_key: str, current: float, ev: TimeoutEvidence) -> Re
     lines = []
     if ev.timed_out:
         hung = ev.timed_out_no_first_byte
-        lines.append(f"{ev.timed_out} attempts timed out at {current:g} s" + (
+        lines.append(f"{plural(ev.timed_out, 'attempt')} timed out at {current:g} s" + (
             "" if hung is None else f"; {hung} of them had no first token (probably hung), "
                                     f"{ev.timed_out - hung} had started answering (slow)"))
     if ev.timed_out and near:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from arenatui.stats.proportions import wilson_interval
+from arenatui.wording import plural
 
 MIN_ANSWERED = 20
 """Answered calls before a level's goodput counts (its 95% Poisson interval is then within about ±45%)."""
@@ -239,7 +240,8 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None) -> Verdict:
         # 'not enough evidence: level 3: 3 of 20 answered, held 1.2 of 1.6 s'
         if nearest.answered == 0:
             tried = sum(r.attempts for r in rows)
-            return Verdict("insufficient", f"not enough evidence: nothing answered yet ({tried} attempts ended)", None)
+            return Verdict("insufficient", f"not enough evidence: nothing answered yet ({plural(tried, 'attempt')} "
+                                           "ended)", None)
         return Verdict("insufficient", f"not enough evidence: {nearest.missing()}", None)
     top = max(r.goodput or 0.0 for r in candidates)
     # the lowest clean level as good as the best: within FLAT of it, or the level just below that one when its

@@ -152,11 +152,8 @@ class _Acc:
     transient: int = 0
     retries: int = 0
     given_up: int = 0
-    lat_sum: float = 0.0
     retry_after: float | None = None
-    area: float = 0.0
-    """Integral of calls in flight over the window (for an uncapped model's level)."""
-    busy_s: dict[int, float] = field(default_factory=dict)
+    busy_s: list[float] = field(default_factory=lambda: [0.0] * 65)
     """Seconds at each count of calls in flight or backing off (an uncapped model's level is the usual one)."""
     usual: int = 1
     """The key of busy_s with the most seconds (ties: the higher count), kept as busy_s grows: an O(1) `_usual`."""
@@ -232,6 +229,7 @@ class LevelTracker:
         """Called with each event after it is folded (the auto-tuner while it is on): one sink, not two, on the
         engine's path when it is off."""
         self._min_calls = self.evidence.min_calls
+        self._min_s = self.evidence.min_s
         self._needed: dict[int, int] = {}
 
     # ---- folding -------------------------------------------------------------------------------
@@ -273,31 +271,34 @@ class LevelTracker:
 
     def _advance(self, m: _Model, t: float) -> _Acc | None:
         """Integrate in-flight up to t; start the window once the hold has settled. The window being filled."""
-        if m.last_t is not None and m.acc is not None and t > m.last_t:
-            # calls sleeping before a retry still hold their worker: they are part of the level the user set
-            acc = m.acc
-            busy = m.in_flight + len(m.backoff) if m.backoff else m.in_flight
-            dt = t - (m.last_t if m.last_t > acc.start else acc.start)
-            if busy > 0:
-                acc.area += busy * dt
-                busy_s = acc.busy_s
-                held = busy_s[busy] = busy_s.get(busy, 0.0) + dt
-                if held > acc.usual_s or (held == acc.usual_s and busy > acc.usual):
-                    acc.usual, acc.usual_s = busy, held
-            else:
-                acc.idle += dt
+        acc = m.acc
+        last = m.last_t
         m.last_t = t
+        if acc is not None:  # the usual case, twice per call: a window open (so the hold has begun)
+            if last is not None and t > last:
+                # calls sleeping before a retry still hold their worker: they are part of the level the user set
+                busy = m.in_flight + len(m.backoff) if m.backoff else m.in_flight
+                dt = t - (last if last > acc.start else acc.start)
+                if busy > 0:
+                    busy_s = acc.busy_s
+                    if busy >= len(busy_s):  # indexed by count (a list: cheaper than a dict, twice per call)
+                        busy_s.extend([0.0] * (busy + 1 - len(busy_s)))
+                    held = busy_s[busy] = busy_s[busy] + dt
+                    if held > acc.usual_s or (held == acc.usual_s and busy > acc.usual):
+                        acc.usual, acc.usual_s = busy, held
+                else:
+                    acc.idle += dt
+            return acc
         if m.hold_start is None:
             m.hold_start = t
             m.settle_until = t + self._settle(m, t)
-        if m.acc is None and m.ready_t is not None and t >= m.settle_until:
+        if m.ready_t is not None and t >= m.settle_until:
             # The first event after the settling opens the window and is not counted in it: counting it would
             # put n events in n - 1 intervals (+6% on a window of 16 calls). Starting at settle_until instead
             # is no cure: a serial server's completions are periodic, and settle_until (a latency after a
             # change made at a completion) falls just before the next one.
             m.acc = _Acc(start=t)
-            return None
-        return m.acc
+        return None
 
     def _settle(self, m: _Model, t: float) -> float:
         """Left out at the start of a hold: a latency (calls from the old level finishing), and, after 429s, as
@@ -316,7 +317,7 @@ class LevelTracker:
             return
         acc = self._advance(m, ev.t)
         key = (r.case_id, r.trial)
-        if key in m.backoff:
+        if m.backoff and key in m.backoff:
             del m.backoff[key]
         elif r.attempts > 0:
             m.in_flight -= 1
@@ -340,7 +341,6 @@ class LevelTracker:
         if answered:
             acc.answered += 1
             if lat is not None:
-                acc.lat_sum += lat
                 acc.latencies.append(lat)
         else:
             if err == "rate_limited" and earlier:
@@ -351,7 +351,10 @@ class LevelTracker:
                 acc.rate_limited += 1
             elif err in _TRANSIENT:
                 acc.transient += 1
-        if acc.attempts >= self._min_calls:  # both ways of closing need min_calls attempts: the usual case
+        # both ways of closing need min_calls attempts, and either min_s held, 429s or a quick climb (_maybe_close):
+        # tested here, as most calls close nothing (a call per call saved: benchmarks/engine_overhead.py)
+        if acc.attempts >= self._min_calls and (acc.rate_limited or m.quick
+                                                or ev.t - acc.start - acc.idle >= self._min_s):
             self._maybe_close(m, ev.t)
 
     def _retrying(self, ev: CallRetrying) -> None:
@@ -451,8 +454,8 @@ class LevelTracker:
             if self.on_window is not None:
                 self.on_window(Window(
                     m.key, level, acc.seconds, acc.answered, acc.attempts, acc.rate_limited, acc.transient,
-                    acc.given_up, (acc.lat_sum / acc.answered / 1000.0) if acc.answered else None, acc.retry_after,
-                    t, acc.seconds < self.evidence.min_s))
+                    acc.given_up, (sum(acc.latencies) / acc.answered / 1000.0) if acc.answered else None,
+                    acc.retry_after, t, acc.seconds < self.evidence.min_s))
 
     # ---- reading -------------------------------------------------------------------------------
 

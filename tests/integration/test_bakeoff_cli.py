@@ -344,3 +344,22 @@ def test_two_load_runs_of_different_models_keep_the_model_at_80_columns(
         row = next(line for line in out.splitlines() if bakeoff.loads[model] in line)
         assert f" {model} " in row, out
     assert "No spread: the runs loaded different models (steady, strong)." in out
+
+
+def test_a_terminal_gets_the_page_rendered_and_fitted_a_pipe_the_markdown(
+        bakeoff: Bakeoff, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    capsys.readouterr()
+    code, piped, _ = _run(["bakeoff", bakeoff.sweep, "--db", str(bakeoff.db)], capsys)
+    assert code == 0 and "|---|" in piped and piped.startswith("# Bake-off")  # scripts read this, unchanged
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    code, shown, _ = _run(["bakeoff", bakeoff.sweep, "--db", str(bakeoff.db)], capsys)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", shown)
+    assert code == 0 and "\x1b]8" not in shown  # no hyperlinks: the page quotes providers' terms
+    assert "|---|" not in text and "# Bake-off" not in text and "Bake-off: bakeoff-e2e" in text
+    assert max(len(line) for line in text.splitlines()) <= 80, text
+    said = " ".join(text.split())
+    assert "strong decision eliminated reasons terms: region is us" in said, text  # a narrow table: a block a row
+    assert "max_tokens differs" in said  # Markdown's escapes read back

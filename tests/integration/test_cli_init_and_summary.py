@@ -152,7 +152,7 @@ def test_filters_and_summary_line(tmp_path: Path, capsys: pytest.CaptureFixture[
                  "--tags", "math", "--trials", "2"])
     out = capsys.readouterr().out
     assert code == 0
-    assert "1 model × 2 cases × 2 trial(s) = 4 calls in " in out
+    assert "1 model × 2 cases × 2 trials = 4 calls in " in out
     assert "Spend: $" in out and "Leaderboard" in out
     with sqlite3.connect(db) as c:
         rows = c.execute("SELECT model_key, case_id, trial FROM results ORDER BY 1, 2, 3").fetchall()
@@ -165,7 +165,7 @@ def test_demo_summary_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
                  "--no-report", "--concurrency", "32", "--trials", "3"])  # the demo's 8 trials take ~25 s
     out = capsys.readouterr().out
     assert code == 0
-    assert "4 models × 12 cases × 3 trial(s) = 144 calls in " in out
+    assert "4 models × 12 cases × 3 trials = 144 calls in " in out
     assert "Spend: $" in out
     with sqlite3.connect(tmp_path / "demo.db") as c:
         assert c.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 144

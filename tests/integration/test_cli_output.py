@@ -192,11 +192,11 @@ def test_a_resume_says_what_it_made_apart_from_the_runs_total(tmp_path: Path) ->
     first = _arena(tmp_path, "evaluate", "--project", str(project), "--db", db, "--quiet", "--no-report",
                    "--fail-on-error", "1")
     assert first.returncode == 0, first.stderr
-    assert re.search(r"^2 models × 6 cases × 2 trial\(s\) = 24 calls in [\d.]+s$", first.stdout, re.M), first.stdout
+    assert re.search(r"^2 models × 6 cases × 2 trials = 24 calls in [\d.]+s$", first.stdout, re.M), first.stdout
     errored = int(re.search(r"Errored: (\d+) of 24 calls", first.stdout).group(1))  # type: ignore[union-attr]
     assert errored > 0
     again = _arena(tmp_path, "evaluate", "--resume", "last", "--retry-errored", "--db", db, "--quiet",
                    "--no-report", "--fail-on-error", "1")
     assert again.returncode == 0, again.stderr
-    assert re.search(rf"^2 models × 6 cases × 2 trial\(s\) = 24 calls in the run; this invocation made {errored} "
+    assert re.search(rf"^2 models × 6 cases × 2 trials = 24 calls in the run; this invocation made {errored} "
                      r"in [\d.]+s$", again.stdout, re.M), again.stdout

@@ -114,12 +114,18 @@ expected = "0"
 def test_a_scorer_that_raises_something_unexpected_does_not_end_the_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
     proj = project(3)
 
-    def broken(self: Any, output: str, case: Any, timeout_s: float = 1.0) -> Any:
+    def broken(output: str, case: Any, timeout_s: float = 1.0) -> Any:
         if case.id == "c001":
             raise ZeroDivisionError("boom")
         return scorers_mod.Score(1.0, True)
 
-    monkeypatch.setattr(scorers_mod.Scorer, "score", broken)
+    real_init = scorers_mod.Scorer.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:  # every scorer's verdict (what the engine calls) broken
+        real_init(self, *args, **kwargs)
+        self.verdict = broken
+
+    monkeypatch.setattr(scorers_mod.Scorer, "__init__", init)
     r, rec = runner(proj, {"m": ScriptedProvider()})
     assert anyio.run(r.run) == "finished"
     res = {x.case_id: x for x in rec.results}

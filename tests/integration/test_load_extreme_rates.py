@@ -69,7 +69,7 @@ def test_drops_are_stored_and_read_back_into_the_figures(tmp_path: Path) -> None
     live = run.figures().run
     assert live.dropped > 0 and live.requests + live.dropped == 7_500
     assert live.offered_rate == pytest.approx(5_000.0, rel=0.01)  # the offered rate counts what was dropped
-    assert any("were dropped unsent" in w for w in live.warnings)
+    assert any("dropped unsent" in w for w in live.warnings)
     again, _ = stored_figures(db, run.run_id)
     assert again.dropped == live.dropped
     with sqlite3.connect(db) as c:

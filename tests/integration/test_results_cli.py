@@ -182,8 +182,57 @@ def test_two_runs_of_different_projects_is_bad_input(run_db: tuple[Path, str], t
 
 
 def test_last_with_no_runs_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from arenatui.store import Store
+
+    Store(tmp_path / "empty.db").close()
     code, _, err = _run(capsys, "report", "last", "--db", str(tmp_path / "empty.db"))
     assert code == 2 and "no runs stored" in _one_paragraph(err)
+
+
+@pytest.mark.parametrize("verb", [["runs"], ["report", "last"], ["export", "last"], ["compare", "last"],
+                                  ["tune", "--show", "last"], ["tune", "--show", "last", "-v"], ["browse"],
+                                  ["browse", "last"], ["bakeoff", "--show", "last"], ["bakeoff", "last"],
+                                  ["load", "--show", "last"]])
+def test_a_reader_given_a_database_that_does_not_exist_says_so_and_creates_nothing(
+        verb: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARENATUI_HOME", str(tmp_path / "home"))
+    before = sorted(tmp_path.rglob("*"))
+    code, out, err = _run(capsys, *verb, "--db", str(tmp_path / "typo.db"))
+    msg = _one_paragraph(err)
+    assert code == 2 and out == "", msg
+    assert msg.startswith(f"error: no such database: '{tmp_path / 'typo.db'}' does not exist"), msg
+    assert str(tmp_path / "home" / "data" / "arena.db") in msg and "arena runs --db" in msg
+    assert sorted(tmp_path.rglob("*")) == before  # no typo.db, no -wal, no data directory
+
+
+def test_runs_on_a_fresh_install_says_nothing_is_stored_and_creates_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARENATUI_HOME", str(tmp_path / "home"))
+    code, out, _ = _run(capsys, "runs")
+    assert code == 0 and "No runs stored yet" in out and "arena demo" in out
+    code, _, err = _run(capsys, "report", "last")
+    assert code == 2 and "no runs stored yet: there is no results database at" in _one_paragraph(err)
+    assert not (tmp_path / "home").exists()
+
+
+def test_report_to_a_terminal_is_rendered_and_fitted_and_piped_stays_markdown(
+        run_db: tuple[Path, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    db, run_id = run_db
+    code, piped, _ = _run(capsys, "report", run_id, "--db", str(db))
+    assert code == 0 and piped.startswith("# Decision report") and "|---|" in piped  # what scripts read
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    code, shown, _ = _run(capsys, "report", run_id, "--db", str(db))
+    text = re.sub(r"\x1b\[[0-9;]*m", "", shown)
+    assert code == 0 and "|---|" not in text and "# Decision report" not in text, text
+    assert max(len(line) for line in text.splitlines()) <= 80, text
+    said = " ".join(text.split())
+    assert "Decision report: known" in said and "strong is better by" in said
+    assert "Left out at 80 columns: " in said and f"(arena report {run_id} -o FILE, or piped, has every column)" \
+        in said
+    assert "┃ # ┃ model" in text  # the leaderboard as a table, its first columns kept
 
 
 @pytest.mark.parametrize("fmt", ["md", "json", "html"])

@@ -44,9 +44,15 @@ def test_canary_key_never_leaves_the_environment(mock_server: MockServerProcess,
 def test_missing_key_variable_is_a_setup_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("ARENA_NO_SUCH_KEY", raising=False)
-    models = [{"key": "needs-key", "provider": "anthropic", "model": "m", "api_key_env": "ARENA_NO_SUCH_KEY"}]
+    monkeypatch.setenv("ARENA_SET_KEY", "sk-set-value-never-shown")
+    models = [{"key": "has-key", "provider": "openai", "model": "m", "api_key_env": "ARENA_SET_KEY"},
+              {"key": "needs-key", "provider": "anthropic", "model": "m", "api_key_env": "ARENA_NO_SUCH_KEY"}]
     project = write_project(tmp_path / "nokey.toml", "http://127.0.0.1:9", models)
     code = main(["evaluate", "--project", str(project), "--db", str(tmp_path / "nokey.db")])
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert code == 2
-    assert "ARENA_NO_SUCH_KEY" in err and "needs-key" in err
+    said = " ".join(err.split())  # one paragraph, wrapped
+    # where to fix it: the project file, the model's key in it, and the variable it expected
+    assert said.startswith(f"error: {project}: models[1].api_key_env: model 'needs-key' reads its API key from "
+                           "the environment variable ARENA_NO_SUCH_KEY, which is not set"), said
+    assert "Traceback" not in err and "sk-set-value-never-shown" not in out + err

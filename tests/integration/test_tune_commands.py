@@ -142,11 +142,14 @@ def test_sweep_prints_errored_beside_wall_clock_marks_the_knee_and_stores_one_ru
     assert code == 0
     header = next(line for line in out.splitlines() if "wall s" in line)
     assert header.index("wall s") < header.index("errored") < header.index("goodput")
-    assert "◀ knee" in out
-    # the verdict names the knee row; which level that is, and whether goodput above it reads 'flat' or 'lower',
-    # is what this machine measured (a stall at one level on a busy box moves it), so it is read, not assumed;
-    # the rule itself is pinned on fixed evidence in tests/unit/test_tuning_evidence.py
-    said = re.search(r"verdict: optimum ≈ (\d+): goodput (flat|lower) above \1", out)
+    knee = next(line for line in out.splitlines() if "◀ knee" in line)
+    assert knee.index("◀ knee") == header.index("verdict")  # the mark sits under a header that names it
+    # The verdict names the knee row. A serial server's goodput is flat at every level, so which level that is, and
+    # whether the words are 'optimum ≈ 1: goodput flat/lower above 1' or 'still rising at 4' (a stall at 1 or 2 on
+    # a busy machine), is what this machine measured over 20 calls a level: read, not assumed. The rule itself is
+    # pinned on fixed evidence in tests/unit/test_tuning_evidence.py.
+    said = re.search(r"verdict: (?:optimum ≈ (\d+): goodput (?:flat|lower) above \1|still rising at (\d+): try higher)",
+                     out)
     assert said, out
     assert "level 1 (1 of 3): " in cap.err and "level 4 (3 of 3): " in cap.err  # progress as each level ends
     with sqlite3.connect(db) as c:
@@ -154,8 +157,23 @@ def test_sweep_prints_errored_beside_wall_clock_marks_the_knee_and_stores_one_ru
         assert [r[0] for r in rows] == [1, 2, 4]
         assert len({r[1] for r in rows}) == 3
         assert sum(r[2] for r in rows) == 1
-        assert [r[0] for r in rows if r[2]] == [int(said.group(1))]
+        assert [r[0] for r in rows if r[2]] == [int(said.group(1) or said.group(2))]
         assert c.execute("SELECT COUNT(DISTINCT run_id) FROM results").fetchone()[0] == 3
+
+
+def test_tune_show_names_the_verdict_column_at_80_columns(proj: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "t.db"
+    main(["tune", "--project", str(proj), "--models", "local", "--budget", "30", "--db", str(db)])
+    capsys.readouterr()
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["tune", "--show", "last", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if "level" in line and "goodput" in line)
+    assert len(header) <= 80 and header.rstrip("┃ ").endswith("verdict"), out
+    marks = [line for line in out.splitlines() if line.startswith("│")]
+    assert marks and all(line[header.index("verdict"):].strip("│ ") in ("◀ best", "short", "") for line in marks), out
 
 
 def test_sweep_says_when_a_models_cap_bounds_the_levels(proj: Path, tmp_path: Path,

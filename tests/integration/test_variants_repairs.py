@@ -246,7 +246,7 @@ def test_two_variants_repairs_and_an_escalation_against_the_mock_server(tmp_path
     finally:
         stop_server(proc)
     assert out.returncode == 0, out.stderr
-    assert "1 model × 2 prompt variants × 12 cases × 2 trial(s) = 48 calls" in out.stdout
+    assert "1 model × 2 prompt variants × 12 cases × 2 trials = 48 calls" in out.stdout
     for words in ("Prompt variants", "Repairs and escalation", "mean over the variants"):
         assert words in out.stdout
     by_variant = dict(_rows(db, "SELECT variant, COUNT(*) FROM results GROUP BY variant"))

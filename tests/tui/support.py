@@ -17,6 +17,7 @@ from arenatui.engine.events import (
     RunFinished,
 )
 from arenatui.live import LiveMetrics
+from arenatui.store.queries import CallRow
 from arenatui.sweep import Sweep, SweepOptions
 
 INJECTIONS = (
@@ -24,6 +25,14 @@ INJECTIONS = (
     "\x1b]0;title\x07", "\x1b[2J", "\x1b]52;c;aGVsbG8=\x07", "C1\x9bcontrol",
 )
 """Untrusted strings that must show literally and never style, link, retitle, clear or copy."""
+
+
+def stored_call(**fields: Any) -> CallRow:
+    """A stored call as the detail views read it (store.queries.CallRow): passed in one attempt unless told."""
+    base: dict[str, Any] = dict(model_key="sim-0", case_id="case-000", trial=0, status="passed", output="42",
+                                score=1.0, passed=True, error_class=None, error_message=None, attempts=1,
+                                latency_ms=10.0, ttft_ms=None, total_ms=12.0, input_tokens=1, output_tokens=1, cost=0.0)
+    return CallRow(**(base | fields))
 
 
 def sim_project(tmp_path: Path, *, models: int = 2, cases: int = 30, trials: int = 1, latency: float = 0.05,

@@ -14,7 +14,7 @@ from arenatui.tui.screens import CallDetail, RunScreen
 from arenatui.tui.screens.dialogs import Confirm, Help
 from arenatui.tui.widgets import CallMatrix, ModelTable, StatusBar
 
-from .support import scripted_sweep
+from .support import scripted_sweep, stored_call
 
 pytestmark = pytest.mark.anyio
 
@@ -184,13 +184,12 @@ async def test_call_detail_says_why_a_trial_failed(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         detail = CallDetail(sweep, 0, 0)
         await app.push_screen(detail)
-        row = {"status": "failed", "score": 0.0, "attempts": 1, "latency_ms": 120.0, "total_ms": 150.0,
-               "ttft_ms": 40.0, "input_tokens": 8, "output_tokens": 52, "connect_ms": None, "error_class": None,
-               "error_message": None, "output": "Lyon"}
+        row = stored_call(status="failed", score=0.0, passed=False, latency_ms=120.0, total_ms=150.0, ttft_ms=40.0,
+                          input_tokens=8, output_tokens=52, output="Lyon")
         text = detail.render_rows([row]).plain
         assert "why scored 0 by" in text and f"expected {sweep.plan.cases[0].expected}" in text
         line = next(ln for ln in text.splitlines() if "tokens" in ln)
-        assert "tokens 8→52" in line and len(line) < 100  # one short line: nothing orphaned at 120 columns
+        assert "tokens\u00a08→52" in line and len(line) < 100  # one short line: nothing orphaned at 120 columns
         await pilot.pause()
 
 

@@ -39,7 +39,7 @@ async def test_the_console_header_marks_an_estimated_spend(tmp_path: Path) -> No
     async with app.run_test(size=(200, 48)) as pilot:
         await pilot.pause(0.3)
         header = app.run_screen.query_one("#status", StatusBar).text.plain
-    assert "spend ≈$" in header and "calls' tokens estimated" in header
+    assert "spend ≈$" in header and "(1 call's tokens estima" in header  # one call: 'call's', not 'calls''
 
 
 def test_report_and_export_mark_estimated_tokens(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,6 +18,7 @@ from arenatui.live import UNSCORED
 from arenatui.plan import judge_trial
 from arenatui.store import Store
 from arenatui.store.db import JUDGED, UPSERT_JUDGMENT, judgment_rows
+from arenatui.store.queries import JudgmentRow
 from arenatui.tui.app import ArenaApp
 from arenatui.tui.screens import CallDetail
 from arenatui.tui.widgets import CallMatrix, ModelTable
@@ -247,10 +248,8 @@ def test_a_judges_answer_and_error_show_literally(tmp_path: Path) -> None:
     case_id = sorted(sweep.plan.judges[0].case_ids)[0]
     detail = CallDetail(sweep, sweep.live.row_keys.index(LANE), sweep.live.case_ids.index(case_id))
     evil = " ".join(INJECTIONS)
-    j = {"model_key": sweep.plan.models[0].key, "trial": 0, "judge_key": "sim-judge", "status": "errored",
-         "score": None, "passed": 0, "error_class": "judge_error", "error_message": evil, "attempts": 1,
-         "latency_ms": 10.0, "total_ms": 12.0, "input_tokens": 1, "output_tokens": 1, "cost": 0.0,
-         "score_detail": evil, "output": evil, "output_chars": len(evil), "failed_attempts": []}
+    j = JudgmentRow(sweep.plan.models[0].key, case_id, 0, "sim-judge", "errored", None, False, "judge_error", evil,
+                    evil, len(evil), 1, 10.0, 12.0, 1, 1, 0.0, evil)
     text = detail.render_judgments([(sweep.plan.models[0].key, 0, j)])
     assert "[bold red]x[/]" in text.plain and "[@click=app.quit]" in text.plain
     assert "\x1b" not in text.plain and "\x07" not in text.plain and "\x9b" not in text.plain

@@ -46,7 +46,7 @@ async def test_leaderboard_note_failures_and_cases_show_the_judge(judged: tuple[
         await settle(pilot, lambda: getattr(app.screen, "view", None) is not None and app.screen.view.complete)
         screen = app.screen
         note = static_text(app, "#leaderboard-note")
-        assert "spend $0.238 = models $0.220 + judges $0.0180 (grader 8 calls, 1 judge errors, 376 tokens, " \
+        assert "spend $0.238 = models $0.220 + judges $0.0180 (grader 8 calls, 1 judge error, 376 tokens, " \
                "$0.0180); $/correct and $/answered are each model's own spend" in note
         assert "judged: quality (judge grader) 4 of 9 cases (sample 4 cases), 8 of 8 judge calls stored" in note
         failures = screen.query_one("#failures-table", DataTable)
@@ -82,8 +82,8 @@ async def test_case_detail_shows_the_judges_answer_literally(judged: tuple[Path,
         assert "judged by grader" in text
         assert "[bold]Verdict[/bold] [link=http://x]4[/link]␛[31m score: 4" in text  # markup shown as text
         assert JUDGE_ANSWER.split("\x1b")[0] in text
-        assert "judge grader: passed, judge 4 on 1-5" in text
-        assert "attempts 1, latency 250 ms, 47 tokens, cost $0.0020" in text
+        assert "judge grader: passed (judge 4 on 1-5)" in text
+        assert "attempts 1 · latency 250 ms · total 300 ms · tokens 40→7 · cost $0.00200" in text
         assert "judge_error: no verdict in the judge's answer" in text  # beta's judging failed
         assert f"beta on {ids[0]}" in text  # its answer is kept and shown
         assert app.is_running
@@ -93,7 +93,9 @@ async def test_case_detail_shows_the_judges_answer_literally(judged: tuple[Path,
                                    view.plan.judge_scorer(unjudged)))
         await settle(pilot, lambda: isinstance(app.screen, CaseDetail) and "trial 0" in screen_text(app))
         text = screen_text(app)
-        assert "unjudged: outside the sample of quality" in text and "unscored (unjudged)" in text
+        assert "unjudged: outside the sample of quality" in text
+        assert "outside the sample of the llm_judge scorer" in text
+        assert "quality (sample 4 cases); it never will be" in text
         assert "judge's answer" not in text
 
 

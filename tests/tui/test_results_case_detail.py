@@ -11,7 +11,7 @@ from textual.widgets import Input, Label, Static
 
 from arenatui.store import Store
 from arenatui.tui.browse import BrowseApp
-from arenatui.tui.outputs import PREVIEW_CHARS
+from arenatui.tui.call_text import PREVIEW_CHARS
 from arenatui.tui.results.detail import CaseDetail
 from arenatui.tui.screens.dialogs import FolderInput
 

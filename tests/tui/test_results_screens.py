@@ -478,3 +478,28 @@ async def test_model_detail_lists_the_max_tokens_and_timeout_recommendations(db:
         for line in rec.detail:
             assert line in detail
     assert tokens.action != "none" or "not enough evidence" in detail
+
+
+async def test_question_mark_opens_the_results_views_key_help(db: Path) -> None:
+    """`?` gives the same kind of key help as the live console's: every key of the view, then the figures' words."""
+    from arenatui.tui.key_help import KeyHelp
+    from arenatui.tui.results.screen import KEYS
+
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert "? Help" in screen_text(app)  # the footer says it
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, KeyHelp)
+        text = " ".join(screen_text(app).split())
+        assert "Escape, ? or q closes this" in text
+        for _key, what in KEYS[:4]:
+            assert " ".join(what.split()[:4]) in text, what
+        await pilot.press("question_mark")  # closes it, as in the console
+        await pilot.pause()
+        assert isinstance(app.screen, Results)
+        await pilot.press("6", "slash", "question_mark")  # typed into the case search: a character, not the help
+        await pilot.pause()
+        assert isinstance(app.screen, Results)
+        assert app.screen.query_one("#case-search").value == "?"  # type: ignore[attr-defined]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import anyio
@@ -9,6 +10,7 @@ import pytest
 from textual.widgets import Static
 
 from arenatui.store import Store
+from arenatui.store.queries import call_details
 from arenatui.sweep import Sweep, SweepOptions
 from arenatui.tui.app import ArenaApp
 from arenatui.tui.screens import CallDetail, RunScreen, concurrency_step
@@ -125,13 +127,12 @@ async def test_cell_detail_shows_that_call(tmp_path: Path, db_path: Path) -> Non
         await _until(lambda: "trial 1" in str(text.render()))
         shown = str(text.render())
         with Store(db_path) as store:
-            row = store.result(sweep.run_id, "sim-1", "case-002", 1)
-        assert row is not None
-        assert "question 2" in shown and f"attempts {row['attempts']}" in shown
-        assert str(row["output"]) in shown and str(row["status"]) in shown
-        assert row["connect_ms"] is None and "on the wire" not in shown  # simulated: nothing to connect to
+            (row,) = call_details(store, sweep.run_id, "case-002", lane="sim-1", preview=100, final=False)[1:]
+        assert "question 2" in shown and f"attempts {row.attempts}" in shown
+        assert str(row.output) in shown and row.status in shown
+        assert row.connect_ms is None and "on the wire" not in shown  # simulated: nothing to connect to
         # an HTTP call that had to connect first says how long, apart from its latency
-        http_row = dict(row, connect_ms=42.0, latency_ms=101.0)
+        http_row = dataclasses.replace(row, connect_ms=42.0, latency_ms=101.0)
         assert "request on the wire after 42\u00a0ms" in str(detail.render_rows([http_row, http_row]))
         await pilot.press("escape")
         assert isinstance(app.screen, RunScreen)

@@ -85,17 +85,16 @@ async def test_a_manual_cap_change_suspends_the_tuner_for_that_model_only(tmp_pa
 
 
 def test_call_detail_shows_the_attempt_history(tmp_path: Path, db_path: Path) -> None:
+    from arenatui.store.queries import FailedAttempt
     from arenatui.tui.screens import CallDetail
+
+    from .support import stored_call
 
     sweep = Sweep(SweepOptions(project=sim_project(tmp_path, cases=3), db=db_path))
     detail = CallDetail(sweep, 0, 0)
-    row = {"status": "passed", "score": 1.0, "attempts": 3, "latency_ms": 10.0, "total_ms": 900.0, "ttft_ms": None,
-           "input_tokens": 1, "output_tokens": 1, "connect_ms": None, "error_class": None, "error_message": None,
-           "output": "42", "failed_attempts": [
-               {"attempt": 1, "error_class": "rate_limited", "http_status": 429, "retry_after_s": 0.5,
-                "delay_s": 0.6, "at": 0.0, "message": "slow down"},
-               {"attempt": 2, "error_class": "transient", "http_status": 503, "retry_after_s": None,
-                "delay_s": 0.2, "at": 0.0, "message": "[bold]x"}]}
+    row = stored_call(attempts=3, total_ms=900.0, failed_attempts=(
+        FailedAttempt(1, "rate_limited", 429, 0.5, 0.6, "slow down"),
+        FailedAttempt(2, "transient", 503, None, 0.2, "[bold]x")))
     text = detail.render_rows([row]).plain
     assert "attempt 1 failed: rate_limited (HTTP 429), asked to wait 0.50s, slept 0.60s" in text
     assert "attempt 2 failed: transient (HTTP 503), slept 0.20s" in text

@@ -58,7 +58,7 @@ async def test_injections_show_literally(tmp_path: Path, db_path: Path) -> None:
         await pilot.press("w")  # wrap the events: the line is longer than the events pane is wide
         await pilot.pause(0.3)
         text = screen_text(app)
-        assert "attempt(s): [bold red]x[/]" in text
+        assert "after 2 attempts:" in text and "[bold red]x[/]" in text  # the markup shown as written
         # the detail of the errored call and of the passed one (input, output, error body)
         for model_index in (0, 1):
             app.push_screen(CallDetail(sweep, model_index, 0))

@@ -65,3 +65,43 @@ async def test_the_results_view_shows_the_per_variant_table_and_repairs(tmp_path
                       "sim-0 vs sim-1", "Repairs and escalation", "completion before"):
             assert words in text, words
         assert "mean over the variants" in static_text(app, "#leaderboard-note")
+
+
+async def test_both_details_show_a_variant_calls_repair_steps(tmp_path: Path, db_path: Path) -> None:
+    """Issue 21 item 5: the console's call detail and the results view's case detail render one call the same way,
+    variant and repair steps included; the results view lists every variant's calls in the model's column."""
+    from textual.widgets import Static
+
+    from arenatui.store.queries import call_details
+    from arenatui.tui.browse import BrowseApp
+    from arenatui.tui.call_text import PREVIEW_CHARS
+    from arenatui.tui.results.detail import CaseDetail
+    from arenatui.tui.screens import CallDetail
+
+    from .test_results_screens import settle
+
+    path = _variant_project(tmp_path, cases=20, latency=0.0)
+    sweep = Sweep(SweepOptions(project=path, db=db_path))
+    assert await sweep.run() == "finished"
+    lane = "sim-0 · terse"
+    with Store(db_path) as store:
+        case_id = store.conn.execute("SELECT case_id FROM results WHERE model_key = 'sim-0' AND variant = 'terse' AND "
+                                     "repairs > 0 ORDER BY case_id LIMIT 1").fetchone()[0]
+        (stored,) = call_details(store, sweep.run_id, case_id, lane=lane, preview=PREVIEW_CHARS)
+    assert stored.repairs == 1 and [s.step for s in stored.steps] == [0, 1]
+    live = CallDetail(sweep, sweep.live.row_keys.index(lane), sweep.live.case_ids.index(case_id)).render_rows(
+        [stored]).plain
+    assert "variant terse" in live and "follow-ups 1 repair turn" in live and "step 1 repair by sim-0" in live
+
+    app = BrowseApp(db_path, sweep.run_id)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(pilot, lambda: app.screen.view is not None)
+        view = app.screen.view
+        models = view.results.models
+        app.push_screen(CaseDetail(db_path, sweep.run_id, view.case(case_id), models))
+        column = f"#case-model-{models.index('sim-0')}"
+        await settle(pilot, lambda: isinstance(app.screen, CaseDetail)
+                     and "trial" in str(app.screen.query_one(column, Static).render()))
+        shown = str(app.screen.query_one(column, Static).render())
+    assert "variant terse" in shown and "variant verbose" in shown  # every variant's call, in the model's column
+    assert "follow-ups 1 repair turn" in shown and "step 1 repair by sim-0" in shown

@@ -399,6 +399,9 @@ def test_headers_env_values_come_from_the_environment(tmp_path: Path, monkeypatc
     with pytest.raises(ProviderSetupError) as ei:
         make_provider(proj.models[0], proj.run)
     assert "ARENA_GOOG" in str(ei.value) and "X-Goog-Api-Key" in str(ei.value)
+    with pytest.raises(ProviderSetupError) as ei:  # given its project, the error says where to fix it
+        make_provider(proj.models[0], proj.run, project=proj)
+    assert str(ei.value).startswith(f"{p}: models[0].headers_env.X-Goog-Api-Key: model 'a' reads its X-Goog-Api-Key")
     monkeypatch.setenv("ARENA_GOOG", "from-env-value")
     prov = make_provider(proj.models[0], proj.run)
     headers = prov._headers  # type: ignore[attr-defined]

@@ -24,9 +24,8 @@ from arenatui.store import Store
 from arenatui.store.queries import (
     JudgedScorer,
     RunPlan,
-    call_judgment,
+    call_details,
     call_rows,
-    case_judgments,
     list_runs,
     read_results,
     resolve_run,
@@ -115,7 +114,7 @@ def test_judge_spend_apart_and_in_the_total(judged: tuple[Path, str, list[str]])
     assert g.cost == pytest.approx(9 * JUDGE_COST)
     assert spend.total == pytest.approx(22 * CANDIDATE_COST + 9 * JUDGE_COST)
     line = spend_line(spend)
-    assert line == "Spend: $0.238 (models $0.220; judges $0.0180: grader $0.0180 over 8 judge calls (1 judge errors))"
+    assert line == "Spend: $0.238 (models $0.220; judges $0.0180: grader $0.0180 over 8 judge calls (1 judge error))"
 
 
 def test_report_json_says_judge_spend_judged_cases_and_unscored_modes(judged: tuple[Path, str, list[str]]) -> None:
@@ -172,13 +171,15 @@ def test_a_long_judged_list_is_bounded() -> None:
 def test_one_calls_judgment_and_the_cases_filter(judged: tuple[Path, str, list[str]]) -> None:
     db, run, ids = judged
     with Store(db) as s:
-        j = call_judgment(s, run, "alpha", ids[0], 0)
+        by = {(r.model_key, r.trial): r.judgment for r in call_details(s, run, ids[0], preview=100)}
+        j = by[("alpha", 0)]
         assert j is not None
         assert (j.judge, j.status, j.score_detail, j.answer, j.attempts, j.cost) == (
             "grader", "passed", "judge 4 on 1-5", JUDGE_ANSWER, 1, pytest.approx(JUDGE_COST))
-        assert call_judgment(s, run, "alpha", "j1" if "j1" not in ids else "e1", 0) is None
-        by = case_judgments(s, run, ids[0])
-        assert set(by) == {("alpha", 0), ("beta", 0)} and by[("beta", 0)].error_class == "judge_error"
+        unjudged = call_details(s, run, "j1" if "j1" not in ids else "e1", lane="alpha", preview=100)
+        assert [r.judgment for r in unjudged] == [None]
+        beta = by[("beta", 0)]
+        assert set(by) == {("alpha", 0), ("beta", 0)} and beta is not None and beta.error_class == "judge_error"
         unscored = call_rows(s, run, outcome="unscored")
         assert len(unscored) == 10 and {r.failure_mode for r in unscored} == {"unjudged"}
         assert {r.case_id for r in unscored} & set(ids) == set()

@@ -201,7 +201,7 @@ def test_a_judge_error_errs_the_candidate_and_is_logged(plan: Plan) -> None:
     assert s.errored == 1  # once: the lane's errored verdict is the candidate's
     # the log names the answer the judge call was judging, not only the lane's own trial number
     assert [e.text for e in lm.log if e.kind == "error"] == [
-        f"{LANE} on cand-a {judged[1]}#0: judge_error after 1 attempt(s): boom"]
+        f"{LANE} on cand-a {judged[1]}#0: judge_error after 1 attempt: boom"]
 
 
 def test_a_cancelled_judge_call_leaves_the_candidate_unscored(plan: Plan) -> None:

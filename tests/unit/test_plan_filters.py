@@ -27,7 +27,18 @@ def keys(plan) -> list[tuple[str, str, int]]:
 def test_full_expansion_has_every_call_once() -> None:
     plan = make_plan(proj())
     assert plan.total == 3 * 4 * 2 == len(keys(plan)) == len(set(keys(plan)))
-    assert plan.describe() == "3 models × 4 cases × 2 trial(s) = 24 calls"
+    assert plan.describe() == "3 models × 4 cases × 2 trials = 24 calls"
+
+
+def test_one_of_each_is_said_in_the_singular() -> None:
+    from arenatui.commands.evaluate import summary_line
+    from arenatui.wording import plural
+
+    plan = make_plan(proj(trials=1), Filters(models=("alpha",), limit=1))
+    assert plan.describe() == "1 model × 1 case × 1 trial = 1 call"
+    assert summary_line(1, 1, 1, 0.25) == "1 model × 1 case × 1 trial = 1 call in 0.2s"
+    assert [plural(n, "run") for n in (0, 1, 2)] == ["0 runs", "1 run", "2 runs"]
+    assert plural(1, "retry", "retries") == "1 retry" and plural(3, "retry", "retries") == "3 retries"
 
 
 def test_call_order_is_seeded_interleaved_per_model_and_kept_on_resume() -> None:

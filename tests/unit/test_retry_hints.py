@@ -77,18 +77,15 @@ def test_never_raises_and_never_negative(headers: dict[str, str]) -> None:
 
 
 def test_the_call_detail_names_the_header_and_says_when_a_429_had_no_hint(tmp_path: Path, db_path: Path) -> None:
+    from arenatui.store.queries import FailedAttempt
     from arenatui.sweep import Sweep, SweepOptions
     from arenatui.tui.screens import CallDetail
-    from tests.tui.support import sim_project
+    from tests.tui.support import sim_project, stored_call
 
     sweep = Sweep(SweepOptions(project=sim_project(tmp_path, cases=1), db=db_path))
-    row = {"status": "passed", "score": 1.0, "attempts": 3, "latency_ms": 10.0, "total_ms": 900.0, "ttft_ms": None,
-           "input_tokens": 1, "output_tokens": 1, "connect_ms": None, "error_class": None, "error_message": None,
-           "output": "42", "failed_attempts": [
-               {"attempt": 1, "error_class": "rate_limited", "http_status": 429, "retry_after_s": 60.0,
-                "delay_s": 60.0, "at": 0.0, "message": "slow", "retry_after_source": "llm_provider-retry-after"},
-               {"attempt": 2, "error_class": "rate_limited", "http_status": 429, "retry_after_s": None,
-                "delay_s": 0.4, "at": 0.0, "message": "slow", "retry_after_source": None}]}
+    row = stored_call(attempts=3, total_ms=900.0, failed_attempts=(
+        FailedAttempt(1, "rate_limited", 429, 60.0, 60.0, "slow", "llm_provider-retry-after"),
+        FailedAttempt(2, "rate_limited", 429, None, 0.4, "slow", None)))
     text = CallDetail(sweep, 0, 0).render_rows([row]).plain
     assert "asked to wait 60.00s (llm_provider-retry-after), slept 60.00s" in text
     assert "attempt 2 failed: rate_limited (HTTP 429), with no retry hint" in text

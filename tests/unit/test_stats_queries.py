@@ -11,7 +11,7 @@ import pytest
 from arenatui.engine import CallResult
 from arenatui.errors import PlanError
 from arenatui.store import Store
-from arenatui.store.queries import call_rows, case_calls, list_runs, read_results, resolve_run, run_plan
+from arenatui.store.queries import call_details, call_rows, list_runs, read_results, resolve_run, run_plan
 
 CONFIG: dict[str, Any] = {
     "project": {"name": "q"}, "run": {"trials": 2},
@@ -94,6 +94,6 @@ def test_call_rows_filters(store: Any) -> None:
     assert [c.error_class for c in call_rows(s, run, search="timeout")] == ["timeout"]
     assert {c.model_key for c in call_rows(s, run, models=("b",))} == {"b"}
     assert [c.trial for c in call_rows(s, run, limit=2, offset=1)] == [1, 0]
-    assert {(c.model_key, c.trial) for c in case_calls(s, run, "c1")} == {("a", 0), ("a", 1), ("b", 0)}
+    assert {(c.model_key, c.trial) for c in call_details(s, run, "c1", preview=10)} == {("a", 0), ("a", 1), ("b", 0)}
     with pytest.raises(ValueError):
         call_rows(s, run, outcome="cancelled")

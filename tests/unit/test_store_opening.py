@@ -76,10 +76,17 @@ def test_a_read_only_open_of_an_older_schema_migrates_it_first(tmp_path: Path) -
         assert c.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
 
 
-def test_a_missing_database_is_created_by_a_read_command_as_before(tmp_path: Path) -> None:
-    with Store(tmp_path / "none.db", read_only=True) as store:
-        assert not store.read_only
+def test_a_reader_never_creates_a_missing_database_and_a_writer_does(tmp_path: Path) -> None:
+    from arenatui.errors import NoSuchDatabase
+
+    for kw in ({"read_only": True}, {"create": False}):
+        with pytest.raises(NoSuchDatabase, match=r"none\.db' does not exist"):
+            Store(tmp_path / "none.db", **kw)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+    with Store(tmp_path / "none.db") as store:
         assert store.list_runs() == []
+    with Store(tmp_path / "none.db", read_only=True) as store:  # once made, a reader opens it
+        assert store.read_only
 
 
 def _unshare_ro_mount() -> bool:

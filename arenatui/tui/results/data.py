@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arenatui.engine.events import split_lane
 from arenatui.figures import signed_interval
 from arenatui.load.figures import LoadOutcome
 from arenatui.scoring.f1 import LabelScore, label_scores, macro_f1
@@ -45,13 +46,12 @@ from arenatui.store.queries import (
     OUTCOMES,
     CallRow,
     CaseInfo,
-    JudgmentRow,
     RunPlan,
     RunSpend,
-    case_calls,
-    case_judgments,
+    call_details,
 )
 from arenatui.store.read import F1Answers, read_run
+from arenatui.tui.call_text import PREVIEW_CHARS
 from arenatui.tuning.levels import ModelReadout
 from arenatui.variant_tables import follow_up_dicts
 
@@ -256,24 +256,15 @@ def read_run_view(db: Path | str, run: str) -> RunView:
     return complete_view(read_board(db, run))
 
 
-def case_results(db: Path | str, run_id: str, case_id: str) -> dict[str, list[CallRow]]:
-    """Every stored trial of one case, per model (the caller hides a sealed case's outputs)."""
-    return case_detail(db, run_id, case_id)[0]
-
-
-def case_detail(db: Path | str, run_id: str,
-                case_id: str) -> tuple[dict[str, list[CallRow]], dict[tuple[str, int], JudgmentRow]]:
-    """Every stored trial of one case, per model, and the judgment of each judged one by (model, trial)."""
-    # here, not at the top: the screens import this module (importing it first must not run into them)
-    from arenatui.tui.outputs import PREVIEW_CHARS
-
+def case_detail(db: Path | str, run_id: str, case_id: str) -> dict[str, list[CallRow]]:
+    """Every stored trial of one case, per model (a model asked with prompt variants: every variant's), each with its
+    attempts, judgment and steps (outputs cut to PREVIEW_CHARS; the caller hides a sealed case's)."""
     with Store(db, read_only=True) as store:
-        calls = case_calls(store, run_id, case_id, preview=PREVIEW_CHARS)  # a 50 MB answer: its start
-        judged = case_judgments(store, run_id, case_id)
+        calls = call_details(store, run_id, case_id, preview=PREVIEW_CHARS)  # a 50 MB answer: its start
     out: dict[str, list[CallRow]] = {}
     for c in calls:
-        out.setdefault(c.model_key, []).append(c)
-    return out, judged
+        out.setdefault(split_lane(c.model_key)[0], []).append(c)
+    return out
 
 
 def run_changes(db: Path | str, old_id: str, new_id: str) -> list[RunChange]:

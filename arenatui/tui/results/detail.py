@@ -21,43 +21,15 @@ from arenatui.figures import ms as fmt_num
 from arenatui.safe_text import literal
 from arenatui.stats import ModelRow
 from arenatui.stats.f1_interval import FEW_CASES
-from arenatui.store.queries import CallRow, CaseInfo, JudgedScorer, JudgmentRow
-from arenatui.tui.outputs import ask_save_folder, preview, save_and_tell
+from arenatui.store.queries import CallRow, CaseInfo, JudgedScorer
+from arenatui.tui.call_text import CallContext, call_text, case_text
+from arenatui.tui.outputs import ask_save_folder, save_and_tell
 from arenatui.tui.results.data import Classification, RunView, case_detail
 from arenatui.tuning.budgets import Budgets, budgets_of
 from arenatui.tuning.figures import goodput_text, limited_text, mark
-from arenatui.wording import fmt_errors
+from arenatui.wording import fmt_errors, plural
 
 _LABEL = Style(bold=True)
-
-
-def judgment_text(j: JudgmentRow, *, sealed: bool) -> Text:
-    """A judge's verdict on one call, what the judge call took, and its answer (untrusted: shown literally; not for
-    a sealed case, whose answer may quote it)."""
-    out = Text("judge ", _LABEL)
-    out.append(literal(j.judge, newlines=False))
-    out.append(": ")
-    out.append(literal(j.status, newlines=False))
-    if j.score_detail:
-        out.append(", ")
-        out.append(literal(j.score_detail, newlines=False))
-    if j.error_class:
-        out.append(", ")
-        out.append(literal(j.error_class, newlines=False))
-        if j.error_message:
-            out.append(": ")
-            out.append(literal(j.error_message))
-    out.append(f"\n  attempts {j.attempts}, latency {fmt_num(j.latency_ms, ' ms')}, "
-               f"{j.input_tokens + j.output_tokens} tokens, cost {money(j.cost)}\n")
-    if sealed:
-        out.append("judge's answer hidden: sealed case\n", "italic")
-    else:
-        out.append("judge's answer\n", _LABEL)
-        out.append(literal(j.answer) if j.answer is not None else Text("(no answer)"))
-        if j.answer is not None and j.answer_chars > len(j.answer):
-            out.append(f"\n… {j.answer_chars - len(j.answer)} more characters in the database", "italic")
-        out.append("\n")
-    return out
 
 
 class CaseDetail(ModalScreen[None]):
@@ -76,7 +48,6 @@ class CaseDetail(ModalScreen[None]):
         self.models = models
         self.judging = judging
         """The llm_judge scorer that scores this case, if one does."""
-        self.judgments: dict[tuple[str, int], JudgmentRow] = {}
         self.rows: dict[str, list[CallRow]] = {}
         """Each model's stored trials of the case (outputs cut to PREVIEW_CHARS), once loaded."""
 
@@ -97,14 +68,10 @@ class CaseDetail(ModalScreen[None]):
                 title.append(literal(j.judge if c.id in j.judged else j.scorer, newlines=False))
             yield Label(title)
             with VerticalScroll(id="case-body"):
-                head = Text()
                 if c.sealed:
-                    head.append("sealed case: its input, expected answer and outputs are never shown", "italic")
+                    head = Text("sealed case: its input, expected answer and outputs are never shown", "italic")
                 else:
-                    head.append("input\n", _LABEL)
-                    preview(head, c.input, len(c.input), save_hint=False)
-                    head.append("expected\n", _LABEL)
-                    preview(head, c.expected, None if c.expected is None else len(c.expected), save_hint=False)
+                    head = case_text(c.input, c.expected)
                     head.rstrip()
                 yield Static(head, id="case-head")
                 with Horizontal(id="case-models"):
@@ -119,8 +86,7 @@ class CaseDetail(ModalScreen[None]):
 
     @work(thread=True, group="case", exit_on_error=False)
     def _load(self) -> None:
-        rows, judgments = case_detail(self.db, self.run_id, self.case.id)
-        self.app.call_from_thread(self.show_rows, rows, judgments)
+        self.app.call_from_thread(self.show_rows, case_detail(self.db, self.run_id, self.case.id))
 
     def action_save_outputs(self) -> None:
         calls = [(r.model_key, r.trial) for trials in self.rows.values() for r in trials]
@@ -130,40 +96,27 @@ class CaseDetail(ModalScreen[None]):
     def _save(self, folder: Path, calls: list[tuple[str, int]]) -> None:
         save_and_tell(self.app, self.db, self.run_id, self.case.id, calls, folder)
 
-    def show_rows(self, rows: dict[str, list[CallRow]],
-                  judgments: dict[tuple[str, int], JudgmentRow] | None = None) -> None:
+    def show_rows(self, rows: dict[str, list[CallRow]]) -> None:
         self.rows = rows
-        self.judgments = judgments or {}
         for i, m in enumerate(self.models):
             self.query_one(f"#case-model-{i}", Static).update(self.render_model(m, rows.get(m, [])))
 
+    def context(self) -> CallContext:
+        """What the call renderer needs of this case: its scorer (and judge), expected answer, sealed or not."""
+        c, j = self.case, self.judging
+        return CallContext(sealed=c.sealed, expected=c.expected, scorer=c.scorer, scorer_kind=c.scorer_kind,
+                           judge=j.judge if j is not None else None, sample=j.sample if j is not None else None)
+
     def render_model(self, model: str, trials: list[CallRow]) -> Text:
-        out = literal(model, "bold", newlines=False)
+        out = Text()
+        out.append_text(literal(model, "bold", newlines=False))
         out.append("\n")
         if not trials:
             out.append("nothing stored\n")
+        ctx = self.context()
         for r in trials:
-            out.append(f"\ntrial {r.trial} ", _LABEL)
-            out.append(literal(r.status, newlines=False))
-            if r.status == "unscored" and r.failure_mode:  # why it has no score: not a failure
-                out.append(" (")
-                out.append(literal(r.failure_mode.replace("_", " "), newlines=False))
-                out.append(")")
-            out.append(f"\nscore {r.score:.3f}" if r.score is not None else "\nscore -")
-            out.append(f"  attempts {r.attempts}\nlatency {fmt_num(r.latency_ms, ' ms')}\n")
-            if r.error_class:
-                out.append("error ", _LABEL)
-                out.append(literal(r.error_class, newlines=False))
-                out.append(": ")
-                out.append(literal(r.error_message or ""))
-                out.append("\n")
-            # an answer that could not be scored (scoring_error, judge_error) is kept: shown like any answer
-            if not self.case.sealed and (not r.error_class or r.output is not None):
-                out.append("output\n", _LABEL)
-                preview(out, r.output, r.output_chars, none="(no output)")
-            j = self.judgments.get((model, r.trial))
-            if j is not None:
-                out.append(judgment_text(j, sealed=self.case.sealed))
+            out.append("\n")
+            out.append_text(call_text(r, ctx))
         return out
 
 
@@ -204,7 +157,7 @@ def model_text(view: RunView, s: ModelRow, budgets: Budgets | None = None) -> Te
     out.append("pass@k ", _LABEL)
     out.append("  ".join(f"k={k} {score(v)}" for k, v in sorted(s.pass_at.items())))
     if s.pass_at:
-        out.append(f" (over the {s.pass_at_n} cases with {max(s.pass_at)} answered trials)")
+        out.append(f" (over the {plural(s.pass_at_n, 'case')} with {max(s.pass_at)} answered trials)")
     out.append(f"   trials agree on {pct(s.consistency)} of cases\n")
     out.append("cost ", _LABEL)
     out.append(f"{money(s.spend)} spent (every attempt; its own calls, not a judge's); "

@@ -18,7 +18,7 @@ from arenatui.store.queries import UNSCORED_MODES
 from arenatui.tui.results.data import RunView
 from arenatui.tui.results.tab import ResultsTab, show
 from arenatui.variant_tables import VARIANT_NOTE
-from arenatui.wording import FAILURE_SHORT, LEADERBOARD_NOTE
+from arenatui.wording import FAILURE_SHORT, LEADERBOARD_NOTE, plural
 
 UNSCORED_SHORT = {"unjudged": "unjudged", "awaiting_judge": "awaiting", "judge_error": "judge err"}
 """The failure table's columns for calls without a score, shown in parentheses: they are not wrong answers."""
@@ -52,8 +52,8 @@ def fair_text(board: list[ModelRow]) -> Text:
     ranked = [r for r in board if r.rank is not None]
     out = Text()
     if ranked:
-        out.append(f" Ranked by score over the {ranked[0].common.n} cases every ranked model has scores for; own: "
-                   "each model's score over its own scored cases/their n.")
+        out.append(f" Ranked by score over the {plural(ranked[0].common.n, 'case')} every ranked model has scores "
+                   "for; own: each model's score over its own scored cases/their n.")
     for r in board:
         for mark, why in (("", r.unranked and f"unranked, {r.unranked}"), ("* ", r.order_note), ("! ", r.paradox)):
             if why:
@@ -74,7 +74,8 @@ def spend_text(view: RunView) -> Text:
         for i, j in enumerate(sp.judges):
             out.append("; " if i else "")
             out.append(literal(j.judge, newlines=False))
-            out.append(f" {j.calls} calls, {j.errors} judge errors, {j.tokens} tokens, {money(j.cost)}")
+            out.append(f" {plural(j.calls, 'call')}, {plural(j.errors, 'judge error')}, {plural(j.tokens, 'token')}, "
+                       f"{money(j.cost)}")
         out.append("); $/correct and $/answered are each model's own spend")
     return out
 
@@ -89,7 +90,7 @@ def judged_text(view: RunView) -> Text:
         out.append(literal(j.scorer, newlines=False))
         out.append(" (judge ")
         out.append(literal(j.judge, newlines=False))
-        out.append(f") {len(j.judged)} of {len(j.case_ids)} cases ({j.sample_text}), {stored} of "
+        out.append(f") {len(j.judged)} of {plural(len(j.case_ids), 'case')} ({j.sample_text}), {stored} of "
                    f"{len(j.judged) * per_case} judge calls stored; the cases tab marks them")
     return out
 

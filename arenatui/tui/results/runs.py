@@ -17,6 +17,7 @@ from arenatui.safe_text import literal
 from arenatui.store.queries import RunListing
 from arenatui.tui.results.data import interval_text, run_changes
 from arenatui.tui.results.tab import ResultsTab
+from arenatui.wording import plural
 
 MARK = "●"
 """Beside a run marked with `m` (two of one project are compared)."""
@@ -70,7 +71,7 @@ class RunsTab(ResultsTab):
         t = self.query_one("#runs-table", DataTable)
         t.clear()
         for r in runs:
-            calls = f"{loads[r.run_id]} requests" if r.run_id in loads else f"{r.calls}/{r.planned}"
+            calls = plural(loads[r.run_id], "request") if r.run_id in loads else f"{r.calls}/{r.planned}"
             t.add_row(self._mark(r.run_id), r.run_id,
                       r.status + (" (load)" if r.run_id in loads else ""), calls,
                       literal(", ".join(r.models), newlines=False), _started(r.started_at),

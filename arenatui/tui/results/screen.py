@@ -23,6 +23,7 @@ from arenatui.store import Store
 from arenatui.store.bakeoff_queries import series_of_runs
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import RunListing, list_runs
+from arenatui.tui.key_help import KeyHelp
 from arenatui.tui.results.cases import CasesTab
 from arenatui.tui.results.compare import CompareTab
 from arenatui.tui.results.data import RunView, complete_view, read_board
@@ -33,11 +34,32 @@ from arenatui.tui.results.pairs import PairsTab
 from arenatui.tui.results.runs import RunsTab
 from arenatui.tui.results.strata import StrataTab
 from arenatui.tui.results.tab import tell_failure
+from arenatui.wording import LEADERBOARD_NOTE, plural
 
 TABS = ("runs", "leaderboard", "compare", "pairs", "strata", "cases", "frontier")
 TAB_FOCUS = {"runs": "#runs-table", "leaderboard": "#leaderboard-table", "compare": "#compare-body",
              "pairs": "#pairs-table", "strata": "#strata-table", "cases": "#cases-table", "frontier": "#frontier-body"}
 """What takes the keys on each tab (the compare and frontier bodies scroll with the arrows)."""
+
+
+KEYS = (
+    ("1-7", "tabs: runs, leaderboard, compare, pairs, strata, cases, frontier"),
+    ("arrows", "move in a table; the compare and frontier tabs scroll"),
+    ("enter", "runs: open the run; leaderboard: the model (sealed score apart, by stratum); pairs: compare that pair; "
+              "cases and compare's disagreements: every model's trials of the case side by side (there, s saves "
+              "their whole outputs to files)"),
+    ("s / S", "leaderboard: sort by the next / previous column (or click a header; again reverses)"),
+    ("m", "runs: mark two runs of one project to compare them model by model"),
+    ("l", "runs: pick a load run (◆) for its project's frontier (again: unpick)"),
+    ("/", "the cases tab, in its text search (the table filters as you type; tab moves on)"),
+    ("tab", "move between the widgets of a tab (the compare tab's model pickers, the cases tab's filters)"),
+    ("F5", "read the store again: a sweep still running has stored more"),
+    ("escape", "back: from a run's tabs to the list of runs, then out (arena browse) or to the live console"),
+    ("q", "leave (arena browse)"),
+    ("ctrl+p", "command palette"),
+    ("?", "this help"),
+)
+"""Every key of the results view with what it does (the `?` help; the README's "Results view" says the same)."""
 
 
 class Results(Screen[None]):
@@ -55,9 +77,10 @@ class Results(Screen[None]):
         Binding("7", "tab('frontier')", "Frontier", show=False),
         Binding("s", "sort(1)", "Sort"),
         Binding("S", "sort(-1)", "Sort back", show=False),
-        Binding("m", "mark_run", "Mark run"),
-        Binding("l", "pick_load", "Pick load run"),
+        Binding("m", "mark_run", "Mark"),
+        Binding("l", "pick_load", "Pick load"),
         Binding("slash", "search", "Search"),
+        Binding("question_mark", "help", "Help", key_display="?"),  # short labels above: q Quit still fits 80
     ]
 
     def __init__(self, db: Path | str, run_id: str | None, *, standalone: bool = False) -> None:
@@ -142,10 +165,10 @@ class Results(Screen[None]):
         parts: list[tuple[Text, int]] = [(Text("Results ", style="bold"), 10), (Text(f"run {r.run_id}"), 10),
                                          (Text(" · ").append(literal(r.project, newlines=False)), 5)]
         if view.load is not None:
-            parts.append((Text(f" · load run, {view.load.run.requests} requests"), 8))
+            parts.append((Text(f" · load run, {plural(view.load.run.requests, 'request')}"), 8))
         else:
-            parts.append((Text(f" · {len(view.plan.models)} models × {len(view.plan.cases)} cases × "
-                               f"{view.plan.trials} trials"), 7))
+            parts.append((Text(f" · {plural(len(view.plan.models), 'model')} × {plural(len(view.plan.cases), 'case')} "
+                               f"× {plural(view.plan.trials, 'trial')}"), 7))
             if view.plan.judges:
                 parts.append((Text(" · judged by ").append(literal(", ".join(view.plan.judges), newlines=False)), 4))
         parts.append((Text(f" · {r.status}"), 9))
@@ -253,6 +276,9 @@ class Results(Screen[None]):
         """An open sweep of the project is read again with the load runs now picked."""
         if self.view is not None and self.view.load is None and self.view.plan.record.project == event.project:
             self.open_run(self.view.run_id)
+
+    def action_help(self) -> None:
+        self.app.push_screen(KeyHelp(KEYS, (("The figures", (Text(LEADERBOARD_NOTE),)),)))
 
     def action_reload(self) -> None:
         """Read the store again: a sweep still running has stored more since the view opened."""

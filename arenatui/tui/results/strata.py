@@ -10,6 +10,7 @@ from arenatui.figures import score
 from arenatui.safe_text import literal
 from arenatui.tui.results.data import RunView
 from arenatui.tui.results.tab import ResultsTab
+from arenatui.wording import plural
 
 
 class StrataTab(ResultsTab):
@@ -47,8 +48,8 @@ class StrataTab(ResultsTab):
             notes.append(" scores below ")
             notes.append(literal(r.beaten, newlines=False))
             notes.append(f" here ({r.group_diff:+.3f}, 95% CI {r.interval.low:+.3f} to {r.interval.high:+.3f} over "
-                         f"{r.interval.n} cases, Holm-adjusted p {r.p_holm:.4f}), though it beats it overall by "
-                         f"{r.overall_diff:.3f} (subgroup reversal)\n")
+                         f"{plural(r.interval.n, 'case')}, Holm-adjusted p {r.p_holm:.4f}), though it beats it "
+                         f"overall by {r.overall_diff:.3f} (subgroup reversal)\n")
         if not notes:
             notes.append("No subgroup reversal: in no stratum or tag does a model's paired interval exclude zero "
                          "against a model it beats overall (Holm-adjusted over the groups tested).")

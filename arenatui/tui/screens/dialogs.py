@@ -7,12 +7,13 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Input, Label
 
 from arenatui.limits import MAX_CONCURRENCY
 from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNREACHABLE, UNSCORED
+from arenatui.tui.key_help import KeyHelp
 from arenatui.tui.widgets import CELL_GLYPHS, CELL_NAMES, JUDGE_MARK, MOSTLY, STARTED
 
 
@@ -160,17 +161,10 @@ FIGURES = (
 )
 
 
-class Help(ModalScreen[None]):
-    """Keys, cell glyphs and what the figures mean, reflowed to the terminal's width (nothing hard-wrapped)."""
+class Help(KeyHelp):
+    """The run screen's keys, the call matrix's cell glyphs and what the figures mean."""
 
-    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close")]
-
-    def compose(self) -> ComposeResult:
-        keys = Table.grid(padding=(0, 2))
-        keys.add_column(no_wrap=True, style="bold")
-        keys.add_column(ratio=1)
-        for key, what in KEYS:
-            keys.add_row(key, what)
+    def __init__(self) -> None:
         glyphs = Table.grid(padding=(0, 2))
         glyphs.add_column(no_wrap=True)
         glyphs.add_column(ratio=1)
@@ -183,12 +177,5 @@ class Help(ModalScreen[None]):
         glyphs.add_row("n/k", "trials passed of trials planned, in a cell wide enough to show it")
         glyphs.add_row(JUDGE_MARK.strip(), "a judge lane (llm_judge): one judge call per judged answer of every model "
                                            "and trial, its cell ✓/✗ the verdicts; blank where a case is not judged")
-        with Vertical(classes="dialog wide", id="help"):
-            yield Label(Text.assemble(("Keys", "bold"), ("   Escape, ? or q closes this", "italic")))
-            with VerticalScroll(id="help-body"):
-                yield Static(keys)
-                yield Label(Text("Cell glyphs in the call matrix", style="bold"), classes="hint")
-                yield Static(glyphs)
-                yield Label(Text("The figures", style="bold"), classes="hint")
-                for para in FIGURES:
-                    yield Static(Text(para), classes="para")
+        super().__init__(KEYS, (("Cell glyphs in the call matrix", (glyphs,)),
+                                ("The figures", tuple(Text(para) for para in FIGURES))))

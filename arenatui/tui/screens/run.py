@@ -35,6 +35,7 @@ from arenatui.tui.widgets import (
     bar,
     duration,
 )
+from arenatui.wording import plural
 
 REFRESH_S = 0.25
 """The run screen samples live metrics this often (DESIGN.md: ~4 Hz keeps the engine within a few %)."""
@@ -319,7 +320,8 @@ class RunScreen(Screen[None]):
             (Text(f"  spend {'≈' if snap.estimated_calls else ''}{money(snap.cost)}"), 6),
         ]
         if snap.estimated_calls:  # the server reported no usage for these: tokens and cost are arenatui's estimate
-            line1.insert(7, (Text(f" ({snap.estimated_calls} calls' tokens estimated)"), 2))
+            estimated = plural(snap.estimated_calls, "call's", "calls'")
+            line1.insert(7, (Text(f" ({estimated} tokens estimated)"), 2))
         if snap.judge_planned:  # judge spend is in the total and said apart (issue 13)
             line1.insert(7, (Text(f" (judges {money(snap.judge_cost)})"), 4))
         counts = f" {snap.done}/{snap.planned} ({frac:.0%})"

@@ -19,6 +19,7 @@ from textual.widget import Widget
 
 from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNREACHABLE, UNSCORED
 from arenatui.safe_text import printable
+from arenatui.wording import plural
 
 GLYPHS = ("·", "▸", "↻", "✓", "✗", "!", "○", "⊘")
 """One glyph per call state (queued, in flight, backing off, passed, failed, errored, unscored, unreachable): never
@@ -357,8 +358,8 @@ class CallMatrix(Widget, can_focus=True):
             ticks = "".join("|" if k % 5 == 0 else " " for k in range(n)) if lay.cell_w == 1 else \
                 "".join(("|" if k % 5 == 0 else " ").ljust(lay.cell_w) for k in range(n))
             text = ticks + _longest_fitting(width - lay.label_w - len(ticks), (
-                f"  {n} cases (a tick at every 5th), the first {self.case_ids[0] if n else ''}",
-                f"  {n} cases, a tick at every 5th", f"  {n} cases", ""))
+                f"  {plural(n, 'case')} (a tick at every 5th), the first {self.case_ids[0] if n else ''}",
+                f"  {plural(n, 'case')}, a tick at every 5th", f"  {plural(n, 'case')}", ""))
         else:
             text = _longest_fitting(width - lay.label_w, (
                 f"{n} cases, {lay.per_col} per column (first: {self.case_ids[0]}; work and pass rate shown)",

@@ -34,7 +34,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import anyio
 from anyio.abc import TaskGroup
@@ -136,9 +136,9 @@ class _ModelLane:
     once it has room."""
 
 
-@dataclass(slots=True)
-class _FollowUp:
-    """A call that goes on after an answer ([run] repair, escalate_to): what its steps so far spent, and its next."""
+class _FollowUp(NamedTuple):
+    """A call that goes on after an answer ([run] repair, escalate_to): what its steps so far spent, and its next.
+    A NamedTuple, built positionally: one is made per step (a slotted dataclass cost a third more)."""
 
     step: int
     """The next step's number (1 after the first answer)."""
@@ -146,6 +146,8 @@ class _FollowUp:
     """The next step: 'repair' (the same model, one more turn) or 'escalation' (the target, asked afresh)."""
     messages: tuple[dict[str, str], ...]
     """What the next step sends."""
+    answered_by: str
+    """The model that answers the next step (the project's key: the lane's model, or an escalation's target)."""
     repairs: int
     first_passed: bool
     attempts: int
@@ -266,6 +268,8 @@ class Runner:
             {} if self._repair is not None or self._escalations else None
         """Calls between steps (a repair turn or an escalation next), by (lane, case id, trial); None when the
         project has neither: the hot path then never looks."""
+        self._answerer = {lane.key: lane.model.base_key for lane in self._lanes}
+        """The model that answers a lane's calls (the project's key, its variant left out), as its steps name it."""
         self._final_at_start: list[CallResult] = []
         if self._follow is not None and plan.steps:
             self._steps_resumed(plan)
@@ -789,7 +793,7 @@ class Runner:
             if self._follow is not None:
                 fu = self._follow.pop((lane.key, r.case_id, r.trial), None)
                 if fu is not None and r.error_class != "cancelled":  # a cancelled step: resume goes on from the steps
-                    r = _merged(r, fu, fu.target.model.key if fu.target is not None else None)
+                    r = _merged(r, fu)
             self.emit(CallFinished(r, now))
             return
         if r.error_class not in ("cancelled", "judge_error"):
@@ -845,20 +849,19 @@ class Runner:
                   sent: tuple[dict[str, str], ...], now: float) -> CallResult | None:
         """An answer of a call with repairs or an escalation configured: the call's final result, or None when a
         next step (a repair turn, an escalation) is queued on the lane, the answer stored as one of its steps."""
-        key = (lane.key, case.id, trial)
         nxt = self._step_after(lane, case, r, fu, sent)
-        if nxt is None and fu is None:
-            return r  # failed in a way nothing follows up: an ordinary call
-        kind = "answer" if fu is None else fu.kind
-        self.emit(StepFinished(r, 0 if fu is None else fu.step, kind,
-                               fu.target.model.key if fu is not None and fu.target is not None
-                               else lane.model.base_key, now, nxt is None))
-        if nxt is None:
-            assert self._follow is not None and fu is not None
-            del self._follow[key]
-            return _merged(r, fu, fu.target.model.key if fu.target is not None else None)
+        if fu is None:
+            if nxt is None:
+                return r  # failed in a way nothing follows up: an ordinary call
+            self.emit(StepFinished(r, 0, "answer", self._answerer[lane.key], now, False))
+        else:
+            self.emit(StepFinished(r, fu.step, fu.kind, fu.answered_by, now, nxt is None))
+            if nxt is None:
+                assert self._follow is not None
+                del self._follow[(lane.key, case.id, trial)]
+                return _merged(r, fu)
         assert self._follow is not None
-        self._follow[key] = nxt
+        self._follow[(lane.key, case.id, trial)] = nxt
         lane.ready.append((case, trial))
         self._unstarted += 1
         if self.workers > self.target or self.paused:  # this worker may retire: wake one that stays
@@ -869,29 +872,37 @@ class Runner:
                     sent: tuple[dict[str, str], ...]) -> _FollowUp | None:
         """What follows answer `r` of a call of `case` (its steps so far `fu`, the answer to `sent`): a repair turn to
         the same model with the scorer's word on it, an escalation to the lane's target, or nothing (None)."""
-        if r.status != "failed" or (fu is not None and fu.kind == "escalation"):
+        if r.status != "failed":
             return None
-        repairs = 0 if fu is None else fu.repairs
         rep = self._repair
-        repair = rep is not None and repairs < rep.attempts and r.failure_mode in rep.on
-        if not repair and lane.key not in self._escalations:
-            return None  # decided before any figure is added up: the common failed answer costs a lookup
-        step = 1 if fu is None else fu.step + 1
-        spent = (r.attempts - 1, r.input_tokens, r.output_tokens, r.cost, r.total_ms)
-        if fu is not None:
-            spent = (fu.attempts + spent[0], fu.in_tok + spent[1], fu.out_tok + spent[2], fu.cost + spent[3],
-                     fu.total_ms + spent[4])
-        first = r.passed if fu is None else fu.first_passed
-        started = r.started_at if fu is None else fu.started_at
+        if fu is None:
+            repair = rep is not None and r.failure_mode in rep.on  # (a repair has attempts >= 1)
+            if not repair and lane.key not in self._escalations:
+                return None  # decided before any figure is added up: the common failed answer costs a lookup
+            step, repairs, first, started = 1, 0, r.passed, r.started_at
+            attempts, in_tok, out_tok, cost, total_ms = \
+                r.attempts - 1, r.input_tokens, r.output_tokens, r.cost, r.total_ms
+        else:
+            if fu.kind == "escalation":
+                return None
+            repairs = fu.repairs
+            repair = rep is not None and repairs < rep.attempts and r.failure_mode in rep.on
+            if not repair and lane.key not in self._escalations:
+                return None
+            step, first, started = fu.step + 1, fu.first_passed, fu.started_at
+            attempts, in_tok, out_tok, cost, total_ms = \
+                fu.attempts + r.attempts - 1, fu.in_tok + r.input_tokens, fu.out_tok + r.output_tokens, \
+                fu.cost + r.cost, fu.total_ms + r.total_ms
         if repair:
             assert rep is not None
             error = r.score_detail or r.error_message or str(r.failure_mode).replace("_", " ")
             msgs = (*sent, {"role": "assistant", "content": r.output or ""},
                     {"role": "user", "content": rep.text(error)})
-            return _FollowUp(step, "repair", msgs, repairs + 1, first, *spent, started)
+            return _FollowUp(step, "repair", msgs, self._answerer[lane.key], repairs + 1, first, attempts, in_tok,
+                             out_tok, cost, total_ms, started)
         esc = self._escalations[lane.key]
-        msgs = build_messages(esc.model, self._defaults, case)
-        return _FollowUp(step, "escalation", msgs, repairs, first, *spent, started, esc)
+        return _FollowUp(step, "escalation", build_messages(esc.model, self._defaults, case), esc.model.key, repairs,
+                         first, attempts, in_tok, out_tok, cost, total_ms, started, esc)
 
     def plan_case(self, case_id: str) -> Case:
         """A case of the plan by id (as written: an escalation asks it afresh)."""
@@ -926,7 +937,7 @@ class Runner:
                 if fu is not None and fu.step > max(s[0] for s in steps):
                     self._follow[(lane.key, cid, trial)] = fu  # its next step is taken from the lane as usual
                 elif fu is not None:  # ends at start, never taken from the lane (`_unstarted` counted it)
-                    self._final_at_start.append(_merged(last, fu, fu.target.model.key if fu.target else None))
+                    self._final_at_start.append(_merged(last, fu))
                     plan.done.setdefault(lane.key, set()).add((cid, trial))
 
     async def _score_after(self, e: Exception, output: str, case: Case) -> Score | str:
@@ -966,13 +977,19 @@ class Runner:
                             started_wall, in_tok, out_tok, latency, connect_ms, http_status)
 
 
-def _merged(r: CallResult, fu: _FollowUp, escalated_to: str | None) -> CallResult:
-    """The last step `r` of a call as its one stored result: the spend of every step, the rate-limit retries of every
-    step as its attempts beyond one (repairs are counted apart), and how its first answer ended."""
-    return r._replace(attempts=r.attempts + fu.attempts, input_tokens=r.input_tokens + fu.in_tok,
-                      output_tokens=r.output_tokens + fu.out_tok, cost=r.cost + fu.cost,
-                      total_ms=r.total_ms + fu.total_ms, started_at=fu.started_at, repairs=fu.repairs,
-                      escalated_to=escalated_to, first_passed=fu.first_passed)
+def _merged(r: CallResult, fu: _FollowUp) -> CallResult:
+    """The last step `r` of a call (after steps `fu`) as its one stored result: the spend of every step, the
+    rate-limit retries of every step as its attempts beyond one (repairs are counted apart), how its first answer
+    ended, and the model it was escalated to. Built positionally: `_replace` with these nine fields cost twice as much.
+    """
+    (key, case_id, trial, status, output, score, passed, error_class, error_message, attempts, latency_ms, total_ms,
+     ttft_ms, in_tok, out_tok, cost, finish_reason, estimated, _started, finished_at, connect_ms, failure_mode,
+     detail, http_status, _repairs, _escalated_to, _first_passed) = r  # every field: a new one fails here, loudly
+    return CallResult(key, case_id, trial, status, output, score, passed, error_class, error_message,
+                      attempts + fu.attempts, latency_ms, total_ms + fu.total_ms, ttft_ms, in_tok + fu.in_tok,
+                      out_tok + fu.out_tok, cost + fu.cost, finish_reason, estimated, fu.started_at, finished_at,
+                      connect_ms, failure_mode, detail, http_status, fu.repairs,
+                      None if fu.target is None else fu.answered_by, fu.first_passed)
 
 
 _RETRIED = frozenset(("rate_limited", "transient", "timeout", "incomplete_stream"))

@@ -1,13 +1,23 @@
 """The mock server itself: aiohttp routes speaking the OpenAI and Anthropic wire formats over SimCore.
 
 Behaviour (latency per token, 429 with retry-after, the concurrency ceiling, serial "local GPU"
-mode, transient failures, accuracy by stratum) comes from `arenatui.providers.sim.SimCore`, the
-same code the in-process sim provider runs, so a sweep over HTTP and a simulated sweep agree.
+mode, transient failures, accuracy by stratum and by prompt variant) comes from
+`arenatui.providers.sim.SimCore`, the same code the in-process sim provider runs, so a sweep over
+HTTP and a simulated sweep agree.
+
+Prompt variants (``[[prompts]]``, ``sim.prompt_accuracy``) are recognised the way a model meets them: by the
+prompt alone. A request whose last user message is a variant's template filled with a case's input (and whose
+system prompt is the variant's, when it sets one) is that case asked under that variant; nothing tells the server
+which variant a request is beyond the text the variant itself puts in the prompt, so a real provider is sent
+nothing more than it would be anyway (a header naming the variant would reach real providers too). Two variants
+with the same template and system prompt ask identically, and are answered as the first of them. A follow-up turn
+([run] repair) is its conversation's opening case asked again, answered afresh (as the in-process sim draws a turn).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import random
@@ -24,7 +34,8 @@ from typing import Any, Literal
 from aiohttp import web
 
 from arenatui.config.load import first_bad_value
-from arenatui.config.schema import Case, MockFaults, ModelConfig, Project, ScorerConfig
+from arenatui.config.schema import Case, MockFaults, ModelConfig, Project, PromptVariant, ScorerConfig
+from arenatui.engine.events import lane_key
 from arenatui.mockserver.faults import HTTP_TYPES, FaultPicker, Stall, retry_after_headers
 from arenatui.providers.base import JudgeTask
 from arenatui.providers.sim import SimCore, SimOutcome, draw, judge_answer, uniform
@@ -42,11 +53,35 @@ class ServedModel:
     core: SimCore
     faults: FaultPicker
     serial: asyncio.Lock | None
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: dict[tuple[str, str | None, int], int] = field(default_factory=dict)
+    """Requests so far per (case, prompt variant, turn): the server cannot see trials, so each repeat draws anew."""
+    asked: dict[str, SimCore] = field(default_factory=dict)
+    """Per prompt variant: the core that answers the model's calls asked under it (keyed and with the accuracy as
+    the in-process sim's lane of that variant); `core` keeps the model's one rate limit and concurrency."""
+
+    def answering(self, variant: str | None) -> SimCore:
+        """The core whose draws answer a call asked under `variant` (None: the case as written)."""
+        if variant is None:
+            return self.core
+        core = self.asked.get(variant)
+        if core is None:
+            s = self.entry.sim
+            if variant in s.prompt_accuracy:
+                s = dataclasses.replace(s, accuracy=s.prompt_accuracy[variant])
+            core = self.asked[variant] = SimCore(lane_key(self.entry.key, variant), s, self.core.seed)
+        return core
 
     @property
     def cfg(self) -> MockFaults:
         return self.faults.cfg
+
+
+def _content_text(c: object) -> str | None:
+    if isinstance(c, str):
+        return c
+    if isinstance(c, list):
+        return "".join(str(p.get("text", "")) for p in c if isinstance(p, dict))
+    return None
 
 
 def _last_user_text(messages: object) -> str | None:
@@ -54,13 +89,41 @@ def _last_user_text(messages: object) -> str | None:
         return None
     for m in reversed(messages):
         if isinstance(m, dict) and m.get("role") == "user":
-            c = m.get("content")
-            if isinstance(c, str):
-                return c
-            if isinstance(c, list):
-                return "".join(str(p.get("text", "")) for p in c if isinstance(p, dict))
-            return None
+            return _content_text(m.get("content"))
     return None
+
+
+def _opening(messages: object) -> tuple[str | None, int]:
+    """A conversation's first user message and how many answers (assistant turns) it holds: a follow-up turn
+    ([run] repair) asks its case again after the model's earlier answers."""
+    if not isinstance(messages, list):
+        return None, 0
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    turns = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+    return (_content_text(users[0].get("content")) if users else None), turns
+
+
+def _system_text(body: dict[str, Any]) -> str | None:
+    """The system prompt a request carries: Anthropic's top-level `system`, or OpenAI's system messages."""
+    system = body.get("system")
+    if isinstance(system, list):
+        return "".join(str(p.get("text", "")) for p in system if isinstance(p, dict))
+    if isinstance(system, str):
+        return system
+    msgs = body.get("messages")
+    if not isinstance(msgs, list):
+        return None
+    texts = [m.get("content") for m in msgs if isinstance(m, dict) and m.get("role") == "system"]
+    return "\n\n".join(t for t in texts if isinstance(t, str)) if texts else None
+
+
+def _template_pattern(template: str) -> re.Pattern[str] | None:
+    """A pattern that reads a variant's filled-in template back into the input it was filled with (None: the
+    template has no ``{input}``, so its prompt names no case)."""
+    parts = [re.escape(part) for part in template.split("{input}")]
+    if len(parts) == 1:
+        return None
+    return re.compile(parts[0] + "(?P<input>.*)" + "(?P=input)".join(parts[1:]), re.DOTALL)
 
 
 def _case_prompt(case: Case) -> str:
@@ -112,6 +175,10 @@ class MockServer:
                 self._models.setdefault(m.key, sm)
             for c in project.cases:
                 self._cases.setdefault(_case_prompt(c), c)
+        self._variants: list[tuple[PromptVariant, re.Pattern[str] | None]] = [
+            (v, None if v.template is None else _template_pattern(v.template))
+            for v in (project.prompts if project else ())]
+        """[[prompts]]: each variant and the pattern that reads its template back into a case's input."""
         from arenatui.scoring.judge import judge_rubric  # the rubric as the engine sends it
 
         self._judges: list[tuple[re.Pattern[str], ScorerConfig]] = [
@@ -133,6 +200,30 @@ class MockServer:
             if case is not None:
                 return case, JudgeTask(got.get("output", ""), case.expected, scorer.scale_range())
         return None
+
+    def _recognised(self, prompt: str, body: dict[str, Any]) -> tuple[Case | None, str | None]:
+        """The case a request asks and the prompt variant it is asked under (None: as written), from the prompt
+        alone: the last user message read back through each variant's template, the system prompt deciding
+        between variants that fill a case in alike."""
+        if not self._variants:
+            return self._cases.get(prompt), None
+        system = _system_text(body)
+        best: tuple[int, Case, str] | None = None
+        for v, pattern in self._variants:
+            if pattern is None:
+                case = self._cases.get(prompt) if v.template is None else None
+            else:
+                m = pattern.fullmatch(prompt)
+                case = None if m is None else self._cases.get(m.group("input"))
+            if case is None:
+                continue
+            # a variant's own system prompt, when the request has it, names the variant; one without defers to it
+            rank = 2 if v.system is not None and v.system == system else 1 if v.system is None else 0
+            if best is None or rank > best[0]:
+                best = (rank, case, v.name)
+        if best is not None:
+            return best[1], best[2]
+        return self._cases.get(prompt), None
 
     def _served(self, m: ModelConfig, faults: MockFaults) -> ServedModel:
         return ServedModel(entry=m, core=SimCore(m.key, m.sim, self.seed), faults=FaultPicker(faults, self._rng),
@@ -233,17 +324,24 @@ class MockServer:
             return self._error(request, wire, sm, 429, f"rate limit reached for {name}",
                                retry_after_headers(wait, sm.cfg.retry_after, time.time()))
         try:
-            case = self._cases.get(prompt)
+            case, variant = self._recognised(prompt, body)
+            turn = 0
+            if case is None and self._cases:  # a follow-up turn: its case is the conversation's opening message
+                opening, turn = _opening(body.get("messages"))
+                if opening is not None and turn:
+                    case, variant = self._recognised(opening, body)
+                turn = turn if case is not None else 0
             judged = self._judged(prompt) if case is None and self._judges else None
             cid = case.id if case else "prompt-" + hashlib.blake2b(prompt.encode(), digest_size=6).hexdigest()
-            # The server cannot see trials or attempts: each repeat of a (model, case) draws anew.
-            n = sm.counts[cid] = sm.counts.get(cid, 0) + 1
+            # The server cannot see trials or attempts: each repeat of a (model, case, variant, turn) draws anew.
+            n = sm.counts[(cid, variant, turn)] = sm.counts.get((cid, variant, turn), 0) + 1
             all_text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []) if isinstance(m, dict))
-            out = sm.core.outcome(cid, n, n, expected=case.expected if case else None,
-                                  stratum=case.stratum if case else None, tags=case.tags if case else (),
-                                  prompt=all_text, max_tokens=max_tokens)
+            core = sm.answering(variant)  # a variant's accuracy (sim.prompt_accuracy) and draws, as in process
+            out = core.outcome(cid, n, n, expected=case.expected if case else None,
+                               stratum=case.stratum if case else None, tags=case.tags if case else (),
+                               prompt=all_text, max_tokens=max_tokens, turn=turn)
             if judged is not None:  # a judge's request: a verdict, right with the judge model's accuracy
-                u = uniform(draw(sm.core.seed, sm.core.key, cid, n), 1)
+                u = uniform(draw(core.seed, core.key, cid, n), 1)
                 out = out._replace(text=judge_answer(judged[1], out.correct, u))
             if sm.serial is not None:
                 async with sm.serial:

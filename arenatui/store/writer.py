@@ -87,6 +87,8 @@ class ResultWriter:
         self._retries: list[tuple[CallRetrying, float]] = []
         """Failed attempts that were retried, with the epoch time they failed."""
         self._judged: list[JudgeFinished] = []
+        self._steps: list[StepFinished] = []
+        """Steps of calls with repairs or an escalation (call_steps): their rows are built when the batch is sent."""
         """Judge calls that ended: their judgments, and their verdicts onto candidates' rows (after the results of
         the same batch, which may hold the candidate's row)."""
         self._wake: anyio.Event | None = None
@@ -124,15 +126,14 @@ class ResultWriter:
             self._rows.append(ev.result)  # the row is built when the batch is sent, off the event path
         elif type(ev) is CallStarted:  # as common as CallFinished, and nothing to store
             return
+        elif type(ev) is StepFinished:  # a step of a call that went on to a repair or an escalation
+            self._steps.append(ev)
         elif type(ev) in EVENT_ROWS:
             self._changes.append(ev)
         elif type(ev) is CallRetrying:
             self._retries.append((ev, time.time()))
         elif type(ev) is JudgeFinished:
             self._judged.append(ev)
-        elif type(ev) is StepFinished:  # a step of a call that went on to a repair or an escalation
-            self.on_rows(INSERT_STEP, [step_row(self.run_id, ev)])
-            return
         elif type(ev) is TunerDecided:  # rare (a few a minute): a row of its own table
             self.on_rows(INSERT_TUNING_DECISION, [(self.run_id, time.time(), ev.model_key, ev.old, ev.new, ev.reason)])
             return
@@ -223,6 +224,10 @@ class ResultWriter:
         rows, self._rows = self._rows, []
         changes, self._changes = self._changes, []
         other, self._other = self._other, []
+        if self._steps:
+            steps, self._steps = self._steps, []
+            run_id = self.run_id
+            other.append((INSERT_STEP, [step_row(run_id, ev) for ev in steps]))
         retries, self._retries = self._retries, []
         judged, self._judged = self._judged, []
         self._signalled = False

@@ -3,6 +3,7 @@ optimum is computable (issue 19).
 
     python benchmarks/tuner.py [--seeds 20] [--calls 800] [--shapes rpm,slow429,ceiling,serial,halving,jitter,tiny]
         [--modes tuner,aimd[,climb]] [--verbose]
+    python benchmarks/tuner.py --shapes serial --fixed 1,2,4,16 --seeds 6   # a shape held at fixed levels
 
 Shapes (one simulated model each, latencies of a few tens of ms so a run takes about a second):
 - rpm: a rate limit of 500 requests/s (a bucket of 10), 20 ms calls, 429s answered at once: oracle 10
@@ -266,9 +267,19 @@ def main() -> None:
     ap.add_argument("--modes", default="tuner,aimd",
                     help="which of tuner,aimd,climb to run beside the oracle (the tiny shape adds climb)")
     ap.add_argument("--verbose", action="store_true", help="print each run's verdict")
+    ap.add_argument("--fixed", default="", help="instead: each shape held at these levels (e.g. 1,2,4,16), the median "
+                                                "wall clock over the seeds as <shape>_fixed_<level>_wall_s")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
+        if args.fixed:
+            for name in args.shapes.split(","):
+                for level in (int(x) for x in args.fixed.split(",")):
+                    shape = dataclasses.replace(SHAPES[name], oracle=level, start_oracle=None)
+                    walls = [run_one(d, name, shape, "oracle", s, d / f"{name}-{level}.db", shape.calls or args.calls)
+                             ["wall"] for s in range(args.seeds)]
+                    emit(f"{name}_fixed_{level}_wall_s", statistics.median(walls), "s")
+            return
         for name in args.shapes.split(","):
             shape = SHAPES[name]
             calls = shape.calls or args.calls

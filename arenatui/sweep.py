@@ -32,6 +32,7 @@ from arenatui.providers.registry import make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.db import explain_error
 from arenatui.store.shards import finish_shard, record_shard
+from arenatui.wording import plural
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:
@@ -80,7 +81,7 @@ def _differences(what: str, old: dict[str, object], new: dict[str, object]) -> l
     for verb, keys in (("added", added), ("removed", removed), ("changed", changed)):
         if keys:
             shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
-            out.append(f"{len(keys)} {what} {verb} ({shown})")
+            out.append(f"{plural(len(keys), what)} {verb} ({shown})")
     return out
 
 
@@ -93,8 +94,8 @@ def project_changes(project_path: str | None, stored: Project) -> list[str]:
     except Exception:  # advice only: whatever is wrong with the file now must not stop the resume
         return [f"the project file {project_path} no longer loads; the run's stored configuration is used"]
     then = project_to_dict(stored)
-    diffs = _differences("models", {m["key"]: m for m in then["models"]}, {m["key"]: m for m in now["models"]})
-    diffs += _differences("cases", {c["id"]: c for c in then["cases"]}, {c["id"]: c for c in now["cases"]})
+    diffs = _differences("model", {m["key"]: m for m in then["models"]}, {m["key"]: m for m in now["models"]})
+    diffs += _differences("case", {c["id"]: c for c in then["cases"]}, {c["id"]: c for c in now["cases"]})
     rest = [k for k in then if k not in ("models", "cases", "project") and then[k] != now.get(k)]
     if rest:
         diffs.append("settings changed in " + ", ".join(f"[{k}]" for k in rest))

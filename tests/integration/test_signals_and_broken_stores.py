@@ -94,7 +94,9 @@ def _only_run(db: Path) -> tuple[str, str, int]:
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_sigterm_and_sighup_to_the_process_group_stop_like_ctrl_c(tmp_path: Path, signum: int, code: int) -> None:
-    proj, db = _project(tmp_path), tmp_path / "r.db"
+    # 300 calls of 0.25 s at 4 at once: ~19 s of work, so the signal lands mid-run even when a busy machine
+    # stalls this test for seconds after the 20th row (at 0.05 s a call, CI's sweep once finished first)
+    proj, db = _project(tmp_path, latency=0.25), tmp_path / "r.db"
     env = _env(tmp_path)
     p = _start(["evaluate", "-p", str(proj), "--db", str(db)], env, tmp_path)
     _wait_rows(p, db, 20)
@@ -107,13 +109,13 @@ def test_sigterm_and_sighup_to_the_process_group_stop_like_ctrl_c(tmp_path: Path
     assert f"Resume with:\n  arena evaluate --resume {run_id} --db {db}" in err
     assert f"Stored: {stored} of 300 calls" in out  # the writer outlived the signal: every finished call is in
 
-    r = _arena(["evaluate", "--resume", run_id, "--db", str(db), "-q", "--no-report"], env, tmp_path)
+    r = _arena(["evaluate", "--resume", run_id, "--db", str(db), "-q", "--no-report", "-c", "64"], env, tmp_path)
     assert r.returncode == 0, r.stderr
     assert _only_run(db)[1:] == ("finished", 300)
 
 
 def test_two_quick_ctrl_c_end_cleanly_with_the_resume_hint(tmp_path: Path) -> None:
-    proj, db = _project(tmp_path), tmp_path / "r.db"
+    proj, db = _project(tmp_path, latency=0.25), tmp_path / "r.db"  # ~19 s of work: the signals land mid-run
     p = _start(["evaluate", "-p", str(proj), "--db", str(db)], _env(tmp_path), tmp_path)
     _wait_rows(p, db, 20)
     os.killpg(p.pid, signal.SIGINT)
@@ -235,7 +237,7 @@ def test_resume_refuses_project_and_seed_and_says_what_changed_in_the_file(tmp_p
     assert r.returncode == 0, r.stderr
     note = " ".join(r.stderr.split())
     assert f"note: the project file {proj} changed since this run started" in note
-    assert "1 models added (m3)" in note and "1 models removed (m2)" in note and "1 cases changed (q2)" in note
+    assert "1 model added (m3)" in note and "1 model removed (m2)" in note and "1 case changed (q2)" in note
     assert "The run's stored configuration is used" in note
 
 

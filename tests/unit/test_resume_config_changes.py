@@ -40,7 +40,7 @@ def test_changed_cases_and_settings_are_named(tmp_path: Path) -> None:
     f.write_text(PROJECT.replace('expected = "4"', 'expected = "four"').replace('id = "a"', 'id = "c"')
                  + "\n[run]\nconcurrency = 9\n", encoding="utf-8")
     (note,) = project_changes(str(f), stored)
-    assert "1 cases added (c)" in note and "1 cases removed (a)" in note and "1 cases changed (b)" in note
+    assert "1 case added (c)" in note and "1 case removed (a)" in note and "1 case changed (b)" in note
     assert "settings changed in [run]" in note and "stored configuration is used" in note
 
 

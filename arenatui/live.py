@@ -545,9 +545,7 @@ class LiveMetrics:
 
     def _step(self, ev: StepFinished) -> None:
         """An answer that goes on to a repair turn or an escalation: the call waits for its next step."""
-        r = ev.result
-        if ev.last:  # its CallFinished follows and ends the call
-            return
+        r = ev.result  # (a call's last step comes in its CallFinished, which ends the call)
         mi = self._m_index[r.model_key]
         self.rows[mi].in_flight -= 1
         self._move(mi, r.case_id, IN_FLIGHT, QUEUED)

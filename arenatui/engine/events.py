@@ -139,6 +139,10 @@ class CallRetrying(NamedTuple):
 class CallFinished(NamedTuple):
     result: CallResult
     t: float
+    step: StepFinished | None = None
+    """A call with repairs or an escalation that took more than one step: its last step, with that step's own
+    answer and spend (`result` is the call's: every step's spend). Its earlier steps came as StepFinished; the last
+    one travels here, so a repaired call costs one event per request like any other."""
 
 
 class JudgeFinished(NamedTuple):
@@ -165,7 +169,8 @@ class JudgeFinished(NamedTuple):
 class StepFinished(NamedTuple):
     """One answer of a call that went on to a repair turn or an escalation ([run] repair, escalate_to): stored as the
     call's step, so a resumed run continues the chain where it stopped. `result` is that answer as scored (its
-    model_key the lane's); the call's CallFinished comes with its last step, its spend that of every step."""
+    model_key the lane's). The call's last step is not emitted on its own: it rides in its CallFinished (`step`),
+    whose result's spend is that of every step."""
 
     result: CallResult
     step: int
@@ -175,8 +180,6 @@ class StepFinished(NamedTuple):
     model: str
     """The model that answered this step (the escalation target's key for an escalation)."""
     t: float
-    last: bool = False
-    """The call's last step: its CallFinished follows at once (what watches calls in flight counts that one)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -745,11 +745,12 @@ class Runner:
                 if self._follow is not None and (fu is not None or r.status == "failed"):
                     if fu is not None and fu.target is not None:  # the target's prices
                         r = r._replace(cost=model.cost(in_tok, out_tok) + (comp.cost or 0.0))
-                    final = self._followed(lane, case, trial, r, fu, request.messages, now)
-                    if final is None:
+                    done = self._followed(lane, case, trial, r, fu, request.messages, now)
+                    if done is None:
                         return
-                    r = final
-                self.emit(CallFinished(r, now))
+                    self.emit(done)
+                else:
+                    self.emit(CallFinished(r, now))
                 if judged is not None:
                     self._enqueue(JudgeJob(mkey, self._model_index[mkey], case, trial, comp.text, comp.finish_reason,
                                             judged[0]), judged[1])
@@ -846,20 +847,21 @@ class Runner:
             None if detail is None else self._message(case, detail), http_status)
 
     def _followed(self, lane: _ModelLane, case: Case, trial: int, r: CallResult, fu: _FollowUp | None,
-                  sent: tuple[dict[str, str], ...], now: float) -> CallResult | None:
-        """An answer of a call with repairs or an escalation configured: the call's final result, or None when a
-        next step (a repair turn, an escalation) is queued on the lane, the answer stored as one of its steps."""
+                  sent: tuple[dict[str, str], ...], now: float) -> CallFinished | None:
+        """An answer of a call with repairs or an escalation configured: the call's CallFinished (a call of more than
+        one step carries its last step in it), or None when a next step (a repair turn, an escalation) is queued on
+        the lane, the answer emitted as one of its steps."""
         nxt = self._step_after(lane, case, r, fu, sent)
         if fu is None:
             if nxt is None:
-                return r  # failed in a way nothing follows up: an ordinary call
-            self.emit(StepFinished(r, 0, "answer", self._answerer[lane.key], now, False))
+                return CallFinished(r, now)  # failed in a way nothing follows up: an ordinary call
+            self.emit(StepFinished(r, 0, "answer", self._answerer[lane.key], now))
+        elif nxt is None:
+            assert self._follow is not None
+            del self._follow[(lane.key, case.id, trial)]
+            return CallFinished(_merged(r, fu), now, StepFinished(r, fu.step, fu.kind, fu.answered_by, now))
         else:
-            self.emit(StepFinished(r, fu.step, fu.kind, fu.answered_by, now, nxt is None))
-            if nxt is None:
-                assert self._follow is not None
-                del self._follow[(lane.key, case.id, trial)]
-                return _merged(r, fu)
+            self.emit(StepFinished(r, fu.step, fu.kind, fu.answered_by, now))
         assert self._follow is not None
         self._follow[(lane.key, case.id, trial)] = nxt
         lane.ready.append((case, trial))

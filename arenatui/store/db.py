@@ -115,7 +115,7 @@ def final_attempt_row(run_id: str, r: CallResult) -> tuple[Any, ...]:
 def step_row(run_id: str, ev: StepFinished) -> tuple[Any, ...]:
     """A step of a call with repairs or an escalation (call_steps). Unpacked, not read field by field: a third
     cheaper, and a field added to CallResult fails here loudly instead of being left out."""
-    r, step, kind, answered_by, _t, _last = ev
+    r, step, kind, answered_by, _t = ev
     (key, case_id, trial, status, output, score, passed, error_class, error_message, attempts, latency_ms, total_ms,
      _ttft, in_tok, out_tok, cost, _finish, _estimated, started_at, finished_at, _connect, failure_mode, detail, _http,
      _repairs, _escalated_to, _first_passed) = r

@@ -124,6 +124,8 @@ class ResultWriter:
         """Sink for the engine: O(1), no I/O."""
         if type(ev) is CallFinished:
             self._rows.append(ev.result)  # the row is built when the batch is sent, off the event path
+            if ev.step is not None:  # the last step of a call with repairs or an escalation
+                self._steps.append(ev.step)
         elif type(ev) is CallStarted:  # as common as CallFinished, and nothing to store
             return
         elif type(ev) is StepFinished:  # a step of a call that went on to a repair or an escalation

@@ -256,7 +256,7 @@ class LevelTracker:
             self._changed(ev)  # type: ignore[arg-type]
         elif tp is StepFinished:  # an answer followed by a repair turn or an escalation: its attempt ended
             sf: StepFinished = ev  # type: ignore[assignment]
-            m = None if sf.last else self.models.get(sf.result.model_key)  # a last step's CallFinished follows
+            m = self.models.get(sf.result.model_key)  # (a call's last step comes in its CallFinished)
             if m is not None:
                 self._advance(m, sf.t)
                 m.in_flight -= 1

@@ -1,6 +1,6 @@
 """A call that goes on to a repair turn or an escalation: the live figures and the concurrency readout see one call
-in flight at a time (each step's CallStarted is matched by its StepFinished), and the console's cell ends as the
-call does."""
+in flight at a time (each step's CallStarted is matched by its StepFinished, the last one's by the CallFinished that
+carries it), and the console's cell ends as the call does."""
 
 from __future__ import annotations
 
@@ -27,12 +27,9 @@ def test_steps_of_one_call_keep_one_call_in_flight() -> None:
         tracker.on_event(ev)
     assert live.rows[0].in_flight == 1 and tracker.models["m · a"].in_flight == 1
     assert (live.cells[IN_FLIGHT][0], live.cells[QUEUED][0]) == (1, 0)  # per case: calls in each state
-    last = StepFinished(_result("passed", True, "none"), 2, "escalation", "big", 0.55, True)
-    live.on_event(last)
-    tracker.on_event(last)
-    assert live.rows[0].in_flight == 1 and tracker.models["m · a"].in_flight == 1  # its CallFinished ends it
+    last = StepFinished(_result("passed", True, "none"), 2, "escalation", "big", 0.55)
     done = CallFinished(_result("passed", True, "none")._replace(repairs=1, escalated_to="big", first_passed=False),
-                        0.6)
+                        0.6, last)
     live.on_event(done)
     tracker.on_event(done)
     assert live.rows[0].in_flight == 0 and tracker.models["m · a"].in_flight == 0

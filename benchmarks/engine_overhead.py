@@ -14,9 +14,10 @@ engine_calls_per_s >= 30,000 with persistence on; wall_over_ideal <= 1.10.
   line run; live_over_quiet is their ratio, measured in the same run.
 - engine_cpu_us_per_call_follow_ups: the quiet sweep's CPU per request made with two prompt variants and a repair
   turn for every wrong answer ([[prompts]], [run] repair: about half the answers get one), measured alternately
-  with the plain sweep; follow_ups_over_plain is their ratio (issue 23: within 1.10). On the shared 2-core machine
-  it moves by about ±0.1 from run to run; instructions per request under callgrind (a 2,500-call sweep less a
-  500-call one, each mode) give a steady ratio: 1.07 at the time of writing.
+  with the plain sweep; follow_ups_over_plain is their ratio. On the shared 2-core machine it moves by about ±0.1
+  from run to run, and sits above the ratio of instructions per request (1.05-1.07 under callgrind at the time of
+  writing). engine_against.py measures the same two sweeps against an earlier commit, alternated, with
+  instruction counts: issue 23's figure (follow-ups within 10% of the engine before them).
 - wall_over_ideal: 2,000 calls of exactly 50 ms at concurrency 256, from the first call started
   to the last finished (engine scheduling), against ceil(2000/256) × 50 ms. sweep_total_s adds
   start-up and shutdown (writer process, final commit) for reference.

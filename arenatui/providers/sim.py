@@ -223,9 +223,14 @@ class SimProvider:
             raise RateLimited(f"simulated 429 from {self.model.key}: rate limit reached", retry_after=retry_after)
         try:
             case = request.case
+            if request.judge is not None:
+                prompt = request.messages[-1]["content"]
+            elif request.turn:  # a repair turn reads the whole conversation, as the mock server counts it
+                prompt = "\n".join([m["content"] for m in request.messages])
+            else:
+                prompt = case.input if type(case.input) is str else case.prompt_text()
             out = core.outcome(case.id, request.trial, request.attempt, case.expected, case.stratum, case.tags,
-                               (case.input if type(case.input) is str else case.prompt_text()) if request.judge is None
-                               else request.messages[-1]["content"], request.max_tokens, request.turn)
+                               prompt, request.max_tokens, request.turn)
             wait = out.latency_s / 2 if out.transient else out.latency_s
             timeout = request.timeout_s
             queued = 0.0

@@ -21,3 +21,27 @@ def test_without_it_timing_still_varies() -> None:
     outs = [core.outcome(f"c{i}", i, 1, expected=None, stratum=None, tags=(), prompt="p", max_tokens=64)
             for i in range(20)]
     assert len({o.ttft_s for o in outs}) > 1 and len({o.output_tokens for o in outs}) > 1
+
+
+def test_a_repair_turn_is_charged_for_the_whole_conversation() -> None:
+    """A repair turn sends the question, the wrong answer and the scorer's word back: its input tokens (and so its
+    cost, and a repaired case's cost per completed case) count all of it, as the mock server counts them."""
+    import anyio
+
+    from arenatui.config.schema import Case, ModelConfig
+    from arenatui.providers.base import Request, estimate_tokens
+    from arenatui.providers.sim import SimProvider
+
+    model = ModelConfig(key="m", provider="sim", sim=SimSettings(base_latency_s=0.0, per_token_s=0.0, jitter=0.0))
+    case = Case(id="c", input="What is the capital of France? Answer in one word.", expected="Paris")
+    first = ({"role": "user", "content": case.input},)
+    repair = (*first, {"role": "assistant", "content": "I am not sure."},
+              {"role": "user", "content": "Not accepted: expected one word naming a city. Try again."})
+    sim = SimProvider(model)
+
+    async def ask(messages: tuple[dict[str, str], ...], turn: int) -> int:
+        return (await sim.complete(Request(model, case, 0, 1, messages, 64, 0.0, 10.0, None, turn))).input_tokens
+
+    asked, repaired = anyio.run(ask, first, 0), anyio.run(ask, repair, 1)
+    assert asked == estimate_tokens(case.input)
+    assert repaired == estimate_tokens("\n".join(m["content"] for m in repair)) > 2 * asked

@@ -56,6 +56,11 @@ class DiskFullError(StoreError):
     exit_code = 1
 
 
+class ReadOnlyDatabase(StoreError):
+    """The results database (or its directory) cannot be written here: a command that must write fails with this;
+    one whose writing is a by-product (arena bakeoff saving its decision) reads on and says what was not kept."""
+
+
 class NoSuchDatabase(StoreError):
     """A reader (runs, report, export, browse, ...) was given a database path that does not exist: it never creates
     one, so a typo in --db is said, not answered with an empty list."""

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 import time
 from typing import Any
 
-from arenatui.errors import ArenaError
+from arenatui.errors import ArenaError, ReadOnlyDatabase
 
 
 def add_bakeoff_parser(sub: Any) -> None:
@@ -27,11 +28,13 @@ def cmd_bakeoff(args: argparse.Namespace) -> int:
     from arenatui.commands.bakeoff_page import render
     from arenatui.store import Store
     from arenatui.store.bakeoff_queries import save_decision, stored_decision
+    from arenatui.store.db import explain_error
     from arenatui.store.queries import resolve_run
 
     if (args.run is None) == (args.show is None):
         raise ArenaError("arena bakeoff: pass a sweep's RUN id to decide, or --show RUN to print its saved decision")
     shown = None
+    unsaved: ReadOnlyDatabase | None = None
     if args.show:
         if args.load:
             raise ArenaError("--show prints the decision as it was saved, with its load runs: drop --load")
@@ -46,10 +49,25 @@ def cmd_bakeoff(args: argparse.Namespace) -> int:
         load = tuple(x.strip() for x in args.load.split(",") if x.strip()) if args.load is not None else None
         if load == ():
             raise ArenaError("--load: expected load run ids separated by commas, got none")
-        with Store(args.db, create=False) as store:  # decides on a stored run: never a new file
+        try:
+            store = Store(args.db, create=False)  # decides on a stored run: never a new file
+        except ReadOnlyDatabase as e:  # a shared or archived file: the page is still the point; saving it is not
+            store, unsaved = Store(args.db, read_only=True), e
+        with store:
             page = build_page(store, args.run, load)
-            save_decision(store, page["run"]["run_id"], page["load_runs"], page)
+            if unsaved is None:
+                try:
+                    save_decision(store, page["run"]["run_id"], page["load_runs"], page)
+                except sqlite3.Error as e:
+                    err = explain_error(store.path, e)
+                    if not isinstance(err, ReadOnlyDatabase):
+                        raise err from None
+                    unsaved = err
     saved = f"the decision is saved with run {page['run']['run_id']} (arena bakeoff --show {page['run']['run_id']})"
+    if unsaved is not None:
+        saved = (f"the decision is NOT saved with run {page['run']['run_id']}, so arena bakeoff --show cannot print "
+                 f"it again: the results database {str(store.path)!r} cannot be written here. Keep the "
+                 "page with -o FILE, or decide on a copy you can write")
     if args.output is None:
         text = render(page, args.format, terminal=sys.stdout.isatty(), shown=shown)
         if args.format == "md" and sys.stdout.isatty():  # a person: rendered, tables fitted (a pipe: the Markdown)

@@ -29,7 +29,7 @@ from arenatui.engine.events import (
     lane_key,
     split_lane,
 )
-from arenatui.errors import DiskFullError, NoSuchDatabase, PlanError, StoreError
+from arenatui.errors import DiskFullError, NoSuchDatabase, PlanError, ReadOnlyDatabase, StoreError
 from arenatui.store.schema import JUDGMENT_COLUMNS, MIGRATIONS, RESULT_COLUMNS
 
 _PLACEHOLDERS = ", ".join("?" for _ in RESULT_COLUMNS)
@@ -180,7 +180,7 @@ def explain(path: Path | str, name: str, message: str) -> StoreError:
                           "backup, and arenatui starts a new one; to rescue what it holds: "
                           f"sqlite3 {str(path)!r} .recover | sqlite3 recovered.db")
     if name.startswith("SQLITE_READONLY") or "readonly database" in low:
-        return StoreError(f"the results database {where} is read-only ({message}): this command writes to it. "
+        return ReadOnlyDatabase(f"the results database {where} is read-only ({message}): this command writes to it. "
                           "Commands that only read it (runs, report, export, browse, compare, load --show) work; "
                           "to run, pass --db with a file you can write")
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in low:

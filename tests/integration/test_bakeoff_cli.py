@@ -154,6 +154,45 @@ def test_the_page_decides_with_every_section(bakeoff: Bakeoff, capsys: pytest.Ca
     assert code == 0 and json.loads(shown)["decisions"] == page["decisions"]
 
 
+
+@pytest.mark.parametrize("where", ["opening", "saving"])
+def test_a_database_that_cannot_be_written_still_gets_its_page(bakeoff: Bakeoff, capsys: pytest.CaptureFixture[str],
+                                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              where: str) -> None:
+    """A shared or archived results file: the page is made from it read-only, and the user is told the decision was
+    not saved (so --show cannot print it again), instead of getting no page at all. (Tests run as root, whom file
+    modes do not stop: SQLite's read-only refusal is stood in for where it would come.)"""
+    import shutil
+
+    import arenatui.store as store_mod
+    import arenatui.store.bakeoff_queries as bq
+    from arenatui.errors import ReadOnlyDatabase
+
+    db = tmp_path / "shared.sqlite"
+    shutil.copy(bakeoff.db, db)
+    before = sqlite3.connect(db).execute("SELECT COUNT(*) FROM bakeoff_decisions").fetchone()[0]
+    real = store_mod.Store
+    if where == "opening":
+        def store(path: object = None, *, read_only: bool = False, create: bool | None = None) -> object:
+            if not read_only:
+                raise ReadOnlyDatabase(f"the results database {str(path)!r} is read-only (attempt to write a "
+                                       "readonly database): this command writes to it")
+            return real(path, read_only=True)  # type: ignore[arg-type]
+        monkeypatch.setattr(store_mod, "Store", store)
+    else:
+        def refuse(*_a: object) -> None:
+            raise sqlite3.OperationalError("attempt to write a readonly database")
+        monkeypatch.setattr(bq, "save_decision", refuse)
+    capsys.readouterr()
+    out = tmp_path / "page.json"
+    code, _, err = _run(["bakeoff", bakeoff.sweep, "--db", str(db), "-f", "json", "-o", str(out)], capsys)
+    assert code == 0, err
+    assert {d["model"] for d in json.loads(out.read_text())["decisions"]} == {"strong", "steady", "shy"}
+    assert f"the decision is NOT saved with run {bakeoff.sweep}" in err and "cannot be written here" in err
+    assert "arena bakeoff --show cannot print it again" in err
+    after = sqlite3.connect(db).execute("SELECT COUNT(*) FROM bakeoff_decisions").fetchone()[0]
+    assert after == before
+
 def test_markdown_and_html_pages_carry_each_section(bakeoff: Bakeoff, capsys: pytest.CaptureFixture[str],
                                                     tmp_path: Path) -> None:
     capsys.readouterr()

@@ -81,7 +81,8 @@ def planned_cases(difference: float, baseline: float, *, level: float = LEVEL, p
 
 @dataclass(frozen=True, slots=True)
 class PowerNote:
-    """After a run: "for 80% power to detect a difference of D, about N cases"."""
+    """After a run, for an undecided pair: "for 80% power to detect a difference of D, about N cases" (D observed),
+    or what the compared cases can detect at all (D their MDE, N their number)."""
 
     difference: float
     """D: the observed |a − b| when it is above the MDE of the cases compared, else that MDE."""
@@ -91,8 +92,12 @@ class PowerNote:
 
     @property
     def text(self) -> str:
-        return (f"for {POWER:.0%} power to detect a difference of {self.difference:.3f}"
-                f"{'' if self.observed else ' (the smallest these cases detect)'}, about {plural(self.cases, 'case')}")
+        if self.observed:
+            return f"for {POWER:.0%} power to detect a difference of {self.difference:.3f}, about " \
+                   f"{plural(self.cases, 'case')}"
+        # below what the cases detect, the observed difference is no basis for a plan: say what these cases can see
+        return (f"these {plural(self.cases, 'case')} detect a difference of {self.difference:.3f} or more with "
+                f"{POWER:.0%} power; a smaller one needs more (arena plan --mde D)")
 
 
 def power_note(n: int, estimate: float, sd: float, *, level: float = LEVEL) -> PowerNote | None:

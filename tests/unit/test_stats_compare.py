@@ -34,9 +34,13 @@ def test_holm_on_a_known_set_of_p_values() -> None:
 def test_verdict_wording() -> None:
     assert verdict_text("A", "B", Interval(0.12, 0.05, 0.2, 300)) == "A is better by 0.120 (95% CI 0.050 to 0.200)"
     assert verdict_text("A", "B", Interval(-0.12, -0.2, -0.05, 300)) == "B is better by 0.120 (95% CI 0.050 to 0.200)"
-    text = verdict_text("A", "B", Interval(0.02, -0.03, 0.07, 120), power=PowerNote(0.05, 750, False))
+    text = verdict_text("A", "B", Interval(0.02, -0.03, 0.07, 120), power=PowerNote(0.05, 750, True))
     assert text == "no ordering established on this evidence (120 cases); for 80% power to detect a difference " \
-                   "of 0.050 (the smallest these cases detect), about 750 cases"
+                   "of 0.050, about 750 cases"
+    # below the smallest difference the cases detect, the observed one plans nothing: what the cases can see
+    text = verdict_text("A", "B", Interval(0.02, -0.03, 0.07, 120), power=PowerNote(0.11, 120, False))
+    assert text == "no ordering established on this evidence (120 cases); these 120 cases detect a difference of " \
+                   "0.110 or more with 80% power; a smaller one needs more (arena plan --mde D)"
     assert "equal" not in text
 
 

@@ -36,6 +36,12 @@ def _wait_for(sock: str, pred: object, timeout: float = 90.0) -> str:
     raise AssertionError(f"timed out; the screen was:\n{screen}")
 
 
+def _footer(screen: str) -> str:
+    """The bottom line: the key hints, which say where the keys go (a focused filter shows "esc Back")."""
+    lines = screen.rstrip().splitlines()
+    return lines[-1] if lines else ""
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(TMUX is None, reason="needs tmux")
 @pytest.mark.parametrize("size", [(160, 48), (80, 24)], ids=["160x48", "80x24"])
@@ -60,9 +66,11 @@ def test_arena_demo_in_a_terminal(arena_home: Path, tmp_path: Path, size: tuple[
             assert "concurrency 6 → 8 (user)" in _wait_for(sock, lambda s: "6 → 8" in s)
         else:  # the events pane is small: filter it to user changes (Escape leaves the filter), wrap with w
             _tmux(sock, "send-keys", "-t", "demo", "/")
+            _wait_for(sock, lambda s: "esc Back" in _footer(s))  # the filter has the keys
             _tmux(sock, "send-keys", "-t", "demo", "-l", "user")
             _tmux(sock, "send-keys", "-t", "demo", "Escape")
-            time.sleep(0.5)  # ESC then w at once is what a terminal sends for alt+w
+            # ESC and w read together are alt+w (a busy machine reads late): w only once the ESC has been taken
+            _wait_for(sock, lambda s: "q Quit" in _footer(s))
             _tmux(sock, "send-keys", "-t", "demo", "w")
             screen = _wait_for(sock, lambda s: "(user)" in s)  # shown in full, wrapped
             assert "6 → 8" in screen

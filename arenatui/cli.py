@@ -299,11 +299,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     sweep_flags = [f for f, on in (("--a", args.a), ("--b", args.b), ("--all", args.all),
                                     ("--fail-on-regression", args.fail_on_regression),
                                     ("--cluster-by", args.cluster_by)) if on]
-    loads = compare_load_runs(args.db, args.run, args.other, args.json, out_console(soft_wrap=args.json),
+    run = args.run
+    if run == "last":  # the newest run, or the newest sweep where a load run cannot be what is meant
+        from arenatui.commands.load_series import compared_last
+        from arenatui.store import Store
+
+        with Store(args.db, read_only=True) as store:
+            run = compared_last(store, args.other, sweep_flags)
+    loads = compare_load_runs(args.db, run, args.other, args.json, out_console(soft_wrap=args.json),
                               sweep_flags=sweep_flags)
     if loads is not None:  # load runs: two, or a series (arena load --repeat)
         return loads
-    return run_compare(args.db, args.run, args.other, args.a, args.b, args.all, args.json,
+    return run_compare(args.db, run, args.other, args.a, args.b, args.all, args.json,
                        out_console(soft_wrap=args.json),
                        fail_on_regression=args.fail_on_regression, cluster_by=args.cluster_by)
 
@@ -428,7 +435,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_browse)
 
     p = sub.add_parser("compare", help="paired bootstrap: two models of a run, every pair (Holm), or two runs")
-    p.add_argument("run", metavar="RUN", help="a run id, or 'last'")
+    p.add_argument("run", metavar="RUN", help="a run id, or 'last' (the newest run; the newest sweep when the newest "
+                                              "is a load run that cannot be meant: --a/--b/--all given, or alone)")
     p.add_argument("other", metavar="OTHER_RUN", nargs="?",
                    help="a second run of the same project: compare model by model (new − old)")
     p.add_argument("--a", metavar="MODEL", help="first model (default: the top two by quality)")

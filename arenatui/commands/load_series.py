@@ -17,11 +17,32 @@ from arenatui.errors import PlanError
 from arenatui.figures import HEADLINE, Column, ms, pct, table_for_width
 from arenatui.stats.jsonable import finite as _num
 from arenatui.store import Store
-from arenatui.store.bakeoff_queries import series_of, series_of_runs, series_runs
+from arenatui.store.bakeoff_queries import newest_sweep, series_of, series_of_runs, series_runs
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import resolve_run
 from arenatui.store.read import read_run
 from arenatui.wording import plural
+
+
+def compared_last(store: Store, other: str | None, sweep_flags: Sequence[str]) -> str:
+    """What 'last' names for `arena compare`: the newest run, unless that is a load run it cannot mean (the flags
+    given compare a sweep's models, the other run is a sweep, or it stands alone in no series): then the newest
+    sweep, as for a bake-off, since the load runs of a bake-off are made after its sweep."""
+    rec = resolve_run(store, "last")
+    kinds = run_kinds(store, [rec.run_id])
+    if kinds[rec.run_id][0] != "load":
+        return rec.run_id
+    if not sweep_flags:
+        if other is not None:
+            rec2 = resolve_run(store, other)
+            if run_kinds(store, [rec2.run_id])[rec2.run_id][0] == "load":
+                return rec.run_id
+        elif series_of(store, rec.run_id) is not None:
+            return rec.run_id
+    try:
+        return newest_sweep(store)
+    except PlanError:
+        return rec.run_id  # no sweep at all: the load run, and what is said of it
 
 
 def load_ids(store: Store, run: str, other: str | None) -> list[str] | None:

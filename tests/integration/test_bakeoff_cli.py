@@ -193,6 +193,25 @@ def test_a_database_that_cannot_be_written_still_gets_its_page(bakeoff: Bakeoff,
     after = sqlite3.connect(db).execute("SELECT COUNT(*) FROM bakeoff_decisions").fetchone()[0]
     assert after == before
 
+
+def test_compare_last_after_load_runs_means_the_sweep_where_only_a_sweep_can_be_meant(
+        bakeoff: Bakeoff, capsys: pytest.CaptureFixture[str]) -> None:
+    """After a bake-off's load runs, the newest run is a load run: `compare last --a X --b Y` (or alone, with the
+    load run in no series) compares the sweep's models, as `bakeoff last` decides on the sweep."""
+    capsys.readouterr()
+    code, out, err = _run(["compare", "last", "--a", "steady", "--b", "strong", "--json", "--db", str(bakeoff.db)],
+                          capsys)
+    assert code == 0, err
+    assert json.loads(out)["run_id"] == bakeoff.sweep
+    code, out, err = _run(["compare", "last", "--json", "--db", str(bakeoff.db)], capsys)
+    assert code == 0, err
+    assert json.loads(out)["run_id"] == bakeoff.sweep
+    # two load runs named: still load runs, compared run by run
+    code, out, err = _run(["compare", bakeoff.loads["steady"], bakeoff.loads["strong"], "--json", "--db",
+                           str(bakeoff.db)], capsys)
+    assert code == 0, err
+    assert {r["run_id"] for r in json.loads(out)["runs"]} == {bakeoff.loads["steady"], bakeoff.loads["strong"]}
+
 def test_markdown_and_html_pages_carry_each_section(bakeoff: Bakeoff, capsys: pytest.CaptureFixture[str],
                                                     tmp_path: Path) -> None:
     capsys.readouterr()

@@ -162,15 +162,18 @@ def test_a_database_that_cannot_be_written_still_gets_its_page(bakeoff: Bakeoff,
     """A shared or archived results file: the page is made from it read-only, and the user is told the decision was
     not saved (so --show cannot print it again), instead of getting no page at all. (Tests run as root, whom file
     modes do not stop: SQLite's read-only refusal is stood in for where it would come.)"""
-    import shutil
-
     import arenatui.store as store_mod
     import arenatui.store.bakeoff_queries as bq
     from arenatui.errors import ReadOnlyDatabase
 
     db = tmp_path / "shared.sqlite"
-    shutil.copy(bakeoff.db, db)
-    before = sqlite3.connect(db).execute("SELECT COUNT(*) FROM bakeoff_decisions").fetchone()[0]
+    # copied through SQLite: a plain file copy opens and closes the file in this process, which drops the POSIX
+    # locks the module's other connections hold on it, and the next write fails with "disk I/O error"
+    src, dst = sqlite3.connect(bakeoff.db), sqlite3.connect(db)
+    src.backup(dst)
+    src.close()
+    before = dst.execute("SELECT COUNT(*) FROM bakeoff_decisions").fetchone()[0]
+    dst.close()
     real = store_mod.Store
     if where == "opening":
         def store(path: object = None, *, read_only: bool = False, create: bool | None = None) -> object:
@@ -190,7 +193,9 @@ def test_a_database_that_cannot_be_written_still_gets_its_page(bakeoff: Bakeoff,
     assert {d["model"] for d in json.loads(out.read_text())["decisions"]} == {"strong", "steady", "shy"}
     assert f"the decision is NOT saved with run {bakeoff.sweep}" in err and "cannot be written here" in err
     assert "arena bakeoff --show cannot print it again" in err
-    after = sqlite3.connect(db).execute("SELECT COUNT(*) FROM bakeoff_decisions").fetchone()[0]
+    con = sqlite3.connect(db)
+    after = con.execute("SELECT COUNT(*) FROM bakeoff_decisions").fetchone()[0]
+    con.close()
     assert after == before
 
 

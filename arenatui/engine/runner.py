@@ -57,6 +57,7 @@ from arenatui.engine.events import (
     RunStatus,
     StepFinished,
 )
+from arenatui.engine.events import lane_key as lane_of
 from arenatui.engine.judging import JudgeJob
 from arenatui.engine.retry import RetryPolicy
 from arenatui.engine.sealed import MIN_RUN, SealedScrubber
@@ -134,6 +135,9 @@ class _ModelLane:
     deferred: deque[tuple[Case, int]] = field(default_factory=deque)
     """Calls taken from `calls` while their case had max_concurrency_per_case trials under way: they go first
     once it has room."""
+    escalations: deque[tuple[Case, int]] = field(default_factory=deque)
+    """Calls whose next step is an escalation: they go to the target's provider, so they wait for room under the
+    target's cap, not this lane's."""
 
 
 class _FollowUp(NamedTuple):
@@ -172,6 +176,15 @@ class _Escalation:
     rpm: AsyncLimiter | None
     tpm: AsyncLimiter | None
     """The target's client-side limiters (shared with its own lane when it is a candidate too)."""
+    at_provider: list[int]
+    """Calls in flight at the target's provider, shared with its own lanes: escalations are counted here, not on
+    the candidate's provider."""
+    target_lane: _ModelLane | None
+    """The target's own lane when it is a candidate too: its cap as set now (the console can move it)."""
+
+    def has_room(self) -> bool:
+        cap = self.model.max_concurrency if self.target_lane is None else self.target_lane.cap
+        return cap is None or self.at_provider[0] < cap
 
 
 def sealed_output(text: str) -> str:
@@ -263,7 +276,11 @@ class Runner:
                     dataclasses.replace(target, variant=lane.model.variant), tp,
                     bool(getattr(tp, "enforces_timeout", False)), target.max_tokens or defaults.max_tokens,
                     target.temperature if target.temperature is not None else defaults.temperature,
-                    *rate_limits.setdefault(target.key, (_limiter(target.rpm), _limiter(target.tpm))))
+                    *rate_limits.setdefault(target.key, (_limiter(target.rpm), _limiter(target.tpm))),
+                    at_provider.setdefault(target.base_key, [0]),
+                    # the target's own lane, when it is a candidate too: under this lane's variant if it has one
+                    self._by_key.get(lane_of(target.key, lane.model.variant.name if lane.model.variant else None))
+                    or self._by_key.get(target.key))
         self._follow: dict[tuple[str, str, int], _FollowUp] | None = \
             {} if self._repair is not None or self._escalations else None
         """Calls between steps (a repair turn or an escalation next), by (lane, case id, trial); None when the
@@ -457,11 +474,19 @@ class Runner:
         for i in range(n):
             idx = (self._rr + i) % n
             lane = lanes[idx]
+            if lane.escalations and self._escalations[lane.key].has_room():  # under the target's cap, not the lane's
+                case, trial = lane.escalations.popleft()
+                self._unstarted -= 1
+                self._rr = idx + 1
+                if self._per_case is not None:
+                    self._case_busy[(lane.key, case.id)] = self._case_busy.get((lane.key, case.id), 0) + 1
+                return lane, case, trial, None, None
             if lane.cap is not None and lane.at_provider[0] >= lane.cap:
                 continue
             parked = lane.parked
             if parked:
-                if parked[0][0] <= now:  # a retry that is due goes first
+                if parked[0][0] <= now and (not self._escalations or self._parked_startable(lane, parked[0][2])):
+                    # a retry that is due goes first (an escalation's, when its target has room)
                     p = heapq.heappop(parked)[2]
                     self._parked_n -= 1
                     self._rr = idx + 1
@@ -535,7 +560,8 @@ class Runner:
     def _all_done(self) -> bool:
         """Nothing left to start: no call backing off, every model's calls taken, every judge queue empty (a
         running candidate may still queue a judge call: its worker then takes it, or spawns one)."""
-        return not self._parked_n and all((lane.exhausted and not lane.ready) if lane.jobs is None else not lane.jobs
+        return not self._parked_n and all((lane.exhausted and not lane.ready and not lane.escalations)
+                                          if lane.jobs is None else not lane.jobs
                                           for lane in self._lanes)
 
     async def _worker(self) -> None:
@@ -553,21 +579,34 @@ class Runner:
                     await self._idle()
                     continue
                 lane, case, trial, parked, job = nxt
+                esc = self._escalating(lane, case, trial) if self._escalations and job is None else None
+                at_provider = lane.at_provider if esc is None else esc.at_provider  # whose provider it asks
                 lane.in_flight += 1
-                lane.at_provider[0] += 1
+                at_provider[0] += 1
                 self.in_flight += 1
                 try:
                     await self._call(lane, case, trial, parked, job)
                 finally:
                     lane.in_flight -= 1
-                    lane.at_provider[0] -= 1
+                    at_provider[0] -= 1
                     self.in_flight -= 1
                     if self._per_case is not None and job is None:
                         self._case_ended(lane, case, trial)
-                    if lane.cap is not None or lane.parked or lane.deferred:
+                    if lane.cap is not None or lane.parked or lane.deferred or esc is not None or lane.escalations:
                         self._notify()
         finally:
             self.workers -= 1
+
+    def _escalating(self, lane: _ModelLane, case: Case, trial: int) -> _Escalation | None:
+        """The target a call's next step escalates to, or None (its step is the lane's own)."""
+        assert self._follow is not None
+        fu = self._follow.get((lane.key, case.id, trial))
+        return None if fu is None else fu.target
+
+    def _parked_startable(self, lane: _ModelLane, p: _Parked) -> bool:
+        """A due retry may start: an escalation's only with room under its target's cap."""
+        esc = self._escalating(lane, p.case, p.trial) if p.job is None else None
+        return esc is None or esc.has_room()
 
     async def _idle(self) -> None:
         """Wait for a change (a call ended, a limit moved) or for the next parked call that could start to be due."""
@@ -864,7 +903,7 @@ class Runner:
             self.emit(StepFinished(r, fu.step, fu.kind, fu.answered_by, now))
         assert self._follow is not None
         self._follow[(lane.key, case.id, trial)] = nxt
-        lane.ready.append((case, trial))
+        (lane.ready if nxt.target is None else lane.escalations).append((case, trial))
         self._unstarted += 1
         if self.workers > self.target or self.paused:  # this worker may retire: wake one that stays
             self._notify()

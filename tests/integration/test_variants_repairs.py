@@ -331,3 +331,42 @@ def test_the_bakeoff_margin_says_whether_orderings_survive_the_prompt(tmp_path: 
         assert main(["bakeoff", "last", "--db", db, "--format", fmt]) == 0
         out = capsys.readouterr().out
         assert "Robustness across prompt variants: 2 prompt variants" in out and words in out, fmt
+
+
+@pytest.mark.parametrize("big_is_candidate", [False, True], ids=["target-only", "target-also-a-candidate"])
+def test_escalations_wait_for_room_under_the_targets_cap(tmp_path: Path, big_is_candidate: bool) -> None:
+    """An escalation asks the target's provider, so the target's max_concurrency bounds it, together with the
+    target's own calls when it is a candidate too; the candidate's cap and the global pool do not."""
+    import threading
+
+    lock = threading.Lock()
+    at_big = [0, 0]  # in flight now, most seen at once
+
+    def small(ctx: arenatui.TrialContext) -> Any:
+        return lambda req: arenatui.Answer("not json", input_tokens=1, output_tokens=1)
+
+    def big(ctx: arenatui.TrialContext) -> Any:
+        def solve(req: arenatui.SolverRequest) -> arenatui.Answer:
+            with lock:
+                at_big[0] += 1
+                at_big[1] = max(at_big[1], at_big[0])
+            time.sleep(0.02)
+            with lock:
+                at_big[0] -= 1
+            return arenatui.Answer('{"big": true}', input_tokens=1, output_tokens=1)
+
+        return solve
+
+    project = arenatui.Project(
+        name="escalation-cap", path=tmp_path / "arena.toml",
+        cases=tuple(arenatui.Case(id=f"c{i}", input=f"answer {i}") for i in range(16)),
+        scorers=(arenatui.Scorer(name="json", kind="json_valid"),),
+        models=(arenatui.Model(key="small", solver=small, escalate_to="big"),
+                arenatui.Model(key="big", solver=big, candidate=big_is_candidate, max_concurrency=1)),
+        run=arenatui.RunSettings(concurrency=8))
+    r = arenatui.bench(project, db=tmp_path / "r.db")
+    assert r.status == "finished"
+    escalated = _rows(r.db, "SELECT COUNT(*) FROM results WHERE model_key = 'small' AND escalated_to = 'big' "
+                            "AND status = 'passed'")[0][0]
+    assert escalated == 16
+    assert at_big[1] == 1  # never two at once at the target, however many candidates' calls escalated together

@@ -5,6 +5,7 @@
     ├── PlanError                   filters leave nothing to run, a run to resume does not exist
     ├── StoreError                  the results database cannot be used: newer schema, corrupt, locked
     │   ├── DiskFullError           the disk holding it is full (exit code 1: the run failed, resume later)
+    │   ├── ReadOnlyDatabase        it cannot be written here (a command whose writing is a by-product reads on)
     │   └── NoSuchDatabase          a command that only reads was pointed at a database that does not exist
     ├── ProviderSetupError          a provider cannot start: missing API key variable, bad base_url
     └── SolverMisuse                a python solver is used in a way that would corrupt results (one instance

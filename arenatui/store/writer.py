@@ -87,10 +87,10 @@ class ResultWriter:
         self._retries: list[tuple[CallRetrying, float]] = []
         """Failed attempts that were retried, with the epoch time they failed."""
         self._judged: list[JudgeFinished] = []
-        self._steps: list[StepFinished] = []
-        """Steps of calls with repairs or an escalation (call_steps): their rows are built when the batch is sent."""
         """Judge calls that ended: their judgments, and their verdicts onto candidates' rows (after the results of
         the same batch, which may hold the candidate's row)."""
+        self._steps: list[StepFinished] = []
+        """Steps of calls with repairs or an escalation (call_steps): their rows are built when the batch is sent."""
         self._wake: anyio.Event | None = None
         self._signalled = False
         self._closing = False

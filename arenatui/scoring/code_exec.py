@@ -17,12 +17,14 @@ Where namespaces are refused the launcher runs with what is left and says which 
 (`sandbox_report`, said at start-up and in the run's notes): a clean environment, resource limits, a distinct
 uid as root (whose processes are all killed at the end) and a network namespace if that alone is allowed.
 
-The tests run as their own step after the answer is loaded (as module ``solution``, so an
-``if __name__ == "__main__":`` block does not run), and the harness then writes a per-call random nonce on a
-pipe of its own: an answer that exits before its tests ran cannot produce it and is `tests_not_run`. The answer
-runs in the harness's process, so an answer written to defeat the harness itself (reading the nonce from its
-memory, returning objects equal to everything) is not caught: this stops accidents and early exits, not an
-attacker targeting the tests.
+The tests run in a process the answer's code never ran in (`_HARNESS`): it reads the per-call nonce and the tests
+(deleting tests.py), makes itself non-dumpable, and only then starts the answer in a fresh interpreter of its own
+(`_ANSWER_SIDE`, loading it as module ``solution``, so an ``if __name__ == "__main__":`` block does not run). The
+tests see ``solution`` through a socket: plain data as copies, any other object as a proxy that equals only itself.
+The run passes only when the tests' process wrote the nonce on a pipe of its own *and* exited 0; an answer that ends
+before its tests ran to their end is `tests_not_run`. What the answer can still do: compute its answers any way it
+likes in its own process, kill the tests' process (a fail), and return objects whose methods lie (only their plain
+results reach an assert).
 
 Output is read from pipes with ``select`` in the scoring thread and never waited on after the answer ended: a
 process that kept the pipes open (only possible without a PID namespace) cannot hold the sweep.
@@ -138,16 +140,160 @@ def extract_code(output: str, language: str = "python") -> str:
     return output
 
 
-# The harness runs as `python -I -B -c HARNESS DONE_FD` in the work dir, the nonce on stdin; stdlib only.
+# The answer's side: `python -I -B -c ANSWER_SIDE SOCKET_FD KEY` in the work dir, started by the tests' side (below).
+# It loads solution.py as module `solution`, then serves the tests' side over the socket: each reply is a frame
+# KEY + length + pickle, the value itself when it is plain data (exact builtin types), else a handle to the object.
+# The answer runs in this process and may rewrite anything in it: its replies are its answer, nothing more.
+_ANSWER_SIDE = r"""
+import os, sys
+def main():
+    import io, pickle, socket, struct, traceback, types
+    conn = socket.socket(fileno=int(sys.argv[1]))
+    key = sys.argv[2].encode()
+    sys.argv = ["solution.py"]
+    objects = {}
+    PLAIN = (int, float, complex, str, bytes, bytearray, bool, type(None))
+    def plain(x, depth=0):
+        t = type(x)
+        if t in PLAIN:
+            return True
+        if depth > 40:
+            return False
+        if t in (list, tuple, set, frozenset):
+            return all(plain(y, depth + 1) for y in x)
+        if t is dict:
+            return all(plain(k, depth + 1) and plain(v, depth + 1) for k, v in x.items())
+        return False
+    def keep(x):
+        objects[len(objects) + 1] = x
+        return len(objects)
+    def flush():
+        for s in (sys.stdout, sys.stderr):
+            try:
+                s.flush()
+            except BaseException:
+                pass
+    def send(msg):
+        flush()
+        data = pickle.dumps(msg, 4)
+        conn.sendall(key + struct.pack(">Q", len(data)) + data)
+    def reply(x):
+        send(("value", x) if plain(x) else ("handle", keep(x)))
+    buf = bytearray()
+    def exact(n):
+        while len(buf) < n:
+            chunk = conn.recv(1 << 20)
+            if not chunk:
+                os._exit(0)  # the tests' side is gone
+            buf.extend(chunk)
+        out = bytes(buf[:n])
+        del buf[:n]
+        return out
+    mod = types.ModuleType("solution")
+    mod.__file__ = os.path.abspath("solution.py")
+    sys.modules["solution"] = mod
+    with open("solution.py", encoding="utf-8", errors="surrogateescape") as f:
+        source = f.read()
+    try:
+        exec(compile(source, "solution.py", "exec"), mod.__dict__)
+    except SystemExit:
+        raise  # an exit before the tests: the tests' side sees this process end, so `tests_not_run`
+    except BaseException as e:
+        traceback.print_exc()
+        send(("failed", type(e).__name__))
+        os._exit(1)
+    names = {}
+    for name, value in list(mod.__dict__.items()):
+        if name.startswith("__") and name.endswith("__"):
+            continue
+        if isinstance(value, types.ModuleType):
+            names[name] = ("module", str(getattr(value, "__name__", "")), keep(value))
+        elif plain(value):
+            names[name] = ("value", value)
+        else:
+            names[name] = ("handle", keep(value))
+    send(("loaded", names))
+    def unarg(a):
+        return objects[a[1]] if a[0] == "h" else a[1]
+    while True:
+        (n,) = struct.unpack(">Q", exact(8))
+        op, hid, *rest = pickle.loads(exact(n))
+        try:
+            obj = objects[hid]
+            if op == "call":
+                result = obj(*[unarg(a) for a in rest[0]], **{k: unarg(v) for k, v in rest[1].items()})
+            elif op == "getattr":
+                result = getattr(obj, rest[0])
+            elif op == "setattr":
+                result = setattr(obj, rest[0], unarg(rest[1]))
+            elif op == "delattr":
+                result = delattr(obj, rest[0])
+            elif op == "getitem":
+                result = obj[unarg(rest[0])]
+            elif op == "setitem":
+                obj[unarg(rest[0])] = unarg(rest[1])
+                result = None
+            elif op == "delitem":
+                del obj[unarg(rest[0])]
+                result = None
+            elif op == "iter":
+                send(("handle", keep(iter(obj))))
+                continue
+            elif op == "next":
+                result = next(obj)
+            elif op == "len":
+                result = int(len(obj))
+            elif op == "bool":
+                result = bool(obj)
+            elif op == "contains":
+                result = bool(unarg(rest[0]) in obj)
+            elif op == "repr":
+                result = str(repr(obj))
+            elif op == "str":
+                result = str(str(obj))
+            elif op == "enter":
+                result = obj.__enter__()
+            elif op == "exit":
+                result = bool(obj.__exit__(None, None, None))
+            else:
+                raise TypeError("unknown operation " + op)
+        except SystemExit:
+            raise  # the answer ended its process in a call: no test can pass after that
+        except BaseException as e:
+            try:
+                text = str(e)[:2000]
+            except BaseException:
+                text = ""
+            send(("raise", type(e).__name__, text))
+            continue
+        reply(result)
+main()
+"""
+
+# The tests' side runs as `python -I -B -c HARNESS DONE_FD` in the work dir, the nonce on stdin; stdlib only. It
+# is a process the answer's code never runs in: it reads the nonce, reads and deletes tests.py, makes itself
+# non-dumpable (a process of the same uid can then neither trace it nor read its memory or descriptors), and only
+# then starts the answer's side in a fresh interpreter. The tests see module `solution` as proxies: plain data
+# (exact builtin types, decoded by an unpickler that builds nothing else) is a copy; any other object stays in the
+# answer's process and is reached through calls, attributes, items, len, iteration, bool, repr and `with`; a proxy
+# equals only itself, so an object "equal to everything" never passes an assert. The tests' side writes the
+# nonce on its own pipe and exits 0 only when the tests ran to their end.
 _HARNESS = r"""
-import os, sys, traceback, types
+import os, sys
 def main():
     fd = int(sys.argv[1])
+    os.set_inheritable(fd, False)
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+    except Exception:
+        pass
     nonce = sys.stdin.buffer.read().decode()
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    sys.argv = ["solution.py"]
+    import builtins, importlib, io, pickle, secrets, socket, struct, traceback, types
+    sys.argv = ["tests.py"]
     def said(stage, exc=""):
         os.write(fd, ("%s %s %s\n" % (nonce, stage, exc)).encode())
     def flush():
@@ -156,26 +302,181 @@ def main():
                 s.flush()
             except BaseException:
                 pass
+    with open("tests.py", encoding="utf-8", errors="surrogateescape") as f:
+        source = f.read()
+    os.unlink("tests.py")  # the answer never reads its tests
+    try:
+        code = compile(source, "tests.py", "exec")
+    except BaseException as e:
+        traceback.print_exc()
+        flush()
+        said("tests", type(e).__name__)
+        os._exit(1)
+    key = secrets.token_hex(16).encode()
+    ours, theirs = socket.socketpair()
+    answer = os.fork()
+    if answer == 0:
+        try:
+            if os.fork():  # twice: the answer's parent is the namespace's init, not this process
+                os._exit(0)
+            ours.close()
+            os.set_inheritable(theirs.fileno(), True)
+            os.execv(sys.executable, [sys.executable, "-I", "-B", "-c", ANSWER_SIDE, str(theirs.fileno()),
+                                      key.decode()])
+        finally:
+            os._exit(127)
+    theirs.close()
+    os.waitpid(answer, 0)
+    class Ended(BaseException):
+        pass
+    def end(code):
+        flush()  # the answer's side ends when its socket closes with this process (and with the sandbox anyway)
+        os._exit(code)
+    SAFE = {"complex", "set", "frozenset", "bytearray"}
+    class Plain(pickle.Unpickler):
+        def find_class(self, module, name):
+            if module == "builtins" and name in SAFE:
+                return getattr(builtins, name)
+            raise pickle.UnpicklingError("only plain data crosses from the answer's process, not %s.%s"
+                                         % (module, name))
+    buf = bytearray()
+    def fill(n):
+        while len(buf) < n:
+            try:
+                chunk = ours.recv(1 << 20)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                raise Ended()
+            buf.extend(chunk)
+    def receive():
+        while True:  # bytes before a frame's key are not a frame (the answer may write on any descriptor it has)
+            fill(len(key))
+            at = buf.find(key)
+            if at >= 0:
+                del buf[:at + len(key)]
+                break
+            del buf[:len(buf) - len(key) + 1]
+        fill(8)
+        (n,) = struct.unpack(">Q", bytes(buf[:8]))
+        del buf[:8]
+        if n > 256 << 20:
+            raise MemoryError("the answer's process sent %d bytes at once" % n)
+        fill(n)
+        data = bytes(buf[:n])
+        del buf[:n]
+        return Plain(io.BytesIO(data)).load()
+    def error(name, text):
+        t = getattr(builtins, name, None) if type(name) is str else None
+        if isinstance(t, type) and issubclass(t, BaseException):
+            try:
+                return t(text)
+            except Exception:
+                return t()
+        return type(name if type(name) is str and name.isidentifier() else "AnswerError", (Exception,), {})(text)
+    def rpc(*msg):
+        data = pickle.dumps(msg, 4)
+        try:
+            ours.sendall(struct.pack(">Q", len(data)) + data)
+        except OSError:
+            raise Ended() from None
+        got = receive()
+        if type(got) is tuple and len(got) == 2 and got[0] == "value":
+            return got[1]
+        if type(got) is tuple and len(got) == 2 and got[0] == "handle" and type(got[1]) is int:
+            return Remote(got[1])
+        if type(got) is tuple and len(got) == 3 and got[0] == "raise" and type(got[2]) is str:
+            raise error(got[1], got[2])
+        raise RuntimeError("the answer's process sent no reply this harness reads")
+    def arg(x):
+        return ("h", object.__getattribute__(x, "_hid")) if type(x) is Remote else ("v", x)
+    class Remote:
+        __slots__ = ("_hid",)
+        def __init__(self, hid):
+            object.__setattr__(self, "_hid", hid)
+        def __call__(self, *a, **k):
+            return rpc("call", self._hid, [arg(x) for x in a], {n: arg(v) for n, v in k.items()})
+        def __getattr__(self, name):
+            return rpc("getattr", self._hid, name)
+        def __setattr__(self, name, value):
+            rpc("setattr", self._hid, name, arg(value))
+        def __delattr__(self, name):
+            rpc("delattr", self._hid, name)
+        def __getitem__(self, k):
+            return rpc("getitem", self._hid, arg(k))
+        def __setitem__(self, k, v):
+            rpc("setitem", self._hid, arg(k), arg(v))
+        def __delitem__(self, k):
+            rpc("delitem", self._hid, arg(k))
+        def __len__(self):
+            return rpc("len", self._hid)
+        def __iter__(self):
+            return rpc("iter", self._hid)
+        def __next__(self):
+            return rpc("next", self._hid)
+        def __contains__(self, x):
+            return rpc("contains", self._hid, arg(x))
+        def __bool__(self):
+            return rpc("bool", self._hid)
+        def __repr__(self):
+            return rpc("repr", self._hid)
+        def __str__(self):
+            return rpc("str", self._hid)
+        def __enter__(self):
+            return rpc("enter", self._hid)
+        def __exit__(self, *exc):
+            return rpc("exit", self._hid)
+    try:
+        first = receive()
+    except Ended:
+        end(1)  # the answer ended while loading: no nonce, so `tests_not_run`
+    except BaseException as e:
+        traceback.print_exc()
+        said("load", type(e).__name__)
+        end(1)
+    if type(first) is tuple and len(first) == 2 and first[0] == "failed":
+        said("load", str(first[1]))
+        end(1)
+    if not (type(first) is tuple and len(first) == 2 and first[0] == "loaded" and type(first[1]) is dict):
+        print("the answer's process sent no list of its names", file=sys.stderr)
+        said("load", "RuntimeError")
+        end(1)
     mod = types.ModuleType("solution")
     mod.__file__ = os.path.abspath("solution.py")
     sys.modules["solution"] = mod
-    for stage, name in (("load", "solution.py"), ("tests", "tests.py")):
-        with open(name, encoding="utf-8", errors="surrogateescape") as f:
-            source = f.read()
-        try:
-            exec(compile(source, name, "exec"), mod.__dict__)
-        except SystemExit:
-            raise  # an exit before the tests ended: no nonce, so `tests_not_run`
-        except BaseException as e:
-            traceback.print_exc()
-            flush()
-            said(stage, type(e).__name__)
-            os._exit(1)
+    for name, item in first[1].items():
+        if type(name) is not str or type(item) is not tuple or not item:
+            continue
+        if item[0] == "value" and len(item) == 2:
+            mod.__dict__[name] = item[1]
+        elif item[0] == "handle" and len(item) == 2 and type(item[1]) is int:
+            mod.__dict__[name] = Remote(item[1])
+        elif item[0] == "module" and len(item) == 3 and type(item[1]) is str and type(item[2]) is int:
+            top = item[1].partition(".")[0]
+            if item[1] in sys.modules:
+                mod.__dict__[name] = sys.modules[item[1]]
+            elif top in sys.stdlib_module_names and top not in ("antigravity", "this"):
+                try:
+                    mod.__dict__[name] = importlib.import_module(item[1])
+                except BaseException:
+                    mod.__dict__[name] = Remote(item[2])
+            else:
+                mod.__dict__[name] = Remote(item[2])
+    try:
+        exec(code, mod.__dict__)
+    except (SystemExit, Ended):
+        end(1)  # an exit inside the tests, or the answer's process ended: the tests did not run to their end
+    except BaseException as e:
+        traceback.print_exc()
+        flush()
+        said("tests", type(e).__name__)
+        end(1)
     flush()
     said("done")
-    os._exit(0)
+    end(0)
+ANSWER_SIDE = @ANSWER_SIDE@
 main()
-"""
+""".replace("@ANSWER_SIDE@", repr(_ANSWER_SIDE))
 
 # The launcher runs as `python -I -S -c LAUNCHER CONFIG_JSON` (stdin: the nonce); it must stay standalone (stdlib).
 # It reports on cfg["report_fd"] (closed before the answer runs): "guard NAME", "missing NAME WHY", "status N"
@@ -745,8 +1046,11 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
         if fatal:
             stderr += "\nsandbox: " + fatal[-1]
             verdict = "crashed"
-        elif stage == "done":
+        elif stage == "done" and rc == 0:
             verdict = "passed"
+        elif stage == "done":  # the marker alone is not enough: the tests' process must also have exited 0
+            verdict = "crashed"
+            stderr += f"\nthe tests ran to their end, but their process exited with code {rc}"
         elif too_many:
             verdict = "crashed"
             stderr += f"\nstopped: more than {limits.max_processes} processes at once"

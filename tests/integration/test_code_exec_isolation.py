@@ -129,6 +129,56 @@ def test_the_scorer_stores_tests_not_run_as_the_failure_mode() -> None:
     assert sc.detail.startswith("tests_not_run")
 
 
+# --- issue 34 item 3: the tests run in a process the answer's code never ran in ------------------------------------
+
+WRONG_ADD = "def add(a, b):\n    return a - b\n"
+UNITTEST_TESTS = ("import unittest\nclass T(unittest.TestCase):\n    def test_add(self):\n"
+                  "        self.assertEqual(add(2, 2), 4)\n"
+                  "r = unittest.TextTestRunner().run(unittest.defaultTestLoader.loadTestsFromTestCase(T))\n"
+                  "assert r.wasSuccessful()\n")
+
+
+@pytest.mark.parametrize(("answer", "tests"), [
+    (WRONG_ADD + "import builtins\n_c = builtins.compile\n"
+     "builtins.compile = lambda s, n, m, *a, **k: _c('pass', n, m)\n", ADD_TESTS),
+    (WRONG_ADD + "import builtins, io\nbuiltins.open = lambda *a, **k: io.StringIO('pass')\n", ADD_TESTS),
+    (WRONG_ADD + "import builtins\nbuiltins.exec = lambda *a, **k: None\n", ADD_TESTS),
+    (WRONG_ADD + "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\n", UNITTEST_TESTS),
+    (WRONG_ADD + "import sys, types\nsys.modules['math'] = types.SimpleNamespace(isqrt=lambda x: 0)\n",
+     "import math\nassert add(2, 2) == math.isqrt(16)\n"),
+    (WRONG_ADD.replace("a - b", "Anything()") + "class Anything:\n    def __eq__(self, other):\n        return True\n",
+     ADD_TESTS),
+    (WRONG_ADD + "import os, sys\nf = sys._getframe(1).f_locals\nf['said']('done')\nos._exit(3)\n", ADD_TESTS),
+    (WRONG_ADD + "import os, sys\nf = sys._getframe(1).f_locals\n"
+     "os.write(f['fd'], (f['nonce'] + ' done \\n').encode())\nos._exit(0)\n", ADD_TESTS),
+], ids=["compile", "open", "exec", "unittest", "sys.modules", "equal-to-everything", "nonce-exit-3", "nonce-exit-0"])
+def test_an_answer_cannot_forge_its_tests(answer: str, tests: str) -> None:
+    r = run(answer, tests)
+    assert r.verdict != "passed", r.stderr
+    if "_getframe" not in answer:  # the same attack with add right: the tests still run, on their own, and pass
+        assert run(answer.replace("a - b", "a + b").replace("Anything()", "a + b"), tests).verdict == "passed"
+
+
+def test_the_completion_marker_without_exit_code_zero_is_not_a_pass() -> None:
+    # the tests' own process writes its marker, then exits 3: before, the marker alone passed
+    r = run("def add(a, b):\n    return a + b\n",
+            "import os, sys\nsys._getframe(1).f_locals['said']('done')\nos._exit(3)\n")
+    assert r.verdict == "crashed" and r.returncode == 3 and "exited with code 3" in r.stderr
+
+
+def test_the_answer_cannot_read_its_tests_and_plain_values_cross_as_copies() -> None:
+    r = run("import os\nprint('tests visible:', os.path.exists('tests.py'))\n"
+            "class Box:\n    def __init__(self):\n        self.items = [1, 2]\n    def __len__(self):\n"
+            "        return 2\n    def __iter__(self):\n        return iter(self.items)\n"
+            "def add(a, b):\n    return a + b\nbox = Box()\nconst = {'k': (1, 2.5, 'x', b'y', None)}\n",
+            ADD_TESTS + "assert const == {'k': (1, 2.5, 'x', b'y', None)}\n"
+            "assert len(box) == 2 and list(box) == [1, 2]\n"
+            "assert box.items == [1, 2] and box != box.items\nimport solution\nassert solution.add(1, 1) == 2\n"
+            "try:\n    add(1, None)\nexcept TypeError:\n    pass\nelse:\n    raise AssertionError\n")
+    assert r.verdict == "passed", r.stderr
+    assert "tests visible: False" in r.stdout
+
+
 # --- item 2: every process the answer starts ends with it ----------------------------------------------------------
 
 DAEMON = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(600)\n"
@@ -326,7 +376,9 @@ def test_a_sweep_of_attacks_finishes_with_every_row_honest(tmp_path: Path, capsy
     assert run_status == [("finished",)]
     assert rows["honest"][:2] == ("passed", "none")
     assert rows["early_exit"][:2] == ("failed", "tests_not_run")
-    assert rows["kill_parent"][:2] == ("passed", "none") and rows["kill_all"][:2] == ("passed", "none")
+    assert rows["kill_parent"][:2] == ("passed", "none")  # its parent is the namespace's init: nothing happens
+    # kill -1 reaches the process its tests run in (same sandbox, same uid): it fails itself, nothing else
+    assert rows["kill_all"][:2] == ("failed", "wrong_answer")
     assert rows["tamper"][:2] == ("failed", "wrong_answer") and rows["peek"][:2] == ("failed", "wrong_answer")
     assert not any(o == "TAMPERED" for _, _, o in rows.values())
 

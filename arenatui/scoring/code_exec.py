@@ -33,6 +33,7 @@ process that kept the pipes open (only possible without a PID namespace) cannot 
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import fcntl
 import json
 import os
@@ -545,6 +546,9 @@ def build_root(new):
     mount(None, "/", None, REC | PRIVATE)
     os.mkdir(new)
     mount("tmpfs", new, "tmpfs", NOSUID | NODEV, "mode=755,size=1m")
+    # the private /tmp first: an interpreter under /tmp (a CI venv) is then bound inside it, not under it
+    os.makedirs(new + "/tmp")
+    mount("tmpfs", new + "/tmp", "tmpfs", NOSUID | NODEV, "mode=1777,size=%dm" % cfg["tmp_mb"])
     keep = ["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"] + cfg["python_dirs"]
     for d in keep:
         if not os.path.lexists(d):
@@ -571,8 +575,6 @@ def build_root(new):
     for name, to in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
                      ("stderr", "/proc/self/fd/2"), ("shm", "/tmp")):
         os.symlink(to, new + "/dev/" + name)
-    os.makedirs(new + "/tmp")
-    mount("tmpfs", new + "/tmp", "tmpfs", NOSUID | NODEV, "mode=1777,size=%dm" % cfg["tmp_mb"])
     os.makedirs(new + "/tmp/work")
     for name in ("solution.py", "tests.py"):
         with open(os.path.join(cfg["workdir"], name), "rb") as src, open(new + "/tmp/work/" + name, "wb") as dst:
@@ -857,8 +859,10 @@ def run_code(code: str, tests: str, limits: ExecLimits = ExecLimits()) -> ExecRe
             if linux and _namespaces_work is None and "pid" in result.guards:
                 _namespaces_work = True
             return result
-        # the namespaces were granted but the sandbox's root could not be built here: say so once, then run
-        # this call and the next ones with what is left
+        if _namespaces_work:  # it was built before: this answer is not run in a weaker one without a word
+            return dataclasses.replace(result, stderr=f"sandbox: {fatal}")
+        # the namespaces were granted but the sandbox's root could not be built here: say so once (a sweep then
+        # refuses unless the project allows the weak sandbox), and run with what is left
         _namespaces_work = False
         _why_no_namespaces.append(fatal)
         return _run(code, tests, limits, linux, uid, False)[0]
@@ -890,6 +894,21 @@ class SandboxReport:
         """The guards it lacks; a uid of its own is asked of root only (a user's sandboxes share its uid, each in a
         user namespace of its own)."""
         return tuple(g for g in GUARDS if g not in self.guards and (g != "uid" or self.root))
+
+    @property
+    def strong(self) -> bool:
+        """Whether answers run in namespaces of their own (PID and mount): what code_exec requires unless the
+        project allows the weak sandbox."""
+        return "pid" in self.guards and "mount" in self.guards
+
+    def refusal(self) -> str:
+        """Why code_exec refuses to run here, and what the person can do."""
+        return (f"code_exec cannot build its strong sandbox on this machine ({self.why or self.mechanism}), so "
+                f"model-written code would run with {self.mechanism} only, missing "
+                + "; ".join(GUARDS[g] for g in self.missing)
+                + ". Run where namespaces are allowed (as root, or with unprivileged user namespaces), or set "
+                  "[run] allow_weak_sandbox = true to run it this way (the run then records the weak sandbox; see "
+                  "README, code_exec)")
 
     def describe(self) -> str:
         text = f"code_exec sandbox: {self.mechanism}"

@@ -381,6 +381,72 @@ def test_a_sweep_of_attacks_finishes_with_every_row_honest(tmp_path: Path, capsy
     assert rows["kill_all"][:2] == ("failed", "wrong_answer")
     assert rows["tamper"][:2] == ("failed", "wrong_answer") and rows["peek"][:2] == ("failed", "wrong_answer")
     assert not any(o == "TAMPERED" for _, _, o in rows.values())
+    with sqlite3.connect(db) as conn:  # issue 34 item 4: the mechanism is stored with the run
+        said, strong = conn.execute("SELECT sandbox, sandbox_strong FROM runs").fetchone()
+    assert strong == 1 and said.startswith("code_exec sandbox: namespaces")
+    assert main(["report", "last", "--db", str(db), "--format", "md"]) == 0
+    assert "- code\\_exec sandbox: namespaces" in capsys.readouterr().out
+
+
+# --- issue 34 item 4: the sandbox never weakens silently -----------------------------------------------------------
+
+UNDER_TMP = """
+import json, os, sys
+from arenatui.scoring.code_exec import run_code, sandbox_report
+report = sandbox_report()
+r = run_code("import os\\nprint(os.path.exists(%r), sorted(os.listdir('/tmp')))" % sys.argv[1], "")
+print(json.dumps({"guards": sorted(report.guards), "why": report.why, "verdict": r.verdict, "out": r.stdout}))
+"""
+
+
+def test_a_python_under_tmp_still_gets_the_namespace_sandbox() -> None:
+    # a venv under /tmp (common in CI) made the root's /tmp clash with the interpreter's bind: no namespaces at all
+    isolated()
+    import json
+    import shutil
+    import subprocess
+
+    base = tempfile.mkdtemp(prefix="arena-venv-", dir="/tmp")
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", f"{base}/venv"], check=True)
+        host_file = Path(base) / "host-only"
+        host_file.write_text("x")
+        env = dict(os.environ, PYTHONPATH=str(Path(code_exec.__file__).parents[2]))
+        out = subprocess.run([f"{base}/venv/bin/python", "-c", UNDER_TMP, str(host_file)], env=env,
+                             capture_output=True, text=True, timeout=120)
+        got = json.loads(out.stdout.strip().splitlines()[-1])
+        assert {"pid", "mount"} <= set(got["guards"]), got["why"]
+        assert got["verdict"] == "passed" and got["out"].startswith("False")  # the host's /tmp is not there
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_weak_sandbox_is_refused_unless_the_project_allows_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from arenatui.cli import main
+    from arenatui.scoring.code_exec import SandboxReport
+
+    weak = SandboxReport("no namespaces: resource limits, a clean environment", frozenset({"net"}),
+                         "unshare: Operation not permitted", False)
+    monkeypatch.setattr(code_exec, "_report", weak)
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": "Write add.", "expected": '
+                                          '"def add(a, b):\\n    return a + b\\n", "tests": "assert add(1, 1) == 2"}\n')
+    project = tmp_path / "arena.toml"
+    project.write_text(SWEEP)
+    db = tmp_path / "r.db"
+    assert main(["evaluate", "-p", str(project), "--db", str(db), "--quiet", "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert "run.allow_weak_sandbox" in err and "Operation not permitted" in err and "Traceback" not in err
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM runs").fetchone() == (0,)  # refused before any run began
+    project.write_text(SWEEP.replace("allow_code_exec = true", "allow_code_exec = true\nallow_weak_sandbox = true"))
+    assert main(["evaluate", "-p", str(project), "--db", str(db), "--quiet", "--no-report"]) == 0
+    with sqlite3.connect(db) as conn:
+        said, strong = conn.execute("SELECT sandbox, sandbox_strong FROM runs").fetchone()
+    assert strong == 0 and said.startswith("code_exec sandbox: no namespaces")
+    capsys.readouterr()
+    assert main(["report", "last", "--db", str(db), "--format", "md"]) == 0
+    assert "(the weak sandbox: the project set allow_weak_sandbox)" in capsys.readouterr().out.replace("\\_", "_")
 
 
 NONROOT = '''

@@ -69,6 +69,7 @@ GUARDS: dict[str, str] = {
     "user": "a user namespace (no capability, no host user's privilege)",
     "uid": "a host uid of its own per concurrent sandbox (as root)",
     "nproc": "a process limit counted for this sandbox alone",
+    "nested": "no user namespace inside the sandbox (max_user_namespaces = 0 in the answer's own)",
 }
 """Each guard the sandbox may have, in the words the run's notes use."""
 
@@ -651,6 +652,12 @@ def in_namespaces():
             own_map(1000, inside_uid, inside_uid)
             say("guard user")
             say("guard nproc")
+            try:  # while it holds this namespace's capabilities: no user namespace inside it, whose capabilities
+                # would open the kernel's namespaced code (mounts, netfilter, ...) to the answer
+                write("/proc/sys/user/max_user_namespaces", "0")
+                say("guard nested")
+            except OSError as e:
+                say("missing nested %s" % e)
         except OSError as e:
             if root:
                 say("guard nproc")

@@ -388,6 +388,19 @@ def test_a_sweep_of_attacks_finishes_with_every_row_honest(tmp_path: Path, capsy
     assert "- code\\_exec sandbox: namespaces" in capsys.readouterr().out
 
 
+# --- issue 34 item 8: no user namespace inside the sandbox --------------------------------------------------------
+
+NESTED = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+          "rc = libc.unshare(0x10000000)\nprint('nested', rc, os.strerror(ctypes.get_errno()) if rc else '')\n")
+
+
+def test_the_answer_cannot_create_a_user_namespace_of_its_own() -> None:
+    isolated()
+    r = run(NESTED)
+    assert r.verdict == "passed" and "nested" in r.guards, r.stderr
+    assert r.stdout.startswith("nested -1"), r.stdout  # before: 'nested 0', with every capability inside it
+
+
 # --- issue 34 item 4: the sandbox never weakens silently -----------------------------------------------------------
 
 UNDER_TMP = """
@@ -485,7 +498,7 @@ def test_as_an_unprivileged_user_the_sandbox_is_built_in_user_namespaces() -> No
         pytest.skip(f"this kernel gives an unprivileged user no namespaces: {report}")
     assert "as an unprivileged user" in report and "missing" not in report
     result = next(ln for ln in out.stdout.splitlines() if ln.startswith("RESULT"))
-    assert result.startswith("RESULT passed ['ipc', 'mount', 'net', 'nproc', 'pid', 'user']")
+    assert result.startswith("RESULT passed ['ipc', 'mount', 'nested', 'net', 'nproc', 'pid', 'user']")
     assert result.endswith("1000 False")  # uid 1000 of its own namespace, and none of the host's directories
 
 

@@ -52,6 +52,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
+from arenatui.scoring.exec_bounds import MB, WATCHDOG_S, SandboxCgroup, make_cgroup, sandbox_rss
+
 Verdict = Literal["passed", "failed", "timeout", "memory_limit", "crashed", "tests_not_run"]
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
@@ -70,6 +72,7 @@ GUARDS: dict[str, str] = {
     "uid": "a host uid of its own per concurrent sandbox (as root)",
     "nproc": "a process limit counted for this sandbox alone",
     "nested": "no user namespace inside the sandbox (max_user_namespaces = 0 in the answer's own)",
+    "memory": "memory_mb and the process limit bound the sandbox as a whole (a cgroup of its own)",
 }
 """Each guard the sandbox may have, in the words the run's notes use."""
 
@@ -79,7 +82,7 @@ class ExecLimits:
     timeout_s: float = 10.0
     """Wall clock for the whole run (the sandbox is killed at the end of it)."""
     memory_mb: int = 512
-    """Address space of each process."""
+    """Address space of each process, and memory of the sandbox as a whole (`exec_bounds`)."""
     file_mb: int = 16
     """Largest file it may write."""
     max_processes: int = 32
@@ -109,6 +112,8 @@ class ExecResult:
     """Why guards are missing, as the launcher found (the kernel's refusal)."""
     workdir: str | None = None
     """The host directory it ran from (removed by the time the result is returned)."""
+    memory_bound: str = ""
+    """What bounded the sandbox's memory as a whole: 'cgroup v2', 'cgroup v1', 'RSS watchdog' ('' off Linux)."""
 
     @property
     def passed(self) -> bool:
@@ -488,6 +493,14 @@ import ctypes, fcntl, json, os, platform, resource, signal, socket, struct, sys
 cfg = json.loads(sys.argv[1])
 rep, done = cfg["report_fd"], cfg["done_fd"]
 os.set_inheritable(rep, False)
+try:  # first: everything the sandbox starts is inside its cgroup
+    for procs in cfg["cgroup_procs"]:
+        with open(procs, "w") as f:
+            f.write(str(os.getpid()))
+    if cfg["cgroup_procs"]:
+        os.write(rep, b"guard memory\n")
+except OSError as e:
+    os.write(rep, ("missing memory %s\n" % e).encode())
 nonce = sys.stdin.buffer.read()
 r, w = os.pipe()
 os.write(w, nonce)
@@ -895,6 +908,8 @@ class SandboxReport:
     """Why the namespaces are missing, when they are."""
     root: bool = True
     """Whether arenatui runs as root."""
+    memory_bound: str = ""
+    """What bounds a sandbox's memory as a whole ('cgroup v2', 'cgroup v1', 'RSS watchdog'; '' off Linux)."""
 
     @property
     def missing(self) -> tuple[str, ...]:
@@ -919,6 +934,8 @@ class SandboxReport:
 
     def describe(self) -> str:
         text = f"code_exec sandbox: {self.mechanism}"
+        if self.memory_bound:
+            text += f", memory_mb per sandbox as a whole by {self.memory_bound}"
         if self.missing:
             text += ("; missing guards: " + "; ".join(GUARDS[g] for g in self.missing)
                      + (f" ({self.why})" if self.why else ""))
@@ -944,7 +961,7 @@ def sandbox_report() -> SandboxReport:
                 ", a uid of its own" if "uid" in r.guards else "")
         else:
             how = "no namespaces (not Linux): a clean environment, CPU and memory limits, the timeout"
-        _report = SandboxReport(how, r.guards, why, os.geteuid() == 0)
+        _report = SandboxReport(how, r.guards, why, os.geteuid() == 0, r.memory_bound)
     return _report
 
 
@@ -954,9 +971,12 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
     workdir = tempfile.mkdtemp(prefix="arena-exec-")
     t0 = time.monotonic()
     fds: list[int] = []
+    cgroup: SandboxCgroup | None = None
     with _in_flight_lock:
         _in_flight[workdir] = None
     try:
+        if linux:  # named after this process: a later arenatui removes it if this one is SIGKILLed
+            cgroup = make_cgroup(f"{os.getpid()}-{os.path.basename(workdir)}", limits.memory_mb, limits.max_processes)
         for name, text in (("solution.py", code), ("tests.py", tests)):
             with open(os.path.join(workdir, name), "w", encoding="utf-8", errors="surrogatepass") as f:
                 f.write(text + "\n")
@@ -980,14 +1000,14 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
                    "tmp_mb": limits.tmp_mb, "drop": drop and uid is not None, "workdir": workdir,
                    "report_fd": rep_w, "done_fd": done_w, "namespaces": namespaces, "python": sys.executable,
                    "fallback_python": python, "python_dirs": _python_dirs(), "harness": _HARNESS,
-                   "parent": os.getpid()}
+                   "parent": os.getpid(), "cgroup_procs": cgroup.procs if cgroup is not None else []}
             cmd = [sys.executable, "-I", "-S", "-c", _LAUNCHER, json.dumps(cfg)]  # -S: stdlib only, no site start-up
         else:
             cmd = [python, "-I", "-B", "-c", _HARNESS, str(done_w)]
         proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.PIPE, stdout=out_w, stderr=err_w,
                                 start_new_session=True, close_fds=True, pass_fds=(rep_w, done_w))
         with _in_flight_lock:
-            _in_flight[workdir] = (proc.pid, uid)
+            _in_flight[workdir] = (proc.pid, uid, cgroup)
         for w in (out_w, err_w, rep_w, done_w):
             os.close(w)
             fds.remove(w)
@@ -1025,9 +1045,10 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
                 if not more:
                     open_fds.discard(fd)
 
-        timed_out = too_many = False
+        timed_out = too_many = too_big = False
         deadline = t0 + limits.timeout_s
         watchdog = uid is None or not drop
+        next_look = t0
         try:
             while True:
                 if proc.poll() is not None:
@@ -1048,9 +1069,17 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
                 if watchdog and linux and not counted and group_size(proc.pid) > limits.max_processes:
                     too_many = True
                     break
+                # without a cgroup (or one the launcher could not join), the RSS watchdog bounds the whole sandbox
+                if linux and now >= next_look and b"guard memory" not in b"".join(rep):
+                    next_look = now + WATCHDOG_S
+                    if sandbox_rss(proc.pid, uid) > limits.memory_mb * MB:
+                        too_big = True
+                        break
         finally:
             # Whatever happened (an exception too: Ctrl-C during start-up's probe), nothing of the sandbox outlives
             # the scorer: the launcher's group goes (its namespace with it), and as root every process of its uid.
+            if cgroup is not None:
+                cgroup.kill()
             _kill_all(proc.pid, uid if linux else None)
             proc.wait()
         drain(list(open_fds))  # what the pipes hold now; never waiting for a writer that is still alive
@@ -1058,6 +1087,11 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
         stderr = b"".join(err).decode("utf-8", "replace")
         report = b"".join(rep).decode("utf-8", "replace").splitlines()
         guards = frozenset(ln.split()[1] for ln in report if ln.startswith("guard ") and len(ln.split()) > 1)
+        bound = ""
+        if linux:  # the cgroup when the launcher joined it, else the watchdog that looked all along
+            bound = cgroup.kind if cgroup is not None and "memory" in guards else "RSS watchdog"
+            guards |= {"memory"}
+        oom = too_big or (cgroup is not None and cgroup.out_of_memory())
         status = [int(ln.split()[1]) for ln in report if ln.startswith("status ")]
         rc = os.waitstatus_to_exitcode(status[-1]) if status else proc.returncode
         fatal = [ln[len("fatal "):] for ln in report if ln.startswith("fatal ")]
@@ -1080,6 +1114,10 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
         elif too_many:
             verdict = "crashed"
             stderr += f"\nstopped: more than {limits.max_processes} processes at once"
+        elif oom:
+            verdict = "memory_limit"
+            stderr += (f"\nstopped: the sandbox's processes together passed memory_mb = {limits.memory_mb} "
+                       f"({bound})")
         elif timed_out or rc == -signal.SIGXCPU:
             verdict = "timeout"
         elif exc == "MemoryError" or (not stage and "MemoryError" in tail):
@@ -1091,8 +1129,10 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
         else:
             verdict = "tests_not_run"
         return ExecResult(verdict, rc, stdout, stderr, cut[0], "net" in guards, time.monotonic() - t0, proc.pid,
-                          guards, uid if "uid" in guards else None, "; ".join(notes), workdir), None
+                          guards, uid if "uid" in guards else None, "; ".join(notes), workdir, bound), None
     finally:
+        if cgroup is not None:
+            cgroup.remove()
         for fd in fds:
             try:
                 os.close(fd)
@@ -1103,8 +1143,8 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
             _in_flight.pop(workdir, None)
 
 
-_in_flight: dict[str, tuple[int, int | None] | None] = {}
-"""Runs not ended yet: work dir -> (launcher pid, sandbox uid) once started."""
+_in_flight: dict[str, tuple[int, int | None, SandboxCgroup | None] | None] = {}
+"""Runs not ended yet: work dir -> (launcher pid, sandbox uid, its cgroup) once started."""
 _in_flight_lock = threading.Lock()
 
 
@@ -1118,5 +1158,8 @@ def _end_in_flight() -> None:
         _in_flight.clear()
     for workdir, started in runs:
         if started is not None:
-            _kill_all(*started)
+            pid, uid, cgroup = started
+            if cgroup is not None:
+                cgroup.remove()
+            _kill_all(pid, uid)
         shutil.rmtree(workdir, ignore_errors=True)

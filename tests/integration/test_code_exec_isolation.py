@@ -388,6 +388,32 @@ def test_a_sweep_of_attacks_finishes_with_every_row_honest(tmp_path: Path, capsy
     assert "- code\\_exec sandbox: namespaces" in capsys.readouterr().out
 
 
+# --- issue 34 item 6: memory_mb bounds the sandbox as a whole ------------------------------------------------------
+
+FORKED_MEMORY = ("import os, time\nkids = []\nfor i in range(6):\n    pid = os.fork()\n    if pid == 0:\n"
+                 "        b = bytearray(60 * 1024 * 1024)\n        for j in range(0, len(b), 4096):\n"
+                 "            b[j] = 1\n        time.sleep(3)\n        os._exit(0)\n    kids.append(pid)\n"
+                 "codes = [os.waitstatus_to_exitcode(os.waitpid(k, 0)[1]) for k in kids]\n")
+"""Six children of 60 MB each (under memory_mb = 100 one by one, 360 MB together): before, every one lived."""
+
+
+@pytest.mark.parametrize("bound", ["cgroup", "RSS watchdog"])
+def test_memory_mb_bounds_the_sandbox_as_a_whole(bound: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from arenatui.scoring import exec_bounds
+
+    if bound == "cgroup" and exec_bounds.bases() is None:
+        pytest.skip("no cgroup can be made here (not root, or no memory and pids controllers): the watchdog holds")
+    if bound != "cgroup":
+        monkeypatch.setattr(exec_bounds, "_bases", None)
+    r = run(FORKED_MEMORY, "assert codes == [0] * 6, codes\n", ExecLimits(timeout_s=30.0, memory_mb=100))
+    assert r.verdict == "memory_limit", r.stderr
+    assert r.memory_bound.startswith(bound) and "memory" in r.guards
+    assert f"passed memory_mb = 100 ({r.memory_bound})" in r.stderr
+    b = exec_bounds.bases()
+    if bound == "cgroup" and b is not None:  # no sandbox's cgroup is left behind
+        assert not [n for n in os.listdir(b.memory) if n.startswith(f"{os.getpid()}-")]
+
+
 # --- issue 34 item 8: no user namespace inside the sandbox --------------------------------------------------------
 
 NESTED = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
@@ -463,11 +489,9 @@ def test_a_weak_sandbox_is_refused_unless_the_project_allows_it(tmp_path: Path, 
 
 
 NONROOT = '''
-import importlib.util, sys
-spec = importlib.util.spec_from_file_location("code_exec", sys.argv[1])
-ce = importlib.util.module_from_spec(spec)
-sys.modules["code_exec"] = ce
-spec.loader.exec_module(ce)
+import sys
+sys.path.insert(0, sys.argv[1])
+import arenatui.scoring.code_exec as ce
 print("REPORT", ce.sandbox_report().describe())
 r = ce.run_code(sys.argv[2], "assert add(2, 2) == 4\\n", ce.ExecLimits(timeout_s=30.0))
 print("RESULT", r.verdict, sorted(r.guards), r.stdout.strip())
@@ -485,9 +509,15 @@ def test_as_an_unprivileged_user_the_sandbox_is_built_in_user_namespaces() -> No
     where = tempfile.mkdtemp(prefix="arena-nonroot-")
     try:
         os.chmod(where, 0o755)
-        module = Path(where) / "code_exec.py"
-        module.write_text(Path(code_exec.__file__).read_text())
-        module.chmod(0o644)
+        package = Path(where) / "arenatui" / "scoring"  # the two stdlib-only modules, in a package of their own
+        package.mkdir(parents=True)
+        for name in ("__init__.py", "scoring/__init__.py", "scoring/code_exec.py", "scoring/exec_bounds.py"):
+            here = Path(code_exec.__file__).parent / Path(name).name
+            text = "" if name.endswith("__init__.py") else here.read_text()
+            (Path(where) / "arenatui" / name).write_text(text)
+        for p in Path(where).rglob("*"):
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        module = Path(where)
         answer = "import os\ndef add(a, b):\n    return a + b\nprint(os.getuid(), os.path.exists('/work'))\n"
         out = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", python, "-I", "-c",
                               NONROOT, str(module), answer], capture_output=True, text=True, timeout=120, cwd=where)
@@ -498,7 +528,7 @@ def test_as_an_unprivileged_user_the_sandbox_is_built_in_user_namespaces() -> No
         pytest.skip(f"this kernel gives an unprivileged user no namespaces: {report}")
     assert "as an unprivileged user" in report and "missing" not in report
     result = next(ln for ln in out.stdout.splitlines() if ln.startswith("RESULT"))
-    assert result.startswith("RESULT passed ['ipc', 'mount', 'nested', 'net', 'nproc', 'pid', 'user']")
+    assert result.startswith("RESULT passed ['ipc', 'memory', 'mount', 'nested', 'net', 'nproc', 'pid', 'user']")
     assert result.endswith("1000 False")  # uid 1000 of its own namespace, and none of the host's directories
 
 

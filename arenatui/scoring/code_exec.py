@@ -52,7 +52,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
-from arenatui.scoring.exec_bounds import MB, WATCHDOG_S, SandboxCgroup, make_cgroup, sandbox_rss
+from arenatui.scoring.exec_bounds import MB, WATCHDOG_S, SandboxCgroup, leftover_cgroups, make_cgroup, sandbox_rss
 
 Verdict = Literal["passed", "failed", "timeout", "memory_limit", "crashed", "tests_not_run"]
 
@@ -788,11 +788,12 @@ def group_size(pgid: int) -> int:
     return len(_processes(pgid=pgid))
 
 
-def _kill_all(pgid: int, uid: int | None) -> None:
+def _kill_all(pgid: int | None, uid: int | None) -> None:
     """Kill the launcher's group and, as root, every process of the sandbox's uid, until none is left."""
     for _ in range(200):
         try:
-            os.killpg(pgid, signal.SIGKILL)
+            if pgid is not None:
+                os.killpg(pgid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         left = _processes(pgid=pgid, uid=uid)
@@ -807,13 +808,68 @@ def _kill_all(pgid: int, uid: int | None) -> None:
 
 
 _slots_lock = threading.Lock()
+
+
+def _lock_dir() -> str:
+    """Where the sandbox uids' slot locks are (shared by every arenatui of this machine)."""
+    return os.path.join(tempfile.gettempdir(), "arenatui-sandbox-uids")
+
+
+_reaped_lock = threading.Lock()
+_reaped = False
+
+
+def reap_leftovers() -> int:
+    """Once per process, before its first sandbox: kill what an arenatui that was SIGKILLed left running (its atexit
+    never ran). That is every process in a sandbox cgroup whose arenatui is gone, and, as root, every process of a
+    sandbox uid whose slot lock no live arenatui holds (a daemon of the weak sandbox's answer: with no PID
+    namespace, nothing else ends it). Returns how many processes it killed."""
+    global _reaped
+    with _reaped_lock:
+        if _reaped:
+            return 0
+        _reaped = True
+        killed = 0
+        for cgroup in leftover_cgroups():
+            killed += len(cgroup.pids())
+            cgroup.remove()
+        if os.geteuid() != 0:
+            return killed
+        owners: set[int] = set()
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            names = []
+        for name in names:
+            try:
+                owner = os.stat(f"/proc/{name}").st_uid if name.isdigit() else -1
+            except OSError:
+                continue
+            if SANDBOX_UID_BASE <= owner < SANDBOX_UID_BASE + SANDBOX_SLOTS:
+                owners.add(owner)
+        for uid in sorted(owners):
+            try:  # a slot's lock held by a live arenatui: its sandbox is running, not left over
+                fd = os.open(os.path.join(_lock_dir(), str(uid - SANDBOX_UID_BASE)), os.O_CREAT | os.O_RDWR, 0o600)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            try:
+                killed += len(_processes(uid=uid))
+                _kill_all(None, uid)
+            finally:
+                os.close(fd)
+        return killed
 _slots_used: set[int] = set()
 
 
 @contextmanager
 def _uid_slot() -> Iterator[int]:
     """A host uid no other sandbox (of this process, or of another arenatui holding its lock file) uses now."""
-    lock_dir = os.path.join(tempfile.gettempdir(), "arenatui-sandbox-uids")
+    lock_dir = _lock_dir()
     try:
         os.makedirs(lock_dir, mode=0o700, exist_ok=True)
         shared = os.stat(lock_dir).st_uid == os.geteuid()
@@ -873,6 +929,8 @@ def run_code(code: str, tests: str, limits: ExecLimits = ExecLimits()) -> ExecRe
         raise OSError("code_exec runs on Linux and macOS only")
     global _namespaces_work
     linux = sys.platform.startswith("linux")
+    if linux:
+        reap_leftovers()
     with _uid_slot() if linux and os.geteuid() == 0 else _no_slot() as uid:
         result, fatal = _run(code, tests, limits, linux, uid, _namespaces_work is not False)
         if fatal is None:

@@ -414,6 +414,69 @@ def test_memory_mb_bounds_the_sandbox_as_a_whole(bound: str, monkeypatch: pytest
         assert not [n for n in os.listdir(b.memory) if n.startswith(f"{os.getpid()}-")]
 
 
+# --- issue 34 item 7: what a SIGKILLed arenatui left running ends at the next start ------------------------------
+
+LEFT_RUNNING = """
+import sys, threading, time
+import arenatui.scoring.code_exec as ce
+from arenatui.scoring import exec_bounds
+ce._namespaces_work = False  # the weak sandbox: no PID namespace to take a daemon with it
+if sys.argv[2] == "uid":
+    exec_bounds._bases = None  # no cgroup either: only the sandbox's uid tells its processes
+answer = ("import os, time\\nif os.fork() == 0:\\n    os.setsid()\\n    if os.fork() == 0:\\n"
+          "        open(%r, 'w').write(str(os.getpid()))\\n        time.sleep(600)\\n    os._exit(0)\\n"
+          "time.sleep(600)\\n" % (sys.argv[1] + "/daemon",))
+threading.Thread(target=ce.run_code, args=(answer, "", ce.ExecLimits(timeout_s=600.0)), daemon=True).start()
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2:].split()[0] not in (b"Z", b"X")
+
+
+@pytest.mark.parametrize("by", ["cgroup", "uid"])
+def test_a_daemon_left_by_a_sigkilled_arenatui_ends_at_the_next_start(by: str) -> None:
+    import shutil
+    import signal
+    import subprocess
+
+    from arenatui.scoring import exec_bounds
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root: a user's weak sandbox has no uid or cgroup of its own to find its processes by")
+    if by == "cgroup" and exec_bounds.bases() is None:
+        pytest.skip("no cgroup can be made here")
+    where = tempfile.mkdtemp(prefix="arena-left-")
+    os.chmod(where, 0o777)  # the weak sandbox's uid writes the daemon's pid here
+    arena = subprocess.Popen([sys.executable, "-c", LEFT_RUNNING, where, by])
+    daemon = 0
+    try:
+        for _ in range(3000):  # (no time limit as such: the daemon says its pid when it has started)
+            if os.path.exists(f"{where}/daemon") and Path(f"{where}/daemon").read_text():
+                daemon = int(Path(f"{where}/daemon").read_text())
+                break
+            time.sleep(0.01)
+        assert daemon
+        arena.send_signal(signal.SIGKILL)  # its atexit never runs
+        arena.wait()
+        assert _alive(daemon) and os.stat(f"/proc/{daemon}").st_uid >= code_exec.SANDBOX_UID_BASE
+        reaped = subprocess.run([sys.executable, "-c", "import arenatui.scoring.code_exec as ce\n"
+                                 "print(ce.reap_leftovers())"], capture_output=True, text=True, timeout=120)
+        assert int(reaped.stdout.strip()) >= 1, reaped.stderr
+        assert not _alive(daemon)
+    finally:
+        if arena.poll() is None:
+            arena.kill()
+        if daemon and _alive(daemon):
+            os.kill(daemon, signal.SIGKILL)
+        shutil.rmtree(where, ignore_errors=True)
+
+
 # --- issue 34 item 8: no user namespace inside the sandbox --------------------------------------------------------
 
 NESTED = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"

@@ -513,7 +513,7 @@ if os.getppid() != cfg["parent"]:
     os._exit(1)
 NEWNS, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET = 0x20000, 0x4000000, 0x8000000, 0x10000000, 0x20000000, 0x40000000
 RDONLY, NOSUID, NODEV, NOEXEC, REMOUNT, BIND, REC, PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
-root = os.geteuid() == 0
+root = cfg["root"]  # root with the sandbox uids mapped: not so in a rootless container (unshare -Ur)
 uid = cfg["uid"]
 def say(line):
     os.write(rep, (line + "\n").encode())
@@ -734,13 +734,31 @@ def _usable_by_others(path: str) -> bool:
         return False
 
 
+def own_uids() -> bool:
+    """Whether sandboxes get host uids of their own: as root whose user namespace maps the sandbox uids (and gids).
+    A rootless container (`unshare -Ur`, rootless podman or docker) maps a few: its root then builds the sandbox the
+    way an unprivileged user does, in user namespaces of its own."""
+    if os.name != "posix" or os.geteuid() != 0:
+        return False
+    lo, hi = SANDBOX_UID_BASE, SANDBOX_UID_BASE + SANDBOX_SLOTS
+    for which in ("uid_map", "gid_map"):
+        try:
+            with open(f"/proc/self/{which}") as f:
+                ranges = [tuple(int(x) for x in ln.split()) for ln in f if len(ln.split()) == 3]
+        except (OSError, ValueError):
+            continue  # no map to read (not Linux): root is root
+        if not any(inside <= lo and hi <= inside + count for inside, _, count in ranges):
+            return False
+    return True
+
+
 def sandbox_python() -> tuple[str, bool]:
     """The interpreter for a sandbox without namespaces, and whether it can run as another uid (as root).
 
     Our own interpreter when others may run it; else a system one (a pyenv under /root is not); else ours,
     staying root, with only the process watchdog against fork loops.
     """
-    if os.name != "posix" or os.geteuid() != 0:
+    if os.name != "posix" or not own_uids():
         return sys.executable, False
     for candidate in (sys.executable, "/usr/local/bin/python3", "/usr/bin/python3"):
         if os.path.exists(candidate) and _usable_by_others(candidate):
@@ -833,7 +851,7 @@ def reap_leftovers() -> int:
         for cgroup in leftover_cgroups():
             killed += len(cgroup.pids())
             cgroup.remove()
-        if os.geteuid() != 0:
+        if not own_uids():
             return killed
         owners: set[int] = set()
         try:
@@ -931,7 +949,7 @@ def run_code(code: str, tests: str, limits: ExecLimits = ExecLimits()) -> ExecRe
     linux = sys.platform.startswith("linux")
     if linux:
         reap_leftovers()
-    with _uid_slot() if linux and os.geteuid() == 0 else _no_slot() as uid:
+    with _uid_slot() if linux and own_uids() else _no_slot() as uid:
         result, fatal = _run(code, tests, limits, linux, uid, _namespaces_work is not False)
         if fatal is None:
             if linux and _namespaces_work is None and "pid" in result.guards:
@@ -1019,7 +1037,7 @@ def sandbox_report() -> SandboxReport:
                 ", a uid of its own" if "uid" in r.guards else "")
         else:
             how = "no namespaces (not Linux): a clean environment, CPU and memory limits, the timeout"
-        _report = SandboxReport(how, r.guards, why, os.geteuid() == 0, r.memory_bound)
+        _report = SandboxReport(how, r.guards, why, own_uids(), r.memory_bound)
     return _report
 
 
@@ -1058,7 +1076,8 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
                    "tmp_mb": limits.tmp_mb, "drop": drop and uid is not None, "workdir": workdir,
                    "report_fd": rep_w, "done_fd": done_w, "namespaces": namespaces, "python": sys.executable,
                    "fallback_python": python, "python_dirs": _python_dirs(), "harness": _HARNESS,
-                   "parent": os.getpid(), "cgroup_procs": cgroup.procs if cgroup is not None else []}
+                   "parent": os.getpid(), "root": own_uids(),
+                   "cgroup_procs": cgroup.procs if cgroup is not None else []}
             cmd = [sys.executable, "-I", "-S", "-c", _LAUNCHER, json.dumps(cfg)]  # -S: stdlib only, no site start-up
         else:
             cmd = [python, "-I", "-B", "-c", _HARNESS, str(done_w)]

@@ -388,6 +388,37 @@ def test_a_sweep_of_attacks_finishes_with_every_row_honest(tmp_path: Path, capsy
     assert "- code\\_exec sandbox: namespaces" in capsys.readouterr().out
 
 
+# --- issue 34 item 5: a rootless container -------------------------------------------------------------------------
+
+ROOTLESS = """
+from arenatui.scoring.code_exec import own_uids, run_code, sandbox_report
+print("REPORT", sandbox_report().describe())
+r = run_code("def add(a, b):\\n    return a + b\\n", "assert add(2, 2) == 4\\n")
+print("RESULT", r.verdict, own_uids(), sorted(r.guards))
+"""
+
+
+def test_root_of_a_rootless_container_builds_the_sandbox_as_a_user_does() -> None:
+    # unshare -Ur (rootless podman/docker): uid 0 maps only itself; start-up died on os.chown to an unmapped uid
+    import shutil
+    import subprocess
+
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1) here to make a rootless container with")
+    probe = subprocess.run(["unshare", "-Ur", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"this kernel gives no user namespace to make a rootless container: {probe.stderr.strip()}")
+    env = dict(os.environ, PYTHONPATH=str(Path(code_exec.__file__).parents[2]))
+    out = subprocess.run(["unshare", "-Ur", sys.executable, "-c", ROOTLESS], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    report = next(ln for ln in out.stdout.splitlines() if ln.startswith("REPORT"))
+    result = next(ln for ln in out.stdout.splitlines() if ln.startswith("RESULT"))
+    assert result.startswith("RESULT passed False")  # root there, but no uids of its own to give
+    if "through unshare" in report:
+        assert "as an unprivileged user" in report and "'pid'" in result and "'user'" in result
+
+
 # --- issue 34 item 6: memory_mb bounds the sandbox as a whole ------------------------------------------------------
 
 FORKED_MEMORY = ("import os, time\nkids = []\nfor i in range(6):\n    pid = os.fork()\n    if pid == 0:\n"

@@ -299,7 +299,7 @@ def main():
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    import builtins, importlib, io, pickle, secrets, socket, struct, traceback, types
+    import builtins, io, pickle, socket, struct, traceback, types
     sys.argv = ["tests.py"]
     def said(stage, exc=""):
         os.write(fd, ("%s %s %s\n" % (nonce, stage, exc)).encode())
@@ -319,7 +319,7 @@ def main():
         flush()
         said("tests", type(e).__name__)
         os._exit(1)
-    key = secrets.token_hex(16).encode()
+    key = os.urandom(16).hex().encode()
     ours, theirs = socket.socketpair()
     answer = os.fork()
     if answer == 0:
@@ -464,6 +464,7 @@ def main():
                 mod.__dict__[name] = sys.modules[item[1]]
             elif top in sys.stdlib_module_names and top not in ("antigravity", "this"):
                 try:
+                    import importlib
                     mod.__dict__[name] = importlib.import_module(item[1])
                 except BaseException:
                     mod.__dict__[name] = Remote(item[2])

@@ -390,6 +390,11 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (run_id, model_key, variant, case_id, trial, step)
     );
     """,
+    # 18: the code_exec sandbox a run's answers ran in (what start-up said), and whether it was the strong one
+    """
+    ALTER TABLE runs ADD COLUMN sandbox TEXT;
+    ALTER TABLE runs ADD COLUMN sandbox_strong INTEGER;
+    """,
 )
 JUDGMENT_COLUMNS: tuple[str, ...] = (
     "run_id", "model_key", "case_id", "trial", "judge_key", "status", "score", "passed", "error_class",

@@ -30,6 +30,7 @@ from arenatui.stats import (
     leaderboard,
     reversals,
 )
+from arenatui.stats.bootstrap import FEW_CLUSTERS
 from arenatui.stats.jsonable import finite as _num
 from arenatui.stats.jsonable import interval_dict, power_dict
 from arenatui.stats.jsonable import iso_utc as _iso
@@ -81,7 +82,8 @@ def run_settings(plan: RunPlan) -> dict[str, Any]:
 def model_dict(r: ModelRow) -> dict[str, Any]:
     gap = r.gap
     return {
-        "model": r.model, "rank": r.rank, "flag": r.flag, "score": interval_dict(r.common) if r.rank else None,
+        "model": r.model, "rank": r.rank, "tied": r.tied, "flag": r.flag,
+        "score": interval_dict(r.common) if r.rank else None,
         "unranked": r.unranked, "order_note": r.order_note, "coverage_paradox": r.paradox,
         "weighted": interval_dict(r.weighted) if r.weighted else None,
         "quality": interval_dict(r.quality), "coverage": _num(r.coverage), "planned": r.planned,
@@ -281,9 +283,13 @@ def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dic
         notes.append(f"Pairwise decisions are Holm-adjusted over all {plural(len(decisions), 'pair')} of models.")
     if results.clusters is not None:
         clusters = int(np.unique(results.clusters[results.working]).size)
-        notes.append(f"Intervals resample {clusters} clusters (by {results.cluster_by}), not cases: cases that share "
-                     "a passage or template are not independent evidence. Pairs also give the clustered standard "
-                     "error.")
+        notes.append(f"Every interval rests on {clusters} clusters (by {results.cluster_by}), not cases: cases that "
+                     "share a passage or template are not independent evidence. Intervals (leaderboard, pairs, "
+                     "strata and tags, weighted, sealed gap) are t intervals on the clustered standard error with "
+                     "clusters − 1 degrees of freedom (clusters − strata for the weighted score and the sealed gap); "
+                     "the resampled differences of a pair resample clusters.")
+        if clusters < FEW_CLUSTERS:
+            notes.append(f"few clusters ({clusters}, under {FEW_CLUSTERS}): the interval is approximate.")
     if any(r.weighted for r in rows):
         notes.append(f"weighted: each stratum's score weighted by its production share ({_weights(results)}) "
                      "instead of its share of the case file; it differs from the sample score when the file "
@@ -345,7 +351,7 @@ def row_from_dict(m: dict[str, Any]) -> ModelRow:
         cost_per_answered=m["cost_per_answered"], latency_p50=m["latency_ms"]["p50"],
         latency_p95=m["latency_ms"]["p95"], latency_p99=m["latency_ms"]["p99"], ttft_p50=m["ttft_ms"]["p50"],
         ttft_p95=m["ttft_ms"]["p95"], sealed=_interval(m["sealed"]), on_cost_front=m["on_cost_front"],
-        on_latency_front=m["on_latency_front"], rank=m.get("rank"),
+        on_latency_front=m["on_latency_front"], rank=m.get("rank"), tied=bool(m.get("tied")),
         common=_interval(m.get("score")), unranked=m.get("unranked"), order_note=m.get("order_note"),
         paradox=m.get("coverage_paradox"), weighted=_interval(m["weighted"]) if m.get("weighted") else None)
 

@@ -11,6 +11,7 @@ import functools
 import hashlib
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import NDArray
@@ -20,6 +21,7 @@ _DISTINCT_LIMIT = 64
 _CHUNK = 2_000_000  # cells of the (resamples × items) matrix per chunk in the general path
 
 
+_NORMAL_DF = 1_000
 FEW_CLUSTERS = 20
 """Below this many clusters an interval is approximate, and every view says so: the cluster bootstrap covered 88% at
 10 clusters and 81-84% at 5 (issue 35); the t interval below holds 92%+ there (benchmarks/decision_coverage.py)."""
@@ -57,6 +59,8 @@ def t_two_sided(t: float, df: int) -> float:
     if not math.isfinite(t):
         return 1.0
     t = abs(t)
+    if df > _NORMAL_DF:  # the series needs ~df/2 terms; the t is within 1e-3 of the normal here
+        return 2 * NormalDist().cdf(t) - 1
     theta = math.atan(t / math.sqrt(df))
     c2, s = math.cos(theta) ** 2, math.sin(theta)
     if df % 2 == 1:
@@ -100,17 +104,35 @@ def t_p_value(estimate: float, se: float, df: int) -> float:
 
 
 def cluster_t_interval(estimate: float, residuals: Floats, clusters: NDArray[np.int64], level: float,
-                       df_less: int = 0) -> tuple[float, float, float, int]:
+                       df_less: int = 0, strata: NDArray[np.int64] | None = None) -> tuple[float, float, float, int]:
     """(low, high, clustered SE, clusters) of a linear estimate whose per-item influence is `residuals` (for a
     mean: (v − mean)/n): the CR1 clustered SE, t with G − 1 − df_less degrees of freedom (df_less: strata the
-    clusters nest in, beyond the first). NaN bounds when the degrees of freedom run out."""
+    clusters nest in, beyond the first). With `strata` (one code per item, each cluster inside one stratum), the
+    small-sample factor and degrees of freedom are each stratum's own, combined by Welch-Satterthwaite (rounded
+    down). NaN bounds when the degrees of freedom run out."""
     codes, inverse = np.unique(clusters, return_inverse=True)
     g = int(codes.size)
     df = g - 1 - df_less
     if df < 1:
         return float("nan"), float("nan"), float("nan"), g
     sums = np.bincount(inverse, weights=residuals, minlength=g)
-    se = float(np.sqrt(g / (g - 1) * np.sum(sums ** 2)))
+    if strata is None:
+        se = float(np.sqrt(g / (g - 1) * np.sum(sums ** 2)))
+    else:
+        # each stratum's clusters carry their own G_s/(G_s − 1) and G_s − 1 df, combined by Welch-Satterthwaite: at 5
+        # clusters over 2 strata one factor and G − 2 df covered 90.7%
+        first = np.zeros(g, np.int64)
+        first[inverse] = strata
+        parts = []
+        for s in np.unique(first):
+            here = sums[first == s]
+            if here.size < 2:  # one cluster in a stratum: its spread is unknown
+                return float("nan"), float("nan"), float("nan"), g
+            parts.append((here.size / (here.size - 1) * float(np.sum(here ** 2)), here.size - 1))
+        var = sum(v for v, _ in parts)
+        se = float(np.sqrt(var))
+        spread = sum(v * v / d for v, d in parts)
+        df = max(1, int(var * var / spread)) if spread > 0 else df
     half = t_quantile(level, df) * se
     return estimate - half, estimate + half, se, g
 

@@ -11,7 +11,6 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 
@@ -48,7 +47,8 @@ class Comparison:
     p_a_better: float
     """Share of resamples where A's mean exceeded B's."""
     p_value: float
-    """Two-sided p-value for "no difference": 2·(1 − Φ(|mean| / bootstrap SE)).
+    """Two-sided p-value for "no difference": t with n − 1 df on the bootstrap SE rescaled to n − 1 (clustered: t
+    with G − 1 df on the clustered SE).
 
     Not counted from resample tails: Holm over 190 pairs asks for p below 0.05/190 ≈ 0.00026, finer than a
     few thousand resamples can count."""
@@ -130,12 +130,6 @@ def verdict_text(a: str, b: str, diff: Interval, level: float = LEVEL, power: Po
     return text
 
 
-def _z_p_value(estimate: float, standard_error: float) -> float:
-    if standard_error <= 0 or not math.isfinite(standard_error):
-        return 1.0 if estimate == 0 else 0.0  # every case differs by the same amount: no resample crosses zero
-    return 2 * (1 - NormalDist().cdf(abs(estimate) / standard_error))
-
-
 def _zeroed(x: float) -> float:
     return 0.0 if is_zero(x) else x
 
@@ -174,7 +168,9 @@ def paired_differences(a: Floats, b: Floats, *, n_resamples: int = N_RESAMPLES, 
         means = resampled_means(d, n_resamples, rng)
         alpha = (1 - level) / 2
         lo, hi = (_zeroed(float(x)) for x in np.quantile(means, [alpha, 1 - alpha]))
-        p_value = _z_p_value(est, float(means.std(ddof=1)))
+        # the bootstrap SE is the plug-in one (divides by n): rescaled to n − 1 and read on t with n − 1 df, the test
+        # holds its 5% at 100 cases (z on the plug-in SE named a winner for 6.3% of equal pairs under two prompts)
+        p_value = t_p_value(est, float(means.std(ddof=1)) * math.sqrt(n / (n - 1)), n - 1)
     diff = Interval(est, lo, hi, n, n_clusters)
     decided = lo > 0 or hi < 0
     # the per-case spread, inflated as the clustered SE is over the plain one when cases are clustered

@@ -90,7 +90,7 @@ def test_clusters_and_strata_weights_reach_the_report(tmp_path: Path, capsys: py
     assert main(["report", run, "--db", str(db), "--format", "json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     # 20 easy cases share cluster p1, every other case is its own: 160 − 20 + 1 clusters
-    assert any("Intervals resample 141 clusters (by cluster)" in n for n in rep["notes"])
+    assert any("Every interval rests on 141 clusters (by cluster)" in n for n in rep["notes"])
     m = next(r for r in rep["leaderboard"] if r["model"] == "m")
     assert m["weighted"]["estimate"] > m["quality"]["estimate"]  # production is mostly easy
     assert main(["report", run, "--db", str(db)]) == 0

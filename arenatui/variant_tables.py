@@ -44,6 +44,8 @@ def _signed(d: dict[str, Any]) -> str:
     if d.get("estimate") is None:
         return "–"
     lo, hi = d.get("low"), d.get("high")
+    if d["estimate"] == 0 and lo == 0 and hi == 0:  # every case scored alike: no interval to print
+        return f"identical on all {d.get('n')} cases"
     band = f" ({lo:+.3f} to {hi:+.3f})" if lo is not None and hi is not None else ""
     return f"{d['estimate']:+.3f}{band}"
 

@@ -102,7 +102,9 @@ def compare_two(console: Console, results: RunResults, a: str, b: str, *, as_jso
     head.append(literal(a, newlines=False)).append(" − ").append(literal(b, newlines=False))
     head.append(f" over {c.n} shared working cases")
     console.print(head)
-    if c.n:
+    if c.n and c.diff.estimate == 0 and c.diff.low == 0 and c.diff.high == 0:
+        console.print(f"  identical scores on all {plural(c.n, 'case')}: no interval to draw", markup=False)
+    elif c.n:
         console.print(f"  difference {signed(c.diff.estimate)}, 95% CI {signed_interval(c.diff.low, c.diff.high, c.n)}"
                       f", P(A > B) = {p_better(c)}", markup=False)
     console.print(Text("  ").append(literal(c.verdict, "bold", newlines=False)))

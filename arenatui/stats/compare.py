@@ -122,6 +122,8 @@ def verdict_text(a: str, b: str, diff: Interval, level: float = LEVEL, power: Po
             return (f"{a} is better by {diff.estimate:.3f} ({_pct(level)} CI {diff.low:.3f} to "
                     f"{diff.high:.3f})")
         return f"{b} is better by {-diff.estimate:.3f} ({_pct(level)} CI {-diff.high:.3f} to {-diff.low:.3f})"
+    if diff.n > 1 and is_zero(diff.estimate) and is_zero(diff.low) and is_zero(diff.high):
+        return f"identical scores on all {plural(diff.n, 'case')}: nothing tells them apart"
     text = f"no ordering established on this evidence ({plural(diff.n, 'case')})"
     if power is not None:
         text += f"; {power.text}"

@@ -35,6 +35,20 @@ def models_by_variants(per_model: dict[str, int], variants: bool) -> str:
             f"{named})")
 
 
+def clusters_note(clusters: int | None) -> str | None:
+    """Said under every view of a clustered run's intervals: what they rest on, and below FEW_CLUSTERS that they are
+    approximate (None when unclustered)."""
+    if clusters is None:
+        return None
+    from arenatui.stats.bootstrap import FEW_CLUSTERS
+
+    text = (f"Intervals rest on {plural(clusters, 'cluster')}, not cases (t on the clustered standard error, "
+            f"{clusters - 1} df)")
+    if clusters < FEW_CLUSTERS:
+        text += f"; few clusters ({clusters}, under {FEW_CLUSTERS}): the interval is approximate"
+    return text + "."
+
+
 fmt_errors = error_counts
 """Errored calls by class (figures.error_counts): none is "0", as the header's error count says it."""
 

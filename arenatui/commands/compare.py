@@ -36,14 +36,14 @@ from arenatui.stats import (
     group_differences,
     ranked_models,
 )
-from arenatui.stats.bootstrap import FEW_CLUSTERS, Interval
+from arenatui.stats.bootstrap import Interval
 from arenatui.stats.compare import GATE_RULE
 from arenatui.stats.jsonable import finite as _num
 from arenatui.stats.jsonable import interval_dict, power_dict
 from arenatui.store import Store
 from arenatui.store.queries import resolve_run
 from arenatui.store.read import read_run
-from arenatui.wording import plural
+from arenatui.wording import clusters_note, plural
 
 
 def require_model(results: RunResults, model: str, flag: str) -> str:
@@ -75,12 +75,9 @@ def _print_json(console: Console, data: dict[str, Any]) -> None:
 
 
 def _few_clusters_note(intervals: list[Interval]) -> str | None:
-    """The warning every clustered view prints under FEW_CLUSTERS clusters."""
-    few = sorted({iv.clusters for iv in intervals if iv.few_clusters and iv.clusters is not None})
-    if not few:
-        return None
-    return (f"few clusters ({', '.join(map(str, few))}, under {FEW_CLUSTERS}): the interval is approximate (a t "
-            "interval on the clustered standard error with clusters − 1 degrees of freedom).")
+    """The warning every clustered view prints under FEW_CLUSTERS clusters (wording.clusters_note)."""
+    few = [iv.clusters for iv in intervals if iv.few_clusters and iv.clusters is not None]
+    return clusters_note(min(few)) if few else None
 
 
 def _fmt(v: float, digits: int = 3) -> str:

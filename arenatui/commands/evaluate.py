@@ -15,7 +15,7 @@ from arenatui.safe_text import literal, one_line
 from arenatui.stats import ModelRow, RunResults, leaderboard
 from arenatui.store import Store
 from arenatui.store.queries import RunPlan, RunSpend
-from arenatui.wording import LEADERBOARD_NOTE, models_by_variants, plural
+from arenatui.wording import LEADERBOARD_NOTE, clusters_note, models_by_variants, plural
 
 
 def summary_line(n_models: int, n_cases: int, trials: int, elapsed_s: float, made: int | None = None,
@@ -63,6 +63,9 @@ def ranking_lines(rows: list[ModelRow]) -> list[Text]:
     ranked = [r for r in rows if r.rank]
     out = [Text(f"Ranked by quality over the {plural(ranked[0].common.n, 'case')} every ranked model has scores for "
                 "(n); own: each model's quality over its own scored cases / their n.")] if ranked else []
+    clustered = clusters_note(next((r.quality.clusters for r in rows if r.quality.clusters is not None), None))
+    if clustered:
+        out.append(Text(clustered))
     for r in rows:
         for mark, why in (("", f"unranked, {r.unranked}" if r.unranked else None), ("* ", r.order_note),
                           ("! ", r.paradox)):

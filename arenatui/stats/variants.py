@@ -108,7 +108,10 @@ class PairAcrossVariants:
             return f"{self.a} vs {self.b}: not enough evidence: no prompt variant both were asked with"
         by = {w: [v for v, x in self.winners.items() if x == w] for w in (self.a, self.b, None)}
         if self.verdict == HOLDS:
-            return f"{self.winners[next(iter(self.winners))]} ahead under every prompt variant"
+            winner = self.winners[next(iter(self.winners))]
+            if len(self.per_variant) == 1:  # "every" of one shared variant overstates it
+                return f"{winner} ahead under the one prompt variant both were asked with ({next(iter(self.winners))})"
+            return f"{winner} ahead under every prompt variant both were asked with"
         if self.verdict == FLIPS:
             return (f"ordering depends on the prompt: {self.a} ahead under {', '.join(by[self.a])}, {self.b} under "
                     f"{', '.join(by[self.b])}")

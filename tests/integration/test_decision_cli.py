@@ -123,6 +123,10 @@ def test_clusters_and_strata_weights_reach_the_report(tmp_path: Path, capsys: py
     assert "| own | weighted |" in capsys.readouterr().out  # the report's one column beyond figures.LEADERBOARD
     assert main(["compare", run, "--db", str(db), "--cluster-by", "stratum", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["clusters"] == 2
+    assert main(["compare", run, "--db", str(db), "--cluster-by", "stratum"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "few clusters (2, under 20): the interval is approximate" in said and "with 1 df" in said
+    assert any("few clusters" not in n for n in rep["notes"])  # 141 clusters: no warning in the report
     project.write_text(text + "\n[strata]\nweights = { esay = 1 }\n", encoding="utf-8")
     assert main(["plan", "--project", str(project)]) == 2
     err = capsys.readouterr().err

@@ -111,9 +111,10 @@ def load_section(rows: Sequence[ModelRow], sweep: StoredRun, loads: Sequence[Sto
     target_words = None
     for mr in rows:
         chosen = newest.get(mr.model)
-        row: dict[str, Any] = {"model": mr.model, "quality": _num(mr.quality.estimate),
-                               "quality_low": _num(mr.quality.low), "quality_high": _num(mr.quality.high),
-                               "n": mr.quality.n, "cost_per_correct": _num(mr.cost_per_correct), "load_run": None,
+        head = mr.common if mr.rank is not None else mr.quality  # the coverage-fair headline, as the margin's
+        row: dict[str, Any] = {"model": mr.model, "quality": _num(head.estimate),
+                               "quality_low": _num(head.low), "quality_high": _num(head.high),
+                               "n": head.n, "cost_per_correct": _num(mr.cost_per_correct), "load_run": None,
                                "flag": None}
         if chosen is not None and chosen.load is not None:
             at = at_target(chosen.load, rate, conc)

@@ -216,7 +216,10 @@ def rows_for(results: RunResults, ranking: Ranking, *, seed: int | None = None,
     by_model = {m: model_row(results, m, seed=seed, n_resamples=n_resamples) for m in results.models}
     over = results.over_variants(ranking.variants)
     rows = [_ranked(by_model[s.model], s, over, ranking.common, seed, n_resamples) for s in ranking.standings]
-    q = [r.quality.estimate if r.quality.n else None for r in rows]
+    # the fronts read each row's headline (the common-case score when ranked): a model asked only the easier prompt
+    # variant, or answering only easy cases, is not put on a front by its own-coverage score (issue 35)
+    q = [(r.common if r.rank is not None else r.quality).estimate if (r.common if r.rank is not None else
+                                                                     r.quality).n else None for r in rows]
     cost_front = pareto_front(q, [r.cost_per_correct for r in rows])
     lat_front = pareto_front(q, [r.latency_p95 for r in rows])
     return [dataclasses.replace(r, on_cost_front=cf, on_latency_front=lf)

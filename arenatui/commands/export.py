@@ -77,7 +77,8 @@ def leaderboard_records(results: RunResults) -> Iterator[dict[str, Any]]:
     from arenatui.stats import leaderboard
 
     for r in leaderboard(results):
-        note = "; ".join(x for x in (r.unranked and f"unranked, {r.unranked}", r.order_note, r.paradox) if x)
+        note = "; ".join(x for x in (r.tied and f"tied: rank {r.rank_text}", r.unranked and f"unranked, {r.unranked}",
+                                     r.order_note, r.paradox) if x)
         yield {"row": "leaderboard", "run_id": results.run_id, "model_key": r.model, "rank": r.rank,
                "score": r.common.estimate if r.rank else None, "cases": r.common.n if r.rank else None,
                "own_score": r.quality.estimate if r.quality.n else None, "answered": r.quality.n,

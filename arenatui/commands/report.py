@@ -288,7 +288,8 @@ def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dic
                      "share a passage or template are not independent evidence. Intervals (leaderboard, pairs, "
                      "strata and tags, weighted, sealed gap) are t intervals on the clustered standard error with "
                      "clusters − 1 degrees of freedom (clusters − strata for the weighted score and the sealed gap); "
-                     "the resampled differences of a pair resample clusters.")
+                     "the resampled differences of a pair resample clusters. Macro-F1 and failure-mode shares "
+                     "are over cases and calls, not clusters.")
         if clusters < FEW_CLUSTERS:
             notes.append(f"few clusters ({clusters}, under {FEW_CLUSTERS}): the interval is approximate.")
     if any(r.weighted for r in rows):

@@ -139,12 +139,12 @@ LEADERBOARD_RESAMPLES = 2_000
 and a 20-model, 1,000,000-call leaderboard must open in under 2 s (benchmarks/results_scale.py)."""
 
 
-STRATIFIED_RESAMPLES = 4_000
+STRATIFIED_RESAMPLES = 2_000
 """The reweighted score and the sealed gap resample each stratum (and split) apart, by multinomial counts over each
-stratum's distinct scores (cheap: the cost is per distinct value, not per case). 1,000 resamples and one fixed seed
-held the weighted interval at 92.8% coverage (issue 35); at 4,000 the endpoints' resampling noise is half that of
-1,000 and the run's own seed varies it between runs. Cost at 1,000,000 calls: benchmarks/results_scale.py
-(results_stratified_*)."""
+stratum's distinct scores. 1,000 resamples and one fixed seed held the weighted interval at 92.8% coverage (issue
+35); the run's own seed now varies the draws between runs, and 2,000 (the count every other interval uses) cuts the
+endpoints' resampling noise by √2. 4,000 cost 2.5x the 1,000's time on the 20-model, 1,000,000-call run
+(benchmarks/results_scale.py, results_stratified_*): too much of the leaderboard's 2 s."""
 
 
 def _quality(scores: Floats, mask: Bools, seed: int, n_resamples: int, results: RunResults | None = None) -> Interval:

@@ -383,3 +383,41 @@ def test_the_bootstrap_seed_is_the_runs() -> None:
     assert leaderboard(res)[0].quality == again  # every view of one run agrees
     other = leaderboard(dataclasses.replace(res, run_id="r2"))[0].quality
     assert (other.low, other.high) != (again.low, again.high)  # another run draws other resamples
+
+
+def _asked_apart() -> RunResults:
+    """gw asked only 'terse', twin asked 'qa' and 'terse'; their terse answers score alike case by case, twin's qa
+    answers all fail (the real bake-off of issue 35: gw ranked first on a mean over a different variant set)."""
+    from arenatui.stats.items import VariantCells
+
+    rng = np.random.default_rng(3)
+    terse = (rng.random(66) < 0.67).astype(float)
+    scored = np.ones((2, 2, 66), np.int64)
+    scored[0, 0] = 0  # gw was never asked qa
+    sums = np.stack([np.stack([np.zeros(66), terse]), np.stack([np.zeros(66), terse])])
+    passed = sums.astype(np.int64)
+    pooled = make_results({"gw": [[x] for x in terse], "twin": [[0.0, x] for x in terse]})
+    cells = VariantCells(("qa", "terse"), {"gw": ("terse",), "twin": ("qa", "terse")}, scored, sums, passed)
+    return dataclasses.replace(pooled, trials=1, by_variant=cells)
+
+
+def test_models_asked_different_prompts_are_ranked_and_compared_over_the_cells_they_share() -> None:
+    res = _asked_apart()
+    assert res.case_scores("gw").mean() > res.case_scores("twin").mean()  # the pooled means differ
+    c = compare_models(res, "gw", "twin")
+    assert c.variants == ("terse",) and c.diff.estimate == 0 and c.coverage_note is not None
+    assert "identical scores on all 66 cases" in c.verdict
+    rows = {r.model: r for r in leaderboard(res)}
+    assert rows["gw"].rank_text == rows["twin"].rank_text == "=1"  # tied over terse, not gw first
+    assert rows["gw"].coverage == 1.0 and rows["twin"].coverage == 1.0  # 66 of 66 asked, 132 of 132
+    assert rows["twin"].pass_at == {1: pytest.approx(float(np.mean(np.r_[np.zeros(66), res.by_variant.score_sum[
+        1, 1]])))}  # pass@k over one variant's trials: k stays 1 though twin made 2 calls a case
+
+
+def test_models_sharing_no_prompt_are_not_ranked_together() -> None:
+    res = _asked_apart()
+    assert res.by_variant is not None
+    cells = dataclasses.replace(res.by_variant, asked={"gw": ("terse",), "twin": ("qa",)})
+    r = rank_models(dataclasses.replace(res, by_variant=cells))
+    assert r.ranked == [] and all("no prompt variant every answered model was asked" in (s.unranked or "")
+                                  for s in r.standings)

@@ -444,7 +444,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="every pair of models, Holm-adjusted")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--fail-on-regression", action="store_true",
-                   help="two runs: exit 1 when any model regressed, overall or in a stratum (Holm), naming it")
+                   help="two runs: exit 1 when any model regressed, overall or in a stratum, naming it; one 5%% "
+                        "error rate for the whole decision (Holm over the whole family: every model's overall "
+                        "and stratum tests together; the family size is printed)")
     _add_cluster_by(p)
     p.add_argument("--db", help="results database")
     p.set_defaults(func=cmd_compare)

@@ -26,10 +26,11 @@ COLUMNS: tuple[str, ...] = (
     "row", "run_id", "model_key", "case_id", "stratum", "tags", "trial", "status", "score", "passed", "error_class",
     "error_message", "attempts", "latency_ms", "ttft_ms", "total_ms", "input_tokens", "output_tokens", "cost",
     "output", "cases", "calls", "answered", "failure_mode", "score_detail", "judge_key", "judge_errors",
-    "candidate_cost", "judge_cost", "tokens_estimated", "rank", "own_score", "note", "variant",
+    "candidate_cost", "judge_cost", "tokens_estimated", "rank", "own_score", "note", "variant", "scored",
 )
-"""`row` is 'call' for one call, 'sealed_aggregate' for one model's sealed cases together (cases, calls and
-answered are set only there; score is then the mean per-case score over scored sealed cases), 'judge_aggregate'
+"""`row` is 'call' for one call, 'sealed_aggregate' for one model's sealed cases together (cases, scored, calls and
+answered are set only there: cases = the sealed cases, scored = those with a score; score is then the mean per-case
+score over the scored ones, as the report says both), 'judge_aggregate'
 for one judge model (judge_key, calls = judgments, judge_errors, attempts, tokens, cost = its spend) and
 'spend_total' once when anything is stored (candidate_cost = the models' spend, judge_cost = the judges',
 cost = their total), then 'leaderboard' once per model, in the coverage-fair order every view shows (rank, empty
@@ -67,7 +68,7 @@ def sealed_records(results: RunResults) -> Iterator[dict[str, Any]]:
         yield {"row": "sealed_aggregate", "run_id": results.run_id, "model_key": m,
                "score": float(answered.mean()) if answered.size else None,
                "passed": int(results.passed[i][sealed].sum()), "attempts": int(results.attempts[i][sealed].sum()),
-               "cost": float(results.cost[i][sealed].sum()), "cases": int(sealed.sum()),
+               "cost": float(results.cost[i][sealed].sum()), "cases": int(sealed.sum()), "scored": int(answered.size),
                "calls": int(results.calls[i][sealed].sum()), "answered": int(results.answered[i][sealed].sum())}
 
 
@@ -76,7 +77,8 @@ def leaderboard_records(results: RunResults) -> Iterator[dict[str, Any]]:
     from arenatui.stats import leaderboard
 
     for r in leaderboard(results):
-        note = "; ".join(x for x in (r.unranked and f"unranked, {r.unranked}", r.order_note, r.paradox) if x)
+        note = "; ".join(x for x in (r.tied and f"tied: rank {r.rank_text}", r.unranked and f"unranked, {r.unranked}",
+                                     r.order_note, r.paradox) if x)
         yield {"row": "leaderboard", "run_id": results.run_id, "model_key": r.model, "rank": r.rank,
                "score": r.common.estimate if r.rank else None, "cases": r.common.n if r.rank else None,
                "own_score": r.quality.estimate if r.quality.n else None, "answered": r.quality.n,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from arenatui.bakeoff.atload import MIN_ANSWERED
 from arenatui.figures import LEADERBOARD, NOTHING, Column, interval, money, ms, number, pct, score
 from arenatui.redact import redact_urls_in_text, url_without_secrets
 from arenatui.safe_text import one_line, printable
@@ -30,6 +31,7 @@ from arenatui.stats import (
     leaderboard,
     reversals,
 )
+from arenatui.stats.bootstrap import FEW_CLUSTERS
 from arenatui.stats.jsonable import finite as _num
 from arenatui.stats.jsonable import interval_dict, power_dict
 from arenatui.stats.jsonable import iso_utc as _iso
@@ -81,7 +83,8 @@ def run_settings(plan: RunPlan) -> dict[str, Any]:
 def model_dict(r: ModelRow) -> dict[str, Any]:
     gap = r.gap
     return {
-        "model": r.model, "rank": r.rank, "flag": r.flag, "score": interval_dict(r.common) if r.rank else None,
+        "model": r.model, "rank": r.rank, "tied": r.tied, "flag": r.flag,
+        "score": interval_dict(r.common) if r.rank else None,
         "unranked": r.unranked, "order_note": r.order_note, "coverage_paradox": r.paradox,
         "weighted": interval_dict(r.weighted) if r.weighted else None,
         "quality": interval_dict(r.quality), "coverage": _num(r.coverage), "planned": r.planned,
@@ -287,9 +290,14 @@ def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dic
         notes.append(f"Pairwise decisions are Holm-adjusted over all {plural(len(decisions), 'pair')} of models.")
     if results.clusters is not None:
         clusters = int(np.unique(results.clusters[results.working]).size)
-        notes.append(f"Intervals resample {clusters} clusters (by {results.cluster_by}), not cases: cases that share "
-                     "a passage or template are not independent evidence. Pairs also give the clustered standard "
-                     "error.")
+        notes.append(f"Every interval rests on {clusters} clusters (by {results.cluster_by}), not cases: cases that "
+                     "share a passage or template are not independent evidence. Intervals (leaderboard, pairs, "
+                     "strata and tags, weighted, sealed gap) are t intervals on the clustered standard error with "
+                     "clusters − 1 degrees of freedom (clusters − strata for the weighted score and the sealed gap); "
+                     "the resampled differences of a pair resample clusters. Macro-F1 and failure-mode shares "
+                     "are over cases and calls, not clusters.")
+        if clusters < FEW_CLUSTERS:
+            notes.append(f"few clusters ({clusters}, under {FEW_CLUSTERS}): the interval is approximate.")
     if any(r.weighted for r in rows):
         notes.append(f"weighted: each stratum's score weighted by its production share ({_weights(results)}) "
                      "instead of its share of the case file; it differs from the sample score when the file "
@@ -351,7 +359,7 @@ def row_from_dict(m: dict[str, Any]) -> ModelRow:
         cost_per_answered=m["cost_per_answered"], latency_p50=m["latency_ms"]["p50"],
         latency_p95=m["latency_ms"]["p95"], latency_p99=m["latency_ms"]["p99"], ttft_p50=m["ttft_ms"]["p50"],
         ttft_p95=m["ttft_ms"]["p95"], sealed=_interval(m["sealed"]), on_cost_front=m["on_cost_front"],
-        on_latency_front=m["on_latency_front"], rank=m.get("rank"),
+        on_latency_front=m["on_latency_front"], rank=m.get("rank"), tied=bool(m.get("tied")),
         common=_interval(m.get("score")), unranked=m.get("unranked"), order_note=m.get("order_note"),
         paradox=m.get("coverage_paradox"), weighted=_interval(m["weighted"]) if m.get("weighted") else None)
 
@@ -658,7 +666,7 @@ th{background:#f3f3f3}td:nth-child(2),th:nth-child(2){text-align:left}
 pre{background:#f6f6f6;padding:1em;overflow:auto}svg{border:1px solid #ddd;background:#fff}
 svg.frontier{display:block;max-width:100%;height:auto}.wide{overflow-x:auto;max-width:100%}
 li,p{overflow-wrap:anywhere}
-.front{fill:#0a6b2d}.dot{fill:#888}
+.front{fill:#0a6b2d}.dot{fill:#888}.muted{fill:#ddd;stroke:#bbb}.muted-label{fill:#aaa}
 .warn{border-left:4px solid #b36b00;background:#fff6e5;padding:.25em 1em;margin:1em 0}
 .eliminated{color:#a1261b;font-weight:600}.contender{color:#0a6b2d;font-weight:600}
 table.names td,table.names th{text-align:right}table.names td:first-child,table.names th:first-child,table.text td,
@@ -691,9 +699,12 @@ def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:
     return [lo + (hi - lo) * i / n for i in range(n + 1)]
 
 
-def _scatter(points: list[tuple[str, float, float, bool]], x_label: str, x_fmt: Callable[[float], str]) -> str:
+def _scatter(points: list[tuple[str, float, float, bool]], x_label: str, x_fmt: Callable[[float], str],
+             muted: dict[str, str] | None = None) -> str:
     """An inline SVG scatter of quality (y) against a cost (x), the Pareto front filled, ticked axes. A label
-    starts right of its point in the left half and ends left of it in the right half, so it stays inside."""
+    starts right of its point in the left half and ends left of it in the right half, so it stays inside. `muted`
+    (model -> why: eliminated, not enough evidence) are drawn greyed with why, never as a front point."""
+    muted = muted or {}
     if not points:
         return "<p>No model has both figures.</p>"
     w, h = SVG_W, SVG_H
@@ -718,9 +729,12 @@ def _scatter(points: list[tuple[str, float, float, bool]], x_label: str, x_fmt: 
 
     mid = (left + w - right) / 2
     dots = "".join(
-        f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" class="{"front" if front else "dot"}"/>'
-        f'<text class="label" x="{sx(x) + (8 if sx(x) < mid else -8):.1f}" y="{sy(y) - 7:.1f}" font-size="11" '
-        f'text-anchor="{"start" if sx(x) < mid else "end"}">{_h(name)}</text>'
+        f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" '
+        f'class="{"muted" if name in muted else "front" if front else "dot"}"/>'
+        f'<text class="{"label muted-label" if name in muted else "label"}" '
+        f'x="{sx(x) + (8 if sx(x) < mid else -8):.1f}" y="{sy(y) - 7:.1f}" font-size="11" '
+        f'text-anchor="{"start" if sx(x) < mid else "end"}">{_h(name)}'
+        f'{_h(f" ({muted[name]})") if name in muted else ""}</text>'
         for name, x, y, front in points)
     ticks = "".join(
         f'<line x1="{sx(v):.1f}" y1="{h - bottom}" x2="{sx(v):.1f}" y2="{h - bottom + 5}" stroke="#999"/>'
@@ -858,8 +872,8 @@ def html_conditions(conditions: Sequence[dict[str, Any]]) -> str:
             + "".join(f"<li>{_h(c['text'])}</li>" for c in conditions) + "</ul></div>")
 
 
-AT_LOAD_HEAD = ("model", "quality", "p95 ms", "errors", "429s", "goodput", "$/correct", "95% CI", "p50 ms", "p99 ms",
-                "TTFT p50", "TTFT p95", "timeouts", "offered/s", "achieved/s", "front", "load run", "flag")
+AT_LOAD_HEAD = ("model", "quality", "p95 ms (95% CI), n", "errors", "429s", "goodput", "$/correct", "95% CI", "p50 ms",
+                "p99 ms", "TTFT p50", "TTFT p95", "timeouts", "offered/s", "achieved/s", "front", "load run", "flag")
 """What decides first (quality beside p95, errors and 429s at the target) on the left: on a phone the rest scrolls
 sideways."""
 
@@ -867,8 +881,20 @@ sideways."""
 def at_load_words(section: dict[str, Any]) -> str:
     return (f"Each model's sweep quality and cost per correct case beside its load run at the target load, "
             f"{section['target']}: latencies and TTFT from schedule (what a user arriving then waited), error, "
-            "timeout and 429 shares at that rate, goodput under the load run's SLO. The front is quality against "
-            "p95 at the target load.")
+            "timeout and 429 shares at that rate, goodput under the load run's SLO. p95 carries a distribution-free "
+            f"95% interval and its n (answered requests); under {MIN_ANSWERED} it is not enough evidence and stays "
+            "off the front. The front is quality against p95 at the target load, among the candidates not "
+            "eliminated.")
+
+
+def _p95_cell(r: dict[str, Any]) -> str:
+    """p95 at load with its interval and n, or "not enough evidence" beside its n."""
+    p95, n = r["latency_ms"]["p95"], r.get("answered")
+    if r.get("p95_evidence"):
+        return f"{ms(p95)}, n {n}: not enough evidence" if p95 is not None else f"n {n}: not enough evidence"
+    lo, hi = r.get("p95_low"), r.get("p95_high")
+    band = f" ({ms(lo)}–{ms(hi)})" if lo is not None and hi is not None else ""
+    return f"{ms(p95)}{band}, n {n}" if n is not None else ms(p95)
 
 
 def at_load_rows(section: dict[str, Any]) -> list[list[str]]:
@@ -881,7 +907,7 @@ def at_load_rows(section: dict[str, Any]) -> list[list[str]]:
             continue
         lat, ttft = r["latency_ms"], r["ttft_ms"]
         goodput = "no SLO" if r["goodput_share"] is None else f"{pct(r['goodput_share'])} ({r['slo']})"
-        out.append([r["model"], quality, ms(lat["p95"]), pct(r["error_share"], decimals=1),
+        out.append([r["model"], quality, _p95_cell(r), pct(r["error_share"], decimals=1),
                     pct(r["rate_limited_share"], decimals=1), goodput, *sweep, ms(lat["p50"]), ms(lat["p99"]),
                     ms(ttft["p50"]), ms(ttft["p95"]), pct(r["timeout_share"], decimals=1), _f(r["offered_rate"], 2),
                     _f(r["achieved_rate"], 2), "yes" if r["on_front"] else "", r["load_run"], r["flag"] or ""])
@@ -928,7 +954,9 @@ def html_at_load(section: dict[str, Any]) -> str:
                                       for r in flagged) + "</ul>")
     parts.append(_scatter([(r["model"], r["latency_ms"]["p95"], r["quality"], r["on_front"]) for r in section["rows"]
                            if r["load_run"] and r["latency_ms"]["p95"] is not None and r["quality"] is not None],
-                          "p95 latency from schedule at the target load, ms", ms))
+                          "p95 latency from schedule at the target load, ms", ms,
+                          {r["model"]: "eliminated" if r.get("eliminated") else f"n {r['answered']}: not enough "
+                           "evidence" for r in section["rows"] if r.get("eliminated") or r.get("p95_evidence")}))
     series = _series_lines(section)
     if series:
         parts.append("<p>Repeated load runs (the same profile at different times):</p><ul>"

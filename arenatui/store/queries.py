@@ -19,7 +19,7 @@ import numpy as np
 from arenatui.engine.events import JUDGE_LANE_PREFIX, VARIANT_SEP, lane_key, split_lane
 from arenatui.errors import PlanError
 from arenatui.judge_sample import judge_sample
-from arenatui.stats.items import LatencySample, RunResults
+from arenatui.stats.items import LatencySample, RunResults, VariantCells
 
 if TYPE_CHECKING:
     from arenatui.stats.variants import VariantResults
@@ -420,12 +420,31 @@ def read_plan_results(store: Store, plan: RunPlan, *, latency: bool = True,
     # (≈ 0.5 s for 1,000,000 calls; a thread beside the GROUP BY measured no faster: both build Python objects).
     lat = {m: latency_sample(store.conn, run_id, m) for m in models} if latency else {}
     return RunResults(
-        run_id=run_id, models=models, cases=case_ids, trials=plan.calls_per_case,
+        run_id=run_id, models=models, cases=case_ids, trials=plan.trials, by_variant=_variant_cells(store, plan),
         strata=tuple(c.stratum for c in plan.cases), tags=tuple(c.tags for c in plan.cases),
         sealed=np.array([c.sealed for c in plan.cases], dtype=bool), calls=calls, scored=scored, unscored=unscored,
         score_sum=score_sum, passed=passed, cost=cost, tokens=tokens, attempts=attempts, unscored_cost=unscored_cost,
         unscored_tokens=unscored_tokens, errors=errors, latency=lat, weights=dict(plan.strata_weights),
         case_clusters=tuple(c.cluster for c in plan.cases)).clustered_by(cluster_by)
+
+
+def _variant_cells(store: Store, plan: RunPlan) -> VariantCells | None:
+    """Per (model, variant, case): scored calls, their scores' sum and passes (None without prompt variants)."""
+    if not plan.variants:
+        return None
+    models, variants, case_ids = plan.models, plan.variant_names, tuple(c.id for c in plan.cases)
+    mi, vi, ci = ({k: i for i, k in enumerate(keys)} for keys in (models, variants, case_ids))
+    scored = np.zeros((len(models), len(variants), len(case_ids)), np.int64)
+    score_sum = np.zeros(scored.shape)
+    passed = np.zeros(scored.shape, np.int64)
+    for mk, v, cid, n, total, p in store.conn.execute(
+            f"SELECT model_key, variant, case_id, SUM({SCORED}), TOTAL(CASE WHEN {SCORED} THEN score END), "
+            f"SUM(CASE WHEN {SCORED} THEN passed ELSE 0 END) FROM results WHERE run_id = ? AND {_FINAL} "
+            "GROUP BY model_key, variant, case_id", (plan.record.run_id,)):
+        if mk in mi and v in vi and cid in ci:
+            at = (mi[mk], vi[v], ci[cid])
+            scored[at], score_sum[at], passed[at] = n, total, p
+    return VariantCells(variants, dict(plan.variants), scored, score_sum, passed)
 
 
 def variant_results(store: Store, plan: RunPlan) -> VariantResults | None:

@@ -97,6 +97,22 @@ def build_messages(model: ModelConfig, defaults: Defaults, case: Case) -> tuple[
     return tuple(msgs)
 
 
+MAX_TOKENS_PER_CALL = 100_000_000
+"""The most tokens one call's prompt or answer is believed to hold: a count above it is a server's or a solver's
+bug (10**30 stopped the results writer once: SQLite holds 64-bit integers), so it is estimated instead."""
+
+
+def usage_count(value: object) -> int | None:
+    """A token count as a provider or a solver reported it, or None (then estimated, and the result marked so)
+    when it is missing or no sane count: not a whole non-negative number of at most MAX_TOKENS_PER_CALL (a bool,
+    a string, NaN, infinity, a negative or absurd number). The one check of usage at the provider boundary."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not (0 <= value <= MAX_TOKENS_PER_CALL):  # False for NaN too
+        return None
+    return int(value)
+
+
 def estimate_tokens(text: str) -> int:
     """A rough token count (about four characters a token) for when a server reports none."""
     return max(1, (len(text) + 3) // 4)

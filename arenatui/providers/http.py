@@ -34,7 +34,7 @@ from arenatui.errors import (
     TerminalError,
     TransientError,
 )
-from arenatui.providers.base import Completion, Request, estimate_tokens
+from arenatui.providers.base import Completion, Request, estimate_tokens, usage_count
 from arenatui.providers.transports import Wire, WireResponse, open_wire, resolve
 from arenatui.redact import redact_urls_in_text, scrub, url_credentials
 from arenatui.safe_text import one_line
@@ -380,9 +380,7 @@ def json_object(data: str | bytes, what: str) -> dict[str, Any]:
 
 def as_int(v: object) -> int | None:
     """A token count from a server, or None when it is missing or not a sane whole number."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-        return None
-    return int(v)
+    return usage_count(v)
 
 
 def usage_or_estimate(text: str, messages: Iterable[Mapping[str, str]], input_tokens: int | None,

@@ -25,6 +25,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
+import math
+import numbers
 import time
 import traceback
 import types
@@ -36,7 +38,7 @@ from anyio.lowlevel import RunVar
 
 from arenatui.config.schema import ModelConfig, RunSettings
 from arenatui.errors import ProviderError, SolverFailed, SolverMisuse
-from arenatui.providers.base import Completion, Request, estimate_tokens
+from arenatui.providers.base import Completion, Request, estimate_tokens, usage_count
 from arenatui.threads import in_daemon_thread
 
 
@@ -144,12 +146,23 @@ def completion(out: object, request: SolverRequest, started: float) -> Completio
         return Completion(out, _prompt_tokens(request), estimate_tokens(out), "stop", None, True)
     out = as_answer(out)
     if isinstance(out, Answer) and isinstance(out.text, str):
-        estimated = out.input_tokens is None or out.output_tokens is None
-        return Completion(out.text,
-                          _prompt_tokens(request) if out.input_tokens is None else int(out.input_tokens),
-                          estimate_tokens(out.text) if out.output_tokens is None else int(out.output_tokens),
-                          "stop", out.ttft_s, estimated, None, None, float(out.cost) if out.cost else None)
+        # the checks HTTP usage gets (usage_count): a count that is no sane whole number is estimated, and marked
+        given_in, given_out = usage_count(out.input_tokens), usage_count(out.output_tokens)
+        estimated = given_in is None or given_out is None
+        return Completion(out.text, _prompt_tokens(request) if given_in is None else given_in,
+                          estimate_tokens(out.text) if given_out is None else given_out,
+                          "stop", out.ttft_s, estimated, None, None, _cost(out.cost))
     raise SolverFailed(f"the solver returned {type(out).__name__}; expected a string or arenatui.Answer")
+
+
+def _cost(cost: object) -> float | None:
+    """The spend a solver reported, in dollars; SolverFailed naming it when it is no finite number >= 0 (NaN could
+    never be stored, so the call came back on every resume; infinity or a negative sum made the run's spend one)."""
+    if cost is None:
+        return None
+    if isinstance(cost, bool) or not isinstance(cost, numbers.Real) or not 0.0 <= float(cost) < math.inf:
+        raise SolverFailed(f"the solver reported cost={cost!r}; expected a finite number of dollars, 0 or more")
+    return float(cost) or None
 
 
 def as_answer(out: object) -> object:

@@ -6,6 +6,7 @@ TerminalError (arenatui.errors) and the engine decides.
 
 from __future__ import annotations
 
+import numbers
 from typing import NamedTuple, Protocol
 
 from arenatui.config.schema import Case, Defaults, ModelConfig
@@ -93,7 +94,9 @@ def build_messages(model: ModelConfig, defaults: Defaults, case: Case) -> tuple[
     else:
         if system and not any(m["role"] == "system" for m in given):
             msgs.append({"role": "system", "content": system})
-        msgs.extend(given)
+        # copies: a chat case's dicts are shared by every model and trial, and a solver editing its request's
+        # messages in place changed every later prompt (a dict copy per message: only chat cases pay it)
+        msgs.extend([m.copy() for m in given])
     return tuple(msgs)
 
 
@@ -106,7 +109,7 @@ def usage_count(value: object) -> int | None:
     """A token count as a provider or a solver reported it, or None (then estimated, and the result marked so)
     when it is missing or no sane count: not a whole non-negative number of at most MAX_TOKENS_PER_CALL (a bool,
     a string, NaN, infinity, a negative or absurd number). The one check of usage at the provider boundary."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy's integers and floats are Real
         return None
     if not (0 <= value <= MAX_TOKENS_PER_CALL):  # False for NaN too
         return None

@@ -184,6 +184,8 @@ def solver_request(request: Request) -> SolverRequest:
     variant = request.model.variant
     if variant is not None and request.judge is None:  # a prompt variant's lane: the case as the variant asks it
         text = variant.applied(case.input)
+    elif not isinstance(text, str):  # the case's own chat messages: this solver's copy (see build_messages)
+        text = tuple(m.copy() for m in text)
     return SolverRequest(text, request.messages, request.max_tokens, request.temperature, request.system,
                          case.id, request.trial, request.attempt)
 

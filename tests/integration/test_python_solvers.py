@@ -537,3 +537,32 @@ def test_a_solver_that_edits_its_messages_in_place_changes_no_other_models_promp
     assert len(seen) == 6
     assert {text for _key, text in seen} == {"original question"}, seen
     assert chat[1]["content"] == "original question"  # the project's own case is untouched too
+
+
+ODD_RETURNS = '''
+import arenatui
+
+class Shout(str):
+    pass
+
+def make(ctx):
+    def solve(req):
+        if req.input == "sub":
+            return Shout("ok")
+        return arenatui.Answer(Shout("ok"))
+    return solve
+'''
+
+
+def test_a_process_solver_returning_a_str_subclass_is_its_solver_error_naming_the_type(tmp_path: Path) -> None:
+    """The worker pickled the subclass and the parent could not unpickle it (its module is loaded under another name
+    there): `terminal: ModuleNotFoundError`. Now it is that call's solver_error, naming the type (item 21)."""
+    project = _toml_project(
+        tmp_path, 'key = "proc"\nprovider = "python"\nfactory = "oddsolver:make"\nconcurrency = "process"\n'
+                  'processes = 1', [("a", "sub"), ("b", "answer")])
+    (tmp_path / "oddsolver.py").write_text(ODD_RETURNS)
+    r = arenatui.bench(project, db=tmp_path / "r.db")
+    rows = {row[0]: row for row in _rows(r.db, r.run_id)}
+    for case in "ab":
+        assert rows[case][3] == "solver_error", rows[case]
+        assert "Shout" in rows[case][4] and "str subclass" in rows[case][4], rows[case]

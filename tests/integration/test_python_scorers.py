@@ -195,3 +195,52 @@ def test_ctrl_c_ends_a_sweep_at_once_while_a_scorer_never_returns(tmp_path: Path
             p.wait()
     assert p.returncode == 130, err
     assert "Traceback" not in err and "Resume with" in err
+
+
+# --- issue 34 items 15 and 20: the returned value is read inside the timed call; numpy and Decimal are numbers -----
+
+def test_a_returned_object_whose_conversion_hangs_is_a_scoring_error_after_the_timeout(tmp_path: Path) -> None:
+    """Its float(), repr() or len() ran outside the timed thread: an object whose __float__ never returns hung the
+    sweep. Now the value is made plain inside the timed call."""
+    import threading
+
+    body = ("    class Stuck(float):\n"
+            "        def __float__(self):\n"
+            "            threading.Event().wait()\n"
+            "        def __repr__(self):\n"
+            "            threading.Event().wait()\n"
+            "    return (Stuck(0.5), True)\n")
+    s = scorer(tmp_path, body, timeout_s=0.2)
+    box: list[BaseException | None] = []
+
+    def go() -> None:
+        try:
+            s.score("yes", CASE)
+            box.append(None)
+        except BaseException as e:
+            box.append(e)
+
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    t.join(60)  # generous: a busy machine; hung for good before the fix
+    assert box, "scoring hung past its timeout"
+    assert isinstance(box[0], ScoringError) and "gave no verdict within 0.2s" in str(box[0])
+
+
+@pytest.mark.parametrize(("body", "want"), [
+    ("    import numpy as np\n    return np.isclose(1.0, 1.0)\n", (1.0, True)),
+    ("    import numpy as np\n    return np.bool_(False)\n", (0.0, False)),
+    ("    import numpy as np\n    return np.float32(0.5)\n", (0.5, False)),
+    ("    import numpy as np\n    return (np.float64(0.75), np.bool_(True))\n", (0.75, True)),
+    ("    from decimal import Decimal\n    return Decimal('0.25')\n", (0.25, False)),
+    ("    from fractions import Fraction\n    return Fraction(1, 1)\n", (1.0, True)),
+])
+def test_numpy_scalars_and_decimals_are_scores(tmp_path: Path, body: str, want: tuple[float, bool]) -> None:
+    got = scorer(tmp_path, body).score("yes", CASE)
+    assert (got.value, got.passed) == want
+
+
+def test_a_value_of_another_type_is_named_by_its_real_type(tmp_path: Path) -> None:
+    body = "    import numpy as np\n    return np.array([1.0])\n"
+    with pytest.raises(ScoringError, match=r"returned numpy\.ndarray; expected a number from 0 to 1"):
+        scorer(tmp_path, body).score("yes", CASE)

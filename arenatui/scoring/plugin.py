@@ -18,6 +18,7 @@ contradicts its score).
 
 from __future__ import annotations
 
+import contextlib
 import decimal
 import importlib
 import importlib.util
@@ -25,9 +26,11 @@ import math
 import numbers
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from arenatui.safe_text import printable
 
 UserScorer = Callable[[Any, str], Any]
 
@@ -41,6 +44,26 @@ class PluginProblem(ValueError):
 
 class PluginFailed(Exception):
     """One call of the function gave no score (it raised, it ran past its timeout, it returned no score)."""
+
+
+SLOW_IMPORT_S = 1.0
+"""After this long importing a user's module, one line on stderr names it: a module that hangs at import (a
+model download, a lock, a loop) otherwise held the start silently."""
+
+
+@contextlib.contextmanager
+def said_if_slow(what: str) -> Iterator[None]:
+    """Import `what` in this (the main) thread, so Ctrl-C interrupts it as ever; a timer thread says which module
+    it is once SLOW_IMPORT_S has passed."""
+    timer = threading.Timer(SLOW_IMPORT_S, lambda: print(
+        f"arena: still importing {printable(what, newlines=False)} after {SLOW_IMPORT_S:g} s; Ctrl-C stops",
+        file=sys.stderr, flush=True))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def load_function(spec: str, project_dir: Path | None) -> UserScorer:
@@ -61,14 +84,16 @@ def load_function(spec: str, project_dir: Path | None) -> UserScorer:
                 module = importlib.util.module_from_spec(loader_spec)
                 sys.modules[unique] = module
                 try:
-                    loader_spec.loader.exec_module(module)
+                    with said_if_slow(f"{candidate} (for {spec!r})"):
+                        loader_spec.loader.exec_module(module)
                 except (Exception, SystemExit) as e:  # a KeyboardInterrupt here may be a real Ctrl-C: it goes on
                     del sys.modules[unique]
                     raise PluginProblem(f"{candidate} failed to import: {type(e).__name__}: {e}") from None
                 break
     if module is None:
         try:
-            module = importlib.import_module(mod_name)
+            with said_if_slow(f"module {mod_name!r} (for {spec!r})"):
+                module = importlib.import_module(mod_name)
         except ImportError as e:
             where = f" in {project_dir} or" if project_dir is not None else ""
             raise PluginProblem(f"module {mod_name!r} was not found{where} among installed packages ({e})") from None

@@ -244,3 +244,45 @@ def test_a_value_of_another_type_is_named_by_its_real_type(tmp_path: Path) -> No
     body = "    import numpy as np\n    return np.array([1.0])\n"
     with pytest.raises(ScoringError, match=r"returned numpy\.ndarray; expected a number from 0 to 1"):
         scorer(tmp_path, body).score("yes", CASE)
+
+
+# --- issue 34 item 18: a module that hangs at import is named, and Ctrl-C ends the wait ---------------------------
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_scorer_module_that_hangs_at_import_is_named_and_ctrl_c_ends_it(tmp_path: Path) -> None:
+    import queue
+    import threading
+
+    (tmp_path / "grading.py").write_text("import time\nwhile True:\n    time.sleep(0.05)\n\n"
+                                         "def grade(case, output):\n    return True\n")
+    project = tmp_path / "arena.toml"
+    project.write_text(PROJECT.format(timeout=5))
+    env = {**os.environ, "ARENATUI_HOME": str(tmp_path / "home")}
+    p = subprocess.Popen([sys.executable, "-m", "arenatui", "evaluate", "-p", str(project), "--db",
+                          str(tmp_path / "r.db"), "--quiet", "--no-report"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path, start_new_session=True)
+    lines: queue.Queue[str] = queue.Queue()
+    assert p.stderr is not None
+    threading.Thread(target=lambda: [lines.put(ln) for ln in p.stderr], daemon=True).start()  # type: ignore[union-attr]
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not any("grading.py" in ln for ln in seen):
+            assert time.monotonic() < deadline, f"no line named the module being imported: {seen}"
+            try:
+                seen.append(lines.get(timeout=0.5))
+            except queue.Empty:
+                assert p.poll() is None, seen
+        os.killpg(p.pid, signal.SIGINT)
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    time.sleep(0.1)
+    while not lines.empty():
+        seen.append(lines.get())
+    text = "".join(seen)
+    assert "still importing" in text and "Ctrl-C" in text, text
+    assert p.returncode == 130, text
+    assert "Traceback" not in text

@@ -320,3 +320,15 @@ def test_merge_refuses_an_output_that_is_no_regular_file(tmp_path: Path, capsys:
         assert "is not a regular file" in " ".join(err.split()) and "Traceback" not in err, err
     assert [p.exists() for p in leftovers] == already  # SQLite never opened /dev/null (as root it left a journal)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("pipe")) == ["pipe"]
+
+
+# ---- issue 34 item 23: a reserved run id is refused ---------------------------------------------------------------
+
+@pytest.mark.parametrize("rid", ["last", "LAST"])
+def test_a_run_id_that_names_no_run_is_refused(tmp_path: Path, rid: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--run-id last` was accepted, and the run could never be addressed afterwards ('last' means the newest)."""
+    assert main(["evaluate", "-p", str(_project(tmp_path)), "--run-id", rid, "--db", str(tmp_path / "r.db"), "-q",
+                 "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert "reserved" in err and "Traceback" not in err
+    assert not (tmp_path / "r.db").exists() or Store(tmp_path / "r.db").list_runs() == []

@@ -38,7 +38,15 @@ from arenatui.config.schema import (
     Terms,
 )
 from arenatui.errors import ConfigError
-from arenatui.limits import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_NESTING, MAX_RPM, MAX_SOLVER_PROCESSES, MAX_TRIALS
+from arenatui.limits import (
+    MAX_ANSWER_CHARS_LIMIT,
+    MAX_ATTEMPTS,
+    MAX_CONCURRENCY,
+    MAX_NESTING,
+    MAX_RPM,
+    MAX_SOLVER_PROCESSES,
+    MAX_TRIALS,
+)
 from arenatui.providers.registry import provider_names, provider_spec
 from arenatui.redact import REDACTED, redact_url
 from arenatui.scoring.registry import JudgeSettings, scorer_kind, scorer_kinds
@@ -848,6 +856,7 @@ def project_from_dict(raw: Mapping[str, Any], file: Path,
         trials=rt.integer("trials", d.trials, lo=1, hi=MAX_TRIALS) or 1,
         seed=rt.integer("seed", d.seed) or 0,
         keep_sealed_outputs=rt.boolean("keep_sealed_outputs", d.keep_sealed_outputs),
+        max_answer_chars=rt.integer("max_answer_chars", None, lo=1, hi=MAX_ANSWER_CHARS_LIMIT),
         allow_code_exec=rt.boolean("allow_code_exec", False),
         max_concurrency_per_case=rt.integer("max_concurrency_per_case", None, lo=1, hi=MAX_CONCURRENCY),
         repair=_read_repair(rt),

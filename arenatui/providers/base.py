@@ -116,6 +116,27 @@ def usage_count(value: object) -> int | None:
     return int(value)
 
 
+MAX_ANSWER_CHARS = 4_000_000
+"""The most characters of one response kept by default ([run] max_answer_chars): about 4 MB of text, far past any
+answer a benchmark scores; a 200 MB answer was stored whole (800 MB RSS in evaluate, 1.4 GB in a CSV export)."""
+ANSWER_CAP = "answer_cap"
+"""The finish_reason of an answer cut at the cap (its failure mode: truncated)."""
+
+
+def cut_answer(kept: str, real_chars: int, cap: int) -> str:
+    """An answer cut at `cap` characters, marked at its end with its real size (what a reader of the stored answer
+    and the scorer see)."""
+    return f"{kept[:cap]}\n[arenatui: answer cut at {cap:,} of its {real_chars:,} characters ([run] max_answer_chars)]"
+
+
+def capped(comp: Completion, cap: int) -> Completion:
+    """A whole answer (a non-streamed body, a solver's return) held to `cap` characters, as StreamReader.add_text
+    holds a stream's."""
+    if len(comp.text) <= cap:
+        return comp
+    return comp._replace(text=cut_answer(comp.text, len(comp.text), cap), finish_reason=ANSWER_CAP)
+
+
 def estimate_tokens(text: str) -> int:
     """A rough token count (about four characters a token) for when a server reports none."""
     return max(1, (len(text) + 3) // 4)

@@ -111,9 +111,10 @@ def usage_count(value: object) -> int | None:
     a string, NaN, infinity, a negative or absurd number). The one check of usage at the provider boundary."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy's integers and floats are Real
         return None
-    if not (0 <= value <= MAX_TOKENS_PER_CALL):  # False for NaN too
+    number = float(value)
+    if not (0 <= number <= MAX_TOKENS_PER_CALL):  # False for NaN too
         return None
-    return int(value)
+    return int(number)
 
 
 MAX_ANSWER_CHARS = 4_000_000

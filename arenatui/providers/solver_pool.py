@@ -71,6 +71,13 @@ def _load(target: Target) -> Any:
     return obj
 
 
+def _number(v: Any) -> Any:
+    """A count or a price as a plain int or float (a numpy number, a Fraction); anything else as it is."""
+    if v is None or type(v) in (int, float) or isinstance(v, bool) or not isinstance(v, numbers.Real):
+        return v
+    return float(v)
+
+
 def _reply(out: Any) -> tuple[str, Any]:
     """What a worker sends back: plain types only. An object of a class from the solver's module (a str subclass)
     cannot be unpickled in the parent, where that module may not be importable: said as what the solver returned."""
@@ -86,10 +93,9 @@ def _reply(out: Any) -> tuple[str, Any]:
         return "returned", odd(out)
     if type(out.text) is not str:
         return "returned", f"arenatui.Answer whose text is {odd(out.text)}"
-    fields = [v if v is None or type(v) in (int, float) else float(v) if isinstance(v, numbers.Real) else v
-              for v in out[1:]]
+    fields: list[Any] = [_number(v) for v in out[1:]]
     for name, v in zip(Answer._fields[1:], fields, strict=True):
-        if v is not None and type(v) not in (int, float):
+        if v is not None and type(v) not in (int, float, bool):
             return "returned", f"arenatui.Answer whose {name} is {odd(v)}"
     return "ok", Answer(out.text, *fields)
 

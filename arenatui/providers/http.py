@@ -436,18 +436,19 @@ class StreamReader:
         self.done = False
         self.max_chars = MAX_ANSWER_CHARS
         """The most characters kept ([run] max_answer_chars): the rest is counted, not kept."""
-        self.kept_chars = 0
-        self.real_chars = 0
+        self.received_chars = 0
 
     def add_text(self, text: str) -> None:
         if text:
             if self.ttft_s is None:
                 self.ttft_s = time.monotonic() - self.sent
-            self.real_chars += len(text)
-            if self.kept_chars < self.max_chars:
-                text = text[:self.max_chars - self.kept_chars]
-                self.kept_chars += len(text)
+            n = self.received_chars = self.received_chars + len(text)
+            if n <= self.max_chars:  # one addition and one comparison a token below the cap
                 self.parts.append(text)
+            else:
+                room = self.max_chars - (n - len(text))
+                if room > 0:  # the piece that crosses the cap: what fits of it
+                    self.parts.append(text[:room])
 
     def on_event(self, ev: SSEEvent) -> None:
         raise NotImplementedError
@@ -483,10 +484,11 @@ class StreamReader:
                                              "marker (no finish reason, no final event)"))
         text = "".join(self.parts)
         i, o, est = usage_or_estimate(text, self.request.messages, self.input_tokens, self.output_tokens)
-        if self.real_chars > self.kept_chars:  # cut: an estimate counts what was generated, not what was kept
+        if self.received_chars > self.max_chars:  # cut: an estimate counts what was generated, not what was kept
             if self.output_tokens is None:
-                o = (self.real_chars + 3) // 4  # estimate_tokens' rule, over every character received
-            return Completion(cut_answer(text, self.real_chars, self.max_chars), i, o, ANSWER_CAP, self.ttft_s, est)
+                o = (self.received_chars + 3) // 4  # estimate_tokens' rule, over every character received
+            return Completion(cut_answer(text, self.received_chars, self.max_chars), i, o, ANSWER_CAP, self.ttft_s,
+                              est)
         return Completion(text=text, input_tokens=i, output_tokens=o, finish_reason=self.finish_reason or "stop",
                           ttft_s=self.ttft_s, tokens_estimated=est)
 

@@ -91,6 +91,8 @@ def test_a_trace_that_is_no_regular_file_is_refused_before_any_read(tmp_path: Pa
     import os
 
     path = special
+    if special == "/dev/stdin" and os.path.isfile(special):  # stdin redirected from a file is a regular file
+        pytest.skip("stdin is a regular file here")
     if special == "fifo":
         path = str(tmp_path / "fifo")
         os.mkfifo(path)  # opening it to read would block for good: refused before any open

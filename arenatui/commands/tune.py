@@ -141,6 +141,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.write is None:
         return 0
     from arenatui.commands.tune_budgets import parse_settings, writable
+    from arenatui.tuning.budgets import below_floor
 
     chosen = parse_settings(args.write)
     tokens, timeout, skipped = writable(budgets, chosen)
@@ -155,12 +156,20 @@ def cmd_tune(args: argparse.Namespace) -> int:
     run = {"timeout_s": timeout} if timeout is not None else None
     for why in skipped:
         out.print(why, markup=False)
+    if "concurrency" in chosen and not optima and (settings or run is not None):
+        # as the README says: with no optimum at all nothing is written (the other settings neither) and exit 1
+        out.print("wrote nothing: no model has a measured optimum (write max_tokens or timeout_s alone with "
+                  "--write max_tokens,timeout_s)", markup=False)
+        return 1
     if not settings and run is None:
         out.print("wrote nothing: no recommendation rests on enough evidence", markup=False)
         return 1
     written = write_model_settings(args.project, settings, run)
     what = [f"{name} for {k}" for k, kv in settings.items() for name in kv] + (["[run] timeout_s"] if run else [])
     out.print(f"wrote {', '.join(what)} into {written.describe()}", markup=False)
+    floor = below_floor(timeout) if timeout is not None else None
+    if floor is not None:  # never a timeout measured on answers faster than hosted calls without saying so
+        out.print(floor, markup=False)
     return 0
 
 

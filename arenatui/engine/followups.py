@@ -5,13 +5,14 @@ call ended (`after`); the runner queues what they decide and emits their events.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 from arenatui.config.schema import Case, Defaults, Repair, ScorerConfig
 from arenatui.engine.call import Call, Results
 from arenatui.engine.chains import Chains
-from arenatui.engine.events import CallFinished, CallResult, Event, JudgeFinished, StepFinished
+from arenatui.engine.events import CallFinished, CallResult, CallStarted, Event, JudgeFinished, StepFinished
 from arenatui.engine.judging import JudgeJob
 from arenatui.engine.lanes import Escalation, Lane
 from arenatui.plan import Plan, judge_trial
@@ -23,9 +24,14 @@ Final = CallFinished
 
 
 class FollowUp(Protocol):
-    """A post-answer behaviour: picks up a resumed run's stored state, then hears how calls ended."""
+    """A post-answer behaviour: picks up a resumed run's stored state, says what that ends before any call, then
+    hears how calls ended (each its own `after`)."""
 
     def resumed(self, plan: Plan) -> None: ...
+
+    def at_start(self) -> list[Event]:
+        """What the resumed state ends before any call is made (a CallFinished per call of the plan it ends)."""
+        ...
 
 
 class NextStep(NamedTuple):
@@ -186,13 +192,23 @@ class Steps:
             self.final_at_start.append(merged(last, fu))
             plan.done.setdefault(lane.key, set()).add((case.id, trial))
 
+    def at_start(self) -> list[Event]:
+        """Calls whose last step was stored but not their result end now (watchers see each start and end)."""
+        out: list[Event] = []
+        for r in self.final_at_start:
+            now = time.monotonic()
+            out += (CallStarted(r.model_key, r.case_id, r.trial, r.attempts, now), CallFinished(r, now))
+        self.final_at_start.clear()
+        return out
+
 
 class Chained:
     """Chained cases: a dependent is queued on its lane (`ready`) once its parents passed, or ends unreachable."""
 
-    def __init__(self, plan: Plan, by_key: Mapping[str, Lane]) -> None:
+    def __init__(self, plan: Plan, by_key: Mapping[str, Lane], results: Results) -> None:
         self.chains = Chains(plan.cases)
         self.by_key = by_key
+        self.results = results
         self.unreachable_at_start: list[tuple[Lane, Case, int, str]] = []
 
     def resumed(self, plan: Plan) -> None:
@@ -209,6 +225,17 @@ class Chained:
                     lane.ready.append((case, trial))
                 else:
                     self.unreachable_at_start.append((lane, case, trial, why))
+
+    def at_start(self) -> list[Event]:
+        out: list[Event] = [self.unreachable(*u) for u in self.unreachable_at_start]
+        self.unreachable_at_start.clear()
+        return out
+
+    def unreachable(self, lane: Lane, case: Case, trial: int, why: str) -> CallFinished:
+        """A chained call that is not made: its parent did not pass (coverage as not run, never wrong)."""
+        now = time.monotonic()
+        return CallFinished(self.results.result(lane, case, trial, verdict.unreachable(why), None, 0, now, now, now,
+                                                time.time(), 0, 0), now)
 
     def after(self, r: CallResult) -> tuple[Lane | None, list[tuple[Case, str]]]:
         """A call of a case others depend on ended: its lane (the dependents it made ready are queued there), and
@@ -227,8 +254,12 @@ class Chained:
 
 
 class Judging:
-    """llm_judge cases: an answer in its scorer's sample is queued on its judge's lane; the judge's answer (or
-    failure) ends in one JudgeFinished, the verdict on the candidate."""
+    """llm_judge cases: an answer is stored at once as 'unscored' and, when the case is in its scorer's sample,
+    queued for its judge. Each judge model is a lane of its own (``judge:<key>``, plan.judge_lane) that shares the
+    workers, the judge model's provider, rate limiters and cap (a model that also answers has one count of calls at
+    its provider), and has retries, parking and timeouts like any model. A judge call ends in one JudgeFinished, the
+    verdict on the candidate. Judge lanes take work as candidates answer, so they are never exhausted while a
+    candidate call is still running."""
 
     def __init__(self, plan: Plan, by_key: Mapping[str, Lane], results: Results) -> None:
         self.judged = plan.judged_cases()
@@ -261,6 +292,17 @@ class Judging:
             lane.jobs.append(job)
             self.queued_at_start += 1
 
+    def at_start(self) -> list[Event]:
+        """Resumed answers that cannot be judged end judge_error at once (their judge is never asked)."""
+        out: list[Event] = []
+        for lane, job, why in self.unjudgeable:
+            now = time.monotonic()
+            call = Call(lane, job.case, judge_trial(job.model_index, job.trial, self.trials), job)
+            call.t0, call.started_wall = now, time.time()
+            out.append(self.failed(self.results.errored(call, "judge_error", why, now), job, now))
+        self.unjudgeable.clear()
+        return out
+
     def after(self, call: Call, comp: Completion, judged: tuple[ScorerConfig, str]) -> None:
         """A candidate answered a judged case: its judge lane has one more call to make."""
         mkey = call.lane.key
@@ -268,10 +310,6 @@ class Judging:
         assert jobs is not None
         jobs.append(JudgeJob(mkey, self.model_index[mkey], call.case, call.trial, comp.text, comp.finish_reason,
                              judged[0]))
-
-    def unjudgeable_call(self, lane: Lane, job: JudgeJob) -> Call:
-        """The judge call of a resumed answer that cannot be judged, to end at once."""
-        return Call(lane, job.case, judge_trial(job.model_index, job.trial, self.trials), job)
 
     def judged_by(self, call: Call, comp: Completion, ta: float, now: float) -> JudgeFinished:
         """The judge answered: its verdict on the candidate (unreadable is a judge_error, never a 0)."""

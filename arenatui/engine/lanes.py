@@ -4,6 +4,13 @@ A lane's work, in the order it is taken: an escalation step whose target has roo
 lane's queued answers, chained cases made ready (and repair steps), calls deferred for max_concurrency_per_case,
 then new calls from the plan. The scheduler is pure (no clock of its own, no anyio): the runner asks it for the
 next call at a time and tells it when calls end or back off.
+
+A call backing off between attempts holds no worker: it is parked in its lane's heap of calls due
+at a time, and the worker goes on with other work (one model told to wait 120 s used to hold every
+worker asleep while healthy models stood still). A due call goes before a new one of its model. A
+model's parked and in-flight calls together stay within its cap (or the global limit), so a model that is backing
+off does not keep opening new calls against its provider; its cap still means calls in flight at the
+provider, which parked calls are not.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ import dataclasses
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -288,3 +295,51 @@ class Scheduler:
         return not self.parked_n and all((lane.exhausted and not lane.ready and not lane.escalations)
                                          if lane.jobs is None else not lane.jobs
                                          for lane in self.lanes)
+
+
+async def apply_seeds(lanes: Sequence[Lane], seeds: Mapping[str, tuple[float, float]]) -> None:
+    """Start each model's rate limiters with the capacity already used in the last minute (`seeds`, per model
+    key: rpm, tpm; a resumed run's stored calls, `bucket_level`)."""
+    done: set[str] = set()
+    for lane in lanes:
+        key = lane.model.key
+        rpm_used, tpm_used = seeds.get(key, (0.0, 0.0))
+        if key in done or not (rpm_used or tpm_used):
+            continue
+        done.add(key)  # a model that is both a candidate and a judge has one set of limiters
+        if lane.rpm is not None and rpm_used > 0:
+            await lane.rpm.acquire(min(rpm_used, lane.rpm.max_rate))  # an empty bucket: immediate
+        if lane.tpm is not None and tpm_used > 0:
+            await lane.tpm.acquire(min(tpm_used, lane.tpm.max_rate))
+
+
+def roots(calls: Iterator[tuple[Case, int]]) -> Iterator[tuple[Case, int]]:
+    """A chained project's calls of cases that depend on none: the others are queued as their parents pass."""
+    return ((c, t) for c, t in calls if not c.depends_on)
+
+
+def calls_to_make(plan: Plan) -> int:
+    """The plan's calls not yet stored, counted exactly (`done` may hold keys of cases a filter left out)."""
+    case_ids = {c.id for c in plan.cases}
+    if plan.shard is not None:  # a shard's calls (counted once by the plan), less those of its own it has stored
+        return plan.shard_total() - sum(1 for m in plan.models for cid, t in plan.done.get(m.key, ())
+                                        if cid in case_ids and 0 <= t < plan.trials and plan.mine(m.key, cid, t))
+    n = 0
+    for m in plan.models:
+        done = plan.done.get(m.key, ())
+        n += len(plan.cases) * plan.trials - sum(1 for cid, t in done if cid in case_ids and 0 <= t < plan.trials)
+    return n
+
+
+def bucket_level(events: Iterable[tuple[float, float]], now: float, per_s: float) -> float:
+    """What a leaky bucket draining `per_s` a second holds at `now` after `events` (time, amount), in time order:
+    the capacity a rate limiter must start with to continue where an earlier session left off."""
+    level, last = 0.0, None
+    for t, amount in events:
+        if last is not None:
+            level = max(0.0, level - (t - last) * per_s)
+        level += amount
+        last = t
+    if last is not None:
+        level = max(0.0, level - (now - last) * per_s)
+    return level

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 import anyio
 
-from arenatui.engine.events import CallStarted, ErrorClass, Event
+from arenatui.engine.events import CallStarted, ErrorClass
 from arenatui.errors import ArenaError, AttemptTimedOut, ProviderError
 from arenatui.providers.base import Completion, JudgeTask, Provider, Request, build_messages, estimate_tokens
 from arenatui.scoring.judge import judge_messages
@@ -99,26 +99,31 @@ async def attempt(target: Target, request: Request, timeout_s: float, ta: float)
         return Failure.of(e, ta, timeout_s)
 
 
-async def start(call: Call, target: Lane | Escalation, fu: NextStep | None, defaults: Defaults, timeout_s: float,
-            emit: Callable[[Event], None]) -> Request:
-    """Wait for the target's rate limiters, then start an attempt (CallStarted): its request."""
+async def limits(call: Call, target: Lane | Escalation) -> None:
+    """Wait for the target's client-side rate limiters (rpm, then tpm for the prompt and the answer's budget)."""
     model, case, job = target.model, call.case, call.job
     if target.rpm is not None:
         await target.rpm.acquire()
-    if job is not None:
-        messages = judge_messages(model, job.scorer, job.case, job.output)
     if target.tpm is not None:
-        prompt = case.prompt_text() if job is None else messages[-1]["content"]
+        prompt = case.prompt_text() if job is None else \
+            judge_messages(model, job.scorer, job.case, job.output)[-1]["content"]
         need = estimate_tokens(prompt) + target.max_tokens
         await target.tpm.acquire(min(need, model.tpm or need))
+
+
+def begin(call: Call, target: Lane | Escalation, fu: NextStep | None, defaults: Defaults, timeout_s: float,
+          started: Callable[[CallStarted], None]) -> Request:
+    """Start an attempt of `call` (counted, reported to `started`, timed from now): its request."""
+    model, case, job = target.model, call.case, call.job
     n = call.attempt = call.attempt + 1  # counts attempts started: none while waiting on a limiter
     ta = call.ta = time.monotonic()
-    emit(CallStarted(call.lane.key, case.id, call.trial, n, ta))
+    started(CallStarted(call.lane.key, case.id, call.trial, n, ta))
     # Positional construction on the hot path: keyword arguments cost 2.5 µs more per CallResult.
     if job is not None:
         lane = call.lane
-        return Request(model, case, call.trial, n, messages, lane.max_tokens, lane.temperature,
-                       timeout_s, JudgeTask(job.output, case.expected, job.scorer.scale_range()))
+        return Request(model, case, call.trial, n, judge_messages(model, job.scorer, job.case, job.output),
+                       lane.max_tokens, lane.temperature, timeout_s,
+                       JudgeTask(job.output, case.expected, job.scorer.scale_range()))
     if fu is None:
         return Request(model, case, call.trial, n, build_messages(model, defaults, case),
                        target.max_tokens, target.temperature, timeout_s)

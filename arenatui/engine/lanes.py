@@ -76,6 +76,13 @@ class Lane:
     escalations: deque[tuple[Case, int]] = field(default_factory=deque)
     """Calls whose next step is an escalation: they go to the target's provider, so they wait for room under the
     target's cap, not this lane's."""
+    idle_s: float = 0.0
+    """Seconds the lane had no call in flight or backing off (up to `idle_from`), for the level tracker."""
+    idle_from: float = 0.0
+    """Since when the lane has had none (monotonic seconds), 0.0 while it has some or has not started."""
+    attempt_t: float = 0.0
+    """When the attempt whose end is being reported began (set just before its event is emitted): the level tracker
+    tells by it an attempt sent before a level change from one sent after."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +200,14 @@ class Scheduler:
                     # being refused must not keep opening new calls while its refused ones wait, each refusal
                     # pushing the provider's window further out
                     continue
+            if lane.jobs is None and self.per_case is None and not lane.ready:  # the common case, inline
+                item = None if lane.exhausted else next(lane.calls, None)
+                if item is None:
+                    lane.exhausted = True
+                    continue
+                self.unstarted -= 1
+                self._rr = idx + 1
+                return Call(lane, item[0], item[1])
             call = self._new_call(lane)
             if call is not None:
                 self._rr = idx + 1

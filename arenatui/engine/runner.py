@@ -21,14 +21,14 @@ from collections.abc import Callable, Mapping, Sequence
 import anyio
 from anyio.abc import TaskGroup
 
-from arenatui.config.schema import ScorerConfig
-from arenatui.engine.attempt import Failure, attempt, start
+from arenatui.engine.attempt import Failure, attempt, begin, limits
 from arenatui.engine.call import MESSAGE_LIMIT, Call, Results, sealed_output
 from arenatui.engine.events import (
     DEADLINE,
     CallFinished,
     CallResult,
     CallRetrying,
+    CallStarted,
     ConcurrencyChanged,
     Event,
     RunFinished,
@@ -37,7 +37,7 @@ from arenatui.engine.events import (
     RunStatus,
 )
 from arenatui.engine.followups import Chained, Judging, NextStep, Steps
-from arenatui.engine.lanes import Escalation, Scheduler, apply_seeds, bucket_level, calls_to_make, lanes_of, roots
+from arenatui.engine.lanes import Escalation, Lane, Scheduler, apply_seeds, bucket_level, calls_to_make, lanes_of, roots
 from arenatui.engine.retry import RetryPolicy
 from arenatui.engine.scored import SCORE_ON_LOOP_S, Scoring
 from arenatui.limits import MAX_CONCURRENCY
@@ -59,6 +59,7 @@ class Runner:
         providers: Mapping[str, Provider],
         *,
         sinks: Sequence[Sink] = (),
+        started_sinks: Sequence[Sink] | None = None,
         concurrency: int | None = None,
         policy: RetryPolicy | None = None,
         timeout_s: float | None = None,
@@ -71,6 +72,9 @@ class Runner:
         self.timeout_s = timeout_s if timeout_s is not None else run.timeout_s
         self._rng = rng or random.Random(run.seed)
         self._sinks = tuple(sinks)
+        self.started_sinks = self._sinks if started_sinks is None else tuple(started_sinks)
+        """The sinks that hear CallStarted, one per attempt (all by default): the store keeps nothing of it, and the
+        level tracker reads the lanes' counts instead while no auto-tuner watches."""
         self._scoring = Scoring(plan.project)
         self._defaults = plan.project.defaults
         self._results = Results(run.keep_sealed_outputs)
@@ -241,6 +245,9 @@ class Runner:
                 esc = sched.escalating(lane, call.case, call.trial) \
                     if self._steps is not None and call.job is None else None
                 at_provider = lane.at_provider if esc is None else esc.at_provider  # whose provider it asks
+                if lane.idle_from:  # the lane had nothing in flight or backing off since then (the level tracker)
+                    lane.idle_s += time.monotonic() - lane.idle_from
+                    lane.idle_from = 0.0
                 lane.in_flight += 1
                 at_provider[0] += 1
                 self.in_flight += 1
@@ -250,6 +257,8 @@ class Runner:
                     lane.in_flight -= 1
                     at_provider[0] -= 1
                     self.in_flight -= 1
+                    if not lane.in_flight and not lane.parked:
+                        lane.idle_from = time.monotonic()
                     if sched.per_case is not None and call.job is None:
                         sched.case_ended(lane, call.case, call.trial)
                     if lane.cap is not None or lane.parked or lane.deferred or esc is not None or lane.escalations:
@@ -266,6 +275,15 @@ class Runner:
             return
         with anyio.move_on_after(max(0.0, due - time.monotonic())):
             await wake.wait()
+
+    @property
+    def lanes(self) -> Mapping[str, Lane]:
+        """The lanes by key: their counts of calls in flight, backing off and idle time (read by the level tracker)."""
+        return self._by_key
+
+    def _emit_started(self, ev: CallStarted) -> None:
+        for sink in self.started_sinks:
+            sink(ev)
 
     def emit(self, ev: Event) -> None:
         """Hand one event to every sink, in order (also for run-level events from beside the engine)."""
@@ -291,12 +309,25 @@ class Runner:
             call.started_wall = time.time()
             call.t0 = time.monotonic()
         try:
-            request = await start(call, call.lane if esc is None else esc, fu, self._defaults, self.timeout_s,
-                                  self.emit)
-            out = await attempt(call.lane if esc is None else esc, request, self.timeout_s, call.ta)
-            if not isinstance(out, Failure):
-                await self._answered(call, out, fu, request)
+            target = call.lane if esc is None else esc
+            if target.rpm is not None or target.tpm is not None:
+                await limits(call, target)
+            request = begin(call, target, fu, self._defaults, self.timeout_s, self._emit_started)
+            out = await attempt(target, request, self.timeout_s, call.ta)
+            if not isinstance(out, Failure):  # scored here while quick (off the loop when slow), then ended
+                now = time.monotonic()
+                sc: Score | str | None = None
+                scorer = None if call.job is not None else self._scoring.scorers.for_case(call.case)
+                if scorer is not None and scorer.cfg.kind != "llm_judge":  # a judge scores llm_judge answers later
+                    try:
+                        if scorer.blocking:  # a process or the user's code: never on the event loop
+                            raise ScoringSlow(f"scorer {scorer.cfg.name!r} runs off the event loop")
+                        sc = scorer.verdict(out.text, call.case, SCORE_ON_LOOP_S)  # not .score: a call less
+                    except Exception as e:  # slow, or no verdict at all: off the hot path
+                        sc = await self._scoring.after(e, out.text, call.case)
+                self._answered(call, out, fu, request, sc, now)
                 return
+            call.lane.attempt_t = call.ta
             call.in_tok += out.input_tokens
             call.out_tok += out.output_tokens
             call.err_class, call.err_msg, call.latency, call.connect_ms = \
@@ -315,27 +346,18 @@ class Runner:
             r = r._replace(finish_reason=DEADLINE, ttft_ms=out.first_ms)
         self._finish(r, call, now)
 
-    async def _answered(self, call: Call, comp: Completion, fu: NextStep | None, request: Request) -> None:
-        """The attempt got an answer: score it (or queue it for its judge) and end the call, or queue its next step."""
-        now = time.monotonic()
+    def _answered(self, call: Call, comp: Completion, fu: NextStep | None, request: Request, sc: Score | str | None,
+                  now: float) -> None:
+        """The attempt got an answer (`sc` its score, None when a judge gives it): end the call, queue its judge call,
+        or queue its next step."""
+        call.lane.attempt_t = call.ta
         call.in_tok += comp.input_tokens
         call.out_tok += comp.output_tokens
         if call.job is not None:
             self.emit(self._judging.judged_by(call, comp, call.ta, now))
             return
         case = call.case
-        scorer = self._scoring.scorers.for_case(case)
-        judged: tuple[ScorerConfig, str] | None = None
-        sc: Score | str | None = None
-        if scorer.cfg.kind == "llm_judge":  # stored unscored now; its judge (if sampled) scores it later
-            judged = self._judging.judged.get(case.id)
-        else:
-            try:
-                if scorer.blocking:  # a process or the user's code: never on the event loop
-                    raise ScoringSlow(f"scorer {scorer.cfg.name!r} runs off the event loop")
-                sc = scorer.verdict(comp.text, case, SCORE_ON_LOOP_S)  # not .score: a call less
-            except Exception as e:  # slow, or no verdict at all: off the hot path
-                sc = await self._scoring.after(e, comp.text, case)
+        judged = self._judging.judged.get(case.id) if sc is None else None  # stored unscored now: judged later
         r = self._results.result(call.lane, case, call.trial, verdict.answered(
             sc, comp.text, comp.finish_reason, case.language, judged is not None), comp, call.attempt, call.ta,
             call.t0, now, call.started_wall, call.in_tok, call.out_tok)

@@ -112,12 +112,14 @@ async def limits(call: Call, target: Lane | Escalation) -> None:
 
 
 def begin(call: Call, target: Lane | Escalation, fu: NextStep | None, defaults: Defaults, timeout_s: float,
-          started: Callable[[CallStarted], None]) -> Request:
-    """Start an attempt of `call` (counted, reported to `started`, timed from now): its request."""
+          started: Callable[[CallStarted], None] | None) -> Request:
+    """Start an attempt of `call` (counted, reported to `started` when someone listens, timed from now): its
+    request."""
     model, case, job = target.model, call.case, call.job
     n = call.attempt = call.attempt + 1  # counts attempts started: none while waiting on a limiter
     ta = call.ta = time.monotonic()
-    started(CallStarted(call.lane.key, case.id, call.trial, n, ta))
+    if started is not None:
+        started(CallStarted(call.lane.key, case.id, call.trial, n, ta))
     # Positional construction on the hot path: keyword arguments cost 2.5 µs more per CallResult.
     if job is not None:
         lane = call.lane

@@ -312,7 +312,8 @@ class Runner:
             target = call.lane if esc is None else esc
             if target.rpm is not None or target.tpm is not None:
                 await limits(call, target)
-            request = begin(call, target, fu, self._defaults, self.timeout_s, self._emit_started)
+            request = begin(call, target, fu, self._defaults, self.timeout_s,
+                            self._emit_started if self.started_sinks else None)
             out = await attempt(target, request, self.timeout_s, call.ta)
             if not isinstance(out, Failure):  # scored here while quick (off the loop when slow), then ended
                 now = time.monotonic()

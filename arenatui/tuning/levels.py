@@ -308,7 +308,8 @@ class LevelTracker:
         m.last_t = t
         c = m.counts
         gap = 0.0
-        if c is not None:  # the engine's counts: the seconds it had no call since the last event are not held
+        if c is not None and (c.idle_from or c.idle_s != m.idle_seen):
+            # the engine's counts: the seconds it had no call since the last event are not held
             idle = c.idle_s + (t - c.idle_from if c.idle_from else 0.0)
             gap = idle - m.idle_seen
             m.idle_seen = idle
@@ -359,20 +360,22 @@ class LevelTracker:
         if m is None:
             return
         acc = self._advance(m, ev.t)
-        key = (r.case_id, r.trial)
-        if m.backoff and key in m.backoff:
-            del m.backoff[key]
-        elif r.attempts > 0:
-            m.in_flight -= 1
-        earlier = self._earlier(m, key)
-        if m.debt:
-            earlier = key in m.debt or earlier
-            m.debt.discard(key)
-        if r.error_class == "cancelled":
+        err = r.error_class
+        earlier = False
+        if m.counts is None or m.backoff or m.debt or err == "rate_limited":  # else nothing to settle: the hot path
+            key = (r.case_id, r.trial)
+            if m.backoff and key in m.backoff:
+                del m.backoff[key]
+            elif r.attempts > 0:
+                m.in_flight -= 1
+            earlier = self._earlier(m, key)
+            if m.debt:
+                earlier = key in m.debt or earlier
+                m.debt.discard(key)
+        if err == "cancelled":
             return
         if m.ready_t is None:
             m.ready_t = ev.t
-        err = r.error_class
         answered = r.status != "errored" or err in _SCORING_ONLY  # provider_answered(r), inline: the hot path
         lat = r.latency_ms
         if answered and lat is not None:

@@ -17,7 +17,7 @@ from arenatui.engine.judging import JudgeJob
 from arenatui.engine.lanes import Escalation, Lane
 from arenatui.plan import Plan, judge_trial
 from arenatui.providers.base import Completion, build_messages
-from arenatui.scoring import verdict
+from arenatui.scoring import Score, verdict
 
 Final = CallFinished
 """The call has ended: its one CallFinished."""
@@ -331,3 +331,66 @@ class Judging:
         elif r.error_class == "judge_error":
             r = r._replace(failure_mode="judge_error")
         return JudgeFinished(r, job.model_key, job.case.id, job.trial, now)
+
+
+NOTHING_QUEUED, STEP_QUEUED, JUDGE_QUEUED = 0, 1, 2
+"""What an answer left queued on a lane (`Answered.after`): the runner counts it and wakes a worker for it."""
+
+
+class Answered:
+    """An answer's end: its result, then the call's CallFinished, a judge's call on it, or the call's next step."""
+
+    def __init__(self, results: Results, judging: Judging, steps: Steps | None, emit: Callable[[Event], None]) -> None:
+        self.results = results
+        self.judging = judging
+        self.steps = steps
+        self.emit = emit
+
+    def after(self, call: Call, comp: Completion, fu: NextStep | None, sent: tuple[dict[str, str], ...],
+              sc: Score | str | None, now: float) -> int:
+        """The attempt of `call` (at step `fu`, sending `sent`) got answer `comp`, scored `sc` (None when a judge gives
+        it): what it left queued."""
+        call.lane.attempt_t = call.ta
+        call.in_tok += comp.input_tokens
+        call.out_tok += comp.output_tokens
+        if call.job is not None:
+            self.emit(self.judging.judged_by(call, comp, call.ta, now))
+            return NOTHING_QUEUED
+        case = call.case
+        judged = self.judging.judged.get(case.id) if sc is None else None  # stored unscored now: judged later
+        r = self.results.result(call.lane, case, call.trial, verdict.answered(
+            sc, comp.text, comp.finish_reason, case.language, judged is not None), comp, call.attempt, call.ta,
+            call.t0, now, call.started_wall, call.in_tok, call.out_tok)
+        steps = self.steps
+        if steps is not None and (fu is not None or r.status == "failed"):
+            if fu is not None and fu.target is not None:  # the target's prices
+                r = r._replace(cost=fu.target.model.cost(call.in_tok, call.out_tok) + (comp.cost or 0.0))
+            done = steps.after(call, r, fu, sent, now)
+            if type(done) is not CallFinished:  # its next step is queued on the lane
+                return STEP_QUEUED
+            self.emit(done)
+        else:
+            self.emit(CallFinished(r, now))
+        if judged is None:
+            return NOTHING_QUEUED
+        self.judging.after(call, comp, judged)  # a candidate answered a judged case: its judge lane has one more
+        return JUDGE_QUEUED
+
+
+def follow_ups(plan: Plan, lanes: Sequence[Lane], escalations: Mapping[str, Escalation], results: Results,
+               emit: Callable[[Event], None]) -> tuple[Judging, Steps | None, Chained | None]:
+    """The run's follow-ups, each picked up from a resumed run's stored state: judging; repair turns and
+    escalations when the project has either; chained cases when it has any."""
+    run = plan.project.run
+    by_key = {lane.key: lane for lane in lanes}
+    judging = Judging(plan, by_key, results)
+    judging.resumed(plan)
+    repair = run.repair if run.repair is not None and run.repair.attempts > 0 else None
+    steps = Steps(repair, escalations, lanes, plan.project.defaults, emit) if repair is not None or escalations \
+        else None
+    if steps is not None and plan.steps:
+        steps.resumed(plan)
+    chained = Chained(plan, by_key, results) if any(c.depends_on for c in plan.cases) else None
+    if chained is not None:
+        chained.resumed(plan)
+    return judging, steps, chained

@@ -36,14 +36,14 @@ from arenatui.engine.events import (
     RunResumed,
     RunStatus,
 )
-from arenatui.engine.followups import Chained, Judging, NextStep, Steps
+from arenatui.engine.followups import JUDGE_QUEUED, Answered, follow_ups
 from arenatui.engine.lanes import Escalation, Lane, Scheduler, apply_seeds, bucket_level, calls_to_make, lanes_of, roots
 from arenatui.engine.retry import RetryPolicy
 from arenatui.engine.scored import SCORE_ON_LOOP_S, Scoring
 from arenatui.limits import MAX_CONCURRENCY
 from arenatui.plan import Plan
-from arenatui.providers.base import Completion, Provider, Request
-from arenatui.scoring import Score, ScoringSlow, verdict
+from arenatui.providers.base import Provider
+from arenatui.scoring import Score, ScoringSlow
 
 __all__ = ["MESSAGE_LIMIT", "Runner", "Sink", "bucket_level", "sealed_output"]
 
@@ -89,21 +89,13 @@ class Runner:
         self._asked = None if asked == self.target else asked
         sched = self._sched = Scheduler(lanes, self.target, plan.trials, run.max_concurrency_per_case, escalations)
         sched.unstarted = calls_to_make(plan)
-        self._judging = Judging(plan, self._by_key, self._results)
-        self._judging.resumed(plan)
+        self._judging, self._steps, self._chained = follow_ups(plan, lanes, escalations, self._results, self.emit)
+        """Judging; repair turns and escalations (None when the project has neither: the hot path then never looks);
+        a chained project's episodes (None without chains)."""
         sched.unstarted += self._judging.queued_at_start
-        repair = run.repair if run.repair is not None and run.repair.attempts > 0 else None
-        self._steps = Steps(repair, escalations, lanes, self._defaults, self.emit) \
-            if repair is not None or escalations else None
-        """Repair turns and escalations; None when the project has neither: the hot path then never looks."""
         if self._steps is not None:
             sched.steps = self._steps.between
-            if plan.steps:
-                self._steps.resumed(plan)
-        self._chained = Chained(plan, self._by_key, self._results) if chained else None
-        """A chained project's episodes: a dependent case is queued (lane.ready) once its parents passed."""
-        if self._chained is not None:
-            self._chained.resumed(plan)
+        self._answered = Answered(self._results, self._judging, self._steps, self.emit)
         self.workers = 0
         self.in_flight = 0
         self.paused = False
@@ -326,7 +318,14 @@ class Runner:
                         sc = scorer.verdict(out.text, call.case, SCORE_ON_LOOP_S)  # not .score: a call less
                     except Exception as e:  # slow, or no verdict at all: off the hot path
                         sc = await self._scoring.after(e, out.text, call.case)
-                self._answered(call, out, fu, request, sc, now)
+                queued = self._answered.after(call, out, fu, request.messages, sc, now)
+                if queued:  # a next step or a judge call: one more call to make
+                    self._sched.unstarted += 1
+                    if queued is JUDGE_QUEUED:
+                        self._spawn()
+                        self._notify()
+                    elif self.workers > self.target or self.paused:  # this worker may retire: wake one that stays
+                        self._notify()
                 return
             call.lane.attempt_t = call.ta
             call.in_tok += out.input_tokens
@@ -347,40 +346,6 @@ class Runner:
             r = r._replace(finish_reason=DEADLINE, ttft_ms=out.first_ms)
         self._finish(r, call, now)
 
-    def _answered(self, call: Call, comp: Completion, fu: NextStep | None, request: Request, sc: Score | str | None,
-                  now: float) -> None:
-        """The attempt got an answer (`sc` its score, None when a judge gives it): end the call, queue its judge call,
-        or queue its next step."""
-        call.lane.attempt_t = call.ta
-        call.in_tok += comp.input_tokens
-        call.out_tok += comp.output_tokens
-        if call.job is not None:
-            self.emit(self._judging.judged_by(call, comp, call.ta, now))
-            return
-        case = call.case
-        judged = self._judging.judged.get(case.id) if sc is None else None  # stored unscored now: judged later
-        r = self._results.result(call.lane, case, call.trial, verdict.answered(
-            sc, comp.text, comp.finish_reason, case.language, judged is not None), comp, call.attempt, call.ta,
-            call.t0, now, call.started_wall, call.in_tok, call.out_tok)
-        steps = self._steps
-        if steps is not None and (fu is not None or r.status == "failed"):
-            if fu is not None and fu.target is not None:  # the target's prices
-                r = r._replace(cost=fu.target.model.cost(call.in_tok, call.out_tok) + (comp.cost or 0.0))
-            done = steps.after(call, r, fu, request.messages, now)
-            if type(done) is not CallFinished:  # its next step is queued on the lane
-                self._sched.unstarted += 1
-                if self.workers > self.target or self.paused:  # this worker may retire: wake one that stays
-                    self._notify()
-                return
-            self.emit(done)
-        else:
-            self.emit(CallFinished(r, now))
-        if judged is not None:  # a candidate answered a judged case: its judge lane has one more call to make
-            self._judging.after(call, comp, judged)
-            self._sched.unstarted += 1
-            self._spawn()
-            self._notify()
-
     def _retried(self, call: Call, f: Failure) -> bool:
         """Retry the failed attempt `f` (the call parked until due, holding no worker) when its class may not repeat
         and the policy allows; False when the call ends with it (its message then says why it was not retried)."""
@@ -397,10 +362,7 @@ class Runner:
             self._sched.park(call, time.monotonic() + delay)
             self._notify()  # idle workers wait for the earliest due call: this one may be earlier
             return True
-        asked = f"{f.retry_source or 'retry-after'} {f.retry_after:g}s" if f.retry_after is not None \
-            else f"backoff {delay:.1f}s"
-        f.message = (f"{f.message} ({asked} exceeds the {policy.budget_s - elapsed:.0f}s left of this "
-                     f"call's {policy.budget_s:g}s budget; not retried)")
+        f.message = policy.over_budget(f.message, delay, elapsed, f.retry_after, f.retry_source)
         return False
 
     def _finish(self, r: CallResult, call: Call, now: float) -> None:

@@ -33,6 +33,8 @@ from arenatui.providers.base import Provider
 if TYPE_CHECKING:
     from aiolimiter import AsyncLimiter
 
+    from arenatui.engine.followups import NextStep
+
 
 def limiter(per_minute: float | None) -> AsyncLimiter | None:
     """A client-side rate limiter, or None. `aiolimiter` is imported only when a model sets rpm or tpm: its
@@ -159,7 +161,7 @@ class Scheduler:
         self.trials = trials
         self.per_case = per_case
         self.escalations = escalations
-        self.steps: Mapping[tuple[str, str, int], object] | None = None
+        self.steps: Mapping[tuple[str, str, int], NextStep] | None = None
         """The calls between steps (followups.Steps), when the project has repairs or escalations."""
         self.unstarted = 0
         """Calls not yet taken from the lanes (judge jobs queued included): with the parked ones, the most workers
@@ -269,7 +271,7 @@ class Scheduler:
         """The target a call's next step escalates to, or None (its step is the lane's own)."""
         steps = self.steps
         fu = None if steps is None else steps.get((lane.key, case.id, trial))
-        return getattr(fu, "target", None)
+        return None if fu is None else fu.target
 
     def startable(self, call: Call) -> bool:
         """A due retry may start: an escalation's only with room under its target's cap."""

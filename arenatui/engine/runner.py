@@ -234,8 +234,7 @@ class Runner:
                     await self._idle()
                     continue
                 lane = call.lane
-                esc = sched.escalating(lane, call.case, call.trial) \
-                    if self._steps is not None and call.job is None else None
+                esc = sched.escalating(lane, call.case, call.trial) if sched.escalations and call.job is None else None
                 at_provider = lane.at_provider if esc is None else esc.at_provider  # whose provider it asks
                 if lane.idle_from:  # the lane had nothing in flight or backing off since then (the level tracker)
                     lane.idle_s += time.monotonic() - lane.idle_from

@@ -23,8 +23,8 @@ class Call:
     end, with what its attempts so far have added up to. The same object goes back on its lane while it backs off.
     Slotted, built positionally: one is made per call."""
 
-    __slots__ = ("attempt", "case", "connect_ms", "err_class", "err_msg", "in_tok", "job", "lane", "latency", "out_tok",
-                 "started_wall", "t0", "ta", "trial")
+    __slots__ = ("attempt", "case", "connect_ms", "in_tok", "job", "lane", "latency", "out_tok", "started_wall", "t0",
+                 "ta", "trial")
 
     def __init__(self, lane: Lane, case: Case, trial: int, job: JudgeJob | None = None) -> None:
         self.lane = lane
@@ -39,10 +39,8 @@ class Call:
         self.started_wall = 0.0
         self.in_tok = 0
         self.out_tok = 0
-        self.err_class: ErrorClass = "transient"
-        """How the last attempt failed (and its message, latency and connect time), while the call backs off."""
-        self.err_msg = ""
         self.latency: float | None = None
+        """The last failed attempt's latency and connect time (ms): what a call stopped while backing off keeps."""
         self.connect_ms: float | None = None
         self.ta = 0.0
         """When the attempt under way began (monotonic seconds)."""

@@ -329,8 +329,7 @@ class Runner:
             call.lane.attempt_t = call.ta
             call.in_tok += out.input_tokens
             call.out_tok += out.output_tokens
-            call.err_class, call.err_msg, call.latency, call.connect_ms = \
-                out.error_class, out.message, out.latency, out.connect_ms
+            call.latency, call.connect_ms = out.latency, out.connect_ms
             if self._retried(call, out):
                 return
         except anyio.get_cancelled_exc_class():

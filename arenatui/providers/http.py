@@ -412,8 +412,8 @@ def usage_or_estimate(text: str, messages: Iterable[Mapping[str, str]], input_to
 
 def with_usage(err: ProviderError, input_tokens: int, output_tokens: int) -> ProviderError:
     """Attach the usage an attempt consumed before failing (the engine counts it in the cost)."""
-    err.input_tokens = input_tokens  # type: ignore[attr-defined]
-    err.output_tokens = output_tokens  # type: ignore[attr-defined]
+    err.input_tokens = input_tokens
+    err.output_tokens = output_tokens
     return err
 
 

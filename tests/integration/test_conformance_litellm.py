@@ -1,0 +1,133 @@
+"""Conformance against the litellm proxy (a server we did not write) in front of llama-cpp-python's server, with a
+requests-per-minute limit: how it refuses (429 and its retry hint), which rate-limit headers it declares, what it does
+to streams, and what arenatui records for each. Skips, saying what to install, when either server is absent.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from httpkit import run_sweep
+from realservers import (
+    LITELLM_KEY,
+    LITELLM_KEY_ENV,
+    MODEL_ALIAS,
+    Server,
+    chat,
+    litellm_proxy,
+    llama_server,
+    open_request,
+    post,
+    read_response,
+    servers,
+)
+
+pytestmark = [servers, pytest.mark.timeout(600)]
+
+LIMITED = "gemma-limited"
+"""The proxy's model group with rpm 2: litellm refuses the second request of a minute (it counts current + 1)."""
+
+
+@pytest.fixture(scope="module")
+def llama() -> Iterator[Server]:
+    yield from llama_server()
+
+
+@pytest.fixture(scope="module")
+def proxy(llama: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    yield from litellm_proxy(tmp_path_factory.mktemp("litellm"), f"{llama.url}/v1", {MODEL_ALIAS: 1000, LIMITED: 2})
+
+
+@pytest.fixture
+def key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(LITELLM_KEY_ENV, LITELLM_KEY)
+
+
+def _model(key: str, name: str, stream: bool, **kw: Any) -> dict[str, Any]:
+    return {"key": key, "provider": "openai", "model": name, "stream": stream, "api_key_env": LITELLM_KEY_ENV, **kw}
+
+
+def _sweep(tmp_path: Path, proxy: Server, models: list[dict[str, Any]], **run: Any) -> Any:
+    return run_sweep(tmp_path, proxy.url, models, run={"timeout_s": 120.0, "backoff_base_s": 0.05,
+                                                        "backoff_cap_s": 0.5, "concurrency": 1, **run})
+
+
+def test_over_its_rpm_it_answers_429_with_only_its_own_retry_hint(proxy: Server, tmp_path: Path, key: None) -> None:
+    refused = None
+    for _ in range(4):
+        raw = post(proxy.url, "/v1/chat/completions", chat("Hello", max_tokens=4, model=LIMITED))
+        if raw.status == 429:
+            refused = raw
+            break
+        assert raw.status == 200
+    assert refused is not None, "litellm never refused past its rpm"
+    # its own header, a fixed 60 s; no Retry-After, no x-ratelimit-* on the refusal
+    assert refused.headers["llm_provider-retry-after"] == "60"
+    assert "retry-after" not in refused.headers and "retry-after-ms" not in refused.headers
+    assert not [h for h in refused.headers if h.startswith("x-ratelimit-")]
+    error = refused.json()["error"]
+    assert error["type"] == "throttling_error" and error["code"] == "429"
+    assert "No deployments available" in error["message"]
+    # arenatui: rate_limited, the delay read from llm_provider-retry-after (one attempt: a retry would wait 60 s)
+    out = _sweep(tmp_path, proxy, [_model("limited", LIMITED, stream=True)], max_attempts=1)
+    rows = list(out.rows.values())
+    assert {r["error_class"] for r in rows} == {"rate_limited"}
+    with sqlite3.connect(out.db) as c:
+        hints = c.execute("SELECT http_status, retry_after_s, retry_after_source FROM failed_attempts "
+                          "WHERE run_id = ?", (out.run_id,)).fetchall()
+    assert hints and set(hints) == {(429, 60.0, "llm_provider-retry-after")}
+
+
+def test_answers_declare_the_request_limit_and_forward_upstream_headers(proxy: Server) -> None:
+    for stream in (False, True):
+        raw = post(proxy.url, "/v1/chat/completions", chat("Hello", max_tokens=4, stream=stream))
+        assert raw.status == 200
+        assert raw.headers["x-ratelimit-limit-requests"] == "1000"
+        assert 0 <= int(raw.headers["x-ratelimit-remaining-requests"]) < 1000
+        # no reset header, no token limits (none configured)
+        assert not [h for h in raw.headers if h.startswith("x-ratelimit-reset") or "tokens" in h]
+        # the upstream's own headers come through prefixed
+        assert raw.headers["llm_provider-content-type"].startswith(
+            "text/event-stream" if stream else "application/json")
+
+
+def test_streams_pass_through_with_a_finish_reason_and_usage_when_asked(proxy: Server, tmp_path: Path,
+                                                                        key: None) -> None:
+    raw = post(proxy.url, "/v1/chat/completions", chat("What is the capital of France?", max_tokens=16, stream=True,
+                                                       stream_options={"include_usage": True}))
+    chunks = raw.chunks()
+    assert raw.events[-1] == "[DONE]"
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert [f for f in raw.finish_reasons if f] in (["stop"], ["length"])
+    # llama.cpp sent no usage; litellm counts it itself and sends it last
+    assert chunks[-1]["usage"]["prompt_tokens"] > 0 and chunks[-1]["usage"]["completion_tokens"] > 0
+    # arenatui: an answer whose tokens are litellm's counts (not flagged as estimated)
+    out = _sweep(tmp_path, proxy, [_model("st", MODEL_ALIAS, stream=True)])
+    for r in out.rows.values():
+        assert r["error_class"] is None and r["finish_reason"] in ("stop", "length"), r
+        assert r["tokens_estimated"] == 0
+
+
+def test_an_interrupted_upstream_stream_comes_through_as_a_stream_without_a_finish_reason(proxy: Server) -> None:
+    first = open_request(proxy.url, "/v1/chat/completions",
+                         chat("Count from 1 to 200, separated by commas.", max_tokens=200, stream=True))
+    started = threading.Event()
+    second: list[Any] = []
+
+    def send_second() -> None:
+        started.wait(60)
+        second.append(post(proxy.url, "/v1/chat/completions", chat("Hello", max_tokens=4)))
+
+    t = threading.Thread(target=send_second)
+    t.start()
+    raw = read_response(first, on_event=lambda _: started.set())
+    t.join(120)
+    assert raw.status == 200 and raw.events[-1] == "[DONE]"
+    assert len(raw.text) < 100
+    assert not [f for f in raw.finish_reasons if f], raw.events
+    assert second[0].status == 200

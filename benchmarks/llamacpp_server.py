@@ -1,7 +1,7 @@
 """Issue 32's measurements against llama-cpp-python's real server: `arena evaluate` at concurrency 1 and 4, and
 `arena tune --write`, as a user runs them, and what arenatui stored.
 
-    python benchmarks/llamacpp_server.py [--budgets 400,60] [--trials 1]
+    python benchmarks/llamacpp_server.py [--budgets 400,60] [--trials 1] [--max-tokens 8]
 
 Needs `bash scripts/install_servers.sh` (the server and the model, under $ARENATUI_SERVERS). It starts
 `python -m llama_cpp.server` (default settings, one thread: one answer at a time, and a new request interrupts a
@@ -76,10 +76,10 @@ def start_llama(log: Path) -> tuple[subprocess.Popen[bytes], str]:
     sys.exit(f"llama_cpp.server did not start; its log:\n{log.read_text(errors='replace')[-2000:]}")
 
 
-def write_project(path: Path, base: str, trials: int) -> Path:
+def write_project(path: Path, base: str, trials: int, max_tokens: int) -> Path:
     path.write_text(tomli_w.dumps({
         "project": {"name": "llamacpp"},
-        "defaults": {"max_tokens": 32, "system": "Answer in a few words."},
+        "defaults": {"max_tokens": max_tokens, "system": "Answer in a few words."},
         "run": {"concurrency": 4, "timeout_s": 120.0, "trials": trials, "seed": 1},
         "models": [{"key": "gemma", "provider": "openai", "model": ALIAS, "base_url": f"{base}/v1", "stream": True}],
         "scorers": [{"name": "contains", "kind": "contains"}],
@@ -113,6 +113,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--budgets", default="400,60", help="arena tune --budget values to run (comma-separated)")
     ap.add_argument("--trials", type=int, default=1, help="trials per case in the evaluate runs")
+    ap.add_argument("--max-tokens", type=int, default=8,
+                    help="max_tokens per answer (the base model rambles to the limit: this sets a call's length)")
     ap.add_argument("--levels", default="1,4", help="evaluate concurrency levels (comma-separated)")
     args = ap.parse_args()
     if not (LLAMA_PY.exists() and MODEL.exists()):
@@ -123,7 +125,7 @@ def main() -> None:
         proc, base = start_llama(d / "llama.log")
         try:
             for level in [int(x) for x in args.levels.split(",")]:
-                project = write_project(d / f"c{level}.toml", base, args.trials)
+                project = write_project(d / f"c{level}.toml", base, args.trials, args.max_tokens)
                 db = d / f"c{level}.db"
                 t0 = time.monotonic()
                 done = arena("evaluate", "--project", str(project), "--db", str(db), "--concurrency", str(level),
@@ -137,7 +139,7 @@ def main() -> None:
                          calls=s["calls"], passed=s["passed"])
                 emit(f"evaluate_c{level}_wall_s", round(wall, 1), "s", failed_attempts=s["failed_attempts"])
             for budget in [int(x) for x in args.budgets.split(",")]:
-                project = write_project(d / f"tune{budget}.toml", base, 1)
+                project = write_project(d / f"tune{budget}.toml", base, 1, args.max_tokens)
                 db = d / f"tune{budget}.db"
                 t0 = time.monotonic()
                 done = arena("tune", "--project", str(project), "--db", str(db), "--budget", str(budget),

@@ -175,3 +175,15 @@ def test_it_closes_an_interrupted_upstream_stream_with_finish_reason_stop(proxy:
     # proxy an interrupted answer looks like a complete short one; only an empty one can still be told apart.
     assert raw.chunks()[-1]["choices"] == [{"index": 0, "delta": {}, "finish_reason": "stop"}]
     assert [f for f in raw.finish_reasons if f] == ["stop"]
+
+
+def test_a_sweep_through_the_proxy_stores_interrupted_answers_as_answers(proxy: Server, llama: Server,
+                                                                          tmp_path: Path, key: None) -> None:
+    before = sum("Disconnected" in line for line in llama.lines)
+    out = _sweep(tmp_path, proxy, [_model("st", MODEL_ALIAS, stream=True)], concurrency=3, max_attempts=1)
+    # llama.cpp interrupted streams ...
+    assert sum("Disconnected" in line for line in llama.lines) > before
+    # ... and every one reached arenatui as a finished answer (litellm's finish_reason "stop"): nothing on the
+    # wire says otherwise, so none is incomplete_stream
+    for r in out.rows.values():
+        assert r["error_class"] is None and r["finish_reason"] in ("stop", "length"), r

@@ -147,11 +147,12 @@ def main() -> None:
                 wall = time.monotonic() - t0
                 text = re.sub(r"\s+", " ", done.stdout)
                 m = re.search(r"max_concurrency\s*=\s*(\d+)", project.read_text(encoding="utf-8"))
-                verdict = re.search(r"(optimum[^.;]*|not enough evidence[^.;]*|goodput flat[^.;]*|"
-                                    r"still rising[^.;]*|capped at[^.;]*|limited by[^.;]*)", text)
+                # the verdict line, up to the readout table (box-drawing characters) or the sentence's end
+                verdict = re.search(r"(optimum|not enough evidence|still rising|capped at|limited by)"
+                                    r"[^.;\u2500-\u257f]*", text)
                 s = stored(db)
                 emit(f"tune_b{budget}_written_max_concurrency", int(m.group(1)) if m else None, "level",
-                     verdict=verdict.group(1) if verdict else None, exit_code=done.returncode)
+                     verdict=verdict.group(0).strip() if verdict else None, exit_code=done.returncode)
                 emit(f"tune_b{budget}_empty_answer_share",
                      round(s["empty_answers"] / s["answered"], 3) if s["answered"] else None, "share",
                      answered=s["answered"], empty=s["empty_answers"], calls=s["calls"],

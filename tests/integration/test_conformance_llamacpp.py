@@ -137,6 +137,7 @@ def _interrupted_stream(llama: Server) -> Any:
 
 
 def test_a_second_request_interrupts_a_stream_role_chunk_then_done_without_a_finish_reason(llama: Server) -> None:
+    before = _interruptions(llama)
     raw, second = _interrupted_stream(llama)
     assert raw.status == 200 and raw.events[-1] == "[DONE]"
     assert raw.chunks()[0]["choices"][0]["delta"] == {"role": "assistant"}
@@ -144,7 +145,7 @@ def test_a_second_request_interrupts_a_stream_role_chunk_then_done_without_a_fin
     assert all(f is None for f in raw.finish_reasons), raw.events
     assert len(raw.text) < 100
     assert second.status == 200 and second.json()["choices"][0]["finish_reason"] in ("stop", "length")
-    assert any("Disconnected" in line or "disconnected" in line for line in llama.lines)
+    assert _interruptions(llama) == before + 1
 
 
 def test_non_streamed_requests_queue_and_are_never_interrupted(llama: Server, tmp_path: Path) -> None:
@@ -158,19 +159,25 @@ def test_non_streamed_requests_queue_and_are_never_interrupted(llama: Server, tm
 @pytest.mark.xfail(strict=False, reason="issue 32 item 1 (branch `wire`): today a stream ended by [DONE] without "
                    "any finish_reason is stored as an answer ('' with finish 'stop'), not incomplete_stream")
 def test_at_concurrency_4_no_interrupted_stream_is_stored_as_an_answer(llama: Server, tmp_path: Path) -> None:
+    before = _interruptions(llama)
     out = _sweep(tmp_path, llama, [_model("st", stream=True)], concurrency=4, max_attempts=8)
+    interrupted = _interruptions(llama) - before
     for r in out.rows.values():
         if r["error_class"] is None:
             # an answer is one the server finished
             assert r["finish_reason"] in ("stop", "length") and r["output"], r
         else:
             assert r["error_class"] == "incomplete_stream", r
-    # streams were interrupted, and each interruption was retried, not scored
-    assert sum(r["attempts"] for r in out.rows.values()) > len(out.rows)
     with sqlite3.connect(out.db) as c:
-        classes = {k for (k,) in c.execute("SELECT error_class FROM failed_attempts WHERE run_id = ?",
-                                           (out.run_id,))}
-    assert classes == {"incomplete_stream"}
+        failed = c.execute("SELECT error_class FROM failed_attempts WHERE run_id = ?", (out.run_id,)).fetchall()
+    # every stream the server interrupted is a failed attempt (retried), whatever text it carried: none is an answer
+    assert interrupted > 0 and len(failed) == interrupted and {k for (k,) in failed} == {"incomplete_stream"}
+
+
+def _interruptions(llama: Server) -> int:
+    """Streams the server has interrupted so far (it logs each one)."""
+    return sum("Disconnected from client (via refresh/close)" in line and "before llm invoked" not in line
+               for line in llama.lines)
 
 
 # ---- through the command line ---------------------------------------------------------------------------------

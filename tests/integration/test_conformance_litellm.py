@@ -56,7 +56,8 @@ def key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _model(key: str, name: str, stream: bool, **kw: Any) -> dict[str, Any]:
-    return {"key": key, "provider": "openai", "model": name, "stream": stream, "api_key_env": LITELLM_KEY_ENV, **kw}
+    return {"key": key, "provider": "openai", "model": name, "stream": stream, "api_key_env": LITELLM_KEY_ENV,
+            "max_tokens": 8, **kw}
 
 
 def _sweep(tmp_path: Path, proxy: Server, models: list[dict[str, Any]], **run: Any) -> Any:
@@ -180,7 +181,8 @@ def test_it_closes_an_interrupted_upstream_stream_with_finish_reason_stop(proxy:
 def test_a_sweep_through_the_proxy_stores_interrupted_answers_as_answers(proxy: Server, llama: Server,
                                                                           tmp_path: Path, key: None) -> None:
     before = sum("Disconnected" in line for line in llama.lines)
-    out = _sweep(tmp_path, proxy, [_model("st", MODEL_ALIAS, stream=True)], concurrency=3, max_attempts=1)
+    out = _sweep(tmp_path, proxy, [_model("st", MODEL_ALIAS, stream=True, max_tokens=32)], concurrency=3,
+                 max_attempts=1)
     # llama.cpp interrupted streams ...
     assert sum("Disconnected" in line for line in llama.lines) > before
     # ... and every one reached arenatui as a finished answer (litellm's finish_reason "stop"): nothing on the

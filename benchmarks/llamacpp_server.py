@@ -9,7 +9,8 @@ stream in progress) on a free 127.0.0.1 port, writes a six-case project to a tem
 commands of this checkout against it. Figures, one JSON line each:
 
 - per concurrency level: answered calls, the model's quality over them (passed / answered), answers stored with an
-  empty output (an interrupted stream read as an answer), calls errored `incomplete_stream`, retries, wall time;
+  empty output (an interrupted stream read as an answer), calls errored `incomplete_stream`, retries, the streams
+  the server interrupted (its log; each should be a failed attempt, `incomplete_stream`), wall time;
 - per tune budget: the concurrency `arena tune --write` wrote (none when it gave no verdict), its verdict line, and
   the share of the tune run's answered calls that were empty.
 
@@ -64,7 +65,9 @@ def start_llama(log: Path) -> tuple[subprocess.Popen[bytes], str]:
     proc = subprocess.Popen([str(LLAMA_PY), "-m", "llama_cpp.server", "--model", str(MODEL), "--model_alias", ALIAS,
                              "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1", "--n_ctx", "1024",
                              "--chat_format", "gemma"],
-                            stdout=log.open("wb"), stderr=subprocess.STDOUT)
+                            stdout=log.open("wb"), stderr=subprocess.STDOUT,
+                            # unbuffered: its "Disconnected" lines are counted as they happen
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if b"Uvicorn running" in log.read_bytes():
@@ -86,6 +89,12 @@ def write_project(path: Path, base: str, trials: int, max_tokens: int) -> Path:
         "cases": CASES,
     }), encoding="utf-8")
     return path
+
+
+def interruptions(log: Path) -> int:
+    """Streams the server has interrupted so far: it logs each one."""
+    return sum("Disconnected from client (via refresh/close)" in line and "before llm invoked" not in line
+               for line in log.read_text(errors="replace").splitlines())
 
 
 def arena(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -127,7 +136,7 @@ def main() -> None:
             for level in [int(x) for x in args.levels.split(",")]:
                 project = write_project(d / f"c{level}.toml", base, args.trials, args.max_tokens)
                 db = d / f"c{level}.db"
-                t0 = time.monotonic()
+                t0, before = time.monotonic(), interruptions(d / "llama.log")
                 done = arena("evaluate", "--project", str(project), "--db", str(db), "--concurrency", str(level),
                              "--quiet", "--no-report")
                 wall = time.monotonic() - t0
@@ -137,11 +146,13 @@ def main() -> None:
                 for k in ("answered", "quality", "empty_answers", "incomplete_stream", "retries"):
                     emit(f"evaluate_c{level}_{k}", s[k], "calls" if k != "quality" else "share",
                          calls=s["calls"], passed=s["passed"])
-                emit(f"evaluate_c{level}_wall_s", round(wall, 1), "s", failed_attempts=s["failed_attempts"])
+                emit(f"evaluate_c{level}_interrupted_by_server", interruptions(d / "llama.log") - before, "streams",
+                     failed_attempts=s["failed_attempts"])
+                emit(f"evaluate_c{level}_wall_s", round(wall, 1), "s")
             for budget in [int(x) for x in args.budgets.split(",")]:
                 project = write_project(d / f"tune{budget}.toml", base, 1, args.max_tokens)
                 db = d / f"tune{budget}.db"
-                t0 = time.monotonic()
+                t0, before = time.monotonic(), interruptions(d / "llama.log")
                 done = arena("tune", "--project", str(project), "--db", str(db), "--budget", str(budget),
                              "--write", "concurrency")
                 wall = time.monotonic() - t0
@@ -156,7 +167,8 @@ def main() -> None:
                 emit(f"tune_b{budget}_empty_answer_share",
                      round(s["empty_answers"] / s["answered"], 3) if s["answered"] else None, "share",
                      answered=s["answered"], empty=s["empty_answers"], calls=s["calls"],
-                     incomplete_stream=s["incomplete_stream"], wall_s=round(wall, 1))
+                     incomplete_stream=s["incomplete_stream"], wall_s=round(wall, 1),
+                     interrupted_by_server=interruptions(d / "llama.log") - before)
         finally:
             proc.terminate()
             try:

@@ -44,10 +44,6 @@ class Server:
     url: str  # http://127.0.0.1:PORT
     lines: list[str]  # what the server printed (its log)
 
-    @property
-    def port(self) -> int:
-        return int(self.url.rsplit(":", 1)[1])
-
 
 def need_llama() -> None:
     if not LLAMA_PY.exists():

@@ -48,6 +48,11 @@ SLOW: dict[str, tuple[str, ...]] = {
 }
 """Scripts that take ten seconds or more even so (servers, subprocesses, fixed windows): marked slow."""
 
+SERVERS: dict[str, tuple[str, ...]] = {
+    "llamacpp_server": ("--budgets", "20", "--levels", "1"),
+}
+"""Scripts that drive a third-party server of the conformance tier (scripts/install_servers.sh): run where it is."""
+
 
 def _run(name: str, args: tuple[str, ...], tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BENCHMARKS.parent), os.environ.get("PYTHONPATH", "")])}
@@ -61,7 +66,7 @@ def _run(name: str, args: tuple[str, ...], tmp_path: Path) -> None:
 
 def test_every_benchmark_has_a_smoke_run() -> None:
     scripts = {p.stem for p in BENCHMARKS.glob("*.py") if not p.stem.startswith("_")}
-    assert scripts == FAST.keys() | SLOW.keys()
+    assert scripts == FAST.keys() | SLOW.keys() | SERVERS.keys()
 
 
 @pytest.mark.parametrize("name", sorted(FAST))
@@ -75,3 +80,13 @@ def test_slow_benchmark_runs_to_completion(name: str, tmp_path: Path) -> None:
     if name == "engine_against" and (shutil.which("git") is None or not (BENCHMARKS.parent / ".git").exists()):
         pytest.skip("engine_against.py checks out a commit with git: not a git checkout")
     _run(name, SLOW[name], tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.servers
+@pytest.mark.parametrize("name", sorted(SERVERS))
+def test_server_benchmark_runs_to_completion(name: str, tmp_path: Path) -> None:
+    home = Path(os.environ.get("ARENATUI_SERVERS") or Path.home() / ".cache" / "arenatui" / "servers")
+    if not (home / "llama" / "bin" / "python").exists():
+        pytest.skip(f"llama-cpp-python's server is not installed under {home} (bash scripts/install_servers.sh)")
+    _run(name, SERVERS[name], tmp_path)

@@ -197,7 +197,7 @@ def concurrency_list(readouts: Sequence[ModelReadout]) -> list[dict[str, Any]]:
     recommendation, and the levels it rests on."""
     return [{
         "model": ro.model_key, "verdict": ro.verdict.text, "kind": ro.verdict.kind, "recommended": ro.verdict.level,
-        "optimum": ro.verdict.optimum,
+        "optimum": ro.verdict.optimum, "setting": ro.verdict.setting(ro.model_key),
         "levels": [{"level": r.level, "held_s": r.held_s, "answered": r.answered, "attempts": r.attempts,
                     "rate_limited": r.rate_limited, "goodput": _num(r.goodput),
                     "goodput_95": list(r.goodput_interval) if r.goodput_interval else None,
@@ -209,7 +209,7 @@ def concurrency_list(readouts: Sequence[ModelReadout]) -> list[dict[str, Any]]:
 
 
 def _concurrency_rows(rep: dict[str, Any]) -> list[list[str]]:
-    return [[c["model"], c["verdict"], ", ".join(
+    return [[c["model"], c["verdict"] + (f" → {c['setting']}" if c.get("setting") else ""), ", ".join(
         f"{lv['level']}: {_f(lv['goodput'], 2)}/s, 429s {pct(lv['limited_share'])}, n {lv['answered']}"
         for lv in c["levels"] if lv["measured"]) or "none measured"] for c in rep.get("concurrency") or []]
 

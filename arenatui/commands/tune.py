@@ -25,7 +25,7 @@ def verdict_text(ro: ModelReadout) -> Text:
     line = Text("")
     line.append(literal(ro.model_key, "bold", newlines=False))
     line.append(": ")
-    line.append(ro.verdict.text)
+    line.append(ro.verdict.line(ro.model_key))
     return line
 
 
@@ -203,11 +203,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     res = sweep_levels(args.project, levels, models=args.models, limit=args.limit, trials=args.trials, db=args.db,
                        seed=args.seed, on_level=progress)
     title = Text(f"sweep {res.group}: ")
-    title.append(res.verdict.text)
+    title.append(res.verdict.line())
     out.print(title)
     out.print(Fitted(SWEEP_COLUMNS, [(r, _sweep_mark(r, res)) for r in res.runs],
                      elsewhere=" (COLUMNS=200 arena sweep prints them all)"))
-    out.print(f"verdict: {res.verdict.text}", markup=False)
+    out.print(f"verdict: {res.verdict.line()}", markup=False)
     for note in res.notes:
         out.print(note, markup=False)
     return 0

@@ -51,7 +51,7 @@ def verdict_lines(ro: ModelReadout, state: str, width: int) -> list[Text]:
         head.append(f" {state}", Style(dim=True))
         head.append(f" {goodput_chart(ro.levels)}")
     head.append(" → ")
-    head.append(ro.verdict.text, Style(italic=True))
+    head.append(ro.verdict.line(ro.model_key), Style(italic=True))
     return list(head.wrap(_WRAP, max(10, width), overflow="fold"))
 
 

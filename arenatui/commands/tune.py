@@ -126,7 +126,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         writable_target(args.project)  # a read-only file is refused before minutes of tuning, not after
     res = tune(args.project, models=args.models, budget=args.budget, db=args.db, seed=args.seed,
                started=lambda: err.print(f"Tuning with at most {plural(args.budget, 'call')} per model, until each "
-                                         "model has a verdict…", markup=False))
+                                         "model has a verdict…", markup=False),
+               progress=lambda line: err.print(line, markup=False, highlight=False))
     for ro in res.readouts:
         out.print(readout_table(ro, res.run_id))
         out.print(recommendation_line(ro))
@@ -194,6 +195,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     levels: tuple[int, ...] = args.levels
     err.print(f"Sweeping concurrency {', '.join(map(str, levels))}: one stored run per level…", markup=False)
 
+    def starting(level: int, i: int) -> None:
+        err.print(f"  level {level} ({i} of {len(levels)}): running…", markup=False)
+
     def progress(r: LevelRun, i: int) -> None:
         g = r.evidence
         err.print(f"  level {r.level} ({i} of {len(levels)}): {r.wall_s:.1f} s, {r.answered} answered, goodput "
@@ -201,7 +205,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                   markup=False)
 
     res = sweep_levels(args.project, levels, models=args.models, limit=args.limit, trials=args.trials, db=args.db,
-                       seed=args.seed, on_level=progress)
+                       seed=args.seed, on_level=progress, on_start=starting)
     title = Text(f"sweep {res.group}: ")
     title.append(res.verdict.line())
     out.print(title)

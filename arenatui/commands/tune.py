@@ -69,6 +69,17 @@ def readout_table(ro: ModelReadout, run_id: str = "RUN") -> RenderableType:
                                           elsewhere=f" (COLUMNS=200 arena tune --show {run_id} has them)"))
 
 
+def print_chart(out: Console, ro: ModelReadout) -> None:
+    """Goodput by level for one model, fitted to the console's width, with its legend."""
+    from arenatui.charts import GOODPUT_LEGEND, goodput_by_level
+
+    rows = goodput_by_level(ro.levels, out.width, knee=ro.best)
+    if rows:
+        out.print(Text(GOODPUT_LEGEND, style="dim"), no_wrap=True, overflow="ellipsis")
+        for row in rows:
+            out.print(Text(row), no_wrap=True, overflow="ellipsis")
+
+
 def _not_a_load_run(run_id: str, db: str | None) -> None:
     from arenatui.store import Store
     from arenatui.store.load_queries import run_kinds
@@ -104,6 +115,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
                       markup=False)
         for ro in stored:
             out.print(readout_table(ro, run_id))
+            if out.is_terminal:  # a picture for people; a pipe gets the table only
+                print_chart(out, ro)
         _print_budgets(out, run_id, args.db)
         if args.verbose:
             from arenatui.store import Store

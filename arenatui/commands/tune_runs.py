@@ -95,7 +95,11 @@ def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 400, 
     n_cases = len(proj.cases)
     if n_cases == 0:
         raise ArenaError(f"{proj.path}: no cases to tune with")
-    filters = Filters(models=tuple(models), limit=min(budget, n_cases), trials=max(1, budget // n_cases))
+    # at most `budget` calls per model, its prompt variants included (each variant is a lane of its own calls)
+    chosen = [m for m in proj.models if not models or m.key in models]
+    variants = max((len(proj.variants_of(m)) for m in chosen), default=0) or 1
+    per_lane = max(1, budget // variants)
+    filters = Filters(models=tuple(models), limit=min(per_lane, n_cases), trials=max(1, per_lane // n_cases))
     until = _UntilConclusive(progress=progress)
     sweep = Sweep(SweepOptions(project=project, filters=filters, db=db, seed=seed, tune=True), live_metrics=False,
                   extra_sinks=(until,))

@@ -72,6 +72,12 @@ def test_runs_names_each_models_optimum(tmp_path: Path, capsys: pytest.CaptureFi
     md = capsys.readouterr().out
     assert "## Concurrency" in md
     assert "| limited | optimum ≈ 3: 429s from 4 → set max\\_concurrency = 3 for limited |" in md
+    assert main(["report", run.run_id, "--format", "html", "--db", str(db)]) == 0
+    html = capsys.readouterr().out
+    # goodput by level as a picture: levels 2-4 held (4 not measured: pale), 1 never held, the optimum outlined
+    svg = html.split("<h3>limited: goodput by level</h3>")[1].split("</svg>")[0]
+    assert svg.count("<rect") == 4 and 'stroke="#000"' in svg and "level 4: " in svg and "(not measured)" in svg
+    assert '>·</text>' in svg and "429s 67%" in svg
     assert main(["report", run.run_id, "--format", "json", "--db", str(db)]) == 0
     import json
 

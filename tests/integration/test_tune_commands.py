@@ -74,6 +74,9 @@ def test_tune_recommends_each_models_optimum_and_write_keeps_comments(
     levels = {m["key"]: m.get("max_concurrency") for m in data["models"]}
     assert levels["ceiling"] == 2
     assert levels["local"] == 1, out  # a serial server: nothing above 1 does better
+    # a bare --write leaves [run] timeout_s as it was: measured on this run's short answers, it is a suggestion
+    assert data.get("run", {}).get("timeout_s") == tomllib.loads(PROJECT).get("run", {}).get("timeout_s")
+    assert "[run] timeout_s" not in out.split("wrote ")[-1]
     # 'flat' or 'lower' is the machine's say, not the server's: a stall at a higher level (a busy CI box) makes its
     # measured goodput lower, and the verdict reports what was measured
     assert re.search(r"local: optimum ≈ 1: goodput (flat|lower) above 1", out), out

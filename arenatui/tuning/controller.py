@@ -245,6 +245,9 @@ class ModelController:
     left: int | None = None
     """Calls the model still has to make (None: not known): no move up to a level they cannot fill ROUNDS_LEFT
     times (`affordable`)."""
+    alone: bool = False
+    """Every other tuned model has made all its calls: this one's remaining calls are the run's wall clock, so no
+    look one level down (it would lengthen the run, and the verdict does without it)."""
 
     @property
     def phase(self) -> Phase:
@@ -658,7 +661,7 @@ class ModelController:
         above_known = up > self.ceiling or up in self.proven or self.answered_full.get(up, 0) >= MIN_ANSWERED
         if stage.windows >= 2 and measured and above_known and down >= 1 \
                 and (self.limit_seen or up <= self.ceiling) \
-                and self.answered_full.get(down, 0) < MIN_ANSWERED and not self._avoided(down):
+                and self.answered_full.get(down, 0) < MIN_ANSWERED and not self._avoided(down) and not self.alone:
             # the lowest level within FLAT of the best is the optimum: a limit reached on a ramp (slow 429s let a
             # level or two past it look clean) is checked from below, one measured level at a time (not a cap reached
             # with no 429 nor queue on the way: goodput grew with the level all the way up, and a look below would
@@ -830,6 +833,8 @@ class Tuner:
                 return
             if c.left is not None:
                 c.left -= 1
+                if c.left == 0:
+                    self._others_done()
             limited = r.error_class == "rate_limited"
             if sent is not None and sent[1]:
                 c.ended(sent[1], sent[2], limited)
@@ -848,6 +853,14 @@ class Tuner:
             c.ended(sent[1], sent[2], limited)
             if limited:
                 self._apply(c, c.limited(ev.retry_after, sent[1]))
+
+    def _others_done(self) -> None:
+        """A model made its last call: a model whose every other tuned model has done so runs alone."""
+        ctls = list(self.controllers.values())
+        if len(ctls) < 2 or any(c.left is None for c in ctls):
+            return
+        for c in ctls:
+            c.alone = all(o.left == 0 for o in ctls if o is not c)
 
     def _live(self, key: str) -> ModelController | None:
         """The model's controller when the tuner acts for it (on, not suspended)."""

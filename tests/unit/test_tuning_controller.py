@@ -651,3 +651,33 @@ def test_a_level_refused_once_and_then_clean_on_the_way_up_is_the_edge_nothing_a
     assert ctl.level == 13
     ramp_batch(ctl)  # 13 clean this time: the edge; hold one below it, never try 14
     assert ctl.level == 12 and phase_of(ctl) == "settled"  # the ramp record (and its top) is gone
+
+
+def test_a_model_left_alone_does_not_pay_for_a_look_one_level_down() -> None:
+    """Once every other model has made its calls, the one still running is the wall clock: a measured level below
+    its settled one would lengthen the run, and its verdict does without it (issue 36: the demo's --tune held
+    sim-limited one level down for seconds while nothing else ran)."""
+    def settled(alone: bool) -> ModelController:
+        ctl = ModelController("m", 3, ceiling=64, settings=TunerSettings(probe_every=1000))
+        ctl.stage, ctl.careful, ctl.limit_seen, ctl.alone = Settled(), True, True, alone
+        ctl.proven.add(4)
+        ctl.answered_full[3] = 40
+        ctl.goodput[3] = 30.0
+        ctl.verified.add(3)
+        return ctl
+
+    for alone, want in ((False, 2), (True, 3)):
+        ctl = settled(alone)
+        for i in range(3):
+            ctl.observe(provider_window(3, ceiling=3, t=float(i)))
+        assert ctl.level == want, (alone, ctl.level)
+
+
+def test_the_tuner_marks_the_last_model_running_as_alone() -> None:
+    t = Tuner(["a", "b"], set_level=lambda k, n: None, set_total=lambda n: None, emit=lambda e: None,
+              caps=lambda k: None)
+    t.enable({"a": 2, "b": 2}, {"a": 1, "b": 5})
+    assert not t.controllers["b"].alone
+    t.controllers["a"].left = 0  # what a's last CallFinished does, before it calls _others_done
+    t._others_done()
+    assert t.controllers["b"].alone and not t.controllers["a"].alone

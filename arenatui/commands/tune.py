@@ -140,7 +140,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     res = tune(args.project, models=args.models, budget=args.budget, db=args.db, seed=args.seed,
                started=lambda: err.print(f"Tuning with at most {plural(args.budget, 'call')} per model, until each "
                                          "model has a verdict…", markup=False),
-               progress=lambda line: err.print(line, markup=False, highlight=False))
+               progress=lambda line: err.print(line, markup=False, highlight=False),
+               live=err if err.is_terminal else None)
     for ro in res.readouts:
         out.print(readout_table(ro, res.run_id))
         out.print(recommendation_line(ro))

@@ -84,11 +84,12 @@ class _UntilConclusive:
 
 def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 400, db: str | Path | None = None,
          seed: int | None = None, settings: TunerSettings | None = None,
-         started: Callable[[], object] | None = None, progress: Callable[[str], object] | None = None
-         ) -> TuneResult:
+         started: Callable[[], object] | None = None, progress: Callable[[str], object] | None = None,
+         live: Any = None) -> TuneResult:
     """Spend at most `budget` calls per model (the project's cases, cycled as trials) with the tuner on, stopping
     early once every model's verdict is conclusive (an optimum, a cap, a rate limit). `progress` gets one line per
-    tuner decision and per verdict that changed."""
+    tuner decision and per verdict that changed; `live`: a terminal's console, to show the same live progress line
+    `arena evaluate` has (calls made of the budget, ETA) under those lines."""
     from arenatui.sweep import Sweep, SweepOptions
 
     proj = load_project(project)
@@ -101,8 +102,8 @@ def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 400, 
     per_lane = max(1, budget // variants)
     filters = Filters(models=tuple(models), limit=min(per_lane, n_cases), trials=max(1, per_lane // n_cases))
     until = _UntilConclusive(progress=progress)
-    sweep = Sweep(SweepOptions(project=project, filters=filters, db=db, seed=seed, tune=True), live_metrics=False,
-                  extra_sinks=(until,))
+    sweep = Sweep(SweepOptions(project=project, filters=filters, db=db, seed=seed, tune=True),
+                  live_metrics=live is not None, extra_sinks=(until,))
     until.sweep = sweep
     until.total = sweep.plan.total
     if settings is not None:
@@ -110,7 +111,12 @@ def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 400, 
     if started is not None:  # the project and the models asked for are known good: say what happens next
         started()
     t0 = time.monotonic()
-    anyio.run(sweep.run)
+    if live is not None:
+        from arenatui.headless import run_headless
+
+        anyio.run(lambda: run_headless(sweep, quiet=False, console=live))
+    else:
+        anyio.run(sweep.run)
     wall = time.monotonic() - t0
     readouts = tuple(sweep.tuner.readouts())
     return TuneResult(sweep.run_id, readouts, tuple(d.reason for d in sweep.tuner.decisions), wall,

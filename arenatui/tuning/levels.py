@@ -531,16 +531,19 @@ class LevelTracker:
             m.quick = quick
 
     def readout(self, model_key: str, cap: int | None = None) -> ModelReadout:
-        return readout_of(model_key, [s.evidence() for s in self.models[model_key].levels.values()], cap)
+        return readout_of(model_key, [s.evidence() for s in self.models[model_key].levels.values()], cap,
+                          shared=cap is None and len(self.models) > 1)
 
     def readouts(self, caps: Mapping[str, int | None] | None = None) -> list[ModelReadout]:
         return [self.readout(k, (caps or {}).get(k)) for k in self.models]
 
 
-def readout_of(model_key: str, levels: Sequence[LevelEvidence], cap: int | None = None) -> ModelReadout:
-    """A model's levels in order and its one verdict."""
+def readout_of(model_key: str, levels: Sequence[LevelEvidence], cap: int | None = None, *,
+               shared: bool = False) -> ModelReadout:
+    """A model's levels in order and its one verdict (`shared`: uncapped beside other models, so its levels were the
+    share of the global slots it was given)."""
     rows = tuple(sorted(levels, key=lambda r: r.level))
-    return ModelReadout(model_key, rows, verdict(rows, cap))
+    return ModelReadout(model_key, rows, verdict(rows, cap, shared=shared))
 
 
 def stored_evidence(row: Sequence[object]) -> tuple[str, LevelEvidence, int | None]:
@@ -570,7 +573,8 @@ def readouts_from_rows(rows: Sequence[Sequence[object]]) -> list[ModelReadout]:
         key, ev, cap = stored_evidence(r)
         by_model.setdefault(key, []).append(ev)
         caps[key] = cap
-    return [readout_of(key, evs, caps[key]) for key, evs in by_model.items()]
+    return [readout_of(key, evs, caps[key], shared=caps[key] is None and len(by_model) > 1)
+            for key, evs in by_model.items()]
 
 
 def readout_rows(readouts: Mapping[str, ModelReadout], caps: Mapping[str, int | None] | None = None

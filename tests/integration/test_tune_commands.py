@@ -74,6 +74,9 @@ def test_tune_recommends_each_models_optimum_and_write_keeps_comments(
     levels = {m["key"]: m.get("max_concurrency") for m in data["models"]}
     assert levels["ceiling"] == 2
     assert levels["local"] == 1, out  # a serial server: nothing above 1 does better
+    # a bare --write leaves [run] timeout_s as it was: measured on this run's short answers, it is a suggestion
+    assert data.get("run", {}).get("timeout_s") == tomllib.loads(PROJECT).get("run", {}).get("timeout_s")
+    assert "[run] timeout_s" not in out.split("wrote ")[-1]
     # 'flat' or 'lower' is the machine's say, not the server's: a stall at a higher level (a busy CI box) makes its
     # measured goodput lower, and the verdict reports what was measured
     assert re.search(r"local: optimum ≈ 1: goodput (flat|lower) above 1", out), out
@@ -94,8 +97,12 @@ def test_tune_finds_a_ceiling_and_a_rate_limit_near_their_optimum(proj: Path, tm
     proj.write_text(PROJECT.replace("max_concurrency = 2  # was set by hand\n", ""), encoding="utf-8")
     code = main(["tune", "--project", str(proj), "--models", "ceiling,rpm", "--budget", "1000",
                  "--db", str(tmp_path / "t.db"), "--write"])
-    out = capsys.readouterr().out
+    cap = capsys.readouterr()
+    out = cap.out
     assert code == 0
+    # progress while it runs: one line per tuner decision and per verdict that changed, with the calls made so far
+    assert re.search(r"^  \d+ of \d+ calls · (ceiling|rpm) \d+ → \d+: ", cap.err, re.M), cap.err
+    assert re.search(r"^  \d+ of \d+ calls · (ceiling|rpm): ", cap.err, re.M), cap.err
     data = tomllib.loads(proj.read_text(encoding="utf-8"))
     levels = {m["key"]: m.get("max_concurrency") for m in data["models"]}
     # exit 0: at least one measured optimum was written; what is written is near the truth, and a model left
@@ -152,6 +159,7 @@ def test_sweep_prints_errored_beside_wall_clock_marks_the_knee_and_stores_one_ru
                      out)
     assert said, out
     assert "level 1 (1 of 3): " in cap.err and "level 4 (3 of 3): " in cap.err  # progress as each level ends
+    assert "level 4 (3 of 3): running…" in cap.err  # and as each starts: a level can take minutes
     with sqlite3.connect(db) as c:
         rows = c.execute("SELECT level, run_id, knee FROM level_sweeps ORDER BY level").fetchall()
         assert [r[0] for r in rows] == [1, 2, 4]

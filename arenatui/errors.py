@@ -24,6 +24,10 @@
 from __future__ import annotations
 
 import textwrap
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from arenatui.engine.events import DeclaredLimits
 
 
 class ArenaError(Exception):
@@ -101,6 +105,8 @@ class ProviderError(Exception):
     """Where the provider could tell: the attempt's start until its request was on the wire."""
     http_status: int | None = None
     """The HTTP status of the refusal, for HTTP providers (stored with each failed attempt)."""
+    limits: DeclaredLimits | None = None
+    """The rate limits a refusal's headers declared when it sent any."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

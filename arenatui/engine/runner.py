@@ -48,9 +48,11 @@ from arenatui.engine.events import (
     CallRetrying,
     CallStarted,
     ConcurrencyChanged,
+    DeclaredLimits,
     ErrorClass,
     Event,
     JudgeFinished,
+    LimitsDeclared,
     RunFinished,
     RunPaused,
     RunResumed,
@@ -303,6 +305,8 @@ class Runner:
         self._wake = anyio.Event()
         self._tg: TaskGroup | None = None
         self._started = False
+        self._declared: dict[str, tuple[float, DeclaredLimits]] = {}
+        """Per model: when its provider's declared limits were last sent on (LimitsDeclared), and what they were."""
 
     # ---- control -------------------------------------------------------------------------------
 
@@ -741,6 +745,8 @@ class Runner:
             except RateLimited as e:
                 latency, connect_ms = _attempt_times(e, ta)
                 err_class, err_msg, retry_after = "rate_limited", e.message, e.retry_after
+                if e.limits is not None:
+                    self._limits_declared(model.base_key, e.limits)
                 retry_source = e.retry_after_source
                 http_status = e.http_status
                 in_tok += getattr(e, "input_tokens", 0)
@@ -763,6 +769,8 @@ class Runner:
                 now = time.monotonic()
                 in_tok += comp.input_tokens
                 out_tok += comp.output_tokens
+                if comp.limits is not None:
+                    self._limits_declared(model.base_key, comp.limits)
                 if job is not None:
                     self._judged_by(lane, job, comp, attempt, ta, t0, now, started_wall, in_tok, out_tok)
                     return
@@ -826,6 +834,16 @@ class Runner:
             r = r._replace(finish_reason=DEADLINE, ttft_ms=first_ms)
         self._finish(lane, r, job, now)
 
+    def _limits_declared(self, model_key: str, limits: DeclaredLimits) -> None:
+        """A provider stated its rate limits: LimitsDeclared when a stated limit changed, else at most once a second
+        per model (what is left moves with every answer; an event per answer would cost the hot path)."""
+        now = time.monotonic()
+        last = self._declared.get(model_key)
+        if last is not None and now - last[0] < 1.0 and last[1][0] == limits[0] and last[1][3] == limits[3]:
+            return
+        self._declared[model_key] = (now, limits)
+        self.emit(LimitsDeclared(model_key, limits, now, time.time()))
+
     def _finish(self, lane: _ModelLane, r: CallResult, job: JudgeJob | None, now: float) -> None:
         """Report a call that ended without an answer: CallFinished, or for a judge call the JudgeFinished that
         leaves its candidate judge_error (the judge's own error class is in the message) or, if cancelled, unscored."""
@@ -878,6 +896,16 @@ class Runner:
             connect_ms = connect_s * 1000.0 if connect_s is not None else None
             finish_reason, estimated = comp.finish_reason, comp.tokens_estimated
             extra_cost = comp.cost or 0.0  # what a solver says it spent beyond tokens
+            answer_s = comp.answer_ttft_s
+            if answer_s is not None or comp.reasoning_tokens is not None:  # a streamed answer, or one that reasoned
+                return CallResult(
+                    lane.key, case.id, trial, v.status, output, v.score, v.passed, v.error_class,
+                    None if msg is None else self._message(case, msg), attempts, latency_ms, (now - t0) * 1000.0,
+                    ttft_ms, in_tok, out_tok, lane.model.cost(in_tok, out_tok) + extra_cost, finish_reason, estimated,
+                    started_wall, started_wall + (now - t0), connect_ms, v.failure_mode,
+                    None if detail is None else self._message(case, detail), http_status, 0, None, None,
+                    comp.reasoning_tokens, comp.reasoning_estimated, None if answer_s is None else answer_s * 1000.0,
+                    None if case.sealed and not self._keep_sealed else comp.reasoning)
         return CallResult(
             lane.key, case.id, trial, v.status, output, v.score, v.passed, v.error_class,
             None if msg is None else self._message(case, msg), attempts, latency_ms, (now - t0) * 1000.0, ttft_ms,
@@ -1025,12 +1053,14 @@ def _merged(r: CallResult, fu: _FollowUp) -> CallResult:
     """
     (key, case_id, trial, status, output, score, passed, error_class, error_message, attempts, latency_ms, total_ms,
      ttft_ms, in_tok, out_tok, cost, finish_reason, estimated, _started, finished_at, connect_ms, failure_mode,
-     detail, http_status, _repairs, _escalated_to, _first_passed) = r  # every field: a new one fails here, loudly
+     detail, http_status, _repairs, _escalated_to, _first_passed, reasoning_tokens, reasoning_estimated,
+     answer_ttft_ms, reasoning) = r  # every field: a new one fails here, loudly
     return CallResult(key, case_id, trial, status, output, score, passed, error_class, error_message,
                       attempts + fu.attempts, latency_ms, total_ms + fu.total_ms, ttft_ms, in_tok + fu.in_tok,
                       out_tok + fu.out_tok, cost + fu.cost, finish_reason, estimated, fu.started_at, finished_at,
                       connect_ms, failure_mode, detail, http_status, fu.repairs,
-                      None if fu.target is None else fu.answered_by, fu.first_passed)
+                      None if fu.target is None else fu.answered_by, fu.first_passed, reasoning_tokens,
+                      reasoning_estimated, answer_ttft_ms, reasoning)
 
 
 _RETRIED = frozenset(("rate_limited", "transient", "timeout", "incomplete_stream"))

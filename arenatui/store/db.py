@@ -25,6 +25,7 @@ from arenatui.engine.events import (
     ClientLoadSampled,
     ConcurrencyChanged,
     JudgeFinished,
+    LimitsDeclared,
     StepFinished,
     lane_key,
     split_lane,
@@ -118,7 +119,7 @@ def step_row(run_id: str, ev: StepFinished) -> tuple[Any, ...]:
     r, step, kind, answered_by, _t = ev
     (key, case_id, trial, status, output, score, passed, error_class, error_message, attempts, latency_ms, total_ms,
      _ttft, in_tok, out_tok, cost, _finish, _estimated, started_at, finished_at, _connect, failure_mode, detail, _http,
-     _repairs, _escalated_to, _first_passed) = r
+     _repairs, _escalated_to, _first_passed, _reasoning_tokens, _reasoning_estimated, _answer_ttft, _reasoning) = r
     model, _, variant = key.partition(VARIANT_SEP)
     return (run_id, model, variant, case_id, trial, step, kind, answered_by, status, int(passed), score, failure_mode,
             error_class, error_message, detail, output, attempts, in_tok, out_tok, cost, total_ms, latency_ms,
@@ -133,9 +134,20 @@ def client_load_row(run_id: str, ev: ClientLoadSampled) -> tuple[Any, ...]:
     return (run_id, ev.at, ev.cpu, ev.interval_s)
 
 
+INSERT_DECLARED_LIMITS = (
+    "INSERT OR REPLACE INTO declared_limits (run_id, model_key, at, requests_limit, requests_remaining, "
+    "requests_reset_s, tokens_limit, tokens_remaining, tokens_reset_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+"""The latest rate limits a model's provider declared in this run (one row per model: the last one wins)."""
+
+
+def declared_limits_row(run_id: str, ev: LimitsDeclared) -> tuple[Any, ...]:
+    return (run_id, ev.model_key, ev.at, *ev.limits)
+
+
 EVENT_ROWS: dict[type, tuple[str, Callable[[str, Any], tuple[Any, ...]]]] = {
     ConcurrencyChanged: (INSERT_CONCURRENCY_CHANGE, concurrency_change_row),
     ClientLoadSampled: (INSERT_CLIENT_LOAD, client_load_row),
+    LimitsDeclared: (INSERT_DECLARED_LIMITS, declared_limits_row),
 }
 """Run-level events the results writer stores besides finished calls: event type → (INSERT, row of run id and
 event). A new kind of row is one entry here (and its table in a migration); the writer and its process need

@@ -380,7 +380,7 @@ class ScorerConfig:
 
 MOCK_FAULTS: tuple[str, ...] = (
     "400", "401", "403", "404", "408", "409", "422", "429", "500", "503", "529",
-    "reset", "malformed", "truncated", "hang", "trickle",
+    "reset", "malformed", "truncated", "interrupted", "hang", "trickle",
 )
 RETRY_AFTER_FORMS: tuple[str, ...] = ("both", "ms", "seconds", "date", "llm_provider", "openai_reset",
                                       "anthropic_reset", "none")
@@ -391,7 +391,9 @@ class MockFaults:
     """How `arena mock-server` misbehaves for one model (``[mock.models.KEY]``); the project's sweep ignores it."""
 
     faults: tuple[str, ...] = ()
-    """Faults to inject (MOCK_FAULTS): an HTTP status, or reset, malformed, truncated, hang, trickle."""
+    """Faults to inject (MOCK_FAULTS): an HTTP status, or reset, malformed, truncated, interrupted (a stream broken
+    off as llama-cpp-python's server does when another request arrives: its opening, then its end marker, no
+    finish reason), hang, trickle."""
     rate: float = 1.0
     """Share of requests that get one of ``faults`` (picked uniformly)."""
     retry_after: str = "both"

@@ -388,7 +388,13 @@ class MockServer:
         if not stream:
             if out.latency_s > 0:
                 await asyncio.sleep(out.latency_s)
-            payload = json.dumps(self._json_answer(wire, name, out)).encode()
+            answer = self._json_answer(wire, name, out)
+            if fault == "interrupted":  # a whole body with nothing in it and no finish reason
+                if wire == "anthropic":
+                    answer.update(content=[], stop_reason=None)
+                else:
+                    answer["choices"][0].update(message={"role": "assistant", "content": ""}, finish_reason=None)
+            payload = json.dumps(answer).encode()
             if fault == "malformed":
                 payload = payload[: len(payload) // 2] + b"<html>502 Bad Gateway"
             elif fault == "truncated":
@@ -408,6 +414,10 @@ class MockServer:
         # with the end of the body), each piece from a template: this server is the benchmarks' reference
         # for exact timing, and every bit of its own CPU under load is lateness in what it serves.
         head = b"".join(self._sse_start(wire, name, out))
+        if fault == "interrupted":  # llama-cpp-python's server, interrupted: the opening, then the end, nothing between
+            await resp.write_eof(head + (_sse({"type": "message_stop"}, "message_stop") if wire == "anthropic"
+                                         else b"data: [DONE]\n\n"))
+            return resp
         answer_at = start + out.ttft_s
         if out.reasoning_tokens:  # the reasoning first, on its own schedule, then the answer's first token
             thoughts = _pieces(reasoning_text(out.reasoning_tokens), min(out.reasoning_tokens, REASONING_PIECES))

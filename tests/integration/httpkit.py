@@ -30,7 +30,7 @@ CASES: list[dict[str, Any]] = [
     {"id": "choice", "input": "Largest planet? A) Mars B) Jupiter. Letter only.", "expected": "B",
      "stratum": "hard"},
 ]
-TRANSIENT_FAULTS = ("500", "503", "529", "408", "409", "reset", "malformed", "truncated")
+TRANSIENT_FAULTS = ("500", "503", "529", "408", "409", "reset", "malformed", "truncated", "interrupted")
 TERMINAL_FAULTS = ("400", "401", "403", "404", "422")
 TIMEOUT_FAULTS = ("hang", "trickle")
 RETRY_AFTER_FORMS = ("ms", "seconds", "date", "both", "llm_provider", "openai_reset", "anthropic_reset", "none")

@@ -492,9 +492,10 @@ def with_reasoning(text: str, reasoning: str | None, messages: Iterable[Mapping[
     """An answer with its reasoning apart: the reasoning's tokens as reported, else estimated (marked) from its text;
     an output count the server did not report is estimated from answer and reasoning together (both are output)."""
     est_r = False
-    if reasoning_tokens is None and reasoning:
-        if output_tokens:  # the output the server counted, less the answer's share (exact when there is none)
-            reasoning_tokens, est_r = max(0, output_tokens - (estimate_tokens(text) if text else 0)), bool(text)
+    if not reasoning_tokens and reasoning:  # none reported, or 0 for a reasoning that is there (cannot be true)
+        answer = estimate_tokens(text) if text else 0
+        if output_tokens and output_tokens > answer:  # the output counted, less the answer's (exact with no answer)
+            reasoning_tokens, est_r = output_tokens - answer, bool(text)
         else:
             reasoning_tokens, est_r = estimate_tokens(reasoning), True
     i, o, est = usage_or_estimate(text, messages, input_tokens, output_tokens)

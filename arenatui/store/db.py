@@ -24,6 +24,7 @@ from arenatui.engine.events import (
     CallRetrying,
     ClientLoadSampled,
     ConcurrencyChanged,
+    DeclaredLimits,
     JudgeFinished,
     LimitsDeclared,
     StepFinished,
@@ -734,6 +735,17 @@ class Store:
         """The auto-tuner's decisions, oldest first: (epoch seconds, model key, old, new, reason)."""
         return self.conn.execute("SELECT at, model_key, old, new, reason FROM tuning_decisions WHERE run_id = ? "
                                  "ORDER BY at, rowid", (run_id,)).fetchall()
+
+    def declared_limits(self, run_id: str) -> dict[str, tuple[float, DeclaredLimits]]:
+        """The rate limits each model's provider declared last in a run: model key → (epoch seconds, limits)."""
+        try:
+            rows = self.conn.execute(
+                "SELECT model_key, at, requests_limit, requests_remaining, requests_reset_s, tokens_limit, "
+                "tokens_remaining, tokens_reset_s FROM declared_limits WHERE run_id = ? ORDER BY model_key",
+                (run_id,)).fetchall()
+        except sqlite3.OperationalError:  # a read-only database from before schema 18: no limits stored
+            return {}
+        return {r[0]: (r[1], DeclaredLimits(*r[2:])) for r in rows}
 
     def tuning_levels(self, run_id: str) -> list[tuple[Any, ...]]:
         """A run's per-level readout: (model_key, level, seconds, answered, goodput, limited_share,

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import anyio
 import pytest
-from httpkit import PROVIDERS, MockServerProcess, run_sweep
+from httpkit import PROVIDERS, MockServerProcess, run_sweep, write_project
 
+from arenatui.cli import main
 from arenatui.config.schema import Case, ModelConfig, RunSettings
 from arenatui.providers.anthropic import AnthropicProvider
 from arenatui.providers.base import Request
 from arenatui.providers.openai import OpenAIProvider
+from arenatui.store import Store
 
 REASONING_S = 20 * 0.005
 """The `*-reason` models' simulated reasoning: 20 tokens at 5 ms."""
@@ -94,3 +96,24 @@ def test_declared_limits_are_read_from_every_answer(mock_server: MockServerProce
     lie = _ask(cls, mock_server.url, f"{prefix}-declared-lie")
     assert lie is not None and lie.requests_limit == 90 and lie.tokens_limit is None  # type: ignore[attr-defined]
     assert _ask(cls, mock_server.url, f"{prefix}-ok") is None  # no headers, no record
+
+
+@pytest.mark.parametrize("prefix", list(PROVIDERS))
+def test_arena_tune_shows_the_declared_limits_and_the_run_keeps_them(mock_server: MockServerProcess, tmp_path: Path,
+                                                                    prefix: str,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    key = f"{prefix}-declared"
+    project = write_project(tmp_path / "p.toml", mock_server.url, [mock_server.models[key]])
+    db = tmp_path / "t.db"
+    assert main(["tune", "--project", str(project), "--db", str(db), "--budget", "30"]) == 0
+    out = capsys.readouterr().out
+    assert "declared rate limits" in out
+    line = out.split("declared rate limits")[1].splitlines()[1]
+    assert "declares 600 requests/min" in line and "40,000 tokens/min" in line and "left" in line
+    with Store(db, read_only=True) as store:
+        (run_id,) = [r[0] for r in store.conn.execute("SELECT run_id FROM runs")]
+        (at, limits), = store.declared_limits(run_id).values()
+        assert limits.requests_limit == 600 and limits.tokens_limit == 40000 and at > 0
+    # the stored run shows them again
+    assert main(["tune", "--show", run_id, "--db", str(db)]) == 0
+    assert "declares 600 requests/min" in capsys.readouterr().out

@@ -65,10 +65,16 @@ ROLE = {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, 
 # ---- 1. answers that are answers -------------------------------------------------------------------------------
 
 
-def test_role_chunk_then_done_is_an_incomplete_stream_not_an_empty_answer() -> None:
+LLAMA_CPP_ROLE = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                  "choices": [{"index": 0, "delta": {"role": "assistant"}, "logprobs": None, "finish_reason": None}]}
+"""llama-cpp-python 0.3.36's role chunk, as its server sends it (servers-findings: no content key)."""
+
+
+@pytest.mark.parametrize("role", [ROLE, LLAMA_CPP_ROLE])
+def test_role_chunk_then_done_is_an_incomplete_stream_not_an_empty_answer(role: dict[str, Any]) -> None:
     # llama-cpp-python's server, interrupted by another request: its role chunk, then [DONE]
     with pytest.raises(IncompleteStream) as ei:
-        _call("openai", _stream(_sse(ROLE, "[DONE]")))
+        _call("openai", _stream(_sse(role, "[DONE]")))
     assert "without a finish reason" in ei.value.message and ei.value.error_class == "incomplete_stream"
     assert ei.value.detail == "no answer text arrived"  # type: ignore[attr-defined]
 
@@ -238,6 +244,16 @@ def test_declared_limits_openai_and_anthropic_headers() -> None:
     assert declared_limits({"content-type": "application/json"}) is None
     junk = declared_limits({"x-ratelimit-limit-requests": "lots", "x-ratelimit-remaining-requests": "-3"})
     assert junk == DeclaredLimits()  # stated, unreadable: left out, never an error
+
+
+def test_a_litellm_proxy_answer_declares_its_rpm_without_a_reset() -> None:
+    # what litellm 1.108's proxy sends on a 200 with a deployment rpm of 3 (servers-findings, captured)
+    body = _sse({"choices": [{"delta": {"role": "assistant", "content": ""}}]},
+                {"choices": [{"delta": {"content": "Paris"}}]}, {"choices": [{"delta": {}, "finish_reason": "stop"}]},
+                "[DONE]")
+    c = _call("openai", _stream(body, {"x-ratelimit-limit-requests": "3", "x-ratelimit-remaining-requests": "2",
+                                       "x-litellm-key-spend": "0.0", "llm_provider-content-type": "text/event-stream"}))
+    assert c.text == "Paris" and c.limits == DeclaredLimits(3, 2, None, None, None, None)
 
 
 def test_a_429_carries_the_limits_it_declares() -> None:

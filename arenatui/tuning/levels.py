@@ -270,9 +270,9 @@ class LevelTracker:
                 m.in_flight -= 1
         elif tp is LimitsDeclared:  # rare: a stated limit changed, or a second passed
             ld: LimitsDeclared = ev  # type: ignore[assignment]
-            for key, m in self.models.items():
-                if key == ld.model_key or key.startswith(ld.model_key + VARIANT_SEP):
-                    m.declared = ld.limits
+            for lane, lm in self.models.items():
+                if lane == ld.model_key or lane.startswith(ld.model_key + VARIANT_SEP):
+                    lm.declared = ld.limits
         if self.watch is not None:
             self.watch(ev)
 

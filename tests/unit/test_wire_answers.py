@@ -260,3 +260,20 @@ def test_a_429_carries_the_limits_it_declares() -> None:
     err = error_for_status(429, {"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "0",
                                  "x-ratelimit-reset-requests": "1s"}, b"", where="m")
     assert err.limits == DeclaredLimits(60, 0, 1.0, None, None, None)
+
+
+def test_the_level_tracker_keeps_the_latest_declared_limits_per_model() -> None:
+    from arenatui.engine.events import LimitsDeclared
+    from arenatui.tuning.levels import LevelTracker, declared_level
+
+    tracker = LevelTracker(["a", "a · terse", "b"])
+    first, later = DeclaredLimits(600, 500, 1.0, None, None, None), DeclaredLimits(600, 12, 1.0, None, None, None)
+    tracker.on_event(LimitsDeclared("a", first, 1.0, 1.0))
+    tracker.on_event(LimitsDeclared("a", later, 2.0, 2.0))
+    assert tracker.declared("a") == later and tracker.declared("a · terse") == later  # a variant shares it
+    assert tracker.declared("b") is None and tracker.readout("b").declared is None
+    assert tracker.readout("a").declared == later
+    # 600/min = 10/s × 0.5 s = 5 in flight; a token limit of 60,000/min at 2,000 tokens a call: 0.5/s × 0.5 = 0.25
+    assert declared_level(later, 0.5) == pytest.approx(5.0)
+    assert declared_level(DeclaredLimits(600, None, None, 60000, None, None), 0.5, 2000) == pytest.approx(0.25)
+    assert declared_level(None, 0.5) is None and declared_level(later, None) is None

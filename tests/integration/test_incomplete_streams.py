@@ -14,6 +14,9 @@ from httpkit import PROVIDERS, MockServerProcess, run_sweep, write_project
 
 from arenatui.load.arrivals import Arrival
 from arenatui.load.run import LoadOptions, LoadRun
+from arenatui.store import Store
+from arenatui.store.queries import call_details
+from arenatui.tui.call_text import PREVIEW_CHARS, CallContext, call_text
 
 
 @pytest.mark.parametrize(("fault", "why"), [("truncated", "without its end marker"),
@@ -29,6 +32,10 @@ def test_a_sweep_stores_a_cut_stream_as_incomplete_stream_after_its_retries(mock
         assert why in r["error_message"] and r["output"] is None
         # what the stream carried is kept for the call's detail, never as its answer
         assert r["score_detail"].startswith("partial answer" if fault == "truncated" else "no answer text")
+    with Store(out.db, read_only=True) as store:
+        rows = call_details(store, out.run_id, "capital", preview=PREVIEW_CHARS)
+    for row in rows:  # the call's detail shows it, and says it is no answer
+        assert "what the stream carried (not an answer)" in call_text(row, CallContext()).plain
 
 
 @pytest.mark.parametrize("fault", ["truncated", "interrupted"])

@@ -17,6 +17,8 @@ from arenatui.providers.anthropic import AnthropicProvider
 from arenatui.providers.base import Request
 from arenatui.providers.openai import OpenAIProvider
 from arenatui.store import Store
+from arenatui.store.queries import call_details
+from arenatui.tui.call_text import PREVIEW_CHARS, CallContext, call_text
 
 REASONING_S = 20 * 0.005
 """The `*-reason` models' simulated reasoning: 20 tokens at 5 ms."""
@@ -43,6 +45,12 @@ def test_reasoning_is_kept_apart_and_timed(mock_server: MockServerProcess, tmp_p
     # the server writes the first answer token REASONING_S after the first reasoning token; the median of 15 calls
     # is what the client measured of it (generous bound: a busy machine delays single events, rarely the median)
     assert statistics.median(gaps) == pytest.approx(REASONING_S * 1000, abs=25), gaps
+    # the call's detail shows the reasoning apart, and both first tokens
+    with Store(out.db, read_only=True) as store:
+        (row, *_) = call_details(store, out.run_id, "capital", lane=key, preview=PREVIEW_CHARS)
+    text = call_text(row, CallContext()).plain
+    assert "reasoning (never scored)\nthink think" in text and "first\u00a0answer\u00a0token" in text
+    assert text.index("reasoning (never scored)") < text.index("output\nParis")
 
 
 @pytest.mark.parametrize("prefix", list(PROVIDERS))

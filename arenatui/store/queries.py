@@ -698,6 +698,40 @@ def estimated_usage(store: Store, run_id: str) -> dict[str, tuple[int, int]]:
         "HAVING SUM(tokens_estimated) > 0 ORDER BY model_key", (run_id,))}
 
 
+@dataclass(frozen=True, slots=True)
+class ReasoningUsage:
+    """A model's reasoning in a run: how many of its calls reasoned and what share of its output it took."""
+
+    calls: int
+    """Calls whose answer showed reasoning (or reported reasoning tokens)."""
+    reasoning_tokens: int
+    output_tokens: int
+    """Every output token of those calls, reasoning included (what output prices are paid on)."""
+    estimated: int
+    """Of `calls`, those whose reasoning tokens arenatui estimated (the server reported none)."""
+
+    @property
+    def per_call(self) -> float:
+        return self.reasoning_tokens / self.calls if self.calls else 0.0
+
+    @property
+    def share(self) -> float:
+        """Reasoning's share of these calls' output tokens, and so of their output spend."""
+        return self.reasoning_tokens / self.output_tokens if self.output_tokens else 0.0
+
+
+def reasoning_usage(store: Store, run_id: str) -> dict[str, ReasoningUsage]:
+    """Per model with any calls that reasoned: their count, reasoning and output tokens, and how many estimated."""
+    try:
+        rows = store.conn.execute(
+            "SELECT model_key, COUNT(*), SUM(reasoning_tokens), SUM(output_tokens), SUM(reasoning_estimated) "
+            "FROM results WHERE run_id = ? AND reasoning_tokens IS NOT NULL GROUP BY model_key ORDER BY model_key",
+            (run_id,)).fetchall()
+    except sqlite3.OperationalError:  # a read-only database from before schema 18
+        return {}
+    return {str(m): ReasoningUsage(int(n), int(r or 0), int(o or 0), int(e or 0)) for m, n, r, o, e in rows}
+
+
 def recent_attempts(store: Store, run_id: str, since: float) -> list[tuple[str, str, float]]:
     """(model key, case id, epoch seconds) of every attempt a run made at or after `since`: each stored call's last
     attempt (at its finish), each failed attempt that was retried, and each judge call (under its judge model's

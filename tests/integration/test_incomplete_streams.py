@@ -45,9 +45,13 @@ def test_a_load_run_counts_a_cut_stream_as_an_error_not_ok(mock_server: MockServ
         key = f"{p}-{fault}"
         project = write_project(tmp_path / f"{p}.toml", mock_server.url, [mock_server.models[key]])
         db = tmp_path / f"{p}.db"
-        run = LoadRun(LoadOptions(project, (20.0,), 0.5, Arrival("constant"), model=key, db=db))
+        run = LoadRun(LoadOptions(project, (10.0, 20.0), 0.5, Arrival("constant"), model=key, db=db))
         assert anyio.run(run.run) == "finished"
-        figures = run.figures().run
+        outcome = run.figures()
+        figures = outcome.run
+        # no answer came back: the segment is saturated by errors, not counted as keeping up
+        assert outcome.saturation is not None and outcome.saturation.saturation_cause is not None
+        assert "incomplete_stream" in outcome.saturation.saturation_cause
         assert figures.outcomes.get("ok", 0) == 0
         assert figures.outcomes["incomplete_stream"] == figures.requests > 0
         assert figures.error_share == 1.0

@@ -4,6 +4,7 @@ reasoning, and the rate limits a provider states in its headers."""
 
 from __future__ import annotations
 
+import json
 import statistics
 from pathlib import Path
 
@@ -51,6 +52,16 @@ def test_reasoning_is_kept_apart_and_timed(mock_server: MockServerProcess, tmp_p
     text = call_text(row, CallContext()).plain
     assert "reasoning (never scored)\nthink think" in text and "first\u00a0answer\u00a0token" in text
     assert text.index("reasoning (never scored)") < text.index("output\nParis")
+    # the report counts the reasoning in the spend and says what share of it was thinking
+    report = tmp_path / "report.json"
+    assert main(["report", out.run_id, "--db", str(out.db), "--format", "json", "--output", str(report)]) == 0
+    reasoning = json.loads(report.read_text(encoding="utf-8"))["reasoning"][key]
+    assert reasoning["calls"] == 15 and 0 < reasoning["share"] < 1
+    if prefix == "oa":  # exact where usage reports it: 20 of 28 output tokens
+        assert reasoning["reasoning_tokens"] == 300 and reasoning["share"] == pytest.approx(20 / 28)
+    md = tmp_path / "report.md"
+    assert main(["report", out.run_id, "--db", str(out.db), "--output", str(md)]) == 0
+    assert "Reasoning (counted in the tokens and spend above, never scored)" in md.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("prefix", list(PROVIDERS))

@@ -260,6 +260,12 @@ class ModelSnapshot:
     """The most common error message of this session's errored calls and how many calls said it."""
     truncated: int = 0
     """This session's answers stopped at the token limit (finish reason length / max_tokens)."""
+    reasoning_tokens: int = 0
+    """Of its output tokens, those spent reasoning (a reasoning model's)."""
+    answer_ttft_p50_ms: float | None = None
+    """A reasoning model's median first answer token (ttft_p50_ms is its first token of any kind)."""
+    declared: DeclaredLimits | None = None
+    """The rate limits its provider declared last in its response headers, when it declared any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -763,7 +769,9 @@ class LiveMetrics:
                 cost=agg.cost, latency_series=series, throughput_series=tuple(counts), failures=dict(agg.failures),
                 unscored=agg.unscored, judge=agg.judge,
                 common_error=max(agg.error_messages.items(), key=lambda kv: kv[1], default=None),
-                truncated=agg.truncated,
+                truncated=agg.truncated, reasoning_tokens=agg.reasoning_tokens,
+                answer_ttft_p50_ms=percentile(sorted(agg.answer_ttfts), 50) if agg.answer_ttfts else None,
+                declared=agg.declared,
             ))
         done = sum(m.done for m in models)
         # a judge lane's verdicts are its candidates' results: count them once, on the candidates

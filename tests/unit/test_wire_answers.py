@@ -277,3 +277,22 @@ def test_the_level_tracker_keeps_the_latest_declared_limits_per_model() -> None:
     assert declared_level(later, 0.5) == pytest.approx(5.0)
     assert declared_level(DeclaredLimits(600, None, None, 60000, None, None), 0.5, 2000) == pytest.approx(0.25)
     assert declared_level(None, 0.5) is None and declared_level(later, None) is None
+
+
+def test_live_metrics_show_a_models_declared_limits_and_reasoning() -> None:
+    from arenatui.engine.events import CallFinished, CallResult, CallStarted, LimitsDeclared
+    from arenatui.live import LiveMetrics
+    from arenatui.tui.screens.detail import declared_text
+
+    lm = LiveMetrics(["a", "b"], ["c1"], 1, clock=lambda: 10.0)
+    limits = DeclaredLimits(500, 480, 0.2, 30000, 29000, None)
+    lm.on_event(LimitsDeclared("a", limits, 1.0, 1.0))
+    lm.on_event(CallStarted("a", "c1", 0, 1, 1.0))
+    lm.on_event(CallFinished(CallResult("a", "c1", 0, "passed", "4", 1.0, True, None, None, 1, 900.0, 900.0, 100.0,
+                                        5, 30, 0.0, "stop", False, 0.0, 1.0, reasoning_tokens=25,
+                                        answer_ttft_ms=700.0), 2.0))
+    a, b = lm.snapshot().models
+    assert a.declared == limits and b.declared is None
+    assert a.reasoning_tokens == 25 and a.answer_ttft_p50_ms == 700.0 and a.ttft_p50_ms == 100.0
+    text = declared_text("a", limits).plain
+    assert "500 requests/min (480 left), 30,000 tokens/min (29,000 left); requests reset in 0.2 s" in text

@@ -738,9 +738,11 @@ class HttpProvider:
                            reading: list[StreamReader]) -> tuple[Completion, float]:
         """The folded answer, and when its last event arrived.
 
-        Event by event only until the first token (time to first token is stamped as it arrives); then the
-        rest of the body in one read, decoded at the end: no per-token SSE work in Python, whose CPU under
-        load is queueing inside every latency we record. (aiohttp's read still wakes once per network chunk.)
+        Event by event only until the first answer token (time to first token, and for a reasoning model the
+        first answer token after its reasoning, are stamped as they arrive: a reasoning phase is read event by
+        event so that its end is timed); then the rest of the body in one read, decoded at the end: no per-token
+        SSE work in Python, whose CPU under load is queueing inside every latency we record. (aiohttp's read
+        still wakes once per network chunk.)
         """
         reader = self.stream_reader(request, sent)
         reading.append(reader)  # so a timeout can tell whether the first token had come

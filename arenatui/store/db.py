@@ -120,7 +120,7 @@ def step_row(run_id: str, ev: StepFinished) -> tuple[Any, ...]:
     r, step, kind, answered_by, _t = ev
     (key, case_id, trial, status, output, score, passed, error_class, error_message, attempts, latency_ms, total_ms,
      _ttft, in_tok, out_tok, cost, _finish, _estimated, started_at, finished_at, _connect, failure_mode, detail, _http,
-     _repairs, _escalated_to, _first_passed, _reasoning_tokens, _reasoning_estimated, _answer_ttft, _reasoning) = r
+     _repairs, _escalated_to, _first_passed, _reasoning_tokens, _answer_ttft, _reasoning) = r
     model, _, variant = key.partition(VARIANT_SEP)
     return (run_id, model, variant, case_id, trial, step, kind, answered_by, status, int(passed), score, failure_mode,
             error_class, error_message, detail, output, attempts, in_tok, out_tok, cost, total_ms, latency_ms,
@@ -257,13 +257,18 @@ def _call_where(run_id: str, key: str, case_id: str, trial: int) -> tuple[str, t
 
 
 def result_row(run_id: str, r: CallResult) -> tuple[Any, ...]:
-    """The results-table row: CallResult's fields are RESULT_COLUMNS after run_id, in order, then the variant, split
-    from a variant lane's key (a test checks it)."""
+    """The results-table row: CallResult's fields are RESULT_COLUMNS after run_id, in order (its `reasoning` the
+    reasoning's text), then whether its reasoning tokens are estimated, then the variant, split from a variant lane's
+    key (a test checks it)."""
     key = r.model_key
+    kept = r.reasoning
+    if kept is not None:  # a reasoning model's answer: its text in `reasoning`, then reasoning_estimated
+        model, _, variant = key.partition(VARIANT_SEP)
+        return (run_id, model, *r[1:-1], kept.text, int(kept.estimated), variant)
     if VARIANT_SEP not in key:
-        return (run_id, *r, "")
+        return (run_id, *r, 0, "")
     model, _, variant = key.partition(VARIANT_SEP)
-    return (run_id, model, *r[1:], variant)
+    return (run_id, model, *r[1:], 0, variant)
 
 
 def _busy_retry(conn: sqlite3.Connection, sql: str) -> None:

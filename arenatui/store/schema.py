@@ -6,10 +6,11 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "run_id", "model_key", "case_id", "trial", "status", "output", "score", "passed", "error_class",
     "error_message", "attempts", "latency_ms", "total_ms", "ttft_ms", "input_tokens", "output_tokens", "cost",
     "finish_reason", "tokens_estimated", "started_at", "finished_at", "connect_ms", "failure_mode", "score_detail",
-    "http_status", "repairs", "escalated_to", "first_passed", "reasoning_tokens", "reasoning_estimated",
-    "answer_ttft_ms", "reasoning", "variant",
+    "http_status", "repairs", "escalated_to", "first_passed", "reasoning_tokens", "answer_ttft_ms", "reasoning",
+    "reasoning_estimated", "variant",
 )
-"""CallResult's fields after run_id, then the variant (the engine's lane key holds it: store.db.result_row splits)."""
+"""CallResult's fields after run_id, then whether the reasoning's tokens are estimated (CallResult.reasoning holds
+both: store.db.result_row spreads it) and the variant (the engine's lane key holds it: result_row splits it)."""
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: runs, results, concurrency changes

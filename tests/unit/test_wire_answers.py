@@ -296,3 +296,38 @@ def test_live_metrics_show_a_models_declared_limits_and_reasoning() -> None:
     assert a.reasoning_tokens == 25 and a.answer_ttft_p50_ms == 700.0 and a.ttft_p50_ms == 100.0
     text = declared_text("a", limits).plain
     assert "500 requests/min (480 left), 30,000 tokens/min (29,000 left); requests reset in 0.2 s" in text
+
+
+def test_the_tuners_goodput_counts_complete_answers_only() -> None:
+    """A server that breaks off every other stream (llama-cpp-python's, interrupted): those calls end
+    incomplete_stream, and the level's goodput is the complete answers', not every stream that ended."""
+    from arenatui.engine.events import CallFinished, CallResult, CallStarted, ConcurrencyChanged
+    from arenatui.tuning.levels import Evidence, LevelTracker, Window
+
+    windows: list[Window] = []
+    tr = LevelTracker(["m"], evidence=Evidence(min_calls=10, min_s=0.5, per_level=3, max_settle_s=0.0),
+                      on_window=windows.append)
+    tr.on_event(ConcurrencyChanged(0, 2, "m", "tuner", 0.0, 0.0))
+    t = 0.0
+    for i in range(60):
+        cut = i % 2 == 1
+        tr.on_event(CallStarted("m", f"c{i}", 0, 1, t))
+        t += 0.05
+        r = CallResult("m", f"c{i}", 0, "errored" if cut else "passed", None if cut else "4", None if cut else 1.0,
+                       not cut, "incomplete_stream" if cut else None, None, 1, 100.0, 100.0, None, 1, 1, 0.0,
+                       None if cut else "stop", False, 0.0, 0.1)
+        tr.on_event(CallFinished(r, t))
+    assert windows
+    w = windows[0]
+    assert w.answered * 2 == pytest.approx(w.attempts, abs=1)  # half the calls came back whole
+    assert 8 < w.goodput < 12  # 20 calls ended per second, 10 of them answers
+
+
+def test_timed_is_replace_with_the_wire_times_and_limits() -> None:
+    from arenatui.providers.http import timed
+
+    comp = Completion("4", 1, 2, "length", 0.1, True, None, None, 0.5, "hm", 3, True, 0.2, None)
+    limits = DeclaredLimits(1, 2, 3.0, 4, 5, 6.0)
+    assert timed(comp, 1.5, 0.01, limits) == comp._replace(latency_s=1.5, connect_s=0.01, limits=limits)
+    assert timed(comp, 1.5, 0.01, None) == comp._replace(latency_s=1.5, connect_s=0.01)
+    assert len(Completion._fields) == 14  # timed() spells the fields out by position: a new one must be placed there

@@ -594,7 +594,7 @@ class StreamReader:
             raise self.incomplete(f"incomplete stream from {self.where}: {why}")
         text = "".join(self.parts)
         thought = self.thought
-        if thought is None and self.reasoning_tokens is None:
+        if thought is None and not self.reasoning_tokens:  # no reasoning (LiteLLM reports 0 for every model)
             i, o, est = usage_or_estimate(text, self.request.messages, self.input_tokens, self.output_tokens)
             return Completion(text, i, o, self.finish_reason, self.ttft_s, est, answer_ttft_s=self.answer_s)
         reasoning = "".join(thought) if thought is not None else None

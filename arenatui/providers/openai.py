@@ -85,7 +85,7 @@ def parse_chat_completion(raw: bytes, request: Request, where: str) -> Completio
     thought = message.get("reasoning_content") or message.get("reasoning") if isinstance(message, dict) else None
     if not isinstance(thought, str):
         thought = None
-    if thought is None and r is None:
+    if thought is None and not r:  # no reasoning (a reported 0 says the same: LiteLLM sends it for every model)
         i_, o_, est = usage_or_estimate(text, request.messages, i, o)
         return Completion(text=text, input_tokens=i_, output_tokens=o_, finish_reason=finish, tokens_estimated=est)
     return with_reasoning(text, thought, request.messages, i, o, r, finish)

@@ -331,3 +331,27 @@ def test_timed_is_replace_with_the_wire_times_and_limits() -> None:
     assert timed(comp, 1.5, 0.01, limits) == comp._replace(latency_s=1.5, connect_s=0.01, limits=limits)
     assert timed(comp, 1.5, 0.01, None) == comp._replace(latency_s=1.5, connect_s=0.01)
     assert len(Completion._fields) == 14  # timed() spells the fields out by position: a new one must be placed there
+
+
+def test_litellm_usage_chunk_with_a_choice_and_zero_reasoning_tokens() -> None:
+    # LiteLLM 1.108 in front of a server sending no usage counts it itself and sends it in a last chunk that still
+    # has a choice (no finish reason: that came before), with reasoning_tokens 0 (servers-findings, captured)
+    body = _sse({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+                {"choices": [{"index": 0, "delta": {"content": "Paris"}}]},
+                {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+                {"choices": [{"index": 0, "delta": {}}], "usage": {
+                    "completion_tokens": 8, "prompt_tokens": 1, "total_tokens": 9,
+                    "completion_tokens_details": {"reasoning_tokens": 0, "text_tokens": 8}}}, "[DONE]")
+    c = _call("openai", _stream(body))
+    assert (c.text, c.finish_reason, c.input_tokens, c.output_tokens, c.tokens_estimated) == ("Paris", "stop", 1, 8,
+                                                                                             False)
+    assert c.reasoning is None and c.reasoning_tokens is None  # 0 reported and none shown: it did not reason
+
+
+def test_a_stream_interrupted_after_some_text_is_incomplete() -> None:
+    # llama-cpp-python, interrupted after two content chunks (servers-findings, captured): partial text, no finish
+    body = _sse(LLAMA_CPP_ROLE, {"choices": [{"index": 0, "delta": {"content": "model"}, "finish_reason": None}]},
+                {"choices": [{"index": 0, "delta": {"content": "\n"}, "finish_reason": None}]}, "[DONE]")
+    with pytest.raises(IncompleteStream) as ei:
+        _call("openai", _stream(body))
+    assert ei.value.detail == "partial answer, 6 characters: model\n"  # type: ignore[attr-defined]

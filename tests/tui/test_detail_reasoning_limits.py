@@ -39,7 +39,9 @@ async def test_the_detail_shows_reasoning_apart_and_the_declared_limits(tmp_path
     async with app.run_test(size=(160, 48)):
         app.push_screen(CallDetail(sweep, 0, 0))
         with anyio.fail_after(60.0):  # a hang guard, not a speed requirement
-            while not (isinstance(app.screen, CallDetail) and "trial 0" in _text(app.screen, "#detail-text")):
+            for _ in range(100_000):  # polling: the rows are read in a thread worker
+                if isinstance(app.screen, CallDetail) and "trial 0" in _text(app.screen, "#detail-text"):
+                    break
                 await anyio.sleep(0.02)
         detail = app.screen
         assert isinstance(detail, CallDetail)

@@ -106,6 +106,7 @@ async def test_a_models_row_detail_says_its_most_common_error(tmp_path: Path) ->
         assert app.run_screen.sweep_ended
         await pilot.pause(0.3)
         table = app.screen.query_one("#models", ModelTable)
+        dead_row = table.render_line(1).text
         table.focus()
         await pilot.press("enter")  # row 0: gone
         await pilot.pause()
@@ -118,6 +119,9 @@ async def test_a_models_row_detail_says_its_most_common_error(tmp_path: Path) ->
         assert not app.screen.query("#model-errors")
     assert said.startswith("most common error gone: 3 of 3 errored calls said: ")
     assert f"Cannot connect to host 127.0.0.1:{port}" in said and "hunter2" not in said and "\n" not in said
+    # issue 37 item 3: a dead model is not "done 3/3", and aiohttp's TLS setting is not named for an http URL
+    assert ("0 answered, 3 errored" in dead_row or "0 ans, 3 err" in dead_row) and "3/3" not in dead_row
+    assert "ssl:default" not in said
 
 
 def test_the_common_error_line_redacts_url_credentials() -> None:

@@ -26,6 +26,7 @@ from arenatui.tui.screens.detail import CallDetail
 from arenatui.tui.screens.dialogs import Confirm, Help, ValueInput
 from arenatui.tui.tuning_view import TuningReadout
 from arenatui.tui.widgets import (
+    ALTERNATIVES,
     JUDGE_MARK,
     CallMatrix,
     Column,
@@ -72,24 +73,26 @@ def concurrency_step(current: int, direction: int) -> int:
 
 
 MODEL_COLUMNS = (
-    # title, most characters, right-aligned, priority (lowest is left out first when the terminal is narrow)
+    # title, most characters, right-aligned, priority (lowest is left out first when the terminal is narrow);
+    # which columns show depends on the width alone (plan widths), never on values: the set does not change mid-run.
+    # cap, in flight and errors are what +/-, [ ] and m act on and what they change: they stay; the percentiles
+    # beyond p50 and the sparkline go first (issue 37).
     Column("model", 24, False, 10),
-    Column("cap", 4, True, 3),
-    Column("in flight", 9, True, 5),  # the header line has the total: per model it goes before the rest
+    Column("cap", 4, True, 9, plan_width=3),
+    Column("in flight", 9, True, 8),  # the header line has the total: per model it goes before the rest
     Column("backoff", 7, True, 2),
-    Column("done", 15, True, 9),
-    Column("calls/s", 8, True, 7),
-    Column("tok/s", 7, True, 1),
-    Column("retries", 7, True, 7),
-    Column("429 %", 5, True, 8),
-    Column("errors", 24, False, 4, priority_if_any=7),
-    Column("failed as", 22, False, 3, priority_if_any=5),
-    Column("p50 ms", 6, True, 8),
-    Column("p95 ms", 6, True, 7),
+    Column("done", 22, True, 10, plan_width=12),
+    Column("calls/s", 8, True, 6, plan_width=5),
+    Column("tok/s", 7, True, 1, plan_width=5),
+    Column("retries", 7, True, 6),
+    Column("429 %", 5, True, 7),
+    Column("errors", 24, False, 8, plan_width=12),
+    Column("failed as", 22, False, 3, plan_width=12),
+    Column("p50 ms", 6, True, 5),
+    Column("p95 ms", 6, True, 2),
     Column("TTFT p50", 8, True, 1),
-    Column("latency, last 60 s", 60, False, 6, min_width=6),
+    Column("latency, last 60 s", 60, False, 4, min_width=7),
 )
-"""The model table's columns; latency and the 429 share stay longest, then throughput and retries."""
 MODELS_KEYS = " (↑↓ · [ ] cap ±1 · m cap)"
 
 
@@ -377,6 +380,9 @@ class RunScreen(Screen[None]):
         cap = self._cap(m.key)
         # answered calls awaiting their judge (or outside its sample) are done, yet in no score: say how many
         done = f"{m.done}/{m.planned}" + (f" ○{m.unscored}" if m.unscored else "")
+        if m.errored and m.errored == m.done:  # every call so far errored: "done 4/4" would read as a success
+            done = ALTERNATIVES.join((f"0 answered, {m.errored} errored", f"0 ans, {m.errored} err",
+                                      f"{m.errored} err"))
         return (
             "-" if cap is None else str(cap), str(m.in_flight), str(m.backing_off), done,
             f"{m.calls_per_s:.1f}", f"{m.tokens_per_s:.0f}", str(m.retries), f"{m.rate_limited_rate:.0%}",

@@ -400,6 +400,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tune", help="find each model's concurrency optimum with the auto-tuner (and record it)")
     p.add_argument("--project", "-p", help="project TOML file, or a directory holding arena.toml")
     p.add_argument("--show", metavar="RUN_ID", help="print a stored run's per-level readout ('last' for the newest)")
+    p.add_argument("--json", action="store_true", help="with --show: print JSON (into a pipe without it: "
+                                                         "tab-separated columns)")
     p.add_argument("--models", type=_csv, default=(), help="only these model keys (comma-separated)")
     p.add_argument("--budget", type=_positive_int, default=400, help="at most this many calls per model; it stops "
                    "sooner once every model has a verdict (default 400)")
@@ -426,6 +428,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("runs", help="list stored runs")
     p.add_argument("--db", help="results database")
     p.add_argument("--limit", type=_whole_number(1, MAX_SQL_INT), default=50, help="newest N runs (default: 50)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table (into a pipe without it: "
+                                                         "tab-separated columns)")
     p.set_defaults(func=_command("runs", "cmd_runs"))
 
     p = sub.add_parser("browse", help="the results view of stored runs: leaderboard, compare, strata, cases, frontier")

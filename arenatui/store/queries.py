@@ -836,3 +836,39 @@ def error_messages(store: Store, run_id: str, per_model: int = 3) -> dict[str, l
     """Per model, its most frequent (error class, error message, calls) among errored calls (cancelled ones left
     out), most frequent first: what a dead server or a wrong key actually said."""
     return top_errors(store, run_id, per_model)
+
+
+def run_origins(store: Store, run_ids: Sequence[str]) -> dict[str, str]:
+    """Per run id, what kind of run it is in the words of the command that makes it: 'load', 'shard' (one shard's
+    database), 'merged' (shards merged), 'sweep level N' (arena sweep), 'tune' (the auto-tuner set its levels),
+    'demo', or 'run' (arena run / evaluate / bench(): nothing stored tells those apart)."""
+    import json
+
+    out: dict[str, str] = {}
+    for rid in run_ids:
+        row = store.conn.execute(
+            "SELECT kind, filters_json, project,"
+            " (SELECT MIN(level) FROM level_sweeps s WHERE s.run_id = r.run_id),"
+            " EXISTS (SELECT 1 FROM tuning_decisions d WHERE d.run_id = r.run_id),"
+            " (SELECT COUNT(*) FROM run_shards h WHERE h.run_id = r.run_id)"
+            " FROM runs r WHERE run_id = ?", (rid,)).fetchone()
+        if row is None:
+            continue
+        kind, filters_json, project, level, tuned, shards = row
+        try:
+            sharded = bool(json.loads(filters_json).get("shard"))
+        except (ValueError, AttributeError):
+            sharded = False
+        if kind == "load":
+            out[rid] = "load"
+        elif sharded:
+            out[rid] = "shard"
+        elif shards:
+            out[rid] = "merged"
+        elif level is not None:
+            out[rid] = f"sweep level {level}"
+        elif tuned:
+            out[rid] = "tune"
+        else:
+            out[rid] = "demo" if project == "demo" else "run"
+    return out

@@ -138,7 +138,10 @@ def test_compare_all_pairs_with_holm(run_db: tuple[Path, str], capsys: pytest.Ca
     assert not twins["decided_holm"]
     assert all(p["p_holm"] >= p["p_value"] for p in pairs.values())
     code, out, _ = _run(capsys, "compare", run_id, "--all", "--db", str(db))
-    assert code == 0 and "Holm-adjusted" in out
+    # into a pipe: tab-separated columns, one pair a line (issue 37)
+    head, *rows = out.splitlines()
+    assert code == 0 and head.split("\t")[:2] == ["A", "B"] and "Holm p" in head.split("\t")
+    assert sum(len(r.split("\t")) == len(head.split("\t")) for r in rows) == 6
 
 
 def test_two_runs_of_one_project_model_by_model(run_db: tuple[Path, str], tmp_path: Path,

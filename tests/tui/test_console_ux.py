@@ -229,3 +229,48 @@ async def test_the_palette_lists_our_themes_only(tmp_path: Path) -> None:
         assert {"dark", "light", "high-contrast"} <= set(app.available_themes)
         assert not any(name.startswith("textual-") or name in ("nord", "gruvbox", "dracula")
                        for name in app.available_themes)
+
+
+async def test_q_backs_out_of_the_results_view_and_j_k_g_G_move_in_tables(tmp_path: Path, db: Path) -> None:
+    """Issue 37 item 12: q did nothing in the console's results view (arena browse had q Quit for the same view);
+    j/k/g/G move in every list and table, as in less, k9s and lazygit."""
+    from arenatui.tui.results.screen import Results
+    from arenatui.tui.widgets import CallMatrix
+
+    sweep, _clock = scripted_sweep(tmp_path, finished=True)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        matrix = app.run_screen.query_one(CallMatrix)
+        matrix.focus()
+        await pilot.press("j", "j")
+        assert matrix.cursor[0] == 2
+        await pilot.press("g")
+        assert matrix.cursor[0] == 0
+        await pilot.press("G")
+        assert matrix.cursor[0] == len(matrix.model_keys) - 1
+        table = app.run_screen.query_one(ModelTable)
+        table.focus()
+        await pilot.press("j", "k", "G")
+        assert table.cursor_row == len(table.keys) - 1
+        app.run_screen.sweep_ended = True
+        app.run_screen.action_results()
+        await pilot.pause()
+        assert isinstance(app.screen, Results)
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.screen is app.run_screen and app.is_running  # back to the console, not out of it
+    browse = BrowseApp(db, RUN_ID)
+    async with browse.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        board = browse.screen.query_one("#leaderboard-table", DataTable)
+        board.focus()
+        await pilot.press("j")
+        assert board.cursor_row == 1
+        await pilot.press("G")
+        assert board.cursor_row == board.row_count - 1
+        await pilot.press("g")
+        assert board.cursor_row == 0
+        await pilot.press("k", "q")
+        await pilot.pause()
+    assert browse.return_code == 0

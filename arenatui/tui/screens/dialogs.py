@@ -132,6 +132,7 @@ KEYS = (
     ("t", "rates chart or tuning pane, below the model table on a narrow terminal (each model's verdict and its "
           "measured levels: goodput, 429 share, answered calls)"),
     ("arrows", "move in the call matrix; Enter or click shows that call (there, s saves its whole outputs to files)"),
+    ("j k g G", "down, up, first, last row of the matrix or model table (the events log scrolls)"),
     ("/", "filter the events (matches kind, model and text); Escape or Enter returns to the panes"),
     ("w", "wrap long events onto more lines, or back to one line each"),
     ("tab", "move between matrix, model table and event filter (the pane with the keys has a heavy border); Enter "

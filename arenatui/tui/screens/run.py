@@ -20,6 +20,7 @@ from arenatui.limits import MAX_CONCURRENCY
 from arenatui.live import LiveSnapshot, ModelSnapshot
 from arenatui.safe_text import literal, one_line, printable
 from arenatui.sweep import Sweep
+from arenatui.tui.list_keys import LIST_KEYS, list_key
 from arenatui.tui.results.screen import Results
 from arenatui.tui.screens.common import fmt_errors, fmt_failures, fmt_num
 from arenatui.tui.screens.detail import CallDetail
@@ -131,6 +132,7 @@ class RunScreen(Screen[None]):
         Binding("less_than_sign", "nudge(-1)", "-1", show=False),
         Binding("right_square_bracket", "model_cap(1)", "Cap +", show=False),
         Binding("left_square_bracket", "model_cap(-1)", "Cap -", show=False),
+        *LIST_KEYS,  # the matrix and the model table bind j/k/g/G themselves; here for the events log
     ]
 
     def __init__(self, sweep: Sweep, *, autostart: bool = True) -> None:
@@ -389,6 +391,9 @@ class RunScreen(Screen[None]):
             fmt_errors(m.errors), fmt_failures(m.failures), fmt_num(m.p50_ms), fmt_num(m.p95_ms),
             fmt_num(m.ttft_p50_ms), "",
         )
+
+    def action_list_key(self, where: str) -> None:
+        list_key(self.focused, where)
 
     def _log_line(self, t: float, kind: str, text: str) -> Text:
         vars_ = self.app.theme_variables

@@ -164,6 +164,10 @@ class CallMatrix(Widget, can_focus=True):
         Binding("down", "move(1, 0)", "down", show=False),
         Binding("home", "move(0, -100000)", show=False),
         Binding("end", "move(0, 100000)", show=False),
+        Binding("j", "move(1, 0)", show=False),  # j/k/g/G as in less, k9s, lazygit: rows (models)
+        Binding("k", "move(-1, 0)", show=False),
+        Binding("g", "move(-100000, 0)", show=False),
+        Binding("G", "move(100000, 0)", show=False),
         Binding("enter", "select", "Call detail", show=False),
     ]
 

@@ -59,6 +59,10 @@ class ModelTable(Widget, can_focus=True):
     BINDINGS = [
         Binding("up", "cursor(-1)", show=False),
         Binding("down", "cursor(1)", show=False),
+        Binding("j", "cursor(1)", show=False),  # j/k/g/G as in less, k9s, lazygit
+        Binding("k", "cursor(-1)", show=False),
+        Binding("g", "cursor(-100000)", show=False),
+        Binding("G", "cursor(100000)", show=False),
         Binding("enter", "select", "Call detail", show=False),
     ]
 

@@ -288,6 +288,10 @@ def _command(module: str, name: str) -> Callable[[argparse.Namespace], int]:
 def cmd_browse(args: argparse.Namespace) -> int:
     from arenatui.tui.browse import browse
 
+    if args.run == "last":
+        from arenatui.commands.stored import chosen_last
+
+        args.run = chosen_last(args.db, None)
     return browse(args.db, args.run, args.theme)
 
 
@@ -302,10 +306,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     run = args.run
     if run == "last":  # the newest run, or the newest sweep where a load run cannot be what is meant
         from arenatui.commands.load_series import compared_last
+        from arenatui.commands.stored import say_chosen
         from arenatui.store import Store
 
         with Store(args.db, read_only=True) as store:
             run = compared_last(store, args.other, sweep_flags)
+            say_chosen(store, run)
     loads = compare_load_runs(args.db, run, args.other, args.json, out_console(soft_wrap=args.json),
                               sweep_flags=sweep_flags)
     if loads is not None:  # load runs: two, or a series (arena load --repeat)

@@ -179,6 +179,11 @@ def cmd_load(args: argparse.Namespace) -> int:
     if args.show:
         from arenatui.load.report import stored_outcome
 
+        if args.show == "last":
+            from arenatui.commands.stored import chosen_last
+
+            args.show = chosen_last(args.db, "load")
+
         run_id, stored = stored_outcome(args.db or default_db_path(), args.show)
         out, err = _consoles(_width())
         from arenatui.terminal import plain_listing

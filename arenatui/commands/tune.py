@@ -121,6 +121,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
     out = _out()
     err = _err()
     if args.show:
+        if args.show == "last":  # the newest sweep that is not running: a running one has no readout yet
+            from arenatui.commands.stored import chosen_last
+
+            args.show = chosen_last(args.db, "sweep")
         run_id, stored = stored_readouts(args.show, args.db)
         _not_a_load_run(run_id, args.db)
         if args.json or plain_listing():  # JSON alone; into a pipe the levels tab-separated, the rest as ever

@@ -402,7 +402,9 @@ REVERSAL_WORDS = ("Each cell is the model's score over the group's cases it has 
                   "inside the group excludes zero the other way, Holm-adjusted over every group tested.")
 
 
-def _strata_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def _strata_rows(rep: dict[str, Any], *, compact: bool = False) -> tuple[list[str], list[list[str]]]:
+    """Groups as rows, models as columns; `compact` (a terminal) keeps one figure per cell, the interval and n
+    left out first, so the table meant for comparing models keeps them all at 80 columns (issue 37)."""
     models = [m["model"] for m in rep["leaderboard"]]
     flagged = {(v["group"], v["model"]) for v in rep["reversals"]}
     head = ["group", "kind", "cases", *models]
@@ -411,7 +413,8 @@ def _strata_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         cells = [g["group"], g["kind"], str(g["cases"])]
         for m in models:
             iv = g["scores"].get(m)
-            text = NOTHING if iv is None or iv["n"] == 0 else f"{iv['estimate']:.3f} ({_ci(iv)}, n {iv['n']})"
+            text = NOTHING if iv is None or iv["n"] == 0 else f"{iv['estimate']:.3f}" if compact else \
+                f"{iv['estimate']:.3f} ({_ci(iv)}, n {iv['n']})"
             cells.append(text + (" ⚠" if (g["group"], m) in flagged else ""))
         rows.append(cells)
     return head, rows
@@ -557,7 +560,7 @@ def md_pair(p: dict[str, Any]) -> str:
             f"n = {p['diff']['n']}" + (f"; {_md(p['coverage_note'])}" if p["coverage_note"] else ""))
 
 
-def render_markdown(rep: dict[str, Any]) -> str:
+def render_markdown(rep: dict[str, Any], *, terminal: bool = False) -> str:
     run = rep["run"]
     lines = [f"# Decision report: {_md(run['project'])}, run {_md(run['run_id'])}", "",
              f"Status {_md(run['status'])}; started {run['started_at']}; {run['stored']} of "
@@ -577,8 +580,10 @@ def render_markdown(rep: dict[str, Any]) -> str:
     if rep.get("at_load"):
         lines += ["", *md_at_load(rep["at_load"])]
     if rep["strata"]:
-        head, rows = _strata_rows(rep)
-        lines += ["", "## Strata and tags", "", f"{REVERSAL_WORDS}", ""]
+        head, rows = _strata_rows(rep, compact=terminal)
+        lines += ["", "## Strata and tags", "", f"{REVERSAL_WORDS}" + (
+            " Here each cell is the score alone; the intervals and n are in the file (arena report RUN -o FILE)."
+            if terminal else ""), ""]
         lines += _md_table(head, rows)
     sealed = _sealed_rows(rep)
     if sealed:
@@ -936,4 +941,4 @@ def render(rep: dict[str, Any], fmt: str, *, terminal: bool = False) -> str:
         return json.dumps(rep, indent=2, ensure_ascii=terminal, allow_nan=False) + "\n"
     if fmt == "html":
         return render_html(rep)
-    return render_markdown(rep)
+    return render_markdown(rep, terminal=terminal)

@@ -462,3 +462,28 @@ def _last_says_which(db: Path, run_id: str, capsys: pytest.CaptureFixture[str], 
         store.conn.execute("UPDATE runs SET status = 'running', pid = ? WHERE run_id = ?", (pid, run_id))
     code, _out, err = _run(capsys, "export", "last", "--db", str(db))
     assert code == 0 and "still running" in err.splitlines()[0] and busy in err.splitlines()[0]
+
+
+def test_report_at_80_columns_compares_every_model_in_the_strata_table(run_db: tuple[Path, str]) -> None:
+    """Issue 37 item 8: `arena report last` at 80 columns kept one model in the strata table (the others "left
+    out"); at a terminal each cell is the score alone, so the table meant for comparing models keeps them all."""
+    import io
+
+    from rich.console import Console
+
+    from arenatui.commands.report import build_report, render
+    from arenatui.terminal import print_markdown
+
+    db, run_id = run_db
+    with Store(db, read_only=True) as store:
+        rep = build_report(store, run_id)
+    assert rep["strata"], "the fixture's project has strata"
+    buf = io.StringIO()
+    print_markdown(Console(file=buf, width=80, color_system=None), render(rep, "md", terminal=True))
+    text = buf.getvalue()
+    strata = text[text.index("Strata and tags"):text.index("Cost and frontier")]
+    table = strata[strata.index("group"):]
+    for m in rep["leaderboard"]:
+        assert m["model"] in table, (m["model"], strata)
+    assert "Left out" not in strata, strata
+    assert "95% CI" in render(rep, "md") or "(" in render(rep, "md")  # the file keeps the intervals

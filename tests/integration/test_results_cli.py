@@ -481,7 +481,7 @@ def test_report_at_80_columns_compares_every_model_in_the_strata_table(run_db: t
     buf = io.StringIO()
     print_markdown(Console(file=buf, width=80, color_system=None), render(rep, "md", terminal=True))
     text = buf.getvalue()
-    strata = text[text.index("Strata and tags"):text.index("Cost and frontier")]
+    strata = text[text.index("Strata and tags"):text.index("Sealed cases")]
     table = strata[strata.index("group"):]
     for m in rep["leaderboard"]:
         assert m["model"] in table, (m["model"], strata)

@@ -274,3 +274,32 @@ async def test_q_backs_out_of_the_results_view_and_j_k_g_G_move_in_tables(tmp_pa
         await pilot.press("k", "q")
         await pilot.pause()
     assert browse.return_code == 0
+
+
+async def test_a_paused_header_stops_its_rate_and_elapsed(tmp_path: Path) -> None:
+    """Issue 37 item 4: paused, the header kept printing '13.9 calls/s (10 s)' and counting elapsed time."""
+    from arenatui.tui.widgets import StatusBar
+
+    sweep, clock = scripted_sweep(tmp_path, finished=False)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.run_screen
+        screen._sweep_worker = object()  # type: ignore[assignment]
+
+        def header() -> list[str]:
+            screen.refresh_now()
+            return str(screen.query_one(StatusBar).text).splitlines()
+
+        running = header()
+        assert "calls/s" in running[1] and "elapsed 0:17" in running[0]
+        await pilot.press("p")
+        await pilot.pause()
+        paused = header()
+        clock.t += 30
+        later = header()
+        assert "calls/s" not in later[1] and "paused" in later[1]
+        assert "elapsed 0:17" in paused[0] and "elapsed 0:17" in later[0]
+        await pilot.press("p")
+        await pilot.pause()
+        clock.t += 5
+        assert "elapsed 0:22" in header()[0]  # running time only: the 30 s paused are left out

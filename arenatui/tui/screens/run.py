@@ -149,6 +149,10 @@ class RunScreen(Screen[None]):
         self._tuning_shown = sweep.tune_at_start
         """On a narrow terminal, the bottom-left pane shows the tuning readout instead of the rates chart."""
         self._sweep_worker: Worker[Any] | None = None
+        self._paused_at: float | None = None
+        """The run's elapsed seconds when the header last saw it paused (None while it runs)."""
+        self._paused_s = 0.0
+        """Seconds this session has spent paused: left out of the elapsed time the header shows."""
 
     # ---- layout --------------------------------------------------------------------------------
 
@@ -301,7 +305,15 @@ class RunScreen(Screen[None]):
         runner = self.sweep.control
         state = self._state(snap)
         frac = snap.done / snap.planned if snap.planned else 1.0
-        key = (state, snap.done, snap.planned, int(snap.elapsed_s), None if snap.eta_s is None else int(snap.eta_s),
+        # while paused the header stops: elapsed counts running time only, and no rolling rate is shown for a run
+        # where nothing starts (issue 37: it kept printing 13.9 calls/s and counting)
+        if state == "paused" and self._paused_at is None:
+            self._paused_at = snap.elapsed_s
+        elif state != "paused" and self._paused_at is not None:
+            self._paused_s += max(0.0, snap.elapsed_s - self._paused_at)
+            self._paused_at = None
+        elapsed = (self._paused_at if self._paused_at is not None else snap.elapsed_s) - self._paused_s
+        key = (state, snap.done, snap.planned, int(elapsed), None if snap.eta_s is None else int(snap.eta_s),
                round(snap.cost, 4), round(snap.judge_cost, 4), snap.judge_done, snap.estimated_calls, runner.target,
                snap.in_flight,
                snap.backing_off, round(snap.calls_per_s),
@@ -320,7 +332,7 @@ class RunScreen(Screen[None]):
             (Text.assemble("  ", literal(self.sweep.project.name, "bold", newlines=False)), 3),
             (Text(f"   run {self.sweep.run_id}"), 1),
             (Text.assemble("  ", (f" {glyph} {state} ", Style(bold=True, reverse=True))), 10),
-            (Text(f"  elapsed {duration(snap.elapsed_s)}"), 8),
+            (Text(f"  elapsed {duration(elapsed)}"), 8),
             (Text(f"  ETA {duration(snap.eta_s) if snap.eta_s else NOTHING}"), 7),
             (Text(f"  spend {'≈' if snap.estimated_calls else ''}{money(snap.cost)}"), 6),
         ]
@@ -330,8 +342,9 @@ class RunScreen(Screen[None]):
         if snap.judge_planned:  # judge spend is in the total and said apart (issue 13)
             line1.insert(7, (Text(f" (judges {money(snap.judge_cost)})"), 4))
         counts = f" {snap.done}/{snap.planned} ({frac:.0%})"
-        rate = f"  {snap.calls_per_s:.1f} calls/s" + ("" if snap.rates_window_s is None else
-                                                        f" ({snap.rates_window_s:.0f} s)")
+        rate = "  paused: no call starts" if state == "paused" else \
+            f"  {snap.calls_per_s:.1f} calls/s" + ("" if snap.rates_window_s is None else
+                                                  f" ({snap.rates_window_s:.0f} s)")
         bar_w = max(8, width - 2 - len(counts) - len(rate))
         judged = (f"  judged {snap.judge_done}/{snap.judge_planned}" if snap.judge_planned else "")
         bar_w = max(8, bar_w - len(judged))

@@ -273,8 +273,12 @@ class RunScreen(Screen[None]):
     def _hint_truncation(self, snap: LiveSnapshot) -> None:
         """Where the rates chart hides the tuning pane, its title says the pane has a max_tokens warning."""
         cut = any(m.truncated for m in snap.models)
-        title = RATES_TITLE + (" · ⚠ answers cut at max_tokens: t" if cut else "")
         chart = self.query_one("#rates", RatesChart)
+        room = chart.size.width - 4  # the border's corners and a space each side
+        # the warning whole in the words that fit the pane, never cut mid-word ("⚠ answers c…" at 100 columns)
+        title = next((t for t in (RATES_TITLE + " · ⚠ answers cut at max_tokens: t",
+                                  "Rates (t tuning) · ⚠ answers cut at max_tokens", "Rates · ⚠ max_tokens cut: t",
+                                  "⚠ max_tokens: t") if len(t) <= room), "⚠ t") if cut else RATES_TITLE
         if chart.border_title != title:
             chart.border_title = title
 

@@ -10,7 +10,7 @@ import dataclasses
 import html
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -657,7 +657,7 @@ th{background:#f3f3f3}td:nth-child(2),th:nth-child(2){text-align:left}
 pre{background:#f6f6f6;padding:1em;overflow:auto}svg{border:1px solid #ddd;background:#fff}
 svg.frontier{display:block;max-width:100%;height:auto}.wide{overflow-x:auto;max-width:100%}
 li,p{overflow-wrap:anywhere}
-.front{fill:#0a6b2d}.dot{fill:#888}
+.front{fill:#0a6b2d}.dot{fill:#888}.out{fill:#fff;stroke:#a1261b;stroke-width:2}
 .warn{border-left:4px solid #b36b00;background:#fff6e5;padding:.25em 1em;margin:1em 0}
 .eliminated{color:#a1261b;font-weight:600}.contender{color:#0a6b2d;font-weight:600}
 table.names td,table.names th{text-align:right}table.names td:first-child,table.names th:first-child,table.text td,
@@ -690,13 +690,31 @@ def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:
     return [lo + (hi - lo) * i / n for i in range(n + 1)]
 
 
-def _scatter(points: list[tuple[str, float, float, bool]], x_label: str, x_fmt: Callable[[float], str]) -> str:
+LOG_SPAN = 5.0
+"""A cost axis whose values span this factor or more is drawn on a log scale (as the console's frontier is): on a
+linear one the cheap models crowd into one corner."""
+
+
+def _scatter(points: list[tuple[str, float, float, bool]], x_label: str, x_fmt: Callable[[float], str], *,
+             log_x: bool = False, out: Collection[str] = ()) -> str:
     """An inline SVG scatter of quality (y) against a cost (x), the Pareto front filled, ticked axes. A label
-    starts right of its point in the left half and ends left of it in the right half, so it stays inside."""
+    starts right of its point in the left half and ends left of it in the right half, so it stays inside. `log_x`:
+    a log scale when the costs span LOG_SPAN or more; `out`: models drawn as ruled out (a bake-off's eliminated
+    candidates), never as a front point."""
     if not points:
         return "<p>No model has both figures.</p>"
     w, h = SVG_W, SVG_H
     left, right, bottom, top = SVG_MARGIN
+    raw = [p[1] for p in points]
+    log = log_x and min(raw) > 0 and max(raw) / min(raw) >= LOG_SPAN
+    if log:
+        x_fmt_raw = x_fmt
+        points = [(n, math.log10(x), y, f) for n, x, y, f in points]
+
+        def x_fmt(v: float) -> str:
+            return x_fmt_raw(10 ** v)
+
+        x_label += ", log scale"
     xs = [p[1] for p in points]
     ys = [p[2] for p in points]
     x0, x1 = min(xs), max(xs)
@@ -717,7 +735,7 @@ def _scatter(points: list[tuple[str, float, float, bool]], x_label: str, x_fmt: 
 
     mid = (left + w - right) / 2
     dots = "".join(
-        f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" class="{"front" if front else "dot"}"/>'
+        f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" class="{_dot_class(name, front, out)}"/>'
         f'<text class="label" x="{sx(x) + (8 if sx(x) < mid else -8):.1f}" y="{sy(y) - 7:.1f}" font-size="11" '
         f'text-anchor="{"start" if sx(x) < mid else "end"}">{_h(name)}</text>'
         for name, x, y, front in points)
@@ -736,6 +754,10 @@ def _scatter(points: list[tuple[str, float, float, bool]], x_label: str, x_fmt: 
             f'transform="rotate(-90 14 {(h - bottom + top) / 2})" text-anchor="middle">quality</text>')
     return (f'<svg class="frontier" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img">{axes}{ticks}{dots}'
             f'</svg>')
+
+
+def _dot_class(name: str, front: bool, out: Collection[str]) -> str:
+    return "out" if name in out else "front" if front else "dot"
 
 
 def html_pair(p: dict[str, Any]) -> str:
@@ -785,7 +807,7 @@ def render_html(rep: dict[str, Any]) -> str:
                  "included) over passed calls. Filled points are Pareto-optimal.</p>")
     parts.append(_scatter([(m["model"], m["cost_per_correct"], m["quality"]["estimate"], m["on_cost_front"])
                            for m in lb if m["cost_per_correct"] is not None and m["quality"]["estimate"] is not None],
-                          "$ per correct answer", money))
+                          "$ per correct answer", money, log_x=True))
     parts.append(_scatter([(m["model"], m["latency_ms"]["p95"], m["quality"]["estimate"], m["on_latency_front"])
                            for m in lb if m["latency_ms"]["p95"] is not None and m["quality"]["estimate"] is not None],
                           "p95 latency, ms", number))
@@ -916,7 +938,7 @@ def md_at_load(section: dict[str, Any]) -> list[str]:
     return lines
 
 
-def html_at_load(section: dict[str, Any]) -> str:
+def html_at_load(section: dict[str, Any], eliminated: Collection[str] = ()) -> str:
     if not any(r["load_run"] for r in section["rows"]):
         return f"<h2>Quality beside load at the target</h2><p>{_h(NO_LOAD_WORDS)}</p>"
     parts = [f"<h2>Quality beside load at the target</h2><p>{_h(at_load_words(section))}</p>",
@@ -927,7 +949,7 @@ def html_at_load(section: dict[str, Any]) -> str:
                                       for r in flagged) + "</ul>")
     parts.append(_scatter([(r["model"], r["latency_ms"]["p95"], r["quality"], r["on_front"]) for r in section["rows"]
                            if r["load_run"] and r["latency_ms"]["p95"] is not None and r["quality"] is not None],
-                          "p95 latency from schedule at the target load, ms", ms))
+                          "p95 latency from schedule at the target load, ms", ms, out=eliminated))
     series = _series_lines(section)
     if series:
         parts.append("<p>Repeated load runs (the same profile at different times):</p><ul>"

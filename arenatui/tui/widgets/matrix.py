@@ -34,7 +34,8 @@ EMPTY = 10
 CELL_GLYPHS = (*GLYPHS, "◑", "▹", " ")
 CELL_CLASSES = (*STATE_CLASSES, "mostly", "started", "empty")
 CELL_NAMES = ("queued", "in flight", "backing off", "all answered passed", "under half passed", "errors",
-              "answered, not scored (yet)", "not run: a parent case did not pass", "half or more passed", "started",
+              "answered, not scored (yet)", "not run: a parent case did not pass", "half or more passed",
+              "part done, rest queued",
               "not judged")
 JUDGE_MARK = "⚖ "
 """Before a judge lane's key in the model table and the matrix: its row is a judge's calls, not a candidate's."""
@@ -389,8 +390,8 @@ class CallMatrix(Widget, can_focus=True):
         order = (PASSED, MOSTLY, FAILED, ERRORED, *((UNSCORED,) if self.judged else ()),
                  *((UNREACHABLE,) if self.chained else ()), IN_FLIGHT, STARTED, BACKOFF, QUEUED)
         long = sum(len(CELL_NAMES[i]) + 5 for i in order) + 24 <= width
-        short = {PASSED: "all pass", MOSTLY: "≥½ pass", FAILED: "<½ pass", ERRORED: "errors", IN_FLIGHT: "running",
-                 STARTED: "started", BACKOFF: "retrying", QUEUED: "queued", UNSCORED: "unscored",
+        short = {PASSED: "all pass", MOSTLY: "≥½ pass", FAILED: "<½ pass", ERRORED: "errors", IN_FLIGHT: "in flight",
+                 STARTED: "part done", BACKOFF: "retrying", QUEUED: "queued", UNSCORED: "unscored",
                  UNREACHABLE: "not run"}
         segs = []
         for i in order:

@@ -662,6 +662,7 @@ li,p{overflow-wrap:anywhere}
 .eliminated{color:#a1261b;font-weight:600}.contender{color:#0a6b2d;font-weight:600}
 table.names td,table.names th{text-align:right}table.names td:first-child,table.names th:first-child,table.text td,
 table.text th{text-align:left}
+table.board th{white-space:normal}table.board td:nth-child(2),table.board th:nth-child(2){text-align:left}
 """
 
 
@@ -786,7 +787,15 @@ def render_html(rep: dict[str, Any]) -> str:
         parts.append("<ul>" + "".join(f"<li>{_h(n)}</li>" for n in rep["notes"]) + "</ul>")
     parts.append("<h2>Leaderboard</h2><p>Quality is over scored calls (trials averaged per case), with a 95% "
                  "bootstrap interval over cases; coverage is answered / planned calls.</p>")
-    parts.append(_html_table(*leaderboard_rows(rep)))
+    head, rows = leaderboard_rows(rep)
+    # two tables, the model named in each, so a desktop page shows every column without scrolling sideways (one
+    # table of 22 columns was 2,000 px wide at 1280, p95 and after hidden); spend, latency and reliability second
+    cut = head.index("$/answered") if "$/answered" in head else len(head)
+    name = head.index("model")
+    parts.append(_html_table(head[:cut], [r[:cut] for r in rows], "names board"))
+    if cut < len(head):
+        parts.append("<p>Spend, latency and reliability (same order):</p>" + _html_table(
+            [head[name], *head[cut:]], [[r[name], *r[cut:]] for r in rows], "names"))
     if _ranking_notes(rep):
         parts.append("<ul>" + "".join(f"<li>{_h(n)}</li>" for n in _ranking_notes(rep)) + "</ul>")
     for title, words, (head, rows) in _variant_sections(rep):

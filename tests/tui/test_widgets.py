@@ -164,3 +164,28 @@ async def test_a_cell_with_errors_never_shows_a_bare_tick(n_cases: int, width: i
     else:
         assert "✓" not in errs and "!" in errs and "✓" in clean
     assert "errors" in legend
+
+
+@pytest.mark.anyio
+async def test_the_rates_charts_model_labels_are_whole_while_there_is_room() -> None:
+    """Issue 37 item 9: per-model sparkline labels read 'sim-lar' with the pane's width to spare."""
+    from textual.app import App, ComposeResult
+
+    from arenatui.tui.widgets import RatesChart
+
+    class One(App[None]):
+        def get_theme_variable_defaults(self) -> dict[str, str]:
+            return dict(STATE_VARIABLES)
+
+        def compose(self) -> ComposeResult:
+            yield RatesChart(id="r")
+
+    app = One()
+    async with app.run_test(size=(80, 30)) as pilot:
+        chart = app.query_one(RatesChart)
+        chart.update_series((1.0, 2.0), (0.0, 1.0), 1.0, (),
+                            (("sim-large-instruct", (1.0, 2.0)), ("sim-limited", (2.0, 1.0))))
+        await pilot.pause()
+        text = chart.render().plain
+    assert "sim-large-instruct" in text and "sim-limited" in text
+    assert all(len(line) <= 80 for line in text.splitlines())

@@ -766,7 +766,12 @@ class HttpProvider:
             raise TransientError(f"{type(e).__name__} talking to {self.where}: {self._detail(e)}") from None
 
     def _detail(self, e: BaseException) -> str:
-        return one_line(scrub(str(e) or type(e).__name__, self._secrets), MESSAGE_CHARS)
+        text = str(e) or type(e).__name__
+        if self.url.startswith("http://"):
+            # aiohttp names its TLS setting even for a plain-http URL ("Cannot connect to host 127.0.0.1:1
+            # ssl:default"), which reads as a TLS problem where there is none
+            text = text.replace(" ssl:default", "")
+        return one_line(scrub(text, self._secrets), MESSAGE_CHARS)
 
     async def _read_stream(self, wire: Wire, resp: WireResponse, request: Request, sent: float,
                            reading: list[StreamReader]) -> tuple[Completion, float]:

@@ -231,7 +231,8 @@ def test_cli_headless_prints_the_tables_and_runs_lists_it(tmp_path: Path, capsys
     assert "load" in capsys.readouterr().out
     assert main(["load", "--show", "last", "--db", db]) == 0  # a later report, recomputed from the stored rows
     shown = capsys.readouterr().out
-    assert "per segment" in shown and "Percentiles" in shown and "(finished)" in shown
+    # into a pipe: the segment table tab-separated (issue 37), then the run's line
+    assert shown.splitlines()[0].startswith("seg\trate/s\t") and "(finished)" in shown
 
 
 def test_report_and_export_read_a_load_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -104,6 +104,25 @@ def token_limit_param(base_url: str | None) -> str:
     return "max_completion_tokens" if host == "api.openai.com" else "max_tokens"
 
 
+def local_server(base_url: str | None) -> bool:
+    """A server on this machine or a private network (loopback, localhost, RFC 1918, link-local): one that a user
+    runs (llama.cpp, vLLM, Ollama), with no rate limit unless one is declared, and free to ask for its tokenizer."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(base_url or "").hostname or "").lower()
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost") or host.endswith(".local"):
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_private or ip.is_link_local
+
+
 class OpenAIProvider(HttpProvider):
     """``POST {base_url}/chat/completions`` with a Bearer key (optional for local servers)."""
 

@@ -318,14 +318,21 @@ def test_warnings_for_a_short_metered_run_and_a_busy_client(tmp_path: Path) -> N
     assert any("CPU was above 80%" in w for w in warnings)
 
 
-def test_no_window_warning_for_an_unmetered_sim_or_a_long_segment(tmp_path: Path) -> None:
+def test_no_window_warning_for_an_unmetered_sim_a_local_server_or_a_long_segment(tmp_path: Path) -> None:
+    """The warning speaks of an rpm limit: only where one exists (a hosted API) or is declared (rpm, tpm)."""
     from arenatui.config import load_project
     from arenatui.load.run import rate_limit_warning
 
-    sim = load_project(project(tmp_path)).models[0]
-    http = load_project(project(tmp_path, provider="openai", base_url="http://127.0.0.1:9/v1")).models[0]
+    def model(**m: Any) -> Any:
+        return load_project(project(tmp_path, **m)).models[0]
+
+    sim = model()
+    hosted = model(provider="openai", base_url="https://api.example.com/v1")
     assert rate_limit_warning(sim, 10.0) is None
-    assert rate_limit_warning(http, 10.0) is not None and rate_limit_warning(http, 60.0) is None
+    assert rate_limit_warning(hosted, 10.0) is not None and rate_limit_warning(hosted, 60.0) is None
+    for url in ("http://127.0.0.1:9/v1", "http://localhost:8080/v1", "http://192.168.1.20:8000/v1"):
+        assert rate_limit_warning(model(provider="openai", base_url=url), 10.0) is None, url  # a local model
+        assert rate_limit_warning(model(provider="openai", base_url=url, rpm=60), 10.0) is not None, url
 
 
 def test_cancelling_a_sharded_run_from_outside_leaves_no_shard(tmp_path: Path) -> None:

@@ -24,7 +24,8 @@ class Column:
     """The most characters it takes; it takes fewer when its title and values are shorter."""
     right: bool = False
     priority: int = 5
-    """When the table is too wide, lower priorities are left out first."""
+    """When the table is too wide, lower priorities are left out first; below 0, left out until `priority_if_any`
+    applies (a column only some runs need)."""
     min_width: int = 0
     """Set on the sparkline column: it shrinks to this before it is left out, and grows into spare width."""
     priority_if_any: int | None = None
@@ -114,7 +115,7 @@ class ModelTable(Widget, can_focus=True):
         def need(keep: list[int], gap: int) -> int:
             return sum(self.columns[i].min_width if i in flex else widths[i] for i in keep) + gap * len(keep)
 
-        keep, gap = cols, 2
+        keep, gap = [i for i in cols if priority(i) >= 0], 2  # below 0: shown only once some row has a value
         while keep:
             if need(keep, 2) <= avail:
                 gap = 2

@@ -184,19 +184,19 @@ class OpenAIProvider(HttpProvider):
     async def measure_template(self, request: Request) -> None:
         """Once per model, before its first request goes out (its other first requests wait: on llama-cpp-python any
         request interrupts a stream in progress): the chat template's tokens, for the input estimates of a server
-        that reports no usage (llama-cpp-python's streams). Asked only of a server on this machine or a private
-        network that has a tokenizer endpoint (llama-cpp-python's ``/extras/tokenize/count``, llama.cpp's
-        ``/tokenize``): the template's share is its count of the first request's prompt (a one-token answer to its
-        messages: the sweep's prompts share their shape) less its tokenizer's count of the messages' text. It can
-        be below 0: llama-cpp-python's Gemma template drops a system message. Anything else (no such endpoint, an
-        error, no usage) leaves the fixed estimate."""
+        that reports no usage (llama-cpp-python's streams). Asked only for a streamed model (whole bodies carry
+        usage), of a server on this machine or a private network that has a tokenizer endpoint (llama-cpp-python's
+        ``/extras/tokenize/count``, llama.cpp's ``/tokenize``): the template's share is its count of the first
+        request's prompt (a one-token answer to its messages: the sweep's prompts share their shape) less its
+        tokenizer's count of the messages' text. It can be below 0: llama-cpp-python's Gemma template drops a system
+        message. Anything else (no such endpoint, an error, no usage) leaves the fixed estimate."""
         if self._template_lock is None:
             self._template_lock = anyio.Lock()
         async with self._template_lock:
             if self._template_asked:
                 return
             try:
-                if local_server(self.model.base_url):
+                if self.model.stream and local_server(self.model.base_url):  # whole bodies carry usage
                     with anyio.move_on_after(min(request.timeout_s, 30.0)):
                         measured = await self._template_tokens(request.messages)
                         # as template_tokens reads it: the messages past the first add the fixed estimate each

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 import subprocess
 import sys
@@ -92,7 +93,10 @@ def test_trace_case_ids_are_sent(tmp_path: Path) -> None:
     with Store(tmp_path / "d") as store:
         cases = [row[0] for row in store.conn.execute(
             "SELECT case_id FROM load_requests WHERE run_id = ? ORDER BY seq", (r.run_id,))]
-    assert cases == ["c2", "c2", "c2"]  # the third names none: the cycle's third case is c2 too
+    # the third names none: the third of the seeded shuffled order (the project's seed, 2)
+    order = ["c0", "c1", "c2"]
+    random.Random(2).shuffle(order)
+    assert cases == ["c2", "c2", order[2]]
 
 
 def test_in_flight_cap_makes_lag_visible(tmp_path: Path) -> None:
@@ -160,7 +164,8 @@ def test_against_the_mock_server_over_http(tmp_path: Path, mock_url: str) -> Non
     f = r.figures()
     assert f.run.requests > 3 and f.run.outcomes == {"ok": f.run.requests}
     assert f.run.ttft_send[50.0] <= f.run.latency_send[50.0]
-    assert any("rate-limit window" in w for w in f.warnings)  # 0.5 s against a hosted-style API
+    # 0.5 s, but against a server on this machine that declares no limit: no rate-limit window to speak of
+    assert not any("rate-limit window" in w for w in f.warnings)
 
 
 @pytest.mark.parametrize(("argv", "needle"), [

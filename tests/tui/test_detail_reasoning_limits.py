@@ -4,6 +4,7 @@ limits the model's provider declared (requests and tokens per minute, what is le
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -90,3 +91,21 @@ async def test_the_model_table_shows_a_reasoning_models_tokens_per_call_and_shar
     row = sweep.live.model_keys.index(model)
     assert cells[row].endswith("%") and " · " in cells[row], cells
     assert all(c == "-" for i, c in enumerate(cells) if i != row), cells
+
+
+def test_the_results_leaderboard_has_a_reasoning_column_only_when_some_model_reasoned() -> None:
+    from types import SimpleNamespace
+
+    from arenatui.figures import NOTHING
+    from arenatui.store.queries import ReasoningUsage
+    from arenatui.tui.results.leaderboard import leaderboard_columns
+
+    def view(reasoning: dict[str, ReasoningUsage]) -> Any:
+        return SimpleNamespace(plan=SimpleNamespace(record=SimpleNamespace(status="finished")), classification={},
+                               reasoning=reasoning)
+
+    assert "reasoning" not in [c.title for c in leaderboard_columns(view({}))]
+    v = view({"r": ReasoningUsage(calls=2, reasoning_tokens=800, output_tokens=1000, estimated=0)})
+    (col,) = [c for c in leaderboard_columns(v) if c.title == "reasoning"]
+    assert col.cell(SimpleNamespace(model="r")) == "400 · 80%"  # per call that reasoned · share of output spend
+    assert col.cell(SimpleNamespace(model="plain")) == NOTHING

@@ -183,6 +183,7 @@ def report_of(stored: StoredRun) -> dict[str, Any]:
     rep["reasoning"] = {m: {"calls": u.calls, "reasoning_tokens": u.reasoning_tokens, "output_tokens": u.output_tokens,
                             "estimated": u.estimated, "per_call": u.per_call, "share": u.share}
                         for m, u in stored.reasoning.items()}
+    _reasoning_spend(rep, plan)
     rep["judged"] = judged_list(plan, stored.judgments)
     rep["concurrency"] = concurrency_list(stored.tuning)
     from arenatui.variant_tables import VARIANT_NOTE, follow_up_dicts, variants_dict
@@ -532,10 +533,32 @@ def _judge_rows(spend: dict[str, Any]) -> list[list[str]]:
 JUDGE_HEAD = ("judge", "judge calls", "judge errors", "retries", "tokens", "spend")
 
 
+def _reasoning_spend(rep: dict[str, Any], plan: RunPlan) -> None:
+    """Each reasoning model's reasoning as a share of its whole spend (`spend_share`: its reasoning tokens at its
+    output price over everything it spent), None for a model without a price."""
+    prices = {m.get("key"): m.get("price_out_per_mtok") for m in plan.record.config.get("models", ())
+              if isinstance(m, dict)}
+    spend = {m["model"]: m["spend"] for m in rep["leaderboard"]}
+    for key, r in rep["reasoning"].items():
+        price, spent = prices.get(key), spend.get(key)
+        ok = isinstance(price, (int, float)) and price > 0 and isinstance(spent, (int, float)) and spent > 0
+        r["spend_share"] = min(1.0, r["reasoning_tokens"] * price / 1e6 / spent) if ok else None
+
+
+def _reasoning_cell(r: dict[str, Any] | None) -> str:
+    """'400/call · 57% of spend' in the cost table (of output tokens where the model has no price)."""
+    if r is None:
+        return ""
+    share = r.get("spend_share")
+    return (f"{r['per_call']:.0f}/call · " + (f"{share:.0%} of spend" if share is not None
+                                               else f"{r['share']:.0%} of output"))
+
+
 def _reasoning_note(reasoning: dict[str, dict[str, Any]]) -> str:
     """Each reasoning model's thinking in its spend: tokens per call and their share of its output tokens."""
     parts = [f"{m}: {r['per_call']:.0f} reasoning tokens per call that reasoned ({plural(r['calls'], 'call')}), "
              f"{r['share']:.0%} of those calls' output tokens and so of their output spend"
+             + (f", {r['spend_share']:.0%} of the model's whole spend" if r.get("spend_share") is not None else "")
              + (f"; estimated for {r['estimated']} of them" if r["estimated"] else "")
              for m, r in reasoning.items()]
     return ("Reasoning (counted in the tokens and spend above, never scored): " + "; ".join(parts) + "."
@@ -668,9 +691,11 @@ def render_markdown(rep: dict[str, Any], *, terminal: bool = False) -> str:
         lines += _md_table(SEALED_HEAD, sealed)
     lines += ["", "## Cost and frontier", ""]
     est = rep.get("estimated_tokens") or {}
-    lines += _md_table(("model", "spend", "tokens", "tokens estimated", "$/correct", "tokens/correct", "$/answered",
-                        "quality-cost front", "quality-p95 front"),
+    reasoning = rep.get("reasoning") or {}
+    lines += _md_table(("model", "spend", "tokens", "tokens estimated", *(("reasoning",) if reasoning else ()),
+                        "$/correct", "tokens/correct", "$/answered", "quality-cost front", "quality-p95 front"),
                        [[m["model"], money(m["spend"]), str(m["tokens"]), _estimated_cell(est.get(m["model"])),
+                         *((_reasoning_cell(reasoning.get(m["model"])),) if reasoning else ()),
                          money(m["cost_per_correct"]), _f(m["tokens_per_correct"], 0), money(m["cost_per_answered"]),
                          "yes" if m["on_cost_front"] else "", "yes" if m["on_latency_front"] else ""]
                         for m in rep["leaderboard"]])

@@ -293,9 +293,9 @@ async def test_the_model_tables_columns_do_not_change_mid_run() -> None:
         def compose(self) -> ComposeResult:
             yield ModelTable(MODEL_COLUMNS, ["sim-large", "sim-small"], id="t")
 
-    quiet = ("4", "2", "0", "3/96", "2.8", "22", "0", "0%", "–", "–", "160", "190", "40", "")
+    quiet = ("4", "2", "0", "3/96", "2.8", "22", "0", "0%", "–", "–", "160", "190", "40", "-", "")
     busy = ("4", "2", "0", "50/96", "2.8", "22", "7", "12%", "rate_limited×12, transient×3", "wrong×4", "160",
-            "1900", "40", "")
+            "1900", "40", "-", "")
     app = One()
     async with app.run_test(size=(80, 10)) as pilot:
         table = app.query_one(ModelTable)

@@ -10,7 +10,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from arenatui.figures import LEADERBOARD, Column, money, score
+from arenatui.figures import LEADERBOARD, NOTHING, Column, money, score
 from arenatui.safe_text import literal
 from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import ModelRow
@@ -36,6 +36,14 @@ def leaderboard_columns(view: RunView) -> tuple[Column[ModelRow], ...]:
         # calls not made yet are not failures: until the run ends, coverage is what is answered so far
         columns = tuple(dataclasses.replace(c, title="answered so far") if c.title == "coverage" else c
                         for c in columns)
+    if view.reasoning:  # beside the cost columns: tokens per call that reasoned · their share of output spend
+        def thinking(s: ModelRow) -> tuple[float, float] | None:
+            u = view.reasoning.get(s.model)
+            return None if u is None else (u.per_call, u.share)
+
+        columns = (*columns, Column("reasoning", thinking,
+                                    lambda v: NOTHING if v is None else f"{v[0]:.0f} · {v[1]:.0%}", False, 3,
+                                    sort=lambda s: None if (u := view.reasoning.get(s.model)) is None else u.share))
     if not view.classification:
         return columns
     f1: Column[ModelRow] = Column("macro-F1", lambda s: view.macro_f1(s.model), score, True, 9)

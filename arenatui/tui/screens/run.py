@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, RichLog
 from textual.worker import Worker, WorkerState
 
+from arenatui.engine.events import split_lane
 from arenatui.figures import NOTHING, fit_line, money
 from arenatui.limits import MAX_CONCURRENCY
 from arenatui.live import LiveSnapshot, ModelSnapshot
@@ -93,6 +94,7 @@ MODEL_COLUMNS = (
     Column("p50 ms", 6, True, 5),
     Column("p95 ms", 6, True, 2),
     Column("TTFT p50", 8, True, 1),
+    Column("reasoning", 11, True, -1, priority_if_any=6),  # per call · share of spend, once a model reasons
     Column("latency, last 60 s", 60, False, 4, min_width=7),
 )
 MODELS_KEYS = " (↑↓ · [ ] cap ±1 · m cap)"
@@ -439,11 +441,22 @@ class RunScreen(Screen[None]):
             "-" if cap is None else str(cap), str(m.in_flight), str(m.backing_off), done,
             f"{m.calls_per_s:.1f}", f"{m.tokens_per_s:.0f}", str(m.retries), f"{m.rate_limited_rate:.0%}",
             fmt_errors(m.errors), fmt_failures(m.failures), fmt_num(m.p50_ms), fmt_num(m.p95_ms),
-            fmt_num(m.ttft_p50_ms), "",
+            fmt_num(m.ttft_p50_ms), self._reasoning_cell(m), "",
         )
 
     def action_list_key(self, where: str) -> None:
         list_key(self.focused, where)
+    _prices: dict[str, float] | None = None
+    """Each model's output price, for its reasoning's share of spend."""
+
+    def _reasoning_cell(self, m: ModelSnapshot) -> str:
+        """'812 · 64%': reasoning tokens per call and their share of the model's spend; '-' for a model that does
+        not reason."""
+        prices = self._prices
+        if prices is None:
+            prices = self._prices = {c.key: c.price_out_per_mtok for c in self.sweep.plan.models}
+        figures = m.reasoning(prices.get(split_lane(m.key)[0], 0.0))
+        return "-" if figures is None else f"{figures[0]:.0f} · {figures[1]:.0%}"
 
     def _log_line(self, t: float, kind: str, text: str) -> Text:
         vars_ = self.app.theme_variables

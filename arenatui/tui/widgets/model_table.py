@@ -28,9 +28,13 @@ class Column:
     """The most characters it takes; it takes fewer when its title and values are shorter."""
     right: bool = False
     priority: int = 5
-    """When the table is too wide, lower priorities are left out first."""
+    """When the table is too wide, lower priorities are left out first; below 0, left out until `priority_if_any`
+    applies (a column only some runs need)."""
     min_width: int = 0
     """Set on the sparkline column: it shrinks to this before it is left out, and grows into spare width."""
+    priority_if_any: int | None = None
+    """The priority once some row shows more than "0" or "-" (a reasoning model's figures): such a column joins the
+    table once, when its first value comes, and never leaves it."""
     plan_width: int = 0
     """The width the column is planned with when choosing which columns fit (its title's when wider). Which
     columns are shown depends on the table's width alone, never on values, so the set does not change mid-run;
@@ -90,6 +94,9 @@ class ModelTable(Widget, can_focus=True):
         self._keep: list[int] = []
         """The columns that fit the width (which, not how wide)."""
         self._plan_key: tuple[int, ...] = ()
+        self._waiting = frozenset(i for i, c in enumerate(columns) if i and c.priority_if_any is not None)
+        """Columns shown only once some row has a value (`Column.priority_if_any`)."""
+        self._busy: set[int] = set()
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self.keys) + 1
@@ -112,17 +119,25 @@ class ModelTable(Widget, can_focus=True):
         return (names, *(c.min_width or max(len(c.title), c.plan_width) for c in self.columns[1:]))
 
     def _replan(self) -> None:
-        """Which columns fit (on a resize), then how wide each is (whenever values change)."""
+        """Which columns fit (on a resize, or when a column kept for some runs gets its first value), then how wide
+        each is (whenever values change)."""
         avail = self.size.width
         plan = self._plan_widths()
-        if self._plan_key != (avail, *plan):
-            self._plan_key = (avail, *plan)
+        busy = self._busy
+        if len(busy) < len(self._waiting):  # none waits in most runs: nothing to scan
+            busy |= {i for i in self._waiting - busy if any(v[i - 1] not in ("0", "-", "") for v in self._values)}
+        if self._plan_key != (avail, *plan, len(busy)):
+            self._plan_key = (avail, *plan, len(busy))
             cols = list(range(len(self.columns)))
+
+            def priority(i: int) -> int:
+                c = self.columns[i]
+                return c.priority_if_any if c.priority_if_any is not None and i in busy else c.priority
 
             def need(keep: list[int], gap: int) -> int:
                 return sum(plan[i] for i in keep) + gap * len(keep)
 
-            keep, gap = cols, 2
+            keep, gap = [i for i in cols if priority(i) >= 0], 2  # below 0: only once some row has a value
             while keep:
                 if need(keep, 2) <= avail:
                     gap = 2
@@ -130,8 +145,7 @@ class ModelTable(Widget, can_focus=True):
                 if need(keep, 1) <= avail:
                     gap = 1
                     break
-                keep = [i for i in keep if i != min((i for i in keep if i), key=lambda i: self.columns[i].priority)] \
-                    if len(keep) > 1 else []
+                keep = [i for i in keep if i != min((i for i in keep if i), key=priority)] if len(keep) > 1 else []
             self._keep, self._gap = keep, gap
         widths = self._content_widths()
         spare = avail - sum(plan[i] for i in self._keep) - self._gap * len(self._keep)

@@ -238,3 +238,19 @@ def test_sse_multibyte_text_split_anywhere() -> None:
     for cut in range(1, len(raw)):
         dec = SSEDecoder()
         assert dec.feed(raw[:cut]) + dec.feed(raw[cut:]) + dec.close() == want, cut
+
+
+def test_json_object_reads_what_json_loads_reads_and_refuses_the_rest() -> None:
+    """The fast path (the C scanner called straight) gives json.loads' result, and anything it cannot take whole
+    (whitespace around, trailing garbage, two objects, bytes, bad UTF-8) goes the careful way."""
+    import json
+
+    from arenatui.errors import TransientError
+    from arenatui.providers.http import json_object
+
+    for text in ('{"a": [1, 2.5, "é"], "b": null}', ' {"a": 1} \n', '{"a": 1}\n', '{"t": "café ✓ 東京"}'):
+        assert json_object(text, "x") == json.loads(text)
+        assert json_object(text.encode(), "x") == json.loads(text.encode())
+    for bad in ('{"a": 1} {"b": 2}', '{"a": 1}]', '{"a": ', '[{"a": 1}]', "{", b'{"a": "\xff"}', "1"):
+        with pytest.raises(TransientError):
+            json_object(bad, "chunk")

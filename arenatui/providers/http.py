@@ -765,7 +765,9 @@ class HttpProvider:
         reading: list[StreamReader] = []  # the stream's reader once the answer's headers came: its first token
         timeouts = self._timeouts
         try:
-            with anyio.fail_after(request.timeout_s):
+            # anyio.fail_after without its generator: the same scope, the same TimeoutError at the deadline
+            deadline = anyio.CancelScope(deadline=anyio.current_time() + request.timeout_s)
+            with deadline:
                 t0 = time.monotonic()
                 async with wire.post(self.url, content) as resp:
                     sent = resp.sent_at or t0
@@ -782,6 +784,8 @@ class HttpProvider:
                         end = time.monotonic()
                         comp = capped(self.parse_json(raw, request), self._max_chars)
                     limits = declared_limits(resp.headers)
+            if deadline.cancelled_caught:
+                raise TimeoutError
             # The answer is timed. Let every other call whose bytes arrived in this same turn of the event
             # loop take its own time too, before this one goes on to scoring, events and its next request:
             # otherwise the k-th answer of a burst is stamped after k-1 calls' worth of that work.

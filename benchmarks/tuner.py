@@ -50,7 +50,7 @@ from typing import Any
 import anyio
 import tomli_w
 
-from arenatui.engine.events import CallFinished, CallRetrying, Event
+from arenatui.engine.events import CallFinished, CallRetrying, DeclaredLimits, Event
 from arenatui.errors import RateLimited
 from arenatui.providers.sim import SimProvider
 from arenatui.sweep import Sweep, SweepOptions
@@ -71,6 +71,9 @@ class Shape:
     refusal_s: float = 0.0
     calls: int | None = None
     halving: bool = False
+    declared_rpm: float | None = None
+    """Every answer and refusal states this rate limit in its headers (as the mock server's declare_limits does):
+    the sim's own rpm for honest headers, another figure for headers that lie."""
 
 
 SHAPES: dict[str, Shape] = {
@@ -83,6 +86,9 @@ SHAPES: dict[str, Shape] = {
     "halving": Shape(RPM, 5, start_oracle=10, halving=True),
     "jitter": Shape({"base_latency_s": LAT, "per_token_s": 0.0, "jitter": 0.4, "accuracy": 1.0}, 16, cap=16),
     "tiny": Shape(RPM, 10, calls=60),
+    "declared": Shape(RPM, 10, declared_rpm=RPM["rpm"]),
+    "declared_low": Shape(RPM, 10, declared_rpm=RPM["rpm"] / 2),
+    "declared_high": Shape(RPM, 10, declared_rpm=RPM["rpm"] * 4),
 }
 START = 2
 MODEL = "m"
@@ -112,12 +118,17 @@ class Outcome:
         self.total = total
         self.done = 0
         self.retried = 0
+        self.refused = 0
+        """Attempts answered 429 (each a retry, or a call given up)."""
         self.latencies: list[float] = []
         self.on_half = on_half
 
     def __call__(self, ev: Event) -> None:
+        if type(ev) is CallRetrying and ev.reason == "rate_limited":
+            self.refused += 1
         if type(ev) is CallFinished:
             self.done += 1
+            self.refused += ev.result.error_class == "rate_limited"
             self.retried += ev.result.attempts > 1
             if ev.result.status != "errored" and ev.result.latency_ms is not None and len(self.latencies) < 400:
                 self.latencies.append(ev.result.latency_ms / 1000)
@@ -198,6 +209,27 @@ def slow_refusals(prov: SimProvider, delay: float) -> None:
     prov.complete = complete  # type: ignore[method-assign]
 
 
+def declare_limits(prov: SimProvider, rpm: float) -> None:
+    """Answers and refusals that state `rpm` in their headers, with what is left of it (the provider instance's own
+    method, wrapped; the runner passes them on as LimitsDeclared, as it does an HTTP provider's)."""
+    inner = prov.complete
+    core = prov.core
+
+    def limits() -> DeclaredLimits:
+        left = int(rpm * min(1.0, max(0.0, core.level) / core.burst)) if core.rate else int(rpm)
+        return DeclaredLimits(requests_limit=int(rpm), requests_remaining=left)
+
+    async def complete(request: Any) -> Any:
+        try:
+            comp = await inner(request)
+        except RateLimited as e:
+            e.limits = limits()
+            raise
+        return comp._replace(limits=limits())
+
+    prov.complete = complete  # type: ignore[method-assign]
+
+
 def run_one(dirpath: Path, name: str, shape: Shape, mode: str, seed: int, db: Path, calls: int) -> dict[str, Any]:
     first = shape.start_oracle or shape.oracle
     cap = first if mode in ("oracle", "climb") else shape.cap
@@ -226,6 +258,10 @@ def run_one(dirpath: Path, name: str, shape: Shape, mode: str, seed: int, db: Pa
     if aimd is not None:
         aimd.sweep = sweep
         sweep.runner.set_model_cap(MODEL, START, source="aimd")
+    if shape.declared_rpm is not None:
+        prov = sweep.providers[MODEL]
+        assert isinstance(prov, SimProvider)
+        declare_limits(prov, shape.declared_rpm)
     if shape.refusal_s:
         prov = sweep.providers[MODEL]
         assert isinstance(prov, SimProvider)
@@ -234,7 +270,8 @@ def run_one(dirpath: Path, name: str, shape: Shape, mode: str, seed: int, db: Pa
     anyio.run(sweep.run)
     wall = time.monotonic() - t0
     (ro,) = [r for r in sweep.tuner.readouts() if r.model_key == MODEL]
-    return {"wall": wall, "retried": outcome.retried / max(1, outcome.done), "verdict": ro.verdict, "readout": ro,
+    return {"wall": wall, "retried": outcome.retried / max(1, outcome.done),
+            "refused": outcome.refused / max(1, outcome.done), "verdict": ro.verdict, "readout": ro,
             "latency": statistics.mean(outcome.latencies) if outcome.latencies else None}
 
 
@@ -255,8 +292,20 @@ def judge(v: Any, oracle: int) -> tuple[bool, bool]:
             v.conclusive and (v.level is None or abs(v.level - oracle) > 1))
 
 
-def emit(name: str, value: float, unit: str) -> None:
-    print(json.dumps({"name": name, "value": round(value, 4), "unit": unit}), flush=True)
+def emit(name: str, value: float, unit: str, se: float | None = None) -> None:
+    """One figure; `se`: its Monte Carlo standard error over the seeds."""
+    line: dict[str, Any] = {"name": name, "value": round(value, 4), "unit": unit}
+    if se is not None:
+        line["mc_se"] = round(se, 4)
+    print(json.dumps(line), flush=True)
+
+
+def share_se(p: float, n: int) -> float:
+    return math.sqrt(p * (1 - p) / n) if n else float("nan")
+
+
+def mean_se(xs: list[float]) -> float:
+    return statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else float("nan")
 
 
 def main() -> None:
@@ -310,13 +359,17 @@ def main() -> None:
                               f"{r['retried']:.1%} retried; answered/attempts by level, * measured: {levels})",
                               flush=True)
                 n = len(runs)
-                emit(f"{name}_{mode}_within_one", sum(j[0] for j in judged) / n, "share")
-                emit(f"{name}_{mode}_wrong_confident", sum(j[1] for j in judged) / n, "share")
-                if own != [oracle] * n:
-                    emit(f"{name}_{mode}_within_one_vs_oracle_runs", sum(j[0] for j in fixed) / n, "share")
-                    emit(f"{name}_{mode}_wrong_confident_vs_oracle_runs", sum(j[1] for j in fixed) / n, "share")
-                emit(f"{name}_{mode}_wall_ratio", statistics.mean(r["wall"] for r in runs) / base, "ratio")
-                emit(f"{name}_{mode}_retried_share", statistics.mean(r["retried"] for r in runs), "share")
+                for what, js in (("", judged), ("_vs_oracle_runs", fixed)):
+                    if what and own == [oracle] * n:
+                        continue
+                    within, wrong = sum(j[0] for j in js) / n, sum(j[1] for j in js) / n
+                    emit(f"{name}_{mode}_within_one{what}", within, "share", share_se(within, n))
+                    emit(f"{name}_{mode}_wrong_confident{what}", wrong, "share", share_se(wrong, n))
+                walls = [r["wall"] / base for r in runs]
+                emit(f"{name}_{mode}_wall_ratio", statistics.mean(walls), "ratio", mean_se(walls))
+                for what in ("retried", "refused"):
+                    xs = [r[what] for r in runs]
+                    emit(f"{name}_{mode}_{what}_share", statistics.mean(xs), "share", mean_se(xs))
                 if math.isnan(base):
                     raise SystemExit("oracle wall clock is not a number")
 

@@ -39,10 +39,28 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, Literal
 
-from arenatui.engine.events import CallFinished, CallRetrying, CallStarted, ConcurrencyChanged, Event, TunerDecided
+from arenatui.engine.events import (
+    VARIANT_SEP,
+    CallFinished,
+    CallRetrying,
+    CallStarted,
+    ConcurrencyChanged,
+    DeclaredLimits,
+    Event,
+    LimitsDeclared,
+    TunerDecided,
+)
 from arenatui.limits import MAX_CONCURRENCY
 from arenatui.tuning.evidence import FLAT, MIN_ANSWERED, MIN_REFUSAL_ATTEMPTS
-from arenatui.tuning.levels import ERROR_SHARE, Evidence, LevelTracker, ModelReadout, Window, provider_answered
+from arenatui.tuning.levels import (
+    ERROR_SHARE,
+    Evidence,
+    LevelTracker,
+    ModelReadout,
+    Window,
+    declared_level,
+    provider_answered,
+)
 
 Phase = Literal["ramp", "climb", "settled", "probe", "descend"]
 LEAK_SHARE = 0.01
@@ -61,6 +79,10 @@ WIDE_LEVEL = 16
 """From this level the doubling ramp waits for two rounds of attempts before it doubles again (`batch_span`). Not
 lower: two rounds at 8 make it a measured level on a hold of a latency or two, whose 20-odd answers are too few for
 its goodput to be compared with the levels measured properly (on a rate limit of 10 it was named the optimum)."""
+PRIOR_SLACK = 1.25
+"""A declared limit is a prior, not evidence: above the level it allows the climb goes one level a window, and once
+a level this many times it (plus one) answers clean with goodput still growing in proportion, the headers were wrong
+and the climb goes on as if there were none."""
 ROUNDS_LEFT = 4
 """The tuner never moves up to a level the model's calls left cannot fill this many times: a level held for fewer
 rounds saves less wall clock than the climb to it costs, and a limit crossed on the way costs retries that the few
@@ -245,6 +267,13 @@ class ModelController:
     left: int | None = None
     """Calls the model still has to make (None: not known): no move up to a level they cannot fill ROUNDS_LEFT
     times (`affordable`)."""
+    declared: DeclaredLimits | None = None
+    """The rate limits the provider declared last (headers): a prior for the level a rate limit allows, confirmed by
+    evidence (`prior`)."""
+    tokens_per_call: float | None = None
+    """Mean tokens (input + output) of the answers so far: a declared tokens/min limit over it is calls/min."""
+    prior_wrong: bool = False
+    """Evidence passed the declared limit (a level well above it answered clean, goodput growing): it is ignored."""
     alone: bool = False
     """Every other tuned model has made all its calls: this one's remaining calls are the run's wall clock, so no
     look one level down (it would lengthen the run, and the verdict does without it)."""
@@ -260,8 +289,22 @@ class ModelController:
 
     @property
     def climbing_fast(self) -> bool:
-        """Still on the first climb, far from any limit seen: rough windows will do."""
-        return self.phase in ("ramp", "climb") and not self.careful
+        """Still on the first climb, far from any limit seen (declared or met): rough windows will do."""
+        if self.phase not in ("ramp", "climb") or self.careful:
+            return False
+        p = self.prior()
+        return p is None or self.level <= p
+
+    def prior(self, latency_s: float | None = None) -> int | None:
+        """The level the provider's declared limits allow (`declared_level`: declared requests per second × the
+        unqueued latency measured, the token bound likewise), None without a declared limit, a latency, or once
+        evidence proved the headers wrong. A prior: the ramp stops doubling there and what lies above is measured
+        with full windows."""
+        if self.declared is None or self.prior_wrong:
+            return None
+        lat = sorted(self.base_pool)[len(self.base_pool) // 2] if self.base_pool else latency_s
+        n = declared_level(self.declared, lat, self.tokens_per_call)
+        return None if n is None else max(1, math.floor(n))
 
     def start_ramp(self, top: int | None = None) -> None:
         """Ramp from here: doubling (the first climb) or, below `top` (the level that erred), one level a batch."""
@@ -410,6 +453,14 @@ class ModelController:
                                               f"of the limit; settling one below")
         else:
             up = min(self.ceiling, max(self.level + 1, math.floor(self.level * self.settings.ramp_step)))
+            p = self.prior(mean)
+            if p is not None and up > p:
+                if self.level >= p:
+                    # at the level the declared limit allows, clean: what lies above is measured with full windows
+                    # (a token bucket's burst lets a batch through past any limit), not guessed from a batch
+                    self.stage = Climb()
+                    return None
+                up = p  # the doubling stops at the declared limit: no storm of 429s to find a limit already stated
         while up > self.level and self._avoided(up):
             up -= 1
         if up <= self.level:
@@ -478,6 +529,17 @@ class ModelController:
             self._start_recovery(erred)
             return self._move(new, f"ramp ends at the first 429{sent}{wait}: {how}, then one up per clean latency, "
                                    f"below {erred}")
+        p = self.prior()
+        if p is not None and at == self.level and at > p:
+            # a 429 past the level the declared limit allows: the headers and the evidence agree, so no storm is
+            # needed to prove the limit (the verdict names it 'as declared'); the highest level below it is held
+            self.avoid[at] = self.settings.avoid_windows
+            self.proven.add(at)
+            self.goodput.pop(at, None)
+            self.careful = True
+            self.stage = Settled()
+            return self._move(at - 1, f"429 at {at}{wait}, past the {p} its declared limit allows: as declared, "
+                                      f"holding {at - 1}")
         if at != self.level or self.phase not in ("settled", "climb", "descend"):
             return None  # a probe is judged by its window: the verdict needs it measured or refused
         self.onset += 1
@@ -679,8 +741,17 @@ class ModelController:
     def _step_up(self, fast: bool, why: str) -> Decision | None:
         s = self.settings
         up = self.level + 1
+        p = self.prior()
+        if p is not None and fast and self.level > p and self.level >= PRIOR_SLACK * p + 1:
+            # well past the declared limit, clean, goodput still growing in proportion: the headers were wrong
+            why += f"; clean at {self.level}, well above the {p} the declared limit allows: evidence wins"
+            self.prior_wrong, p = True, None
         if fast and not self.careful:
             up = max(up, math.ceil(self.level * s.fast_step))
+        if p is not None and up > p:
+            # above the declared limit: one level past it, then a step to PRIOR_SLACK × it (each a full window)
+            up = min(up, p) if self.level < p else p + 1 if self.level == p else \
+                max(self.level + 1, math.ceil(PRIOR_SLACK * p) + 1)
         while up > self.level and self._avoided(up):
             up -= 1
         up = min(up, self.ceiling)
@@ -762,6 +833,18 @@ class ModelController:
         return self._move(new, f"{what}; {how}")
 
 
+class _Mean:
+    """Running means per model."""
+
+    def __init__(self) -> None:
+        self._sum: dict[str, tuple[float, int]] = {}
+
+    def add(self, key: str, x: float) -> float:
+        total, n = self._sum.get(key, (0.0, 0))
+        self._sum[key] = (total + x, n + 1)
+        return (total + x) / (n + 1)
+
+
 class Tuner:
     """The auto-tuner on a running sweep: one `ModelController` per model, on or off, per-model suspension.
 
@@ -797,6 +880,7 @@ class Tuner:
         the epoch of the ramp batch they count in (-1: none): answers are read from calls started at the current
         level only; a 429 counts against the level its attempt was sent at, whenever it arrives."""
         self._changed_at: dict[str, float] = {}
+        self._tokens = _Mean()
 
     @property
     def sink(self) -> Callable[[Event], None]:
@@ -831,6 +915,9 @@ class Tuner:
             c = self._live(r.model_key)
             if c is None:
                 return
+            if c.declared is not None and provider_answered(r):
+                # a declared tokens/min limit is calls/min only over the tokens a call spends
+                c.tokens_per_call = self._tokens.add(r.model_key, r.input_tokens + r.output_tokens)
             if c.left is not None:
                 c.left -= 1
                 if c.left == 0:
@@ -844,6 +931,11 @@ class Tuner:
                 self._apply(c, c.answered(r.latency_ms / 1000.0, ev.t - since, fresh))
             elif limited and sent is not None and sent[1]:
                 self._apply(c, c.limited(None, sent[1]))
+        elif type(ev) is LimitsDeclared:
+            for k in self.model_keys:  # a model's prompt variants share its provider, and so its limits
+                ctl = self.controllers.get(k)
+                if ctl is not None and (k == ev.model_key or k.startswith(ev.model_key + VARIANT_SEP)):
+                    ctl.declared = ev.limits
         elif isinstance(ev, CallRetrying):
             sent = self._started.pop((ev.model_key, ev.case_id, ev.trial), None)
             c = self._live(ev.model_key)
@@ -890,6 +982,7 @@ class Tuner:
             start = max(1, min(self.ceiling(k), start))
             self.controllers[k] = ctl = ModelController(k, start, self.ceiling(k), self.settings)
             ctl.left = (calls_left or {}).get(k)
+            ctl.declared = self.tracker.declared(k)
             if self.settings.ramp:
                 ctl.start_ramp()
             self._changed_at[k] = self._clock()

@@ -681,3 +681,56 @@ def test_the_tuner_marks_the_last_model_running_as_alone() -> None:
     t.controllers["a"].left = 0  # what a's last CallFinished does, before it calls _others_done
     t._others_done()
     assert t.controllers["b"].alone and not t.controllers["a"].alone
+
+
+def test_a_declared_rate_limit_stops_the_ramp_where_it_allows_and_a_429_past_it_is_held_as_declared() -> None:
+    from arenatui.engine.events import DeclaredLimits
+
+    # 6,000 requests/min = 100/s at 0.1 s a call: 10 in flight
+    ctl = ModelController("m", 2, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.declared = DeclaredLimits(requests_limit=6000)
+    ctl.start_ramp()
+    seen = [ctl.level]
+    for _ in range(3):
+        seen.append(ramp_batch(ctl))
+    assert seen == [2, 4, 8, 10]  # no doubling to 16 into a storm
+    ramp_batch(ctl)
+    assert phase_of(ctl) == "climb" and not ctl.careful and ctl.climbing_fast  # a quick look at it
+    ctl.observe(provider_window(10, rate=100.0))
+    assert ctl.level == 11 and not ctl.climbing_fast  # the evidence must confirm it: one full window past it
+    d = ctl.limited(0.01)
+    assert d is not None and d.new == 10 and "as declared" in d.reason
+    assert 11 in ctl.proven and phase_of(ctl) == "settled"
+    assert settle(ctl, rate=100.0, windows=10)[-5:] == [10] * 5
+
+
+def test_declared_limits_that_lie_lose_to_evidence() -> None:
+    from arenatui.engine.events import DeclaredLimits
+
+    # headers saying 3,000/min (5 at once) while the provider takes 100/s (10): clean above it, goodput growing in
+    # proportion, so the climb goes on as without headers and settles at the true limit
+    ctl = ModelController("m", 2, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.declared = DeclaredLimits(requests_limit=3000)
+    ctl.start_ramp()
+    assert [ramp_batch(ctl), ramp_batch(ctl)] == [4, 5]
+    ramp_batch(ctl)
+    seen = settle(ctl, rate=100.0, windows=30)
+    assert seen[:3] == [5, 6, 8] and ctl.prior_wrong and ctl.prior() is None
+    assert seen[-1] in (9, 10) and len(set(seen[-5:])) == 1
+    # headers saying 4 times the truth: the ramp doubles as without them and meets the limit
+    ctl = ModelController("m", 2, ceiling=64)
+    ctl.declared = DeclaredLimits(requests_limit=24000)
+    ctl.start_ramp()
+    assert [ramp_batch(ctl) for _ in range(3)] == [4, 8, 16]
+
+
+def test_the_tuner_hands_a_models_declared_limits_to_every_lane_of_it() -> None:
+    from arenatui.engine.events import VARIANT_SEP, DeclaredLimits, LimitsDeclared
+
+    lanes = ["m", f"m{VARIANT_SEP}terse", "other"]
+    tuner = Tuner(lanes, set_level=lambda k, n: None, set_total=lambda n: None, emit=lambda ev: None,
+                  caps=lambda k: 2)
+    tuner.enable()
+    limits = DeclaredLimits(requests_limit=600)
+    tuner.on_event(LimitsDeclared("m", limits, 1.0, 0.0))
+    assert [tuner.controllers[k].declared for k in lanes] == [limits, limits, None]

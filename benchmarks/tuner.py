@@ -86,6 +86,8 @@ SHAPES: dict[str, Shape] = {
     "halving": Shape(RPM, 5, start_oracle=10, halving=True),
     "jitter": Shape({"base_latency_s": LAT, "per_token_s": 0.0, "jitter": 0.4, "accuracy": 1.0}, 16, cap=16),
     "tiny": Shape(RPM, 10, calls=60),
+    "serial_small": Shape({"base_latency_s": 0.05, "per_token_s": 0.0, "jitter": 0.1, "serial": True,
+                           "accuracy": 1.0}, 1, calls=60),
     "declared": Shape(RPM, 10, declared_rpm=RPM["rpm"]),
     "declared_low": Shape(RPM, 10, declared_rpm=RPM["rpm"] / 2),
     "declared_high": Shape(RPM, 10, declared_rpm=RPM["rpm"] * 4),

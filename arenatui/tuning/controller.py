@@ -51,7 +51,7 @@ from arenatui.engine.events import (
     TunerDecided,
 )
 from arenatui.limits import MAX_CONCURRENCY
-from arenatui.tuning.evidence import FLAT, MIN_ANSWERED, MIN_REFUSAL_ATTEMPTS
+from arenatui.tuning.evidence import FLAT, MIN_ANSWERED, MIN_REFUSAL_ATTEMPTS, QUEUE_GROWTH
 from arenatui.tuning.levels import (
     ERROR_SHARE,
     Evidence,
@@ -79,10 +79,9 @@ WIDE_LEVEL = 16
 """From this level the doubling ramp waits for two rounds of attempts before it doubles again (`batch_span`). Not
 lower: two rounds at 8 make it a measured level on a hold of a latency or two, whose 20-odd answers are too few for
 its goodput to be compared with the levels measured properly (on a rate limit of 10 it was named the optimum)."""
-PRIOR_SLACK = 1.25
-"""A declared limit is a prior, not evidence: above the level it allows the climb goes one level a window, and once
-a level this many times it (plus one) answers clean with goodput still growing in proportion, the headers were wrong
-and the climb goes on as if there were none."""
+SMALL_BUDGET = 5 * MIN_ANSWERED
+"""Calls left at or under which a queue is measured where it showed before the tuner goes down to the level the
+server serves at once: the budget pays for two levels measured, not for a hold and probes."""
 ROUNDS_LEFT = 4
 """The tuner never moves up to a level the model's calls left cannot fill this many times: a level held for fewer
 rounds saves less wall clock than the climb to it costs, and a limit crossed on the way costs retries that the few
@@ -139,6 +138,10 @@ class Ramp:
     """Recovery ramp: 429s met at each level (two at one level: that is the limit)."""
     queued: bool = False
     """The last ramp batch was slow (latency up with the level): a second one in a row means a queue."""
+    prev_low: float | None = None
+    """The previous level's last batch: its lower quartile latency and goodput (latency grown in proportion to the
+    level over flat goodput is a queue, read without waiting for BASELINE_N latencies: a small budget cannot wait)."""
+    prev_goodput: float | None = None
     answers: int = 0
     """Answered calls started at the current level (the batch)."""
     answered_since: int = 0
@@ -189,6 +192,9 @@ class Descend:
     """Measuring a level below the best seen before settling."""
 
     name: ClassVar[Phase] = "descend"
+    then: int | None = None
+    """Once this level is measured, go there (a queue measured at the level where it showed, then the level the
+    server serves at once) rather than settle."""
 
 
 Stage = Ramp | Climb | Settled | Probe | Descend
@@ -409,11 +415,20 @@ class ModelController:
         # median of at least BASELINE_N latencies from the levels below (never a baseline of two calls)
         low = batch[(len(batch) - 1) // 4]
         queued = base is not None and low > self.settings.queue_ratio * base
+        mean = r.lat_sum / r.answers
+        goodput_now = r.answered_since / since_s if since_s > 0 else None
+        if not queued and r.prev and r.prev_low and r.prev_goodput and goodput_now is not None \
+                and self.left is not None and self.left <= SMALL_BUDGET:
+            # a small budget cannot wait for BASELINE_N latencies: latency grown in proportion to the level (every
+            # call of the batch: its lower quartile) while goodput did not is a queue at the server (on a larger
+            # budget the baseline decides: a busy client's stall makes two small batches look like this too)
+            k = self.level / r.prev - 1
+            queued = k > 0 and low / r.prev_low - 1 >= QUEUE_GROWTH * k \
+                and goodput_now <= r.prev_goodput * (1 + (1 - QUEUE_GROWTH) * k)
         if self.batch_out > 0 and not queued:
             # up only once the whole batch came back: a refusal slower than an answer is still on its way (a queue
             # is read at once: waiting would only hold the level long enough to measure it queued)
             return None
-        mean = r.lat_sum / r.answers
         r.batch = []
         if not queued and len(self.base_pool) < 4 * BASELINE_N:
             self.base_pool.extend(batch)  # a slow batch is not unqueued latency
@@ -432,12 +447,19 @@ class ModelController:
             lat_min = self.ramp_lat_min
             served = goodput * lat_min
             self.goodput[self.level] = goodput  # a rough look: the level settled on is measured properly
-            self.stage = Descend()
             self.careful = True
             new = max(1, min(self.level - 1, round(served)))
-            return self._move(new, f"latency {mean * 1000:.0f} ms at {self.level}, {mean / base:.1f}× the "
-                                   f"{base * 1000:.0f} ms below: the server queues; {goodput:.1f}/s × "
-                                   f"{lat_min * 1000:.0f} ms = {served:.1f} served at once")
+            why = (f"latency {mean * 1000:.0f} ms at {self.level}, {mean / base:.1f}× the {base * 1000:.0f} ms "
+                   f"below: the server queues; {goodput:.1f}/s × {lat_min * 1000:.0f} ms = {served:.1f} served at once")
+            if self.left is not None and self.left <= SMALL_BUDGET and \
+                    self.answered_full.get(self.level, 0) < MIN_ANSWERED:
+                # a small budget: measured here first (a queue costs latency, not goodput), then there: two levels
+                # measured well, the verdict's 'the server queues above N', rather than many glanced at (on a
+                # larger one the settled level's probes measure the level above)
+                self.stage = Descend(then=new)
+                return self._move(self.level, why)  # (no move: the reason is in the next one)
+            self.stage = Descend()
+            return self._move(new, why)
         if additive:
             up = self.level + 1
             top = r.top
@@ -475,6 +497,7 @@ class ModelController:
         d = self._move(up, f"{'one up' if additive else 'ramp'}: {rate}{r.answers} answered in "
                            f"{mean * 1000:.0f} ms on average, 0 429s")
         r.new_batch()
+        r.prev_low, r.prev_goodput = low, goodput_now
         return d
 
     def _ramp_done(self, why: str) -> Decision | None:
@@ -687,6 +710,10 @@ class ModelController:
             return self._move(base, f"probe gained {gain:+.0%} (≤ {s.flat:.0%}): back to {base}")
         if isinstance(stage, Descend) and self.answered_full.get(self.level, 0) < MIN_ANSWERED:
             return None  # measured as the verdict measures a level before it is compared
+        if isinstance(stage, Descend) and stage.then is not None:
+            self.stage = Descend()
+            return self._move(stage.then, f"goodput {g:.1f}/s at {self.level}, latency {w.mean_latency_s or 0:.2f}s "
+                                          f"measured queued: to {stage.then}, what the server serves at once")
         if isinstance(stage, Descend):
             return self._settle(f"goodput {g:.1f}/s at {self.level}")
         if isinstance(stage, Climb):
@@ -700,7 +727,14 @@ class ModelController:
             if gain > s.flat:
                 assert prev is not None
                 fast = gain >= s.linear * (self.level / prev - 1)
-                return self._step_up(fast, f"goodput +{gain:.0%}, {w.rate_limited} 429s")
+                why = f"goodput +{gain:.0%}, {w.rate_limited} 429s"
+                p = self.prior()
+                if p is not None and fast and self.level > p and not w.quick and w.rate_limited == 0:
+                    # past the level the declared limit allows, a full window without a 429, goodput still growing
+                    # in proportion: the headers were wrong (or are shared, or stale), and evidence wins
+                    self.prior_wrong = True
+                    why += f" at {self.level}, past the {p} the declared limit allows: evidence wins over the headers"
+                return self._step_up(fast, why)
             return self._settle(f"goodput {gain:+.0%} from {prev} to {self.level}")
         assert isinstance(stage, Settled)
         # settled: as figures firm up, a lower level may turn out as good (never up: that is what probes are for)
@@ -741,17 +775,11 @@ class ModelController:
     def _step_up(self, fast: bool, why: str) -> Decision | None:
         s = self.settings
         up = self.level + 1
-        p = self.prior()
-        if p is not None and fast and self.level > p and self.level >= PRIOR_SLACK * p + 1:
-            # well past the declared limit, clean, goodput still growing in proportion: the headers were wrong
-            why += f"; clean at {self.level}, well above the {p} the declared limit allows: evidence wins"
-            self.prior_wrong, p = True, None
         if fast and not self.careful:
             up = max(up, math.ceil(self.level * s.fast_step))
+        p = self.prior()
         if p is not None and up > p:
-            # above the declared limit: one level past it, then a step to PRIOR_SLACK × it (each a full window)
-            up = min(up, p) if self.level < p else p + 1 if self.level == p else \
-                max(self.level + 1, math.ceil(PRIOR_SLACK * p) + 1)
+            up = min(up, p) if self.level < p else self.level + 1  # past the declared limit: a level a full window
         while up > self.level and self._avoided(up):
             up -= 1
         up = min(up, self.ceiling)

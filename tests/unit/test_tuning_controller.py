@@ -8,6 +8,7 @@ from arenatui.tuning.controller import (
     ROUNDS_LEFT,
     WIDE_LEVEL,
     Climb,
+    Descend,
     ModelController,
     Ramp,
     Settled,
@@ -232,12 +233,34 @@ def test_latency_rising_on_the_ramp_means_a_queue_and_goes_to_what_the_server_se
     assert seen[-1] == 1
 
 
+def test_on_a_small_budget_a_queue_is_read_at_once_and_two_levels_are_measured_well() -> None:
+    # a serial server of 50 ms and 60 calls: latency doubled with the level over flat goodput is a queue, read at 4
+    # (two batches) without waiting for ten latencies; 4 is measured first (a queue costs latency, not goodput),
+    # then the level the server serves at once: two levels measured for the verdict, not four glanced at
+    ctl = ModelController("m", 2, ceiling=64)
+    ctl.left = 60
+    ctl.start_ramp()
+    while phase_of(ctl) == "ramp":
+        level = ctl.level
+        for i in range(4 * level):
+            ctl.answered(0.05 * level, since_s=0.05 * (i + 1), fresh=True)
+            ctl.left -= 1
+            if ctl.level != level or phase_of(ctl) != "ramp":
+                break
+    stage = ctl.stage
+    # 20/s × the lowest latency seen (100 ms: 2 was queued already) = 2 served at once
+    assert ctl.level == 4 and isinstance(stage, Descend) and stage.then == 2
+    seen = settle(ctl, serial=True, windows=4)
+    assert seen == [4, 2, 1, 1] and ctl.answered_full[4] >= 20 and ctl.answered_full[2] >= 20
+
+
 def test_the_queue_baseline_is_the_median_of_ten_latencies_never_of_two() -> None:
     ctl = ModelController("m", 2, ceiling=64)
     ctl.start_ramp()
     assert ramp_batch(ctl, latency=0.1) == 4
-    # twice as slow at 4 with only two latencies behind the baseline: no judgement on latency yet
-    assert ramp_batch(ctl, latency=0.2) == 8 and ctl.baseline is None
+    # 1.5 times as slow at 4 (not in proportion to the level) with only two latencies behind the baseline: no
+    # judgement on latency yet
+    assert ramp_batch(ctl, latency=0.15) == 8 and ctl.baseline is None
     ctl.base_pool = [0.1] * 10
     assert ctl.baseline == 0.1
     assert ramp_batch(ctl, latency=0.2, n=4) == 8  # twice as slow once: held, not ended
@@ -707,15 +730,15 @@ def test_a_declared_rate_limit_stops_the_ramp_where_it_allows_and_a_429_past_it_
 def test_declared_limits_that_lie_lose_to_evidence() -> None:
     from arenatui.engine.events import DeclaredLimits
 
-    # headers saying 3,000/min (5 at once) while the provider takes 100/s (10): clean above it, goodput growing in
-    # proportion, so the climb goes on as without headers and settles at the true limit
+    # headers saying 3,000/min (5 at once) while the provider takes 100/s (10): a full window clean above it, goodput
+    # growing in proportion, so the climb goes on (×1.5) as without headers and settles at the true limit
     ctl = ModelController("m", 2, ceiling=64, settings=TunerSettings(probe_every=1000))
     ctl.declared = DeclaredLimits(requests_limit=3000)
     ctl.start_ramp()
     assert [ramp_batch(ctl), ramp_batch(ctl)] == [4, 5]
     ramp_batch(ctl)
     seen = settle(ctl, rate=100.0, windows=30)
-    assert seen[:3] == [5, 6, 8] and ctl.prior_wrong and ctl.prior() is None
+    assert seen[:3] == [5, 6, 9] and ctl.prior_wrong and ctl.prior() is None
     assert seen[-1] in (9, 10) and len(set(seen[-5:])) == 1
     # headers saying 4 times the truth: the ramp doubles as without them and meets the limit
     ctl = ModelController("m", 2, ceiling=64)

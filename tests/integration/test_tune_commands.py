@@ -79,7 +79,7 @@ def test_tune_recommends_each_models_optimum_and_write_keeps_comments(
     assert "[run] timeout_s" not in out.split("wrote ")[-1]
     # 'flat' or 'lower' is the machine's say, not the server's: a stall at a higher level (a busy CI box) makes its
     # measured goodput lower, and the verdict reports what was measured
-    assert re.search(r"local: optimum ≈ 1: goodput (flat|lower) above 1", out), out
+    assert re.search(r"local: optimum ≈ 1: (goodput (flat|lower)|the server queues) above 1", out), out
     text = proj.read_text(encoding="utf-8")
     for comment in ("# tuning scenarios", "# a name", "# a provider that answers 429 past 6 at once",
                     "# was set by hand", "# a local server that serves one request at a time"):

@@ -734,6 +734,11 @@ class ModelController:
                     # in proportion: the headers were wrong (or are shared, or stale), and evidence wins
                     self.prior_wrong = True
                     why += f" at {self.level}, past the {p} the declared limit allows: evidence wins over the headers"
+                    # the ramp goes on as it would have without them: doubling per clean batch
+                    self.start_ramp()
+                    assert isinstance(self.stage, Ramp)
+                    self.stage.prev = self.level
+                    return self._move(self.affordable(min(self.ceiling, 2 * self.level)), f"{why}; ramp on")
                 return self._step_up(fast, why)
             return self._settle(f"goodput {gain:+.0%} from {prev} to {self.level}")
         assert isinstance(stage, Settled)

@@ -139,9 +139,8 @@ class Ramp:
     queued: bool = False
     """The last ramp batch was slow (latency up with the level): a second one in a row means a queue."""
     prev_low: float | None = None
-    """The previous level's last batch: its lower quartile latency and goodput (latency grown in proportion to the
-    level over flat goodput is a queue, read without waiting for BASELINE_N latencies: a small budget cannot wait)."""
-    prev_goodput: float | None = None
+    """The previous level's last batch's lower quartile latency (latency grown in proportion to the level is a
+    queue, read without waiting for BASELINE_N latencies: a small budget cannot wait)."""
     answers: int = 0
     """Answered calls started at the current level (the batch)."""
     answered_since: int = 0
@@ -416,15 +415,13 @@ class ModelController:
         low = batch[(len(batch) - 1) // 4]
         queued = base is not None and low > self.settings.queue_ratio * base
         mean = r.lat_sum / r.answers
-        goodput_now = r.answered_since / since_s if since_s > 0 else None
-        if not queued and r.prev and r.prev_low and r.prev_goodput and goodput_now is not None \
-                and self.left is not None and self.left <= SMALL_BUDGET:
+        if not queued and r.prev and r.prev_low and self.left is not None and self.left <= SMALL_BUDGET:
             # a small budget cannot wait for BASELINE_N latencies: latency grown in proportion to the level (every
-            # call of the batch: its lower quartile) while goodput did not is a queue at the server (on a larger
-            # budget the baseline decides: a busy client's stall makes two small batches look like this too)
+            # call of the batch: its lower quartile) is a queue at the server (Little's law: goodput stayed flat; a
+            # batch's goodput is too noisy to ask it). Two such batches in a row, as for the baseline's test; on a
+            # larger budget the baseline decides (a busy client's stall makes two small batches look like this too)
             k = self.level / r.prev - 1
-            queued = k > 0 and low / r.prev_low - 1 >= QUEUE_GROWTH * k \
-                and goodput_now <= r.prev_goodput * (1 + (1 - QUEUE_GROWTH) * k)
+            queued = k > 0 and low / r.prev_low - 1 >= QUEUE_GROWTH * k
         if self.batch_out > 0 and not queued:
             # up only once the whole batch came back: a refusal slower than an answer is still on its way (a queue
             # is read at once: waiting would only hold the level long enough to measure it queued)
@@ -497,7 +494,7 @@ class ModelController:
         d = self._move(up, f"{'one up' if additive else 'ramp'}: {rate}{r.answers} answered in "
                            f"{mean * 1000:.0f} ms on average, 0 429s")
         r.new_batch()
-        r.prev_low, r.prev_goodput = low, goodput_now
+        r.prev_low = low
         return d
 
     def _ramp_done(self, why: str) -> Decision | None:

@@ -17,6 +17,12 @@ Shapes (one simulated model each, latencies of a few tens of ms so a run takes a
   model at 16: oracle 16 (the cap).
 - tiny: the rpm model with a budget of 60 calls: too few for a verdict, so the right answer is "not enough
   evidence" (never a confident wrong one); within-one-level is not expected here.
+- serial_small: a server answering one call at a time in 50 ms, with a budget of 60 calls: oracle 1, and a verdict
+  expected ("optimum ≈ 1: the server queues above 1").
+- declared: the rpm model whose every answer and refusal states its limit (x-ratelimit-limit-requests and what is
+  left, as the mock server's declare_limits does): oracle 10, targets 429s per call <= 1% and within one >= 95%.
+- declared_low / declared_high: the same with headers that lie (half / four times the true limit): evidence must
+  win, no worse than the rpm shape without headers.
 
 For each shape and seed, the same sweep runs with the tuner (from 2) and with AIMD (from 2: halve on a 429 at most once
 per latency, +1 after `level` answered calls without one, never above the project's cap, as the tuner); the oracle
@@ -31,7 +37,8 @@ without knowing the limit can finish a budget sooner, so its wall ÷ oracle is t
 Per shape and mode, JSON lines: <shape>_<mode>_within_one (share of seeds whose verdict names a level within one of
 the oracle: target >= 0.95), <shape>_<mode>_wrong_confident (an optimum, a cap or a rate limit more than one level
 off: target 0), <shape>_<mode>_wall_ratio (mean wall clock over the oracle's: target <= 1.10) and
-<shape>_<mode>_retried_share (calls that needed more than one attempt: target < 0.03).
+<shape>_<mode>_retried_share (calls that needed more than one attempt: target < 0.03) and <shape>_<mode>_refused_share
+(attempts answered 429 per call), each with mc_se, its Monte Carlo standard error over the seeds.
 """
 
 from __future__ import annotations

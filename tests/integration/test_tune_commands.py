@@ -155,8 +155,8 @@ def test_sweep_prints_errored_beside_wall_clock_marks_the_knee_and_stores_one_ru
     # whether the words are 'optimum ≈ 1: goodput flat/lower above 1' or 'still rising at 4' (a stall at 1 or 2 on
     # a busy machine), is what this machine measured over 20 calls a level: read, not assumed. The rule itself is
     # pinned on fixed evidence in tests/unit/test_tuning_evidence.py.
-    said = re.search(r"verdict: (?:optimum ≈ (\d+): goodput (?:flat|lower) above \1|still rising at (\d+): try higher)",
-                     out)
+    said = re.search(r"verdict: (?:optimum ≈ (\d+): (?:goodput (?:flat|lower)|the server queues) above \1"
+                     r"|still rising at (\d+): try higher)", out)
     assert said, out
     assert "level 1 (1 of 3): " in cap.err and "level 4 (3 of 3): " in cap.err  # progress as each level ends
     assert "level 4 (3 of 3): running…" in cap.err  # and as each starts: a level can take minutes

@@ -134,7 +134,8 @@ def stored_readouts(run_id: str, db: str | Path | None = None) -> tuple[str, lis
     with Store(db, read_only=True) as store:
         rec = store.get_run(run_id)
         rows = store.tuning_levels(rec.run_id)
-    return rec.run_id, readouts_from_rows(rows)
+        declared = {k: limits for k, (_at, limits) in store.declared_limits(rec.run_id).items()}
+    return rec.run_id, readouts_from_rows(rows, declared)
 
 
 @dataclass(frozen=True, slots=True)

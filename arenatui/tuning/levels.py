@@ -584,15 +584,19 @@ def stored_evidence(row: Sequence[object]) -> tuple[str, LevelEvidence, int | No
     return str(key), ev, None if cap is None else int(cap)  # type: ignore[call-overload]
 
 
-def readouts_from_rows(rows: Sequence[Sequence[object]]) -> list[ModelReadout]:
-    """Stored tuning_levels rows → each model's readout, its verdict re-derived by today's rules."""
+def readouts_from_rows(rows: Sequence[Sequence[object]], declared: Mapping[str, DeclaredLimits] | None = None
+                       ) -> list[ModelReadout]:
+    """Stored tuning_levels rows → each model's readout, its verdict re-derived by today's rules (with the rate limits
+    each model's provider declared in the run, `declared`, as the live verdict had them)."""
+    said = declared or {}
     by_model: dict[str, list[LevelEvidence]] = {}
     caps: dict[str, int | None] = {}
     for r in rows:
         key, ev, cap = stored_evidence(r)
         by_model.setdefault(key, []).append(ev)
         caps[key] = cap
-    return [readout_of(key, evs, caps[key], shared=caps[key] is None and len(by_model) > 1)
+    return [readout_of(key, evs, caps[key], shared=caps[key] is None and len(by_model) > 1,
+                       declared=said.get(key) or said.get(key.partition(VARIANT_SEP)[0]))
             for key, evs in by_model.items()]
 
 

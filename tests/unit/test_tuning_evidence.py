@@ -214,3 +214,16 @@ def test_a_declared_limit_confirmed_by_a_429_past_it_names_the_optimum_and_a_lie
     assert verdict(rows, declared=DeclaredLimits(requests_limit=3000)).text == "still rising at 11: try higher"
     # a declared limit with no 429 past it is no optimum
     assert verdict(rows[:2], declared=DeclaredLimits(requests_limit=6000)).optimum is None
+
+
+def test_a_stored_runs_verdict_is_re_derived_with_the_limits_its_provider_declared() -> None:
+    from arenatui.engine.events import VARIANT_SEP, DeclaredLimits
+    from arenatui.tuning.levels import readout_of, readout_rows, readouts_from_rows
+
+    rows = [lv(8, 80, 1.0, p50_ms=100.0), lv(10, 100, 1.0, p50_ms=100.0), lv(11, 130, 1.0, limited=2, p50_ms=100.0)]
+    lane = f"m{VARIANT_SEP}terse"  # a prompt variant's lane: its model's provider declared the limits
+    stored = readout_rows({lane: readout_of(lane, rows)})
+    (plain,) = readouts_from_rows(stored)
+    (said,) = readouts_from_rows(stored, {"m": DeclaredLimits(requests_limit=6000)})
+    assert plain.verdict.text == "still rising at 11: try higher"
+    assert said.verdict.optimum == 10 and "as declared" in said.verdict.text and said.declared is not None

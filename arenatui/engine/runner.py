@@ -619,6 +619,11 @@ class Runner:
         with anyio.move_on_after(max(0.0, due - time.monotonic())):
             await wake.wait()
 
+    @property
+    def lanes(self) -> Mapping[str, _ModelLane]:
+        """The lanes by key: their counts of calls in flight and backing off (read by the live state)."""
+        return self._by_key
+
     def emit(self, ev: Event) -> None:
         """Hand one event to every sink, in order (also for run-level events from beside the engine)."""
         for sink in self._sinks:

@@ -24,7 +24,7 @@ from arenatui.engine.client_load import CpuSampler
 from arenatui.engine.control import SweepControl
 from arenatui.engine.events import Event, RunStatus, lane_key
 from arenatui.engine.runner import Runner, Sink, bucket_level
-from arenatui.errors import ArenaError, PlanError, StoreError, unwrap
+from arenatui.errors import ArenaError, ConfigError, PlanError, StoreError, unwrap
 from arenatui.live import STORED_COLUMNS, LiveMetrics, busy_seconds, judge_lanes, resumed_rows
 from arenatui.plan import Filters, Plan, make_plan
 from arenatui.providers.base import Provider, estimate_tokens
@@ -178,10 +178,14 @@ class Sweep:
                 self.resumed = False
             self.project = self.plan.project
             plan: Plan = self.plan
+            sandbox = None
             if any(s.kind == "code_exec" for s in self.project.scorers):
                 from arenatui.scoring.code_exec import sandbox_report
 
-                self.notices.append(sandbox_report().describe())  # which guards model-written code runs under
+                sandbox = sandbox_report()
+                if not sandbox.strong and not self.project.run.allow_weak_sandbox:  # never weaker without saying
+                    raise ConfigError(str(self.project.path), "run.allow_weak_sandbox", sandbox.refusal())
+                self.notices.append(sandbox.describe())  # which guards model-written code runs under
             concurrency = opts.concurrency or self.project.run.concurrency
             # Providers first: a missing API key variable must fail before any run is recorded.
             self.providers: dict[str, Provider] = {
@@ -195,6 +199,8 @@ class Sweep:
                                                self.filters.to_dict(), self.plan.total, run_id=opts.run_id)
                 if self.filters.shard is not None:
                     record_shard(store, self.run_id, self.filters.shard.index, self.filters.shard.count)
+            if sandbox is not None:  # stored with the run: the report, results view and bake-off page show it
+                store.set_sandbox(self.run_id, sandbox.describe(), sandbox.strong)
             for p in self.providers.values():  # a python solver's TrialContext carries the run id
                 bind = getattr(p, "bind_run", None)
                 if bind is not None:

@@ -18,7 +18,7 @@ from arenatui.bakeoff.sections import (
     term_checks,
     terms_section,
 )
-from arenatui.commands.report import model_dict, pair_dict
+from arenatui.commands.report import model_dict, pair_dict, sandbox_words
 from arenatui.errors import PlanError
 from arenatui.stats import all_pairs, answered_models, leaderboard
 from arenatui.stats.jsonable import iso_utc as _iso
@@ -63,7 +63,8 @@ def build_page(store: Store, run: str, load: Sequence[str] | None) -> dict[str, 
     return {
         "kind": "bakeoff",
         "run": {"run_id": rec.run_id, "project": rec.project, "status": rec.status,
-                "started_at": _iso(rec.started_at), "finished_at": _iso(rec.finished_at)},
+                "started_at": _iso(rec.started_at), "finished_at": _iso(rec.finished_at),
+                "sandbox": sandbox_words(rec) if rec.sandbox else None, "sandbox_strong": rec.sandbox_strong},
         "made_at": _iso(time.time()),
         "load_runs": [x.run_id for x in loads],
         "conditions": conditions_section(sweep, loads),

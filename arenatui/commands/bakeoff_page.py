@@ -119,8 +119,9 @@ def _title(page: dict[str, Any]) -> str:
 
 def _intro(page: dict[str, Any]) -> str:
     loads = ", ".join(page["load_runs"]) or "none"
+    sandbox = f" {page['run']['sandbox']}" if page["run"].get("sandbox") else ""
     return (f"Sweep {page['run']['run_id']} (status {page['run']['status']}, started {page['run']['started_at']}); "
-            f"load runs: {loads}; decision made {page['made_at']}.")
+            f"load runs: {loads}; decision made {page['made_at']}.{sandbox}")
 
 
 def render_markdown(page: dict[str, Any], *, shown: str | None = None) -> str:

@@ -122,7 +122,7 @@ async def _ask(provider: Provider, judge: ModelConfig, project: Project, cfg: Sc
             retry_after = getattr(e, "retry_after", None)
         else:
             try:
-                v = read_verdict(cfg, comp.text)
+                v = read_verdict(cfg, comp.text, answer, comp.finish_reason)
             except JudgeUnreadable as e:
                 return KnownVerdict(case.id, index, expected, None, None, _shown(case, str(e)))
             scale = cfg.scale_range()

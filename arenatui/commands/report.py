@@ -33,7 +33,7 @@ from arenatui.stats import (
 from arenatui.stats.jsonable import finite as _num
 from arenatui.stats.jsonable import interval_dict, power_dict
 from arenatui.stats.jsonable import iso_utc as _iso
-from arenatui.store import Store
+from arenatui.store import RunRecord, Store
 from arenatui.store.queries import RunPlan, RunSpend
 from arenatui.store.read import F1Answers, StoredRun, read_run
 from arenatui.wording import plural
@@ -250,6 +250,12 @@ def pair_dict(d: PairDecision) -> dict[str, Any]:
     }
 
 
+def sandbox_words(rec: RunRecord) -> str:
+    """The code_exec sandbox a run's answers ran in, as stored with it, and whether it was the weak one."""
+    weak = " (the weak sandbox: the project set allow_weak_sandbox)" if rec.sandbox_strong is False else ""
+    return f"{rec.sandbox}{weak}."
+
+
 def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dict[str, Any]]],
                 modes: dict[str, dict[str, int]] | None = None) -> dict[str, Any]:
     rec = plan.record
@@ -262,7 +268,7 @@ def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dic
     top_set = {m for m in [r.model for r in rows if r.model in top_set][:TOP_PAIRS]}
     pairs = [pair_dict(d) for d in decisions if d.comparison.a in top_set and d.comparison.b in top_set]
     table = group_scores(results)
-    notes = []
+    notes = [sandbox_words(rec)] if rec.sandbox else []
     coverages = {round(r.coverage, 6) for r in rows if r.planned}
     if len(coverages) > 1:
         notes.append("Coverage differs between models: each comparison is over the cases both models have scores for.")
@@ -291,7 +297,7 @@ def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dic
     return {
         "run": {"run_id": rec.run_id, "project": rec.project, "status": rec.status,
                 "started_at": _iso(rec.started_at), "finished_at": _iso(rec.finished_at), "planned": rec.planned,
-                "stored": int(results.calls.sum())},
+                "stored": int(results.calls.sum()), "sandbox": rec.sandbox, "sandbox_strong": rec.sandbox_strong},
         "settings": run_settings(plan),
         "leaderboard": [model_dict(r) for r in rows],
         "pairs": pairs,

@@ -829,6 +829,7 @@ def project_from_dict(raw: Mapping[str, Any], file: Path,
         seed=rt.integer("seed", d.seed) or 0,
         keep_sealed_outputs=rt.boolean("keep_sealed_outputs", d.keep_sealed_outputs),
         allow_code_exec=rt.boolean("allow_code_exec", False),
+        allow_weak_sandbox=rt.boolean("allow_weak_sandbox", False),
         max_concurrency_per_case=rt.integer("max_concurrency_per_case", None, lo=1, hi=MAX_CONCURRENCY),
         repair=_read_repair(rt),
     )

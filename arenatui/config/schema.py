@@ -49,6 +49,8 @@ class RunSettings:
     """Store a sealed case's output in full; by default only its SHA-256 and length are kept (the score always is)."""
     allow_code_exec: bool = False
     """Whether code_exec scorers may run model-written code on this machine (off unless the project says so)."""
+    allow_weak_sandbox: bool = False
+    """Whether code_exec may run answers where its strong sandbox (namespaces) cannot be built: off, it refuses."""
     max_concurrency_per_case: int | None = None
     """Most trials of one case one model may have under way at once (None: no limit); 1 serialises the trials of a
     case that share server-side state."""

@@ -854,7 +854,8 @@ class Runner:
         """The judge answered: read its verdict on the candidate (JudgeFinished either way; unreadable is a
         judge_error, never a 0)."""
         case = job.case
-        v = verdict.from_judge(job.scorer, comp.text, job.output, job.finish_reason, case.language)
+        v = verdict.from_judge(job.scorer, comp.text, job.output, job.finish_reason, case.language,
+                               comp.finish_reason)  # the judge's own finish: cut at its limit, none is read
         r = self._result(lane, case, judge_trial(job.model_index, job.trial, self.plan.trials), v, comp, attempt, ta,
                          t0, now, started_wall, in_tok, out_tok)
         self.emit(JudgeFinished(r, job.model_key, case.id, job.trial, now))

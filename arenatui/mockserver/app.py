@@ -189,6 +189,8 @@ class MockServer:
 
     def _judged(self, prompt: str) -> tuple[Case, JudgeTask] | None:
         """The case and answer a judge request is about, when `prompt` is one of the project's rubrics filled in."""
+        from arenatui.scoring.judge import unfenced  # the answer as the candidate gave it, its fence taken off
+
         for pattern, scorer in self._judges:
             m = pattern.fullmatch(prompt)
             if m is None:
@@ -198,7 +200,7 @@ class MockServer:
             if case is None and "expected" in got:
                 case = next((c for c in self._inputs.values() if c.expected == got["expected"]), None)
             if case is not None:
-                return case, JudgeTask(got.get("output", ""), case.expected, scorer.scale_range())
+                return case, JudgeTask(unfenced(got.get("output", "")), case.expected, scorer.scale_range())
         return None
 
     def _recognised(self, prompt: str, body: dict[str, Any]) -> tuple[Case | None, str | None]:

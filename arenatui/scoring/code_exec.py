@@ -17,12 +17,14 @@ Where namespaces are refused the launcher runs with what is left and says which 
 (`sandbox_report`, said at start-up and in the run's notes): a clean environment, resource limits, a distinct
 uid as root (whose processes are all killed at the end) and a network namespace if that alone is allowed.
 
-The tests run as their own step after the answer is loaded (as module ``solution``, so an
-``if __name__ == "__main__":`` block does not run), and the harness then writes a per-call random nonce on a
-pipe of its own: an answer that exits before its tests ran cannot produce it and is `tests_not_run`. The answer
-runs in the harness's process, so an answer written to defeat the harness itself (reading the nonce from its
-memory, returning objects equal to everything) is not caught: this stops accidents and early exits, not an
-attacker targeting the tests.
+The tests run in a process the answer's code never ran in (`_HARNESS`): it reads the per-call nonce and the tests
+(deleting tests.py), makes itself non-dumpable, and only then starts the answer in a fresh interpreter of its own
+(`_ANSWER_SIDE`, loading it as module ``solution``, so an ``if __name__ == "__main__":`` block does not run). The
+tests see ``solution`` through a socket: plain data as copies, any other object as a proxy that equals only itself.
+The run passes only when the tests' process wrote the nonce on a pipe of its own *and* exited 0; an answer that ends
+before its tests ran to their end is `tests_not_run`. What the answer can still do: compute its answers any way it
+likes in its own process, kill the tests' process (a fail), and return objects whose methods lie (only their plain
+results reach an assert).
 
 Output is read from pipes with ``select`` in the scoring thread and never waited on after the answer ended: a
 process that kept the pipes open (only possible without a PID namespace) cannot hold the sweep.
@@ -31,6 +33,7 @@ process that kept the pipes open (only possible without a PID namespace) cannot 
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import fcntl
 import json
 import os
@@ -49,6 +52,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
+from arenatui.scoring.exec_bounds import MB, WATCHDOG_S, SandboxCgroup, leftover_cgroups, make_cgroup, sandbox_rss
+
 Verdict = Literal["passed", "failed", "timeout", "memory_limit", "crashed", "tests_not_run"]
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
@@ -66,6 +71,8 @@ GUARDS: dict[str, str] = {
     "user": "a user namespace (no capability, no host user's privilege)",
     "uid": "a host uid of its own per concurrent sandbox (as root)",
     "nproc": "a process limit counted for this sandbox alone",
+    "nested": "no user namespace inside the sandbox (max_user_namespaces = 0 in the answer's own)",
+    "memory": "memory_mb and the process limit bound the sandbox as a whole (a cgroup of its own)",
 }
 """Each guard the sandbox may have, in the words the run's notes use."""
 
@@ -75,7 +82,7 @@ class ExecLimits:
     timeout_s: float = 10.0
     """Wall clock for the whole run (the sandbox is killed at the end of it)."""
     memory_mb: int = 512
-    """Address space of each process."""
+    """Address space of each process, and memory of the sandbox as a whole (`exec_bounds`)."""
     file_mb: int = 16
     """Largest file it may write."""
     max_processes: int = 32
@@ -105,6 +112,8 @@ class ExecResult:
     """Why guards are missing, as the launcher found (the kernel's refusal)."""
     workdir: str | None = None
     """The host directory it ran from (removed by the time the result is returned)."""
+    memory_bound: str = ""
+    """What bounded the sandbox's memory as a whole: 'cgroup v2', 'cgroup v1', 'RSS watchdog' ('' off Linux)."""
 
     @property
     def passed(self) -> bool:
@@ -138,16 +147,160 @@ def extract_code(output: str, language: str = "python") -> str:
     return output
 
 
-# The harness runs as `python -I -B -c HARNESS DONE_FD` in the work dir, the nonce on stdin; stdlib only.
+# The answer's side: `python -I -B -c ANSWER_SIDE SOCKET_FD KEY` in the work dir, started by the tests' side (below).
+# It loads solution.py as module `solution`, then serves the tests' side over the socket: each reply is a frame
+# KEY + length + pickle, the value itself when it is plain data (exact builtin types), else a handle to the object.
+# The answer runs in this process and may rewrite anything in it: its replies are its answer, nothing more.
+_ANSWER_SIDE = r"""
+import os, sys
+def main():
+    import io, pickle, socket, struct, traceback, types
+    conn = socket.socket(fileno=int(sys.argv[1]))
+    key = sys.argv[2].encode()
+    sys.argv = ["solution.py"]
+    objects = {}
+    PLAIN = (int, float, complex, str, bytes, bytearray, bool, type(None))
+    def plain(x, depth=0):
+        t = type(x)
+        if t in PLAIN:
+            return True
+        if depth > 40:
+            return False
+        if t in (list, tuple, set, frozenset):
+            return all(plain(y, depth + 1) for y in x)
+        if t is dict:
+            return all(plain(k, depth + 1) and plain(v, depth + 1) for k, v in x.items())
+        return False
+    def keep(x):
+        objects[len(objects) + 1] = x
+        return len(objects)
+    def flush():
+        for s in (sys.stdout, sys.stderr):
+            try:
+                s.flush()
+            except BaseException:
+                pass
+    def send(msg):
+        flush()
+        data = pickle.dumps(msg, 4)
+        conn.sendall(key + struct.pack(">Q", len(data)) + data)
+    def reply(x):
+        send(("value", x) if plain(x) else ("handle", keep(x)))
+    buf = bytearray()
+    def exact(n):
+        while len(buf) < n:
+            chunk = conn.recv(1 << 20)
+            if not chunk:
+                os._exit(0)  # the tests' side is gone
+            buf.extend(chunk)
+        out = bytes(buf[:n])
+        del buf[:n]
+        return out
+    mod = types.ModuleType("solution")
+    mod.__file__ = os.path.abspath("solution.py")
+    sys.modules["solution"] = mod
+    with open("solution.py", encoding="utf-8", errors="surrogateescape") as f:
+        source = f.read()
+    try:
+        exec(compile(source, "solution.py", "exec"), mod.__dict__)
+    except SystemExit:
+        raise  # an exit before the tests: the tests' side sees this process end, so `tests_not_run`
+    except BaseException as e:
+        traceback.print_exc()
+        send(("failed", type(e).__name__))
+        os._exit(1)
+    names = {}
+    for name, value in list(mod.__dict__.items()):
+        if name.startswith("__") and name.endswith("__"):
+            continue
+        if isinstance(value, types.ModuleType):
+            names[name] = ("module", str(getattr(value, "__name__", "")), keep(value))
+        elif plain(value):
+            names[name] = ("value", value)
+        else:
+            names[name] = ("handle", keep(value))
+    send(("loaded", names))
+    def unarg(a):
+        return objects[a[1]] if a[0] == "h" else a[1]
+    while True:
+        (n,) = struct.unpack(">Q", exact(8))
+        op, hid, *rest = pickle.loads(exact(n))
+        try:
+            obj = objects[hid]
+            if op == "call":
+                result = obj(*[unarg(a) for a in rest[0]], **{k: unarg(v) for k, v in rest[1].items()})
+            elif op == "getattr":
+                result = getattr(obj, rest[0])
+            elif op == "setattr":
+                result = setattr(obj, rest[0], unarg(rest[1]))
+            elif op == "delattr":
+                result = delattr(obj, rest[0])
+            elif op == "getitem":
+                result = obj[unarg(rest[0])]
+            elif op == "setitem":
+                obj[unarg(rest[0])] = unarg(rest[1])
+                result = None
+            elif op == "delitem":
+                del obj[unarg(rest[0])]
+                result = None
+            elif op == "iter":
+                send(("handle", keep(iter(obj))))
+                continue
+            elif op == "next":
+                result = next(obj)
+            elif op == "len":
+                result = int(len(obj))
+            elif op == "bool":
+                result = bool(obj)
+            elif op == "contains":
+                result = bool(unarg(rest[0]) in obj)
+            elif op == "repr":
+                result = str(repr(obj))
+            elif op == "str":
+                result = str(str(obj))
+            elif op == "enter":
+                result = obj.__enter__()
+            elif op == "exit":
+                result = bool(obj.__exit__(None, None, None))
+            else:
+                raise TypeError("unknown operation " + op)
+        except SystemExit:
+            raise  # the answer ended its process in a call: no test can pass after that
+        except BaseException as e:
+            try:
+                text = str(e)[:2000]
+            except BaseException:
+                text = ""
+            send(("raise", type(e).__name__, text))
+            continue
+        reply(result)
+main()
+"""
+
+# The tests' side runs as `python -I -B -c HARNESS DONE_FD` in the work dir, the nonce on stdin; stdlib only. It
+# is a process the answer's code never runs in: it reads the nonce, reads and deletes tests.py, makes itself
+# non-dumpable (a process of the same uid can then neither trace it nor read its memory or descriptors), and only
+# then starts the answer's side in a fresh interpreter. The tests see module `solution` as proxies: plain data
+# (exact builtin types, decoded by an unpickler that builds nothing else) is a copy; any other object stays in the
+# answer's process and is reached through calls, attributes, items, len, iteration, bool, repr and `with`; a proxy
+# equals only itself, so an object "equal to everything" never passes an assert. The tests' side writes the
+# nonce on its own pipe and exits 0 only when the tests ran to their end.
 _HARNESS = r"""
-import os, sys, traceback, types
+import os, sys
 def main():
     fd = int(sys.argv[1])
+    os.set_inheritable(fd, False)
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+    except Exception:
+        pass
     nonce = sys.stdin.buffer.read().decode()
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    sys.argv = ["solution.py"]
+    import builtins, io, pickle, socket, struct, traceback, types
+    sys.argv = ["tests.py"]
     def said(stage, exc=""):
         os.write(fd, ("%s %s %s\n" % (nonce, stage, exc)).encode())
     def flush():
@@ -156,26 +309,182 @@ def main():
                 s.flush()
             except BaseException:
                 pass
+    with open("tests.py", encoding="utf-8", errors="surrogateescape") as f:
+        source = f.read()
+    os.unlink("tests.py")  # the answer never reads its tests
+    try:
+        code = compile(source, "tests.py", "exec")
+    except BaseException as e:
+        traceback.print_exc()
+        flush()
+        said("tests", type(e).__name__)
+        os._exit(1)
+    key = os.urandom(16).hex().encode()
+    ours, theirs = socket.socketpair()
+    answer = os.fork()
+    if answer == 0:
+        try:
+            if os.fork():  # twice: the answer's parent is the namespace's init, not this process
+                os._exit(0)
+            ours.close()
+            os.set_inheritable(theirs.fileno(), True)
+            os.execv(sys.executable, [sys.executable, "-I", "-B", "-c", ANSWER_SIDE, str(theirs.fileno()),
+                                      key.decode()])
+        finally:
+            os._exit(127)
+    theirs.close()
+    os.waitpid(answer, 0)
+    class Ended(BaseException):
+        pass
+    def end(code):
+        flush()  # the answer's side ends when its socket closes with this process (and with the sandbox anyway)
+        os._exit(code)
+    SAFE = {"complex", "set", "frozenset", "bytearray"}
+    class Plain(pickle.Unpickler):
+        def find_class(self, module, name):
+            if module == "builtins" and name in SAFE:
+                return getattr(builtins, name)
+            raise pickle.UnpicklingError("only plain data crosses from the answer's process, not %s.%s"
+                                         % (module, name))
+    buf = bytearray()
+    def fill(n):
+        while len(buf) < n:
+            try:
+                chunk = ours.recv(1 << 20)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                raise Ended()
+            buf.extend(chunk)
+    def receive():
+        while True:  # bytes before a frame's key are not a frame (the answer may write on any descriptor it has)
+            fill(len(key))
+            at = buf.find(key)
+            if at >= 0:
+                del buf[:at + len(key)]
+                break
+            del buf[:len(buf) - len(key) + 1]
+        fill(8)
+        (n,) = struct.unpack(">Q", bytes(buf[:8]))
+        del buf[:8]
+        if n > 256 << 20:
+            raise MemoryError("the answer's process sent %d bytes at once" % n)
+        fill(n)
+        data = bytes(buf[:n])
+        del buf[:n]
+        return Plain(io.BytesIO(data)).load()
+    def error(name, text):
+        t = getattr(builtins, name, None) if type(name) is str else None
+        if isinstance(t, type) and issubclass(t, BaseException):
+            try:
+                return t(text)
+            except Exception:
+                return t()
+        return type(name if type(name) is str and name.isidentifier() else "AnswerError", (Exception,), {})(text)
+    def rpc(*msg):
+        data = pickle.dumps(msg, 4)
+        try:
+            ours.sendall(struct.pack(">Q", len(data)) + data)
+        except OSError:
+            raise Ended() from None
+        got = receive()
+        if type(got) is tuple and len(got) == 2 and got[0] == "value":
+            return got[1]
+        if type(got) is tuple and len(got) == 2 and got[0] == "handle" and type(got[1]) is int:
+            return Remote(got[1])
+        if type(got) is tuple and len(got) == 3 and got[0] == "raise" and type(got[2]) is str:
+            raise error(got[1], got[2])
+        raise RuntimeError("the answer's process sent no reply this harness reads")
+    def arg(x):
+        return ("h", object.__getattribute__(x, "_hid")) if type(x) is Remote else ("v", x)
+    class Remote:
+        __slots__ = ("_hid",)
+        def __init__(self, hid):
+            object.__setattr__(self, "_hid", hid)
+        def __call__(self, *a, **k):
+            return rpc("call", self._hid, [arg(x) for x in a], {n: arg(v) for n, v in k.items()})
+        def __getattr__(self, name):
+            return rpc("getattr", self._hid, name)
+        def __setattr__(self, name, value):
+            rpc("setattr", self._hid, name, arg(value))
+        def __delattr__(self, name):
+            rpc("delattr", self._hid, name)
+        def __getitem__(self, k):
+            return rpc("getitem", self._hid, arg(k))
+        def __setitem__(self, k, v):
+            rpc("setitem", self._hid, arg(k), arg(v))
+        def __delitem__(self, k):
+            rpc("delitem", self._hid, arg(k))
+        def __len__(self):
+            return rpc("len", self._hid)
+        def __iter__(self):
+            return rpc("iter", self._hid)
+        def __next__(self):
+            return rpc("next", self._hid)
+        def __contains__(self, x):
+            return rpc("contains", self._hid, arg(x))
+        def __bool__(self):
+            return rpc("bool", self._hid)
+        def __repr__(self):
+            return rpc("repr", self._hid)
+        def __str__(self):
+            return rpc("str", self._hid)
+        def __enter__(self):
+            return rpc("enter", self._hid)
+        def __exit__(self, *exc):
+            return rpc("exit", self._hid)
+    try:
+        first = receive()
+    except Ended:
+        end(1)  # the answer ended while loading: no nonce, so `tests_not_run`
+    except BaseException as e:
+        traceback.print_exc()
+        said("load", type(e).__name__)
+        end(1)
+    if type(first) is tuple and len(first) == 2 and first[0] == "failed":
+        said("load", str(first[1]))
+        end(1)
+    if not (type(first) is tuple and len(first) == 2 and first[0] == "loaded" and type(first[1]) is dict):
+        print("the answer's process sent no list of its names", file=sys.stderr)
+        said("load", "RuntimeError")
+        end(1)
     mod = types.ModuleType("solution")
     mod.__file__ = os.path.abspath("solution.py")
     sys.modules["solution"] = mod
-    for stage, name in (("load", "solution.py"), ("tests", "tests.py")):
-        with open(name, encoding="utf-8", errors="surrogateescape") as f:
-            source = f.read()
-        try:
-            exec(compile(source, name, "exec"), mod.__dict__)
-        except SystemExit:
-            raise  # an exit before the tests ended: no nonce, so `tests_not_run`
-        except BaseException as e:
-            traceback.print_exc()
-            flush()
-            said(stage, type(e).__name__)
-            os._exit(1)
+    for name, item in first[1].items():
+        if type(name) is not str or type(item) is not tuple or not item:
+            continue
+        if item[0] == "value" and len(item) == 2:
+            mod.__dict__[name] = item[1]
+        elif item[0] == "handle" and len(item) == 2 and type(item[1]) is int:
+            mod.__dict__[name] = Remote(item[1])
+        elif item[0] == "module" and len(item) == 3 and type(item[1]) is str and type(item[2]) is int:
+            top = item[1].partition(".")[0]
+            if item[1] in sys.modules:
+                mod.__dict__[name] = sys.modules[item[1]]
+            elif top in sys.stdlib_module_names and top not in ("antigravity", "this"):
+                try:
+                    import importlib
+                    mod.__dict__[name] = importlib.import_module(item[1])
+                except BaseException:
+                    mod.__dict__[name] = Remote(item[2])
+            else:
+                mod.__dict__[name] = Remote(item[2])
+    try:
+        exec(code, mod.__dict__)
+    except (SystemExit, Ended):
+        end(1)  # an exit inside the tests, or the answer's process ended: the tests did not run to their end
+    except BaseException as e:
+        traceback.print_exc()
+        flush()
+        said("tests", type(e).__name__)
+        end(1)
     flush()
     said("done")
-    os._exit(0)
+    end(0)
+ANSWER_SIDE = @ANSWER_SIDE@
 main()
-"""
+""".replace("@ANSWER_SIDE@", repr(_ANSWER_SIDE))
 
 # The launcher runs as `python -I -S -c LAUNCHER CONFIG_JSON` (stdin: the nonce); it must stay standalone (stdlib).
 # It reports on cfg["report_fd"] (closed before the answer runs): "guard NAME", "missing NAME WHY", "status N"
@@ -185,6 +494,14 @@ import ctypes, fcntl, json, os, platform, resource, signal, socket, struct, sys
 cfg = json.loads(sys.argv[1])
 rep, done = cfg["report_fd"], cfg["done_fd"]
 os.set_inheritable(rep, False)
+try:  # first: everything the sandbox starts is inside its cgroup
+    for procs in cfg["cgroup_procs"]:
+        with open(procs, "w") as f:
+            f.write(str(os.getpid()))
+    if cfg["cgroup_procs"]:
+        os.write(rep, b"guard memory\n")
+except OSError as e:
+    os.write(rep, ("missing memory %s\n" % e).encode())
 nonce = sys.stdin.buffer.read()
 r, w = os.pipe()
 os.write(w, nonce)
@@ -197,7 +514,7 @@ if os.getppid() != cfg["parent"]:
     os._exit(1)
 NEWNS, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET = 0x20000, 0x4000000, 0x8000000, 0x10000000, 0x20000000, 0x40000000
 RDONLY, NOSUID, NODEV, NOEXEC, REMOUNT, BIND, REC, PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
-root = os.geteuid() == 0
+root = cfg["root"]  # root with the sandbox uids mapped: not so in a rootless container (unshare -Ur)
 uid = cfg["uid"]
 def say(line):
     os.write(rep, (line + "\n").encode())
@@ -244,6 +561,9 @@ def build_root(new):
     mount(None, "/", None, REC | PRIVATE)
     os.mkdir(new)
     mount("tmpfs", new, "tmpfs", NOSUID | NODEV, "mode=755,size=1m")
+    # the private /tmp first: an interpreter under /tmp (a CI venv) is then bound inside it, not under it
+    os.makedirs(new + "/tmp")
+    mount("tmpfs", new + "/tmp", "tmpfs", NOSUID | NODEV, "mode=1777,size=%dm" % cfg["tmp_mb"])
     keep = ["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"] + cfg["python_dirs"]
     for d in keep:
         if not os.path.lexists(d):
@@ -270,8 +590,6 @@ def build_root(new):
     for name, to in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
                      ("stderr", "/proc/self/fd/2"), ("shm", "/tmp")):
         os.symlink(to, new + "/dev/" + name)
-    os.makedirs(new + "/tmp")
-    mount("tmpfs", new + "/tmp", "tmpfs", NOSUID | NODEV, "mode=1777,size=%dm" % cfg["tmp_mb"])
     os.makedirs(new + "/tmp/work")
     for name in ("solution.py", "tests.py"):
         with open(os.path.join(cfg["workdir"], name), "rb") as src, open(new + "/tmp/work/" + name, "wb") as dst:
@@ -348,6 +666,12 @@ def in_namespaces():
             own_map(1000, inside_uid, inside_uid)
             say("guard user")
             say("guard nproc")
+            try:  # while it holds this namespace's capabilities: no user namespace inside it, whose capabilities
+                # would open the kernel's namespaced code (mounts, netfilter, ...) to the answer
+                write("/proc/sys/user/max_user_namespaces", "0")
+                say("guard nested")
+            except OSError as e:
+                say("missing nested %s" % e)
         except OSError as e:
             if root:
                 say("guard nproc")
@@ -411,13 +735,31 @@ def _usable_by_others(path: str) -> bool:
         return False
 
 
+def own_uids() -> bool:
+    """Whether sandboxes get host uids of their own: as root whose user namespace maps the sandbox uids (and gids).
+    A rootless container (`unshare -Ur`, rootless podman or docker) maps a few: its root then builds the sandbox the
+    way an unprivileged user does, in user namespaces of its own."""
+    if os.name != "posix" or os.geteuid() != 0:
+        return False
+    lo, hi = SANDBOX_UID_BASE, SANDBOX_UID_BASE + SANDBOX_SLOTS
+    for which in ("uid_map", "gid_map"):
+        try:
+            with open(f"/proc/self/{which}") as f:
+                ranges = [tuple(int(x) for x in ln.split()) for ln in f if len(ln.split()) == 3]
+        except (OSError, ValueError):
+            continue  # no map to read (not Linux): root is root
+        if not any(inside <= lo and hi <= inside + count for inside, _, count in ranges):
+            return False
+    return True
+
+
 def sandbox_python() -> tuple[str, bool]:
     """The interpreter for a sandbox without namespaces, and whether it can run as another uid (as root).
 
     Our own interpreter when others may run it; else a system one (a pyenv under /root is not); else ours,
     staying root, with only the process watchdog against fork loops.
     """
-    if os.name != "posix" or os.geteuid() != 0:
+    if os.name != "posix" or not own_uids():
         return sys.executable, False
     for candidate in (sys.executable, "/usr/local/bin/python3", "/usr/bin/python3"):
         if os.path.exists(candidate) and _usable_by_others(candidate):
@@ -465,11 +807,12 @@ def group_size(pgid: int) -> int:
     return len(_processes(pgid=pgid))
 
 
-def _kill_all(pgid: int, uid: int | None) -> None:
+def _kill_all(pgid: int | None, uid: int | None) -> None:
     """Kill the launcher's group and, as root, every process of the sandbox's uid, until none is left."""
     for _ in range(200):
         try:
-            os.killpg(pgid, signal.SIGKILL)
+            if pgid is not None:
+                os.killpg(pgid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         left = _processes(pgid=pgid, uid=uid)
@@ -484,13 +827,68 @@ def _kill_all(pgid: int, uid: int | None) -> None:
 
 
 _slots_lock = threading.Lock()
+
+
+def _lock_dir() -> str:
+    """Where the sandbox uids' slot locks are (shared by every arenatui of this machine)."""
+    return os.path.join(tempfile.gettempdir(), "arenatui-sandbox-uids")
+
+
+_reaped_lock = threading.Lock()
+_reaped = False
+
+
+def reap_leftovers() -> int:
+    """Once per process, before its first sandbox: kill what an arenatui that was SIGKILLed left running (its atexit
+    never ran). That is every process in a sandbox cgroup whose arenatui is gone, and, as root, every process of a
+    sandbox uid whose slot lock no live arenatui holds (a daemon of the weak sandbox's answer: with no PID
+    namespace, nothing else ends it). Returns how many processes it killed."""
+    global _reaped
+    with _reaped_lock:
+        if _reaped:
+            return 0
+        _reaped = True
+        killed = 0
+        for cgroup in leftover_cgroups():
+            killed += len(cgroup.pids())
+            cgroup.remove()
+        if not own_uids():
+            return killed
+        owners: set[int] = set()
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            names = []
+        for name in names:
+            try:
+                owner = os.stat(f"/proc/{name}").st_uid if name.isdigit() else -1
+            except OSError:
+                continue
+            if SANDBOX_UID_BASE <= owner < SANDBOX_UID_BASE + SANDBOX_SLOTS:
+                owners.add(owner)
+        for uid in sorted(owners):
+            try:  # a slot's lock held by a live arenatui: its sandbox is running, not left over
+                fd = os.open(os.path.join(_lock_dir(), str(uid - SANDBOX_UID_BASE)), os.O_CREAT | os.O_RDWR, 0o600)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            try:
+                killed += len(_processes(uid=uid))
+                _kill_all(None, uid)
+            finally:
+                os.close(fd)
+        return killed
 _slots_used: set[int] = set()
 
 
 @contextmanager
 def _uid_slot() -> Iterator[int]:
     """A host uid no other sandbox (of this process, or of another arenatui holding its lock file) uses now."""
-    lock_dir = os.path.join(tempfile.gettempdir(), "arenatui-sandbox-uids")
+    lock_dir = _lock_dir()
     try:
         os.makedirs(lock_dir, mode=0o700, exist_ok=True)
         shared = os.stat(lock_dir).st_uid == os.geteuid()
@@ -550,14 +948,18 @@ def run_code(code: str, tests: str, limits: ExecLimits = ExecLimits()) -> ExecRe
         raise OSError("code_exec runs on Linux and macOS only")
     global _namespaces_work
     linux = sys.platform.startswith("linux")
-    with _uid_slot() if linux and os.geteuid() == 0 else _no_slot() as uid:
+    if linux:
+        reap_leftovers()
+    with _uid_slot() if linux and own_uids() else _no_slot() as uid:
         result, fatal = _run(code, tests, limits, linux, uid, _namespaces_work is not False)
         if fatal is None:
             if linux and _namespaces_work is None and "pid" in result.guards:
                 _namespaces_work = True
             return result
-        # the namespaces were granted but the sandbox's root could not be built here: say so once, then run
-        # this call and the next ones with what is left
+        if _namespaces_work:  # it was built before: this answer is not run in a weaker one without a word
+            return dataclasses.replace(result, stderr=f"sandbox: {fatal}")
+        # the namespaces were granted but the sandbox's root could not be built here: say so once (a sweep then
+        # refuses unless the project allows the weak sandbox), and run with what is left
         _namespaces_work = False
         _why_no_namespaces.append(fatal)
         return _run(code, tests, limits, linux, uid, False)[0]
@@ -583,6 +985,8 @@ class SandboxReport:
     """Why the namespaces are missing, when they are."""
     root: bool = True
     """Whether arenatui runs as root."""
+    memory_bound: str = ""
+    """What bounds a sandbox's memory as a whole ('cgroup v2', 'cgroup v1', 'RSS watchdog'; '' off Linux)."""
 
     @property
     def missing(self) -> tuple[str, ...]:
@@ -590,8 +994,25 @@ class SandboxReport:
         user namespace of its own)."""
         return tuple(g for g in GUARDS if g not in self.guards and (g != "uid" or self.root))
 
+    @property
+    def strong(self) -> bool:
+        """Whether answers run in namespaces of their own (PID and mount): what code_exec requires unless the
+        project allows the weak sandbox."""
+        return "pid" in self.guards and "mount" in self.guards
+
+    def refusal(self) -> str:
+        """Why code_exec refuses to run here, and what the person can do."""
+        return (f"code_exec cannot build its strong sandbox on this machine ({self.why or self.mechanism}), so "
+                f"model-written code would run with {self.mechanism} only, missing "
+                + "; ".join(GUARDS[g] for g in self.missing)
+                + ". Run where namespaces are allowed (as root, or with unprivileged user namespaces), or set "
+                  "[run] allow_weak_sandbox = true to run it this way (the run then records the weak sandbox; see "
+                  "README, code_exec)")
+
     def describe(self) -> str:
         text = f"code_exec sandbox: {self.mechanism}"
+        if self.memory_bound:
+            text += f", memory_mb per sandbox as a whole by {self.memory_bound}"
         if self.missing:
             text += ("; missing guards: " + "; ".join(GUARDS[g] for g in self.missing)
                      + (f" ({self.why})" if self.why else ""))
@@ -617,7 +1038,7 @@ def sandbox_report() -> SandboxReport:
                 ", a uid of its own" if "uid" in r.guards else "")
         else:
             how = "no namespaces (not Linux): a clean environment, CPU and memory limits, the timeout"
-        _report = SandboxReport(how, r.guards, why, os.geteuid() == 0)
+        _report = SandboxReport(how, r.guards, why, own_uids(), r.memory_bound)
     return _report
 
 
@@ -627,9 +1048,12 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
     workdir = tempfile.mkdtemp(prefix="arena-exec-")
     t0 = time.monotonic()
     fds: list[int] = []
+    cgroup: SandboxCgroup | None = None
     with _in_flight_lock:
         _in_flight[workdir] = None
     try:
+        if linux:  # named after this process: a later arenatui removes it if this one is SIGKILLed
+            cgroup = make_cgroup(f"{os.getpid()}-{os.path.basename(workdir)}", limits.memory_mb, limits.max_processes)
         for name, text in (("solution.py", code), ("tests.py", tests)):
             with open(os.path.join(workdir, name), "w", encoding="utf-8", errors="surrogatepass") as f:
                 f.write(text + "\n")
@@ -653,14 +1077,15 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
                    "tmp_mb": limits.tmp_mb, "drop": drop and uid is not None, "workdir": workdir,
                    "report_fd": rep_w, "done_fd": done_w, "namespaces": namespaces, "python": sys.executable,
                    "fallback_python": python, "python_dirs": _python_dirs(), "harness": _HARNESS,
-                   "parent": os.getpid()}
+                   "parent": os.getpid(), "root": own_uids(),
+                   "cgroup_procs": cgroup.procs if cgroup is not None else []}
             cmd = [sys.executable, "-I", "-S", "-c", _LAUNCHER, json.dumps(cfg)]  # -S: stdlib only, no site start-up
         else:
             cmd = [python, "-I", "-B", "-c", _HARNESS, str(done_w)]
         proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.PIPE, stdout=out_w, stderr=err_w,
                                 start_new_session=True, close_fds=True, pass_fds=(rep_w, done_w))
         with _in_flight_lock:
-            _in_flight[workdir] = (proc.pid, uid)
+            _in_flight[workdir] = (proc.pid, uid, cgroup)
         for w in (out_w, err_w, rep_w, done_w):
             os.close(w)
             fds.remove(w)
@@ -698,9 +1123,10 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
                 if not more:
                     open_fds.discard(fd)
 
-        timed_out = too_many = False
+        timed_out = too_many = too_big = False
         deadline = t0 + limits.timeout_s
         watchdog = uid is None or not drop
+        next_look = t0
         try:
             while True:
                 if proc.poll() is not None:
@@ -721,9 +1147,17 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
                 if watchdog and linux and not counted and group_size(proc.pid) > limits.max_processes:
                     too_many = True
                     break
+                # without a cgroup (or one the launcher could not join), the RSS watchdog bounds the whole sandbox
+                if linux and now >= next_look and b"guard memory" not in b"".join(rep):
+                    next_look = now + WATCHDOG_S
+                    if sandbox_rss(proc.pid, uid) > limits.memory_mb * MB:
+                        too_big = True
+                        break
         finally:
             # Whatever happened (an exception too: Ctrl-C during start-up's probe), nothing of the sandbox outlives
             # the scorer: the launcher's group goes (its namespace with it), and as root every process of its uid.
+            if cgroup is not None:
+                cgroup.kill()
             _kill_all(proc.pid, uid if linux else None)
             proc.wait()
         drain(list(open_fds))  # what the pipes hold now; never waiting for a writer that is still alive
@@ -731,6 +1165,11 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
         stderr = b"".join(err).decode("utf-8", "replace")
         report = b"".join(rep).decode("utf-8", "replace").splitlines()
         guards = frozenset(ln.split()[1] for ln in report if ln.startswith("guard ") and len(ln.split()) > 1)
+        bound = ""
+        if linux:  # the cgroup when the launcher joined it, else the watchdog that looked all along
+            bound = cgroup.kind if cgroup is not None and "memory" in guards else "RSS watchdog"
+            guards |= {"memory"}
+        oom = too_big or (cgroup is not None and cgroup.out_of_memory())
         status = [int(ln.split()[1]) for ln in report if ln.startswith("status ")]
         rc = os.waitstatus_to_exitcode(status[-1]) if status else proc.returncode
         fatal = [ln[len("fatal "):] for ln in report if ln.startswith("fatal ")]
@@ -745,11 +1184,18 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
         if fatal:
             stderr += "\nsandbox: " + fatal[-1]
             verdict = "crashed"
-        elif stage == "done":
+        elif stage == "done" and rc == 0:
             verdict = "passed"
+        elif stage == "done":  # the marker alone is not enough: the tests' process must also have exited 0
+            verdict = "crashed"
+            stderr += f"\nthe tests ran to their end, but their process exited with code {rc}"
         elif too_many:
             verdict = "crashed"
             stderr += f"\nstopped: more than {limits.max_processes} processes at once"
+        elif oom:
+            verdict = "memory_limit"
+            stderr += (f"\nstopped: the sandbox's processes together passed memory_mb = {limits.memory_mb} "
+                       f"({bound})")
         elif timed_out or rc == -signal.SIGXCPU:
             verdict = "timeout"
         elif exc == "MemoryError" or (not stage and "MemoryError" in tail):
@@ -761,8 +1207,10 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
         else:
             verdict = "tests_not_run"
         return ExecResult(verdict, rc, stdout, stderr, cut[0], "net" in guards, time.monotonic() - t0, proc.pid,
-                          guards, uid if "uid" in guards else None, "; ".join(notes), workdir), None
+                          guards, uid if "uid" in guards else None, "; ".join(notes), workdir, bound), None
     finally:
+        if cgroup is not None:
+            cgroup.remove()
         for fd in fds:
             try:
                 os.close(fd)
@@ -773,8 +1221,8 @@ def _run(code: str, tests: str, limits: ExecLimits, linux: bool, uid: int | None
             _in_flight.pop(workdir, None)
 
 
-_in_flight: dict[str, tuple[int, int | None] | None] = {}
-"""Runs not ended yet: work dir -> (launcher pid, sandbox uid) once started."""
+_in_flight: dict[str, tuple[int, int | None, SandboxCgroup | None] | None] = {}
+"""Runs not ended yet: work dir -> (launcher pid, sandbox uid, its cgroup) once started."""
 _in_flight_lock = threading.Lock()
 
 
@@ -788,5 +1236,8 @@ def _end_in_flight() -> None:
         _in_flight.clear()
     for workdir, started in runs:
         if started is not None:
-            _kill_all(*started)
+            pid, uid, cgroup = started
+            if cgroup is not None:
+                cgroup.remove()
+            _kill_all(pid, uid)
         shutil.rmtree(workdir, ignore_errors=True)

@@ -68,12 +68,13 @@ def answered(sc: Score | str | None, output: str, finish_reason: str | None, lan
 
 
 def from_judge(cfg: ScorerConfig, answer: str, candidate_output: str, candidate_finish: str | None,
-           language: str | None) -> Verdict:
-    """A judge's answer read as the verdict on its candidate; an unreadable one is a judge_error, never a 0."""
+               language: str | None, judge_finish: str | None = None) -> Verdict:
+    """A judge's answer (`judge_finish`: the judge's own finish reason) read as the verdict on its candidate; an
+    unreadable one is a judge_error, never a 0; one the candidate's own verdicts made ambiguous is a fail."""
     from arenatui.scoring.judge import JudgeUnreadable, read_verdict
 
     try:
-        v = read_verdict(cfg, answer)
+        v = read_verdict(cfg, answer, candidate_output, judge_finish)
     except JudgeUnreadable as e:
         return Verdict("errored", None, False, "judge_error", str(e), "judge_error")
     if v.passed:

@@ -143,7 +143,8 @@ no change."""
 
 
 _RUN_COLUMNS = ("r.run_id, r.project, r.project_path, r.config_json, r.filters_json, r.planned, r.started_at, "
-                "r.finished_at, r.status, r.message, r.pid, r.host, r.heartbeat_at, r.case_set")
+                "r.finished_at, r.status, r.message, r.pid, r.host, r.heartbeat_at, r.case_set, r.sandbox, "
+                "r.sandbox_strong")
 
 HEARTBEAT_S = 5.0
 """How often a running run's process renews its claim (the results writer sends it with its batches)."""
@@ -398,6 +399,10 @@ class RunRecord:
     status: str
     message: str | None
     stored: int = 0
+    sandbox: str | None = None
+    """The code_exec sandbox its answers ran in, as start-up said it (None: no code_exec scorer)."""
+    sandbox_strong: bool | None = None
+    """Whether that sandbox had its namespaces (False: the weak one, which the project allowed)."""
 
 
 class Store:
@@ -512,6 +517,17 @@ class Store:
             raise
 
     @_explained
+    def set_sandbox(self, run_id: str, said: str, strong: bool) -> None:
+        """Record the code_exec sandbox this session runs answers in; a resume under another one keeps both words
+        and counts as weak if either was."""
+        row = self.conn.execute("SELECT sandbox, sandbox_strong FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is not None and row[0] and row[0] != said:
+            said = f"{row[0]}; resumed under: {said}"
+            strong = strong and bool(row[1])
+        self.conn.execute("UPDATE runs SET sandbox = ?, sandbox_strong = ? WHERE run_id = ?",
+                          (said, int(strong), run_id))
+
+    @_explained
     def mark_run(self, run_id: str, status: str, message: str | None = None) -> None:
         if status == "running":
             self.claim_run(run_id)
@@ -536,7 +552,8 @@ class Store:
             config["cases"] = cache[digest]
         return RunRecord(run_id=row[0], project=row[1], project_path=row[2], config=config,
                          filters=json.loads(row[4]), planned=row[5], started_at=row[6], finished_at=row[7],
-                         status=status, message=row[9], stored=row[14] if len(row) > 14 else 0)
+                         status=status, message=row[9], stored=row[16] if len(row) > 16 else 0, sandbox=row[14],
+                         sandbox_strong=None if row[15] is None else bool(row[15]))
 
     @_explained
     def get_run(self, run_id: str) -> RunRecord:

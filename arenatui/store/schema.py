@@ -390,7 +390,12 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (run_id, model_key, variant, case_id, trial, step)
     );
     """,
-    # 18: what a running run publishes once a second (arena watch reads it: calls in flight, levels, the tuner,
+    # 18: the code_exec sandbox a run's answers ran in (what start-up said), and whether it was the strong one
+    """
+    ALTER TABLE runs ADD COLUMN sandbox TEXT;
+    ALTER TABLE runs ADD COLUMN sandbox_strong INTEGER;
+    """,
+    # 19: what a running run publishes once a second (arena watch reads it: calls in flight, levels, the tuner,
     # which process on which host), and requests to steer it (arena control, the watcher's keys) with its answers
     """
     CREATE TABLE live_state (

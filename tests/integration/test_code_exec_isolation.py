@@ -129,6 +129,56 @@ def test_the_scorer_stores_tests_not_run_as_the_failure_mode() -> None:
     assert sc.detail.startswith("tests_not_run")
 
 
+# --- issue 34 item 3: the tests run in a process the answer's code never ran in ------------------------------------
+
+WRONG_ADD = "def add(a, b):\n    return a - b\n"
+UNITTEST_TESTS = ("import unittest\nclass T(unittest.TestCase):\n    def test_add(self):\n"
+                  "        self.assertEqual(add(2, 2), 4)\n"
+                  "r = unittest.TextTestRunner().run(unittest.defaultTestLoader.loadTestsFromTestCase(T))\n"
+                  "assert r.wasSuccessful()\n")
+
+
+@pytest.mark.parametrize(("answer", "tests"), [
+    (WRONG_ADD + "import builtins\n_c = builtins.compile\n"
+     "builtins.compile = lambda s, n, m, *a, **k: _c('pass', n, m)\n", ADD_TESTS),
+    (WRONG_ADD + "import builtins, io\nbuiltins.open = lambda *a, **k: io.StringIO('pass')\n", ADD_TESTS),
+    (WRONG_ADD + "import builtins\nbuiltins.exec = lambda *a, **k: None\n", ADD_TESTS),
+    (WRONG_ADD + "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\n", UNITTEST_TESTS),
+    (WRONG_ADD + "import sys, types\nsys.modules['math'] = types.SimpleNamespace(isqrt=lambda x: 0)\n",
+     "import math\nassert add(2, 2) == math.isqrt(16)\n"),
+    (WRONG_ADD.replace("a - b", "Anything()") + "class Anything:\n    def __eq__(self, other):\n        return True\n",
+     ADD_TESTS),
+    (WRONG_ADD + "import os, sys\nf = sys._getframe(1).f_locals\nf['said']('done')\nos._exit(3)\n", ADD_TESTS),
+    (WRONG_ADD + "import os, sys\nf = sys._getframe(1).f_locals\n"
+     "os.write(f['fd'], (f['nonce'] + ' done \\n').encode())\nos._exit(0)\n", ADD_TESTS),
+], ids=["compile", "open", "exec", "unittest", "sys.modules", "equal-to-everything", "nonce-exit-3", "nonce-exit-0"])
+def test_an_answer_cannot_forge_its_tests(answer: str, tests: str) -> None:
+    r = run(answer, tests)
+    assert r.verdict != "passed", r.stderr
+    if "_getframe" not in answer:  # the same attack with add right: the tests still run, on their own, and pass
+        assert run(answer.replace("a - b", "a + b").replace("Anything()", "a + b"), tests).verdict == "passed"
+
+
+def test_the_completion_marker_without_exit_code_zero_is_not_a_pass() -> None:
+    # the tests' own process writes its marker, then exits 3: before, the marker alone passed
+    r = run("def add(a, b):\n    return a + b\n",
+            "import os, sys\nsys._getframe(1).f_locals['said']('done')\nos._exit(3)\n")
+    assert r.verdict == "crashed" and r.returncode == 3 and "exited with code 3" in r.stderr
+
+
+def test_the_answer_cannot_read_its_tests_and_plain_values_cross_as_copies() -> None:
+    r = run("import os\nprint('tests visible:', os.path.exists('tests.py'))\n"
+            "class Box:\n    def __init__(self):\n        self.items = [1, 2]\n    def __len__(self):\n"
+            "        return 2\n    def __iter__(self):\n        return iter(self.items)\n"
+            "def add(a, b):\n    return a + b\nbox = Box()\nconst = {'k': (1, 2.5, 'x', b'y', None)}\n",
+            ADD_TESTS + "assert const == {'k': (1, 2.5, 'x', b'y', None)}\n"
+            "assert len(box) == 2 and list(box) == [1, 2]\n"
+            "assert box.items == [1, 2] and box != box.items\nimport solution\nassert solution.add(1, 1) == 2\n"
+            "try:\n    add(1, None)\nexcept TypeError:\n    pass\nelse:\n    raise AssertionError\n")
+    assert r.verdict == "passed", r.stderr
+    assert "tests visible: False" in r.stdout
+
+
 # --- item 2: every process the answer starts ends with it ----------------------------------------------------------
 
 DAEMON = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(600)\n"
@@ -326,17 +376,216 @@ def test_a_sweep_of_attacks_finishes_with_every_row_honest(tmp_path: Path, capsy
     assert run_status == [("finished",)]
     assert rows["honest"][:2] == ("passed", "none")
     assert rows["early_exit"][:2] == ("failed", "tests_not_run")
-    assert rows["kill_parent"][:2] == ("passed", "none") and rows["kill_all"][:2] == ("passed", "none")
+    assert rows["kill_parent"][:2] == ("passed", "none")  # its parent is the namespace's init: nothing happens
+    # kill -1 reaches the process its tests run in (same sandbox, same uid): it fails itself, nothing else
+    assert rows["kill_all"][:2] == ("failed", "wrong_answer")
     assert rows["tamper"][:2] == ("failed", "wrong_answer") and rows["peek"][:2] == ("failed", "wrong_answer")
     assert not any(o == "TAMPERED" for _, _, o in rows.values())
+    with sqlite3.connect(db) as conn:  # issue 34 item 4: the mechanism is stored with the run
+        said, strong = conn.execute("SELECT sandbox, sandbox_strong FROM runs").fetchone()
+    assert strong == 1 and said.startswith("code_exec sandbox: namespaces")
+    assert main(["report", "last", "--db", str(db), "--format", "md"]) == 0
+    assert "- code\\_exec sandbox: namespaces" in capsys.readouterr().out
+
+
+# --- issue 34 item 5: a rootless container -------------------------------------------------------------------------
+
+ROOTLESS = """
+from arenatui.scoring.code_exec import own_uids, run_code, sandbox_report
+print("REPORT", sandbox_report().describe())
+r = run_code("def add(a, b):\\n    return a + b\\n", "assert add(2, 2) == 4\\n")
+print("RESULT", r.verdict, own_uids(), sorted(r.guards))
+"""
+
+
+def test_root_of_a_rootless_container_builds_the_sandbox_as_a_user_does() -> None:
+    # unshare -Ur (rootless podman/docker): uid 0 maps only itself; start-up died on os.chown to an unmapped uid
+    import shutil
+    import subprocess
+
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1) here to make a rootless container with")
+    probe = subprocess.run(["unshare", "-Ur", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"this kernel gives no user namespace to make a rootless container: {probe.stderr.strip()}")
+    env = dict(os.environ, PYTHONPATH=str(Path(code_exec.__file__).parents[2]))
+    out = subprocess.run(["unshare", "-Ur", sys.executable, "-c", ROOTLESS], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    report = next(ln for ln in out.stdout.splitlines() if ln.startswith("REPORT"))
+    result = next(ln for ln in out.stdout.splitlines() if ln.startswith("RESULT"))
+    assert result.startswith("RESULT passed False")  # root there, but no uids of its own to give
+    if "through unshare" in report:
+        assert "as an unprivileged user" in report and "'pid'" in result and "'user'" in result
+
+
+# --- issue 34 item 6: memory_mb bounds the sandbox as a whole ------------------------------------------------------
+
+FORKED_MEMORY = ("import os, time\nkids = []\nfor i in range(6):\n    pid = os.fork()\n    if pid == 0:\n"
+                 "        b = bytearray(60 * 1024 * 1024)\n        for j in range(0, len(b), 4096):\n"
+                 "            b[j] = 1\n        time.sleep(3)\n        os._exit(0)\n    kids.append(pid)\n"
+                 "codes = [os.waitstatus_to_exitcode(os.waitpid(k, 0)[1]) for k in kids]\n")
+"""Six children of 60 MB each (under memory_mb = 100 one by one, 360 MB together): before, every one lived."""
+
+
+@pytest.mark.parametrize("bound", ["cgroup", "RSS watchdog"])
+def test_memory_mb_bounds_the_sandbox_as_a_whole(bound: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from arenatui.scoring import exec_bounds
+
+    if bound == "cgroup" and exec_bounds.bases() is None:
+        pytest.skip("no cgroup can be made here (not root, or no memory and pids controllers): the watchdog holds")
+    if bound != "cgroup":
+        monkeypatch.setattr(exec_bounds, "_bases", None)
+    r = run(FORKED_MEMORY, "assert codes == [0] * 6, codes\n", ExecLimits(timeout_s=30.0, memory_mb=100))
+    assert r.verdict == "memory_limit", r.stderr
+    assert r.memory_bound.startswith(bound) and "memory" in r.guards
+    assert f"passed memory_mb = 100 ({r.memory_bound})" in r.stderr
+    b = exec_bounds.bases()
+    if bound == "cgroup" and b is not None:  # no sandbox's cgroup is left behind
+        assert not [n for n in os.listdir(b.memory) if n.startswith(f"{os.getpid()}-")]
+
+
+# --- issue 34 item 7: what a SIGKILLed arenatui left running ends at the next start ------------------------------
+
+LEFT_RUNNING = """
+import sys, threading, time
+import arenatui.scoring.code_exec as ce
+from arenatui.scoring import exec_bounds
+ce._namespaces_work = False  # the weak sandbox: no PID namespace to take a daemon with it
+if sys.argv[2] == "uid":
+    exec_bounds._bases = None  # no cgroup either: only the sandbox's uid tells its processes
+answer = ("import os, time\\nif os.fork() == 0:\\n    os.setsid()\\n    if os.fork() == 0:\\n"
+          "        open(%r, 'w').write(str(os.getpid()))\\n        time.sleep(600)\\n    os._exit(0)\\n"
+          "time.sleep(600)\\n" % (sys.argv[1] + "/daemon",))
+threading.Thread(target=ce.run_code, args=(answer, "", ce.ExecLimits(timeout_s=600.0)), daemon=True).start()
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2:].split()[0] not in (b"Z", b"X")
+
+
+@pytest.mark.parametrize("by", ["cgroup", "uid"])
+def test_a_daemon_left_by_a_sigkilled_arenatui_ends_at_the_next_start(by: str) -> None:
+    import shutil
+    import signal
+    import subprocess
+
+    from arenatui.scoring import exec_bounds
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root: a user's weak sandbox has no uid or cgroup of its own to find its processes by")
+    if by == "cgroup" and exec_bounds.bases() is None:
+        pytest.skip("no cgroup can be made here")
+    where = tempfile.mkdtemp(prefix="arena-left-")
+    os.chmod(where, 0o777)  # the weak sandbox's uid writes the daemon's pid here
+    arena = subprocess.Popen([sys.executable, "-c", LEFT_RUNNING, where, by])
+    daemon = 0
+    try:
+        for _ in range(3000):  # (no time limit as such: the daemon says its pid when it has started)
+            if os.path.exists(f"{where}/daemon") and Path(f"{where}/daemon").read_text():
+                daemon = int(Path(f"{where}/daemon").read_text())
+                break
+            time.sleep(0.01)
+        assert daemon
+        arena.send_signal(signal.SIGKILL)  # its atexit never runs
+        arena.wait()
+        assert _alive(daemon) and os.stat(f"/proc/{daemon}").st_uid >= code_exec.SANDBOX_UID_BASE
+        reaped = subprocess.run([sys.executable, "-c", "import arenatui.scoring.code_exec as ce\n"
+                                 "print(ce.reap_leftovers())"], capture_output=True, text=True, timeout=120)
+        assert int(reaped.stdout.strip()) >= 1, reaped.stderr
+        assert not _alive(daemon)
+    finally:
+        if arena.poll() is None:
+            arena.kill()
+        if daemon and _alive(daemon):
+            os.kill(daemon, signal.SIGKILL)
+        shutil.rmtree(where, ignore_errors=True)
+
+
+# --- issue 34 item 8: no user namespace inside the sandbox --------------------------------------------------------
+
+NESTED = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+          "rc = libc.unshare(0x10000000)\nprint('nested', rc, os.strerror(ctypes.get_errno()) if rc else '')\n")
+
+
+def test_the_answer_cannot_create_a_user_namespace_of_its_own() -> None:
+    isolated()
+    r = run(NESTED)
+    assert r.verdict == "passed" and "nested" in r.guards, r.stderr
+    assert r.stdout.startswith("nested -1"), r.stdout  # before: 'nested 0', with every capability inside it
+
+
+# --- issue 34 item 4: the sandbox never weakens silently -----------------------------------------------------------
+
+UNDER_TMP = """
+import json, os, sys
+from arenatui.scoring.code_exec import run_code, sandbox_report
+report = sandbox_report()
+r = run_code("import os\\nprint(os.path.exists(%r), sorted(os.listdir('/tmp')))" % sys.argv[1], "")
+print(json.dumps({"guards": sorted(report.guards), "why": report.why, "verdict": r.verdict, "out": r.stdout}))
+"""
+
+
+def test_a_python_under_tmp_still_gets_the_namespace_sandbox() -> None:
+    # a venv under /tmp (common in CI) made the root's /tmp clash with the interpreter's bind: no namespaces at all
+    isolated()
+    import json
+    import shutil
+    import subprocess
+
+    base = tempfile.mkdtemp(prefix="arena-venv-", dir="/tmp")
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", f"{base}/venv"], check=True)
+        host_file = Path(base) / "host-only"
+        host_file.write_text("x")
+        env = dict(os.environ, PYTHONPATH=str(Path(code_exec.__file__).parents[2]))
+        out = subprocess.run([f"{base}/venv/bin/python", "-c", UNDER_TMP, str(host_file)], env=env,
+                             capture_output=True, text=True, timeout=120)
+        got = json.loads(out.stdout.strip().splitlines()[-1])
+        assert {"pid", "mount"} <= set(got["guards"]), got["why"]
+        assert got["verdict"] == "passed" and got["out"].startswith("False")  # the host's /tmp is not there
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_weak_sandbox_is_refused_unless_the_project_allows_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from arenatui.cli import main
+    from arenatui.scoring.code_exec import SandboxReport
+
+    weak = SandboxReport("no namespaces: resource limits, a clean environment", frozenset({"net"}),
+                         "unshare: Operation not permitted", False)
+    monkeypatch.setattr(code_exec, "_report", weak)
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": "Write add.", "expected": '
+                                          '"def add(a, b):\\n    return a + b\\n", "tests": "assert add(1, 1) == 2"}\n')
+    project = tmp_path / "arena.toml"
+    project.write_text(SWEEP)
+    db = tmp_path / "r.db"
+    assert main(["evaluate", "-p", str(project), "--db", str(db), "--quiet", "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert "run.allow_weak_sandbox" in err and "Operation not permitted" in err and "Traceback" not in err
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM runs").fetchone() == (0,)  # refused before any run began
+    project.write_text(SWEEP.replace("allow_code_exec = true", "allow_code_exec = true\nallow_weak_sandbox = true"))
+    assert main(["evaluate", "-p", str(project), "--db", str(db), "--quiet", "--no-report"]) == 0
+    with sqlite3.connect(db) as conn:
+        said, strong = conn.execute("SELECT sandbox, sandbox_strong FROM runs").fetchone()
+    assert strong == 0 and said.startswith("code_exec sandbox: no namespaces")
+    capsys.readouterr()
+    assert main(["report", "last", "--db", str(db), "--format", "md"]) == 0
+    assert "(the weak sandbox: the project set allow_weak_sandbox)" in capsys.readouterr().out.replace("\\_", "_")
 
 
 NONROOT = '''
-import importlib.util, sys
-spec = importlib.util.spec_from_file_location("code_exec", sys.argv[1])
-ce = importlib.util.module_from_spec(spec)
-sys.modules["code_exec"] = ce
-spec.loader.exec_module(ce)
+import sys
+sys.path.insert(0, sys.argv[1])
+import arenatui.scoring.code_exec as ce
 print("REPORT", ce.sandbox_report().describe())
 r = ce.run_code(sys.argv[2], "assert add(2, 2) == 4\\n", ce.ExecLimits(timeout_s=30.0))
 print("RESULT", r.verdict, sorted(r.guards), r.stdout.strip())
@@ -354,9 +603,15 @@ def test_as_an_unprivileged_user_the_sandbox_is_built_in_user_namespaces() -> No
     where = tempfile.mkdtemp(prefix="arena-nonroot-")
     try:
         os.chmod(where, 0o755)
-        module = Path(where) / "code_exec.py"
-        module.write_text(Path(code_exec.__file__).read_text())
-        module.chmod(0o644)
+        package = Path(where) / "arenatui" / "scoring"  # the two stdlib-only modules, in a package of their own
+        package.mkdir(parents=True)
+        for name in ("__init__.py", "scoring/__init__.py", "scoring/code_exec.py", "scoring/exec_bounds.py"):
+            here = Path(code_exec.__file__).parent / Path(name).name
+            text = "" if name.endswith("__init__.py") else here.read_text()
+            (Path(where) / "arenatui" / name).write_text(text)
+        for p in Path(where).rglob("*"):
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        module = Path(where)
         answer = "import os\ndef add(a, b):\n    return a + b\nprint(os.getuid(), os.path.exists('/work'))\n"
         out = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", python, "-I", "-c",
                               NONROOT, str(module), answer], capture_output=True, text=True, timeout=120, cwd=where)
@@ -367,7 +622,7 @@ def test_as_an_unprivileged_user_the_sandbox_is_built_in_user_namespaces() -> No
         pytest.skip(f"this kernel gives an unprivileged user no namespaces: {report}")
     assert "as an unprivileged user" in report and "missing" not in report
     result = next(ln for ln in out.stdout.splitlines() if ln.startswith("RESULT"))
-    assert result.startswith("RESULT passed ['ipc', 'mount', 'net', 'nproc', 'pid', 'user']")
+    assert result.startswith("RESULT passed ['ipc', 'memory', 'mount', 'nested', 'net', 'nproc', 'pid', 'user']")
     assert result.endswith("1000 False")  # uid 1000 of its own namespace, and none of the host's directories
 
 

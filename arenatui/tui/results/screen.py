@@ -172,6 +172,9 @@ class Results(Screen[None]):
             if view.plan.judges:
                 parts.append((Text(" · judged by ").append(literal(", ".join(view.plan.judges), newlines=False)), 4))
         parts.append((Text(f" · {r.status}"), 9))
+        if r.sandbox_strong is not None:  # the code_exec sandbox its answers ran in (details in the report)
+            parts.append((Text(" · code_exec sandbox: strong") if r.sandbox_strong
+                          else Text(" · code_exec sandbox: WEAK", style="bold"), 8))
         if not view.complete:
             parts.append((Text(" · comparing every pair…", "italic"), 6))
         title = fit_line(parts, max(20, self.size.width - 2))

@@ -112,8 +112,8 @@ class WatchedRun:
         keys = [lane_key(m, v) for m in self.plan.models for v in (self.plan.variants.get(m) or ("",))]
         self.live = LiveMetrics(keys, [c.id for c in self.plan.cases], self.plan.trials, clock=time.time)
         self.live.t0 = min(s.record.started_at for s in self.shards)
-        self.live.planned = sum(s.record.planned for s in self.shards) if len(self.shards) > 1 or \
-            first.filters.get("shard") else self.live.planned
+        # planned: the whole run's calls (a shard's record holds the whole plan's count too), so the shards given
+        # fill one matrix; a watcher given some of the shards shows how far they took the whole run
         self._lanes = frozenset(keys)
         self.control = RemoteControl(self)
         self.tuner = RemoteTuner(self)

@@ -94,6 +94,7 @@ def cmd_control(args: argparse.Namespace) -> int:
     targets: list[tuple[Path, str]] = []
     run = args.run
     for path in paths:
+        open_for_requests(path).close()  # a database this process cannot write: said first (exit 2), whatever else
         with Store(path, read_only=True) as store:
             rec = resolve_run(store, run)
             run = rec.run_id  # 'last' is the first database's newest run; the other shards hold the same id

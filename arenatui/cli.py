@@ -509,6 +509,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _watch_console(run: Any, theme: str | None) -> int:
     """The live console attached to a run another process is running (`arena watch`)."""
+    from arenatui.watch import WatchedLoad
+
+    if isinstance(run, WatchedLoad):  # the load screen, its figures the running process's, + and - its rate
+        from arenatui.tui.load_app import LoadApp
+
+        LoadApp(run, theme=theme).run()
+        return EXIT_OK
     from arenatui.tui.watch_app import WatchApp
 
     WatchApp(run, theme=theme).run()

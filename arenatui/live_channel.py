@@ -40,7 +40,7 @@ Answer = tuple[str, str | None]
 class LiveChannel:
     """`await run()` publishes and polls every `every_s` until `stop()`; `beat()` publishes at once."""
 
-    def __init__(self, db_path: Path, run_id: str, writer: ResultWriter, control: SweepControl, *,
+    def __init__(self, db_path: Path, run_id: str, writer: ResultWriter, control: SweepControl | None, *,
                  lanes: Callable[[], Mapping[str, LaneLive]], shard: str | None = None, kind: str = "sweep",
                  tuner: Tuner | None = None, toggle_tuner: Callable[[], bool] | None = None,
                  extra: Callable[[], Mapping[str, Any]] | None = None,
@@ -81,9 +81,10 @@ class LiveChannel:
             if tuner.enabled:
                 extra["tuner_levels"] = {k: tuner.level(k) for k in tuner.caps()}
                 extra["suspended"] = sorted(tuner.suspended)
-        state = "stopping" if c.cancelled else "paused" if c.paused else "running"
+        state = "running" if c is None else "stopping" if c.cancelled else "paused" if c.paused else "running"
         self.writer.publish(UPSERT_LIVE_STATE, live_state_row(
-            self.run_id, kind=self.kind, shard=self.shard, state=state, target=c.target, paused=c.paused,
+            self.run_id, kind=self.kind, shard=self.shard, state=state, target=None if c is None else c.target,
+            paused=c is not None and c.paused,
             tuner=bool(tuner is not None and tuner.enabled), lanes=self.lanes(), tuning_rows=tuning, extra=extra))
 
     async def run(self) -> None:
@@ -127,25 +128,28 @@ class LiveChannel:
         c = self.control
         if req.asked_at < self.started_at - 1.0:
             return "refused", "asked before this session of the run started: ask again"
-        if c.cancelled:
+        if c is not None and c.cancelled:
             return "refused", "the run is stopping"
         if self.apply_other is not None:
             other = self.apply_other(req)
             if other is not None:
                 return other
+        if c is None:
+            return "refused", f"this {self.kind} run takes no {req.action} request"
         source = f"control by {req.who}"
+        value = None if req.value is None or req.value != int(req.value) else int(req.value)
         if req.action == "concurrency":
-            if req.value is None or not 1 <= req.value <= MAX_CONCURRENCY:
+            if value is None or not 1 <= value <= MAX_CONCURRENCY:
                 return "refused", f"concurrency must be a whole number from 1 to {MAX_CONCURRENCY}"
-            c.set_concurrency(req.value, source=source)
+            c.set_concurrency(value, source=source)
             return "applied", f"concurrency {c.target}"
         if req.action == "cap":
             if req.model_key is None or req.model_key not in self.lanes():
                 return "refused", f"no model {req.model_key!r} in this run"
-            if req.value is None or not 0 <= req.value <= MAX_CONCURRENCY:
+            if value is None or not 0 <= value <= MAX_CONCURRENCY:
                 return "refused", f"a cap must be a whole number from 1 to {MAX_CONCURRENCY} (0: no cap)"
             try:
-                c.set_model_cap(req.model_key, req.value or None, source=source)
+                c.set_model_cap(req.model_key, value or None, source=source)
             except KeyError:
                 return "refused", f"{req.model_key} is a judge lane: it has no cap of its own"
             cap = c.model_cap(req.model_key)
@@ -168,4 +172,6 @@ class LiveChannel:
                 return "applied", f"auto-tuner already {'on' if want else 'off'}"
             self.toggle_tuner()
             return "applied", f"auto-tuner {'on' if self.tuner.enabled else 'off'}"
+        if req.action == "rate":
+            return "refused", "a sweep has no offered rate (that is a load run's): ask for --concurrency"
         return "refused", f"unknown request {req.action!r} (this arenatui knows concurrency, cap, pause, resume, tune)"

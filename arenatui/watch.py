@@ -12,6 +12,7 @@ one LiveMetrics merges them exactly (the rule `arena merge` follows), and a requ
 from __future__ import annotations
 
 import glob
+import math
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -33,6 +34,7 @@ from arenatui.engine.events import (
 )
 from arenatui.errors import ArenaError, PlanError, StoreError
 from arenatui.live import LiveMetrics
+from arenatui.load.live import LoadSnapshot
 from arenatui.store.db import RunRecord, Store, explain_error
 from arenatui.store.live_state import (
     STALE_S,
@@ -399,3 +401,86 @@ class RemoteTuner:
     @property
     def stale_after_s(self) -> float:
         return STALE_S
+
+
+class WatchedLoad:
+    """A load run another process is running, as the load screen reads a LoadRun: its figures are the ones the
+    running process publishes each second (its own window over its own samples), + and - ask it for a new rate."""
+
+    def __init__(self, path: Path, record: RunRecord) -> None:
+        from arenatui.store.db import connect_read_only
+
+        self.path = path
+        self.run_id = record.run_id
+        self.conn = connect_read_only(path)
+        self._leave = False
+        self._last: LoadSnapshot | None = None
+
+    @property
+    def status(self) -> str | None:
+        """How the run ended (None while its process still runs, or until the watcher leaves)."""
+        row = self.conn.execute("SELECT status FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()
+        if row is not None and row[0] != "running":
+            return str(row[0])
+        return None
+
+    def state(self) -> LiveState | None:
+        return read_live_state(self.conn, self.run_id)
+
+    def snapshot(self) -> LoadSnapshot:
+        st = self.state()
+        figures = st.extra.get("load") if st is not None else None
+        if figures:
+            self._last = LoadSnapshot(**{**figures, "histogram": tuple(figures.get("histogram", ()))})
+        if self._last is None:
+            nan = math.nan  # nothing published yet: no figure, rather than zeros that read as measured
+            return LoadSnapshot(elapsed_s=0.0, total_s=0.0, segment=0, target_rate=0.0, sent_rate=0.0,
+                                achieved_rate=0.0, in_flight=0, done=0, lag_p50_ms=nan, lag_p99_ms=nan,
+                                ttft_p50_ms=nan, ttft_p99_ms=nan, latency_p50_ms=nan, latency_p99_ms=nan,
+                                latency_sched_p99_ms=nan, error_share=0.0, rate_limited_share=0.0,
+                                timeout_share=0.0, histogram=())
+        return self._last
+
+    def change_rate(self, rate: float) -> None:
+        st = self.state()
+        if st is None or not st.alive():
+            raise ValueError("the load run is not running: nothing would apply a new rate")
+        conn = open_for_requests(self.path)
+        try:
+            ask(conn, self.run_id, "rate", rate)
+        finally:
+            conn.close()
+
+    def cancel(self) -> None:
+        """q stops watching (the run goes on where it runs); a second q quits."""
+        self._leave = True
+
+    async def run(self) -> str | None:
+        """Until the run ends or the watcher leaves: the load screen's worker, whose end the screen shows."""
+        import anyio
+
+        for _ in iter(int, 1):  # another process's end is a row to poll for: nothing in this process to wait on
+            if self._leave or self.status is not None:
+                break
+            await anyio.sleep(0.5)
+        return self.status
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def open_run(dbs: Sequence[Path], run: str = "last") -> WatchedRun | WatchedLoad:
+    """The watcher's model of a run: a sweep's (any number of shards) or a load run's (one database)."""
+    from arenatui.store.load_queries import run_kinds
+
+    if not dbs:
+        raise PlanError("arena watch needs a results database: --db PATH (several for the shards of one run)")
+    with Store(dbs[0], read_only=True) as store:
+        record = resolve_run(store, run)
+        kind = run_kinds(store, [record.run_id])[record.run_id][0]
+    if kind != "load":
+        return WatchedRun(dbs, record.run_id)
+    if len(dbs) > 1:
+        raise PlanError(f"run {record.run_id} is a load run: arena watch follows one load process's database at a "
+                        "time (watch each shard's; `arena merge` joins them after the run)")
+    return WatchedLoad(dbs[0], record)

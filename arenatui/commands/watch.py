@@ -13,13 +13,13 @@ from arenatui.errors import ArenaError
 from arenatui.limits import MAX_CONCURRENCY
 
 if TYPE_CHECKING:  # the parser is built on every start: the watcher's modules load when a verb runs
-    from arenatui.watch import WatchedRun
+    from arenatui.watch import WatchedLoad, WatchedRun
 
 EXIT_OK, EXIT_REFUSED = 0, 1
 
 
 def add_watch_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
-                      console: Callable[[WatchedRun, str | None], int]) -> None:
+                      console: Callable[[WatchedRun | WatchedLoad, str | None], int]) -> None:
     p = sub.add_parser("watch", help="the live console of a run another process is running (headless, a shard, a "
                                      "load run), read from its database; + - c [ ] p a steer it")
     p.add_argument("run", nargs="?", default="last", metavar="RUN", help="a run id, or 'last' (default)")
@@ -47,6 +47,7 @@ def add_watch_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     what.add_argument("--pause", action="store_true", help="no new calls start; calls in flight finish")
     what.add_argument("--resume", action="store_true", help="start calls again after --pause")
     what.add_argument("--tune", choices=("on", "off"), help="switch the auto-tuner on or off")
+    what.add_argument("--rate", type=float, metavar="R", help="a load run's offered rate (requests/s)")
     p.add_argument("--wait", type=float, default=5.0, metavar="S",
                    help="seconds to wait for the run's answer (default 5; 0: send and leave)")
     p.set_defaults(func=cmd_control)
@@ -59,13 +60,13 @@ def _dbs(given: list[str] | None) -> list[Path]:
     return shard_paths(given) if given else [default_db_path()]
 
 
-def open_watched(db: list[str] | None, run: str) -> WatchedRun:
-    from arenatui.watch import WatchedRun
+def open_watched(db: list[str] | None, run: str) -> WatchedRun | WatchedLoad:
+    from arenatui.watch import open_run
 
-    return WatchedRun(_dbs(db), run)
+    return open_run(_dbs(db), run)
 
 
-def _request(args: argparse.Namespace) -> tuple[str, int | None, str | None]:
+def _request(args: argparse.Namespace) -> tuple[str, float | None, str | None]:
     if args.concurrency is not None:
         if not 1 <= args.concurrency <= MAX_CONCURRENCY:
             raise ArenaError(f"--concurrency {args.concurrency}: expected a whole number from 1 to {MAX_CONCURRENCY}")
@@ -76,6 +77,10 @@ def _request(args: argparse.Namespace) -> tuple[str, int | None, str | None]:
             raise ArenaError(f"--cap {args.cap!r}: expected MODEL=N, N a whole number from 0 (no cap) to "
                              f"{MAX_CONCURRENCY}, e.g. --cap gpt-4o-mini=8")
         return "cap", int(n), model
+    if args.rate is not None:
+        if not 0 < args.rate < float("inf"):
+            raise ArenaError(f"--rate {args.rate:g}: expected requests per second above 0")
+        return "rate", args.rate, None
     if args.pause:
         return "pause", None, None
     if args.resume:
@@ -106,10 +111,10 @@ def cmd_control(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return EXIT_REFUSED
         targets.append((path, rec.run_id))
-    values: list[int | None] = [value] * len(targets)
+    values: list[float | None] = [value] * len(targets)
     if action == "concurrency" and value is not None and len(targets) > 1:
-        n = len(targets)
-        values = [max(1, value // n + (1 if i < value % n else 0)) for i in range(n)]
+        n, total = len(targets), int(value)
+        values = [max(1, total // n + (1 if i < total % n else 0)) for i in range(n)]
     sent: list[tuple[Path, int]] = []
     for (path, run_id), v in zip(targets, values, strict=True):
         conn = open_for_requests(path)

@@ -33,9 +33,9 @@ UPSERT_LIVE_STATE = (
 ANSWER_REQUEST = "UPDATE control_requests SET status = ?, reply = ?, done_at = ? WHERE id = ? AND status = 'pending'"
 """A request answered once: 'applied' or 'refused' and why (a second answer to the same request changes nothing)."""
 
-ACTIONS = ("concurrency", "cap", "pause", "resume", "tune")
+ACTIONS = ("concurrency", "cap", "pause", "resume", "tune", "rate")
 """What a control request asks: the global level (value), a model's cap (model_key, value; 0 = no cap), pause,
-resume, the auto-tuner on or off (value 1 or 0)."""
+resume, the auto-tuner on or off (value 1 or 0); of a load run, its offered rate (value, requests/s)."""
 
 
 def who_am_i() -> tuple[str, int, str]:
@@ -121,7 +121,7 @@ class ControlRequest:
     id: int
     run_id: str
     action: str
-    value: int | None
+    value: float | None
     model_key: str | None
     host: str
     pid: int
@@ -140,6 +140,8 @@ class ControlRequest:
             return f"{self.model_key} cap {self.value or 'none'}"
         if self.action == "tune":
             return f"auto-tuner {'on' if self.value else 'off'}"
+        if self.action == "rate":
+            return f"offered rate {self.value:g} req/s"
         return self.action
 
 
@@ -164,7 +166,7 @@ def open_for_requests(path: Path | str) -> sqlite3.Connection:
     return conn
 
 
-def ask(conn: sqlite3.Connection, run_id: str, action: str, value: int | None = None,
+def ask(conn: sqlite3.Connection, run_id: str, action: str, value: float | None = None,
         model_key: str | None = None) -> int:
     """Write one control request for the run's process; its id (requests are applied in id order, once)."""
     assert action in ACTIONS, action
@@ -207,8 +209,10 @@ def request_log(conn: sqlite3.Connection, run_id: str) -> list[tuple[Any, ...]]:
 
 # ---- the watcher's incremental reads: each table's new rows by rowid (a WAL reader never blocks the writer) ----
 
-FOLD_BATCH = 50_000
-"""Rows read per table per refresh at most: a watcher opened on a long run catches up over a few refreshes."""
+FOLD_BATCH = 20_000
+"""Rows read per table per refresh at most: a watcher opened on a long run shows at once and catches up over the
+next refreshes (reading and folding a stored call costs ~30 us: 20,000 keep a frame under ~0.6 s; 1,000,000 stored
+calls take about a minute to catch up, benchmarks/watch_overhead.py)."""
 
 
 def rows_since(conn: sqlite3.Connection, table: str, columns: str, run_id: str, after: int,

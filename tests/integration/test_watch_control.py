@@ -176,3 +176,38 @@ def test_control_that_cannot_write_the_database_says_so(tmp_path: Path, monkeypa
     assert "cannot be written by this process" in err and "Traceback" not in err and str(db) in err
     assert cli.main(["control", run_id, "--db", str(db), "--cap", "m1"]) == 2
     assert "expected MODEL=N" in capsys.readouterr().err
+
+
+def test_a_running_load_run_is_watched_and_its_rate_changed(tmp_path: Path) -> None:
+    """Item 5: arena watch on a running `arena load` reads the figures its process publishes; a rate request
+    starts a new segment at the asked rate; a sweep's request is refused with why."""
+    import subprocess
+
+    from arenatui.watch import WatchedLoad, open_run
+
+    project = write_project(tmp_path, cases=5, latency=0.05)
+    db = tmp_path / "load.db"
+    proc = subprocess.Popen([sys.executable, "-m", "arenatui", "load", "--project", str(project), "--model", "m1",
+                             "--rate", "4", "--duration", "600s", "--db", str(db), "--quiet"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ), cwd=tmp_path)
+    try:
+        wait_for("the load run's published figures", lambda: live_row(db) is not None and
+                 query(db, "SELECT COUNT(*) FROM load_requests")[0][0] > 0, proc=proc)
+        run = open_run([db], "last")
+        assert isinstance(run, WatchedLoad)
+        try:
+            wait_for("a snapshot with requests done", lambda: run.snapshot().done > 0, proc=proc)
+            snap = run.snapshot()
+            assert snap.target_rate == 4.0 and run.status is None
+            faster = arena("control", "last", "--db", str(db), "--rate", "8", cwd=tmp_path)
+            assert faster.returncode == 0 and "applied: offered rate 8 req/s" in faster.stdout, faster.stderr
+            wait_for("the new rate published", lambda: run.snapshot().target_rate == 8.0, proc=proc)
+            assert query(db, "SELECT COUNT(*) FROM load_segments")[0][0] == 2
+            nope = arena("control", "last", "--db", str(db), "--concurrency", "3", cwd=tmp_path)
+            assert nope.returncode == 1 and "refused: a load run has no concurrency to change" in nope.stdout
+            run.change_rate(2.0)  # the load screen's - key
+            wait_for("the watcher's rate applied", lambda: run.snapshot().target_rate == 2.0, proc=proc)
+        finally:
+            run.close()
+    finally:
+        stop(proc)

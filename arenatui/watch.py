@@ -89,6 +89,9 @@ class Shard:
     """Whether control requests can be written to it (None until the first request)."""
     ended: str | None = None
     """How its run ended, once the runs table says so."""
+    cancelled: set[int] = field(default_factory=set)
+    """Rowids of calls stored 'cancelled' (an earlier session's stop): a resume replaces such a row in place, under
+    the same rowid, so these are read again until they hold a result."""
 
 
 class WatchedRun:
@@ -136,10 +139,8 @@ class WatchedRun:
             try:
                 self._fold(sh)
                 sh.state = read_live_state(sh.conn, self.run_id)
-                if sh.ended is None:
-                    row = sh.conn.execute("SELECT status FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()
-                    if row is not None and row[0] != "running":
-                        sh.ended = row[0]
+                row = sh.conn.execute("SELECT status FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()
+                sh.ended = row[0] if row is not None and row[0] != "running" else None  # a resume runs it again
                 self._answers(i, sh)
             except sqlite3.Error as e:
                 raise explain_error(sh.path, e) from None
@@ -160,12 +161,22 @@ class WatchedRun:
             on(CallStarted(key, case_id, trial, attempt, at))
             on(CallRetrying(key, case_id, trial, attempt, reason, delay or 0.0, message or "", at, None, status))
         # at most FOLD_BATCH a refresh: a watcher opened on a long run catches up over a few refreshes
-        for row in rows_since(sh.conn, "results", _RESULT, self.run_id, c["results"]):
-            c["results"] = row[0]
+        rows = rows_since(sh.conn, "results", _RESULT, self.run_id, c["results"])
+        if rows:
+            c["results"] = rows[-1][0]
+        if sh.cancelled:
+            marks = ", ".join("?" for _ in sh.cancelled)
+            rows += sh.conn.execute(f"SELECT rowid, {_RESULT} FROM results WHERE rowid IN ({marks}) AND error_class "
+                                    "IS NOT 'cancelled'", tuple(sh.cancelled)).fetchall()
+        for row in rows:
             key = lane_key(row[1], row[-1])
             if key not in self._lanes:
                 continue
             r = CallResult(key, *row[2:-1])
+            if r.error_class == "cancelled":
+                sh.cancelled.add(row[0])
+            else:
+                sh.cancelled.discard(row[0])
             # started, then finished: a call backing off (its retry folded above) starts from there, as in the engine
             on(CallStarted(key, r.case_id, r.trial, r.attempts, r.started_at))
             on(CallFinished(r, r.finished_at))
@@ -208,6 +219,9 @@ class WatchedRun:
                     live.caps[k] = lane.cap
         paused = bool(running) and all(st.paused for st in running)
         now = time.time()
+        if self.ended is None and live.end_t is not None:  # resumed while watched: rates are a window again
+            live.end_t = None
+            live.state = "running"
         if self.ended is not None:
             if live.end_t is None:
                 at = max((s.record.finished_at or 0.0 for s in self.shards), default=0.0) or now

@@ -211,3 +211,44 @@ def test_a_running_load_run_is_watched_and_its_rate_changed(tmp_path: Path) -> N
             run.close()
     finally:
         stop(proc)
+
+
+def test_watch_given_no_database_or_an_empty_directory_says_so(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from arenatui import cli
+
+    assert cli.main(["watch", "--db", str(tmp_path / "missing.db")]) == 2
+    err = capsys.readouterr().err
+    assert "no such database" in err and "missing.db" in err and "Traceback" not in err
+    (tmp_path / "shards").mkdir()
+    assert cli.main(["watch", "--db", str(tmp_path / "shards")]) == 2
+    assert "holds no *.db file" in " ".join(capsys.readouterr().err.split())
+    assert cli.main(["control", "last", "--db", str(tmp_path / "shards" / "*.db"), "--pause"]) == 2
+    assert "no file matches the pattern" in " ".join(capsys.readouterr().err.split())  # wrapped to the width
+
+
+def test_a_run_stopped_and_resumed_while_watched_ends_with_the_stored_figures(tmp_path: Path) -> None:
+    """A resume stores a stopped call's result in place of its 'cancelled' row (same rowid): the watcher reads such
+    rows again until they hold a result, so its figures end equal to the stored ones."""
+    project = write_project(tmp_path, cases=20)
+    db = tmp_path / "r.db"
+    proc = start(project, db)
+    try:
+        wait_for("some results", lambda: (query(db, "SELECT COUNT(*) FROM results") or [(0,)])[0][0] >= 4, proc=proc)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        stop(proc)
+    cancelled = query(db, "SELECT COUNT(*) FROM results WHERE error_class = 'cancelled'")[0][0]
+    run = WatchedRun([db], "last")
+    try:
+        assert run.ended == "cancelled" and run.live.snapshot().state == "cancelled"
+        resumed = arena("evaluate", "--resume", "last", "--db", str(db), "--quiet", "--no-report", cwd=tmp_path)
+        assert resumed.returncode == 0, resumed.stderr
+        run.poll()
+        run.poll()
+        assert run.ended == "finished" and run.live.snapshot().done == 40
+        assert _figures(run) == _stored([db])
+        assert cancelled > 0 and not any(sh.cancelled for sh in run.shards)  # the stop cut calls in flight
+    finally:
+        run.close()

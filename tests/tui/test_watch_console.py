@@ -4,6 +4,7 @@ database show the stored figures, its keys steer the other process (the answer s
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -73,3 +74,56 @@ async def test_the_watcher_follows_and_steers_a_sweep_in_another_process(tmp_pat
         run.close()
     finally:
         stop(proc)
+
+
+def _shard(path: Path, *, age_s: float) -> None:
+    from arenatui.store import Store
+    from arenatui.store.live_state import UPSERT_LIVE_STATE, LaneLive, live_state_row
+
+    config = {"models": [{"key": "m1", "provider": "sim"}], "cases": [{"id": "q0", "input": "x", "expected": "y"}],
+              "run": {"trials": 2}}
+    with Store(path) as store:
+        store.create_run("sharded", None, config, {}, 2, run_id="wide")
+        store.conn.execute(UPSERT_LIVE_STATE, live_state_row(
+            "wide", kind="sweep", shard=f"{path.stem[-1]}/2", state="running", target=4, paused=False, tuner=False,
+            lanes={"m1": LaneLive(1, 0, None)}, at=time.time() - age_s))
+
+
+async def test_shards_get_a_line_each_and_a_silent_run_is_not_running(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    _shard(tmp_path / "shard-0.db", age_s=600.0)
+    _shard(tmp_path / "shard-1.db", age_s=900.0)
+    run = WatchedRun([tmp_path / "shard-0.db", tmp_path / "shard-1.db"], "wide")
+    app = WatchApp(run, theme="dark")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        screen = app.screen
+        lines = str(screen.query_one("#shards").render()).splitlines()
+        assert len(lines) == 2 and lines[0].startswith("shard 0/2: not running") and "last seen 10 min ago" in lines[0]
+        status = screen.query_one("#status").text.plain  # type: ignore[attr-defined]
+        assert "not running (last seen 10 min ago)" in status and "nothing applies a request" in status
+        await pilot.press("plus")
+        assert any("not running" in m for m in _messages(app))
+        assert query(tmp_path / "shard-0.db", "SELECT COUNT(*) FROM control_requests")[0][0] == 0
+        await pilot.press("q")
+    run.close()
+
+
+async def test_a_watcher_that_cannot_write_the_database_is_read_only_and_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _shard(tmp_path / "run-0.db", age_s=-3600.0)  # heard from "in the future": running for the whole test
+    run = WatchedRun([tmp_path / "run-0.db"], "wide")
+    monkeypatch.setattr("arenatui.store.live_state.os.access", lambda *_a, **_k: False)  # root ignores modes
+    app = WatchApp(run, theme="dark")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        screen = app.screen
+        assert "running" in screen.query_one("#status").text.plain  # type: ignore[attr-defined]
+        await pilot.press("plus")
+        await _until("the read-only notice", lambda: any("cannot be written by this process" in m
+                                                          for m in _messages(app)))
+        await pilot.pause(0.5)
+        assert "read-only" in screen.query_one("#status").text.plain  # type: ignore[attr-defined]
+        assert query(tmp_path / "run-0.db", "SELECT COUNT(*) FROM control_requests")[0][0] == 0
+        await pilot.press("q")
+    run.close()

@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from arenatui.engine.events import (
+    JUDGE_LANE_PREFIX,
     CallFinished,
     CallResult,
     CallRetrying,
     CallStarted,
     ClientLoadSampled,
     ConcurrencyChanged,
+    JudgeFinished,
     RunFinished,
     RunPaused,
     RunResumed,
@@ -53,6 +55,9 @@ from arenatui.store.schema import RESULT_COLUMNS
 _RESULT = ", ".join(RESULT_COLUMNS[1:])
 """model_key ... variant: a CallResult's fields (its lane key split in two), then the variant."""
 _RETRY = "model_key, variant, case_id, trial, attempt, error_class, delay_s, message, at, http_status"
+_JUDGMENT = ("model_key, variant, case_id, trial, judge_key, status, score, passed, error_class, error_message, "
+             "output, attempts, latency_ms, total_ms, input_tokens, output_tokens, cost, started_at, finished_at, "
+             "score_detail")
 
 
 def shard_paths(given: Sequence[str]) -> list[Path]:
@@ -83,7 +88,7 @@ class Shard:
     conn: sqlite3.Connection
     record: RunRecord
     cursors: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
-        ("results", "failed_attempts", "concurrency_changes", "tuning_decisions", "client_load"), 0))
+        ("results", "failed_attempts", "judgments", "concurrency_changes", "tuning_decisions", "client_load"), 0))
     state: LiveState | None = None
     writable: bool | None = None
     """Whether control requests can be written to it (None until the first request)."""
@@ -115,11 +120,17 @@ class WatchedRun:
         self.project_name = first.project
         self.db_path = self.shards[0].path
         keys = [lane_key(m, v) for m in self.plan.models for v in (self.plan.variants.get(m) or ("",))]
-        self.live = LiveMetrics(keys, [c.id for c in self.plan.cases], self.plan.trials, clock=time.time)
+        judged: dict[str, set[str]] = {}
+        for j in self.plan.judged:
+            judged.setdefault(JUDGE_LANE_PREFIX + j.judge, set()).update(j.judged)
+        per_case = len(keys) * self.plan.trials  # a judge lane's calls per judged case: candidates × trials
+        self._model_index = {k: i for i, k in enumerate(keys)}
+        self.live = LiveMetrics(keys, [c.id for c in self.plan.cases], self.plan.trials, clock=time.time,
+                                judges=[(k, frozenset(cases), per_case) for k, cases in judged.items()])
         self.live.t0 = min(s.record.started_at for s in self.shards)
         # planned: the whole run's calls (a shard's record holds the whole plan's count too), so the shards given
         # fill one matrix; a watcher given some of the shards shows how far they took the whole run
-        self._lanes = frozenset(keys)
+        self._lanes = frozenset(self.live.row_keys)
         self.control = RemoteControl(self)
         self.tuner = RemoteTuner(self)
         self.tune_at_start = False
@@ -180,6 +191,20 @@ class WatchedRun:
             # started, then finished: a call backing off (its retry folded above) starts from there, as in the engine
             on(CallStarted(key, r.case_id, r.trial, r.attempts, r.started_at))
             on(CallFinished(r, r.finished_at))
+        # judge calls after the results (a verdict moves its candidate's call on from unscored)
+        for row in rows_since(sh.conn, "judgments", _JUDGMENT, self.run_id, c["judgments"]):
+            c["judgments"] = row[0]
+            _rid, model, variant, case_id, trial, judge, *rest = row
+            candidate, lane = lane_key(model, variant), JUDGE_LANE_PREFIX + judge
+            mi = self._model_index.get(candidate)
+            if mi is None or lane not in self._lanes:
+                continue
+            status, score, passed, ec, emsg, output, attempts, lat, total, itok, otok, cost, t0, t1, detail = rest
+            jt = mi * self.plan.trials + trial  # the judge call's own cell (plan.judge_trial)
+            r = CallResult(lane, case_id, jt, status, output, score, bool(passed), ec, emsg, attempts, lat, total,
+                           None, itok, otok, cost, None, False, t0, t1, None, None, detail, None, 0, None, None)
+            on(CallStarted(lane, case_id, jt, attempts, t0))
+            on(JudgeFinished(r, candidate, case_id, trial, t1))
         for row in rows_since(sh.conn, "concurrency_changes", "at, old, new, model_key, source", self.run_id,
                               c["concurrency_changes"]):
             c["concurrency_changes"] = row[0]

@@ -218,8 +218,8 @@ calls take about a minute to catch up, benchmarks/watch_overhead.py)."""
 def rows_since(conn: sqlite3.Connection, table: str, columns: str, run_id: str, after: int,
                where: str = "", limit: int = FOLD_BATCH) -> list[tuple[Any, ...]]:
     """(rowid, *columns) of `table`'s rows of the run with a rowid above `after`, in rowid order."""
-    assert table in ("results", "failed_attempts", "concurrency_changes", "tuning_decisions", "client_load",
-                     "load_requests")
+    assert table in ("results", "failed_attempts", "judgments", "concurrency_changes", "tuning_decisions",
+                     "client_load", "load_requests")
     # `+run_id`: keeps SQLite off the (run_id, ...) key's index, which would scan every row of the run each time;
     # the rowid range is a seek to the new rows only (1,000,000 stored calls cost a watcher nothing per refresh)
     return conn.execute(f"SELECT rowid, {columns} FROM {table} WHERE rowid > ? AND +run_id = ? {where} "

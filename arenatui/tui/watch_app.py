@@ -52,9 +52,10 @@ class WatchScreen(RunScreen):
             shards.styles.height = len(run.shards)
             yield shards
         with Vertical(id="matrix-panel", classes="panel") as v:
-            v.border_title = "Calls: models × cases"
+            v.border_title = "Calls: models × cases" + (" (and judges)" if live.judge_keys else "")
             yield CallMatrix(self._row_labels(), [c.id for c in run.plan.cases], run.plan.trials, live.cell_range,
-                             chained=run.plan.chained, id="matrix")
+                             cell_max=len(live.model_keys) * run.plan.trials if live.judge_keys else None,
+                             judged=bool(live.judge_keys), chained=run.plan.chained, id="matrix")
         table = ModelTable(MODEL_COLUMNS, self._row_labels(), id="models")
         table.border_title = "Models" + MODELS_KEYS
         yield table

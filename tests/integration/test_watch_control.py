@@ -252,3 +252,23 @@ def test_a_run_stopped_and_resumed_while_watched_ends_with_the_stored_figures(tm
         assert cancelled > 0 and not any(sh.cancelled for sh in run.shards)  # the stop cut calls in flight
     finally:
         run.close()
+
+
+def test_a_judged_run_is_watched_with_its_judge_lane(tmp_path: Path) -> None:
+    """The judgments fold in as the judge calls they were: the judge lane's calls and spend, and each verdict on its
+    candidate's call (judged_run's figures are by hand)."""
+    from judged_run import JUDGE_COST, build
+
+    db = tmp_path / "j.db"
+    run_id, _judged = build(db)
+    run = WatchedRun([db], run_id)
+    try:
+        snap = run.live.snapshot()
+        by_key = {m.key: m for m in snap.models}
+        assert [(k, m.done, m.passed, m.failed, m.errored, m.unscored) for k, m in by_key.items()] == [
+            ("alpha", 11, 5, 1, 0, 5), ("beta", 11, 4, 1, 1, 5), ("judge:grader", 8, 6, 1, 1, 0)]
+        assert by_key["judge:grader"].judge and snap.judge_done == snap.judge_planned == 8
+        assert round(snap.judge_cost, 6) == round(9 * JUDGE_COST, 6)  # the failed verdict took two attempts
+        assert (snap.passed, snap.failed, snap.errored, snap.unscored) == (9, 2, 1, 10)
+    finally:
+        run.close()

@@ -56,6 +56,14 @@ def start(project: Path, db: Path, *extra: str) -> subprocess.Popen[bytes]:
                             env=dict(os.environ), cwd=project.parent)
 
 
+def start_load(project: Path, db: Path, rate: float) -> subprocess.Popen[bytes]:
+    """`arena load --quiet` of model m1 at `rate` for ten minutes (the test stops it), in its own process."""
+    return subprocess.Popen([sys.executable, "-m", "arenatui", "load", "--project", str(project), "--model", "m1",
+                             "--rate", f"{rate:g}", "--duration", "600s", "--db", str(db), "--quiet"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ),
+                            cwd=project.parent)
+
+
 def arena(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "arenatui", *args], capture_output=True, text=True,
                           env=dict(os.environ), cwd=cwd, timeout=120)

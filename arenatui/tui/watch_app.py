@@ -168,6 +168,12 @@ class WatchScreen(RunScreen):
             self.watched.tuner.toggle()
             self.notify(f"Asked the run: auto-tuner {'on' if on else 'off'}", timeout=3)
 
+    def action_results(self) -> None:
+        if len(self.watched.shards) > 1:  # the results view reads one database: arena merge makes the run's
+            self.notify(f"Results of {self.watched.db_path.name} only: arena merge joins the shards into one run.",
+                        timeout=6, markup=False)
+        super().action_results()
+
     def action_stop(self) -> None:
         """q leaves the watcher; the run goes on (stop it where it runs)."""
         self.app.exit()

@@ -11,7 +11,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from watched_run import arena, live_row, query, standing_still, start, stop, wait_for, write_project
+from watched_run import (
+    arena,
+    live_row,
+    query,
+    standing_still,
+    start,
+    start_load,
+    stop,
+    wait_for,
+    write_project,
+)
 
 from arenatui.store.live_state import STALE_S, LaneLive, LiveState
 from arenatui.watch import WatchedRun, shard_paths
@@ -76,6 +86,11 @@ def test_a_running_sweep_is_steered_and_watched_through_its_database(tmp_path: P
             snap = run.live.snapshot()
             assert snap.target == 5 and snap.models[0].cap == 3 and run.status_words() == "paused"
             assert run.control.model_cap("m1") == 3 and run.control.paused
+
+            tuned = arena("control", "last", "--db", str(db), "--tune", "on", cwd=tmp_path)
+            assert tuned.returncode == 0 and "applied: auto-tuner on" in tuned.stdout, tuned.stderr
+            wait_for("the tuner's state published", lambda: (run.poll(), run.tuner.enabled)[1], proc=proc)
+            assert run.tuner.readouts() and all(run.tuner.level(k) for k in ("m1", "m2"))
 
             resumed = arena("control", "last", "--db", str(db), "--resume", cwd=tmp_path)
             assert resumed.returncode == 0 and "applied: resumed" in resumed.stdout
@@ -181,15 +196,11 @@ def test_control_that_cannot_write_the_database_says_so(tmp_path: Path, monkeypa
 def test_a_running_load_run_is_watched_and_its_rate_changed(tmp_path: Path) -> None:
     """Item 5: arena watch on a running `arena load` reads the figures its process publishes; a rate request
     starts a new segment at the asked rate; a sweep's request is refused with why."""
-    import subprocess
-
     from arenatui.watch import WatchedLoad, open_run
 
     project = write_project(tmp_path, cases=5, latency=0.05)
     db = tmp_path / "load.db"
-    proc = subprocess.Popen([sys.executable, "-m", "arenatui", "load", "--project", str(project), "--model", "m1",
-                             "--rate", "4", "--duration", "600s", "--db", str(db), "--quiet"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ), cwd=tmp_path)
+    proc = start_load(project, db, 4)
     try:
         wait_for("the load run's published figures", lambda: live_row(db) is not None and
                  query(db, "SELECT COUNT(*) FROM load_requests")[0][0] > 0, proc=proc)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from watched_run import live_row, query, standing_still, start, stop, write_project
+from watched_run import live_row, query, standing_still, start, start_load, stop, write_project
 
 from arenatui.tui.watch_app import WatchApp, WatchScreen
 from arenatui.watch import WatchedRun
@@ -127,3 +127,33 @@ async def test_a_watcher_that_cannot_write_the_database_is_read_only_and_says_so
         assert query(tmp_path / "run-0.db", "SELECT COUNT(*) FROM control_requests")[0][0] == 0
         await pilot.press("q")
     run.close()
+
+
+async def test_the_load_screen_follows_a_load_run_in_another_process_and_changes_its_rate(tmp_path: Path) -> None:
+    from arenatui.tui.load_app import LoadApp
+    from arenatui.tui.screens.load import LoadScreen
+    from arenatui.watch import WatchedLoad, open_run
+
+    project = write_project(tmp_path, cases=5, latency=0.05)
+    db = tmp_path / "load.db"
+    proc = start_load(project, db, 4)
+    try:
+        await _until("the load run's figures", lambda: (row := live_row(db)) is not None and '"load"' in
+                     str(query(db, "SELECT extra_json FROM live_state")[0][0]) and row[0] == "running")
+        run = open_run([db], "last")
+        assert isinstance(run, WatchedLoad)
+        app = LoadApp(run, theme="dark")
+        async with app.run_test(size=(120, 30)) as pilot:
+            screen = app.screen
+            assert isinstance(screen, LoadScreen)
+            await _until("the offered rate shown", lambda: screen.rate == 4.0)
+            await pilot.press("plus")  # 4 → 5 req/s on the 1-2-5 ladder
+            await _until("the running process's new rate", lambda: run.snapshot().target_rate == 5.0)
+            await _until("the screen showing it", lambda: screen.rate == 5.0)
+            await pilot.press("q")  # stops watching; the run goes on
+            await _until("the watcher to leave", lambda: screen.ended)
+            assert proc.poll() is None
+            await pilot.press("q")
+        run.close()
+    finally:
+        stop(proc)

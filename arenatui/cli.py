@@ -259,7 +259,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from arenatui.tui.app import ArenaApp
 
-    status = ArenaApp(sweep, theme=args.theme).run()
+    # the demo teaches the tuning loop on a model whose simulated provider has a limit (the banner)
+    lesson = next((m.key for m in sweep.plan.models if m.provider == "sim" and (m.sim.max_concurrent or m.sim.rpm)),
+                  None) if getattr(args, "demo", False) else None
+    status = ArenaApp(sweep, theme=args.theme, lesson=lesson).run()
     final = sweep.status or status
     for note in notes:  # again: the console's screen hid the first time
         print(note, file=sys.stderr)
@@ -404,9 +407,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=_positive_int, default=400, help="at most this many calls per model; it stops "
                    "sooner once every model has a verdict (default 400)")
     p.add_argument("--write", nargs="?", const="all", metavar="SETTINGS",
-                   help="record the recommendations that rest on enough evidence in the project file: all of "
-                   "concurrency,max_tokens,timeout_s, or the ones named (comments, layout, line endings, mode and "
-                   "owner kept; a symlink is written through; a read-only file is refused)")
+                   help="record the recommendations that rest on enough evidence in the project file: each model's "
+                   "measured optimum as max_concurrency and its max_tokens; or only the ones named, from "
+                   "concurrency,max_tokens,timeout_s ([run] timeout_s is written only when named: measured on this "
+                   "run's answers, it is a suggestion). Comments, layout, line endings, mode and owner kept; a "
+                   "symlink is written through; a read-only file is refused")
     p.add_argument("--seed", type=int, help="seed for simulated models and jitter, overriding [run].seed")
     p.add_argument("--db", help="results database (default: in the user data directory)")
     p.add_argument("--verbose", "-v", action="store_true", help="also print every tuner decision (with --show: "
@@ -444,7 +449,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="every pair of models, Holm-adjusted")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--fail-on-regression", action="store_true",
-                   help="two runs: exit 1 when any model regressed, overall or in a stratum (Holm), naming it")
+                   help="two runs: exit 1 when any model regressed, overall or in a stratum, naming it; one 5%% "
+                        "error rate for the whole decision (Holm over the whole family: every model's overall "
+                        "and stratum tests together; the family size is printed)")
     _add_cluster_by(p)
     p.add_argument("--db", help="results database")
     p.set_defaults(func=cmd_compare)

@@ -262,10 +262,11 @@ def _quality(r: ModelRow) -> float | None:
 
 
 def _quality_cell(r: ModelRow) -> str:
-    """The headline score with the row's mark (* a paired verdict set its place, ! a coverage paradox) and, for a
-    model listed apart, 'unranked'."""
+    """The headline score with the row's mark (* a paired verdict set its place, ! a coverage paradox), its shared
+    rank when tied ('=1') and, for a model listed apart, 'unranked'."""
     q = _quality(r)
-    return score(q) + (f" {r.flag}" if r.flag else "") + ("" if r.rank is not None else " unranked")
+    return (score(q) + (f" {r.flag}" if r.flag else "") + (f" {r.rank_text}" if r.tied else "")
+            + ("" if r.rank is not None else " unranked"))
 
 
 def _fair(r: ModelRow) -> float | None:

@@ -16,7 +16,7 @@ from arenatui.engine.events import JUDGE_LANE_PREFIX, AwaitingJudge, lane_key
 from arenatui.errors import PlanError
 from arenatui.judge_sample import judge_sample
 from arenatui.limits import MAX_TRIALS
-from arenatui.wording import plural
+from arenatui.wording import models_by_variants, plural
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,10 +219,11 @@ class Plan:
         return self.total if self.shard is None else sum(self.shard_cells())
 
     def describe(self) -> str:
-        n = len({m.base_key for m in self.models})
-        variants = len({m.variant.name for m in self.models if m.variant is not None})
-        lanes = f" (× {plural(variants, 'prompt variant')})" if variants else ""
-        whole = (f"{plural(n, 'model')}{lanes} × {plural(len(self.cases), 'case')} × {plural(self.trials, 'trial')} = "
+        per_model: dict[str, int] = {}
+        for m in self.models:
+            per_model[m.base_key] = per_model.get(m.base_key, 0) + 1
+        first = models_by_variants(per_model, any(m.variant is not None for m in self.models))
+        whole = (f"{first} × {plural(len(self.cases), 'case')} × {plural(self.trials, 'trial')} = "
                  f"{plural(self.total, 'call')}")
         return whole if self.shard is None else f"{whole}, shard {self.shard} of them: {self.shard_total()}"
 

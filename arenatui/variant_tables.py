@@ -18,11 +18,15 @@ if TYPE_CHECKING:
     from arenatui.store.queries import FollowUps
     from arenatui.store.read import StoredRun
 
-VARIANT_NOTE = ("With prompt variants, each model's leaderboard quality is the mean over the variants it was asked "
-                "with (each variant's cases and trials weigh alike); the table below shows each variant's score.")
+VARIANT_NOTE = ("With prompt variants, each model's own quality is the mean over the variants it was asked with "
+                "(each variant's cases and trials weigh alike); the ranked score and every paired comparison are over "
+                "the (case, variant) cells the models share, so a model asked fewer variants is compared over those "
+                "only. pass@k is over the trials of one variant, never across prompts. The table below shows each "
+                "variant's score.")
 SPREAD_WORDS = ("spread: the model's best variant minus its worst over the cases both scored, with a paired "
                 "interval; a pair's ordering 'depends on the prompt' when one variant decides it one way and another "
-                "the other way, or leaves it undecided.")
+                "the other way, or leaves it undecided. A variant decides a pair only after Holm over the variants "
+                "both models were asked with.")
 FOLLOW_UP_WORDS = ("before: share of scored calls whose first answer passed; after: once repair turns and escalations "
                    "had their say. $/completed and tokens/completed count every step's spend (repairs, escalations, "
                    "rate-limit retries, errored calls) over passed calls.")
@@ -40,6 +44,8 @@ def _signed(d: dict[str, Any]) -> str:
     if d.get("estimate") is None:
         return "–"
     lo, hi = d.get("low"), d.get("high")
+    if d["estimate"] == 0 and lo == 0 and hi == 0:  # every case scored alike: no interval to print
+        return f"identical on all {d.get('n')} cases"
     band = f" ({lo:+.3f} to {hi:+.3f})" if lo is not None and hi is not None else ""
     return f"{d['estimate']:+.3f}{band}"
 

@@ -52,8 +52,11 @@ from arenatui.store.live_state import (
 from arenatui.store.queries import RunPlan, resolve_run, stored_plan
 from arenatui.store.schema import RESULT_COLUMNS
 
-_RESULT = ", ".join(RESULT_COLUMNS[1:])
-"""model_key ... variant: a CallResult's fields (its lane key split in two), then the variant."""
+_CALL_FIELDS = tuple(f for f in CallResult._fields[1:] if f in RESULT_COLUMNS and f != "reasoning")
+"""A CallResult's fields after its lane key that the results table holds as they are (its reasoning, which no live
+figure reads, is left out); a prefix of CallResult's fields, so a row builds one positionally."""
+assert CallResult._fields[1:len(_CALL_FIELDS) + 1] == _CALL_FIELDS, "a results column moved within CallResult"
+_RESULT = "model_key, variant, " + ", ".join(_CALL_FIELDS)
 _RETRY = "model_key, variant, case_id, trial, attempt, error_class, delay_s, message, at, http_status"
 _JUDGMENT = ("model_key, variant, case_id, trial, judge_key, status, score, passed, error_class, error_message, "
              "output, attempts, latency_ms, total_ms, input_tokens, output_tokens, cost, started_at, finished_at, "
@@ -180,10 +183,10 @@ class WatchedRun:
             rows += sh.conn.execute(f"SELECT rowid, {_RESULT} FROM results WHERE rowid IN ({marks}) AND error_class "
                                     "IS NOT 'cancelled'", tuple(sh.cancelled)).fetchall()
         for row in rows:
-            key = lane_key(row[1], row[-1])
+            key = lane_key(row[1], row[2])
             if key not in self._lanes:
                 continue
-            r = CallResult(key, *row[2:-1])
+            r = CallResult(key, *row[3:])
             if r.error_class == "cancelled":
                 sh.cancelled.add(row[0])
             else:
@@ -202,7 +205,7 @@ class WatchedRun:
             status, score, passed, ec, emsg, output, attempts, lat, total, itok, otok, cost, t0, t1, detail = rest
             jt = mi * self.plan.trials + trial  # the judge call's own cell (plan.judge_trial)
             r = CallResult(lane, case_id, jt, status, output, score, bool(passed), ec, emsg, attempts, lat, total,
-                           None, itok, otok, cost, None, False, t0, t1, None, None, detail, None, 0, None, None)
+                           None, itok, otok, cost, None, False, t0, t1, score_detail=detail)
             on(CallStarted(lane, case_id, jt, attempts, t0))
             on(JudgeFinished(r, candidate, case_id, trial, t1))
         for row in rows_since(sh.conn, "concurrency_changes", "at, old, new, model_key, source", self.run_id,

@@ -19,12 +19,43 @@ def plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
+def models_by_variants(per_model: dict[str, int], variants: bool) -> str:
+    """The first factor of `N models × … cases × … trials = … calls`: `3 models`, `2 models × 2 prompt variants`,
+    or, when models were asked different numbers of prompt variants, their lanes with each model's count (per_model:
+    each model's lanes, one per variant it is asked with; `variants`: the run has prompt variants), so the
+    product always equals the calls (`3 models × 2 prompt variants × 66 cases = 330` was 5 lanes, not 6)."""
+    counts = set(per_model.values())
+    lanes = sum(per_model.values())
+    if not variants:
+        return plural(lanes, "model")
+    if len(counts) == 1:
+        return f"{plural(len(per_model), 'model')} × {plural(counts.pop(), 'prompt variant')}"
+    named = ", ".join(f"{m} {n}" for m, n in per_model.items())
+    return (f"{plural(lanes, 'model × prompt variant lane')} ({plural(len(per_model), 'model')}; prompt variants: "
+            f"{named})")
+
+
+def clusters_note(clusters: int | None) -> str | None:
+    """Said under every view of a clustered run's intervals: what they rest on, and below FEW_CLUSTERS that they are
+    approximate (None when unclustered)."""
+    if clusters is None:
+        return None
+    from arenatui.stats.bootstrap import FEW_CLUSTERS
+
+    text = (f"Intervals rest on {plural(clusters, 'cluster')}, not cases (t on the clustered standard error, "
+            f"{clusters - 1} df)")
+    if clusters < FEW_CLUSTERS:
+        text += f"; few clusters ({clusters}, under {FEW_CLUSTERS}): the interval is approximate"
+    return text + "."
+
+
 fmt_errors = error_counts
 """Errored calls by class (figures.error_counts): none is "0", as the header's error count says it."""
 
 
 FAILURE_SHORT = {"wrong_answer": "wrong", "invalid_format": "format", "truncated": "cut", "refusal": "refusal",
-                 "empty": "empty", "wrong_language": "lang", "judge_error": "judge"}
+                 "empty": "empty", "wrong_language": "lang", "judge_error": "judge",
+                 "cut_while_reasoning": "cut-reasoning"}
 """Failure modes in a table cell: short words, so two or three fit beside each other."""
 
 

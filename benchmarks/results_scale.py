@@ -10,7 +10,9 @@ Targets on 2 cores: results_leaderboard_s < 2, results_compare_s < 0.3, results_
 results_peak_rss_mb < 500. Then the max_tokens / timeout_s evidence: one model's (the model detail) and the whole
 run's (`arena report`), with the peak memory after it. results_leaderboard_over_scan divides the leaderboard
 by one plain scan of the results table (SELECT COUNT(*), TOTAL(score)), a figure that moves less with the
-machine's load. Each time is the median of --repeat runs (this shared machine moves ±50% between runs). Prints one
+machine's load. results_stratified_s_{old,new}: every model's strata-weighted score (weights easy 0.5, medium 0.3,
+hard 0.2) and sealed gap at 1,000 resamples (before issue 35) and at STRATIFIED_RESAMPLES, with their ratio measured
+in the same run. Each time is the median of --repeat runs (this shared machine moves ±50% between runs). Prints one
 JSON line per figure (DESIGN.md, Benchmarks).
 """
 
@@ -28,8 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from arenatui.engine.events import CallResult
 from arenatui.stats import all_pairs, compare_models, leaderboard
 from arenatui.store import Store
+from arenatui.store.db import result_row
 from arenatui.store.queries import read_results
 
 
@@ -83,18 +87,19 @@ def build(db: Path, n_models: int, n_cases: int, trials: int, judged: bool = Fal
                 for t in range(trials):
                     if err[j, t]:
                         ec = "timeout" if (j + t) % 3 == 0 else "rate_limited"
-                        rows.append((run_id, mk, cid, t, "errored", None, None, 0, ec, "simulated", 3, None,
-                                     900.0, None, 10, 0, 0.0001, None, 0, now, now, None, ec, None, None))
+                        r = CallResult(mk, cid, t, "errored", None, None, False, ec, "simulated", 3, None, 900.0,
+                                       None, 10, 0, 0.0001, None, False, now, now, None, ec)
                     elif cid in unjudged:
                         ms = float(lat[j, t])
-                        rows.append((run_id, mk, cid, t, "unscored", "maybe", None, 0, None, None, 1, ms, ms, ms / 4,
-                                     10, 5, 0.0002, "stop", 0, now, now, None, "unjudged", None, None))
+                        r = CallResult(mk, cid, t, "unscored", "maybe", None, False, None, None, 1, ms, ms, ms / 4,
+                                       10, 5, 0.0002, "stop", False, now, now, None, "unjudged")
                     else:
                         ok = bool(passed[j, t])
                         ms = float(lat[j, t])
-                        rows.append((run_id, mk, cid, t, "passed" if ok else "failed", "yes" if ok else "no",
-                                     1.0 if ok else 0.0, int(ok), None, None, 1, ms, ms, ms / 4, 10, 5, 0.0002,
-                                     "stop", 0, now, now, None, "none" if ok else "wrong_answer", None, None))
+                        r = CallResult(mk, cid, t, "passed" if ok else "failed", "yes" if ok else "no",
+                                       1.0 if ok else 0.0, ok, None, None, 1, ms, ms, ms / 4, 10, 5, 0.0002, "stop",
+                                       False, now, now, None, "none" if ok else "wrong_answer")
+                    rows.append(result_row(run_id, r))  # the store's own row: new columns follow CallResult
             store.write_rows(rows)
         store.mark_run(run_id, "finished")
     return run_id
@@ -123,6 +128,26 @@ def _budgets(db: Path, run: str, model: str) -> list[tuple[str, float, str]]:
         every = time.perf_counter() - t0
     return [("results_model_budgets_s", one, "s"), ("results_report_budgets_s", every, "s"),
             ("results_peak_rss_with_budgets_mb", _rss_mb(), "MB")]
+
+
+def _stratified(results: Any, repeat: int) -> list[tuple[str, float, str]]:
+    """The strata-weighted score and the sealed gap of every model, at 1,000 resamples and at today's count."""
+    from arenatui.stats.leaderboard import STRATIFIED_RESAMPLES
+    from arenatui.stats.weighted import reweighted, sealed_gap
+
+    weights = {"easy": 0.5, "medium": 0.3, "hard": 0.2}
+    took: dict[int, list[float]] = {1_000: [], STRATIFIED_RESAMPLES: []}
+    for _ in range(repeat):
+        for n in took:
+            t0 = time.perf_counter()
+            for m in results.models:
+                s = results.case_scores(m)
+                reweighted(s, results.strata, results.working, weights, n_resamples=n, seed=1)
+                sealed_gap(s, results.strata, results.working, results.sealed, n_resamples=n, seed=1)
+            took[n].append(time.perf_counter() - t0)
+    old, new = statistics.median(took[1_000]), statistics.median(took[STRATIFIED_RESAMPLES])
+    return [("results_stratified_s_old_1000", old, "s"), (f"results_stratified_s_new_{STRATIFIED_RESAMPLES}", new, "s"),
+            ("results_stratified_new_over_old", new / old, "ratio")]
 
 
 def main() -> None:
@@ -166,6 +191,7 @@ def main() -> None:
         # The machine's speed moves with its load: the leaderboard against one plain scan of the same table.
         figures.append(("results_leaderboard_over_scan", statistics.median(times["results_leaderboard_s"]) /
                         statistics.median(times["results_scan_s"]), "ratio"))
+        figures += _stratified(results, a.repeat)
         figures.append(("results_peak_rss_mb", _rss_mb(), "MB"))
         figures.extend(_budgets(db, run_id, rows[0].model))
     for name, value, unit in figures:

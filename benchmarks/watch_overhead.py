@@ -88,8 +88,8 @@ def _rows(run_id: str, start: int, n: int, n_models: int, n_cases: int, trials: 
                "output_tokens": 5, "cost": 0.0, "finish_reason": "stop", "tokens_estimated": 0,
                "started_at": now - 0.1, "finished_at": now, "connect_ms": None, "failure_mode": None,
                "score_detail": None, "http_status": None, "repairs": 0, "escalated_to": None, "first_passed": None,
-               "variant": ""}
-        out.append(tuple(row[c] for c in RESULT_COLUMNS))
+               "variant": "", "reasoning_estimated": 0}
+        out.append(tuple(row.get(c) for c in RESULT_COLUMNS))  # newer columns (reasoning, ...): empty
     return out
 
 

@@ -12,7 +12,11 @@ import math
 from dataclasses import dataclass
 
 from arenatui.load.figures import SATURATION_SHARE, Figures, LoadOutcome
+from arenatui.stats.percentiles import min_for_interval
+from arenatui.wording import plural
 
+MIN_ANSWERED = min_for_interval(95.0)
+"""Answered requests below which a p95 at load is not evidence (its 95% interval has no upper bound): 73."""
 RATE_TOLERANCE = 0.01
 """A segment offered at 99% of the target rate or more counts as at the target (rates are typed by hand)."""
 
@@ -62,3 +66,12 @@ def at_target(outcome: LoadOutcome, target_rate: float | None, target_concurrenc
         return AtTarget(seg, target, False, f"fell behind at the target: answered {seg.achieved_rate:.2f}/s of "
                                             f"{seg.offered_rate:.2f}/s offered")
     return AtTarget(seg, target, True, None)
+
+
+def p95_evidence(f: Figures) -> str | None:
+    """None when the segment's p95 rests on enough answered requests (MIN_ANSWERED); else "not enough evidence"
+    and why: the frontier and the decision then leave it out."""
+    if f.answered >= MIN_ANSWERED and math.isfinite(f.p95_interval[1]):
+        return None
+    return (f"not enough evidence: p95 from {plural(f.answered, 'answered request')} of {f.requests} (at least "
+            f"{MIN_ANSWERED} give it an interval)")

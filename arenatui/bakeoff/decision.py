@@ -1,7 +1,8 @@
 """Each candidate eliminated (with the reason) or a contender (with what keeps it in), from verdicts computed
 elsewhere: failed requirements (terms), a category it refuses (failures), nothing scored, or dominated on evidence
-(another contender decided better on quality, Holm over all pairs, at no more cost per correct case and, where both
-were load-tested, no higher p95 at the target load)."""
+(another contender decided better on quality, Holm over all pairs, at no more cost per correct case and a p95 at the
+target load not decided higher: its interval lies wholly above the other's. A p95 without an interval, or with
+intervals that overlap, counts as no higher: noise never keeps a dominated candidate, issue 35)."""
 
 from __future__ import annotations
 
@@ -33,8 +34,31 @@ def _no_worse(a: float | None, b: float | None) -> bool | None:
     return a <= b
 
 
+@dataclass(frozen=True, slots=True)
+class LoadP95:
+    """One candidate's p95 latency at the target load with its interval and n (NaN bounds: not enough evidence)."""
+
+    p95: float
+    low: float
+    high: float
+    answered: int
+
+    @property
+    def words(self) -> str:
+        band = (f" ({self.low:.0f}-{self.high:.0f})" if math.isfinite(self.low) and math.isfinite(self.high)
+                else " (no interval)")
+        return f"{self.p95:.0f} ms{band}, n {self.answered}"
+
+
+def decided_higher(a: LoadP95 | None, b: LoadP95 | None) -> bool:
+    """a's p95 is decided above b's: both have intervals and a's lies wholly above b's."""
+    if a is None or b is None:
+        return False
+    return math.isfinite(a.low) and math.isfinite(b.high) and a.low > b.high
+
+
 def decide(rows: Sequence[ModelRow], pairs: Sequence[PairDecision], terms: Mapping[str, Sequence[TermCheck]],
-           refusals: Sequence[Refusal], p95_at_target: Mapping[str, float | None],
+           refusals: Sequence[Refusal], p95_at_target: Mapping[str, LoadP95 | None],
            fronts: Mapping[str, Sequence[str]], load_notes: Mapping[str, str] | None = None) -> list[Decision]:
     """One Decision per model, in the rows' order. `fronts`: per model, the frontiers it is on (in words: "quality
     against ..."); `load_notes`: per model, what a contender's reader must know of its load figures (never reached
@@ -59,20 +83,30 @@ def decide(rows: Sequence[ModelRow], pairs: Sequence[PairDecision], terms: Mappi
     beats = {(p.comparison.a, p.comparison.b) if p.better == p.comparison.a else (p.comparison.b, p.comparison.a): p
              for p in pairs if p.better is not None}
     standing = [r for r in rows if not out[r.model].eliminated]
+    kept: dict[str, list[str]] = {}
     for r in standing:
         for o in standing:
             p = beats.get((o.model, r.model))
             if p is None:
                 continue
             cheaper = _no_worse(o.cost_per_correct, r.cost_per_correct)
-            faster = _no_worse(p95_at_target.get(o.model), p95_at_target.get(r.model))
-            if cheaper and faster is not False:
+            mine, theirs = p95_at_target.get(r.model), p95_at_target.get(o.model)
+            slower = decided_higher(theirs, mine)
+            if cheaper and not slower:
                 d = out[r.model]
                 d.eliminated = True
-                load = ", no higher p95 at the target load" if faster else ""
+                if theirs is not None and mine is not None:
+                    load = (f", and its p95 at the target load is not decided higher ({theirs.words} against "
+                            f"{mine.words}: a p95 counts as higher only when its interval lies wholly above)")
+                else:
+                    load = ""
                 d.reasons.append(f"dominated by {o.model}: decided better on quality (Holm-adjusted p = "
                                  f"{p.p_holm:.3g}) at no more cost per correct case{load}")
                 break
+            why = (f"{o.model} is decided better on quality but costs more per correct case" if not cheaper else
+                   f"{o.model} is decided better on quality but its p95 at the target load is decided higher "
+                   f"({theirs.words if theirs else '-'} against {mine.words if mine else '-'})")
+            kept.setdefault(r.model, []).append(f"not dominated: {why}")
     for r in rows:
         d = out[r.model]
         if d.eliminated:
@@ -86,9 +120,11 @@ def decide(rows: Sequence[ModelRow], pairs: Sequence[PairDecision], terms: Mappi
             d.reasons.append(f"no terms recorded: {ASK}")
         elif unknown:
             d.reasons.append(f"{ASK} about: {', '.join(unknown)}")
+        d.reasons += kept.get(r.model, [])
         note = (load_notes or {}).get(r.model)
         if note:
             d.reasons.append(note)
         if not d.reasons:
-            d.reasons.append("not separated from the others on evidence")
+            d.reasons.append("not separated from the others on evidence: no contender is decided better on quality "
+                             "at no more cost per correct case")
     return [out[r.model] for r in rows]

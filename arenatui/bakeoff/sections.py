@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from arenatui.bakeoff.atload import at_target, in_flight
+from arenatui.bakeoff.atload import at_target, in_flight, p95_evidence
 from arenatui.bakeoff.conditions import conditions_of, differences
 from arenatui.bakeoff.failures import mode_counts, refusals_by_category
 from arenatui.bakeoff.series import SeriesRun, spread
@@ -88,6 +88,8 @@ def _figures_dict(f: Any) -> dict[str, Any]:
         "achieved_rate": _num(f.achieved_rate), "requests": f.requests, "in_flight": _num(in_flight(f)),
         "latency_ms": {k: _num(f.latency_schedule.get(p)) for k, p in (("p50", 50.0), ("p95", 95.0), ("p99", 99.0))},
         "ttft_ms": {k: _num(f.ttft_schedule.get(p)) for k, p in (("p50", 50.0), ("p95", 95.0), ("p99", 99.0))},
+        "answered": f.answered, "p95_low": _num(f.p95_interval[0]), "p95_high": _num(f.p95_interval[1]),
+        "p95_evidence": p95_evidence(f),
         "error_share": _num(f.error_share), "timeout_share": _num(f.share("timeout")),
         "rate_limited_share": _num(f.share("rate_limited")),
         "goodput_share": _num(f.goodput_share) if f.goodput_share is not None else None,
@@ -109,9 +111,10 @@ def load_section(rows: Sequence[ModelRow], sweep: StoredRun, loads: Sequence[Sto
     target_words = None
     for mr in rows:
         chosen = newest.get(mr.model)
-        row: dict[str, Any] = {"model": mr.model, "quality": _num(mr.quality.estimate),
-                               "quality_low": _num(mr.quality.low), "quality_high": _num(mr.quality.high),
-                               "n": mr.quality.n, "cost_per_correct": _num(mr.cost_per_correct), "load_run": None,
+        head = mr.common if mr.rank is not None else mr.quality  # the coverage-fair headline, as the margin's
+        row: dict[str, Any] = {"model": mr.model, "quality": _num(head.estimate),
+                               "quality_low": _num(head.low), "quality_high": _num(head.high),
+                               "n": head.n, "cost_per_correct": _num(mr.cost_per_correct), "load_run": None,
                                "flag": None}
         if chosen is not None and chosen.load is not None:
             at = at_target(chosen.load, rate, conc)
@@ -122,7 +125,9 @@ def load_section(rows: Sequence[ModelRow], sweep: StoredRun, loads: Sequence[Sto
                                                    if v is not None) if isinstance(slo, dict) else None,
                        **_figures_dict(at.figures))
         out_rows.append(row)
-    p95 = [r["latency_ms"]["p95"] if r["load_run"] else None for r in out_rows]
+    # a p95 on too few answered requests is no evidence: it stays off the frontier (issue 35: an eliminated gateway
+    # was the front point at 343 ms from 3 answered requests of 30)
+    p95 = [r["latency_ms"]["p95"] if r["load_run"] and r["p95_evidence"] is None else None for r in out_rows]
     for r, front in zip(out_rows, pareto_front([r["quality"] for r in out_rows], p95), strict=True):
         r["on_front"] = front
     spreads: dict[str, Any] = {}

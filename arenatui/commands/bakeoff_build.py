@@ -4,11 +4,12 @@ decision. Markdown and HTML render this dict (commands/bakeoff_page.py), so the 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from arenatui.bakeoff.decision import decide
+from arenatui.bakeoff.decision import LoadP95, decide
 from arenatui.bakeoff.failures import refusals_by_category
 from arenatui.bakeoff.sections import (
     conditions_section,
@@ -21,6 +22,7 @@ from arenatui.bakeoff.sections import (
 from arenatui.commands.report import model_dict, pair_dict, sandbox_words
 from arenatui.errors import PlanError
 from arenatui.stats import all_pairs, answered_models, leaderboard
+from arenatui.stats.frontier import pareto_front
 from arenatui.stats.jsonable import iso_utc as _iso
 from arenatui.stats.variants import prompt_robustness
 from arenatui.store import Store
@@ -30,6 +32,10 @@ from arenatui.store.read import read_run
 ONE_PROMPT = "one prompt: not measured"
 """Robustness across prompt variants, until a run has variants: each candidate got one prompt, so part of the
 margin may be which model suited the prompt written first."""
+
+
+def _nan(x: float | None) -> float:
+    return math.nan if x is None else x
 
 
 def build_page(store: Store, run: str, load: Sequence[str] | None) -> dict[str, Any]:
@@ -48,14 +54,29 @@ def build_page(store: Store, run: str, load: Sequence[str] | None) -> dict[str, 
     pairs = [p if place[p.comparison.a] <= place[p.comparison.b] else p.flipped() for p in pairs]
     at_load = load_section(rows, sweep, loads, series)
     checks = term_checks(sweep)
-    p95 = {r["model"]: r["latency_ms"]["p95"] for r in at_load["rows"] if r["load_run"]}
+    p95 = {r["model"]: LoadP95(r["latency_ms"]["p95"], _nan(r["p95_low"]), _nan(r["p95_high"]), r["answered"])
+           for r in at_load["rows"] if r["load_run"] and r["latency_ms"]["p95"] is not None}
     fronts = {r.model: ["quality against cost per correct case"] if r.on_cost_front else [] for r in rows}
     for r in at_load["rows"]:
         if r["load_run"] and r["on_front"]:
             fronts[r["model"]].append("quality against p95 at the target load")
-    notes = {r["model"]: f"at the target load: {r['flag']}" if r["load_run"] else "not load-tested at the target"
-             for r in at_load["rows"] if r["flag"] or not r["load_run"]}
+    notes = {r["model"]: "; ".join(x for x in (f"at the target load: {r['flag']}" if r["flag"] else None,
+                                                 f"at the target load: {r['p95_evidence']}" if r.get("p95_evidence")
+                                                 else None) if x) if r["load_run"]
+             else "not load-tested at the target"
+             for r in at_load["rows"] if r["flag"] or not r["load_run"] or r.get("p95_evidence")}
     decisions = decide(rows, pairs, checks, refusals_by_category(results, sweep.refusals), p95, fronts, notes)
+    out = {d.model for d in decisions if d.eliminated}
+    # an eliminated candidate is drawn greyed and is never the front's point: the front is redrawn among the others
+    rows_at = at_load["rows"]
+    for r in rows_at:
+        r["eliminated"] = r["model"] in out
+    kept = [r for r in rows_at if not r["eliminated"]]
+    front = pareto_front([r["quality"] for r in kept], [r["latency_ms"]["p95"] if r["load_run"] and not
+                                                         r.get("p95_evidence") else None for r in kept])
+    on = {r["model"] for r, f in zip(kept, front, strict=True) if f}
+    for r in rows_at:
+        r["on_front"] = r["model"] in on
     rec = sweep.record
     rob = prompt_robustness(sweep)
     robustness = {"measured": False, "text": ONE_PROMPT} if rob is None else \

@@ -36,12 +36,14 @@ from arenatui.stats import (
     group_differences,
     ranked_models,
 )
+from arenatui.stats.bootstrap import Interval
+from arenatui.stats.compare import GATE_RULE
 from arenatui.stats.jsonable import finite as _num
 from arenatui.stats.jsonable import interval_dict, power_dict
 from arenatui.store import Store
 from arenatui.store.queries import resolve_run
 from arenatui.store.read import read_run
-from arenatui.wording import plural
+from arenatui.wording import clusters_note, plural
 
 
 def require_model(results: RunResults, model: str, flag: str) -> str:
@@ -72,6 +74,12 @@ def _print_json(console: Console, data: dict[str, Any]) -> None:
     console.file.write(json.dumps(data, indent=2, ensure_ascii=True, allow_nan=False) + "\n")
 
 
+def _few_clusters_note(intervals: list[Interval]) -> str | None:
+    """The warning every clustered view prints under FEW_CLUSTERS clusters (wording.clusters_note)."""
+    few = [iv.clusters for iv in intervals if iv.few_clusters and iv.clusters is not None]
+    return clusters_note(min(few)) if few else None
+
+
 def _fmt(v: float, digits: int = 3) -> str:
     return f"{v:.{digits}f}" if np.isfinite(v) else "-"
 
@@ -91,15 +99,21 @@ def compare_two(console: Console, results: RunResults, a: str, b: str, *, as_jso
     head.append(literal(a, newlines=False)).append(" − ").append(literal(b, newlines=False))
     head.append(f" over {c.n} shared working cases")
     console.print(head)
-    if c.n:
+    if c.n and c.diff.estimate == 0 and c.diff.low == 0 and c.diff.high == 0:
+        console.print(f"  identical scores on all {plural(c.n, 'case')}: no interval to draw", markup=False)
+    elif c.n:
         console.print(f"  difference {signed(c.diff.estimate)}, 95% CI {signed_interval(c.diff.low, c.diff.high, c.n)}"
                       f", P(A > B) = {p_better(c)}", markup=False)
     console.print(Text("  ").append(literal(c.verdict, "bold", newlines=False)))
     if c.coverage_note:
         console.print(Text("  ").append(literal(c.coverage_note, newlines=False)))
     if c.clusters is not None:
-        console.print(f"  clustered: the interval resamples {c.clusters} clusters ({results.cluster_by}), not cases; "
-                      f"clustered SE {_fmt(c.clustered_se or math.nan, 4)}", markup=False)
+        console.print(f"  clustered: {c.clusters} clusters ({results.cluster_by}), not cases: the interval is t on "
+                      f"the clustered SE {_fmt(c.clustered_se or math.nan, 4)} with {c.clusters - 1} df, the "
+                      "histogram resamples clusters", markup=False)
+        few = _few_clusters_note([c.diff])
+        if few:
+            console.print("  " + few, markup=False)
     if c.differences.size:
         console.print("  resampled differences A − B (│ marks zero, [ ] the 95% interval):", markup=False)
         hist = histogram(c.differences, max(10, min(60, console.width - 4)), 3, interval=(c.diff.low, c.diff.high))
@@ -178,26 +192,35 @@ def compare_two_runs(console: Console, old: RunResults, new: RunResults, *, as_j
     if not changes:
         raise PlanError(f"runs {old.run_id} and {new.run_id} share no model: nothing to compare")
     regressions = [r for ch in changes for r in ch.regressions]
+    family = changes[0].family
     if as_json:
-        _print_json(console, {"old": old.run_id, "new": new.run_id, "regressions": regressions, "models": [
-            {"model": c.model, "regression": c.regression, **comparison_dict(c.comparison),
+        _print_json(console, {"old": old.run_id, "new": new.run_id, "regressions": regressions, "family": family,
+                              "correction": GATE_RULE, "models": [
+            {"model": c.model, "regression": c.regression, "p_holm": _num(c.p_holm), "decided_holm": c.decided,
+             **comparison_dict(c.comparison),
              "strata": [{"stratum": s.stratum, "p_holm": _num(s.p_holm), "decided_holm": s.decided,
                          "regression": s.regression, **comparison_dict(s.comparison)} for s in c.strata]}
             for c in changes]})
         return regressions
     rows: list[ChangeRow] = []
     for ch in changes:
-        rows.append((ch.model, ch.comparison, ("REGRESSION: " if ch.regression else "") + ch.comparison.verdict))
+        x = ch.comparison
+        rows.append((ch.model, x, ("REGRESSION: " if ch.regression else "") + (
+            x.verdict if ch.decided or not x.decided else f"not decided after Holm over the family ({x.verdict})")))
         for st in ch.strata:
             x = st.comparison
             rows.append((f"  stratum {st.stratum}", x, ("REGRESSION: " if st.regression else "") + (
-                x.verdict if st.decided or not x.decided else f"not decided after Holm over strata ({x.verdict})")))
+                x.verdict if st.decided or not x.decided else f"not decided after Holm over the family ({x.verdict})")))
     console.print(table_for_width(CHANGE_COLUMNS, rows, console.width, block_below=0,
                                   title=f"Run {new.run_id} against run {old.run_id}, model by model (new − old, "
                                         "shared cases)"))
-    if any(ch.strata for ch in changes):
-        console.print("Strata are Holm-adjusted over each model's strata; a stratum's regression counts even when "
-                      "the aggregate improved.", markup=False)
+    console.print(f"Decisions are corrected by {GATE_RULE} ({plural(family, 'test')}): the gate's false alarm rate is "
+                  "5% for the whole comparison, not per test."
+                  + (" A stratum's regression counts even when the aggregate improved." if any(
+                      ch.strata for ch in changes) else ""), markup=False)
+    few = _few_clusters_note([ch.comparison.diff for ch in changes])
+    if few:
+        console.print(few, markup=False)
     return regressions
 
 

@@ -15,7 +15,7 @@ from arenatui.safe_text import literal, one_line
 from arenatui.stats import ModelRow, RunResults, leaderboard
 from arenatui.store import Store
 from arenatui.store.queries import RunPlan, RunSpend
-from arenatui.wording import LEADERBOARD_NOTE, plural
+from arenatui.wording import LEADERBOARD_NOTE, clusters_note, models_by_variants, plural
 
 
 def summary_line(n_models: int, n_cases: int, trials: int, elapsed_s: float, made: int | None = None,
@@ -23,15 +23,15 @@ def summary_line(n_models: int, n_cases: int, trials: int, elapsed_s: float, mad
     """`4 models × 12 cases × 8 trials = 384 calls in 26.5s` (the order scripts parse); when this invocation
     made fewer calls than the run has (a resume), it says both: `… = 180 calls in the run; this invocation made 33
     in 17.4s`. With prompt variants, `lanes` (the plan's ``model · variant`` keys) give the models and variants:
-    `2 models × 2 prompt variants × 12 cases × …`."""
+    `2 models × 2 prompt variants × 12 cases × …`, or, when models were asked different numbers of variants, the
+    lanes with each model's count (`5 model × prompt variant lanes (3 models; prompt variants: a 2, b 2, c 1) × …`),
+    so the product always equals the calls."""
     total = n_models * n_cases * trials
-    variants = ""
-    if any(VARIANT_SEP in k for k in lanes):
-        n_models = len({split_lane(k)[0] for k in lanes})
-        n_variants = len({split_lane(k)[1] for k in lanes})
-        variants = f" × {plural(n_variants, 'prompt variant')}"
-    head = (f"{plural(n_models, 'model')}{variants} × {plural(n_cases, 'case')} × {plural(trials, 'trial')} = "
-            f"{plural(total, 'call')}")
+    per_model: dict[str, int] = {}
+    for k in lanes:
+        per_model[split_lane(k)[0]] = per_model.get(split_lane(k)[0], 0) + 1
+    first = models_by_variants(per_model or {"": n_models}, any(VARIANT_SEP in k for k in lanes))
+    head = f"{first} × {plural(n_cases, 'case')} × {plural(trials, 'trial')} = {plural(total, 'call')}"
     if made is None or made == total:
         return f"{head} in {elapsed_s:.1f}s"
     return f"{head} in the run; this invocation made {made} in {elapsed_s:.1f}s"
@@ -63,6 +63,9 @@ def ranking_lines(rows: list[ModelRow]) -> list[Text]:
     ranked = [r for r in rows if r.rank]
     out = [Text(f"Ranked by quality over the {plural(ranked[0].common.n, 'case')} every ranked model has scores for "
                 "(n); own: each model's quality over its own scored cases / their n.")] if ranked else []
+    clustered = clusters_note(next((r.quality.clusters for r in rows if r.quality.clusters is not None), None))
+    if clustered:
+        out.append(Text(clustered))
     for r in rows:
         for mark, why in (("", f"unranked, {r.unranked}" if r.unranked else None), ("* ", r.order_note),
                           ("! ", r.paradox)):

@@ -6,7 +6,6 @@ per judge (its calls, judge errors, tokens, spend) and one with the run's spend 
 
 from __future__ import annotations
 
-import csv
 import itertools
 import json
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from arenatui.engine.events import split_lane
-from arenatui.safe_text import printable, spreadsheet_cell
+from arenatui.safe_text import SpreadsheetCsv, printable
 from arenatui.stats.items import RunResults
 from arenatui.store import Store
 from arenatui.store.queries import RunPlan, RunSpend, iter_call_rows
@@ -26,10 +25,12 @@ COLUMNS: tuple[str, ...] = (
     "row", "run_id", "model_key", "case_id", "stratum", "tags", "trial", "status", "score", "passed", "error_class",
     "error_message", "attempts", "latency_ms", "ttft_ms", "total_ms", "input_tokens", "output_tokens", "cost",
     "output", "cases", "calls", "answered", "failure_mode", "score_detail", "judge_key", "judge_errors",
-    "candidate_cost", "judge_cost", "tokens_estimated", "rank", "own_score", "note", "variant",
+    "candidate_cost", "judge_cost", "tokens_estimated", "rank", "own_score", "note", "variant", "scored",
+    "reasoning_tokens", "answer_ttft_ms",
 )
-"""`row` is 'call' for one call, 'sealed_aggregate' for one model's sealed cases together (cases, calls and
-answered are set only there; score is then the mean per-case score over scored sealed cases), 'judge_aggregate'
+"""`row` is 'call' for one call, 'sealed_aggregate' for one model's sealed cases together (cases, scored, calls and
+answered are set only there: cases = the sealed cases, scored = those with a score; score is then the mean per-case
+score over the scored ones, as the report says both), 'judge_aggregate'
 for one judge model (judge_key, calls = judgments, judge_errors, attempts, tokens, cost = its spend) and
 'spend_total' once when anything is stored (candidate_cost = the models' spend, judge_cost = the judges',
 cost = their total), then 'leaderboard' once per model, in the coverage-fair order every view shows (rank, empty
@@ -37,7 +38,9 @@ when unranked; score = quality over the cases every ranked model has scores for 
 over the model's own scored cases and answered = their number; note = why unranked, or a verdict/paradox note).
 `tokens_estimated` (calls) is true when the server reported no usage: the call's tokens, and so its cost, are
 arenatui's estimate. `variant` (calls) is the prompt variant the call was asked with (``[[prompts]]``; empty
-without)."""
+without). `reasoning_tokens` (calls): of output_tokens, those a reasoning model spent thinking (empty when it showed
+no reasoning); `answer_ttft_ms`: its first answer token, after the reasoning (ttft_ms is the first token of any
+kind)."""
 
 
 def call_records(store: Store, plan: RunPlan) -> Iterator[dict[str, Any]]:
@@ -54,7 +57,8 @@ def call_records(store: Store, plan: RunPlan) -> Iterator[dict[str, Any]]:
                "attempts": r.attempts, "latency_ms": r.latency_ms, "ttft_ms": r.ttft_ms, "total_ms": r.total_ms,
                "input_tokens": r.input_tokens, "output_tokens": r.output_tokens, "cost": r.cost, "output": r.output,
                "failure_mode": r.failure_mode, "score_detail": r.score_detail,
-               "tokens_estimated": r.tokens_estimated}
+               "tokens_estimated": r.tokens_estimated, "reasoning_tokens": r.reasoning_tokens,
+               "answer_ttft_ms": r.answer_ttft_ms}
 
 
 def sealed_records(results: RunResults) -> Iterator[dict[str, Any]]:
@@ -67,7 +71,7 @@ def sealed_records(results: RunResults) -> Iterator[dict[str, Any]]:
         yield {"row": "sealed_aggregate", "run_id": results.run_id, "model_key": m,
                "score": float(answered.mean()) if answered.size else None,
                "passed": int(results.passed[i][sealed].sum()), "attempts": int(results.attempts[i][sealed].sum()),
-               "cost": float(results.cost[i][sealed].sum()), "cases": int(sealed.sum()),
+               "cost": float(results.cost[i][sealed].sum()), "cases": int(sealed.sum()), "scored": int(answered.size),
                "calls": int(results.calls[i][sealed].sum()), "answered": int(results.answered[i][sealed].sum())}
 
 
@@ -76,7 +80,8 @@ def leaderboard_records(results: RunResults) -> Iterator[dict[str, Any]]:
     from arenatui.stats import leaderboard
 
     for r in leaderboard(results):
-        note = "; ".join(x for x in (r.unranked and f"unranked, {r.unranked}", r.order_note, r.paradox) if x)
+        note = "; ".join(x for x in (r.tied and f"tied: rank {r.rank_text}", r.unranked and f"unranked, {r.unranked}",
+                                     r.order_note, r.paradox) if x)
         yield {"row": "leaderboard", "run_id": results.run_id, "model_key": r.model, "rank": r.rank,
                "score": r.common.estimate if r.rank else None, "cases": r.common.n if r.rank else None,
                "own_score": r.quality.estimate if r.quality.n else None, "answered": r.quality.n,
@@ -109,14 +114,16 @@ def write_export(store: Store, run: str, fmt: str, out: TextIO, *, terminal: boo
             out.write(json.dumps(rec, ensure_ascii=terminal, allow_nan=False) + "\n")
             n += 1
         return n
-    w = csv.DictWriter(out, fieldnames=COLUMNS, extrasaction="raise", lineterminator="\n")
-    w.writeheader()
+    w = SpreadsheetCsv(out, raw=raw)
+    w.writerow(COLUMNS)
     for rec in records:
-        row = {k: ("" if v is None else ";".join(v) if isinstance(v, list) else v) for k, v in rec.items()}
+        extra = rec.keys() - set(COLUMNS)
+        if extra:  # a record with a column the header lacks is this module's bug: said, never dropped
+            raise ValueError(f"export record has columns outside COLUMNS: {sorted(extra)}")
+        row = [rec.get(k) for k in COLUMNS]
+        row = [";".join(v) if isinstance(v, list) else v for v in row]
         if terminal:
-            row = {k: printable(v) if isinstance(v, str) else v for k, v in row.items()}
-        if not raw:
-            row = {k: spreadsheet_cell(v) if isinstance(v, str) else v for k, v in row.items()}
+            row = [printable(v) if isinstance(v, str) else v for v in row]
         w.writerow(row)
         n += 1
     return n

@@ -67,15 +67,22 @@ def _int(value: str | None, flag: str, lo: int, hi: int) -> int | None:
     return n
 
 
+MAX_DURATION_S = 7 * 24 * 3600.0
+"""The longest --duration, --warmup or --start-in (a week, as a trace's offsets and the start barrier): 1e308 s
+passed, then overflowed counting the requests it planned."""
+
+
 def _duration(value: str, flag: str, *, zero_ok: bool = False) -> float:
     from arenatui.load.figures import parse_seconds
 
     v = value.strip().lower()
     if zero_ok and v in ("0", "0s", "0ms", "0.0"):
         return 0.0
-    if v.endswith("m") and not v.endswith("ms"):
-        return parse_seconds(v[:-1], where=flag) * 60.0
-    return parse_seconds(v, where=flag)
+    seconds = parse_seconds(v[:-1], where=flag) * 60.0 if v.endswith("m") and not v.endswith("ms") else \
+        parse_seconds(v, where=flag)
+    if seconds > MAX_DURATION_S:
+        raise ArenaError(f"{flag}: expected a duration of at most 7 days (604800s), got {value!r}")
+    return seconds
 
 
 def load_options(args: argparse.Namespace) -> Any:

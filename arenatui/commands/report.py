@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from arenatui.bakeoff.atload import MIN_ANSWERED
 from arenatui.figures import LEADERBOARD, NOTHING, Column, interval, money, ms, number, pct, score
 from arenatui.redact import redact_urls_in_text, url_without_secrets
 from arenatui.safe_text import one_line, printable
@@ -30,6 +31,7 @@ from arenatui.stats import (
     leaderboard,
     reversals,
 )
+from arenatui.stats.bootstrap import FEW_CLUSTERS
 from arenatui.stats.jsonable import finite as _num
 from arenatui.stats.jsonable import interval_dict, power_dict
 from arenatui.stats.jsonable import iso_utc as _iso
@@ -81,7 +83,8 @@ def run_settings(plan: RunPlan) -> dict[str, Any]:
 def model_dict(r: ModelRow) -> dict[str, Any]:
     gap = r.gap
     return {
-        "model": r.model, "rank": r.rank, "flag": r.flag, "score": interval_dict(r.common) if r.rank else None,
+        "model": r.model, "rank": r.rank, "tied": r.tied, "flag": r.flag,
+        "score": interval_dict(r.common) if r.rank else None,
         "unranked": r.unranked, "order_note": r.order_note, "coverage_paradox": r.paradox,
         "weighted": interval_dict(r.weighted) if r.weighted else None,
         "quality": interval_dict(r.quality), "coverage": _num(r.coverage), "planned": r.planned,
@@ -177,6 +180,9 @@ def report_of(stored: StoredRun) -> dict[str, Any]:
     rep["classification"] = _classification(stored.f1)
     rep["spend"] = spend_dict(stored.spend)
     rep["estimated_tokens"] = {m: {"estimated": e, "calls": n} for m, (e, n) in stored.estimated_usage.items()}
+    rep["reasoning"] = {m: {"calls": u.calls, "reasoning_tokens": u.reasoning_tokens, "output_tokens": u.output_tokens,
+                            "estimated": u.estimated, "per_call": u.per_call, "share": u.share}
+                        for m, u in stored.reasoning.items()}
     rep["judged"] = judged_list(plan, stored.judgments)
     rep["concurrency"] = concurrency_list(stored.tuning)
     from arenatui.variant_tables import VARIANT_NOTE, follow_up_dicts, variants_dict
@@ -197,7 +203,7 @@ def concurrency_list(readouts: Sequence[ModelReadout]) -> list[dict[str, Any]]:
     recommendation, and the levels it rests on."""
     return [{
         "model": ro.model_key, "verdict": ro.verdict.text, "kind": ro.verdict.kind, "recommended": ro.verdict.level,
-        "optimum": ro.verdict.optimum,
+        "optimum": ro.verdict.optimum, "setting": ro.verdict.setting(ro.model_key),
         "levels": [{"level": r.level, "held_s": r.held_s, "answered": r.answered, "attempts": r.attempts,
                     "rate_limited": r.rate_limited, "goodput": _num(r.goodput),
                     "goodput_95": list(r.goodput_interval) if r.goodput_interval else None,
@@ -208,8 +214,58 @@ def concurrency_list(readouts: Sequence[ModelReadout]) -> list[dict[str, Any]]:
     } for ro in readouts]
 
 
+def goodput_svg(c: dict[str, Any]) -> str:
+    """One model's goodput by level as an SVG bar chart (the report's concurrency section): a bar per level held,
+    solid when measured, pale when not; its 95% interval as a whisker; the 429 share as a red bar under it; the
+    verdict's level outlined and labelled; levels never held marked '·' on the axis."""
+    levels = {int(lv["level"]): lv for lv in c["levels"]}
+    top_level = max(levels)
+    knee = c.get("recommended") if c.get("kind") in ("optimum", "rising", "capped") else None
+    scale = max(max(float((lv["goodput_95"] or [0, lv["goodput"] or 0])[1]) for lv in levels.values()), 1e-9)
+    w, h, left, bottom, top = max(240, 40 + 34 * top_level), 200, 44, 52, 16
+    slot = (w - left - 10) / top_level
+    plot = h - bottom - top
+
+    def y(v: float) -> float:
+        return h - bottom - v / scale * plot
+
+    out: list[str] = [f'<line x1="{left}" y1="{h - bottom}" x2="{w - 10}" y2="{h - bottom}" stroke="#999"/>',
+                      f'<text x="{left - 6}" y="{top + 4}" font-size="10" text-anchor="end">{_f(scale, 1)}/s</text>',
+                      f'<text x="{left - 6}" y="{h - bottom}" font-size="10" text-anchor="end">0</text>']
+    for n in range(1, top_level + 1):
+        x = left + (n - 1) * slot + slot * 0.15
+        bw = slot * 0.7
+        lv = levels.get(n)
+        out.append(f'<text x="{x + bw / 2:.1f}" y="{h - bottom + 14}" font-size="10" text-anchor="middle">'
+                   f'{n if lv else "·"}</text>')
+        if lv is None:
+            continue
+        g = lv["goodput"] or 0.0
+        fill = "#4a7ab5" if lv["measured"] else "#c5d4e8"
+        stroke = ' stroke="#000" stroke-width="2"' if n == knee else ""
+        out.append(f'<rect x="{x:.1f}" y="{y(g):.1f}" width="{bw:.1f}" height="{h - bottom - y(g):.1f}" '
+                   f'fill="{fill}"{stroke}><title>level {n}: {_f(g, 2)}/s, 429s {pct(lv["limited_share"])}'
+                   f'{"" if lv["measured"] else " (not measured)"}</title></rect>')
+        if lv["goodput_95"]:
+            lo, hi = lv["goodput_95"]
+            cx = x + bw / 2
+            out.append(f'<line x1="{cx:.1f}" y1="{y(lo):.1f}" x2="{cx:.1f}" y2="{y(hi):.1f}" stroke="#222"/>'
+                       f'<line x1="{cx - 4:.1f}" y1="{y(hi):.1f}" x2="{cx + 4:.1f}" y2="{y(hi):.1f}" stroke="#222"/>'
+                       f'<line x1="{cx - 4:.1f}" y1="{y(lo):.1f}" x2="{cx + 4:.1f}" y2="{y(lo):.1f}" stroke="#222"/>')
+        share = lv["limited_share"] or 0.0
+        if share:
+            out.append(f'<rect x="{x:.1f}" y="{h - bottom + 20}" width="{bw * min(1.0, share):.1f}" height="6" '
+                       f'fill="#c0392b"><title>429s {pct(share)}</title></rect>')
+        if n == knee:
+            out.append(f'<text x="{x + bw / 2:.1f}" y="{y(g) - 4:.1f}" font-size="10" text-anchor="middle">'
+                       f'{_h(str(c["kind"]))}</text>')
+    out.append(f'<text x="{left}" y="{h - 8}" font-size="10">level (· never held) · bar: goodput/s, pale: not '
+               f'measured · whisker: 95% · red: 429 share</text>')
+    return f'<svg class="frontier" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img">{"".join(out)}</svg>'
+
+
 def _concurrency_rows(rep: dict[str, Any]) -> list[list[str]]:
-    return [[c["model"], c["verdict"], ", ".join(
+    return [[c["model"], c["verdict"] + (f" → {c['setting']}" if c.get("setting") else ""), ", ".join(
         f"{lv['level']}: {_f(lv['goodput'], 2)}/s, 429s {pct(lv['limited_share'])}, n {lv['answered']}"
         for lv in c["levels"] if lv["measured"]) or "none measured"] for c in rep.get("concurrency") or []]
 
@@ -287,9 +343,14 @@ def report_dict(plan: RunPlan, results: RunResults, failures: dict[str, list[dic
         notes.append(f"Pairwise decisions are Holm-adjusted over all {plural(len(decisions), 'pair')} of models.")
     if results.clusters is not None:
         clusters = int(np.unique(results.clusters[results.working]).size)
-        notes.append(f"Intervals resample {clusters} clusters (by {results.cluster_by}), not cases: cases that share "
-                     "a passage or template are not independent evidence. Pairs also give the clustered standard "
-                     "error.")
+        notes.append(f"Every interval rests on {clusters} clusters (by {results.cluster_by}), not cases: cases that "
+                     "share a passage or template are not independent evidence. Intervals (leaderboard, pairs, "
+                     "strata and tags, weighted, sealed gap) are t intervals on the clustered standard error with "
+                     "clusters − 1 degrees of freedom (clusters − strata for the weighted score and the sealed gap); "
+                     "the resampled differences of a pair resample clusters. Macro-F1 and failure-mode shares "
+                     "are over cases and calls, not clusters.")
+        if clusters < FEW_CLUSTERS:
+            notes.append(f"few clusters ({clusters}, under {FEW_CLUSTERS}): the interval is approximate.")
     if any(r.weighted for r in rows):
         notes.append(f"weighted: each stratum's score weighted by its production share ({_weights(results)}) "
                      "instead of its share of the case file; it differs from the sample score when the file "
@@ -351,7 +412,7 @@ def row_from_dict(m: dict[str, Any]) -> ModelRow:
         cost_per_answered=m["cost_per_answered"], latency_p50=m["latency_ms"]["p50"],
         latency_p95=m["latency_ms"]["p95"], latency_p99=m["latency_ms"]["p99"], ttft_p50=m["ttft_ms"]["p50"],
         ttft_p95=m["ttft_ms"]["p95"], sealed=_interval(m["sealed"]), on_cost_front=m["on_cost_front"],
-        on_latency_front=m["on_latency_front"], rank=m.get("rank"),
+        on_latency_front=m["on_latency_front"], rank=m.get("rank"), tied=bool(m.get("tied")),
         common=_interval(m.get("score")), unranked=m.get("unranked"), order_note=m.get("order_note"),
         paradox=m.get("coverage_paradox"), weighted=_interval(m["weighted"]) if m.get("weighted") else None)
 
@@ -466,6 +527,16 @@ def _judge_rows(spend: dict[str, Any]) -> list[list[str]]:
 
 
 JUDGE_HEAD = ("judge", "judge calls", "judge errors", "retries", "tokens", "spend")
+
+
+def _reasoning_note(reasoning: dict[str, dict[str, Any]]) -> str:
+    """Each reasoning model's thinking in its spend: tokens per call and their share of its output tokens."""
+    parts = [f"{m}: {r['per_call']:.0f} reasoning tokens per call that reasoned ({plural(r['calls'], 'call')}), "
+             f"{r['share']:.0%} of those calls' output tokens and so of their output spend"
+             + (f"; estimated for {r['estimated']} of them" if r["estimated"] else "")
+             for m, r in reasoning.items()]
+    return ("Reasoning (counted in the tokens and spend above, never scored): " + "; ".join(parts) + "."
+            if parts else "")
 
 
 def _estimated_cell(e: dict[str, int] | None) -> str:
@@ -602,6 +673,8 @@ def render_markdown(rep: dict[str, Any]) -> str:
               "it is each model's own spend (unscored calls' left out), never a judge's."]
     if est:
         lines += ["", _estimated_note(est)]
+    if rep.get("reasoning"):
+        lines += ["", _reasoning_note(rep["reasoning"])]
     lines += _md_spend(rep.get("spend"))
     lines += _md_judged(rep.get("judged") or [])
     lines += ["", "## What the wrong answers looked like", ""]
@@ -658,7 +731,7 @@ th{background:#f3f3f3}td:nth-child(2),th:nth-child(2){text-align:left}
 pre{background:#f6f6f6;padding:1em;overflow:auto}svg{border:1px solid #ddd;background:#fff}
 svg.frontier{display:block;max-width:100%;height:auto}.wide{overflow-x:auto;max-width:100%}
 li,p{overflow-wrap:anywhere}
-.front{fill:#0a6b2d}.dot{fill:#888}
+.front{fill:#0a6b2d}.dot{fill:#888}.muted{fill:#ddd;stroke:#bbb}.muted-label{fill:#aaa}
 .warn{border-left:4px solid #b36b00;background:#fff6e5;padding:.25em 1em;margin:1em 0}
 .eliminated{color:#a1261b;font-weight:600}.contender{color:#0a6b2d;font-weight:600}
 table.names td,table.names th{text-align:right}table.names td:first-child,table.names th:first-child,table.text td,
@@ -691,9 +764,12 @@ def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:
     return [lo + (hi - lo) * i / n for i in range(n + 1)]
 
 
-def _scatter(points: list[tuple[str, float, float, bool]], x_label: str, x_fmt: Callable[[float], str]) -> str:
+def _scatter(points: list[tuple[str, float, float, bool]], x_label: str, x_fmt: Callable[[float], str],
+             muted: dict[str, str] | None = None) -> str:
     """An inline SVG scatter of quality (y) against a cost (x), the Pareto front filled, ticked axes. A label
-    starts right of its point in the left half and ends left of it in the right half, so it stays inside."""
+    starts right of its point in the left half and ends left of it in the right half, so it stays inside. `muted`
+    (model -> why: eliminated, not enough evidence) are drawn greyed with why, never as a front point."""
+    muted = muted or {}
     if not points:
         return "<p>No model has both figures.</p>"
     w, h = SVG_W, SVG_H
@@ -718,9 +794,12 @@ def _scatter(points: list[tuple[str, float, float, bool]], x_label: str, x_fmt: 
 
     mid = (left + w - right) / 2
     dots = "".join(
-        f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" class="{"front" if front else "dot"}"/>'
-        f'<text class="label" x="{sx(x) + (8 if sx(x) < mid else -8):.1f}" y="{sy(y) - 7:.1f}" font-size="11" '
-        f'text-anchor="{"start" if sx(x) < mid else "end"}">{_h(name)}</text>'
+        f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" '
+        f'class="{"muted" if name in muted else "front" if front else "dot"}"/>'
+        f'<text class="{"label muted-label" if name in muted else "label"}" '
+        f'x="{sx(x) + (8 if sx(x) < mid else -8):.1f}" y="{sy(y) - 7:.1f}" font-size="11" '
+        f'text-anchor="{"start" if sx(x) < mid else "end"}">{_h(name)}'
+        f'{_h(f" ({muted[name]})") if name in muted else ""}</text>'
         for name, x, y, front in points)
     ticks = "".join(
         f'<line x1="{sx(v):.1f}" y1="{h - bottom}" x2="{sx(v):.1f}" y2="{h - bottom + 5}" stroke="#999"/>'
@@ -792,6 +871,8 @@ def render_html(rep: dict[str, Any]) -> str:
                           "p95 latency, ms", number))
     if rep.get("estimated_tokens"):
         parts.append(f"<p>{_h(_estimated_note(rep['estimated_tokens']))}</p>")
+    if rep.get("reasoning"):
+        parts.append(f"<p>{_h(_reasoning_note(rep['reasoning']))}</p>")
     spend = rep.get("spend")
     if spend:
         parts.append(f"<p>{_h(_spend_words(spend))}</p>")
@@ -816,6 +897,8 @@ def render_html(rep: dict[str, Any]) -> str:
     conc = _concurrency_rows(rep)
     if conc:
         parts.append("<h2>Concurrency</h2>" + _html_table(("model", "verdict", "measured levels"), conc))
+        parts.extend(f"<h3>{_h(c['model'])}: goodput by level</h3>" + goodput_svg(c)
+                     for c in rep.get("concurrency") or [] if c["levels"])
     budgets = budget_items(rep.get("budgets"))
     if budgets:
         parts.append(f"<h2>max_tokens and timeout_s</h2><p>{_h(BUDGETS_WORDS.replace('`', ''))}</p><ul>" + "".join(
@@ -858,8 +941,8 @@ def html_conditions(conditions: Sequence[dict[str, Any]]) -> str:
             + "".join(f"<li>{_h(c['text'])}</li>" for c in conditions) + "</ul></div>")
 
 
-AT_LOAD_HEAD = ("model", "quality", "p95 ms", "errors", "429s", "goodput", "$/correct", "95% CI", "p50 ms", "p99 ms",
-                "TTFT p50", "TTFT p95", "timeouts", "offered/s", "achieved/s", "front", "load run", "flag")
+AT_LOAD_HEAD = ("model", "quality", "p95 ms (95% CI), n", "errors", "429s", "goodput", "$/correct", "95% CI", "p50 ms",
+                "p99 ms", "TTFT p50", "TTFT p95", "timeouts", "offered/s", "achieved/s", "front", "load run", "flag")
 """What decides first (quality beside p95, errors and 429s at the target) on the left: on a phone the rest scrolls
 sideways."""
 
@@ -867,8 +950,20 @@ sideways."""
 def at_load_words(section: dict[str, Any]) -> str:
     return (f"Each model's sweep quality and cost per correct case beside its load run at the target load, "
             f"{section['target']}: latencies and TTFT from schedule (what a user arriving then waited), error, "
-            "timeout and 429 shares at that rate, goodput under the load run's SLO. The front is quality against "
-            "p95 at the target load.")
+            "timeout and 429 shares at that rate, goodput under the load run's SLO. p95 carries a distribution-free "
+            f"95% interval and its n (answered requests); under {MIN_ANSWERED} it is not enough evidence and stays "
+            "off the front. The front is quality against p95 at the target load, among the candidates not "
+            "eliminated.")
+
+
+def _p95_cell(r: dict[str, Any]) -> str:
+    """p95 at load with its interval and n, or "not enough evidence" beside its n."""
+    p95, n = r["latency_ms"]["p95"], r.get("answered")
+    if r.get("p95_evidence"):
+        return f"{ms(p95)}, n {n}: not enough evidence" if p95 is not None else f"n {n}: not enough evidence"
+    lo, hi = r.get("p95_low"), r.get("p95_high")
+    band = f" ({ms(lo)}–{ms(hi)})" if lo is not None and hi is not None else ""
+    return f"{ms(p95)}{band}, n {n}" if n is not None else ms(p95)
 
 
 def at_load_rows(section: dict[str, Any]) -> list[list[str]]:
@@ -881,7 +976,7 @@ def at_load_rows(section: dict[str, Any]) -> list[list[str]]:
             continue
         lat, ttft = r["latency_ms"], r["ttft_ms"]
         goodput = "no SLO" if r["goodput_share"] is None else f"{pct(r['goodput_share'])} ({r['slo']})"
-        out.append([r["model"], quality, ms(lat["p95"]), pct(r["error_share"], decimals=1),
+        out.append([r["model"], quality, _p95_cell(r), pct(r["error_share"], decimals=1),
                     pct(r["rate_limited_share"], decimals=1), goodput, *sweep, ms(lat["p50"]), ms(lat["p99"]),
                     ms(ttft["p50"]), ms(ttft["p95"]), pct(r["timeout_share"], decimals=1), _f(r["offered_rate"], 2),
                     _f(r["achieved_rate"], 2), "yes" if r["on_front"] else "", r["load_run"], r["flag"] or ""])
@@ -928,7 +1023,9 @@ def html_at_load(section: dict[str, Any]) -> str:
                                       for r in flagged) + "</ul>")
     parts.append(_scatter([(r["model"], r["latency_ms"]["p95"], r["quality"], r["on_front"]) for r in section["rows"]
                            if r["load_run"] and r["latency_ms"]["p95"] is not None and r["quality"] is not None],
-                          "p95 latency from schedule at the target load, ms", ms))
+                          "p95 latency from schedule at the target load, ms", ms,
+                          {r["model"]: "eliminated" if r.get("eliminated") else f"n {r['answered']}: not enough "
+                           "evidence" for r in section["rows"] if r.get("eliminated") or r.get("p95_evidence")}))
     series = _series_lines(section)
     if series:
         parts.append("<p>Repeated load runs (the same profile at different times):</p><ul>"

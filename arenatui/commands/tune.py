@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Sequence
 
 from rich.console import Console, RenderableType
 from rich.text import Text
@@ -11,12 +12,13 @@ from rich.text import Text
 from arenatui.commands.tune_budgets import Budgets
 from arenatui.commands.tune_runs import LevelRun, LevelSweep, stored_readouts, sweep_levels, tune
 from arenatui.config.write import writable_target, write_model_settings
+from arenatui.engine.events import VARIANT_SEP
 from arenatui.errors import ArenaError
 from arenatui.figures import HEADLINE, Column, Fitted
 from arenatui.safe_text import literal
 from arenatui.tuning.evidence import LevelEvidence
 from arenatui.tuning.figures import fmt_ms, fmt_rate, fmt_share, goodput_text, limited_text
-from arenatui.tuning.levels import ModelReadout
+from arenatui.tuning.levels import ModelReadout, declared_level
 from arenatui.wording import plural
 
 
@@ -25,7 +27,7 @@ def verdict_text(ro: ModelReadout) -> Text:
     line = Text("")
     line.append(literal(ro.model_key, "bold", newlines=False))
     line.append(": ")
-    line.append(ro.verdict.text)
+    line.append(ro.verdict.line(ro.model_key))
     return line
 
 
@@ -69,6 +71,17 @@ def readout_table(ro: ModelReadout, run_id: str = "RUN") -> RenderableType:
                                           elsewhere=f" (COLUMNS=200 arena tune --show {run_id} has them)"))
 
 
+def print_chart(out: Console, ro: ModelReadout) -> None:
+    """Goodput by level for one model, fitted to the console's width, with its legend."""
+    from arenatui.charts import GOODPUT_LEGEND, goodput_by_level
+
+    rows = goodput_by_level(ro.levels, out.width, knee=ro.best)
+    if rows:
+        out.print(Text(GOODPUT_LEGEND, style="dim"), no_wrap=True, overflow="ellipsis")
+        for row in rows:
+            out.print(Text(row), no_wrap=True, overflow="ellipsis")
+
+
 def _not_a_load_run(run_id: str, db: str | None) -> None:
     from arenatui.store import Store
     from arenatui.store.load_queries import run_kinds
@@ -104,6 +117,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
                       markup=False)
         for ro in stored:
             out.print(readout_table(ro, run_id))
+            if out.is_terminal:  # a picture for people; a pipe gets the table only
+                print_chart(out, ro)
+        _print_declared(out, run_id, args.db, stored)
         _print_budgets(out, run_id, args.db)
         if args.verbose:
             from arenatui.store import Store
@@ -126,13 +142,16 @@ def cmd_tune(args: argparse.Namespace) -> int:
         writable_target(args.project)  # a read-only file is refused before minutes of tuning, not after
     res = tune(args.project, models=args.models, budget=args.budget, db=args.db, seed=args.seed,
                started=lambda: err.print(f"Tuning with at most {plural(args.budget, 'call')} per model, until each "
-                                         "model has a verdict…", markup=False))
+                                         "model has a verdict…", markup=False),
+               progress=lambda line: err.print(line, markup=False, highlight=False),
+               live=err if err.is_terminal else None)
     for ro in res.readouts:
         out.print(readout_table(ro, res.run_id))
         out.print(recommendation_line(ro))
     if args.verbose:
         for d in res.decisions:
             out.print(literal(d, newlines=False))
+    _print_declared(out, res.run_id, args.db, res.readouts)
     budgets = _print_budgets(out, res.run_id, args.db)
     ended = ("the budget was spent before every model had a verdict (raise --budget)" if res.budget_spent
              else "every model had a verdict")
@@ -141,6 +160,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.write is None:
         return 0
     from arenatui.commands.tune_budgets import parse_settings, writable
+    from arenatui.tuning.budgets import below_floor
 
     chosen = parse_settings(args.write)
     tokens, timeout, skipped = writable(budgets, chosen)
@@ -155,12 +175,20 @@ def cmd_tune(args: argparse.Namespace) -> int:
     run = {"timeout_s": timeout} if timeout is not None else None
     for why in skipped:
         out.print(why, markup=False)
+    if "concurrency" in chosen and not optima and (settings or run is not None):
+        # as the README says: with no optimum at all nothing is written (the other settings neither) and exit 1
+        out.print("wrote nothing: no model has a measured optimum (write max_tokens or timeout_s alone with "
+                  "--write max_tokens,timeout_s)", markup=False)
+        return 1
     if not settings and run is None:
         out.print("wrote nothing: no recommendation rests on enough evidence", markup=False)
         return 1
     written = write_model_settings(args.project, settings, run)
     what = [f"{name} for {k}" for k, kv in settings.items() for name in kv] + (["[run] timeout_s"] if run else [])
     out.print(f"wrote {', '.join(what)} into {written.describe()}", markup=False)
+    floor = below_floor(timeout) if timeout is not None else None
+    if floor is not None:  # never a timeout measured on answers faster than hosted calls without saying so
+        out.print(floor, markup=False)
     return 0
 
 
@@ -176,6 +204,35 @@ def recommendation_line(ro: ModelReadout) -> Text:
     else:
         line.append(f": none written ({v.text})\n")
     return line
+
+
+def _print_declared(out: Console, run_id: str, db: str | None, readouts: Sequence[ModelReadout]) -> None:
+    """The rate limits each provider stated in its response headers, with what is left and the concurrency they
+    would allow at the latency measured; nothing when no provider stated any."""
+    from arenatui.store import Store
+
+    with Store(db, read_only=True) as store:
+        declared = store.declared_limits(run_id)
+    if not declared:
+        return
+    out.print(Text("declared rate limits (the providers' response headers; a prior, not evidence)", "bold"))
+    latency = {ro.model_key.partition(VARIANT_SEP)[0]: _typical_latency_s(ro) for ro in readouts}
+    for key, (_at, limits) in declared.items():
+        line = Text("  ")
+        line.append(literal(key, "bold", newlines=False))
+        line.append(f": {limits.describe()}")
+        level = declared_level(limits, latency.get(key))
+        if level is not None:
+            line.append(f"; ≈ {level:.1f} in flight at its measured p50 latency")
+        out.print(line)
+
+
+def _typical_latency_s(ro: ModelReadout) -> float | None:
+    """The p50 latency at the readout's best level, else at the level held longest."""
+    rows = [r for r in ro.levels if r.latency_s is not None]
+    best = [r for r in rows if r.level == ro.best]
+    pick = best[0] if best else max(rows, key=lambda r: r.held_s, default=None)
+    return None if pick is None else pick.latency_s
 
 
 def _print_budgets(out: Console, run_id: str, db: str | None) -> Budgets:
@@ -194,6 +251,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     levels: tuple[int, ...] = args.levels
     err.print(f"Sweeping concurrency {', '.join(map(str, levels))}: one stored run per level…", markup=False)
 
+    def starting(level: int, i: int) -> None:
+        err.print(f"  level {level} ({i} of {len(levels)}): running…", markup=False)
+
     def progress(r: LevelRun, i: int) -> None:
         g = r.evidence
         err.print(f"  level {r.level} ({i} of {len(levels)}): {r.wall_s:.1f} s, {r.answered} answered, goodput "
@@ -201,13 +261,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                   markup=False)
 
     res = sweep_levels(args.project, levels, models=args.models, limit=args.limit, trials=args.trials, db=args.db,
-                       seed=args.seed, on_level=progress)
+                       seed=args.seed, on_level=progress, on_start=starting)
     title = Text(f"sweep {res.group}: ")
-    title.append(res.verdict.text)
+    title.append(res.verdict.line())
     out.print(title)
     out.print(Fitted(SWEEP_COLUMNS, [(r, _sweep_mark(r, res)) for r in res.runs],
                      elsewhere=" (COLUMNS=200 arena sweep prints them all)"))
-    out.print(f"verdict: {res.verdict.text}", markup=False)
+    out.print(f"verdict: {res.verdict.line()}", markup=False)
     for note in res.notes:
         out.print(note, markup=False)
     return 0

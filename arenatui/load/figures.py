@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from arenatui.engine.events import RunStatus
 from arenatui.errors import ConfigError
-from arenatui.stats.percentiles import or_nan
+from arenatui.stats.percentiles import or_nan, percentile_interval
 from arenatui.stats.percentiles import percentiles as stats_percentiles
 from arenatui.wording import plural
 
@@ -201,6 +201,11 @@ class Figures:
     goodput_rate: float | None = None
     saturated: bool = False
     warnings: list[str] = field(default_factory=list)
+    answered: int = 0
+    """Answered requests the latency percentiles are over (their n)."""
+    p95_interval: tuple[float, float] = (math.nan, math.nan)
+    """A distribution-free 95% interval for p95 latency from schedule (stats.percentiles.percentile_interval): NaN
+    on a side too few answered requests leave unknown."""
 
     def share(self, outcome: str) -> float:
         return self.outcomes.get(outcome, 0) / self.requests if self.requests else 0.0
@@ -261,6 +266,8 @@ def compute(samples: Samples, windows: Sequence[Window], slo: Slo | None = None,
         lag=percentiles(lag[in_sched]),
         output_tokens_per_s=float(out_tok[in_fin & ok].sum()) / measured if measured else 0.0,
         dropped=dropped,
+        answered=int(sel.sum()),
+        p95_interval=percentile_interval((lat + lag)[sel], 95.0),
     )
     if slo is not None:
         good = sel.copy()

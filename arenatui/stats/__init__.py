@@ -10,8 +10,9 @@ The results views use it in this order (in a worker thread: SQL and numpy never 
     group_differences(results, a, b); disagreements(results, a, b)
     compare_runs(old_results, new_results)                  # per model, overall and per stratum (Holm)
 
-Every view of a pair uses one resampling count and seed (compare.PAIR_RESAMPLES, seed 0), so every view prints
-the same interval, P and power figure; power.py plans (arena plan) and reads power after a run.
+Every view of a run uses one resampling count and the run's own seed (compare.PAIR_RESAMPLES, bootstrap.run_seed:
+stable for a run, different across runs), so every view prints the same interval, P and power figure; power.py
+plans (arena plan) and reads power after a run.
 """
 
 import sys

@@ -12,16 +12,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from arenatui.stats.bootstrap import Interval
+from arenatui.stats.bootstrap import Interval, run_seed
 
 FEW_CASES = 5
 """A label with fewer cases than this is marked: its F1 rests on too little to read alone."""
 
 
 def macro_f1_interval(pairs: Sequence[tuple[str, str | None]], labels: Sequence[str], case_ids: Sequence[str], *,
-                      n_resamples: int = 2_000, level: float = 0.95, seed: int = 0) -> Interval | None:
+                      n_resamples: int = 2_000, level: float = 0.95, seed: int | None = None) -> Interval | None:
     """Macro-F1 over (expected, answered label) pairs with a percentile interval from resampling cases; n = cases.
-    None when no label occurs."""
+    None when no label occurs. The seed (unless given) is drawn from the answers and their cases: stable for a run,
+    so the report and the console agree, and different wherever the answers differ."""
     if not pairs:
         return None
     combos = sorted({(e, p) for e, p in pairs}, key=lambda c: (c[0], c[1] or ""))
@@ -57,6 +58,8 @@ def macro_f1_interval(pairs: Sequence[tuple[str, str | None]], labels: Sequence[
     est = float(macro(total[None, :])[0])
     if len(cases) < 2:
         return Interval(est, float("nan"), float("nan"), len(cases))
+    if seed is None:
+        seed = run_seed(repr(sorted(zip(case_ids, pairs, strict=False), key=repr)))
     rng = np.random.default_rng(seed)
     draws = rng.multinomial(len(cases), np.full(len(cases), 1 / len(cases)), size=n_resamples)
     with np.errstate(all="ignore"):

@@ -27,6 +27,21 @@ class LatencySample:
 
 
 @dataclass(frozen=True, slots=True)
+class VariantCells:
+    """Per (model, prompt variant, case): calls scored, their scores' sum and passes, trials summed. A run with
+    prompt variants carries them so that two models are compared over the (case, variant) cells both were asked
+    (issue 35: a model asked only the easier prompt ranked first on a mean over a different variant set)."""
+
+    variants: tuple[str, ...]
+    asked: dict[str, tuple[str, ...]]
+    """Per model, the variants it was asked with."""
+    scored: Ints
+    """[model, variant, case]."""
+    score_sum: Floats
+    passed: Ints
+
+
+@dataclass(frozen=True, slots=True)
 class RunResults:
     """Per (model, case) aggregates of one run's stored calls; cancelled calls are left out (never final).
 
@@ -40,7 +55,7 @@ class RunResults:
     models: tuple[str, ...]
     cases: tuple[str, ...]
     trials: int
-    """Planned trials per (model, case)."""
+    """Planned trials per (model, case), or per (model, prompt variant, case) with prompt variants."""
     strata: tuple[str | None, ...]
     tags: tuple[tuple[str, ...], ...]
     sealed: Bools
@@ -75,6 +90,36 @@ class RunResults:
     """[strata] weights: each stratum's share in production. Empty: no reweighted score."""
     case_clusters: tuple[str | None, ...] = ()
     """Per case, its `cluster` field (empty when no case has one)."""
+    by_variant: VariantCells | None = None
+    """With prompt variants: the (model, variant, case) cells (None without)."""
+
+    def calls_per_case(self, model: str) -> int:
+        """Calls planned per case for a model: trials times the prompt variants it was asked with (coverage's
+        denominator: a prompt a model was never asked is not a call it missed)."""
+        asked = self.by_variant.asked.get(model, ()) if self.by_variant is not None else ()
+        return self.trials * max(1, len(asked))
+
+    def shared_variants(self, models: Sequence[str]) -> tuple[str, ...] | None:
+        """The prompt variants every one of `models` was asked with (None without prompt variants)."""
+        if self.by_variant is None:
+            return None
+        sets = [set(self.by_variant.asked.get(m, self.by_variant.variants)) for m in models]
+        common = set.intersection(*sets) if sets else set(self.by_variant.variants)
+        return tuple(v for v in self.by_variant.variants if v in common)
+
+    def over_variants(self, variants: Sequence[str] | None) -> RunResults:
+        """These results with scores (scored, score sums, passes) over the given prompt variants' cells only: what
+        two models asked different variant sets are compared on. Unchanged when `variants` is None or every
+        model was asked exactly these."""
+        cells = self.by_variant
+        if cells is None or variants is None:
+            return self
+        if all(set(cells.asked.get(m, cells.variants)) == set(variants) for m in self.models):
+            return self
+        pick = np.array([v in variants for v in cells.variants], dtype=bool)
+        return dataclasses.replace(self, scored=cells.scored[:, pick].sum(axis=1),
+                                   score_sum=cells.score_sum[:, pick].sum(axis=1),
+                                   passed=cells.passed[:, pick].sum(axis=1))
 
     def clustered_by(self, kind: str | None) -> RunResults:
         """These results with intervals over clusters: `kind` 'cluster' (the cases' field), 'stratum', or 'tag:X'

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arenatui.stats.bootstrap import Interval, mean_ci
+from arenatui.stats.bootstrap import Interval, mean_ci, run_seed
 from arenatui.stats.compare import PairDecision
 from arenatui.stats.frontier import pareto_front
 from arenatui.stats.items import Bools, Floats, LatencySample, RunResults
@@ -37,7 +37,7 @@ class ModelRow:
     quality: Interval
     """Mean per-case score over working cases scored, 95% bootstrap interval over cases."""
     planned: int
-    """Calls planned over working and sealed cases."""
+    """Calls planned over working and sealed cases (the prompt variants this model was asked with)."""
     calls: int
     """Calls stored with a final result."""
     answered: int
@@ -51,7 +51,8 @@ class ModelRow:
     unscored: int
     """Answered calls no scorer scored (status 'unscored'): in coverage, not in quality, pass@k or $/correct."""
     pass_at: dict[int, float]
-    """pass@k over one case set (those with at least K answered trials, K the largest k shown), for every k some
+    """pass@k over trials of one (model, prompt variant) (cells of one case and variant with prompt variants), over
+    one case set (those with at least K answered trials, K the largest k shown), for every k some
     case supports (unbiased estimator): non-decreasing in k."""
     consistency: float
     """Share of working cases (2+ answered trials) where every trial agreed; NaN with one trial."""
@@ -91,6 +92,13 @@ class ModelRow:
     """Quality reweighted to the [strata] weights (production frequency), stratified interval; None without."""
     gap: SealedGap | None = None
     """The stratum-matched working − sealed gap with its interval."""
+    tied: bool = False
+    """Shares its rank with another model (stats.ranking: ties are shown `=1`, never broken by the own score)."""
+
+    @property
+    def rank_text(self) -> str:
+        """'1', '=1' when tied, '' when unranked."""
+        return "" if self.rank is None else ("=" if self.tied else "") + str(self.rank)
 
     @property
     def flag(self) -> str:
@@ -131,10 +139,12 @@ LEADERBOARD_RESAMPLES = 2_000
 and a 20-model, 1,000,000-call leaderboard must open in under 2 s (benchmarks/results_scale.py)."""
 
 
-STRATIFIED_RESAMPLES = 1_000
-"""The reweighted score and the sealed gap resample each stratum (and split) apart: 2-6 draws a model where the
-quality interval makes one; at 1,000 their endpoints move by about 3% of the width between seeds, and the 20-model,
-1,000,000-call leaderboard stays within its 2 s (benchmarks/results_scale.py)."""
+STRATIFIED_RESAMPLES = 2_000
+"""The reweighted score and the sealed gap resample each stratum (and split) apart, by multinomial counts over each
+stratum's distinct scores. 1,000 resamples and one fixed seed held the weighted interval at 92.8% coverage (issue
+35); the run's own seed now varies the draws between runs, and 2,000 (the count every other interval uses) cuts the
+endpoints' resampling noise by √2. 4,000 cost 2.5x the 1,000's time on the 20-model, 1,000,000-call run
+(benchmarks/results_scale.py, results_stratified_*): too much of the leaderboard's 2 s."""
 
 
 def _quality(scores: Floats, mask: Bools, seed: int, n_resamples: int, results: RunResults | None = None) -> Interval:
@@ -144,7 +154,10 @@ def _quality(scores: Floats, mask: Bools, seed: int, n_resamples: int, results: 
     return mean_ci(scores[keep], seed=seed, n_resamples=n_resamples, clusters=clusters)
 
 
-def model_row(results: RunResults, model: str, *, seed: int = 0, n_resamples: int = LEADERBOARD_RESAMPLES) -> ModelRow:
+def model_row(results: RunResults, model: str, *, seed: int | None = None,
+              n_resamples: int = LEADERBOARD_RESAMPLES) -> ModelRow:
+    """One model's row; the bootstrap seed is the run's (bootstrap.run_seed) unless given."""
+    seed = run_seed(results.run_id) if seed is None else seed
     i = results.model_index(model)
     scores = results.case_scores(model)
     working = results.working
@@ -160,15 +173,22 @@ def model_row(results: RunResults, model: str, *, seed: int = 0, n_resamples: in
     lat = results.latency.get(model, LatencySample(np.zeros(0), np.zeros(0)))
     p50, p95, p99 = percentiles(lat.latency_ms, (50, 95, 99))
     t50, t95 = percentiles(lat.ttft_ms, (50, 95))
-    n_w, c_w = results.scored[i][working], results.passed[i][working]
+    # pass@k and agreement are over the trials of one (model, variant, case) cell: two prompts are not two trials
+    # (issue 35: "pass@k 0.773 k=2" with one trial read "passes under either prompt")
+    cells = results.by_variant
+    if cells is not None:
+        asked = np.array([v in cells.asked.get(model, cells.variants) for v in cells.variants], dtype=bool)
+        n_w, c_w = cells.scored[i][asked][:, working].ravel(), cells.passed[i][asked][:, working].ravel()
+    else:
+        n_w, c_w = results.scored[i][working], results.passed[i][working]
     pass_at, pass_at_n = pass_at_curve(n_w, c_w, range(1, results.trials + 1))
     weighted = reweighted(scores, results.strata, working, results.weights, n_resamples=STRATIFIED_RESAMPLES,
-                          seed=seed) if results.weights else None
+                          seed=seed, clusters=results.clusters) if results.weights else None
     gap = sealed_gap(scores, results.strata, working, results.sealed, n_resamples=STRATIFIED_RESAMPLES,
-                     seed=seed) if results.sealed.any() else None
+                     seed=seed, clusters=results.clusters) if results.sealed.any() else None
     return ModelRow(
         model=model, quality=_quality(scores, working, seed, n_resamples, results),
-        planned=len(results.cases) * results.trials,
+        planned=len(results.cases) * results.calls_per_case(model),
         calls=calls, answered=answered, errored=calls - answered, errors=dict(results.errors.get(model, {})),
         retries=int(results.attempts[i].sum()) - calls, passed=passed, unscored=unscored,
         pass_at=pass_at, pass_at_n=pass_at_n, weighted=weighted, gap=gap,
@@ -177,11 +197,11 @@ def model_row(results: RunResults, model: str, *, seed: int = 0, n_resamples: in
         tokens_per_correct=known_tokens / passed if passed else None,
         cost_per_answered=spend / answered if answered else None,
         latency_p50=p50, latency_p95=p95, latency_p99=p99, ttft_p50=t50, ttft_p95=t95,
-        sealed=_quality(scores, results.sealed, seed, n_resamples),
+        sealed=_quality(scores, results.sealed, seed, n_resamples, results),
     )
 
 
-def leaderboard(results: RunResults, *, seed: int = 0, n_resamples: int = LEADERBOARD_RESAMPLES,
+def leaderboard(results: RunResults, *, seed: int | None = None, n_resamples: int = LEADERBOARD_RESAMPLES,
                 decisions: Sequence[PairDecision] | None = None) -> list[ModelRow]:
     """Every model of the run in the coverage-fair order (stats.ranking): ranked models first, then the unranked
     ones, then models with nothing scored; frontiers marked. `decisions`: all pairs, when already computed."""
@@ -189,12 +209,17 @@ def leaderboard(results: RunResults, *, seed: int = 0, n_resamples: int = LEADER
     return rows_for(results, ranking, seed=seed, n_resamples=n_resamples)
 
 
-def rows_for(results: RunResults, ranking: Ranking, *, seed: int = 0,
+def rows_for(results: RunResults, ranking: Ranking, *, seed: int | None = None,
              n_resamples: int = LEADERBOARD_RESAMPLES) -> list[ModelRow]:
     """The leaderboard rows of a ranking, in its order."""
+    seed = run_seed(results.run_id) if seed is None else seed
     by_model = {m: model_row(results, m, seed=seed, n_resamples=n_resamples) for m in results.models}
-    rows = [_ranked(by_model[s.model], s, results, ranking.common, seed, n_resamples) for s in ranking.standings]
-    q = [r.quality.estimate if r.quality.n else None for r in rows]
+    over = results.over_variants(ranking.variants)
+    rows = [_ranked(by_model[s.model], s, over, ranking.common, seed, n_resamples) for s in ranking.standings]
+    # the fronts read each row's headline (the common-case score when ranked): a model asked only the easier prompt
+    # variant, or answering only easy cases, is not put on a front by its own-coverage score (issue 35)
+    q = [(r.common if r.rank is not None else r.quality).estimate if (r.common if r.rank is not None else
+                                                                     r.quality).n else None for r in rows]
     cost_front = pareto_front(q, [r.cost_per_correct for r in rows])
     lat_front = pareto_front(q, [r.latency_p95 for r in rows])
     return [dataclasses.replace(r, on_cost_front=cf, on_latency_front=lf)
@@ -206,7 +231,7 @@ def _ranked(row: ModelRow, s: Standing, results: RunResults, common: Bools, seed
     if s.rank is not None:
         common_iv = _quality(results.case_scores(row.model), common, seed, n_resamples, results)
     return dataclasses.replace(row, rank=s.rank, common=common_iv, unranked=s.unranked, order_note=s.order_note,
-                               paradox=s.paradox)
+                               paradox=s.paradox, tied=s.tied)
 
 
 def ranked_models(results: RunResults) -> list[str]:

@@ -121,3 +121,19 @@ def mde_table(baselines: tuple[float, ...] = TABLE_BASELINES,
               cases: tuple[int, ...] = TABLE_CASES) -> list[tuple[int, list[float | None]]]:
     """(n cases, MDE at each baseline): the README's table, printed by `arena plan --table`."""
     return [(n, [planned_mde(n, p) for p in baselines]) for n in cases]
+
+
+def impossible(baseline: float, difference: float | None) -> bool:
+    """A difference that would push the better model's accuracy above 1: no such pair exists at this baseline
+    (p = 0.95 with 100 cases needs a model at 1.011), so the cell is marked, not read."""
+    return difference is not None and baseline + difference > 1.0 + ZERO
+
+
+def observed_sd(diffs: list[float]) -> float:
+    """The sd of per-case paired differences a run observed (trials averaged as it ran them, partial credit and
+    shared errors included): what a plan after a run rests on instead of the 0/1, independent-errors figure."""
+    n = len(diffs)
+    if n < 2:
+        return math.nan
+    mean = sum(diffs) / n
+    return math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))

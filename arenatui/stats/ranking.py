@@ -12,6 +12,11 @@ ranked first at 1.000. So:
   Holm-adjusted, over each pair's own shared cases, as `arena compare --all` prints them): a model a decided
   verdict puts above another is placed above it, and the row says so. Only pairs whose shared-case difference
   points against the order can be such a verdict, so the all-pairs bootstrap runs only when one does.
+- **Prompt variants.** When models were asked different variant sets, the common score is over the (case,
+  variant) cells every model shares (the variants all were asked); each model's own score stays over its own.
+- **Ties** (equal common-case scores, no decided verdict between them) share a rank, shown `=1`, and keep the
+  run's model order: never broken by the own-coverage score, the very number the fair ranking discounts (a
+  rate-limited twin that answered mostly easy cases took every tie and ranked first 54.8% of 1,000 runs, issue 35).
 - **The coverage paradox.** A decided verdict against the order of the models' own-coverage scores (A better
   than B case for case, yet B's own score higher because A answered only the hard cases) is flagged on the row.
 """
@@ -49,6 +54,13 @@ class Standing:
     """Said when a decided paired verdict placed this model above one with a higher common-case score."""
     paradox: str | None = None
     """Coverage paradox: a decided paired verdict against the order of own-coverage scores."""
+    tied: bool = False
+    """Shares its rank with another model (equal common-case scores, no decided verdict between them)."""
+
+    @property
+    def rank_text(self) -> str:
+        """'1', '=1' when tied, '' when unranked."""
+        return "" if self.rank is None else ("=" if self.tied else "") + str(self.rank)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +75,9 @@ class Ranking:
     """The fewest common cases ranking a model may leave."""
     decisions: tuple[PairDecision, ...] | None
     """The all-pairs decisions, when a conflict made the ranking compute them (or they were given)."""
+    variants: tuple[str, ...] | None = None
+    """With prompt variants asked of some models and not others: the variants every ranked model was asked, the only
+    ones the common score is over (None: every model was asked the same variants, or the run has none)."""
 
     @property
     def ranked(self) -> list[str]:
@@ -96,10 +111,15 @@ def _shared_means(results: RunResults) -> tuple[np.ndarray, np.ndarray]:
 def rank_models(results: RunResults, decisions: Sequence[PairDecision] | None = None) -> Ranking:
     """The coverage-fair ranking of a run's models; `decisions` (all pairs of `answered_models`) if already made."""
     w = results.working
-    scores = {m: results.case_scores(m) for m in results.models}
+    own_scores = {m: results.case_scores(m) for m in results.models}
+    own_has = {m: w & ~np.isnan(s) for m, s in own_scores.items()}
+    own_n = {m: int(h.sum()) for m, h in own_has.items()}
+    own = {m: float(own_scores[m][own_has[m]].mean()) if own_n[m] else math.nan for m in results.models}
+    # with prompt variants, the common score is over the (case, variant) cells every answered model was asked
+    variants = results.shared_variants([m for m in results.models if own_n[m]])
+    over = results.over_variants(variants)
+    scores = {m: over.case_scores(m) for m in results.models}
     has = {m: w & ~np.isnan(s) for m, s in scores.items()}
-    own_n = {m: int(h.sum()) for m, h in has.items()}
-    own = {m: float(scores[m][has[m]].mean()) if own_n[m] else math.nan for m in results.models}
     best = max(own_n.values(), default=0)
     threshold = max(min(2, best), math.ceil(MIN_SHARE * best))
     common = w.copy()
@@ -109,9 +129,12 @@ def rank_models(results: RunResults, decisions: Sequence[PairDecision] | None = 
     for m in sorted((m for m in results.models if own_n[m]), key=lambda m: (-own_n[m], index[m])):
         left = common & has[m]
         k = int(left.sum())
-        if k >= threshold:
+        if k >= threshold and int(has[m].sum()):
             ranked.append(m)
             common = left
+        elif variants == ():
+            why[m] = ("no prompt variant every answered model was asked: models asked different prompts are not "
+                      "ranked together (compare them pair by pair, over the variants both were asked)")
         elif own_n[m] < threshold:
             why[m] = (f"scores for {plural(own_n[m], 'working case')}, under half the {best} the "
                       "best-covered model has")
@@ -121,8 +144,8 @@ def rank_models(results: RunResults, decisions: Sequence[PairDecision] | None = 
     if not ranked:
         common = np.zeros_like(w)
     common_score = {m: float(scores[m][common].mean()) if common.any() else math.nan for m in ranked}
-    by_score = sorted(ranked, key=lambda m: (-common_score[m], -own[m], index[m]))
-    means, counts = _shared_means(results)
+    by_score = sorted(ranked, key=lambda m: (-common_score[m], index[m]))
+    means, counts = _shared_means(over)
     pos = {m: i for i, m in enumerate(by_score)}
 
     def shared_diff(a: str, b: str) -> float:
@@ -142,13 +165,32 @@ def rank_models(results: RunResults, decisions: Sequence[PairDecision] | None = 
             beats.setdefault(d.better, {})[loser] = d
     order, notes = _respect_verdicts(by_score, beats, common_score)
     paradox = _paradoxes(answered, beats, own, own_n)
-    standings = [Standing(m, i, own_n[m], own[m], common_score[m], None, notes.get(m), paradox.get(m))
-                 for i, m in enumerate(order, 1)]
+    ranks = _tied_ranks(order, common_score, beats, notes)
+    standings = [Standing(m, ranks[m][0], own_n[m], own[m], common_score[m], None, notes.get(m), paradox.get(m),
+                          ranks[m][1]) for m in order]
     rest = sorted((m for m in answered if m not in common_score), key=lambda m: (-own[m], index[m]))
     standings += [Standing(m, None, own_n[m], own[m], math.nan, why[m], None, paradox.get(m)) for m in rest]
     standings += [Standing(m, None, 0, math.nan, math.nan, "no scored working case") for m in results.models
                   if not own_n[m]]
-    return Ranking(tuple(standings), common, best, threshold, None if decisions is None else tuple(decisions))
+    return Ranking(tuple(standings), common, best, threshold, None if decisions is None else tuple(decisions),
+                   None if over is results else variants)
+
+
+def _tied_ranks(order: list[str], score: dict[str, float], beats: dict[str, dict[str, PairDecision]],
+                notes: dict[str, str]) -> dict[str, tuple[int, bool]]:
+    """Competition ranks (1, =2, =2, 4): a model shares the rank above it when their common-case scores are equal and
+    no decided verdict or cycle note placed it."""
+    out: dict[str, tuple[int, bool]] = {}
+    for i, m in enumerate(order):
+        prev = order[i - 1] if i else None
+        same = (prev is not None and abs(score[m] - score[prev]) <= ZERO and m not in notes
+                and prev not in beats.get(m, {}) and m not in beats.get(prev, {}))
+        if same and prev is not None:
+            out[prev] = (out[prev][0], True)
+            out[m] = (out[prev][0], True)
+        else:
+            out[m] = (i + 1, False)
+    return out
 
 
 def _respect_verdicts(by_score: list[str], beats: dict[str, dict[str, PairDecision]],

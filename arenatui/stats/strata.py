@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arenatui.stats.bootstrap import Interval, mean_ci
+from arenatui.stats.bootstrap import Interval, mean_ci, run_seed
 from arenatui.stats.compare import Comparison, PairDecision, compare_models, holm_adjust
 from arenatui.stats.items import Bools, RunResults
 from arenatui.stats.leaderboard import LEADERBOARD_RESAMPLES
@@ -61,20 +61,24 @@ def groups(results: RunResults) -> list[tuple[str, str, Bools]]:
     return out
 
 
-def group_scores(results: RunResults, *, seed: int = 0, n_resamples: int = LEADERBOARD_RESAMPLES) -> list[GroupScores]:
+def group_scores(results: RunResults, *, seed: int | None = None,
+                 n_resamples: int = LEADERBOARD_RESAMPLES) -> list[GroupScores]:
+    """Per stratum and tag, each model's quality over the group's scored working cases; over clusters (t on the
+    clustered SE) when the run is clustered, as every interval of a clustered run is."""
+    seed = run_seed(results.run_id) if seed is None else seed
     out = []
     per_model = {m: results.case_scores(m) for m in results.models}
     for name, kind, mask in groups(results):
         scores = {}
         for m, s in per_model.items():
-            v = s[mask]
-            scores[m] = mean_ci(v[~np.isnan(v)], seed=seed, n_resamples=n_resamples)
+            keep = mask & ~np.isnan(s)
+            scores[m] = mean_ci(s[keep], seed=seed, n_resamples=n_resamples, clusters=results.clusters_of(keep))
         out.append(GroupScores(name, kind, int(mask.sum()), scores))
     return out
 
 
 def reversals(results: RunResults, decisions: Iterable[PairDecision], *, level: float = 0.95,
-              n_resamples: int = LEADERBOARD_RESAMPLES, seed: int = 0) -> list[Reversal]:
+              n_resamples: int = LEADERBOARD_RESAMPLES, seed: int | None = None) -> list[Reversal]:
     """Subgroup reversals of the decided pairs.
 
     Only a group whose point difference goes against the overall verdict can be flagged, so only those are
@@ -106,7 +110,7 @@ def reversals(results: RunResults, decisions: Iterable[PairDecision], *, level: 
 
 
 def group_differences(results: RunResults, a: str, b: str, *, n_resamples: int = LEADERBOARD_RESAMPLES,
-                      seed: int = 0) -> list[tuple[str, str, Comparison]]:
+                      seed: int | None = None) -> list[tuple[str, str, Comparison]]:
     """A − B within each stratum and tag, paired over the group's working cases both answered: (group, kind, result)."""
     return [(name, kind, compare_models(results, a, b, cases=mask, n_resamples=n_resamples, seed=seed))
             for name, kind, mask in groups(results)]

@@ -12,6 +12,9 @@ then read together:
 - **undecided in some**: one winner where decided, but some variant cannot tell them apart;
 - **undecided**: no variant decides (not enough evidence under any).
 
+A variant decides a winner only after Holm over the variants of the pair (each variant is one more chance of a false
+winner).
+
 A spurious flip needs two wrong decisions in opposite directions, so it is rarer than one false verdict; the
 coverage test (tests/unit/test_stats_variants.py) draws known truths over seeds.
 """
@@ -25,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from arenatui.stats.bootstrap import Interval, mean_ci
-from arenatui.stats.compare import LEVEL, N_RESAMPLES, paired_differences
+from arenatui.stats.bootstrap import Interval, mean_ci, run_seed
+from arenatui.stats.compare import LEVEL, N_RESAMPLES, Comparison, holm_adjust, paired_differences
 from arenatui.stats.items import Floats, Ints
 
 if TYPE_CHECKING:
@@ -91,6 +94,9 @@ class PairAcrossVariants:
     """Per variant, the model the interval decides for, or None (undecided)."""
     verdict: str
     """HOLDS, FLIPS, UNDECIDED_IN_SOME or UNDECIDED."""
+    p_holm: dict[str, float] = field(default_factory=dict)
+    """Per variant, the pair's p-value Holm-adjusted over the variants both were asked with: a variant decides a
+    winner only when its interval excludes zero and this is under 1 − level."""
 
     @property
     def depends_on_prompt(self) -> bool:
@@ -102,7 +108,10 @@ class PairAcrossVariants:
             return f"{self.a} vs {self.b}: not enough evidence: no prompt variant both were asked with"
         by = {w: [v for v, x in self.winners.items() if x == w] for w in (self.a, self.b, None)}
         if self.verdict == HOLDS:
-            return f"{self.winners[next(iter(self.winners))]} ahead under every prompt variant"
+            winner = self.winners[next(iter(self.winners))]
+            if len(self.per_variant) == 1:  # "every" of one shared variant overstates it
+                return f"{winner} ahead under the one prompt variant both were asked with ({next(iter(self.winners))})"
+            return f"{winner} ahead under every prompt variant both were asked with"
         if self.verdict == FLIPS:
             return (f"ordering depends on the prompt: {self.a} ahead under {', '.join(by[self.a])}, {self.b} under "
                     f"{', '.join(by[self.b])}")
@@ -162,7 +171,8 @@ class PromptRobustness:
             "spreads": [{"model": s.model, "best": s.best, "worst": s.worst, "diff": iv(s.diff),
                          "decided": s.decided} for s in self.spreads],
             "pairs": [{"a": p.a, "b": p.b, "verdict": p.verdict, "text": p.text(),
-                       "per_variant": {v: {"diff": iv(d), "winner": p.winners[v]} for v, d in p.per_variant.items()}}
+                       "per_variant": {v: {"diff": iv(d), "winner": p.winners[v], "p_holm": p.p_holm.get(v)}
+                                       for v, d in p.per_variant.items()}}
                       for p in self.pairs],
         }
 
@@ -185,8 +195,7 @@ def analyse_variants(vr: VariantResults, *, n_resamples: int = N_RESAMPLES, leve
             spreads.append(spread)
     pairs: list[PairAcrossVariants] = []
     for (ai, a), (bi, b) in itertools.combinations(enumerate(vr.models), 2):
-        per: dict[str, Interval] = {}
-        winners: dict[str, str | None] = {}
+        found: dict[str, Comparison] = {}
         for vi, v in enumerate(vr.variants):
             if v not in asked[a] or v not in asked[b]:
                 continue
@@ -194,10 +203,15 @@ def analyse_variants(vr: VariantResults, *, n_resamples: int = N_RESAMPLES, leve
             both = ~np.isnan(x) & ~np.isnan(y)
             if not both.any():
                 continue
-            c = paired_differences(x[both], y[both], n_resamples=n_resamples, level=level, seed=seed, labels=(a, b))
-            per[v] = c.diff
-            winners[v] = a if c.diff.low > 0 else b if c.diff.high < 0 else None
-        pairs.append(PairAcrossVariants(a, b, per, winners, _verdict(a, b, winners)))
+            found[v] = paired_differences(x[both], y[both], n_resamples=n_resamples, level=level, seed=seed,
+                                          labels=(a, b))
+        # Holm over the pair's variants: a winner under *some* prompt is one claim per variant tried (10% of equal
+        # pairs were named a winner under one of two prompts without it, issue 35)
+        adjusted = dict(zip(found, holm_adjust([c.p_value for c in found.values()]), strict=True))
+        per = {v: c.diff for v, c in found.items()}
+        winners = {v: (c.better if c.decided and adjusted[v] < 1 - level else None) for v, c in found.items()}
+        pairs.append(PairAcrossVariants(a, b, per, winners, _verdict(a, b, winners),
+                                        {v: float(p) for v, p in adjusted.items()}))
     return PromptRobustness(vr.variants, tuple(scores), tuple(spreads), tuple(pairs), level)
 
 
@@ -235,4 +249,5 @@ def prompt_robustness(run: StoredRun, *, n_resamples: int = N_RESAMPLES, level: 
     prompt variants: the one function the report and the bake-off page call."""
     if run.variants is None:
         return None
-    return analyse_variants(run.variants, n_resamples=n_resamples, level=level)
+    return analyse_variants(run.variants, n_resamples=n_resamples, level=level,
+                            seed=run_seed(run.plan.record.run_id))

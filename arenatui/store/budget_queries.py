@@ -51,15 +51,15 @@ def budget_evidence(store: Store, run_id: str, model_key: str | None = None) -> 
     per_kind: dict[str, dict[str, list[Answer]]] = defaultdict(lambda: defaultdict(list))
     rows = store.conn.execute(
         "SELECT model_key, case_id, status, passed, error_class, output_tokens, finish_reason, latency_ms,"
-        " connect_ms, tokens_estimated FROM results WHERE run_id = ?" + one, args)
-    for key, case_id, status, passed, err, out_tok, finish, lat, conn_ms, est in rows:
+        " connect_ms, tokens_estimated, reasoning_tokens FROM results WHERE run_id = ?" + one, args)
+    for key, case_id, status, passed, err, out_tok, finish, lat, conn_ms, est, reasoning in rows:
         m = models.get(key)
         if m is None:
             continue
         if status == "errored" and err not in ("scoring_error", "judge_error"):
             continue  # the provider gave no answer: nothing to learn about its length
         a = Answer(int(out_tok or 0), bool(passed), finish in TRUNCATED_FINISH,
-                   None if lat is None else lat / 1000.0, bool(est))
+                   None if lat is None else lat / 1000.0, bool(est), int(reasoning or 0))
         m.answers.append(a)
         if lat is not None:
             m.answered_s.append((lat + (conn_ms or 0.0)) / 1000.0)

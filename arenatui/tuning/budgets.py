@@ -41,6 +41,10 @@ too little to be worth a setting that differs from the project's default."""
 TRUNCATION_SHARE = 0.01
 """Failed answers stopped at the limit, as a share of answers, from which the limit is said to cut answers."""
 TIMEOUT_MARGIN = 1.5
+TIMEOUT_FLOOR_S = 10.0
+"""The least timeout_s a hosted model's ordinary call needs (a long answer streams for seconds; a busy provider
+queues it for more). A timeout measured below it rests on answers faster than any hosted call (simulated, local,
+cached): `arena tune --write` writes it only with a line saying so (`below_floor`)."""
 RAMBLING = 0.5
 """Failed answers stopped at the limit while every passing answer stayed under this share of it ramble: the
 limit is not what failed them (a would-be-correct answer four times longer than any correct one is not
@@ -62,6 +66,8 @@ class Answer:
     latency_s: float | None
     estimated: bool = False
     """Its token counts were estimated by arenatui (the server reported none)."""
+    reasoning_tokens: int = 0
+    """Of `output_tokens`, those a reasoning model spent thinking: max_tokens limits reasoning and answer together."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +136,12 @@ def recommend_max_tokens(model_key: str, current: int, answers: Sequence[Answer]
     cut_failed = sum(1 for a in answers if a.truncated and not a.passed)
     cut = sum(1 for a in answers if a.truncated)
     estimated = sum(1 for a in answers if a.estimated)
-    note = (f"; {estimated} of them with estimated token counts",) if estimated else ()
+    note: tuple[str, ...] = (f"; {estimated} of them with estimated token counts",) if estimated else ()
+    reasoned = sum(1 for a in answers if a.reasoning_tokens)
+    if reasoned:  # a reasoning model's limit must leave room for its thinking, not only for its answer
+        note = (*note, f"{reasoned} of {plural(n, 'answer')} reasoned first: their tokens count reasoning + answer "
+                       f"({sum(a.reasoning_tokens for a in answers) // reasoned} reasoning tokens per answer that "
+                       f"reasoned), and max_tokens must cover both")
     longest_passing = max(passing, default=0)
     rambling = len(passing) >= MIN_ANSWERS and longest_passing < RAMBLING * current
     cut_share = cut_failed / n if n else 0.0
@@ -247,6 +258,15 @@ def run_timeout(recs: Sequence[Recommendation], current: float) -> Recommendatio
     return Recommendation("timeout_s", "*", current, "lower", top.value,
                           f"lower [run] timeout_s {current:g} → {top.value:g} s (set by {top.model_key}, the slowest)",
                           n)
+
+
+def below_floor(timeout_s: float) -> str | None:
+    """The line beside a written `[run] timeout_s` below TIMEOUT_FLOOR_S, or None."""
+    if timeout_s >= TIMEOUT_FLOOR_S:
+        return None
+    return (f"[run] timeout_s {timeout_s:g} s is below the {TIMEOUT_FLOOR_S:g} s floor a hosted model's calls need: "
+            "it was measured on this run's answers, all faster than that (simulated, local or cached?); raise it "
+            "before pointing the project at a hosted provider")
 
 
 # ---- the evidence of one stored run (arenatui.store.budget_queries reads it) --------------------------------

@@ -62,6 +62,32 @@ def test_plan_states_the_detectable_difference_and_the_cases_a_target_needs(
     assert "Traceback" not in capsys.readouterr().err
 
 
+def test_plan_without_a_project_marks_impossible_cells_and_reads_a_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a baseline and a difference are enough (issue 35)
+    assert main(["plan", "--mde", "0.05", "--baseline", "0.8", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert 850 < data["cases_for_target"] < 1000 and "independent" in data["assumption"]
+    # a difference that would push accuracy above 1 is marked: p = 0.9 with 50 cases, p = 0.95 with 50 and 100
+    assert main(["plan", "--table", "--json"]) == 0
+    table = {row["cases"]: row["impossible"] for row in json.loads(capsys.readouterr().out)["table"]}
+    assert table[50] == ["0.9", "0.95"] and table[100] == ["0.95"] and table[200] == []
+    assert main(["plan", "--table"]) == 0 and "× (0.061)" in capsys.readouterr().out
+    # three trials: the plan says the range trials can give; after a run it reads the observed spread
+    project = _project(tmp_path / "p.toml", 0.8, 0.8, n_cases=200)
+    assert main(["plan", "--project", str(project), "--trials", "3", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["models"] == ["m", "other"] and data["mde_all_noise_within_cases"] == pytest.approx(
+        data["mde"] / 3 ** 0.5)
+    db = tmp_path / "r.db"
+    run = _evaluate(capsys, project, db)
+    assert main(["plan", "--project", str(project), "--run", run, "--db", str(db), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["run"] == run and 0 < data["observed_sd"] < 1 and f"observed in run {run}" in data["assumption"]
+    assert "mde_all_noise_within_cases" not in data and data["mde"] == pytest.approx(
+        2.8016 * data["observed_sd"] / 200 ** 0.5, rel=1e-3)
+
+
 def test_report_json_carries_the_coverage_fair_ranking(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "r.db"
     run = _evaluate(capsys, _project(tmp_path / "v1.toml", easy=0.9, hard=0.5), db)
@@ -90,13 +116,17 @@ def test_clusters_and_strata_weights_reach_the_report(tmp_path: Path, capsys: py
     assert main(["report", run, "--db", str(db), "--format", "json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     # 20 easy cases share cluster p1, every other case is its own: 160 − 20 + 1 clusters
-    assert any("Intervals resample 141 clusters (by cluster)" in n for n in rep["notes"])
+    assert any("Every interval rests on 141 clusters (by cluster)" in n for n in rep["notes"])
     m = next(r for r in rep["leaderboard"] if r["model"] == "m")
     assert m["weighted"]["estimate"] > m["quality"]["estimate"]  # production is mostly easy
     assert main(["report", run, "--db", str(db)]) == 0
     assert "| own | weighted |" in capsys.readouterr().out  # the report's one column beyond figures.LEADERBOARD
     assert main(["compare", run, "--db", str(db), "--cluster-by", "stratum", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["clusters"] == 2
+    assert main(["compare", run, "--db", str(db), "--cluster-by", "stratum"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "few clusters (2, under 20): the interval is approximate" in said and "with 1 df" in said
+    assert any("few clusters" not in n for n in rep["notes"])  # 141 clusters: no warning in the report
     project.write_text(text + "\n[strata]\nweights = { esay = 1 }\n", encoding="utf-8")
     assert main(["plan", "--project", str(project)]) == 2
     err = capsys.readouterr().err

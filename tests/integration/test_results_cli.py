@@ -321,6 +321,13 @@ def test_export_rows_per_call_and_sealed_cases_as_aggregates(run_db: tuple[Path,
     assert stored == 4 * 80 and len(calls) == 4 * 72
     assert {r["model_key"] for r in sealed} == {"strong", "weak", "twin", "throttled"}
     assert all(r["cases"] == 8 and r["calls"] == 8 for r in sealed)
+    with sqlite3.connect(db) as c:  # scored: the sealed cases the score is over (the report says both)
+        scored = dict(c.execute("SELECT model_key, COUNT(DISTINCT case_id) FROM results WHERE run_id = ? AND "
+                                "CAST(SUBSTR(case_id, 2) AS INTEGER) >= 72 AND status IN ('passed', 'failed') "
+                                "GROUP BY model_key", (run_id,)).fetchall())
+    assert {r["model_key"]: r["scored"] for r in sealed} == {r["model_key"]: scored.get(r["model_key"], 0)
+                                                             for r in sealed}
+    assert any(r["scored"] < r["cases"] for r in sealed)  # the throttled model's errors: not scored, still cases
     assert not any(int(r["case_id"][1:]) >= 72 for r in calls)
     assert SECRET not in out
     target = tmp_path / "calls.csv"

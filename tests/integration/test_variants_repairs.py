@@ -16,12 +16,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import tomli_w
 from httpkit import FAST_SIM, start_server, stop_server
 
 import arenatui
 from arenatui.config.schema import PromptVariant, Repair, SimSettings
+from arenatui.stats import compare_models, leaderboard, rank_models
 from arenatui.stats.variants import FLIPS, prompt_robustness
 from arenatui.store import Store
 from arenatui.store.queries import follow_ups
@@ -62,7 +64,19 @@ def test_a_sweep_runs_models_by_variants_and_each_result_records_its_variant(tmp
     ai = res.models.index("a")
     per_variant = {v: _rows(r.db, "SELECT AVG(passed) FROM results WHERE model_key = 'a' AND variant = ?", v)[0][0]
                    for v in ("terse", "verbose")}
-    assert res.trials == 4 and res.calls[ai].sum() == 240  # coverage: 2 trials × 2 variants planned per case
+    assert res.trials == 2 and res.calls[ai].sum() == 240  # coverage: 2 trials × 2 variants planned per case
+    assert res.calls_per_case("a") == 4 and res.calls_per_case("c") == 2  # c was asked one prompt: not a miss
+    rows = {row.model: row for row in leaderboard(res)}
+    assert rows["c"].planned == 120 and rows["c"].coverage == rows["c"].answered / 120
+    # c (asked terse only) is compared with a over terse only, case by case, and ranked on the cells all share
+    c_vs_a = compare_models(res, "c", "a")
+    terse = res.over_variants(("terse",))
+    assert c_vs_a.variants == ("terse",) and c_vs_a.coverage_note and "terse" in c_vs_a.coverage_note
+    assert c_vs_a.diff.estimate == pytest.approx(float(np.nanmean(terse.case_scores("c") - terse.case_scores("a"))))
+    assert rank_models(res).variants == ("terse",)
+    assert rows["a"].common.estimate == pytest.approx(float(np.nanmean(terse.case_scores("a"))))
+    # pass@k is over one variant's trials: k never exceeds the 2 trials, though a was asked 4 calls per case
+    assert max(rows["a"].pass_at) == 2
     assert float(res.score_sum[ai].sum() / res.scored[ai].sum()) == pytest.approx(
         (per_variant["terse"] + per_variant["verbose"]) / 2)
     rob = prompt_robustness(stored)

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from stats_support import make_results
 
-from arenatui.bakeoff.atload import at_target
+from arenatui.bakeoff.atload import MIN_ANSWERED, at_target, p95_evidence
 from arenatui.bakeoff.conditions import conditions_of, differences
-from arenatui.bakeoff.decision import decide
+from arenatui.bakeoff.decision import LoadP95, decide
 from arenatui.bakeoff.failures import mode_counts, refusals_by_category
 from arenatui.bakeoff.terms import ASK, check_terms, requirements_from_stored, terms_from_stored
 from arenatui.config import load_project, project_to_dict
@@ -165,7 +165,31 @@ def test_each_candidate_is_eliminated_with_its_reason_or_a_contender() -> None:
     assert not out["good"].eliminated
     assert out["good"].reasons == ["on the front of quality against cost per correct case",
                                    f"{ASK} about: retention_days, trains_on_data, deprecation_notice_days"]
-    # slower at the target load than the one it loses to on quality: not dominated
-    out = {d.model: d for d in decide(rows, pairs, {}, [], {"good": 900.0, "eu-less": 900.0, "weak": 100.0}, {},
+    # decided slower at the target load (intervals apart) than the ones it loses to on quality: not dominated, and
+    # the reason names the rule
+    slow, fast = LoadP95(900.0, 850.0, 950.0, 500), LoadP95(100.0, 90.0, 110.0, 500)
+    out = {d.model: d for d in decide(rows, pairs, {}, [], {"good": slow, "eu-less": slow, "weak": fast}, {},
                                       {"weak": "not load-tested at the target"})}
-    assert not out["weak"].eliminated and out["weak"].reasons == ["not load-tested at the target"]
+    assert not out["weak"].eliminated
+    assert out["weak"].reasons[0] == ("not dominated: good is decided better on quality but its p95 at the target "
+                                      "load is decided higher (900 ms (850-950), n 500 against 100 ms (90-110), n 500)")
+    # 2 ms apart with overlapping intervals (issue 35: 1,016 against 1,018 ms) is noise: dominated, rule named
+    near, near2 = LoadP95(1018.0, 990.0, 1050.0, 240), LoadP95(1016.0, 985.0, 1049.0, 238)
+    out = {d.model: d for d in decide(rows, pairs, {}, [], {"good": near, "eu-less": near, "weak": near2}, {})}
+    assert out["weak"].eliminated and "not decided higher (1018 ms (990-1050), n 240 against 1016 ms (985-1049), " \
+        "n 238: a p95 counts as higher only when its interval lies wholly above)" in out["weak"].reasons[0]
+    # a p95 on 3 answered requests has no interval: it keeps nothing in
+    few = LoadP95(343.0, float("nan"), float("nan"), 3)
+    out = {d.model: d for d in decide(rows, pairs, {}, [], {"good": near, "eu-less": near, "weak": few}, {})}
+    assert out["weak"].eliminated
+
+
+def test_a_p95_at_load_on_few_answered_requests_is_not_evidence() -> None:
+    import dataclasses
+
+    f = _fig(5, 5, 343, 0)
+    few = dataclasses.replace(f, answered=3, p95_interval=(float("nan"), float("nan")))
+    assert p95_evidence(few) == (f"not enough evidence: p95 from 3 answered requests of 50 (at least {MIN_ANSWERED} "
+                                 "give it an interval)")
+    enough = dataclasses.replace(f, answered=MIN_ANSWERED, p95_interval=(300.0, 400.0))
+    assert p95_evidence(enough) is None and MIN_ANSWERED == 73

@@ -93,3 +93,15 @@ def test_resume_plans_the_rest() -> None:
     assert len(ks) == 20
     assert not {("alpha", "c1", 0), ("alpha", "c1", 1), ("alpha", "c3", 1), ("gamma", "c4", 0)} & set(ks)
     assert ("alpha", "c3", 0) in ks
+
+
+def test_the_summary_line_adds_up_when_models_were_asked_different_prompts() -> None:
+    from arenatui.commands.evaluate import summary_line
+    from arenatui.engine.events import VARIANT_SEP as S
+
+    lanes = [f"a{S}qa", f"a{S}terse", f"b{S}qa", f"b{S}terse", f"gw{S}terse"]
+    assert summary_line(5, 66, 1, 1.0, lanes=lanes) == (
+        "5 model × prompt variant lanes (3 models; prompt variants: a 2, b 2, gw 1) × 66 cases × 1 trial = 330 calls "
+        "in 1.0s")
+    assert summary_line(4, 66, 1, 1.0, lanes=lanes[:4]).startswith("2 models × 2 prompt variants × 66 cases × 1 "
+                                                                     "trial = 264 calls")

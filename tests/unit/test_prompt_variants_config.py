@@ -114,7 +114,9 @@ def test_the_plan_has_one_lane_per_model_and_variant_and_prompts_narrows_it(tmp_
     assert [m.base_key for m in plan.models] == ["a", "a", "b"]
     assert plan.total == 3 * 2
     assert plan.escalations["a"].key == "b"
-    assert "2 models (× 3 prompt variants)" in plan.describe()
+    # the product adds up: 3 lanes, not 2 models × 3 variants (issue 35)
+    assert plan.describe() == ("3 model × prompt variant lanes (2 models; prompt variants: a 2, b 1) × 2 cases × "
+                               "1 trial = 6 calls")
     narrowed = make_plan(p, Filters(prompts=("terse",)))
     assert [m.key for m in narrowed.models] == ["a · terse"]
     assert Filters.from_dict(Filters(prompts=("terse",)).to_dict()).prompts == ("terse",)

@@ -3,6 +3,7 @@ with evidence, exact zero, power, clusters, the regression gate, strata weights 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -12,7 +13,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stats_support import make_results
 
-from arenatui.stats import all_pairs, compare_models, compare_runs, leaderboard, pass_at_ks, rank_models, reversals
+from arenatui.stats import (
+    RunResults,
+    all_pairs,
+    compare_models,
+    compare_runs,
+    group_scores,
+    holm_adjust,
+    leaderboard,
+    pass_at_ks,
+    rank_models,
+    reversals,
+)
 from arenatui.stats.bootstrap import clustered_se, mean_ci
 from arenatui.stats.compare import paired_differences
 from arenatui.stats.power import cases_for, planned_cases, planned_mde, power_note
@@ -217,7 +229,7 @@ def test_regression_gate_names_a_stratum_regression_when_the_aggregate_improved(
     hard = next(s for s in change.strata if s.stratum == "hard")
     assert hard.regression and hard.comparison.n == 100
     assert change.regressions == [f"m in stratum hard: {hard.comparison.verdict} (Holm-adjusted p = "
-                                  f"{hard.p_holm:.4f})"]
+                                  f"{hard.p_holm:.4f} over 3 tests)"]
 
 
 def test_strata_weights_reweight_with_an_interval() -> None:
@@ -292,3 +304,120 @@ def test_a_decided_verdict_places_the_row_and_says_so() -> None:
     assert rows[1].common.estimate > rows[0].common.estimate
     assert rows[0].flag == "*" and (rows[0].order_note or "").startswith("placed above Y (higher common-case score")
     assert "X is better by 0.270" in (rows[0].order_note or "")
+
+
+# ---- issue 35: one error rate for the gate, small-sample clustered intervals, neutral ties, the run's seed ----
+
+def _null_runs(models: int, seed: int) -> tuple[RunResults, RunResults]:
+    rng = np.random.default_rng(seed)
+    strata = [f"s{j // 50}" for j in range(200)]
+    p = rng.beta(4, 1.5, 200)
+    old, new = ({f"m{i}": [[float(x)] for x in rng.random(200) < p] for i in range(models)} for _ in range(2))
+    return (make_results(old, strata=strata, run_id="old"), make_results(new, strata=strata, run_id="new"))
+
+
+def test_the_gate_corrects_over_every_model_and_stratum_together() -> None:
+    old, new = _null_runs(3, 1)
+    changes = compare_runs(old, new)
+    tests = [c.comparison for c in changes] + [s.comparison for c in changes for s in c.strata]
+    assert all(c.family == 3 * (1 + 4) == len(tests) for c in changes)  # overall + 4 strata, per model
+    family = [p for c in changes for p in (c.comparison.p_value, *(s.comparison.p_value for s in c.strata))]
+    adjusted = [p for c in changes for p in (c.p_holm, *(s.p_holm for s in c.strata))]
+    assert adjusted == pytest.approx(holm_adjust(family).tolist())
+    # a stratum that would pass Holm over its own model's strata alone is held to the whole family's bar
+    assert all(s.p_holm >= min(1.0, s.comparison.p_value * 4) - 1e-12 or s.p_holm == 1.0
+               for c in changes for s in c.strata)
+
+
+def test_the_clustered_interval_is_t_on_the_clustered_se_with_g_minus_1_df() -> None:
+    from scipy import stats as sps  # test-only oracle
+
+    rng = np.random.default_rng(4)
+    v, clusters = _clustered(rng, g=6)
+    iv = mean_ci(v, clusters=clusters)
+    half = sps.t.ppf(0.975, 5) * clustered_se(v, clusters)
+    assert (iv.low, iv.high) == pytest.approx((v.mean() - half, v.mean() + half), abs=1e-9)
+    assert iv.clusters == 6 and iv.few_clusters
+    c = paired_differences(v, np.zeros_like(v), clusters=clusters)
+    assert (c.diff.low, c.diff.high) == pytest.approx((iv.low, iv.high), abs=1e-9) and c.diff.few_clusters
+    assert c.p_value == pytest.approx(2 * sps.t.sf(v.mean() / clustered_se(v, clusters), 5))
+    v20, clusters20 = _clustered(rng, g=20)
+    assert not mean_ci(v20, clusters=clusters20).few_clusters
+
+
+def test_every_interval_of_a_clustered_run_rests_on_clusters() -> None:
+    rng = np.random.default_rng(5)
+    v, clusters = _clustered(rng, g=8)
+    n = v.size
+    strata = ["a" if c < 4 else "b" for c in clusters]
+    res = make_results({"m": [[x] for x in v], "k": [[x] for x in rng.random(n) < 0.5]}, strata=strata,
+                       sealed=[c % 4 == 3 for c in clusters], tags=[("t",)] * n)
+    res = dataclasses.replace(res, clusters=clusters, cluster_by="cluster", weights={"a": 0.5, "b": 0.5})
+    (row, *_) = leaderboard(res)
+    assert row.quality.clusters is not None and row.common.clusters is not None
+    assert row.weighted is not None and row.weighted.clusters is not None
+    assert row.gap is not None and row.gap.gap.clusters is not None
+    for g in group_scores(res):
+        assert all(iv.clusters is not None for iv in g.scores.values()), g.group
+    assert compare_models(res, "m", "k").clusters is not None
+
+
+def test_ties_share_a_rank_and_are_never_broken_by_the_own_score() -> None:
+    # identical answers on the cases both answered; the second model also answered (and passed) more cases
+    both = [[1.0]] * 30 + [[0.0]] * 30
+    res = make_results({"first": both + [[None]] * 20, "second": both + [[1.0]] * 20})
+    r = rank_models(res)
+    by = {s.model: s for s in r.standings}
+    assert by["second"].own_score > by["first"].own_score
+    assert by["first"].rank == by["second"].rank == 1 and by["first"].tied and by["second"].tied
+    assert by["first"].rank_text == "=1" and [s.model for s in r.standings] == ["first", "second"]  # run order
+    rows = leaderboard(res)
+    assert all(row.rank_text == "=1" for row in rows)
+    from arenatui.figures import LEADERBOARD
+    assert "=1" in LEADERBOARD[1].cell(rows[0])
+
+
+def test_the_bootstrap_seed_is_the_runs() -> None:
+    res = make_results({"a": [[float(x)] for x in np.linspace(0, 1, 60)]}, run_id="r1")
+    again = leaderboard(res)[0].quality
+    assert leaderboard(res)[0].quality == again  # every view of one run agrees
+    other = leaderboard(dataclasses.replace(res, run_id="r2"))[0].quality
+    assert (other.low, other.high) != (again.low, again.high)  # another run draws other resamples
+
+
+def _asked_apart() -> RunResults:
+    """gw asked only 'terse', twin asked 'qa' and 'terse'; their terse answers score alike case by case, twin's qa
+    answers all fail (the real bake-off of issue 35: gw ranked first on a mean over a different variant set)."""
+    from arenatui.stats.items import VariantCells
+
+    rng = np.random.default_rng(3)
+    terse = (rng.random(66) < 0.67).astype(float)
+    scored = np.ones((2, 2, 66), np.int64)
+    scored[0, 0] = 0  # gw was never asked qa
+    sums = np.stack([np.stack([np.zeros(66), terse]), np.stack([np.zeros(66), terse])])
+    passed = sums.astype(np.int64)
+    pooled = make_results({"gw": [[x] for x in terse], "twin": [[0.0, x] for x in terse]})
+    cells = VariantCells(("qa", "terse"), {"gw": ("terse",), "twin": ("qa", "terse")}, scored, sums, passed)
+    return dataclasses.replace(pooled, trials=1, by_variant=cells)
+
+
+def test_models_asked_different_prompts_are_ranked_and_compared_over_the_cells_they_share() -> None:
+    res = _asked_apart()
+    assert res.case_scores("gw").mean() > res.case_scores("twin").mean()  # the pooled means differ
+    c = compare_models(res, "gw", "twin")
+    assert c.variants == ("terse",) and c.diff.estimate == 0 and c.coverage_note is not None
+    assert "identical scores on all 66 cases" in c.verdict
+    rows = {r.model: r for r in leaderboard(res)}
+    assert rows["gw"].rank_text == rows["twin"].rank_text == "=1"  # tied over terse, not gw first
+    assert rows["gw"].coverage == 1.0 and rows["twin"].coverage == 1.0  # 66 of 66 asked, 132 of 132
+    assert rows["twin"].pass_at == {1: pytest.approx(float(np.mean(np.r_[np.zeros(66), res.by_variant.score_sum[
+        1, 1]])))}  # pass@k over one variant's trials: k stays 1 though twin made 2 calls a case
+
+
+def test_models_sharing_no_prompt_are_not_ranked_together() -> None:
+    res = _asked_apart()
+    assert res.by_variant is not None
+    cells = dataclasses.replace(res.by_variant, asked={"gw": ("terse",), "twin": ("qa",)})
+    r = rank_models(dataclasses.replace(res, by_variant=cells))
+    assert r.ranked == [] and all("no prompt variant every answered model was asked" in (s.unranked or "")
+                                  for s in r.standings)

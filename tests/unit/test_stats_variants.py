@@ -4,7 +4,9 @@ flipping, one that holds as holding, and two models alike under every variant ar
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from arenatui.stats.compare import paired_differences
 from arenatui.stats.variants import (
     FLIPS,
     HOLDS,
@@ -84,3 +86,19 @@ def test_undecided_in_some_and_no_shared_variant_are_said_as_such() -> None:
     rob = analyse_variants(_draw({"a": {"x": 0.95, "y": 0.62}, "b": {"x": 0.5, "y": 0.6}}, 3), n_resamples=1_000)
     assert rob.pairs[0].verdict == UNDECIDED_IN_SOME
     assert rob.pairs[0].text() == "ordering depends on the prompt: a ahead under x, undecided under y"
+
+
+def test_a_variant_names_a_winner_only_after_holm_over_the_pairs_variants() -> None:
+    # under "qa" A − B is +0.09 over 100 cases (14 cases +1, 5 cases −1): decided alone (p ≈ 0.035), not once the
+    # pair's second variant (no difference at all) shares the 5%
+    a = np.zeros((2, 100))
+    b = np.zeros((2, 100))
+    a[0, :14] = 1
+    b[0, 14:19] = 1
+    scored = np.ones((2, 2, 100), np.int64)
+    vr = VariantResults(("A", "B"), ("qa", "terse"), tuple(f"c{j}" for j in range(100)), scored, np.stack([a, b]))
+    (pair,) = analyse_variants(vr).pairs
+    alone = paired_differences(a[0], b[0])
+    assert alone.decided and 0.025 < alone.p_value < 0.05
+    assert pair.p_holm["qa"] == pytest.approx(min(1.0, 2 * alone.p_value))
+    assert pair.winners == {"qa": None, "terse": None} and pair.verdict == UNDECIDED

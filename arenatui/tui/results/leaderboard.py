@@ -18,7 +18,7 @@ from arenatui.store.queries import UNSCORED_MODES
 from arenatui.tui.results.data import RunView
 from arenatui.tui.results.tab import ResultsTab, show
 from arenatui.variant_tables import VARIANT_NOTE
-from arenatui.wording import FAILURE_SHORT, LEADERBOARD_NOTE, plural
+from arenatui.wording import FAILURE_SHORT, LEADERBOARD_NOTE, clusters_note, plural
 
 UNSCORED_SHORT = {"unjudged": "unjudged", "awaiting_judge": "awaiting", "judge_error": "judge err"}
 """The failure table's columns for calls without a score, shown in parentheses: they are not wrong answers."""
@@ -54,6 +54,9 @@ def fair_text(board: list[ModelRow]) -> Text:
     if ranked:
         out.append(f" Ranked by score over the {plural(ranked[0].common.n, 'case')} every ranked model has scores "
                    "for; own: each model's score over its own scored cases/their n.")
+    clustered = clusters_note(next((r.quality.clusters for r in board if r.quality.clusters is not None), None))
+    if clustered:
+        out.append(f" {clustered}")
     for r in board:
         for mark, why in (("", r.unranked and f"unranked, {r.unranked}"), ("* ", r.order_note), ("! ", r.paradox)):
             if why:

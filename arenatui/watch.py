@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from arenatui.engine.events import (
     JUDGE_LANE_PREFIX,
@@ -39,7 +40,6 @@ from arenatui.live import LiveMetrics
 from arenatui.load.live import LoadSnapshot
 from arenatui.store.db import RunRecord, Store, explain_error
 from arenatui.store.live_state import (
-    STALE_S,
     ControlRequest,
     LaneLive,
     LiveState,
@@ -51,6 +51,9 @@ from arenatui.store.live_state import (
 )
 from arenatui.store.queries import RunPlan, resolve_run, stored_plan
 from arenatui.store.schema import RESULT_COLUMNS
+
+if TYPE_CHECKING:
+    from arenatui.tuning.levels import ModelReadout
 
 _CALL_FIELDS = tuple(f for f in CallResult._fields[1:] if f in RESULT_COLUMNS and f != "reasoning")
 """A CallResult's fields after its lane key that the results table holds as they are (its reasoning, which no live
@@ -431,7 +434,7 @@ class RemoteTuner:
         value = levels.get(key)
         return None if value is None else int(value)
 
-    def readouts(self) -> list[object]:
+    def readouts(self) -> list[ModelReadout]:
         from arenatui.tuning.levels import readouts_from_rows
 
         st = self._state()
@@ -439,10 +442,6 @@ class RemoteTuner:
 
     def toggle(self) -> None:
         self._run.send("tune", 0 if self.enabled else 1)
-
-    @property
-    def stale_after_s(self) -> float:
-        return STALE_S
 
 
 class WatchedLoad:

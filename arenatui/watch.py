@@ -59,10 +59,12 @@ _CALL_FIELDS = tuple(f for f in CallResult._fields[1:] if f in RESULT_COLUMNS an
 """A CallResult's fields after its lane key that the results table holds as they are (its reasoning, which no live
 figure reads, is left out); a prefix of CallResult's fields, so a row builds one positionally."""
 assert CallResult._fields[1:len(_CALL_FIELDS) + 1] == _CALL_FIELDS, "a results column moved within CallResult"
-_RESULT = "model_key, variant, " + ", ".join(_CALL_FIELDS)
+_UNREAD = ("output", "score_detail")
+"""Columns no live figure reads, read as NULL: an answer can be kilobytes, and a watcher reads every row."""
+_RESULT = "model_key, variant, " + ", ".join("NULL" if f in _UNREAD else f for f in _CALL_FIELDS)
 _RETRY = "model_key, variant, case_id, trial, attempt, error_class, delay_s, message, at, http_status"
 _JUDGMENT = ("model_key, variant, case_id, trial, judge_key, status, score, passed, error_class, error_message, "
-             "output, attempts, latency_ms, total_ms, input_tokens, output_tokens, cost, started_at, finished_at, "
+             "NULL, attempts, latency_ms, total_ms, input_tokens, output_tokens, cost, started_at, finished_at, "
              "score_detail")
 
 

@@ -517,7 +517,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_judge_check_parser(sub)  # `arena judge-check`: a judge's agreement with known verdicts
 
+    from arenatui.commands.watch import add_watch_parsers
+
+    add_watch_parsers(sub, _watch_console)  # `arena watch`, `arena control`: a run another process runs
+
     return parser
+
+
+def _watch_console(run: Any, theme: str | None) -> int:
+    """The live console attached to a run another process is running (`arena watch`)."""
+    from arenatui.watch import WatchedLoad
+
+    if isinstance(run, WatchedLoad):  # the load screen, its figures the running process's, + and - its rate
+        from arenatui.tui.load_app import LoadApp
+
+        LoadApp(run, theme=theme).run()
+        return EXIT_OK
+    from arenatui.tui.watch_app import WatchApp
+
+    WatchApp(run, theme=theme).run()
+    return EXIT_OK
 
 
 def _load_console(run: Any, theme: str | None) -> None:

@@ -31,6 +31,7 @@ from arenatui.providers.base import Provider, estimate_tokens
 from arenatui.providers.registry import make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.db import explain_error
+from arenatui.store.live_state import LaneLive, end_live_state
 from arenatui.store.shards import finish_shard, record_shard
 from arenatui.wording import plural
 
@@ -230,6 +231,12 @@ class Sweep:
         self.tuner.tracker.read_counts(self.runner.lanes)
         if recent:  # the client's rpm/tpm limiters continue where the earlier session left them
             self.runner.seed_rate_limits(limit_levels(plan, recent, time.time(), self.project.defaults.max_tokens))
+        from arenatui.live_channel import LiveChannel
+
+        self.channel = LiveChannel(self.db_path, self.run_id, self.writer, self.runner, lanes=self._lanes_live,
+                                   shard=None if plan.shard is None else str(plan.shard), tuner=self.tuner,
+                                   toggle_tuner=self.toggle_tuner)
+        """The run's live state for `arena watch`, and control requests from other processes (arena control)."""
         self.cpu = CpuSampler(self.runner.emit)
         """The client's own CPU load beside the engine: stored with the run, shown live, warned about."""
         self.status: RunStatus | None = None
@@ -238,6 +245,9 @@ class Sweep:
     def control(self) -> SweepControl:
         """What a view may steer and read of the running sweep: the narrow surface, never the runner itself."""
         return self.runner
+
+    def _lanes_live(self) -> dict[str, LaneLive]:
+        return {k: LaneLive(lane.in_flight, len(lane.parked), lane.cap) for k, lane in self.runner.lanes.items()}
 
     def _set_level(self, key: str, n: int) -> None:
         self.runner.set_model_cap(key, n, source="tuner")
@@ -314,9 +324,11 @@ class Sweep:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.writer.run)
                 tg.start_soon(self.cpu.run)
+                tg.start_soon(self.channel.run)
                 try:
                     status = await self.runner.run()
                 finally:
+                    self.channel.stop()
                     self.cpu.stop()  # before the writer stops, so the last sample is stored
                     self.writer.stop()
         except BaseException as e:
@@ -355,6 +367,7 @@ class Sweep:
 
             with Store(self.db_path) as store:
                 store.mark_run(self.run_id, status, message)  # first: the run's end matters most
+                end_live_state(store.conn, self.run_id, status)  # a watcher says how it ended at once
                 if self.filters.shard is not None:
                     finish_shard(store, self.run_id, status, (None, None, None))
                 store.write_tuning_levels(self.run_id, readout_rows(

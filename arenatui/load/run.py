@@ -9,6 +9,7 @@ import dataclasses
 import gc
 import itertools
 import math
+import threading
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,7 @@ from arenatui.plan import Shard
 from arenatui.providers.base import Provider
 from arenatui.providers.registry import make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
+from arenatui.store.live_state import ControlRequest, end_live_state
 from arenatui.store.load_queries import INSERT_LOAD_REQUEST, UPSERT_LOAD_SEGMENT, mark_load_run
 from arenatui.store.shards import finish_shard, record_shard
 
@@ -182,6 +184,15 @@ class LoadRun:
         self.status: RunStatus | None = None
         self._sent_history: deque[tuple[float, int]] = deque()
         """(seconds, requests sent) at each snapshot over the last window: the live sent rate."""
+        self._snapshot_lock = threading.Lock()
+        """The console samples from a worker thread, the live state from the event loop."""
+        from arenatui.live_channel import LiveChannel
+
+        self.channel = LiveChannel(self.db_path, self.run_id, self.writer, None, lanes=dict, kind="load",
+                                   shard=None if opts.shard is None else str(opts.shard),
+                                   extra=lambda: {"load": dataclasses.asdict(self.snapshot())},
+                                   apply_other=self._apply_request)
+        """The run's live state for `arena watch` (the load screen's figures), and rate requests (arena control)."""
 
     # ---- sinks -----------------------------------------------------------------------------------
 
@@ -202,11 +213,29 @@ class LoadRun:
     def change_rate(self, rate: float) -> None:
         self.engine.change_rate(rate)
 
+    def _apply_request(self, req: ControlRequest) -> tuple[str, str | None]:
+        """A request from another process (arena watch's + and -, arena control --rate): only the rate applies."""
+        from arenatui.limits import MAX_RPM
+
+        if req.action != "rate":
+            return "refused", f"a load run has no {req.action} to change: ask for its offered rate (--rate R)"
+        if req.value is None or not 0 < req.value <= MAX_RPM / 60.0:
+            return "refused", f"an offered rate must be above 0 and at most {MAX_RPM / 60.0:g} req/s"
+        try:
+            self.change_rate(req.value)
+        except ValueError as e:  # a trace's times are fixed
+            return "refused", str(e)
+        return "applied", f"offered rate {req.value:g} req/s"
+
     def cancel(self) -> None:
         self.engine.cancel()
 
     def snapshot(self) -> LoadSnapshot:
-        """Live figures; call from one thread at a time (the views sample a few times a second)."""
+        """Live figures (the views sample a few times a second, the live state once a second)."""
+        with self._snapshot_lock:
+            return self._snapshot()
+
+    def _snapshot(self) -> LoadSnapshot:
         e = self.engine
         now, sent = e.now_s(), e.sent
         hist = self._sent_history
@@ -259,10 +288,12 @@ class LoadRun:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.writer.run)
                 tg.start_soon(self.cpu.run)
+                tg.start_soon(self.channel.run)
                 try:
                     await self.engine.run()
                     status = "cancelled" if getattr(self.engine, "cancelled", False) else "finished"
                 finally:
+                    self.channel.stop()
                     self.cpu.stop()
                     self.writer.stop()
         except BaseException as e:
@@ -286,6 +317,7 @@ class LoadRun:
             self.writer.close()
             with Store(self.db_path) as store:
                 store.mark_run(self.run_id, status, message)
+                end_live_state(store.conn, self.run_id, status)
                 if self.opts.shard is not None:
                     from arenatui.barrier import clock_estimate
 

@@ -417,6 +417,41 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (run_id, model_key)
     );
     """,
+    # 20: what a running run publishes once a second (arena watch reads it: calls in flight, levels, the tuner,
+    # which process on which host), and requests to steer it (arena control, the watcher's keys) with its answers
+    """
+    CREATE TABLE live_state (
+        run_id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        shard TEXT,
+        host TEXT,
+        pid INTEGER,
+        user TEXT,
+        heartbeat_at REAL NOT NULL,
+        state TEXT NOT NULL,
+        target INTEGER,
+        paused INTEGER NOT NULL DEFAULT 0,
+        tuner INTEGER NOT NULL DEFAULT 0,
+        models_json TEXT NOT NULL,
+        tuning_json TEXT,
+        extra_json TEXT
+    );
+    CREATE TABLE control_requests (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL,
+        asked_at REAL NOT NULL,
+        action TEXT NOT NULL,
+        value INTEGER,
+        model_key TEXT,
+        host TEXT,
+        pid INTEGER,
+        user TEXT,
+        status TEXT NOT NULL DEFAULT 'pending',
+        reply TEXT,
+        done_at REAL
+    );
+    CREATE INDEX control_requests_run ON control_requests (run_id, id);
+    """,
 )
 JUDGMENT_COLUMNS: tuple[str, ...] = (
     "run_id", "model_key", "case_id", "trial", "judge_key", "status", "score", "passed", "error_class",

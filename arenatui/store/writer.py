@@ -17,7 +17,8 @@ A row the database refuses never costs its batch: the writer process retries it 
 reports what it repaired or left out (`problems`, read at `close`). A failure of the file itself
 (disk full, corrupt, locked) ends it and reaches the person through `db.explain`. Every
 HEARTBEAT_S a batch also renews the run's claim (Store.claim_run), so another host can tell a
-live holder from a dead one.
+live holder from a dead one. Once a second the sweep also `publish`es its live state (store.live_state),
+sent with the next batch, a newer one replacing an unsent one: `arena watch` reads it.
 """
 
 from __future__ import annotations
@@ -104,6 +105,8 @@ class ResultWriter:
         self.problems: list[str] = []
         """What the writer process reported when it ended: rows repaired or left out (read by `close`)."""
         self._beat_due = time.monotonic() + HEARTBEAT_S
+        self._live: tuple[str, tuple[Any, ...]] | None = None
+        """The run's latest live state (store.live_state), sent with the next batch: a newer one replaces it."""
         self._proc = subprocess.Popen(
             [sys.executable, str(_SINK), str(self.db_path)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
@@ -152,6 +155,14 @@ class ResultWriter:
             self._other[-1][1].extend(rows)  # one executemany per table and batch, not one per request
         else:
             self._other.append((sql, list(rows)))
+        if not self._signalled:
+            self._signalled = True
+            if self._wake is not None:
+                self._wake.set()
+
+    def publish(self, sql: str, row: tuple[Any, ...]) -> None:
+        """Queue the run's live state (one row, upserted): O(1), no I/O; only the latest is sent."""
+        self._live = (sql, row)
         if not self._signalled:
             self._signalled = True
             if self._wake is not None:
@@ -226,6 +237,9 @@ class ResultWriter:
         rows, self._rows = self._rows, []
         changes, self._changes = self._changes, []
         other, self._other = self._other, []
+        if self._live is not None:
+            other.append((self._live[0], [self._live[1]]))
+            self._live = None
         if self._steps:
             steps, self._steps = self._steps, []
             run_id = self.run_id

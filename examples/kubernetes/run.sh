@@ -11,6 +11,11 @@ kubectl apply -f pvc.yaml
 kubectl create configmap arena-project --from-file=arena.toml --from-file=cases.jsonl \
     --dry-run=client -o yaml | kubectl apply -f -
 envsubst '$RUN_ID $START_BASE' < shards-job.yaml | kubectl apply -f -
+# While it runs, watch a shard where it writes its database (SQLite's WAL needs the reader on the writer's disk):
+#   kubectl exec -it "$(kubectl get pods -l job-name=arena-load-$RUN_ID -o name | head -1)" -- \
+#       sh -c 'arena watch --db "$SCRATCH"/shard-*.db'
+# and, once the shards have copied their databases to the volume, all of them as one run from any pod mounting it:
+#   arena watch "$RUN_ID" --db /data/        (a directory: every *.db in it, one view, a line per shard)
 # until the Job has ended either way (a failed shard ends it Failed: the merge then names what is missing)
 until kubectl get job "arena-load-$RUN_ID" -o jsonpath='{.status.conditions[*].type}' | grep -qE 'Complete|Failed'
 do sleep 10; done

@@ -1,0 +1,529 @@
+"""A run another process is running, followed through its results database(s) only: `arena watch`'s model.
+
+The stored rows are folded back into a `LiveMetrics` as the events they were (a result is a call started and
+finished, a retried attempt a retry, a level change a level change, a tuner decision a decision), new rows only, by
+rowid: so the matrix, the rates over the window, retries, the 429 share, percentiles and sparklines are computed by
+the one piece of code the console uses, from the same facts. What only the running process knows (calls in flight
+and backing off, caps, the target, pause, the tuner) comes from the live state it publishes once a second
+(store.live_state). Several databases are the shards of one run: their rows are disjoint, so folding them all into
+one LiveMetrics merges them exactly (the rule `arena merge` follows), and a request goes to every shard.
+"""
+
+from __future__ import annotations
+
+import glob
+import math
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from arenatui.engine.events import (
+    JUDGE_LANE_PREFIX,
+    CallFinished,
+    CallResult,
+    CallRetrying,
+    CallStarted,
+    ClientLoadSampled,
+    ConcurrencyChanged,
+    JudgeFinished,
+    RunFinished,
+    RunPaused,
+    RunResumed,
+    TunerDecided,
+    lane_key,
+)
+from arenatui.errors import ArenaError, PlanError, StoreError
+from arenatui.live import LiveMetrics
+from arenatui.load.live import LoadSnapshot
+from arenatui.store.db import RunRecord, Store, explain_error
+from arenatui.store.live_state import (
+    ControlRequest,
+    LaneLive,
+    LiveState,
+    answers,
+    ask,
+    open_for_requests,
+    read_live_state,
+    rows_since,
+)
+from arenatui.store.queries import RunPlan, resolve_run, stored_plan
+from arenatui.store.schema import RESULT_COLUMNS
+
+if TYPE_CHECKING:
+    from arenatui.tuning.levels import ModelReadout
+
+_CALL_FIELDS = tuple(f for f in CallResult._fields[1:] if f in RESULT_COLUMNS and f != "reasoning")
+"""A CallResult's fields after its lane key that the results table holds as they are (its reasoning, which no live
+figure reads, is left out); a prefix of CallResult's fields, so a row builds one positionally."""
+assert CallResult._fields[1:len(_CALL_FIELDS) + 1] == _CALL_FIELDS, "a results column moved within CallResult"
+_UNREAD = ("output", "score_detail")
+"""Columns no live figure reads, read as NULL: an answer can be kilobytes, and a watcher reads every row."""
+_RESULT = "model_key, variant, " + ", ".join("NULL" if f in _UNREAD else f for f in _CALL_FIELDS)
+_RETRY = "model_key, variant, case_id, trial, attempt, error_class, delay_s, message, at, http_status"
+_JUDGMENT = ("model_key, variant, case_id, trial, judge_key, status, score, passed, error_class, error_message, "
+             "NULL, attempts, latency_ms, total_ms, input_tokens, output_tokens, cost, started_at, finished_at, "
+             "score_detail")
+
+
+def shard_paths(given: Sequence[str]) -> list[Path]:
+    """`--db` values as database files: a directory stands for its *.db files, a pattern for its matches."""
+    out: list[Path] = []
+    for g in given:
+        p = Path(g)
+        if p.is_dir():
+            found = sorted(p.glob("*.db"))
+            if not found:
+                raise PlanError(f"--db {g}: the directory holds no *.db file (the shards' databases)")
+            out += found
+        elif any(ch in g for ch in "*?["):
+            matched = sorted(Path(m) for m in glob.glob(g))
+            if not matched:
+                raise PlanError(f"--db {g}: no file matches the pattern")
+            out += matched
+        else:
+            out.append(p)
+    return list(dict.fromkeys(out))
+
+
+@dataclass(slots=True)
+class Shard:
+    """One database of the watched run, and how far its rows have been folded."""
+
+    path: Path
+    conn: sqlite3.Connection
+    record: RunRecord
+    cursors: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
+        ("results", "failed_attempts", "judgments", "concurrency_changes", "tuning_decisions", "client_load"), 0))
+    state: LiveState | None = None
+    writable: bool | None = None
+    """Whether control requests can be written to it (None until the first request)."""
+    ended: str | None = None
+    """How its run ended, once the runs table says so."""
+    cancelled: set[int] = field(default_factory=set)
+    """Rowids of calls stored 'cancelled' (an earlier session's stop): a resume replaces such a row in place, under
+    the same rowid, so these are read again until they hold a result."""
+
+
+class WatchedRun:
+    """Everything `arena watch` shows of a run, refreshed by `poll()` (call it a few times a second)."""
+
+    def __init__(self, dbs: Sequence[Path], run: str = "last") -> None:
+        if not dbs:
+            raise PlanError("arena watch needs a results database: --db PATH (several for the shards of one run)")
+        self.shards: list[Shard] = []
+        run_id = run
+        for path in dbs:
+            with Store(path, read_only=True) as store:
+                record = resolve_run(store, run_id)
+            run_id = record.run_id  # 'last' means the first database's newest run; the other shards hold it too
+            from arenatui.store.db import connect_read_only
+
+            self.shards.append(Shard(path, connect_read_only(path), record))
+        self.run_id = run_id
+        first = self.shards[0].record
+        self.plan: RunPlan = stored_plan(first)
+        self.project_name = first.project
+        self.db_path = self.shards[0].path
+        keys = [lane_key(m, v) for m in self.plan.models for v in (self.plan.variants.get(m) or ("",))]
+        judged: dict[str, set[str]] = {}
+        for j in self.plan.judged:
+            judged.setdefault(JUDGE_LANE_PREFIX + j.judge, set()).update(j.judged)
+        per_case = len(keys) * self.plan.trials  # a judge lane's calls per judged case: candidates × trials
+        self._model_index = {k: i for i, k in enumerate(keys)}
+        self.live = LiveMetrics(keys, [c.id for c in self.plan.cases], self.plan.trials, clock=time.time,
+                                judges=[(k, frozenset(cases), per_case) for k, cases in judged.items()])
+        self.live.t0 = min(s.record.started_at for s in self.shards)
+        # planned: the whole run's calls (a shard's record holds the whole plan's count too), so the shards given
+        # fill one matrix; a watcher given some of the shards shows how far they took the whole run
+        self._lanes = frozenset(self.live.row_keys)
+        self.control = RemoteControl(self)
+        self.tuner = RemoteTuner(self)
+        self.tune_at_start = False
+        """(The run screen's: the watcher shows the rates pane first.)"""
+        self.asked: dict[tuple[int, int], ControlRequest] = {}
+        """Requests sent and not yet answered: (shard index, request id) → request."""
+        self.answered: list[tuple[ControlRequest, str, str | None]] = []
+        """Answers heard since the view last took them (take_answers)."""
+        self.read_only_reason: str | None = None
+        self.poll()
+
+    # ---- following -----------------------------------------------------------------------------
+
+    def poll(self) -> None:
+        """Fold every shard's new rows, read the live states and the answers to requests."""
+        for i, sh in enumerate(self.shards):
+            try:
+                self._fold(sh)
+                sh.state = read_live_state(sh.conn, self.run_id)
+                row = sh.conn.execute("SELECT status FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()
+                sh.ended = row[0] if row is not None and row[0] != "running" else None  # a resume runs it again
+                self._answers(i, sh)
+            except sqlite3.Error as e:
+                raise explain_error(sh.path, e) from None
+        self._apply_live()
+
+    def _fold(self, sh: Shard) -> None:
+        live = self.live
+        on = live.on_event
+        c = sh.cursors
+        # retries first: a call's retried attempts are stored in the batch that may also hold its result
+        for row in rows_since(sh.conn, "failed_attempts", _RETRY, self.run_id, c["failed_attempts"],
+                              "AND delay_s IS NOT NULL"):
+            c["failed_attempts"] = row[0]
+            _rid, model, variant, case_id, trial, attempt, reason, delay, message, at, status = row
+            key = lane_key(model, variant)
+            if key not in self._lanes:  # a judge lane: not watched (its calls are in the results figures)
+                continue
+            on(CallStarted(key, case_id, trial, attempt, at))
+            on(CallRetrying(key, case_id, trial, attempt, reason, delay or 0.0, message or "", at, None, status))
+        # at most FOLD_BATCH a refresh: a watcher opened on a long run catches up over a few refreshes
+        rows = rows_since(sh.conn, "results", _RESULT, self.run_id, c["results"])
+        if rows:
+            c["results"] = rows[-1][0]
+        if sh.cancelled:
+            marks = ", ".join("?" for _ in sh.cancelled)
+            rows += sh.conn.execute(f"SELECT rowid, {_RESULT} FROM results WHERE rowid IN ({marks}) AND error_class "
+                                    "IS NOT 'cancelled'", tuple(sh.cancelled)).fetchall()
+        for row in rows:
+            key = lane_key(row[1], row[2])
+            if key not in self._lanes:
+                continue
+            r = CallResult(key, *row[3:])
+            if r.error_class == "cancelled":
+                sh.cancelled.add(row[0])
+            else:
+                sh.cancelled.discard(row[0])
+            # started, then finished: a call backing off (its retry folded above) starts from there, as in the engine
+            on(CallStarted(key, r.case_id, r.trial, r.attempts, r.started_at))
+            on(CallFinished(r, r.finished_at))
+        # judge calls after the results (a verdict moves its candidate's call on from unscored)
+        for row in rows_since(sh.conn, "judgments", _JUDGMENT, self.run_id, c["judgments"]):
+            c["judgments"] = row[0]
+            _rid, model, variant, case_id, trial, judge, *rest = row
+            candidate, lane = lane_key(model, variant), JUDGE_LANE_PREFIX + judge
+            mi = self._model_index.get(candidate)
+            if mi is None or lane not in self._lanes:
+                continue
+            status, score, passed, ec, emsg, output, attempts, lat, total, itok, otok, cost, t0, t1, detail = rest
+            jt = mi * self.plan.trials + trial  # the judge call's own cell (plan.judge_trial)
+            r = CallResult(lane, case_id, jt, status, output, score, bool(passed), ec, emsg, attempts, lat, total,
+                           None, itok, otok, cost, None, False, t0, t1, score_detail=detail)
+            on(CallStarted(lane, case_id, jt, attempts, t0))
+            on(JudgeFinished(r, candidate, case_id, trial, t1))
+        for row in rows_since(sh.conn, "concurrency_changes", "at, old, new, model_key, source", self.run_id,
+                              c["concurrency_changes"]):
+            c["concurrency_changes"] = row[0]
+            _rid, at, old, new, model_key, source = row
+            if model_key is None or model_key in self._lanes:
+                on(ConcurrencyChanged(old, new, model_key, source, at, at))
+        for row in rows_since(sh.conn, "tuning_decisions", "at, model_key, old, new, reason", self.run_id,
+                              c["tuning_decisions"]):
+            c["tuning_decisions"] = row[0]
+            _rid, at, model_key, old, new, reason = row
+            on(TunerDecided(model_key, old, new, reason, at))
+        for row in rows_since(sh.conn, "client_load", "at, cpu, interval_s", self.run_id, c["client_load"]):
+            c["client_load"] = row[0]
+            _rid, at, cpu, interval = row
+            on(ClientLoadSampled(cpu, interval, at, at))
+
+    def _apply_live(self) -> None:
+        """What only the running processes know, onto the folded figures: calls in flight and backing off per lane
+        (summed over shards), the caps and the target (the first live shard's), paused, ended."""
+        live = self.live
+        states = [s.state for s in self.shards if s.state is not None]
+        lanes: dict[str, LaneLive] = {}
+        for st in states:
+            for k, v in st.lanes.items():
+                was = lanes.get(k, LaneLive())
+                lanes[k] = LaneLive(was.in_flight + v.in_flight, was.backing_off + v.backing_off,
+                                    v.cap if was.cap is None else was.cap)
+        running = [st for st in states if st.alive()]
+        for agg in live.rows:
+            lane = lanes.get(agg.key) if running else None
+            agg.in_flight = lane.in_flight if lane is not None else 0
+            agg.backing_off = lane.backing_off if lane is not None else 0
+        if running:
+            live.target = sum(st.target or 0 for st in running) if len(self.shards) > 1 else running[0].target or 0
+            for k, lane in lanes.items():
+                if k in self._lanes:
+                    live.caps[k] = lane.cap
+        paused = bool(running) and all(st.paused for st in running)
+        now = time.time()
+        if self.ended is None and live.end_t is not None:  # resumed while watched: rates are a window again
+            live.end_t = None
+            live.state = "running"
+        if self.ended is not None:
+            if live.end_t is None:
+                at = max((s.record.finished_at or 0.0 for s in self.shards), default=0.0) or now
+                live.on_event(RunFinished(self.ended_status(), at))  # type: ignore[arg-type]
+        elif paused and live.state == "running":
+            live.on_event(RunPaused(now))
+        elif not paused and live.state == "paused":
+            live.on_event(RunResumed(now))
+
+    @property
+    def ended(self) -> str | None:
+        """How the run ended, once every shard's process has recorded its end (None while any still runs)."""
+        if any(s.ended is None for s in self.shards):
+            return None
+        return self.ended_status()
+
+    def ended_status(self) -> str:
+        ends = {s.ended for s in self.shards}
+        return "failed" if "failed" in ends else "cancelled" if "cancelled" in ends else "finished"
+
+    def running(self, now: float | None = None) -> bool:
+        """Whether any shard's process is heard from (its live state younger than STALE_S)."""
+        return any(s.state is not None and s.state.alive(now) for s in self.shards)
+
+    def last_seen(self, now: float | None = None) -> float | None:
+        """Seconds since the newest live state of any shard; None when none was ever published."""
+        ages = [s.state.age(now) for s in self.shards if s.state is not None]
+        return min(ages) if ages else None
+
+    def status_words(self, now: float | None = None) -> str:
+        """The run's state as the watcher's header says it."""
+        if self.ended is not None:
+            return self.ended
+        if self.running(now):
+            return "paused" if self.live.state == "paused" else "running"
+        seen = self.last_seen(now)
+        if seen is None:
+            return "not running (no live state published: an older arenatui, or not started yet)"
+        return f"not running (last seen {_ago(seen)} ago)"
+
+    # ---- steering ------------------------------------------------------------------------------
+
+    def send(self, action: str, values: Sequence[int | None] | int | None = None,
+             model_key: str | None = None) -> list[str]:
+        """Write one request to every shard (`values`: one per shard, or one for all); what could not be sent."""
+        problems = []
+        per = list(values) if isinstance(values, Sequence) else [values] * len(self.shards)
+        for i, sh in enumerate(self.shards):
+            try:
+                conn = open_for_requests(sh.path)
+                try:
+                    rid = ask(conn, self.run_id, action, per[i], model_key)
+                    row = conn.execute("SELECT id, run_id, action, value, model_key, host, pid, user, asked_at "
+                                       "FROM control_requests WHERE id = ?", (rid,)).fetchone()
+                finally:
+                    conn.close()
+                sh.writable = True
+                self.asked[(i, rid)] = ControlRequest(*row)
+            except (StoreError, ArenaError) as e:
+                sh.writable = False
+                self.read_only_reason = str(e)
+                problems.append(str(e))
+        return problems
+
+    def _answers(self, i: int, sh: Shard) -> None:
+        mine = [rid for (j, rid) in self.asked if j == i]
+        if not mine:
+            return
+        for rid, (status, reply) in answers(sh.conn, mine).items():
+            if status != "pending":
+                req = self.asked.pop((i, rid))
+                self.answered.append((req, status, reply))
+        if sh.ended is not None or (sh.state is not None and not sh.state.alive()):
+            for rid in mine:  # nobody will answer: say so rather than wait forever
+                if (i, rid) in self.asked:
+                    self.answered.append((self.asked.pop((i, rid)), "refused", "the run is not running"))
+
+    def take_answers(self) -> list[tuple[ControlRequest, str, str | None]]:
+        out, self.answered = self.answered, []
+        return out
+
+    def shard_lines(self, now: float | None = None) -> list[str]:
+        """One line per shard: which, where, heard from when, how far."""
+        out = []
+        for sh in self.shards:
+            st = sh.state
+            where = "never published" if st is None else f"{st.host} pid {st.pid}, last seen {_ago(st.age(now))} ago"
+            what = sh.ended or (("running" if st.alive(now) else "not running") if st is not None else "?")
+            label = st.shard if st is not None and st.shard else sh.path.name
+            out.append(f"shard {label}: {what} · {where} · {sh.path}")
+        return out
+
+    def close(self) -> None:
+        for sh in self.shards:
+            sh.conn.close()
+
+
+def _ago(seconds: float) -> str:
+    s = int(seconds)
+    if s < 120:
+        return f"{s} s"
+    if s < 7200:
+        return f"{s // 60} min"
+    return f"{s // 3600} h"
+
+
+class RemoteControl:
+    """SweepControl over the database: reads the published live state, writes requests (answered asynchronously)."""
+
+    def __init__(self, run: WatchedRun) -> None:
+        self._run = run
+
+    def _state(self) -> LiveState | None:
+        return next((s.state for s in self._run.shards if s.state is not None and s.state.alive()), None)
+
+    @property
+    def target(self) -> int:
+        return self._run.live.target
+
+    @property
+    def paused(self) -> bool:
+        return self._run.live.state == "paused"
+
+    @property
+    def cancelled(self) -> bool:
+        return not self._run.running()
+
+    def set_concurrency(self, n: int, source: str = "user") -> None:
+        run = self._run
+        if len(run.shards) > 1:  # each shard its share of the asked total, the way the shards' targets add up
+            n_live = max(1, len(run.shards))
+            per: list[int | None] = [max(1, n // n_live + (1 if i < n % n_live else 0)) for i in range(n_live)]
+            run.send("concurrency", per)
+        else:
+            run.send("concurrency", n)
+
+    def set_model_cap(self, model_key: str, cap: int | None, source: str = "user") -> None:
+        self._run.send("cap", cap or 0, model_key)
+
+    def model_cap(self, model_key: str) -> int | None:
+        if model_key not in self._run.live.row_keys:
+            raise KeyError(model_key)
+        st = self._state()
+        lane = st.lanes.get(model_key) if st is not None else None
+        return lane.cap if lane is not None else None
+
+    def pause(self) -> None:
+        self._run.send("pause")
+
+    def resume(self) -> None:
+        self._run.send("resume")
+
+    def cancel(self) -> None:
+        """A watcher never stops the run it watches (q leaves the watcher; the run goes on)."""
+
+
+class RemoteTuner:
+    """The running process's tuner as its live state shows it: readouts, levels, on or off."""
+
+    def __init__(self, run: WatchedRun) -> None:
+        self._run = run
+
+    def _state(self) -> LiveState | None:
+        return next((s.state for s in self._run.shards if s.state is not None), None)
+
+    @property
+    def enabled(self) -> bool:
+        st = self._state()
+        return bool(st is not None and st.tuner)
+
+    @property
+    def suspended(self) -> set[str]:
+        st = self._state()
+        return set(st.extra.get("suspended", ())) if st is not None else set()
+
+    def level(self, key: str) -> int | None:
+        st = self._state()
+        levels = st.extra.get("tuner_levels", {}) if st is not None else {}
+        value = levels.get(key)
+        return None if value is None else int(value)
+
+    def readouts(self) -> list[ModelReadout]:
+        from arenatui.tuning.levels import readouts_from_rows
+
+        st = self._state()
+        return list(readouts_from_rows(st.tuning_rows)) if st is not None and st.tuning_rows else []
+
+    def toggle(self) -> None:
+        self._run.send("tune", 0 if self.enabled else 1)
+
+
+class WatchedLoad:
+    """A load run another process is running, as the load screen reads a LoadRun: its figures are the ones the
+    running process publishes each second (its own window over its own samples), + and - ask it for a new rate."""
+
+    def __init__(self, path: Path, record: RunRecord) -> None:
+        from arenatui.store.db import connect_read_only
+
+        self.path = path
+        self.run_id = record.run_id
+        self.conn = connect_read_only(path)
+        self._leave = False
+        self._last: LoadSnapshot | None = None
+
+    @property
+    def status(self) -> str | None:
+        """How the run ended (None while its process still runs, or until the watcher leaves)."""
+        row = self.conn.execute("SELECT status FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()
+        if row is not None and row[0] != "running":
+            return str(row[0])
+        return None
+
+    def state(self) -> LiveState | None:
+        return read_live_state(self.conn, self.run_id)
+
+    def snapshot(self) -> LoadSnapshot:
+        st = self.state()
+        figures = st.extra.get("load") if st is not None else None
+        if figures:
+            self._last = LoadSnapshot(**{**figures, "histogram": tuple(figures.get("histogram", ()))})
+        if self._last is None:
+            nan = math.nan  # nothing published yet: no figure, rather than zeros that read as measured
+            return LoadSnapshot(elapsed_s=0.0, total_s=0.0, segment=0, target_rate=0.0, sent_rate=0.0,
+                                achieved_rate=0.0, in_flight=0, done=0, lag_p50_ms=nan, lag_p99_ms=nan,
+                                ttft_p50_ms=nan, ttft_p99_ms=nan, latency_p50_ms=nan, latency_p99_ms=nan,
+                                latency_sched_p99_ms=nan, error_share=0.0, rate_limited_share=0.0,
+                                timeout_share=0.0, histogram=())
+        return self._last
+
+    def change_rate(self, rate: float) -> None:
+        st = self.state()
+        if st is None or not st.alive():
+            raise ValueError("the load run is not running: nothing would apply a new rate")
+        conn = open_for_requests(self.path)
+        try:
+            ask(conn, self.run_id, "rate", rate)
+        finally:
+            conn.close()
+
+    def cancel(self) -> None:
+        """q stops watching (the run goes on where it runs); a second q quits."""
+        self._leave = True
+
+    async def run(self) -> str | None:
+        """Until the run ends or the watcher leaves: the load screen's worker, whose end the screen shows."""
+        import anyio
+
+        for _ in iter(int, 1):  # another process's end is a row to poll for: nothing in this process to wait on
+            if self._leave or self.status is not None:
+                break
+            await anyio.sleep(0.5)
+        return self.status
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def open_run(dbs: Sequence[Path], run: str = "last") -> WatchedRun | WatchedLoad:
+    """The watcher's model of a run: a sweep's (any number of shards) or a load run's (one database)."""
+    from arenatui.store.load_queries import run_kinds
+
+    if not dbs:
+        raise PlanError("arena watch needs a results database: --db PATH (several for the shards of one run)")
+    with Store(dbs[0], read_only=True) as store:
+        record = resolve_run(store, run)
+        kind = run_kinds(store, [record.run_id])[record.run_id][0]
+    if kind != "load":
+        return WatchedRun(dbs, record.run_id)
+    if len(dbs) > 1:
+        raise PlanError(f"run {record.run_id} is a load run: arena watch follows one load process's database at a "
+                        "time (watch each shard's; `arena merge` joins them after the run)")
+    return WatchedLoad(dbs[0], record)

@@ -454,7 +454,10 @@ class RunScreen(Screen[None]):
         not reason."""
         prices = self._prices
         if prices is None:
-            prices = self._prices = {c.key: c.price_out_per_mtok for c in self.sweep.plan.models}
+            # a sweep's plan holds the models' settings; a watched run's stored plan only their keys (no price:
+            # the share is then of output tokens, as for a model with no price)
+            prices = self._prices = {c.key: c.price_out_per_mtok for c in self.sweep.plan.models
+                                     if hasattr(c, "price_out_per_mtok")}
         figures = m.reasoning(prices.get(split_lane(m.key)[0], 0.0))
         return "-" if figures is None else f"{figures[0]:.0f} · {figures[1]:.0%}"
 

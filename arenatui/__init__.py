@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from arenatui.config.schema import Case, Defaults, Project, RunSettings, SimSettings
     from arenatui.config.schema import ModelConfig as Model
     from arenatui.config.schema import ScorerConfig as Scorer
-    from arenatui.errors import ArenaError, ConfigError, RateLimited, SolverMisuse, Transient
+    from arenatui.kernel.errors import ArenaError, ConfigError, RateLimited, SolverMisuse, Transient
     from arenatui.providers.solver import Answer, Factory, Solver, SolverRequest, TrialContext
 
 _LAZY: dict[str, tuple[str, str]] = {
@@ -38,11 +38,11 @@ _LAZY: dict[str, tuple[str, str]] = {
     "Answer": ("arenatui.providers.solver", "Answer"),
     "Solver": ("arenatui.providers.solver", "Solver"),
     "Factory": ("arenatui.providers.solver", "Factory"),
-    "RateLimited": ("arenatui.errors", "RateLimited"),
-    "Transient": ("arenatui.errors", "Transient"),
-    "ArenaError": ("arenatui.errors", "ArenaError"),
-    "ConfigError": ("arenatui.errors", "ConfigError"),
-    "SolverMisuse": ("arenatui.errors", "SolverMisuse"),
+    "RateLimited": ("arenatui.kernel.errors", "RateLimited"),
+    "Transient": ("arenatui.kernel.errors", "Transient"),
+    "ArenaError": ("arenatui.kernel.errors", "ArenaError"),
+    "ConfigError": ("arenatui.kernel.errors", "ConfigError"),
+    "SolverMisuse": ("arenatui.kernel.errors", "SolverMisuse"),
 }
 
 __all__ = ["Answer", "ArenaError", "Case", "ConfigError", "Defaults", "Factory", "Model", "Project", "RateLimited",

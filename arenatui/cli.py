@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from arenatui.errors import ArenaError, render_error, unwrap
-from arenatui.limits import MAX_CONCURRENCY, MAX_PORT, MAX_SQL_INT, MAX_TRIALS, MIN_PORT
+from arenatui.kernel.errors import ArenaError, render_error, unwrap
+from arenatui.kernel.limits import MAX_CONCURRENCY, MAX_PORT, MAX_SQL_INT, MAX_TRIALS, MIN_PORT
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_READER_GONE = 128 + 13
@@ -41,7 +41,7 @@ def _hold_stop_signals() -> list[int]:
     """From here on, Ctrl-C, SIGTERM and SIGHUP are noted, not raised: the run has recorded its end, and what is
     left (the summary and the resume command, well under a second) must not be cut short by the second of two
     quick Ctrl-C. Returns the list the signals are noted in."""
-    from arenatui.sweep import stop_signals
+    from arenatui.session.sweep import stop_signals
 
     noted: list[int] = []
     for sig in {signal.SIGINT, *stop_signals()}:
@@ -56,7 +56,7 @@ _held_handlers: list[tuple[int, object]] = []
 
 
 def _handle_stop_signals() -> None:
-    from arenatui.sweep import stop_signals
+    from arenatui.session.sweep import stop_signals
 
     for sig in stop_signals():
         if sig != signal.SIGINT:  # Python's own Ctrl-C handling raises KeyboardInterrupt already
@@ -73,7 +73,7 @@ def _csv(value: str) -> tuple[str, ...]:
 
 
 def _whole_number(lo: int, hi: int | None = None) -> Callable[[str], int]:
-    """An argparse type: a whole number in [lo, hi] (the bounds from arenatui.limits), else a usage error (exit 2)."""
+    """An argparse type: a whole number in [lo, hi] (bounds: arenatui.kernel.limits), else a usage error (exit 2)."""
     def parse(value: str) -> int:
         try:
             n = int(value)
@@ -133,7 +133,7 @@ def _add_cluster_by(p: argparse.ArgumentParser) -> None:
 
 def _sweep_options(args: argparse.Namespace) -> object:
     from arenatui.plan import Filters
-    from arenatui.sweep import SweepOptions
+    from arenatui.session.sweep import SweepOptions
 
     if args.resume and (args.models or args.tags or args.limit or args.trials or args.project
                         or args.seed is not None):
@@ -159,9 +159,9 @@ def _sweep_options(args: argparse.Namespace) -> object:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     import anyio
 
-    from arenatui.headless import run_headless
-    from arenatui.sweep import Sweep
-    from arenatui.terminal import err_console, out_console
+    from arenatui.commands.headless import run_headless
+    from arenatui.present.terminal import err_console, out_console
+    from arenatui.session.sweep import Sweep
 
     out, err = out_console(), err_console()
     _handle_stop_signals()
@@ -197,10 +197,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         spend_line,
         summary_line,
     )
+    from arenatui.kernel.units import plural
+    from arenatui.results.read import read_run
     from arenatui.store import Store
     from arenatui.store.queries import error_messages
-    from arenatui.store.read import read_run
-    from arenatui.wording import plural
 
     for problem in sweep.store_warnings():
         err.print(render_error(problem, prefix="warning"), markup=False, style="bold yellow", soft_wrap=True)
@@ -247,7 +247,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """The live console over one sweep; everything is validated before the app starts."""
-    from arenatui.sweep import Sweep
+    from arenatui.session.sweep import Sweep
 
     if getattr(args, "demo", False):
         args.project = str(demo_project_path())
@@ -294,7 +294,7 @@ def cmd_browse(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from arenatui.commands.compare import run_compare
     from arenatui.commands.load_series import compare_load_runs
-    from arenatui.terminal import out_console
+    from arenatui.present.terminal import out_console
 
     sweep_flags = [f for f, on in (("--a", args.a), ("--b", args.b), ("--all", args.all),
                                     ("--fail-on-regression", args.fail_on_regression),
@@ -328,9 +328,9 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_mock_server(args: argparse.Namespace) -> int:
     import asyncio
 
-    from arenatui.config import load_project
     from arenatui.mockserver import serve
     from arenatui.mockserver.faults import Stall
+    from arenatui.project import load_project
 
     project = load_project(args.config) if args.config else None
     stall = None
@@ -349,7 +349,7 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
 
 
 def _levels(value: str) -> tuple[int, ...]:
-    from arenatui.limits import MAX_CONCURRENCY
+    from arenatui.kernel.limits import MAX_CONCURRENCY
 
     try:
         levels = tuple(int(v) for v in _csv(value))

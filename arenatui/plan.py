@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arenatui.config.schema import Case, ModelConfig, Project, ScorerConfig
-from arenatui.engine.events import JUDGE_LANE_PREFIX, AwaitingJudge, lane_key
-from arenatui.errors import PlanError
-from arenatui.judge_sample import judge_sample
-from arenatui.limits import MAX_TRIALS
-from arenatui.wording import models_by_variants, plural
+from arenatui.kernel.errors import PlanError
+from arenatui.kernel.events import JUDGE_LANE_PREFIX, AwaitingJudge, lane_key
+from arenatui.kernel.judge_sample import judge_sample
+from arenatui.kernel.limits import MAX_TRIALS
+from arenatui.kernel.units import plural
+from arenatui.present.wording import models_by_variants
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any
 
-from arenatui.errors import ArenaError, ReadOnlyDatabase
+from arenatui.kernel.errors import ArenaError, ReadOnlyDatabase
 
 
 def add_bakeoff_parser(sub: Any) -> None:
@@ -71,7 +71,7 @@ def cmd_bakeoff(args: argparse.Namespace) -> int:
     if args.output is None:
         text = render(page, args.format, terminal=sys.stdout.isatty(), shown=shown)
         if args.format == "md" and sys.stdout.isatty():  # a person: rendered, tables fitted (a pipe: the Markdown)
-            from arenatui.terminal import out_console, print_markdown
+            from arenatui.present.terminal import out_console, print_markdown
 
             print_markdown(out_console(), text, elsewhere=f" (arena bakeoff --show {page['run']['run_id']} -o FILE, "
                                                           "or piped, has every column)")

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from arenatui.errors import ArenaError
-from arenatui.limits import MAX_CONCURRENCY
+from arenatui.kernel.errors import ArenaError
+from arenatui.kernel.limits import MAX_CONCURRENCY
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from arenatui.engine.events import RunStatus
+    from arenatui.kernel.events import RunStatus
     from arenatui.load.run import LoadRun
 
 PROGRESS_S = 1.0
@@ -68,7 +68,7 @@ def _int(value: str | None, flag: str, lo: int, hi: int) -> int | None:
 
 
 def _duration(value: str, flag: str, *, zero_ok: bool = False) -> float:
-    from arenatui.load.figures import parse_seconds
+    from arenatui.load.metrics import parse_seconds
 
     v = value.strip().lower()
     if zero_ok and v in ("0", "0s", "0ms", "0.0"):
@@ -80,7 +80,7 @@ def _duration(value: str, flag: str, *, zero_ok: bool = False) -> float:
 
 def load_options(args: argparse.Namespace) -> Any:
     from arenatui.load.arrivals import parse_arrival
-    from arenatui.load.figures import parse_slo
+    from arenatui.load.metrics import parse_slo
     from arenatui.load.run import LoadOptions, parse_rates
 
     rate: float | None = None
@@ -112,7 +112,7 @@ def load_options(args: argparse.Namespace) -> Any:
 
 async def run_headless(run: LoadRun, *, quiet: bool, err: Console) -> RunStatus:
     """Run to the end; Ctrl-C or SIGTERM stops it (requests in flight are stored as cancelled)."""
-    from arenatui.load.report import progress_line
+    from arenatui.commands.load_report import progress_line
 
     async def watch_signals() -> None:
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -140,25 +140,25 @@ async def run_headless(run: LoadRun, *, quiet: bool, err: Console) -> RunStatus:
 
 def _width() -> int | None:
     """The terminal's width (or COLUMNS); piped or in CI, 200 columns: the segment table has 19."""
-    from arenatui.terminal import width_for
+    from arenatui.present.terminal import width_for
 
     return width_for(sys.stdout, piped=200)
 
 
 def _consoles(width: int | None) -> tuple[Console, Console]:
     """stdout's and stderr's consoles (quiet when stdout's reader goes away)."""
-    from arenatui.terminal import err_console, out_console
+    from arenatui.present.terminal import err_console, out_console
 
     return out_console(width=width), err_console(width=width)
 
 
 def cmd_load(args: argparse.Namespace) -> int:
-    from arenatui.load.report import print_outcome
+    from arenatui.commands.load_report import print_outcome
     from arenatui.load.run import LoadRun
     from arenatui.store import default_db_path
 
     if args.show:
-        from arenatui.load.report import stored_outcome
+        from arenatui.commands.load_report import stored_outcome
 
         run_id, stored = stored_outcome(args.db or default_db_path(), args.show)
         out, err = _consoles(_width())
@@ -204,7 +204,7 @@ def _repeated(args: argparse.Namespace) -> int:
     from functools import partial
 
     from arenatui.bakeoff import series
-    from arenatui.load.report import print_outcome
+    from arenatui.commands.load_report import print_outcome
     from arenatui.load.run import LoadRun
     repeat = _int(args.repeat, "--repeat", 1, 10_000)
     if repeat is None:

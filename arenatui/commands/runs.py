@@ -8,13 +8,13 @@ import time
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from arenatui.figures import HEADLINE, Column, table_for_width
+    from arenatui.kernel.units import plural
+    from arenatui.present.columns import HEADLINE, Column, table_for_width
+    from arenatui.present.terminal import out_console
     from arenatui.store import Store
     from arenatui.store.db import default_db_path
     from arenatui.store.load_queries import run_kinds
     from arenatui.store.queries import RunListing, list_runs
-    from arenatui.terminal import out_console
-    from arenatui.wording import plural
 
     if args.db is None and not default_db_path().exists():  # a fresh install: nothing stored is no error
         out_console().print(f"No runs stored yet (no database at {default_db_path()}). Try: arena demo", markup=False)

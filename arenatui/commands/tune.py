@@ -10,14 +10,14 @@ from rich.text import Text
 
 from arenatui.commands.tune_budgets import Budgets
 from arenatui.commands.tune_runs import LevelRun, LevelSweep, stored_readouts, sweep_levels, tune
-from arenatui.config.write import writable_target, write_model_settings
-from arenatui.errors import ArenaError
-from arenatui.figures import HEADLINE, Column, Fitted
-from arenatui.safe_text import literal
+from arenatui.kernel.errors import ArenaError
+from arenatui.kernel.units import plural
+from arenatui.present.columns import HEADLINE, Column, Fitted
+from arenatui.present.level_figures import fmt_ms, fmt_rate, fmt_share, goodput_text, limited_text
+from arenatui.present.safe_text import literal
+from arenatui.project.write import writable_target, write_model_settings
 from arenatui.tuning.evidence import LevelEvidence
-from arenatui.tuning.figures import fmt_ms, fmt_rate, fmt_share, goodput_text, limited_text
 from arenatui.tuning.levels import ModelReadout
-from arenatui.wording import plural
 
 
 def verdict_text(ro: ModelReadout) -> Text:
@@ -81,14 +81,14 @@ def _not_a_load_run(run_id: str, db: str | None) -> None:
 
 def _out() -> Console:
     # piped into a log, Rich would assume 80 columns and squeeze the tables into ellipses; quiet on a closed pipe
-    from arenatui.terminal import out_console
+    from arenatui.present.terminal import out_console
 
     return out_console()
 
 
 def _err() -> Console:
     # progress lines into a log stay one line each (Rich would wrap them at 80 columns)
-    from arenatui.terminal import err_console
+    from arenatui.present.terminal import err_console
 
     return err_console()
 

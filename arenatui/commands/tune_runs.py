@@ -1,6 +1,6 @@
 """`arena tune` and `arena sweep`: find each model's optimum with the tuner, or time a matrix at fixed levels.
 
-Both run ordinary stored sweeps (headless, quiet) through `arenatui.sweep.Sweep`, so every call they make
+Both run ordinary stored sweeps (headless, quiet) through `arenatui.session.sweep.Sweep`, so every call they make
 is in the results database like any other run's.
 """
 
@@ -15,11 +15,11 @@ from typing import Any
 
 import anyio
 
-from arenatui.config import load_project
-from arenatui.engine.events import CallFinished, CallRetrying, Event
-from arenatui.errors import ArenaError
-from arenatui.limits import MAX_CONCURRENCY
+from arenatui.kernel.errors import ArenaError
+from arenatui.kernel.events import CallFinished, CallRetrying, Event
+from arenatui.kernel.limits import MAX_CONCURRENCY
 from arenatui.plan import Filters
+from arenatui.project import load_project
 from arenatui.stats.percentiles import percentile
 from arenatui.tuning.controller import TunerSettings
 from arenatui.tuning.evidence import LevelEvidence, Verdict, verdict
@@ -66,7 +66,7 @@ def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 400, 
          started: Callable[[], object] | None = None) -> TuneResult:
     """Spend at most `budget` calls per model (the project's cases, cycled as trials) with the tuner on, stopping
     early once every model's verdict is conclusive (an optimum, a cap, a rate limit)."""
-    from arenatui.sweep import Sweep, SweepOptions
+    from arenatui.session.sweep import Sweep, SweepOptions
 
     proj = load_project(project)
     n_cases = len(proj.cases)
@@ -176,8 +176,8 @@ def sweep_levels(project: str | Path, levels: Sequence[int], *, models: Sequence
                  on_level: Callable[[LevelRun, int], None] | None = None) -> LevelSweep:
     """The same matrix at each level, one stored run per level; the verdict over the levels names the knee.
     `on_level(run, i)` is called as each level ends (a progress line)."""
+    from arenatui.session.sweep import Sweep, SweepOptions
     from arenatui.store import Store
-    from arenatui.sweep import Sweep, SweepOptions
 
     bad = [n for n in levels if not 1 <= n <= MAX_CONCURRENCY]
     if not levels or bad:

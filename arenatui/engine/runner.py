@@ -41,7 +41,11 @@ from anyio.abc import TaskGroup
 
 from arenatui.config.schema import Case, ModelConfig, Repair, ScorerConfig
 from arenatui.engine.chains import Chains
-from arenatui.engine.events import (
+from arenatui.engine.judging import JudgeJob
+from arenatui.engine.retry import RetryPolicy
+from arenatui.engine.sealed import MIN_RUN, SealedScrubber
+from arenatui.kernel.errors import ArenaError, IncompleteStream, ProviderError, RateLimited, TerminalError
+from arenatui.kernel.events import (
     DEADLINE,
     CallFinished,
     CallResult,
@@ -57,17 +61,13 @@ from arenatui.engine.events import (
     RunStatus,
     StepFinished,
 )
-from arenatui.engine.events import lane_key as lane_of
-from arenatui.engine.judging import JudgeJob
-from arenatui.engine.retry import RetryPolicy
-from arenatui.engine.sealed import MIN_RUN, SealedScrubber
-from arenatui.errors import ArenaError, IncompleteStream, ProviderError, RateLimited, TerminalError
-from arenatui.limits import MAX_CONCURRENCY
+from arenatui.kernel.events import lane_key as lane_of
+from arenatui.kernel.limits import MAX_CONCURRENCY
+from arenatui.kernel.threads import in_daemon_thread
 from arenatui.plan import Plan, judge_trial
 from arenatui.providers.base import Completion, JudgeTask, Provider, Request, build_messages, estimate_tokens
 from arenatui.scoring import REGEX_TIMEOUT_S, Score, ScorerSet, ScoringError, ScoringSlow, verdict
 from arenatui.scoring.judge import judge_messages
-from arenatui.threads import in_daemon_thread
 
 if TYPE_CHECKING:
     from aiolimiter import AsyncLimiter

@@ -16,26 +16,18 @@ from typing import Any, Protocol
 
 import anyio
 
-from arenatui.config import load_project, project_to_dict
 from arenatui.config.schema import ModelConfig, Project
 from arenatui.engine.client_load import CpuSampler, OverloadTracker
-from arenatui.engine.events import ClientLoadSampled, RunStatus
-from arenatui.errors import ArenaError, ConfigError
+from arenatui.kernel.errors import ArenaError, ConfigError
+from arenatui.kernel.events import ClientLoadSampled, RunStatus
 from arenatui.load.arrivals import Arrival
 from arenatui.load.driver import LoadPlan, OpenLoopDriver, SegmentStarted
-from arenatui.load.figures import LoadOutcome as LoadOutcome  # re-exported: it lives with the figures now
-from arenatui.load.figures import (
-    LoadRequest,
-    Samples,
-    Slo,
-    Window,
-    compute,
-    mark_saturation,
-    per_segment,
-)
 from arenatui.load.live import WINDOW_S, LoadSnapshot, snapshot
+from arenatui.load.metrics import LoadOutcome as LoadOutcome  # re-exported: it lives with the figures now
+from arenatui.load.metrics import LoadRequest, Samples, Slo, Window, compute, mark_saturation, per_segment
 from arenatui.load.store import request_row, segment_row
 from arenatui.plan import Shard
+from arenatui.project import load_project, project_to_dict
 from arenatui.providers.base import Provider
 from arenatui.providers.registry import make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
@@ -248,7 +240,7 @@ class LoadRun:
         gc.collect()
         gc.freeze()  # as in a sweep: collections scan only what the run allocates
         if self.opts.start_at is not None:  # the barrier: every machine's schedule has its zero at that instant
-            from arenatui.barrier import monotonic_at
+            from arenatui.load.barrier import monotonic_at
 
             self.engine.t0 = monotonic_at(self.opts.start_at)
         try:
@@ -279,7 +271,7 @@ class LoadRun:
             with Store(self.db_path) as store:
                 store.mark_run(self.run_id, status, message)
                 if self.opts.shard is not None:
-                    from arenatui.barrier import clock_estimate
+                    from arenatui.load.barrier import clock_estimate
 
                     finish_shard(store, self.run_id, status, clock_estimate())
         return status
@@ -287,7 +279,7 @@ class LoadRun:
 
 def parse_rates(rate: float | None, rates: str | None, sweep: str | None) -> tuple[float, ...]:
     """--rate R, --rates 1,2,4 or --rate-sweep START:STOP:STEPS (geometric when START>0) into segment rates."""
-    from arenatui.limits import MAX_RPM
+    from arenatui.kernel.limits import MAX_RPM
 
     max_rate = MAX_RPM / 60.0
     given = [n for n, v in (("--rate", rate), ("--rates", rates), ("--rate-sweep", sweep)) if v is not None]

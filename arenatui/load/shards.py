@@ -30,11 +30,11 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from arenatui.config.schema import Project
 from arenatui.engine.client_load import CpuSampler, OverloadTracker
-from arenatui.engine.events import ClientLoadSampled
-from arenatui.errors import ArenaError
+from arenatui.kernel.errors import ArenaError
+from arenatui.kernel.events import ClientLoadSampled
 from arenatui.load.arrivals import Arrival, TraceRow
 from arenatui.load.driver import LoadPlan, OpenLoopDriver, SegmentStarted
-from arenatui.load.figures import LoadRequest, Window
+from arenatui.load.metrics import LoadRequest, Window
 from arenatui.plan import Shard
 
 START_AHEAD_S = 0.05
@@ -90,7 +90,7 @@ class ShardSet:
         return time.monotonic() - self.t0 if self.t0 is not None else 0.0
 
     def _setup(self, shard: int) -> dict[str, Any]:
-        from arenatui.config import project_to_dict
+        from arenatui.project import project_to_dict
 
         p = self.plan
         cap = None if p.max_in_flight is None else max(1, math.ceil(p.max_in_flight / self.n))
@@ -227,7 +227,7 @@ class ShardSet:
 
 
 async def _shard_main() -> None:
-    from arenatui.config import project_from_dict
+    from arenatui.project import project_from_dict
     from arenatui.providers.registry import make_provider
 
     inp = sys.stdin.buffer

@@ -1,7 +1,7 @@
 """The provider contract: what one attempt asks for, what it returns, and how providers are built.
 
 Providers never retry and never sleep on an error: they raise RateLimited, TransientError or
-TerminalError (arenatui.errors) and the engine decides.
+TerminalError (arenatui.kernel.errors) and the engine decides.
 """
 
 from __future__ import annotations

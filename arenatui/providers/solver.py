@@ -35,9 +35,9 @@ import anyio
 from anyio.lowlevel import RunVar
 
 from arenatui.config.schema import ModelConfig, RunSettings
-from arenatui.errors import ProviderError, SolverFailed, SolverMisuse
+from arenatui.kernel.errors import ProviderError, SolverFailed, SolverMisuse
+from arenatui.kernel.threads import in_daemon_thread
 from arenatui.providers.base import Completion, Request, estimate_tokens
-from arenatui.threads import in_daemon_thread
 
 
 class TrialContext(NamedTuple):

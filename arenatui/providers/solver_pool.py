@@ -25,7 +25,7 @@ from typing import Any
 
 import anyio
 
-from arenatui.errors import RateLimited, SolverFailed, SolverMisuse, TransientError
+from arenatui.kernel.errors import RateLimited, SolverFailed, SolverMisuse, TransientError
 
 Target = tuple[str, str | None, str]
 """(module name, its file or None, the factory's qualified name): enough to import the factory in a worker."""

@@ -33,7 +33,7 @@ from arenatui.stats.compare import LEVEL, N_RESAMPLES, Comparison, holm_adjust, 
 from arenatui.stats.items import Floats, Ints
 
 if TYPE_CHECKING:
-    from arenatui.store.read import StoredRun
+    from arenatui.results.read import StoredRun
 
 HOLDS, FLIPS, UNDECIDED_IN_SOME, UNDECIDED = "holds", "flips", "undecided in some", "undecided"
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from arenatui.engine.events import (
+from arenatui.kernel.errors import DiskFullError, NoSuchDatabase, PlanError, ReadOnlyDatabase, StoreError
+from arenatui.kernel.events import (
     DEADLINE,
     JUDGE_LANE_PREFIX,
     VARIANT_SEP,
@@ -29,7 +30,6 @@ from arenatui.engine.events import (
     lane_key,
     split_lane,
 )
-from arenatui.errors import DiskFullError, NoSuchDatabase, PlanError, ReadOnlyDatabase, StoreError
 from arenatui.store.schema import JUDGMENT_COLUMNS, MIGRATIONS, RESULT_COLUMNS
 
 _PLACEHOLDERS = ", ".join("?" for _ in RESULT_COLUMNS)
@@ -215,7 +215,7 @@ def _process_alive(pid: int | None, host: str | None, heartbeat_at: float | None
 
 
 def default_db_path() -> Path:
-    from arenatui.paths import data_dir
+    from arenatui.kernel.paths import data_dir
 
     return data_dir() / "arena.db"
 

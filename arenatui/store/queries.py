@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from arenatui.engine.events import JUDGE_LANE_PREFIX, VARIANT_SEP, lane_key, split_lane
-from arenatui.errors import PlanError
-from arenatui.judge_sample import judge_sample
+from arenatui.kernel.errors import PlanError
+from arenatui.kernel.events import JUDGE_LANE_PREFIX, VARIANT_SEP, lane_key, split_lane
+from arenatui.kernel.judge_sample import judge_sample
 from arenatui.stats.items import LatencySample, RunResults, VariantCells
 
 if TYPE_CHECKING:

@@ -34,7 +34,8 @@ from typing import Any
 
 import anyio
 
-from arenatui.engine.events import (
+from arenatui.kernel.errors import StoreError
+from arenatui.kernel.events import (
     CallFinished,
     CallResult,
     CallRetrying,
@@ -44,7 +45,6 @@ from arenatui.engine.events import (
     StepFinished,
     TunerDecided,
 )
-from arenatui.errors import StoreError
 from arenatui.store.db import (
     EVENT_ROWS,
     HEARTBEAT,

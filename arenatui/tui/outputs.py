@@ -12,8 +12,8 @@ from typing import Any
 from rich.text import Text
 from textual.app import App
 
-from arenatui.errors import ArenaError
-from arenatui.wording import plural
+from arenatui.kernel.errors import ArenaError
+from arenatui.kernel.units import plural
 
 
 def _file_part(s: str) -> str:
@@ -44,7 +44,7 @@ def ask_save_folder(app: App[Any], run_id: str, *, sealed: bool, then: Callable[
     if sealed:
         app.notify("This case is sealed: its outputs are never shown or exported.", severity="warning", markup=False)
         return
-    from arenatui.paths import data_dir
+    from arenatui.kernel.paths import data_dir
     from arenatui.tui.screens.dialogs import FolderInput
 
     def chosen(folder: str | None) -> None:

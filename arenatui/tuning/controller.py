@@ -39,8 +39,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from arenatui.engine.events import CallFinished, CallRetrying, CallStarted, ConcurrencyChanged, Event, TunerDecided
-from arenatui.limits import MAX_CONCURRENCY
+from arenatui.kernel.events import (
+    CallFinished,
+    CallRetrying,
+    CallStarted,
+    ConcurrencyChanged,
+    Event,
+    TunerDecided,
+)
+from arenatui.kernel.limits import MAX_CONCURRENCY
 from arenatui.tuning.evidence import FLAT, MIN_ANSWERED, MIN_REFUSAL_ATTEMPTS
 from arenatui.tuning.levels import ERROR_SHARE, Evidence, LevelTracker, ModelReadout, Window, provider_answered
 

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from arenatui.engine.events import (
+from arenatui.kernel.events import (
     CallFinished,
     CallResult,
     CallRetrying,

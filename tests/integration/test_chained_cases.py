@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 import arenatui
-from arenatui.errors import ConfigError
+from arenatui.kernel.errors import ConfigError
 
 CASES = (
     arenatui.Case(id="plan", input="make a plan", expected="PLAN"),
@@ -148,7 +148,7 @@ def test_an_episode_is_forgotten_once_its_chain_has_ended() -> None:
 
 
 def test_a_chained_project_is_not_sharded(tmp_path: Path) -> None:
-    from arenatui.errors import PlanError
+    from arenatui.kernel.errors import PlanError
     from arenatui.plan import Filters, Shard, make_plan
 
     project = arenatui.Project(name="c", path=tmp_path / "arena.toml", models=(arenatui.Model(key="m"),),

@@ -11,7 +11,7 @@ import pytest
 import tomli_w
 
 from arenatui.cli import main
-from arenatui.safe_text import spreadsheet_cell
+from arenatui.kernel.text import spreadsheet_cell
 
 EVIL = "=cmd|' /C calc'!A0"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import anyio
 from fake_providers import Recorder, project
 
-from arenatui.config import load_project
 from arenatui.engine import Runner
 from arenatui.plan import make_plan
+from arenatui.project import load_project
 from arenatui.providers.sim import SimProvider
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from arenatui.config import load_project
-from arenatui.errors import ConfigError
+from arenatui.kernel.errors import ConfigError
+from arenatui.project import load_project
 
 GOOD_MODELS = """
 [[models]]

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arenatui.config.schema import Case, ModelConfig, RunSettings
-from arenatui.errors import (
+from arenatui.kernel.errors import (
     IncompleteStream,
     ProviderError,
     ProviderSetupError,

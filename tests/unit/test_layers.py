@@ -24,9 +24,9 @@ VIEWS = {
     "arenatui.commands.export": "arena export",
     "arenatui.commands.compare": "arena compare",
     "arenatui.commands.load_series": "arena compare",
-    "arenatui.headless": "the headless progress line",
-    "arenatui.load.report": "a load run's tables, report and export",
-    "arenatui.load.files": "a load run's tables, report and export",
+    "arenatui.commands.headless": "the headless progress line",
+    "arenatui.commands.load_report": "a load run's tables, report and export",
+    "arenatui.commands.load_files": "a load run's tables, report and export",
 }
 """Views, by module prefix: each reads the layers below it and none reads another (what two share belongs below
 them); modules with the same description are one view."""
@@ -74,7 +74,7 @@ def _broken(rule: object) -> list[str]:
 def test_the_reader_sees_lazy_imports() -> None:
     # the entry point imports the console only inside functions: the reader must see those
     assert any(_under(x, "arenatui.tui") for x in imports()["arenatui.cli"])
-    assert "arenatui.engine.events" in imports()["arenatui.engine"]
+    assert "arenatui.kernel.events" in imports()["arenatui.engine"]
 
 
 def test_nothing_below_the_ui_imports_textual_or_the_ui() -> None:
@@ -92,7 +92,7 @@ def test_no_view_imports_another_view() -> None:
     assert _broken(lambda m, x: x in known and _view(m) is not None and _view(x) not in (None, _view(m))) == []
 
 
-@pytest.mark.parametrize("module", ["arenatui.engine.events", "arenatui.judge_sample", "arenatui.limits"])
+@pytest.mark.parametrize("module", ["arenatui.kernel.events", "arenatui.kernel.judge_sample", "arenatui.kernel.limits"])
 def test_leaves_import_nothing_of_arenatui(module: str) -> None:
     assert sorted(x for x in imports()[module] if _under(x, "arenatui")) == []
 
@@ -104,7 +104,7 @@ def test_the_providers_base_knows_no_implementation() -> None:
 
 def test_the_core_never_imports_a_view_or_the_entry_point() -> None:
     core = ("arenatui.config", "arenatui.plan", "arenatui.providers", "arenatui.engine", "arenatui.store",
-            "arenatui.stats", "arenatui.tuning", "arenatui.scoring", "arenatui.live")
+            "arenatui.stats", "arenatui.tuning", "arenatui.scoring", "arenatui.session.live")
     assert _broken(lambda m, x: any(_under(m, c) for c in core)
                    and (_view(x) is not None or x in ENTRIES)) == []
 

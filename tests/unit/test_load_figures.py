@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from arenatui.errors import ArenaError, ConfigError
-from arenatui.load.figures import (
+from arenatui.kernel.errors import ArenaError, ConfigError
+from arenatui.load.metrics import (
     OK,
     RATE_LIMITED,
     TIMEOUT,

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from arenatui.engine import CallResult
-from arenatui.errors import PlanError
+from arenatui.kernel.errors import PlanError
+from arenatui.kernel.events import CallResult
 from arenatui.store import Store
 from arenatui.store.queries import call_details, call_rows, list_runs, read_results, resolve_run, run_plan
 

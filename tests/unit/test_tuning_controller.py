@@ -279,7 +279,7 @@ def tuner_at(start: int) -> tuple[Tuner, dict[str, int], list[float]]:
 
 
 def test_tuner_reads_single_calls_only_when_they_started_at_the_current_level() -> None:
-    from arenatui.engine.events import CallRetrying, CallStarted
+    from arenatui.kernel.events import CallRetrying, CallStarted
 
     tuner, levels, now = tuner_at(16)
     ctl = tuner.controllers["m"]
@@ -455,7 +455,7 @@ def test_a_few_429s_among_many_attempts_at_a_clean_level_are_the_edge_of_a_limit
 
 
 def test_the_tuner_holds_a_slow_429_against_the_level_its_attempt_was_sent_at() -> None:
-    from arenatui.engine.events import CallFinished, CallResult, CallRetrying, CallStarted
+    from arenatui.kernel.events import CallFinished, CallResult, CallRetrying, CallStarted
 
     tuner, levels, now = tuner_at(8)
     ctl = tuner.controllers["m"]
@@ -591,7 +591,7 @@ def test_no_move_up_to_a_level_the_calls_left_cannot_fill_four_times() -> None:
 
 
 def test_the_tuner_counts_down_the_calls_left_as_calls_end() -> None:
-    from arenatui.engine.events import CallFinished, CallResult
+    from arenatui.kernel.events import CallFinished, CallResult
 
     levels: dict[str, int] = {}
     tuner = Tuner(["m", "n"], set_level=levels.__setitem__, set_total=lambda n: None, emit=lambda ev: None,

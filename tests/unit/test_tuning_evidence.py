@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from arenatui.present.level_figures import goodput_text, limited_text
 from arenatui.tuning.evidence import (
     MIN_ANSWERED,
     LevelEvidence,
@@ -11,7 +12,6 @@ from arenatui.tuning.evidence import (
     verdict,
     wilson_interval,
 )
-from arenatui.tuning.figures import goodput_text, limited_text
 from arenatui.tuning.levels import readouts_from_rows, stored_evidence
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from arenatui.engine.events import CallFinished, CallResult, CallRetrying, CallStarted, ConcurrencyChanged
+from arenatui.kernel.events import CallFinished, CallResult, CallRetrying, CallStarted, ConcurrencyChanged
 from arenatui.tuning.levels import Evidence, LevelTracker, Window
 
 

@@ -36,10 +36,17 @@ from arenatui.config.schema import (
     SimSettings,
     Terms,
 )
-from arenatui.errors import ConfigError
-from arenatui.limits import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_NESTING, MAX_RPM, MAX_SOLVER_PROCESSES, MAX_TRIALS
+from arenatui.kernel.errors import ConfigError
+from arenatui.kernel.limits import (
+    MAX_ATTEMPTS,
+    MAX_CONCURRENCY,
+    MAX_NESTING,
+    MAX_RPM,
+    MAX_SOLVER_PROCESSES,
+    MAX_TRIALS,
+)
+from arenatui.kernel.redact import REDACTED, redact_url
 from arenatui.providers.registry import provider_names, provider_spec
-from arenatui.redact import REDACTED, redact_url
 from arenatui.scoring.registry import JudgeSettings, scorer_kind, scorer_kinds
 
 T = TypeVar("T")

@@ -37,7 +37,7 @@ from arenatui.store.queries import (
 )
 
 if TYPE_CHECKING:
-    from arenatui.load.figures import LoadOutcome
+    from arenatui.load.metrics import LoadOutcome
     from arenatui.stats.variants import VariantResults
     from arenatui.tuning.levels import ModelReadout
 

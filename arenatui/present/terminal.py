@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from rich.console import Console
 
-from arenatui.errors import ArenaError
+from arenatui.kernel.errors import ArenaError
 
 PIPE_WIDTH = 160
 """Columns when stdout is neither a terminal nor given a width by COLUMNS."""
@@ -61,7 +61,7 @@ def print_markdown(console: Console, text: str, *, elsewhere: str = "") -> None:
 
     from rich.markdown import Markdown
 
-    from arenatui.figures import HEADLINE, Column, Fitted
+    from arenatui.present.columns import HEADLINE, Column, Fitted
 
     lines = text.split("\n")
     prose: list[str] = []

@@ -19,20 +19,21 @@ from typing import Any
 
 import anyio
 
-from arenatui.config import Project, load_project, project_from_dict, project_to_dict
+from arenatui.config import Project
 from arenatui.engine.client_load import CpuSampler
 from arenatui.engine.control import SweepControl
-from arenatui.engine.events import Event, RunStatus, lane_key
 from arenatui.engine.runner import Runner, Sink, bucket_level
-from arenatui.errors import ArenaError, ConfigError, PlanError, StoreError, unwrap
-from arenatui.live import STORED_COLUMNS, LiveMetrics, busy_seconds, judge_lanes, resumed_rows
+from arenatui.kernel.errors import ArenaError, ConfigError, PlanError, StoreError, unwrap
+from arenatui.kernel.events import Event, RunStatus, lane_key
+from arenatui.kernel.units import plural
 from arenatui.plan import Filters, Plan, make_plan
+from arenatui.project import load_project, project_from_dict, project_to_dict
 from arenatui.providers.base import Provider, estimate_tokens
 from arenatui.providers.registry import make_provider
+from arenatui.session.live import STORED_COLUMNS, LiveMetrics, busy_seconds, judge_lanes, resumed_rows
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.db import explain_error
 from arenatui.store.shards import finish_shard, record_shard
-from arenatui.wording import plural
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:

@@ -21,11 +21,11 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from arenatui.engine.events import RunStatus
-from arenatui.errors import ConfigError
+from arenatui.kernel.errors import ConfigError
+from arenatui.kernel.events import RunStatus
+from arenatui.kernel.units import plural
 from arenatui.stats.percentiles import or_nan, percentile_interval
 from arenatui.stats.percentiles import percentiles as stats_percentiles
-from arenatui.wording import plural
 
 OUTCOMES = ("ok", "rate_limited", "timeout", "transient", "terminal", "cancelled", "incomplete_stream")
 OK, RATE_LIMITED, TIMEOUT, TRANSIENT, TERMINAL, CANCELLED, INCOMPLETE_STREAM = range(7)

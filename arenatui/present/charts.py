@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 from rich.text import Text
 
-from arenatui.figures import BLOCKS, number
-from arenatui.safe_text import printable
+from arenatui.kernel.text import printable
+from arenatui.kernel.units import number
+from arenatui.present.columns import BLOCKS
 
 MARKERS = "123456789abcdefghijklmnopqrstuvwxyz"
 """Point labels in a scatter, by model index: the legend says which is which."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from arenatui.errors import ArenaError
+from arenatui.kernel.errors import ArenaError
 
 if TYPE_CHECKING:
     from arenatui.store.shards import ShardRecord
@@ -153,7 +153,7 @@ def monotonic_at(instant: float) -> float:
 
 def start_skew_line(shards: list[ShardRecord]) -> str | None:
     """The merged run's worst start: the shard whose start may have been furthest from the planned instant."""
-    from arenatui.figures import ms
+    from arenatui.kernel.units import ms
 
     found = worst_start(shards)
     if found is None:

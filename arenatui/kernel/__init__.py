@@ -1,0 +1,2 @@
+"""The kernel: leaf modules every layer may import (errors, events and lane keys, limits, units, paths, redaction,
+text made safe to print, threads); they import nothing else of arenatui."""

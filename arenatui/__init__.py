@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from arenatui.kernel import __version__ as __version__
 
 if TYPE_CHECKING:
     from arenatui.api import RunResult, abench, bench
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from arenatui.config.schema import ModelConfig as Model
     from arenatui.config.schema import ScorerConfig as Scorer
     from arenatui.kernel.errors import ArenaError, ConfigError, RateLimited, SolverMisuse, Transient
-    from arenatui.providers.solver import Answer, Factory, Solver, SolverRequest, TrialContext
+    from arenatui.providers.solver import Factory, Solver, SolverRequest, TrialContext
+    from arenatui.providers.solver_answer import Answer
 
 _LAZY: dict[str, tuple[str, str]] = {
     "bench": ("arenatui.api", "bench"),
@@ -35,7 +36,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "SimSettings": ("arenatui.config.schema", "SimSettings"),
     "TrialContext": ("arenatui.providers.solver", "TrialContext"),
     "SolverRequest": ("arenatui.providers.solver", "SolverRequest"),
-    "Answer": ("arenatui.providers.solver", "Answer"),
+    "Answer": ("arenatui.providers.solver_answer", "Answer"),
     "Solver": ("arenatui.providers.solver", "Solver"),
     "Factory": ("arenatui.providers.solver", "Factory"),
     "RateLimited": ("arenatui.kernel.errors", "RateLimited"),

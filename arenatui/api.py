@@ -43,8 +43,8 @@ class RunResult:
 
     def results(self) -> RunResults:
         """The run's per (model, case) arrays (arenatui.stats.items.RunResults)."""
+        from arenatui.results.runs import read_results
         from arenatui.store import Store
-        from arenatui.store.queries import read_results
 
         with Store(self.db) as store:
             return read_results(store, self.run_id)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import sqlite3
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -362,7 +361,7 @@ def _levels(value: str) -> tuple[int, ...]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from arenatui import __version__
+    from arenatui.kernel import __version__
 
     parser = argparse.ArgumentParser(prog="arena", description="Benchmark LLMs live in the terminal.")
     parser.add_argument("--version", action="version", version=f"arenatui {__version__}")
@@ -543,14 +542,14 @@ def _reader_gone() -> int:
 
 def _run_command(args: argparse.Namespace) -> int:
     try:
+        from arenatui.store.db import sql_errors_explained
+
         try:
-            return int(args.func(args))
+            # a query outside the store's own checks that meets a corrupt, locked or full file is explained too
+            with sql_errors_explained(getattr(args, "db", None)):
+                return int(args.func(args))
         except BaseExceptionGroup as group:  # a task group's wrapping: the person hears the error inside
             raise unwrap(group) from None
-        except sqlite3.Error as e:  # a query outside the store's own checks met a corrupt, locked or full file
-            from arenatui.store.db import default_db_path, explain_error
-
-            raise explain_error(getattr(args, "db", None) or default_db_path(), e) from None
     except ArenaError as e:
         print(render_error(e), file=sys.stderr)
         return e.exit_code

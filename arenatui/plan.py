@@ -16,8 +16,7 @@ from arenatui.kernel.errors import PlanError
 from arenatui.kernel.events import JUDGE_LANE_PREFIX, AwaitingJudge, lane_key
 from arenatui.kernel.judge_sample import judge_sample
 from arenatui.kernel.limits import MAX_TRIALS
-from arenatui.kernel.units import plural
-from arenatui.present.wording import models_by_variants
+from arenatui.kernel.units import models_by_variants, plural
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from arenatui.results.runs import read_results
 from arenatui.stats import all_pairs, compare_models, leaderboard
 from arenatui.store import Store
-from arenatui.store.queries import read_results
 
 
 def _project(n_models: int, n_cases: int, trials: int, judged: bool = False) -> dict[str, Any]:

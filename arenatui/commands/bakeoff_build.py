@@ -21,11 +21,10 @@ from arenatui.bakeoff.sections import (
 )
 from arenatui.commands.report import model_dict, pair_dict, sandbox_words
 from arenatui.kernel.errors import PlanError
-from arenatui.results.read import read_run
+from arenatui.results.read import prompt_robustness, read_run
 from arenatui.stats import all_pairs, answered_models, leaderboard
 from arenatui.stats.frontier import pareto_front
 from arenatui.stats.jsonable import iso_utc as _iso
-from arenatui.stats.variants import prompt_robustness
 from arenatui.store import Store
 from arenatui.store.bakeoff_queries import newest_sweep
 

@@ -11,10 +11,10 @@ from arenatui.engine.client_load import OVERLOAD_CPU, OVERLOAD_S, sustained_over
 from arenatui.kernel.events import VARIANT_SEP, split_lane
 from arenatui.kernel.redact import redact_urls_in_text
 from arenatui.kernel.text import one_line
-from arenatui.kernel.units import money, plural
+from arenatui.kernel.units import models_by_variants, money, plural
 from arenatui.present.columns import LEADERBOARD, table_for_width
 from arenatui.present.safe_text import literal
-from arenatui.present.wording import LEADERBOARD_NOTE, clusters_note, models_by_variants
+from arenatui.present.wording import LEADERBOARD_NOTE, clusters_note
 from arenatui.stats import ModelRow, RunResults, leaderboard
 from arenatui.store import Store
 from arenatui.store.queries import RunPlan, RunSpend
@@ -89,8 +89,9 @@ def print_variants_and_repairs(console: Console, store: Store, plan: RunPlan) ->
     """Under the leaderboard of a run with prompt variants or repairs: the per-variant table with each model's spread
     and each pair's verdict across variants, and completion before and after repairs and escalations."""
     from arenatui.present.variant_tables import VARIANT_NOTE, follow_up_dicts, rich_tables
+    from arenatui.results.runs import variant_results
     from arenatui.stats.variants import analyse_variants
-    from arenatui.store.queries import follow_ups, variant_results
+    from arenatui.store.queries import follow_ups
 
     vr = variant_results(store, plan)
     rob = None if vr is None else analyse_variants(vr).to_dict()

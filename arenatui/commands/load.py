@@ -67,20 +67,9 @@ def _int(value: str | None, flag: str, lo: int, hi: int) -> int | None:
     return n
 
 
-def _duration(value: str, flag: str, *, zero_ok: bool = False) -> float:
-    from arenatui.load.metrics import parse_seconds
-
-    v = value.strip().lower()
-    if zero_ok and v in ("0", "0s", "0ms", "0.0"):
-        return 0.0
-    if v.endswith("m") and not v.endswith("ms"):
-        return parse_seconds(v[:-1], where=flag) * 60.0
-    return parse_seconds(v, where=flag)
-
-
 def load_options(args: argparse.Namespace) -> Any:
     from arenatui.load.arrivals import parse_arrival
-    from arenatui.load.metrics import parse_slo
+    from arenatui.load.metrics import duration, parse_slo
     from arenatui.load.run import LoadOptions, parse_rates
 
     rate: float | None = None
@@ -101,9 +90,9 @@ def load_options(args: argparse.Namespace) -> Any:
 
     shard, run_id, start_at = shard_options(args)
     return LoadOptions(
-        project=args.project, rates=rates, duration_s=_duration(args.duration, "--duration"), arrival=arrival,
+        project=args.project, rates=rates, duration_s=duration(args.duration, "--duration"), arrival=arrival,
         model=args.model, max_in_flight=_int(args.max_in_flight, "--max-in-flight", 1, MAX_CONCURRENCY),
-        warmup_s=_duration(args.warmup, "--warmup", zero_ok=True),
+        warmup_s=duration(args.warmup, "--warmup", zero_ok=True),
         slo=parse_slo(args.slo) if args.slo is not None else None,
         processes=_int(args.processes, "--processes", 1, os.cpu_count() or 1) or 1, db=args.db, seed=seed,
         shard=shard, run_id=run_id, start_at=start_at,

@@ -54,10 +54,10 @@ def shard_options(args: argparse.Namespace) -> tuple[Shard | None, str | None, f
     start_at = None
     start_in = getattr(args, "start_in", None)
     if getattr(args, "start_at", None) is not None or start_in is not None:
-        from arenatui.commands.load import _duration
         from arenatui.load.barrier import start_instant
+        from arenatui.load.metrics import duration
 
-        start_at = start_instant(args.start_at, _duration(start_in, "--start-in", zero_ok=True)
+        start_at = start_instant(args.start_at, duration(start_in, "--start-in", zero_ok=True)
                                  if start_in is not None else None,
                                  args.start_base if args.start_base is not None else os.environ.get(START_BASE_ENV))
     return shard, run_id, start_at
@@ -132,8 +132,8 @@ def _print_merged(out: Console, err: Console, m: Merged, db: Path, elapsed: floa
         print_outcome(out, err, outcome)
     else:
         from arenatui.commands.evaluate import print_leaderboard
+        from arenatui.results.runs import read_results
         from arenatui.store import Store
-        from arenatui.store.queries import read_results
 
         with Store(db) as store:
             print_leaderboard(out, read_results(store, m.run_id, latency=True))

@@ -58,7 +58,7 @@ class _UntilConclusive:
         self.n += 1
         if self.n % self.every == 0 and all(ro.verdict.conclusive for ro in self.sweep.tuner.readouts()):
             self.stopped = True
-            self.sweep.runner.cancel()
+            self.sweep.control.cancel()
 
 
 def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 400, db: str | Path | None = None,

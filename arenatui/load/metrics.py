@@ -92,6 +92,16 @@ def parse_seconds(value: str, *, where: str, default_unit: str = "s") -> float:
     return n
 
 
+def duration(value: str, flag: str, *, zero_ok: bool = False) -> float:
+    """A duration flag's value in seconds: `90`, `90s`, `500ms`, `5m` (minutes); `0` alone when `zero_ok`."""
+    v = value.strip().lower()
+    if zero_ok and v in ("0", "0s", "0ms", "0.0"):
+        return 0.0
+    if v.endswith("m") and not v.endswith("ms"):
+        return parse_seconds(v[:-1], where=flag) * 60.0
+    return parse_seconds(v, where=flag)
+
+
 def parse_slo(value: str, *, where: str = "--slo") -> Slo:
     """`ttft=500ms,latency=5s,itl=50ms` (any subset, at least one term)."""
     terms: dict[str, float] = {}

@@ -117,7 +117,7 @@ def rich_tables(rob: dict[str, Any] | None, follow: Sequence[dict[str, Any]]) ->
 
 def variants_dict(stored: StoredRun) -> dict[str, Any] | None:
     """The run's prompt-variant analysis as JSON-shaped data, or None without variants."""
-    from arenatui.stats.variants import prompt_robustness
+    from arenatui.results.read import prompt_robustness
 
     rob = prompt_robustness(stored)
     return None if rob is None else rob.to_dict()

@@ -14,22 +14,6 @@ LEADERBOARD_NOTE = ("quality: mean per-case score over scored calls (a case's tr
 """Said once under the leaderboard, in the console and headless alike (issue 12)."""
 
 
-def models_by_variants(per_model: dict[str, int], variants: bool) -> str:
-    """The first factor of `N models × … cases × … trials = … calls`: `3 models`, `2 models × 2 prompt variants`,
-    or, when models were asked different numbers of prompt variants, their lanes with each model's count (per_model:
-    each model's lanes, one per variant it is asked with; `variants`: the run has prompt variants), so the
-    product always equals the calls (`3 models × 2 prompt variants × 66 cases = 330` was 5 lanes, not 6)."""
-    counts = set(per_model.values())
-    lanes = sum(per_model.values())
-    if not variants:
-        return plural(lanes, "model")
-    if len(counts) == 1:
-        return f"{plural(len(per_model), 'model')} × {plural(counts.pop(), 'prompt variant')}"
-    named = ", ".join(f"{m} {n}" for m, n in per_model.items())
-    return (f"{plural(lanes, 'model × prompt variant lane')} ({plural(len(per_model), 'model')}; prompt variants: "
-            f"{named})")
-
-
 def clusters_note(clusters: int | None) -> str | None:
     """Said under every view of a clustered run's intervals: what they rest on, and below FEW_CLUSTERS that they are
     approximate (None when unclustered)."""

@@ -28,7 +28,7 @@ import inspect
 import time
 import traceback
 import types
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
 import anyio
@@ -38,6 +38,7 @@ from arenatui.config.schema import ModelConfig, RunSettings
 from arenatui.kernel.errors import ProviderError, SolverFailed, SolverMisuse
 from arenatui.kernel.threads import in_daemon_thread
 from arenatui.providers.base import Completion, Request, estimate_tokens
+from arenatui.providers.solver_answer import Answer, as_answer, summary
 
 
 class TrialContext(NamedTuple):
@@ -65,18 +66,6 @@ class SolverRequest(NamedTuple):
     case_id: str
     trial: int
     attempt: int
-
-
-class Answer(NamedTuple):
-    """A solver's answer with what it knows of its cost; counts left None are estimated from the texts."""
-
-    text: str
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost: float | None = None
-    """Spend the solver reports itself (dollars), added to what the model's prices give for the tokens."""
-    ttft_s: float | None = None
-    """Seconds from the attempt's start to the first token, when the solver streams."""
 
 
 Solver = Callable[[SolverRequest], "Awaitable[str | Answer] | str | Answer"]
@@ -127,13 +116,6 @@ def _is_async(obj: object) -> bool:
     return False
 
 
-def summary(e: BaseException) -> str:
-    """One line for the stored message: the exception's type and its first line, bounded."""
-    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    line = f"{type(e).__name__}: {text}" if text else type(e).__name__
-    return line[:300]
-
-
 def solver_failed(e: BaseException, where: str = "the solver") -> SolverFailed:
     return SolverFailed(f"{where} raised {summary(e)}", "".join(traceback.format_exception(e)))
 
@@ -150,14 +132,6 @@ def completion(out: object, request: SolverRequest, started: float) -> Completio
                           estimate_tokens(out.text) if out.output_tokens is None else int(out.output_tokens),
                           "stop", out.ttft_s, estimated, None, None, float(out.cost) if out.cost else None)
     raise SolverFailed(f"the solver returned {type(out).__name__}; expected a string or arenatui.Answer")
-
-
-def as_answer(out: object) -> object:
-    """A mapping with a "text" key read as an Answer; anything else as it is."""
-    if isinstance(out, Mapping) and "text" in out:
-        return Answer(*(out.get(k, d) for k, d in zip(Answer._fields, (None, *Answer._field_defaults.values()),
-                                                      strict=True)))
-    return out
 
 
 def _prompt_tokens(request: SolverRequest) -> int:

@@ -73,7 +73,7 @@ def _load(target: Target) -> Any:
 def worker_main(conn: Connection, target: Target) -> None:
     """A worker's life: import the factory once, then answer attempts until told to stop or the parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from arenatui.providers.solver import Answer, as_answer, summary
+    from arenatui.providers.solver_answer import Answer, as_answer, summary
 
     factory: Any = None
     problem: tuple[str, str, str] | None = None

@@ -10,7 +10,6 @@ import dataclasses
 import gc
 import shlex
 import signal
-import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from arenatui.providers.base import Provider, estimate_tokens
 from arenatui.providers.registry import make_provider
 from arenatui.session.live import STORED_COLUMNS, LiveMetrics, busy_seconds, judge_lanes, resumed_rows
 from arenatui.store import ResultWriter, Store, default_db_path
-from arenatui.store.db import explain_error
+from arenatui.store.db import sql_errors_explained
 from arenatui.store.shards import finish_shard, record_shard
 
 
@@ -342,16 +341,16 @@ class Sweep:
         try:
             from arenatui.tuning.levels import readout_rows
 
-            with Store(self.db_path) as store:
+            with sql_errors_explained(self.db_path), Store(self.db_path) as store:
                 store.mark_run(self.run_id, status, message)  # first: the run's end matters most
                 if self.filters.shard is not None:
                     finish_shard(store, self.run_id, status, (None, None, None))
                 store.write_tuning_levels(self.run_id, readout_rows(
                     {r.model_key: r for r in self.tuner.readouts()}, self.tuner.caps()))
-        except (StoreError, sqlite3.Error) as e:
+        except StoreError as e:
             # The process exits next, so `arena runs` shows the run interrupted all the same; say why here.
             if self.error is None:
-                self.error = e if isinstance(e, StoreError) else explain_error(self.db_path, e)
+                self.error = e
 
 
 def client_rate_limits(plan: Plan, default_max_tokens: int) -> dict[str, float]:

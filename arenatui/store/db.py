@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -10,7 +11,7 @@ import secrets
 import socket
 import sqlite3
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -193,6 +194,18 @@ def explain(path: Path | str, name: str, message: str) -> StoreError:
 
 def explain_error(path: Path | str, e: sqlite3.Error) -> StoreError:
     return explain(path, getattr(e, "sqlite_errorname", "") or type(e).__name__, str(e))
+
+
+@contextlib.contextmanager
+def sql_errors_explained(path: Path | str | None) -> Iterator[None]:
+    """The one boundary where SQLite's errors become the store's: a `sqlite3.Error` raised inside (a locked, full,
+    corrupt or read-only file) leaves as the `StoreError` that explains it (`path` None: the default database).
+    Every Store method that writes runs under it; a view runs a whole command or a save under it, so nothing above
+    the store names sqlite3."""
+    try:
+        yield
+    except sqlite3.Error as e:
+        raise explain_error(default_db_path() if path is None else path, e) from None
 
 
 def _process_alive(pid: int | None, host: str | None, heartbeat_at: float | None = None) -> bool:
@@ -379,10 +392,8 @@ def _explained(method: Callable[_P, _T]) -> Callable[_P, _T]:
     """A Store method whose SQLite failures (locked, full, corrupt) reach the person as one clear paragraph."""
     @functools.wraps(method)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _T:
-        try:
+        with sql_errors_explained(args[0].path):  # type: ignore[attr-defined]
             return method(*args, **kwargs)
-        except sqlite3.Error as e:
-            raise explain_error(args[0].path, e) from None  # type: ignore[attr-defined]
     return wrapper
 
 
@@ -455,7 +466,7 @@ class Store:
     def create_run(self, project: str, project_path: str | None, config: dict[str, Any], filters: dict[str, Any],
                    planned: int, run_id: str | None = None) -> str:
         """Record a new run; `run_id` names it (`--run-id`: every shard of a run writes the same one)."""
-        from arenatui import __version__
+        from arenatui.kernel import __version__
 
         if run_id is None:
             run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
@@ -695,6 +706,7 @@ class Store:
         row = self.conn.execute(f"SELECT {', '.join(RESULT_COLUMNS)} FROM results WHERE {where}", args).fetchone()
         return dict(zip(RESULT_COLUMNS, row, strict=True)) if row else None
 
+    @_explained
     def save_output(self, run_id: str, model_key: str, case_id: str, trial: int, dest: Path) -> int | None:
         """Write one result's whole output to `dest` as UTF-8, a megabyte at a time (never all of it in memory).
         Returns the bytes written, or None when the call has no output (not stored, or errored). `model_key` may be a

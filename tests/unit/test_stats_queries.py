@@ -10,8 +10,9 @@ import pytest
 
 from arenatui.kernel.errors import PlanError
 from arenatui.kernel.events import CallResult
+from arenatui.results.runs import read_results
 from arenatui.store import Store
-from arenatui.store.queries import call_details, call_rows, list_runs, read_results, resolve_run, run_plan
+from arenatui.store.queries import call_details, call_rows, list_runs, resolve_run, run_plan
 
 CONFIG: dict[str, Any] = {
     "project": {"name": "q"}, "run": {"trials": 2},

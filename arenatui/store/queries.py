@@ -834,3 +834,21 @@ def error_messages(store: Store, run_id: str, per_model: int = 3) -> dict[str, l
     """Per model, its most frequent (error class, error message, calls) among errored calls (cancelled ones left
     out), most frequent first: what a dead server or a wrong key actually said."""
     return top_errors(store, run_id, per_model)
+
+
+def budget_rows(store: Store, run_id: str, model_key: str | None = None) -> Iterator[tuple[Any, ...]]:
+    """Every stored call of a run (or of one model), for the max_tokens and timeout_s evidence: model_key, case_id,
+    status, passed, error_class, output_tokens, finish_reason, latency_ms, connect_ms, tokens_estimated."""
+    one, args = ("", (run_id,)) if model_key is None else (" AND model_key = ?", (run_id, model_key))
+    return iter(store.conn.execute(
+        "SELECT model_key, case_id, status, passed, error_class, output_tokens, finish_reason, latency_ms,"
+        " connect_ms, tokens_estimated FROM results WHERE run_id = ?" + one, args))
+
+
+def timed_out_attempts(store: Store, run_id: str, model_key: str | None = None) -> list[tuple[str, int, int, int]]:
+    """Per model, its attempts that timed out: how many, how many of them streamed, and of those how many never saw
+    a first token."""
+    one, args = ("", (run_id,)) if model_key is None else (" AND model_key = ?", (run_id, model_key))
+    return [(str(k), int(n), int(streamed), int(no_token or 0)) for k, n, streamed, no_token in store.conn.execute(
+        "SELECT model_key, COUNT(*), COUNT(stream), SUM(stream IS NOT NULL AND ttft_ms IS NULL)"
+        " FROM failed_attempts WHERE run_id = ? AND error_class = 'timeout'" + one + " GROUP BY model_key", args)]

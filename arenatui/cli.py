@@ -258,7 +258,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from arenatui.tui.app import ArenaApp
 
-    status = ArenaApp(sweep, theme=args.theme).run()
+    # the demo teaches the tuning loop on a model whose simulated provider has a limit (the banner)
+    lesson = next((m.key for m in sweep.plan.models if m.provider == "sim" and (m.sim.max_concurrent or m.sim.rpm)),
+                  None) if getattr(args, "demo", False) else None
+    status = ArenaApp(sweep, theme=args.theme, lesson=lesson).run()
     final = sweep.status or status
     for note in notes:  # again: the console's screen hid the first time
         print(note, file=sys.stderr)
@@ -403,9 +406,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=_positive_int, default=400, help="at most this many calls per model; it stops "
                    "sooner once every model has a verdict (default 400)")
     p.add_argument("--write", nargs="?", const="all", metavar="SETTINGS",
-                   help="record the recommendations that rest on enough evidence in the project file: all of "
-                   "concurrency,max_tokens,timeout_s, or the ones named (comments, layout, line endings, mode and "
-                   "owner kept; a symlink is written through; a read-only file is refused)")
+                   help="record the recommendations that rest on enough evidence in the project file: each model's "
+                   "measured optimum as max_concurrency and its max_tokens; or only the ones named, from "
+                   "concurrency,max_tokens,timeout_s ([run] timeout_s is written only when named: measured on this "
+                   "run's answers, it is a suggestion). Comments, layout, line endings, mode and owner kept; a "
+                   "symlink is written through; a read-only file is refused")
     p.add_argument("--seed", type=int, help="seed for simulated models and jitter, overriding [run].seed")
     p.add_argument("--db", help="results database (default: in the user data directory)")
     p.add_argument("--verbose", "-v", action="store_true", help="also print every tuner decision (with --show: "

@@ -18,6 +18,10 @@ engine_calls_per_s >= 30,000 with persistence on; wall_over_ideal <= 1.10.
   from run to run, and sits above the ratio of instructions per request (1.05-1.07 under callgrind at the time of
   writing). engine_against.py measures the same two sweeps against an earlier commit, alternated, with
   instruction counts: issue 23's figure (follow-ups within 10% of the engine before them).
+- bare_pool_calls_per_s: the floor under any engine here, measured alternately with the quiet sweeps: as many
+  long-lived anyio workers as the sweep's concurrency pulling the same number of call keys from one iterator,
+  each call a zero sleep (what the simulated provider awaits), nothing else; engine_over_bare_pool is the quiet
+  engine's calls/s over it (issue 33's target: >= 0.12).
 - wall_over_ideal: 2,000 calls of exactly 50 ms at concurrency 256, from the first call started
   to the last finished (engine scheduling), against ceil(2000/256) × 50 ms. sweep_total_s adds
   start-up and shutdown (writer process, final commit) for reference.
@@ -26,6 +30,7 @@ engine_calls_per_s >= 30,000 with persistence on; wall_over_ideal <= 1.10.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import math
 import sqlite3
@@ -83,6 +88,25 @@ def requests_made(db: Path) -> int:
     return int(n)
 
 
+def bare_pool(calls: int, concurrency: int) -> float:
+    """Calls/s of `concurrency` long-lived workers taking `calls` keys from one iterator, each awaiting a zero
+    sleep: a worker pool with no engine in it."""
+    keys = iter(range(calls))
+
+    async def worker() -> None:
+        for _ in keys:
+            await asyncio.sleep(0)
+
+    async def pool() -> float:
+        t0 = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for _ in range(concurrency):
+                tg.start_soon(worker)
+        return calls / (time.perf_counter() - t0)
+
+    return anyio.run(pool)
+
+
 def run_sweep(raw: dict[str, Any], db: Path, *, live: bool) -> tuple[float, float, float]:
     """(seconds for the whole sweep, seconds from first start to last finish, CPU seconds of this process)."""
     toml = db.with_suffix(".toml")
@@ -113,8 +137,9 @@ def main() -> None:
         n_cases = math.ceil(args.calls / (n_models * trials))
         calls = n_models * n_cases * trials
         raw = _project(n_models, n_cases, trials, 0.0, args.concurrency)
-        quiet, live, cpu = [], [], []
+        quiet, live, cpu, bare = [], [], [], []
         for i in range(args.repeat):  # alternate, so drift on the machine hits both alike
+            bare.append(bare_pool(calls, args.concurrency))
             total, _span, cpu_s = run_sweep(raw, Path(tmp) / f"q{i}.db", live=False)
             quiet.append(calls / total)
             cpu.append(cpu_s / calls * 1e6)
@@ -130,6 +155,10 @@ def main() -> None:
                         "unit": "us/call"})
         ratio = statistics.median(live) / statistics.median(quiet)
         figures.append({"name": "live_over_quiet", "value": round(ratio, 3), "unit": "ratio"})
+        figures.append({"name": "bare_pool_calls_per_s", "value": round(statistics.median(bare), 1),
+                        "unit": "calls/s"})
+        ratio = statistics.median(q / b for q, b in zip(quiet, bare, strict=True))
+        figures.append({"name": "engine_over_bare_pool", "value": round(ratio, 3), "unit": "ratio"})
 
         followed = _with_follow_ups(raw)
         plain_cpu, follow_cpu = [], []

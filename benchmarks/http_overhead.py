@@ -39,6 +39,7 @@ import tomli_w
 from http_throughput import start_server
 
 from arenatui.kernel.events import CallFinished
+from arenatui.kernel.limits import MAX_TRIALS
 from arenatui.plan import Filters
 from arenatui.project import load_project
 from arenatui.providers.base import Request, build_messages
@@ -69,9 +70,12 @@ def write_project(path: Path, base: str, keys: list[str], *, transport: str = "a
     models = [{"key": k, "provider": "openai", "model": k, "base_url": f"{base}/v1", "stream": MODELS[k]["stream"],
                "transport": transport, "sim": {**MODELS[k]["sim"], "jitter": 0.0, "exact_timing": True}}
               for k in keys]
+    # more calls than a case may have trials (limits.MAX_TRIALS) go to copies of the case: the same request each
+    n_cases = -(-trials // MAX_TRIALS)
+    cases = [CASE] if n_cases == 1 else [{**CASE, "id": f"{CASE['id']}{i}"} for i in range(n_cases)]
     doc = {"project": {"name": path.stem}, "defaults": {"max_tokens": 64},
-           "run": {"timeout_s": 60.0, "trials": trials, "concurrency": concurrency, "max_attempts": 1},
-           "models": models, "cases": [CASE]}
+           "run": {"timeout_s": 60.0, "trials": -(-trials // n_cases), "concurrency": concurrency, "max_attempts": 1},
+           "models": models, "cases": cases}
     path.write_text(tomli_w.dumps(doc), encoding="utf-8")
     return path
 

@@ -26,8 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
+from arenatui.kernel.events import CallResult
 from arenatui.plan import shard_of
 from arenatui.store import Store
+from arenatui.store.db import result_row
 from arenatui.store.shards import record_shard
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -62,10 +64,10 @@ def build(tmp: Path, n_shards: int, n_models: int, n_cases: int, trials: int) ->
                     owner = shard_of(SEED, mk, cid, t, n_shards)
                     passed = bool(ok[j, t])
                     ms = float(lat[j, t])
-                    rows[owner].append((RUN_ID, mk, cid, t, "passed" if passed else "failed", "yes" if passed else "no",
-                                        1.0 if passed else 0.0, int(passed), None, None, 1, ms, ms, ms / 4, 10, 5,
-                                        0.0002, "stop", 0, now, now, None, "none" if passed else "wrong_answer", None,
-                                        None))
+                    rows[owner].append(result_row(RUN_ID, CallResult(
+                        mk, cid, t, "passed" if passed else "failed", "yes" if passed else "no", 1.0 if passed else 0.0,
+                        passed, None, None, 1, ms, ms, ms / 4, 10, 5, 0.0002, "stop", False, now, now, None,
+                        "none" if passed else "wrong_answer")))
             for store, shard_rows in zip(stores, rows, strict=True):
                 store.write_rows(shard_rows)
         for store in stores:

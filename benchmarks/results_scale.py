@@ -30,9 +30,11 @@ from typing import Any
 
 import numpy as np
 
+from arenatui.kernel.events import CallResult
 from arenatui.results.runs import read_results
 from arenatui.stats import all_pairs, compare_models, leaderboard
 from arenatui.store import Store
+from arenatui.store.db import result_row
 
 
 def _project(n_models: int, n_cases: int, trials: int, judged: bool = False) -> dict[str, Any]:
@@ -85,20 +87,20 @@ def build(db: Path, n_models: int, n_cases: int, trials: int, judged: bool = Fal
                 for t in range(trials):
                     if err[j, t]:
                         ec = "timeout" if (j + t) % 3 == 0 else "rate_limited"
-                        rows.append((run_id, mk, cid, t, "errored", None, None, 0, ec, "simulated", 3, None,
-                                     900.0, None, 10, 0, 0.0001, None, 0, now, now, None, ec, None, None))
+                        r = CallResult(mk, cid, t, "errored", None, None, False, ec, "simulated", 3, None, 900.0,
+                                       None, 10, 0, 0.0001, None, False, now, now, None, ec)
                     elif cid in unjudged:
                         ms = float(lat[j, t])
-                        rows.append((run_id, mk, cid, t, "unscored", "maybe", None, 0, None, None, 1, ms, ms, ms / 4,
-                                     10, 5, 0.0002, "stop", 0, now, now, None, "unjudged", None, None))
+                        r = CallResult(mk, cid, t, "unscored", "maybe", None, False, None, None, 1, ms, ms, ms / 4,
+                                       10, 5, 0.0002, "stop", False, now, now, None, "unjudged")
                     else:
                         ok = bool(passed[j, t])
                         ms = float(lat[j, t])
-                        rows.append((run_id, mk, cid, t, "passed" if ok else "failed", "yes" if ok else "no",
-                                     1.0 if ok else 0.0, int(ok), None, None, 1, ms, ms, ms / 4, 10, 5, 0.0002,
-                                     "stop", 0, now, now, None, "none" if ok else "wrong_answer", None, None))
-            # repairs, escalated_to, first_passed, variant: the columns migration 17 added
-            store.write_rows([(*r, 0, None, None, "") for r in rows])
+                        r = CallResult(mk, cid, t, "passed" if ok else "failed", "yes" if ok else "no",
+                                       1.0 if ok else 0.0, ok, None, None, 1, ms, ms, ms / 4, 10, 5, 0.0002, "stop",
+                                       False, now, now, None, "none" if ok else "wrong_answer")
+                    rows.append(result_row(run_id, r))  # the store's own row: new columns follow CallResult
+            store.write_rows(rows)
         store.mark_run(run_id, "finished")
     return run_id
 

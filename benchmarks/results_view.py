@@ -39,6 +39,8 @@ async def measure(db: Path) -> list[tuple[str, float, str]]:
     from textual.widgets import DataTable, Select
 
     from arenatui.tui.browse import BrowseApp
+    from arenatui.tui.results.cases import CasesTab
+    from arenatui.tui.results.compare import CompareTab
 
     app = BrowseApp(db, "last")
     gaps: list[float] = []
@@ -61,13 +63,14 @@ async def measure(db: Path) -> list[tuple[str, float, str]]:
                     screen.query_one("#leaderboard-table", DataTable).row_count:
                 break
         leaderboard_s = time.perf_counter() - t0
-        while not (screen.pair is not None and screen.cases_filled):  # noqa: ASYNC110 (polling the UI is the point)
+        compare, cases = screen.query_one(CompareTab), screen.query_one(CasesTab)  # a widget per results tab
+        while not (compare.pair is not None and cases.cases_filled):  # noqa: ASYNC110 (polling the UI is the point)
             await asyncio.sleep(0.005)
         all_s = time.perf_counter() - t0
         ranked = screen.view.ranked
         t1 = time.perf_counter()
         screen.query_one("#pick-b", Select).value = ranked[-1]
-        while not (screen.pair is not None and screen.pair.b == ranked[-1]):  # noqa: ASYNC110
+        while not (compare.pair is not None and compare.pair.b == ranked[-1]):  # noqa: ASYNC110
             await asyncio.sleep(0.005)
         compare_s = time.perf_counter() - t1
         await pilot.pause()

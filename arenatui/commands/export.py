@@ -6,7 +6,6 @@ per judge (its calls, judge errors, tokens, spend) and one with the run's spend 
 
 from __future__ import annotations
 
-import csv
 import itertools
 import json
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from arenatui.kernel.events import split_lane
-from arenatui.kernel.text import printable, spreadsheet_cell
+from arenatui.kernel.text import SpreadsheetCsv, printable
 from arenatui.results.read import read_run
 from arenatui.stats.items import RunResults
 from arenatui.store import Store
@@ -111,14 +110,16 @@ def write_export(store: Store, run: str, fmt: str, out: TextIO, *, terminal: boo
             out.write(json.dumps(rec, ensure_ascii=terminal, allow_nan=False) + "\n")
             n += 1
         return n
-    w = csv.DictWriter(out, fieldnames=COLUMNS, extrasaction="raise", lineterminator="\n")
-    w.writeheader()
+    w = SpreadsheetCsv(out, raw=raw)
+    w.writerow(COLUMNS)
     for rec in records:
-        row = {k: ("" if v is None else ";".join(v) if isinstance(v, list) else v) for k, v in rec.items()}
+        extra = rec.keys() - set(COLUMNS)
+        if extra:  # a record with a column the header lacks is this module's bug: said, never dropped
+            raise ValueError(f"export record has columns outside COLUMNS: {sorted(extra)}")
+        row = [rec.get(k) for k in COLUMNS]
+        row = [";".join(v) if isinstance(v, list) else v for v in row]
         if terminal:
-            row = {k: printable(v) if isinstance(v, str) else v for k, v in row.items()}
-        if not raw:
-            row = {k: spreadsheet_cell(v) if isinstance(v, str) else v for k, v in row.items()}
+            row = [printable(v) if isinstance(v, str) else v for v in row]
         w.writerow(row)
         n += 1
     return n

@@ -7,7 +7,6 @@ exact too (README, "More than one machine").
 
 from __future__ import annotations
 
-import csv
 import html
 import json
 import math
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from arenatui.commands.load_report import stored_outcome
-from arenatui.kernel.text import printable, spreadsheet_cell
+from arenatui.kernel.text import SpreadsheetCsv, printable
 from arenatui.load.metrics import Figures, LoadOutcome
 from arenatui.present.load_tables import ms, segment_cells
 from arenatui.store import Store
@@ -121,7 +120,7 @@ def write_load_export(store: Store, run_id: str, fmt: str, out: TextIO, *, termi
     spreadsheet would read as formulas get a leading `'` unless `raw`."""
     cols = LOAD_REQUEST_COLUMNS
     n = 0
-    writer = None if fmt == "jsonl" else csv.writer(out, lineterminator="\n")
+    writer = None if fmt == "jsonl" else SpreadsheetCsv(out, raw=raw)
     if writer is not None:
         writer.writerow(cols)
     for stored in read_requests(store, run_id):
@@ -129,7 +128,6 @@ def write_load_export(store: Store, run_id: str, fmt: str, out: TextIO, *, termi
         if writer is None:
             out.write(json.dumps(dict(zip(cols, row, strict=True)), ensure_ascii=terminal, allow_nan=False) + "\n")
         else:
-            cells = [printable(v) if terminal and isinstance(v, str) else "" if v is None else v for v in row]
-            writer.writerow(cells if raw else [spreadsheet_cell(v) if isinstance(v, str) else v for v in cells])
+            writer.writerow([printable(v) if terminal and isinstance(v, str) else v for v in row])
         n += 1
     return n

@@ -200,7 +200,7 @@ def concurrency_list(readouts: Sequence[ModelReadout]) -> list[dict[str, Any]]:
     recommendation, and the levels it rests on."""
     return [{
         "model": ro.model_key, "verdict": ro.verdict.text, "kind": ro.verdict.kind, "recommended": ro.verdict.level,
-        "optimum": ro.verdict.optimum,
+        "optimum": ro.verdict.optimum, "setting": ro.verdict.setting(ro.model_key),
         "levels": [{"level": r.level, "held_s": r.held_s, "answered": r.answered, "attempts": r.attempts,
                     "rate_limited": r.rate_limited, "goodput": _num(r.goodput),
                     "goodput_95": list(r.goodput_interval) if r.goodput_interval else None,
@@ -211,8 +211,58 @@ def concurrency_list(readouts: Sequence[ModelReadout]) -> list[dict[str, Any]]:
     } for ro in readouts]
 
 
+def goodput_svg(c: dict[str, Any]) -> str:
+    """One model's goodput by level as an SVG bar chart (the report's concurrency section): a bar per level held,
+    solid when measured, pale when not; its 95% interval as a whisker; the 429 share as a red bar under it; the
+    verdict's level outlined and labelled; levels never held marked '·' on the axis."""
+    levels = {int(lv["level"]): lv for lv in c["levels"]}
+    top_level = max(levels)
+    knee = c.get("recommended") if c.get("kind") in ("optimum", "rising", "capped") else None
+    scale = max(max(float((lv["goodput_95"] or [0, lv["goodput"] or 0])[1]) for lv in levels.values()), 1e-9)
+    w, h, left, bottom, top = max(240, 40 + 34 * top_level), 200, 44, 52, 16
+    slot = (w - left - 10) / top_level
+    plot = h - bottom - top
+
+    def y(v: float) -> float:
+        return h - bottom - v / scale * plot
+
+    out: list[str] = [f'<line x1="{left}" y1="{h - bottom}" x2="{w - 10}" y2="{h - bottom}" stroke="#999"/>',
+                      f'<text x="{left - 6}" y="{top + 4}" font-size="10" text-anchor="end">{_f(scale, 1)}/s</text>',
+                      f'<text x="{left - 6}" y="{h - bottom}" font-size="10" text-anchor="end">0</text>']
+    for n in range(1, top_level + 1):
+        x = left + (n - 1) * slot + slot * 0.15
+        bw = slot * 0.7
+        lv = levels.get(n)
+        out.append(f'<text x="{x + bw / 2:.1f}" y="{h - bottom + 14}" font-size="10" text-anchor="middle">'
+                   f'{n if lv else "·"}</text>')
+        if lv is None:
+            continue
+        g = lv["goodput"] or 0.0
+        fill = "#4a7ab5" if lv["measured"] else "#c5d4e8"
+        stroke = ' stroke="#000" stroke-width="2"' if n == knee else ""
+        out.append(f'<rect x="{x:.1f}" y="{y(g):.1f}" width="{bw:.1f}" height="{h - bottom - y(g):.1f}" '
+                   f'fill="{fill}"{stroke}><title>level {n}: {_f(g, 2)}/s, 429s {pct(lv["limited_share"])}'
+                   f'{"" if lv["measured"] else " (not measured)"}</title></rect>')
+        if lv["goodput_95"]:
+            lo, hi = lv["goodput_95"]
+            cx = x + bw / 2
+            out.append(f'<line x1="{cx:.1f}" y1="{y(lo):.1f}" x2="{cx:.1f}" y2="{y(hi):.1f}" stroke="#222"/>'
+                       f'<line x1="{cx - 4:.1f}" y1="{y(hi):.1f}" x2="{cx + 4:.1f}" y2="{y(hi):.1f}" stroke="#222"/>'
+                       f'<line x1="{cx - 4:.1f}" y1="{y(lo):.1f}" x2="{cx + 4:.1f}" y2="{y(lo):.1f}" stroke="#222"/>')
+        share = lv["limited_share"] or 0.0
+        if share:
+            out.append(f'<rect x="{x:.1f}" y="{h - bottom + 20}" width="{bw * min(1.0, share):.1f}" height="6" '
+                       f'fill="#c0392b"><title>429s {pct(share)}</title></rect>')
+        if n == knee:
+            out.append(f'<text x="{x + bw / 2:.1f}" y="{y(g) - 4:.1f}" font-size="10" text-anchor="middle">'
+                       f'{_h(str(c["kind"]))}</text>')
+    out.append(f'<text x="{left}" y="{h - 8}" font-size="10">level (· never held) · bar: goodput/s, pale: not '
+               f'measured · whisker: 95% · red: 429 share</text>')
+    return f'<svg class="frontier" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img">{"".join(out)}</svg>'
+
+
 def _concurrency_rows(rep: dict[str, Any]) -> list[list[str]]:
-    return [[c["model"], c["verdict"], ", ".join(
+    return [[c["model"], c["verdict"] + (f" → {c['setting']}" if c.get("setting") else ""), ", ".join(
         f"{lv['level']}: {_f(lv['goodput'], 2)}/s, 429s {pct(lv['limited_share'])}, n {lv['answered']}"
         for lv in c["levels"] if lv["measured"]) or "none measured"] for c in rep.get("concurrency") or []]
 
@@ -830,6 +880,8 @@ def render_html(rep: dict[str, Any]) -> str:
     conc = _concurrency_rows(rep)
     if conc:
         parts.append("<h2>Concurrency</h2>" + _html_table(("model", "verdict", "measured levels"), conc))
+        parts.extend(f"<h3>{_h(c['model'])}: goodput by level</h3>" + goodput_svg(c)
+                     for c in rep.get("concurrency") or [] if c["levels"])
     budgets = budget_items(rep.get("budgets"))
     if budgets:
         parts.append(f"<h2>max_tokens and timeout_s</h2><p>{_h(BUDGETS_WORDS.replace('`', ''))}</p><ul>" + "".join(

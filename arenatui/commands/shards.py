@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 START_BASE_ENV = "ARENA_START_BASE"
+RESERVED_RUN_IDS = ("last",)
+"""Words a command reads in place of a run id: never a run's own id."""
 
 
 def add_shard_args(p: argparse.ArgumentParser, *, barrier: bool) -> None:
@@ -36,6 +38,9 @@ def add_shard_args(p: argparse.ArgumentParser, *, barrier: bool) -> None:
 def run_id_option(value: str | None) -> str | None:
     if value is None:
         return None
+    if value.lower() in RESERVED_RUN_IDS:
+        raise ArenaError(f"--run-id {value}: that word is reserved (RUN 'last' means the newest run, so a run named "
+                         "so could never be addressed); give the run another id")
     if not _RUN_ID.match(value):
         raise ArenaError(f"--run-id: expected 1-64 letters, digits, '.', '_' or '-' starting with a letter or digit "
                          f"(it names the run in `arena runs` and in every shard's database), got {value!r}")

@@ -25,7 +25,7 @@ def verdict_text(ro: ModelReadout) -> Text:
     line = Text("")
     line.append(literal(ro.model_key, "bold", newlines=False))
     line.append(": ")
-    line.append(ro.verdict.text)
+    line.append(ro.verdict.line(ro.model_key))
     return line
 
 
@@ -69,6 +69,17 @@ def readout_table(ro: ModelReadout, run_id: str = "RUN") -> RenderableType:
                                           elsewhere=f" (COLUMNS=200 arena tune --show {run_id} has them)"))
 
 
+def print_chart(out: Console, ro: ModelReadout) -> None:
+    """Goodput by level for one model, fitted to the console's width, with its legend."""
+    from arenatui.present.charts import GOODPUT_LEGEND, goodput_by_level
+
+    rows = goodput_by_level(ro.levels, out.width, knee=ro.best)
+    if rows:
+        out.print(Text(GOODPUT_LEGEND, style="dim"), no_wrap=True, overflow="ellipsis")
+        for row in rows:
+            out.print(Text(row), no_wrap=True, overflow="ellipsis")
+
+
 def _not_a_load_run(run_id: str, db: str | None) -> None:
     from arenatui.store import Store
     from arenatui.store.load_queries import run_kinds
@@ -104,6 +115,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
                       markup=False)
         for ro in stored:
             out.print(readout_table(ro, run_id))
+            if out.is_terminal:  # a picture for people; a pipe gets the table only
+                print_chart(out, ro)
         _print_budgets(out, run_id, args.db)
         if args.verbose:
             from arenatui.store import Store
@@ -126,7 +139,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         writable_target(args.project)  # a read-only file is refused before minutes of tuning, not after
     res = tune(args.project, models=args.models, budget=args.budget, db=args.db, seed=args.seed,
                started=lambda: err.print(f"Tuning with at most {plural(args.budget, 'call')} per model, until each "
-                                         "model has a verdict…", markup=False))
+                                         "model has a verdict…", markup=False),
+               progress=lambda line: err.print(line, markup=False, highlight=False),
+               live=err if err.is_terminal else None)
     for ro in res.readouts:
         out.print(readout_table(ro, res.run_id))
         out.print(recommendation_line(ro))
@@ -141,6 +156,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.write is None:
         return 0
     from arenatui.commands.tune_budgets import parse_settings, writable
+    from arenatui.tuning.budgets import below_floor
 
     chosen = parse_settings(args.write)
     tokens, timeout, skipped = writable(budgets, chosen)
@@ -155,12 +171,20 @@ def cmd_tune(args: argparse.Namespace) -> int:
     run = {"timeout_s": timeout} if timeout is not None else None
     for why in skipped:
         out.print(why, markup=False)
+    if "concurrency" in chosen and not optima and (settings or run is not None):
+        # as the README says: with no optimum at all nothing is written (the other settings neither) and exit 1
+        out.print("wrote nothing: no model has a measured optimum (write max_tokens or timeout_s alone with "
+                  "--write max_tokens,timeout_s)", markup=False)
+        return 1
     if not settings and run is None:
         out.print("wrote nothing: no recommendation rests on enough evidence", markup=False)
         return 1
     written = write_model_settings(args.project, settings, run)
     what = [f"{name} for {k}" for k, kv in settings.items() for name in kv] + (["[run] timeout_s"] if run else [])
     out.print(f"wrote {', '.join(what)} into {written.describe()}", markup=False)
+    floor = below_floor(timeout) if timeout is not None else None
+    if floor is not None:  # never a timeout measured on answers faster than hosted calls without saying so
+        out.print(floor, markup=False)
     return 0
 
 
@@ -194,6 +218,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     levels: tuple[int, ...] = args.levels
     err.print(f"Sweeping concurrency {', '.join(map(str, levels))}: one stored run per level…", markup=False)
 
+    def starting(level: int, i: int) -> None:
+        err.print(f"  level {level} ({i} of {len(levels)}): running…", markup=False)
+
     def progress(r: LevelRun, i: int) -> None:
         g = r.evidence
         err.print(f"  level {r.level} ({i} of {len(levels)}): {r.wall_s:.1f} s, {r.answered} answered, goodput "
@@ -201,13 +228,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                   markup=False)
 
     res = sweep_levels(args.project, levels, models=args.models, limit=args.limit, trials=args.trials, db=args.db,
-                       seed=args.seed, on_level=progress)
+                       seed=args.seed, on_level=progress, on_start=starting)
     title = Text(f"sweep {res.group}: ")
-    title.append(res.verdict.text)
+    title.append(res.verdict.line())
     out.print(title)
     out.print(Fitted(SWEEP_COLUMNS, [(r, _sweep_mark(r, res)) for r in res.runs],
                      elsewhere=" (COLUMNS=200 arena sweep prints them all)"))
-    out.print(f"verdict: {res.verdict.text}", markup=False)
+    out.print(f"verdict: {res.verdict.line()}", markup=False)
     for note in res.notes:
         out.print(note, markup=False)
     return 0

@@ -15,6 +15,9 @@ __all__ = ["SETTINGS", "Budgets", "budgets_for_run", "parse_settings", "print_bu
 
 SETTINGS = ("concurrency", "max_tokens", "timeout_s")
 """What `arena tune --write` can write, in the tuning order's order."""
+BY_DEFAULT = ("concurrency", "max_tokens")
+"""What a bare `--write` writes. timeout_s only when named: a timeout measured on a tuning run's answers (often short,
+simulated or from a nearby server) is a suggestion for a provider whose real answers may take far longer."""
 
 
 def budgets_for_run(run_id: str, db: str | Path | None = None) -> Budgets:
@@ -51,15 +54,18 @@ def print_budgets(out: Console, b: Budgets) -> None:
         out.print(_line(b.timeouts[key], "timeout_s "))
     if b.run_timeout is not None:
         out.print(_line(b.run_timeout, "[run] timeout_s"))
+        if b.run_timeout.writable:  # measured on this run's answers: a real provider's may take far longer
+            out.print(Text("      a suggestion: a bare --write leaves it; --write timeout_s writes it", "dim"))
     else:
         out.print(Text(f"  [run] timeout_s {b.timeout_s:g}: not enough evidence for every model to recommend the "
                        "one limit they share"))
 
 
 def parse_settings(value: str) -> tuple[str, ...]:
-    """`--write` / `--write concurrency,max_tokens`: which settings to write (ValueError names a wrong one)."""
+    """`--write` / `--write concurrency,max_tokens,timeout_s`: which settings to write (ValueError names a wrong one);
+    a bare `--write` (or `all`) writes BY_DEFAULT."""
     if value in ("", "all"):
-        return SETTINGS
+        return BY_DEFAULT
     chosen = tuple(v.strip() for v in value.split(",") if v.strip())
     wrong = [v for v in chosen if v not in SETTINGS]
     if wrong:

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 
 from arenatui.kernel.errors import ArenaError
-from arenatui.kernel.events import CallFinished, CallRetrying, Event
+from arenatui.kernel.events import CallFinished, CallRetrying, Event, TunerDecided
 from arenatui.kernel.limits import MAX_CONCURRENCY
 from arenatui.plan import Filters
 from arenatui.project import load_project
@@ -44,45 +44,79 @@ class TuneResult:
 
 class _UntilConclusive:
     """A sink that stops a tuning run once every model's verdict is conclusive (checked every `every` calls: a
-    readout sorts latencies)."""
+    readout sorts latencies), and reports progress as it goes: one line per tuner decision and per verdict that
+    changed (`progress`), each with the calls made of the budget."""
 
-    def __init__(self, every: int = 25) -> None:
+    def __init__(self, every: int = 25, progress: Callable[[str], object] | None = None, total: int = 0) -> None:
         self.every = every
         self.n = 0
         self.sweep: Any = None
         self.stopped = False
+        self.progress = progress
+        self.total = total
+        self._said: dict[str, str] = {}
+
+    def _made(self) -> str:
+        return f"{self.n} of {self.total} calls" if self.total else f"{self.n} calls"
 
     def __call__(self, ev: Event) -> None:
-        if type(ev) is not CallFinished or self.sweep is None or self.stopped:
+        if self.sweep is None or self.stopped:
+            return
+        if type(ev) is TunerDecided and self.progress is not None and ev.model_key is not None and ev.new:
+            self.progress(f"  {self._made()} · {ev.reason}")
+            return
+        if type(ev) is not CallFinished:
             return
         self.n += 1
-        if self.n % self.every == 0 and all(ro.verdict.conclusive for ro in self.sweep.tuner.readouts()):
+        if self.n % self.every:
+            return
+        readouts = self.sweep.tuner.readouts()
+        if self.progress is not None:
+            for ro in readouts:
+                said = ro.verdict.line(ro.model_key)
+                if self._said.get(ro.model_key) != said:
+                    self._said[ro.model_key] = said
+                    self.progress(f"  {self._made()} · {ro.model_key}: {said}")
+        if all(ro.verdict.conclusive for ro in readouts):
             self.stopped = True
             self.sweep.control.cancel()
 
 
 def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 400, db: str | Path | None = None,
          seed: int | None = None, settings: TunerSettings | None = None,
-         started: Callable[[], object] | None = None) -> TuneResult:
+         started: Callable[[], object] | None = None, progress: Callable[[str], object] | None = None,
+         live: Any = None) -> TuneResult:
     """Spend at most `budget` calls per model (the project's cases, cycled as trials) with the tuner on, stopping
-    early once every model's verdict is conclusive (an optimum, a cap, a rate limit)."""
+    early once every model's verdict is conclusive (an optimum, a cap, a rate limit). `progress` gets one line per
+    tuner decision and per verdict that changed; `live`: a terminal's console, to show the same live progress line
+    `arena evaluate` has (calls made of the budget, ETA) under those lines."""
     from arenatui.session.sweep import Sweep, SweepOptions
 
     proj = load_project(project)
     n_cases = len(proj.cases)
     if n_cases == 0:
         raise ArenaError(f"{proj.path}: no cases to tune with")
-    filters = Filters(models=tuple(models), limit=min(budget, n_cases), trials=max(1, budget // n_cases))
-    until = _UntilConclusive()
-    sweep = Sweep(SweepOptions(project=project, filters=filters, db=db, seed=seed, tune=True), live_metrics=False,
-                  extra_sinks=(until,))
+    # at most `budget` calls per model, its prompt variants included (each variant is a lane of its own calls)
+    chosen = [m for m in proj.models if not models or m.key in models]
+    variants = max((len(proj.variants_of(m)) for m in chosen), default=0) or 1
+    per_lane = max(1, budget // variants)
+    filters = Filters(models=tuple(models), limit=min(per_lane, n_cases), trials=max(1, per_lane // n_cases))
+    until = _UntilConclusive(progress=progress)
+    sweep = Sweep(SweepOptions(project=project, filters=filters, db=db, seed=seed, tune=True),
+                  live_metrics=live is not None, extra_sinks=(until,))
     until.sweep = sweep
+    until.total = sweep.plan.total
     if settings is not None:
         sweep.tuner.settings = settings
     if started is not None:  # the project and the models asked for are known good: say what happens next
         started()
     t0 = time.monotonic()
-    anyio.run(sweep.run)
+    if live is not None:
+        from arenatui.commands.headless import run_headless
+
+        anyio.run(lambda: run_headless(sweep, quiet=False, console=live))
+    else:
+        anyio.run(sweep.run)
     wall = time.monotonic() - t0
     readouts = tuple(sweep.tuner.readouts())
     return TuneResult(sweep.run_id, readouts, tuple(d.reason for d in sweep.tuner.decisions), wall,
@@ -173,7 +207,8 @@ def cap_notes(project: str | Path, levels: Sequence[int], models: Sequence[str] 
 
 def sweep_levels(project: str | Path, levels: Sequence[int], *, models: Sequence[str] = (), limit: int | None = None,
                  trials: int | None = None, db: str | Path | None = None, seed: int | None = None,
-                 on_level: Callable[[LevelRun, int], None] | None = None) -> LevelSweep:
+                 on_level: Callable[[LevelRun, int], None] | None = None,
+                 on_start: Callable[[int, int], None] | None = None) -> LevelSweep:
     """The same matrix at each level, one stored run per level; the verdict over the levels names the knee.
     `on_level(run, i)` is called as each level ends (a progress line)."""
     from arenatui.session.sweep import Sweep, SweepOptions
@@ -187,6 +222,8 @@ def sweep_levels(project: str | Path, levels: Sequence[int], *, models: Sequence
     group = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
     runs: list[LevelRun] = []
     for i, n in enumerate(levels, 1):
+        if on_start is not None:  # a level can take minutes: say it started
+            on_start(n, i)
         count = _Count()
         sweep = Sweep(SweepOptions(project=project, filters=Filters(models=tuple(models), limit=limit, trials=trials),
                                    db=db, concurrency=n, seed=seed), extra_sinks=(count,), live_metrics=False)

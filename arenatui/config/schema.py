@@ -56,6 +56,9 @@ class RunSettings:
     case that share server-side state."""
     repair: Repair | None = None
     """Follow-up turns for answers that failed in a repairable way (None: an answer is final)."""
+    max_answer_chars: int | None = None
+    """The most characters of one response kept (None: providers.base.MAX_ANSWER_CHARS, 4,000,000); a longer answer
+    is cut there and marked with its real size (finish_reason 'answer_cap')."""
 
 
 REPAIRABLE: tuple[str, ...] = ("invalid_format", "refusal", "empty", "truncated", "wrong_answer", "wrong_language")

@@ -23,3 +23,12 @@ class RetryPolicy:
         if retry_after is not None and retry_after > d:
             return retry_after
         return d
+
+    def over_budget(self, message: str, delay: float, elapsed: float, retry_after: float | None,
+                    retry_source: str | None) -> str:
+        """A failed attempt's message when the wait before the next (`delay`, after `elapsed` seconds of the call)
+        would pass the call's retry budget: what was asked, and that it was not retried."""
+        asked = f"{retry_source or 'retry-after'} {retry_after:g}s" if retry_after is not None \
+            else f"backoff {delay:.1f}s"
+        return (f"{message} ({asked} exceeds the {self.budget_s - elapsed:.0f}s left of this "
+                f"call's {self.budget_s:g}s budget; not retried)")

@@ -101,6 +101,15 @@ class ProviderError(Exception):
     """Where the provider could tell: the attempt's start until its request was on the wire."""
     http_status: int | None = None
     """The HTTP status of the refusal, for HTTP providers (stored with each failed attempt)."""
+    retry_after: float | None = None
+    """How long the provider asked to wait before the next attempt, when it said (a refusal for rate)."""
+    retry_after_source: str | None = None
+    """The header that gave `retry_after` (``retry-after``, ``llm_provider-retry-after``, ...), when one did."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    """Usage the failed attempt consumed, where the provider reported it (counted in the call's cost)."""
+    detail: str | None = None
+    """More than the one-line message where there is more (a solver's traceback), stored as the call's detail."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -117,7 +126,6 @@ class RateLimited(ProviderError):
         super().__init__(message)
         self.retry_after = retry_after
         self.retry_after_source = retry_after_source
-        """The header that gave `retry_after` (``retry-after``, ``llm_provider-retry-after``, ...), when one did."""
 
 
 class TransientError(ProviderError):

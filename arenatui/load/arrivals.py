@@ -16,10 +16,11 @@ import itertools
 import json
 import math
 import random
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TextIO
 
 from arenatui.kernel.errors import ConfigError
 from arenatui.kernel.units import plural
@@ -29,6 +30,9 @@ ArrivalKind = Literal["constant", "poisson", "gamma", "trace"]
 STREAM_ABOVE_BYTES = 8 << 20
 """A trace file larger than this is read as the run goes (it must be in offset order), never whole: a 10M-line
 trace took 60 s and 1.7 GB before its first request. Smaller ones are read at once, validated and sorted."""
+MAX_TRACE_LINE_BYTES = 1 << 20
+"""The longest line a trace may have (1 MiB; a row is an offset and a case id): longer ones are refused naming this
+limit, and no line is ever read whole past it (a 20 MB line was read, then called 'not JSON')."""
 MAX_TRACE_OFFSET_S = 7 * 24 * 3600.0
 """The latest a trace may schedule a request (7 days): an offset of 1e308 was accepted and the run waited forever."""
 
@@ -104,9 +108,13 @@ def parse_arrival(value: str, *, where: str = "--arrival") -> Arrival:
             raise ConfigError(where, None, "trace:FILE needs a JSONL or CSV file of offsets in seconds")
         path = Path(arg)
         try:
-            big = path.stat().st_size > STREAM_ABOVE_BYTES
+            st = path.stat()
         except OSError as e:
             raise ConfigError(str(path), None, f"a readable UTF-8 trace file ({e.__class__.__name__}: {e})") from None
+        if not stat.S_ISREG(st.st_mode):  # /dev/zero was read whole (16 GB a minute); a FIFO blocked for good
+            raise ConfigError(str(path), None, "a trace in a regular file; this is not a regular file (a device, a "
+                                               "FIFO or /dev/stdin): save the trace to a file first")
+        big = st.st_size > STREAM_ABOVE_BYTES
         arrival = streamed_trace(path) if big else Arrival("trace", cv=math.nan, trace=read_trace(path))
         return replace(arrival, source=str(path))
     raise ConfigError(where, None, f"expected constant, poisson, gamma:CV or trace:FILE, got {value!r}")
@@ -127,9 +135,14 @@ def read_trace(file: Path) -> tuple[TraceRow, ...]:
     """Rows sorted by offset (ties keep file order). JSONL: `{"offset": s, "case": id}` per line
     (`t` or `timestamp` for the offset also read); CSV: a header with `offset` and optionally `case`."""
     try:
-        text = file.read_text(encoding="utf-8")
+        with open(file, "rb") as f:
+            data = f.read(STREAM_ABOVE_BYTES + 1)  # bounded even if the file grew since it was measured
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(str(file), None, f"a readable UTF-8 trace file ({e.__class__.__name__}: {e})") from None
+    for n, line in enumerate(text.splitlines(), start=1):
+        if len(line) > MAX_TRACE_LINE_BYTES:
+            raise _line_too_long(file, n)
     rows: list[TraceRow] = []
     if file.suffix.lower() == ".csv":
         reader = csv.DictReader(text.splitlines())
@@ -163,7 +176,7 @@ def _rows(file: Path, lines: Iterator[tuple[int | str, str]], csv_file: bool) ->
             continue
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a line nested 100,000 deep
             raise ConfigError(str(file), f"line {n}", "a JSON object per line (JSONL)") from None
         if not isinstance(obj, dict):
             raise ConfigError(str(file), f"line {n}", f"a JSON object, got {type(obj).__name__}")
@@ -174,6 +187,24 @@ def _rows(file: Path, lines: Iterator[tuple[int | str, str]], csv_file: bool) ->
         if case is not None and not isinstance(case, str):
             raise ConfigError(str(file), f"line {n}: case", f"a case id (string), got {case!r}")
         yield n, TraceRow(_offset(file, f"line {n}: {key}", obj[key]), case)
+
+
+def _line_too_long(file: Path, n: int | str) -> ConfigError:
+    return ConfigError(str(file), f"line {n}", f"a line of at most {MAX_TRACE_LINE_BYTES} bytes "
+                                               f"(MAX_TRACE_LINE_BYTES: an offset and a case id), got a longer one")
+
+
+def _capped_lines(file: Path, f: TextIO) -> Iterator[tuple[int, str]]:
+    """(line number, line) without its line break, never reading a line past MAX_TRACE_LINE_BYTES."""
+    n = 0
+    while True:
+        line = f.readline(MAX_TRACE_LINE_BYTES + 1)
+        if not line:
+            return
+        n += 1
+        if len(line) > MAX_TRACE_LINE_BYTES and not line.endswith("\n"):
+            raise _line_too_long(file, n)
+        yield n, line.rstrip("\r\n")
 
 
 def _csv_header(file: Path, header: str) -> None:
@@ -187,13 +218,13 @@ def stream_trace(file: Path) -> Iterator[TraceRow]:
     """A big trace's rows as the run reaches them, validated line by line; offsets must not go back (a streamed
     file cannot be sorted first): a row earlier than the one before it is an error naming its line."""
     with open(file, encoding="utf-8") as f:
-        numbered = enumerate(f, start=1)
+        numbered = _capped_lines(file, f)
         csv_file = file.suffix.lower() == ".csv"
         if csv_file:
             _, header = next(numbered, (1, ""))
             _csv_header(file, header)
         last = 0.0
-        lines: Iterator[tuple[int | str, str]] = ((i, line.rstrip("\r\n")) for i, line in numbered)
+        lines: Iterator[tuple[int | str, str]] = iter(numbered)
         for n, row in _rows(file, lines, csv_file):
             if row.offset_s < last:
                 raise ConfigError(str(file), f"line {n}", f"offsets in order (a streamed trace is never sorted "
@@ -210,8 +241,12 @@ def streamed_trace(file: Path) -> Arrival:
         size = file.stat().st_size
         with open(file, "rb") as f:
             head = f.read(64 << 10)
-            f.seek(max(0, size - (64 << 10)))
-            tail = f.read()
+            # the tail holds the whole last line unless that line is longer than the limit
+            start = max(0, size - MAX_TRACE_LINE_BYTES - 2)
+            f.seek(start)
+            tail = f.read(MAX_TRACE_LINE_BYTES + 2)
+        if start > 0 and b"\n" not in tail.rstrip(b"\r\n"):
+            raise _line_too_long(file, "last")
         head_text, tail_text = head.decode("utf-8", "replace"), tail.decode("utf-8", "replace")
     except OSError as e:
         raise ConfigError(str(file), None, f"a readable UTF-8 trace file ({e.__class__.__name__}: {e})") from None

@@ -70,13 +70,17 @@ def start_instant(start_at: str | None, start_in: float | None, base: str | None
         return None
     ahead = instant - (time.time() if now is None else now)
     if ahead > MAX_WAIT_S:
-        raise ArenaError(f"the start barrier is {ahead / 86400:.1f} days ahead ({format_instant(instant)}); "
+        flag = "--start-in" if start_in is not None else "--start-at"
+        raise ArenaError(f"{flag}: the start barrier is {ahead / 86400:.3g} days ahead ({format_instant(instant)}); "
                          "expected an instant within a week")
     return instant
 
 
 def format_instant(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    try:
+        return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):  # past year 9999 (--start-at 1e308): said as given
+        return f"epoch {epoch:g} s, past any date"
 
 
 class _Timeval(ctypes.Structure):

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from arenatui.kernel.errors import ConfigError
+from arenatui.kernel.errors import ArenaError, ConfigError
 from arenatui.kernel.events import RunStatus
 from arenatui.kernel.units import plural
 from arenatui.stats.percentiles import or_nan, percentile_interval
@@ -92,14 +92,21 @@ def parse_seconds(value: str, *, where: str, default_unit: str = "s") -> float:
     return n
 
 
+MAX_DURATION_S = 7 * 24 * 3600.0
+"""The longest --duration, --warmup or --start-in (a week, as a trace's offsets and the start barrier): 1e308 s
+passed, then overflowed counting the requests it planned."""
+
+
 def duration(value: str, flag: str, *, zero_ok: bool = False) -> float:
     """A duration flag's value in seconds: `90`, `90s`, `500ms`, `5m` (minutes); `0` alone when `zero_ok`."""
     v = value.strip().lower()
     if zero_ok and v in ("0", "0s", "0ms", "0.0"):
         return 0.0
-    if v.endswith("m") and not v.endswith("ms"):
-        return parse_seconds(v[:-1], where=flag) * 60.0
-    return parse_seconds(v, where=flag)
+    seconds = parse_seconds(v[:-1], where=flag) * 60.0 if v.endswith("m") and not v.endswith("ms") else \
+        parse_seconds(v, where=flag)
+    if seconds > MAX_DURATION_S:
+        raise ArenaError(f"{flag}: expected a duration of at most 7 days (604800s), got {value!r}")
+    return seconds
 
 
 def parse_slo(value: str, *, where: str = "--slo") -> Slo:

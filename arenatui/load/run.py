@@ -18,7 +18,7 @@ import anyio
 
 from arenatui.config.schema import ModelConfig, Project
 from arenatui.engine.client_load import CpuSampler, OverloadTracker
-from arenatui.kernel.errors import ArenaError, ConfigError
+from arenatui.kernel.errors import ArenaError, ConfigError, unwrap
 from arenatui.kernel.events import ClientLoadSampled, RunStatus
 from arenatui.load.arrivals import Arrival
 from arenatui.load.driver import LoadPlan, OpenLoopDriver, SegmentStarted
@@ -256,7 +256,11 @@ class LoadRun:
         except BaseException as e:
             status = "cancelled" if isinstance(e, (anyio.get_cancelled_exc_class(), KeyboardInterrupt)) \
                 or getattr(self.engine, "cancelled", False) else "failed"
-            message = None if status == "cancelled" else f"{type(e).__name__}: {e}"
+            # the paragraph the person sees (cli renders the error inside a task group's ExceptionGroup), not the
+            # group's own "unhandled errors in a TaskGroup"
+            shown = unwrap(e)
+            message = None if status == "cancelled" else \
+                str(shown) if isinstance(shown, ArenaError) else f"{type(shown).__name__}: {shown}"
             if status == "failed":
                 raise
         finally:
@@ -275,6 +279,10 @@ class LoadRun:
 
                     finish_shard(store, self.run_id, status, clock_estimate())
         return status
+
+
+MAX_SEGMENTS = 1000
+"""The most rates one load run walks (--rates, --rate-sweep STEPS): 100,000 steps of a second were 28 hours."""
 
 
 def parse_rates(rate: float | None, rates: str | None, sweep: str | None) -> tuple[float, ...]:
@@ -297,6 +305,9 @@ def parse_rates(rate: float | None, rates: str | None, sweep: str | None) -> tup
             if len(parts) != 3:
                 raise ValueError
             start, stop, steps = float(parts[0]), float(parts[1]), int(parts[2])
+            if steps > MAX_SEGMENTS:  # before a list of that many rates is built
+                raise ArenaError(f"--rate-sweep {sweep!r}: at most {MAX_SEGMENTS} steps (segments), as --repeat is "
+                                 f"bounded; {steps} steps of --duration each would run for days")
             if steps < 2 or start <= 0 or stop <= start:
                 raise ArenaError(f"--rate-sweep {sweep!r}: expected START:STOP:STEPS with 0 < START < STOP and "
                                  "STEPS >= 2, e.g. 1:64:7")
@@ -307,6 +318,9 @@ def parse_rates(rate: float | None, rates: str | None, sweep: str | None) -> tup
                          f"--rate-sweep 1:64:7), got {rate if rate is not None else rates or sweep!r}") from None
     if not out:
         raise ArenaError("no rate: pass --rate R (requests/s), --rates 1,2,4,8 or --rate-sweep START:STOP:STEPS")
+    if len(out) > MAX_SEGMENTS:
+        raise ArenaError(f"{where}: at most {MAX_SEGMENTS} rates (segments), as --repeat is bounded; got "
+                         f"{len(out)}")
     for r in out:
         if not (math.isfinite(r) and 0 < r <= max_rate):
             raise ArenaError(f"{where}: a rate above 0 and at most {max_rate:g} requests/s, got {r:g}")

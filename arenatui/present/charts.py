@@ -17,6 +17,7 @@ from rich.text import Text
 from arenatui.kernel.text import printable
 from arenatui.kernel.units import number
 from arenatui.present.columns import BLOCKS
+from arenatui.tuning.evidence import LevelEvidence
 
 MARKERS = "123456789abcdefghijklmnopqrstuvwxyz"
 """Point labels in a scatter, by model index: the legend says which is which."""
@@ -148,3 +149,65 @@ def scatter(points: Sequence[Point], width: int, height: int, *, x_name: str, y_
         out.append("  on the Pareto front\n" if p.on_front else "\n")
     out.rstrip()
     return out
+
+
+GOODPUT_LEGEND = "█ at least (95%)  ▓ estimate  ─┤ up to  ░ not measured  · not tried"
+
+
+def goodput_by_level(levels: Sequence[LevelEvidence], width: int, *, knee: int | None = None,
+                     knee_word: str = "optimum") -> list[str]:
+    """Goodput by level as horizontal bars, one row per level from 1 to the highest held, fitted to `width`: a
+    measured level's bar is solid up to the lower end of its 95% interval, shaded up to its goodput, and a whisker
+    runs to the upper end; a level held but not measured is a light bar; levels never held are one '·' row each
+    run of them. Each row ends with its goodput and 429 share, and the knee (the verdict's level) is marked."""
+    held = {r.level: r for r in levels}
+    if not held:
+        return []
+    scale = max((r.goodput_interval[1] if r.goodput_interval else (r.goodput or 0.0)) for r in held.values())
+    scale = scale if scale > 0 else 1.0
+    fig_w = max(len(_figures(r, knee, knee_word)) for r in held.values())
+    top = max(held)
+    rows: list[tuple[str, LevelEvidence | None]] = []
+    lv = 1
+    while lv <= top:
+        if lv in held:
+            rows.append((str(lv), held[lv]))
+            lv += 1
+            continue
+        end = lv
+        while end + 1 not in held:
+            end += 1
+        rows.append((str(lv) if end == lv else f"{lv}–{end}", None))
+        lv = end + 1
+    lw = max(len(label) for label, _ in rows)
+    bar_w = max(8, width - lw - 3 - fig_w)
+    return [f"{label:>{lw}} ·  not tried" if r is None else
+            f"{label:>{lw}} │{_goodput_bar(r, scale, bar_w)} {_figures(r, knee, knee_word)}".rstrip()
+            for label, r in rows]
+
+
+def _goodput_bar(r: LevelEvidence, scale: float, width: int) -> str:
+    def cell(v: float) -> int:
+        return max(0, min(width, round(v / scale * width)))
+
+    g = r.goodput or 0.0
+    if not r.measured or r.goodput_interval is None:
+        return ("░" * cell(g)).ljust(width)
+    lo, hi = r.goodput_interval
+    a, b, c = cell(lo), max(cell(lo), cell(g)), max(cell(g), cell(hi))
+    bar = "█" * a + "▓" * (b - a)
+    if c > b:
+        bar += "─" * (c - b - 1) + "┤"
+    return bar.ljust(width)[:width]
+
+
+def _figures(r: LevelEvidence, knee: int | None, knee_word: str) -> str:
+    from arenatui.present.level_figures import fmt_rate, fmt_share
+
+    g = "–" if r.goodput is None else f"{fmt_rate(r.goodput)}/s"
+    text = f"{g:>7}  429s {fmt_share(r.limited_share):>4}"
+    if r.level == knee:
+        text += f"  ◀ {knee_word}"
+    elif not r.measured:
+        text += "  short"
+    return text

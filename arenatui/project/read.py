@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import difflib
+import errno
 import json
 import math
 import re
@@ -38,6 +39,7 @@ from arenatui.config.schema import (
 )
 from arenatui.kernel.errors import ConfigError
 from arenatui.kernel.limits import (
+    MAX_ANSWER_CHARS_LIMIT,
     MAX_ATTEMPTS,
     MAX_CONCURRENCY,
     MAX_NESTING,
@@ -61,14 +63,31 @@ def resolve_project_path(path: str | Path) -> Path:
     if p.is_dir():
         p = p / "arena.toml"
     if not p.exists():
-        raise ConfigError(str(p), None, "no such file; pass a project TOML file or a directory holding arena.toml")
+        raise ConfigError(str(p), None, symlink_loop(p) or "no such file; pass a project TOML file or a directory "
+                                                           "holding arena.toml")
     return p
+
+
+def symlink_loop(p: Path) -> str | None:
+    """What to say of a path that does not resolve because its symbolic links loop (`exists()` is False for it
+    too, and 'no such file' sent people looking for a file that is there); None when it is simply missing."""
+    try:
+        p.stat()
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "is a loop of symbolic links (a link that leads back to itself); point it at the file itself"
+    return None
 
 
 def load_project(path: str | Path) -> Project:
     p = resolve_project_path(path)
     try:
-        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
+        if text.startswith("\ufeff"):  # tomllib says "Invalid statement (line 1, column 1)" of it
+            raise ConfigError(str(p), None, "starts with a UTF-8 byte-order mark (BOM), which TOML does not allow; "
+                                            "save it as UTF-8 without a BOM (in most editors 'UTF-8', not 'UTF-8 with "
+                                            "BOM')")
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(str(p), None, f"is not valid TOML ({e})") from None
     except (OSError, UnicodeDecodeError) as e:
@@ -719,7 +738,9 @@ def _read_case_file(project_file: Path, key: str, value: str,
     if not p.is_absolute():
         p = project_file.parent / p
     if not p.exists():
-        raise ConfigError(str(project_file), key, f"case file {str(p)!r} does not exist")
+        loop = symlink_loop(p)
+        raise ConfigError(str(project_file), key, f"case file {str(p)!r} {loop}" if loop else
+                          f"case file {str(p)!r} does not exist")
     cases: list[Case] = []
     suffix = p.suffix.lower()
     if suffix not in (".csv", ".jsonl", ".ndjson", ".json"):
@@ -835,6 +856,7 @@ def project_from_dict(raw: Mapping[str, Any], file: Path,
         trials=rt.integer("trials", d.trials, lo=1, hi=MAX_TRIALS) or 1,
         seed=rt.integer("seed", d.seed) or 0,
         keep_sealed_outputs=rt.boolean("keep_sealed_outputs", d.keep_sealed_outputs),
+        max_answer_chars=rt.integer("max_answer_chars", None, lo=1, hi=MAX_ANSWER_CHARS_LIMIT),
         allow_code_exec=rt.boolean("allow_code_exec", False),
         allow_weak_sandbox=rt.boolean("allow_weak_sandbox", False),
         max_concurrency_per_case=rt.integer("max_concurrency_per_case", None, lo=1, hi=MAX_CONCURRENCY),

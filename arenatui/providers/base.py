@@ -6,6 +6,7 @@ TerminalError (arenatui.kernel.errors) and the engine decides.
 
 from __future__ import annotations
 
+import numbers
 from typing import NamedTuple, Protocol
 
 from arenatui.config.schema import Case, Defaults, ModelConfig
@@ -93,8 +94,48 @@ def build_messages(model: ModelConfig, defaults: Defaults, case: Case) -> tuple[
     else:
         if system and not any(m["role"] == "system" for m in given):
             msgs.append({"role": "system", "content": system})
-        msgs.extend(given)
+        # copies: a chat case's dicts are shared by every model and trial, and a solver editing its request's
+        # messages in place changed every later prompt (a dict copy per message: only chat cases pay it)
+        msgs.extend([m.copy() for m in given])
     return tuple(msgs)
+
+
+MAX_TOKENS_PER_CALL = 100_000_000
+"""The most tokens one call's prompt or answer is believed to hold: a count above it is a server's or a solver's
+bug (10**30 stopped the results writer once: SQLite holds 64-bit integers), so it is estimated instead."""
+
+
+def usage_count(value: object) -> int | None:
+    """A token count as a provider or a solver reported it, or None (then estimated, and the result marked so)
+    when it is missing or no sane count: not a whole non-negative number of at most MAX_TOKENS_PER_CALL (a bool,
+    a string, NaN, infinity, a negative or absurd number). The one check of usage at the provider boundary."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy's integers and floats are Real
+        return None
+    number = float(value)
+    if not (0 <= number <= MAX_TOKENS_PER_CALL):  # False for NaN too
+        return None
+    return int(number)
+
+
+MAX_ANSWER_CHARS = 4_000_000
+"""The most characters of one response kept by default ([run] max_answer_chars): about 4 MB of text, far past any
+answer a benchmark scores; a 200 MB answer was stored whole (800 MB RSS in evaluate, 1.4 GB in a CSV export)."""
+ANSWER_CAP = "answer_cap"
+"""The finish_reason of an answer cut at the cap (its failure mode: truncated)."""
+
+
+def cut_answer(kept: str, real_chars: int, cap: int) -> str:
+    """An answer cut at `cap` characters, marked at its end with its real size (what a reader of the stored answer
+    and the scorer see)."""
+    return f"{kept[:cap]}\n[arenatui: answer cut at {cap:,} of its {real_chars:,} characters ([run] max_answer_chars)]"
+
+
+def capped(comp: Completion, cap: int) -> Completion:
+    """A whole answer (a non-streamed body, a solver's return) held to `cap` characters, as StreamReader.add_text
+    holds a stream's."""
+    if len(comp.text) <= cap:
+        return comp
+    return comp._replace(text=cut_answer(comp.text, len(comp.text), cap), finish_reason=ANSWER_CAP)
 
 
 def estimate_tokens(text: str) -> int:

@@ -36,7 +36,16 @@ from arenatui.kernel.errors import (
 )
 from arenatui.kernel.redact import redact_urls_in_text, scrub, url_credentials
 from arenatui.kernel.text import one_line
-from arenatui.providers.base import Completion, Request, estimate_tokens
+from arenatui.providers.base import (
+    ANSWER_CAP,
+    MAX_ANSWER_CHARS,
+    Completion,
+    Request,
+    capped,
+    cut_answer,
+    estimate_tokens,
+    usage_count,
+)
 from arenatui.providers.transports import Wire, WireResponse, open_wire, resolve
 
 if TYPE_CHECKING:
@@ -380,9 +389,7 @@ def json_object(data: str | bytes, what: str) -> dict[str, Any]:
 
 def as_int(v: object) -> int | None:
     """A token count from a server, or None when it is missing or not a sane whole number."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-        return None
-    return int(v)
+    return usage_count(v)
 
 
 def usage_or_estimate(text: str, messages: Iterable[Mapping[str, str]], input_tokens: int | None,
@@ -405,8 +412,8 @@ def usage_or_estimate(text: str, messages: Iterable[Mapping[str, str]], input_to
 
 def with_usage(err: ProviderError, input_tokens: int, output_tokens: int) -> ProviderError:
     """Attach the usage an attempt consumed before failing (the engine counts it in the cost)."""
-    err.input_tokens = input_tokens  # type: ignore[attr-defined]
-    err.output_tokens = output_tokens  # type: ignore[attr-defined]
+    err.input_tokens = input_tokens
+    err.output_tokens = output_tokens
     return err
 
 
@@ -427,12 +434,21 @@ class StreamReader:
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
         self.done = False
+        self.max_chars = MAX_ANSWER_CHARS
+        """The most characters kept ([run] max_answer_chars): the rest is counted, not kept."""
+        self.received_chars = 0
 
     def add_text(self, text: str) -> None:
         if text:
             if self.ttft_s is None:
                 self.ttft_s = time.monotonic() - self.sent
-            self.parts.append(text)
+            n = self.received_chars = self.received_chars + len(text)
+            if n <= self.max_chars:  # one addition and one comparison a token below the cap
+                self.parts.append(text)
+            else:
+                room = self.max_chars - (n - len(text))
+                if room > 0:  # the piece that crosses the cap: what fits of it
+                    self.parts.append(text[:room])
 
     def on_event(self, ev: SSEEvent) -> None:
         raise NotImplementedError
@@ -468,6 +484,11 @@ class StreamReader:
                                              "marker (no finish reason, no final event)"))
         text = "".join(self.parts)
         i, o, est = usage_or_estimate(text, self.request.messages, self.input_tokens, self.output_tokens)
+        if self.received_chars > self.max_chars:  # cut: an estimate counts what was generated, not what was kept
+            if self.output_tokens is None:
+                o = (self.received_chars + 3) // 4  # estimate_tokens' rule, over every character received
+            return Completion(cut_answer(text, self.received_chars, self.max_chars), i, o, ANSWER_CAP, self.ttft_s,
+                              est)
         return Completion(text=text, input_tokens=i, output_tokens=o, finish_reason=self.finish_reason or "stop",
                           ttft_s=self.ttft_s, tokens_estimated=est)
 
@@ -510,6 +531,7 @@ class HttpProvider:
         base_url, _, query = base_url.partition("?")
         self.url = self.endpoint(base_url.rstrip("/")) + (f"?{query}" if query else "")
         self._timeout_s = run.timeout_s
+        self._max_chars = run.max_answer_chars or MAX_ANSWER_CHARS
         self._fake = transport
         self._wire: Wire | None = None
         self._timeouts: tuple[type[BaseException], ...] = (TimeoutError,)
@@ -574,7 +596,7 @@ class HttpProvider:
                     else:
                         raw = await resp.read()
                         end = time.monotonic()
-                        comp = self.parse_json(raw, request)
+                        comp = capped(self.parse_json(raw, request), self._max_chars)
             # The answer is timed. Let every other call whose bytes arrived in this same turn of the event
             # loop take its own time too, before this one goes on to scoring, events and its next request:
             # otherwise the k-th answer of a burst is stamped after k-1 calls' worth of that work.
@@ -604,6 +626,7 @@ class HttpProvider:
         load is queueing inside every latency we record. (aiohttp's read still wakes once per network chunk.)
         """
         reader = self.stream_reader(request, sent)
+        reader.max_chars = self._max_chars
         reading.append(reader)  # so a timeout can tell whether the first token had come
         decoder = SSEDecoder()
         end: float | None = None

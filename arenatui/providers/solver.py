@@ -25,6 +25,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
+import math
+import numbers
 import time
 import traceback
 import types
@@ -37,7 +39,7 @@ from anyio.lowlevel import RunVar
 from arenatui.config.schema import ModelConfig, RunSettings
 from arenatui.kernel.errors import ProviderError, SolverFailed, SolverMisuse
 from arenatui.kernel.threads import in_daemon_thread
-from arenatui.providers.base import Completion, Request, estimate_tokens
+from arenatui.providers.base import MAX_ANSWER_CHARS, Completion, Request, capped, estimate_tokens, usage_count
 from arenatui.providers.solver_answer import Answer, as_answer, summary
 
 
@@ -120,18 +122,30 @@ def solver_failed(e: BaseException, where: str = "the solver") -> SolverFailed:
     return SolverFailed(f"{where} raised {summary(e)}", "".join(traceback.format_exception(e)))
 
 
-def completion(out: object, request: SolverRequest, started: float) -> Completion:
-    """A solver's return value as a Completion, or SolverFailed saying what it returned instead."""
+def completion(out: object, request: SolverRequest, started: float, cap: int = MAX_ANSWER_CHARS) -> Completion:
+    """A solver's return value as a Completion (its text held to `cap` characters), or SolverFailed saying what it
+    returned instead."""
     if isinstance(out, str):
-        return Completion(out, _prompt_tokens(request), estimate_tokens(out), "stop", None, True)
+        return capped(Completion(out, _prompt_tokens(request), estimate_tokens(out), "stop", None, True), cap)
     out = as_answer(out)
     if isinstance(out, Answer) and isinstance(out.text, str):
-        estimated = out.input_tokens is None or out.output_tokens is None
-        return Completion(out.text,
-                          _prompt_tokens(request) if out.input_tokens is None else int(out.input_tokens),
-                          estimate_tokens(out.text) if out.output_tokens is None else int(out.output_tokens),
-                          "stop", out.ttft_s, estimated, None, None, float(out.cost) if out.cost else None)
+        # the checks HTTP usage gets (usage_count): a count that is no sane whole number is estimated, and marked
+        given_in, given_out = usage_count(out.input_tokens), usage_count(out.output_tokens)
+        estimated = given_in is None or given_out is None
+        return capped(Completion(out.text, _prompt_tokens(request) if given_in is None else given_in,
+                                 estimate_tokens(out.text) if given_out is None else given_out,
+                                 "stop", out.ttft_s, estimated, None, None, _cost(out.cost)), cap)
     raise SolverFailed(f"the solver returned {type(out).__name__}; expected a string or arenatui.Answer")
+
+
+def _cost(cost: object) -> float | None:
+    """The spend a solver reported, in dollars; SolverFailed naming it when it is no finite number >= 0 (NaN could
+    never be stored, so the call came back on every resume; infinity or a negative sum made the run's spend one)."""
+    if cost is None:
+        return None
+    if isinstance(cost, bool) or not isinstance(cost, numbers.Real) or not 0.0 <= float(cost) < math.inf:
+        raise SolverFailed(f"the solver reported cost={cost!r}; expected a finite number of dollars, 0 or more")
+    return float(cost) or None
 
 
 def _prompt_tokens(request: SolverRequest) -> int:
@@ -145,6 +159,8 @@ def solver_request(request: Request) -> SolverRequest:
     variant = request.model.variant
     if variant is not None and request.judge is None:  # a prompt variant's lane: the case as the variant asks it
         text = variant.applied(case.input)
+    elif not isinstance(text, str):  # the case's own chat messages: this solver's copy (see build_messages)
+        text = tuple(m.copy() for m in text)
     return SolverRequest(text, request.messages, request.max_tokens, request.temperature, request.system,
                          case.id, request.trial, request.attempt)
 
@@ -166,6 +182,7 @@ class SolverProvider:
         """Set by the sweep once the run is recorded (the factory's TrialContext carries it)."""
         self._seed = run.seed
         self._last_attempt = run.max_attempts
+        self._max_chars = run.max_answer_chars or MAX_ANSWER_CHARS
         given = model.solver
         self._factory: Callable[[TrialContext], Any] = (lambda _ctx: given) if is_shared_solver(given) else given
         self._trials: dict[tuple[str, int], Any] = {}
@@ -203,7 +220,8 @@ class SolverProvider:
         sreq = solver_request(request)
         started = time.monotonic()
         if self._pool is not None:
-            return completion(await self._pool.call(self.context(sreq.case_id, sreq.trial), sreq), sreq, started)
+            return completion(await self._pool.call(self.context(sreq.case_id, sreq.trial), sreq), sreq, started,
+                              self._max_chars)
         key = (sreq.case_id, sreq.trial)
         solver = self._trials.get(key)
         if solver is None:
@@ -215,7 +233,7 @@ class SolverProvider:
                     out = await self._call(solver, sreq)
             else:
                 out = await self._call(solver, sreq)
-            return completion(out, sreq, started)
+            return completion(out, sreq, started, self._max_chars)
         except ProviderError as e:
             # RateLimited and Transient are retried with this trial's solver, unless this was its last attempt
             ended = isinstance(e, SolverFailed) or sreq.attempt >= self._last_attempt

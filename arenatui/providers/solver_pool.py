@@ -17,6 +17,7 @@ import importlib
 import importlib.util
 import inspect
 import multiprocessing
+import numbers
 import signal
 import sys
 import traceback
@@ -70,10 +71,39 @@ def _load(target: Target) -> Any:
     return obj
 
 
+def _number(v: Any) -> Any:
+    """A count or a price as a plain int or float (a numpy number, a Fraction); anything else as it is."""
+    if v is None or type(v) in (int, float) or isinstance(v, bool) or not isinstance(v, numbers.Real):
+        return v
+    return float(v)
+
+
+def _reply(out: Any) -> tuple[str, Any]:
+    """What a worker sends back: plain types only. An object of a class from the solver's module (a str subclass)
+    cannot be unpickled in the parent, where that module may not be importable: said as what the solver returned."""
+    from arenatui.providers.solver_answer import Answer
+
+    def odd(v: Any) -> str:
+        return f"{type(v).__qualname__} (a str subclass: return str(...))" if isinstance(v, str) else \
+            type(v).__qualname__
+
+    if type(out) is str:
+        return "ok", out
+    if isinstance(out, str) or not isinstance(out, Answer):
+        return "returned", odd(out)
+    if type(out.text) is not str:
+        return "returned", f"arenatui.Answer whose text is {odd(out.text)}"
+    fields: list[Any] = [_number(v) for v in out[1:]]
+    for name, v in zip(Answer._fields[1:], fields, strict=True):
+        if v is not None and type(v) not in (int, float, bool):
+            return "returned", f"arenatui.Answer whose {name} is {odd(v)}"
+    return "ok", Answer(out.text, *fields)
+
+
 def worker_main(conn: Connection, target: Target) -> None:
     """A worker's life: import the factory once, then answer attempts until told to stop or the parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from arenatui.providers.solver_answer import Answer, as_answer, summary
+    from arenatui.providers.solver_answer import as_answer, summary
 
     factory: Any = None
     problem: tuple[str, str, str] | None = None
@@ -98,8 +128,7 @@ def worker_main(conn: Connection, target: Target) -> None:
             out = solver(req)
             if inspect.isawaitable(out):
                 out = loop.run_until_complete(out)
-            out = as_answer(out)
-            conn.send(("ok", out) if isinstance(out, (str, Answer)) else ("returned", type(out).__name__))
+            conn.send(_reply(as_answer(out)))
         except RateLimited as e:
             conn.send(("rate_limited", e.message, e.retry_after))
         except TransientError as e:
@@ -162,7 +191,14 @@ class SolverPool:
                 # readiness on the loop, then a read that finds the reply there (or EOF: the worker died): no thread
                 # per call, and a cancelled wait leaves none behind blocked on the pipe
                 await anyio.wait_readable(w.conn.fileno())
-                reply = w.conn.recv()
+                try:
+                    reply = w.conn.recv()
+                except (EOFError, OSError):
+                    raise
+                except Exception as e:  # a whole message this side cannot unpickle: the worker is fine
+                    reply = ("error", f"the solver's answer could not be read back from its worker process "
+                                      f"({type(e).__name__}: {e}); return a str or an arenatui.Answer of plain "
+                                      "values", "")
                 ok = True
             except (EOFError, OSError, BrokenPipeError):
                 await anyio.to_thread.run_sync(w.process.join, _JOIN_S)

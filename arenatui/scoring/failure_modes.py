@@ -39,7 +39,7 @@ FAILURE_MODES: Final[tuple[str, ...]] = (
 )
 """Every mode, in the order reports list them."""
 
-TRUNCATED_FINISH: Final[frozenset[str]] = frozenset({"length", "max_tokens", "model_length"})
+TRUNCATED_FINISH: Final[frozenset[str]] = frozenset({"length", "max_tokens", "model_length", "answer_cap"})
 
 _SORRY = r"(?:i['’]?m|i am)\s+(?:really\s+|very\s+|so\s+)?sorry"
 _CANT = (r"(?:i\s+(?:can(?:no|['’])?t|cannot|won['’]?t|will\s+not|am\s+(?:not\s+able|unable)|"

@@ -327,13 +327,13 @@ class PythonVerdict:
                 self.broken = ScoringError(f"scorer {cfg.name!r}: {e}")
 
     def __call__(self, output: str, case: Case, timeout_s: float) -> Score:
-        from arenatui.scoring.plugin import PluginFailed, call, coerce
+        from arenatui.scoring.plugin import PluginFailed, call
 
         if self.broken is not None:
             raise self.broken
         assert self.function is not None
         try:
-            return Score(*coerce(call(self.function, case, output, self.cfg.timeout_s, self.stuck)))
+            return Score(*call(self.function, case, output, self.cfg.timeout_s, self.stuck))
         except (PluginFailed, ValueError) as e:
             raise ScoringError(f"scorer {self.cfg.name!r}: {e}") from None
 

@@ -222,7 +222,12 @@ class Sweep:
                            user_caps={m.key: m.max_concurrency for m in plan.models})
         """Per-level readout (always) and the auto-tuner (when on); `a` in the console toggles it."""
         sinks = (self.writer.on_event, *watched, *extra_sinks, self.tuner.sink)
-        self.runner = Runner(plan, self.providers, sinks=sinks, concurrency=concurrency)
+        self._hear_starts = (*watched, *extra_sinks)
+        """The sinks that hear each CallStarted: not the store's, and the tuner's only while it is on (the level
+        tracker reads the engine's counts of calls in flight instead)."""
+        self.runner = Runner(plan, self.providers, sinks=sinks, started_sinks=self._hear_starts,
+                             concurrency=concurrency)
+        self.tuner.tracker.read_counts(self.runner.lanes)
         if recent:  # the client's rpm/tpm limiters continue where the earlier session left them
             self.runner.seed_rate_limits(limit_levels(plan, recent, time.time(), self.project.defaults.max_tokens))
         self.cpu = CpuSampler(self.runner.emit)
@@ -249,7 +254,13 @@ class Sweep:
         for m in self.live.models:
             cap = self.runner.model_cap(m.key)
             starts[m.key] = cap or max(1, m.in_flight or self.runner.target // max(1, len(self.live.models)))
-        return self.tuner.toggle(starts, self._calls_left())
+        on = self.tuner.toggle(starts, self._calls_left())
+        self._route_starts()
+        return on
+
+    def _route_starts(self) -> None:
+        """The auto-tuner, while on, hears each CallStarted (it counts answers by the level their call was sent at)."""
+        self.runner.started_sinks = (*self._hear_starts, self.tuner.sink) if self.tuner.enabled else self._hear_starts
 
     def _calls_left(self) -> dict[str, int]:
         """Each model's calls still to make (stored ones and this session's finished ones left out): the tuner tries
@@ -298,6 +309,7 @@ class Sweep:
             # from the model's share of the global level (at least 2: one more look than a serial server needs)
             self.tuner.enable({m.key: self.runner.model_cap(m.key) or max(2, self.runner.target // n)
                                for m in self.plan.models}, self._calls_left())
+            self._route_starts()
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.writer.run)

@@ -128,6 +128,7 @@ def _read_input(path: Path, run: str | None) -> tuple[_Input | None, list[str]]:
             return None, ids
         if run not in ids:
             return None, ids
+        _check_run_row(store.conn, path, run)
         rec = store.get_run(run)
         store.conn.row_factory = sqlite3.Row
         row = store.conn.execute("SELECT * FROM runs WHERE run_id = ?", (run,)).fetchone()
@@ -159,6 +160,9 @@ def _choose_run(inputs: Sequence[Path], run: str | None) -> str:
 def merge(out: Path | str, inputs: Sequence[Path | str], run: str | None = None) -> Merged:
     """Merge run `run` (default: the one run every input holds) from `inputs` into the database `out`."""
     out = Path(out)
+    if out.exists() and not out.is_file():  # /dev/null, a FIFO, a directory: SQLite would leave a journal beside it
+        raise PlanError(f"arena merge: {str(out)!r} is not a regular file; write the merge to a database file (a new "
+                        "path, or one an earlier merge made)")
     paths = [Path(p) for p in inputs]
     for p in paths:
         if p.exists() and out.exists() and p.resolve() == out.resolve():
@@ -236,11 +240,98 @@ def _stage(conn: sqlite3.Connection, inputs: Sequence[_Input], run_id: str, *, n
                 _stage_rows(conn, "runs", "run_id = ?", run_id, i)
             for table in (*_ROW_TABLES, "load_segments"):
                 _stage_rows(conn, table, "run_id = ?", run_id, i)
+            _check_rows(conn, inp, i)
             _check_segments(conn, "temp.merge_load_segments", run_id, inp, inputs)
         except sqlite3.Error as e:
             raise explain_error(inp.path, e) from None
         finally:
             conn.execute("DETACH DATABASE src")
+
+
+def _tampered(inp: _Input | Path, what: str) -> PlanError:
+    path = inp.path if isinstance(inp, _Input) else inp
+    return PlanError(f"arena merge: {str(path)!r} holds {what}; arenatui never writes that, so the file was altered "
+                     "or damaged: merge only shards as their runs wrote them (run that shard again)")
+
+
+def _check_run_row(conn: sqlite3.Connection, path: Path, run: str) -> None:
+    """The run's own row, before anything reads it: its plan is JSON objects and its times are numbers."""
+    row = conn.execute("SELECT config_json, filters_json, typeof(planned), typeof(started_at), typeof(finished_at) "
+                       "FROM runs WHERE run_id = ?", (run,)).fetchone()
+    for name, text in (("config_json", row[0]), ("filters_json", row[1])):
+        try:
+            ok = isinstance(json.loads(text), dict)
+        except (TypeError, ValueError, RecursionError):
+            ok = False
+        if not ok:
+            raise _tampered(path, f"run {run} with a runs.{name} that is not a JSON object")
+    for name, kind, allowed in (("planned", row[2], ("integer",)), ("started_at", row[3], ("integer", "real")),
+                                ("finished_at", row[4], ("integer", "real", "null"))):
+        if kind not in allowed:
+            raise _tampered(path, f"run {run} with runs.{name} of type {kind} (expected a number)")
+
+
+def _check_rows(conn: sqlite3.Connection, inp: _Input, index: int) -> None:
+    """Every staged row of one input against the column types and, for results, the input's own stored plan:
+    a number column holds a number, a score is in [0, 1], passed agrees with the status, and every call key is one
+    the plan has (its models, prompt variants, cases and trials). Tampered rows flipped a merged ranking before."""
+    for table in _ROW_TABLES:
+        numeric = [c for c, kind in ((r[1], str(r[2]).upper())
+                                     for r in conn.execute(f"PRAGMA main.table_info({table})"))
+                   if "INT" in kind or "REAL" in kind]
+        if not numeric:
+            continue
+        bad = " OR ".join(f"typeof({c}) NOT IN ('integer', 'real', 'null')" for c in numeric)
+        row = conn.execute(f"SELECT {', '.join(numeric)} FROM temp.merge_{table} WHERE merge_input = ? AND ({bad}) "
+                           "LIMIT 1", (index,)).fetchone()
+        if row is not None:
+            col, value = next((c, v) for c, v in zip(numeric, row, strict=True)
+                              if v is not None and not isinstance(v, (int, float)))
+            shown = value if isinstance(value, str) and len(value) <= 40 else f"{str(value)[:37]}..."
+            raise _tampered(inp, f"a {table} row whose {col} is {shown!r}, not a number")
+    plan = json.loads(inp.run["config_json"])
+    filters = json.loads(inp.run["filters_json"])
+    models = {str(m.get("key")) for m in plan.get("models") or () if isinstance(m, dict)}
+    variants = {""} | {str(p.get("name")) for p in plan.get("prompts") or () if isinstance(p, dict)}
+    cases = {str(c.get("id")) for c in _cases(inp) or () if isinstance(c, dict)}
+    run_cfg = plan.get("run") if isinstance(plan.get("run"), dict) else {}
+    trials = filters.get("trials") or run_cfg.get("trials") or 1
+    trials = trials if isinstance(trials, int) and not isinstance(trials, bool) else 1
+    conn.execute("DROP TABLE IF EXISTS temp.merge_plan")
+    conn.execute("CREATE TEMP TABLE merge_plan (kind TEXT, key TEXT, PRIMARY KEY (kind, key))")
+    conn.executemany("INSERT OR IGNORE INTO temp.merge_plan VALUES (?, ?)",
+                     [("model", k) for k in models] + [("variant", v) for v in variants] +
+                     [("case", c) for c in cases])
+    try:
+        row = conn.execute(
+            "SELECT model_key, variant, case_id, trial, status, score, passed FROM temp.merge_results "
+            "WHERE merge_input = ? AND (model_key NOT IN (SELECT key FROM temp.merge_plan WHERE kind = 'model') "
+            "OR variant NOT IN (SELECT key FROM temp.merge_plan WHERE kind = 'variant') "
+            "OR case_id NOT IN (SELECT key FROM temp.merge_plan WHERE kind = 'case') "
+            "OR typeof(trial) != 'integer' OR trial < 0 OR trial >= ? "
+            "OR (score IS NOT NULL AND (score < 0 OR score > 1)) OR passed NOT IN (0, 1) "
+            "OR (passed = 1) != (status = 'passed') OR (passed = 1 AND score IS NULL)) LIMIT 1",
+            (index, trials)).fetchone()
+    finally:
+        conn.execute("DROP TABLE IF EXISTS temp.merge_plan")
+    if row is None:
+        return
+    model, variant, case, trial, status, score, passed = row
+    call = f"a result (model {model!r}, case {case!r}, trial {trial}{f', variant {variant!r}' if variant else ''})"
+    if model not in models:
+        why = f"of model {model!r}, which its plan does not have (it has {', '.join(sorted(models))})"
+    elif variant not in variants:
+        why = f"of prompt variant {variant!r}, which its plan does not have"
+    elif case not in cases:
+        why = f"of case {case!r}, which its plan does not have"
+    elif not isinstance(trial, int) or not 0 <= trial < trials:
+        why = f"of trial {trial}, outside its plan's {trials} trial{'s' if trials != 1 else ''} (0 to {trials - 1})"
+    elif score is not None and not 0 <= score <= 1:
+        why = f"with score {score:g} (a score is from 0 to 1)"
+    else:
+        why = f"with passed {passed!r} beside status {status!r} and score {score!r} (passed is 1 exactly when " \
+              "the status is 'passed', and then it has a score)"
+    raise _tampered(inp, f"{call} {why}")
 
 
 def _stage_rows(conn: sqlite3.Connection, table: str, where: str, run_id: str, index: int) -> None:

@@ -8,7 +8,8 @@ one transaction, then answers one byte on stdout: ``.`` when every row was commi
 the SQL comes from arenatui.store.db, the only module that writes it. New kinds of rows are new
 (SQL, rows) pairs: nothing here changes.
 
-A frame that fails as a whole (one row with a lone surrogate, one row a constraint refuses) is
+A frame that fails as a whole (one row with a lone surrogate, one row a constraint refuses, one number
+too large for SQLite's 64-bit integers) is
 not lost: it is retried row by row, a row that cannot be encoded is stored with its text made
 safe (lone surrogates written as ``\\udXXX`` escapes), and a row that still fails is left out
 and counted. At the end it writes one summary line per kind of problem to stderr, which the
@@ -82,7 +83,7 @@ def _commit(conn: sqlite3.Connection, statements: list[tuple[str, list[tuple[Any
             conn.executemany(sql, rows)
         conn.execute("COMMIT")
         return True
-    except (sqlite3.Error, UnicodeError, ValueError) as e:
+    except (sqlite3.Error, UnicodeError, ValueError, OverflowError) as e:
         _rollback(conn)
         if isinstance(e, sqlite3.Error) and _fatal(e):
             raise
@@ -94,13 +95,13 @@ def _commit(conn: sqlite3.Connection, statements: list[tuple[str, list[tuple[Any
                 try:
                     conn.execute(sql, row)
                     continue
-                except (UnicodeError, ValueError, sqlite3.Error) as e:
+                except (UnicodeError, ValueError, OverflowError, sqlite3.Error) as e:
                     if isinstance(e, sqlite3.Error) and _fatal(e):
                         raise
                 try:
                     conn.execute(sql, tuple(_safe(v) for v in row))
                     problems.repaired += 1
-                except (UnicodeError, ValueError, sqlite3.Error) as e:
+                except (UnicodeError, ValueError, OverflowError, sqlite3.Error) as e:
                     if isinstance(e, sqlite3.Error) and _fatal(e):
                         raise
                     problems.dropped += 1

@@ -60,7 +60,7 @@ from arenatui.store.db import (
     explain,
     final_attempt_row,
     judgment_rows,
-    result_row,
+    result_rows,
     retry_row,
     step_row,
 )
@@ -167,7 +167,7 @@ class ResultWriter:
             by_kind.setdefault(type(ch), []).append(EVENT_ROWS[type(ch)][1](run_id, ch))
         statements += [(EVENT_ROWS[kind][0], rows) for kind, rows in by_kind.items()]
         if results:
-            statements.append((self._upsert, [result_row(run_id, r) for r in results]))
+            statements.append((self._upsert, result_rows(run_id, results)))
         # every failed attempt: the retried ones, then the one that ended each errored call
         attempts = [retry_row(run_id, ev, at) for ev, at in retries]
         attempts += [final_attempt_row(run_id, r) for r in results

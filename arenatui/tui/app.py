@@ -49,9 +49,12 @@ class ArenaApp(App[RunStatus | None]):
     """Ctrl-C stops the sweep as the README says (as `q` then `y`, without asking; exit 130), instead of
     Textual's "press ctrl+q to quit"; a second Ctrl-C stops waiting for calls in flight."""
 
-    def __init__(self, sweep: Sweep, *, theme: str | None = None, autostart: bool = True) -> None:
+    def __init__(self, sweep: Sweep, *, theme: str | None = None, autostart: bool = True,
+                 lesson: str | None = None) -> None:
         super().__init__()
         self.sweep = sweep
+        self.lesson = lesson
+        """The demo's model with a provider limit, for the lesson banner (None: no banner)."""
         self.autostart = autostart
         self._theme_arg = theme
         self.theme_problems: list[str] = []
@@ -85,7 +88,7 @@ class ArenaApp(App[RunStatus | None]):
         if self._theme_arg and self._theme_arg == self.theme:
             remember_theme(self.theme)
         self.theme_changed_signal.subscribe(self, self._theme_changed)
-        self.push_screen(RunScreen(self.sweep, autostart=self.autostart))
+        self.push_screen(RunScreen(self.sweep, autostart=self.autostart, lesson=self.lesson))
 
     def _watch_stop_signals(self) -> None:
         """SIGTERM and SIGHUP stop the sweep like `q` then `y`: the run's end is recorded, the terminal restored."""

@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from arenatui.kernel.units import plural
+from arenatui.present.charts import goodput_by_level
 from arenatui.present.level_figures import fmt_rate, fmt_share
 from arenatui.present.safe_text import literal
 from arenatui.tui.widgets import SPARK
@@ -26,6 +27,8 @@ Truncation = tuple[str, int, int | None]
 
 KEY_WIDTH = 14
 COMPACT_WIDTH = 60
+CHART_WIDTH = 50
+"""Narrower than this, the pane lists the measured levels on one line instead of charting them."""
 _WRAP = Console(width=80, color_system=None, legacy_windows=False)
 """Only for `Text.wrap` (which needs a console for cell widths); never printed to."""
 
@@ -51,7 +54,7 @@ def verdict_lines(ro: ModelReadout, state: str, width: int) -> list[Text]:
         head.append(f" {state}", Style(dim=True))
         head.append(f" {goodput_chart(ro.levels)}")
     head.append(" → ")
-    head.append(ro.verdict.text, Style(italic=True))
+    head.append(ro.verdict.line(ro.model_key), Style(italic=True))
     return list(head.wrap(_WRAP, max(10, width), overflow="fold"))
 
 
@@ -80,7 +83,7 @@ def truncation_lines(cut: Sequence[Truncation], width: int, run_id: str = "RUN")
         line.append_text(literal(key, "bold", newlines=False))
         line.append(f": {plural(n, 'answer')} stopped at max_tokens"
                     + (f" {limit}" if limit is not None else "")
-                    + f" (cut short); arena tune --show {run_id} says whether to raise it")
+                    + f" (cut short); arena tune --show {run_id} says whether to change it")
         out.extend(line.wrap(_WRAP, max(10, width), overflow="fold"))
     return out
 
@@ -99,13 +102,21 @@ def readout_text(readouts: Sequence[ModelReadout], states: Sequence[str], width:
             out.append("\n")
         first = False
         out.append_text(line)
-    for ro, block in zip(readouts, blocks, strict=True):
+    # where the pane has the rows (and the width) for every model's chart, goodput by level as a picture; else one
+    # line of measured levels per model while rows last
+    charts = [goodput_by_level(ro.levels, width - 2, knee=ro.best) for ro in readouts] \
+        if width >= CHART_WIDTH else []
+    pictured = bool(charts) and sum(len(c) for c in charts) <= spare
+    for i, (ro, block) in enumerate(zip(readouts, blocks, strict=True)):
         for line in block:
             if not first:
                 out.append("\n")
             first = False
             out.append_text(line)
-        if spare > 0 and ro.levels:
+        if pictured:
+            for row in charts[i]:
+                out.append("\n  " + row)
+        elif spare > 0 and ro.levels:
             spare -= 1
             out.append("\n")
             out.append_text(level_line(ro, width))

@@ -40,6 +40,10 @@ too little to be worth a setting that differs from the project's default."""
 TRUNCATION_SHARE = 0.01
 """Failed answers stopped at the limit, as a share of answers, from which the limit is said to cut answers."""
 TIMEOUT_MARGIN = 1.5
+TIMEOUT_FLOOR_S = 10.0
+"""The least timeout_s a hosted model's ordinary call needs (a long answer streams for seconds; a busy provider
+queues it for more). A timeout measured below it rests on answers faster than any hosted call (simulated, local,
+cached): `arena tune --write` writes it only with a line saying so (`below_floor`)."""
 RAMBLING = 0.5
 """Failed answers stopped at the limit while every passing answer stayed under this share of it ramble: the
 limit is not what failed them (a would-be-correct answer four times longer than any correct one is not
@@ -246,6 +250,15 @@ def run_timeout(recs: Sequence[Recommendation], current: float) -> Recommendatio
     return Recommendation("timeout_s", "*", current, "lower", top.value,
                           f"lower [run] timeout_s {current:g} → {top.value:g} s (set by {top.model_key}, the slowest)",
                           n)
+
+
+def below_floor(timeout_s: float) -> str | None:
+    """The line beside a written `[run] timeout_s` below TIMEOUT_FLOOR_S, or None."""
+    if timeout_s >= TIMEOUT_FLOOR_S:
+        return None
+    return (f"[run] timeout_s {timeout_s:g} s is below the {TIMEOUT_FLOOR_S:g} s floor a hosted model's calls need: "
+            "it was measured on this run's answers, all faster than that (simulated, local or cached?); raise it "
+            "before pointing the project at a hosted provider")
 
 
 # ---- the evidence of one stored run (arenatui.results.budgets reads it) --------------------------------

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import ClassVar, Literal
 
 from arenatui.kernel.events import (
     CallFinished,
@@ -108,6 +108,78 @@ class Decision:
 
 
 @dataclass(slots=True)
+class Ramp:
+    """Slow start (the first climb, doubling) or a recovery ramp (one level a batch, below `top`): state meaningful
+    only while ramping, started afresh by every ramp."""
+
+    name: ClassVar[Phase] = "ramp"
+    top: int | None = None
+    """On a recovery ramp (after a 429 on the first ramp, a back-off on 429s, a limit that dropped): the level that
+    erred, never reached again by the ramp."""
+    prev: int | None = None
+    """The ramp's previous level: clean, so a 429 at this one puts the limit between the two."""
+    rising: bool = True
+    """The ramp reached this level from below (a 429 here counts against the level, not a storm's aftermath)."""
+    strikes: dict[int, int] = field(default_factory=dict)
+    """Recovery ramp: 429s met at each level (two at one level: that is the limit)."""
+    queued: bool = False
+    """The last ramp batch was slow (latency up with the level): a second one in a row means a queue."""
+    answers: int = 0
+    """Answered calls started at the current level (the batch)."""
+    answered_since: int = 0
+    """Answered calls since the last change, whenever they started (goodput: these over the time since)."""
+    lat_sum: float = 0.0
+    batch: list[float] = field(default_factory=list)
+    """Latencies of the current ramp batch."""
+    seen: list[int] = field(default_factory=list)
+    """Levels this ramp stood at, in order."""
+    refused_at: set[int] = field(default_factory=set)
+    """Levels (on this ramp) an attempt started at and was refused: never 'the last clean level', even when the
+    refusal came back after the ramp had left the level (a gateway can take longer to refuse than to answer)."""
+
+    def new_batch(self) -> None:
+        self.batch = []
+        self.answers = 0
+        self.answered_since = 0
+        self.lat_sum = 0.0
+
+
+@dataclass(slots=True)
+class Climb:
+    """Measured windows, one step (or ×1.5) up while goodput grows."""
+
+    name: ClassVar[Phase] = "climb"
+
+
+@dataclass(slots=True)
+class Settled:
+    """Holding the level settled on."""
+
+    name: ClassVar[Phase] = "settled"
+    windows: int = 0
+    """Settled windows since the hold began (a probe up every `probe_every`)."""
+
+
+@dataclass(slots=True)
+class Probe:
+    """One level up from a hold, kept only if it pays."""
+
+    name: ClassVar[Phase] = "probe"
+    from_level: int
+    """The level held before the probe (the one to recommend, and to go back to)."""
+
+
+@dataclass(slots=True)
+class Descend:
+    """Measuring a level below the best seen before settling."""
+
+    name: ClassVar[Phase] = "descend"
+
+
+Stage = Ramp | Climb | Settled | Probe | Descend
+
+
+@dataclass(slots=True)
 class ModelController:
     """Decides one model's level from its windows. `level` is where it stands now."""
 
@@ -115,7 +187,8 @@ class ModelController:
     level: int
     ceiling: int = 64
     settings: TunerSettings = field(default_factory=TunerSettings)
-    phase: Phase = "climb"
+    stage: Stage = field(default_factory=Climb)
+    """The phase and the state that means something only in it: a phase never reads another's leftovers."""
     goodput: dict[int, float] = field(default_factory=dict)
     """Latest goodput seen at each level (averaged with the previous sighting)."""
     verified: set[int] = field(default_factory=set)
@@ -123,16 +196,12 @@ class ModelController:
     avoid: dict[int, int] = field(default_factory=dict)
     """Level → windows left during which it (and anything above) is not tried."""
     base_transient: float | None = None
-    settled_windows: int = 0
-    probe_from: int | None = None
     prev_level: int | None = None
     """The level the climb came from (its goodput is the step's baseline)."""
     last_clean: int | None = None
     """The level of the last window without errors: where a step up came from."""
     windows_here: int = 0
     """Windows seen at the current level since the controller moved to it."""
-    ramp_prev: int | None = None
-    """The ramp's previous level: clean, so a 429 at this one puts the limit between the two."""
     linear_to: int | None = None
     """The first ramp's last clean level: latency stayed flat while the level doubled up to it, so goodput grew in
     proportion and no level below it does as well (no need to try lower when goodput is flat above it)."""
@@ -140,22 +209,6 @@ class ModelController:
     """Levels whose last full window was clean: a storm of 429s there (a few in a row) means the limit dropped."""
     spotless: set[int] = field(default_factory=set)
     """Levels with a full window without a single 429: past the bound there later, the limit dropped."""
-    ramp_top: int | None = None
-    """On a recovery ramp (after a 429 on the first ramp, a back-off on 429s, a limit that dropped): the level that
-    erred, never reached again by the ramp."""
-    ramp_rising: bool = True
-    """The ramp reached this level from below (a 429 here counts against the level, not a storm's aftermath)."""
-    strikes: dict[int, int] = field(default_factory=dict)
-    """Recovery ramp: 429s met at each level (two at one level: that is the limit)."""
-    ramp_queued: bool = False
-    """The last ramp batch was slow (latency up with the level): a second one in a row means a queue."""
-    ramp_answers: int = 0
-    """Answered calls started at the current level (the batch)."""
-    ramp_all: int = 0
-    """Answered calls since the last change, whenever they started (goodput: these over the time since)."""
-    ramp_lat_sum: float = 0.0
-    ramp_batch: list[float] = field(default_factory=list)
-    """Latencies of the current ramp batch."""
     base_pool: list[float] = field(default_factory=list)
     """The ramp's first latencies (lowest levels first): the baseline's sample."""
     ramp_lat_min: float | None = None
@@ -172,11 +225,6 @@ class ModelController:
     careful: bool = False
     """After a back-off: climb one level at a time (Little's law under a 429 storm underestimates the limit,
     since refused requests eat into it), never doubling into the storm again."""
-    refused_at: set[int] = field(default_factory=set)
-    """Levels (on this ramp) an attempt started at and was refused: never 'the last clean level', even when the
-    refusal came back after the ramp had left the level (a gateway can take longer to refuse than to answer)."""
-    ramp_seen: list[int] = field(default_factory=list)
-    """Levels the current ramp stood at, in order."""
     epoch: int = 0
     """Bumped at every move: an attempt's batch belongs to the epoch it started in."""
     batch_started: int = 0
@@ -204,11 +252,18 @@ class ModelController:
     left: int | None = None
     """Calls the model still has to make (None: not known): no move up to a level they cannot fill ROUNDS_LEFT
     times (`affordable`)."""
+    alone: bool = False
+    """Every other tuned model has made all its calls: this one's remaining calls are the run's wall clock, so no
+    look one level down (it would lengthen the run, and the verdict does without it)."""
+
+    @property
+    def phase(self) -> Phase:
+        return self.stage.name
 
     @property
     def held_level(self) -> int:
         """Where it stands, a probe one level up not counted (the level to recommend)."""
-        return self.probe_from if self.phase == "probe" and self.probe_from is not None else self.level
+        return self.stage.from_level if isinstance(self.stage, Probe) else self.level
 
     @property
     def climbing_fast(self) -> bool:
@@ -217,20 +272,20 @@ class ModelController:
 
     def start_ramp(self, top: int | None = None) -> None:
         """Ramp from here: doubling (the first climb) or, below `top` (the level that erred), one level a batch."""
-        self.phase = "ramp"
-        self.ramp_prev = None
-        self.ramp_top = top
-        self.strikes = {}
-        self.ramp_queued = False
-        self.ramp_seen = [self.level]
-        self.refused_at = set()
-        self._new_batch()
+        self.stage = Ramp(top=top, seen=[self.level])
+
+    def _start_recovery(self, erred: int) -> None:
+        """A recovery ramp from here (reached from above): one level a batch, never back up to `erred`."""
+        self.start_ramp(top=erred)
+        assert isinstance(self.stage, Ramp)
+        self.stage.rising = False
 
     @property
     def batch_size(self) -> int:
         """Fresh answers a ramp step waits for: half the level's worth when doubling (about one latency at the new
         level), the whole level when adding one."""
-        return max(2, self.level if self.ramp_top is not None else math.ceil(self.level / 2))
+        additive = isinstance(self.stage, Ramp) and self.stage.top is not None
+        return max(2, self.level if additive else math.ceil(self.level / 2))
 
     @property
     def batch_span(self) -> int:
@@ -240,9 +295,14 @@ class ModelController:
         Two level's worth when doubling from WIDE_LEVEL up: a doubling there adds more calls at once than a bucket's
         burst absorbs in one round, and the storm an overshoot sets off (a slow gateway's refusals arrive after the
         ramp moved on, at twice the level) costs more retries than the extra latency costs wall clock."""
-        if self.ramp_top is None and self.level >= WIDE_LEVEL:
+        if not self._recovering and self.level >= WIDE_LEVEL:
             return 2 * self.level
         return max(2, self.level)
+
+    @property
+    def _recovering(self) -> bool:
+        """On a recovery ramp (one level a batch below the level that erred)."""
+        return isinstance(self.stage, Ramp) and self.stage.top is not None
 
     def started(self) -> int:
         """An attempt started at the current level. Returns the epoch of the batch it belongs to (-1: none), for
@@ -262,8 +322,8 @@ class ModelController:
         saw it) came back, `refused` by a 429."""
         if epoch == self.epoch and epoch >= 0:
             self.batch_out = max(0, self.batch_out - 1)
-        if refused:
-            self.refused_at.add(level)
+        if refused and isinstance(self.stage, Ramp):
+            self.stage.refused_at.add(level)
 
     def affordable(self, up: int) -> int:
         """The highest level from the current one up to `up` that the calls left can fill ROUNDS_LEFT times."""
@@ -274,7 +334,10 @@ class ModelController:
     def _last_clean_below(self, level: int) -> int | None:
         """The highest level this ramp stood at below `level` with no attempt refused (the ramp left each only once
         a level's worth of attempts sent there came back answered)."""
-        ok = [lv for lv in self.ramp_seen if lv < level and lv not in self.refused_at]
+        r = self.stage
+        if not isinstance(r, Ramp):
+            return None
+        ok = [lv for lv in r.seen if lv < level and lv not in r.refused_at]
         return max(ok) if ok else None
 
     @property
@@ -286,30 +349,25 @@ class ModelController:
         pool = sorted(self.base_pool)
         return pool[len(pool) // 2]
 
-    def _new_batch(self) -> None:
-        self.ramp_batch = []
-        self.ramp_answers = 0
-        self.ramp_all = 0
-        self.ramp_lat_sum = 0.0
-
     def answered(self, latency_s: float, since_s: float, fresh: bool) -> Decision | None:
         """A call came back answered `since_s` after the last level change (`fresh`: it started at this level). On
         the ramp, the next step once a batch of fresh calls is in: half the level's worth when doubling (about one
         latency at the new level), the whole level when adding one."""
-        if self.phase != "ramp":
+        r = self.stage
+        if not isinstance(r, Ramp):
             return None
-        self.ramp_all += 1
+        r.answered_since += 1
         if not fresh:
             return None
-        self.ramp_answers += 1
-        self.ramp_lat_sum += latency_s
-        self.ramp_batch.append(latency_s)
+        r.answers += 1
+        r.lat_sum += latency_s
+        r.batch.append(latency_s)
         if self.ramp_lat_min is None or latency_s < self.ramp_lat_min:
             self.ramp_lat_min = latency_s
-        additive = self.ramp_top is not None
-        if self.ramp_answers < self.batch_size:
+        additive = r.top is not None
+        if r.answers < self.batch_size:
             return None
-        batch = sorted(self.ramp_batch)
+        batch = sorted(r.batch)
         base = self.baseline
         # a queue makes every call of the batch slow, noise only some: the batch's lower quartile against the
         # median of at least BASELINE_N latencies from the levels below (never a baseline of two calls)
@@ -319,26 +377,26 @@ class ModelController:
             # up only once the whole batch came back: a refusal slower than an answer is still on its way (a queue
             # is read at once: waiting would only hold the level long enough to measure it queued)
             return None
-        mean = self.ramp_lat_sum / self.ramp_answers
-        self.ramp_batch = []
+        mean = r.lat_sum / r.answers
+        r.batch = []
         if not queued and len(self.base_pool) < 4 * BASELINE_N:
             self.base_pool.extend(batch)  # a slow batch is not unqueued latency
-        if queued and not self.ramp_queued:
+        if queued and not r.queued:
             # one slow batch of a few calls can be chance (prompts differ in length): hold the level for another
-            self.ramp_queued = True
-            self.ramp_answers = 0
-            self.ramp_lat_sum = 0.0
+            r.queued = True
+            r.answers = 0
+            r.lat_sum = 0.0
             return None
-        self.ramp_queued = queued
+        r.queued = queued
         base = base or mean
         if queued:
             self.limit_seen = True
             # the server queues: of what it answers per second, it serves unqueued latency's worth at once
-            goodput = self.ramp_all / since_s if since_s > 0 else self.level / mean
+            goodput = r.answered_since / since_s if since_s > 0 else self.level / mean
             lat_min = self.ramp_lat_min
             served = goodput * lat_min
             self.goodput[self.level] = goodput  # a rough look: the level settled on is measured properly
-            self.phase = "descend"
+            self.stage = Descend()
             self.careful = True
             new = max(1, min(self.level - 1, round(served)))
             return self._move(new, f"latency {mean * 1000:.0f} ms at {self.level}, {mean / base:.1f}× the "
@@ -346,11 +404,11 @@ class ModelController:
                                    f"{lat_min * 1000:.0f} ms = {served:.1f} served at once")
         if additive:
             up = self.level + 1
-            top = self.ramp_top
+            top = r.top
             assert top is not None
-            if up >= top or self.strikes.get(up, 0) >= 2 or up > self.ceiling:
+            if up >= top or r.strikes.get(up, 0) >= 2 or up > self.ceiling:
                 return self._ramp_done(f"{self.level} clean again; {up} erred")
-            struck = min((lv for lv in self.strikes if lv <= self.level), default=None)
+            struck = min((lv for lv in r.strikes if lv <= self.level), default=None)
             if struck is not None:
                 # a level refused once on the way up and clean on its second look is the edge of the limit (a token
                 # bucket's refill let one batch through): nothing above it is tried, and the level below is held
@@ -367,19 +425,17 @@ class ModelController:
             return self._ramp_done(f"{self.left} calls left: a level above {self.level} would not be held "
                                    f"{ROUNDS_LEFT} rounds")
         up = self.affordable(up)
-        self.ramp_prev = self.level
-        self.ramp_rising = True
-        rate = f"goodput {self.ramp_all / since_s:.1f}/s, " if since_s > 0 else ""
-        d = self._move(up, f"{'one up' if additive else 'ramp'}: {rate}{self.ramp_answers} answered in "
+        r.prev = self.level
+        r.rising = True
+        rate = f"goodput {r.answered_since / since_s:.1f}/s, " if since_s > 0 else ""
+        d = self._move(up, f"{'one up' if additive else 'ramp'}: {rate}{r.answers} answered in "
                            f"{mean * 1000:.0f} ms on average, 0 429s")
-        self._new_batch()
+        r.new_batch()
         return d
 
     def _ramp_done(self, why: str) -> Decision | None:
-        self.phase = "settled" if self.ramp_top is not None else "climb"
+        self.stage = Settled() if self._recovering else Climb()
         self.careful = True
-        self.settled_windows = 0
-        self.ramp_top = None
         return self._move(self.level, why)
 
     def limited(self, retry_after_s: float | None = None, started_at: int | None = None) -> Decision | None:
@@ -395,28 +451,27 @@ class ModelController:
             return None
         wait = f"; provider asked to wait {retry_after_s:.2f}s" if retry_after_s is not None else ""
         sent = f" (sent at {at})" if at != self.level else ""
-        if self.phase == "ramp" and self.ramp_top is not None:
+        r = self.stage
+        if isinstance(r, Ramp) and r.top is not None:
             # recovering after a drop: a storm's aftermath (a limit that counts refused requests is in debt) can
             # refuse a level that is fine, so one down until a level is clean; a level reached from below and
             # refused twice is the limit
             new = max(1, at - 1)
-            if not self.ramp_rising:
+            if not r.rising:
                 if at != self.level:
                     return None
-                self._new_batch()
+                r.new_batch()
                 return self._move(new, f"429 at {self.level} on the way down{wait}: the storm's aftermath, one down")
-            k = self.strikes[at] = self.strikes.get(at, 0) + 1
-            self.ramp_rising = False
+            k = r.strikes[at] = r.strikes.get(at, 0) + 1
+            r.rising = False
             if k >= 2 or new == 1:
-                self.phase = "settled"
+                self.stage = Settled()
                 self.careful = True
-                self.settled_windows = 0
-                self.ramp_top = None
                 self.avoid[at] = self.settings.avoid_windows
                 return self._move(new, f"429 at {at} again{sent}{wait}: settling one below")
-            self._new_batch()
+            r.new_batch()
             return self._move(new, f"429 at {at}{sent}{wait}: one down, then up again once clean")
-        if self.phase == "ramp":
+        if isinstance(r, Ramp):
             # the limit is below the level the refused attempt was sent at: back to the highest level of this ramp
             # whose attempts all came back unrefused (no storm to measure in: a storm's goodput says little,
             # inflated by a token bucket's burst or deflated by refusals that count against the limit), then one
@@ -427,8 +482,7 @@ class ModelController:
             prev = self.linear_to = self._last_clean_below(erred)
             new = prev if prev is not None else max(1, erred // 2)
             how = f"back to {prev}, the last level without one" if prev is not None else "halving"
-            self.start_ramp(top=erred)
-            self.ramp_rising = False
+            self._start_recovery(erred)
             return self._move(new, f"ramp ends at the first 429{sent}{wait}: {how}, then one up per clean latency, "
                                    f"below {erred}")
         if at != self.level or self.phase not in ("settled", "climb", "descend"):
@@ -455,8 +509,6 @@ class ModelController:
         s = self.settings
         erred = self.level
         self.careful = True
-        self.probe_from = None
-        self.settled_windows = 0
         self.avoid[erred] = s.avoid_windows
         self.goodput.pop(erred, None)
         self.spotless.discard(erred)
@@ -471,8 +523,7 @@ class ModelController:
         else:
             what = f"{burst} 429s in {span + 1} attempts at {erred}{wait}: a storm"
         self._quiet()
-        self.start_ramp(top=erred)
-        self.ramp_rising = False
+        self._start_recovery(erred)
         return self._move(max(1, (erred + 1) // 2),
                           f"{what}; halving to stop it, then one level up per clean latency, below {erred}")
 
@@ -502,9 +553,7 @@ class ModelController:
         self.spotless.discard(erred)
         self.clean_full.discard(erred)
         self.careful = True
-        self.phase = "settled"
-        self.settled_windows = 0
-        self.probe_from = None
+        self.stage = Settled()
         self.last_clean = None
         return self._move(erred - 1, why)
 
@@ -540,8 +589,8 @@ class ModelController:
         self.batch_started = self.batch_out = self.aftermath = self.sent_here = self.leaks = 0
         d = Decision(self.model_key, self.level, new, f"{self.model_key} {self.level} → {new}: {reason}")
         self.prev_level, self.level = self.level, new
-        if self.phase == "ramp":
-            self.ramp_seen.append(new)
+        if isinstance(self.stage, Ramp):
+            self.stage.seen.append(new)
         return d
 
     def observe(self, w: Window) -> Decision | None:
@@ -553,8 +602,8 @@ class ModelController:
             # refusals of attempts sent above this level arrived in the window: that storm was acted on already
             w = replace(w, rate_limited=max(0, w.rate_limited - self.aftermath))
             self.aftermath = 0
-        if self.phase == "ramp":
-            self.phase = "climb"  # a window closed before a batch came back (calls failing, not answered): measure
+        if isinstance(self.stage, Ramp):
+            self.stage = Climb()  # a window closed before a batch came back (calls failing, not answered): measure
         g = self._record(w)
         self.windows_here += 1
         base_t = self.base_transient or 0.0
@@ -569,24 +618,23 @@ class ModelController:
             self.clean_full.add(self.level)
             if w.rate_limited == 0:
                 self.spotless.add(self.level)
-        if self.phase == "probe" and self.answered_full.get(self.level, 0) < MIN_ANSWERED:
+        stage = self.stage
+        if isinstance(stage, Probe) and self.answered_full.get(self.level, 0) < MIN_ANSWERED:
             return None  # a probe is measured as the verdict measures a level, else it proves nothing
-        if self.phase == "probe":
-            base = self.probe_from if self.probe_from is not None else self.level - 1
+        if isinstance(stage, Probe):
+            base = stage.from_level
             gb = self.goodput.get(base, 0.0)
             gain = g / gb - 1 if gb > 0 else 1.0
-            self.probe_from = None
             if gain > s.flat:
-                self.phase = "climb"
+                self.stage = Climb()
                 return self._step_up(False, f"probe paid: goodput +{gain:.0%}, {w.rate_limited} 429s")
-            self.phase = "settled"
-            self.settled_windows = 0
+            self.stage = Settled()
             return self._move(base, f"probe gained {gain:+.0%} (≤ {s.flat:.0%}): back to {base}")
-        if self.phase == "descend" and self.answered_full.get(self.level, 0) < MIN_ANSWERED:
+        if isinstance(stage, Descend) and self.answered_full.get(self.level, 0) < MIN_ANSWERED:
             return None  # measured as the verdict measures a level before it is compared
-        if self.phase == "descend":
+        if isinstance(stage, Descend):
             return self._settle(f"goodput {g:.1f}/s at {self.level}")
-        if self.phase == "climb":
+        if isinstance(stage, Climb):
             prev = self.prev_level
             gp = self.goodput.get(prev) if prev is not None and prev < self.level else None
             if gp is None and self.careful:
@@ -599,6 +647,7 @@ class ModelController:
                 fast = gain >= s.linear * (self.level / prev - 1)
                 return self._step_up(fast, f"goodput +{gain:.0%}, {w.rate_limited} 429s")
             return self._settle(f"goodput {gain:+.0%} from {prev} to {self.level}")
+        assert isinstance(stage, Settled)
         # settled: as figures firm up, a lower level may turn out as good (never up: that is what probes are for)
         ok = {lv: gv for lv, gv in self.goodput.items() if not self._avoided(lv) and lv in self.verified}
         if ok and self.level in ok:
@@ -606,35 +655,31 @@ class ModelController:
             lowest = min(lv for lv, gv in ok.items() if gv >= top * (1 - s.flat))
             if lowest < self.level:
                 return self._settle(f"goodput at {self.level} now {g:.1f}/s, no better than at {lowest}")
-        self.settled_windows += 1
+        stage.windows += 1
         up = self.level + 1
         measured = self.answered_full.get(self.level, 0) >= MIN_ANSWERED
-        if self.settled_windows >= 2 and measured and up <= self.ceiling and up not in self.proven \
+        if stage.windows >= 2 and measured and up <= self.ceiling and up not in self.proven \
                 and self.answered_full.get(up, 0) < MIN_ANSWERED:
             # the verdict needs the level above measured (flat, lower) or refused: one measured look, even at a level
             # that erred on a quick look (a ramp's single 429 proves nothing to a reader of the table)
-            self.settled_windows = 0
-            self.phase = "probe"
-            self.probe_from = self.level
+            self.stage = Probe(self.level)
             return self._move(up, f"probe one level up: {up} not measured yet (the verdict needs it)")
         down = self.level - 1
         above_known = up > self.ceiling or up in self.proven or self.answered_full.get(up, 0) >= MIN_ANSWERED
-        if self.settled_windows >= 2 and measured and above_known and down >= 1 \
+        if stage.windows >= 2 and measured and above_known and down >= 1 \
                 and (self.limit_seen or up <= self.ceiling) \
-                and self.answered_full.get(down, 0) < MIN_ANSWERED and not self._avoided(down):
+                and self.answered_full.get(down, 0) < MIN_ANSWERED and not self._avoided(down) and not self.alone:
             # the lowest level within FLAT of the best is the optimum: a limit reached on a ramp (slow 429s let a
             # level or two past it look clean) is checked from below, one measured level at a time (not a cap reached
             # with no 429 nor queue on the way: goodput grew with the level all the way up, and a look below would
             # only cost wall clock)
-            self.settled_windows = 0
-            self.phase = "descend"
+            self.stage = Descend()
             return self._move(down, f"measuring one level down: {down} not measured yet")
-        if self.settled_windows >= s.probe_every:
-            self.settled_windows = 0
+        if stage.windows >= s.probe_every:
+            stage.windows = 0
             up = self.level + 1
             if up <= self.ceiling and not self._avoided(up):
-                self.phase = "probe"
-                self.probe_from = self.level
+                self.stage = Probe(self.level)
                 return self._move(up, f"probe one level up (settled for {s.probe_every} windows)")
         return None
 
@@ -652,8 +697,7 @@ class ModelController:
 
     def _settle(self, why: str) -> Decision | None:
         """Stop climbing: the lowest clean level within FLAT of the best goodput seen."""
-        self.phase = "settled"
-        self.settled_windows = 0
+        self.stage = Settled()
         ok = {lv: g for lv, g in self.goodput.items() if not self._avoided(lv)}
         if not ok:
             return None
@@ -664,7 +708,7 @@ class ModelController:
         rough = [lv for lv, g in ok.items() if lv <= best and lv not in self.verified and g >= near]
         if rough:
             # the best, or a level below it, was only glanced at on the way up: measure it before deciding
-            self.phase = "descend"
+            self.stage = Descend()
             target = max(rough)
             if target == self.level:
                 return None  # the next window here is a full one
@@ -673,7 +717,7 @@ class ModelController:
         if best == min(ok) and lower < best and len(ok) > 1:
             # goodput is flat from the lowest level seen upwards: a level below it may do as well with less
             # queueing (a serial local server gives the same goodput at 1 as at 8, with 1/8 the latency)
-            self.phase = "descend"
+            self.stage = Descend()
             return self._move(lower, f"{why}; flat from {best} up: trying {lower}")
         if best == self.level:
             return None
@@ -684,10 +728,8 @@ class ModelController:
         s = self.settings
         self.limit_seen = True
         self._quiet()
-        self.phase = "climb"  # one level at a time from the sustained level, up to just below the one that erred
+        self.stage = Climb()  # one level at a time from the sustained level, up to just below the one that erred
         self.careful = True
-        self.settled_windows = 0
-        self.probe_from = None
         self.avoid[self.level] = s.avoid_windows
         self.goodput.pop(self.level, None)  # its goodput was bought with retries: not a candidate
         if self.level in self.spotless and w.limited_share >= excess_t:
@@ -722,8 +764,7 @@ class ModelController:
         if w.limited_share >= excess_t and self.settings.ramp:
             # from there one level per clean latency, never back to this one: an estimate made in a storm is rough
             # either way, and calls tell sooner than windows whether the next level up is clean
-            self.start_ramp(top=self.level)
-            self.ramp_rising = False
+            self._start_recovery(self.level)
             how += f"; then one up per clean latency, below {self.level}"
         return self._move(new, f"{what}; {how}")
 
@@ -799,6 +840,8 @@ class Tuner:
                 return
             if c.left is not None:
                 c.left -= 1
+                if c.left == 0:
+                    self._others_done()
             limited = r.error_class == "rate_limited"
             if sent is not None and sent[1]:
                 c.ended(sent[1], sent[2], limited)
@@ -817,6 +860,14 @@ class Tuner:
             c.ended(sent[1], sent[2], limited)
             if limited:
                 self._apply(c, c.limited(ev.retry_after, sent[1]))
+
+    def _others_done(self) -> None:
+        """A model made its last call: a model whose every other tuned model has done so runs alone."""
+        ctls = list(self.controllers.values())
+        if len(ctls) < 2 or any(c.left is None for c in ctls):
+            return
+        for c in ctls:
+            c.alone = all(o.left == 0 for o in ctls if o is not c)
 
     def _live(self, key: str) -> ModelController | None:
         """The model's controller when the tuner acts for it (on, not suspended)."""

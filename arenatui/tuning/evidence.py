@@ -50,7 +50,7 @@ FLAT = 0.05
 Z = 1.96
 """Two-sided 95% intervals."""
 
-VerdictKind = Literal["optimum", "rising", "capped", "rate", "insufficient"]
+VerdictKind = Literal["optimum", "rising", "capped", "rate", "bounded", "insufficient"]
 
 
 def poisson_interval(k: int, z: float = Z) -> tuple[float, float]:
@@ -165,6 +165,26 @@ class Verdict:
         """More calls would not change what to do (an optimum, a cap, a rate limit)."""
         return self.kind in ("optimum", "capped", "rate")
 
+    def setting(self, model_key: str | None = None) -> str:
+        """The setting this verdict belongs in, as the user would change it ('' when there is none yet): a model's
+        level goes into its `max_concurrency`; a level of the whole run (`model_key` None) into `[run] concurrency`."""
+        if self.kind == "optimum" and self.level is not None:
+            return f"set max_concurrency = {self.level} for {model_key}" if model_key is not None \
+                else f"set [run] concurrency = {self.level}"
+        if self.kind == "rate" and model_key is not None:
+            return f"set max_concurrency = 1 for {model_key}"
+        if self.kind == "bounded":
+            return "raise [run] concurrency, or tune it"
+        if self.kind == "capped" and model_key is not None:
+            return f"raise max_concurrency for {model_key} to look higher"
+        return ""
+
+    def line(self, model_key: str | None = None) -> str:
+        """The verdict and, when it has one, the setting it belongs in: 'optimum ≈ 2: 429s from 3 → set
+        max_concurrency = 2 for sim-limited'."""
+        to = self.setting(model_key)
+        return f"{self.text} → {to}" if to else self.text
+
     def __str__(self) -> str:
         return self.text
 
@@ -186,7 +206,7 @@ def _below(r: LevelEvidence, best: LevelEvidence) -> bool:
     return a is not None and b is not None and a[1] < b[0]
 
 
-def verdict(levels: Sequence[LevelEvidence], cap: int | None = None) -> Verdict:
+def verdict(levels: Sequence[LevelEvidence], cap: int | None = None, *, shared: bool = False) -> Verdict:
     """The one verdict for a model's levels (see the module docstring for the rules).
 
     - `optimum ≈ N` only when N is measured and clean, its goodput is within FLAT of the best clean level below any
@@ -196,28 +216,46 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None) -> Verdict:
     - `still rising at N: try higher` when nothing above N was measured; `capped at N by max_concurrency` when
       N is the model's cap;
     - `limited by requests per minute` when every level that proved anything was refused, level 1 among them;
+    - `bounded by its share of the global concurrency` when the model had no cap of its own (`shared`: its levels
+      were the slots round-robin gave it) and no level erred: a flat goodput then says the pool held it back, not
+      the provider;
     - otherwise `not enough evidence: <what is missing>`.
+
+    Transient failures count against a level only when they grow with it: the lower end of the level's transient
+    share interval above the share of the levels below it (a steady rate of failures, unrelated to load, is no limit).
     """
     rows = sorted(levels, key=lambda r: r.level)
     if not rows:
         return Verdict("insufficient", "not enough evidence: no level held yet", None)
     measured = [r for r in rows if r.measured]
-    base_t = min(((r.transient_share or 0.0) for r in measured), default=0.0)
+    quietest = min(((r.transient_share or 0.0) for r in measured), default=0.0)
+
+    def base_of(r: LevelEvidence) -> float:
+        """The transient share not held against r: all of r's, unless it grew past the levels' below it."""
+        lower = [x for x in rows if x.level < r.level]
+        below = wilson_interval(sum(x.transient for x in lower), sum(x.attempts for x in lower))
+        iv = wilson_interval(r.transient, r.attempts)
+        # grew: r's interval wholly above the levels' below it (pooled), not a noisy draw of the same rate
+        grew = iv is not None and iv[0] > (below[1] if below is not None else quietest)
+        return quietest if grew else max(quietest, r.transient_share or 0.0)
+
+    def excess(r: LevelEvidence) -> int:
+        return _excess(r, base_of(r))
 
     def bad_share(r: LevelEvidence) -> float:
-        return _excess(r, base_t) / r.attempts if r.attempts else 0.0
+        return excess(r) / r.attempts if r.attempts else 0.0
 
     def refused(r: LevelEvidence) -> bool:
         if r.attempts < MIN_REFUSAL_ATTEMPTS:
             return False
-        iv = wilson_interval(_excess(r, base_t), r.attempts)
+        iv = wilson_interval(excess(r), r.attempts)
         return iv is not None and iv[0] > CLEAN_SHARE
 
     def erred(r: LevelEvidence) -> bool:
         return refused(r) or (r.measured and bad_share(r) > CLEAN_SHARE)
 
     def what(r: LevelEvidence) -> str:
-        return "429s" if r.rate_limited * 2 >= _excess(r, base_t) else "errors"
+        return "429s" if r.rate_limited * 2 >= excess(r) else "errors"
 
     first_bad = next((r for r in rows if refused(r)), None)
     clean = [r for r in measured if bad_share(r) <= CLEAN_SHARE]
@@ -268,6 +306,12 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None) -> Verdict:
     if bad_above:
         m = bad_above[0]
         parts.append(f"{what(m)} from {m.level}")
+    if shared and not bad_above:
+        # an uncapped model's level is the share of the global slots it was given: goodput flat (or still rising)
+        # above it with no 429 nor error says the pool held it back, not the provider
+        top_level = max(r.level for r in candidates)
+        return Verdict("bounded", f"bounded by its share of the global concurrency (up to {top_level} at once), not "
+                                  "by the provider", None)
     if parts:
         return Verdict("optimum", f"optimum ≈ {n}: " + ", ".join(parts), n)
     if cap is not None and n == cap:

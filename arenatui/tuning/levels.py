@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from arenatui.kernel.events import (
     CallFinished,
@@ -164,10 +165,41 @@ class _Acc:
     latencies: list[float] = field(default_factory=list)
 
 
+class Counts(Protocol):
+    """What the engine counts of one model's calls (engine.lanes.Lane), read by the tracker instead of folding every
+    CallStarted: its calls in flight and backing off now, and how long it has had none of either."""
+
+    @property
+    def in_flight(self) -> int: ...
+
+    @property
+    def parked(self) -> Sized: ...
+
+    @property
+    def idle_s(self) -> float:
+        """Seconds with no call in flight or backing off, up to `idle_from`."""
+        ...
+
+    @property
+    def idle_from(self) -> float:
+        """Since when the model has had none (monotonic seconds), 0.0 while it has some."""
+        ...
+
+    @property
+    def attempt_t(self) -> float:
+        """When the attempt whose end the event being folded reports began (monotonic seconds)."""
+        ...
+
+
 @dataclass(slots=True)
 class _Model:
     key: str
     cap: int | None = None
+    counts: Counts | None = None
+    """The engine's counts of this model's calls, when the tracker reads them (`read_counts`): then a CallStarted
+    only records the hold its attempt was sent in, and the level is sampled from the counts at each event folded."""
+    idle_seen: float = 0.0
+    """The counts' idle seconds at the last event folded."""
     in_flight: int = 0
     last_t: float | None = None
     hold_start: float | None = None
@@ -243,7 +275,7 @@ class LevelTracker:
         elif tp is CallStarted:
             st: CallStarted = ev  # type: ignore[assignment]  # narrowed by the type test (no cast(): a call)
             m = self.models.get(st.model_key)
-            if m is not None:
+            if m is not None and m.counts is None:  # with the engine's counts to read, a start is not folded
                 self._advance(m, st.t)
                 m.in_flight += 1
                 key = (st.case_id, st.trial)
@@ -257,7 +289,7 @@ class LevelTracker:
         elif tp is StepFinished:  # an answer followed by a repair turn or an escalation: its attempt ended
             sf: StepFinished = ev  # type: ignore[assignment]
             m = self.models.get(sf.result.model_key)  # (a call's last step comes in its CallFinished)
-            if m is not None:
+            if m is not None and m.counts is None:
                 self._advance(m, sf.t)
                 m.in_flight -= 1
         if self.watch is not None:
@@ -274,11 +306,23 @@ class LevelTracker:
         acc = m.acc
         last = m.last_t
         m.last_t = t
-        if acc is not None:  # the usual case, twice per call: a window open (so the hold has begun)
+        c = m.counts
+        gap = 0.0
+        if c is not None and (c.idle_from or c.idle_s != m.idle_seen):
+            # the engine's counts: the seconds it had no call since the last event are not held
+            idle = c.idle_s + (t - c.idle_from if c.idle_from else 0.0)
+            gap = idle - m.idle_seen
+            m.idle_seen = idle
+        if acc is not None:  # the usual case: a window open (so the hold has begun)
             if last is not None and t > last:
-                # calls sleeping before a retry still hold their worker: they are part of the level the user set
-                busy = m.in_flight + len(m.backoff) if m.backoff else m.in_flight
                 dt = t - (last if last > acc.start else acc.start)
+                if c is None:
+                    # calls sleeping before a retry still hold their worker: they are part of the level the user set
+                    busy = m.in_flight + len(m.backoff) if m.backoff else m.in_flight
+                else:  # sampled at the event: the calls in flight (this one still among them) and backing off
+                    busy = c.in_flight + len(c.parked)
+                    acc.idle += gap
+                    dt = dt - gap if dt > gap else 0.0
                 if busy > 0:
                     busy_s = acc.busy_s
                     if busy >= len(busy_s):  # indexed by count (a list: cheaper than a dict, twice per call)
@@ -316,20 +360,22 @@ class LevelTracker:
         if m is None:
             return
         acc = self._advance(m, ev.t)
-        key = (r.case_id, r.trial)
-        if m.backoff and key in m.backoff:
-            del m.backoff[key]
-        elif r.attempts > 0:
-            m.in_flight -= 1
-        earlier = m.sent.pop(key, m.hold) != m.hold
-        if m.debt:
-            earlier = key in m.debt or earlier
-            m.debt.discard(key)
-        if r.error_class == "cancelled":
+        err = r.error_class
+        earlier = False
+        if m.counts is None or m.backoff or m.debt or err == "rate_limited":  # else nothing to settle: the hot path
+            key = (r.case_id, r.trial)
+            if m.backoff and key in m.backoff:
+                del m.backoff[key]
+            elif r.attempts > 0:
+                m.in_flight -= 1
+            earlier = self._earlier(m, key)
+            if m.debt:
+                earlier = key in m.debt or earlier
+                m.debt.discard(key)
+        if err == "cancelled":
             return
         if m.ready_t is None:
             m.ready_t = ev.t
-        err = r.error_class
         answered = r.status != "errored" or err in _SCORING_ONLY  # provider_answered(r), inline: the hot path
         lat = r.latency_ms
         if answered and lat is not None:
@@ -357,6 +403,14 @@ class LevelTracker:
                                                 or ev.t - acc.start - acc.idle >= self._min_s):
             self._maybe_close(m, ev.t)
 
+    @staticmethod
+    def _earlier(m: _Model, key: tuple[str, int]) -> bool:
+        """Whether the attempt of call `key` that just ended was sent in an earlier hold than this one."""
+        c = m.counts
+        if c is None:
+            return m.sent.pop(key, m.hold) != m.hold
+        return m.hold > 0 and m.hold_start is not None and c.attempt_t < m.hold_start
+
     def _retrying(self, ev: CallRetrying) -> None:
         m = self.models.get(ev.model_key)
         if m is None:
@@ -367,7 +421,7 @@ class LevelTracker:
         m.backoff[key] = ev.t + ev.delay
         if m.ready_t is None:
             m.ready_t = ev.t
-        earlier = m.sent.pop(key, m.hold) != m.hold or key in m.debt
+        earlier = self._earlier(m, key) or key in m.debt
         if earlier and ev.reason == "rate_limited":
             m.debt.add(key)  # refused again: still the earlier hold's debt
             return
@@ -457,6 +511,12 @@ class LevelTracker:
                     acc.given_up, (sum(acc.latencies) / acc.answered / 1000.0) if acc.answered else None,
                     acc.retry_after, t, acc.seconds < self.evidence.min_s))
 
+    def read_counts(self, counts: Mapping[str, Counts]) -> None:
+        """Read each model's in-flight level and idle time from the engine's counts (`Runner.lanes`) instead of
+        folding every CallStarted: a call less and no integration per start (benchmarks/engine_against.py)."""
+        for key, m in self.models.items():
+            m.counts = counts.get(key)
+
     # ---- reading -------------------------------------------------------------------------------
 
     def forget(self, model_key: str) -> None:
@@ -471,16 +531,19 @@ class LevelTracker:
             m.quick = quick
 
     def readout(self, model_key: str, cap: int | None = None) -> ModelReadout:
-        return readout_of(model_key, [s.evidence() for s in self.models[model_key].levels.values()], cap)
+        return readout_of(model_key, [s.evidence() for s in self.models[model_key].levels.values()], cap,
+                          shared=cap is None and len(self.models) > 1)
 
     def readouts(self, caps: Mapping[str, int | None] | None = None) -> list[ModelReadout]:
         return [self.readout(k, (caps or {}).get(k)) for k in self.models]
 
 
-def readout_of(model_key: str, levels: Sequence[LevelEvidence], cap: int | None = None) -> ModelReadout:
-    """A model's levels in order and its one verdict."""
+def readout_of(model_key: str, levels: Sequence[LevelEvidence], cap: int | None = None, *,
+               shared: bool = False) -> ModelReadout:
+    """A model's levels in order and its one verdict (`shared`: uncapped beside other models, so its levels were the
+    share of the global slots it was given)."""
     rows = tuple(sorted(levels, key=lambda r: r.level))
-    return ModelReadout(model_key, rows, verdict(rows, cap))
+    return ModelReadout(model_key, rows, verdict(rows, cap, shared=shared))
 
 
 def stored_evidence(row: Sequence[object]) -> tuple[str, LevelEvidence, int | None]:
@@ -510,7 +573,8 @@ def readouts_from_rows(rows: Sequence[Sequence[object]]) -> list[ModelReadout]:
         key, ev, cap = stored_evidence(r)
         by_model.setdefault(key, []).append(ev)
         caps[key] = cap
-    return [readout_of(key, evs, caps[key]) for key, evs in by_model.items()]
+    return [readout_of(key, evs, caps[key], shared=caps[key] is None and len(by_model) > 1)
+            for key, evs in by_model.items()]
 
 
 def readout_rows(readouts: Mapping[str, ModelReadout], caps: Mapping[str, int | None] | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import subprocess
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,9 +104,12 @@ class MockServerProcess:
 
 
 def start_server(argv: Sequence[str], pattern: str, timeout_s: float = 15.0,
-                 cwd: Path | None = None) -> tuple[subprocess.Popen[str], re.Match[str], list[str]]:
+                 cwd: Path | None = None, env: Mapping[str, str] | None = None,
+                 ) -> tuple[subprocess.Popen[str], re.Match[str], list[str]]:
     """Start a server subprocess and wait for the line that says where it listens."""
-    proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd)
+    proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
+                            encoding="utf-8", errors="replace",
+                            env=env)
     lines: list[str] = []
     found: list[re.Match[str]] = []
     ready = threading.Event()

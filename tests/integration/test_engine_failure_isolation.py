@@ -17,7 +17,7 @@ import anyio
 import pytest
 from fake_providers import Recorder, ScriptedProvider, SleepyProvider, project, runner, wait_until
 
-import arenatui.engine.runner as runner_mod
+import arenatui.engine.scored as scored_mod
 import arenatui.scoring.scorers as scorers_mod
 from arenatui.engine import RetryPolicy
 from arenatui.engine.sealed import REDACTED
@@ -137,7 +137,7 @@ def test_a_scorer_that_raises_something_unexpected_does_not_end_the_sweep(monkey
 # ---- 18: a catastrophic-backtracking regex ------------------------------------------------------------------
 
 def test_catastrophic_regex_gets_a_scoring_error_and_the_sweep_and_loop_go_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner_mod, "REGEX_TIMEOUT_S", 0.3)  # the real bound is seconds; the verdict is the same
+    monkeypatch.setattr(scored_mod, "REGEX_TIMEOUT_S", 0.3)  # the real bound is seconds; the verdict is the same
     proj = _scored_project(
         [{"id": "slow", "input": "q", "expected": "L" * 5000}, {"id": "fine", "input": "q", "expected": "LX"}],
         [{"name": "trap", "kind": "regex", "pattern": CATASTROPHIC}], concurrency=2)
@@ -172,7 +172,7 @@ def test_catastrophic_regex_gets_a_scoring_error_and_the_sweep_and_loop_go_on(mo
 def test_stopping_the_sweep_while_a_regex_backtracks_ends_it_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     # cancel (what Ctrl-C does) must not wait for the regex's own bound: with a bound of 6 s, a stop that
     # waited for it would trip the 4 s hang guard
-    monkeypatch.setattr(runner_mod, "REGEX_TIMEOUT_S", 6.0)
+    monkeypatch.setattr(scored_mod, "REGEX_TIMEOUT_S", 6.0)
     proj = _scored_project([{"id": "slow", "input": "q", "expected": "L" * 5000}],
                            [{"name": "trap", "kind": "regex", "pattern": CATASTROPHIC}], concurrency=1)
     prov = EchoProvider()

@@ -175,6 +175,14 @@ def test_against_the_mock_server_over_http(tmp_path: Path, mock_url: str) -> Non
     (["--rate", "1", "--arrival", "lumpy"], "--arrival"),
     (["--rate", "1", "--slo", "p99=1s"], "--slo"),
     (["--rate", "1", "--arrival", "trace:/no/such/file.jsonl"], "file.jsonl"),
+    # issue 34 items 19 and 26: an OverflowError each, and 28 hours of segments accepted
+    (["--rate", "5", "--duration", "1e308s"], "--duration"),
+    (["--rate", "5", "--duration", "1e308"], "--duration"),
+    (["--rate", "5", "--duration", "1", "--warmup", "1e308"], "--warmup"),
+    (["--rate", "5", "--duration", "1", "--start-at", "1e308"], "--start-at"),
+    (["--rate", "5", "--duration", "1", "--start-at=-1e308"], "--start-at"),
+    (["--rate-sweep", "1:64:100000", "--duration", "1"], "--rate-sweep"),
+    (["--rates", ",".join(["1"] * 100_000), "--duration", "1"], "--rates"),
 ])
 def test_bad_flags_exit_2_with_one_paragraph(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
                                              needle: str) -> None:

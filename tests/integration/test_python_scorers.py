@@ -195,3 +195,94 @@ def test_ctrl_c_ends_a_sweep_at_once_while_a_scorer_never_returns(tmp_path: Path
             p.wait()
     assert p.returncode == 130, err
     assert "Traceback" not in err and "Resume with" in err
+
+
+# --- issue 34 items 15 and 20: the returned value is read inside the timed call; numpy and Decimal are numbers -----
+
+def test_a_returned_object_whose_conversion_hangs_is_a_scoring_error_after_the_timeout(tmp_path: Path) -> None:
+    """Its float(), repr() or len() ran outside the timed thread: an object whose __float__ never returns hung the
+    sweep. Now the value is made plain inside the timed call."""
+    import threading
+
+    body = ("    class Stuck(float):\n"
+            "        def __float__(self):\n"
+            "            threading.Event().wait()\n"
+            "        def __repr__(self):\n"
+            "            threading.Event().wait()\n"
+            "    return (Stuck(0.5), True)\n")
+    s = scorer(tmp_path, body, timeout_s=0.2)
+    box: list[BaseException | None] = []
+
+    def go() -> None:
+        try:
+            s.score("yes", CASE)
+            box.append(None)
+        except BaseException as e:
+            box.append(e)
+
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    t.join(60)  # generous: a busy machine; hung for good before the fix
+    assert box, "scoring hung past its timeout"
+    assert isinstance(box[0], ScoringError) and "gave no verdict within 0.2s" in str(box[0])
+
+
+@pytest.mark.parametrize(("body", "want"), [
+    ("    import numpy as np\n    return np.isclose(1.0, 1.0)\n", (1.0, True)),
+    ("    import numpy as np\n    return np.bool_(False)\n", (0.0, False)),
+    ("    import numpy as np\n    return np.float32(0.5)\n", (0.5, False)),
+    ("    import numpy as np\n    return (np.float64(0.75), np.bool_(True))\n", (0.75, True)),
+    ("    from decimal import Decimal\n    return Decimal('0.25')\n", (0.25, False)),
+    ("    from fractions import Fraction\n    return Fraction(1, 1)\n", (1.0, True)),
+])
+def test_numpy_scalars_and_decimals_are_scores(tmp_path: Path, body: str, want: tuple[float, bool]) -> None:
+    got = scorer(tmp_path, body).score("yes", CASE)
+    assert (got.value, got.passed) == want
+
+
+def test_a_value_of_another_type_is_named_by_its_real_type(tmp_path: Path) -> None:
+    body = "    import numpy as np\n    return np.array([1.0])\n"
+    with pytest.raises(ScoringError, match=r"returned numpy\.ndarray; expected a number from 0 to 1"):
+        scorer(tmp_path, body).score("yes", CASE)
+
+
+# --- issue 34 item 18: a module that hangs at import is named, and Ctrl-C ends the wait ---------------------------
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_scorer_module_that_hangs_at_import_is_named_and_ctrl_c_ends_it(tmp_path: Path) -> None:
+    import queue
+    import threading
+
+    (tmp_path / "grading.py").write_text("import time\nwhile True:\n    time.sleep(0.05)\n\n"
+                                         "def grade(case, output):\n    return True\n")
+    project = tmp_path / "arena.toml"
+    project.write_text(PROJECT.format(timeout=5))
+    env = {**os.environ, "ARENATUI_HOME": str(tmp_path / "home")}
+    p = subprocess.Popen([sys.executable, "-m", "arenatui", "evaluate", "-p", str(project), "--db",
+                          str(tmp_path / "r.db"), "--quiet", "--no-report"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path, start_new_session=True)
+    lines: queue.Queue[str] = queue.Queue()
+    assert p.stderr is not None
+    threading.Thread(target=lambda: [lines.put(ln) for ln in p.stderr], daemon=True).start()  # type: ignore[union-attr]
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not any("grading.py" in ln for ln in seen):
+            assert time.monotonic() < deadline, f"no line named the module being imported: {seen}"
+            try:
+                seen.append(lines.get(timeout=0.5))
+            except queue.Empty:
+                assert p.poll() is None, seen
+        os.killpg(p.pid, signal.SIGINT)
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    time.sleep(0.1)
+    while not lines.empty():
+        seen.append(lines.get())
+    text = "".join(seen)
+    assert "still importing" in text and "Ctrl-C" in text, text
+    assert p.returncode == 130, text
+    assert "Traceback" not in text

@@ -507,3 +507,62 @@ def test_a_solver_can_be_an_llm_judge_and_is_asked_the_rubric(tmp_path: Path) ->
     assert r.models == ("a",) and r.average_score("a") == 0.5
     assert [q.split("\n\n")[0] for q in sorted(asked)] == [  # the rubric filled in (then how to give the verdict)
         "Q: capital of France, again?\nA: Lyon\nPASS or FAIL?", "Q: capital of France?\nA: Paris\nPASS or FAIL?"]
+
+
+def test_a_solver_that_edits_its_messages_in_place_changes_no_other_models_prompt(tmp_path: Path) -> None:
+    """A chat case's message dicts were shared by every model and trial: a solver appending to its own request's
+    messages (a common pipeline pattern) changed what every later call received (issue 34 item 12)."""
+    seen: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def make(ctx: arenatui.TrialContext) -> Any:
+        def solve(req: arenatui.SolverRequest) -> str:
+            with lock:
+                seen.append((ctx.model_key, req.messages[-1]["content"]))
+            for m in req.messages:  # a pipeline rewriting its prompt in place
+                m["content"] = "MUTATED " + m["content"]
+            if not isinstance(req.input, str):
+                for m in req.input:
+                    m["content"] = "MUTATED " + m["content"]
+            return "ok"
+        return solve
+
+    chat = ({"role": "system", "content": "Be brief."}, {"role": "user", "content": "original question"})
+    project = arenatui.Project(
+        name="mutating", path=tmp_path / "arena.toml",
+        models=(arenatui.Model(key="a", solver=make), arenatui.Model(key="b", solver=make)),
+        cases=(arenatui.Case(id="chat", input=chat, expected="ok"),),
+        run=arenatui.RunSettings(trials=3, concurrency=1))
+    arenatui.bench(project, db=tmp_path / "r.db")
+    assert len(seen) == 6
+    assert {text for _key, text in seen} == {"original question"}, seen
+    assert chat[1]["content"] == "original question"  # the project's own case is untouched too
+
+
+ODD_RETURNS = '''
+import arenatui
+
+class Shout(str):
+    pass
+
+def make(ctx):
+    def solve(req):
+        if req.input == "sub":
+            return Shout("ok")
+        return arenatui.Answer(Shout("ok"))
+    return solve
+'''
+
+
+def test_a_process_solver_returning_a_str_subclass_is_its_solver_error_naming_the_type(tmp_path: Path) -> None:
+    """The worker pickled the subclass and the parent could not unpickle it (its module is loaded under another name
+    there): `terminal: ModuleNotFoundError`. Now it is that call's solver_error, naming the type (item 21)."""
+    project = _toml_project(
+        tmp_path, 'key = "proc"\nprovider = "python"\nfactory = "oddsolver:make"\nconcurrency = "process"\n'
+                  'processes = 1', [("a", "sub"), ("b", "answer")])
+    (tmp_path / "oddsolver.py").write_text(ODD_RETURNS)
+    r = arenatui.bench(project, db=tmp_path / "r.db")
+    rows = {row[0]: row for row in _rows(r.db, r.run_id)}
+    for case in "ab":
+        assert rows[case][3] == "solver_error", rows[case]
+        assert "Shout" in rows[case][4] and "str subclass" in rows[case][4], rows[case]

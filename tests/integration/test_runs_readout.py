@@ -62,14 +62,25 @@ def test_runs_names_each_models_optimum(tmp_path: Path, capsys: pytest.CaptureFi
         ])
     assert main(["tune", "--show", run.run_id, "--db", str(db)]) == 0
     out = capsys.readouterr().out
-    assert "limited: optimum ≈ 3: 429s from 4" in out and "fast: still rising at 1: try higher" in out
+    # every verdict ends with the setting it belongs in; fast had no cap beside another model: its level was its share
+    # of the global slots, and with no 429 nor error the pool held it back, not the provider
+    assert "limited: optimum ≈ 3: 429s from 4 → set max_concurrency = 3 for limited" in out
+    assert "fast: bounded by its share of the global concurrency (up to 1 at once), not by the provider" in out
+    assert "still rising" not in out
     capsys.readouterr()
     assert main(["report", run.run_id, "--format", "md", "--db", str(db)]) == 0
     md = capsys.readouterr().out
-    assert "## Concurrency" in md and "| limited | optimum ≈ 3: 429s from 4 |" in md
+    assert "## Concurrency" in md
+    assert "| limited | optimum ≈ 3: 429s from 4 → set max\\_concurrency = 3 for limited |" in md
+    assert main(["report", run.run_id, "--format", "html", "--db", str(db)]) == 0
+    html = capsys.readouterr().out
+    # goodput by level as a picture: levels 2-4 held (4 not measured: pale), 1 never held, the optimum outlined
+    svg = html.split("<h3>limited: goodput by level</h3>")[1].split("</svg>")[0]
+    assert svg.count("<rect") == 4 and 'stroke="#000"' in svg and "level 4: " in svg and "(not measured)" in svg
+    assert '>·</text>' in svg and "429s 67%" in svg
     assert main(["report", run.run_id, "--format", "json", "--db", str(db)]) == 0
     import json
 
     conc = {c["model"]: c for c in json.loads(capsys.readouterr().out)["concurrency"]}
     assert conc["limited"]["optimum"] == 3 and conc["fast"]["optimum"] is None
-    assert conc["fast"]["verdict"] == "still rising at 1: try higher"
+    assert conc["fast"]["kind"] == "bounded" and conc["limited"]["setting"] == "set max_concurrency = 3 for limited"

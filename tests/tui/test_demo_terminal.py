@@ -55,15 +55,17 @@ def test_arena_demo_in_a_terminal(arena_home: Path, tmp_path: Path, size: tuple[
     _tmux(sock, "-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", cols, "-y", rows, cmd)
     _tmux(sock, "resize-window", "-t", "demo", "-x", cols, "-y", rows)
     try:
-        screen = _wait_for(sock, lambda s: "▶ running" in s and "target 6" in s)
+        screen = _wait_for(sock, lambda s: "▶ running" in s and "target 3" in s)
+        # the lesson banner names the model with a provider limit and what to press
+        screen = _wait_for(sock, lambda s: "sim-limited" in s and "press +" in s)
         screen = _wait_for(sock, lambda s: re.search(r"[✓✗!][0-9]+/8", s) is not None)  # a finished cell
         _tmux(sock, "send-keys", "-t", "demo", "+")
-        screen = _wait_for(sock, lambda s: "target 8" in s)
+        screen = _wait_for(sock, lambda s: "target 4" in s)
         # issue 12: at every size the concurrency line and the quit and help hints stay on screen
-        assert re.search(r"^ concurrency target 8 +in flight", screen, re.M), screen
+        assert re.search(r"^ concurrency target 4 +in flight", screen, re.M), screen
         assert "q Quit" in screen and "? Help" in screen, screen
         if size[0] >= 120:
-            assert "concurrency 6 → 8 (user)" in _wait_for(sock, lambda s: "6 → 8" in s)
+            assert "concurrency 3 → 4 (user)" in _wait_for(sock, lambda s: "3 → 4" in s)
         else:  # the events pane is small: filter it to user changes (Escape leaves the filter), wrap with w
             _tmux(sock, "send-keys", "-t", "demo", "/")
             _wait_for(sock, lambda s: "esc Back" in _footer(s))  # the filter has the keys
@@ -73,7 +75,7 @@ def test_arena_demo_in_a_terminal(arena_home: Path, tmp_path: Path, size: tuple[
             _wait_for(sock, lambda s: "q Quit" in _footer(s))
             _tmux(sock, "send-keys", "-t", "demo", "w")
             screen = _wait_for(sock, lambda s: "(user)" in s)  # shown in full, wrapped
-            assert "6 → 8" in screen
+            assert "3 → 4" in screen
         _tmux(sock, "send-keys", "-t", "demo", "q")
         screen = _wait_for(sock, lambda s: "Stop the sweep?" in s)
         assert "arena run --resume" in screen
@@ -88,4 +90,4 @@ def test_arena_demo_in_a_terminal(arena_home: Path, tmp_path: Path, size: tuple[
         changes = store.concurrency_changes(run.run_id)
         assert run.status in ("cancelled", "finished")
         assert run.stored > 0
-    assert any(old == 6 and new == 8 and src == "user" for _at, old, new, _mk, src in changes)
+    assert any(old == 3 and new == 4 and src == "user" for _at, old, new, _mk, src in changes)

@@ -163,5 +163,5 @@ async def test_the_tuning_pane_warns_live_when_answers_hit_max_tokens(tmp_path: 
             "GROUP BY model_key", (sweep.run_id,)).fetchall())
     assert cut.get("sim-0", 0) > 0 and "sim-1" not in cut
     assert (f"⚠ sim-0: {cut['sim-0']} answers stopped at max_tokens 6 (cut short); arena tune --show {sweep.run_id} "
-            "says whether to raise it") in shown, shown
+            "says whether to change it") in shown, shown
     assert "⚠ sim-1" not in shown

@@ -201,3 +201,26 @@ def test_csv_cases_load(tmp_path: Path) -> None:
     proj = load_project(tmp_path)  # a directory holding arena.toml works too
     assert proj.path == p
     assert [(c.id, c.expected, c.tags) for c in proj.cases] == [("c1", "yo", ("a", "b")), ("c2", None, ())]
+
+
+# ---- issue 34 item 24: a byte-order mark and a symlink loop are named --------------------------------------------
+
+def test_a_byte_order_mark_is_named(tmp_path: Path) -> None:
+    p = tmp_path / "arena.toml"
+    p.write_bytes(b"\xef\xbb\xbf" + (GOOD_MODELS + CASES).encode())
+    with pytest.raises(ConfigError, match="byte-order mark") as ei:
+        load_project(p)
+    assert "Invalid statement" not in str(ei.value)
+
+
+def test_a_symlink_loop_is_named_not_called_missing(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.toml", tmp_path / "b.toml"
+    a.symlink_to(b)
+    b.symlink_to(a)
+    with pytest.raises(ConfigError, match="loop of symbolic links") as ei:
+        load_project(a)
+    assert "no such file" not in str(ei.value)
+    loop = tmp_path / "loop.jsonl"
+    loop.symlink_to(loop)
+    e = err(tmp_path, GOOD_MODELS + '[[cases]]\nfile = "loop.jsonl"\n')
+    assert "loop" in str(e) and "does not exist" not in str(e)

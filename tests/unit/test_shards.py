@@ -256,3 +256,79 @@ def test_merge_names_the_first_case_that_differs(tmp_path: Path) -> None:
     (b,) = _shard_dbs(tmp_path, 2, proj=other, only=range(1, 2))
     with pytest.raises(PlanError, match=r"plan\.cases\['q3'\]\.expected: \"3\" in '.*s0\.db', \"three\" in"):
         merge(tmp_path / "out.db", [a, b])
+
+
+# ---- issue 34 item 13: tampered shard rows are refused, one paragraph, exit 2 ------------------------------------
+
+TAMPERING = [
+    ("UPDATE results SET score = -5 WHERE rowid = (SELECT MIN(rowid) FROM results)", "score -5"),
+    ("UPDATE results SET score = 1e308 WHERE rowid = (SELECT MIN(rowid) FROM results)", "score 1e+308"),
+    ("UPDATE results SET passed = 1 - passed WHERE rowid = (SELECT MIN(rowid) FROM results)", "passed"),
+    ("UPDATE results SET passed = 7 WHERE rowid = (SELECT MIN(rowid) FROM results)", "passed"),
+    ("UPDATE results SET model_key = 'intruder' WHERE rowid = (SELECT MIN(rowid) FROM results)", "'intruder'"),
+    ("UPDATE results SET case_id = 'nope' WHERE rowid = (SELECT MIN(rowid) FROM results)", "'nope'"),
+    ("UPDATE results SET trial = 999999999 WHERE rowid = (SELECT MIN(rowid) FROM results)", "trial 999999999"),
+    ("UPDATE results SET variant = 'v9' WHERE rowid = (SELECT MIN(rowid) FROM results)", "'v9'"),
+    ("UPDATE results SET latency_ms = 'slow' WHERE rowid = (SELECT MIN(rowid) FROM results)", "latency_ms"),
+    ("UPDATE results SET cost = 'x' WHERE rowid = (SELECT MIN(rowid) FROM results)", "cost"),
+    ("UPDATE failed_attempts SET delay_s = 'slow'", "delay_s"),
+    ("UPDATE runs SET config_json = 'not json'", "config_json"),
+    ("UPDATE runs SET filters_json = '[1'", "filters_json"),
+    ("UPDATE runs SET started_at = 'noon'", "started_at"),
+]
+
+
+@pytest.mark.parametrize(("sql", "named"), TAMPERING)
+def test_merge_refuses_a_tampered_shard_naming_the_file_and_the_row(tmp_path: Path, sql: str, named: str,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    import sqlite3
+
+    dbs = _shard_dbs(tmp_path, 2)
+    with sqlite3.connect(dbs[1]) as conn:
+        conn.execute("PRAGMA ignore_check_constraints = ON")
+        if "failed_attempts" in sql:  # make sure there is a row to tamper with
+            conn.execute("INSERT INTO failed_attempts (run_id, model_key, case_id, trial, attempt, at, error_class, "
+                         "message, delay_s) SELECT run_id, model_key, case_id, trial, 1, 1.0, 'transient', 'x', 1.0 "
+                         "FROM results LIMIT 1")
+        conn.execute(sql)
+    out = tmp_path / "out.db"
+    capsys.readouterr()
+    assert main(["merge", str(out), *map(str, dbs), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: arena merge:") and "Traceback" not in err, err
+    assert "s1.db" in " ".join(err.split()) and named in " ".join(err.split()), err
+    assert len(err.strip().split("\n\n")) == 1  # one paragraph
+    if out.exists():
+        with Store(out) as store:  # nothing of the run was merged
+            assert store.count_results("r") == 0
+
+
+# ---- issue 34 item 22: a non-regular OUT is refused before it is opened --------------------------------------------
+
+def test_merge_refuses_an_output_that_is_no_regular_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    dbs = _shard_dbs(tmp_path, 2)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    leftovers = [Path(os.devnull + end) for end in ("-journal", "-wal")]
+    already = [p.exists() for p in leftovers]  # another program's, not this test's
+    for out in (Path(os.devnull), fifo, tmp_path):
+        capsys.readouterr()
+        assert main(["merge", str(out), *map(str, dbs), "-q"]) == 2
+        err = capsys.readouterr().err
+        assert "is not a regular file" in " ".join(err.split()) and "Traceback" not in err, err
+    assert [p.exists() for p in leftovers] == already  # SQLite never opened /dev/null (as root it left a journal)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("pipe")) == ["pipe"]
+
+
+# ---- issue 34 item 23: a reserved run id is refused ---------------------------------------------------------------
+
+@pytest.mark.parametrize("rid", ["last", "LAST"])
+def test_a_run_id_that_names_no_run_is_refused(tmp_path: Path, rid: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--run-id last` was accepted, and the run could never be addressed afterwards ('last' means the newest)."""
+    assert main(["evaluate", "-p", str(_project(tmp_path)), "--run-id", rid, "--db", str(tmp_path / "r.db"), "-q",
+                 "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert "reserved" in err and "Traceback" not in err
+    assert not (tmp_path / "r.db").exists() or Store(tmp_path / "r.db").list_runs() == []

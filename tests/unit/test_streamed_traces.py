@@ -80,3 +80,72 @@ def test_a_streamed_trace_runs_every_request_with_its_case(tmp_path: Path) -> No
         cases = [r[0] for r in store.conn.execute("SELECT case_id FROM load_requests ORDER BY seq")]
     assert len(cases) == n
     assert all(c == "c2" for c in cases[1::2])  # the rows naming a case send it
+
+
+# ---- issue 34 items 16, 19 and 25: special files, long lines, deep nesting, the stored message -------------------
+
+@pytest.mark.parametrize("special", ["/dev/zero", "/dev/stdin", "fifo"])
+def test_a_trace_that_is_no_regular_file_is_refused_before_any_read(tmp_path: Path, special: str) -> None:
+    """`--arrival trace:/dev/zero` read 16 GB in a minute (a FIFO or /dev/stdin would too): st_size 0 made it a
+    'small' file read whole."""
+    import os
+
+    path = special
+    if special == "/dev/stdin" and os.path.isfile(special):  # stdin redirected from a file is a regular file
+        pytest.skip("stdin is a regular file here")
+    if special == "fifo":
+        path = str(tmp_path / "fifo")
+        os.mkfifo(path)  # opening it to read would block for good: refused before any open
+    with pytest.raises(ConfigError, match="not a regular file"):
+        parse_arrival(f"trace:{path}")
+
+
+def test_a_line_past_the_length_limit_is_named_by_that_limit(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A valid 20 MB line was called 'not JSON'; in a small file it was read whole. Both now name the limit."""
+    monkeypatch.setattr(arrivals, "MAX_TRACE_LINE_BYTES", 1000)
+    long_case = "c" * 2000
+    small = tmp_path / "small.jsonl"
+    small.write_text('{"offset": 0}\n' + json.dumps({"offset": 0.1, "case": long_case}) + "\n", encoding="utf-8")
+    monkeypatch.setattr(arrivals, "STREAM_ABOVE_BYTES", 1 << 20)
+    with pytest.raises(ConfigError, match=r"line 2: .*at most 1000 bytes"):
+        parse_arrival(f"trace:{small}")
+    monkeypatch.setattr(arrivals, "STREAM_ABOVE_BYTES", 512)
+    big = _jsonl(tmp_path / "big.jsonl", [i * 0.01 for i in range(100)])
+    big.write_text(big.read_text(encoding="utf-8") + json.dumps({"offset": 5.0, "case": long_case}) + "\n",
+                   encoding="utf-8")  # the last line, read up front
+    with pytest.raises(ConfigError, match=r"at most 1000 bytes"):
+        parse_arrival(f"trace:{big}")
+    mid = _jsonl(tmp_path / "mid.jsonl", [i * 0.01 for i in range(3000)])
+    lines = mid.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[2500] = json.dumps({"offset": 25.0, "case": long_case}) + "\n"  # reached as the run goes
+    mid.write_text("".join(lines), encoding="utf-8")
+    rows = parse_arrival(f"trace:{mid}").rows()
+    with pytest.raises(ConfigError, match=r"line 2501: .*at most 1000 bytes"):
+        for _ in range(3000):
+            next(rows)
+
+
+def test_a_trace_line_nested_100000_deep_is_not_json_not_a_recursion_error(tmp_path: Path) -> None:
+    f = tmp_path / "deep.jsonl"
+    f.write_text('{"offset": 0}\n' + "[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="line 2"):
+        parse_arrival(f"trace:{f}")
+
+
+def test_a_bad_row_deep_in_a_streamed_trace_is_stored_as_the_paragraph_the_user_saw(tmp_path: Path) -> None:
+    """It stored runs.message 'ExceptionGroup: unhandled errors in a TaskGroup'."""
+    from arenatui.cli import main
+
+    f = _jsonl(tmp_path / "t.jsonl", [i * 0.0005 for i in range(3000)])
+    lines = f.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[2500] = '{"offset": "soon"}\n'
+    f.write_text("".join(lines), encoding="utf-8")
+    proj = tmp_path / "p.toml"
+    proj.write_text('[[models]]\nkey = "m"\nprovider = "sim"\nsim = { base_latency_s = 0.0, per_token_s = 0.0 }\n'
+                    '[[cases]]\nid = "c0"\ninput = "q"\n', encoding="utf-8")
+    db = tmp_path / "d.db"
+    assert main(["load", "--project", str(proj), "--db", str(db), "--arrival", f"trace:{f}", "--quiet"]) == 2
+    with Store(db) as store:
+        (message,) = store.conn.execute("SELECT message FROM runs").fetchone()
+    assert "line 2501" in message and "offset" in message and "ExceptionGroup" not in message, message

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import math
 
-from arenatui.tuning.controller import ROUNDS_LEFT, WIDE_LEVEL, ModelController, Tuner, TunerSettings
+from arenatui.tuning.controller import (
+    ROUNDS_LEFT,
+    WIDE_LEVEL,
+    Climb,
+    ModelController,
+    Ramp,
+    Settled,
+    Tuner,
+    TunerSettings,
+)
 from arenatui.tuning.levels import Window
 
 LAT = 0.1
@@ -78,7 +87,7 @@ def test_level_independent_transients_do_not_push_the_level_down() -> None:
 
 def test_probes_upward_rarely_and_returns_when_nothing_is_gained() -> None:
     ctl = ModelController("m", 6, ceiling=64, settings=TunerSettings(probe_every=5))
-    ctl.phase = "settled"
+    ctl.stage = Settled()
     ctl.goodput[6] = 60.0
     seen = settle(ctl, ceiling=6, windows=30)
     assert seen.count(7) <= 30 // 5  # probes happen, rarely
@@ -131,6 +140,11 @@ def phase_of(ctl: ModelController) -> str:
     return ctl.phase  # read through a function: each call's answer can differ (mypy narrows attributes)
 
 
+def ramp_of(ctl: ModelController) -> Ramp:
+    assert isinstance(ctl.stage, Ramp), ctl.stage
+    return ctl.stage
+
+
 def ramp_batch(ctl: ModelController, latency: float = LAT, n: int | None = None) -> int:
     """Answer calls started at the current level until the controller moves (or `n` calls); the level after."""
     start = ctl.level
@@ -166,10 +180,10 @@ def test_first_429_on_the_ramp_goes_back_to_the_last_clean_level_and_settles_wit
     ctl.start_ramp()
     for _ in range(3):
         ramp_batch(ctl)
-    assert ctl.level == 16 and ctl.ramp_prev == 8
+    assert ctl.level == 16 and ramp_of(ctl).prev == 8
     d = ctl.limited(0.01)
     assert d is not None and d.new == 8 and "first 429" in d.reason and "back to 8" in d.reason
-    assert phase_of(ctl) == "ramp" and ctl.ramp_top == 16 and ctl._avoided(16)
+    assert phase_of(ctl) == "ramp" and ramp_of(ctl).top == 16 and ctl._avoided(16)
     # a rate limit of 100/s at 0.1 s a call: 10 in flight. One level per clean batch; 11 is refused twice
     levels = [ctl.level]
     for _ in range(10):
@@ -194,7 +208,7 @@ def test_a_storm_measured_in_a_window_backs_off_by_littles_law_then_recovers_one
     d = ctl.observe(provider_window(12, rate=100.0))
     # refused calls eat into the limit, so what got through (85/s × 0.1 s) reads low: 8
     assert d is not None and d.new == 8 and "sustained" in d.reason and "one up per clean latency" in d.reason
-    assert phase_of(ctl) == "ramp" and ctl.ramp_top == 12
+    assert phase_of(ctl) == "ramp" and ramp_of(ctl).top == 12
     assert ramp_batch(ctl) == 9 and ramp_batch(ctl) == 10 and ramp_batch(ctl) == 11
     ctl.limited(None)
     assert ctl.level == 10
@@ -232,7 +246,7 @@ def test_the_queue_baseline_is_the_median_of_ten_latencies_never_of_two() -> Non
 
 def test_limit_that_halves_is_followed_down_at_once_and_settles_below_the_level_that_erred() -> None:
     ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
-    ctl.phase = "settled"
+    ctl.stage = Settled()
     ctl.observe(provider_window(10, rate=100.0))  # measured clean: 100/s
     assert ctl.level == 10 and 10 in ctl.verified
     for _ in range(4):
@@ -240,14 +254,14 @@ def test_limit_that_halves_is_followed_down_at_once_and_settles_below_the_level_
     d = ctl.limited(0.01)  # the fifth 429 in a row (half the level) at a level that was clean: the limit dropped (to
     # 50/s: 5 in flight)
     assert d is not None and d.new == 5 and "limit dropped" in d.reason
-    assert phase_of(ctl) == "ramp" and ctl.ramp_top == 10
+    assert phase_of(ctl) == "ramp" and ramp_of(ctl).top == 10
     # the storm's aftermath refuses 5 on the way down: one down, not counted against 5
     d = ctl.limited(0.01)
     assert d is not None and d.new == 4 and "aftermath" in d.reason
     assert ramp_batch(ctl) == 5  # clean at 4: one up per batch of a level's worth of answers
     assert ramp_batch(ctl) == 6
     d = ctl.limited(0.01)  # 6 is over the new limit
-    assert d is not None and d.new == 5 and ctl.strikes == {6: 1}
+    assert d is not None and d.new == 5 and ramp_of(ctl).strikes == {6: 1}
     assert ramp_batch(ctl) == 6
     d = ctl.limited(0.01)  # refused twice coming from below: 6 is the limit
     assert d is not None and d.new == 5 and "again" in d.reason
@@ -258,11 +272,11 @@ def test_limit_that_halves_is_followed_down_at_once_and_settles_below_the_level_
 
 def test_a_recovery_ramp_never_climbs_back_to_the_level_that_erred() -> None:
     ctl = ModelController("m", 4, ceiling=64, settings=TunerSettings(probe_every=1000))
-    ctl.phase = "settled"
+    ctl.stage = Settled()
     ctl.observe(provider_window(4, ceiling=4))
     for _ in range(3):
         ctl.limited(None)
-    assert ctl.level == 2 and ctl.ramp_top == 4
+    assert ctl.level == 2 and ramp_of(ctl).top == 4
     assert ramp_batch(ctl) == 3
     assert ramp_batch(ctl) == 3  # 4 erred: the ramp stops below it and hands over to settled windows
     assert phase_of(ctl) == "settled"
@@ -292,7 +306,7 @@ def test_tuner_reads_single_calls_only_when_they_started_at_the_current_level() 
     tuner.on_event(CallStarted("m", "c3", 0, 1, 100.3))
     now[0] = 100.5
     tuner.on_event(CallRetrying("m", "c2", 0, 1, "rate_limited", 0.01, "429", 100.5, 0.01))
-    assert levels["m"] == 8 and ctl.ramp_top == 16  # no clean level below on this ramp: halved, then one by one
+    assert levels["m"] == 8 and ramp_of(ctl).top == 16  # no clean level below on this ramp: halved, then one by one
     assert "ramp ends at the first 429" in tuner.decisions[-1].reason
     # another call started at 16, refused after the move: not held against 8
     tuner.on_event(CallRetrying("m", "c3", 0, 1, "rate_limited", 0.01, "429", 100.7, 0.01))
@@ -304,7 +318,7 @@ def test_a_dropped_limit_restarts_the_evidence_and_the_readout() -> None:
     from arenatui.tuning.levels import LevelStats
 
     ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
-    ctl.phase = "settled"
+    ctl.stage = Settled()
     ctl.observe(provider_window(10, rate=100.0))  # measured without a 429
     assert ctl.answered_full[10] > 0 and 10 in ctl.spotless
     ctl.observe(provider_window(10, rate=50.0))  # the same level now past the bound: the limit dropped
@@ -319,7 +333,7 @@ def test_a_dropped_limit_restarts_the_evidence_and_the_readout() -> None:
 
 def test_once_settled_the_levels_above_and_below_are_measured_for_the_verdict() -> None:
     ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
-    ctl.phase = "settled"
+    ctl.stage = Settled()
     seen = settle(ctl, rate=100.0, windows=30)  # 100/s × 0.1 s: 10 in flight
     assert 11 in seen and 9 in seen  # one measured look each way
     assert seen[-8:] == [10] * 8 and 11 in ctl.proven
@@ -348,7 +362,7 @@ def test_the_ramp_leaves_a_level_only_once_a_levels_worth_of_attempts_came_back(
     ctl.ended(16, sent[15], True)  # it comes back refused, two latencies late (a gateway slow to say no)
     d = ctl.limited(0.0, started_at=16)
     assert d is not None and d.new == 8 and "ramp ends at the first 429" in d.reason and "back to 8" in d.reason
-    assert ctl.ramp_top == 16 and ctl._avoided(16)
+    assert ramp_of(ctl).top == 16 and ctl._avoided(16)
 
 
 def test_a_slow_429_arriving_after_the_ramp_moved_on_ends_it_below_the_level_it_was_sent_at() -> None:
@@ -363,7 +377,7 @@ def test_a_slow_429_arriving_after_the_ramp_moved_on_ends_it_below_the_level_it_
     assert ctl.level == 32 and phase_of(ctl) == "ramp"
     ctl.ended(16, late, True)
     d = ctl.limited(None, started_at=16)  # a refusal sent at 16 says the limit is below 16, not below 32
-    assert d is not None and d.new == 8 and "(sent at 16)" in d.reason and ctl.ramp_top == 16
+    assert d is not None and d.new == 8 and "(sent at 16)" in d.reason and ramp_of(ctl).top == 16
     # refusals of attempts sent at 32 arrive after the move: the storm already acted on, not held against 8
     assert ctl.limited(None, started_at=32) is None and ctl.level == 8 and ctl.aftermath == 1
     # a refusal sent at 16 on a ramp that had stepped up from a level whose batch came back: 16 is never 'clean'
@@ -373,7 +387,7 @@ def test_a_slow_429_arriving_after_the_ramp_moved_on_ends_it_below_the_level_it_
 def test_refusals_sent_above_a_level_are_not_held_against_its_window() -> None:
     def at_eight(aftermath: int) -> ModelController:
         ctl = ModelController("m", 8, ceiling=64)
-        ctl.phase, ctl.careful = "climb", True
+        ctl.stage, ctl.careful = Climb(), True
         for _ in range(aftermath):
             assert ctl.limited(None, started_at=12) is None
         return ctl
@@ -391,7 +405,7 @@ def test_429s_trickling_in_just_past_a_limit_step_one_level_down() -> None:
     """A gateway slow to refuse keeps the 429 share of a level just past a rate limit under the window's 5% bound
     (its refusals hold the slots they would be retried from), yet every refusal is a retry."""
     ctl = ModelController("m", 12, ceiling=64)
-    ctl.phase, ctl.careful, ctl.windows_here = "settled", True, 1
+    ctl.stage, ctl.careful, ctl.windows_here = Settled(), True, 1
     for _ in range(2):
         for _ in range(50):
             ctl.started()
@@ -413,7 +427,7 @@ def test_429s_trickling_in_just_past_a_limit_step_one_level_down() -> None:
 
 def test_a_few_429s_among_many_attempts_at_a_clean_level_are_the_edge_of_a_limit_not_a_drop() -> None:
     ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
-    ctl.phase = "settled"
+    ctl.stage = Settled()
     ctl.observe(provider_window(10, rate=100.0))  # measured without a 429
     assert 10 in ctl.spotless
     for _ in range(3):
@@ -423,7 +437,7 @@ def test_a_few_429s_among_many_attempts_at_a_clean_level_are_the_edge_of_a_limit
     # 3 429s, one every 60 attempts: the edge of the limit (3 in 180, over 1%), one down; not a halving
     assert d is not None and d.new == 9 and "just past the limit" in d.reason and not ctl.limit_dropped
     ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
-    ctl.phase = "settled"
+    ctl.stage = Settled()
     ctl.observe(provider_window(10, rate=100.0))
     for _ in range(200):
         ctl.started()
@@ -434,7 +448,7 @@ def test_a_few_429s_among_many_attempts_at_a_clean_level_are_the_edge_of_a_limit
     assert d is not None and d.new == 5 and "limit dropped" in d.reason and ctl.limit_dropped
     # the same in a hold no window has judged yet: 200 sent with no 429, then a storm, is a drop too
     ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
-    ctl.phase = "settled"
+    ctl.stage = Settled()
     for _ in range(200):
         ctl.started()
     for _ in range(4):
@@ -444,7 +458,7 @@ def test_a_few_429s_among_many_attempts_at_a_clean_level_are_the_edge_of_a_limit
     assert d is not None and d.new == 5 and "limit dropped" in d.reason and ctl.limit_dropped
     # a storm right after a move (nothing sent clean before it) halves, but what was measured stands
     ctl = ModelController("m", 10, ceiling=64, settings=TunerSettings(probe_every=1000))
-    ctl.phase = "settled"
+    ctl.stage = Settled()
     ctl.answered_full[10] = 40
     ctl.started()
     for _ in range(5):
@@ -505,7 +519,7 @@ def test_a_cap_reached_with_no_limit_on_the_way_is_not_checked_from_below() -> N
 
 def test_a_drop_first_read_as_the_edge_of_the_limit_is_a_drop_once_the_storm_goes_on_one_level_down() -> None:
     ctl = ModelController("m", 11, ceiling=64, settings=TunerSettings(probe_every=1000))
-    ctl.phase, ctl.careful = "settled", True
+    ctl.stage, ctl.careful = Settled(), True
     for _ in range(50):
         ctl.started()
     assert ctl.limited(None) is None  # a 429 now and then at the edge of the limit
@@ -526,7 +540,7 @@ def test_a_drop_first_read_as_the_edge_of_the_limit_is_a_drop_once_the_storm_goe
 def test_429s_trickling_in_at_a_low_level_or_where_the_level_below_is_worse_do_not_step_down() -> None:
     def held(level: int) -> ModelController:
         ctl = ModelController("m", level, ceiling=64)
-        ctl.phase, ctl.careful, ctl.windows_here = "settled", True, 1
+        ctl.stage, ctl.careful, ctl.windows_here = Settled(), True, 1
         return ctl
 
     def trickle(ctl: ModelController) -> list[object]:
@@ -561,7 +575,7 @@ def test_from_a_wide_level_the_ramp_waits_for_two_rounds_so_a_slow_refusal_in_th
     assert ctl.level == 16 and ctl.batch_out == 1
     ctl.ended(16, second[15], True)  # refused, late
     d = ctl.limited(0.0, started_at=16)
-    assert d is not None and d.new == 8 and "back to 8" in d.reason and ctl.ramp_top == 16
+    assert d is not None and d.new == 8 and "back to 8" in d.reason and ramp_of(ctl).top == 16
     # a recovery ramp (adding one) waits for one round, as before
     assert ctl.batch_span == 8
 
@@ -632,8 +646,38 @@ def test_a_level_refused_once_and_then_clean_on_the_way_up_is_the_edge_nothing_a
     while ctl.level < 13:
         ramp_batch(ctl)
     d = ctl.limited(0.0)
-    assert d is not None and d.new == 12 and "429 at 13" in d.reason and ctl.strikes == {13: 1}
+    assert d is not None and d.new == 12 and "429 at 13" in d.reason and ramp_of(ctl).strikes == {13: 1}
     ramp_batch(ctl)  # 12 clean: 13 gets its second look
     assert ctl.level == 13
     ramp_batch(ctl)  # 13 clean this time: the edge; hold one below it, never try 14
-    assert ctl.level == 12 and phase_of(ctl) == "settled" and ctl.ramp_top is None
+    assert ctl.level == 12 and phase_of(ctl) == "settled"  # the ramp record (and its top) is gone
+
+
+def test_a_model_left_alone_does_not_pay_for_a_look_one_level_down() -> None:
+    """Once every other model has made its calls, the one still running is the wall clock: a measured level below
+    its settled one would lengthen the run, and its verdict does without it (issue 36: the demo's --tune held
+    sim-limited one level down for seconds while nothing else ran)."""
+    def settled(alone: bool) -> ModelController:
+        ctl = ModelController("m", 3, ceiling=64, settings=TunerSettings(probe_every=1000))
+        ctl.stage, ctl.careful, ctl.limit_seen, ctl.alone = Settled(), True, True, alone
+        ctl.proven.add(4)
+        ctl.answered_full[3] = 40
+        ctl.goodput[3] = 30.0
+        ctl.verified.add(3)
+        return ctl
+
+    for alone, want in ((False, 2), (True, 3)):
+        ctl = settled(alone)
+        for i in range(3):
+            ctl.observe(provider_window(3, ceiling=3, t=float(i)))
+        assert ctl.level == want, (alone, ctl.level)
+
+
+def test_the_tuner_marks_the_last_model_running_as_alone() -> None:
+    t = Tuner(["a", "b"], set_level=lambda k, n: None, set_total=lambda n: None, emit=lambda e: None,
+              caps=lambda k: None)
+    t.enable({"a": 2, "b": 2}, {"a": 1, "b": 5})
+    assert not t.controllers["b"].alone
+    t.controllers["a"].left = 0  # what a's last CallFinished does, before it calls _others_done
+    t._others_done()
+    assert t.controllers["b"].alone and not t.controllers["a"].alone

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from arenatui.kernel.events import CallFinished, CallResult, CallRetrying, CallStarted, ConcurrencyChanged
 from arenatui.tuning.levels import Evidence, LevelTracker, Window
 
@@ -116,45 +118,158 @@ def test_an_unscored_or_unjudgeable_answer_is_the_providers_answer() -> None:
     assert (count.answered, count.errored) == (3, 1)
 
 
-def test_a_storms_refusals_after_the_level_drops_are_not_the_new_levels_evidence() -> None:
+class _Engine:
+    """Events as the runner emits them, to a tracker that folds every start (`counts` False) or reads the runner's
+    counts of calls in flight and each ended attempt's start instead (True, as a sweep's tracker does)."""
+
+    def __init__(self, tr: LevelTracker, counts: bool) -> None:
+        self.tr = tr
+        self.lane = _Lane() if counts else None
+        if self.lane is not None:
+            tr.read_counts({"m": self.lane})
+        self.sent: dict[str, float] = {}
+
+    def start(self, case: str, attempt: int, t: float) -> None:
+        self.sent[case] = t
+        if self.lane is not None:
+            self.lane.start(t)
+        self.tr.on_event(CallStarted("m", case, 0, attempt, t))
+
+    def refused(self, case: str, attempt: int, t: float) -> None:
+        if self.lane is not None:
+            self.lane.attempt_t = self.sent[case]
+        self.tr.on_event(CallRetrying("m", case, 0, attempt, "rate_limited", 0.01, "429", t, None))
+        if self.lane is not None:
+            self.lane.end(t)
+
+    def finished(self, case: str, t: float, lat: float = 100.0) -> None:
+        if self.lane is not None:
+            self.lane.attempt_t = self.sent.get(case, t)
+        self.tr.on_event(CallFinished(_result(case, lat=lat), t))
+        if self.lane is not None and case in self.sent:
+            self.lane.end(t)
+
+
+@pytest.mark.parametrize("counts", [False, True], ids=["folded starts", "engine counts"])
+def test_a_storms_refusals_after_the_level_drops_are_not_the_new_levels_evidence(counts: bool) -> None:
     """A slow 429 of an attempt sent at the level just left, and the re-refusals of calls already refused there
     (the provider still counts that storm), belong to the old level: the new one is judged by its own attempts."""
     tr = LevelTracker(["m"], evidence=Evidence(min_calls=10, min_s=0.5, per_level=3, max_settle_s=0.0))
+    e = _Engine(tr, counts)
     tr.on_event(ConcurrencyChanged(0, 16, "m", "tuner", 100.0, 0.0))
-    tr.on_event(CallFinished(_result("warm"), 100.0))  # the model is ready: windows may open
+    e.finished("warm", 100.0)  # the model is ready: windows may open
     t = 100.1
     for i in range(6):  # sent at 16: in flight, and slow to be refused
-        tr.on_event(CallStarted("m", f"late{i}", 0, 1, t))
+        e.start(f"late{i}", 1, t)
     for i in range(4):  # refused at 16, sleeping before a retry when the level drops
-        tr.on_event(CallStarted("m", f"sleep{i}", 0, 1, t))
-        tr.on_event(CallRetrying("m", f"sleep{i}", 0, 1, "rate_limited", 0.01, "429", t, None))
+        e.start(f"sleep{i}", 1, t)
+        e.refused(f"sleep{i}", 1, t)
     tr.on_event(ConcurrencyChanged(16, 8, "m", "tuner", 100.2, 0.0))
     t = 100.3
-    tr.on_event(CallStarted("m", "open", 0, 1, t))  # opens the window at 8
-    tr.on_event(CallFinished(_result("open"), t))
+    e.start("open", 1, t)  # opens the window at 8
+    e.finished("open", t)
     for i in range(6):  # the slow refusals of attempts sent at 16 arrive now
-        tr.on_event(CallRetrying("m", f"late{i}", 0, 1, "rate_limited", 0.01, "429", t + 0.01, None))
+        e.refused(f"late{i}", 1, t + 0.01)
     for i in range(4):  # the sleepers retry at 8 and are refused again
-        tr.on_event(CallStarted("m", f"sleep{i}", 0, 2, t + 0.02))
-        tr.on_event(CallRetrying("m", f"sleep{i}", 0, 2, "rate_limited", 0.01, "429", t + 0.03, None))
+        e.start(f"sleep{i}", 2, t + 0.02)
+        e.refused(f"sleep{i}", 2, t + 0.03)
     for i in range(40):  # level 8's own calls: all answered
         t += 0.0125
-        tr.on_event(CallStarted("m", f"own{i}", 0, 1, t))
-        tr.on_event(CallFinished(_result(f"own{i}", lat=100.0), t + 0.1))
+        e.start(f"own{i}", 1, t)
+        e.finished(f"own{i}", t + 0.1)
     tr.on_event(ConcurrencyChanged(8, 8, "m", "user", t + 1.0, 0.0))  # end the hold: keep what it measured
     (level8,) = [lv for lv in tr.readout("m").levels if lv.level == 8]
     assert level8.rate_limited == 0 and level8.answered >= 40
     # a fresh call refused at 8 still counts against 8
     tr2 = LevelTracker(["m"], evidence=Evidence(min_calls=10, min_s=0.5, per_level=3, max_settle_s=0.0))
+    e2 = _Engine(tr2, counts)
     tr2.on_event(ConcurrencyChanged(0, 8, "m", "tuner", 100.0, 0.0))
-    tr2.on_event(CallFinished(_result("warm"), 100.0))
-    tr2.on_event(CallStarted("m", "open", 0, 1, 100.1))
-    tr2.on_event(CallFinished(_result("open"), 100.1))
-    tr2.on_event(CallStarted("m", "fresh", 0, 1, 100.2))
-    tr2.on_event(CallRetrying("m", "fresh", 0, 1, "rate_limited", 0.01, "429", 100.3, None))
+    e2.finished("warm", 100.0)
+    e2.start("open", 1, 100.1)
+    e2.finished("open", 100.1)
+    e2.start("fresh", 1, 100.2)
+    e2.refused("fresh", 1, 100.3)
     for i in range(40):
-        tr2.on_event(CallStarted("m", f"own{i}", 0, 1, 100.3 + i * 0.0125))
-        tr2.on_event(CallFinished(_result(f"own{i}"), 100.4 + i * 0.0125))
+        e2.start(f"own{i}", 1, 100.3 + i * 0.0125)
+        e2.finished(f"own{i}", 100.4 + i * 0.0125)
     tr2.on_event(ConcurrencyChanged(8, 8, "m", "user", 102.0, 0.0))
     (fresh8,) = [lv for lv in tr2.readout("m").levels if lv.level == 8]
     assert fresh8.rate_limited == 1
+
+
+class _Lane:
+    """The engine's counts of one model's calls, kept the way the runner keeps them (engine.lanes.Lane)."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.parked: list[object] = []
+        self.idle_s = 0.0
+        self.idle_from = 0.0
+        self.attempt_t = 0.0
+
+    def start(self, t: float) -> None:
+        if self.idle_from:
+            self.idle_s += t - self.idle_from
+            self.idle_from = 0.0
+        self.in_flight += 1
+
+    def end(self, t: float) -> None:
+        self.in_flight -= 1
+        if not self.in_flight and not self.parked:
+            self.idle_from = t
+
+
+def _overlapping(tr: LevelTracker, lane: _Lane | None, level: int, n: int, t0: float, idle_at: int = -1) -> float:
+    """`n` uncapped calls of 0.12 s, `level` of them in flight at once (a new one starts as one ends), with 5 s of
+    nothing in flight before call `idle_at`; the runner's order: the start, the end, then its counts moved."""
+    events: list[tuple[int, int, int]] = []  # (time in µs: exact, so an end and the next start coincide, 1 start
+    t = round(t0 * 1e6)                      # or 0 end, call)
+    for i in range(n):
+        if i == idle_at:
+            t = max(e[0] for e in events) + 5_000_000  # every earlier call has ended
+        events += [(t, 1, i), (t + 120_000, 0, i)]
+        t += 120_000 // level
+    for at_us, start, i in sorted(events):
+        at = at_us / 1e6
+        if start:
+            if lane is not None:
+                lane.start(at)
+            tr.on_event(CallStarted("m", f"c{i}", 0, 1, at))
+        else:
+            tr.on_event(CallFinished(_result(f"c{i}"), at))
+            if lane is not None:
+                lane.end(at)
+    return max(e[0] for e in events) / 1e6
+
+
+def test_levels_read_from_the_engines_counts_agree_with_levels_folded_from_every_start() -> None:
+    """A sweep's tracker reads the in-flight level from the runner's counts at each call's end instead of folding
+    every CallStarted: the same calls give the same level, answers and goodput."""
+    readouts = []
+    for linked in (False, True):
+        tr = LevelTracker(["m"], evidence=Evidence(min_calls=10, min_s=0.5, per_level=3, max_settle_s=0.0))
+        lane = _Lane() if linked else None
+        if lane is not None:
+            tr.read_counts({"m": lane})
+        tr.on_event(ConcurrencyChanged(0, 8, None, "config", 0.0, 0.0))
+        t = _overlapping(tr, lane, 3, 120, 0.0)
+        tr.on_event(ConcurrencyChanged(8, 9, None, "user", t, 0.0))
+        readouts.append(tr.readout("m").levels)
+    folded, read = ({r.level: r for r in levels} for levels in readouts)
+    # the first window straddles the climb to 3 in flight, labelled by its usual count: the rest is at 3 either way
+    assert max(read.values(), key=lambda r: r.answered).level == max(folded.values(), key=lambda r: r.answered).level
+    # the event that opens the first window is not counted in it: here a call's end, not a start
+    assert sum(r.answered for r in read.values()) == sum(r.answered for r in folded.values()) - 1
+    assert read[3].answered >= 100 and read[3].goodput == pytest.approx(folded[3].goodput, rel=0.05)
+    assert 23 < (read[3].goodput or 0) < 27  # 3 in flight × 0.12 s
+
+
+def test_time_with_nothing_in_flight_is_not_held_when_read_from_the_engines_counts() -> None:
+    tr = LevelTracker(["m"], evidence=Evidence(min_calls=1000, min_s=0.1, max_settle_s=0.0))
+    lane = _Lane()
+    tr.read_counts({"m": lane})
+    tr.on_event(ConcurrencyChanged(0, 8, None, "config", 0.0, 0.0))
+    t = _overlapping(tr, lane, 2, 80, 0.0, idle_at=40)
+    tr.on_event(ConcurrencyChanged(8, 9, None, "user", t, 0.0))
+    (r,) = tr.readout("m").levels
+    assert r.level == 2 and r.held_s < 5.0 and r.goodput is not None and 15 < r.goodput < 18  # 4.8 s busy of 9.8

@@ -37,6 +37,7 @@ from arenatui.tui.widgets import (
     bar,
     duration,
 )
+from arenatui.tui.widgets.lesson import LessonBanner, lesson_text
 
 REFRESH_S = 0.25
 """The run screen samples live metrics this often (DESIGN.md: ~4 Hz keeps the engine within a few %)."""
@@ -129,11 +130,14 @@ class RunScreen(Screen[None]):
         Binding("less_than_sign", "nudge(-1)", "-1", show=False),
         Binding("right_square_bracket", "model_cap(1)", "Cap +", show=False),
         Binding("left_square_bracket", "model_cap(-1)", "Cap -", show=False),
+        Binding("x", "hide_lesson", "Hide lesson", show=False),  # the demo's banner says so
     ]
 
-    def __init__(self, sweep: Sweep, *, autostart: bool = True) -> None:
+    def __init__(self, sweep: Sweep, *, autostart: bool = True, lesson: str | None = None) -> None:
         super().__init__()
         self.sweep = sweep
+        self.lesson = lesson
+        """The demo's model with a provider limit: a banner says what to press to find its optimum (x hides it)."""
         self.autostart = autostart
         self.sweep_ended = False
         self.exit_when_stopped = False
@@ -157,6 +161,8 @@ class RunScreen(Screen[None]):
         plan = self.sweep.plan
         live = self.sweep.live
         yield StatusBar(id="status")
+        if self.lesson is not None:
+            yield LessonBanner(id="lesson")
         with Vertical(id="matrix-panel", classes="panel") as v:
             v.border_title = "Calls: models × cases" + (" (and judges)" if live.judge_keys else "")
             yield CallMatrix(self._row_labels(), [c.id for c in plan.cases], plan.trials, live.cell_range,
@@ -251,6 +257,7 @@ class RunScreen(Screen[None]):
             if self._frame % TABLE_EVERY == 1 or snap.state != "running" or self.sweep_ended:
                 self._show_models(snap)
                 self.query_one("#tuning", TuningReadout).show(snap)
+                self._show_lesson()
                 self._hint_truncation(snap)
                 self._fit_tuning()
             # While running, chart whole seconds only: the current second's bucket is partial (a false dip),
@@ -261,6 +268,29 @@ class RunScreen(Screen[None]):
             self.query_one("#rates", RatesChart).update_series(snap.throughput_series[cut], snap.retry_series[cut],
                                                                snap.series_step_s, snap.markers, per_model)
             self._show_log()
+
+    def _tuned_levels(self) -> tuple[tuple[str, int], ...]:
+        """Each tuned model's level while the auto-tuner is on (empty when off)."""
+        t = self.sweep.tuner
+        if not t.enabled:
+            return ()
+        return tuple((k, n) for k in t.model_keys if k not in t.suspended and (n := t.level(k)) is not None)
+
+    def _show_lesson(self) -> None:
+        if self.lesson is None:
+            return
+        key, tuner, control = self.lesson, self.sweep.tuner, self.sweep.control
+        readout = next((ro for ro in tuner.readouts() if ro.model_key == key), None)
+        if readout is None:
+            return
+        on = tuner.enabled and key not in tuner.suspended
+        level = (tuner.level(key) if on else None) or control.model_cap(key) or control.target
+        self.query_one("#lesson", LessonBanner).show(lesson_text(key, readout, level, on))
+
+    def action_hide_lesson(self) -> None:
+        if self.lesson is not None:
+            self.lesson = None
+            self.query_one("#lesson", LessonBanner).remove()
 
     def _hint_truncation(self, snap: LiveSnapshot) -> None:
         """Where the rates chart hides the tuning pane, its title says the pane has a max_tokens warning."""
@@ -301,7 +331,7 @@ class RunScreen(Screen[None]):
                round(snap.cost, 4), round(snap.judge_cost, 4), snap.judge_done, snap.estimated_calls, runner.target,
                snap.in_flight,
                snap.backing_off, round(snap.calls_per_s),
-               snap.retries, snap.errored, snap.rates_window_s, self.size.width,
+               snap.retries, snap.errored, snap.rates_window_s, self.size.width, self._tuned_levels(),
                None if snap.client_cpu is None else round(snap.client_cpu, 2), snap.client_overloaded)
         if self._shown_keys.get("status") == key:
             return
@@ -335,7 +365,10 @@ class RunScreen(Screen[None]):
                                          (Text(judged), 6), (Text(rate), 8)]
         line3: list[tuple[Text, int]] = [
             (Text(" concurrency ", bold), 10),
-            (Text(f"target {runner.target}", Style(bold=True, underline=True)), 10),
+            (Text(f"target {runner.target}", Style(bold=True, underline=True)), 10) if not self._tuned_levels() else
+            # the tuner sets each model's level and the global target to their sum: the levels are what is true
+            (Text("levels " + " · ".join(f"{k} {n}" for k, n in self._tuned_levels()),
+                  Style(bold=True, underline=True)), 10),
             (Text(f"  in flight {snap.in_flight}"), 9),
             (Text(f"  backing off {snap.backing_off}"), 5),
             (Text(f"  retries {snap.retries}"), 8),

@@ -23,7 +23,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         runs = list_runs(store, args.limit)
         kinds = run_kinds(store, [r.run_id for r in runs])  # a load run stores requests, not results
         from arenatui.commands.shards import shards_label
-        from arenatui.store.shards import shard_counts
+        from arenatui.store.run_shards import shard_counts
         from arenatui.tuning.levels import readouts_from_rows
 
         sharded = shard_counts(store, [r.run_id for r in runs])  # a merged run is one run with its shard count

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from arenatui.kernel.errors import ArenaError
 
 if TYPE_CHECKING:
-    from arenatui.store.shards import ShardRecord
+    from arenatui.store.run_shards import ShardRecord
 
 MAX_WAIT_S = 7 * 24 * 3600.0
 """A start further ahead than a week is a typo (a wrong year, epoch milliseconds)."""

@@ -32,7 +32,7 @@ from arenatui.providers.base import Provider
 from arenatui.providers.registry import make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.load_queries import INSERT_LOAD_REQUEST, UPSERT_LOAD_SEGMENT, mark_load_run
-from arenatui.store.shards import finish_shard, record_shard
+from arenatui.store.run_shards import finish_shard, record_shard
 
 RATE_LIMIT_WINDOW_S = 60.0
 """An rpm limit (and every hosted API's) is metered per minute: a shorter segment never exhausts it."""
@@ -158,7 +158,7 @@ class LoadRun:
         self.cpu = CpuSampler(self._on_cpu)
         self.engine: LoadEngine
         if opts.processes > 1:
-            from arenatui.load.shards import ShardSet
+            from arenatui.load.processes import ShardSet
 
             # Each shard's samples go to its own tracker in the ShardSet (interleaved, no streak means anything).
             self.engine = ShardSet(self.plan, project, opts.processes, on_request=self.on_request,

@@ -72,7 +72,7 @@ def stored_outcome_of(db: Path | str, rec: RunRecord) -> LoadOutcome:
     segs = per_segment(samples, windows, slo)
     sat = mark_saturation(segs) if len(segs) > 1 else None
     from arenatui.load.barrier import start_skew_line
-    from arenatui.store.shards import run_shards
+    from arenatui.store.run_shards import run_shards
 
     with Store(db, read_only=True) as store:
         skew = start_skew_line(run_shards(store, rec.run_id))

@@ -32,7 +32,7 @@ from arenatui.providers.registry import make_provider
 from arenatui.session.live import STORED_COLUMNS, LiveMetrics, busy_seconds, judge_lanes, resumed_rows
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.db import sql_errors_explained
-from arenatui.store.shards import finish_shard, record_shard
+from arenatui.store.run_shards import finish_shard, record_shard
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:

@@ -22,7 +22,7 @@ from arenatui.load.barrier import worst_start
 from arenatui.load.metrics import Samples, compute
 from arenatui.load.store import stored_run
 from arenatui.store import Store
-from arenatui.store.shards import run_shards
+from arenatui.store.run_shards import run_shards
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 3

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 LOAD = ["arenatui.load.arrivals", "arenatui.load.driver", "arenatui.load.metrics", "arenatui.load.live",
-        "arenatui.load.store", "arenatui.load.run", "arenatui.load.shards", "arenatui.commands.load_report",
+        "arenatui.load.store", "arenatui.load.run", "arenatui.load.processes", "arenatui.commands.load_report",
         "arenatui.commands.load", "arenatui.store.load_queries"]
 
 

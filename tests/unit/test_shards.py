@@ -18,7 +18,7 @@ from arenatui.project import load_project
 from arenatui.session.live import LiveMetrics
 from arenatui.store import Store
 from arenatui.store.merge import merge
-from arenatui.store.shards import ShardRecord
+from arenatui.store.run_shards import ShardRecord
 
 
 def _project(tmp_path: Path, seed: int = 5, name: str = "arena.toml") -> Path:

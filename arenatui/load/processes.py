@@ -1,6 +1,6 @@
 """`--processes N`: the arrival schedule sharded across N engine processes, one store writer, exact merged figures.
 
-Each shard is `python -m arenatui.load.shards`, its own event loop and provider, walking the same seeded
+Each shard is `python -m arenatui.load.processes`, its own event loop and provider, walking the same seeded
 schedule and sending request i when i % N is its index. The parent (this side) starts them together on a
 shared monotonic zero (CLOCK_MONOTONIC is one clock for every process on a machine), forwards rate
 changes (applied a moment ahead, so every shard switches at the same scheduled time), and receives each
@@ -182,7 +182,7 @@ class ShardSet:
                         pass  # it ended on its own meanwhile
 
     async def _run(self) -> None:
-        cmd = [sys.executable, "-m", "arenatui.load.shards"]
+        cmd = [sys.executable, "-m", "arenatui.load.processes"]
         errors: list[str] = []
         async with anyio.create_task_group() as tg:
             self._tg = tg

@@ -22,14 +22,14 @@ from arenatui.config import Project
 from arenatui.engine.client_load import CpuSampler
 from arenatui.engine.control import SweepControl
 from arenatui.engine.runner import Runner, Sink, bucket_level
-from arenatui.kernel.errors import ArenaError, ConfigError, PlanError, StoreError, unwrap
-from arenatui.kernel.events import Event, RunStatus, lane_key
-from arenatui.kernel.units import plural
+from arenatui.kernel.errors import ArenaError, ConfigError, StoreError, unwrap
+from arenatui.kernel.events import Event, RunStatus
 from arenatui.plan import Filters, Plan, make_plan
-from arenatui.project import load_project, project_from_dict, project_to_dict
+from arenatui.project import load_project, project_to_dict
 from arenatui.providers.base import Provider, estimate_tokens
 from arenatui.providers.registry import make_provider
-from arenatui.session.live import STORED_COLUMNS, LiveMetrics, busy_seconds, judge_lanes, resumed_rows
+from arenatui.session.live import LiveMetrics, judge_lanes
+from arenatui.session.resume import read_resume
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.db import sql_errors_explained
 from arenatui.store.run_shards import finish_shard, record_shard
@@ -73,38 +73,6 @@ def _with_seed(project: Project, seed: int | None) -> Project:
     return dataclasses.replace(project, run=dataclasses.replace(project.run, seed=seed))
 
 
-def _differences(what: str, old: dict[str, object], new: dict[str, object]) -> list[str]:
-    out = []
-    added = [k for k in new if k not in old]
-    removed = [k for k in old if k not in new]
-    changed = [k for k in old if k in new and old[k] != new[k]]
-    for verb, keys in (("added", added), ("removed", removed), ("changed", changed)):
-        if keys:
-            shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
-            out.append(f"{plural(len(keys), what)} {verb} ({shown})")
-    return out
-
-
-def project_changes(project_path: str | None, stored: Project) -> list[str]:
-    """What differs between a resumed run's stored project and its file now: said, never applied."""
-    if not project_path or not Path(project_path).exists():
-        return []
-    try:
-        now = project_to_dict(load_project(project_path))
-    except Exception:  # advice only: whatever is wrong with the file now must not stop the resume
-        return [f"the project file {project_path} no longer loads; the run's stored configuration is used"]
-    then = project_to_dict(stored)
-    diffs = _differences("model", {m["key"]: m for m in then["models"]}, {m["key"]: m for m in now["models"]})
-    diffs += _differences("case", {c["id"]: c for c in then["cases"]}, {c["id"]: c for c in now["cases"]})
-    rest = [k for k in then if k not in ("models", "cases", "project") and then[k] != now.get(k)]
-    if rest:
-        diffs.append("settings changed in " + ", ".join(f"[{k}]" for k in rest))
-    if not diffs:
-        return []
-    return [f"the project file {project_path} changed since this run started: {'; '.join(diffs)}. The run's stored "
-            "configuration is used; start a new run (without --resume) to use the file as it is now"]
-
-
 class Sweep:
     """Prepared in the constructor (errors surface before anything starts); `await run()` runs it."""
 
@@ -127,49 +95,16 @@ class Sweep:
             fresh = make_plan(_with_seed(project, opts.seed), opts.filters)
         store = Store(self.db_path)
         try:
-            stored: list[tuple[Any, ...]] = []
+            stored: Sequence[tuple[Any, ...]] = ()
             stored_elapsed = 0.0
-            recent: list[tuple[str, str, float]] = []
+            recent: Sequence[tuple[str, str, float]] = ()
             if fresh is None:
                 assert opts.resume is not None
-                rec = store.get_run(opts.resume)
-                from arenatui.store.load_queries import run_kinds
-
-                if run_kinds(store, [rec.run_id])[rec.run_id][0] == "load":  # its plan is a project's: never resumed
-                    raise PlanError(f"run {rec.run_id} is a load run ({opts.resume!r}): its requests went out on a "
-                                    "schedule and a load run is not resumed (that ran a sweep's calls into it); "
-                                    "pass a sweep's run id (arena runs lists them), or start a new load run with "
-                                    "arena load")
-                project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"),
-                                            opts.solvers or None)
-                self.filters = Filters.from_dict(rec.filters)
-                self.run_id = rec.run_id
-                # --prompts on a resume narrows this session only; the run keeps the filters it was started with
-                session = dataclasses.replace(self.filters, prompts=opts.filters.prompts) if opts.filters.prompts \
-                    else self.filters
-                self.plan = make_plan(project, session, store.done_keys(rec.run_id, retry_errored=opts.retry_errored))
-                # answers an interruption left unjudged (and, with --retry-errored, failed judgings) are judged again;
-                # their models are never called again for them
-                self.plan.awaiting = tuple(store.awaiting_judge(rec.run_id, retry_errored=opts.retry_errored))
-                if project.run.repair is not None or self.plan.escalations:  # chains of steps go on where they stopped
-                    self.plan.steps = store.open_steps(rec.run_id)
-                parents = {p for c in self.plan.cases for p in c.depends_on}
-                if parents:  # a chained project: the dependents still to run take their inputs from stored answers
-                    self.plan.chain_outcomes = store.chain_outcomes(rec.run_id, parents,
-                                                                    retry_errored=opts.retry_errored)
-                self.notices += project_changes(rec.project_path, project)
-                from arenatui.store.queries import judged_rows  # numpy: only a resume pays for it
-
-                # every stored figure comes back on screen (spend, retries, latencies, errors, elapsed), not zeros
-                rows = [(lane_key(r[0], r[-1]), *r[1:-1]) for r in
-                        store.results(rec.run_id, (*STORED_COLUMNS, "started_at", "finished_at", "variant"))]
-                rows += judged_rows(store, rec.run_id, retry_errored=opts.retry_errored)  # the judge lanes' rows
-                n = len(STORED_COLUMNS)
-                stored = [r[:n] for r in resumed_rows(rows, retry_errored=opts.retry_errored)]
-                stored_elapsed = busy_seconds((r[n], r[n + 1]) for r in rows if r[n] and r[n + 1])
-                from arenatui.store.queries import recent_attempts
-
-                recent = recent_attempts(store, rec.run_id, time.time() - LIMIT_WINDOW_S)
+                state = read_resume(store, opts.resume, retry_errored=opts.retry_errored,
+                                    prompts=opts.filters.prompts, solvers=opts.solvers)
+                self.filters, self.run_id, self.plan = state.filters, state.run_id, state.plan
+                self.notices += state.notices
+                stored, stored_elapsed, recent = state.live_rows, state.elapsed_s, state.recent
                 self.resumed = True
             else:
                 self.filters = opts.filters
@@ -380,10 +315,6 @@ def client_rate_limits(plan: Plan, default_max_tokens: int) -> dict[str, float]:
         if limits:
             out[m.key] = min(limits)
     return out
-
-
-LIMIT_WINDOW_S = 60.0
-"""rpm and tpm are per minute: a resume counts the stored attempts of the last minute against them."""
 
 
 def limit_levels(plan: Plan, recent: Sequence[tuple[str, str, float]], now: float,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from arenatui.project import load_project
-from arenatui.session.sweep import project_changes
+from arenatui.session.resume import project_changes
 
 PROJECT = """
 [project]

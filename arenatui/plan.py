@@ -132,7 +132,7 @@ class JudgePlan:
         return judge_lane(self.model.key)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Plan:
     project: Project
     models: tuple[ModelConfig, ...]
@@ -155,7 +155,8 @@ class Plan:
     steps: dict[str, list[tuple[str, int, int, str, str, Any]]] = field(default_factory=dict)
     """Resume of a run with repairs or escalations: per lane, the stored steps of calls not yet final, as
     (case id, trial, step, kind, model, CallResult as stored), so the chain goes on where it stopped."""
-    _shard_cells: array[int] | None = field(default=None, repr=False)
+    _shard_cells: array[int] | None = field(default=None, init=False, repr=False, compare=False)
+    """shard_cells(), counted on first use (a cache: a plan is never changed after it is made)."""
 
     def judged_cases(self) -> dict[str, tuple[ScorerConfig, str]]:
         """Case id → (its llm_judge scorer, its judge lane), for the plan's cases that are judged."""
@@ -208,10 +209,12 @@ class Plan:
         counted once, one hash per call of the whole plan (a few µs each: seconds for a 1,000,000-call plan)."""
         if self._shard_cells is None:
             if self.shard is None:
-                self._shard_cells = array("I", [self.trials]) * (len(self.models) * len(self.cases))
+                cells = array("I", [self.trials]) * (len(self.models) * len(self.cases))
             else:
-                self._shard_cells = array("I", [sum(self.mine(m.key, c.id, t) for t in range(self.trials))
-                                                for m in self.models for c in self.cases])
+                cells = array("I", [sum(self.mine(m.key, c.id, t) for t in range(self.trials))
+                                    for m in self.models for c in self.cases])
+            object.__setattr__(self, "_shard_cells", cells)  # the one cache of a frozen plan
+            return cells
         return self._shard_cells
 
     def shard_total(self) -> int:
@@ -287,8 +290,7 @@ def make_plan(project: Project, filters: Filters = Filters(),
     lanes: dict[str, set[str]] = {}
     for cid, (_s, lane) in judged.items():
         lanes.setdefault(lane, set()).add(cid)
-    plan.judges = tuple(
+    return dataclasses.replace(plan, judges=tuple(
         JudgePlan(model=m, case_ids=frozenset(lanes[judge_lane(m.key)]),
                   total=len(lanes[judge_lane(m.key)]) * len(models) * trials)
-        for m in project.models if judge_lane(m.key) in lanes)
-    return plan
+        for m in project.models if judge_lane(m.key) in lanes))

@@ -24,7 +24,7 @@ def _sweep(seed: int) -> dict[tuple[str, str, int], tuple[str | None, float | No
     rec = Recorder()
     # no rate-limited model here: its 429s depend on timing, the answers must not
     models = [m for m in plan.models if m.sim.rpm is None and m.sim.max_concurrent is None]
-    plan.models = tuple(models)
+    plan = dataclasses.replace(plan, models=tuple(models))
     provs = {}
     for m in models:
         fast = dataclasses.replace(m.sim, base_latency_s=0.0, per_token_s=0.0)

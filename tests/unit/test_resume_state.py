@@ -51,6 +51,8 @@ def test_the_calls_left_and_the_stored_figures_come_from_the_database(tmp_path: 
     assert state.plan.awaiting == () and state.plan.steps == {} and state.plan.chain_outcomes == {}
     with pytest.raises(dataclasses.FrozenInstanceError):
         state.plan = state.plan  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):  # the plan too: built once, never changed after
+        state.plan.awaiting = ()  # type: ignore[misc]
 
 
 def test_retry_errored_counts_only_answered_calls_done(tmp_path: Path) -> None:

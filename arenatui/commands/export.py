@@ -26,6 +26,7 @@ COLUMNS: tuple[str, ...] = (
     "error_message", "attempts", "latency_ms", "ttft_ms", "total_ms", "input_tokens", "output_tokens", "cost",
     "output", "cases", "calls", "answered", "failure_mode", "score_detail", "judge_key", "judge_errors",
     "candidate_cost", "judge_cost", "tokens_estimated", "rank", "own_score", "note", "variant", "scored",
+    "reasoning_tokens", "answer_ttft_ms",
 )
 """`row` is 'call' for one call, 'sealed_aggregate' for one model's sealed cases together (cases, scored, calls and
 answered are set only there: cases = the sealed cases, scored = those with a score; score is then the mean per-case
@@ -37,7 +38,9 @@ when unranked; score = quality over the cases every ranked model has scores for 
 over the model's own scored cases and answered = their number; note = why unranked, or a verdict/paradox note).
 `tokens_estimated` (calls) is true when the server reported no usage: the call's tokens, and so its cost, are
 arenatui's estimate. `variant` (calls) is the prompt variant the call was asked with (``[[prompts]]``; empty
-without)."""
+without). `reasoning_tokens` (calls): of output_tokens, those a reasoning model spent thinking (empty when it showed
+no reasoning); `answer_ttft_ms`: its first answer token, after the reasoning (ttft_ms is the first token of any
+kind)."""
 
 
 def call_records(store: Store, plan: RunPlan) -> Iterator[dict[str, Any]]:
@@ -54,7 +57,8 @@ def call_records(store: Store, plan: RunPlan) -> Iterator[dict[str, Any]]:
                "attempts": r.attempts, "latency_ms": r.latency_ms, "ttft_ms": r.ttft_ms, "total_ms": r.total_ms,
                "input_tokens": r.input_tokens, "output_tokens": r.output_tokens, "cost": r.cost, "output": r.output,
                "failure_mode": r.failure_mode, "score_detail": r.score_detail,
-               "tokens_estimated": r.tokens_estimated}
+               "tokens_estimated": r.tokens_estimated, "reasoning_tokens": r.reasoning_tokens,
+               "answer_ttft_ms": r.answer_ttft_ms}
 
 
 def sealed_records(results: RunResults) -> Iterator[dict[str, Any]]:

@@ -180,6 +180,9 @@ def report_of(stored: StoredRun) -> dict[str, Any]:
     rep["classification"] = _classification(stored.f1)
     rep["spend"] = spend_dict(stored.spend)
     rep["estimated_tokens"] = {m: {"estimated": e, "calls": n} for m, (e, n) in stored.estimated_usage.items()}
+    rep["reasoning"] = {m: {"calls": u.calls, "reasoning_tokens": u.reasoning_tokens, "output_tokens": u.output_tokens,
+                            "estimated": u.estimated, "per_call": u.per_call, "share": u.share}
+                        for m, u in stored.reasoning.items()}
     rep["judged"] = judged_list(plan, stored.judgments)
     rep["concurrency"] = concurrency_list(stored.tuning)
     from arenatui.present.variant_tables import VARIANT_NOTE, follow_up_dicts, variants_dict
@@ -526,6 +529,16 @@ def _judge_rows(spend: dict[str, Any]) -> list[list[str]]:
 JUDGE_HEAD = ("judge", "judge calls", "judge errors", "retries", "tokens", "spend")
 
 
+def _reasoning_note(reasoning: dict[str, dict[str, Any]]) -> str:
+    """Each reasoning model's thinking in its spend: tokens per call and their share of its output tokens."""
+    parts = [f"{m}: {r['per_call']:.0f} reasoning tokens per call that reasoned ({plural(r['calls'], 'call')}), "
+             f"{r['share']:.0%} of those calls' output tokens and so of their output spend"
+             + (f"; estimated for {r['estimated']} of them" if r["estimated"] else "")
+             for m, r in reasoning.items()]
+    return ("Reasoning (counted in the tokens and spend above, never scored): " + "; ".join(parts) + "."
+            if parts else "")
+
+
 def _estimated_cell(e: dict[str, int] | None) -> str:
     return "-" if not e else f"{e['estimated']} of {plural(e['calls'], 'call')}"
 
@@ -660,6 +673,8 @@ def render_markdown(rep: dict[str, Any]) -> str:
               "it is each model's own spend (unscored calls' left out), never a judge's."]
     if est:
         lines += ["", _estimated_note(est)]
+    if rep.get("reasoning"):
+        lines += ["", _reasoning_note(rep["reasoning"])]
     lines += _md_spend(rep.get("spend"))
     lines += _md_judged(rep.get("judged") or [])
     lines += ["", "## What the wrong answers looked like", ""]
@@ -856,6 +871,8 @@ def render_html(rep: dict[str, Any]) -> str:
                           "p95 latency, ms", number))
     if rep.get("estimated_tokens"):
         parts.append(f"<p>{_h(_estimated_note(rep['estimated_tokens']))}</p>")
+    if rep.get("reasoning"):
+        parts.append(f"<p>{_h(_reasoning_note(rep['reasoning']))}</p>")
     spend = rep.get("spend")
     if spend:
         parts.append(f"<p>{_h(_spend_words(spend))}</p>")

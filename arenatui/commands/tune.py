@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Sequence
 
 from rich.console import Console, RenderableType
 from rich.text import Text
@@ -11,13 +12,14 @@ from rich.text import Text
 from arenatui.commands.tune_budgets import Budgets
 from arenatui.commands.tune_runs import LevelRun, LevelSweep, stored_readouts, sweep_levels, tune
 from arenatui.kernel.errors import ArenaError
+from arenatui.kernel.events import VARIANT_SEP
 from arenatui.kernel.units import plural
 from arenatui.present.columns import HEADLINE, Column, Fitted
 from arenatui.present.level_figures import fmt_ms, fmt_rate, fmt_share, goodput_text, limited_text
 from arenatui.present.safe_text import literal
 from arenatui.project.write import writable_target, write_model_settings
 from arenatui.tuning.evidence import LevelEvidence
-from arenatui.tuning.levels import ModelReadout
+from arenatui.tuning.levels import ModelReadout, declared_level
 
 
 def verdict_text(ro: ModelReadout) -> Text:
@@ -117,6 +119,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             out.print(readout_table(ro, run_id))
             if out.is_terminal:  # a picture for people; a pipe gets the table only
                 print_chart(out, ro)
+        _print_declared(out, run_id, args.db, stored)
         _print_budgets(out, run_id, args.db)
         if args.verbose:
             from arenatui.store import Store
@@ -148,6 +151,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.verbose:
         for d in res.decisions:
             out.print(literal(d, newlines=False))
+    _print_declared(out, res.run_id, args.db, res.readouts)
     budgets = _print_budgets(out, res.run_id, args.db)
     ended = ("the budget was spent before every model had a verdict (raise --budget)" if res.budget_spent
              else "every model had a verdict")
@@ -200,6 +204,35 @@ def recommendation_line(ro: ModelReadout) -> Text:
     else:
         line.append(f": none written ({v.text})\n")
     return line
+
+
+def _print_declared(out: Console, run_id: str, db: str | None, readouts: Sequence[ModelReadout]) -> None:
+    """The rate limits each provider stated in its response headers, with what is left and the concurrency they
+    would allow at the latency measured; nothing when no provider stated any."""
+    from arenatui.store import Store
+
+    with Store(db, read_only=True) as store:
+        declared = store.declared_limits(run_id)
+    if not declared:
+        return
+    out.print(Text("declared rate limits (the providers' response headers; a prior, not evidence)", "bold"))
+    latency = {ro.model_key.partition(VARIANT_SEP)[0]: _typical_latency_s(ro) for ro in readouts}
+    for key, (_at, limits) in declared.items():
+        line = Text("  ")
+        line.append(literal(key, "bold", newlines=False))
+        line.append(f": {limits.describe()}")
+        level = declared_level(limits, latency.get(key))
+        if level is not None:
+            line.append(f"; ≈ {level:.1f} in flight at its measured p50 latency")
+        out.print(line)
+
+
+def _typical_latency_s(ro: ModelReadout) -> float | None:
+    """The p50 latency at the readout's best level, else at the level held longest."""
+    rows = [r for r in ro.levels if r.latency_s is not None]
+    best = [r for r in rows if r.level == ro.best]
+    pick = best[0] if best else max(rows, key=lambda r: r.held_s, default=None)
+    return None if pick is None else pick.latency_s
 
 
 def _print_budgets(out: Console, run_id: str, db: str | None) -> Budgets:

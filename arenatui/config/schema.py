@@ -15,6 +15,10 @@ SOLVER_CONCURRENCY: tuple[str, ...] = ("thread", "process", "serial")
 """How a python solver may overlap (arenatui.providers.solver): freely in-process, one trial per worker process,
 or never."""
 TRANSPORTS: tuple[str, ...] = ("auto", "httpx", "aiohttp")
+TOKEN_LIMIT_PARAMS: tuple[str, ...] = ("max_tokens", "max_completion_tokens")
+REASONING_EFFORTS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high")
+MIN_THINKING_BUDGET = 1024
+"""Anthropic's smallest extended-thinking budget."""
 """HTTP clients a model may use (arenatui.providers.transports says why there are two)."""
 OUTPUT_REF = re.compile(r"\{output:([^{}]+)\}")
 """``{output:ID}`` in a chained case's input: the answer of case ID (same model, same trial)."""
@@ -139,13 +143,23 @@ class SimSettings:
     """Accuracy by stratum or tag, overriding ``accuracy`` (first match: stratum, then tags)."""
     prompt_accuracy: dict[str, float] = field(default_factory=dict)
     """Accuracy under each prompt variant (``[[prompts]]`` name), overriding ``accuracy`` (a stratum's wins)."""
+    reasoning_tokens: int = 0
+    """A reasoning model: tokens it thinks before each answer (streamed as reasoning, counted in the output
+    tokens and against max_tokens: a limit they use up ends the answer before it starts)."""
+    reasoning_per_token_s: float | None = None
+    """Seconds per reasoning token (None: ``per_token_s``): the gap between the first token and the answer's."""
+
+    def reasoning_s(self) -> float:
+        """Seconds a whole reasoning phase takes (before jitter)."""
+        per = self.per_token_s if self.reasoning_per_token_s is None else self.reasoning_per_token_s
+        return self.reasoning_tokens * per
 
     def mean_latency_s(self, output_tokens: int | None = None) -> float:
         tokens = self.output_tokens if output_tokens is None else output_tokens
         # E[lognormal(0, sigma)] = exp(sigma^2 / 2)
         import math
 
-        return (self.base_latency_s + tokens * self.per_token_s) * math.exp(self.jitter**2 / 2)
+        return (self.base_latency_s + self.reasoning_s() + tokens * self.per_token_s) * math.exp(self.jitter**2 / 2)
 
     def ideal_concurrency(self, output_tokens: int | None = None) -> float:
         """Concurrency that saturates the provider without tipping into 429s (Little's law)."""
@@ -220,6 +234,15 @@ class ModelConfig:
     """Client-side tokens-per-minute limit (input estimate + max_tokens per request)."""
     max_tokens: int | None = None
     temperature: float | None = None
+    omit_temperature: bool = False
+    """Send no temperature at all (``temperature = "omit"`` in TOML): reasoning models refuse any but their own."""
+    token_limit_param: str | None = None
+    """The request key that carries max_tokens on an OpenAI-compatible API: "max_tokens" or "max_completion_tokens"
+    (TOKEN_LIMIT_PARAMS); None: chosen by the provider (arenatui.providers.openai.token_limit_param)."""
+    reasoning_effort: str | None = None
+    """OpenAI-compatible reasoning models: how hard to think (REASONING_EFFORTS), sent as ``reasoning_effort``."""
+    thinking_budget: int | None = None
+    """Anthropic: extended thinking with this many tokens at most (``thinking = {budget_tokens = N}``)."""
     system: str | None = None
     stream: bool = True
     transport: str = "auto"
@@ -362,7 +385,7 @@ class ScorerConfig:
 
 MOCK_FAULTS: tuple[str, ...] = (
     "400", "401", "403", "404", "408", "409", "422", "429", "500", "503", "529",
-    "reset", "malformed", "truncated", "hang", "trickle",
+    "reset", "malformed", "truncated", "interrupted", "hang", "trickle",
 )
 RETRY_AFTER_FORMS: tuple[str, ...] = ("both", "ms", "seconds", "date", "llm_provider", "openai_reset",
                                       "anthropic_reset", "none")
@@ -373,7 +396,9 @@ class MockFaults:
     """How `arena mock-server` misbehaves for one model (``[mock.models.KEY]``); the project's sweep ignores it."""
 
     faults: tuple[str, ...] = ()
-    """Faults to inject (MOCK_FAULTS): an HTTP status, or reset, malformed, truncated, hang, trickle."""
+    """Faults to inject (MOCK_FAULTS): an HTTP status, or reset, malformed, truncated, interrupted (a stream broken
+    off as llama-cpp-python's server does when another request arrives: its opening, then its end marker, no
+    finish reason), hang, trickle."""
     rate: float = 1.0
     """Share of requests that get one of ``faults`` (picked uniformly)."""
     retry_after: str = "both"
@@ -386,6 +411,14 @@ class MockFaults:
     """Error bodies repeat the request's headers (to prove that clients scrub secrets)."""
     trickle_s: float = 0.2
     """Seconds between the bytes of a trickled answer."""
+    declare_limits: bool = False
+    """Every response states the model's rate limits in headers (``x-ratelimit-*`` on the OpenAI wire,
+    ``anthropic-ratelimit-*`` on Anthropic's): its ``sim.rpm`` and what is left of it, unless declared_* say
+    otherwise."""
+    declared_rpm: float | None = None
+    """Requests per minute the headers state, true or not (a lie, for tests: evidence must win over it)."""
+    declared_tpm: float | None = None
+    """Tokens per minute the headers state (the simulated model enforces none)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 import anyio
 
 from arenatui.kernel.errors import ArenaError, AttemptTimedOut, ProviderError
-from arenatui.kernel.events import CallStarted, ErrorClass
+from arenatui.kernel.events import CallStarted, DeclaredLimits, ErrorClass
 from arenatui.providers.base import Completion, JudgeTask, Provider, Request, build_messages, estimate_tokens
 from arenatui.scoring.judge import judge_messages
 
@@ -40,8 +40,8 @@ class Failure:
     """How one attempt failed: its error class and message, what the provider said about waiting, the usage it
     consumed, and its times (latency and connect_ms, ms)."""
 
-    __slots__ = ("connect_ms", "detail", "error_class", "first_ms", "http_status", "input_tokens", "latency", "message",
-                 "output_tokens", "retry_after", "retry_source", "timed_out_stream")
+    __slots__ = ("connect_ms", "detail", "error_class", "first_ms", "http_status", "input_tokens", "latency", "limits",
+                 "message", "output_tokens", "retry_after", "retry_source", "timed_out_stream")
 
     def __init__(self, error_class: ErrorClass, message: str, latency: float, connect_ms: float | None = None
                  ) -> None:
@@ -55,6 +55,8 @@ class Failure:
         self.input_tokens = 0
         self.output_tokens = 0
         self.detail: str | None = None
+        self.limits: DeclaredLimits | None = None
+        """The rate limits the refusal's headers declared, when it sent any."""
         self.timed_out_stream = False
         """A streamed attempt its timeout ended: `first_ms` says when its first token came (None: none came)."""
         self.first_ms: float | None = None
@@ -71,7 +73,7 @@ class Failure:
                 f = cls(cast(ErrorClass, e.error_class), e.message, e.latency_s * 1000.0,
                         None if e.connect_s is None else e.connect_s * 1000.0)
             f.retry_after, f.retry_source, f.http_status = e.retry_after, e.retry_after_source, e.http_status
-            f.input_tokens, f.output_tokens, f.detail = e.input_tokens, e.output_tokens, e.detail
+            f.input_tokens, f.output_tokens, f.detail, f.limits = e.input_tokens, e.output_tokens, e.detail, e.limits
             return f
         latency = (time.monotonic() - ta) * 1000.0
         if not isinstance(e, TimeoutError):

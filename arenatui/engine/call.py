@@ -6,7 +6,7 @@ import hashlib
 from typing import TYPE_CHECKING
 
 from arenatui.engine.sealed import MIN_RUN, SealedScrubber
-from arenatui.kernel.events import CallResult, ErrorClass
+from arenatui.kernel.events import CallResult, ErrorClass, ReasoningKept
 from arenatui.scoring import verdict
 
 if TYPE_CHECKING:
@@ -97,6 +97,17 @@ class Results:
             connect_ms = connect_s * 1000.0 if connect_s is not None else None
             finish_reason, estimated = comp.finish_reason, comp.tokens_estimated
             extra_cost = comp.cost or 0.0  # what a solver says it spent beyond tokens
+            answer_s = comp.answer_ttft_s
+            if answer_s is not None or comp.reasoning_tokens is not None:  # a streamed answer, or one that reasoned
+                return CallResult(
+                    lane.key, case.id, trial, v.status, output, v.score, v.passed, v.error_class,
+                    None if msg is None else self.message(case, msg), attempts, latency_ms, (now - t0) * 1000.0,
+                    ttft_ms, in_tok, out_tok, lane.model.cost(in_tok, out_tok) + extra_cost, finish_reason, estimated,
+                    started_wall, started_wall + (now - t0), connect_ms, v.failure_mode,
+                    None if detail is None else self.message(case, detail), http_status, 0, None, None,
+                    comp.reasoning_tokens, None if answer_s is None else answer_s * 1000.0,
+                    None if comp.reasoning is None and not comp.reasoning_estimated else ReasoningKept(
+                        None if case.sealed and not self.keep_sealed else comp.reasoning, comp.reasoning_estimated))
         return CallResult(
             lane.key, case.id, trial, v.status, output, v.score, v.passed, v.error_class,
             None if msg is None else self.message(case, msg), attempts, latency_ms, (now - t0) * 1000.0, ttft_ms,

@@ -70,12 +70,14 @@ def merged(r: CallResult, fu: NextStep) -> CallResult:
     """
     (key, case_id, trial, status, output, score, passed, error_class, error_message, attempts, latency_ms, total_ms,
      ttft_ms, in_tok, out_tok, cost, finish_reason, estimated, _started, finished_at, connect_ms, failure_mode,
-     detail, http_status, _repairs, _escalated_to, _first_passed) = r  # every field: a new one fails here, loudly
+     detail, http_status, _repairs, _escalated_to, _first_passed, reasoning_tokens, answer_ttft_ms,
+     reasoning) = r  # every field: a new one fails here, loudly
     return CallResult(key, case_id, trial, status, output, score, passed, error_class, error_message,
                       attempts + fu.attempts, latency_ms, total_ms + fu.total_ms, ttft_ms, in_tok + fu.in_tok,
                       out_tok + fu.out_tok, cost + fu.cost, finish_reason, estimated, fu.started_at, finished_at,
                       connect_ms, failure_mode, detail, http_status, fu.repairs,
-                      None if fu.target is None else fu.answered_by, fu.first_passed)
+                      None if fu.target is None else fu.answered_by, fu.first_passed, reasoning_tokens,
+                      answer_ttft_ms, reasoning)
 
 
 class Steps:

@@ -24,6 +24,10 @@
 from __future__ import annotations
 
 import textwrap
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from arenatui.kernel.events import DeclaredLimits
 
 
 class ArenaError(Exception):
@@ -110,6 +114,8 @@ class ProviderError(Exception):
     """Usage the failed attempt consumed, where the provider reported it (counted in the call's cost)."""
     detail: str | None = None
     """More than the one-line message where there is more (a solver's traceback), stored as the call's detail."""
+    limits: DeclaredLimits | None = None
+    """The rate limits a refusal's headers declared when it sent any."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

@@ -36,15 +36,17 @@ from aiohttp import web
 from arenatui.config.schema import Case, MockFaults, ModelConfig, Project, PromptVariant, ScorerConfig
 from arenatui.kernel.events import lane_key
 from arenatui.kernel.units import plural
-from arenatui.mockserver.faults import HTTP_TYPES, FaultPicker, Stall, retry_after_headers
+from arenatui.mockserver.faults import HTTP_TYPES, FaultPicker, Stall, declared_headers, retry_after_headers
 from arenatui.project.read import first_bad_value
 from arenatui.providers.base import JudgeTask
-from arenatui.providers.sim import SimCore, SimOutcome, draw, judge_answer, uniform
+from arenatui.providers.sim import SimCore, SimOutcome, draw, judge_answer, reasoning_text, uniform
 
 Wire = Literal["openai", "anthropic"]
 HANG_S = 3600.0
 """A hung request holds its connection this long (or until the client gives up and disconnects)."""
 ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens"}
+REASONING_PIECES = 64
+"""Most reasoning events one answer streams (a long reasoning comes in bigger pieces, on the same schedule)."""
 
 
 @dataclass(slots=True)
@@ -74,6 +76,26 @@ class ServedModel:
     @property
     def cfg(self) -> MockFaults:
         return self.faults.cfg
+
+    def declared(self, wire: Wire, now: float) -> dict[str, str] | None:
+        """The rate-limit headers this model's responses carry ([mock.models.KEY] declare_limits, declared_rpm,
+        declared_tpm), None when it declares none. Remaining requests are the simulated bucket's headroom at the
+        declared rate; a lie (declared_rpm without that rpm) is stated with full headroom."""
+        cfg = self.cfg
+        if not (cfg.declare_limits or cfg.declared_rpm is not None or cfg.declared_tpm is not None):
+            return None
+        core = self.core
+        true_rpm = self.entry.sim.rpm
+        rpm = cfg.declared_rpm if cfg.declared_rpm is not None else true_rpm
+        left: float | None = None
+        reset_s = 0.0
+        if rpm is not None:
+            left = rpm
+            if core.rate:
+                level = max(0.0, core.level)
+                left = rpm * min(1.0, level / core.burst)
+                reset_s = max(0.0, (core.burst - level) / core.rate)
+        return declared_headers(wire, rpm, left, reset_s, cfg.declared_tpm, now)
 
 
 def _content_text(c: object) -> str | None:
@@ -322,9 +344,11 @@ class MockServer:
             return self._reset(request)
 
         wait = sm.core.admit(asyncio.get_running_loop().time())
+        declared = sm.declared(wire, time.time())
         if wait is not None:
+            hint = retry_after_headers(wait, sm.cfg.retry_after, time.time())
             return self._error(request, wire, sm, 429, f"rate limit reached for {name}",
-                               retry_after_headers(wait, sm.cfg.retry_after, time.time()))
+                               hint if declared is None else {**declared, **hint})
         try:
             case, variant = self._recognised(prompt, body)
             turn = 0
@@ -347,13 +371,14 @@ class MockServer:
                 out = out._replace(text=judge_answer(judged[1], out.correct, u))
             if sm.serial is not None:
                 async with sm.serial:
-                    return await self._answer(request, wire, sm, out, stream, include_usage, fault)
-            return await self._answer(request, wire, sm, out, stream, include_usage, fault)
+                    return await self._answer(request, wire, sm, out, stream, include_usage, fault, declared)
+            return await self._answer(request, wire, sm, out, stream, include_usage, fault, declared)
         finally:
             sm.core.release()
 
     async def _answer(self, request: web.Request, wire: Wire, sm: ServedModel, out: SimOutcome, stream: bool,
-                      include_usage: bool, fault: str | None) -> web.StreamResponse:
+                      include_usage: bool, fault: str | None,
+                      declared: dict[str, str] | None = None) -> web.StreamResponse:
         if out.transient:
             await asyncio.sleep(out.latency_s / 2)
             return self._error(request, wire, sm, 529 if wire == "anthropic" else 503, "simulated overload")
@@ -365,26 +390,50 @@ class MockServer:
         if not stream:
             if out.latency_s > 0:
                 await asyncio.sleep(out.latency_s)
-            payload = json.dumps(self._json_answer(wire, name, out)).encode()
+            answer = self._json_answer(wire, name, out)
+            if fault == "interrupted":  # a whole body with nothing in it and no finish reason
+                if wire == "anthropic":
+                    answer.update(content=[], stop_reason=None)
+                else:
+                    answer["choices"][0].update(message={"role": "assistant", "content": ""}, finish_reason=None)
+            payload = json.dumps(answer).encode()
             if fault == "malformed":
                 payload = payload[: len(payload) // 2] + b"<html>502 Bad Gateway"
             elif fault == "truncated":
                 payload = payload[: len(payload) // 2]
-            return web.Response(body=payload, content_type="application/json")
+            return web.Response(body=payload, content_type="application/json", headers=declared)
 
         loop = asyncio.get_running_loop()
         start = loop.time()
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        if declared is not None:
+            headers.update(declared)
+        resp = web.StreamResponse(headers=headers)
         await resp.prepare(request)
         if out.ttft_s > 0:
             await asyncio.sleep(out.ttft_s - (loop.time() - start))
-        pieces = _pieces(out.text, out.output_tokens)
-        step = max(0.0, out.latency_s - out.ttft_s) / len(pieces)
         # As few writes as the schedule allows (the opening events go with the first piece, the closing ones
         # with the end of the body), each piece from a template: this server is the benchmarks' reference
         # for exact timing, and every bit of its own CPU under load is lateness in what it serves.
         head = b"".join(self._sse_start(wire, name, out))
-        piece_bytes = self._piece_encoder(wire, name)
+        if fault == "interrupted":  # llama-cpp-python's server, interrupted: the opening, then the end, nothing between
+            await resp.write_eof(head + (_sse({"type": "message_stop"}, "message_stop") if wire == "anthropic"
+                                         else b"data: [DONE]\n\n"))
+            return resp
+        answer_at = start + out.ttft_s
+        if out.reasoning_tokens:  # the reasoning first, on its own schedule, then the answer's first token
+            thoughts = _pieces(reasoning_text(out.reasoning_tokens), min(out.reasoning_tokens, REASONING_PIECES))
+            rstep = out.reasoning_s / len(thoughts)
+            for i, thought in enumerate(thoughts):
+                await resp.write(head + self._sse_thought(wire, name, thought))
+                head = b""
+                await asyncio.sleep(answer_at + (i + 1) * rstep - loop.time())
+            answer_at += out.reasoning_s
+            head = self._sse_answer_start(wire)
+        answer_tokens = out.output_tokens - out.reasoning_tokens
+        pieces = _pieces(out.text, answer_tokens) if out.text else []
+        step = max(0.0, out.latency_s - out.ttft_s - out.reasoning_s) / max(1, len(pieces))
+        piece_bytes = self._piece_encoder(wire, name, 1 if out.reasoning_tokens else 0)
         for i, piece in enumerate(pieces):
             if fault == "truncated" and i >= len(pieces) // 2:
                 await resp.write_eof(head)  # a clean end, but without the final events: a truncated answer
@@ -396,23 +445,39 @@ class MockServer:
             head = b""
             if step > 0:
                 # against the schedule, not after the last write: lateness must not add up over the pieces
-                await asyncio.sleep(start + out.ttft_s + (i + 1) * step - loop.time())
-        await resp.write_eof(b"".join(self._sse_end(wire, name, out, include_usage)))
+                await asyncio.sleep(answer_at + (i + 1) * step - loop.time())
+        if fault == "truncated":
+            await resp.write_eof(head)
+            return resp
+        await resp.write_eof(head + b"".join(self._sse_end(wire, name, out, include_usage)))
         return resp
 
     # ---- wire formats --------------------------------------------------------------------------
 
     def _json_answer(self, wire: Wire, name: str, out: SimOutcome) -> dict[str, Any]:
+        thought = reasoning_text(out.reasoning_tokens) if out.reasoning_tokens else None
         if wire == "anthropic":
+            content: list[dict[str, Any]] = [{"type": "text", "text": out.text}]
+            if thought is not None:
+                content.insert(0, {"type": "thinking", "thinking": thought, "signature": "mock"})
             return {"id": "msg_mock", "type": "message", "role": "assistant", "model": name,
-                    "content": [{"type": "text", "text": out.text}],
+                    "content": content,
                     "stop_reason": ANTHROPIC_STOP.get(out.finish_reason, out.finish_reason), "stop_sequence": None,
                     "usage": {"input_tokens": out.input_tokens, "output_tokens": out.output_tokens}}
+        message: dict[str, Any] = {"role": "assistant", "content": out.text}
+        if thought is not None:
+            message["reasoning_content"] = thought
         return {"id": "chatcmpl-mock", "object": "chat.completion", "created": int(time.time()), "model": name,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": out.text},
-                             "finish_reason": out.finish_reason}],
-                "usage": {"prompt_tokens": out.input_tokens, "completion_tokens": out.output_tokens,
-                          "total_tokens": out.input_tokens + out.output_tokens}}
+                "choices": [{"index": 0, "message": message, "finish_reason": out.finish_reason}],
+                "usage": self._usage(out)}
+
+    @staticmethod
+    def _usage(out: SimOutcome) -> dict[str, Any]:
+        usage: dict[str, Any] = {"prompt_tokens": out.input_tokens, "completion_tokens": out.output_tokens,
+                                 "total_tokens": out.input_tokens + out.output_tokens}
+        if out.reasoning_tokens:
+            usage["completion_tokens_details"] = {"reasoning_tokens": out.reasoning_tokens}
+        return usage
 
     def _chunk(self, name: str, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
         return {"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": int(time.time()), "model": name,
@@ -424,27 +489,45 @@ class MockServer:
                 "id": "msg_mock", "type": "message", "role": "assistant", "model": name, "content": [],
                 "stop_reason": None, "stop_sequence": None,
                 "usage": {"input_tokens": out.input_tokens, "output_tokens": 1}}
+            block = {"type": "thinking", "thinking": ""} if out.reasoning_tokens else {"type": "text", "text": ""}
             return [_sse({"type": "message_start", "message": msg}, "message_start"),
-                    _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-                         "content_block_start"),
+                    _sse({"type": "content_block_start", "index": 0, "content_block": block}, "content_block_start"),
                     _sse({"type": "ping"}, "ping")]
         return [_sse(self._chunk(name, {"role": "assistant", "content": ""}, None))]
 
-    def _sse_piece(self, wire: Wire, name: str, piece: str) -> bytes:
+    def _sse_thought(self, wire: Wire, name: str, piece: str) -> bytes:
+        """A piece of reasoning: Anthropic's thinking_delta, or llama.cpp's and DeepSeek's reasoning_content."""
         if wire == "anthropic":
-            return _sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
-                        "content_block_delta")
+            return _sse({"type": "content_block_delta", "index": 0,
+                         "delta": {"type": "thinking_delta", "thinking": piece}}, "content_block_delta")
+        return _sse(self._chunk(name, {"reasoning_content": piece}, None))
+
+    def _sse_answer_start(self, wire: Wire) -> bytes:
+        """Between the reasoning and the answer: Anthropic closes the thinking block and opens a text block."""
+        if wire == "anthropic":
+            return (_sse({"type": "content_block_delta", "index": 0,
+                          "delta": {"type": "signature_delta", "signature": "mock"}}, "content_block_delta")
+                    + _sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
+                    + _sse({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+                           "content_block_start"))
+        return b""
+
+    def _sse_piece(self, wire: Wire, name: str, piece: str, index: int = 0) -> bytes:
+        if wire == "anthropic":
+            return _sse({"type": "content_block_delta", "index": index,
+                         "delta": {"type": "text_delta", "text": piece}}, "content_block_delta")
         return _sse(self._chunk(name, {"content": piece}, None))
 
-    def _piece_encoder(self, wire: Wire, name: str) -> Callable[[str], bytes]:
+    def _piece_encoder(self, wire: Wire, name: str, index: int = 0) -> Callable[[str], bytes]:
         """`_sse_piece` for one answer, as a template filled in per piece (the same bytes, less work)."""
         marker = "\x00piece\x00"
-        before, after = self._sse_piece(wire, name, marker).split(json.dumps(marker).encode())
+        before, after = self._sse_piece(wire, name, marker, index).split(json.dumps(marker).encode())
         return lambda piece: before + json.dumps(piece).encode() + after
 
     def _sse_end(self, wire: Wire, name: str, out: SimOutcome, include_usage: bool) -> list[bytes]:
         if wire == "anthropic":
-            return [_sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+            return [_sse({"type": "content_block_stop", "index": 1 if out.reasoning_tokens else 0},
+                         "content_block_stop"),
                     _sse({"type": "message_delta",
                           "delta": {"stop_reason": ANTHROPIC_STOP.get(out.finish_reason, out.finish_reason),
                                     "stop_sequence": None},
@@ -453,15 +536,17 @@ class MockServer:
         evs = [_sse(self._chunk(name, {}, out.finish_reason))]
         if include_usage:
             evs.append(_sse({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": int(time.time()),
-                             "model": name, "choices": [],
-                             "usage": {"prompt_tokens": out.input_tokens, "completion_tokens": out.output_tokens,
-                                       "total_tokens": out.input_tokens + out.output_tokens}}))
+                             "model": name, "choices": [], "usage": self._usage(out)}))
         evs.append(b"data: [DONE]\n\n")
         return evs
 
     def _sse_events(self, wire: Wire, name: str, out: SimOutcome, include_usage: bool) -> list[bytes]:
-        return [*self._sse_start(wire, name, out), *(self._sse_piece(wire, name, p) for p in
-                                                     _pieces(out.text, out.output_tokens)),
+        thoughts = [self._sse_thought(wire, name, reasoning_text(out.reasoning_tokens)), self._sse_answer_start(wire)] \
+            if out.reasoning_tokens else []
+        index = 1 if out.reasoning_tokens else 0
+        return [*self._sse_start(wire, name, out), *thoughts,
+                *(self._sse_piece(wire, name, p, index) for p in
+                  (_pieces(out.text, out.output_tokens - out.reasoning_tokens) if out.text else [])),
                 *self._sse_end(wire, name, out, include_usage)]
 
     def _error(self, request: web.Request, wire: Wire, sm: ServedModel | None, status: int, message: str,

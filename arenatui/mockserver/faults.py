@@ -64,6 +64,34 @@ def retry_after_headers(delay_s: float, form: str, now: float) -> dict[str, str]
     return {"retry-after-ms": ms, "Retry-After": secs}
 
 
+def declared_headers(wire: str, rpm: float | None, requests_left: float | None, reset_s: float,
+                     tpm: float | None, now: float) -> dict[str, str]:
+    """Rate-limit headers as a provider declares them on every response: OpenAI's ``x-ratelimit-*`` (resets as
+    durations) or Anthropic's ``anthropic-ratelimit-*`` (resets as RFC 3339 times)."""
+    out: dict[str, str] = {}
+    left = None if requests_left is None else str(max(0, math.floor(requests_left)))
+    if wire == "anthropic":
+        at = datetime.fromtimestamp(now + reset_s, UTC).isoformat().replace("+00:00", "Z")
+        if rpm is not None:
+            out["anthropic-ratelimit-requests-limit"] = str(math.floor(rpm))
+            out["anthropic-ratelimit-requests-reset"] = at
+            if left is not None:
+                out["anthropic-ratelimit-requests-remaining"] = left
+        if tpm is not None:
+            out["anthropic-ratelimit-tokens-limit"] = str(math.floor(tpm))
+            out["anthropic-ratelimit-tokens-remaining"] = str(math.floor(tpm))
+        return out
+    if rpm is not None:
+        out["x-ratelimit-limit-requests"] = str(math.floor(rpm))
+        out["x-ratelimit-reset-requests"] = f"{max(0, math.ceil(reset_s * 1000))}ms"
+        if left is not None:
+            out["x-ratelimit-remaining-requests"] = left
+    if tpm is not None:
+        out["x-ratelimit-limit-tokens"] = str(math.floor(tpm))
+        out["x-ratelimit-remaining-tokens"] = str(math.floor(tpm))
+    return out
+
+
 class Stall:
     """The whole server stops answering once: every request arriving in [after_s, after_s + for_s) after the
     first request waits until the stall ends (a GC pause, a failover). What an open-loop client must show in

@@ -33,7 +33,8 @@ fmt_errors = error_counts
 
 
 FAILURE_SHORT = {"wrong_answer": "wrong", "invalid_format": "format", "truncated": "cut", "refusal": "refusal",
-                 "empty": "empty", "wrong_language": "lang", "judge_error": "judge"}
+                 "empty": "empty", "wrong_language": "lang", "judge_error": "judge",
+                 "cut_while_reasoning": "cut-reasoning"}
 """Failure modes in a table cell: short words, so two or three fit beside each other."""
 
 

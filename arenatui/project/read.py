@@ -16,11 +16,14 @@ from typing import Any, TypeVar
 
 from arenatui.config.schema import (
     JUDGE_LANE_PREFIX,
+    MIN_THINKING_BUDGET,
     MOCK_FAULTS,
     OUTPUT_REF,
+    REASONING_EFFORTS,
     REPAIRABLE,
     RETRY_AFTER_FORMS,
     SOLVER_CONCURRENCY,
+    TOKEN_LIMIT_PARAMS,
     TRANSPORTS,
     VARIANT_SEP,
     BakeoffSettings,
@@ -276,6 +279,8 @@ def _read_sim(t: _Table) -> SimSettings:
         accuracy=s.number("accuracy", d.accuracy, lo=0.0, hi=1.0) or 0.0,
         strata_accuracy=sa,
         prompt_accuracy=prompt_acc,
+        reasoning_tokens=s.integer("reasoning_tokens", 0, lo=0) or 0,
+        reasoning_per_token_s=s.number("reasoning_per_token_s", None, lo=0.0),
     )
     s.finish()
     return out
@@ -443,7 +448,7 @@ def _read_model(t: _Table, solvers: Mapping[str, Callable[..., Any]] | None = No
         rpm=t.number("rpm", None, lo=1.0, hi=MAX_RPM),
         tpm=t.number("tpm", None, lo=1.0, hi=MAX_RPM),
         max_tokens=t.integer("max_tokens", None, lo=1),
-        temperature=t.number("temperature", None, lo=0.0, hi=2.0),
+        **_read_reasoning(t, provider),
         system=t.string("system"),
         stream=t.boolean("stream", True),
         transport=transport,
@@ -459,6 +464,58 @@ def _read_model(t: _Table, solvers: Mapping[str, Callable[..., Any]] | None = No
     )
     t.finish()
     return m
+
+
+def _read_reasoning(t: _Table, provider: str) -> dict[str, Any]:
+    """A model's request settings for reasoning models: ``temperature`` (a number, or "omit"), ``token_limit_param``,
+    ``reasoning_effort`` (OpenAI-compatible) and ``thinking = {budget_tokens = N}`` (Anthropic)."""
+    omit = t.data.get("temperature") == "omit"
+    if omit:
+        t.seen.add("temperature")
+        temperature = None
+    else:
+        try:
+            temperature = t.number("temperature", None, lo=0.0, hi=2.0)
+        except ConfigError:
+            if isinstance(t.data.get("temperature"), str):
+                raise t.error("temperature", f'expected a number from 0 to 2, or "omit" (send none: reasoning models '
+                              f'refuse any but their own), got {t.data["temperature"]!r}') from None
+            raise
+    openai_like = provider not in ("anthropic", "sim", "python")
+    param = t.string("token_limit_param")
+    if param is not None:
+        if param not in TOKEN_LIMIT_PARAMS:
+            close = difflib.get_close_matches(param, TOKEN_LIMIT_PARAMS, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise t.error("token_limit_param", f"expected one of {', '.join(TOKEN_LIMIT_PARAMS)}, got {param!r}{hint}")
+        if provider == "anthropic":
+            raise t.error("token_limit_param", "applies only to OpenAI-compatible models: Anthropic's API takes "
+                                               "max_tokens, always")
+    effort = t.string("reasoning_effort")
+    if effort is not None:
+        if effort not in REASONING_EFFORTS:
+            raise t.error("reasoning_effort", f"expected one of {', '.join(REASONING_EFFORTS)}, got {effort!r}")
+        if not openai_like:
+            raise t.error("reasoning_effort", "applies only to OpenAI-compatible models"
+                          + ("; an Anthropic model thinks with thinking = {budget_tokens = N}"
+                             if provider == "anthropic" else ""))
+    budget = None
+    if "thinking" in t.data:
+        th = t.table("thinking")
+        budget = th.integer("budget_tokens", None, lo=MIN_THINKING_BUDGET)
+        if budget is None:
+            raise th.error("budget_tokens", f"is required: the most tokens the model may think, at least "
+                                            f"{MIN_THINKING_BUDGET} (thinking = {{budget_tokens = N}})")
+        th.finish()
+        if provider != "anthropic":
+            raise t.error("thinking", "applies only to Anthropic models"
+                          + ("; an OpenAI-compatible model takes reasoning_effort" if openai_like else ""))
+        mt = t.data.get("max_tokens")
+        if isinstance(mt, int) and not isinstance(mt, bool) and mt <= budget:
+            raise th.error("budget_tokens", f"expected fewer than this model's max_tokens ({mt}): the thinking "
+                                            f"counts against max_tokens, and the answer needs room after it")
+    return {"temperature": temperature, "omit_temperature": omit, "token_limit_param": param,
+            "reasoning_effort": effort, "thinking_budget": budget}
 
 
 def _secret_from_project_file(t: _Table, model_key: str, name: str, stored: str) -> str:
@@ -512,6 +569,9 @@ def _read_mock(t: _Table, model_keys: list[str]) -> dict[str, MockFaults]:
             retry_after_s=m.number("retry_after_s", d.retry_after_s, lo=0.0) or 0.0,
             echo_headers=m.boolean("echo_headers", d.echo_headers),
             trickle_s=m.number("trickle_s", d.trickle_s, lo=0.0, lo_open=True) or d.trickle_s,
+            declare_limits=m.boolean("declare_limits", d.declare_limits),
+            declared_rpm=m.number("declared_rpm", None, lo=1.0, hi=MAX_RPM),
+            declared_tpm=m.number("declared_tpm", None, lo=1.0, hi=MAX_RPM),
         )
         m.finish()
     models.finish()
@@ -1127,6 +1187,10 @@ def project_to_dict(p: Project) -> dict[str, Any]:
                 d["solver"] = str(getattr(m.solver, "__qualname__", type(m.solver).__name__))[:200]
         # Credentials never reach the store: header values and a base_url's userinfo and credential parameters
         # are redacted (resume reads them again from the project file, see _secret_from_project_file).
+        if d.pop("omit_temperature", False):
+            d["temperature"] = "omit"
+        if "thinking_budget" in d:
+            d["thinking"] = {"budget_tokens": d.pop("thinking_budget")}
         if m.headers:
             d["headers"] = dict.fromkeys(m.headers, REDACTED)
         if m.base_url is not None:

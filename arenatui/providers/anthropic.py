@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arenatui.kernel.errors import TransientError
+from arenatui.kernel.errors import IncompleteStream, TransientError
 from arenatui.providers.base import Completion, Request
 from arenatui.providers.http import (
     HttpProvider,
@@ -13,11 +13,14 @@ from arenatui.providers.http import (
     as_int,
     json_object,
     usage_or_estimate,
+    with_reasoning,
 )
 
 API_VERSION = "2023-06-01"
 STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 """Anthropic's stop reasons in the OpenAI words the store uses; others (tool_use, refusal) kept as sent."""
+REDACTED_THINKING = "[redacted thinking]"
+"""What a redacted_thinking block (encrypted by the provider) leaves in the reasoning kept for a call."""
 
 
 def finish_reason(stop_reason: object) -> str | None:
@@ -36,8 +39,20 @@ class AnthropicStream(StreamReader):
             raise self.error_event(obj.get("error", obj))
         if kind == "content_block_delta":
             delta = obj.get("delta")
-            if isinstance(delta, dict) and isinstance(delta.get("text"), str):
-                self.add_text(delta["text"])
+            if isinstance(delta, dict):
+                text = delta.get("text")
+                if isinstance(text, str):
+                    self.add_text(text)
+                elif delta.get("type") == "thinking_delta" and isinstance(delta.get("thinking"), str):
+                    self.add_reasoning(delta["thinking"])
+        elif kind == "content_block_start":
+            block = obj.get("content_block")
+            if isinstance(block, dict):
+                btype = block.get("type")
+                if btype == "thinking":
+                    self.add_reasoning(str(block.get("thinking") or ""))
+                elif btype == "redacted_thinking":  # encrypted: it is thinking, timed and marked, never read
+                    self.add_reasoning(REDACTED_THINKING)
         elif kind == "message_start":
             msg = obj.get("message")
             usage = msg.get("usage") if isinstance(msg, dict) else None
@@ -67,13 +82,19 @@ def parse_message(raw: bytes, request: Request, where: str) -> Completion:
         raise TransientError(f"malformed response from {where}: no content")
     text = "".join(str(b["text"]) for b in content
                    if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
+    finish = finish_reason(obj.get("stop_reason"))
+    if finish is None:
+        raise IncompleteStream(f"incomplete answer from {where}: no stop_reason")
     usage = obj.get("usage")
     i = o = None
     if isinstance(usage, dict):
         i, o = as_int(usage.get("input_tokens")), as_int(usage.get("output_tokens"))
+    thought = [str(b.get("thinking") or "") if b.get("type") == "thinking" else REDACTED_THINKING for b in content
+               if isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")]
+    if thought:
+        return with_reasoning(text, "".join(thought), request.messages, i, o, None, finish)
     i_, o_, est = usage_or_estimate(text, request.messages, i, o)
-    return Completion(text=text, input_tokens=i_, output_tokens=o_,
-                      finish_reason=finish_reason(obj.get("stop_reason")) or "stop", tokens_estimated=est)
+    return Completion(text=text, input_tokens=i_, output_tokens=o_, finish_reason=finish, tokens_estimated=est)
 
 
 class AnthropicProvider(HttpProvider):
@@ -92,17 +113,22 @@ class AnthropicProvider(HttpProvider):
 
     def body(self, request: Request, stream: bool) -> dict[str, Any]:
         system = [m["content"] for m in request.messages if m["role"] == "system"]
+        model = self.model
         body: dict[str, Any] = {
-            "model": self.model.model,
+            "model": model.model,
             "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
             "messages": [{"role": m["role"], "content": m["content"]} for m in request.messages
                          if m["role"] != "system"],
             "stream": stream,
         }
+        if model.thinking_budget is not None:
+            # extended thinking refuses any temperature but its own: none is sent
+            body["thinking"] = {"type": "enabled", "budget_tokens": model.thinking_budget}
+        elif not model.omit_temperature:
+            body["temperature"] = request.temperature
         if system:
             body["system"] = "\n\n".join(system)
-        body.update(self.model.extra_body)
+        body.update(model.extra_body)
         return body
 
     def parse_json(self, raw: bytes, request: Request) -> Completion:

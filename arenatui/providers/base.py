@@ -10,6 +10,10 @@ import numbers
 from typing import NamedTuple, Protocol
 
 from arenatui.config.schema import Case, Defaults, ModelConfig
+from arenatui.kernel.events import DeclaredLimits
+
+__all__ = ["REASONING_CHARS", "Completion", "DeclaredLimits", "JudgeTask", "Provider", "Request", "build_messages",
+           "estimate_tokens"]
 
 
 class JudgeTask(NamedTuple):
@@ -62,6 +66,24 @@ class Completion(NamedTuple):
     TLS) and waiting for this client's own event loop. Not part of the latency: it is not the provider's."""
     cost: float | None = None
     """Spend the provider reports itself (a python solver's own calls), added to what the model's prices give."""
+    reasoning: str | None = None
+    """What a reasoning model thought before answering (``reasoning_content``, ``reasoning``, Anthropic thinking
+    blocks), apart from the answer: never scored, kept (capped at REASONING_CHARS) for the call detail."""
+    reasoning_tokens: int | None = None
+    """Reasoning tokens of the answer (part of `output_tokens`): as the server reported them, or estimated from the
+    reasoning text (`reasoning_estimated`); None when the answer showed no reasoning at all."""
+    reasoning_estimated: bool = False
+    answer_ttft_s: float | None = None
+    """Seconds from sending the request to the first token of the answer itself (streaming only): after the
+    reasoning, where `ttft_s` is the first token of any kind."""
+    limits: DeclaredLimits | None = None
+    """The rate limits the provider declared in this response's headers, when it sent any."""
+
+
+REASONING_CHARS = 16_000
+"""Most characters of a call's reasoning kept for its detail: enough to read how it went, bounded per row."""
+
+
 
 
 class Provider(Protocol):

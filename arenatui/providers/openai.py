@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arenatui.kernel.errors import TransientError
+from arenatui.kernel.errors import IncompleteStream, TransientError
 from arenatui.providers.base import Completion, Request
 from arenatui.providers.http import (
     HttpProvider,
@@ -13,6 +13,7 @@ from arenatui.providers.http import (
     as_int,
     json_object,
     usage_or_estimate,
+    with_reasoning,
 )
 
 
@@ -35,16 +36,27 @@ class OpenAIStream(StreamReader):
                 if not isinstance(c, dict):
                     continue
                 delta = c.get("delta")
-                if isinstance(delta, dict) and isinstance(delta.get("content"), str):
-                    self.add_text(delta["content"])
-                if isinstance(c.get("finish_reason"), str):
-                    self.finish_reason = c["finish_reason"]
+                if isinstance(delta, dict):
+                    content = delta.get("content")
+                    if isinstance(content, str):
+                        self.add_text(content)
+                    # DeepSeek and llama.cpp say reasoning_content, recent vLLM and OpenRouter reasoning; a server
+                    # sending both sends the same text twice
+                    thought = delta.get("reasoning_content") or delta.get("reasoning")
+                    if isinstance(thought, str) and thought:
+                        self.add_reasoning(thought)
+                finish = c.get("finish_reason")
+                if isinstance(finish, str) and finish:  # null in a final chunk is no finish reason
+                    self.finish_reason = finish
                     # Servers that never send [DONE] still end a complete answer with a finish_reason.
                     self.done = True
         usage = obj.get("usage")
         if isinstance(usage, dict):
             self.input_tokens = as_int(usage.get("prompt_tokens"))
             self.output_tokens = as_int(usage.get("completion_tokens"))
+            details = usage.get("completion_tokens_details")
+            if isinstance(details, dict) and "reasoning_tokens" in details:
+                self.reasoning_tokens = as_int(details["reasoning_tokens"])
 
 
 def parse_chat_completion(raw: bytes, request: Request, where: str) -> Completion:
@@ -60,13 +72,36 @@ def parse_chat_completion(raw: bytes, request: Request, where: str) -> Completio
         raise TransientError(f"malformed response from {where}: message content is not text")
     text = content or ""
     finish = first.get("finish_reason")
+    if not isinstance(finish, str) or not finish:
+        # a whole body is complete or it is not an answer: without a finish reason nothing says the model ended it
+        raise IncompleteStream(f"incomplete answer from {where}: no finish reason on its choice")
     usage = obj.get("usage")
-    i = o = None
+    i = o = r = None
     if isinstance(usage, dict):
         i, o = as_int(usage.get("prompt_tokens")), as_int(usage.get("completion_tokens"))
-    i_, o_, est = usage_or_estimate(text, request.messages, i, o)
-    return Completion(text=text, input_tokens=i_, output_tokens=o_,
-                      finish_reason=finish if isinstance(finish, str) else "stop", tokens_estimated=est)
+        details = usage.get("completion_tokens_details")
+        if isinstance(details, dict) and "reasoning_tokens" in details:
+            r = as_int(details["reasoning_tokens"])
+    thought = message.get("reasoning_content") or message.get("reasoning") if isinstance(message, dict) else None
+    if not isinstance(thought, str):
+        thought = None
+    if thought is None and not r:  # no reasoning (a reported 0 says the same: LiteLLM sends it for every model)
+        i_, o_, est = usage_or_estimate(text, request.messages, i, o)
+        return Completion(text=text, input_tokens=i_, output_tokens=o_, finish_reason=finish, tokens_estimated=est)
+    return with_reasoning(text, thought, request.messages, i, o, r, finish)
+
+
+def token_limit_param(base_url: str | None) -> str:
+    """The key that carries max_tokens when a model does not say (``token_limit_param``): max_completion_tokens on
+    OpenAI's own API (it deprecated max_tokens, and its reasoning models refuse it), max_tokens everywhere else (what
+    every OpenAI-compatible server reads: vLLM, llama.cpp, Ollama, LiteLLM, OpenRouter)."""
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(base_url or "").hostname or "").lower()
+    except ValueError:
+        host = ""
+    return "max_completion_tokens" if host == "api.openai.com" else "max_tokens"
 
 
 class OpenAIProvider(HttpProvider):
@@ -79,17 +114,31 @@ class OpenAIProvider(HttpProvider):
         return base_url if base_url.endswith("/chat/completions") else base_url + "/chat/completions"
 
     def body(self, request: Request, stream: bool) -> dict[str, Any]:
+        model = self.model
         body: dict[str, Any] = {
-            "model": self.model.model,
+            "model": model.model,
             "messages": [dict(m) for m in request.messages],
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
+            self.limit_key: request.max_tokens,
             "stream": stream,
         }
+        if not model.omit_temperature:
+            body["temperature"] = request.temperature
+        if model.reasoning_effort is not None:
+            body["reasoning_effort"] = model.reasoning_effort
         if stream:
             body["stream_options"] = {"include_usage": True}
-        body.update(self.model.extra_body)
+        body.update(model.extra_body)
         return body
+
+    _limit_key: str | None = None
+
+    @property
+    def limit_key(self) -> str:
+        """The request key that carries max_tokens (the model's token_limit_param, else by its base_url)."""
+        key = self._limit_key
+        if key is None:
+            key = self._limit_key = self.model.token_limit_param or token_limit_param(self.model.base_url)
+        return key
 
     def parse_json(self, raw: bytes, request: Request) -> Completion:
         return parse_chat_completion(raw, request, self.where)

@@ -22,7 +22,7 @@ import sniffio
 
 from arenatui.config.schema import ModelConfig, SimSettings
 from arenatui.kernel.errors import RateLimited, TransientError
-from arenatui.providers.base import Completion, JudgeTask, Request, estimate_tokens
+from arenatui.providers.base import REASONING_CHARS, Completion, JudgeTask, Request, estimate_tokens
 
 _NORMAL = NormalDist()
 _CHOICE_RE = re.compile(r"^[A-Za-z]$")
@@ -64,6 +64,15 @@ class SimOutcome(NamedTuple):
     finish_reason: str
     transient: bool
     correct: bool
+    reasoning_tokens: int = 0
+    """Of `output_tokens`: those spent reasoning before the answer (sim.reasoning_tokens, cut by max_tokens)."""
+    reasoning_s: float = 0.0
+    """Seconds from the first (reasoning) token to the first answer token."""
+
+
+def reasoning_text(tokens: int) -> str:
+    """A simulated reasoning of about `tokens` tokens (a word a token)."""
+    return "think " * tokens
 
 
 class SimCore:
@@ -134,7 +143,13 @@ class SimCore:
             u = (((bits >> 64) & 0xFFFFFFFF) + 0.5) * _U32
             tokens = max(1, round(mean * (0.5 + (_per_attempt(u, attempt) if again else u))))
         finish = "stop"
-        if tokens > max_tokens:
+        thought = s.reasoning_tokens
+        if thought:  # reasoning counts against max_tokens before the answer does
+            if thought >= max_tokens:
+                thought, tokens, finish = max_tokens, 0, "length"
+            elif tokens > max_tokens - thought:
+                tokens, finish = max_tokens - thought, "length"
+        elif tokens > max_tokens:
             tokens, finish = max_tokens, "length"
         if s.jitter:
             u = (((bits >> 96) & 0xFFFFFFFF) + 0.5) * _U32
@@ -142,14 +157,19 @@ class SimCore:
         else:
             factor = 1.0
         latency = (s.base_latency_s + tokens * s.per_token_s) * factor
+        reasoning_s = 0.0
+        if thought:
+            per = s.per_token_s if s.reasoning_per_token_s is None else s.reasoning_per_token_s
+            reasoning_s = thought * per * factor
+            latency += reasoning_s
         ttft = 0.0
         if s.base_latency_s:
             if s.exact_timing:
-                ttft = min(latency, s.base_latency_s * factor)
+                ttft = min(latency - reasoning_s, s.base_latency_s * factor)
             else:
                 u = (((bits >> 160) & 0xFFFFFFFF) + 0.5) * _U32
-                ttft = min(latency, s.base_latency_s * factor * (0.8 + 0.4 * (_per_attempt(u, attempt) if again
-                                                                               else u)))
+                ttft = min(latency - reasoning_s, s.base_latency_s * factor * (0.8 + 0.4 * (
+                    _per_attempt(u, attempt) if again else u)))
         transient = False
         if s.transient_rate > 0:
             u = (((bits >> 128) & 0xFFFFFFFF) + 0.5) * _U32
@@ -160,6 +180,11 @@ class SimCore:
             text = text[: max(1, len(text) // 2)]
         # positional (fields: text, latency_s, ttft_s, input_tokens, output_tokens, finish_reason, transient,
         # correct)
+        if thought:
+            if not tokens:  # cut while reasoning: no answer at all
+                text = ""
+            return SimOutcome(text, latency, ttft, estimate_tokens(prompt), tokens + thought, finish, transient,
+                              correct and tokens > 0, thought, reasoning_s)
         return SimOutcome(text, latency, ttft, estimate_tokens(prompt), tokens, finish, transient, correct)
 
 
@@ -253,6 +278,11 @@ class SimProvider:
             if request.judge is not None:  # a judge call: a verdict on the candidate's answer
                 text = judge_answer(request.judge, out.correct,
                                     uniform(draw(core.seed, core.key, case.id, request.trial), 1))
+            if out.reasoning_tokens:
+                return Completion(text, out.input_tokens, out.output_tokens, out.finish_reason, queued + out.ttft_s,
+                                  reasoning=reasoning_text(out.reasoning_tokens)[:REASONING_CHARS],
+                                  reasoning_tokens=out.reasoning_tokens,
+                                  answer_ttft_s=queued + out.ttft_s + out.reasoning_s)
             # text, input_tokens, output_tokens, finish_reason, ttft_s
             return Completion(text, out.input_tokens, out.output_tokens, out.finish_reason, queued + out.ttft_s)
         finally:

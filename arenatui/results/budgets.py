@@ -50,14 +50,15 @@ def budget_evidence(store: Store, run_id: str, model_key: str | None = None) -> 
                  for c in cfg.get("cases") or () if isinstance(c, dict) and c.get("scorer") is not None}
     many_kinds = len(set(kind_of.values())) > 1
     per_kind: dict[str, dict[str, list[Answer]]] = defaultdict(lambda: defaultdict(list))
-    for key, case_id, status, passed, err, out_tok, finish, lat, conn_ms, est in budget_rows(store, run_id, model_key):
+    for key, case_id, status, passed, err, out_tok, finish, lat, conn_ms, est, reasoning in budget_rows(
+            store, run_id, model_key):
         m = models.get(key)
         if m is None:
             continue
         if status == "errored" and err not in ("scoring_error", "judge_error"):
             continue  # the provider gave no answer: nothing to learn about its length
         a = Answer(int(out_tok or 0), bool(passed), finish in TRUNCATED_FINISH,
-                   None if lat is None else lat / 1000.0, bool(est))
+                   None if lat is None else lat / 1000.0, bool(est), int(reasoning or 0))
         m.answers.append(a)
         if lat is not None:
             m.answered_s.append((lat + (conn_ms or 0.0)) / 1000.0)

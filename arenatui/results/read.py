@@ -23,12 +23,14 @@ from arenatui.store.db import RunRecord, Store
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import (
     FollowUps,
+    ReasoningUsage,
     RunPlan,
     RunSpend,
     estimated_usage,
     failure_modes,
     follow_ups,
     judgments_by_case,
+    reasoning_usage,
     resolve_run,
     run_spend,
     scored_outputs,
@@ -78,6 +80,8 @@ class StoredRun:
     """Per (model, prompt variant, case) scores of a run with [[prompts]] (stats.variants analyses them)."""
     follow_ups: tuple[FollowUps, ...] = ()
     """Per model of a run with repairs or escalations: completion before and after, cost per completed case."""
+    reasoning: dict[str, ReasoningUsage] = field(default_factory=dict)
+    """Per model whose calls reasoned: how many, and the reasoning's share of their output tokens."""
 
     @property
     def record(self) -> RunRecord:
@@ -117,7 +121,7 @@ def read_run(store: Store, run: str | RunRecord, *, latency: bool = True, detail
     return StoredRun(plan, results, kind, spend, failure_modes(store, rid), unscored_modes(store, rid),
                      judgments_by_case(store, rid) if plan.judged else {}, top_errors(store, rid), f1,
                      estimated_usage(store, rid), tuning, load, refusals, variant_results(store, plan),
-                     tuple(follow_ups(store, plan)))
+                     tuple(follow_ups(store, plan)), reasoning_usage(store, rid))
 
 
 def tuning_readouts(store: Store, run_id: str) -> tuple[ModelReadout, ...]:

@@ -8,7 +8,10 @@ order they are tried (the first that applies wins):
    ``cancelled``, ``solver_error``, ``unreachable``: a chained case whose parent did not pass), or
    ``scoring_error`` / ``judge_error`` when the answer could not be scored.
 2. It passed: ``none``.
-3. ``empty``: nothing but white space.
+3. ``cut_while_reasoning``: no answer, stopped at the token limit (finish reason ``length``): a reasoning model
+   spent the whole limit thinking (the limit must cover reasoning and answer).
+   ``empty``: no answer (nothing but white space) although the model said it had finished. An answer is only
+   ever empty with a real finish reason: a stream with none is ``incomplete_stream``, never an answer.
 4. ``truncated``: the provider stopped it at the token limit (finish reason ``length``/``max_tokens``);
    a cut answer is a budget problem before it is a knowledge problem.
 5. ``refusal``: the answer opens by declining (several phrasings; see ``_REFUSAL``), or is short and
@@ -28,14 +31,14 @@ import unicodedata
 from typing import Final, Literal
 
 FailureMode = Literal[
-    "none", "wrong_answer", "refusal", "invalid_format", "tests_not_run", "truncated", "empty", "wrong_language",
-    "judge_error", "scoring_error", "solver_error", "unreachable", "timeout", "rate_limited", "transient",
-    "incomplete_stream", "terminal", "cancelled",
+    "none", "wrong_answer", "refusal", "invalid_format", "tests_not_run", "truncated", "cut_while_reasoning",
+    "empty", "wrong_language", "judge_error", "scoring_error", "solver_error", "unreachable", "timeout",
+    "rate_limited", "transient", "incomplete_stream", "terminal", "cancelled",
 ]
 FAILURE_MODES: Final[tuple[str, ...]] = (
-    "none", "wrong_answer", "refusal", "invalid_format", "tests_not_run", "truncated", "empty", "wrong_language",
-    "judge_error", "scoring_error", "solver_error", "unreachable", "timeout", "rate_limited", "transient",
-    "incomplete_stream", "terminal", "cancelled",
+    "none", "wrong_answer", "refusal", "invalid_format", "tests_not_run", "truncated", "cut_while_reasoning",
+    "empty", "wrong_language", "judge_error", "scoring_error", "solver_error", "unreachable", "timeout",
+    "rate_limited", "transient", "incomplete_stream", "terminal", "cancelled",
 )
 """Every mode, in the order reports list them."""
 
@@ -184,7 +187,7 @@ def classify(*, passed: bool, output: str | None, finish_reason: str | None = No
         return "none"
     text = output or ""
     if not text.strip():
-        return "empty"
+        return "cut_while_reasoning" if finish_reason in TRUNCATED_FINISH else "empty"
     if finish_reason in TRUNCATED_FINISH:
         return "truncated"
     if looks_like_refusal(text):

@@ -16,13 +16,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from arenatui.engine.client_load import OVERLOAD_CPU, OVERLOAD_S, OverloadTracker
 from arenatui.kernel.events import (
+    VARIANT_SEP,
     CallFinished,
     CallRetrying,
     CallStarted,
     ClientLoadSampled,
     ConcurrencyChanged,
+    DeclaredLimits,
     Event,
     JudgeFinished,
+    LimitsDeclared,
     RunFinished,
     RunPaused,
     RunResumed,
@@ -198,6 +201,10 @@ class _ModelAgg:
     """Calls whose tokens (and so cost) arenatui estimated: the server reported no usage."""
     truncated: int = 0
     """Answers stopped at the token limit (finish reason in TRUNCATED_FINISH): max_tokens is cutting them."""
+    reasoning_tokens: int = 0
+    """Of output_tokens: those a reasoning model spent thinking (reported, or estimated from its reasoning)."""
+    declared: DeclaredLimits | None = None
+    """The rate limits the provider declared last (LimitsDeclared), when it declares any."""
     score_sum: float = 0.0
     errors: dict[str, int] = field(default_factory=dict)
     error_messages: dict[str, int] = field(default_factory=dict)
@@ -206,6 +213,8 @@ class _ModelAgg:
     """Failed (answered, not passed) calls by failure mode: wrong_answer, refusal, invalid_format, ..."""
     latencies: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
     ttfts: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
+    answer_ttfts: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
+    """A reasoning model's first answer tokens (ttfts hold its first tokens of any kind: the reasoning's)."""
     ring: _Ring = field(default_factory=_Ring)
     judge: bool = False
     """A judge lane: its passed/failed/errored are its verdicts, which its candidates' rows count too."""
@@ -251,6 +260,12 @@ class ModelSnapshot:
     """The most common error message of this session's errored calls and how many calls said it."""
     truncated: int = 0
     """This session's answers stopped at the token limit (finish reason length / max_tokens)."""
+    reasoning_tokens: int = 0
+    """Of its output tokens, those spent reasoning (a reasoning model's)."""
+    answer_ttft_p50_ms: float | None = None
+    """A reasoning model's median first answer token (ttft_p50_ms is its first token of any kind)."""
+    declared: DeclaredLimits | None = None
+    """The rate limits its provider declared last in its response headers, when it declared any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,6 +383,7 @@ class LiveMetrics:
             JudgeFinished: self._judged, StepFinished: self._step,
             ConcurrencyChanged: self._concurrency, RunPaused: self._paused, RunResumed: self._resumed,
             RunFinished: self._run_finished, ClientLoadSampled: self._client_load, TunerDecided: self._tuner,
+            LimitsDeclared: self._limits_declared,
         }
         self.client_cpu: float | None = None
         self.client_load = OverloadTracker()
@@ -415,6 +431,12 @@ class LiveMetrics:
         if handler is not None:
             handler(ev)
 
+    def _limits_declared(self, ev: LimitsDeclared) -> None:
+        """A provider's stated rate limits: kept on every lane of that model (its variants share the provider)."""
+        for key, mi in self._m_index.items():
+            if key == ev.model_key or key.startswith(ev.model_key + VARIANT_SEP):
+                self.rows[mi].declared = ev.limits
+
     def _started(self, ev: CallStarted) -> None:
         mi = self._m_index[ev.model_key]
         agg = self.rows[mi]
@@ -445,7 +467,8 @@ class LiveMetrics:
     def _finished(self, ev: CallFinished | JudgeFinished) -> None:
         # The hottest function outside the engine: one tuple unpack, then locals.
         (mk, cid, trial, status, _output, score, _passed, ec, emsg, attempts, lat, _total, ttft, itok, otok, cost,
-         finish, est, _started_at, _finished_at, _connect, mode, _detail, _http, _repairs, _esc, _first) = ev.result
+         finish, est, _started_at, _finished_at, _connect, mode, _detail, _http, _repairs, _esc, _first, rtok,
+         answer_ttft, _reasoning) = ev.result
         mi = self._m_index[mk]
         agg = self.rows[mi]
         if self._backoff and (mk, cid, trial) in self._backoff:
@@ -460,6 +483,8 @@ class LiveMetrics:
         agg.input_tokens += itok
         agg.output_tokens += otok
         agg.cost += cost
+        if rtok:
+            agg.reasoning_tokens += rtok
         if est:
             agg.estimated += 1
         if finish in TRUNCATED_FINISH:
@@ -504,6 +529,8 @@ class LiveMetrics:
             lat_v[i] += lat
         if ttft is not None:
             agg.ttfts.append(ttft)
+            if answer_ttft is not None and answer_ttft != ttft:  # a reasoning model: its answer starts later
+                agg.answer_ttfts.append(answer_ttft)
         series = self._done_sec
         if 0 <= sec < len(series):
             series[sec] += 1
@@ -742,7 +769,9 @@ class LiveMetrics:
                 cost=agg.cost, latency_series=series, throughput_series=tuple(counts), failures=dict(agg.failures),
                 unscored=agg.unscored, judge=agg.judge,
                 common_error=max(agg.error_messages.items(), key=lambda kv: kv[1], default=None),
-                truncated=agg.truncated,
+                truncated=agg.truncated, reasoning_tokens=agg.reasoning_tokens,
+                answer_ttft_p50_ms=percentile(sorted(agg.answer_ttfts), 50) if agg.answer_ttfts else None,
+                declared=agg.declared,
             ))
         done = sum(m.done for m in models)
         # a judge lane's verdicts are its candidates' results: count them once, on the candidates

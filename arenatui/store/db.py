@@ -26,7 +26,9 @@ from arenatui.kernel.events import (
     CallRetrying,
     ClientLoadSampled,
     ConcurrencyChanged,
+    DeclaredLimits,
     JudgeFinished,
+    LimitsDeclared,
     StepFinished,
     lane_key,
     split_lane,
@@ -119,7 +121,7 @@ def step_row(run_id: str, ev: StepFinished) -> tuple[Any, ...]:
     r, step, kind, answered_by, _t = ev
     (key, case_id, trial, status, output, score, passed, error_class, error_message, attempts, latency_ms, total_ms,
      _ttft, in_tok, out_tok, cost, _finish, _estimated, started_at, finished_at, _connect, failure_mode, detail, _http,
-     _repairs, _escalated_to, _first_passed) = r
+     _repairs, _escalated_to, _first_passed, _reasoning_tokens, _answer_ttft, _reasoning) = r
     model, _, variant = key.partition(VARIANT_SEP)
     return (run_id, model, variant, case_id, trial, step, kind, answered_by, status, int(passed), score, failure_mode,
             error_class, error_message, detail, output, attempts, in_tok, out_tok, cost, total_ms, latency_ms,
@@ -134,9 +136,20 @@ def client_load_row(run_id: str, ev: ClientLoadSampled) -> tuple[Any, ...]:
     return (run_id, ev.at, ev.cpu, ev.interval_s)
 
 
+INSERT_DECLARED_LIMITS = (
+    "INSERT OR REPLACE INTO declared_limits (run_id, model_key, at, requests_limit, requests_remaining, "
+    "requests_reset_s, tokens_limit, tokens_remaining, tokens_reset_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+"""The latest rate limits a model's provider declared in this run (one row per model: the last one wins)."""
+
+
+def declared_limits_row(run_id: str, ev: LimitsDeclared) -> tuple[Any, ...]:
+    return (run_id, ev.model_key, ev.at, *ev.limits)
+
+
 EVENT_ROWS: dict[type, tuple[str, Callable[[str, Any], tuple[Any, ...]]]] = {
     ConcurrencyChanged: (INSERT_CONCURRENCY_CHANGE, concurrency_change_row),
     ClientLoadSampled: (INSERT_CLIENT_LOAD, client_load_row),
+    LimitsDeclared: (INSERT_DECLARED_LIMITS, declared_limits_row),
 }
 """Run-level events the results writer stores besides finished calls: event type → (INSERT, row of run id and
 event). A new kind of row is one entry here (and its table in a migration); the writer and its process need
@@ -258,19 +271,27 @@ def _call_where(run_id: str, key: str, case_id: str, trial: int) -> tuple[str, t
 
 
 def result_row(run_id: str, r: CallResult) -> tuple[Any, ...]:
-    """The results-table row: CallResult's fields are RESULT_COLUMNS after run_id, in order, then the variant, split
-    from a variant lane's key (a test checks it)."""
+    """The results-table row: CallResult's fields are RESULT_COLUMNS after run_id, in order (its `reasoning` the
+    reasoning's text), then whether its reasoning tokens are estimated, then the variant, split from a variant lane's
+    key (a test checks it)."""
     return result_rows(run_id, (r,))[0]
 
 
 def result_rows(run_id: str, results: Sequence[CallResult]) -> list[tuple[Any, ...]]:
-    """`result_row` of each result, built in one comprehension (the writer's batch: no call per row)."""
-    return [(run_id, *r, "") if VARIANT_SEP not in r[0] else _variant_row(run_id, r) for r in results]
+    """`result_row` of each result, built in one comprehension (the writer's batch: no call per row); a plain
+    answer's row is the result as it is, with no reasoning and no variant."""
+    return [(run_id, *r, 0, "") if VARIANT_SEP not in r[0] and r[-1] is None else _spread_row(run_id, r)
+            for r in results]
 
 
-def _variant_row(run_id: str, r: CallResult) -> tuple[Any, ...]:
+def _spread_row(run_id: str, r: CallResult) -> tuple[Any, ...]:
+    """A row whose lane key holds a variant, or whose answer reasoned (the text, then whether its tokens are
+    estimated)."""
     model, _, variant = r[0].partition(VARIANT_SEP)
-    return (run_id, model, *r[1:], variant)
+    kept = r.reasoning
+    if kept is None:
+        return (run_id, model, *r[1:], 0, variant)
+    return (run_id, model, *r[1:-1], kept.text, int(kept.estimated), variant)
 
 
 def _busy_retry(conn: sqlite3.Connection, sql: str) -> None:
@@ -757,6 +778,17 @@ class Store:
         """The auto-tuner's decisions, oldest first: (epoch seconds, model key, old, new, reason)."""
         return self.conn.execute("SELECT at, model_key, old, new, reason FROM tuning_decisions WHERE run_id = ? "
                                  "ORDER BY at, rowid", (run_id,)).fetchall()
+
+    def declared_limits(self, run_id: str) -> dict[str, tuple[float, DeclaredLimits]]:
+        """The rate limits each model's provider declared last in a run: model key → (epoch seconds, limits)."""
+        try:
+            rows = self.conn.execute(
+                "SELECT model_key, at, requests_limit, requests_remaining, requests_reset_s, tokens_limit, "
+                "tokens_remaining, tokens_reset_s FROM declared_limits WHERE run_id = ? ORDER BY model_key",
+                (run_id,)).fetchall()
+        except sqlite3.OperationalError:  # a read-only database from before schema 18: no limits stored
+            return {}
+        return {r[0]: (r[1], DeclaredLimits(*r[2:])) for r in rows}
 
     def tuning_levels(self, run_id: str) -> list[tuple[Any, ...]]:
         """A run's per-level readout: (model_key, level, seconds, answered, goodput, limited_share,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -171,6 +172,14 @@ class CallRow:
     """The model that answered after an escalation (escalate_to), if the call escalated."""
     first_passed: bool | None = None
     """Whether the first answer passed, when repairs or an escalation followed it."""
+    reasoning_tokens: int | None = None
+    """Of output_tokens, those a reasoning model spent thinking (None: it showed no reasoning)."""
+    reasoning_estimated: bool = False
+    """reasoning_tokens is arenatui's estimate: the server reported none."""
+    answer_ttft_ms: float | None = None
+    """A streamed answer's first answer token, after any reasoning (ttft_ms: the first token of any kind)."""
+    reasoning: str | None = None
+    """What the model reasoned before answering, capped (read for a call's detail only: `call_details`)."""
     failed_attempts: tuple[FailedAttempt, ...] = ()
     """Its failed attempts, first first (read for a call's detail only: `call_details`)."""
     judgment: JudgmentRow | None = None
@@ -226,14 +235,16 @@ STEP_OUTPUT_CHARS = 2_000
 _CALL_COLUMNS = (f"model_key || CASE WHEN variant != '' THEN '{VARIANT_SEP}' || variant ELSE '' END, case_id, trial, "
                  "status, output, score, passed, error_class, error_message, attempts, "
                  "latency_ms, ttft_ms, total_ms, input_tokens, output_tokens, cost, failure_mode, score_detail, "
-                 "tokens_estimated, connect_ms, http_status, repairs, escalated_to, first_passed")
+                 "tokens_estimated, connect_ms, http_status, repairs, escalated_to, first_passed, reasoning_tokens, "
+                 "reasoning_estimated, answer_ttft_ms")
 
 
 def _call_row(r: tuple[Any, ...]) -> CallRow:
     return CallRow(r[0], r[1], int(r[2]), r[3], r[4], r[5], bool(r[6]), r[7], r[8], int(r[9]), r[10], r[11],
                    float(r[12]), int(r[13]), int(r[14]), float(r[15]), r[16], r[17], tokens_estimated=bool(r[18]),
                    connect_ms=r[19], http_status=r[20], repairs=int(r[21] or 0), escalated_to=r[22],
-                   first_passed=None if r[23] is None else bool(r[23]))
+                   first_passed=None if r[23] is None else bool(r[23]), reasoning_tokens=r[24],
+                   reasoning_estimated=bool(r[25]), answer_ttft_ms=r[26])
 
 
 def resolve_run(store: Store, run: str) -> RunRecord:
@@ -686,6 +697,40 @@ def estimated_usage(store: Store, run_id: str) -> dict[str, tuple[int, int]]:
         "HAVING SUM(tokens_estimated) > 0 ORDER BY model_key", (run_id,))}
 
 
+@dataclass(frozen=True, slots=True)
+class ReasoningUsage:
+    """A model's reasoning in a run: how many of its calls reasoned and what share of its output it took."""
+
+    calls: int
+    """Calls whose answer showed reasoning (or reported reasoning tokens)."""
+    reasoning_tokens: int
+    output_tokens: int
+    """Every output token of those calls, reasoning included (what output prices are paid on)."""
+    estimated: int
+    """Of `calls`, those whose reasoning tokens arenatui estimated (the server reported none)."""
+
+    @property
+    def per_call(self) -> float:
+        return self.reasoning_tokens / self.calls if self.calls else 0.0
+
+    @property
+    def share(self) -> float:
+        """Reasoning's share of these calls' output tokens, and so of their output spend."""
+        return self.reasoning_tokens / self.output_tokens if self.output_tokens else 0.0
+
+
+def reasoning_usage(store: Store, run_id: str) -> dict[str, ReasoningUsage]:
+    """Per model with any calls that reasoned: their count, reasoning and output tokens, and how many estimated."""
+    try:
+        rows = store.conn.execute(
+            "SELECT model_key, COUNT(*), SUM(reasoning_tokens), SUM(output_tokens), SUM(reasoning_estimated) "
+            "FROM results WHERE run_id = ? AND reasoning_tokens IS NOT NULL GROUP BY model_key ORDER BY model_key",
+            (run_id,)).fetchall()
+    except sqlite3.OperationalError:  # a read-only database from before schema 18
+        return {}
+    return {str(m): ReasoningUsage(int(n), int(r or 0), int(o or 0), int(e or 0)) for m, n, r, o, e in rows}
+
+
 def recent_attempts(store: Store, run_id: str, since: float) -> list[tuple[str, str, float]]:
     """(model key, case id, epoch seconds) of every attempt a run made at or after `since`: each stored call's last
     attempt (at its finish), each failed attempt that was retried, and each judge call (under its judge model's
@@ -813,9 +858,13 @@ def call_details(store: Store, run_id: str, case_id: str, *, lane: str | None = 
         steps.setdefault((lane_key(mk, variant), int(trial)), []).append(CallStep(
             int(st[0]), str(st[1]), str(st[2]), str(st[3]), st[4], st[5], st[6], st[7], st[8], st[9], int(st[10]),
             st[11], int(st[12]), int(st[13]), float(st[14])))
+    reasoned = {(lane_key(mk, variant), int(trial)): text for mk, variant, trial, text in store.conn.execute(
+        f"SELECT model_key, variant, trial, reasoning FROM results WHERE run_id = ? AND case_id = ?{where} "
+        "AND reasoning IS NOT NULL", (run_id, case_id, *args))}
     return [dataclasses.replace(r, failed_attempts=attempts.get((r.model_key, r.trial), ()),
                                 judgment=judged.get((r.model_key, r.trial)),
-                                steps=tuple(steps.get((r.model_key, r.trial), ()))) for r in rows]
+                                steps=tuple(steps.get((r.model_key, r.trial), ())),
+                                reasoning=reasoned.get((r.model_key, r.trial))) for r in rows]
 
 
 def judge_calls(store: Store, run_id: str, case_id: str, judge_key: str,
@@ -838,11 +887,12 @@ def error_messages(store: Store, run_id: str, per_model: int = 3) -> dict[str, l
 
 def budget_rows(store: Store, run_id: str, model_key: str | None = None) -> Iterator[tuple[Any, ...]]:
     """Every stored call of a run (or of one model), for the max_tokens and timeout_s evidence: model_key, case_id,
-    status, passed, error_class, output_tokens, finish_reason, latency_ms, connect_ms, tokens_estimated."""
+    status, passed, error_class, output_tokens, finish_reason, latency_ms, connect_ms, tokens_estimated,
+    reasoning_tokens."""
     one, args = ("", (run_id,)) if model_key is None else (" AND model_key = ?", (run_id, model_key))
     return iter(store.conn.execute(
         "SELECT model_key, case_id, status, passed, error_class, output_tokens, finish_reason, latency_ms,"
-        " connect_ms, tokens_estimated FROM results WHERE run_id = ?" + one, args))
+        " connect_ms, tokens_estimated, reasoning_tokens FROM results WHERE run_id = ?" + one, args))
 
 
 def timed_out_attempts(store: Store, run_id: str, model_key: str | None = None) -> list[tuple[str, int, int, int]]:

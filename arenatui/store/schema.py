@@ -6,9 +6,11 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "run_id", "model_key", "case_id", "trial", "status", "output", "score", "passed", "error_class",
     "error_message", "attempts", "latency_ms", "total_ms", "ttft_ms", "input_tokens", "output_tokens", "cost",
     "finish_reason", "tokens_estimated", "started_at", "finished_at", "connect_ms", "failure_mode", "score_detail",
-    "http_status", "repairs", "escalated_to", "first_passed", "variant",
+    "http_status", "repairs", "escalated_to", "first_passed", "reasoning_tokens", "answer_ttft_ms", "reasoning",
+    "reasoning_estimated", "variant",
 )
-"""CallResult's fields after run_id, then the variant (the engine's lane key holds it: store.db.result_row splits)."""
+"""CallResult's fields after run_id, then whether the reasoning's tokens are estimated (CallResult.reasoning holds
+both: store.db.result_row spreads it) and the variant (the engine's lane key holds it: result_row splits it)."""
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: runs, results, concurrency changes
@@ -394,6 +396,26 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE runs ADD COLUMN sandbox TEXT;
     ALTER TABLE runs ADD COLUMN sandbox_strong INTEGER;
+    """,
+    # 19: reasoning models (tokens, whether estimated, the first answer token after the reasoning, the reasoning
+    # itself, capped) and the rate limits providers declared during a run
+    """
+    ALTER TABLE results ADD COLUMN reasoning_tokens INTEGER;
+    ALTER TABLE results ADD COLUMN reasoning_estimated INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE results ADD COLUMN answer_ttft_ms REAL;
+    ALTER TABLE results ADD COLUMN reasoning TEXT;
+    CREATE TABLE declared_limits (
+        run_id TEXT NOT NULL,
+        model_key TEXT NOT NULL,
+        at REAL NOT NULL,
+        requests_limit INTEGER,
+        requests_remaining INTEGER,
+        requests_reset_s REAL,
+        tokens_limit INTEGER,
+        tokens_remaining INTEGER,
+        tokens_reset_s REAL,
+        PRIMARY KEY (run_id, model_key)
+    );
     """,
 )
 JUDGMENT_COLUMNS: tuple[str, ...] = (

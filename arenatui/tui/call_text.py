@@ -92,6 +92,10 @@ def call_text(r: CallRow, ctx: CallContext) -> Text:
     tokens = f"{r.input_tokens}→{r.output_tokens}" + (" (estimated)" if r.tokens_estimated else "")
     out.append(_figures(("latency", ms(r.latency_ms, " ms")), ("total", ms(r.total_ms, " ms")),
                         ("TTFT", ms(r.ttft_ms, " ms")), ("tokens", tokens), ("cost", money(r.cost))))
+    if r.reasoning_tokens is not None or r.reasoning is not None:  # a reasoning model: its thinking apart
+        thought = "–" if r.reasoning_tokens is None else f"{r.reasoning_tokens}" + (
+            " (estimated)" if r.reasoning_estimated else "")
+        out.append(_figures(("reasoning tokens", thought), ("first answer token", ms(r.answer_ttft_ms, " ms"))))
     if r.status == "failed":
         out.append("why ", _LABEL)
         out.append_text(_why_failed(r, ctx))
@@ -107,6 +111,10 @@ def call_text(r: CallRow, ctx: CallContext) -> Text:
             out.append("solver traceback\n", _LABEL)  # the one-line message above is its last line
             out.append(literal(r.score_detail))
             out.append("\n")
+        elif r.error_class == "incomplete_stream" and r.score_detail and not ctx.sealed:
+            out.append("what the stream carried (not an answer) ", _LABEL)
+            out.append(literal(r.score_detail))
+            out.append("\n")
     if r.connect_ms is not None and r.connect_ms >= 1.0:
         # worth a line only when it is: a new connection (TCP, TLS), or arenatui itself running behind
         out.append(f"request on the wire after {ms(r.connect_ms, ' ms')} (connecting, TLS, client queueing; not in "
@@ -116,6 +124,9 @@ def call_text(r: CallRow, ctx: CallContext) -> Text:
     if r.judgment is not None:
         out.append_text(judgment_text(r.judgment, ctx))
     # an answer that could not be scored (scoring_error, judge_error) is kept: shown like any answer
+    if not ctx.sealed and r.reasoning is not None:
+        out.append("reasoning (never scored)\n", _LABEL)
+        preview(out, r.reasoning, len(r.reasoning), save_hint=False)
     if not ctx.sealed and (not r.error_class or r.output is not None):
         out.append("output\n", _LABEL)
         preview(out, r.output, r.output_chars, save_hint=ctx.save_hint, none="(no output)")

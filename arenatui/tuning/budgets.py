@@ -65,6 +65,8 @@ class Answer:
     latency_s: float | None
     estimated: bool = False
     """Its token counts were estimated by arenatui (the server reported none)."""
+    reasoning_tokens: int = 0
+    """Of `output_tokens`, those a reasoning model spent thinking: max_tokens limits reasoning and answer together."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +135,12 @@ def recommend_max_tokens(model_key: str, current: int, answers: Sequence[Answer]
     cut_failed = sum(1 for a in answers if a.truncated and not a.passed)
     cut = sum(1 for a in answers if a.truncated)
     estimated = sum(1 for a in answers if a.estimated)
-    note = (f"; {estimated} of them with estimated token counts",) if estimated else ()
+    note: tuple[str, ...] = (f"; {estimated} of them with estimated token counts",) if estimated else ()
+    reasoned = sum(1 for a in answers if a.reasoning_tokens)
+    if reasoned:  # a reasoning model's limit must leave room for its thinking, not only for its answer
+        note = (*note, f"{reasoned} of {plural(n, 'answer')} reasoned first: their tokens count reasoning + answer "
+                       f"({sum(a.reasoning_tokens for a in answers) // reasoned} reasoning tokens per answer that "
+                       f"reasoned), and max_tokens must cover both")
     longest_passing = max(passing, default=0)
     rambling = len(passing) >= MIN_ANSWERS and longest_passing < RAMBLING * current
     cut_share = cut_failed / n if n else 0.0

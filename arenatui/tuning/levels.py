@@ -14,6 +14,7 @@ Pure and synchronous like `live.py`: O(1) per event, no clock of its own (event 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence, Sized
@@ -21,12 +22,15 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from arenatui.kernel.events import (
+    VARIANT_SEP,
     CallFinished,
     CallResult,
     CallRetrying,
     CallStarted,
     ConcurrencyChanged,
+    DeclaredLimits,
     Event,
+    LimitsDeclared,
     StepFinished,
 )
 from arenatui.stats.percentiles import percentile
@@ -134,6 +138,8 @@ class ModelReadout:
     model_key: str
     levels: tuple[LevelEvidence, ...]
     verdict: Verdict
+    declared: DeclaredLimits | None = None
+    """The rate limits the model's provider declared last in this run (LimitsDeclared), when it declared any."""
 
     @property
     def best(self) -> int | None:
@@ -224,6 +230,8 @@ class _Model:
     debt: set[tuple[str, int]] = field(default_factory=set)
     """Calls refused under an earlier hold and not ended yet: a provider still counts that storm against its limit,
     so their refusals now are the old level's debt, not evidence against this one."""
+    declared: DeclaredLimits | None = None
+    """The rate limits its provider declared last (LimitsDeclared): a prior, never evidence."""
 
 
 def _usual(acc: _Acc) -> int:
@@ -292,6 +300,11 @@ class LevelTracker:
             if m is not None and m.counts is None:
                 self._advance(m, sf.t)
                 m.in_flight -= 1
+        elif tp is LimitsDeclared:  # rare: a stated limit changed, or a second passed
+            ld: LimitsDeclared = ev  # type: ignore[assignment]
+            for lane, lm in self.models.items():
+                if lane == ld.model_key or lane.startswith(ld.model_key + VARIANT_SEP):
+                    lm.declared = ld.limits
         if self.watch is not None:
             self.watch(ev)
 
@@ -531,11 +544,34 @@ class LevelTracker:
             m.quick = quick
 
     def readout(self, model_key: str, cap: int | None = None) -> ModelReadout:
-        return readout_of(model_key, [s.evidence() for s in self.models[model_key].levels.values()], cap,
-                          shared=cap is None and len(self.models) > 1)
+        m = self.models[model_key]
+        ro = readout_of(model_key, [s.evidence() for s in m.levels.values()], cap,
+                        shared=cap is None and len(self.models) > 1)
+        return ro if m.declared is None else dataclasses.replace(ro, declared=m.declared)
+
+    def declared(self, model_key: str) -> DeclaredLimits | None:
+        """The rate limits the model's provider declared last, None when it declared none."""
+        m = self.models.get(model_key)
+        return None if m is None else m.declared
 
     def readouts(self, caps: Mapping[str, int | None] | None = None) -> list[ModelReadout]:
         return [self.readout(k, (caps or {}).get(k)) for k in self.models]
+
+
+def declared_level(limits: DeclaredLimits | None, latency_s: float | None, tokens_per_call: float | None = None
+                   ) -> float | None:
+    """The concurrency a provider's declared limits allow (Little's law): declared requests per second × the
+    measured latency, and likewise for tokens (tokens per second ÷ tokens per call × latency), the smaller; None
+    when it declared no limit or no latency is measured. A prior for the tuner, to confirm with evidence: headers
+    can be stale, shared with other clients, or wrong."""
+    if limits is None or not latency_s or latency_s <= 0:
+        return None
+    bounds = []
+    if limits.requests_limit:
+        bounds.append(limits.requests_limit / 60.0 * latency_s)
+    if limits.tokens_limit and tokens_per_call:
+        bounds.append(limits.tokens_limit / 60.0 / tokens_per_call * latency_s)
+    return min(bounds) if bounds else None
 
 
 def readout_of(model_key: str, levels: Sequence[LevelEvidence], cap: int | None = None, *,

@@ -30,7 +30,7 @@ CASES: list[dict[str, Any]] = [
     {"id": "choice", "input": "Largest planet? A) Mars B) Jupiter. Letter only.", "expected": "B",
      "stratum": "hard"},
 ]
-TRANSIENT_FAULTS = ("500", "503", "529", "408", "409", "reset", "malformed", "truncated")
+TRANSIENT_FAULTS = ("500", "503", "529", "408", "409", "reset", "malformed", "truncated", "interrupted")
 TERMINAL_FAULTS = ("400", "401", "403", "404", "422")
 TIMEOUT_FAULTS = ("hang", "trickle")
 RETRY_AFTER_FORMS = ("ms", "seconds", "date", "both", "llm_provider", "openai_reset", "anthropic_reset", "none")
@@ -57,6 +57,15 @@ def server_models() -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
                    # first token at once, the answer (max_tokens 32) 3 s or more: slow, not hung
                    _model(f"{p}-slow-stream", p, base_latency_s=0.01, per_token_s=0.2, output_tokens=200),
                    _model(f"{p}-echo", p), _model(f"{p}-echo-5xx", p)]
+        # reasoning models: 20 tokens of reasoning at 5 ms each (100 ms between the first token and the answer's),
+        # and one whose reasoning uses up max_tokens (32) before any answer
+        models += [_model(f"{p}-reason", p, reasoning_tokens=20, reasoning_per_token_s=0.005, exact_timing=True),
+                   _model(f"{p}-reason-ns", p, stream=False, reasoning_tokens=20, reasoning_per_token_s=0.001),
+                   _model(f"{p}-reason-cut", p, reasoning_tokens=40, reasoning_per_token_s=0.0)]
+        # declared rate limits: the truth (sim.rpm), and a lie
+        models += [_model(f"{p}-declared", p, rpm=600), _model(f"{p}-declared-lie", p)]
+        mock[f"{p}-declared"] = {"declare_limits": True, "declared_tpm": 40000}
+        mock[f"{p}-declared-lie"] = {"declared_rpm": 90}
         mock[f"{p}-echo"] = {"faults": ["401"], "echo_headers": True}
         mock[f"{p}-echo-5xx"] = {"faults": ["500"], "echo_headers": True}
         for f in (*TRANSIENT_FAULTS, *TERMINAL_FAULTS, *TIMEOUT_FAULTS):

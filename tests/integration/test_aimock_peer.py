@@ -19,6 +19,7 @@ from arenatui.kernel.events import CallRetrying, CallStarted
 
 ROOT = Path(__file__).resolve().parents[2]
 LLMOCK = ROOT / ".peers" / "node_modules" / ".bin" / "llmock"
+REASONING = "The question asks for the capital of France, which is Paris."
 LONG = "Paris is the capital of France, a city on the Seine with many bridges and museums."
 
 FIXTURES: list[dict[str, Any]] = [
@@ -31,6 +32,8 @@ FIXTURES: list[dict[str, Any]] = [
     {"match": {"model": "peer-malformed"}, "response": {"content": "Paris"}, "chaos": {"malformedRate": 1}},
     {"match": {"model": "peer-disconnect"}, "response": {"content": "Paris"}, "chaos": {"disconnectRate": 1}},
     {"match": {"model": "peer-truncated"}, "response": {"content": LONG}, "truncateAfterChunks": 1},
+    {"match": {"model": "peer-reason"}, "response": {"content": "Paris", "reasoning": REASONING},
+     "streamingProfile": {"ttft": 40, "tps": 200}},
 ]
 
 
@@ -94,3 +97,16 @@ def test_peer_429_retry_after_is_honoured(aimock: str, tmp_path: Path, wire: str
         (retrying,) = out.of(CallRetrying, model)
         second = [e for e in out.of(CallStarted, model) if e.attempt == 2]
         assert retrying.delay >= 1.0 and second[0].t - retrying.t >= 1.0
+
+
+def test_peer_reasoning_is_kept_apart_from_the_answer(aimock: str, tmp_path: Path, wire: str) -> None:
+    # the peer streams reasoning as reasoning_content (OpenAI wire) and thinking blocks (Anthropic), as real ones do
+    out = run_sweep(tmp_path, aimock, _models("peer-reason") + [dict(m, key=m["key"] + "-ns") for m in
+                                                                _models("peer-reason", stream=False)],
+                    limit=1, transport=wire)
+    assert len(out.rows) == 4
+    for (model, _, _), r in out.rows.items():
+        assert r["status"] == "passed" and r["output"] == "Paris", (model, r["error_message"])
+        assert r["reasoning"] == REASONING and r["reasoning_tokens"] > 0, model
+        if not model.endswith("-ns"):  # the first token is the reasoning's; the answer's comes after it
+            assert r["answer_ttft_ms"] >= r["ttft_ms"] >= 30

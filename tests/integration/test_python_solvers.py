@@ -4,6 +4,7 @@ errors as the engine's classes, the shared-instance fail-fast, and the entry poi
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 import subprocess
 import sys
@@ -505,8 +506,11 @@ def test_a_solver_can_be_an_llm_judge_and_is_asked_the_rubric(tmp_path: Path) ->
                                  rubric="Q: {input}\nA: {output}\nPASS or FAIL?"),))
     r = arenatui.bench(project, db=tmp_path / "r.db")
     assert r.models == ("a",) and r.average_score("a") == 0.5
-    assert [q.split("\n\n")[0] for q in sorted(asked)] == [  # the rubric filled in (then how to give the verdict)
+    # the rubric filled in, the answer fenced by its per-call markers (then how to give the verdict)
+    fenced = re.compile(r"\[The answer to judge is [^\]]*\]\n<<<ANSWER-(\w+)>>>\n(.*?)\n<<<END-ANSWER-\1>>>", re.S)
+    assert [fenced.sub(r"\2", q.split("\n\n")[0]) for q in sorted(asked)] == [
         "Q: capital of France, again?\nA: Lyon\nPASS or FAIL?", "Q: capital of France?\nA: Paris\nPASS or FAIL?"]
+    assert all(len(fenced.findall(q)) == 1 for q in asked)
 
 
 def test_a_solver_that_edits_its_messages_in_place_changes_no_other_models_prompt(tmp_path: Path) -> None:

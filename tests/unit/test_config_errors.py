@@ -224,3 +224,40 @@ def test_a_symlink_loop_is_named_not_called_missing(tmp_path: Path) -> None:
     loop.symlink_to(loop)
     e = err(tmp_path, GOOD_MODELS + '[[cases]]\nfile = "loop.jsonl"\n')
     assert "loop" in str(e) and "does not exist" not in str(e)
+OA = '[[models]]\nkey = "r"\nprovider = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+AN = '[[models]]\nkey = "r"\nprovider = "anthropic"\nbase_url = "http://127.0.0.1:9"\n'
+
+
+@pytest.mark.parametrize(("model", "snippet", "key", "words"), [
+    (OA, 'token_limit_param = "max_completion_token"', "models[0].token_limit_param",
+     "did you mean 'max_completion_tokens'"),
+    (AN, 'token_limit_param = "max_tokens"', "models[0].token_limit_param", "Anthropic's API takes max_tokens"),
+    (OA, 'temperature = "none"', "models[0].temperature", 'or "omit"'),
+    (OA, 'reasoning_effort = "max"', "models[0].reasoning_effort", "minimal, low, medium, high"),
+    (AN, 'reasoning_effort = "low"', "models[0].reasoning_effort", "thinking = {budget_tokens = N}"),
+    (OA, "thinking = {budget_tokens = 2048}", "models[0].thinking", "takes reasoning_effort"),
+    (AN, "thinking = {budget_tokens = 100}", "models[0].thinking.budget_tokens", ">= 1024"),
+    (AN, "max_tokens = 2000\nthinking = {budget_tokens = 2048}", "models[0].thinking.budget_tokens",
+     "fewer than this model's max_tokens (2000)"),
+    (AN, "thinking = {}", "models[0].thinking.budget_tokens", "is required"),
+])
+def test_reasoning_model_settings_are_validated(tmp_path: Path, model: str, snippet: str, key: str,
+                                                words: str) -> None:
+    e = err(tmp_path, model + snippet + "\n" + CASES)
+    assert e.key == key and words in e.expected, str(e)
+
+
+def test_reasoning_model_settings_load_and_survive_a_stored_run(tmp_path: Path) -> None:
+    from arenatui.project.read import project_from_dict, project_to_dict
+
+    p = load_project(write(tmp_path, OA + 'temperature = "omit"\ntoken_limit_param = "max_completion_tokens"\n'
+                                       'reasoning_effort = "high"\n' + AN.replace('"r"', '"t"')
+                           + "max_tokens = 4096\nthinking = {budget_tokens = 2048}\n" + CASES))
+    oa, an = p.models
+    assert (oa.omit_temperature, oa.temperature, oa.token_limit_param, oa.reasoning_effort) == \
+        (True, None, "max_completion_tokens", "high")
+    assert an.thinking_budget == 2048 and not an.omit_temperature
+    stored = project_to_dict(p)
+    assert stored["models"][0]["temperature"] == "omit" and stored["models"][1]["thinking"] == {"budget_tokens": 2048}
+    again = project_from_dict(stored, p.path)
+    assert again.models == p.models

@@ -87,7 +87,8 @@ def test_openai_stream_with_usage() -> None:
 
 def test_usage_estimated_when_absent() -> None:
     def handler(req: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=_sse({"choices": [{"delta": {"content": "four"}}]}, "[DONE]"),
+        return httpx.Response(200, content=_sse({"choices": [{"delta": {"content": "four"}}]},
+                                                {"choices": [{"delta": {}, "finish_reason": "stop"}]}, "[DONE]"),
                               headers={"content-type": "text/event-stream"})
 
     c = _call(OpenAIProvider, handler)

@@ -123,9 +123,16 @@ def test_call_result_fields_are_the_results_columns_in_order() -> None:
     from arenatui.store.db import result_row
     from arenatui.store.schema import RESULT_COLUMNS
 
-    assert ("run_id", *CallResult._fields, "variant") == RESULT_COLUMNS
+    assert ("run_id", *CallResult._fields, "reasoning_estimated", "variant") == RESULT_COLUMNS
     r = CallResult("m · terse", "c", 0, "passed", "x", 1.0, True, None, None, 1, 1.0, 1.0, None, 1, 1, 0.0, "stop",
                    False, 0.0, 0.0)
     row = dict(zip(RESULT_COLUMNS, result_row("run", r), strict=True))
     assert (row["model_key"], row["variant"], row["case_id"]) == ("m", "terse", "c")  # a variant lane split apart
     assert dict(zip(RESULT_COLUMNS, result_row("run", r._replace(model_key="m")), strict=True))["variant"] == ""
+    from arenatui.kernel.events import ReasoningKept
+
+    reasoned = dict(zip(RESULT_COLUMNS, result_row("run", r._replace(
+        model_key="m", reasoning_tokens=9, reasoning=ReasoningKept("hm", True))), strict=True))
+    assert (reasoned["reasoning"], reasoned["reasoning_estimated"], reasoned["reasoning_tokens"], reasoned["variant"]) \
+        == ("hm", 1, 9, "")
+    assert row["reasoning"] is None and row["reasoning_estimated"] == 0

@@ -17,6 +17,7 @@ from textual.widgets import Label, Static
 
 from arenatui.config.schema import JUDGE_LANE_PREFIX, ScorerConfig
 from arenatui.engine.sealed import scrub_sealed
+from arenatui.kernel.events import DeclaredLimits
 from arenatui.kernel.redact import redact_urls_in_text
 from arenatui.kernel.text import one_line
 from arenatui.plan import judge_trial
@@ -35,6 +36,20 @@ def common_error_text(model_key: str, message: str, n: int, errored: int) -> Tex
     out.append(literal(model_key, newlines=False))
     out.append(f": {n} of {errored} errored calls said: ")
     out.append(literal(one_line(redact_urls_in_text(message), 300), newlines=False))
+    return out
+
+
+def declared_text(model_key: str, limits: DeclaredLimits) -> Text:
+    """The rate limits a model's provider states in its response headers (the latest): requests and tokens per
+    minute, what is left of them, and when they reset."""
+    out = Text("declared limits ", style="bold")
+    out.append(literal(model_key, newlines=False))
+    out.append(f": {limits.describe().removeprefix('declares ')}")
+    resets = [f"{what} reset in {s:.1f} s" for what, s in (("requests", limits.requests_reset_s),
+                                                             ("tokens", limits.tokens_reset_s)) if s is not None]
+    if resets:
+        out.append(f"; {', '.join(resets)}")
+    out.append(" (the provider's response headers)", style="italic")
     return out
 
 
@@ -73,6 +88,10 @@ class CallDetail(ModalScreen[None]):
             yield Label(title)
             if self.model_errors is not None:
                 yield Static(common_error_text(self.model_key, *self.model_errors), id="model-errors")
+            snap = self.sweep.live.snapshot().models
+            declared = snap[self.model_index].declared if 0 <= self.model_index < len(snap) else None
+            if declared is not None:  # what the model's provider states of its rate limits, latest first
+                yield Static(declared_text(self.model_key, declared), id="model-declared")
             with VerticalScroll(id="detail-body"):
                 yield Static(Text("loading…"), id="detail-text")
             if self.judge_lane:

@@ -187,50 +187,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     elapsed = time.monotonic() - t0
     # Imported after the run: the report brings numpy (stats, the store's result arrays), ~0.15 s that would
     # otherwise stand between `arena evaluate` and its first request (benchmarks/startup.py).
-    from arenatui.commands.evaluate import (
-        client_load_warning,
-        error_failure,
-        errored_line,
-        print_leaderboard,
-        print_variants_and_repairs,
-        spend_line,
-        summary_line,
-    )
-    from arenatui.kernel.units import plural
-    from arenatui.results.read import read_run
-    from arenatui.store import Store
-    from arenatui.store.queries import error_messages
+    from arenatui.commands.evaluate import error_failure, print_summary
 
     for problem in sweep.store_warnings():
         err.print(render_error(problem, prefix="warning"), markup=False, style="bold yellow", soft_wrap=True)
-    with Store(sweep.db_path) as store:
-        report = not args.no_report and status == "finished"
-        stored_run = read_run(store, sweep.run_id, latency=report, detail=False)
-        spend = stored_run.spend  # the models' and the judges' apart, and their total
-        stored = sum(len(keys) for keys in store.done_keys(sweep.run_id).values())
-        # what this invocation made, apart from the run's total when it resumed (a shard says its own count below)
-        made = None if plan.shard is not None else \
-            plan.remaining if status == "finished" else max(0, stored - (plan.total - plan.remaining))
-        out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed, made,
-                               [m.key for m in plan.models]), markup=False)
-        mine = plan.shard_total()
-        if plan.shard is not None:
-            out.print(f"Shard {plan.shard}: {mine} of those calls; `arena merge` joins the shards' databases",
-                      markup=False)
-        if stored < mine:
-            out.print(f"Stored: {stored} of {plural(mine, 'call')}" + (f" (shard {plan.shard})" if plan.shard else ""),
-                      markup=False)
-        out.print(spend_line(spend), markup=False)
-        results = stored_run.results
-        line = errored_line(results, error_messages(store, sweep.run_id))
-        if line:
-            out.print(line, markup=False)
-        if report:
-            print_leaderboard(out, results)
-            print_variants_and_repairs(out, store, stored_run.plan)
-        warning = client_load_warning(store, sweep.run_id)
-        if warning:
-            err.print(warning, markup=False, style="bold yellow")
+    results = print_summary(out, err, sweep, status, elapsed, report=not args.no_report and status == "finished")
     out.print(f"Run id: {sweep.run_id}", markup=False)
     if status != "finished":
         err.print(f"The run was {status}; every finished call is stored. Resume with:\n  {sweep.resume_command}",

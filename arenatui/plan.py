@@ -13,7 +13,7 @@ from typing import Any
 
 from arenatui.config.schema import Case, ModelConfig, Project, ScorerConfig
 from arenatui.kernel.errors import PlanError
-from arenatui.kernel.events import JUDGE_LANE_PREFIX, AwaitingJudge, lane_key
+from arenatui.kernel.events import JUDGE_LANE_PREFIX, AwaitingJudge, OpenStep, lane_key
 from arenatui.kernel.judge_sample import judge_sample
 from arenatui.kernel.limits import MAX_TRIALS
 from arenatui.kernel.units import models_by_variants, plural
@@ -152,9 +152,9 @@ class Plan:
     """What the plan was narrowed by, its shard among them."""
     escalations: dict[str, ModelConfig] = field(default_factory=dict)
     """Per candidate model key with escalate_to, the model its still-failed cases go to."""
-    steps: dict[str, list[tuple[str, int, int, str, str, Any]]] = field(default_factory=dict)
-    """Resume of a run with repairs or escalations: per lane, the stored steps of calls not yet final, as
-    (case id, trial, step, kind, model, CallResult as stored), so the chain goes on where it stopped."""
+    steps: dict[str, list[OpenStep]] = field(default_factory=dict)
+    """Resume of a run with repairs or escalations: per lane, the stored steps of calls not yet final,
+    so the chain goes on where it stopped."""
     _shard_cells: array[int] | None = field(default=None, init=False, repr=False, compare=False)
     """shard_cells(), counted on first use (a cache: a plan is never changed after it is made)."""
 

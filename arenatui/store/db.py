@@ -29,6 +29,7 @@ from arenatui.kernel.events import (
     DeclaredLimits,
     JudgeFinished,
     LimitsDeclared,
+    OpenStep,
     StepFinished,
     lane_key,
     split_lane,
@@ -666,10 +667,10 @@ class Store:
         return out
 
     @_explained
-    def open_steps(self, run_id: str) -> dict[str, list[tuple[str, int, int, str, str, CallResult]]]:
+    def open_steps(self, run_id: str) -> dict[str, list[OpenStep]]:
         """Per lane, the stored steps of calls with repairs or an escalation whose result is not stored (or was
         cancelled): (case id, trial, step, kind, answered by, the step as a CallResult), for resume to go on."""
-        out: dict[str, list[tuple[str, int, int, str, str, CallResult]]] = {}
+        out: dict[str, list[OpenStep]] = {}
         for row in self.conn.execute(
                 "SELECT s.model_key, s.variant, s.case_id, s.trial, s.step, s.kind, s.answered_by, s.status, s.output, "
                 "s.score, s.passed, s.error_class, s.error_message, s.attempts, s.latency_ms, s.total_ms, "
@@ -682,7 +683,7 @@ class Store:
             key = lane_key(mk, variant)
             r = CallResult(key, cid, int(trial), status, output, score, bool(passed), ec, em, int(att), lat, tot,
                            None, int(i), int(o), float(cost), None, False, t0, t1, None, fm, detail)
-            out.setdefault(key, []).append((cid, int(trial), int(step), kind, by, r))
+            out.setdefault(key, []).append(OpenStep(cid, int(trial), int(step), kind, by, r))
         return out
 
     @_explained

@@ -13,6 +13,7 @@ import pytest
 import tomli_w
 
 from arenatui.kernel.errors import PlanError
+from arenatui.plan import Shard
 from arenatui.session.resume import ResumeState, read_resume
 from arenatui.session.sweep import Sweep, SweepOptions
 from arenatui.store import Store
@@ -88,3 +89,16 @@ def test_a_load_run_is_never_resumed(tmp_path: Path) -> None:
 def test_the_state_is_one_frozen_record() -> None:
     assert dataclasses.is_dataclass(ResumeState)
     assert ResumeState.__dataclass_params__.frozen  # type: ignore[attr-defined]
+
+
+def test_what_a_resumed_session_made_is_counted_apart_from_the_run(tmp_path: Path) -> None:
+    from arenatui.commands.evaluate import calls_made
+
+    _, db, run_id = _stored_run(tmp_path, forget=3)
+    with Store(db) as store:
+        plan = read_resume(store, run_id).plan
+    assert calls_made(plan, True, 16) == 3  # finished: what its plan had left
+    assert calls_made(plan, False, 14) == 1  # stopped again: stored beyond the 13 earlier sessions left
+    assert calls_made(plan, False, 12) == 0
+    sharded = dataclasses.replace(plan, filters=dataclasses.replace(plan.filters, shard=Shard(0, 2)))
+    assert calls_made(sharded, True, 16) is None  # a shard says its own count

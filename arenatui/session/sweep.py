@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
@@ -29,10 +29,13 @@ from arenatui.project import load_project, project_to_dict
 from arenatui.providers.base import Provider, estimate_tokens
 from arenatui.providers.registry import make_provider
 from arenatui.session.live import LiveMetrics, judge_lanes
-from arenatui.session.resume import read_resume
+from arenatui.session.resume import ResumeState, read_resume
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.db import sql_errors_explained
 from arenatui.store.run_shards import finish_shard, record_shard
+
+if TYPE_CHECKING:
+    from arenatui.scoring.code_exec import SandboxReport
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:
@@ -73,6 +76,34 @@ def _with_seed(project: Project, seed: int | None) -> Project:
     return dataclasses.replace(project, run=dataclasses.replace(project.run, seed=seed))
 
 
+def _project_of(opts: SweepOptions) -> Project:
+    if opts.project is None:
+        raise ArenaError("no project: pass --project FILE (or a directory holding arena.toml), or "
+                         "--resume RUN_ID|last")
+    return opts.project if isinstance(opts.project, Project) else load_project(opts.project)
+
+
+def _checked_sandbox(project: Project) -> SandboxReport | None:
+    """What guards model-written code when a code_exec scorer runs it (None: no such scorer); refused, before
+    anything is recorded, when weaker than the project allows."""
+    if not any(s.kind == "code_exec" for s in project.scorers):
+        return None
+    from arenatui.scoring.code_exec import sandbox_report
+
+    sandbox = sandbox_report()
+    if not sandbox.strong and not project.run.allow_weak_sandbox:  # never weaker without saying
+        raise ConfigError(str(project.path), "run.allow_weak_sandbox", sandbox.refusal())
+    return sandbox
+
+
+def _providers(plan: Plan, concurrency: int) -> dict[str, Provider]:
+    """One provider per lane's model: the candidates, the judges and the escalation targets."""
+    project = plan.project
+    return {m.key: make_provider(m, project.run, concurrency_hint=concurrency, project=project)
+            for m in (*plan.models, *(j.model for j in plan.judges if j.model not in plan.models),
+                      *(t for t in plan.escalations.values() if all(t.key != m.key for m in plan.models)))}
+
+
 class Sweep:
     """Prepared in the constructor (errors surface before anything starts); `await run()` runs it."""
 
@@ -84,73 +115,61 @@ class Sweep:
         """The signal (SIGINT, SIGTERM, SIGHUP) that stopped the run, set by the view that caught it."""
         self.error: ArenaError | None = None
         """Why the run failed, when it was the store's fault (disk full, a corrupt file): said to the person."""
-        self.run_id = ""
-        fresh: Plan | None = None
-        if opts.resume is None:
-            # Validate the project before the database is touched: bad input leaves nothing behind.
-            if opts.project is None:
-                raise ArenaError("no project: pass --project FILE (or a directory holding arena.toml), or "
-                                 "--resume RUN_ID|last")
-            project = opts.project if isinstance(opts.project, Project) else load_project(opts.project)
-            fresh = make_plan(_with_seed(project, opts.seed), opts.filters)
-        store = Store(self.db_path)
-        try:
-            stored: Sequence[tuple[Any, ...]] = ()
-            stored_elapsed = 0.0
-            recent: Sequence[tuple[str, str, float]] = ()
-            if fresh is None:
-                assert opts.resume is not None
-                state = read_resume(store, opts.resume, retry_errored=opts.retry_errored,
-                                    prompts=opts.filters.prompts, solvers=opts.solvers)
-                self.filters, self.run_id, self.plan = state.filters, state.run_id, state.plan
-                self.notices += state.notices
-                stored, stored_elapsed, recent = state.live_rows, state.elapsed_s, state.recent
-                self.resumed = True
-            else:
-                self.filters = opts.filters
-                self.plan = fresh
-                self.resumed = False
+        self.status: RunStatus | None = None
+        self.tune_at_start = opts.tune
+        # Validate the project before the database is touched: bad input leaves nothing behind.
+        fresh = None if opts.resume is not None else make_plan(_with_seed(_project_of(opts), opts.seed), opts.filters)
+        with Store(self.db_path) as store:
+            state = None if fresh is not None else read_resume(
+                store, str(opts.resume), retry_errored=opts.retry_errored, prompts=opts.filters.prompts,
+                solvers=opts.solvers)
+            self.resumed = state is not None
+            self.plan: Plan = state.plan if state is not None else cast(Plan, fresh)
+            self.filters = state.filters if state is not None else opts.filters
+            self.run_id = state.run_id if state is not None else ""
             self.project = self.plan.project
-            plan: Plan = self.plan
-            sandbox = None
-            if any(s.kind == "code_exec" for s in self.project.scorers):
-                from arenatui.scoring.code_exec import sandbox_report
-
-                sandbox = sandbox_report()
-                if not sandbox.strong and not self.project.run.allow_weak_sandbox:  # never weaker without saying
-                    raise ConfigError(str(self.project.path), "run.allow_weak_sandbox", sandbox.refusal())
+            self.notices += state.notices if state is not None else ()
+            sandbox = _checked_sandbox(self.project)
+            if sandbox is not None:
                 self.notices.append(sandbox.describe())  # which guards model-written code runs under
             concurrency = opts.concurrency or self.project.run.concurrency
             # Providers first: a missing API key variable must fail before any run is recorded.
-            self.providers: dict[str, Provider] = {
-                m.key: make_provider(m, self.project.run, concurrency_hint=concurrency, project=self.project)
-                for m in (*plan.models, *(j.model for j in plan.judges if j.model not in plan.models),
-                          *(t for t in plan.escalations.values() if all(t.key != m.key for m in plan.models)))}
-            if self.resumed:
-                store.claim_run(self.run_id, self.resume_command)
-            else:
-                self.run_id = store.create_run(self.project.name, str(self.project.path), project_to_dict(self.project),
-                                               self.filters.to_dict(), self.plan.total, run_id=opts.run_id)
-                if self.filters.shard is not None:
-                    record_shard(store, self.run_id, self.filters.shard.index, self.filters.shard.count)
-            if sandbox is not None:  # stored with the run: the report, results view and bake-off page show it
-                store.set_sandbox(self.run_id, sandbox.describe(), sandbox.strong)
-            for p in self.providers.values():  # a python solver's TrialContext carries the run id
-                bind = getattr(p, "bind_run", None)
-                if bind is not None:
-                    bind(self.run_id)
-        finally:
-            store.close()
+            self.providers: dict[str, Provider] = _providers(self.plan, concurrency)
+            self._record_run(store, opts.run_id, sandbox)
+        self._wire(opts, extra_sinks, live_metrics, concurrency, state)
+
+    def _record_run(self, store: Store, run_id: str | None, sandbox: SandboxReport | None) -> None:
+        """A new run recorded (its shard too), or a resumed one claimed; the sandbox stored with it; the run id
+        given to each python solver (its TrialContext carries it)."""
+        if self.resumed:
+            store.claim_run(self.run_id, self.resume_command)
+        else:
+            self.run_id = store.create_run(self.project.name, str(self.project.path), project_to_dict(self.project),
+                                           self.filters.to_dict(), self.plan.total, run_id=run_id)
+            if self.filters.shard is not None:
+                record_shard(store, self.run_id, self.filters.shard.index, self.filters.shard.count)
+        if sandbox is not None:  # stored with the run: the report, results view and bake-off page show it
+            store.set_sandbox(self.run_id, sandbox.describe(), sandbox.strong)
+        for p in self.providers.values():
+            bind = getattr(p, "bind_run", None)
+            if bind is not None:
+                bind(self.run_id)
+
+    def _wire(self, opts: SweepOptions, extra_sinks: Sequence[Sink], live_metrics: bool, concurrency: int,
+              resumed: ResumeState | None) -> None:
+        """Engine → sinks: live metrics (from the stored figures on a resume), the store's writer, the tuner, the
+        runner (its rate limiters where the earlier session left them) and the client's CPU sampler."""
+        plan = self.plan
         self.live = LiveMetrics([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials,
                                 judges=judge_lanes(plan), cells=plan.shard_cells() if plan.shard is not None else None)
-        self.live.preload(stored, elapsed_s=stored_elapsed)
+        if resumed is not None:
+            self.live.preload(resumed.live_rows, elapsed_s=resumed.elapsed_s)
         self.live.rate_limits = client_rate_limits(plan, self.project.defaults.max_tokens)
         self.writer = ResultWriter(self.db_path, self.run_id, retry_errored=opts.retry_errored)
         # Nobody reads live metrics in a quiet headless run; folding them costs ~10 us a call at zero latency.
         watched = (self.live.on_event,) if live_metrics else ()
         from arenatui.tuning.controller import Tuner
 
-        self.tune_at_start = opts.tune
         # Last sink: its decisions emit events of their own, which every other sink must see after this one.
         self.tuner = Tuner([m.key for m in plan.models], set_level=self._set_level, set_total=self._set_total,
                            emit=self._emit, caps=lambda k: self.runner.model_cap(k),
@@ -163,11 +182,11 @@ class Sweep:
         self.runner = Runner(plan, self.providers, sinks=sinks, started_sinks=self._hear_starts,
                              concurrency=concurrency)
         self.tuner.tracker.read_counts(self.runner.lanes)
-        if recent:  # the client's rpm/tpm limiters continue where the earlier session left them
-            self.runner.seed_rate_limits(limit_levels(plan, recent, time.time(), self.project.defaults.max_tokens))
+        if resumed is not None and resumed.recent:  # the client's rpm/tpm limiters go on where they were left
+            self.runner.seed_rate_limits(limit_levels(plan, resumed.recent, time.time(),
+                                                      self.project.defaults.max_tokens))
         self.cpu = CpuSampler(self.runner.emit)
         """The client's own CPU load beside the engine: stored with the run, shown live, warned about."""
-        self.status: RunStatus | None = None
 
     @property
     def control(self) -> SweepControl:

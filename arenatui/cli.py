@@ -251,6 +251,10 @@ def _command(module: str, name: str) -> Callable[[argparse.Namespace], int]:
 def cmd_browse(args: argparse.Namespace) -> int:
     from arenatui.tui.browse import browse
 
+    if args.run == "last":
+        from arenatui.commands.stored import chosen_last
+
+        args.run = chosen_last(args.db, None)
     return browse(args.db, args.run, args.theme)
 
 
@@ -265,10 +269,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     run = args.run
     if run == "last":  # the newest run, or the newest sweep where a load run cannot be what is meant
         from arenatui.commands.load_series import compared_last
+        from arenatui.commands.stored import say_chosen
         from arenatui.store import Store
 
         with Store(args.db, read_only=True) as store:
             run = compared_last(store, args.other, sweep_flags)
+            say_chosen(store, run)
     loads = compare_load_runs(args.db, run, args.other, args.json, out_console(soft_wrap=args.json),
                               sweep_flags=sweep_flags)
     if loads is not None:  # load runs: two, or a series (arena load --repeat)
@@ -363,6 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tune", help="find each model's concurrency optimum with the auto-tuner (and record it)")
     p.add_argument("--project", "-p", help="project TOML file, or a directory holding arena.toml")
     p.add_argument("--show", metavar="RUN_ID", help="print a stored run's per-level readout ('last' for the newest)")
+    p.add_argument("--json", action="store_true", help="with --show: print JSON (into a pipe without it: "
+                                                         "tab-separated columns)")
     p.add_argument("--models", type=_csv, default=(), help="only these model keys (comma-separated)")
     p.add_argument("--budget", type=_positive_int, default=400, help="at most this many calls per model; it stops "
                    "sooner once every model has a verdict (default 400)")
@@ -391,6 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("runs", help="list stored runs")
     p.add_argument("--db", help="results database")
     p.add_argument("--limit", type=_whole_number(1, MAX_SQL_INT), default=50, help="newest N runs (default: 50)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table (into a pipe without it: "
+                                                         "tab-separated columns)")
     p.set_defaults(func=_command("runs", "cmd_runs"))
 
     p = sub.add_parser("browse", help="the results view of stored runs: leaderboard, compare, strata, cases, frontier")

@@ -44,6 +44,10 @@ def cmd_bakeoff(args: argparse.Namespace) -> int:
         shown = f"The decision saved with run {page['run']['run_id']} at {when} (local time), shown again"
     else:
         from arenatui.commands.bakeoff_build import build_page
+        from arenatui.commands.stored import chosen_last
+
+        if args.run == "last":
+            args.run = chosen_last(args.db, "sweep")
 
         load = tuple(x.strip() for x in args.load.split(",") if x.strip()) if args.load is not None else None
         if load == ():

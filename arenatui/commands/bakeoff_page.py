@@ -156,6 +156,37 @@ def render_markdown(page: dict[str, Any], *, shown: str | None = None) -> str:
     return "\n".join(lines)
 
 
+VERDICT_CLASS = {"FAILS": "eliminated", "met": "contender"}
+"""The terms table's verdict cells in the decision's colours: a failed term reads as one at a glance."""
+
+
+def _source_cell(source: str) -> str:
+    """A term's source: a link when it is an http(s) address (escaped; any other scheme stays text, since the
+    source is the user's or a provider's words), else the text."""
+    from urllib.parse import urlsplit
+
+    if urlsplit(source).scheme in ("http", "https") and " " not in source:
+        return f'<a href="{_h(source)}" rel="noopener noreferrer">{_h(source)}</a>'
+    return _h(source)
+
+
+def _html_terms(rows: list[list[str]]) -> str:
+    """The terms table: a verdict coloured as the decision is (FAILS as eliminated, met as a contender), each
+    source a link where it is an address."""
+    th = "".join(f"<th>{_h(c)}</th>" for c in TERMS_HEAD)
+    verdict, source = TERMS_HEAD.index("verdict"), TERMS_HEAD.index("source")
+
+    def cell(j: int, text: str) -> str:
+        if j == verdict and text in VERDICT_CLASS:
+            return f'<td class="{VERDICT_CLASS[text]}">{_h(text)}</td>'
+        if j == source:
+            return f"<td>{_source_cell(text)}</td>"
+        return f"<td>{_h(text)}</td>"
+
+    body = "".join("<tr>" + "".join(cell(j, c) for j, c in enumerate(r)) + "</tr>" for r in rows)
+    return f'<div class="wide"><table class="text"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
 def render_html(page: dict[str, Any], *, shown: str | None = None) -> str:
     parts = [html_head(_title(page)), f"<h1>{_h(_title(page))}</h1>", f"<p>{_h(_intro(page))}</p>"]
     if shown:
@@ -175,7 +206,7 @@ def render_html(page: dict[str, Any], *, shown: str | None = None) -> str:
                            or f"<li>{_h(no_pairs_words(page))}</li>") + "</ul>")
     parts.append(f"<p>{_h(ROBUSTNESS)}: {_h(page['margin']['robustness']['text'])}.</p>")
     parts += [_html_table(head, rows) for head, rows in _robustness_tables(page)]
-    parts.append(html_at_load(page["load"]))
+    parts.append(html_at_load(page["load"], [d["model"] for d in page["decisions"] if d["decision"] == "eliminated"]))
     if _partly_load_tested(page):
         parts.append(f"<p>Not load-tested: {_h(', '.join(page['load']['missing']))}.</p>")
     parts.append("<h2>Which errors each makes</h2><p>Every call's failure mode (failed answers and errored calls) "
@@ -187,7 +218,7 @@ def render_html(page: dict[str, Any], *, shown: str | None = None) -> str:
         or "<li>No refusal.</li>") + "</ul>")
     unrecorded = f"<p>{_h(_unrecorded_words(page))}</p>" if _unrecorded_words(page) else ""
     parts.append(f"<h2>Terms</h2><p>{_h(_requirements_words(page))}</p>{unrecorded}"
-                 + (_html_table(TERMS_HEAD, _term_rows(page), "text") if _term_rows(page) else ""))
+                 + (_html_terms(_term_rows(page)) if _term_rows(page) else ""))
     parts.append("</body></html>\n")
     return "\n".join(parts)
 

@@ -14,8 +14,9 @@ from rich.text import Text
 from arenatui.kernel.errors import PlanError
 from arenatui.kernel.units import NOTHING, absent, plural, signed, signed_interval
 from arenatui.present.charts import histogram
-from arenatui.present.columns import HEADLINE, Column, p_better, table_for_width
+from arenatui.present.columns import HEADLINE, Column, p_better
 from arenatui.present.safe_text import literal
+from arenatui.present.terminal import print_listing
 from arenatui.present.wording import clusters_note
 from arenatui.results.read import read_run
 from arenatui.stats import (
@@ -112,13 +113,13 @@ def compare_two(console: Console, results: RunResults, a: str, b: str, *, as_jso
         for line in hist.split("\n"):
             console.print(Text("  ").append_text(line))
     if groups:
-        console.print(table_for_width(GROUP_COLUMNS, groups, console.width,
-                                      title="By stratum and tag (working cases both have scores for)"))
+        print_listing(console, GROUP_COLUMNS, groups,
+                                      title="By stratum and tag (working cases both have scores for)")
     if differ:
         shown = differ[:20]
         more = f"; the first {len(shown)}" if len(differ) > len(shown) else ""
-        console.print(table_for_width(DISAGREE_COLUMNS, shown, console.width,
-                                      title=f"Disagreements: {plural(len(differ), 'case')}, largest gap first{more}"))
+        print_listing(console, DISAGREE_COLUMNS, shown,
+                                      title=f"Disagreements: {plural(len(differ), 'case')}, largest gap first{more}")
 
 
 GROUP_COLUMNS: tuple[Column[tuple[str, str, Comparison]], ...] = (
@@ -156,9 +157,9 @@ def compare_all(console: Console, results: RunResults, *, as_json: bool) -> None
             {**comparison_dict(d.comparison), "p_holm": _num(d.p_holm), "decided_holm": d.decided,
              "better_holm": d.better, "verdict_holm": d.verdict} for d in decisions]})
         return
-    console.print(table_for_width(PAIR_COLUMNS, decisions, console.width,
+    print_listing(console, PAIR_COLUMNS, decisions,
                                   title=f"All {plural(len(decisions), 'pair')} of run {results.run_id} "
-                                        "(Holm-adjusted at 5%)"))
+                                        "(Holm-adjusted at 5%)")
     if any(not d.decided and d.comparison.power for d in decisions):
         console.print("80% power: the difference D (observed, or the smallest these cases detect) and about how "
                       "many cases give 80% power to detect it.", markup=False)
@@ -203,9 +204,8 @@ def compare_two_runs(console: Console, old: RunResults, new: RunResults, *, as_j
             x = st.comparison
             rows.append((f"  stratum {st.stratum}", x, ("REGRESSION: " if st.regression else "") + (
                 x.verdict if st.decided or not x.decided else f"not decided after Holm over the family ({x.verdict})")))
-    console.print(table_for_width(CHANGE_COLUMNS, rows, console.width, block_below=0,
-                                  title=f"Run {new.run_id} against run {old.run_id}, model by model (new − old, "
-                                        "shared cases)"))
+    print_listing(console, CHANGE_COLUMNS, rows, block_below=0,
+                  title=f"Run {new.run_id} against run {old.run_id}, model by model (new − old, shared cases)")
     console.print(f"Decisions are corrected by {GATE_RULE} ({plural(family, 'test')}): the gate's false alarm rate is "
                   "5% for the whole comparison, not per test."
                   + (" A stratum's regression counts even when the aggregate improved." if any(

@@ -29,6 +29,8 @@ def add_load_parser(sub: Any, console: Callable[[LoadRun, str | None], None] | N
     p = sub.add_parser("load", help="an open-loop load run: requests on a schedule, latency from schedule and send")
     p.add_argument("--project", "-p", help="project TOML file, or a directory holding arena.toml")
     p.add_argument("--show", metavar="RUN_ID", help="print the tables of a stored load run ('last' for the newest)")
+    p.add_argument("--json", action="store_true", help="with --show: print JSON (into a pipe without it: "
+                                                         "tab-separated columns)")
     p.add_argument("--model", "-m", help="the model key to load (needed when the project has several)")
     p.add_argument("--rate", "-r", help="requests per second")
     p.add_argument("--rates", help="one segment per rate, e.g. 1,2,4,8 (the saturation point is marked)")
@@ -141,6 +143,23 @@ def _consoles(width: int | None) -> tuple[Console, Console]:
     return out_console(width=width), err_console(width=width)
 
 
+def _print_for_scripts(out: Console, run_id: str, outcome: Any, *, as_json: bool) -> None:
+    """`load --show` for a script: the report's JSON document (--json), or the segment table's columns
+    tab-separated into a pipe."""
+    import json
+    import sys
+
+    from arenatui.commands.load_files import load_report_dict
+    from arenatui.present.load_tables import segment_cells
+    from arenatui.present.terminal import tab_separated
+
+    if as_json:
+        sys.stdout.write(json.dumps(load_report_dict(run_id, "", outcome), indent=2, ensure_ascii=False) + "\n")
+        return
+    titles, rows = segment_cells(outcome)
+    sys.stdout.write(tab_separated(titles, rows) + "\n")
+
+
 def cmd_load(args: argparse.Namespace) -> int:
     from arenatui.commands.load_report import print_outcome
     from arenatui.load.run import LoadRun
@@ -149,9 +168,21 @@ def cmd_load(args: argparse.Namespace) -> int:
     if args.show:
         from arenatui.commands.load_report import stored_outcome
 
+        if args.show == "last":
+            from arenatui.commands.stored import chosen_last
+
+            args.show = chosen_last(args.db, "load")
+
         run_id, stored = stored_outcome(args.db or default_db_path(), args.show)
         out, err = _consoles(_width())
-        print_outcome(out, err, stored)
+        from arenatui.present.terminal import plain_listing
+
+        if args.json or plain_listing():  # for a script: JSON (as `arena report RUN -f json`), or tab-separated
+            _print_for_scripts(out, run_id, stored, as_json=args.json)
+            if args.json:
+                return 0
+        else:
+            print_outcome(out, err, stored)
         out.print(f"Run id: {run_id} ({stored.status})", markup=False)
         return 0
     if not args.project:

@@ -79,7 +79,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     from rich.table import Table
 
-    from arenatui.present.terminal import out_console
+    from arenatui.present.terminal import out_console, plain_listing, tab_separated
     from arenatui.stats.power import (
         POWER,
         TABLE_BASELINES,
@@ -158,7 +158,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
         console.print(f"This plan rests on {out['assumption']}."
                       + ("" if sd is not None else " After a run, arena plan --run RUN plans from what it observed."),
                       markup=False)
-    if args.table:
+    def cell(b: float, v: float | None) -> str:
+        """A table cell: the difference, marked × where it would take accuracy above 1."""
+        return "-" if v is None else f"× ({v:.3f})" if impossible(b, v) else f"{v:.3f}"
+
+    if args.table and plain_listing():  # into a pipe: the table as tab-separated columns, for a script
+        sys.stdout.write(tab_separated(["cases", *(f"p = {b:g}" for b in TABLE_BASELINES)],
+                                       [[str(n_), *(cell(b, v) for b, v in zip(TABLE_BASELINES, row, strict=True))]
+                                        for n_, row in mde_table()]) + "\n")
+    elif args.table:
         t = Table(title=f"Minimum detectable difference at baseline accuracy p ({POWER:.0%} power, 95%, paired)",
                   title_justify="left", header_style="bold",
                   caption="× : p + the difference would be above 1: no pair of models that far apart exists there",
@@ -167,7 +175,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
         for b in TABLE_BASELINES:
             t.add_column(f"p = {b:g}", justify="right")
         for n_, row in mde_table():
-            t.add_row(str(n_), *("-" if v is None else f"× ({v:.3f})" if impossible(b, v) else f"{v:.3f}"
-                                 for b, v in zip(TABLE_BASELINES, row, strict=True)))
+            t.add_row(str(n_), *(cell(b, v) for b, v in zip(TABLE_BASELINES, row, strict=True)))
         console.print(t)
     return 0

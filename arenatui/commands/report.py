@@ -10,7 +10,7 @@ import dataclasses
 import html
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -183,6 +183,7 @@ def report_of(stored: StoredRun) -> dict[str, Any]:
     rep["reasoning"] = {m: {"calls": u.calls, "reasoning_tokens": u.reasoning_tokens, "output_tokens": u.output_tokens,
                             "estimated": u.estimated, "per_call": u.per_call, "share": u.share}
                         for m, u in stored.reasoning.items()}
+    _reasoning_spend(rep, plan)
     rep["judged"] = judged_list(plan, stored.judgments)
     rep["concurrency"] = concurrency_list(stored.tuning)
     from arenatui.present.variant_tables import VARIANT_NOTE, follow_up_dicts, variants_dict
@@ -469,7 +470,9 @@ REVERSAL_WORDS = ("Each cell is the model's score over the group's cases it has 
                   "inside the group excludes zero the other way, Holm-adjusted over every group tested.")
 
 
-def _strata_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def _strata_rows(rep: dict[str, Any], *, compact: bool = False) -> tuple[list[str], list[list[str]]]:
+    """Groups as rows, models as columns; `compact` (a terminal) keeps one figure per cell, the interval and n
+    left out first, so the table meant for comparing models keeps them all at 80 columns (issue 37)."""
     models = [m["model"] for m in rep["leaderboard"]]
     flagged = {(v["group"], v["model"]) for v in rep["reversals"]}
     head = ["group", "kind", "cases", *models]
@@ -478,7 +481,8 @@ def _strata_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         cells = [g["group"], g["kind"], str(g["cases"])]
         for m in models:
             iv = g["scores"].get(m)
-            text = NOTHING if iv is None or iv["n"] == 0 else f"{iv['estimate']:.3f} ({_ci(iv)}, n {iv['n']})"
+            text = NOTHING if iv is None or iv["n"] == 0 else f"{iv['estimate']:.3f}" if compact else \
+                f"{iv['estimate']:.3f} ({_ci(iv)}, n {iv['n']})"
             cells.append(text + (" ⚠" if (g["group"], m) in flagged else ""))
         rows.append(cells)
     return head, rows
@@ -529,10 +533,32 @@ def _judge_rows(spend: dict[str, Any]) -> list[list[str]]:
 JUDGE_HEAD = ("judge", "judge calls", "judge errors", "retries", "tokens", "spend")
 
 
+def _reasoning_spend(rep: dict[str, Any], plan: RunPlan) -> None:
+    """Each reasoning model's reasoning as a share of its whole spend (`spend_share`: its reasoning tokens at its
+    output price over everything it spent), None for a model without a price."""
+    prices = {m.get("key"): m.get("price_out_per_mtok") for m in plan.record.config.get("models", ())
+              if isinstance(m, dict)}
+    spend = {m["model"]: m["spend"] for m in rep["leaderboard"]}
+    for key, r in rep["reasoning"].items():
+        price, spent = prices.get(key), spend.get(key)
+        ok = isinstance(price, (int, float)) and price > 0 and isinstance(spent, (int, float)) and spent > 0
+        r["spend_share"] = min(1.0, r["reasoning_tokens"] * price / 1e6 / spent) if ok else None
+
+
+def _reasoning_cell(r: dict[str, Any] | None) -> str:
+    """'400/call · 57% of spend' in the cost table (of output tokens where the model has no price)."""
+    if r is None:
+        return ""
+    share = r.get("spend_share")
+    return (f"{r['per_call']:.0f}/call · " + (f"{share:.0%} of spend" if share is not None
+                                               else f"{r['share']:.0%} of output"))
+
+
 def _reasoning_note(reasoning: dict[str, dict[str, Any]]) -> str:
     """Each reasoning model's thinking in its spend: tokens per call and their share of its output tokens."""
     parts = [f"{m}: {r['per_call']:.0f} reasoning tokens per call that reasoned ({plural(r['calls'], 'call')}), "
              f"{r['share']:.0%} of those calls' output tokens and so of their output spend"
+             + (f", {r['spend_share']:.0%} of the model's whole spend" if r.get("spend_share") is not None else "")
              + (f"; estimated for {r['estimated']} of them" if r["estimated"] else "")
              for m, r in reasoning.items()]
     return ("Reasoning (counted in the tokens and spend above, never scored): " + "; ".join(parts) + "."
@@ -634,7 +660,7 @@ def md_pair(p: dict[str, Any]) -> str:
             f"n = {p['diff']['n']}" + (f"; {_md(p['coverage_note'])}" if p["coverage_note"] else ""))
 
 
-def render_markdown(rep: dict[str, Any]) -> str:
+def render_markdown(rep: dict[str, Any], *, terminal: bool = False) -> str:
     run = rep["run"]
     lines = [f"# Decision report: {_md(run['project'])}, run {_md(run['run_id'])}", "",
              f"Status {_md(run['status'])}; started {run['started_at']}; {run['stored']} of "
@@ -654,8 +680,10 @@ def render_markdown(rep: dict[str, Any]) -> str:
     if rep.get("at_load"):
         lines += ["", *md_at_load(rep["at_load"])]
     if rep["strata"]:
-        head, rows = _strata_rows(rep)
-        lines += ["", "## Strata and tags", "", f"{REVERSAL_WORDS}", ""]
+        head, rows = _strata_rows(rep, compact=terminal)
+        lines += ["", "## Strata and tags", "", f"{REVERSAL_WORDS}" + (
+            " Here each cell is the score alone; the intervals and n are in the file (arena report RUN -o FILE)."
+            if terminal else ""), ""]
         lines += _md_table(head, rows)
     sealed = _sealed_rows(rep)
     if sealed:
@@ -663,9 +691,11 @@ def render_markdown(rep: dict[str, Any]) -> str:
         lines += _md_table(SEALED_HEAD, sealed)
     lines += ["", "## Cost and frontier", ""]
     est = rep.get("estimated_tokens") or {}
-    lines += _md_table(("model", "spend", "tokens", "tokens estimated", "$/correct", "tokens/correct", "$/answered",
-                        "quality-cost front", "quality-p95 front"),
+    reasoning = rep.get("reasoning") or {}
+    lines += _md_table(("model", "spend", "tokens", "tokens estimated", *(("reasoning",) if reasoning else ()),
+                        "$/correct", "tokens/correct", "$/answered", "quality-cost front", "quality-p95 front"),
                        [[m["model"], money(m["spend"]), str(m["tokens"]), _estimated_cell(est.get(m["model"])),
+                         *((_reasoning_cell(reasoning.get(m["model"])),) if reasoning else ()),
                          money(m["cost_per_correct"]), _f(m["tokens_per_correct"], 0), money(m["cost_per_answered"]),
                          "yes" if m["on_cost_front"] else "", "yes" if m["on_latency_front"] else ""]
                         for m in rep["leaderboard"]])
@@ -731,11 +761,12 @@ th{background:#f3f3f3}td:nth-child(2),th:nth-child(2){text-align:left}
 pre{background:#f6f6f6;padding:1em;overflow:auto}svg{border:1px solid #ddd;background:#fff}
 svg.frontier{display:block;max-width:100%;height:auto}.wide{overflow-x:auto;max-width:100%}
 li,p{overflow-wrap:anywhere}
-.front{fill:#0a6b2d}.dot{fill:#888}.muted{fill:#ddd;stroke:#bbb}.muted-label{fill:#aaa}
+.front{fill:#0a6b2d}.dot{fill:#888}.muted{fill:#ddd;stroke:#bbb}.muted-label{fill:#aaa}.out{fill:#fff;stroke:#a1261b;stroke-width:2}
 .warn{border-left:4px solid #b36b00;background:#fff6e5;padding:.25em 1em;margin:1em 0}
 .eliminated{color:#a1261b;font-weight:600}.contender{color:#0a6b2d;font-weight:600}
 table.names td,table.names th{text-align:right}table.names td:first-child,table.names th:first-child,table.text td,
 table.text th{text-align:left}
+table.board th{white-space:normal}table.board td:nth-child(2),table.board th:nth-child(2){text-align:left}
 """
 
 
@@ -764,16 +795,33 @@ def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:
     return [lo + (hi - lo) * i / n for i in range(n + 1)]
 
 
+LOG_SPAN = 5.0
+"""A cost axis whose values span this factor or more is drawn on a log scale (as the console's frontier is): on a
+linear one the cheap models crowd into one corner."""
+
+
 def _scatter(points: list[tuple[str, float, float, bool]], x_label: str, x_fmt: Callable[[float], str],
-             muted: dict[str, str] | None = None) -> str:
+             muted: dict[str, str] | None = None, *, log_x: bool = False, out: Collection[str] = ()) -> str:
     """An inline SVG scatter of quality (y) against a cost (x), the Pareto front filled, ticked axes. A label
     starts right of its point in the left half and ends left of it in the right half, so it stays inside. `muted`
-    (model -> why: eliminated, not enough evidence) are drawn greyed with why, never as a front point."""
+    (model -> why: eliminated, not enough evidence) are drawn greyed with why, never as a front point; `out`: models
+    drawn as ruled out (a bake-off's eliminated candidates); `log_x`: a log scale when the costs span LOG_SPAN or
+    more."""
     muted = muted or {}
     if not points:
         return "<p>No model has both figures.</p>"
     w, h = SVG_W, SVG_H
     left, right, bottom, top = SVG_MARGIN
+    raw = [p[1] for p in points]
+    log = log_x and min(raw) > 0 and max(raw) / min(raw) >= LOG_SPAN
+    if log:
+        x_fmt_raw = x_fmt
+        points = [(n, math.log10(x), y, f) for n, x, y, f in points]
+
+        def x_fmt(v: float) -> str:
+            return x_fmt_raw(10 ** v)
+
+        x_label += ", log scale"
     xs = [p[1] for p in points]
     ys = [p[2] for p in points]
     x0, x1 = min(xs), max(xs)
@@ -795,7 +843,7 @@ def _scatter(points: list[tuple[str, float, float, bool]], x_label: str, x_fmt: 
     mid = (left + w - right) / 2
     dots = "".join(
         f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" '
-        f'class="{"muted" if name in muted else "front" if front else "dot"}"/>'
+        f'class="{"out" if name in out else "muted" if name in muted else "front" if front else "dot"}"/>'
         f'<text class="{"label muted-label" if name in muted else "label"}" '
         f'x="{sx(x) + (8 if sx(x) < mid else -8):.1f}" y="{sy(y) - 7:.1f}" font-size="11" '
         f'text-anchor="{"start" if sx(x) < mid else "end"}">{_h(name)}'
@@ -844,7 +892,15 @@ def render_html(rep: dict[str, Any]) -> str:
         parts.append("<ul>" + "".join(f"<li>{_h(n)}</li>" for n in rep["notes"]) + "</ul>")
     parts.append("<h2>Leaderboard</h2><p>Quality is over scored calls (trials averaged per case), with a 95% "
                  "bootstrap interval over cases; coverage is answered / planned calls.</p>")
-    parts.append(_html_table(*leaderboard_rows(rep)))
+    head, rows = leaderboard_rows(rep)
+    # two tables, the model named in each, so a desktop page shows every column without scrolling sideways (one
+    # table of 22 columns was 2,000 px wide at 1280, p95 and after hidden); spend, latency and reliability second
+    cut = head.index("$/answered") if "$/answered" in head else len(head)
+    name = head.index("model")
+    parts.append(_html_table(head[:cut], [r[:cut] for r in rows], "names board"))
+    if cut < len(head):
+        parts.append("<p>Spend, latency and reliability (same order):</p>" + _html_table(
+            [head[name], *head[cut:]], [[r[name], *r[cut:]] for r in rows], "names"))
     if _ranking_notes(rep):
         parts.append("<ul>" + "".join(f"<li>{_h(n)}</li>" for n in _ranking_notes(rep)) + "</ul>")
     for title, words, (head, rows) in _variant_sections(rep):
@@ -865,7 +921,7 @@ def render_html(rep: dict[str, Any]) -> str:
                  "included) over passed calls. Filled points are Pareto-optimal.</p>")
     parts.append(_scatter([(m["model"], m["cost_per_correct"], m["quality"]["estimate"], m["on_cost_front"])
                            for m in lb if m["cost_per_correct"] is not None and m["quality"]["estimate"] is not None],
-                          "$ per correct answer", money))
+                          "$ per correct answer", money, log_x=True))
     parts.append(_scatter([(m["model"], m["latency_ms"]["p95"], m["quality"]["estimate"], m["on_latency_front"])
                            for m in lb if m["latency_ms"]["p95"] is not None and m["quality"]["estimate"] is not None],
                           "p95 latency, ms", number))
@@ -1012,7 +1068,7 @@ def md_at_load(section: dict[str, Any]) -> list[str]:
     return lines
 
 
-def html_at_load(section: dict[str, Any]) -> str:
+def html_at_load(section: dict[str, Any], eliminated: Collection[str] = ()) -> str:
     if not any(r["load_run"] for r in section["rows"]):
         return f"<h2>Quality beside load at the target</h2><p>{_h(NO_LOAD_WORDS)}</p>"
     parts = [f"<h2>Quality beside load at the target</h2><p>{_h(at_load_words(section))}</p>",
@@ -1025,7 +1081,8 @@ def html_at_load(section: dict[str, Any]) -> str:
                            if r["load_run"] and r["latency_ms"]["p95"] is not None and r["quality"] is not None],
                           "p95 latency from schedule at the target load, ms", ms,
                           {r["model"]: "eliminated" if r.get("eliminated") else f"n {r['answered']}: not enough "
-                           "evidence" for r in section["rows"] if r.get("eliminated") or r.get("p95_evidence")}))
+                           "evidence" for r in section["rows"] if r.get("eliminated") or r.get("p95_evidence")},
+                          out=eliminated))
     series = _series_lines(section)
     if series:
         parts.append("<p>Repeated load runs (the same profile at different times):</p><ul>"
@@ -1039,4 +1096,4 @@ def render(rep: dict[str, Any], fmt: str, *, terminal: bool = False) -> str:
         return json.dumps(rep, indent=2, ensure_ascii=terminal, allow_nan=False) + "\n"
     if fmt == "html":
         return render_html(rep)
-    return render_markdown(rep)
+    return render_markdown(rep, terminal=terminal)

@@ -1,5 +1,6 @@
-"""`arena runs`: the stored runs, newest first, with each model's concurrency optimum where a stored readout
-establishes one; the run id and every model's name are never cut."""
+"""`arena runs`: the stored runs, newest first, with each run's kind and each model's concurrency optimum where a
+stored readout establishes one; the run id and every model's name are never cut. `--json` for scripts, and
+tab-separated columns when stdout is not a terminal."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ import time
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from arenatui.kernel.units import plural
-    from arenatui.present.columns import HEADLINE, Column, table_for_width
-    from arenatui.present.terminal import out_console
+    from arenatui.present.columns import HEADLINE, Column
+    from arenatui.present.terminal import out_console, plain_listing, print_listing
     from arenatui.store import Store
     from arenatui.store.db import default_db_path
     from arenatui.store.load_queries import run_kinds
-    from arenatui.store.queries import RunListing, list_runs
+    from arenatui.store.queries import RunListing, list_runs, run_origins
 
     if args.db is None and not default_db_path().exists():  # a fresh install: nothing stored is no error
         out_console().print(f"No runs stored yet (no database at {default_db_path()}). Try: arena demo", markup=False)
@@ -22,6 +23,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     with Store(args.db, read_only=True) as store:  # a --db that does not exist: NoSuchDatabase, no file made
         runs = list_runs(store, args.limit)
         kinds = run_kinds(store, [r.run_id for r in runs])  # a load run stores requests, not results
+        origins = run_origins(store, [r.run_id for r in runs])
         from arenatui.commands.shards import shards_label
         from arenatui.store.run_shards import shard_counts
         from arenatui.tuning.levels import readouts_from_rows
@@ -35,7 +37,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
                              for ro in readouts_from_rows(store.tuning_levels(r.run_id))
                              if ro.verdict.optimum is not None} for r in runs}
     con = out_console()
-    if not runs:
+    if not runs and not args.json:
         con.print(f"No runs stored in {store.path} yet. Try: arena demo", markup=False)
         return 0
 
@@ -48,7 +50,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     # columns are left out first on a narrow terminal, and below that each run is a block of its own.
     columns: tuple[Column[RunListing], ...] = (
         Column("run id", lambda r: r.run_id, priority=HEADLINE, right=False),
-        Column("status", lambda r: r.status + (" (load)" if kinds.get(r.run_id, ("sweep",))[0] == "load" else "")
+        Column("kind", lambda r: origins.get(r.run_id, "run"), priority=8, right=False),
+        Column("status", lambda r: ("▶ " if r.status == "running" else "") + r.status
                + shards_label(sharded.get(r.run_id)), priority=9, right=False),
         Column("calls", calls, priority=8),
         Column("models (≈ concurrency optimum)", lambda r: "\n".join(
@@ -59,9 +62,21 @@ def cmd_runs(args: argparse.Namespace) -> int:
         Column("project", lambda r: r.project, priority=7, right=False),
     )
     if in_series:  # after calls: a load run's series is what `arena compare` takes
-        columns = (*columns[:3], Column("series", lambda r: in_series.get(r.run_id, ""), priority=9, right=False),
-                   *columns[3:])
-    con.print(table_for_width(columns, runs, con.width, elsewhere=""))
-    for line in series_legend:
+        columns = (*columns[:4], Column("series", lambda r: in_series.get(r.run_id, ""), priority=9, right=False),
+                   *columns[4:])
+    as_json = [{"run_id": r.run_id, "kind": origins.get(r.run_id, "run"), "status": r.status,
+                "calls": kinds.get(r.run_id, ("sweep", 0))[1] if kinds.get(r.run_id, ("sweep",))[0] == "load"
+                else r.calls, "planned": r.planned, "models": list(r.models),
+                "optimum": optima[r.run_id], "started_at": r.started_at, "project": r.project,
+                "series": in_series.get(r.run_id) or None, "shards": sharded.get(r.run_id)} for r in runs]
+    print_listing(con, columns, runs, as_json=as_json, json_wanted=args.json, elsewhere="")
+    if args.json or plain_listing():
+        return 0
+    notes = [*series_legend]
+    if any(optima.values()):  # the ≈ had its column header shortened away on a narrow terminal (issue 37)
+        notes.append("≈N after a model: the concurrency optimum its stored per-level readout establishes")
+    if any(r.status == "running" for r in runs):
+        notes.append("▶ running: its process is still at work (another run started later may be newer)")
+    for line in notes:
         con.print(line, markup=False, highlight=False)
     return 0

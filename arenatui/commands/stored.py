@@ -13,8 +13,37 @@ from arenatui.store import Store
 from arenatui.store.load_queries import load_run_named
 
 
+def chosen_last(db: str | None, kind: str | None) -> str:
+    """'last' for a command that reads runs of `kind` ('sweep', 'load', None: either): the newest such run that is
+    not still running (store.queries.last_run), said first, on stderr, so a person sees which run the figures are
+    of (on a database every job shares, the newest run can be someone else's); returns its id."""
+    from arenatui.store.queries import last_run
+
+    with Store(db, read_only=True) as store:
+        rec = last_run(store, kind)
+        say_chosen(store, rec.run_id)
+    return rec.run_id
+
+
+def say_chosen(store: Store, run_id: str) -> None:
+    """The line that names the run 'last' chose: its id, kind, status and start."""
+    import time
+
+    from arenatui.store.queries import run_origins
+
+    rec = store.get_run(run_id)
+    kind = run_origins(store, [run_id]).get(run_id, "run")
+    started = time.strftime("%Y-%m-%d %H:%M", time.localtime(rec.started_at))
+    still = "; it is still running, so its figures are what is stored so far" if rec.status == "running" else ""
+    print(f"last = run {rec.run_id} ({kind}, {rec.status}, started {started}, project {rec.project}){still}",
+          file=sys.stderr)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from arenatui.commands.report import build_report, render
+
+    if args.run == "last":
+        args.run = chosen_last(args.db, "sweep" if args.load else None)
 
     with Store(args.db, read_only=True) as store:
         # beside load runs, 'last' is the newest sweep (the load runs were made after it): build_report reads it
@@ -44,6 +73,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from arenatui.commands.export import write_export
+
+    if args.run == "last":
+        args.run = chosen_last(args.db, None)
 
     with Store(args.db, read_only=True) as store:
         rows: list[int] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console, RenderableType
 from rich.text import Text
@@ -17,6 +18,7 @@ from arenatui.kernel.units import plural
 from arenatui.present.columns import HEADLINE, Column, Fitted
 from arenatui.present.level_figures import fmt_ms, fmt_rate, fmt_share, goodput_text, limited_text
 from arenatui.present.safe_text import literal
+from arenatui.present.terminal import plain_listing
 from arenatui.project.write import writable_target, write_model_settings
 from arenatui.tuning.evidence import LevelEvidence
 from arenatui.tuning.levels import ModelReadout, declared_level
@@ -80,6 +82,25 @@ def print_chart(out: Console, ro: ModelReadout) -> None:
         out.print(Text(GOODPUT_LEGEND, style="dim"), no_wrap=True, overflow="ellipsis")
         for row in rows:
             out.print(Text(row), no_wrap=True, overflow="ellipsis")
+def _print_readouts(out: Console, run_id: str, stored: Sequence[ModelReadout], *, as_json: bool) -> None:
+    """`tune --show` for a script: JSON (--json), or one tab-separated row per (model, level) into a pipe. The
+    same readouts as the tables, only another way of writing them."""
+    import dataclasses
+
+    from arenatui.present.terminal import print_listing
+
+    rows = [(ro, (lv, level_mark(lv, ro.best))) for ro in stored for lv in ro.levels]
+    def level_column(c: Column[Level]) -> Column[Any]:
+        return Column(c.title, lambda r: c.get(r[1]), c.fmt)
+
+    columns: list[Column[Any]] = [Column("model", lambda r: r[0].model_key, right=False),
+                                  *(level_column(c) for c in LEVEL_COLUMNS),
+                                  Column("verdict", lambda r: r[0].verdict.text, right=False)]
+    doc = {"run_id": run_id, "models": [
+        {"model": ro.model_key, "verdict": ro.verdict.kind, "verdict_text": ro.verdict.text,
+         "level": ro.verdict.level, "optimum": ro.verdict.optimum,
+         "levels": [dataclasses.asdict(lv) for lv in ro.levels]} for ro in stored]}
+    print_listing(out, columns, rows, as_json=doc, json_wanted=as_json)
 
 
 def _not_a_load_run(run_id: str, db: str | None) -> None:
@@ -110,15 +131,24 @@ def cmd_tune(args: argparse.Namespace) -> int:
     out = _out()
     err = _err()
     if args.show:
+        if args.show == "last":  # the newest sweep that is not running: a running one has no readout yet
+            from arenatui.commands.stored import chosen_last
+
+            args.show = chosen_last(args.db, "sweep")
         run_id, stored = stored_readouts(args.show, args.db)
         _not_a_load_run(run_id, args.db)
-        if not stored:
-            out.print(f"Run {run_id}: no readout (no level was held, or it ran before arenatui stored one).",
-                      markup=False)
-        for ro in stored:
-            out.print(readout_table(ro, run_id))
-            if out.is_terminal:  # a picture for people; a pipe gets the table only
-                print_chart(out, ro)
+        if args.json or plain_listing():  # JSON alone; into a pipe the levels tab-separated, the rest as ever
+            _print_readouts(out, run_id, stored, as_json=args.json)
+            if args.json:
+                return 0
+        else:
+            if not stored:
+                out.print(f"Run {run_id}: no readout (no level was held, or it ran before arenatui stored one).",
+                          markup=False)
+            for ro in stored:
+                out.print(readout_table(ro, run_id))
+                if out.is_terminal:  # a picture for people; a pipe gets the table only
+                    print_chart(out, ro)
         _print_declared(out, run_id, args.db, stored)
         _print_budgets(out, run_id, args.db)
         if args.verbose:

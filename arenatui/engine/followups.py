@@ -241,10 +241,13 @@ class Chained:
 
     def after(self, r: CallResult) -> tuple[Lane | None, list[tuple[Case, str]]]:
         """A call of a case others depend on ended: its lane (the dependents it made ready are queued there), and
-        those it made unreachable. A cancelled call decides nothing (resume runs it again)."""
+        those it made unreachable. A cancelled call decides nothing (resume runs it again). An unreachable call was
+        decided with its whole chain below it (Chains.finished/start): fed back, it would reopen the episode that
+        decision ended and decide a dependent twice (43/40 done, issue 37)."""
         chains = self.chains
         lane = self.by_key.get(r.model_key)
-        if r.error_class == "cancelled" or lane is None or lane.jobs is not None or r.case_id not in chains.involved:
+        if r.error_class in ("cancelled", "unreachable") or lane is None or lane.jobs is not None \
+                or r.case_id not in chains.involved:
             return None, []
         unreachable: list[tuple[Case, str]] = []
         for case, why in chains.finished(lane.key, r.case_id, r.trial, (r.status == "passed", r.output)):

@@ -19,6 +19,7 @@ same segments) and sends only the requests whose schedule index falls to it.
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -111,6 +112,10 @@ class OpenLoopDriver:
         self._temperature = m.temperature if m.temperature is not None else plan.defaults.temperature
         self._messages = {c.id: build_messages(m, plan.defaults, c) for c in plan.cases}
         self._cases = {c.id: c for c in plan.cases}
+        # Cases are drawn in a seeded shuffled order that every segment starts afresh: in file order, a sorted file
+        # gave each segment its own slice of it (with --rates 1,2 the 1/s segment saw only the cap-* cases).
+        self._order = list(plan.cases)
+        random.Random(plan.seed).shuffle(self._order)
         self._limiter = anyio.CapacityLimiter(plan.max_in_flight or DEFAULT_MAX_IN_FLIGHT)
         self._source = "plan"
         self._drops_told_at = 0.0
@@ -208,10 +213,12 @@ class OpenLoopDriver:
         else:
             planned = [(r, i * plan.duration_s, (i + 1) * plan.duration_s) for i, r in enumerate(plan.rates)]
         trace_case: list[str | None] = [None]  # the case the trace row just read names
+        order = self._order
         for rate, start, end in planned:
             source = "plan"
             while True:
                 self._begin(segment, rate, start, end, source)
+                first = seq  # this segment's first request: its cases start the shuffled order again
                 if trace:  # its rows as they are read (a big file is streamed), each naming its case or not
                     times: Iterator[float] = _offsets(plan.arrival.rows(), trace_case)
                 else:
@@ -253,7 +260,7 @@ class OpenLoopDriver:
                     if case_id not in self._cases:
                         case_id = None
                     if case_id is None:
-                        case_id = plan.cases[n % len(plan.cases)].id
+                        case_id = order[(n - first) % len(order)].id
                     if self._limiter.available_tokens < 1:  # the cap is full: wait, measured as lag, then check
                         await self._limiter.acquire_on_behalf_of(n)
                         if self.now_s() - max(due, began) > DROP_LATE_S:

@@ -109,8 +109,12 @@ def pick_model(project: Project, key: str | None) -> ModelConfig:
 
 
 def rate_limit_warning(model: ModelConfig, segment_s: float) -> str | None:
-    """A segment shorter than the provider's rate-limit window measures a provider that never ran out."""
-    metered = model.rpm or model.tpm or model.sim.rpm or model.provider != "sim"
+    """A segment shorter than the provider's rate-limit window measures a provider that never ran out: said where a
+    limit is declared (the model's or the simulation's rpm/tpm) or exists (a hosted API; a server on this machine or
+    a private network has none unless declared)."""
+    from arenatui.providers.openai import local_server
+
+    metered = model.rpm or model.tpm or model.sim.rpm or (model.provider != "sim" and not local_server(model.base_url))
     if not metered or segment_s >= RATE_LIMIT_WINDOW_S:
         return None
     return (f"each segment lasts {segment_s:g} s, shorter than the provider's {RATE_LIMIT_WINDOW_S:.0f} s rate-limit "

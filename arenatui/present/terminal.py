@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -38,6 +38,43 @@ def err_console(**kw: Any) -> Console:
     """A console on stderr (progress, warnings)."""
     kw.setdefault("width", width_for(sys.stderr))
     return _Console(stderr=True, highlight=False, **kw)
+
+
+def plain_listing(stream: TextIO | None = None) -> bool:
+    """Whether a listing (`arena runs`, `compare`, `tune --show`, `load --show`, `plan`) is for a script: stdout is
+    not a terminal and no COLUMNS asks for a table of that width. Then it prints plain tab-separated columns, a
+    header line first (as `report` prints Markdown into a pipe)."""
+    return width_for(stream or sys.stdout) is not None
+
+
+def tab_separated(titles: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """Tab-separated lines, the titles first: a cell's own lines joined with ", ", tabs and control characters
+    shown as escapes (a case's or model's name can hold anything), so each row is one line with one field a
+    column."""
+    from arenatui.kernel.text import printable
+
+    def field(text: str) -> str:
+        return printable(", ".join(text.split("\n")), newlines=False)
+
+    return "\n".join("\t".join(field(c) for c in line) for line in (titles, *rows))
+
+
+def print_listing(console: Console, columns: Sequence[Any], rows: Sequence[Any], *, as_json: Any = None,
+                  json_wanted: bool = False, **fitted: Any) -> None:
+    """One listing three ways: JSON (`--json`: `as_json`, what scripts read), tab-separated columns when stdout is
+    not a terminal (`plain_listing`), or a table fitted to the width (figures.table_for_width, `fitted` its
+    options)."""
+    import json
+
+    from arenatui.present.columns import table_for_width
+
+    if json_wanted:  # written as it is: a Console would expand tabs and wrap
+        console.file.write(json.dumps(as_json, indent=2, ensure_ascii=False) + "\n")
+    elif plain_listing():
+        titles = [c.short or c.title for c in columns]
+        console.file.write(tab_separated(titles, [[c.cell(r) for c in columns] for r in rows]) + "\n")
+    else:
+        console.print(table_for_width(columns, rows, console.width, **fitted))
 
 
 def write_output(path: str | None, fn: Callable[[TextIO, bool], object]) -> None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import anyio
 
 from arenatui.kernel.errors import IncompleteStream, TransientError
 from arenatui.providers.base import Completion, Request
 from arenatui.providers.http import (
+    TEMPLATE_TOKENS_PER_MESSAGE,
     HttpProvider,
     SSEEvent,
     StreamReader,
@@ -59,7 +63,7 @@ class OpenAIStream(StreamReader):
                 self.reasoning_tokens = as_int(details["reasoning_tokens"])
 
 
-def parse_chat_completion(raw: bytes, request: Request, where: str) -> Completion:
+def parse_chat_completion(raw: bytes, request: Request, where: str, template: int | None = None) -> Completion:
     """A non-streamed chat completion; anything unreadable is a transient error."""
     obj = json_object(raw, f"response from {where}")
     choices = obj.get("choices")
@@ -86,9 +90,9 @@ def parse_chat_completion(raw: bytes, request: Request, where: str) -> Completio
     if not isinstance(thought, str):
         thought = None
     if thought is None and not r:  # no reasoning (a reported 0 says the same: LiteLLM sends it for every model)
-        i_, o_, est = usage_or_estimate(text, request.messages, i, o)
+        i_, o_, est = usage_or_estimate(text, request.messages, i, o, template)
         return Completion(text=text, input_tokens=i_, output_tokens=o_, finish_reason=finish, tokens_estimated=est)
-    return with_reasoning(text, thought, request.messages, i, o, r, finish)
+    return with_reasoning(text, thought, request.messages, i, o, r, finish, template)
 
 
 def token_limit_param(base_url: str | None) -> str:
@@ -102,6 +106,25 @@ def token_limit_param(base_url: str | None) -> str:
     except ValueError:
         host = ""
     return "max_completion_tokens" if host == "api.openai.com" else "max_tokens"
+
+
+def local_server(base_url: str | None) -> bool:
+    """A server on this machine or a private network (loopback, localhost, RFC 1918, link-local): one that a user
+    runs (llama.cpp, vLLM, Ollama), with no rate limit unless one is declared, and free to ask for its tokenizer."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(base_url or "").hostname or "").lower()
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost") or host.endswith(".local"):
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_private or ip.is_link_local
 
 
 class OpenAIProvider(HttpProvider):
@@ -141,7 +164,75 @@ class OpenAIProvider(HttpProvider):
         return key
 
     def parse_json(self, raw: bytes, request: Request) -> Completion:
-        return parse_chat_completion(raw, request, self.where)
+        return parse_chat_completion(raw, request, self.where, self.template)
 
     def stream_reader(self, request: Request, sent: float) -> StreamReader:
-        return OpenAIStream(request, sent, self.where, self._secrets)
+        reader = OpenAIStream(request, sent, self.where, self._secrets)
+        reader.template = self.template
+        return reader
+
+    template: int | None = None
+    """The chat template's input tokens as this model's server counts them (`measure_template`), once measured."""
+    _template_asked = False
+    _template_lock: anyio.Lock | None = None
+
+    async def complete(self, request: Request) -> Completion:
+        if not self._template_asked:
+            await self.measure_template(request)
+        return await super().complete(request)
+
+    async def measure_template(self, request: Request) -> None:
+        """Once per model, before its first request goes out (its other first requests wait: on llama-cpp-python any
+        request interrupts a stream in progress): the chat template's tokens, for the input estimates of a server
+        that reports no usage (llama-cpp-python's streams). Asked only for a streamed model (whole bodies carry
+        usage), of a server on this machine or a private network that has a tokenizer endpoint (llama-cpp-python's
+        ``/extras/tokenize/count``, llama.cpp's ``/tokenize``): the template's share is its count of the first
+        request's prompt (a one-token answer to its messages: the sweep's prompts share their shape) less its
+        tokenizer's count of the messages' text. It can be below 0: llama-cpp-python's Gemma template drops a system
+        message. Anything else (no such endpoint, an error, no usage) leaves the fixed estimate."""
+        if self._template_lock is None:
+            self._template_lock = anyio.Lock()
+        async with self._template_lock:
+            if self._template_asked:
+                return
+            try:
+                if self.model.stream and local_server(self.model.base_url):  # whole bodies carry usage
+                    with anyio.move_on_after(min(request.timeout_s, 30.0)):
+                        measured = await self._template_tokens(request.messages)
+                        # as template_tokens reads it: the messages past the first add the fixed estimate each
+                        self.template = None if measured is None else \
+                            measured - TEMPLATE_TOKENS_PER_MESSAGE * (len(request.messages) - 1)
+            except Exception:  # a probe's failure leaves the fixed estimate; the call reports its own
+                self.template = None
+            finally:
+                self._template_asked = True
+
+    async def _template_tokens(self, messages: tuple[dict[str, str], ...]) -> int | None:
+        root = self.url.split("?")[0].removesuffix("/chat/completions").removesuffix("/v1")
+        text = "\n".join(str(m.get("content", "")) for m in messages)  # as usage_or_estimate joins them
+        content: int | None = None
+        for path, body, read in (("/extras/tokenize/count", {"input": text, "model": self.model.model},
+                                  lambda o: o.get("count")),
+                                 ("/tokenize", {"content": text, "add_special": True},
+                                  lambda o: len(o["tokens"]) if isinstance(o.get("tokens"), list) else None)):
+            obj = await self._post_json(root + path, body)
+            content = None if obj is None else as_int(read(obj))
+            if content:
+                break
+        if not content:
+            return None
+        ask = {"model": self.model.model, "messages": [dict(m) for m in messages], self.limit_key: 1, "stream": False}
+        obj = await self._post_json(self.url, ask)
+        usage = None if obj is None else obj.get("usage")
+        prompt = as_int(usage.get("prompt_tokens")) if isinstance(usage, dict) else None
+        return None if not prompt else prompt - content
+
+    async def _post_json(self, url: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        async with self.wire.post(url, json.dumps(body).encode()) as resp:
+            raw = await resp.read()
+            if not 200 <= resp.status < 300:
+                return None
+        try:
+            return json_object(raw, "tokenizer answer")
+        except TransientError:
+            return None

@@ -262,10 +262,21 @@ class ModelSnapshot:
     """This session's answers stopped at the token limit (finish reason length / max_tokens)."""
     reasoning_tokens: int = 0
     """Of its output tokens, those spent reasoning (a reasoning model's)."""
+    output_tokens: int = 0
     answer_ttft_p50_ms: float | None = None
     """A reasoning model's median first answer token (ttft_p50_ms is its first token of any kind)."""
     declared: DeclaredLimits | None = None
     """The rate limits its provider declared last in its response headers, when it declared any."""
+
+
+    def reasoning(self, price_out_per_mtok: float = 0.0) -> tuple[float, float] | None:
+        """A reasoning model's reasoning tokens per finished call and their share of its spend (of its output tokens
+        when it has no price); None when it showed no reasoning."""
+        if not self.reasoning_tokens or not self.done:
+            return None
+        spent = self.reasoning_tokens * price_out_per_mtok / 1e6
+        share = spent / self.cost if self.cost > 0 and spent else self.reasoning_tokens / max(1, self.output_tokens)
+        return self.reasoning_tokens / self.done, min(1.0, share)
 
 
 @dataclass(frozen=True, slots=True)
@@ -769,7 +780,7 @@ class LiveMetrics:
                 cost=agg.cost, latency_series=series, throughput_series=tuple(counts), failures=dict(agg.failures),
                 unscored=agg.unscored, judge=agg.judge,
                 common_error=max(agg.error_messages.items(), key=lambda kv: kv[1], default=None),
-                truncated=agg.truncated, reasoning_tokens=agg.reasoning_tokens,
+                truncated=agg.truncated, reasoning_tokens=agg.reasoning_tokens, output_tokens=agg.output_tokens,
                 answer_ttft_p50_ms=percentile(sorted(agg.answer_ttfts), 50) if agg.answer_ttfts else None,
                 declared=agg.declared,
             ))

@@ -50,12 +50,12 @@ def load_runs_of_project(store: Store, project: str, model_key: str | None = Non
 def newest_sweep(store: Store) -> str:
     """The newest sweep's run id: what 'last' means where only a sweep will do (a bake-off, a report beside load
     runs), since the load runs made after the sweep are newer; none stored is bad input (exit 2)."""
-    row = store.conn.execute("SELECT run_id FROM runs WHERE kind != 'load' ORDER BY started_at DESC, rowid DESC "
-                             "LIMIT 1").fetchone()
-    if row is None:
+    from arenatui.store.queries import last_run
+
+    if store.conn.execute("SELECT 1 FROM runs WHERE kind != 'load' LIMIT 1").fetchone() is None:
         raise PlanError(f"no sweep is stored in {str(store.path)!r}, so there is no 'last' one to decide on; run "
                         "one first (arena evaluate --project P), or pass --db to the database that holds it")
-    return str(row[0])
+    return last_run(store, "sweep").run_id
 
 
 def save_decision(store: Store, run_id: str, load_runs: list[str], page: dict[str, Any]) -> None:

@@ -29,6 +29,9 @@ from arenatui.store.db import Store, explain_error
 _ROW_TABLES = ("results", "failed_attempts", "judgments", "load_requests", "client_load", "concurrency_changes",
                "tuning_decisions", "run_shards")
 """Tables whose rows of a run are copied from every shard (load_segments are one plan: merged, not copied)."""
+_LATEST_TABLES = ("load_segments", "declared_limits")
+"""Tables with one row per key that every shard may hold: merged (load segments as one plan; a model's declared
+rate limits, the latest a shard saw), not copied."""
 _KEYS = {"results": ("model_key", "case_id", "trial"), "judgments": ("model_key", "case_id", "trial"),
          "load_requests": ("seq",), "run_shards": ("shard",)}
 """The tables with a key per call: a key twice is an overlap (the same call in two shards)."""
@@ -226,7 +229,7 @@ def _stage(conn: sqlite3.Connection, inputs: Sequence[_Input], run_id: str, *, n
     """Copy every input's rows of the run into temporary tables (appended in order: sequential I/O), each row
     tagged with its input, and check the load segments agree. Nothing is written to the output yet."""
     conn.execute("PRAGMA temp_store = FILE")  # staged rows spill to a temporary file, never to memory
-    for table in (*_ROW_TABLES, "load_segments", *(("runs", "case_sets") if new_run else ())):
+    for table in (*_ROW_TABLES, *_LATEST_TABLES, *(("runs", "case_sets") if new_run else ())):
         conn.execute(f"DROP TABLE IF EXISTS temp.merge_{table}")
         conn.execute(f"CREATE TEMP TABLE merge_{table} AS SELECT *, 0 AS merge_input FROM main.{table} WHERE 0")
     for i, inp in enumerate(inputs):
@@ -238,7 +241,7 @@ def _stage(conn: sqlite3.Connection, inputs: Sequence[_Input], run_id: str, *, n
             if new_run and i == 0:
                 _stage_rows(conn, "case_sets", "digest = (SELECT case_set FROM src.runs WHERE run_id = ?)", run_id, i)
                 _stage_rows(conn, "runs", "run_id = ?", run_id, i)
-            for table in (*_ROW_TABLES, "load_segments"):
+            for table in (*_ROW_TABLES, *_LATEST_TABLES):
                 _stage_rows(conn, table, "run_id = ?", run_id, i)
             _check_rows(conn, inp, i)
             _check_segments(conn, "temp.merge_load_segments", run_id, inp, inputs)
@@ -387,6 +390,14 @@ def _commit(conn: sqlite3.Connection, inputs: Sequence[_Input], run_id: str, *, 
             # each machine dropped its own share of a segment's requests: they add up
             "ON CONFLICT (run_id, segment) DO UPDATE SET end_s = max(end_s, excluded.end_s), "
             "dropped = dropped + excluded.dropped")
+        # each machine kept the limits its provider declared last: the latest of them is the run's
+        cols = _columns(conn, "main", "declared_limits")
+        conn.execute(
+            f"INSERT INTO main.declared_limits ({', '.join(cols)}) SELECT {', '.join(cols)} "
+            "FROM temp.merge_declared_limits WHERE true ORDER BY at "
+            "ON CONFLICT (run_id, model_key) DO UPDATE SET "
+            + ", ".join(f"{c} = excluded.{c}" for c in cols if c not in ("run_id", "model_key"))
+            + " WHERE excluded.at >= declared_limits.at")
         _finish_run(conn, run_id, inputs, merged)
         conn.execute("COMMIT")
     except BaseException:
@@ -394,7 +405,7 @@ def _commit(conn: sqlite3.Connection, inputs: Sequence[_Input], run_id: str, *, 
             conn.execute("ROLLBACK")
         raise
     finally:
-        for table in (*_ROW_TABLES, "load_segments", "runs", "case_sets"):
+        for table in (*_ROW_TABLES, *_LATEST_TABLES, "runs", "case_sets"):
             conn.execute(f"DROP TABLE IF EXISTS temp.merge_{table}")
     merged.added = [(str(inp.path), tuple(s for s, _ in inp.shards)) for inp in inputs]
 

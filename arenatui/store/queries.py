@@ -247,14 +247,42 @@ def _call_row(r: tuple[Any, ...]) -> CallRow:
                    reasoning_estimated=bool(r[25]), answer_ttft_ms=r[26])
 
 
-def resolve_run(store: Store, run: str) -> RunRecord:
-    """A run by id, or the newest with 'last'; an unknown id is bad input (exit 2) that names the database."""
-    if run == "last":
-        row = store.conn.execute("SELECT run_id FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1").fetchone()
-        if row is None:
+def last_run(store: Store, kind: str | None = None) -> RunRecord:
+    """What 'last' means: the newest run of `kind` ('sweep', 'load'; None: either) that is not still running, else
+    the newest running one (`RunRecord.status` says so, for the caller to tell the person). A run started later
+    elsewhere (a console run beside a resumed sweep, another job on a shared database) that is still at work is not
+    what a command reading results means."""
+    where = "" if kind is None else ("WHERE kind = 'load'" if kind == "load" else "WHERE kind != 'load'")
+    ids = [r[0] for r in store.conn.execute(
+        f"SELECT run_id FROM runs {where} ORDER BY started_at DESC, rowid DESC LIMIT 200").fetchall()]
+    if not ids:
+        if kind is None:
             raise PlanError(f"no runs stored in {str(store.path)!r} yet, so there is no 'last' run; run a sweep "
                             "first (arena demo), or pass --db to the database that holds your runs")
-        run = row[0]
+        what = {"load": "load run", "sweep": "sweep"}[kind]
+        other = store.conn.execute("SELECT run_id FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1").fetchone()
+        if other is not None:
+            is_ = "a sweep, not a load run" if kind == "load" else "a load run, not a sweep"
+            raise PlanError(f"no {what} is stored in {str(store.path)!r}, so there is no 'last' one: the newest run, "
+                            f"{other[0]}, is {is_} (arena report {other[0]} shows it)")
+        raise PlanError(f"no {what} is stored in {str(store.path)!r} yet, so there is no 'last' one; run one first "
+                        f"({'arena load' if kind == 'load' else 'arena demo'}), or pass --db to the database that "
+                        "holds your runs")
+    newest = None
+    for rid in ids:
+        rec = store.get_run(rid)
+        newest = newest or rec
+        if rec.status != "running":
+            return rec
+    assert newest is not None
+    return newest
+
+
+def resolve_run(store: Store, run: str) -> RunRecord:
+    """A run by id, or with 'last' the newest finished one (`last_run`); an unknown id is bad input (exit 2) that
+    names the database."""
+    if run == "last":
+        return last_run(store)
     elif store.conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run,)).fetchone() is None:
         raise PlanError(f"no run {run!r} in {str(store.path)!r}; `arena runs` lists the stored runs (RUN is a run "
                         "id or 'last')")
@@ -902,3 +930,39 @@ def timed_out_attempts(store: Store, run_id: str, model_key: str | None = None) 
     return [(str(k), int(n), int(streamed), int(no_token or 0)) for k, n, streamed, no_token in store.conn.execute(
         "SELECT model_key, COUNT(*), COUNT(stream), SUM(stream IS NOT NULL AND ttft_ms IS NULL)"
         " FROM failed_attempts WHERE run_id = ? AND error_class = 'timeout'" + one + " GROUP BY model_key", args)]
+
+
+def run_origins(store: Store, run_ids: Sequence[str]) -> dict[str, str]:
+    """Per run id, what kind of run it is in the words of the command that makes it: 'load', 'shard' (one shard's
+    database), 'merged' (shards merged), 'sweep level N' (arena sweep), 'tune' (the auto-tuner set its levels),
+    'demo', or 'run' (arena run / evaluate / bench(): nothing stored tells those apart)."""
+    import json
+
+    out: dict[str, str] = {}
+    for rid in run_ids:
+        row = store.conn.execute(
+            "SELECT kind, filters_json, project,"
+            " (SELECT MIN(level) FROM level_sweeps s WHERE s.run_id = r.run_id),"
+            " EXISTS (SELECT 1 FROM tuning_decisions d WHERE d.run_id = r.run_id),"
+            " (SELECT COUNT(*) FROM run_shards h WHERE h.run_id = r.run_id)"
+            " FROM runs r WHERE run_id = ?", (rid,)).fetchone()
+        if row is None:
+            continue
+        kind, filters_json, project, level, tuned, shards = row
+        try:
+            sharded = bool(json.loads(filters_json).get("shard"))
+        except (ValueError, AttributeError):
+            sharded = False
+        if kind == "load":
+            out[rid] = "load"
+        elif sharded:
+            out[rid] = "shard"
+        elif shards:
+            out[rid] = "merged"
+        elif level is not None:
+            out[rid] = f"sweep level {level}"
+        elif tuned:
+            out[rid] = "tune"
+        else:
+            out[rid] = "demo" if project == "demo" else "run"
+    return out

@@ -3,6 +3,7 @@
 # time, then (when every shard is done) the merge Job. Needs kubectl and envsubst (gettext).
 #   ./run.sh                      (RUN_ID defaults to load-<UTC time>)
 set -eu
+cd "$(dirname "$0")"   # the manifests and the project are read from here, whatever the caller's directory
 RUN_ID=${RUN_ID:-load-$(date -u +%Y%m%d-%H%M%S)}
 START_BASE=$(date -u +%Y-%m-%dT%H:%M:%SZ)   # every pod starts START_IN (90s) after this instant
 export RUN_ID START_BASE

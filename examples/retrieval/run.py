@@ -1,6 +1,7 @@
 """The retrieval example from Python: run it, then read the result as objects (start the mock server first)."""
 
 import sys
+import tempfile
 from pathlib import Path
 
 import arenatui
@@ -11,5 +12,5 @@ if __name__ == "__main__":
         print(f"{row.model}: score {row.quality.estimate:.2f} over {row.quality.n} cases, "
               f"pass@3 {result.pass_at_k(3, row.model):.2f}")
     print(result.compare("rag", "plain").verdict)
-    print("report:", result.report(sys.argv[1] if len(sys.argv) > 1 else "report.md"))
+    print("report:", result.report(sys.argv[1] if len(sys.argv) > 1 else Path(tempfile.mkdtemp()) / "report.md"))
     print("run id:", result.run_id, "(arena browse", result.run_id + ")")

@@ -57,7 +57,7 @@ def test_the_readme_walk_through_runs_as_written(walked: tuple[Path, dict[str, s
     assert [" ".join(a[:2]) for a in readme_commands()] == [
         "arena evaluate", "arena load", "arena load", "arena load", "arena runs", "arena bakeoff", "arena bakeoff",
         "arena bakeoff"]
-    assert len(re.findall(r"finished \(load\)", outputs["runs"])) == 3
+    assert len(re.findall(r"^\S+\tload\tfinished\t", outputs["runs"], re.M)) == 3  # into a file: tab-separated
     assert (d / "bakeoff.html").read_text(encoding="utf-8").startswith("<!doctype html>")
     md = outputs["bakeoff last"]
     assert "## Decision" in md and outputs["bakeoff --show last"].startswith(md.split("\n", 1)[0])

@@ -155,3 +155,20 @@ def test_a_chained_project_is_not_sharded(tmp_path: Path) -> None:
                                cases=CASES)
     with pytest.raises(PlanError, match="chained case"):
         make_plan(project, Filters(shard=Shard(0, 2)))
+
+
+def test_a_broken_chain_counts_each_unreachable_call_once(tmp_path: Path) -> None:
+    """Issue 37 item 2: `arena evaluate --project examples/chained` showed 43/40. A parent that fails decides its
+    whole chain below at once; the unreachable calls' own results went back through the chain bookkeeping, which
+    had forgotten the finished episode, and decided `merge` unreachable a second time."""
+    from arenatui.api import _validated
+    from arenatui.session.sweep import Sweep, SweepOptions
+
+    async def go() -> Any:
+        sweep = Sweep(SweepOptions(project=_validated(_project(tmp_path, [], broken=True)), db=tmp_path / "r.db"))
+        await sweep.run()
+        return sweep.live.snapshot()
+
+    snap = anyio.run(go)
+    assert snap.done == snap.planned == 10
+    assert [(m.done, m.errored) for m in snap.models] == [(10, 3)]

@@ -202,3 +202,31 @@ def test_a_resume_says_what_it_made_apart_from_the_runs_total(tmp_path: Path) ->
     assert again.returncode == 0, again.stderr
     assert re.search(rf"^2 models × 6 cases × 2 trials = 24 calls in the run; this invocation made {errored} "
                      r"in [\d.]+s$", again.stdout, re.M), again.stdout
+
+
+def test_every_listing_reads_as_json_or_tab_separated_columns(stored: dict[str, str]) -> None:
+    """Issue 37 item 10: `arena runs | head -1` printed box-drawing and each model on its own line. Into a pipe each
+    listing prints tab-separated columns (a header, then one line a row); `--json` prints JSON."""
+    home, db = Path(stored["home"]), ["--db", stored["db"]]
+    p = _arena(home, "runs", *db)
+    head, *rows = p.stdout.splitlines()
+    assert p.returncode == 0 and head.split("\t")[:3] == ["run id", "kind", "status"], p.stdout
+    assert not any(ch in p.stdout for ch in "┃│━─")
+    by_id = {r.split("\t")[0]: r.split("\t") for r in rows}
+    assert by_id[stored["load"]][1] == "load" and by_id[stored["run"]][1] == "run"
+    assert by_id[stored["tuned"]][1] == "tune"
+    assert ", ".join(MODELS) in by_id[stored["run"]]  # every model on the run's one line
+    listed = json.loads(_arena(home, "runs", "--json", *db).stdout)
+    assert {r["run_id"]: r["kind"] for r in listed}[stored["load"]] == "load"
+    assert {r["run_id"] for r in listed} == set(by_id)
+    shown = json.loads(_arena(home, "tune", "--show", stored["tuned"], "--json", *db).stdout)
+    assert shown["run_id"] == stored["tuned"] and {m["model"] for m in shown["models"]} <= set(MODELS)
+    assert all("level" in lv and "answered" in lv for m in shown["models"] for lv in m["levels"])
+    plain = _arena(home, "tune", "--show", stored["tuned"], *db).stdout.splitlines()
+    assert plain[0].split("\t")[:2] == ["model", "level"]
+    load = json.loads(_arena(home, "load", "--show", stored["load"], "--json", *db).stdout)
+    assert load["run"]["run_id"] == stored["load"] and "run_figures" in load
+    assert "\t" in _arena(home, "load", "--show", stored["load"], *db).stdout.splitlines()[0]
+    table = _arena(home, "plan", "--table").stdout.splitlines()
+    assert table[0].split("\t")[0] == "cases" and all(len(r.split("\t")) == len(table[0].split("\t"))
+                                                      for r in table[1:])

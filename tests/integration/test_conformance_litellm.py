@@ -103,7 +103,8 @@ def _refusal(tmp_path: Path, proxy: Server, model: dict[str, Any]) -> RateLimite
 
 def _complete(tmp_path: Path, proxy: Server, model: dict[str, Any]) -> Completion:
     """One request through arenatui's own provider object, as a sweep makes it."""
-    project = load_project(write_project(tmp_path / "one.toml", proxy.url, [model]))
+    # the server's first answer after its start takes seconds: longer than write_project's 5 s default
+    project = load_project(write_project(tmp_path / "one.toml", proxy.url, [model], run={"timeout_s": 120.0}))
     m, case = project.models[0], project.cases[0]
     provider = make_provider(m, project.run)
     request = Request(m, case, 0, 1, build_messages(m, project.defaults, case), 8, 0.0, 120.0)
@@ -117,8 +118,13 @@ def _complete(tmp_path: Path, proxy: Server, model: dict[str, Any]) -> Completio
     return anyio.run(go)
 
 
-def test_answers_declare_the_request_limit_and_forward_upstream_headers(proxy: Server) -> None:
+def test_answers_declare_the_request_limit_and_forward_upstream_headers(proxy: Server, tmp_path: Path,
+                                                                         key: None) -> None:
     for stream in (False, True):
+        # arenatui reads the declared limit on every answer: requests per minute and what is left of it
+        comp = _complete(tmp_path, proxy, _model("st" if stream else "ns", MODEL_ALIAS, stream=stream))
+        assert comp.limits is not None and comp.limits.requests_limit == 1000, comp.limits
+        assert comp.limits.requests_remaining is not None and comp.limits.tokens_limit is None
         raw = post(proxy.url, "/v1/chat/completions", chat("Hello", max_tokens=4, stream=stream))
         assert raw.status == 200
         assert raw.headers["x-ratelimit-limit-requests"] == "1000"

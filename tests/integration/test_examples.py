@@ -73,3 +73,33 @@ def test_the_chained_case_set_runs_from_the_cli(tmp_path: Path, arena_home: Path
                     } == {"unreachable"}
         assert conn.execute("SELECT COUNT(*) FROM results").fetchone() == (40,)
     assert broken  # seed 3: the sloppy model breaks some chains
+
+
+def test_the_stateful_example_leaves_nothing_in_the_directory_it_runs_from(tmp_path: Path, arena_home: Path) -> None:
+    """Issue 37 item 15: without an argument the examples wrote report.md / report.html into the checkout."""
+    here = tmp_path / "checkout"
+    here.mkdir()
+    out = subprocess.run([sys.executable, str(EXAMPLES / "stateful" / "run.py")], capture_output=True, text=True,
+                         timeout=120, cwd=here, env=_env())
+    assert out.returncode == 0, out.stderr
+    written = Path(re.search(r"^report: (.+)$", out.stdout, re.M).group(1))  # type: ignore[union-attr]
+    assert written.is_file() and not list(here.iterdir())
+
+
+def test_the_kubernetes_run_script_works_from_any_directory(tmp_path: Path) -> None:
+    """Issue 37 item 15: examples/kubernetes/run.sh read its manifests relative to the caller's directory. Run from
+    elsewhere with stand-in kubectl and envsubst (which need the files beside them), it goes through."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "kubectl").write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do case "$a" in *.yaml|*.toml|*.jsonl) test -f "${a#--from-file=}" || exit 3;; esac; done\n'
+        'case "$1" in get) echo Complete;; create) echo "kind: ConfigMap";; esac\n', encoding="utf-8")
+    (bin_dir / "envsubst").write_text("#!/bin/sh\ncat\n", encoding="utf-8")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    p = subprocess.run(["sh", str(EXAMPLES / "kubernetes" / "run.sh")], cwd=elsewhere, capture_output=True,
+                       text=True, timeout=60, env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert p.returncode == 0, p.stderr

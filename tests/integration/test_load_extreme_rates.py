@@ -172,3 +172,33 @@ def test_a_process_that_starts_after_its_schedules_zero_sends_the_backlog_instea
     anyio.run(driver.run)
     assert driver.dropped == 0 and driver.sent == plan.planned_requests() == len(done)
     assert max(r.sent_s - r.scheduled_s for r in done) > 1.5  # the late start is in the lag
+
+
+def test_a_load_run_draws_its_cases_in_a_seeded_shuffled_order_the_same_mix_in_every_segment(tmp_path: Path) -> None:
+    """In file order, a sorted case file gave each segment its own slice (the 1/s segment saw only the cap-* cases)."""
+    from arenatui.config.schema import Case
+
+    proj = load_project(project(tmp_path))
+    cases = tuple(Case(f"{kind}-{i}", f"q {i}") for kind in ("cap", "math") for i in range(5))
+
+    class Quick:
+        async def complete(self, request: Request) -> Completion:
+            return Completion(text="a", input_tokens=1, output_tokens=1)
+
+    def drawn(seed: int) -> list[list[str]]:
+        plan = LoadPlan(proj.models[0], cases, proj.defaults, Arrival("constant"), (5.0, 5.0), 1.0, timeout_s=5.0,
+                        seed=seed)
+        done: list[LoadRequest] = []
+        # a schedule whose zero is long past: every request is sent at once, the order is the schedule's
+        driver = OpenLoopDriver(plan, Quick(), on_request=done.append,  # type: ignore[arg-type]
+                                t0=time.monotonic() - 5.0)
+        anyio.run(driver.run)
+        by_seq = sorted(done, key=lambda r: r.seq)
+        return [[r.case_id for r in by_seq if r.segment == s] for s in (0, 1)]
+
+    first, second = drawn(7)
+    assert len(first) == len(second) == 5
+    assert first == second  # the same mix in every segment
+    assert {c.split("-")[0] for c in first} == {"cap", "math"}  # not the file's first slice
+    assert drawn(7) == [first, second]  # seeded
+    assert any(drawn(s)[0] != first for s in (1, 2, 3))  # and the seed decides it

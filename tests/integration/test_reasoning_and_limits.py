@@ -28,8 +28,8 @@ REASONING_S = 20 * 0.005
 @pytest.mark.parametrize("prefix", list(PROVIDERS))
 def test_reasoning_is_kept_apart_and_timed(mock_server: MockServerProcess, tmp_path: Path, prefix: str) -> None:
     key = f"{prefix}-reason"
-    out = run_sweep(tmp_path, mock_server.url, [mock_server.models[key]], run={"trials": 5, "concurrency": 2},
-                    name=prefix)
+    priced = {**mock_server.models[key], "price_in_per_mtok": 1.0, "price_out_per_mtok": 10.0}
+    out = run_sweep(tmp_path, mock_server.url, [priced], run={"trials": 5, "concurrency": 2}, name=prefix)
     rows = out.by_model(key)
     assert len(rows) == 15 and all(r["status"] == "passed" for r in rows)
     gaps = []
@@ -59,9 +59,16 @@ def test_reasoning_is_kept_apart_and_timed(mock_server: MockServerProcess, tmp_p
     assert reasoning["calls"] == 15 and 0 < reasoning["share"] < 1
     if prefix == "oa":  # exact where usage reports it: 20 of 28 output tokens
         assert reasoning["reasoning_tokens"] == 300 and reasoning["share"] == pytest.approx(20 / 28)
+    # of the whole spend (input too): the reasoning tokens at the output price over what the model spent
+    spent = sum(r["cost"] for r in rows)
+    assert reasoning["spend_share"] == pytest.approx(reasoning["reasoning_tokens"] * 10.0 / 1e6 / spent)
+    assert 0 < reasoning["spend_share"] < reasoning["share"]
     md = tmp_path / "report.md"
     assert main(["report", out.run_id, "--db", str(out.db), "--output", str(md)]) == 0
-    assert "Reasoning (counted in the tokens and spend above, never scored)" in md.read_text(encoding="utf-8")
+    text = md.read_text(encoding="utf-8")
+    assert "Reasoning (counted in the tokens and spend above, never scored)" in text
+    assert "| reasoning |" in text  # a column of the cost table
+    assert f"{reasoning['per_call']:.0f}/call · {reasoning['spend_share']:.0%} of spend" in text
 
 
 @pytest.mark.parametrize("prefix", list(PROVIDERS))

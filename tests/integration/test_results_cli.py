@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from arenatui.cli import main
+from arenatui.store import Store
 
 SECRET = "hunter2-secret"
 
@@ -63,7 +64,8 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
 
 
 def _one_paragraph(err: str) -> str:
-    text = err.strip()
+    # a line naming the run 'last' chose may come first (issue 37): the error is the paragraph after it
+    text = re.sub(r"^last = run .*\n", "", err).strip()
     assert text.startswith("error:") and "Traceback" not in err and "\n\n" not in text, err
     return " ".join(text.split())
 
@@ -138,7 +140,10 @@ def test_compare_all_pairs_with_holm(run_db: tuple[Path, str], capsys: pytest.Ca
     assert not twins["decided_holm"]
     assert all(p["p_holm"] >= p["p_value"] for p in pairs.values())
     code, out, _ = _run(capsys, "compare", run_id, "--all", "--db", str(db))
-    assert code == 0 and "Holm-adjusted" in out
+    # into a pipe: tab-separated columns, one pair a line (issue 37)
+    head, *rows = out.splitlines()
+    assert code == 0 and head.split("\t")[:2] == ["A", "B"] and "Holm p" in head.split("\t")
+    assert sum(len(r.split("\t")) == len(head.split("\t")) for r in rows) == 6
 
 
 def test_two_runs_of_one_project_model_by_model(run_db: tuple[Path, str], tmp_path: Path,
@@ -426,3 +431,66 @@ def test_compare_draws_the_results_views_histogram(run_db: tuple[Path, str],
     assert code == 0
     axis = next(line for line in out.splitlines() if "┼" in line)
     assert "[" in axis and "]" in axis
+
+
+def test_last_is_the_newest_finished_run_of_the_kind_read_and_says_which(
+        run_db: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 37 item 15a: a console run started later than a finished sweep (or another job's run on a shared
+    database) made `compare last --all` say "Fewer than two models answered" and `tune --show last` print a running
+    sweep's "no readout". 'last' is the newest run of the kind the command reads that is not still running, named
+    on stderr's first line."""
+    import subprocess
+    import sys
+
+    db, run_id = run_db
+    # a run at work in another process (its command line says arena, as a live holder's does): started later
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "arena"])
+    try:
+        _last_says_which(db, run_id, capsys, holder.pid)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def _last_says_which(db: Path, run_id: str, capsys: pytest.CaptureFixture[str], pid: int) -> None:
+    with Store(db) as store:
+        rec = store.get_run(run_id)
+        busy = store.create_run("other", None, {"models": [], "cases": []}, {}, 10)
+        store.conn.execute("UPDATE runs SET pid = ? WHERE run_id = ?", (pid, busy))
+    for args in (["compare", "last", "--all"], ["report", "last", "-f", "json"], ["tune", "--show", "last"],
+                 ["export", "last"]):
+        code, out, err = _run(capsys, *args, "--db", str(db))
+        assert code == 0, (args, err)
+        first = err.splitlines()[0]
+        assert first.startswith(f"last = run {run_id} (") and "finished" in first, (args, err)
+        assert busy not in out and "Fewer than two models answered" not in out
+    assert rec.status == "finished"
+    with Store(db) as store:  # nothing finished of that kind: the running one, said to be running
+        store.conn.execute("UPDATE runs SET status = 'running', pid = ? WHERE run_id = ?", (pid, run_id))
+    code, _out, err = _run(capsys, "export", "last", "--db", str(db))
+    assert code == 0 and "still running" in err.splitlines()[0] and busy in err.splitlines()[0]
+
+
+def test_report_at_80_columns_compares_every_model_in_the_strata_table(run_db: tuple[Path, str]) -> None:
+    """Issue 37 item 8: `arena report last` at 80 columns kept one model in the strata table (the others "left
+    out"); at a terminal each cell is the score alone, so the table meant for comparing models keeps them all."""
+    import io
+
+    from rich.console import Console
+
+    from arenatui.commands.report import build_report, render
+    from arenatui.present.terminal import print_markdown
+
+    db, run_id = run_db
+    with Store(db, read_only=True) as store:
+        rep = build_report(store, run_id)
+    assert rep["strata"], "the fixture's project has strata"
+    buf = io.StringIO()
+    print_markdown(Console(file=buf, width=80, color_system=None), render(rep, "md", terminal=True))
+    text = buf.getvalue()
+    strata = text[text.index("Strata and tags"):text.index("Sealed cases")]
+    table = strata[strata.index("group"):]
+    for m in rep["leaderboard"]:
+        assert m["model"] in table, (m["model"], strata)
+    assert "Left out" not in strata, strata
+    assert "95% CI" in render(rep, "md") or "(" in render(rep, "md")  # the file keeps the intervals

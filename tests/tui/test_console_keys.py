@@ -141,8 +141,8 @@ async def test_finished_run_labels_totals_and_the_window_while_running(tmp_path:
         await pilot.pause()
         table = app.run_screen.query_one(ModelTable)
         assert "run's totals" in str(table.border_title)
-        # errors happened: at 80 columns the errors column now outranks the sparkline and stays
-        assert {"errors", "retries", "latency, last 60 s"} <= set(table.shown_titles)
+        # errors happened: at 80 columns the errors column outranks the sparkline and stays
+        assert {"cap", "in flight", "errors", "retries"} <= set(table.shown_titles)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 40), (200, 55)])
@@ -160,8 +160,10 @@ async def test_the_essentials_fit_at_every_size(tmp_path: Path, size: tuple[int,
         assert len(status) == 3 and status[2].startswith(" concurrency target")
         assert all(len(line) <= size[0] for line in status)
         table = app.run_screen.query_one(ModelTable)
-        for must in ("p50 ms", "p95 ms", "429 %", "done", "latency"):
-            assert any(t.startswith(must) for t in table.shown_titles), (must, table.shown_titles)
+        # issue 37: the columns + - [ ] and m act on stay at every size; percentiles and the sparkline go first
+        for must in ("cap", "in flight", "errors", "retries", "429 %", "done"):
+            assert must in table.shown_titles, (must, table.shown_titles)
+        assert "[ ] cap" in str(table.border_title)
         assert "Quit" in screen and "Help" in screen
         assert app.run_screen.virtual_size.height <= size[1]  # nothing scrolls the dashboard
 
@@ -274,3 +276,34 @@ async def test_palette_screenshot_says_where_it_went(tmp_path: Path, monkeypatch
         await pilot.pause()
         assert any(m.startswith("Could not save a screenshot in") and "Permission denied" in m
                    for m in _messages(app))
+
+
+async def test_the_model_tables_columns_do_not_change_mid_run() -> None:
+    """Issue 37 item 7: which columns show depends on the width alone; errors arriving (a wider value) take spare
+    width or are cut with …, never swap a column out mid-run."""
+    from textual.app import App, ComposeResult
+
+    from arenatui.tui.screens.run import MODEL_COLUMNS
+    from arenatui.tui.themes import STATE_VARIABLES
+
+    class One(App[None]):
+        def get_theme_variable_defaults(self) -> dict[str, str]:
+            return dict(STATE_VARIABLES)
+
+        def compose(self) -> ComposeResult:
+            yield ModelTable(MODEL_COLUMNS, ["sim-large", "sim-small"], id="t")
+
+    quiet = ("4", "2", "0", "3/96", "2.8", "22", "0", "0%", "–", "–", "160", "190", "40", "-", "")
+    busy = ("4", "2", "0", "50/96", "2.8", "22", "7", "12%", "rate_limited×12, transient×3", "wrong×4", "160",
+            "1900", "40", "-", "")
+    app = One()
+    async with app.run_test(size=(80, 10)) as pilot:
+        table = app.query_one(ModelTable)
+        table.set_rows([(0, quiet, ()), (1, quiet, ())])
+        await pilot.pause()
+        before = table.shown_titles
+        table.set_rows([(0, busy, ()), (1, quiet, ())])
+        await pilot.pause()
+        assert table.shown_titles == before and {"cap", "in flight", "errors"} <= set(before)
+        row = table.render_line(1).text
+        assert len(row.rstrip()) <= 80 and "rate_limited" in row

@@ -51,7 +51,7 @@ def test_a_signal_to_the_console_restores_the_terminal_and_records_the_end(arena
            f"sh -c {shlex.quote(inner)}; echo EXIT=$?; sleep 30")
     _tmux(sock, "-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "160", "-y", "48", cmd)
     try:
-        _wait(lambda: re.search(r"[✓✗!◑▹][0-9]+/50", _tmux(sock, "capture-pane", "-p", "-t", "demo")) is not None)
+        _wait(lambda: re.search(r"[✓✗!◑▹][0-9]+/[0-9]+", _tmux(sock, "capture-pane", "-p", "-t", "demo")) is not None)
         modes = _terminal_modes(sock)
         assert modes["alternate_on"] == "1" and modes["cursor_flag"] == "0"  # the console owns the terminal now
         os.kill(int(pid_file.read_text().strip()), signum)
@@ -83,7 +83,7 @@ def test_a_closed_terminal_ends_the_console_and_records_the_end(arena_home: Path
            f"sh -c {shlex.quote(inner)}")
     _tmux(sock, "-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "160", "-y", "48", cmd)
     try:
-        _wait(lambda: re.search(r"[✓✗!◑▹][0-9]+/50", _tmux(sock, "capture-pane", "-p", "-t", "demo")) is not None)
+        _wait(lambda: re.search(r"[✓✗!◑▹][0-9]+/[0-9]+", _tmux(sock, "capture-pane", "-p", "-t", "demo")) is not None)
     finally:
         _tmux(sock, "kill-server")
     pid = int(pid_file.read_text().strip())

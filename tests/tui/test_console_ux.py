@@ -106,6 +106,7 @@ async def test_a_models_row_detail_says_its_most_common_error(tmp_path: Path) ->
         assert app.run_screen.sweep_ended
         await pilot.pause(0.3)
         table = app.screen.query_one("#models", ModelTable)
+        dead_row = table.render_line(1).text
         table.focus()
         await pilot.press("enter")  # row 0: gone
         await pilot.pause()
@@ -118,6 +119,9 @@ async def test_a_models_row_detail_says_its_most_common_error(tmp_path: Path) ->
         assert not app.screen.query("#model-errors")
     assert said.startswith("most common error gone: 3 of 3 errored calls said: ")
     assert f"Cannot connect to host 127.0.0.1:{port}" in said and "hunter2" not in said and "\n" not in said
+    # issue 37 item 3: a dead model is not "done 3/3", and aiohttp's TLS setting is not named for an http URL
+    assert ("0 answered, 3 errored" in dead_row or "0 ans, 3 err" in dead_row) and "3/3" not in dead_row
+    assert "ssl:default" not in said
 
 
 def test_the_common_error_line_redacts_url_credentials() -> None:
@@ -225,3 +229,77 @@ async def test_the_palette_lists_our_themes_only(tmp_path: Path) -> None:
         assert {"dark", "light", "high-contrast"} <= set(app.available_themes)
         assert not any(name.startswith("textual-") or name in ("nord", "gruvbox", "dracula")
                        for name in app.available_themes)
+
+
+async def test_q_backs_out_of_the_results_view_and_j_k_g_G_move_in_tables(tmp_path: Path, db: Path) -> None:
+    """Issue 37 item 12: q did nothing in the console's results view (arena browse had q Quit for the same view);
+    j/k/g/G move in every list and table, as in less, k9s and lazygit."""
+    from arenatui.tui.results.screen import Results
+    from arenatui.tui.widgets import CallMatrix
+
+    sweep, _clock = scripted_sweep(tmp_path, finished=True)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        matrix = app.run_screen.query_one(CallMatrix)
+        matrix.focus()
+        await pilot.press("j", "j")
+        assert matrix.cursor[0] == 2
+        await pilot.press("g")
+        assert matrix.cursor[0] == 0
+        await pilot.press("G")
+        assert matrix.cursor[0] == len(matrix.model_keys) - 1
+        table = app.run_screen.query_one(ModelTable)
+        table.focus()
+        await pilot.press("j", "k", "G")
+        assert table.cursor_row == len(table.keys) - 1
+        app.run_screen.sweep_ended = True
+        app.run_screen.action_results()
+        await pilot.pause()
+        assert isinstance(app.screen, Results)
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.screen is app.run_screen and app.is_running  # back to the console, not out of it
+    browse = BrowseApp(db, RUN_ID)
+    async with browse.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        board = browse.screen.query_one("#leaderboard-table", DataTable)
+        board.focus()
+        await pilot.press("j")
+        assert board.cursor_row == 1
+        await pilot.press("G")
+        assert board.cursor_row == board.row_count - 1
+        await pilot.press("g")
+        assert board.cursor_row == 0
+        await pilot.press("k", "q")
+        await pilot.pause()
+    assert browse.return_code == 0
+
+
+async def test_a_paused_header_stops_its_rate_and_elapsed(tmp_path: Path) -> None:
+    """Issue 37 item 4: paused, the header kept printing '13.9 calls/s (10 s)' and counting elapsed time."""
+    from arenatui.tui.widgets import StatusBar
+
+    sweep, clock = scripted_sweep(tmp_path, finished=False)
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.run_screen
+        screen._sweep_worker = object()  # type: ignore[assignment]
+
+        def header() -> list[str]:
+            screen.refresh_now()
+            return str(screen.query_one(StatusBar).text).splitlines()
+
+        running = header()
+        assert "calls/s" in running[1] and "elapsed 0:17" in running[0]
+        await pilot.press("p")
+        await pilot.pause()
+        paused = header()
+        clock.t += 30
+        later = header()
+        assert "calls/s" not in later[1] and "paused" in later[1]
+        assert "elapsed 0:17" in paused[0] and "elapsed 0:17" in later[0]
+        await pilot.press("p")
+        await pilot.pause()
+        clock.t += 5
+        assert "elapsed 0:22" in header()[0]  # running time only: the 30 s paused are left out

@@ -4,6 +4,7 @@ limits the model's provider declared (requests and tokens per minute, what is le
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -51,3 +52,60 @@ async def test_the_detail_shows_reasoning_apart_and_the_declared_limits(tmp_path
         assert "120" in shown and "900" in shown  # reasoning tokens, first answer token
         declared = _text(detail, "#model-declared")
         assert "500 requests/min (12 left), 30,000 tokens/min (1,000 left)" in declared
+
+
+def test_a_model_snapshot_gives_reasoning_tokens_per_call_and_their_share_of_spend() -> None:
+    from arenatui.kernel.events import CallFinished
+    from arenatui.session.live import LiveMetrics
+
+    live = LiveMetrics(["r", "plain"], ["c1", "c2"], 1, clock=lambda: 100.0)
+    for case, rtok in (("c1", 600), ("c2", 200)):  # 800 reasoning of 1,000 output tokens, over 2 calls
+        live.on_event(CallFinished(_result("r", case, 0, "passed", 0.0)._replace(
+            output_tokens=500, reasoning_tokens=rtok, input_tokens=1000, cost=0.0035), 100.0))
+        live.on_event(CallFinished(_result("plain", case, 0, "passed", 0.0), 100.0))
+    r, plain = live.snapshot().models
+    # $5 per million output tokens: 800 reasoning tokens cost $0.004 of the $0.007 spent
+    assert r.reasoning(5.0) == (400.0, pytest.approx(0.004 / 0.007))
+    assert r.reasoning(0.0) == (400.0, 0.8)  # no price: their share of the output tokens
+    assert plain.reasoning(5.0) is None
+
+
+async def test_the_model_table_shows_a_reasoning_models_tokens_per_call_and_share_of_spend(tmp_path: Path,
+                                                                                          ) -> None:
+    from arenatui.kernel.events import CallFinished
+    from arenatui.tui.widgets import ModelTable
+
+    from .support import scripted_sweep
+
+    sweep, _clock = scripted_sweep(tmp_path, finished=False)
+    model = sweep.live.model_keys[0]
+    sweep.live.on_event(CallFinished(_result(model, sweep.plan.cases[-1].id, 0, "passed", 0.0)._replace(
+        output_tokens=1000, reasoning_tokens=750), sweep.live.t0 + 1))
+    app = ArenaApp(sweep, autostart=False)
+    async with app.run_test(size=(200, 48)) as pilot:
+        await pilot.pause(0.3)
+        table = app.run_screen.query_one(ModelTable)
+        assert "reasoning" in table.shown_titles
+        col = [c.title for c in table.columns].index("reasoning") - 1  # values leave out the model's name
+        cells = [v[col] for v in table._values]
+    row = sweep.live.model_keys.index(model)
+    assert cells[row].endswith("%") and " · " in cells[row], cells
+    assert all(c == "-" for i, c in enumerate(cells) if i != row), cells
+
+
+def test_the_results_leaderboard_has_a_reasoning_column_only_when_some_model_reasoned() -> None:
+    from types import SimpleNamespace
+
+    from arenatui.kernel.units import NOTHING
+    from arenatui.store.queries import ReasoningUsage
+    from arenatui.tui.results.leaderboard import leaderboard_columns
+
+    def view(reasoning: dict[str, ReasoningUsage]) -> Any:
+        return SimpleNamespace(plan=SimpleNamespace(record=SimpleNamespace(status="finished")), classification={},
+                               reasoning=reasoning)
+
+    assert "reasoning" not in [c.title for c in leaderboard_columns(view({}))]
+    v = view({"r": ReasoningUsage(calls=2, reasoning_tokens=800, output_tokens=1000, estimated=0)})
+    (col,) = [c for c in leaderboard_columns(v) if c.title == "reasoning"]
+    assert col.cell(SimpleNamespace(model="r")) == "400 · 80%"  # per call that reasoned · share of output spend
+    assert col.cell(SimpleNamespace(model="plain")) == NOTHING

@@ -504,3 +504,17 @@ async def test_question_mark_opens_the_results_views_key_help(db: Path) -> None:
         await pilot.pause()
         assert isinstance(app.screen, Results)
         assert app.screen.query_one("#case-search").value == "?"  # type: ignore[attr-defined]
+
+
+async def test_a_leaderboard_wider_than_its_pane_names_the_columns_past_the_edge(db: Path) -> None:
+    """Issue 37 item 6: at 80 columns the leaderboard ended mid-word ("$/answe") with no note; the columns past the
+    pane's edge are named with how to reach them, and none are named when the pane is wide enough."""
+    for width, past in ((80, True), (400, False)):
+        app = BrowseApp(db, RUN_ID)
+        async with app.run_test(size=(width, 40)) as pilot:
+            await settle(pilot)
+            await pilot.pause()
+            note = static_text(app, "#leaderboard-note")
+        assert note.startswith("→ ") == past, note
+        if past:
+            assert "p95 ms" in note and "scroll" in note

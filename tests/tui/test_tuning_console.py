@@ -156,7 +156,10 @@ async def test_the_tuning_pane_warns_live_when_answers_hit_max_tokens(tmp_path: 
         assert pane.display
         shown = " ".join(pane.text.plain.split())
         # on a terminal too narrow for both, the rates chart stands where the pane would: its title says to look
-        assert "⚠ answers cut at max_tokens: t" in str(app.run_screen.query_one("#rates").border_title)
+        rates = app.run_screen.query_one("#rates")
+        title = str(rates.border_title)
+        # issue 37: in words that fit the pane, never cut mid-word
+        assert "⚠" in title and "max_tokens" in title and len(title) <= rates.size.width - 4, title
     with Store(db_path) as store:
         cut = dict(store.conn.execute(
             "SELECT model_key, COUNT(*) FROM results WHERE run_id = ? AND finish_reason IN ('length', 'max_tokens') "

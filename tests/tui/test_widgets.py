@@ -142,3 +142,59 @@ async def test_the_matrix_ruler_note_says_less_rather_than_stop_mid_word(n: int,
     assert len(ruler) <= width
     note = ruler.lstrip(" |")
     assert note == "" or note.endswith(("cases", "every 5th", "a column", "shown)", cases[0])), ruler
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("n_cases", "width"), [(2, 80), (60, 80)])
+async def test_a_cell_with_errors_never_shows_a_bare_tick(n_cases: int, width: int) -> None:
+    """Issue 37 item 1: `✓4/8` showed where 4 of 8 trials errored with 429. n/k is passed of answered and the
+    errors stand apart (`✓4/4!4`); a cell too narrow for `!4` shows `!`, never ✓."""
+    from textual.app import App, ComposeResult
+
+    def reader(m: int, start: int, stop: int) -> tuple[int, ...]:
+        per = (0, 0, 0, 4, 0, 4, 0, 0) if m == 0 else (0, 0, 0, 8, 0, 0, 0, 0)
+        return tuple(x * (stop - start) for x in per)
+
+    class One(App[None]):
+        def get_theme_variable_defaults(self) -> dict[str, str]:
+            return dict(STATE_VARIABLES)
+
+        def compose(self) -> ComposeResult:
+            yield CallMatrix(["errs", "clean"], [f"case-{j:02d}" for j in range(n_cases)], 8, reader, id="m")
+
+    app = One()
+    async with app.run_test(size=(width, 10)) as pilot:
+        await pilot.pause()
+        m = app.query_one(CallMatrix)
+        errs, clean = m.render_line(1).text, m.render_line(2).text
+        legend = m.render_line(3).text
+    if n_cases == 2:
+        assert "✓4/4!4" in errs and "!" not in clean and "✓8/8" in clean
+    else:
+        assert "✓" not in errs and "!" in errs and "✓" in clean
+    assert "errors" in legend
+
+
+@pytest.mark.anyio
+async def test_the_rates_charts_model_labels_are_whole_while_there_is_room() -> None:
+    """Issue 37 item 9: per-model sparkline labels read 'sim-lar' with the pane's width to spare."""
+    from textual.app import App, ComposeResult
+
+    from arenatui.tui.widgets import RatesChart
+
+    class One(App[None]):
+        def get_theme_variable_defaults(self) -> dict[str, str]:
+            return dict(STATE_VARIABLES)
+
+        def compose(self) -> ComposeResult:
+            yield RatesChart(id="r")
+
+    app = One()
+    async with app.run_test(size=(80, 30)) as pilot:
+        chart = app.query_one(RatesChart)
+        chart.update_series((1.0, 2.0), (0.0, 1.0), 1.0, (),
+                            (("sim-large-instruct", (1.0, 2.0)), ("sim-limited", (2.0, 1.0))))
+        await pilot.pause()
+        text = chart.render().plain
+    assert "sim-large-instruct" in text and "sim-limited" in text
+    assert all(len(line) <= 80 for line in text.splitlines())

@@ -332,3 +332,22 @@ def test_a_run_id_that_names_no_run_is_refused(tmp_path: Path, rid: str, capsys:
     err = capsys.readouterr().err
     assert "reserved" in err and "Traceback" not in err
     assert not (tmp_path / "r.db").exists() or Store(tmp_path / "r.db").list_runs() == []
+
+
+def test_merge_keeps_the_latest_rate_limits_each_models_provider_declared_in_any_shard(tmp_path: Path) -> None:
+    import sqlite3
+
+    dbs = _shard_dbs(tmp_path, 3)
+    declared = {0: [("a", 100.0, 60), ("b", 150.0, 30)], 1: [("a", 200.0, 50)], 2: [("a", 50.0, 99)]}
+    for k, rows in declared.items():
+        with sqlite3.connect(dbs[k]) as c:
+            c.executemany("INSERT INTO declared_limits (run_id, model_key, at, requests_limit, requests_remaining) "
+                          "VALUES ('r', ?, ?, ?, 1)", rows)
+    out = tmp_path / "out.db"
+    merge(out, dbs[:2])
+    with Store(out) as store:
+        got = store.declared_limits("r")
+    assert {k: (at, lim.requests_limit) for k, (at, lim) in got.items()} == {"a": (200.0, 50), "b": (150.0, 30)}
+    merge(out, dbs[2:])  # a later merge of an older declaration keeps the latest
+    with Store(out) as store:
+        assert store.declared_limits("r")["a"][0] == 200.0

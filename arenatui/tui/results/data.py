@@ -48,6 +48,7 @@ from arenatui.store.queries import (
     OUTCOMES,
     CallRow,
     CaseInfo,
+    ReasoningUsage,
     RunPlan,
     RunSpend,
     call_details,
@@ -151,6 +152,8 @@ class RunView:
     the quality-p95 front there (arenatui.bakeoff.sections)."""
     at_load_target: str = ""
     """The target load those p95s are at, in words."""
+    reasoning: dict[str, ReasoningUsage] = field(default_factory=dict)
+    """Per model whose calls reasoned: how many, their reasoning and output tokens (store.queries.reasoning_usage)."""
     at_load_runs: dict[str, tuple[str, bool]] = field(default_factory=dict)
     """Per model in `at_load`: the load run its p95 is from, and whether it was picked in the runs tab (else it is
     the model's newest finished load run of the project)."""
@@ -236,7 +239,8 @@ def read_board(db: Path | str, run: str, picked: Mapping[tuple[str, str], str] |
                    tuning={ro.model_key: ro for ro in stored.tuning}, load=stored.load,
                    classification=classifications(stored.f1), unscored=stored.unscored_modes, spend=stored.spend,
                    judgments=stored.judgments, at_load=at_load, at_load_target=target, at_load_runs=at_load_runs,
-                   variant_results=stored.variants, follow_ups=follow_up_dicts(stored.follow_ups))
+                   variant_results=stored.variants, follow_ups=follow_up_dicts(stored.follow_ups),
+                   reasoning=stored.reasoning)
 
 
 def complete_view(view: RunView) -> RunView:

@@ -10,7 +10,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from arenatui.kernel.units import money, plural, score
+from arenatui.kernel.units import NOTHING, money, plural, score
 from arenatui.present.columns import LEADERBOARD, Column
 from arenatui.present.safe_text import literal
 from arenatui.present.variant_tables import VARIANT_NOTE
@@ -19,7 +19,7 @@ from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import ModelRow
 from arenatui.store.queries import UNSCORED_MODES
 from arenatui.tui.results.data import RunView
-from arenatui.tui.results.tab import ResultsTab, show
+from arenatui.tui.results.tab import ResultsTab, scroll_mark, show
 
 UNSCORED_SHORT = {"unjudged": "unjudged", "awaiting_judge": "awaiting", "judge_error": "judge err"}
 """The failure table's columns for calls without a score, shown in parentheses: they are not wrong answers."""
@@ -37,6 +37,14 @@ def leaderboard_columns(view: RunView) -> tuple[Column[ModelRow], ...]:
         # calls not made yet are not failures: until the run ends, coverage is what is answered so far
         columns = tuple(dataclasses.replace(c, title="answered so far") if c.title == "coverage" else c
                         for c in columns)
+    if view.reasoning:  # beside the cost columns: tokens per call that reasoned · their share of output spend
+        def thinking(s: ModelRow) -> tuple[float, float] | None:
+            u = view.reasoning.get(s.model)
+            return None if u is None else (u.per_call, u.share)
+
+        columns = (*columns, Column("reasoning", thinking,
+                                    lambda v: NOTHING if v is None else f"{v[0]:.0f} · {v[1]:.0%}", False, 3,
+                                    sort=lambda s: None if (u := view.reasoning.get(s.model)) is None else u.share))
     if not view.classification:
         return columns
     f1: Column[ModelRow] = Column("macro-F1", lambda s: view.macro_f1(s.model), score, True, 9)
@@ -105,6 +113,8 @@ class LeaderboardTab(ResultsTab):
     def __init__(self) -> None:
         super().__init__("2 Leaderboard", id="leaderboard")
         self.view: RunView | None = None
+        self._note = Text("")
+        """The note under the leaderboard as last shown (the scroll mark goes before it)."""
         self.sort_column = 1
         """Index into the run's leaderboard columns (`leaderboard_columns`): score, best first, to begin with."""
         self.sort_reverse = False
@@ -155,8 +165,21 @@ class LeaderboardTab(ResultsTab):
         if optima:  # what each level gave is in the model's detail (Enter)
             note.append("\nconcurrency: ")
             note.append(literal("; ".join(f"{m} {v}" for m, v in optima), newlines=False))
-        self.query_one("#leaderboard-note", Static).update(note)
+        self._note = note
+        self._show_note()
         self._show_failures(view)
+        self.call_after_refresh(self._show_note)  # the columns' widths are known once the table has laid out
+
+    def _show_note(self) -> None:
+        """The note under the leaderboard, led by the mark of columns past the pane's edge when there are some."""
+        t = self.query_one("#leaderboard-table", DataTable)
+        mark = scroll_mark(t)
+        self.query_one("#leaderboard-note", Static).update(Text(mark, style="bold") + self._note if mark else
+                                                           self._note)
+
+    def on_resize(self) -> None:
+        if self.view is not None and self.view.load is None:
+            self._show_note()
 
     def show_variants(self, view: RunView) -> None:
         """Under the leaderboard, once the pairs are computed: per model × prompt variant scores with spreads and

@@ -27,6 +27,7 @@ from arenatui.store.bakeoff_queries import series_of_runs
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import RunListing, list_runs
 from arenatui.tui.key_help import KeyHelp
+from arenatui.tui.list_keys import LIST_KEYS, list_key
 from arenatui.tui.results.cases import CasesTab
 from arenatui.tui.results.compare import CompareTab
 from arenatui.tui.results.data import RunView, complete_view, read_board
@@ -57,7 +58,8 @@ KEYS = (
     ("tab", "move between the widgets of a tab (the compare tab's model pickers, the cases tab's filters)"),
     ("F5", "read the store again: a sweep still running has stored more"),
     ("escape", "back: from a run's tabs to the list of runs, then out (arena browse) or to the live console"),
-    ("q", "leave (arena browse)"),
+    ("q", "leave: out of arena browse, or back to the live console"),
+    ("j k g G", "down, up, first, last in a table (the compare and frontier tabs scroll)"),
     ("ctrl+p", "command palette"),
     ("?", "this help"),
 )
@@ -83,6 +85,10 @@ class Results(Screen[None]):
         Binding("l", "pick_load", "Pick load"),
         Binding("slash", "search", "Search"),
         Binding("question_mark", "help", "Help", key_display="?"),  # short labels above: q Quit still fits 80
+        # q as arena browse's q Quit; from the console, back to it (check_action shows the one that applies)
+        Binding("q", "leave", "Quit"),
+        Binding("q", "leave_to_console", "Back"),
+        *LIST_KEYS,
     ]
 
     def __init__(self, db: Path | str, run_id: str | None, *, standalone: bool = False) -> None:
@@ -254,6 +260,8 @@ class Results(Screen[None]):
             return tab == "leaderboard"
         if action in ("mark_run", "pick_load"):
             return tab == "runs"
+        if action in ("leave", "leave_to_console"):
+            return (action == "leave") == self.standalone
         return True
 
     def action_tab(self, tab: str) -> None:
@@ -290,6 +298,17 @@ class Results(Screen[None]):
         self._read_runs()
         if self.run_id:
             self.open_run(self.run_id)
+
+    def action_leave(self) -> None:
+        """q in arena browse: out of the app."""
+        self.app.exit()
+
+    def action_leave_to_console(self) -> None:
+        """q from the live console: back to it."""
+        self.app.pop_screen()
+
+    def action_list_key(self, where: str) -> None:
+        list_key(self.focused, where)
 
     def action_back(self) -> None:
         """Back one step: on its own (`arena browse`), from a run's tabs to the list of runs first, and only from

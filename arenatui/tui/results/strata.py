@@ -52,4 +52,7 @@ class StrataTab(ResultsTab):
         if not notes:
             notes.append("No subgroup reversal: in no stratum or tag does a model's paired interval exclude zero "
                          "against a model it beats overall (Holm-adjusted over the groups tested).")
+        # what a cell's marks mean (issue 37: "±0.09" stood unexplained)
+        notes.append("\nA cell: the model's score over the group's cases, ±half the width of its 95% bootstrap "
+                     "interval; nN where the interval is over fewer cases than the group's; ▼ a subgroup reversal.")
         self.query_one("#strata-note", Static).update(notes)

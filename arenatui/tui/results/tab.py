@@ -36,3 +36,24 @@ def show(table: DataTable[Any], shown: bool) -> None:
     """
     if table.display != shown:
         table.display = shown
+
+
+def past_the_edge(table: DataTable[Any]) -> list[str]:
+    """The titles of a table's columns that end beyond its right edge (the table scrolls sideways to them)."""
+    edge = table.scroll_x + table.scrollable_content_region.width
+    x, out = 0, []
+    for col in table.ordered_columns:
+        x += col.get_render_width(table)
+        if x > edge:
+            out.append(str(col.label.plain).rstrip(" ▲▼"))
+    return out
+
+
+def scroll_mark(table: DataTable[Any]) -> str:
+    """What a table too wide for its pane says under it, so a column cut at the edge never passes for a whole one:
+    the columns past the edge, named, and how to reach them (the CLI rule: whole columns or a marked scroll)."""
+    hidden = past_the_edge(table) if table.display and table.size.width else []
+    if not hidden:
+        return ""
+    return f"→ {len(hidden)} more column{'s' if len(hidden) > 1 else ''} past the edge ({', '.join(hidden)}): " \
+           "scroll with → / ← or shift+wheel. "

@@ -132,6 +132,7 @@ KEYS = (
     ("t", "rates chart or tuning pane, below the model table on a narrow terminal (each model's verdict and its "
           "measured levels: goodput, 429 share, answered calls)"),
     ("arrows", "move in the call matrix; Enter or click shows that call (there, s saves its whole outputs to files)"),
+    ("j k g G", "down, up, first, last row of the matrix or model table (the events log scrolls)"),
     ("/", "filter the events (matches kind, model and text); Escape or Enter returns to the panes"),
     ("w", "wrap long events onto more lines, or back to one line each"),
     ("tab", "move between matrix, model table and event filter (the pane with the keys has a heavy border); Enter "
@@ -170,11 +171,15 @@ class Help(KeyHelp):
         glyphs.add_column(ratio=1)
         order = (PASSED, MOSTLY, FAILED, ERRORED, UNSCORED, UNREACHABLE, IN_FLIGHT, STARTED, BACKOFF, QUEUED)
         notes = {MOSTLY: " (of the answered trials)", FAILED: " (of the answered trials)",
+                 ERRORED: ": more trials errored than answered (or some errored, in a cell too narrow for !e)",
                  UNSCORED: ": the answer awaits its judge, or its case is outside an llm_judge scorer's sample",
                  UNREACHABLE: " in that trial (chained cases, depends_on)"}
         for i in order:
             glyphs.add_row(CELL_GLYPHS[i], CELL_NAMES[i] + notes.get(i, ""))
-        glyphs.add_row("n/k", "trials passed of trials planned, in a cell wide enough to show it")
+        glyphs.add_row("n/k", "trials passed of trials answered (scored), in a cell wide enough to show it; errored "
+                              "trials are no answer and never in n/k")
+        glyphs.add_row("!e", "after n/k: e trials errored (a cell too narrow for it shows ! instead of its verdict, "
+                             "so errors never hide behind a ✓)")
         glyphs.add_row(JUDGE_MARK.strip(), "a judge lane (llm_judge): one judge call per judged answer of every model "
                                            "and trial, its cell ✓/✗ the verdicts; blank where a case is not judged")
         super().__init__(KEYS, (("Cell glyphs in the call matrix", (glyphs,)),

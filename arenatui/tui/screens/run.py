@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, RichLog
 from textual.worker import Worker, WorkerState
 
+from arenatui.kernel.events import split_lane
 from arenatui.kernel.limits import MAX_CONCURRENCY
 from arenatui.kernel.text import one_line, printable
 from arenatui.kernel.units import NOTHING, money, plural
@@ -22,12 +23,14 @@ from arenatui.present.columns import fit_line
 from arenatui.present.safe_text import literal
 from arenatui.session.live import LiveSnapshot, ModelSnapshot
 from arenatui.session.sweep import Sweep
+from arenatui.tui.list_keys import LIST_KEYS, list_key
 from arenatui.tui.results.screen import Results
 from arenatui.tui.screens.common import fmt_errors, fmt_failures, fmt_num
 from arenatui.tui.screens.detail import CallDetail
 from arenatui.tui.screens.dialogs import Confirm, Help, ValueInput
 from arenatui.tui.tuning_view import TuningReadout
 from arenatui.tui.widgets import (
+    ALTERNATIVES,
     JUDGE_MARK,
     CallMatrix,
     Column,
@@ -74,24 +77,27 @@ def concurrency_step(current: int, direction: int) -> int:
 
 
 MODEL_COLUMNS = (
-    # title, most characters, right-aligned, priority (lowest is left out first when the terminal is narrow)
+    # title, most characters, right-aligned, priority (lowest is left out first when the terminal is narrow);
+    # which columns show depends on the width alone (plan widths), never on values: the set does not change mid-run.
+    # cap, in flight and errors are what +/-, [ ] and m act on and what they change: they stay; the percentiles
+    # beyond p50 and the sparkline go first (issue 37).
     Column("model", 24, False, 10),
-    Column("cap", 4, True, 3),
-    Column("in flight", 9, True, 5),  # the header line has the total: per model it goes before the rest
+    Column("cap", 4, True, 9, plan_width=3),
+    Column("in flight", 9, True, 8),  # the header line has the total: per model it goes before the rest
     Column("backoff", 7, True, 2),
-    Column("done", 15, True, 9),
-    Column("calls/s", 8, True, 7),
-    Column("tok/s", 7, True, 1),
-    Column("retries", 7, True, 7),
-    Column("429 %", 5, True, 8),
-    Column("errors", 24, False, 4, priority_if_any=7),
-    Column("failed as", 22, False, 3, priority_if_any=5),
-    Column("p50 ms", 6, True, 8),
-    Column("p95 ms", 6, True, 7),
+    Column("done", 22, True, 10, plan_width=12),
+    Column("calls/s", 8, True, 6, plan_width=5),
+    Column("tok/s", 7, True, 1, plan_width=5),
+    Column("retries", 7, True, 6),
+    Column("429 %", 5, True, 7),
+    Column("errors", 24, False, 8, plan_width=12),
+    Column("failed as", 22, False, 3, plan_width=12),
+    Column("p50 ms", 6, True, 5),
+    Column("p95 ms", 6, True, 2),
     Column("TTFT p50", 8, True, 1),
-    Column("latency, last 60 s", 60, False, 6, min_width=6),
+    Column("reasoning", 11, True, -1, priority_if_any=6),  # per call · share of spend, once a model reasons
+    Column("latency, last 60 s", 60, False, 4, min_width=7),
 )
-"""The model table's columns; latency and the 429 share stay longest, then throughput and retries."""
 MODELS_KEYS = " (↑↓ · [ ] cap ±1 · m cap)"
 
 
@@ -131,6 +137,7 @@ class RunScreen(Screen[None]):
         Binding("right_square_bracket", "model_cap(1)", "Cap +", show=False),
         Binding("left_square_bracket", "model_cap(-1)", "Cap -", show=False),
         Binding("x", "hide_lesson", "Hide lesson", show=False),  # the demo's banner says so
+        *LIST_KEYS,  # the matrix and the model table bind j/k/g/G themselves; here for the events log
     ]
 
     def __init__(self, sweep: Sweep, *, autostart: bool = True, lesson: str | None = None) -> None:
@@ -149,6 +156,10 @@ class RunScreen(Screen[None]):
         self._tuning_shown = sweep.tune_at_start
         """On a narrow terminal, the bottom-left pane shows the tuning readout instead of the rates chart."""
         self._sweep_worker: Worker[Any] | None = None
+        self._paused_at: float | None = None
+        """The run's elapsed seconds when the header last saw it paused (None while it runs)."""
+        self._paused_s = 0.0
+        """Seconds this session has spent paused: left out of the elapsed time the header shows."""
 
     # ---- layout --------------------------------------------------------------------------------
 
@@ -295,8 +306,12 @@ class RunScreen(Screen[None]):
     def _hint_truncation(self, snap: LiveSnapshot) -> None:
         """Where the rates chart hides the tuning pane, its title says the pane has a max_tokens warning."""
         cut = any(m.truncated for m in snap.models)
-        title = RATES_TITLE + (" · ⚠ answers cut at max_tokens: t" if cut else "")
         chart = self.query_one("#rates", RatesChart)
+        room = chart.size.width - 4  # the border's corners and a space each side
+        # the warning whole in the words that fit the pane, never cut mid-word ("⚠ answers c…" at 100 columns)
+        title = next((t for t in (RATES_TITLE + " · ⚠ answers cut at max_tokens: t",
+                                  "Rates (t tuning) · ⚠ answers cut at max_tokens", "Rates · ⚠ max_tokens cut: t",
+                                  "⚠ max_tokens: t") if len(t) <= room), "⚠ t") if cut else RATES_TITLE
         if chart.border_title != title:
             chart.border_title = title
 
@@ -327,7 +342,15 @@ class RunScreen(Screen[None]):
         runner = self.sweep.control
         state = self._state(snap)
         frac = snap.done / snap.planned if snap.planned else 1.0
-        key = (state, snap.done, snap.planned, int(snap.elapsed_s), None if snap.eta_s is None else int(snap.eta_s),
+        # while paused the header stops: elapsed counts running time only, and no rolling rate is shown for a run
+        # where nothing starts (issue 37: it kept printing 13.9 calls/s and counting)
+        if state == "paused" and self._paused_at is None:
+            self._paused_at = snap.elapsed_s
+        elif state != "paused" and self._paused_at is not None:
+            self._paused_s += max(0.0, snap.elapsed_s - self._paused_at)
+            self._paused_at = None
+        elapsed = (self._paused_at if self._paused_at is not None else snap.elapsed_s) - self._paused_s
+        key = (state, snap.done, snap.planned, int(elapsed), None if snap.eta_s is None else int(snap.eta_s),
                round(snap.cost, 4), round(snap.judge_cost, 4), snap.judge_done, snap.estimated_calls, runner.target,
                snap.in_flight,
                snap.backing_off, round(snap.calls_per_s),
@@ -346,7 +369,7 @@ class RunScreen(Screen[None]):
             (Text.assemble("  ", literal(self.sweep.project.name, "bold", newlines=False)), 3),
             (Text(f"   run {self.sweep.run_id}"), 1),
             (Text.assemble("  ", (f" {glyph} {state} ", Style(bold=True, reverse=True))), 10),
-            (Text(f"  elapsed {duration(snap.elapsed_s)}"), 8),
+            (Text(f"  elapsed {duration(elapsed)}"), 8),
             (Text(f"  ETA {duration(snap.eta_s) if snap.eta_s else NOTHING}"), 7),
             (Text(f"  spend {'≈' if snap.estimated_calls else ''}{money(snap.cost)}"), 6),
         ]
@@ -356,8 +379,9 @@ class RunScreen(Screen[None]):
         if snap.judge_planned:  # judge spend is in the total and said apart (issue 13)
             line1.insert(7, (Text(f" (judges {money(snap.judge_cost)})"), 4))
         counts = f" {snap.done}/{snap.planned} ({frac:.0%})"
-        rate = f"  {snap.calls_per_s:.1f} calls/s" + ("" if snap.rates_window_s is None else
-                                                        f" ({snap.rates_window_s:.0f} s)")
+        rate = "  paused: no call starts" if state == "paused" else \
+            f"  {snap.calls_per_s:.1f} calls/s" + ("" if snap.rates_window_s is None else
+                                                  f" ({snap.rates_window_s:.0f} s)")
         bar_w = max(8, width - 2 - len(counts) - len(rate))
         judged = (f"  judged {snap.judge_done}/{snap.judge_planned}" if snap.judge_planned else "")
         bar_w = max(8, bar_w - len(judged))
@@ -411,12 +435,29 @@ class RunScreen(Screen[None]):
         cap = self._cap(m.key)
         # answered calls awaiting their judge (or outside its sample) are done, yet in no score: say how many
         done = f"{m.done}/{m.planned}" + (f" ○{m.unscored}" if m.unscored else "")
+        if m.errored and m.errored == m.done:  # every call so far errored: "done 4/4" would read as a success
+            done = ALTERNATIVES.join((f"0 answered, {m.errored} errored", f"0 ans, {m.errored} err",
+                                      f"{m.errored} err"))
         return (
             "-" if cap is None else str(cap), str(m.in_flight), str(m.backing_off), done,
             f"{m.calls_per_s:.1f}", f"{m.tokens_per_s:.0f}", str(m.retries), f"{m.rate_limited_rate:.0%}",
             fmt_errors(m.errors), fmt_failures(m.failures), fmt_num(m.p50_ms), fmt_num(m.p95_ms),
-            fmt_num(m.ttft_p50_ms), "",
+            fmt_num(m.ttft_p50_ms), self._reasoning_cell(m), "",
         )
+
+    def action_list_key(self, where: str) -> None:
+        list_key(self.focused, where)
+    _prices: dict[str, float] | None = None
+    """Each model's output price, for its reasoning's share of spend."""
+
+    def _reasoning_cell(self, m: ModelSnapshot) -> str:
+        """'812 · 64%': reasoning tokens per call and their share of the model's spend; '-' for a model that does
+        not reason."""
+        prices = self._prices
+        if prices is None:
+            prices = self._prices = {c.key: c.price_out_per_mtok for c in self.sweep.plan.models}
+        figures = m.reasoning(prices.get(split_lane(m.key)[0], 0.0))
+        return "-" if figures is None else f"{figures[0]:.0f} · {figures[1]:.0%}"
 
     def _log_line(self, t: float, kind: str, text: str) -> Text:
         vars_ = self.app.theme_variables

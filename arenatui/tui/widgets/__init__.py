@@ -17,13 +17,14 @@ from arenatui.tui.widgets.matrix import (
     cell_state,
     short_labels,
 )
-from arenatui.tui.widgets.model_table import Column, ModelTable
+from arenatui.tui.widgets.model_table import ALTERNATIVES, Column, ModelTable
 from arenatui.tui.widgets.rates_chart import RatesChart
 from arenatui.tui.widgets.sparkline import SPARK, spark, tall_spark
 from arenatui.tui.widgets.status_bar import StatusBar, bar, clock, duration
 
 __all__ = [
-    "CELL_CLASSES", "CELL_GLYPHS", "CELL_NAMES", "EMPTY", "GLYPHS", "JUDGE_MARK", "MOSTLY", "SPARK", "STARTED",
+    "ALTERNATIVES", "CELL_CLASSES", "CELL_GLYPHS", "CELL_NAMES", "EMPTY", "GLYPHS", "JUDGE_MARK", "MOSTLY", "SPARK",
+    "STARTED",
     "STATE_CLASSES", "CallMatrix", "CellReader", "Column", "ModelTable", "RatesChart", "StatusBar", "bar",
     "cell_state", "clock", "duration", "short_labels", "spark", "tall_spark",
 ]

@@ -33,8 +33,9 @@ EMPTY = 10
 """A display state: nothing planned there (a judge lane's row on a case it does not judge), never "queued"."""
 CELL_GLYPHS = (*GLYPHS, "◑", "▹", " ")
 CELL_CLASSES = (*STATE_CLASSES, "mostly", "started", "empty")
-CELL_NAMES = ("queued", "in flight", "backing off", "all passed", "under half passed", "errored",
-              "answered, not scored (yet)", "not run: a parent case did not pass", "half or more passed", "started",
+CELL_NAMES = ("queued", "in flight", "backing off", "all answered passed", "under half passed", "errors",
+              "answered, not scored (yet)", "not run: a parent case did not pass", "half or more passed",
+              "part done, rest queued",
               "not judged")
 JUDGE_MARK = "⚖ "
 """Before a judge lane's key in the model table and the matrix: its row is a judge's calls, not a candidate's."""
@@ -164,6 +165,10 @@ class CallMatrix(Widget, can_focus=True):
         Binding("down", "move(1, 0)", "down", show=False),
         Binding("home", "move(0, -100000)", show=False),
         Binding("end", "move(0, 100000)", show=False),
+        Binding("j", "move(1, 0)", show=False),  # j/k/g/G as in less, k9s, lazygit: rows (models)
+        Binding("k", "move(-1, 0)", show=False),
+        Binding("g", "move(-100000, 0)", show=False),
+        Binding("G", "move(100000, 0)", show=False),
         Binding("enter", "select", "Call detail", show=False),
     ]
 
@@ -194,8 +199,8 @@ class CallMatrix(Widget, can_focus=True):
         """Some cases depend on others: the legend says what ⊘ (not run) is."""
         self._reader = reader
         self._layout: _Layout | None = None
-        self._cols: list[list[tuple[int, int, int]]] = []
-        """Per model, per column: (state, passed trials, planned trials)."""
+        self._cols: list[list[tuple[int, int, int, int]]] = []
+        """Per model, per column: (state, passed trials, answered trials, errored trials)."""
         self._strips: dict[int, Strip] = {}
         self.cursor = (0, 0)
         """(model index, column)."""
@@ -249,14 +254,14 @@ class CallMatrix(Widget, can_focus=True):
         self._strips.clear()
         self.refresh()
 
-    def _column(self, m: int, col: int) -> tuple[int, int, int]:
+    def _column(self, m: int, col: int) -> tuple[int, int, int, int]:
         lay = self._layout
         assert lay is not None
         start = col * lay.per_col
         stop = min(start + lay.per_col, len(self.case_ids))
         counts = self._reader(m, start, stop)
-        # every call of a cell is in exactly one state, so the states add up to what the cell plans
-        return cell_state(counts), counts[PASSED], sum(counts)
+        # n/k is passed of answered (scored) trials; errors are counted apart, never hidden behind a verdict
+        return cell_state(counts), counts[PASSED], counts[PASSED] + counts[FAILED], counts[ERRORED]
 
     def cells_changed(self, indexes: Iterable[int]) -> None:
         """Cell indexes (model * n_cases + case) changed since the last frame: recompute only their columns."""
@@ -292,14 +297,26 @@ class CallMatrix(Widget, can_focus=True):
             self._styles = {c: self.get_component_rich_style(c, partial=True) for c in self.COMPONENT_CLASSES}
         return self._styles[name]
 
-    def _cell_text(self, state: int, passed: int, planned: int) -> str:
+    def _cell_segments(self, state: int, passed: int, answered: int, errored: int) -> list[tuple[str, str]]:
+        """A cell as (text, component class) pieces: its glyph and n/k (passed of answered) in its state's colour,
+        then `!e` (trials errored) in the errors' colour. Where `!e` has no room, a verdict glyph gives way to `!`:
+        a cell with errors never shows a bare ✓ (issue 37)."""
         lay = self._layout
         assert lay is not None
+        cls = f"matrix--{CELL_CLASSES[state]}"
+        hides_errors = errored and state in (PASSED, MOSTLY, FAILED, UNSCORED)
         if lay.cell_w <= 2:
-            return CELL_GLYPHS[state] + (" " if lay.cell_w == 2 else "")
+            glyph = GLYPHS[ERRORED] if hides_errors else CELL_GLYPHS[state]
+            return [(glyph + (" " if lay.cell_w == 2 else ""), "matrix--errored" if hides_errors else cls)]
         if state in (QUEUED, EMPTY):
-            return CELL_GLYPHS[state].ljust(lay.cell_w)
-        return f"{CELL_GLYPHS[state]}{passed}/{planned}".ljust(lay.cell_w)[: lay.cell_w]
+            return [(CELL_GLYPHS[state].ljust(lay.cell_w), cls)]
+        text = f"{CELL_GLYPHS[state]}{passed}/{answered}"
+        errors = f"!{errored}" if errored and state != ERRORED else ""
+        if errors and len(text) + len(errors) < lay.cell_w:
+            return [(text, cls), (errors.ljust(lay.cell_w - len(text)), "matrix--errored")]
+        if hides_errors:
+            return [(f"{GLYPHS[ERRORED]}{passed}/{answered}".ljust(lay.cell_w)[: lay.cell_w], "matrix--errored")]
+        return [(text.ljust(lay.cell_w)[: lay.cell_w], cls)]
 
     def render_line(self, y: int) -> Strip:
         if self._layout is None:
@@ -322,18 +339,19 @@ class CallMatrix(Widget, can_focus=True):
         strip = None if cursor_here else self._strips.get(m)
         if strip is None:
             segs = [Segment(self.model_keys[m][: lay.label_w - 1].ljust(lay.label_w), self._style("matrix--label"))]
-            # runs of same-state cells become one segment: fewer segments, cheaper compositing
+            # runs of same-style pieces become one segment: fewer segments, cheaper compositing
             run: list[str] = []
             run_style: Style | None = None
-            for col, (state, passed, planned) in enumerate(self._cols[m]):
-                style = self._style(f"matrix--{CELL_CLASSES[state]}")
-                if cursor_here and col == self.cursor[1]:
-                    style = style + self._style("matrix--cursor")
-                if style is not run_style and run:
-                    segs.append(Segment("".join(run), run_style))
-                    run = []
-                run_style = style
-                run.append(self._cell_text(state, passed, planned))
+            for col, cell in enumerate(self._cols[m]):
+                for text, cls in self._cell_segments(*cell):
+                    style = self._style(cls)
+                    if cursor_here and col == self.cursor[1]:
+                        style = style + self._style("matrix--cursor")
+                    if style is not run_style and run:
+                        segs.append(Segment("".join(run), run_style))
+                        run = []
+                    run_style = style
+                    run.append(text)
             if run:
                 segs.append(Segment("".join(run), run_style))
             strip = Strip(segs).apply_style(base).adjust_cell_length(width, base)
@@ -372,15 +390,15 @@ class CallMatrix(Widget, can_focus=True):
         order = (PASSED, MOSTLY, FAILED, ERRORED, *((UNSCORED,) if self.judged else ()),
                  *((UNREACHABLE,) if self.chained else ()), IN_FLIGHT, STARTED, BACKOFF, QUEUED)
         long = sum(len(CELL_NAMES[i]) + 5 for i in order) + 24 <= width
-        short = {PASSED: "all pass", MOSTLY: "≥½ pass", FAILED: "<½ pass", ERRORED: "errors", IN_FLIGHT: "running",
-                 STARTED: "started", BACKOFF: "retrying", QUEUED: "queued", UNSCORED: "unscored",
+        short = {PASSED: "all pass", MOSTLY: "≥½ pass", FAILED: "<½ pass", ERRORED: "errors", IN_FLIGHT: "in flight",
+                 STARTED: "part done", BACKOFF: "retrying", QUEUED: "queued", UNSCORED: "unscored",
                  UNREACHABLE: "not run"}
         segs = []
         for i in order:
             segs.append(Segment(CELL_GLYPHS[i], self._style(f"matrix--{CELL_CLASSES[i]}")))
             segs.append(Segment(f" {CELL_NAMES[i] if long else short[i]}  ", self._style("matrix--header")))
         if long:
-            segs.append(Segment("n/k = trials passed", self._style("matrix--header")))
+            segs.append(Segment("n/k = passed of answered, !e = errored", self._style("matrix--header")))
         return Strip(segs).apply_style(base).adjust_cell_length(width, base)
 
     # ---- cursor --------------------------------------------------------------------------------

@@ -16,6 +16,10 @@ from textual.widget import Widget
 from arenatui.kernel.text import printable
 from arenatui.tui.widgets.sparkline import spark
 
+ALTERNATIVES = "\t"
+"""Between a value's wordings, longest first: the table shows the longest that fits its column ("0 answered,
+4 errored" or "4 errored"), never a word cut short."""
+
 
 @dataclass(frozen=True, slots=True)
 class Column:
@@ -24,11 +28,17 @@ class Column:
     """The most characters it takes; it takes fewer when its title and values are shorter."""
     right: bool = False
     priority: int = 5
-    """When the table is too wide, lower priorities are left out first."""
+    """When the table is too wide, lower priorities are left out first; below 0, left out until `priority_if_any`
+    applies (a column only some runs need)."""
     min_width: int = 0
     """Set on the sparkline column: it shrinks to this before it is left out, and grows into spare width."""
     priority_if_any: int | None = None
-    """The priority while some row shows more than "0" or "-" (errors matter once there are some)."""
+    """The priority once some row shows more than "0" or "-" (a reasoning model's figures): such a column joins the
+    table once, when its first value comes, and never leaves it."""
+    plan_width: int = 0
+    """The width the column is planned with when choosing which columns fit (its title's when wider). Which
+    columns are shown depends on the table's width alone, never on values, so the set does not change mid-run;
+    a value wider than this takes spare width when there is some."""
 
 
 class ModelTable(Widget, can_focus=True):
@@ -53,6 +63,10 @@ class ModelTable(Widget, can_focus=True):
     BINDINGS = [
         Binding("up", "cursor(-1)", show=False),
         Binding("down", "cursor(1)", show=False),
+        Binding("j", "cursor(1)", show=False),  # j/k/g/G as in less, k9s, lazygit
+        Binding("k", "cursor(-1)", show=False),
+        Binding("g", "cursor(-100000)", show=False),
+        Binding("G", "cursor(100000)", show=False),
         Binding("enter", "select", "Call detail", show=False),
     ]
 
@@ -77,7 +91,12 @@ class ModelTable(Widget, can_focus=True):
         self._shown: tuple[tuple[int, int], ...] = ()
         """(column index, width) of the columns on screen, and the gap between them in `_gap`."""
         self._gap = 2
+        self._keep: list[int] = []
+        """The columns that fit the width (which, not how wide)."""
         self._plan_key: tuple[int, ...] = ()
+        self._waiting = frozenset(i for i, c in enumerate(columns) if i and c.priority_if_any is not None)
+        """Columns shown only once some row has a value (`Column.priority_if_any`)."""
+        self._busy: set[int] = set()
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self.keys) + 1
@@ -90,49 +109,62 @@ class ModelTable(Widget, can_focus=True):
     def _content_widths(self) -> tuple[int, ...]:
         widths = [max(len(self.columns[0].title), max((len(n) for n in self._names), default=0))]
         for j, col in enumerate(self.columns[1:]):
-            longest = max((len(v[j]) for v in self._values), default=0)
+            longest = max((len(v[j].split(ALTERNATIVES)[0]) for v in self._values), default=0)
             widths.append(max(len(col.title), longest))
         return tuple(min(w, c.width) for w, c in zip(widths, self.columns, strict=True))
 
+    def _plan_widths(self) -> tuple[int, ...]:
+        names = min(self.columns[0].width, max(len(self.columns[0].title), max((len(n) for n in self._names),
+                                                                                default=0)))
+        return (names, *(c.min_width or max(len(c.title), c.plan_width) for c in self.columns[1:]))
+
     def _replan(self) -> None:
-        widths = self._content_widths()
+        """Which columns fit (on a resize, or when a column kept for some runs gets its first value), then how wide
+        each is (whenever values change)."""
         avail = self.size.width
-        key = (avail, *widths, *(c.priority_if_any is not None and any(v[j - 1] not in ("0", "-", "")
-                                                                        for v in self._values)
-                                  for j, c in enumerate(self.columns) if j))
-        if key == self._plan_key:
-            return
-        self._plan_key = key
-        cols = list(range(len(self.columns)))
-        flex = {i for i in cols if self.columns[i].min_width}
-        busy = {i for i in cols[1:] if any(v[i - 1] not in ("0", "-", "") for v in self._values)}
+        plan = self._plan_widths()
+        busy = self._busy
+        if len(busy) < len(self._waiting):  # none waits in most runs: nothing to scan
+            busy |= {i for i in self._waiting - busy if any(v[i - 1] not in ("0", "-", "") for v in self._values)}
+        if self._plan_key != (avail, *plan, len(busy)):
+            self._plan_key = (avail, *plan, len(busy))
+            cols = list(range(len(self.columns)))
 
-        def priority(i: int) -> int:
-            c = self.columns[i]
-            return c.priority_if_any if c.priority_if_any is not None and i in busy else c.priority
+            def priority(i: int) -> int:
+                c = self.columns[i]
+                return c.priority_if_any if c.priority_if_any is not None and i in busy else c.priority
 
-        def need(keep: list[int], gap: int) -> int:
-            return sum(self.columns[i].min_width if i in flex else widths[i] for i in keep) + gap * len(keep)
+            def need(keep: list[int], gap: int) -> int:
+                return sum(plan[i] for i in keep) + gap * len(keep)
 
-        keep, gap = cols, 2
-        while keep:
-            if need(keep, 2) <= avail:
-                gap = 2
-                break
-            if need(keep, 1) <= avail:
-                gap = 1
-                break
-            keep = [i for i in keep if i != min((i for i in keep if i), key=priority)] if len(keep) > 1 else []
-        spare = avail - need(keep, gap)
+            keep, gap = [i for i in cols if priority(i) >= 0], 2  # below 0: only once some row has a value
+            while keep:
+                if need(keep, 2) <= avail:
+                    gap = 2
+                    break
+                if need(keep, 1) <= avail:
+                    gap = 1
+                    break
+                keep = [i for i in keep if i != min((i for i in keep if i), key=priority)] if len(keep) > 1 else []
+            self._keep, self._gap = keep, gap
+        widths = self._content_widths()
+        spare = avail - sum(plan[i] for i in self._keep) - self._gap * len(self._keep)
         shown = []
-        for i in keep:
-            w = widths[i]
-            if i in flex:
-                w = min(self.columns[i].width, self.columns[i].min_width + spare)
-            shown.append((i, w))
-        self._shown, self._gap = tuple(shown), gap
-        self._strips.clear()
-        self.refresh()
+        for i in self._keep:  # values wider than planned take spare width first, in column order
+            w = plan[i]
+            if not self.columns[i].min_width and widths[i] > w and spare > 0:
+                grow = min(widths[i] - w, spare)
+                w, spare = w + grow, spare - grow
+            shown.append([i, w])
+        for item in shown:  # then the sparkline grows into what is left
+            c = self.columns[item[0]]
+            if c.min_width:
+                item[1] = min(c.width, c.min_width + max(0, spare))
+        new = tuple((i, w) for i, w in shown)
+        if new != self._shown:
+            self._shown = new
+            self._strips.clear()
+            self.refresh()
 
     def on_resize(self) -> None:
         self._replan()
@@ -165,7 +197,10 @@ class ModelTable(Widget, can_focus=True):
         self._strips.clear()
 
     def _fit(self, text: str, col: Column, width: int) -> str:
-        text = text[:width]
+        ways = text.split(ALTERNATIVES)
+        text = next((t for t in ways if len(t) <= width), ways[-1])
+        if len(text) > width:
+            text = text[: width - 1] + "…" if width > 1 else text[:width]
         return (text.rjust(width) if col.right else text.ljust(width)) + " " * self._gap
 
     def _cell(self, i: int, col_index: int, width: int) -> str:

@@ -7,7 +7,7 @@ from textual.widget import Widget
 
 from arenatui.config.schema import JUDGE_LANE_PREFIX
 from arenatui.kernel.text import printable
-from arenatui.tui.widgets.matrix import JUDGE_MARK
+from arenatui.tui.widgets.matrix import JUDGE_MARK, middle_cut
 from arenatui.tui.widgets.sparkline import tall_spark
 from arenatui.tui.widgets.status_bar import clock
 
@@ -110,13 +110,16 @@ class RatesChart(Widget):
             out.append(f"{'per model: calls/s':<{label_w}} over the last {n_pts} s (one scale)", lab)
             scale_top = max((max(v, default=0.0) for _k, v in per_model), default=0.0)
             style = self.get_component_rich_style("rates--throughput", partial=True)
-            for key, series in per_model:
-                for r, line in enumerate(tall_spark(series, w, per_h, top=scale_top)):
+            # a judge lane by its judge's name: "judge:gr" would say less than "⚖ grader"
+            names = [JUDGE_MARK + k.removeprefix(JUDGE_LANE_PREFIX) if k.startswith(JUDGE_LANE_PREFIX) else k
+                     for k, _v in per_model]
+            # the names as long as they are, up to a third of the pane: never "sim-lar" with room to spare
+            name_w = max(label_w, min(max(len(n) for n in names) + 1, self.size.width // 3))
+            for name, (_key, series) in zip(names, per_model, strict=True):
+                for r, line in enumerate(tall_spark(series, max(10, self.size.width - name_w), per_h,
+                                                    top=scale_top)):
                     out.append("\n")
-                    # a judge lane by its judge's name: "judge:gr" would say less than "⚖ grader"
-                    judge = key.startswith(JUDGE_LANE_PREFIX)
-                    name = JUDGE_MARK + key.removeprefix(JUDGE_LANE_PREFIX) if judge else key
-                    out.append(f"{name[: label_w - 1] if r == 0 else '':<{label_w}}", lab)
+                    out.append(f"{middle_cut(name, name_w - 1) if r == 0 else '':<{name_w}}", lab)
                     out.append(line, style)
         return out
 

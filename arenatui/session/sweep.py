@@ -249,13 +249,7 @@ class Sweep:
         # that pause lands inside every call in flight. Objects alive now live for the whole run: leave them
         # out of the collector's scans (until the run ends), so collections see only what the run allocates.
         # Providers create their sessions first (HTTP: the aiohttp import, the TLS context), so those are frozen too.
-        for p in self.providers.values():
-            prepare = getattr(p, "prepare", None)
-            if prepare is not None:
-                try:
-                    prepare()
-                except Exception:  # the same error reaches each call, which records it per call
-                    pass
+        self._prepare_providers()
         gc.freeze()  # no collection first: it cost ~25 ms before the first request, to free little; what the imports
         # left behind is collected after the run's gc.unfreeze()
         if self.tune_at_start and not self.tuner.enabled:
@@ -302,6 +296,15 @@ class Sweep:
         if self.error is not None:
             raise self.error
         return status
+
+    def _prepare_providers(self) -> None:
+        for p in self.providers.values():
+            prepare = getattr(p, "prepare", None)
+            if prepare is not None:
+                try:
+                    prepare()
+                except Exception:  # the same error reaches each call, which records it per call
+                    pass
 
     def _record_end(self, status: RunStatus, message: str | None) -> None:
         try:

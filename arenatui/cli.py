@@ -518,14 +518,17 @@ def _reader_gone() -> int:
 
 def _run_command(args: argparse.Namespace) -> int:
     try:
-        from arenatui.store.db import sql_errors_explained
-
         try:
-            # a query outside the store's own checks that meets a corrupt, locked or full file is explained too
-            with sql_errors_explained(getattr(args, "db", None)):
-                return int(args.func(args))
+            return int(args.func(args))
         except BaseExceptionGroup as group:  # a task group's wrapping: the person hears the error inside
             raise unwrap(group) from None
+        except Exception as e:  # a query outside the store's own checks met a corrupt, locked or full file
+            from arenatui.store.db import sql_error_explained  # only now: `arena init` never loads the store
+
+            explained = sql_error_explained(e, getattr(args, "db", None) or None)
+            if explained is None:
+                raise
+            raise explained from None
     except ArenaError as e:
         print(render_error(e), file=sys.stderr)
         return e.exit_code

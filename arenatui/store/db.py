@@ -214,12 +214,19 @@ def explain_error(path: Path | str, e: sqlite3.Error) -> StoreError:
 def sql_errors_explained(path: Path | str | None) -> Iterator[None]:
     """The one boundary where SQLite's errors become the store's: a `sqlite3.Error` raised inside (a locked, full,
     corrupt or read-only file) leaves as the `StoreError` that explains it (`path` None: the default database).
-    Every Store method that writes runs under it; a view runs a whole command or a save under it, so nothing above
-    the store names sqlite3."""
+    Every Store method that writes runs under it, and so do the sweep's last write and a saved bake-off decision;
+    what still escapes a command the entry point maps with `sql_error_explained`, so nothing above the store names
+    sqlite3."""
     try:
         yield
     except sqlite3.Error as e:
         raise explain_error(default_db_path() if path is None else path, e) from None
+
+
+def sql_error_explained(e: BaseException, path: Path | str | None) -> StoreError | None:
+    """`e` as the StoreError that explains it when it is SQLite's (as `sql_errors_explained` maps it), else None:
+    for a caller that must not load the store before an error (the entry point's start-up)."""
+    return explain_error(default_db_path() if path is None else path, e) if isinstance(e, sqlite3.Error) else None
 
 
 def _process_alive(pid: int | None, host: str | None, heartbeat_at: float | None = None) -> bool:

@@ -31,12 +31,17 @@ class Filters:
     """`--shard K/N`: only the calls whose stable index falls to shard K (`in_shard`)."""
     prompts: tuple[str, ...] = ()
     """`--prompts a,b`: only these prompt variants."""
+    sample_seed: int | None = None
+    """With `limit`: the cases are a sample of that many drawn with this seed (kept in file order), not the first
+    ones (`arena tune --budget`: a sorted case file's first cases are no fair mix)."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"models": list(self.models), "tags": list(self.tags), "limit": self.limit,
                                "trials": self.trials}
         if self.prompts:
             out["prompts"] = list(self.prompts)
+        if self.sample_seed is not None:
+            out["sample_seed"] = self.sample_seed
         if self.shard is not None:  # absent otherwise: an unsharded run's stored filters are as they always were
             out["shard"] = [self.shard.index, self.shard.count]
         return out
@@ -46,7 +51,7 @@ class Filters:
         shard = d.get("shard")
         return cls(models=tuple(d.get("models") or ()), tags=tuple(d.get("tags") or ()), limit=d.get("limit"),
                    trials=d.get("trials"), shard=Shard(int(shard[0]), int(shard[1])) if shard else None,
-                   prompts=tuple(d.get("prompts") or ()))
+                   prompts=tuple(d.get("prompts") or ()), sample_seed=d.get("sample_seed"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +282,11 @@ def make_plan(project: Project, filters: Filters = Filters(),
     if filters.limit is not None:
         if filters.limit < 1:
             raise PlanError(f"--limit: expected a whole number >= 1, got {filters.limit}")
-        cases = cases[: filters.limit]
+        if filters.sample_seed is not None and filters.limit < len(cases):
+            picked = random.Random(f"{filters.sample_seed}|case-sample").sample(range(len(cases)), filters.limit)
+            cases = tuple(cases[i] for i in sorted(picked))
+        else:
+            cases = cases[: filters.limit]
     trials = filters.trials if filters.trials is not None else project.run.trials
     if not 1 <= trials <= MAX_TRIALS:
         raise PlanError(f"--trials: expected a whole number from 1 to {MAX_TRIALS}, got {trials}")

@@ -15,7 +15,10 @@ Against `arena mock-server` on loopback, the server in a subprocess so its CPU i
    waves, whose requests open the connections and then still start in step, so that both processes
    (the server too, and the bare client alike) take them as one burst.
 
-    python benchmarks/http_overhead.py [--calls 1500] [--transports aiohttp,httpx]
+   The same at a fixed offered rate (open loop, `--open-rate`, 800 streamed calls/s): calls start on schedule
+   whatever is in flight, as `arena load` offers them.
+
+    python benchmarks/http_overhead.py [--calls 1500] [--transports aiohttp,httpx] [--open-rate 800]
 
 JSON lines, one per figure: {"name": ..., "value": ..., "unit": ...}.
 """
@@ -109,7 +112,22 @@ async def _drive(call: Any, concurrency: int, calls: int) -> float:
     return (time.process_time() - cpu0) / calls * 1000.0
 
 
-async def provider_cpu(project_path: Path, concurrency: int, calls: int) -> float:
+async def _open_loop(call: Any, rate: float, calls: int) -> float:
+    """CPU ms per call of `calls` calls started `rate` a second whatever is in flight (open loop), after a warm-up."""
+    for _ in range(min(100, calls)):
+        await call()
+    cpu0 = time.process_time()
+    t0 = time.monotonic()
+    async with anyio.create_task_group() as tg:
+        for i in range(calls):
+            wait = t0 + i / rate - time.monotonic()
+            if wait > 0:
+                await anyio.sleep(wait)
+            tg.start_soon(call)
+    return (time.process_time() - cpu0) / calls * 1000.0
+
+
+async def provider_cpu(project_path: Path, concurrency: int, calls: int, rate: float | None = None) -> float:
     project = load_project(project_path)
     model = project.models[0]
     provider = make_provider(model, project.run)
@@ -121,12 +139,12 @@ async def provider_cpu(project_path: Path, concurrency: int, calls: int) -> floa
         await provider.complete(req)
 
     try:
-        return await _drive(call, concurrency, calls)
+        return await (_drive(call, concurrency, calls) if rate is None else _open_loop(call, rate, calls))
     finally:
         await provider.aclose()
 
 
-async def bare_aiohttp_cpu(base: str, key: str, concurrency: int, calls: int) -> float:
+async def bare_aiohttp_cpu(base: str, key: str, concurrency: int, calls: int, rate: float | None = None) -> float:
     """The same requests from a plain aiohttp session: post, read every byte, parse nothing."""
     stream = MODELS[key]["stream"]
     body: dict[str, Any] = {"model": key, "messages": [{"role": "user", "content": CASE["input"]}],
@@ -140,7 +158,7 @@ async def bare_aiohttp_cpu(base: str, key: str, concurrency: int, calls: int) ->
                 async for _ in r.content.iter_any():
                     pass
 
-        return await _drive(call, concurrency, calls)
+        return await (_drive(call, concurrency, calls) if rate is None else _open_loop(call, rate, calls))
 
 
 def measure_cpu(tmp: Path, base: str, transports: list[str], calls: int) -> None:
@@ -154,6 +172,18 @@ def measure_cpu(tmp: Path, base: str, transports: list[str], calls: int) -> None
                 ours = anyio.run(provider_cpu, path, c, calls)
                 emit(f"http_{mode}_c{c}_{t}_cpu_per_call", ours, "ms")
                 emit(f"http_{mode}_c{c}_{t}_cpu_ratio_to_bare_aiohttp", ours / bare, "x")
+
+
+def measure_open_loop(tmp: Path, base: str, transports: list[str], rate: float, calls: int) -> None:
+    """Streamed calls started `rate` a second (open loop, as `arena load` offers them), ours against bare aiohttp."""
+    key = "zero-stream"
+    bare = anyio.run(bare_aiohttp_cpu, base, key, 0, calls, rate)
+    emit(f"http_open_stream_{rate:g}rps_bare_aiohttp_cpu_per_call", bare, "ms")
+    for t in transports:
+        path = write_project(tmp / f"open-{key}-{t}.toml", base, [key], transport=t)
+        ours = anyio.run(provider_cpu, path, 0, calls, rate)
+        emit(f"http_open_stream_{rate:g}rps_{t}_cpu_per_call", ours, "ms")
+        emit(f"http_open_stream_{rate:g}rps_{t}_cpu_ratio_to_bare_aiohttp", ours / bare, "x")
 
 
 def q(values: list[float], p: float) -> float:
@@ -277,6 +307,8 @@ def main() -> None:
     ap.add_argument("--warmup-waves", type=int, default=2,
                     help="the steady-state figures leave out the first WARMUP_WAVES × concurrency calls to start")
     ap.add_argument("--transports", default="aiohttp,httpx")
+    ap.add_argument("--open-rate", type=float, default=800.0, help="open-loop streamed calls started a second")
+    ap.add_argument("--open-calls", type=int, default=2400, help="calls in the open-loop CPU figure")
     ap.add_argument("--only", choices=("cpu", "latency"))
     args = ap.parse_args()
     transports = [t for t in args.transports.split(",") if t]
@@ -289,6 +321,7 @@ def main() -> None:
         try:
             if args.only != "latency":
                 measure_cpu(tmp, base, transports, args.calls)
+                measure_open_loop(tmp, base, transports, args.open_rate, args.open_calls)
             if args.only != "cpu":
                 measure_latency(tmp, base, proc.pid, transports, args.waves, args.warmup_waves)
             emit("machine_load_avg_1m_at_end", os.getloadavg()[0], "runnable")

@@ -17,6 +17,12 @@ Shapes (one simulated model each, latencies of a few tens of ms so a run takes a
   model at 16: oracle 16 (the cap).
 - tiny: the rpm model with a budget of 60 calls: too few for a verdict, so the right answer is "not enough
   evidence" (never a confident wrong one); within-one-level is not expected here.
+- serial_small: a server answering one call at a time in 50 ms, with a budget of 60 calls: oracle 1, and a verdict
+  expected ("optimum ≈ 1: the server queues above 1").
+- declared: the rpm model whose every answer and refusal states its limit (x-ratelimit-limit-requests and what is
+  left, as the mock server's declare_limits does): oracle 10, targets 429s per call <= 1% and within one >= 95%.
+- declared_low / declared_high: the same with headers that lie (half / four times the true limit): evidence must
+  win, no worse than the rpm shape without headers.
 
 For each shape and seed, the same sweep runs with the tuner (from 2) and with AIMD (from 2: halve on a 429 at most once
 per latency, +1 after `level` answered calls without one, never above the project's cap, as the tuner); the oracle
@@ -31,7 +37,8 @@ without knowing the limit can finish a budget sooner, so its wall ÷ oracle is t
 Per shape and mode, JSON lines: <shape>_<mode>_within_one (share of seeds whose verdict names a level within one of
 the oracle: target >= 0.95), <shape>_<mode>_wrong_confident (an optimum, a cap or a rate limit more than one level
 off: target 0), <shape>_<mode>_wall_ratio (mean wall clock over the oracle's: target <= 1.10) and
-<shape>_<mode>_retried_share (calls that needed more than one attempt: target < 0.03).
+<shape>_<mode>_retried_share (calls that needed more than one attempt: target < 0.03) and <shape>_<mode>_refused_share
+(attempts answered 429 per call), each with mc_se, its Monte Carlo standard error over the seeds.
 """
 
 from __future__ import annotations
@@ -51,7 +58,7 @@ import anyio
 import tomli_w
 
 from arenatui.kernel.errors import RateLimited
-from arenatui.kernel.events import CallFinished, CallRetrying, Event
+from arenatui.kernel.events import CallFinished, CallRetrying, DeclaredLimits, Event
 from arenatui.providers.sim import SimProvider
 from arenatui.session.sweep import Sweep, SweepOptions
 
@@ -71,6 +78,9 @@ class Shape:
     refusal_s: float = 0.0
     calls: int | None = None
     halving: bool = False
+    declared_rpm: float | None = None
+    """Every answer and refusal states this rate limit in its headers (as the mock server's declare_limits does):
+    the sim's own rpm for honest headers, another figure for headers that lie."""
 
 
 SHAPES: dict[str, Shape] = {
@@ -83,6 +93,11 @@ SHAPES: dict[str, Shape] = {
     "halving": Shape(RPM, 5, start_oracle=10, halving=True),
     "jitter": Shape({"base_latency_s": LAT, "per_token_s": 0.0, "jitter": 0.4, "accuracy": 1.0}, 16, cap=16),
     "tiny": Shape(RPM, 10, calls=60),
+    "serial_small": Shape({"base_latency_s": 0.05, "per_token_s": 0.0, "jitter": 0.1, "serial": True,
+                           "accuracy": 1.0}, 1, calls=60),
+    "declared": Shape(RPM, 10, declared_rpm=RPM["rpm"]),
+    "declared_low": Shape(RPM, 10, declared_rpm=RPM["rpm"] / 2),
+    "declared_high": Shape(RPM, 10, declared_rpm=RPM["rpm"] * 4),
 }
 START = 2
 MODEL = "m"
@@ -112,12 +127,17 @@ class Outcome:
         self.total = total
         self.done = 0
         self.retried = 0
+        self.refused = 0
+        """Attempts answered 429 (each a retry, or a call given up)."""
         self.latencies: list[float] = []
         self.on_half = on_half
 
     def __call__(self, ev: Event) -> None:
+        if type(ev) is CallRetrying and ev.reason == "rate_limited":
+            self.refused += 1
         if type(ev) is CallFinished:
             self.done += 1
+            self.refused += ev.result.error_class == "rate_limited"
             self.retried += ev.result.attempts > 1
             if ev.result.status != "errored" and ev.result.latency_ms is not None and len(self.latencies) < 400:
                 self.latencies.append(ev.result.latency_ms / 1000)
@@ -198,6 +218,27 @@ def slow_refusals(prov: SimProvider, delay: float) -> None:
     prov.complete = complete  # type: ignore[method-assign]
 
 
+def declare_limits(prov: SimProvider, rpm: float) -> None:
+    """Answers and refusals that state `rpm` in their headers, with what is left of it (the provider instance's own
+    method, wrapped; the runner passes them on as LimitsDeclared, as it does an HTTP provider's)."""
+    inner = prov.complete
+    core = prov.core
+
+    def limits() -> DeclaredLimits:
+        left = int(rpm * min(1.0, max(0.0, core.level) / core.burst)) if core.rate else int(rpm)
+        return DeclaredLimits(requests_limit=int(rpm), requests_remaining=left)
+
+    async def complete(request: Any) -> Any:
+        try:
+            comp = await inner(request)
+        except RateLimited as e:
+            e.limits = limits()
+            raise
+        return comp._replace(limits=limits())
+
+    prov.complete = complete  # type: ignore[method-assign]
+
+
 def run_one(dirpath: Path, name: str, shape: Shape, mode: str, seed: int, db: Path, calls: int) -> dict[str, Any]:
     first = shape.start_oracle or shape.oracle
     cap = first if mode in ("oracle", "climb") else shape.cap
@@ -226,6 +267,10 @@ def run_one(dirpath: Path, name: str, shape: Shape, mode: str, seed: int, db: Pa
     if aimd is not None:
         aimd.sweep = sweep
         sweep.runner.set_model_cap(MODEL, START, source="aimd")
+    if shape.declared_rpm is not None:
+        prov = sweep.providers[MODEL]
+        assert isinstance(prov, SimProvider)
+        declare_limits(prov, shape.declared_rpm)
     if shape.refusal_s:
         prov = sweep.providers[MODEL]
         assert isinstance(prov, SimProvider)
@@ -234,7 +279,8 @@ def run_one(dirpath: Path, name: str, shape: Shape, mode: str, seed: int, db: Pa
     anyio.run(sweep.run)
     wall = time.monotonic() - t0
     (ro,) = [r for r in sweep.tuner.readouts() if r.model_key == MODEL]
-    return {"wall": wall, "retried": outcome.retried / max(1, outcome.done), "verdict": ro.verdict, "readout": ro,
+    return {"wall": wall, "retried": outcome.retried / max(1, outcome.done),
+            "refused": outcome.refused / max(1, outcome.done), "verdict": ro.verdict, "readout": ro,
             "latency": statistics.mean(outcome.latencies) if outcome.latencies else None}
 
 
@@ -255,8 +301,20 @@ def judge(v: Any, oracle: int) -> tuple[bool, bool]:
             v.conclusive and (v.level is None or abs(v.level - oracle) > 1))
 
 
-def emit(name: str, value: float, unit: str) -> None:
-    print(json.dumps({"name": name, "value": round(value, 4), "unit": unit}), flush=True)
+def emit(name: str, value: float, unit: str, se: float | None = None) -> None:
+    """One figure; `se`: its Monte Carlo standard error over the seeds."""
+    line: dict[str, Any] = {"name": name, "value": round(value, 4), "unit": unit}
+    if se is not None:
+        line["mc_se"] = round(se, 4)
+    print(json.dumps(line), flush=True)
+
+
+def share_se(p: float, n: int) -> float:
+    return math.sqrt(p * (1 - p) / n) if n else float("nan")
+
+
+def mean_se(xs: list[float]) -> float:
+    return statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else float("nan")
 
 
 def main() -> None:
@@ -310,13 +368,17 @@ def main() -> None:
                               f"{r['retried']:.1%} retried; answered/attempts by level, * measured: {levels})",
                               flush=True)
                 n = len(runs)
-                emit(f"{name}_{mode}_within_one", sum(j[0] for j in judged) / n, "share")
-                emit(f"{name}_{mode}_wrong_confident", sum(j[1] for j in judged) / n, "share")
-                if own != [oracle] * n:
-                    emit(f"{name}_{mode}_within_one_vs_oracle_runs", sum(j[0] for j in fixed) / n, "share")
-                    emit(f"{name}_{mode}_wrong_confident_vs_oracle_runs", sum(j[1] for j in fixed) / n, "share")
-                emit(f"{name}_{mode}_wall_ratio", statistics.mean(r["wall"] for r in runs) / base, "ratio")
-                emit(f"{name}_{mode}_retried_share", statistics.mean(r["retried"] for r in runs), "share")
+                for what, js in (("", judged), ("_vs_oracle_runs", fixed)):
+                    if what and own == [oracle] * n:
+                        continue
+                    within, wrong = sum(j[0] for j in js) / n, sum(j[1] for j in js) / n
+                    emit(f"{name}_{mode}_within_one{what}", within, "share", share_se(within, n))
+                    emit(f"{name}_{mode}_wrong_confident{what}", wrong, "share", share_se(wrong, n))
+                walls = [r["wall"] / base for r in runs]
+                emit(f"{name}_{mode}_wall_ratio", statistics.mean(walls), "ratio", mean_se(walls))
+                for what in ("retried", "refused"):
+                    xs = [r[what] for r in runs]
+                    emit(f"{name}_{mode}_{what}_share", statistics.mean(xs), "share", mean_se(xs))
                 if math.isnan(base):
                     raise SystemExit("oracle wall clock is not a number")
 

@@ -86,7 +86,8 @@ def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 400, 
          seed: int | None = None, settings: TunerSettings | None = None,
          started: Callable[[], object] | None = None, progress: Callable[[str], object] | None = None,
          live: Any = None) -> TuneResult:
-    """Spend at most `budget` calls per model (the project's cases, cycled as trials) with the tuner on, stopping
+    """Spend at most `budget` calls per model (the project's cases, cycled as trials; fewer calls than cases: a
+    seeded sample of them) with the tuner on, stopping
     early once every model's verdict is conclusive (an optimum, a cap, a rate limit). `progress` gets one line per
     tuner decision and per verdict that changed; `live`: a terminal's console, to show the same live progress line
     `arena evaluate` has (calls made of the budget, ETA) under those lines."""
@@ -100,7 +101,9 @@ def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 400, 
     chosen = [m for m in proj.models if not models or m.key in models]
     variants = max((len(proj.variants_of(m)) for m in chosen), default=0) or 1
     per_lane = max(1, budget // variants)
-    filters = Filters(models=tuple(models), limit=min(per_lane, n_cases), trials=max(1, per_lane // n_cases))
+    # fewer calls than cases: a seeded sample of the cases (a sorted case file's first ones are no fair mix)
+    filters = Filters(models=tuple(models), limit=min(per_lane, n_cases), trials=max(1, per_lane // n_cases),
+                      sample_seed=proj.run.seed if seed is None else seed)
     until = _UntilConclusive(progress=progress)
     sweep = Sweep(SweepOptions(project=project, filters=filters, db=db, seed=seed, tune=True),
                   live_metrics=live is not None, extra_sinks=(until,))
@@ -131,7 +134,8 @@ def stored_readouts(run_id: str, db: str | Path | None = None) -> tuple[str, lis
     with Store(db, read_only=True) as store:
         rec = store.get_run(run_id)
         rows = store.tuning_levels(rec.run_id)
-    return rec.run_id, readouts_from_rows(rows)
+        declared = {k: limits for k, (_at, limits) in store.declared_limits(rec.run_id).items()}
+    return rec.run_id, readouts_from_rows(rows, declared)
 
 
 @dataclass(frozen=True, slots=True)

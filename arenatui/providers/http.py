@@ -16,10 +16,9 @@ import os
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import UTC
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 import sniffio
@@ -377,10 +376,14 @@ def _setting_hint(status: int, msg: str) -> str:
 # ---- server-sent events ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class SSEEvent:
+class SSEEvent(NamedTuple):
+    """One server-sent event (a NamedTuple: built for every event of every stream, it must cost little)."""
+
     event: str
     data: str
+
+
+_PLAIN_EVENTS = re.compile(r"(?:data: [^\n]*\n\n)+")
 
 
 class SSEDecoder:
@@ -426,6 +429,22 @@ class SSEDecoder:
         self._buf = buf[start:]
         return out
 
+    def feed_plain(self, chunk: bytes) -> list[str] | None:
+        """The data of the events in `chunk` when it ends a run of whole, plain events (LF line ends, each event one
+        ``data: `` line, none pending before it), else None and nothing consumed (then `feed` it): what an
+        OpenAI-compatible stream's body after its first token is, read here with a few C calls instead of a
+        Python call per line and an `SSEEvent` per event."""
+        if self._data or self._event:
+            return None
+        buf = self._buf + chunk if self._buf else chunk
+        if b"\r" in buf or not buf.endswith(b"\n\n"):
+            return None
+        text = buf.decode("utf-8", errors="replace")
+        if _PLAIN_EVENTS.fullmatch(text) is None:
+            return None
+        self._buf = b""
+        return [event[6:] for event in text[:-2].split("\n\n")]
+
     def close(self) -> list[SSEEvent]:
         """Whatever a stream that ended without a final blank line left pending (lenient, like browsers are not)."""
         out: list[SSEEvent] = []
@@ -455,8 +474,23 @@ class SSEDecoder:
             self._event = value
 
 
+_scan_json = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+"""The C scanner `json.loads` ends in, called straight: the same parse without three Python frames around it
+(once per streamed event)."""
+
+
 def json_object(data: str | bytes, what: str) -> dict[str, Any]:
     """Parse one JSON object from a server, as a transient error when it is not one."""
+    if data[:1] in ("{", b"{"):  # the common case: exactly json.loads' result, cheaper
+        try:
+            # a body starting with "{" is UTF-8 to json.loads too (its encoding detection), decoded the same way
+            text = data if type(data) is str else data.decode("utf-8", "surrogatepass")  # type: ignore[union-attr]
+            obj, end = _scan_json(text, 0)
+        except (StopIteration, ValueError, RecursionError):
+            pass  # json.loads below says what is wrong
+        else:
+            if end == len(text):
+                return obj  # type: ignore[no-any-return]
     try:
         obj = json.loads(data)
     except (ValueError, RecursionError):
@@ -561,6 +595,8 @@ class StreamReader:
         self.request = request
         self.sent = sent  # when the request went onto the wire: time to first token counts from here
         self.where = where
+        self.chunk_what = f"stream chunk from {where}"
+        """How an error names a chunk of this stream (formatted once a stream, not once an event)."""
         self.secrets = secrets
         self.parts: list[str] = []
         self.thought: list[str] | None = None
@@ -603,6 +639,10 @@ class StreamReader:
 
     def on_event(self, ev: SSEEvent) -> None:
         raise NotImplementedError
+
+    def on_data(self, data: str) -> None:
+        """An event of the default type (``message``) carrying `data`: what `SSEDecoder.feed_plain` reads."""
+        self.on_event(SSEEvent("message", data))
 
     def partial_usage(self) -> tuple[int, int]:
         text = "".join(self.parts) + ("".join(self.thought) if self.thought else "")
@@ -754,7 +794,9 @@ class HttpProvider:
         reading: list[StreamReader] = []  # the stream's reader once the answer's headers came: its first token
         timeouts = self._timeouts
         try:
-            with anyio.fail_after(request.timeout_s):
+            # anyio.fail_after without its generator: the same scope, the same TimeoutError at the deadline
+            deadline = anyio.CancelScope(deadline=anyio.current_time() + request.timeout_s)
+            with deadline:
                 t0 = time.monotonic()
                 async with wire.post(self.url, content) as resp:
                     sent = resp.sent_at or t0
@@ -771,6 +813,8 @@ class HttpProvider:
                         end = time.monotonic()
                         comp = capped(self.parse_json(raw, request), self._max_chars)
                     limits = declared_limits(resp.headers)
+            if deadline.cancelled_caught:
+                raise TimeoutError
             # The answer is timed. Let every other call whose bytes arrived in this same turn of the event
             # loop take its own time too, before this one goes on to scoring, events and its next request:
             # otherwise the k-th answer of a burst is stamped after k-1 calls' worth of that work.
@@ -817,24 +861,39 @@ class HttpProvider:
         reading.append(reader)  # so a timeout can tell whether the first token had come
         decoder = SSEDecoder()
         end: float | None = None
+        left = b""  # what the chunk that brought the first answer token holds after it, not decoded yet
         try:
             async for chunk in resp.chunks():
-                for ev in decoder.feed(chunk):
-                    reader.on_event(ev)
+                # Event by event (a chunk may hold the whole answer: a fast server's): stop after the one that
+                # brought the first answer token, and fold the rest the cheap way below.
+                while chunk:
+                    cut = chunk.find(b"\n\n") + 2
+                    piece, chunk = (chunk[:cut], chunk[cut:]) if cut > 1 else (chunk, b"")
+                    for ev in decoder.feed(piece):
+                        reader.on_event(ev)
+                    if reader.done or reader.answer_s is not None:
+                        break
                 if reader.done:
                     end = time.monotonic()
+                    left = chunk
                     break
                 if reader.answer_s is not None:  # event by event through the reasoning: its end is timed too
+                    left = chunk
                     break
             if end is None:
-                rest = await resp.rest()
+                rest = left + await resp.rest()
                 end = time.monotonic()
-                for ev in decoder.feed(rest):
-                    reader.on_event(ev)
             else:
                 # whatever follows the final event (usage after the finish reason), read so the connection can be
                 # reused
-                for ev in decoder.feed(await resp.rest()):
+                rest = left + await resp.rest()
+            plain = decoder.feed_plain(rest)
+            if plain is not None:
+                on_data = reader.on_data
+                for data in plain:
+                    on_data(data)
+            else:
+                for ev in decoder.feed(rest):
                     reader.on_event(ev)
         except wire.timeout_errors:
             raise

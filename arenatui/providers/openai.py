@@ -25,13 +25,16 @@ class OpenAIStream(StreamReader):
     """``data: {chunk}`` lines ending in ``data: [DONE]``; usage in a last chunk with no choices."""
 
     def on_event(self, ev: SSEEvent) -> None:
-        data = ev.data.strip()
+        self.on_data(ev.data)
+
+    def on_data(self, data: str) -> None:
+        data = data.strip()
         if data == "[DONE]":
             self.done = True
             return
         if not data:
             return
-        obj = json_object(data, f"stream chunk from {self.where}")
+        obj = json_object(data, self.chunk_what)
         if "error" in obj:
             raise self.error_event(obj["error"])
         choices = obj.get("choices")

@@ -211,17 +211,15 @@ class HttpxWire:
 
 
 class _AiohttpResponse:
-    __slots__ = ("_r", "_sent", "headers", "status")
+    __slots__ = ("_r", "headers", "sent_at", "status")
 
-    def __init__(self, r: aiohttp.ClientResponse, sent: _Sent) -> None:
+    def __init__(self, r: aiohttp.ClientResponse) -> None:
         self._r = r
-        self._sent = sent
+        # the request's writer has run by the time its response's headers came back
+        req = getattr(r, "arena_request", None)
+        self.sent_at: float | None = None if req is None else req.arena_sent_at
         self.status = r.status
         self.headers: Mapping[str, str] = r.headers
-
-    @property
-    def sent_at(self) -> float | None:
-        return self._sent.at
 
     def chunks(self) -> AsyncIterator[bytes]:
         return self._r.content.iter_any()
@@ -231,6 +229,22 @@ class _AiohttpResponse:
 
     async def read(self) -> bytes:
         return await self._r.read()
+
+
+class _AiohttpPost:
+    """aiohttp's request context as a `WireResponse` one: a class, not an `asynccontextmanager` (whose generator
+    costs a few microseconds a call)."""
+
+    __slots__ = ("_cm",)
+
+    def __init__(self, cm: Any) -> None:
+        self._cm = cm
+
+    async def __aenter__(self) -> WireResponse:
+        return _AiohttpResponse(await self._cm.__aenter__())
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._cm.__aexit__(*exc)
 
 
 class AiohttpWire:
@@ -259,19 +273,16 @@ class AiohttpWire:
 
     def _open(self) -> aiohttp.ClientSession:
         aiohttp = self._aiohttp
-        # When the request leaves: aiohttp (on Python < 3.12) writes the body from a task of its own, one
-        # event-loop turn after `post` was called, so a burst of N new requests puts N requests' worth of our
-        # own work between "post" and "sent". That wait is ours, not the provider's: stamp the real moment.
-        trace = aiohttp.TraceConfig()
-        trace.on_request_chunk_sent.append(_stamp_sent)
         self._session = aiohttp.ClientSession(
             headers=self._headers,
             # certifi's CA bundle, as httpx uses: both transports trust the same servers on any system
             connector=aiohttp.TCPConnector(limit=0, limit_per_host=0, ssl=_certifi_context() if self._tls else False),
-            timeout=aiohttp.ClientTimeout(total=None, connect=self._timeout_s, sock_read=self._timeout_s),
+            # No read timeout: the call's deadline (HttpProvider.complete) ends any wait for bytes, and a read timeout
+            # costs a timer moved on every chunk received (most of a streamed answer's chunks).
+            timeout=aiohttp.ClientTimeout(total=None, connect=self._timeout_s),
             trust_env=False,
             raise_for_status=False,
-            trace_configs=[trace],
+            request_class=_stamped_request_class(),
         )
         return self._session
 
@@ -279,12 +290,9 @@ class AiohttpWire:
         if self._session is None:
             self._open()
 
-    @asynccontextmanager
-    async def post(self, url: str, body: bytes) -> AsyncIterator[WireResponse]:
+    def post(self, url: str, body: bytes) -> AbstractAsyncContextManager[WireResponse]:
         session = self._session or self._open()
-        sent = _Sent()
-        async with session.post(url, data=body, allow_redirects=False, trace_request_ctx=sent) as r:
-            yield _AiohttpResponse(r, sent)
+        return _AiohttpPost(session.post(url, data=body, allow_redirects=False))
 
     async def aclose(self) -> None:
         session, self._session = self._session, None
@@ -300,10 +308,40 @@ def _certifi_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
-async def _stamp_sent(session: object, ctx: Any, params: object) -> None:
-    sent: _Sent = ctx.trace_request_ctx
-    if sent.at is None:  # the first chunk: headers and body leave together
-        sent.at = time.monotonic()
+_REQUEST_CLASS: type[aiohttp.ClientRequest] | None = None
+
+
+def _stamped_request_class() -> type[aiohttp.ClientRequest]:
+    """aiohttp's request, stamping when its bytes leave.
+
+    aiohttp (on Python < 3.12) writes the request from a task of its own, one event-loop turn after `post` was
+    called, so a burst of N new requests puts N requests' worth of our own work between "post" and "sent". That
+    wait is ours, not the provider's: the stamp is the real moment, taken as the writer starts (headers and body
+    leave together in its first write). A subclass rather than a trace hook: aiohttp's tracing builds and awaits
+    a signal per request stage and per body chunk received, a fifth of the client's CPU per streamed call
+    (cProfile, benchmarks/http_overhead.py)."""
+    global _REQUEST_CLASS
+    if _REQUEST_CLASS is None:
+        from aiohttp import ClientRequest, ClientResponse
+        from aiohttp.abc import AbstractStreamWriter
+
+        class StampedRequest(ClientRequest):
+            arena_sent_at: float | None = None
+
+            async def write_bytes(self, writer: AbstractStreamWriter, conn: Any,
+                                  content_length: int | None = None) -> None:
+                self.arena_sent_at = time.monotonic()
+                await super().write_bytes(writer, conn, content_length)
+
+            async def send(self, conn: Any) -> ClientResponse:
+                resp = await super().send(conn)
+                # on Python < 3.12 the writer runs later than this (its own task): the response keeps the request,
+                # whose stamp `_AiohttpResponse` reads once the response's headers came
+                resp.arena_request = self  # type: ignore[attr-defined]
+                return resp
+
+        _REQUEST_CLASS = StampedRequest
+    return _REQUEST_CLASS
 
 
 def open_wire(name: str, headers: Mapping[str, str], timeout_s: float,

@@ -129,7 +129,8 @@ def tuning_readouts(store: Store, run_id: str) -> tuple[ModelReadout, ...]:
     from the stored counts by today's rules (tuning.levels)."""
     from arenatui.tuning.levels import readouts_from_rows
 
-    return tuple(readouts_from_rows(store.tuning_levels(run_id)))
+    declared = {k: limits for k, (_at, limits) in store.declared_limits(run_id).items()}
+    return tuple(readouts_from_rows(store.tuning_levels(run_id), declared))
 
 
 def f1_answers(store: Store, plan: RunPlan) -> F1Answers:

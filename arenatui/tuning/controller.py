@@ -40,16 +40,27 @@ from dataclasses import dataclass, field, replace
 from typing import ClassVar, Literal
 
 from arenatui.kernel.events import (
+    VARIANT_SEP,
     CallFinished,
     CallRetrying,
     CallStarted,
     ConcurrencyChanged,
+    DeclaredLimits,
     Event,
+    LimitsDeclared,
     TunerDecided,
 )
 from arenatui.kernel.limits import MAX_CONCURRENCY
-from arenatui.tuning.evidence import FLAT, MIN_ANSWERED, MIN_REFUSAL_ATTEMPTS
-from arenatui.tuning.levels import ERROR_SHARE, Evidence, LevelTracker, ModelReadout, Window, provider_answered
+from arenatui.tuning.evidence import FLAT, MIN_ANSWERED, MIN_REFUSAL_ATTEMPTS, QUEUE_GROWTH
+from arenatui.tuning.levels import (
+    ERROR_SHARE,
+    Evidence,
+    LevelTracker,
+    ModelReadout,
+    Window,
+    declared_level,
+    provider_answered,
+)
 
 Phase = Literal["ramp", "climb", "settled", "probe", "descend"]
 LEAK_SHARE = 0.01
@@ -68,6 +79,9 @@ WIDE_LEVEL = 16
 """From this level the doubling ramp waits for two rounds of attempts before it doubles again (`batch_span`). Not
 lower: two rounds at 8 make it a measured level on a hold of a latency or two, whose 20-odd answers are too few for
 its goodput to be compared with the levels measured properly (on a rate limit of 10 it was named the optimum)."""
+SMALL_BUDGET = 5 * MIN_ANSWERED
+"""Calls left at or under which a queue is measured where it showed before the tuner goes down to the level the
+server serves at once: the budget pays for two levels measured, not for a hold and probes."""
 ROUNDS_LEFT = 4
 """The tuner never moves up to a level the model's calls left cannot fill this many times: a level held for fewer
 rounds saves less wall clock than the climb to it costs, and a limit crossed on the way costs retries that the few
@@ -124,6 +138,9 @@ class Ramp:
     """Recovery ramp: 429s met at each level (two at one level: that is the limit)."""
     queued: bool = False
     """The last ramp batch was slow (latency up with the level): a second one in a row means a queue."""
+    prev_low: float | None = None
+    """The previous level's last batch's lower quartile latency (latency grown in proportion to the level is a
+    queue, read without waiting for BASELINE_N latencies: a small budget cannot wait)."""
     answers: int = 0
     """Answered calls started at the current level (the batch)."""
     answered_since: int = 0
@@ -174,6 +191,9 @@ class Descend:
     """Measuring a level below the best seen before settling."""
 
     name: ClassVar[Phase] = "descend"
+    then: int | None = None
+    """Once this level is measured, go there (a queue measured at the level where it showed, then the level the
+    server serves at once) rather than settle."""
 
 
 Stage = Ramp | Climb | Settled | Probe | Descend
@@ -252,6 +272,13 @@ class ModelController:
     left: int | None = None
     """Calls the model still has to make (None: not known): no move up to a level they cannot fill ROUNDS_LEFT
     times (`affordable`)."""
+    declared: DeclaredLimits | None = None
+    """The rate limits the provider declared last (headers): a prior for the level a rate limit allows, confirmed by
+    evidence (`prior`)."""
+    tokens_per_call: float | None = None
+    """Mean tokens (input + output) of the answers so far: a declared tokens/min limit over it is calls/min."""
+    prior_wrong: bool = False
+    """Evidence passed the declared limit (a level well above it answered clean, goodput growing): it is ignored."""
     alone: bool = False
     """Every other tuned model has made all its calls: this one's remaining calls are the run's wall clock, so no
     look one level down (it would lengthen the run, and the verdict does without it)."""
@@ -267,8 +294,22 @@ class ModelController:
 
     @property
     def climbing_fast(self) -> bool:
-        """Still on the first climb, far from any limit seen: rough windows will do."""
-        return self.phase in ("ramp", "climb") and not self.careful
+        """Still on the first climb, far from any limit seen (declared or met): rough windows will do."""
+        if self.phase not in ("ramp", "climb") or self.careful:
+            return False
+        p = self.prior()
+        return p is None or self.level <= p
+
+    def prior(self, latency_s: float | None = None) -> int | None:
+        """The level the provider's declared limits allow (`declared_level`: declared requests per second × the
+        unqueued latency measured, the token bound likewise), None without a declared limit, a latency, or once
+        evidence proved the headers wrong. A prior: the ramp stops doubling there and what lies above is measured
+        with full windows."""
+        if self.declared is None or self.prior_wrong:
+            return None
+        lat = sorted(self.base_pool)[len(self.base_pool) // 2] if self.base_pool else latency_s
+        n = declared_level(self.declared, lat, self.tokens_per_call)
+        return None if n is None else max(1, math.floor(n))
 
     def start_ramp(self, top: int | None = None) -> None:
         """Ramp from here: doubling (the first climb) or, below `top` (the level that erred), one level a batch."""
@@ -373,11 +414,18 @@ class ModelController:
         # median of at least BASELINE_N latencies from the levels below (never a baseline of two calls)
         low = batch[(len(batch) - 1) // 4]
         queued = base is not None and low > self.settings.queue_ratio * base
+        mean = r.lat_sum / r.answers
+        if not queued and r.prev and r.prev_low and self.left is not None and self.left <= SMALL_BUDGET:
+            # a small budget cannot wait for BASELINE_N latencies: latency grown in proportion to the level (every
+            # call of the batch: its lower quartile) is a queue at the server (Little's law: goodput stayed flat; a
+            # batch's goodput is too noisy to ask it). Two such batches in a row, as for the baseline's test; on a
+            # larger budget the baseline decides (a busy client's stall makes two small batches look like this too)
+            k = self.level / r.prev - 1
+            queued = k > 0 and low / r.prev_low - 1 >= QUEUE_GROWTH * k
         if self.batch_out > 0 and not queued:
             # up only once the whole batch came back: a refusal slower than an answer is still on its way (a queue
             # is read at once: waiting would only hold the level long enough to measure it queued)
             return None
-        mean = r.lat_sum / r.answers
         r.batch = []
         if not queued and len(self.base_pool) < 4 * BASELINE_N:
             self.base_pool.extend(batch)  # a slow batch is not unqueued latency
@@ -396,12 +444,19 @@ class ModelController:
             lat_min = self.ramp_lat_min
             served = goodput * lat_min
             self.goodput[self.level] = goodput  # a rough look: the level settled on is measured properly
-            self.stage = Descend()
             self.careful = True
             new = max(1, min(self.level - 1, round(served)))
-            return self._move(new, f"latency {mean * 1000:.0f} ms at {self.level}, {mean / base:.1f}× the "
-                                   f"{base * 1000:.0f} ms below: the server queues; {goodput:.1f}/s × "
-                                   f"{lat_min * 1000:.0f} ms = {served:.1f} served at once")
+            why = (f"latency {mean * 1000:.0f} ms at {self.level}, {mean / base:.1f}× the {base * 1000:.0f} ms "
+                   f"below: the server queues; {goodput:.1f}/s × {lat_min * 1000:.0f} ms = {served:.1f} served at once")
+            if self.left is not None and self.left <= SMALL_BUDGET and \
+                    self.answered_full.get(self.level, 0) < MIN_ANSWERED:
+                # a small budget: measured here first (a queue costs latency, not goodput), then there: two levels
+                # measured well, the verdict's 'the server queues above N', rather than many glanced at (on a
+                # larger one the settled level's probes measure the level above)
+                self.stage = Descend(then=new)
+                return self._move(self.level, why)  # (no move: the reason is in the next one)
+            self.stage = Descend()
+            return self._move(new, why)
         if additive:
             up = self.level + 1
             top = r.top
@@ -417,6 +472,14 @@ class ModelController:
                                               f"of the limit; settling one below")
         else:
             up = min(self.ceiling, max(self.level + 1, math.floor(self.level * self.settings.ramp_step)))
+            p = self.prior(mean)
+            if p is not None and up > p:
+                if self.level >= p:
+                    # at the level the declared limit allows, clean: what lies above is measured with full windows
+                    # (a token bucket's burst lets a batch through past any limit), not guessed from a batch
+                    self.stage = Climb()
+                    return None
+                up = p  # the doubling stops at the declared limit: no storm of 429s to find a limit already stated
         while up > self.level and self._avoided(up):
             up -= 1
         if up <= self.level:
@@ -431,6 +494,7 @@ class ModelController:
         d = self._move(up, f"{'one up' if additive else 'ramp'}: {rate}{r.answers} answered in "
                            f"{mean * 1000:.0f} ms on average, 0 429s")
         r.new_batch()
+        r.prev_low = low
         return d
 
     def _ramp_done(self, why: str) -> Decision | None:
@@ -485,6 +549,17 @@ class ModelController:
             self._start_recovery(erred)
             return self._move(new, f"ramp ends at the first 429{sent}{wait}: {how}, then one up per clean latency, "
                                    f"below {erred}")
+        p = self.prior()
+        if p is not None and at == self.level and at > p:
+            # a 429 past the level the declared limit allows: the headers and the evidence agree, so no storm is
+            # needed to prove the limit (the verdict names it 'as declared'); the highest level below it is held
+            self.avoid[at] = self.settings.avoid_windows
+            self.proven.add(at)
+            self.goodput.pop(at, None)
+            self.careful = True
+            self.stage = Settled()
+            return self._move(at - 1, f"429 at {at}{wait}, past the {p} its declared limit allows: as declared, "
+                                      f"holding {at - 1}")
         if at != self.level or self.phase not in ("settled", "climb", "descend"):
             return None  # a probe is judged by its window: the verdict needs it measured or refused
         self.onset += 1
@@ -632,6 +707,10 @@ class ModelController:
             return self._move(base, f"probe gained {gain:+.0%} (≤ {s.flat:.0%}): back to {base}")
         if isinstance(stage, Descend) and self.answered_full.get(self.level, 0) < MIN_ANSWERED:
             return None  # measured as the verdict measures a level before it is compared
+        if isinstance(stage, Descend) and stage.then is not None:
+            self.stage = Descend()
+            return self._move(stage.then, f"goodput {g:.1f}/s at {self.level}, latency {w.mean_latency_s or 0:.2f}s "
+                                          f"measured queued: to {stage.then}, what the server serves at once")
         if isinstance(stage, Descend):
             return self._settle(f"goodput {g:.1f}/s at {self.level}")
         if isinstance(stage, Climb):
@@ -645,7 +724,19 @@ class ModelController:
             if gain > s.flat:
                 assert prev is not None
                 fast = gain >= s.linear * (self.level / prev - 1)
-                return self._step_up(fast, f"goodput +{gain:.0%}, {w.rate_limited} 429s")
+                why = f"goodput +{gain:.0%}, {w.rate_limited} 429s"
+                p = self.prior()
+                if p is not None and fast and self.level > p and not w.quick and w.rate_limited == 0:
+                    # past the level the declared limit allows, a full window without a 429, goodput still growing
+                    # in proportion: the headers were wrong (or are shared, or stale), and evidence wins
+                    self.prior_wrong = True
+                    why += f" at {self.level}, past the {p} the declared limit allows: evidence wins over the headers"
+                    # the ramp goes on as it would have without them: doubling per clean batch
+                    self.start_ramp()
+                    assert isinstance(self.stage, Ramp)
+                    self.stage.prev = self.level
+                    return self._move(self.affordable(min(self.ceiling, 2 * self.level)), f"{why}; ramp on")
+                return self._step_up(fast, why)
             return self._settle(f"goodput {gain:+.0%} from {prev} to {self.level}")
         assert isinstance(stage, Settled)
         # settled: as figures firm up, a lower level may turn out as good (never up: that is what probes are for)
@@ -688,6 +779,9 @@ class ModelController:
         up = self.level + 1
         if fast and not self.careful:
             up = max(up, math.ceil(self.level * s.fast_step))
+        p = self.prior()
+        if p is not None and up > p:
+            up = min(up, p) if self.level < p else self.level + 1  # past the declared limit: a level a full window
         while up > self.level and self._avoided(up):
             up -= 1
         up = min(up, self.ceiling)
@@ -769,6 +863,18 @@ class ModelController:
         return self._move(new, f"{what}; {how}")
 
 
+class _Mean:
+    """Running means per model."""
+
+    def __init__(self) -> None:
+        self._sum: dict[str, tuple[float, int]] = {}
+
+    def add(self, key: str, x: float) -> float:
+        total, n = self._sum.get(key, (0.0, 0))
+        self._sum[key] = (total + x, n + 1)
+        return (total + x) / (n + 1)
+
+
 class Tuner:
     """The auto-tuner on a running sweep: one `ModelController` per model, on or off, per-model suspension.
 
@@ -804,6 +910,7 @@ class Tuner:
         the epoch of the ramp batch they count in (-1: none): answers are read from calls started at the current
         level only; a 429 counts against the level its attempt was sent at, whenever it arrives."""
         self._changed_at: dict[str, float] = {}
+        self._tokens = _Mean()
 
     @property
     def sink(self) -> Callable[[Event], None]:
@@ -838,6 +945,9 @@ class Tuner:
             c = self._live(r.model_key)
             if c is None:
                 return
+            if c.declared is not None and provider_answered(r):
+                # a declared tokens/min limit is calls/min only over the tokens a call spends
+                c.tokens_per_call = self._tokens.add(r.model_key, r.input_tokens + r.output_tokens)
             if c.left is not None:
                 c.left -= 1
                 if c.left == 0:
@@ -851,6 +961,11 @@ class Tuner:
                 self._apply(c, c.answered(r.latency_ms / 1000.0, ev.t - since, fresh))
             elif limited and sent is not None and sent[1]:
                 self._apply(c, c.limited(None, sent[1]))
+        elif type(ev) is LimitsDeclared:
+            for k in self.model_keys:  # a model's prompt variants share its provider, and so its limits
+                ctl = self.controllers.get(k)
+                if ctl is not None and (k == ev.model_key or k.startswith(ev.model_key + VARIANT_SEP)):
+                    ctl.declared = ev.limits
         elif isinstance(ev, CallRetrying):
             sent = self._started.pop((ev.model_key, ev.case_id, ev.trial), None)
             c = self._live(ev.model_key)
@@ -897,6 +1012,7 @@ class Tuner:
             start = max(1, min(self.ceiling(k), start))
             self.controllers[k] = ctl = ModelController(k, start, self.ceiling(k), self.settings)
             ctl.left = (calls_left or {}).get(k)
+            ctl.declared = self.tracker.declared(k)
             if self.settings.ramp:
                 ctl.start_ramp()
             self._changed_at[k] = self._clock()

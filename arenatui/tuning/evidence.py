@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from arenatui.kernel.events import DeclaredLimits
 from arenatui.kernel.units import plural
 from arenatui.stats.proportions import wilson_interval
 
@@ -189,6 +190,22 @@ class Verdict:
         return self.text
 
 
+def declared_level(limits: DeclaredLimits | None, latency_s: float | None, tokens_per_call: float | None = None
+                   ) -> float | None:
+    """The concurrency a provider's declared limits allow (Little's law): declared requests per second × the
+    measured latency, and likewise for tokens (tokens per second ÷ tokens per call × latency), the smaller; None
+    when it declared no limit or no latency is measured. A prior for the tuner, to confirm with evidence: headers
+    can be stale, shared with other clients, or wrong."""
+    if limits is None or not latency_s or latency_s <= 0:
+        return None
+    bounds = []
+    if limits.requests_limit:
+        bounds.append(limits.requests_limit / 60.0 * latency_s)
+    if limits.tokens_limit and tokens_per_call:
+        bounds.append(limits.tokens_limit / 60.0 / tokens_per_call * latency_s)
+    return min(bounds) if bounds else None
+
+
 def _excess(r: LevelEvidence, base_transient: float) -> int:
     """Attempts lost to the level's own load: 429s, and transients above the quietest measured level's share."""
     return r.rate_limited + max(0, r.transient - round(base_transient * r.attempts))
@@ -206,7 +223,13 @@ def _below(r: LevelEvidence, best: LevelEvidence) -> bool:
     return a is not None and b is not None and a[1] < b[0]
 
 
-def verdict(levels: Sequence[LevelEvidence], cap: int | None = None, *, shared: bool = False) -> Verdict:
+QUEUE_GROWTH = 0.7
+"""A level's median latency grown from the optimum's by at least this share of the level's own growth (twice the
+level, at least 1.7 times the latency): the calls above the optimum wait in a queue at the server."""
+
+
+def verdict(levels: Sequence[LevelEvidence], cap: int | None = None, *, shared: bool = False,
+            declared: DeclaredLimits | None = None) -> Verdict:
     """The one verdict for a model's levels (see the module docstring for the rules).
 
     - `optimum ≈ N` only when N is measured and clean, its goodput is within FLAT of the best clean level below any
@@ -215,6 +238,12 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None, *, shared: 
     - `429s from M` (or `errors from M`) only when M was refused or measured with errors;
     - `still rising at N: try higher` when nothing above N was measured; `capped at N by max_concurrency` when
       N is the model's cap;
+    - `the server queues above N` in place of `goodput flat above N` when the median latency of every clean level
+      measured above N grew in proportion to the level (QUEUE_GROWTH): goodput flat and latency ∝ level is a queue;
+    - `429s from M, as declared` when the provider declared a rate limit (`declared`, headers), M is the first level
+      above the level it allows (`declared_level`, at the lowest clean level's latency) that met a 429, within one of
+      it, even fewer 429s than prove a limit on their own: the headers and the evidence agree, and levels from M up
+      are no candidates (a limit stated alone is never an optimum; headers that disagree with evidence are ignored);
     - `limited by requests per minute` when every level that proved anything was refused, level 1 among them;
     - `bounded by its share of the global concurrency` when the model had no cap of its own (`shared`: its levels
       were the slots round-robin gave it) and no level erred: a flat goodput then says the pool held it back, not
@@ -285,6 +314,16 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None, *, shared: 
             return Verdict("insufficient", f"not enough evidence: nothing answered yet ({plural(tried, 'attempt')} "
                                            "ended)", None)
         return Verdict("insufficient", f"not enough evidence: {nearest.missing()}", None)
+    as_declared = None
+    stated = declared_level(declared, candidates[0].latency_s)  # at the lowest clean level's (unqueued) latency
+    if stated is not None:
+        # a 429 one level past the level the declared limit allows (a few, under the bound: a token bucket's burst
+        # lets most through for a while) and the headers agree: the limit is there, named with both
+        d = math.floor(stated)
+        hit = next((r for r in rows if r.level > d and r.rate_limited > 0), None)
+        if hit is not None and abs(hit.level - 1 - d) <= 1 and any(r.level < hit.level for r in candidates):
+            as_declared = hit
+            candidates = [r for r in candidates if r.level < hit.level]
     top = max(r.goodput or 0.0 for r in candidates)
     # the lowest clean level as good as the best: within FLAT of it, or the level just below that one when its
     # goodput interval reaches the best's goodput (20 answers cannot tell 17/s from 19/s: a serial server is not
@@ -295,17 +334,24 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None, *, shared: 
     if below is not None and _reaches(below, top):
         best = below
     n = best.level
-    bad_above = [r for r in rows if r.level > n and erred(r)]
+    bad_above = [r for r in rows if r.level > n and erred(r) and (as_declared is None or r.level < as_declared.level)]
     clean_above = [r for r in candidates if r.level > n]
     parts = []
     if clean_above:
         # 'lower' only when the interval says so: a level whose goodput interval reaches the best's is as good
         flat = all((r.goodput or 0.0) >= (best.goodput or 0.0) * (1 - FLAT) or not _below(r, best)
                    for r in clean_above)
-        parts.append(f"goodput {'flat' if flat else 'lower'} above {n}")
+        lat = best.latency_s
+        queued = flat and lat is not None and all(
+            r.latency_s is not None and r.latency_s / lat - 1 >= QUEUE_GROWTH * (r.level / n - 1)
+            for r in clean_above)
+        parts.append(f"the server queues above {n}" if queued else f"goodput {'flat' if flat else 'lower'} above {n}")
     if bad_above:
         m = bad_above[0]
         parts.append(f"{what(m)} from {m.level}")
+    elif as_declared is not None and declared is not None and declared.requests_limit is not None:
+        parts.append(f"429s from {as_declared.level}, as declared ({declared.requests_limit:,} requests/min, "
+                     f"≈ {stated:.1f} at once)")
     if shared and not bad_above:
         # an uncapped model's level is the share of the global slots it was given: goodput flat (or still rising)
         # above it with no 429 nor error says the pool held it back, not the provider

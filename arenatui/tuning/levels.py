@@ -14,7 +14,6 @@ Pure and synchronous like `live.py`: O(1) per event, no clock of its own (event 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence, Sized
@@ -35,6 +34,7 @@ from arenatui.kernel.events import (
 )
 from arenatui.stats.percentiles import percentile
 from arenatui.tuning.evidence import CLEAN_SHARE, LevelEvidence, Verdict, verdict
+from arenatui.tuning.evidence import declared_level as declared_level  # where it was first defined
 
 LATENCY_SAMPLES = 512
 """Most recent answered latencies kept per (model, level) for percentiles."""
@@ -545,9 +545,8 @@ class LevelTracker:
 
     def readout(self, model_key: str, cap: int | None = None) -> ModelReadout:
         m = self.models[model_key]
-        ro = readout_of(model_key, [s.evidence() for s in m.levels.values()], cap,
-                        shared=cap is None and len(self.models) > 1)
-        return ro if m.declared is None else dataclasses.replace(ro, declared=m.declared)
+        return readout_of(model_key, [s.evidence() for s in m.levels.values()], cap,
+                          shared=cap is None and len(self.models) > 1, declared=m.declared)
 
     def declared(self, model_key: str) -> DeclaredLimits | None:
         """The rate limits the model's provider declared last, None when it declared none."""
@@ -558,28 +557,12 @@ class LevelTracker:
         return [self.readout(k, (caps or {}).get(k)) for k in self.models]
 
 
-def declared_level(limits: DeclaredLimits | None, latency_s: float | None, tokens_per_call: float | None = None
-                   ) -> float | None:
-    """The concurrency a provider's declared limits allow (Little's law): declared requests per second × the
-    measured latency, and likewise for tokens (tokens per second ÷ tokens per call × latency), the smaller; None
-    when it declared no limit or no latency is measured. A prior for the tuner, to confirm with evidence: headers
-    can be stale, shared with other clients, or wrong."""
-    if limits is None or not latency_s or latency_s <= 0:
-        return None
-    bounds = []
-    if limits.requests_limit:
-        bounds.append(limits.requests_limit / 60.0 * latency_s)
-    if limits.tokens_limit and tokens_per_call:
-        bounds.append(limits.tokens_limit / 60.0 / tokens_per_call * latency_s)
-    return min(bounds) if bounds else None
-
-
 def readout_of(model_key: str, levels: Sequence[LevelEvidence], cap: int | None = None, *,
-               shared: bool = False) -> ModelReadout:
+               shared: bool = False, declared: DeclaredLimits | None = None) -> ModelReadout:
     """A model's levels in order and its one verdict (`shared`: uncapped beside other models, so its levels were the
-    share of the global slots it was given)."""
+    share of the global slots it was given; `declared`: the rate limits its provider stated)."""
     rows = tuple(sorted(levels, key=lambda r: r.level))
-    return ModelReadout(model_key, rows, verdict(rows, cap, shared=shared))
+    return ModelReadout(model_key, rows, verdict(rows, cap, shared=shared, declared=declared), declared)
 
 
 def stored_evidence(row: Sequence[object]) -> tuple[str, LevelEvidence, int | None]:
@@ -601,15 +584,19 @@ def stored_evidence(row: Sequence[object]) -> tuple[str, LevelEvidence, int | No
     return str(key), ev, None if cap is None else int(cap)  # type: ignore[call-overload]
 
 
-def readouts_from_rows(rows: Sequence[Sequence[object]]) -> list[ModelReadout]:
-    """Stored tuning_levels rows → each model's readout, its verdict re-derived by today's rules."""
+def readouts_from_rows(rows: Sequence[Sequence[object]], declared: Mapping[str, DeclaredLimits] | None = None
+                       ) -> list[ModelReadout]:
+    """Stored tuning_levels rows → each model's readout, its verdict re-derived by today's rules (with the rate limits
+    each model's provider declared in the run, `declared`, as the live verdict had them)."""
+    said = declared or {}
     by_model: dict[str, list[LevelEvidence]] = {}
     caps: dict[str, int | None] = {}
     for r in rows:
         key, ev, cap = stored_evidence(r)
         by_model.setdefault(key, []).append(ev)
         caps[key] = cap
-    return [readout_of(key, evs, caps[key], shared=caps[key] is None and len(by_model) > 1)
+    return [readout_of(key, evs, caps[key], shared=caps[key] is None and len(by_model) > 1,
+                       declared=said.get(key) or said.get(key.partition(VARIANT_SEP)[0]))
             for key, evs in by_model.items()]
 
 

@@ -238,3 +238,38 @@ def test_sse_multibyte_text_split_anywhere() -> None:
     for cut in range(1, len(raw)):
         dec = SSEDecoder()
         assert dec.feed(raw[:cut]) + dec.feed(raw[cut:]) + dec.close() == want, cut
+
+
+def test_json_object_reads_what_json_loads_reads_and_refuses_the_rest() -> None:
+    """The fast path (the C scanner called straight) gives json.loads' result, and anything it cannot take whole
+    (whitespace around, trailing garbage, two objects, bytes, bad UTF-8) goes the careful way."""
+    import json
+
+    from arenatui.kernel.errors import TransientError
+    from arenatui.providers.http import json_object
+
+    for text in ('{"a": [1, 2.5, "é"], "b": null}', ' {"a": 1} \n', '{"a": 1}\n', '{"t": "café ✓ 東京"}'):
+        assert json_object(text, "x") == json.loads(text)
+        assert json_object(text.encode(), "x") == json.loads(text.encode())
+    for bad in ('{"a": 1} {"b": 2}', '{"a": 1}]', '{"a": ', '[{"a": 1}]', "{", b'{"a": "\xff"}', "1"):
+        with pytest.raises(TransientError):
+            json_object(bad, "chunk")
+
+
+def test_plain_events_read_whole_and_anything_else_left_to_feed() -> None:
+    """`feed_plain` takes only a run of whole one-line ``data:`` events with nothing pending; otherwise it consumes
+    nothing, so `feed` reads the same bytes the careful way and gives what it always gave."""
+    d = SSEDecoder()
+    assert d.feed_plain(b'data: {"a": 1}\n\ndata: [DONE]\n\n') == ['{"a": 1}', "[DONE]"]
+    for other in (b"event: ping\ndata: x\n\n", b"data: a\r\n\r\n", b"data: a\ndata: b\n\n", b"data: a\n\ndata: b",
+                  b": comment\n\n", b"data:a\n\n", b""):
+        d = SSEDecoder()
+        assert d.feed_plain(other) is None
+        assert d.feed_plain(b"data: z\n\n") == ["z"]  # nothing of `other` was kept
+    d = SSEDecoder()
+    d.feed(b"data: ha")  # a line cut by the network: its bytes wait in the buffer, and join what follows
+    assert d.feed_plain(b"lf\n\ndata: b\n\n") == ["half", "b"]
+    d = SSEDecoder()
+    d.feed(b"data: half\n")  # an event under way (a data line read, its end not): only feed can finish it
+    assert d.feed_plain(b"\ndata: b\n\n") is None
+    assert d.feed(b"\ndata: b\n\n") == [SSEEvent("message", "half"), SSEEvent("message", "b")]

@@ -105,3 +105,15 @@ def test_the_summary_line_adds_up_when_models_were_asked_different_prompts() -> 
         "in 1.0s")
     assert summary_line(4, 66, 1, 1.0, lanes=lanes[:4]).startswith("2 models × 2 prompt variants × 66 cases × 1 "
                                                                      "trial = 264 calls")
+
+
+def test_a_sampled_limit_draws_its_cases_by_seed_in_file_order_and_is_kept_on_resume() -> None:
+    many = project_from_dict({"run": {"trials": 1}, "models": [{"key": "m"}],
+                              "cases": [{"id": f"c{i:02d}", "input": "x"} for i in range(40)]}, Path("p.toml"))
+    drawn = {seed: [c.id for c in make_plan(many, Filters(limit=8, sample_seed=seed)).cases] for seed in (1, 2)}
+    assert drawn[1] != [f"c{i:02d}" for i in range(8)] and drawn[1] != drawn[2]  # not the first eight
+    assert drawn[1] == sorted(drawn[1]) and len(set(drawn[1])) == 8  # file order (parents before children)
+    assert [c.id for c in make_plan(many, Filters(limit=8, sample_seed=1)).cases] == drawn[1]  # same seed, same
+    f = Filters(limit=8, sample_seed=1)
+    assert Filters.from_dict(f.to_dict()) == f and "sample_seed" not in Filters(limit=8).to_dict()
+    assert [c.id for c in make_plan(many, Filters(limit=50, sample_seed=1)).cases] == [c.id for c in many.cases]

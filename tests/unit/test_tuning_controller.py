@@ -8,6 +8,7 @@ from arenatui.tuning.controller import (
     ROUNDS_LEFT,
     WIDE_LEVEL,
     Climb,
+    Descend,
     ModelController,
     Ramp,
     Settled,
@@ -232,12 +233,34 @@ def test_latency_rising_on_the_ramp_means_a_queue_and_goes_to_what_the_server_se
     assert seen[-1] == 1
 
 
+def test_on_a_small_budget_a_queue_is_read_at_once_and_two_levels_are_measured_well() -> None:
+    # a serial server of 50 ms and 60 calls: latency doubled with the level over flat goodput is a queue, read at 4
+    # (two batches) without waiting for ten latencies; 4 is measured first (a queue costs latency, not goodput),
+    # then the level the server serves at once: two levels measured for the verdict, not four glanced at
+    ctl = ModelController("m", 2, ceiling=64)
+    ctl.left = 60
+    ctl.start_ramp()
+    while phase_of(ctl) == "ramp":
+        level = ctl.level
+        for i in range(4 * level):
+            ctl.answered(0.05 * level, since_s=0.05 * (i + 1), fresh=True)
+            ctl.left -= 1
+            if ctl.level != level or phase_of(ctl) != "ramp":
+                break
+    stage = ctl.stage
+    # 20/s × the lowest latency seen (100 ms: 2 was queued already) = 2 served at once
+    assert ctl.level == 4 and isinstance(stage, Descend) and stage.then == 2
+    seen = settle(ctl, serial=True, windows=4)
+    assert seen == [4, 2, 1, 1] and ctl.answered_full[4] >= 20 and ctl.answered_full[2] >= 20
+
+
 def test_the_queue_baseline_is_the_median_of_ten_latencies_never_of_two() -> None:
     ctl = ModelController("m", 2, ceiling=64)
     ctl.start_ramp()
     assert ramp_batch(ctl, latency=0.1) == 4
-    # twice as slow at 4 with only two latencies behind the baseline: no judgement on latency yet
-    assert ramp_batch(ctl, latency=0.2) == 8 and ctl.baseline is None
+    # 1.5 times as slow at 4 (not in proportion to the level) with only two latencies behind the baseline: no
+    # judgement on latency yet
+    assert ramp_batch(ctl, latency=0.15) == 8 and ctl.baseline is None
     ctl.base_pool = [0.1] * 10
     assert ctl.baseline == 0.1
     assert ramp_batch(ctl, latency=0.2, n=4) == 8  # twice as slow once: held, not ended
@@ -681,3 +704,58 @@ def test_the_tuner_marks_the_last_model_running_as_alone() -> None:
     t.controllers["a"].left = 0  # what a's last CallFinished does, before it calls _others_done
     t._others_done()
     assert t.controllers["b"].alone and not t.controllers["a"].alone
+
+
+def test_a_declared_rate_limit_stops_the_ramp_where_it_allows_and_a_429_past_it_is_held_as_declared() -> None:
+    from arenatui.kernel.events import DeclaredLimits
+
+    # 6,000 requests/min = 100/s at 0.1 s a call: 10 in flight
+    ctl = ModelController("m", 2, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.declared = DeclaredLimits(requests_limit=6000)
+    ctl.start_ramp()
+    seen = [ctl.level]
+    for _ in range(3):
+        seen.append(ramp_batch(ctl))
+    assert seen == [2, 4, 8, 10]  # no doubling to 16 into a storm
+    ramp_batch(ctl)
+    assert phase_of(ctl) == "climb" and not ctl.careful and ctl.climbing_fast  # a quick look at it
+    ctl.observe(provider_window(10, rate=100.0))
+    assert ctl.level == 11 and not ctl.climbing_fast  # the evidence must confirm it: one full window past it
+    d = ctl.limited(0.01)
+    assert d is not None and d.new == 10 and "as declared" in d.reason
+    assert 11 in ctl.proven and phase_of(ctl) == "settled"
+    assert settle(ctl, rate=100.0, windows=10)[-5:] == [10] * 5
+
+
+def test_declared_limits_that_lie_lose_to_evidence() -> None:
+    from arenatui.kernel.events import DeclaredLimits
+
+    # headers saying 3,000/min (5 at once) while the provider takes 100/s (10): a full window clean above it, goodput
+    # growing in proportion, so the ramp goes on as without headers
+    ctl = ModelController("m", 2, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.declared = DeclaredLimits(requests_limit=3000)
+    ctl.start_ramp()
+    assert [ramp_batch(ctl), ramp_batch(ctl)] == [4, 5]
+    ramp_batch(ctl)
+    seen = settle(ctl, rate=100.0, windows=2)
+    assert seen == [5, 6] and ctl.prior_wrong and ctl.prior() is None
+    assert ctl.level == 12 and phase_of(ctl) == "ramp"  # the ramp goes on, doubling, as without headers
+    ctl.limited(0.01)
+    assert ctl.level == 6 and ramp_of(ctl).top == 12  # the first 429: back to the last clean level, then one up
+    # headers saying 4 times the truth: the ramp doubles as without them and meets the limit
+    ctl = ModelController("m", 2, ceiling=64)
+    ctl.declared = DeclaredLimits(requests_limit=24000)
+    ctl.start_ramp()
+    assert [ramp_batch(ctl) for _ in range(3)] == [4, 8, 16]
+
+
+def test_the_tuner_hands_a_models_declared_limits_to_every_lane_of_it() -> None:
+    from arenatui.kernel.events import VARIANT_SEP, DeclaredLimits, LimitsDeclared
+
+    lanes = ["m", f"m{VARIANT_SEP}terse", "other"]
+    tuner = Tuner(lanes, set_level=lambda k, n: None, set_total=lambda n: None, emit=lambda ev: None,
+                  caps=lambda k: 2)
+    tuner.enable()
+    limits = DeclaredLimits(requests_limit=600)
+    tuner.on_event(LimitsDeclared("m", limits, 1.0, 0.0))
+    assert [tuner.controllers[k].declared for k in lanes] == [limits, limits, None]

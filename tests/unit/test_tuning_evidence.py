@@ -80,15 +80,18 @@ def test_a_serial_server_is_flat_from_one() -> None:
     rows = [lv(1, 100, 10.0, p50_ms=100.0), lv(2, 101, 10.0, p50_ms=200.0), lv(4, 99, 10.0, p50_ms=400.0),
             lv(8, 100, 10.0, p50_ms=800.0)]
     v = verdict(rows)
-    assert (v.optimum, v.text) == (1, "optimum ≈ 1: goodput flat above 1")
+    assert (v.optimum, v.text) == (1, "optimum ≈ 1: the server queues above 1")
+    # goodput flat but latency not growing with the level: no queue is named (a rate limit, say)
+    flat = [lv(1, 100, 10.0, p50_ms=100.0), lv(2, 101, 10.0, p50_ms=110.0), lv(4, 99, 10.0, p50_ms=400.0)]
+    assert verdict(flat).text == "optimum ≈ 1: goodput flat above 1"
 
     # a stall at 4 (a busy machine) measured there: 'lower' once its interval no longer reaches the best's, and a
-    # small dip whose interval still reaches it stays 'flat'
+    # small dip whose interval still reaches it stays flat (there: latency ∝ level, so a queue)
     # the CI run that taught this test
     stalled = [lv(1, 20, 0.71, p50_ms=37.0), lv(2, 20, 0.70, p50_ms=72.0), lv(4, 20, 1.89, p50_ms=137.0)]
     assert verdict(stalled).text == "optimum ≈ 1: goodput lower above 1"
     dip = [lv(1, 20, 0.71, p50_ms=37.0), lv(2, 20, 0.70, p50_ms=72.0), lv(4, 20, 0.85, p50_ms=137.0)]
-    assert verdict(dip).text == "optimum ≈ 1: goodput flat above 1"
+    assert verdict(dip).text == "optimum ≈ 1: the server queues above 1"
 
 
 def test_429s_at_every_level_including_one_is_a_rate_limit() -> None:
@@ -196,3 +199,31 @@ def test_every_verdict_ends_with_the_setting_it_belongs_in() -> None:
     assert v.line("sim-limited") == "optimum ≈ 3: 429s from 4 → set max_concurrency = 3 for sim-limited"
     assert v.line() == "optimum ≈ 3: 429s from 4 → set [run] concurrency = 3"  # a level of the whole run
     assert verdict([lv(1, 5)]).line("m") == verdict([lv(1, 5)]).text  # no setting before there is evidence
+
+
+def test_a_declared_limit_confirmed_by_a_429_past_it_names_the_optimum_and_a_lie_is_ignored() -> None:
+    from arenatui.kernel.events import DeclaredLimits
+
+    # 100 ms calls; 6,000/min = 100/s → 10 at once. 11 met two 429s in 132 attempts (a bucket's burst passed the
+    # rest): too few to prove a limit alone, and its goodput looks higher
+    rows = [lv(8, 80, 1.0, p50_ms=100.0), lv(10, 100, 1.0, p50_ms=100.0), lv(11, 130, 1.0, limited=2, p50_ms=100.0)]
+    assert verdict(rows).text == "still rising at 11: try higher"
+    v = verdict(rows, declared=DeclaredLimits(requests_limit=6000))
+    assert (v.optimum, v.text) == (10, "optimum ≈ 10: 429s from 11, as declared (6,000 requests/min, ≈ 10.0 at once)")
+    # headers stating 3,000/min (5 at once): the 429 at 11 is far from it, so they say nothing; evidence alone
+    assert verdict(rows, declared=DeclaredLimits(requests_limit=3000)).text == "still rising at 11: try higher"
+    # a declared limit with no 429 past it is no optimum
+    assert verdict(rows[:2], declared=DeclaredLimits(requests_limit=6000)).optimum is None
+
+
+def test_a_stored_runs_verdict_is_re_derived_with_the_limits_its_provider_declared() -> None:
+    from arenatui.kernel.events import VARIANT_SEP, DeclaredLimits
+    from arenatui.tuning.levels import readout_of, readout_rows, readouts_from_rows
+
+    rows = [lv(8, 80, 1.0, p50_ms=100.0), lv(10, 100, 1.0, p50_ms=100.0), lv(11, 130, 1.0, limited=2, p50_ms=100.0)]
+    lane = f"m{VARIANT_SEP}terse"  # a prompt variant's lane: its model's provider declared the limits
+    stored = readout_rows({lane: readout_of(lane, rows)})
+    (plain,) = readouts_from_rows(stored)
+    (said,) = readouts_from_rows(stored, {"m": DeclaredLimits(requests_limit=6000)})
+    assert plain.verdict.text == "still rising at 11: try higher"
+    assert said.verdict.optimum == 10 and "as declared" in said.verdict.text and said.declared is not None

@@ -12,15 +12,16 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from arenatui.kernel import __version__ as __version__
 
 if TYPE_CHECKING:
     from arenatui.api import RunResult, abench, bench
     from arenatui.config.schema import Case, Defaults, Project, RunSettings, SimSettings
     from arenatui.config.schema import ModelConfig as Model
     from arenatui.config.schema import ScorerConfig as Scorer
-    from arenatui.errors import ArenaError, ConfigError, RateLimited, SolverMisuse, Transient
-    from arenatui.providers.solver import Answer, Factory, Solver, SolverRequest, TrialContext
+    from arenatui.kernel.errors import ArenaError, ConfigError, RateLimited, SolverMisuse, Transient
+    from arenatui.providers.solver import Factory, Solver, SolverRequest, TrialContext
+    from arenatui.providers.solver_answer import Answer
 
 _LAZY: dict[str, tuple[str, str]] = {
     "bench": ("arenatui.api", "bench"),
@@ -35,14 +36,14 @@ _LAZY: dict[str, tuple[str, str]] = {
     "SimSettings": ("arenatui.config.schema", "SimSettings"),
     "TrialContext": ("arenatui.providers.solver", "TrialContext"),
     "SolverRequest": ("arenatui.providers.solver", "SolverRequest"),
-    "Answer": ("arenatui.providers.solver", "Answer"),
+    "Answer": ("arenatui.providers.solver_answer", "Answer"),
     "Solver": ("arenatui.providers.solver", "Solver"),
     "Factory": ("arenatui.providers.solver", "Factory"),
-    "RateLimited": ("arenatui.errors", "RateLimited"),
-    "Transient": ("arenatui.errors", "Transient"),
-    "ArenaError": ("arenatui.errors", "ArenaError"),
-    "ConfigError": ("arenatui.errors", "ConfigError"),
-    "SolverMisuse": ("arenatui.errors", "SolverMisuse"),
+    "RateLimited": ("arenatui.kernel.errors", "RateLimited"),
+    "Transient": ("arenatui.kernel.errors", "Transient"),
+    "ArenaError": ("arenatui.kernel.errors", "ArenaError"),
+    "ConfigError": ("arenatui.kernel.errors", "ConfigError"),
+    "SolverMisuse": ("arenatui.kernel.errors", "SolverMisuse"),
 }
 
 __all__ = ["Answer", "ArenaError", "Case", "ConfigError", "Defaults", "Factory", "Model", "Project", "RateLimited",

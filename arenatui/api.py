@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from arenatui.config.schema import Project
-from arenatui.errors import ArenaError
+from arenatui.kernel.errors import ArenaError
 
 if TYPE_CHECKING:
+    from arenatui.session.sweep import Sweep
     from arenatui.stats.compare import Comparison
     from arenatui.stats.items import RunResults
     from arenatui.stats.leaderboard import ModelRow
-    from arenatui.sweep import Sweep
 
 IN_LOOP = "bench() drives its own event loop; inside one, use: await abench(...)"
 
@@ -43,8 +43,8 @@ class RunResult:
 
     def results(self) -> RunResults:
         """The run's per (model, case) arrays (arenatui.stats.items.RunResults)."""
+        from arenatui.results.runs import read_results
         from arenatui.store import Store
-        from arenatui.store.queries import read_results
 
         with Store(self.db) as store:
             return read_results(store, self.run_id)
@@ -128,7 +128,7 @@ class RunResult:
 
 def _validated(project: str | Path | Project) -> Project:
     """A project file loaded, or a Project built in Python checked exactly as the TOML loader checks a file."""
-    from arenatui.config.load import load_project, project_from_dict, project_to_dict
+    from arenatui.project.read import load_project, project_from_dict, project_to_dict
 
     if not isinstance(project, Project):
         return load_project(project)
@@ -147,7 +147,7 @@ def _solvers(project: str | Path | Project | None) -> dict[str, Callable[..., An
 
 def _shared_instances_checked(project: Project, concurrency: int | None) -> None:
     """A solver instance (not a factory) shared by every trial may only run where no two trials overlap."""
-    from arenatui.errors import SolverMisuse
+    from arenatui.kernel.errors import SolverMisuse
     from arenatui.providers.solver import holds_state, is_shared_solver
 
     level = concurrency or project.run.concurrency
@@ -166,7 +166,7 @@ def _sweep(project: str | Path | Project | None, *, models: Sequence[str] | None
            limit: int | None, trials: int | None, k_values: Sequence[int] | None, concurrency: int | None,
            seed: int | None, db: str | Path | None, tune: bool, resume: str | None) -> Sweep:
     from arenatui.plan import Filters
-    from arenatui.sweep import Sweep, SweepOptions
+    from arenatui.session.sweep import Sweep, SweepOptions
 
     if resume is not None:
         if models or tags or limit is not None or trials is not None or seed is not None:

@@ -5,15 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import sqlite3
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from arenatui.errors import ArenaError, render_error, unwrap
-from arenatui.limits import MAX_CONCURRENCY, MAX_PORT, MAX_SQL_INT, MAX_TRIALS, MIN_PORT
+from arenatui.kernel.errors import ArenaError, render_error, unwrap
+from arenatui.kernel.limits import MAX_CONCURRENCY, MAX_PORT, MAX_SQL_INT, MAX_TRIALS, MIN_PORT
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_READER_GONE = 128 + 13
@@ -41,7 +40,7 @@ def _hold_stop_signals() -> list[int]:
     """From here on, Ctrl-C, SIGTERM and SIGHUP are noted, not raised: the run has recorded its end, and what is
     left (the summary and the resume command, well under a second) must not be cut short by the second of two
     quick Ctrl-C. Returns the list the signals are noted in."""
-    from arenatui.sweep import stop_signals
+    from arenatui.session.sweep import stop_signals
 
     noted: list[int] = []
     for sig in {signal.SIGINT, *stop_signals()}:
@@ -56,7 +55,7 @@ _held_handlers: list[tuple[int, object]] = []
 
 
 def _handle_stop_signals() -> None:
-    from arenatui.sweep import stop_signals
+    from arenatui.session.sweep import stop_signals
 
     for sig in stop_signals():
         if sig != signal.SIGINT:  # Python's own Ctrl-C handling raises KeyboardInterrupt already
@@ -73,7 +72,7 @@ def _csv(value: str) -> tuple[str, ...]:
 
 
 def _whole_number(lo: int, hi: int | None = None) -> Callable[[str], int]:
-    """An argparse type: a whole number in [lo, hi] (the bounds from arenatui.limits), else a usage error (exit 2)."""
+    """An argparse type: a whole number in [lo, hi] (bounds: arenatui.kernel.limits), else a usage error (exit 2)."""
     def parse(value: str) -> int:
         try:
             n = int(value)
@@ -133,7 +132,7 @@ def _add_cluster_by(p: argparse.ArgumentParser) -> None:
 
 def _sweep_options(args: argparse.Namespace) -> object:
     from arenatui.plan import Filters
-    from arenatui.sweep import SweepOptions
+    from arenatui.session.sweep import SweepOptions
 
     if args.resume and (args.models or args.tags or args.limit or args.trials or args.project
                         or args.seed is not None):
@@ -159,9 +158,9 @@ def _sweep_options(args: argparse.Namespace) -> object:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     import anyio
 
-    from arenatui.headless import run_headless
-    from arenatui.sweep import Sweep
-    from arenatui.terminal import err_console, out_console
+    from arenatui.commands.headless import run_headless
+    from arenatui.present.terminal import err_console, out_console
+    from arenatui.session.sweep import Sweep
 
     out, err = out_console(), err_console()
     _handle_stop_signals()
@@ -188,50 +187,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     elapsed = time.monotonic() - t0
     # Imported after the run: the report brings numpy (stats, the store's result arrays), ~0.15 s that would
     # otherwise stand between `arena evaluate` and its first request (benchmarks/startup.py).
-    from arenatui.commands.evaluate import (
-        client_load_warning,
-        error_failure,
-        errored_line,
-        print_leaderboard,
-        print_variants_and_repairs,
-        spend_line,
-        summary_line,
-    )
-    from arenatui.store import Store
-    from arenatui.store.queries import error_messages
-    from arenatui.store.read import read_run
-    from arenatui.wording import plural
+    from arenatui.commands.evaluate import error_failure, print_summary
 
     for problem in sweep.store_warnings():
         err.print(render_error(problem, prefix="warning"), markup=False, style="bold yellow", soft_wrap=True)
-    with Store(sweep.db_path) as store:
-        report = not args.no_report and status == "finished"
-        stored_run = read_run(store, sweep.run_id, latency=report, detail=False)
-        spend = stored_run.spend  # the models' and the judges' apart, and their total
-        stored = sum(len(keys) for keys in store.done_keys(sweep.run_id).values())
-        # what this invocation made, apart from the run's total when it resumed (a shard says its own count below)
-        made = None if plan.shard is not None else \
-            plan.remaining if status == "finished" else max(0, stored - (plan.total - plan.remaining))
-        out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed, made,
-                               [m.key for m in plan.models]), markup=False)
-        mine = plan.shard_total()
-        if plan.shard is not None:
-            out.print(f"Shard {plan.shard}: {mine} of those calls; `arena merge` joins the shards' databases",
-                      markup=False)
-        if stored < mine:
-            out.print(f"Stored: {stored} of {plural(mine, 'call')}" + (f" (shard {plan.shard})" if plan.shard else ""),
-                      markup=False)
-        out.print(spend_line(spend), markup=False)
-        results = stored_run.results
-        line = errored_line(results, error_messages(store, sweep.run_id))
-        if line:
-            out.print(line, markup=False)
-        if report:
-            print_leaderboard(out, results)
-            print_variants_and_repairs(out, store, stored_run.plan)
-        warning = client_load_warning(store, sweep.run_id)
-        if warning:
-            err.print(warning, markup=False, style="bold yellow")
+    results = print_summary(out, err, sweep, status, elapsed, report=not args.no_report and status == "finished")
     out.print(f"Run id: {sweep.run_id}", markup=False)
     if status != "finished":
         err.print(f"The run was {status}; every finished call is stored. Resume with:\n  {sweep.resume_command}",
@@ -247,7 +207,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """The live console over one sweep; everything is validated before the app starts."""
-    from arenatui.sweep import Sweep
+    from arenatui.session.sweep import Sweep
 
     if getattr(args, "demo", False):
         args.project = str(demo_project_path())
@@ -301,7 +261,7 @@ def cmd_browse(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from arenatui.commands.compare import run_compare
     from arenatui.commands.load_series import compare_load_runs
-    from arenatui.terminal import out_console
+    from arenatui.present.terminal import out_console
 
     sweep_flags = [f for f, on in (("--a", args.a), ("--b", args.b), ("--all", args.all),
                                     ("--fail-on-regression", args.fail_on_regression),
@@ -337,9 +297,9 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_mock_server(args: argparse.Namespace) -> int:
     import asyncio
 
-    from arenatui.config import load_project
     from arenatui.mockserver import serve
     from arenatui.mockserver.faults import Stall
+    from arenatui.project import load_project
 
     project = load_project(args.config) if args.config else None
     stall = None
@@ -358,7 +318,7 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
 
 
 def _levels(value: str) -> tuple[int, ...]:
-    from arenatui.limits import MAX_CONCURRENCY
+    from arenatui.kernel.limits import MAX_CONCURRENCY
 
     try:
         levels = tuple(int(v) for v in _csv(value))
@@ -371,7 +331,7 @@ def _levels(value: str) -> tuple[int, ...]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from arenatui import __version__
+    from arenatui.kernel import __version__
 
     parser = argparse.ArgumentParser(prog="arena", description="Benchmark LLMs live in the terminal.")
     parser.add_argument("--version", action="version", version=f"arenatui {__version__}")
@@ -526,7 +486,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _watch_console(run: Any, theme: str | None) -> int:
     """The live console attached to a run another process is running (`arena watch`)."""
-    from arenatui.watch import WatchedLoad
+    from arenatui.session.watch import WatchedLoad
 
     if isinstance(run, WatchedLoad):  # the load screen, its figures the running process's, + and - its rate
         from arenatui.tui.load_app import LoadApp
@@ -581,10 +541,13 @@ def _run_command(args: argparse.Namespace) -> int:
             return int(args.func(args))
         except BaseExceptionGroup as group:  # a task group's wrapping: the person hears the error inside
             raise unwrap(group) from None
-        except sqlite3.Error as e:  # a query outside the store's own checks met a corrupt, locked or full file
-            from arenatui.store.db import default_db_path, explain_error
+        except Exception as e:  # a query outside the store's own checks met a corrupt, locked or full file
+            from arenatui.store.db import sql_error_explained  # only now: `arena init` never loads the store
 
-            raise explain_error(getattr(args, "db", None) or default_db_path(), e) from None
+            explained = sql_error_explained(e, getattr(args, "db", None) or None)
+            if explained is None:
+                raise
+            raise explained from None
     except ArenaError as e:
         print(render_error(e), file=sys.stderr)
         return e.exit_code

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arenatui.config.schema import Case, ModelConfig, Project, ScorerConfig
-from arenatui.engine.events import JUDGE_LANE_PREFIX, AwaitingJudge, lane_key
-from arenatui.errors import PlanError
-from arenatui.judge_sample import judge_sample
-from arenatui.limits import MAX_TRIALS
-from arenatui.wording import models_by_variants, plural
+from arenatui.kernel.errors import PlanError
+from arenatui.kernel.events import JUDGE_LANE_PREFIX, AwaitingJudge, OpenStep, lane_key
+from arenatui.kernel.judge_sample import judge_sample
+from arenatui.kernel.limits import MAX_TRIALS
+from arenatui.kernel.units import models_by_variants, plural
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +137,7 @@ class JudgePlan:
         return judge_lane(self.model.key)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Plan:
     project: Project
     models: tuple[ModelConfig, ...]
@@ -157,10 +157,11 @@ class Plan:
     """What the plan was narrowed by, its shard among them."""
     escalations: dict[str, ModelConfig] = field(default_factory=dict)
     """Per candidate model key with escalate_to, the model its still-failed cases go to."""
-    steps: dict[str, list[tuple[str, int, int, str, str, Any]]] = field(default_factory=dict)
-    """Resume of a run with repairs or escalations: per lane, the stored steps of calls not yet final, as
-    (case id, trial, step, kind, model, CallResult as stored), so the chain goes on where it stopped."""
-    _shard_cells: array[int] | None = field(default=None, repr=False)
+    steps: dict[str, list[OpenStep]] = field(default_factory=dict)
+    """Resume of a run with repairs or escalations: per lane, the stored steps of calls not yet final,
+    so the chain goes on where it stopped."""
+    _shard_cells: array[int] | None = field(default=None, init=False, repr=False, compare=False)
+    """shard_cells(), counted on first use (a cache: a plan is never changed after it is made)."""
 
     def judged_cases(self) -> dict[str, tuple[ScorerConfig, str]]:
         """Case id → (its llm_judge scorer, its judge lane), for the plan's cases that are judged."""
@@ -213,10 +214,12 @@ class Plan:
         counted once, one hash per call of the whole plan (a few µs each: seconds for a 1,000,000-call plan)."""
         if self._shard_cells is None:
             if self.shard is None:
-                self._shard_cells = array("I", [self.trials]) * (len(self.models) * len(self.cases))
+                cells = array("I", [self.trials]) * (len(self.models) * len(self.cases))
             else:
-                self._shard_cells = array("I", [sum(self.mine(m.key, c.id, t) for t in range(self.trials))
-                                                for m in self.models for c in self.cases])
+                cells = array("I", [sum(self.mine(m.key, c.id, t) for t in range(self.trials))
+                                    for m in self.models for c in self.cases])
+            object.__setattr__(self, "_shard_cells", cells)  # the one cache of a frozen plan
+            return cells
         return self._shard_cells
 
     def shard_total(self) -> int:
@@ -296,8 +299,7 @@ def make_plan(project: Project, filters: Filters = Filters(),
     lanes: dict[str, set[str]] = {}
     for cid, (_s, lane) in judged.items():
         lanes.setdefault(lane, set()).add(cid)
-    plan.judges = tuple(
+    return dataclasses.replace(plan, judges=tuple(
         JudgePlan(model=m, case_ids=frozenset(lanes[judge_lane(m.key)]),
                   total=len(lanes[judge_lane(m.key)]) * len(models) * trials)
-        for m in project.models if judge_lane(m.key) in lanes)
-    return plan
+        for m in project.models if judge_lane(m.key) in lanes))

@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 
 from arenatui.commands.tune_budgets import budgets_for_run
-from arenatui.sweep import Sweep, SweepOptions
+from arenatui.session.sweep import Sweep, SweepOptions
 from arenatui.tuning.budgets import seconds_per_token
 
 
@@ -72,8 +72,8 @@ def main() -> None:
         rec = b.max_tokens["chatty"]
         assert rec.value is not None and rec.action == "lower", rec.verdict
         limit = int(rec.value)
+        from arenatui.results.budgets import budget_evidence
         from arenatui.store import Store
-        from arenatui.store.budget_queries import budget_evidence
 
         with Store(db) as store:
             answers = budget_evidence(store, first).models["chatty"].answers

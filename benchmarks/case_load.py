@@ -19,8 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from arenatui.config import load_project
-from arenatui.config.load import first_bad_value
+from arenatui.project import load_project
+from arenatui.project.read import first_bad_value
 
 
 def median_time(fn: object, repeat: int) -> float:

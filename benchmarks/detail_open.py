@@ -25,9 +25,9 @@ import tomli_w
 from textual.css.query import NoMatches
 from textual.widgets import Input, Static
 
-from arenatui.engine.events import CallResult
+from arenatui.kernel.events import CallResult
+from arenatui.session.sweep import Sweep, SweepOptions
 from arenatui.store import Store
-from arenatui.sweep import Sweep, SweepOptions
 from arenatui.tui.app import ArenaApp
 from arenatui.tui.screens import CallDetail
 from arenatui.tui.screens.dialogs import FolderInput

@@ -63,7 +63,7 @@ def child(mode: str, calls: int) -> None:
     import anyio
     import tomli_w
 
-    from arenatui.sweep import Sweep, SweepOptions
+    from arenatui.session.sweep import Sweep, SweepOptions
 
     with tempfile.TemporaryDirectory() as tmp:
         db, toml = Path(tmp) / "b.db", Path(tmp) / "b.toml"

@@ -21,10 +21,11 @@ from typing import Any
 
 import anyio
 
-from arenatui.config import project_from_dict
-from arenatui.engine import CallFinished, Event, RetryPolicy, Runner
-from arenatui.errors import RateLimited
+from arenatui.engine import RetryPolicy, Runner
+from arenatui.kernel.errors import RateLimited
+from arenatui.kernel.events import CallFinished, Event
 from arenatui.plan import make_plan
+from arenatui.project import project_from_dict
 from arenatui.providers.base import Completion, Request
 
 

@@ -43,8 +43,8 @@ from typing import Any
 import anyio
 import tomli_w
 
-from arenatui.engine.events import CallFinished, CallStarted, Event
-from arenatui.sweep import Sweep, SweepOptions
+from arenatui.kernel.events import CallFinished, CallStarted, Event
+from arenatui.session.sweep import Sweep, SweepOptions
 
 
 def _project(n_models: int, n_cases: int, trials: int, latency_s: float, concurrency: int) -> dict[str, Any]:

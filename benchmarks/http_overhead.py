@@ -41,13 +41,13 @@ import anyio
 import tomli_w
 from http_throughput import start_server
 
-from arenatui.config import load_project
-from arenatui.engine.events import CallFinished
-from arenatui.limits import MAX_TRIALS
+from arenatui.kernel.events import CallFinished
+from arenatui.kernel.limits import MAX_TRIALS
 from arenatui.plan import Filters
+from arenatui.project import load_project
 from arenatui.providers.base import Request, build_messages
 from arenatui.providers.registry import make_provider
-from arenatui.sweep import Sweep, SweepOptions
+from arenatui.session.sweep import Sweep, SweepOptions
 
 TRUE_LATENCY_S = 0.100
 TRUE_TTFT_S = 0.050

@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 import tomli_w
 
-from arenatui.config import load_project
+from arenatui.project import load_project
 from arenatui.providers.base import build_messages
 from arenatui.providers.registry import make_provider
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import time
 
-from arenatui.engine.events import CallFinished, CallResult, JudgeFinished
-from arenatui.live import LiveMetrics
+from arenatui.kernel.events import CallFinished, CallResult, JudgeFinished
+from arenatui.session.live import LiveMetrics
 
 MODELS, CASES, TRIALS = 4, 5000, 1
 LANE = "judge:j"

@@ -31,7 +31,7 @@ import anyio
 import tomli_w
 
 from arenatui.load.arrivals import Arrival
-from arenatui.load.figures import Figures
+from arenatui.load.metrics import Figures
 from arenatui.load.run import LoadOptions, LoadOutcome, LoadRun
 
 TRUE_LATENCY_S = 0.100

@@ -26,11 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from arenatui.engine.events import CallResult
+from arenatui.kernel.events import CallResult
 from arenatui.plan import shard_of
 from arenatui.store import Store
 from arenatui.store.db import result_row
-from arenatui.store.shards import record_shard
+from arenatui.store.run_shards import record_shard
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results_scale import _project  # the same synthetic project as the results benchmark

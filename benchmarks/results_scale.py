@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from arenatui.engine.events import CallResult
+from arenatui.kernel.events import CallResult
+from arenatui.results.runs import read_results
 from arenatui.stats import all_pairs, compare_models, leaderboard
 from arenatui.store import Store
 from arenatui.store.db import result_row
-from arenatui.store.queries import read_results
 
 
 def _project(n_models: int, n_cases: int, trials: int, judged: bool = False) -> dict[str, Any]:
@@ -65,8 +65,8 @@ def build(db: Path, n_models: int, n_cases: int, trials: int, judged: bool = Fal
         project = _project(n_models, n_cases, trials, judged)
         run_id = store.create_run("scale", None, project, {}, n_models * n_cases * trials)
         if judged:
-            from arenatui.config import project_from_dict
             from arenatui.plan import judged_case_ids
+            from arenatui.project import project_from_dict
 
             proj = project_from_dict(project, Path("scale.toml"))
             chosen = judged_case_ids(proj, proj.scorers[1])
@@ -114,7 +114,7 @@ def _budgets(db: Path, run: str, model: str) -> list[tuple[str, float, str]]:
     """The max_tokens and timeout_s evidence: one model's (what the results view's model detail reads when it opens)
     and every model's (what `arena report` reads), and the peak memory after it (measured last: it reads every
     answer of the run)."""
-    from arenatui.store.budget_queries import budget_evidence
+    from arenatui.results.budgets import budget_evidence
     from arenatui.store.queries import resolve_run
     from arenatui.tuning.budgets import budgets_of
 

@@ -38,7 +38,7 @@ import anyio
 from engine_overhead import _Span  # benchmarks/ is this script's directory
 
 import arenatui
-from arenatui.sweep import Sweep, SweepOptions
+from arenatui.session.sweep import Sweep, SweepOptions
 
 PIPELINE_LATENCY_S = 0.2
 

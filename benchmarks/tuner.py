@@ -57,10 +57,10 @@ from typing import Any
 import anyio
 import tomli_w
 
-from arenatui.engine.events import CallFinished, CallRetrying, DeclaredLimits, Event
-from arenatui.errors import RateLimited
+from arenatui.kernel.errors import RateLimited
+from arenatui.kernel.events import CallFinished, CallRetrying, DeclaredLimits, Event
 from arenatui.providers.sim import SimProvider
-from arenatui.sweep import Sweep, SweepOptions
+from arenatui.session.sweep import Sweep, SweepOptions
 
 LAT = 0.02
 RPM: dict[str, Any] = {"base_latency_s": LAT, "per_token_s": 0.0, "jitter": 0.1, "rpm": 30000, "burst": 10,

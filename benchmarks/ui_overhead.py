@@ -24,8 +24,8 @@ from typing import Any
 import anyio
 import tomli_w
 
-from arenatui.engine.events import CallStarted, Event, RunFinished
-from arenatui.sweep import Sweep, SweepOptions
+from arenatui.kernel.events import CallStarted, Event, RunFinished
+from arenatui.session.sweep import Sweep, SweepOptions
 
 
 def project(models: int, cases: int, concurrency: int) -> dict[str, Any]:

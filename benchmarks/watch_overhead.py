@@ -31,12 +31,12 @@ import anyio
 import tomli_w
 from engine_overhead import _project
 
+from arenatui.session.sweep import Sweep, SweepOptions
+from arenatui.session.watch import WatchedRun
 from arenatui.store import Store
 from arenatui.store.db import UPSERT_RESULT
 from arenatui.store.live_state import UPSERT_LIVE_STATE, LaneLive, live_state_row
 from arenatui.store.schema import RESULT_COLUMNS
-from arenatui.sweep import Sweep, SweepOptions
-from arenatui.watch import WatchedRun
 
 
 async def _left_out() -> None:

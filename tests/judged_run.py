@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from arenatui.config import project_from_dict
-from arenatui.engine.events import CallResult, JudgeFinished
+from arenatui.kernel.events import CallResult, JudgeFinished
 from arenatui.plan import judge_lane, judged_case_ids
+from arenatui.project import project_from_dict
 from arenatui.store import Store
 from arenatui.store.db import JUDGED, UPSERT_JUDGMENT, judgment_rows
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from arenatui.load.figures import SATURATION_SHARE, Figures, LoadOutcome
+from arenatui.kernel.units import plural
+from arenatui.load.metrics import SATURATION_SHARE, Figures, LoadOutcome
 from arenatui.stats.percentiles import min_for_interval
-from arenatui.wording import plural
 
 MIN_ANSWERED = min_for_interval(95.0)
 """Answered requests below which a p95 at load is not evidence (its 95% interval has no upper bound): 73."""

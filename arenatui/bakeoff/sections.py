@@ -12,7 +12,8 @@ from arenatui.bakeoff.conditions import conditions_of, differences
 from arenatui.bakeoff.failures import mode_counts, refusals_by_category
 from arenatui.bakeoff.series import SeriesRun, spread
 from arenatui.bakeoff.terms import TermCheck, check_terms, requirements_from_stored, terms_from_stored
-from arenatui.errors import PlanError
+from arenatui.kernel.errors import PlanError
+from arenatui.results.read import StoredRun, read_run
 from arenatui.stats.frontier import pareto_front
 from arenatui.stats.jsonable import finite as _num
 from arenatui.stats.jsonable import iso_utc as _iso
@@ -20,7 +21,6 @@ from arenatui.stats.leaderboard import ModelRow
 from arenatui.store import Store
 from arenatui.store.bakeoff_queries import load_runs_of_project, series_of, series_runs
 from arenatui.store.queries import resolve_run
-from arenatui.store.read import StoredRun, read_run
 
 
 def load_model(load: StoredRun) -> str:

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from arenatui.errors import ArenaError
-from arenatui.load.figures import Figures
+from arenatui.kernel.errors import ArenaError
+from arenatui.load.metrics import Figures
 
 _EVERY = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(s|m|h|d)\s*$", re.IGNORECASE)
 _UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}

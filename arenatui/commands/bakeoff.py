@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import sys
 import time
 from typing import Any
 
-from arenatui.errors import ArenaError, ReadOnlyDatabase
+from arenatui.kernel.errors import ArenaError, ReadOnlyDatabase
 
 
 def add_bakeoff_parser(sub: Any) -> None:
@@ -28,7 +27,7 @@ def cmd_bakeoff(args: argparse.Namespace) -> int:
     from arenatui.commands.bakeoff_page import render
     from arenatui.store import Store
     from arenatui.store.bakeoff_queries import save_decision, stored_decision
-    from arenatui.store.db import explain_error
+    from arenatui.store.db import sql_errors_explained
     from arenatui.store.queries import resolve_run
 
     if (args.run is None) == (args.show is None):
@@ -61,12 +60,10 @@ def cmd_bakeoff(args: argparse.Namespace) -> int:
             page = build_page(store, args.run, load)
             if unsaved is None:
                 try:
-                    save_decision(store, page["run"]["run_id"], page["load_runs"], page)
-                except sqlite3.Error as e:
-                    err = explain_error(store.path, e)
-                    if not isinstance(err, ReadOnlyDatabase):
-                        raise err from None
-                    unsaved = err
+                    with sql_errors_explained(store.path):
+                        save_decision(store, page["run"]["run_id"], page["load_runs"], page)
+                except ReadOnlyDatabase as e:
+                    unsaved = e
     saved = f"the decision is saved with run {page['run']['run_id']} (arena bakeoff --show {page['run']['run_id']})"
     if unsaved is not None:
         saved = (f"the decision is NOT saved with run {page['run']['run_id']}, so arena bakeoff --show cannot print "
@@ -75,7 +72,7 @@ def cmd_bakeoff(args: argparse.Namespace) -> int:
     if args.output is None:
         text = render(page, args.format, terminal=sys.stdout.isatty(), shown=shown)
         if args.format == "md" and sys.stdout.isatty():  # a person: rendered, tables fitted (a pipe: the Markdown)
-            from arenatui.terminal import out_console, print_markdown
+            from arenatui.present.terminal import out_console, print_markdown
 
             print_markdown(out_console(), text, elsewhere=f" (arena bakeoff --show {page['run']['run_id']} -o FILE, "
                                                           "or piped, has every column)")

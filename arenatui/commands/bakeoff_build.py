@@ -20,14 +20,13 @@ from arenatui.bakeoff.sections import (
     terms_section,
 )
 from arenatui.commands.report import model_dict, pair_dict, sandbox_words
-from arenatui.errors import PlanError
+from arenatui.kernel.errors import PlanError
+from arenatui.results.read import prompt_robustness, read_run
 from arenatui.stats import all_pairs, answered_models, leaderboard
 from arenatui.stats.frontier import pareto_front
 from arenatui.stats.jsonable import iso_utc as _iso
-from arenatui.stats.variants import prompt_robustness
 from arenatui.store import Store
 from arenatui.store.bakeoff_queries import newest_sweep
-from arenatui.store.read import read_run
 
 ONE_PROMPT = "one prompt: not measured"
 """Robustness across prompt variants, until a run has variants: each candidate got one prompt, so part of the

@@ -20,7 +20,7 @@ from arenatui.commands.report import (
     md_conditions,
     md_pair,
 )
-from arenatui.figures import interval, money, pct
+from arenatui.kernel.units import interval, money, pct
 
 MARGIN_HEAD = ("model", "quality", "95% CI", "n", "coverage", "$/correct")
 MODES_HEAD = ("model", "failure mode", "calls", "share", "95% CI")
@@ -40,7 +40,7 @@ def _margin_rows(page: dict[str, Any]) -> list[list[str]]:
 def _robustness_tables(page: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
     """Per model × prompt variant scores with spreads, and each pair's verdict under every variant (when the sweep
     had variants)."""
-    from arenatui.variant_tables import variant_pair_rows, variant_score_rows
+    from arenatui.present.variant_tables import variant_pair_rows, variant_score_rows
 
     rob = page["margin"]["robustness"]
     if not rob.get("measured"):

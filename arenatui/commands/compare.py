@@ -11,18 +11,14 @@ import numpy as np
 from rich.console import Console
 from rich.text import Text
 
-from arenatui.charts import histogram
-from arenatui.errors import PlanError
-from arenatui.figures import (
-    HEADLINE,
-    NOTHING,
-    Column,
-    absent,
-    p_better,
-    signed,
-    signed_interval,
-)
-from arenatui.safe_text import literal
+from arenatui.kernel.errors import PlanError
+from arenatui.kernel.units import NOTHING, absent, plural, signed, signed_interval
+from arenatui.present.charts import histogram
+from arenatui.present.columns import HEADLINE, Column, p_better
+from arenatui.present.safe_text import literal
+from arenatui.present.terminal import print_listing
+from arenatui.present.wording import clusters_note
+from arenatui.results.read import read_run
 from arenatui.stats import (
     Comparison,
     Disagreement,
@@ -41,9 +37,6 @@ from arenatui.stats.jsonable import finite as _num
 from arenatui.stats.jsonable import interval_dict, power_dict
 from arenatui.store import Store
 from arenatui.store.queries import resolve_run
-from arenatui.store.read import read_run
-from arenatui.terminal import print_listing
-from arenatui.wording import clusters_note, plural
 
 
 def require_model(results: RunResults, model: str, flag: str) -> str:

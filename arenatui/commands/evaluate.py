@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console, RenderableType
 from rich.text import Text
 
 from arenatui.engine.client_load import OVERLOAD_CPU, OVERLOAD_S, sustained_overload
-from arenatui.engine.events import VARIANT_SEP, split_lane
-from arenatui.figures import LEADERBOARD, money, table_for_width
-from arenatui.redact import redact_urls_in_text
-from arenatui.safe_text import literal, one_line
+from arenatui.kernel.events import VARIANT_SEP, split_lane
+from arenatui.kernel.redact import redact_urls_in_text
+from arenatui.kernel.text import one_line
+from arenatui.kernel.units import models_by_variants, money, plural
+from arenatui.present.columns import LEADERBOARD, table_for_width
+from arenatui.present.safe_text import literal
+from arenatui.present.wording import LEADERBOARD_NOTE, clusters_note
 from arenatui.stats import ModelRow, RunResults, leaderboard
 from arenatui.store import Store
 from arenatui.store.queries import RunPlan, RunSpend
-from arenatui.wording import LEADERBOARD_NOTE, clusters_note, models_by_variants, plural
+
+if TYPE_CHECKING:
+    from arenatui.plan import Plan
+    from arenatui.session.sweep import Sweep
 
 
 def summary_line(n_models: int, n_cases: int, trials: int, elapsed_s: float, made: int | None = None,
@@ -86,9 +93,10 @@ def print_leaderboard(console: Console, results: RunResults) -> list[ModelRow]:
 def print_variants_and_repairs(console: Console, store: Store, plan: RunPlan) -> None:
     """Under the leaderboard of a run with prompt variants or repairs: the per-variant table with each model's spread
     and each pair's verdict across variants, and completion before and after repairs and escalations."""
+    from arenatui.present.variant_tables import VARIANT_NOTE, follow_up_dicts, rich_tables
+    from arenatui.results.runs import variant_results
     from arenatui.stats.variants import analyse_variants
-    from arenatui.store.queries import follow_ups, variant_results
-    from arenatui.variant_tables import VARIANT_NOTE, follow_up_dicts, rich_tables
+    from arenatui.store.queries import follow_ups
 
     vr = variant_results(store, plan)
     rob = None if vr is None else analyse_variants(vr).to_dict()
@@ -153,3 +161,47 @@ def client_load_warning(store: Store, run_id: str) -> str | None:
             f"{tr.peak:.0%}). While it did, the client, not the provider, limited throughput, and its own "
             f"queueing is inside the latencies and TTFTs reported. Lower the concurrency, or keep "
             f"transport = \"auto\" (aiohttp) for HTTP models, and compare.")
+
+
+def calls_made(plan: Plan, finished: bool, stored: int) -> int | None:
+    """What this invocation made, apart from the run's total when it resumed: the calls its plan had left when it
+    finished, else those stored beyond what earlier sessions had; None for a shard (it says its own count)."""
+    if plan.shard is not None:
+        return None
+    return plan.remaining if finished else max(0, stored - (plan.total - plan.remaining))
+
+
+def print_summary(out: Console, err: Console, sweep: Sweep, status: str, elapsed_s: float, *,
+                  report: bool) -> RunResults:
+    """`arena evaluate`'s summary after the run, read back from the store: the calls made and stored, the spend, the
+    errors, and with `report` the leaderboard and the prompt-variant and repair tables; returns the results the
+    exit code is decided on."""
+    from arenatui.results.read import read_run
+    from arenatui.store.queries import error_messages
+
+    plan = sweep.plan
+    with Store(sweep.db_path) as store:
+        stored_run = read_run(store, sweep.run_id, latency=report, detail=False)
+        stored = sum(len(keys) for keys in store.done_keys(sweep.run_id).values())
+        out.print(summary_line(len(plan.models), len(plan.cases), plan.trials, elapsed_s,
+                               calls_made(plan, status == "finished", stored), [m.key for m in plan.models]),
+                  markup=False)
+        mine = plan.shard_total()
+        if plan.shard is not None:
+            out.print(f"Shard {plan.shard}: {mine} of those calls; `arena merge` joins the shards' databases",
+                      markup=False)
+        if stored < mine:
+            out.print(f"Stored: {stored} of {plural(mine, 'call')}" + (f" (shard {plan.shard})" if plan.shard else ""),
+                      markup=False)
+        out.print(spend_line(stored_run.spend), markup=False)  # the models' and the judges' apart, and their total
+        results = stored_run.results
+        line = errored_line(results, error_messages(store, sweep.run_id))
+        if line:
+            out.print(line, markup=False)
+        if report:
+            print_leaderboard(out, results)
+            print_variants_and_repairs(out, store, stored_run.plan)
+        warning = client_load_warning(store, sweep.run_id)
+        if warning:
+            err.print(warning, markup=False, style="bold yellow")
+    return results

@@ -13,12 +13,12 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from arenatui.engine.events import split_lane
-from arenatui.safe_text import SpreadsheetCsv, printable
+from arenatui.kernel.events import split_lane
+from arenatui.kernel.text import SpreadsheetCsv, printable
+from arenatui.results.read import read_run
 from arenatui.stats.items import RunResults
 from arenatui.store import Store
 from arenatui.store.queries import RunPlan, RunSpend, iter_call_rows
-from arenatui.store.read import read_run
 
 FORMATS = ("jsonl", "csv")
 COLUMNS: tuple[str, ...] = (

@@ -8,7 +8,7 @@ from typing import Any
 
 import tomli_w
 
-from arenatui.errors import ArenaError
+from arenatui.kernel.errors import ArenaError
 
 _SECTIONS: list[tuple[str, str, Any]] = [
     ("project", "What this project is called (shown in the console and stored with every run).",

@@ -94,7 +94,7 @@ async def _ask(provider: Provider, judge: ModelConfig, project: Project, cfg: Sc
     import anyio
 
     from arenatui.engine.retry import RetryPolicy
-    from arenatui.errors import ProviderError, TerminalError
+    from arenatui.kernel.errors import ProviderError, TerminalError
     from arenatui.providers.base import JudgeTask, Request
     from arenatui.scoring.judge import JudgeUnreadable, judge_messages, read_verdict
 
@@ -148,7 +148,7 @@ async def check_judges(project: Project, concurrency: int = 4) -> list[JudgeChec
     `concurrency` at once, fewer when the judge model's own cap says so)."""
     import anyio
 
-    from arenatui.errors import ArenaError
+    from arenatui.kernel.errors import ArenaError
     from arenatui.providers.registry import make_provider
 
     scorers = {s.name: s for s in project.scorers}
@@ -196,7 +196,7 @@ def print_checks(checks: list[JudgeCheck], console: Console) -> None:
     """The checks for people: agreement, its interval and n; the judge's errors and the disagreements by case."""
     from rich.text import Text
 
-    from arenatui.safe_text import literal
+    from arenatui.present.safe_text import literal
 
     for ch in checks:
         console.print(Text.assemble("Judge check: scorer ", literal(ch.scorer, newlines=False), ", judged by ",
@@ -227,8 +227,8 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
 
     import anyio
 
-    from arenatui.config import load_project
-    from arenatui.terminal import out_console
+    from arenatui.present.terminal import out_console
+    from arenatui.project import load_project
 
     project = load_project(args.project)
     checks = anyio.run(check_judges, project, args.concurrency)

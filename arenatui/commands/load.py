@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from arenatui.errors import ArenaError
-from arenatui.limits import MAX_CONCURRENCY
+from arenatui.kernel.errors import ArenaError
+from arenatui.kernel.limits import MAX_CONCURRENCY
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from arenatui.engine.events import RunStatus
+    from arenatui.kernel.events import RunStatus
     from arenatui.load.run import LoadRun
 
 PROGRESS_S = 1.0
@@ -69,27 +69,9 @@ def _int(value: str | None, flag: str, lo: int, hi: int) -> int | None:
     return n
 
 
-MAX_DURATION_S = 7 * 24 * 3600.0
-"""The longest --duration, --warmup or --start-in (a week, as a trace's offsets and the start barrier): 1e308 s
-passed, then overflowed counting the requests it planned."""
-
-
-def _duration(value: str, flag: str, *, zero_ok: bool = False) -> float:
-    from arenatui.load.figures import parse_seconds
-
-    v = value.strip().lower()
-    if zero_ok and v in ("0", "0s", "0ms", "0.0"):
-        return 0.0
-    seconds = parse_seconds(v[:-1], where=flag) * 60.0 if v.endswith("m") and not v.endswith("ms") else \
-        parse_seconds(v, where=flag)
-    if seconds > MAX_DURATION_S:
-        raise ArenaError(f"{flag}: expected a duration of at most 7 days (604800s), got {value!r}")
-    return seconds
-
-
 def load_options(args: argparse.Namespace) -> Any:
     from arenatui.load.arrivals import parse_arrival
-    from arenatui.load.figures import parse_slo
+    from arenatui.load.metrics import duration, parse_slo
     from arenatui.load.run import LoadOptions, parse_rates
 
     rate: float | None = None
@@ -110,9 +92,9 @@ def load_options(args: argparse.Namespace) -> Any:
 
     shard, run_id, start_at = shard_options(args)
     return LoadOptions(
-        project=args.project, rates=rates, duration_s=_duration(args.duration, "--duration"), arrival=arrival,
+        project=args.project, rates=rates, duration_s=duration(args.duration, "--duration"), arrival=arrival,
         model=args.model, max_in_flight=_int(args.max_in_flight, "--max-in-flight", 1, MAX_CONCURRENCY),
-        warmup_s=_duration(args.warmup, "--warmup", zero_ok=True),
+        warmup_s=duration(args.warmup, "--warmup", zero_ok=True),
         slo=parse_slo(args.slo) if args.slo is not None else None,
         processes=_int(args.processes, "--processes", 1, os.cpu_count() or 1) or 1, db=args.db, seed=seed,
         shard=shard, run_id=run_id, start_at=start_at,
@@ -121,7 +103,7 @@ def load_options(args: argparse.Namespace) -> Any:
 
 async def run_headless(run: LoadRun, *, quiet: bool, err: Console) -> RunStatus:
     """Run to the end; Ctrl-C or SIGTERM stops it (requests in flight are stored as cancelled)."""
-    from arenatui.load.report import progress_line
+    from arenatui.commands.load_report import progress_line
 
     async def watch_signals() -> None:
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -149,14 +131,14 @@ async def run_headless(run: LoadRun, *, quiet: bool, err: Console) -> RunStatus:
 
 def _width() -> int | None:
     """The terminal's width (or COLUMNS); piped or in CI, 200 columns: the segment table has 19."""
-    from arenatui.terminal import width_for
+    from arenatui.present.terminal import width_for
 
     return width_for(sys.stdout, piped=200)
 
 
 def _consoles(width: int | None) -> tuple[Console, Console]:
     """stdout's and stderr's consoles (quiet when stdout's reader goes away)."""
-    from arenatui.terminal import err_console, out_console
+    from arenatui.present.terminal import err_console, out_console
 
     return out_console(width=width), err_console(width=width)
 
@@ -167,9 +149,9 @@ def _print_for_scripts(out: Console, run_id: str, outcome: Any, *, as_json: bool
     import json
     import sys
 
-    from arenatui.load.files import load_report_dict
-    from arenatui.load.tables import segment_cells
-    from arenatui.terminal import tab_separated
+    from arenatui.commands.load_files import load_report_dict
+    from arenatui.present.load_tables import segment_cells
+    from arenatui.present.terminal import tab_separated
 
     if as_json:
         sys.stdout.write(json.dumps(load_report_dict(run_id, "", outcome), indent=2, ensure_ascii=False) + "\n")
@@ -179,12 +161,12 @@ def _print_for_scripts(out: Console, run_id: str, outcome: Any, *, as_json: bool
 
 
 def cmd_load(args: argparse.Namespace) -> int:
-    from arenatui.load.report import print_outcome
+    from arenatui.commands.load_report import print_outcome
     from arenatui.load.run import LoadRun
     from arenatui.store import default_db_path
 
     if args.show:
-        from arenatui.load.report import stored_outcome
+        from arenatui.commands.load_report import stored_outcome
 
         if args.show == "last":
             from arenatui.commands.stored import chosen_last
@@ -193,7 +175,7 @@ def cmd_load(args: argparse.Namespace) -> int:
 
         run_id, stored = stored_outcome(args.db or default_db_path(), args.show)
         out, err = _consoles(_width())
-        from arenatui.terminal import plain_listing
+        from arenatui.present.terminal import plain_listing
 
         if args.json or plain_listing():  # for a script: JSON (as `arena report RUN -f json`), or tab-separated
             _print_for_scripts(out, run_id, stored, as_json=args.json)
@@ -242,7 +224,7 @@ def _repeated(args: argparse.Namespace) -> int:
     from functools import partial
 
     from arenatui.bakeoff import series
-    from arenatui.load.report import print_outcome
+    from arenatui.commands.load_report import print_outcome
     from arenatui.load.run import LoadRun
     repeat = _int(args.repeat, "--repeat", 1, 10_000)
     if repeat is None:

@@ -13,15 +13,15 @@ from rich.console import Console
 
 from arenatui.bakeoff.atload import at_target
 from arenatui.bakeoff.series import SeriesRun, spread
-from arenatui.errors import PlanError
-from arenatui.figures import HEADLINE, Column, ms, pct, table_for_width
+from arenatui.kernel.errors import PlanError
+from arenatui.kernel.units import ms, pct, plural
+from arenatui.present.columns import HEADLINE, Column, table_for_width
+from arenatui.results.read import read_run
 from arenatui.stats.jsonable import finite as _num
 from arenatui.store import Store
 from arenatui.store.bakeoff_queries import newest_sweep, series_of, series_of_runs, series_runs
 from arenatui.store.load_queries import run_kinds
 from arenatui.store.queries import resolve_run
-from arenatui.store.read import read_run
-from arenatui.wording import plural
 
 
 def compared_last(store: Store, other: str | None, sweep_flags: Sequence[str]) -> str:

@@ -8,8 +8,8 @@ import json
 import math
 from typing import Any
 
-from arenatui.errors import ArenaError
-from arenatui.wording import plural
+from arenatui.kernel.errors import ArenaError
+from arenatui.kernel.units import plural
 
 
 def _unit_share(value: str) -> float:
@@ -49,11 +49,11 @@ def _observed(db: str | None, run: str) -> tuple[str, float, float, int]:
     """(run id, the median over model pairs of the sd of per-case differences, the mean quality, pairs)."""
     import numpy as np
 
+    from arenatui.results.read import read_run
     from arenatui.stats import answered_models
     from arenatui.stats.power import observed_sd
     from arenatui.store import Store
     from arenatui.store.queries import resolve_run
-    from arenatui.store.read import read_run
 
     with Store(db, read_only=True) as store:
         results = read_run(store, resolve_run(store, run), latency=False, detail=False).results
@@ -79,6 +79,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     from rich.table import Table
 
+    from arenatui.present.terminal import out_console, plain_listing, tab_separated
     from arenatui.stats.power import (
         POWER,
         TABLE_BASELINES,
@@ -89,7 +90,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
         planned_cases,
         planned_mde,
     )
-    from arenatui.terminal import out_console, plain_listing, tab_separated
 
     console = out_console()  # quiet on a closed pipe (exit 141, not Rich's 1); 160 columns into a log
     out: dict[str, Any] = {"power": POWER, "level": 0.95, "baseline": args.baseline}
@@ -115,9 +115,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return planned_cases(d, args.baseline) if sd is None else cases_for(d, sd)
 
     if args.project is not None:
-        from arenatui.config import load_project
-        from arenatui.engine.events import split_lane
+        from arenatui.kernel.events import split_lane
         from arenatui.plan import Filters, make_plan
+        from arenatui.project import load_project
 
         plan = make_plan(load_project(args.project), Filters(models=args.models, tags=args.tags, limit=args.limit,
                                                              trials=args.trials))

@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from arenatui.bakeoff.atload import MIN_ANSWERED
-from arenatui.figures import LEADERBOARD, NOTHING, Column, interval, money, ms, number, pct, score
-from arenatui.redact import redact_urls_in_text, url_without_secrets
-from arenatui.safe_text import one_line, printable
+from arenatui.kernel.redact import redact_urls_in_text, url_without_secrets
+from arenatui.kernel.text import one_line, printable
+from arenatui.kernel.units import NOTHING, interval, money, ms, number, pct, plural, score
+from arenatui.present.columns import LEADERBOARD, Column
+from arenatui.results.read import F1Answers, StoredRun, read_run
 from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import (
     Interval,
@@ -37,8 +39,6 @@ from arenatui.stats.jsonable import interval_dict, power_dict
 from arenatui.stats.jsonable import iso_utc as _iso
 from arenatui.store import RunRecord, Store
 from arenatui.store.queries import RunPlan, RunSpend
-from arenatui.store.read import F1Answers, StoredRun, read_run
-from arenatui.wording import plural
 
 if TYPE_CHECKING:
     from arenatui.tuning.levels import ModelReadout
@@ -143,7 +143,7 @@ def build_report(store: Store, run: str, *, cluster_by: str | None = None,
 def budgets_dict(store: Store, run_id: str) -> dict[str, Any]:
     """Steps 2 and 4 of the tuning order from the run's answers (arenatui.tuning.budgets): each model's max_tokens
     and timeout_s, each with its evidence or "not enough evidence"."""
-    from arenatui.store.budget_queries import budget_evidence
+    from arenatui.results.budgets import budget_evidence
     from arenatui.tuning.budgets import budgets_of
 
     return budgets_of(budget_evidence(store, run_id)).as_dict()
@@ -186,7 +186,7 @@ def report_of(stored: StoredRun) -> dict[str, Any]:
     _reasoning_spend(rep, plan)
     rep["judged"] = judged_list(plan, stored.judgments)
     rep["concurrency"] = concurrency_list(stored.tuning)
-    from arenatui.variant_tables import VARIANT_NOTE, follow_up_dicts, variants_dict
+    from arenatui.present.variant_tables import VARIANT_NOTE, follow_up_dicts, variants_dict
 
     rep["prompt_variants"] = variants_dict(stored)
     rep["follow_ups"] = follow_up_dicts(stored.follow_ups)
@@ -633,7 +633,7 @@ def _f1_rows(classification: dict[str, dict[str, Any]]) -> list[list[str]]:
 
 def _variant_sections(rep: dict[str, Any]) -> list[tuple[str, str, tuple[list[str], list[list[str]]]]]:
     """(title, words, table) of the prompt-variant and repair sections a report has."""
-    from arenatui.variant_tables import (
+    from arenatui.present.variant_tables import (
         FOLLOW_UP_WORDS,
         SPREAD_WORDS,
         follow_up_rows,

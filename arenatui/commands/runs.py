@@ -9,13 +9,13 @@ import time
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from arenatui.figures import HEADLINE, Column
+    from arenatui.kernel.units import plural
+    from arenatui.present.columns import HEADLINE, Column
+    from arenatui.present.terminal import out_console, plain_listing, print_listing
     from arenatui.store import Store
     from arenatui.store.db import default_db_path
     from arenatui.store.load_queries import run_kinds
     from arenatui.store.queries import RunListing, list_runs, run_origins
-    from arenatui.terminal import out_console, plain_listing, print_listing
-    from arenatui.wording import plural
 
     if args.db is None and not default_db_path().exists():  # a fresh install: nothing stored is no error
         out_console().print(f"No runs stored yet (no database at {default_db_path()}). Try: arena demo", markup=False)
@@ -25,7 +25,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         kinds = run_kinds(store, [r.run_id for r in runs])  # a load run stores requests, not results
         origins = run_origins(store, [r.run_id for r in runs])
         from arenatui.commands.shards import shards_label
-        from arenatui.store.shards import shard_counts
+        from arenatui.store.run_shards import shard_counts
         from arenatui.tuning.levels import readouts_from_rows
 
         sharded = shard_counts(store, [r.run_id for r in runs])  # a merged run is one run with its shard count

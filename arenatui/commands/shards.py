@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from arenatui.errors import ArenaError
+from arenatui.kernel.errors import ArenaError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -59,10 +59,10 @@ def shard_options(args: argparse.Namespace) -> tuple[Shard | None, str | None, f
     start_at = None
     start_in = getattr(args, "start_in", None)
     if getattr(args, "start_at", None) is not None or start_in is not None:
-        from arenatui.barrier import start_instant
-        from arenatui.commands.load import _duration
+        from arenatui.load.barrier import start_instant
+        from arenatui.load.metrics import duration
 
-        start_at = start_instant(args.start_at, _duration(start_in, "--start-in", zero_ok=True)
+        start_at = start_instant(args.start_at, duration(start_in, "--start-in", zero_ok=True)
                                  if start_in is not None else None,
                                  args.start_base if args.start_base is not None else os.environ.get(START_BASE_ENV))
     return shard, run_id, start_at
@@ -70,7 +70,7 @@ def shard_options(args: argparse.Namespace) -> tuple[Shard | None, str | None, f
 
 def barrier_line(shard: Shard | None, start_at: float | None) -> str | None:
     """What a shard says before it starts: which shard, and when the barrier lets it go."""
-    from arenatui.barrier import format_instant
+    from arenatui.load.barrier import format_instant
 
     parts = []
     if shard is not None:
@@ -103,8 +103,8 @@ def add_merge_parser(sub: Any) -> None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
+    from arenatui.present.terminal import err_console, out_console
     from arenatui.store.merge import merge
-    from arenatui.terminal import err_console, out_console
 
     t0 = time.monotonic()
     merged = merge(args.out, args.inputs, args.run)
@@ -131,14 +131,14 @@ def _print_merged(out: Console, err: Console, m: Merged, db: Path, elapsed: floa
     if not figures:
         return
     if m.kind == "load":  # the figures, recomputed from every shard's raw requests
-        from arenatui.load.report import print_outcome, stored_outcome
+        from arenatui.commands.load_report import print_outcome, stored_outcome
 
         _rid, outcome = stored_outcome(db, m.run_id)
         print_outcome(out, err, outcome)
     else:
         from arenatui.commands.evaluate import print_leaderboard
+        from arenatui.results.runs import read_results
         from arenatui.store import Store
-        from arenatui.store.queries import read_results
 
         with Store(db) as store:
             print_leaderboard(out, read_results(store, m.run_id, latency=True))

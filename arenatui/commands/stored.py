@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from arenatui.errors import ArenaError
+from arenatui.kernel.errors import ArenaError
+from arenatui.kernel.units import plural
+from arenatui.present.terminal import write_output
 from arenatui.store import Store
 from arenatui.store.load_queries import load_run_named
-from arenatui.terminal import write_output
-from arenatui.wording import plural
 
 
 def chosen_last(db: str | None, kind: str | None) -> str:
@@ -54,14 +54,14 @@ def cmd_report(args: argparse.Namespace) -> int:
                              "pass the sweep's run id")
         rep = build_report(store, args.run, cluster_by=args.cluster_by, load=args.load) if load is None else None
     if load is not None:  # a load run: its segment and percentile tables, recomputed from the stored requests
-        from arenatui.load.files import load_report
+        from arenatui.commands.load_files import load_report
 
         text = load_report(db_path, load[0], load[1], args.format)
     else:
         assert rep is not None
         text = render(rep, args.format, terminal=args.output is None and sys.stdout.isatty())
     if args.output is None and args.format == "md" and sys.stdout.isatty():  # a person: rendered, tables fitted
-        from arenatui.terminal import out_console, print_markdown
+        from arenatui.present.terminal import out_console, print_markdown
 
         print_markdown(out_console(), text, elsewhere=f" (arena report {args.run} -o FILE, or piped, has every column)")
     else:
@@ -81,7 +81,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         rows: list[int] = []
         load = load_run_named(store, args.run)
         if load is not None:  # a load run: one row per stored request
-            from arenatui.load.files import write_load_export
+            from arenatui.commands.load_files import write_load_export
 
             write_output(args.output, lambda f, tty: rows.append(write_load_export(store, load[0], args.format, f,
                                                                                     terminal=tty, raw=args.raw)))

@@ -12,16 +12,16 @@ from rich.text import Text
 
 from arenatui.commands.tune_budgets import Budgets
 from arenatui.commands.tune_runs import LevelRun, LevelSweep, stored_readouts, sweep_levels, tune
-from arenatui.config.write import writable_target, write_model_settings
-from arenatui.engine.events import VARIANT_SEP
-from arenatui.errors import ArenaError
-from arenatui.figures import HEADLINE, Column, Fitted
-from arenatui.safe_text import literal
-from arenatui.terminal import plain_listing
+from arenatui.kernel.errors import ArenaError
+from arenatui.kernel.events import VARIANT_SEP
+from arenatui.kernel.units import plural
+from arenatui.present.columns import HEADLINE, Column, Fitted
+from arenatui.present.level_figures import fmt_ms, fmt_rate, fmt_share, goodput_text, limited_text
+from arenatui.present.safe_text import literal
+from arenatui.present.terminal import plain_listing
+from arenatui.project.write import writable_target, write_model_settings
 from arenatui.tuning.evidence import LevelEvidence
-from arenatui.tuning.figures import fmt_ms, fmt_rate, fmt_share, goodput_text, limited_text
 from arenatui.tuning.levels import ModelReadout, declared_level
-from arenatui.wording import plural
 
 
 def verdict_text(ro: ModelReadout) -> Text:
@@ -75,7 +75,7 @@ def readout_table(ro: ModelReadout, run_id: str = "RUN") -> RenderableType:
 
 def print_chart(out: Console, ro: ModelReadout) -> None:
     """Goodput by level for one model, fitted to the console's width, with its legend."""
-    from arenatui.charts import GOODPUT_LEGEND, goodput_by_level
+    from arenatui.present.charts import GOODPUT_LEGEND, goodput_by_level
 
     rows = goodput_by_level(ro.levels, out.width, knee=ro.best)
     if rows:
@@ -87,7 +87,7 @@ def _print_readouts(out: Console, run_id: str, stored: Sequence[ModelReadout], *
     same readouts as the tables, only another way of writing them."""
     import dataclasses
 
-    from arenatui.terminal import print_listing
+    from arenatui.present.terminal import print_listing
 
     rows = [(ro, (lv, level_mark(lv, ro.best))) for ro in stored for lv in ro.levels]
     def level_column(c: Column[Level]) -> Column[Any]:
@@ -115,14 +115,14 @@ def _not_a_load_run(run_id: str, db: str | None) -> None:
 
 def _out() -> Console:
     # piped into a log, Rich would assume 80 columns and squeeze the tables into ellipses; quiet on a closed pipe
-    from arenatui.terminal import out_console
+    from arenatui.present.terminal import out_console
 
     return out_console()
 
 
 def _err() -> Console:
     # progress lines into a log stay one line each (Rich would wrap them at 80 columns)
-    from arenatui.terminal import err_console
+    from arenatui.present.terminal import err_console
 
     return err_console()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from arenatui.safe_text import literal
+from arenatui.present.safe_text import literal
 from arenatui.tuning.budgets import Budgets, Recommendation, budgets_of
 
 __all__ = ["SETTINGS", "Budgets", "budgets_for_run", "parse_settings", "print_budgets", "writable"]
@@ -21,8 +21,8 @@ simulated or from a nearby server) is a suggestion for a provider whose real ans
 
 
 def budgets_for_run(run_id: str, db: str | Path | None = None) -> Budgets:
+    from arenatui.results.budgets import budget_evidence
     from arenatui.store import Store
-    from arenatui.store.budget_queries import budget_evidence
 
     with Store(db, read_only=True) as store:
         return budgets_of(budget_evidence(store, run_id))

@@ -1,6 +1,6 @@
 """`arena tune` and `arena sweep`: find each model's optimum with the tuner, or time a matrix at fixed levels.
 
-Both run ordinary stored sweeps (headless, quiet) through `arenatui.sweep.Sweep`, so every call they make
+Both run ordinary stored sweeps (headless, quiet) through `arenatui.session.sweep.Sweep`, so every call they make
 is in the results database like any other run's.
 """
 
@@ -15,11 +15,11 @@ from typing import Any
 
 import anyio
 
-from arenatui.config import load_project
-from arenatui.engine.events import CallFinished, CallRetrying, Event, TunerDecided
-from arenatui.errors import ArenaError
-from arenatui.limits import MAX_CONCURRENCY
+from arenatui.kernel.errors import ArenaError
+from arenatui.kernel.events import CallFinished, CallRetrying, Event, TunerDecided
+from arenatui.kernel.limits import MAX_CONCURRENCY
 from arenatui.plan import Filters
+from arenatui.project import load_project
 from arenatui.stats.percentiles import percentile
 from arenatui.tuning.controller import TunerSettings
 from arenatui.tuning.evidence import LevelEvidence, Verdict, verdict
@@ -79,7 +79,7 @@ class _UntilConclusive:
                     self.progress(f"  {self._made()} · {ro.model_key}: {said}")
         if all(ro.verdict.conclusive for ro in readouts):
             self.stopped = True
-            self.sweep.runner.cancel()
+            self.sweep.control.cancel()
 
 
 def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 400, db: str | Path | None = None,
@@ -91,7 +91,7 @@ def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 400, 
     early once every model's verdict is conclusive (an optimum, a cap, a rate limit). `progress` gets one line per
     tuner decision and per verdict that changed; `live`: a terminal's console, to show the same live progress line
     `arena evaluate` has (calls made of the budget, ETA) under those lines."""
-    from arenatui.sweep import Sweep, SweepOptions
+    from arenatui.session.sweep import Sweep, SweepOptions
 
     proj = load_project(project)
     n_cases = len(proj.cases)
@@ -115,7 +115,7 @@ def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 400, 
         started()
     t0 = time.monotonic()
     if live is not None:
-        from arenatui.headless import run_headless
+        from arenatui.commands.headless import run_headless
 
         anyio.run(lambda: run_headless(sweep, quiet=False, console=live))
     else:
@@ -215,8 +215,8 @@ def sweep_levels(project: str | Path, levels: Sequence[int], *, models: Sequence
                  on_start: Callable[[int, int], None] | None = None) -> LevelSweep:
     """The same matrix at each level, one stored run per level; the verdict over the levels names the knee.
     `on_level(run, i)` is called as each level ends (a progress line)."""
+    from arenatui.session.sweep import Sweep, SweepOptions
     from arenatui.store import Store
-    from arenatui.sweep import Sweep, SweepOptions
 
     bad = [n for n in levels if not 1 <= n <= MAX_CONCURRENCY]
     if not levels or bad:

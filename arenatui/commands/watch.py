@@ -9,11 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from arenatui.errors import ArenaError
-from arenatui.limits import MAX_CONCURRENCY
+from arenatui.kernel.errors import ArenaError
+from arenatui.kernel.limits import MAX_CONCURRENCY
 
 if TYPE_CHECKING:  # the parser is built on every start: the watcher's modules load when a verb runs
-    from arenatui.watch import WatchedLoad, WatchedRun
+    from arenatui.session.watch import WatchedLoad, WatchedRun
 
 EXIT_OK, EXIT_REFUSED = 0, 1
 
@@ -54,14 +54,14 @@ def add_watch_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
 
 
 def _dbs(given: list[str] | None) -> list[Path]:
+    from arenatui.session.watch import shard_paths
     from arenatui.store.db import default_db_path
-    from arenatui.watch import shard_paths
 
     return shard_paths(given) if given else [default_db_path()]
 
 
 def open_watched(db: list[str] | None, run: str) -> WatchedRun | WatchedLoad:
-    from arenatui.watch import open_run
+    from arenatui.session.watch import open_run
 
     return open_run(_dbs(db), run)
 

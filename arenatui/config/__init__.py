@@ -1,6 +1,5 @@
-"""Project configuration: TOML in, validated frozen dataclasses out, TOML back out."""
+"""Project configuration: the validated frozen dataclasses a project is (arenatui.project reads and writes the TOML)."""
 
-from arenatui.config.load import load_project, project_from_dict, project_to_dict
 from arenatui.config.schema import (
     Case,
     Defaults,
@@ -19,7 +18,4 @@ __all__ = [
     "RunSettings",
     "ScorerConfig",
     "SimSettings",
-    "load_project",
-    "project_from_dict",
-    "project_to_dict",
 ]

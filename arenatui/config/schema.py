@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arenatui.engine.events import JUDGE_LANE_PREFIX as JUDGE_LANE_PREFIX  # the vocabulary's; re-exported
-from arenatui.engine.events import VARIANT_SEP as VARIANT_SEP
+from arenatui.kernel.events import JUDGE_LANE_PREFIX as JUDGE_LANE_PREFIX  # the vocabulary's; re-exported
+from arenatui.kernel.events import VARIANT_SEP as VARIANT_SEP
 
 SOLVER_CONCURRENCY: tuple[str, ...] = ("thread", "process", "serial")
 """How a python solver may overlap (arenatui.providers.solver): freely in-process, one trial per worker process,

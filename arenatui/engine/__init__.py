@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from arenatui.engine.events import (
+from arenatui.engine.retry import RetryPolicy
+from arenatui.kernel.events import (
     CallFinished,
     CallResult,
     CallRetrying,
@@ -19,7 +20,6 @@ from arenatui.engine.events import (
     RunPaused,
     RunResumed,
 )
-from arenatui.engine.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from arenatui.engine.runner import Runner

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 import anyio
 
-from arenatui.engine.events import CallStarted, DeclaredLimits, ErrorClass
-from arenatui.errors import ArenaError, AttemptTimedOut, ProviderError
+from arenatui.kernel.errors import ArenaError, AttemptTimedOut, ProviderError
+from arenatui.kernel.events import CallStarted, DeclaredLimits, ErrorClass
 from arenatui.providers.base import Completion, JudgeTask, Provider, Request, build_messages, estimate_tokens
 from arenatui.scoring.judge import judge_messages
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
-from arenatui.engine.events import CallResult, ErrorClass, ReasoningKept
 from arenatui.engine.sealed import MIN_RUN, SealedScrubber
+from arenatui.kernel.events import CallResult, ErrorClass, ReasoningKept
 from arenatui.scoring import verdict
 
 if TYPE_CHECKING:

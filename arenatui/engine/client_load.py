@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 
 import anyio
 
-from arenatui.engine.events import ClientLoadSampled
+from arenatui.kernel.events import ClientLoadSampled
 
 OVERLOAD_CPU = 0.8
 """Fraction of one core above which the client's own work starts to show in the latencies (one event loop)."""

@@ -12,9 +12,9 @@ from typing import NamedTuple, Protocol
 from arenatui.config.schema import Case, Defaults, Repair, ScorerConfig
 from arenatui.engine.call import Call, Results
 from arenatui.engine.chains import Chains
-from arenatui.engine.events import CallFinished, CallResult, CallStarted, Event, JudgeFinished, StepFinished
 from arenatui.engine.judging import JudgeJob
 from arenatui.engine.lanes import Escalation, Lane
+from arenatui.kernel.events import CallFinished, CallResult, CallStarted, Event, JudgeFinished, StepFinished
 from arenatui.plan import Plan, judge_trial
 from arenatui.providers.base import Completion, build_messages
 from arenatui.scoring import Score, verdict

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 
 from arenatui.config.schema import Case, ModelConfig
 from arenatui.engine.call import Call
-from arenatui.engine.events import lane_key as lane_of
 from arenatui.engine.judging import JudgeJob
+from arenatui.kernel.events import lane_key as lane_of
 from arenatui.plan import Plan, judge_trial
 from arenatui.providers.base import Provider
 

@@ -23,7 +23,11 @@ from anyio.abc import TaskGroup
 
 from arenatui.engine.attempt import Failure, attempt, begin, limits
 from arenatui.engine.call import MESSAGE_LIMIT, Call, Results, sealed_output
-from arenatui.engine.events import (
+from arenatui.engine.followups import JUDGE_QUEUED, Answered, follow_ups
+from arenatui.engine.lanes import Escalation, Lane, Scheduler, apply_seeds, bucket_level, calls_to_make, lanes_of, roots
+from arenatui.engine.retry import RetryPolicy
+from arenatui.engine.scored import SCORE_ON_LOOP_S, Scoring
+from arenatui.kernel.events import (
     DEADLINE,
     CallFinished,
     CallResult,
@@ -38,11 +42,7 @@ from arenatui.engine.events import (
     RunResumed,
     RunStatus,
 )
-from arenatui.engine.followups import JUDGE_QUEUED, Answered, follow_ups
-from arenatui.engine.lanes import Escalation, Lane, Scheduler, apply_seeds, bucket_level, calls_to_make, lanes_of, roots
-from arenatui.engine.retry import RetryPolicy
-from arenatui.engine.scored import SCORE_ON_LOOP_S, Scoring
-from arenatui.limits import MAX_CONCURRENCY
+from arenatui.kernel.limits import MAX_CONCURRENCY
 from arenatui.plan import Plan
 from arenatui.providers.base import Provider
 from arenatui.scoring import Score, ScoringSlow

@@ -7,8 +7,8 @@ import os
 import anyio
 
 from arenatui.config.schema import Case, Project
+from arenatui.kernel.threads import in_daemon_thread
 from arenatui.scoring import REGEX_TIMEOUT_S, Score, ScorerSet, ScoringError, ScoringSlow
-from arenatui.threads import in_daemon_thread
 
 SCORE_ON_LOOP_S = 0.02
 """How long a regex scorer may hold the event loop; one that needs longer runs again in a thread, with up

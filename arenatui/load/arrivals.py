@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, TextIO
 
-from arenatui.errors import ConfigError
-from arenatui.wording import plural
+from arenatui.kernel.errors import ConfigError
+from arenatui.kernel.units import plural
 
 ArrivalKind = Literal["constant", "poisson", "gamma", "trace"]
 

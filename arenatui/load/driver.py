@@ -27,10 +27,10 @@ from dataclasses import dataclass
 import anyio
 
 from arenatui.config.schema import Case, Defaults, ModelConfig
-from arenatui.errors import IncompleteStream, ProviderError, RateLimited, TerminalError
-from arenatui.limits import MAX_CONCURRENCY
+from arenatui.kernel.errors import IncompleteStream, ProviderError, RateLimited, TerminalError
+from arenatui.kernel.limits import MAX_CONCURRENCY
 from arenatui.load.arrivals import Arrival, TraceRow, arrival_times, segment_rng
-from arenatui.load.figures import (
+from arenatui.load.metrics import (
     CANCELLED,
     DROP_LATE_S,
     INCOMPLETE_STREAM,

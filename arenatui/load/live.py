@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from arenatui.load.figures import OK, RATE_LIMITED, TIMEOUT, Samples
+from arenatui.load.metrics import OK, RATE_LIMITED, TIMEOUT, Samples
 from arenatui.stats.percentiles import or_nan, percentiles
 
 WINDOW_S = 10.0

@@ -17,32 +17,24 @@ from typing import Any, Protocol
 
 import anyio
 
-from arenatui.config import load_project, project_to_dict
 from arenatui.config.schema import ModelConfig, Project
 from arenatui.engine.client_load import CpuSampler, OverloadTracker
-from arenatui.engine.events import ClientLoadSampled, RunStatus
-from arenatui.errors import ArenaError, ConfigError, unwrap
+from arenatui.kernel.errors import ArenaError, ConfigError, unwrap
+from arenatui.kernel.events import ClientLoadSampled, RunStatus
 from arenatui.load.arrivals import Arrival
 from arenatui.load.driver import LoadPlan, OpenLoopDriver, SegmentStarted
-from arenatui.load.figures import LoadOutcome as LoadOutcome  # re-exported: it lives with the figures now
-from arenatui.load.figures import (
-    LoadRequest,
-    Samples,
-    Slo,
-    Window,
-    compute,
-    mark_saturation,
-    per_segment,
-)
 from arenatui.load.live import WINDOW_S, LoadSnapshot, snapshot
+from arenatui.load.metrics import LoadOutcome as LoadOutcome  # re-exported: it lives with the figures now
+from arenatui.load.metrics import LoadRequest, Samples, Slo, Window, compute, mark_saturation, per_segment
 from arenatui.load.store import request_row, segment_row
 from arenatui.plan import Shard
+from arenatui.project import load_project, project_to_dict
 from arenatui.providers.base import Provider
 from arenatui.providers.registry import make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.live_state import ControlRequest, end_live_state
 from arenatui.store.load_queries import INSERT_LOAD_REQUEST, UPSERT_LOAD_SEGMENT, mark_load_run
-from arenatui.store.shards import finish_shard, record_shard
+from arenatui.store.run_shards import finish_shard, record_shard
 
 RATE_LIMIT_WINDOW_S = 60.0
 """An rpm limit (and every hosted API's) is metered per minute: a shorter segment never exhausts it."""
@@ -172,7 +164,7 @@ class LoadRun:
         self.cpu = CpuSampler(self._on_cpu)
         self.engine: LoadEngine
         if opts.processes > 1:
-            from arenatui.load.shards import ShardSet
+            from arenatui.load.processes import ShardSet
 
             # Each shard's samples go to its own tracker in the ShardSet (interleaved, no streak means anything).
             self.engine = ShardSet(self.plan, project, opts.processes, on_request=self.on_request,
@@ -186,7 +178,7 @@ class LoadRun:
         """(seconds, requests sent) at each snapshot over the last window: the live sent rate."""
         self._snapshot_lock = threading.Lock()
         """The console samples from a worker thread, the live state from the event loop."""
-        from arenatui.live_channel import LiveChannel
+        from arenatui.engine.live_channel import LiveChannel
 
         self.channel = LiveChannel(self.db_path, self.run_id, self.writer, None, lanes=dict, kind="load",
                                    shard=None if opts.shard is None else str(opts.shard),
@@ -215,7 +207,7 @@ class LoadRun:
 
     def _apply_request(self, req: ControlRequest) -> tuple[str, str | None]:
         """A request from another process (arena watch's + and -, arena control --rate): only the rate applies."""
-        from arenatui.limits import MAX_RPM
+        from arenatui.kernel.limits import MAX_RPM
 
         if req.action != "rate":
             return "refused", f"a load run has no {req.action} to change: ask for its offered rate (--rate R)"
@@ -281,7 +273,7 @@ class LoadRun:
         gc.collect()
         gc.freeze()  # as in a sweep: collections scan only what the run allocates
         if self.opts.start_at is not None:  # the barrier: every machine's schedule has its zero at that instant
-            from arenatui.barrier import monotonic_at
+            from arenatui.load.barrier import monotonic_at
 
             self.engine.t0 = monotonic_at(self.opts.start_at)
         try:
@@ -319,7 +311,7 @@ class LoadRun:
                 store.mark_run(self.run_id, status, message)
                 end_live_state(store.conn, self.run_id, status)
                 if self.opts.shard is not None:
-                    from arenatui.barrier import clock_estimate
+                    from arenatui.load.barrier import clock_estimate
 
                     finish_shard(store, self.run_id, status, clock_estimate())
         return status
@@ -331,7 +323,7 @@ MAX_SEGMENTS = 1000
 
 def parse_rates(rate: float | None, rates: str | None, sweep: str | None) -> tuple[float, ...]:
     """--rate R, --rates 1,2,4 or --rate-sweep START:STOP:STEPS (geometric when START>0) into segment rates."""
-    from arenatui.limits import MAX_RPM
+    from arenatui.kernel.limits import MAX_RPM
 
     max_rate = MAX_RPM / 60.0
     given = [n for n, v in (("--rate", rate), ("--rates", rates), ("--rate-sweep", sweep)) if v is not None]

@@ -6,8 +6,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any, cast
 
-from arenatui.engine.events import RunStatus
-from arenatui.load.figures import (
+from arenatui.kernel.events import RunStatus
+from arenatui.load.metrics import (
     OUTCOMES,
     Figures,
     LoadOutcome,
@@ -71,8 +71,8 @@ def stored_outcome_of(db: Path | str, rec: RunRecord) -> LoadOutcome:
     run = compute(samples, windows, slo)
     segs = per_segment(samples, windows, slo)
     sat = mark_saturation(segs) if len(segs) > 1 else None
-    from arenatui.barrier import start_skew_line
-    from arenatui.store.shards import run_shards
+    from arenatui.load.barrier import start_skew_line
+    from arenatui.store.run_shards import run_shards
 
     with Store(db, read_only=True) as store:
         skew = start_skew_line(run_shards(store, rec.run_id))

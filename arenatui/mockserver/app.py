@@ -33,13 +33,13 @@ from typing import Any, Literal
 
 from aiohttp import web
 
-from arenatui.config.load import first_bad_value
 from arenatui.config.schema import Case, MockFaults, ModelConfig, Project, PromptVariant, ScorerConfig
-from arenatui.engine.events import lane_key
+from arenatui.kernel.events import lane_key
+from arenatui.kernel.units import plural
 from arenatui.mockserver.faults import HTTP_TYPES, FaultPicker, Stall, declared_headers, retry_after_headers
+from arenatui.project.read import first_bad_value
 from arenatui.providers.base import JudgeTask
 from arenatui.providers.sim import SimCore, SimOutcome, draw, judge_answer, reasoning_text, uniform
-from arenatui.wording import plural
 
 Wire = Literal["openai", "anthropic"]
 HANG_S = 3600.0

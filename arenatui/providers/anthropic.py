@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arenatui.errors import IncompleteStream, TransientError
+from arenatui.kernel.errors import IncompleteStream, TransientError
 from arenatui.providers.base import Completion, Request
 from arenatui.providers.http import (
     HttpProvider,

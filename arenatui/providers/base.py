@@ -1,7 +1,7 @@
 """The provider contract: what one attempt asks for, what it returns, and how providers are built.
 
 Providers never retry and never sleep on an error: they raise RateLimited, TransientError or
-TerminalError (arenatui.errors) and the engine decides.
+TerminalError (arenatui.kernel.errors) and the engine decides.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numbers
 from typing import NamedTuple, Protocol
 
 from arenatui.config.schema import Case, Defaults, ModelConfig
-from arenatui.engine.events import DeclaredLimits
+from arenatui.kernel.events import DeclaredLimits
 
 __all__ = ["REASONING_CHARS", "Completion", "DeclaredLimits", "JudgeTask", "Provider", "Request", "build_messages",
            "estimate_tokens"]

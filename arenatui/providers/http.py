@@ -24,7 +24,7 @@ import anyio
 import sniffio
 
 from arenatui.config.schema import ModelConfig, RunSettings
-from arenatui.errors import (
+from arenatui.kernel.errors import (
     AttemptTimedOut,
     IncompleteStream,
     ProviderError,
@@ -33,6 +33,8 @@ from arenatui.errors import (
     TerminalError,
     TransientError,
 )
+from arenatui.kernel.redact import redact_urls_in_text, scrub, url_credentials
+from arenatui.kernel.text import one_line
 from arenatui.providers.base import (
     ANSWER_CAP,
     MAX_ANSWER_CHARS,
@@ -46,8 +48,6 @@ from arenatui.providers.base import (
     usage_count,
 )
 from arenatui.providers.transports import Wire, WireResponse, open_wire, resolve
-from arenatui.redact import redact_urls_in_text, scrub, url_credentials
-from arenatui.safe_text import one_line
 
 if TYPE_CHECKING:
     import httpx
@@ -59,7 +59,7 @@ ERROR_BODY_BYTES = 64 * 1024
 SENSITIVE_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie",
                                "x-goog-api-key"})
 
-# ---- secrets: the rules live in arenatui/redact.py (one module for every secret); `scrub` is used here -------
+# ---- secrets: the rules live in arenatui/kernel/redact.py (one module for every secret); `scrub` is used here -------
 
 
 def read_header_env(model: ModelConfig) -> dict[str, str]:

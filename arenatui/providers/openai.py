@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 
-from arenatui.errors import IncompleteStream, TransientError
+from arenatui.kernel.errors import IncompleteStream, TransientError
 from arenatui.providers.base import Completion, Request
 from arenatui.providers.http import (
     TEMPLATE_TOKENS_PER_MESSAGE,

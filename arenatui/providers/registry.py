@@ -56,7 +56,7 @@ def make_provider(model: ModelConfig, run: RunSettings, concurrency_hint: int = 
                   project: Project | None = None) -> Provider:
     """The model's provider (the config check has made sure its kind is registered). Given the `project` the model
     is from, a setup error names the file and the model's key in it (`arena.toml: models[2].api_key_env: ...`)."""
-    from arenatui.errors import ProviderSetupError
+    from arenatui.kernel.errors import ProviderSetupError
 
     try:
         return _SPECS[model.provider].factory(model, run, concurrency_hint)

@@ -21,7 +21,7 @@ import anyio
 import sniffio
 
 from arenatui.config.schema import ModelConfig, SimSettings
-from arenatui.errors import RateLimited, TransientError
+from arenatui.kernel.errors import RateLimited, TransientError
 from arenatui.providers.base import REASONING_CHARS, Completion, JudgeTask, Request, estimate_tokens
 
 _NORMAL = NormalDist()

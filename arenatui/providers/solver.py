@@ -30,16 +30,17 @@ import numbers
 import time
 import traceback
 import types
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
 import anyio
 from anyio.lowlevel import RunVar
 
 from arenatui.config.schema import ModelConfig, RunSettings
-from arenatui.errors import ProviderError, SolverFailed, SolverMisuse
+from arenatui.kernel.errors import ProviderError, SolverFailed, SolverMisuse
+from arenatui.kernel.threads import in_daemon_thread
 from arenatui.providers.base import MAX_ANSWER_CHARS, Completion, Request, capped, estimate_tokens, usage_count
-from arenatui.threads import in_daemon_thread
+from arenatui.providers.solver_answer import Answer, as_answer, summary
 
 
 class TrialContext(NamedTuple):
@@ -67,18 +68,6 @@ class SolverRequest(NamedTuple):
     case_id: str
     trial: int
     attempt: int
-
-
-class Answer(NamedTuple):
-    """A solver's answer with what it knows of its cost; counts left None are estimated from the texts."""
-
-    text: str
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost: float | None = None
-    """Spend the solver reports itself (dollars), added to what the model's prices give for the tokens."""
-    ttft_s: float | None = None
-    """Seconds from the attempt's start to the first token, when the solver streams."""
 
 
 Solver = Callable[[SolverRequest], "Awaitable[str | Answer] | str | Answer"]
@@ -129,13 +118,6 @@ def _is_async(obj: object) -> bool:
     return False
 
 
-def summary(e: BaseException) -> str:
-    """One line for the stored message: the exception's type and its first line, bounded."""
-    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    line = f"{type(e).__name__}: {text}" if text else type(e).__name__
-    return line[:300]
-
-
 def solver_failed(e: BaseException, where: str = "the solver") -> SolverFailed:
     return SolverFailed(f"{where} raised {summary(e)}", "".join(traceback.format_exception(e)))
 
@@ -164,14 +146,6 @@ def _cost(cost: object) -> float | None:
     if isinstance(cost, bool) or not isinstance(cost, numbers.Real) or not 0.0 <= float(cost) < math.inf:
         raise SolverFailed(f"the solver reported cost={cost!r}; expected a finite number of dollars, 0 or more")
     return float(cost) or None
-
-
-def as_answer(out: object) -> object:
-    """A mapping with a "text" key read as an Answer; anything else as it is."""
-    if isinstance(out, Mapping) and "text" in out:
-        return Answer(*(out.get(k, d) for k, d in zip(Answer._fields, (None, *Answer._field_defaults.values()),
-                                                      strict=True)))
-    return out
 
 
 def _prompt_tokens(request: SolverRequest) -> int:

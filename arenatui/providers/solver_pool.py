@@ -26,7 +26,7 @@ from typing import Any
 
 import anyio
 
-from arenatui.errors import RateLimited, SolverFailed, SolverMisuse, TransientError
+from arenatui.kernel.errors import RateLimited, SolverFailed, SolverMisuse, TransientError
 
 Target = tuple[str, str | None, str]
 """(module name, its file or None, the factory's qualified name): enough to import the factory in a worker."""
@@ -81,7 +81,7 @@ def _number(v: Any) -> Any:
 def _reply(out: Any) -> tuple[str, Any]:
     """What a worker sends back: plain types only. An object of a class from the solver's module (a str subclass)
     cannot be unpickled in the parent, where that module may not be importable: said as what the solver returned."""
-    from arenatui.providers.solver import Answer
+    from arenatui.providers.solver_answer import Answer
 
     def odd(v: Any) -> str:
         return f"{type(v).__qualname__} (a str subclass: return str(...))" if isinstance(v, str) else \
@@ -103,7 +103,7 @@ def _reply(out: Any) -> tuple[str, Any]:
 def worker_main(conn: Connection, target: Target) -> None:
     """A worker's life: import the factory once, then answer attempts until told to stop or the parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from arenatui.providers.solver import as_answer, summary
+    from arenatui.providers.solver_answer import as_answer, summary
 
     factory: Any = None
     problem: tuple[str, str, str] | None = None

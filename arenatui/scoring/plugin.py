@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from arenatui.safe_text import printable
+from arenatui.kernel.text import printable
 
 UserScorer = Callable[[Any, str], Any]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from arenatui.engine.events import ErrorClass, Status
+from arenatui.kernel.events import ErrorClass, Status
 from arenatui.scoring.failure_modes import classify
 
 if TYPE_CHECKING:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from arenatui.kernel.units import plural
 from arenatui.stats.bootstrap import (
     Interval,
     cluster_t_interval,
@@ -24,7 +25,6 @@ from arenatui.stats.bootstrap import (
 )
 from arenatui.stats.items import Bools, Floats, Ints, RunResults
 from arenatui.stats.power import PowerNote, is_zero, power_note
-from arenatui.wording import plural
 
 PAIR_RESAMPLES = 2_000
 """One resampling count (and the run's seed, bootstrap.run_seed) for every view of a pair, so `compare`,

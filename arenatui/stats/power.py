@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from arenatui.wording import plural
+from arenatui.kernel.units import plural
 
 POWER = 0.8
 LEVEL = 0.95

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from arenatui.kernel.units import plural
 from arenatui.stats.compare import PairDecision, all_pairs
 from arenatui.stats.items import Bools, RunResults
 from arenatui.stats.power import ZERO
-from arenatui.wording import plural
 
 MIN_SHARE = 0.5
 """A model is ranked when the common set keeps at least this share of the best-covered model's cases."""

@@ -24,16 +24,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from arenatui.stats.bootstrap import Interval, mean_ci, run_seed
+from arenatui.stats.bootstrap import Interval, mean_ci
 from arenatui.stats.compare import LEVEL, N_RESAMPLES, Comparison, holm_adjust, paired_differences
 from arenatui.stats.items import Floats, Ints
-
-if TYPE_CHECKING:
-    from arenatui.store.read import StoredRun
 
 HOLDS, FLIPS, UNDECIDED_IN_SOME, UNDECIDED = "holds", "flips", "undecided in some", "undecided"
 
@@ -241,13 +238,3 @@ def _verdict(a: str, b: str, winners: dict[str, str | None]) -> str:
     if not decided:
         return UNDECIDED
     return HOLDS if all(w is not None for w in winners.values()) else UNDECIDED_IN_SOME
-
-
-def prompt_robustness(run: StoredRun, *, n_resamples: int = N_RESAMPLES, level: float = LEVEL
-                      ) -> PromptRobustness | None:
-    """The prompt-variant analysis of a stored run (its read model's `variants`), or None when the run had no
-    prompt variants: the one function the report and the bake-off page call."""
-    if run.variants is None:
-        return None
-    return analyse_variants(run.variants, n_resamples=n_resamples, level=level,
-                            seed=run_seed(run.plan.record.run_id))

@@ -11,7 +11,7 @@ import json
 import time
 from typing import Any
 
-from arenatui.errors import PlanError
+from arenatui.kernel.errors import PlanError
 from arenatui.store.db import Store
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -10,12 +11,13 @@ import secrets
 import socket
 import sqlite3
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from arenatui.engine.events import (
+from arenatui.kernel.errors import DiskFullError, NoSuchDatabase, PlanError, ReadOnlyDatabase, StoreError
+from arenatui.kernel.events import (
     DEADLINE,
     JUDGE_LANE_PREFIX,
     VARIANT_SEP,
@@ -27,11 +29,11 @@ from arenatui.engine.events import (
     DeclaredLimits,
     JudgeFinished,
     LimitsDeclared,
+    OpenStep,
     StepFinished,
     lane_key,
     split_lane,
 )
-from arenatui.errors import DiskFullError, NoSuchDatabase, PlanError, ReadOnlyDatabase, StoreError
 from arenatui.store.schema import JUDGMENT_COLUMNS, MIGRATIONS, RESULT_COLUMNS
 
 _PLACEHOLDERS = ", ".join("?" for _ in RESULT_COLUMNS)
@@ -208,6 +210,25 @@ def explain_error(path: Path | str, e: sqlite3.Error) -> StoreError:
     return explain(path, getattr(e, "sqlite_errorname", "") or type(e).__name__, str(e))
 
 
+@contextlib.contextmanager
+def sql_errors_explained(path: Path | str | None) -> Iterator[None]:
+    """The one boundary where SQLite's errors become the store's: a `sqlite3.Error` raised inside (a locked, full,
+    corrupt or read-only file) leaves as the `StoreError` that explains it (`path` None: the default database).
+    Every Store method that writes runs under it, and so do the sweep's last write and a saved bake-off decision;
+    what still escapes a command the entry point maps with `sql_error_explained`, so nothing above the store names
+    sqlite3."""
+    try:
+        yield
+    except sqlite3.Error as e:
+        raise explain_error(default_db_path() if path is None else path, e) from None
+
+
+def sql_error_explained(e: BaseException, path: Path | str | None) -> StoreError | None:
+    """`e` as the StoreError that explains it when it is SQLite's (as `sql_errors_explained` maps it), else None:
+    for a caller that must not load the store before an error (the entry point's start-up)."""
+    return explain_error(default_db_path() if path is None else path, e) if isinstance(e, sqlite3.Error) else None
+
+
 def _process_alive(pid: int | None, host: str | None, heartbeat_at: float | None = None) -> bool:
     """Whether the process recorded for a running run still exists; elsewhere, whether its heartbeat is fresh."""
     if pid is None:
@@ -228,7 +249,7 @@ def _process_alive(pid: int | None, host: str | None, heartbeat_at: float | None
 
 
 def default_db_path() -> Path:
-    from arenatui.paths import data_dir
+    from arenatui.kernel.paths import data_dir
 
     return data_dir() / "arena.db"
 
@@ -296,6 +317,10 @@ def _busy_retry(conn: sqlite3.Connection, sql: str) -> None:
             if not busy or time.monotonic() >= deadline:
                 raise
             time.sleep(0.02)
+
+
+Connection = sqlite3.Connection
+"""A database connection, for modules above the store that hold one the store opened (they never import sqlite3)."""
 
 
 def connect_read_only(path: Path | str) -> sqlite3.Connection:
@@ -406,10 +431,8 @@ def _explained(method: Callable[_P, _T]) -> Callable[_P, _T]:
     """A Store method whose SQLite failures (locked, full, corrupt) reach the person as one clear paragraph."""
     @functools.wraps(method)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _T:
-        try:
+        with sql_errors_explained(args[0].path):  # type: ignore[attr-defined]
             return method(*args, **kwargs)
-        except sqlite3.Error as e:
-            raise explain_error(args[0].path, e) from None  # type: ignore[attr-defined]
     return wrapper
 
 
@@ -482,7 +505,7 @@ class Store:
     def create_run(self, project: str, project_path: str | None, config: dict[str, Any], filters: dict[str, Any],
                    planned: int, run_id: str | None = None) -> str:
         """Record a new run; `run_id` names it (`--run-id`: every shard of a run writes the same one)."""
-        from arenatui import __version__
+        from arenatui.kernel import __version__
 
         if run_id is None:
             run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
@@ -655,10 +678,10 @@ class Store:
         return out
 
     @_explained
-    def open_steps(self, run_id: str) -> dict[str, list[tuple[str, int, int, str, str, CallResult]]]:
+    def open_steps(self, run_id: str) -> dict[str, list[OpenStep]]:
         """Per lane, the stored steps of calls with repairs or an escalation whose result is not stored (or was
         cancelled): (case id, trial, step, kind, answered by, the step as a CallResult), for resume to go on."""
-        out: dict[str, list[tuple[str, int, int, str, str, CallResult]]] = {}
+        out: dict[str, list[OpenStep]] = {}
         for row in self.conn.execute(
                 "SELECT s.model_key, s.variant, s.case_id, s.trial, s.step, s.kind, s.answered_by, s.status, s.output, "
                 "s.score, s.passed, s.error_class, s.error_message, s.attempts, s.latency_ms, s.total_ms, "
@@ -671,7 +694,7 @@ class Store:
             key = lane_key(mk, variant)
             r = CallResult(key, cid, int(trial), status, output, score, bool(passed), ec, em, int(att), lat, tot,
                            None, int(i), int(o), float(cost), None, False, t0, t1, None, fm, detail)
-            out.setdefault(key, []).append((cid, int(trial), int(step), kind, by, r))
+            out.setdefault(key, []).append(OpenStep(cid, int(trial), int(step), kind, by, r))
         return out
 
     @_explained
@@ -722,6 +745,7 @@ class Store:
         row = self.conn.execute(f"SELECT {', '.join(RESULT_COLUMNS)} FROM results WHERE {where}", args).fetchone()
         return dict(zip(RESULT_COLUMNS, row, strict=True)) if row else None
 
+    @_explained
     def save_output(self, run_id: str, model_key: str, case_id: str, trial: int, dest: Path) -> int | None:
         """Write one result's whole output to `dest` as UTF-8, a megabyte at a time (never all of it in memory).
         Returns the bytes written, or None when the call has no output (not stored, or errored). `model_key` may be a

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arenatui.errors import ReadOnlyDatabase, StoreError
+from arenatui.kernel.errors import ReadOnlyDatabase, StoreError
 from arenatui.store.db import explain_error, no_such_database, wait_s
 
 LIVE_EVERY_S = 1.0

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arenatui.errors import PlanError, StoreError
+from arenatui.kernel.errors import PlanError, StoreError
 from arenatui.store.db import Store, explain_error
 
 _ROW_TABLES = ("results", "failed_attempts", "judgments", "load_requests", "client_load", "concurrency_changes",

@@ -12,17 +12,13 @@ import itertools
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from arenatui.engine.events import JUDGE_LANE_PREFIX, VARIANT_SEP, lane_key, split_lane
-from arenatui.errors import PlanError
-from arenatui.judge_sample import judge_sample
-from arenatui.stats.items import LatencySample, RunResults, VariantCells
-
-if TYPE_CHECKING:
-    from arenatui.stats.variants import VariantResults
+from arenatui.kernel.errors import PlanError
+from arenatui.kernel.events import JUDGE_LANE_PREFIX, VARIANT_SEP, lane_key, split_lane
+from arenatui.kernel.judge_sample import judge_sample
 from arenatui.store.db import RunRecord, Store
 
 _DEFAULT_TRIALS = 1
@@ -404,18 +400,27 @@ def list_runs(store: Store, limit: int = 50) -> list[RunListing]:
     return out
 
 
-def read_results(store: Store, run: str | RunRecord, *, latency: bool = True) -> RunResults:
-    """A run's results as (model × case) arrays, with errors by class and answered calls' latencies (the plan as
-    stored, never re-validated)."""
-    record = run if isinstance(run, RunRecord) else resolve_run(store, run)
-    plan = run_plan(record)
-    return read_plan_results(store, plan, latency=latency)
+@dataclass(frozen=True, slots=True)
+class CellTotals:
+    """A run's final calls summed per (model, case), in the stored plan's order: the store's record of its results
+    (arenatui.results.runs builds `RunResults` from it). The unscored columns are zeros unless the plan is judged."""
+
+    calls: np.ndarray[Any, Any]
+    scored: np.ndarray[Any, Any]
+    score_sum: np.ndarray[Any, Any]
+    passed: np.ndarray[Any, Any]
+    attempts: np.ndarray[Any, Any]
+    tokens: np.ndarray[Any, Any]
+    cost: np.ndarray[Any, Any]
+    unscored: np.ndarray[Any, Any]
+    unscored_cost: np.ndarray[Any, Any]
+    unscored_tokens: np.ndarray[Any, Any]
+    errors: dict[str, dict[str, int]]
+    """Per model, its errored and unreachable calls by error class."""
 
 
-def read_plan_results(store: Store, plan: RunPlan, *, latency: bool = True,
-                      cluster_by: str | None = None) -> RunResults:
-    """The run's (model × case) arrays; clustered by the cases' `cluster` when any case has one, or by
-    `cluster_by` ('cluster', 'stratum' or 'tag:X', see stats.items.cluster_labels)."""
+def cell_totals(store: Store, plan: RunPlan) -> CellTotals:
+    """The run's (model × case) totals of its final calls, and its errors by class (the plan as stored)."""
     run_id = plan.record.run_id
     models, case_ids = plan.models, tuple(c.id for c in plan.cases)
     m_index = {m: i for i, m in enumerate(models)}
@@ -454,20 +459,14 @@ def read_plan_results(store: Store, plan: RunPlan, *, latency: bool = True,
             f"'unreachable') AND {_FINAL} GROUP BY model_key, error_class", (run_id,)):
         if mk in m_index:
             errors.setdefault(mk, {})[str(ec)] = int(n)
-    # Percentiles need every answered call's time: one read per model by the primary key's (run, model) prefix
-    # (≈ 0.5 s for 1,000,000 calls; a thread beside the GROUP BY measured no faster: both build Python objects).
-    lat = {m: latency_sample(store.conn, run_id, m) for m in models} if latency else {}
-    return RunResults(
-        run_id=run_id, models=models, cases=case_ids, trials=plan.trials, by_variant=_variant_cells(store, plan),
-        strata=tuple(c.stratum for c in plan.cases), tags=tuple(c.tags for c in plan.cases),
-        sealed=np.array([c.sealed for c in plan.cases], dtype=bool), calls=calls, scored=scored, unscored=unscored,
-        score_sum=score_sum, passed=passed, cost=cost, tokens=tokens, attempts=attempts, unscored_cost=unscored_cost,
-        unscored_tokens=unscored_tokens, errors=errors, latency=lat, weights=dict(plan.strata_weights),
-        case_clusters=tuple(c.cluster for c in plan.cases)).clustered_by(cluster_by)
+    return CellTotals(calls, scored, score_sum, passed, attempts, tokens, cost, unscored, unscored_cost,
+                      unscored_tokens, errors)
 
 
-def _variant_cells(store: Store, plan: RunPlan) -> VariantCells | None:
-    """Per (model, variant, case): scored calls, their scores' sum and passes (None without prompt variants)."""
+def variant_totals(store: Store, plan: RunPlan, *, passes: bool = True
+                   ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+    """Per (model, variant, case) in the plan's order: scored calls, their scores' sum and (with `passes`) their
+    passes; None without prompt variants."""
     if not plan.variants:
         return None
     models, variants, case_ids = plan.models, plan.variant_names, tuple(c.id for c in plan.cases)
@@ -475,34 +474,15 @@ def _variant_cells(store: Store, plan: RunPlan) -> VariantCells | None:
     scored = np.zeros((len(models), len(variants), len(case_ids)), np.int64)
     score_sum = np.zeros(scored.shape)
     passed = np.zeros(scored.shape, np.int64)
+    passed_sql = f", SUM(CASE WHEN {SCORED} THEN passed ELSE 0 END)" if passes else ", 0"
     for mk, v, cid, n, total, p in store.conn.execute(
-            f"SELECT model_key, variant, case_id, SUM({SCORED}), TOTAL(CASE WHEN {SCORED} THEN score END), "
-            f"SUM(CASE WHEN {SCORED} THEN passed ELSE 0 END) FROM results WHERE run_id = ? AND {_FINAL} "
+            f"SELECT model_key, variant, case_id, SUM({SCORED}), TOTAL(CASE WHEN {SCORED} THEN score END)"
+            f"{passed_sql} FROM results WHERE run_id = ? AND {_FINAL} "
             "GROUP BY model_key, variant, case_id", (plan.record.run_id,)):
         if mk in mi and v in vi and cid in ci:
             at = (mi[mk], vi[v], ci[cid])
             scored[at], score_sum[at], passed[at] = n, total, p
-    return VariantCells(variants, dict(plan.variants), scored, score_sum, passed)
-
-
-def variant_results(store: Store, plan: RunPlan) -> VariantResults | None:
-    """Per (model, variant, case): calls scored and their scores' sum, for the prompt-variant analysis; None when the
-    run had no prompt variants."""
-    if not plan.variants:
-        return None
-    from arenatui.stats.variants import VariantResults
-
-    models, variants, case_ids = plan.models, plan.variant_names, tuple(c.id for c in plan.cases)
-    mi, vi, ci = ({k: i for i, k in enumerate(keys)} for keys in (models, variants, case_ids))
-    scored = np.zeros((len(models), len(variants), len(case_ids)), np.int64)
-    score_sum = np.zeros(scored.shape)
-    for mk, v, cid, n, total in store.conn.execute(
-            f"SELECT model_key, variant, case_id, SUM({SCORED}), TOTAL(CASE WHEN {SCORED} THEN score END) FROM results "
-            f"WHERE run_id = ? AND {_FINAL} GROUP BY model_key, variant, case_id", (plan.record.run_id,)):
-        if mk in mi and v in vi and cid in ci:
-            scored[mi[mk], vi[v], ci[cid]] = n
-            score_sum[mi[mk], vi[v], ci[cid]] = total
-    return VariantResults(models, variants, case_ids, scored, score_sum, dict(plan.variants))
+    return scored, score_sum, passed
 
 
 @dataclass(frozen=True, slots=True)
@@ -571,15 +551,15 @@ def _fill(rows: list[Any], m_index: dict[str, int], c_index: dict[str, int],
         arr[at] = np.asarray(cols[k + 2], dtype=dtype)[ok]
 
 
-def latency_sample(conn: sqlite3.Connection, run_id: str, model: str) -> LatencySample:
+def latencies(store: Store, run_id: str, model: str) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """One model's answered calls' latencies and TTFTs (ms), read by the primary key's (run, model) prefix.
     Unscored calls are answered: their times count (the judge's do not: they are not in the results table)."""
-    cur = conn.execute(
+    cur = store.conn.execute(
         "SELECT IFNULL(latency_ms, -1.0), IFNULL(ttft_ms, -1.0) FROM results WHERE run_id = ? AND model_key = ? "
         "AND status != 'errored'", (run_id, model))
     flat = np.fromiter(itertools.chain.from_iterable(cur), np.float64)  # NULL arrives as -1: never a real time
     lat, ttft = flat[0::2], flat[1::2]
-    return LatencySample(lat[lat >= 0], ttft[ttft >= 0])
+    return lat[lat >= 0], ttft[ttft >= 0]
 
 
 def call_rows(store: Store, run_id: str, *, models: tuple[str, ...] = (), case_ids: tuple[str, ...] = (),
@@ -931,6 +911,25 @@ def error_messages(store: Store, run_id: str, per_model: int = 3) -> dict[str, l
     """Per model, its most frequent (error class, error message, calls) among errored calls (cancelled ones left
     out), most frequent first: what a dead server or a wrong key actually said."""
     return top_errors(store, run_id, per_model)
+
+
+def budget_rows(store: Store, run_id: str, model_key: str | None = None) -> Iterator[tuple[Any, ...]]:
+    """Every stored call of a run (or of one model), for the max_tokens and timeout_s evidence: model_key, case_id,
+    status, passed, error_class, output_tokens, finish_reason, latency_ms, connect_ms, tokens_estimated,
+    reasoning_tokens."""
+    one, args = ("", (run_id,)) if model_key is None else (" AND model_key = ?", (run_id, model_key))
+    return iter(store.conn.execute(
+        "SELECT model_key, case_id, status, passed, error_class, output_tokens, finish_reason, latency_ms,"
+        " connect_ms, tokens_estimated, reasoning_tokens FROM results WHERE run_id = ?" + one, args))
+
+
+def timed_out_attempts(store: Store, run_id: str, model_key: str | None = None) -> list[tuple[str, int, int, int]]:
+    """Per model, its attempts that timed out: how many, how many of them streamed, and of those how many never saw
+    a first token."""
+    one, args = ("", (run_id,)) if model_key is None else (" AND model_key = ?", (run_id, model_key))
+    return [(str(k), int(n), int(streamed), int(no_token or 0)) for k, n, streamed, no_token in store.conn.execute(
+        "SELECT model_key, COUNT(*), COUNT(stream), SUM(stream IS NOT NULL AND ttft_ms IS NULL)"
+        " FROM failed_attempts WHERE run_id = ? AND error_class = 'timeout'" + one + " GROUP BY model_key", args)]
 
 
 def run_origins(store: Store, run_ids: Sequence[str]) -> dict[str, str]:

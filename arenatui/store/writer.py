@@ -35,7 +35,8 @@ from typing import Any
 
 import anyio
 
-from arenatui.engine.events import (
+from arenatui.kernel.errors import StoreError
+from arenatui.kernel.events import (
     CallFinished,
     CallResult,
     CallRetrying,
@@ -45,7 +46,6 @@ from arenatui.engine.events import (
     StepFinished,
     TunerDecided,
 )
-from arenatui.errors import StoreError
 from arenatui.store.db import (
     EVENT_ROWS,
     HEARTBEAT,

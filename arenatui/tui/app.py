@@ -14,8 +14,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import Theme
 
-from arenatui.engine.events import RunStatus
-from arenatui.sweep import Sweep, stop_signals
+from arenatui.kernel.events import RunStatus
+from arenatui.session.sweep import Sweep, stop_signals
 from arenatui.tui.screens import RunScreen
 from arenatui.tui.screens.dialogs import Confirm
 from arenatui.tui.themes import (

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from rich.style import Style
 from rich.text import Text
 
-from arenatui.engine.events import JUDGE_LANE_PREFIX, split_lane
-from arenatui.figures import money, ms
-from arenatui.safe_text import literal, one_line
+from arenatui.kernel.events import JUDGE_LANE_PREFIX, split_lane
+from arenatui.kernel.text import one_line
+from arenatui.kernel.units import money, ms
+from arenatui.present.safe_text import literal
 from arenatui.store.queries import CallRow, CallStep, FailedAttempt, JudgmentRow
 
 PREVIEW_CHARS = 20_000

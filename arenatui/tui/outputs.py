@@ -4,7 +4,6 @@ results view's case detail alike; what they show is call_text.preview's first PR
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -12,8 +11,8 @@ from typing import Any
 from rich.text import Text
 from textual.app import App
 
-from arenatui.errors import ArenaError
-from arenatui.wording import plural
+from arenatui.kernel.errors import ArenaError
+from arenatui.kernel.units import plural
 
 
 def _file_part(s: str) -> str:
@@ -23,8 +22,8 @@ def _file_part(s: str) -> str:
 def save_outputs(db: Path | str | None, run_id: str, case_id: str, calls: Iterable[tuple[str, int]],
                  folder: Path) -> list[tuple[Path, int]]:
     """Write the whole stored output of each (model, trial) of one case into `folder`, streamed from the database;
-    returns the files written and their sizes (calls with no output are skipped). Raises OSError, sqlite3.Error
-    or ArenaError for the caller to report."""
+    returns the files written and their sizes (calls with no output are skipped). Raises OSError or ArenaError (a
+    StoreError explaining a locked, full or corrupt file) for the caller to report."""
     from arenatui.store import Store
 
     saved: list[tuple[Path, int]] = []
@@ -44,7 +43,7 @@ def ask_save_folder(app: App[Any], run_id: str, *, sealed: bool, then: Callable[
     if sealed:
         app.notify("This case is sealed: its outputs are never shown or exported.", severity="warning", markup=False)
         return
-    from arenatui.paths import data_dir
+    from arenatui.kernel.paths import data_dir
     from arenatui.tui.screens.dialogs import FolderInput
 
     def chosen(folder: str | None) -> None:
@@ -61,7 +60,7 @@ def save_and_tell(app: App[Any], db: Path | str | None, run_id: str, case_id: st
     try:
         folder.mkdir(parents=True, exist_ok=True)
         saved = save_outputs(db, run_id, case_id, calls, folder)
-    except (OSError, sqlite3.Error, ArenaError) as e:  # a read-only folder, a full disk, a locked database
+    except (OSError, ArenaError) as e:  # a read-only folder, a full disk, a locked database
         app.call_from_thread(app.notify, f"Could not save the outputs into {folder}: {e}", severity="error",
                              markup=False)
         return

@@ -2,7 +2,7 @@
 
 The bundled themes live in ``arenatui/data/themes/`` (the one source of truth, shipped as package
 data); the top-level ``themes/`` in a checkout is a symlink to it. Files dropped into
-``arenatui.paths.user_themes_dir()`` are loaded after them and may override a bundled name.
+``arenatui.kernel.paths.user_themes_dir()`` are loaded after them and may override a bundled name.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from textual.app import App
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
-from arenatui.paths import settings_file, user_themes_dir
+from arenatui.kernel.paths import settings_file, user_themes_dir
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "data" / "themes"
 DEFAULT_THEME = "dark"

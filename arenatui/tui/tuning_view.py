@@ -10,17 +10,17 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from arenatui.charts import goodput_by_level
-from arenatui.safe_text import literal
+from arenatui.kernel.units import plural
+from arenatui.present.charts import goodput_by_level
+from arenatui.present.level_figures import fmt_rate, fmt_share
+from arenatui.present.safe_text import literal
 from arenatui.tui.widgets import SPARK
 from arenatui.tuning.controller import Tuner
 from arenatui.tuning.evidence import LevelEvidence
-from arenatui.tuning.figures import fmt_rate, fmt_share
 from arenatui.tuning.levels import ModelReadout
-from arenatui.wording import plural
 
 if TYPE_CHECKING:
-    from arenatui.live import LiveSnapshot
+    from arenatui.session.live import LiveSnapshot
 
 Truncation = tuple[str, int, int | None]
 """A model whose answers hit the token limit: its key, how many did this session, and its max_tokens."""

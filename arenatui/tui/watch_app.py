@@ -17,18 +17,20 @@ from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, RichLog, Static
 
-from arenatui.figures import NOTHING, fit_line, money
-from arenatui.live import LiveSnapshot
-from arenatui.safe_text import literal, one_line
+from arenatui.kernel.text import one_line
+from arenatui.kernel.units import NOTHING, money
+from arenatui.present.columns import fit_line
+from arenatui.present.safe_text import literal
+from arenatui.session.live import LiveSnapshot
+from arenatui.session.watch import WatchedRun
 from arenatui.tui.screens import RunScreen
 from arenatui.tui.screens.run import MODEL_COLUMNS, MODELS_KEYS, RATES_TITLE, FilterInput
 from arenatui.tui.themes import DEFAULT_THEME, STATE_VARIABLES, hide_builtin_themes, load_themes, remembered_theme
 from arenatui.tui.tuning_view import TuningReadout
 from arenatui.tui.widgets import CallMatrix, ModelTable, RatesChart, StatusBar, bar, duration
-from arenatui.watch import WatchedRun
 
 if TYPE_CHECKING:
-    from arenatui.sweep import Sweep
+    from arenatui.session.sweep import Sweep
     from arenatui.tuning.controller import Tuner
 
 

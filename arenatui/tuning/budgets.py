@@ -18,7 +18,7 @@ Answered attempts that came within `NEAR_LIMIT` of the current limit, beside att
 limit is cutting slow-but-valid calls; timed-out attempts that never saw a first byte were probably hung.
 
 Both say "not enough evidence: ..." below `MIN_ANSWERS` answers, like the concurrency optimum. Pure: no store,
-no UI; `arenatui.store.budget_queries` gathers the evidence.
+no UI; `arenatui.results.budgets` gathers the evidence.
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from arenatui.figures import money
-from arenatui.wording import plural
+from arenatui.kernel.units import money, plural
 
 MIN_ANSWERS = 30
 """Answers (passing ones, for max_tokens; answered attempts, for timeout_s) needed before recommending."""
@@ -269,7 +268,7 @@ def below_floor(timeout_s: float) -> str | None:
             "before pointing the project at a hosted provider")
 
 
-# ---- the evidence of one stored run (arenatui.store.budget_queries reads it) --------------------------------
+# ---- the evidence of one stored run (arenatui.results.budgets reads it) --------------------------------
 
 @dataclass(slots=True)
 class ModelBudget:

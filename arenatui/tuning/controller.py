@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, Literal
 
-from arenatui.engine.events import (
+from arenatui.kernel.events import (
     VARIANT_SEP,
     CallFinished,
     CallRetrying,
@@ -50,7 +50,7 @@ from arenatui.engine.events import (
     LimitsDeclared,
     TunerDecided,
 )
-from arenatui.limits import MAX_CONCURRENCY
+from arenatui.kernel.limits import MAX_CONCURRENCY
 from arenatui.tuning.evidence import FLAT, MIN_ANSWERED, MIN_REFUSAL_ATTEMPTS, QUEUE_GROWTH
 from arenatui.tuning.levels import (
     ERROR_SHARE,

@@ -31,9 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from arenatui.engine.events import DeclaredLimits
+from arenatui.kernel.events import DeclaredLimits
+from arenatui.kernel.units import plural
 from arenatui.stats.proportions import wilson_interval
-from arenatui.wording import plural
 
 MIN_ANSWERED = 20
 """Answered calls before a level's goodput counts (its 95% Poisson interval is then within about ±45%)."""

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from arenatui.engine.events import (
+from arenatui.kernel.events import (
     VARIANT_SEP,
     CallFinished,
     CallResult,

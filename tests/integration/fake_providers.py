@@ -14,10 +14,12 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from arenatui.config import Project, project_from_dict
-from arenatui.engine import CallFinished, CallResult, CallRetrying, CallStarted, Event, RetryPolicy, Runner
-from arenatui.errors import ProviderError
+from arenatui.config import Project
+from arenatui.engine import RetryPolicy, Runner
+from arenatui.kernel.errors import ProviderError
+from arenatui.kernel.events import CallFinished, CallResult, CallRetrying, CallStarted, Event
 from arenatui.plan import Plan, make_plan
+from arenatui.project import project_from_dict
 from arenatui.providers.base import Completion, Request
 
 

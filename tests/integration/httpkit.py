@@ -19,8 +19,8 @@ import anyio
 import tomli_w
 
 from arenatui.plan import Filters
+from arenatui.session.sweep import Sweep, SweepOptions
 from arenatui.store import Store
-from arenatui.sweep import Sweep, SweepOptions
 
 FAST_SIM: dict[str, Any] = {"base_latency_s": 0.004, "per_token_s": 0.0002, "jitter": 0.0, "output_tokens": 8,
                             "accuracy": 1.0}

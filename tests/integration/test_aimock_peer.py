@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from httpkit import PROVIDERS, WIRES, run_sweep, start_server, stop_server
 
-from arenatui.engine.events import CallRetrying, CallStarted
+from arenatui.kernel.events import CallRetrying, CallStarted
 
 ROOT = Path(__file__).resolve().parents[2]
 LLMOCK = ROOT / ".peers" / "node_modules" / ".bin" / "llmock"

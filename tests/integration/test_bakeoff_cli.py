@@ -167,7 +167,7 @@ def test_a_database_that_cannot_be_written_still_gets_its_page(bakeoff: Bakeoff,
     modes do not stop: SQLite's read-only refusal is stood in for where it would come.)"""
     import arenatui.store as store_mod
     import arenatui.store.bakeoff_queries as bq
-    from arenatui.errors import ReadOnlyDatabase
+    from arenatui.kernel.errors import ReadOnlyDatabase
 
     db = tmp_path / "shared.sqlite"
     # copied through SQLite: a plain file copy opens and closes the file in this process, which drops the POSIX

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 import arenatui
-from arenatui.errors import ConfigError
+from arenatui.kernel.errors import ConfigError
 
 CASES = (
     arenatui.Case(id="plan", input="make a plan", expected="PLAN"),
@@ -148,7 +148,7 @@ def test_an_episode_is_forgotten_once_its_chain_has_ended() -> None:
 
 
 def test_a_chained_project_is_not_sharded(tmp_path: Path) -> None:
-    from arenatui.errors import PlanError
+    from arenatui.kernel.errors import PlanError
     from arenatui.plan import Filters, Shard, make_plan
 
     project = arenatui.Project(name="c", path=tmp_path / "arena.toml", models=(arenatui.Model(key="m"),),
@@ -162,7 +162,7 @@ def test_a_broken_chain_counts_each_unreachable_call_once(tmp_path: Path) -> Non
     whole chain below at once; the unreachable calls' own results went back through the chain bookkeeping, which
     had forgotten the finished episode, and decided `merge` unreachable a second time."""
     from arenatui.api import _validated
-    from arenatui.sweep import Sweep, SweepOptions
+    from arenatui.session.sweep import Sweep, SweepOptions
 
     async def go() -> Any:
         sweep = Sweep(SweepOptions(project=_validated(_project(tmp_path, [], broken=True)), db=tmp_path / "r.db"))

@@ -126,7 +126,7 @@ def test_init_writes_a_project_that_loads_and_runs(tmp_path: Path, capsys: pytes
     d = tmp_path / "proj"
     assert main(["init", str(d)]) == 0
     capsys.readouterr()
-    from arenatui.config import load_project
+    from arenatui.project import load_project
 
     proj = load_project(d)
     assert len(proj.models) >= 1 and len(proj.cases) >= 1

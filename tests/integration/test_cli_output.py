@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from arenatui.figures import score
+from arenatui.kernel.units import score
 
 MODELS = ("sim-large-instruct-2026", "sim-limited", "sim-small")
 """A long name among them: at 80 columns it is the first thing a squeezed table cut."""

@@ -28,8 +28,8 @@ from realservers import (
     servers,
 )
 
-from arenatui.config import load_project
-from arenatui.errors import RateLimited
+from arenatui.kernel.errors import RateLimited
+from arenatui.project import load_project
 from arenatui.providers.base import Completion, Request, build_messages
 from arenatui.providers.registry import make_provider
 

@@ -101,7 +101,7 @@ def test_report_json_carries_the_coverage_fair_ranking(tmp_path: Path, capsys: p
     assert main(["report", run, "--db", str(db)]) == 0
     md = capsys.readouterr().out
     # the report's leaderboard has the console's and the headless table's columns (figures.LEADERBOARD)
-    from arenatui.figures import LEADERBOARD
+    from arenatui.present.columns import LEADERBOARD
 
     assert "| # | " + " | ".join(c.title for c in LEADERBOARD) + " |" in md
     assert "every ranked model has scores for" in md

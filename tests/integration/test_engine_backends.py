@@ -15,13 +15,14 @@ import sniffio
 from fake_providers import GatedProvider, ScriptedProvider, project, runner, wait_until
 from httpkit import PROVIDERS, MockServerProcess, write_project
 
-from arenatui.engine import CallFinished, ConcurrencyChanged, RetryPolicy, RunFinished
-from arenatui.errors import RateLimited, TransientError
+from arenatui.engine import RetryPolicy
+from arenatui.kernel.errors import RateLimited, TransientError
+from arenatui.kernel.events import CallFinished, ConcurrencyChanged, RunFinished
 from arenatui.plan import Filters
 from arenatui.providers.base import Request
 from arenatui.providers.registry import make_provider
+from arenatui.session.sweep import Sweep, SweepOptions
 from arenatui.store import Store
-from arenatui.sweep import Sweep, SweepOptions
 
 pytestmark = pytest.mark.anyio
 

@@ -19,14 +19,15 @@ from fake_providers import Recorder, ScriptedProvider, SleepyProvider, project, 
 
 import arenatui.engine.scored as scored_mod
 import arenatui.scoring.scorers as scorers_mod
-from arenatui.config import project_from_dict
-from arenatui.engine import CallFinished, CallRetrying, CallStarted, ConcurrencyChanged, RetryPolicy
+from arenatui.engine import RetryPolicy
 from arenatui.engine.sealed import REDACTED
-from arenatui.errors import RateLimited, TerminalError, TransientError
-from arenatui.limits import MAX_CONCURRENCY
-from arenatui.live import LiveMetrics
+from arenatui.kernel.errors import RateLimited, TerminalError, TransientError
+from arenatui.kernel.events import CallFinished, CallRetrying, CallStarted, ConcurrencyChanged
+from arenatui.kernel.limits import MAX_CONCURRENCY
 from arenatui.plan import make_plan
+from arenatui.project import project_from_dict
 from arenatui.providers.base import Request
+from arenatui.session.live import LiveMetrics
 
 CATASTROPHIC = "(L+)+X"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 from fake_providers import GatedProvider, ScriptedProvider, SleepyProvider, project, runner, wait_until
 
-from arenatui.engine import CallFinished, ConcurrencyChanged, RunFinished
+from arenatui.kernel.events import CallFinished, ConcurrencyChanged, RunFinished
 from arenatui.plan import make_plan
 from arenatui.store import Store
 

@@ -13,8 +13,9 @@ import time
 import anyio
 from fake_providers import Recorder, ScriptedProvider, project, runner
 
-from arenatui.engine import CallRetrying, RetryPolicy, RunFinished
-from arenatui.errors import RateLimited, TerminalError, TransientError
+from arenatui.engine import RetryPolicy
+from arenatui.kernel.errors import RateLimited, TerminalError, TransientError
+from arenatui.kernel.events import CallRetrying, RunFinished
 from arenatui.providers.base import Request
 
 

@@ -12,7 +12,7 @@ import pytest
 import tomli_w
 
 from arenatui.cli import main
-from arenatui.safe_text import spreadsheet_cell
+from arenatui.kernel.text import spreadsheet_cell
 
 EVIL = "=cmd|' /C calc'!A0"
 
@@ -42,7 +42,7 @@ def test_a_formula_start_after_a_line_break_is_neutralised(cell: str, want: str)
 def test_a_bare_carriage_return_is_quoted_so_no_reader_starts_a_row_there() -> None:
     """csv quotes only the characters of its line terminator ("\n"): a bare CR went out unquoted, and a reader
     splitting rows at CR started a new row with a live formula."""
-    from arenatui.safe_text import SpreadsheetCsv
+    from arenatui.kernel.text import SpreadsheetCsv
 
     for raw in (False, True):
         out = io.StringIO()

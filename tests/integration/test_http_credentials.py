@@ -21,10 +21,10 @@ import tomli_w
 from httpkit import MockServerProcess
 
 from arenatui.cli import main
-from arenatui.engine.events import CallFinished
-from arenatui.errors import ConfigError
+from arenatui.kernel.errors import ConfigError
+from arenatui.kernel.events import CallFinished
+from arenatui.session.sweep import Sweep, SweepOptions
 from arenatui.store import Store
-from arenatui.sweep import Sweep, SweepOptions
 
 USER_PW = "alice:pw-9f3kq"  # short and plain: only the URL rules and the known-value scrub can catch it
 HEADER_SECRET = "hdr-canary-7d2p"

@@ -24,7 +24,7 @@ from httpkit import (
     run_sweep,
 )
 
-from arenatui.engine.events import CallRetrying, CallStarted
+from arenatui.kernel.events import CallRetrying, CallStarted
 from arenatui.store import Store
 
 
@@ -117,7 +117,7 @@ def test_a_timeout_tells_a_hung_stream_from_a_slow_one(mock_server: MockServerPr
                                                        wire: str) -> None:
     """Issue 27: a streamed attempt cut by its timeout records whether its first token had come (slow) or not
     (probably hung); a non-streamed one cannot tell, and timeout_s's evidence says nothing rather than guess."""
-    from arenatui.store.budget_queries import budget_evidence
+    from arenatui.results.budgets import budget_evidence
 
     hung = [f"{p}-hang" for p in PROVIDERS]
     slow = [f"{p}-slow-stream" for p in PROVIDERS]

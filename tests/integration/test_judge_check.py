@@ -139,7 +139,7 @@ def test_the_judge_check_over_http_reads_the_mock_servers_verdict_lines(tmp_path
 
 
 def test_known_verdicts_are_stored_with_a_run_and_read_back(tmp_path: Path) -> None:
-    from arenatui.config import load_project, project_from_dict, project_to_dict
+    from arenatui.project import load_project, project_from_dict, project_to_dict
 
     p = load_project(write(tmp_path, n=2, scale="pass/fail"))
     back = project_from_dict(project_to_dict(p), p.path)

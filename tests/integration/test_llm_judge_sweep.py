@@ -10,10 +10,10 @@ from typing import Any
 import anyio
 import pytest
 
-from arenatui.engine.events import CallStarted, Event, JudgeFinished
+from arenatui.kernel.events import CallStarted, Event, JudgeFinished
 from arenatui.plan import judge_lane
 from arenatui.providers.base import Completion, Request
-from arenatui.sweep import Sweep, SweepOptions
+from arenatui.session.sweep import Sweep, SweepOptions
 
 PROJECT = """
 [project]
@@ -298,9 +298,9 @@ def test_a_model_that_answers_and_judges_keeps_its_cap_across_both_lanes(tmp_pat
 
 
 def test_the_judge_gets_the_rubric_under_its_own_system_prompt_not_the_candidates(tmp_path: Path) -> None:
-    from arenatui.config import load_project
     from arenatui.engine.runner import Runner
     from arenatui.plan import make_plan
+    from arenatui.project import load_project
     from arenatui.providers.base import Completion
     from arenatui.providers.sim import SimProvider
 
@@ -393,9 +393,9 @@ class _QuotingJudge:
 
 
 def _judged_by(tmp_path: Path, judge: object) -> dict[str, tuple[str, str | None]]:
-    from arenatui.config import load_project
     from arenatui.engine.runner import Runner
     from arenatui.plan import make_plan
+    from arenatui.project import load_project
     from arenatui.providers.sim import SimProvider
 
     plan = make_plan(load_project(write(tmp_path, sample="1.0", n_cases=6)))

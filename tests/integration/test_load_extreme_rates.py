@@ -15,11 +15,11 @@ import anyio
 import pytest
 from test_load_runs import project
 
-from arenatui.config import load_project
 from arenatui.load.arrivals import Arrival
 from arenatui.load.driver import DEFAULT_MAX_IN_FLIGHT, LoadPlan, OpenLoopDriver
-from arenatui.load.figures import LoadRequest
+from arenatui.load.metrics import LoadRequest
 from arenatui.load.store import stored_figures
+from arenatui.project import load_project
 from arenatui.providers.base import Completion, Request
 
 
@@ -126,7 +126,7 @@ def test_show_after_sigkill_measures_the_time_the_run_covered(tmp_path: Path,
     finally:
         p.send_signal(signal.SIGKILL)
         p.wait()
-    from arenatui.load.report import stored_outcome
+    from arenatui.commands.load_report import stored_outcome
 
     _, outcome = stored_outcome(db, "last")
     figures = outcome.run

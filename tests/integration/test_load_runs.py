@@ -311,7 +311,7 @@ def test_a_stopped_run_measures_until_the_stop(tmp_path: Path) -> None:
 
 
 def test_warnings_for_a_short_metered_run_and_a_busy_client(tmp_path: Path) -> None:
-    from arenatui.engine.events import ClientLoadSampled
+    from arenatui.kernel.events import ClientLoadSampled
 
     r = LoadRun(LoadOptions(project(tmp_path, sim={**SIM, "rpm": 600}), (5.0,), 30.0, db=tmp_path / "d"))
     try:
@@ -326,8 +326,8 @@ def test_warnings_for_a_short_metered_run_and_a_busy_client(tmp_path: Path) -> N
 
 def test_no_window_warning_for_an_unmetered_sim_a_local_server_or_a_long_segment(tmp_path: Path) -> None:
     """The warning speaks of an rpm limit: only where one exists (a hosted API) or is declared (rpm, tpm)."""
-    from arenatui.config import load_project
     from arenatui.load.run import rate_limit_warning
+    from arenatui.project import load_project
 
     def model(**m: Any) -> Any:
         return load_project(project(tmp_path, **m)).models[0]

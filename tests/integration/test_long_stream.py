@@ -12,7 +12,7 @@ import pytest
 import tomli_w
 from httpkit import PROVIDERS, WIRES, start_server, stop_server
 
-from arenatui.config import load_project
+from arenatui.project import load_project
 from arenatui.providers.base import Completion, Request, build_messages
 from arenatui.providers.registry import make_provider
 

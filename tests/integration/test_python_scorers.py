@@ -63,7 +63,7 @@ def test_hung_calls_are_bounded_then_the_scorer_is_not_called_again(tmp_path: Pa
 
 
 def test_the_default_timeout_is_ten_seconds(tmp_path: Path) -> None:
-    from arenatui.config import load_project
+    from arenatui.project import load_project
 
     p = tmp_path / "arena.toml"
     p.write_text('[project]\nname = "p"\n[[models]]\nkey = "m"\nprovider = "sim"\n[[scorers]]\nname = "mine"\n'

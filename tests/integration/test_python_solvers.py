@@ -19,7 +19,7 @@ import anyio.lowlevel
 import pytest
 
 import arenatui
-from arenatui.errors import ConfigError, SolverMisuse
+from arenatui.kernel.errors import ConfigError, SolverMisuse
 
 
 def _cases(n: int, expected: str = "ok") -> tuple[arenatui.Case, ...]:

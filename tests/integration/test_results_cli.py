@@ -425,7 +425,7 @@ def test_a_run_with_nothing_stored_still_reports_and_exports(tmp_path: Path,
 
 def test_compare_draws_the_results_views_histogram(run_db: tuple[Path, str],
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    """One histogram for the CLI and the console (arenatui.charts): zero and the interval marked on its axis."""
+    """One histogram for the CLI and the console (arenatui.present.charts): zero and the interval marked on its axis."""
     db, _ = run_db
     code, out, _ = _run(capsys, "compare", "last", "--a", "weak", "--b", "twin", "--db", str(db))
     assert code == 0
@@ -479,7 +479,7 @@ def test_report_at_80_columns_compares_every_model_in_the_strata_table(run_db: t
     from rich.console import Console
 
     from arenatui.commands.report import build_report, render
-    from arenatui.terminal import print_markdown
+    from arenatui.present.terminal import print_markdown
 
     db, run_id = run_db
     with Store(db, read_only=True) as store:

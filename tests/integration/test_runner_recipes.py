@@ -16,7 +16,7 @@ import pytest
 import tomli_w
 
 from arenatui.store import Store
-from arenatui.store.shards import run_shards
+from arenatui.store.run_shards import run_shards
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

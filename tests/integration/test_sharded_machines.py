@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 import tomli_w
 
-from arenatui.barrier import worst_start
 from arenatui.cli import main
-from arenatui.load.figures import Samples, compute
-from arenatui.load.files import figures_dict
-from arenatui.load.report import stored_outcome
+from arenatui.commands.load_files import figures_dict
+from arenatui.commands.load_report import stored_outcome
+from arenatui.load.barrier import worst_start
+from arenatui.load.metrics import Samples, compute
 from arenatui.load.store import stored_run
 from arenatui.store import Store
-from arenatui.store.shards import run_shards
+from arenatui.store.run_shards import run_shards
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 3

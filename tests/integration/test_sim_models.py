@@ -9,9 +9,9 @@ from pathlib import Path
 import anyio
 from fake_providers import Recorder, project
 
-from arenatui.config import load_project
 from arenatui.engine import Runner
 from arenatui.plan import make_plan
+from arenatui.project import load_project
 from arenatui.providers.sim import SimProvider
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,7 +24,7 @@ def _sweep(seed: int) -> dict[tuple[str, str, int], tuple[str | None, float | No
     rec = Recorder()
     # no rate-limited model here: its 429s depend on timing, the answers must not
     models = [m for m in plan.models if m.sim.rpm is None and m.sim.max_concurrent is None]
-    plan.models = tuple(models)
+    plan = dataclasses.replace(plan, models=tuple(models))
     provs = {}
     for m in models:
         fast = dataclasses.replace(m.sim, base_latency_s=0.0, per_token_s=0.0)

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from arenatui.cli import main
-from arenatui.config import project_from_dict, project_to_dict
 from arenatui.plan import Filters, judged_case_ids, make_plan
+from arenatui.project import project_from_dict, project_to_dict
 from arenatui.store.db import RunRecord
 from arenatui.store.queries import stored_plan
 

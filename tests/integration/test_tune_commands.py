@@ -230,9 +230,9 @@ def test_a_tiny_budget_never_climbs_past_what_its_calls_left_can_fill(proj: Path
     end) and moves to no level they cannot fill four times, so it never reaches the limit nor pays a retry."""
     import anyio
 
-    from arenatui.engine.events import CallFinished, Event
+    from arenatui.kernel.events import CallFinished, Event
     from arenatui.plan import Filters
-    from arenatui.sweep import Sweep, SweepOptions
+    from arenatui.session.sweep import Sweep, SweepOptions
 
     attempts: list[int] = []
 

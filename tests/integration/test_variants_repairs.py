@@ -23,11 +23,11 @@ from httpkit import FAST_SIM, start_server, stop_server
 
 import arenatui
 from arenatui.config.schema import PromptVariant, Repair, SimSettings
+from arenatui.results.read import prompt_robustness, read_run
 from arenatui.stats import compare_models, leaderboard, rank_models
-from arenatui.stats.variants import FLIPS, prompt_robustness
+from arenatui.stats.variants import FLIPS
 from arenatui.store import Store
 from arenatui.store.queries import follow_ups
-from arenatui.store.read import read_run
 
 REPAIR_MSG = "Not valid JSON ({error}). Reply with JSON only."
 SIM = {"base_latency_s": 0.0, "per_token_s": 0.0, "jitter": 0.0}

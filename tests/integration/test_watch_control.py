@@ -23,8 +23,8 @@ from watched_run import (
     write_project,
 )
 
+from arenatui.session.watch import WatchedRun, shard_paths
 from arenatui.store.live_state import STALE_S, LaneLive, LiveState
-from arenatui.watch import WatchedRun, shard_paths
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="signals, process groups")
 
@@ -196,7 +196,7 @@ def test_control_that_cannot_write_the_database_says_so(tmp_path: Path, monkeypa
 def test_a_running_load_run_is_watched_and_its_rate_changed(tmp_path: Path) -> None:
     """Item 5: arena watch on a running `arena load` reads the figures its process publishes; a rate request
     starts a new segment at the asked rate; a sweep's request is refused with why."""
-    from arenatui.watch import WatchedLoad, open_run
+    from arenatui.session.watch import WatchedLoad, open_run
 
     project = write_project(tmp_path, cases=5, latency=0.05)
     db = tmp_path / "load.db"

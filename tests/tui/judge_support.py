@@ -12,7 +12,7 @@ from typing import Any
 
 import tomli_w
 
-from arenatui.engine.events import (
+from arenatui.kernel.events import (
     CallFinished,
     CallResult,
     CallRetrying,
@@ -22,9 +22,9 @@ from arenatui.engine.events import (
     JudgeFinished,
     RunFinished,
 )
-from arenatui.live import LiveMetrics, judge_lanes
 from arenatui.plan import judge_trial
-from arenatui.sweep import Sweep, SweepOptions
+from arenatui.session.live import LiveMetrics, judge_lanes
+from arenatui.session.sweep import Sweep, SweepOptions
 
 from .support import FrozenClock
 

@@ -15,8 +15,8 @@ from typing import Any
 import anyio
 import tomli_w
 
+from arenatui.session.sweep import Sweep, SweepOptions
 from arenatui.store import Store
-from arenatui.sweep import Sweep, SweepOptions
 
 RUN_ID = "20260101-120000-test"
 OLD_RUN_ID = "20251231-120000-test"

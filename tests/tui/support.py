@@ -7,7 +7,7 @@ from typing import Any
 
 import tomli_w
 
-from arenatui.engine.events import (
+from arenatui.kernel.events import (
     CallFinished,
     CallResult,
     CallRetrying,
@@ -16,9 +16,9 @@ from arenatui.engine.events import (
     Event,
     RunFinished,
 )
-from arenatui.live import LiveMetrics
+from arenatui.session.live import LiveMetrics
+from arenatui.session.sweep import Sweep, SweepOptions
 from arenatui.store.queries import CallRow
-from arenatui.sweep import Sweep, SweepOptions
 
 INJECTIONS = (
     "[bold red]x[/]", "[/", "[b", "[link=https://example.com]y[/link]", "[@click=app.quit]",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from arenatui.engine.events import ClientLoadSampled
+from arenatui.kernel.events import ClientLoadSampled
 from arenatui.tui.app import ArenaApp
 from arenatui.tui.widgets import StatusBar
 

@@ -8,7 +8,7 @@ import pytest
 from textual.widgets import Input, RichLog
 
 from arenatui.cli import main
-from arenatui.engine.events import CallRetrying, CallStarted
+from arenatui.kernel.events import CallRetrying, CallStarted
 from arenatui.tui.app import ArenaApp
 
 from .support import scripted_sweep

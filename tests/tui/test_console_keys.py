@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, RichLog
 
-from arenatui.sweep import Sweep
+from arenatui.session.sweep import Sweep
 from arenatui.tui.app import ArenaApp
 from arenatui.tui.screens import CallDetail, RunScreen
 from arenatui.tui.screens.dialogs import Confirm, Help
@@ -209,8 +209,8 @@ def test_headless_leaderboard_explains_its_figures() -> None:
 
 def test_a_resumed_run_shows_its_stored_figures_not_zeros(tmp_path: Path) -> None:
     """Issue 10/12: `arena run --resume ID` showed spend $0.0000, retries 0 and empty latency columns."""
+    from arenatui.session.sweep import SweepOptions
     from arenatui.store import Store
-    from arenatui.sweep import SweepOptions
 
     from .support import _result, sim_project
 
@@ -231,7 +231,7 @@ def test_a_resumed_run_shows_its_stored_figures_not_zeros(tmp_path: Path) -> Non
 
 
 async def test_matrix_and_model_table_follow_the_cursor_when_models_outnumber_rows(tmp_path: Path) -> None:
-    from arenatui.sweep import SweepOptions
+    from arenatui.session.sweep import SweepOptions
 
     from .support import sim_project
 

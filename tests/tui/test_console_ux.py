@@ -83,7 +83,7 @@ async def test_a_models_row_detail_says_its_most_common_error(tmp_path: Path) ->
 
     from textual.widgets import Static
 
-    from arenatui.sweep import Sweep, SweepOptions
+    from arenatui.session.sweep import Sweep, SweepOptions
 
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))

@@ -13,10 +13,10 @@ from rich.text import Text
 from textual.css.query import NoMatches
 from textual.widgets import Input, Static
 
-from arenatui.limits import MAX_CONCURRENCY
-from arenatui.paths import data_dir
+from arenatui.kernel.limits import MAX_CONCURRENCY
+from arenatui.kernel.paths import data_dir
+from arenatui.session.sweep import Sweep, SweepOptions
 from arenatui.store import Store
-from arenatui.sweep import Sweep, SweepOptions
 from arenatui.tui.app import ArenaApp
 from arenatui.tui.screens import CallDetail, ValueInput
 from arenatui.tui.screens.detail import PREVIEW_CHARS

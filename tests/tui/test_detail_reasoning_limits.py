@@ -11,9 +11,9 @@ import pytest
 from textual.css.query import NoMatches
 from textual.widgets import Static
 
-from arenatui.engine.events import DeclaredLimits, LimitsDeclared, ReasoningKept
+from arenatui.kernel.events import DeclaredLimits, LimitsDeclared, ReasoningKept
+from arenatui.session.sweep import Sweep, SweepOptions
 from arenatui.store import Store
-from arenatui.sweep import Sweep, SweepOptions
 from arenatui.tui.app import ArenaApp
 from arenatui.tui.screens import CallDetail
 
@@ -55,8 +55,8 @@ async def test_the_detail_shows_reasoning_apart_and_the_declared_limits(tmp_path
 
 
 def test_a_model_snapshot_gives_reasoning_tokens_per_call_and_their_share_of_spend() -> None:
-    from arenatui.engine.events import CallFinished
-    from arenatui.live import LiveMetrics
+    from arenatui.kernel.events import CallFinished
+    from arenatui.session.live import LiveMetrics
 
     live = LiveMetrics(["r", "plain"], ["c1", "c2"], 1, clock=lambda: 100.0)
     for case, rtok in (("c1", 600), ("c2", 200)):  # 800 reasoning of 1,000 output tokens, over 2 calls
@@ -72,7 +72,7 @@ def test_a_model_snapshot_gives_reasoning_tokens_per_call_and_their_share_of_spe
 
 async def test_the_model_table_shows_a_reasoning_models_tokens_per_call_and_share_of_spend(tmp_path: Path,
                                                                                           ) -> None:
-    from arenatui.engine.events import CallFinished
+    from arenatui.kernel.events import CallFinished
     from arenatui.tui.widgets import ModelTable
 
     from .support import scripted_sweep
@@ -96,7 +96,7 @@ async def test_the_model_table_shows_a_reasoning_models_tokens_per_call_and_shar
 def test_the_results_leaderboard_has_a_reasoning_column_only_when_some_model_reasoned() -> None:
     from types import SimpleNamespace
 
-    from arenatui.figures import NOTHING
+    from arenatui.kernel.units import NOTHING
     from arenatui.store.queries import ReasoningUsage
     from arenatui.tui.results.leaderboard import leaderboard_columns
 

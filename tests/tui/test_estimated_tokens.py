@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from arenatui.cli import main
-from arenatui.engine.events import CallFinished
-from arenatui.live import LiveMetrics, StoredResult
+from arenatui.kernel.events import CallFinished
+from arenatui.session.live import LiveMetrics, StoredResult
 from arenatui.store import Store
 from arenatui.tui.app import ArenaApp
 from arenatui.tui.widgets import StatusBar

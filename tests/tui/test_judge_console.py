@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from arenatui.engine.events import JudgeFinished
-from arenatui.headless import _stats
-from arenatui.live import UNSCORED
+from arenatui.commands.headless import _stats
+from arenatui.kernel.events import JudgeFinished
 from arenatui.plan import judge_trial
+from arenatui.session.live import UNSCORED
 from arenatui.store import Store
 from arenatui.store.db import JUDGED, UPSERT_JUDGMENT, judgment_rows
 from arenatui.store.queries import JudgmentRow
@@ -184,7 +184,7 @@ def test_headless_progress_counts_the_judge_calls(tmp_path: Path) -> None:
 def test_a_resumed_judged_run_shows_its_unscored_answers_and_judge_lane(tmp_path: Path, retry_errored: bool) -> None:
     """Resume preloads the judge lane from the judgments table, unscored answers as unscored, and (with
     --retry-errored) a judge_error answer as awaiting its judge again, not as queued or errored."""
-    from arenatui.sweep import Sweep, SweepOptions
+    from arenatui.session.sweep import Sweep, SweepOptions
 
     from .judge_support import judge_project
 

@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Select, Static, TabbedContent
 from textual.worker import WorkerCancelled
 
 from arenatui.cli import main
+from arenatui.present.wording import LEADERBOARD_NOTE
 from arenatui.stats import Comparison
 from arenatui.store import Store
 from arenatui.tui.browse import BrowseApp
@@ -22,7 +23,6 @@ from arenatui.tui.results.compare import CompareTab
 from arenatui.tui.results.detail import CaseDetail, ModelDetail
 from arenatui.tui.results.leaderboard import LeaderboardTab
 from arenatui.tui.results.screen import Results
-from arenatui.wording import LEADERBOARD_NOTE
 
 from .results_support import OLD_RUN_ID, RUN_ID, copy_db, f1_db
 from .support import INJECTIONS

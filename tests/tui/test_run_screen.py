@@ -9,9 +9,9 @@ import anyio
 import pytest
 from textual.widgets import Static
 
+from arenatui.session.sweep import Sweep, SweepOptions
 from arenatui.store import Store
 from arenatui.store.queries import call_details
-from arenatui.sweep import Sweep, SweepOptions
 from arenatui.tui.app import ArenaApp
 from arenatui.tui.screens import CallDetail, RunScreen, concurrency_step
 from arenatui.tui.widgets import CallMatrix, StatusBar

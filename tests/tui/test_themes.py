@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from arenatui.paths import user_themes_dir
-from arenatui.sweep import Sweep, SweepOptions
+from arenatui.kernel.paths import user_themes_dir
+from arenatui.session.sweep import Sweep, SweepOptions
 from arenatui.tui.app import ArenaApp
 from arenatui.tui.themes import BUNDLED_DIR, STATE_VARIABLES, load_themes, remembered_theme
 from arenatui.tui.widgets import StatusBar

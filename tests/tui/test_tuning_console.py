@@ -7,8 +7,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from arenatui.session.sweep import Sweep, SweepOptions
 from arenatui.store import Store
-from arenatui.sweep import Sweep, SweepOptions
 from arenatui.tui.app import ArenaApp
 from arenatui.tui.tuning_view import TuningReadout
 

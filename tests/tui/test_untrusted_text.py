@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from arenatui.engine.events import CallFinished, CallRetrying, CallStarted
+from arenatui.kernel.events import CallFinished, CallRetrying, CallStarted
+from arenatui.session.sweep import Sweep, SweepOptions
 from arenatui.store import Store
-from arenatui.sweep import Sweep, SweepOptions
 from arenatui.tui.app import ArenaApp
 from arenatui.tui.screens import CallDetail, Results
 

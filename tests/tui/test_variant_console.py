@@ -9,8 +9,8 @@ import anyio
 import pytest
 import tomli_w
 
+from arenatui.session.sweep import Sweep, SweepOptions
 from arenatui.store import Store
-from arenatui.sweep import Sweep, SweepOptions
 from arenatui.tui.app import ArenaApp
 from arenatui.tui.widgets import CallMatrix
 

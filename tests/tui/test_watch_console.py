@@ -12,8 +12,8 @@ import anyio
 import pytest
 from watched_run import live_row, query, standing_still, start, start_load, stop, write_project
 
+from arenatui.session.watch import WatchedRun
 from arenatui.tui.watch_app import WatchApp, WatchScreen
-from arenatui.watch import WatchedRun
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(sys.platform == "win32", reason="process groups")]
 
@@ -130,9 +130,9 @@ async def test_a_watcher_that_cannot_write_the_database_is_read_only_and_says_so
 
 
 async def test_the_load_screen_follows_a_load_run_in_another_process_and_changes_its_rate(tmp_path: Path) -> None:
+    from arenatui.session.watch import WatchedLoad, open_run
     from arenatui.tui.load_app import LoadApp
     from arenatui.tui.screens.load import LoadScreen
-    from arenatui.watch import WatchedLoad, open_run
 
     project = write_project(tmp_path, cases=5, latency=0.05)
     db = tmp_path / "load.db"

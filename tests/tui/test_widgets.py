@@ -6,8 +6,17 @@ from typing import Any
 
 import pytest
 
-from arenatui.engine.events import CallFinished, CallStarted
-from arenatui.live import ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNREACHABLE, UNSCORED, LiveMetrics
+from arenatui.kernel.events import CallFinished, CallStarted
+from arenatui.session.live import (
+    ERRORED,
+    FAILED,
+    IN_FLIGHT,
+    PASSED,
+    QUEUED,
+    UNREACHABLE,
+    UNSCORED,
+    LiveMetrics,
+)
 from arenatui.tui.themes import STATE_VARIABLES
 from arenatui.tui.widgets import EMPTY, MOSTLY, STARTED, CallMatrix, bar, cell_state, short_labels, spark, tall_spark
 

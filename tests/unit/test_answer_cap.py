@@ -12,9 +12,9 @@ import anyio
 import httpx
 import pytest
 
-from arenatui.config import load_project
 from arenatui.config.schema import Case, ModelConfig, RunSettings
-from arenatui.errors import ConfigError
+from arenatui.kernel.errors import ConfigError
+from arenatui.project import load_project
 from arenatui.providers.base import MAX_ANSWER_CHARS, Request
 from arenatui.providers.openai import OpenAIProvider
 from arenatui.scoring.failure_modes import classify
@@ -81,7 +81,8 @@ def test_the_cap_is_a_run_setting_with_a_generous_default(tmp_path: Path) -> Non
 
 
 def test_a_solvers_answer_is_held_to_the_cap_too() -> None:
-    from arenatui.providers.solver import Answer, SolverRequest, completion
+    from arenatui.providers.solver import SolverRequest, completion
+    from arenatui.providers.solver_answer import Answer
 
     req = SolverRequest("q", MSGS, 16, 0.0, None, "c1", 0, 1)
     for out in ("y" * 5000, Answer("y" * 5000, 3, 1250)):

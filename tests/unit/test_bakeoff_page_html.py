@@ -23,7 +23,7 @@ def test_the_cost_frontier_is_on_a_log_axis_and_an_eliminated_candidate_is_never
     import re
 
     from arenatui.commands.report import _scatter
-    from arenatui.figures import money
+    from arenatui.kernel.units import money
 
     pts = [("cheap", 0.001, 0.7, True), ("mid", 0.01, 0.8, True), ("dear", 0.1, 0.9, True)]
     svg = _scatter(pts, "$ per correct answer", money, log_x=True)

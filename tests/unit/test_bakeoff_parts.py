@@ -15,10 +15,10 @@ from arenatui.bakeoff.conditions import conditions_of, differences
 from arenatui.bakeoff.decision import LoadP95, decide
 from arenatui.bakeoff.failures import mode_counts, refusals_by_category
 from arenatui.bakeoff.terms import ASK, check_terms, requirements_from_stored, terms_from_stored
-from arenatui.config import load_project, project_to_dict
 from arenatui.config.schema import Requirements, Terms
-from arenatui.errors import ConfigError
-from arenatui.load.figures import Figures, LoadOutcome
+from arenatui.kernel.errors import ConfigError
+from arenatui.load.metrics import Figures, LoadOutcome
+from arenatui.project import load_project, project_to_dict
 from arenatui.stats import all_pairs, answered_models, leaderboard
 
 REQ = Requirements(max_retention_days=0, trains_on_data=False, regions=("eu",), min_deprecation_notice_days=180)

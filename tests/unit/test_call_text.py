@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from arenatui.engine.events import VARIANT_SEP, CallResult, CallRetrying, JudgeFinished, StepFinished
+from arenatui.kernel.events import VARIANT_SEP, CallResult, CallRetrying, JudgeFinished, StepFinished
 from arenatui.store import Store
 from arenatui.store.db import (
     INSERT_FAILED_ATTEMPT,

@@ -3,8 +3,8 @@ points' own values, as the leaderboard prints them."""
 
 from __future__ import annotations
 
-from arenatui.charts import Point, scatter
-from arenatui.figures import money
+from arenatui.kernel.units import money
+from arenatui.present.charts import Point, scatter
 
 
 def _axis_labels(text: str) -> list[float]:

@@ -10,11 +10,11 @@ import anyio
 import pytest
 import tomli_w
 
-from arenatui.engine.events import CallFinished, CallStarted, Event
 from arenatui.engine.runner import bucket_level
-from arenatui.live import LiveMetrics
+from arenatui.kernel.events import CallFinished, CallStarted, Event
 from arenatui.plan import Filters, make_plan
-from arenatui.sweep import Sweep, SweepOptions, client_rate_limits, limit_levels
+from arenatui.session.live import LiveMetrics
+from arenatui.session.sweep import Sweep, SweepOptions, client_rate_limits, limit_levels
 from tests.tui.support import _result
 
 
@@ -36,7 +36,7 @@ def test_bucket_level_drains_at_its_rate() -> None:
 
 
 def test_limits_in_calls_per_second(tmp_path: Path) -> None:
-    from arenatui.config import load_project
+    from arenatui.project import load_project
 
     plan = make_plan(load_project(_project(tmp_path, 3, rpm=120, tpm=60_000)), Filters())
     # rpm 120 -> 2/s; tpm 60,000/min = 1,000 tokens/s over (400 chars ~ 100 tokens + max_tokens 100) -> 5/s

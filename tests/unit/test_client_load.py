@@ -11,8 +11,8 @@ import anyio.lowlevel
 
 from arenatui.commands.evaluate import client_load_warning
 from arenatui.engine.client_load import CpuSampler, OverloadTracker, sustained_overload
-from arenatui.engine.events import ClientLoadSampled
-from arenatui.live import LiveMetrics
+from arenatui.kernel.events import ClientLoadSampled
+from arenatui.session.live import LiveMetrics
 from arenatui.store import Store
 from arenatui.store.schema import MIGRATIONS
 from arenatui.store.writer import ResultWriter
@@ -130,7 +130,7 @@ def test_samples_are_stored_with_the_run_and_warned_about(tmp_path: Path) -> Non
 
 
 def test_headless_progress_line_shows_the_load_and_the_warning() -> None:
-    from arenatui.headless import _stats
+    from arenatui.commands.headless import _stats
 
     live = LiveMetrics(["m"], ["c"], 1, clock=lambda: 0.0)
     assert "client CPU" not in _stats(live.snapshot(), eta=False)

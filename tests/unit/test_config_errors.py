@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from arenatui.config import load_project
-from arenatui.errors import ConfigError
+from arenatui.kernel.errors import ConfigError
+from arenatui.project import load_project
 
 GOOD_MODELS = """
 [[models]]
@@ -248,7 +248,7 @@ def test_reasoning_model_settings_are_validated(tmp_path: Path, model: str, snip
 
 
 def test_reasoning_model_settings_load_and_survive_a_stored_run(tmp_path: Path) -> None:
-    from arenatui.config.load import project_from_dict, project_to_dict
+    from arenatui.project.read import project_from_dict, project_to_dict
 
     p = load_project(write(tmp_path, OA + 'temperature = "omit"\ntoken_limit_param = "max_completion_tokens"\n'
                                        'reasoning_effort = "high"\n' + AN.replace('"r"', '"t"')

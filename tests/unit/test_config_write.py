@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from arenatui.cli import main
-from arenatui.config.write import write_max_concurrency
-from arenatui.errors import ConfigError
+from arenatui.kernel.errors import ConfigError
+from arenatui.project.write import write_max_concurrency
 
 PROJECT = (
     "# a project kept on Windows\n"

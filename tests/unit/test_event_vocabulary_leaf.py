@@ -17,9 +17,9 @@ def _loaded_by(module: str) -> list[str]:
 
 
 def test_importing_the_events_loads_no_runner_scoring_or_regex() -> None:
-    loaded = _loaded_by("arenatui.engine.events")
+    loaded = _loaded_by("arenatui.kernel.events")
     ours = sorted(m for m in loaded if m.startswith("arenatui"))
-    assert ours == ["arenatui", "arenatui.engine", "arenatui.engine.events", "arenatui.engine.retry"], ours
+    assert ours == ["arenatui", "arenatui.kernel", "arenatui.kernel.events"], ours
     assert "regex" not in loaded and "anyio" not in loaded and "numpy" not in loaded
 
 

@@ -1,6 +1,6 @@
-"""One vocabulary for figures (arenatui/figures.py): money never in exponent notation, shares that never round to a
-false 0% or 100%, columns fitted by priority, one block per row when even the headline columns do not fit, and the
-report's rows read back from its JSON exactly."""
+"""One vocabulary for figures (arenatui/kernel/units.py, arenatui/present/columns.py): money never in exponent
+notation, shares that never round to a false 0% or 100%, columns fitted by priority, one block per row when even
+the headline columns do not fit, and the report's rows read back from its JSON exactly."""
 
 from __future__ import annotations
 
@@ -13,19 +13,8 @@ from rich.console import Console
 from stats_support import make_results
 
 from arenatui.commands.report import model_dict, row_from_dict
-from arenatui.figures import (
-    HEADLINE,
-    LEADERBOARD,
-    NOTHING,
-    Column,
-    fit,
-    interval,
-    money,
-    ms,
-    number,
-    pct,
-    table_for_width,
-)
+from arenatui.kernel.units import NOTHING, interval, money, ms, number, pct
+from arenatui.present.columns import HEADLINE, LEADERBOARD, Column, fit, table_for_width
 from arenatui.stats import leaderboard
 
 

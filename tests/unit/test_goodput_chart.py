@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from arenatui.charts import goodput_by_level
+from arenatui.present.charts import goodput_by_level
 from arenatui.tuning.evidence import LevelEvidence, verdict
 
 SNAPSHOTS = Path(__file__).parent / "chart_snapshots"

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from arenatui.cli import main
-from arenatui.config import load_project
-from arenatui.errors import ConfigError
-from arenatui.limits import MAX_CONCURRENCY, MAX_NESTING, MAX_TRIALS
-from arenatui.safe_text import printable
+from arenatui.kernel.errors import ConfigError
+from arenatui.kernel.limits import MAX_CONCURRENCY, MAX_NESTING, MAX_TRIALS
+from arenatui.kernel.text import printable
+from arenatui.project import load_project
 
 MODEL = '[[models]]\nkey = "a"\nprovider = "sim"\n'
 CASE = '[[cases]]\nid = "q1"\ninput = "2+2?"\nexpected = "4"\n'
@@ -326,7 +326,7 @@ def test_ordinary_text_is_unchanged() -> None:
     ("http://u:p@h:notaport/v1", "http://[redacted]@h:notaport/v1"),
 ])
 def test_redact_url(url: str, shown: str) -> None:
-    from arenatui.redact import redact_url
+    from arenatui.kernel.redact import redact_url
 
     assert redact_url(url) == shown
 
@@ -359,7 +359,7 @@ def test_httpx_request_logs_lose_url_credentials(caplog: pytest.LogCaptureFixtur
 
 
 def test_stored_project_holds_header_names_and_redacted_urls(tmp_path: Path) -> None:
-    from arenatui.config import project_to_dict
+    from arenatui.project import project_to_dict
 
     p = project(tmp_path, CASE + '[[models]]\nkey = "a"\nprovider = "openai"\n'
                 'base_url = "http://bob:hunter2@h/v1?api_key=abc"\n'
@@ -388,8 +388,8 @@ def test_headers_env_is_validated(tmp_path: Path, snippet: str, key: str, words:
 
 
 def test_headers_env_values_come_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from arenatui.config import load_project as load
-    from arenatui.errors import ProviderSetupError
+    from arenatui.kernel.errors import ProviderSetupError
+    from arenatui.project import load_project as load
     from arenatui.providers.registry import make_provider
 
     p = project(tmp_path, CASE + '[[models]]\nkey = "a"\nprovider = "openai"\nbase_url = "http://u:p@127.0.0.1:9/v1"\n'

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arenatui.config.schema import Case, ModelConfig, RunSettings
-from arenatui.errors import (
+from arenatui.kernel.errors import (
     IncompleteStream,
     ProviderError,
     ProviderSetupError,
@@ -245,7 +245,7 @@ def test_json_object_reads_what_json_loads_reads_and_refuses_the_rest() -> None:
     (whitespace around, trailing garbage, two objects, bytes, bad UTF-8) goes the careful way."""
     import json
 
-    from arenatui.errors import TransientError
+    from arenatui.kernel.errors import TransientError
     from arenatui.providers.http import json_object
 
     for text in ('{"a": [1, 2.5, "é"], "b": null}', ' {"a": 1} \n', '{"a": 1}\n', '{"t": "café ✓ 東京"}'):

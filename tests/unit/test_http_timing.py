@@ -21,11 +21,11 @@ import pytest
 import tomli_w
 
 from arenatui.config.schema import Case, ModelConfig, RunSettings
-from arenatui.engine.events import CallFinished
+from arenatui.kernel.events import CallFinished
 from arenatui.plan import Filters
 from arenatui.providers.base import Request
 from arenatui.providers.openai import OpenAIProvider
-from arenatui.sweep import Sweep, SweepOptions
+from arenatui.session.sweep import Sweep, SweepOptions
 
 CONNECT_S = 0.15
 SERVER_S = 0.10

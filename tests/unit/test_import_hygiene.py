@@ -7,7 +7,8 @@ import sys
 
 CORE = [
     "arenatui.config", "arenatui.plan", "arenatui.providers", "arenatui.providers.sim", "arenatui.engine",
-    "arenatui.store", "arenatui.stats", "arenatui.live", "arenatui.sweep", "arenatui.headless", "arenatui.cli",
+    "arenatui.store", "arenatui.stats", "arenatui.session.live", "arenatui.session.sweep",
+    "arenatui.commands.headless", "arenatui.cli",
     "arenatui.tuning", "arenatui.tuning.levels", "arenatui.tuning.controller", "arenatui.commands.tune_runs",
     "arenatui.commands.tune",
 ]

@@ -19,6 +19,7 @@ from arenatui.cli import main
 from arenatui.commands.evaluate import error_failure, spend_line
 from arenatui.commands.export import write_export
 from arenatui.commands.report import LISTED_CASES, build_report, judged_list, render
+from arenatui.results.runs import read_results
 from arenatui.stats import all_pairs, compare_models, leaderboard
 from arenatui.store import Store
 from arenatui.store.queries import (
@@ -27,7 +28,6 @@ from arenatui.store.queries import (
     call_details,
     call_rows,
     list_runs,
-    read_results,
     resolve_run,
     run_plan,
     run_spend,

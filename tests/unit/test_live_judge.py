@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from test_live_metrics import Clock, result
 
-from arenatui.config import load_project
-from arenatui.engine import CallFinished, CallRetrying, CallStarted
-from arenatui.engine.events import JudgeFinished
-from arenatui.live import (
+from arenatui.kernel.events import CallFinished, CallRetrying, CallStarted, JudgeFinished
+from arenatui.plan import Plan, judge_trial, make_plan
+from arenatui.project import load_project
+from arenatui.session.live import (
     ERRORED,
     FAILED,
     IN_FLIGHT,
@@ -27,7 +27,6 @@ from arenatui.live import (
     judge_lanes,
     resumed_rows,
 )
-from arenatui.plan import Plan, judge_trial, make_plan
 
 PROJECT = """
 [project]

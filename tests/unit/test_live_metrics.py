@@ -6,8 +6,15 @@ from typing import Any
 
 import pytest
 
-from arenatui.engine import CallFinished, CallResult, CallRetrying, CallStarted, ConcurrencyChanged, RunFinished
-from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, LiveMetrics
+from arenatui.kernel.events import (
+    CallFinished,
+    CallResult,
+    CallRetrying,
+    CallStarted,
+    ConcurrencyChanged,
+    RunFinished,
+)
+from arenatui.session.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, LiveMetrics
 
 
 class Clock:
@@ -187,7 +194,7 @@ def test_cap_changes_from_and_to_no_cap_are_logged_in_words() -> None:
 
 
 def test_preload_brings_back_spend_retries_latency_errors_and_elapsed() -> None:
-    from arenatui.live import StoredResult, busy_seconds
+    from arenatui.session.live import StoredResult, busy_seconds
 
     clock = Clock()
     lm = LiveMetrics(["a"], ["c1", "c2", "c3", "c4"], 1, clock=clock)
@@ -206,7 +213,7 @@ def test_preload_brings_back_spend_retries_latency_errors_and_elapsed() -> None:
 
 
 def test_an_unreachable_call_leaves_the_queue_for_its_own_cell_state(live: tuple[LiveMetrics, Clock]) -> None:
-    from arenatui.live import UNREACHABLE
+    from arenatui.session.live import UNREACHABLE
 
     lm, clock = live
     lm.on_event(CallFinished(result("a", "c2", 1, status="unreachable", error_class="unreachable", attempts=0,

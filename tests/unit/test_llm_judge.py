@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from arenatui.config import Case, ScorerConfig, load_project, project_from_dict, project_to_dict
+from arenatui.config import Case, ScorerConfig
 from arenatui.config.schema import ModelConfig
-from arenatui.errors import ConfigError
+from arenatui.kernel.errors import ConfigError
 from arenatui.plan import judged_case_ids, make_plan
+from arenatui.project import load_project, project_from_dict, project_to_dict
 from arenatui.providers.base import JudgeTask
 from arenatui.providers.sim import judge_answer
 from arenatui.scoring.judge import (

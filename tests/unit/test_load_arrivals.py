@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from arenatui.errors import ConfigError
+from arenatui.kernel.errors import ConfigError
 from arenatui.load.arrivals import Arrival, arrival_times, parse_arrival, read_trace, segment_rng
 
 

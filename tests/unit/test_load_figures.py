@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from arenatui.errors import ArenaError, ConfigError
-from arenatui.load.figures import (
+from arenatui.kernel.errors import ArenaError, ConfigError
+from arenatui.load.metrics import (
     OK,
     RATE_LIMITED,
     TIMEOUT,
@@ -161,13 +161,13 @@ def test_a_backlog_is_not_credited_to_the_next_segment() -> None:
 
 
 def test_cli_durations() -> None:
-    from arenatui.commands.load import _duration
+    from arenatui.load.metrics import duration
 
-    assert _duration("15m", "--duration") == 900.0
-    assert _duration("90s", "--duration") == 90.0
-    assert _duration("500ms", "--duration") == 0.5
-    assert _duration("2.5", "--duration") == 2.5
-    assert _duration("0", "--warmup", zero_ok=True) == 0.0
+    assert duration("15m", "--duration") == 900.0
+    assert duration("90s", "--duration") == 90.0
+    assert duration("500ms", "--duration") == 0.5
+    assert duration("2.5", "--duration") == 2.5
+    assert duration("0", "--warmup", zero_ok=True) == 0.0
     for bad in ("0", "-1", "soon", "5h", "m"):
         with pytest.raises(ConfigError, match="--duration"):
-            _duration(bad, "--duration")
+            duration(bad, "--duration")

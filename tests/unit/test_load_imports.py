@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-LOAD = ["arenatui.load.arrivals", "arenatui.load.driver", "arenatui.load.figures", "arenatui.load.live",
-        "arenatui.load.store", "arenatui.load.run", "arenatui.load.shards", "arenatui.load.report",
+LOAD = ["arenatui.load.arrivals", "arenatui.load.driver", "arenatui.load.metrics", "arenatui.load.live",
+        "arenatui.load.store", "arenatui.load.run", "arenatui.load.processes", "arenatui.commands.load_report",
         "arenatui.commands.load", "arenatui.store.load_queries"]
 
 

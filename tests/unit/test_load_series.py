@@ -9,8 +9,8 @@ import time
 import pytest
 
 from arenatui.bakeoff.series import SeriesRun, parse_at, parse_every, spread, start_times, wait_until
-from arenatui.errors import ArenaError
-from arenatui.load.figures import Figures
+from arenatui.kernel.errors import ArenaError
+from arenatui.load.metrics import Figures
 
 
 class FakeClock:

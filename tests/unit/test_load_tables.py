@@ -7,7 +7,8 @@ import io
 
 from rich.console import Console
 
-from arenatui.load.figures import (
+from arenatui.commands.load_files import load_report_dict, render_load_report
+from arenatui.load.metrics import (
     OK,
     TIMEOUT,
     LoadOutcome,
@@ -18,8 +19,7 @@ from arenatui.load.figures import (
     mark_saturation,
     per_segment,
 )
-from arenatui.load.files import load_report_dict, render_load_report
-from arenatui.load.tables import SEGMENT_COLUMNS, segment_table
+from arenatui.present.load_tables import SEGMENT_COLUMNS, segment_table
 
 
 def _outcome(rates: tuple[float, ...], answered: tuple[float, ...]) -> LoadOutcome:

@@ -36,6 +36,6 @@ def test_the_pure_face_needs_no_numpy() -> None:
     import subprocess
     import sys
 
-    code = "import sys, arenatui.stats.percentiles, arenatui.live; print('numpy' in sys.modules)"
+    code = "import sys, arenatui.stats.percentiles, arenatui.session.live; print('numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

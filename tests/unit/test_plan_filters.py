@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from arenatui.config import project_from_dict
-from arenatui.errors import PlanError
+from arenatui.kernel.errors import PlanError
 from arenatui.plan import Filters, make_plan
+from arenatui.project import project_from_dict
 
 
 def proj(trials: int = 2):
@@ -32,7 +32,7 @@ def test_full_expansion_has_every_call_once() -> None:
 
 def test_one_of_each_is_said_in_the_singular() -> None:
     from arenatui.commands.evaluate import summary_line
-    from arenatui.wording import plural
+    from arenatui.kernel.units import plural
 
     plan = make_plan(proj(trials=1), Filters(models=("alpha",), limit=1))
     assert plan.describe() == "1 model × 1 case × 1 trial = 1 call"
@@ -97,7 +97,7 @@ def test_resume_plans_the_rest() -> None:
 
 def test_the_summary_line_adds_up_when_models_were_asked_different_prompts() -> None:
     from arenatui.commands.evaluate import summary_line
-    from arenatui.engine.events import VARIANT_SEP as S
+    from arenatui.kernel.events import VARIANT_SEP as S
 
     lanes = [f"a{S}qa", f"a{S}terse", f"b{S}qa", f"b{S}terse", f"gw{S}terse"]
     assert summary_line(5, 66, 1, 1.0, lanes=lanes) == (

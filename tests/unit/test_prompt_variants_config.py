@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from arenatui.config import load_project
-from arenatui.config.load import project_from_dict, project_to_dict
 from arenatui.config.schema import Case, Defaults, ModelConfig, PromptVariant
-from arenatui.errors import ConfigError, PlanError
+from arenatui.kernel.errors import ConfigError, PlanError
 from arenatui.plan import Filters, make_plan
+from arenatui.project import load_project
+from arenatui.project.read import project_from_dict, project_to_dict
 from arenatui.providers.base import build_messages
 
 PROJECT = """

@@ -4,8 +4,8 @@ carries it), and the console's cell ends as the call does."""
 
 from __future__ import annotations
 
-from arenatui.engine.events import CallFinished, CallResult, CallStarted, StepFinished
-from arenatui.live import IN_FLIGHT, PASSED, QUEUED, LiveMetrics
+from arenatui.kernel.events import CallFinished, CallResult, CallStarted, StepFinished
+from arenatui.session.live import IN_FLIGHT, PASSED, QUEUED, LiveMetrics
 from arenatui.tuning.levels import LevelTracker
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from arenatui.config import load_project
-from arenatui.sweep import project_changes
+from arenatui.project import load_project
+from arenatui.session.resume import project_changes
 
 PROJECT = """
 [project]

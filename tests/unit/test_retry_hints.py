@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arenatui.errors import RateLimited
+from arenatui.kernel.errors import RateLimited
 from arenatui.providers.http import error_for_status, parse_duration, parse_retry_hint
 
 NOW = datetime(2026, 5, 1, 12, 0, 0, tzinfo=UTC).timestamp()
@@ -77,8 +77,8 @@ def test_never_raises_and_never_negative(headers: dict[str, str]) -> None:
 
 
 def test_the_call_detail_names_the_header_and_says_when_a_429_had_no_hint(tmp_path: Path, db_path: Path) -> None:
+    from arenatui.session.sweep import Sweep, SweepOptions
     from arenatui.store.queries import FailedAttempt
-    from arenatui.sweep import Sweep, SweepOptions
     from arenatui.tui.screens import CallDetail
     from tests.tui.support import sim_project, stored_call
 

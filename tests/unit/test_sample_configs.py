@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from arenatui.cli import main
-from arenatui.config import load_project
+from arenatui.project import load_project
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((ROOT / "sample_configs").glob("*.toml"))

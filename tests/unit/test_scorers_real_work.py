@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from arenatui.config import Case, ScorerConfig, load_project
-from arenatui.errors import ConfigError
+from arenatui.config import Case, ScorerConfig
+from arenatui.kernel.errors import ConfigError
+from arenatui.project import load_project
 from arenatui.scoring import Scorer, ScorerSet, ScoringError
 from arenatui.scoring.failure_modes import classify
 
@@ -160,7 +161,7 @@ def test_code_exec_is_refused_unless_the_project_allows_it(tmp_path: Path) -> No
 
 
 def test_new_scorer_settings_survive_the_stored_round_trip(tmp_path: Path) -> None:
-    from arenatui.config import project_from_dict, project_to_dict
+    from arenatui.project import project_from_dict, project_to_dict
 
     p = write(tmp_path, '[[scorers]]\nname = "f"\nkind = "f1"\nlabels = ["yes", "no"]\n'
                         '[[scorers]]\nname = "j"\nkind = "json_schema"\nschema = { type = "object" }\n')

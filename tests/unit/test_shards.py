@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from arenatui.barrier import clock_estimate, parse_instant, start_instant, start_skew_line
 from arenatui.cli import main
 from arenatui.commands.shards import shards_label
-from arenatui.config import load_project
-from arenatui.errors import ArenaError, PlanError
-from arenatui.live import LiveMetrics
+from arenatui.kernel.errors import ArenaError, PlanError
+from arenatui.load.barrier import clock_estimate, parse_instant, start_instant, start_skew_line
 from arenatui.plan import Filters, Shard, in_shard, make_plan, parse_shard
+from arenatui.project import load_project
+from arenatui.session.live import LiveMetrics
 from arenatui.store import Store
 from arenatui.store.merge import merge
-from arenatui.store.shards import ShardRecord
+from arenatui.store.run_shards import ShardRecord
 
 
 def _project(tmp_path: Path, seed: int = 5, name: str = "arena.toml") -> Path:

@@ -373,7 +373,7 @@ def test_ties_share_a_rank_and_are_never_broken_by_the_own_score() -> None:
     assert by["first"].rank_text == "=1" and [s.model for s in r.standings] == ["first", "second"]  # run order
     rows = leaderboard(res)
     assert all(row.rank_text == "=1" for row in rows)
-    from arenatui.figures import LEADERBOARD
+    from arenatui.present.columns import LEADERBOARD
     assert "=1" in LEADERBOARD[1].cell(rows[0])
 
 

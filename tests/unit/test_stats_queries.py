@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from arenatui.engine import CallResult
-from arenatui.errors import PlanError
+from arenatui.kernel.errors import PlanError
+from arenatui.kernel.events import CallResult
+from arenatui.results.runs import read_results
 from arenatui.store import Store
-from arenatui.store.queries import call_details, call_rows, list_runs, read_results, resolve_run, run_plan
+from arenatui.store.queries import call_details, call_rows, list_runs, resolve_run, run_plan
 
 CONFIG: dict[str, Any] = {
     "project": {"name": "q"}, "run": {"trials": 2},

@@ -15,8 +15,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from arenatui.engine.events import CallFinished, CallResult
-from arenatui.errors import DiskFullError, PlanError, StoreError
+from arenatui.kernel.errors import DiskFullError, PlanError, StoreError
+from arenatui.kernel.events import CallFinished, CallResult
 from arenatui.store import ResultWriter, Store
 from arenatui.store.db import LEASE_S
 from arenatui.store.schema import MIGRATIONS

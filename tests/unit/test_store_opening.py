@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from arenatui.errors import StoreError
+from arenatui.kernel.errors import StoreError
 from arenatui.store import Store
 from arenatui.store.schema import MIGRATIONS
 
@@ -77,7 +77,7 @@ def test_a_read_only_open_of_an_older_schema_migrates_it_first(tmp_path: Path) -
 
 
 def test_a_reader_never_creates_a_missing_database_and_a_writer_does(tmp_path: Path) -> None:
-    from arenatui.errors import NoSuchDatabase
+    from arenatui.kernel.errors import NoSuchDatabase
 
     for kw in ({"read_only": True}, {"create": False}):
         with pytest.raises(NoSuchDatabase, match=r"none\.db' does not exist"):

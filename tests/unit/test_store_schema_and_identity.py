@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from arenatui.config import project_from_dict, project_to_dict
-from arenatui.engine import CallResult
-from arenatui.errors import StoreError
+from arenatui.kernel.errors import StoreError
+from arenatui.kernel.events import CallResult
+from arenatui.project import project_from_dict, project_to_dict
 from arenatui.store import Store
 from arenatui.store.schema import MIGRATIONS
 
@@ -119,7 +119,7 @@ def test_config_snapshot_holds_no_secret_values(db_path: Path, monkeypatch: pyte
 
 def test_call_result_fields_are_the_results_columns_in_order() -> None:
     # the writer builds rows as (run_id, *result, variant): a reordered field would silently shift columns
-    from arenatui.engine.events import CallResult
+    from arenatui.kernel.events import CallResult
     from arenatui.store.db import result_row
     from arenatui.store.schema import RESULT_COLUMNS
 
@@ -129,7 +129,7 @@ def test_call_result_fields_are_the_results_columns_in_order() -> None:
     row = dict(zip(RESULT_COLUMNS, result_row("run", r), strict=True))
     assert (row["model_key"], row["variant"], row["case_id"]) == ("m", "terse", "c")  # a variant lane split apart
     assert dict(zip(RESULT_COLUMNS, result_row("run", r._replace(model_key="m")), strict=True))["variant"] == ""
-    from arenatui.engine.events import ReasoningKept
+    from arenatui.kernel.events import ReasoningKept
 
     reasoned = dict(zip(RESULT_COLUMNS, result_row("run", r._replace(
         model_key="m", reasoning_tokens=9, reasoning=ReasoningKept("hm", True))), strict=True))

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from arenatui.errors import ConfigError
+from arenatui.kernel.errors import ConfigError
 from arenatui.load import arrivals
 from arenatui.load.arrivals import parse_arrival
 from arenatui.load.run import LoadOptions, LoadRun

@@ -8,9 +8,9 @@ import anyio
 import httpx
 import pytest
 
-from arenatui.config import load_project
 from arenatui.config.schema import ModelConfig, RunSettings
-from arenatui.errors import ConfigError
+from arenatui.kernel.errors import ConfigError
+from arenatui.project import load_project
 from arenatui.providers.openai import OpenAIProvider
 from arenatui.providers.transports import HttpxWire, resolve
 

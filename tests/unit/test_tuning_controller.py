@@ -316,7 +316,7 @@ def tuner_at(start: int) -> tuple[Tuner, dict[str, int], list[float]]:
 
 
 def test_tuner_reads_single_calls_only_when_they_started_at_the_current_level() -> None:
-    from arenatui.engine.events import CallRetrying, CallStarted
+    from arenatui.kernel.events import CallRetrying, CallStarted
 
     tuner, levels, now = tuner_at(16)
     ctl = tuner.controllers["m"]
@@ -492,7 +492,7 @@ def test_a_few_429s_among_many_attempts_at_a_clean_level_are_the_edge_of_a_limit
 
 
 def test_the_tuner_holds_a_slow_429_against_the_level_its_attempt_was_sent_at() -> None:
-    from arenatui.engine.events import CallFinished, CallResult, CallRetrying, CallStarted
+    from arenatui.kernel.events import CallFinished, CallResult, CallRetrying, CallStarted
 
     tuner, levels, now = tuner_at(8)
     ctl = tuner.controllers["m"]
@@ -628,7 +628,7 @@ def test_no_move_up_to_a_level_the_calls_left_cannot_fill_four_times() -> None:
 
 
 def test_the_tuner_counts_down_the_calls_left_as_calls_end() -> None:
-    from arenatui.engine.events import CallFinished, CallResult
+    from arenatui.kernel.events import CallFinished, CallResult
 
     levels: dict[str, int] = {}
     tuner = Tuner(["m", "n"], set_level=levels.__setitem__, set_total=lambda n: None, emit=lambda ev: None,
@@ -707,7 +707,7 @@ def test_the_tuner_marks_the_last_model_running_as_alone() -> None:
 
 
 def test_a_declared_rate_limit_stops_the_ramp_where_it_allows_and_a_429_past_it_is_held_as_declared() -> None:
-    from arenatui.engine.events import DeclaredLimits
+    from arenatui.kernel.events import DeclaredLimits
 
     # 6,000 requests/min = 100/s at 0.1 s a call: 10 in flight
     ctl = ModelController("m", 2, ceiling=64, settings=TunerSettings(probe_every=1000))
@@ -728,7 +728,7 @@ def test_a_declared_rate_limit_stops_the_ramp_where_it_allows_and_a_429_past_it_
 
 
 def test_declared_limits_that_lie_lose_to_evidence() -> None:
-    from arenatui.engine.events import DeclaredLimits
+    from arenatui.kernel.events import DeclaredLimits
 
     # headers saying 3,000/min (5 at once) while the provider takes 100/s (10): a full window clean above it, goodput
     # growing in proportion, so the ramp goes on as without headers
@@ -750,7 +750,7 @@ def test_declared_limits_that_lie_lose_to_evidence() -> None:
 
 
 def test_the_tuner_hands_a_models_declared_limits_to_every_lane_of_it() -> None:
-    from arenatui.engine.events import VARIANT_SEP, DeclaredLimits, LimitsDeclared
+    from arenatui.kernel.events import VARIANT_SEP, DeclaredLimits, LimitsDeclared
 
     lanes = ["m", f"m{VARIANT_SEP}terse", "other"]
     tuner = Tuner(lanes, set_level=lambda k, n: None, set_total=lambda n: None, emit=lambda ev: None,

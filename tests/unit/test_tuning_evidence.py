@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from arenatui.present.level_figures import goodput_text, limited_text
 from arenatui.tuning.evidence import (
     MIN_ANSWERED,
     LevelEvidence,
@@ -11,7 +12,6 @@ from arenatui.tuning.evidence import (
     verdict,
     wilson_interval,
 )
-from arenatui.tuning.figures import goodput_text, limited_text
 from arenatui.tuning.levels import readouts_from_rows, stored_evidence
 
 
@@ -202,7 +202,7 @@ def test_every_verdict_ends_with_the_setting_it_belongs_in() -> None:
 
 
 def test_a_declared_limit_confirmed_by_a_429_past_it_names_the_optimum_and_a_lie_is_ignored() -> None:
-    from arenatui.engine.events import DeclaredLimits
+    from arenatui.kernel.events import DeclaredLimits
 
     # 100 ms calls; 6,000/min = 100/s → 10 at once. 11 met two 429s in 132 attempts (a bucket's burst passed the
     # rest): too few to prove a limit alone, and its goodput looks higher
@@ -217,7 +217,7 @@ def test_a_declared_limit_confirmed_by_a_429_past_it_names_the_optimum_and_a_lie
 
 
 def test_a_stored_runs_verdict_is_re_derived_with_the_limits_its_provider_declared() -> None:
-    from arenatui.engine.events import VARIANT_SEP, DeclaredLimits
+    from arenatui.kernel.events import VARIANT_SEP, DeclaredLimits
     from arenatui.tuning.levels import readout_of, readout_rows, readouts_from_rows
 
     rows = [lv(8, 80, 1.0, p50_ms=100.0), lv(10, 100, 1.0, p50_ms=100.0), lv(11, 130, 1.0, limited=2, p50_ms=100.0)]

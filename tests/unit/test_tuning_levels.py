@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from arenatui.engine.events import CallFinished, CallResult, CallRetrying, CallStarted, ConcurrencyChanged
+from arenatui.kernel.events import CallFinished, CallResult, CallRetrying, CallStarted, ConcurrencyChanged
 from arenatui.tuning.levels import Evidence, LevelTracker, Window
 
 

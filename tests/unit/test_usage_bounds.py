@@ -14,12 +14,13 @@ import httpx
 import pytest
 
 from arenatui.config.schema import Case, ModelConfig, RunSettings
-from arenatui.engine.events import CallFinished, CallResult
-from arenatui.errors import SolverFailed
+from arenatui.kernel.errors import SolverFailed
+from arenatui.kernel.events import CallFinished, CallResult
 from arenatui.providers.anthropic import AnthropicProvider
 from arenatui.providers.base import MAX_TOKENS_PER_CALL, Request, usage_count
 from arenatui.providers.openai import OpenAIProvider
-from arenatui.providers.solver import Answer, SolverRequest, completion
+from arenatui.providers.solver import SolverRequest, completion
+from arenatui.providers.solver_answer import Answer
 from arenatui.store import ResultWriter, Store
 
 CASE = Case(id="c1", input="What is 2+2?", expected="4")

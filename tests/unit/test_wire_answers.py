@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from arenatui.config.schema import Case, ModelConfig, RunSettings
-from arenatui.engine.events import DeclaredLimits
-from arenatui.errors import IncompleteStream, TerminalError, TransientError
+from arenatui.kernel.errors import IncompleteStream, TerminalError, TransientError
+from arenatui.kernel.events import DeclaredLimits
 from arenatui.providers.anthropic import AnthropicProvider, parse_message
 from arenatui.providers.base import Completion, Request
 from arenatui.providers.http import declared_limits, error_for_status
@@ -263,7 +263,7 @@ def test_a_429_carries_the_limits_it_declares() -> None:
 
 
 def test_the_level_tracker_keeps_the_latest_declared_limits_per_model() -> None:
-    from arenatui.engine.events import LimitsDeclared
+    from arenatui.kernel.events import LimitsDeclared
     from arenatui.tuning.levels import LevelTracker, declared_level
 
     tracker = LevelTracker(["a", "a · terse", "b"])
@@ -280,8 +280,8 @@ def test_the_level_tracker_keeps_the_latest_declared_limits_per_model() -> None:
 
 
 def test_live_metrics_show_a_models_declared_limits_and_reasoning() -> None:
-    from arenatui.engine.events import CallFinished, CallResult, CallStarted, LimitsDeclared
-    from arenatui.live import LiveMetrics
+    from arenatui.kernel.events import CallFinished, CallResult, CallStarted, LimitsDeclared
+    from arenatui.session.live import LiveMetrics
     from arenatui.tui.screens.detail import declared_text
 
     lm = LiveMetrics(["a", "b"], ["c1"], 1, clock=lambda: 10.0)
@@ -301,7 +301,7 @@ def test_live_metrics_show_a_models_declared_limits_and_reasoning() -> None:
 def test_the_tuners_goodput_counts_complete_answers_only() -> None:
     """A server that breaks off every other stream (llama-cpp-python's, interrupted): those calls end
     incomplete_stream, and the level's goodput is the complete answers', not every stream that ended."""
-    from arenatui.engine.events import CallFinished, CallResult, CallStarted, ConcurrencyChanged
+    from arenatui.kernel.events import CallFinished, CallResult, CallStarted, ConcurrencyChanged
     from arenatui.tuning.levels import Evidence, LevelTracker, Window
 
     windows: list[Window] = []

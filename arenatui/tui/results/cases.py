@@ -10,7 +10,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Input, Select
 
-from arenatui.safe_text import literal, printable
+from arenatui.kernel.text import printable
+from arenatui.present.safe_text import literal
 from arenatui.store.queries import OUTCOMES
 from arenatui.tui.results.data import CaseRow, RunView
 from arenatui.tui.results.tab import ResultsTab

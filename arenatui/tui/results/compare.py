@@ -9,9 +9,11 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Select, Static
 
-from arenatui.charts import histogram
-from arenatui.figures import NOTHING, p_better, signed
-from arenatui.safe_text import literal, printable
+from arenatui.kernel.text import printable
+from arenatui.kernel.units import NOTHING, signed
+from arenatui.present.charts import histogram
+from arenatui.present.columns import p_better
+from arenatui.present.safe_text import literal
 from arenatui.stats import Comparison, Disagreement
 from arenatui.tui.results.cases import MAX_CASE_ROWS
 from arenatui.tui.results.data import RunView, StratumDiff, interval_text

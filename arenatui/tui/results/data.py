@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arenatui.engine.events import split_lane
-from arenatui.figures import signed_interval
-from arenatui.load.figures import LoadOutcome
+from arenatui.kernel.events import split_lane
+from arenatui.kernel.units import signed_interval
+from arenatui.load.metrics import LoadOutcome
+from arenatui.present.variant_tables import follow_up_dicts
+from arenatui.results.read import F1Answers, read_run
 from arenatui.scoring.f1 import LabelScore, label_scores, macro_f1
 from arenatui.stats import (
     Comparison,
@@ -51,10 +53,8 @@ from arenatui.store.queries import (
     RunSpend,
     call_details,
 )
-from arenatui.store.read import F1Answers, read_run
 from arenatui.tui.call_text import PREVIEW_CHARS
 from arenatui.tuning.levels import ModelReadout
-from arenatui.variant_tables import follow_up_dicts
 
 
 @dataclass(frozen=True, slots=True)

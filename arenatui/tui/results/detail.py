@@ -16,9 +16,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-from arenatui.figures import NOTHING, interval, money, pct, score
-from arenatui.figures import ms as fmt_num
-from arenatui.safe_text import literal
+from arenatui.kernel.units import NOTHING, interval, money, pct, plural, score
+from arenatui.kernel.units import ms as fmt_num
+from arenatui.present.level_figures import goodput_text, limited_text, mark
+from arenatui.present.safe_text import literal
+from arenatui.present.wording import fmt_errors
 from arenatui.stats import ModelRow
 from arenatui.stats.f1_interval import FEW_CASES
 from arenatui.store.queries import CallRow, CaseInfo, JudgedScorer
@@ -26,8 +28,6 @@ from arenatui.tui.call_text import CallContext, call_text, case_text
 from arenatui.tui.outputs import ask_save_folder, save_and_tell
 from arenatui.tui.results.data import Classification, RunView, case_detail
 from arenatui.tuning.budgets import Budgets, budgets_of
-from arenatui.tuning.figures import goodput_text, limited_text, mark
-from arenatui.wording import fmt_errors, plural
 
 _LABEL = Style(bold=True)
 
@@ -280,8 +280,8 @@ class ModelDetail(ModalScreen[None]):
 
     @work(thread=True, group="model-budgets", exit_on_error=False)
     def _read_budgets(self, db: Path) -> None:
+        from arenatui.results.budgets import budget_evidence
         from arenatui.store import Store
-        from arenatui.store.budget_queries import budget_evidence
 
         with Store(db, read_only=True) as store:
             budgets = budgets_of(budget_evidence(store, self.view.run_id, self.model))

@@ -10,10 +10,10 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from arenatui.charts import Point, scatter
-from arenatui.figures import money
-from arenatui.figures import ms as fmt_num
-from arenatui.safe_text import literal
+from arenatui.kernel.units import money
+from arenatui.kernel.units import ms as fmt_num
+from arenatui.present.charts import Point, scatter
+from arenatui.present.safe_text import literal
 from arenatui.tui.results.data import RunView
 from arenatui.tui.results.tab import ResultsTab
 

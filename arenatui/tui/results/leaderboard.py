@@ -10,15 +10,16 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from arenatui.figures import LEADERBOARD, NOTHING, Column, money, score
-from arenatui.safe_text import literal
+from arenatui.kernel.units import NOTHING, money, plural, score
+from arenatui.present.columns import LEADERBOARD, Column
+from arenatui.present.safe_text import literal
+from arenatui.present.variant_tables import VARIANT_NOTE
+from arenatui.present.wording import FAILURE_SHORT, LEADERBOARD_NOTE, clusters_note
 from arenatui.scoring.failure_modes import FAILURE_MODES
 from arenatui.stats import ModelRow
 from arenatui.store.queries import UNSCORED_MODES
 from arenatui.tui.results.data import RunView
 from arenatui.tui.results.tab import ResultsTab, scroll_mark, show
-from arenatui.variant_tables import VARIANT_NOTE
-from arenatui.wording import FAILURE_SHORT, LEADERBOARD_NOTE, clusters_note, plural
 
 UNSCORED_SHORT = {"unjudged": "unjudged", "awaiting_judge": "awaiting", "judge_error": "judge err"}
 """The failure table's columns for calls without a score, shown in parentheses: they are not wrong answers."""
@@ -186,7 +187,7 @@ class LeaderboardTab(ResultsTab):
         stats computes)."""
         from rich.console import Group
 
-        from arenatui.variant_tables import rich_tables
+        from arenatui.present.variant_tables import rich_tables
 
         tables = rich_tables(view.robustness, view.follow_ups)
         box = self.query_one("#variant-tables", Static)
@@ -197,7 +198,7 @@ class LeaderboardTab(ResultsTab):
         """A load run in the leaderboard's place: its segment and percentile tables (as `arena load --show`)."""
         from rich.console import Group
 
-        from arenatui.load.tables import percentile_table, segment_table
+        from arenatui.present.load_tables import percentile_table, segment_table
 
         assert view.load is not None
         self.query_one("#leaderboard-table", DataTable).display = False

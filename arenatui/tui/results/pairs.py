@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from arenatui.safe_text import literal
+from arenatui.present.safe_text import literal
 from arenatui.tui.results.data import RunView
 from arenatui.tui.results.tab import ResultsTab
 

@@ -13,11 +13,11 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from arenatui.safe_text import literal
+from arenatui.kernel.units import plural
+from arenatui.present.safe_text import literal
 from arenatui.store.queries import RunListing
 from arenatui.tui.results.data import interval_text, run_changes
 from arenatui.tui.results.tab import ResultsTab
-from arenatui.wording import plural
 
 MARK = "●"
 """Beside a run marked with `m` (two of one project are compared)."""

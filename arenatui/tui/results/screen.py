@@ -17,8 +17,11 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent
 from textual.worker import Worker
 
-from arenatui.figures import fit_line
-from arenatui.safe_text import literal, printable
+from arenatui.kernel.text import printable
+from arenatui.kernel.units import plural
+from arenatui.present.columns import fit_line
+from arenatui.present.safe_text import literal
+from arenatui.present.wording import LEADERBOARD_NOTE
 from arenatui.store import Store
 from arenatui.store.bakeoff_queries import series_of_runs
 from arenatui.store.load_queries import run_kinds
@@ -35,7 +38,6 @@ from arenatui.tui.results.pairs import PairsTab
 from arenatui.tui.results.runs import RunsTab
 from arenatui.tui.results.strata import StrataTab
 from arenatui.tui.results.tab import tell_failure
-from arenatui.wording import LEADERBOARD_NOTE, plural
 
 TABS = ("runs", "leaderboard", "compare", "pairs", "strata", "cases", "frontier")
 TAB_FOCUS = {"runs": "#runs-table", "leaderboard": "#leaderboard-table", "compare": "#compare-body",

@@ -6,11 +6,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from arenatui.figures import score
-from arenatui.safe_text import literal
+from arenatui.kernel.units import plural, score
+from arenatui.present.safe_text import literal
 from arenatui.tui.results.data import RunView
 from arenatui.tui.results.tab import ResultsTab
-from arenatui.wording import plural
 
 
 class StrataTab(ResultsTab):

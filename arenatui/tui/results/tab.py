@@ -8,7 +8,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, TabPane
 from textual.worker import Worker, WorkerState
 
-from arenatui.safe_text import printable
+from arenatui.kernel.text import printable
 
 
 class ResultsTab(TabPane):

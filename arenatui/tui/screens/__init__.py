@@ -1,7 +1,7 @@
 """Screens of the console, one module each: the run screen and the screens it opens (call detail, dialogs); the results
 view is its own package, `arenatui.tui.results`."""
 
-from arenatui.safe_text import printable
+from arenatui.kernel.text import printable
 from arenatui.tui.results.screen import Results
 from arenatui.tui.screens.detail import CallDetail
 from arenatui.tui.screens.dialogs import Confirm, Help, ValueInput

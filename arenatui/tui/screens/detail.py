@@ -16,14 +16,15 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
 from arenatui.config.schema import JUDGE_LANE_PREFIX, ScorerConfig
-from arenatui.engine.events import DeclaredLimits
 from arenatui.engine.sealed import scrub_sealed
-from arenatui.live import STATE_NAMES
+from arenatui.kernel.events import DeclaredLimits
+from arenatui.kernel.redact import redact_urls_in_text
+from arenatui.kernel.text import one_line
 from arenatui.plan import judge_trial
-from arenatui.redact import redact_urls_in_text
-from arenatui.safe_text import literal, one_line
+from arenatui.present.safe_text import literal
+from arenatui.session.live import STATE_NAMES
+from arenatui.session.sweep import Sweep
 from arenatui.store.queries import CallRow, JudgmentRow, call_details, judge_calls
-from arenatui.sweep import Sweep
 from arenatui.tui.call_text import PREVIEW_CHARS, CallContext, call_text, case_text, judgment_text
 from arenatui.tui.outputs import ask_save_folder, save_and_tell
 

@@ -11,8 +11,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
 
-from arenatui.limits import MAX_CONCURRENCY
-from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNREACHABLE, UNSCORED
+from arenatui.kernel.limits import MAX_CONCURRENCY
+from arenatui.session.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNREACHABLE, UNSCORED
 from arenatui.tui.key_help import KeyHelp
 from arenatui.tui.widgets import CELL_GLYPHS, CELL_NAMES, JUDGE_MARK, MOSTLY, STARTED
 

@@ -15,9 +15,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
-from arenatui.figures import hbar, ms
-from arenatui.limits import MAX_RPM
+from arenatui.kernel.limits import MAX_RPM
+from arenatui.kernel.units import ms
 from arenatui.load.live import HISTOGRAM_EDGES_MS, LoadSnapshot
+from arenatui.present.columns import hbar
 
 REFRESH_S = 0.25
 """A few times a second (DESIGN.md: refresh rate is engine slowdown on the same loop)."""

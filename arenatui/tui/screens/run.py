@@ -15,12 +15,14 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, RichLog
 from textual.worker import Worker, WorkerState
 
-from arenatui.engine.events import split_lane
-from arenatui.figures import NOTHING, fit_line, money
-from arenatui.limits import MAX_CONCURRENCY
-from arenatui.live import LiveSnapshot, ModelSnapshot
-from arenatui.safe_text import literal, one_line, printable
-from arenatui.sweep import Sweep
+from arenatui.kernel.events import split_lane
+from arenatui.kernel.limits import MAX_CONCURRENCY
+from arenatui.kernel.text import one_line, printable
+from arenatui.kernel.units import NOTHING, money, plural
+from arenatui.present.columns import fit_line
+from arenatui.present.safe_text import literal
+from arenatui.session.live import LiveSnapshot, ModelSnapshot
+from arenatui.session.sweep import Sweep
 from arenatui.tui.list_keys import LIST_KEYS, list_key
 from arenatui.tui.results.screen import Results
 from arenatui.tui.screens.common import fmt_errors, fmt_failures, fmt_num
@@ -39,7 +41,6 @@ from arenatui.tui.widgets import (
     duration,
 )
 from arenatui.tui.widgets.lesson import LessonBanner, lesson_text
-from arenatui.wording import plural
 
 REFRESH_S = 0.25
 """The run screen samples live metrics this often (DESIGN.md: ~4 Hz keeps the engine within a few %)."""

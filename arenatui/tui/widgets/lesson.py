@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from arenatui.safe_text import literal
+from arenatui.present.safe_text import literal
 from arenatui.tuning.evidence import MIN_ANSWERED
 from arenatui.tuning.levels import ModelReadout
 

@@ -17,9 +17,9 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from arenatui.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNREACHABLE, UNSCORED
-from arenatui.safe_text import printable
-from arenatui.wording import plural
+from arenatui.kernel.text import printable
+from arenatui.kernel.units import plural
+from arenatui.session.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNREACHABLE, UNSCORED
 
 GLYPHS = ("·", "▸", "↻", "✓", "✗", "!", "○", "⊘")
 """One glyph per call state (queued, in flight, backing off, passed, failed, errored, unscored, unreachable): never

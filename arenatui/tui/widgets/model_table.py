@@ -13,7 +13,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from arenatui.safe_text import printable
+from arenatui.kernel.text import printable
 from arenatui.tui.widgets.sparkline import spark
 
 ALTERNATIVES = "\t"

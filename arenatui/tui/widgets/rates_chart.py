@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from arenatui.config.schema import JUDGE_LANE_PREFIX
-from arenatui.safe_text import printable
+from arenatui.kernel.text import printable
 from arenatui.tui.widgets.matrix import JUDGE_MARK, middle_cut
 from arenatui.tui.widgets.sparkline import tall_spark
 from arenatui.tui.widgets.status_bar import clock

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from arenatui.figures import BLOCKS
+from arenatui.present.columns import BLOCKS
 
 SPARK = BLOCKS
 """Eighth blocks, empty to full: one bar of a sparkline."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from arenatui.figures import hbar
+from arenatui.present.columns import hbar
 
 
 class StatusBar(Widget):

@@ -1,4 +1,5 @@
-"""The evidence `arena tune` needs for `max_tokens` and `timeout_s` (arenatui.tuning.budgets), read from a stored run.
+"""The evidence `arena tune` needs for `max_tokens` and `timeout_s` (arenatui.tuning.budgets), built from a stored
+run's records (arenatui.store.queries.budget_rows, timed_out_attempts).
 
 Reads the stored configuration as stored (never re-validated: no plugin import, no file reads) for each model's
 current limits and price, and the results and failed attempts for the evidence.
@@ -11,6 +12,7 @@ from typing import Any
 
 from arenatui.scoring.failure_modes import TRUNCATED_FINISH
 from arenatui.store.db import Store
+from arenatui.store.queries import budget_rows, timed_out_attempts
 from arenatui.tuning.budgets import Answer, BudgetEvidence, ModelBudget
 
 __all__ = ["BudgetEvidence", "ModelBudget", "budget_evidence"]
@@ -41,7 +43,6 @@ def budget_evidence(store: Store, run_id: str, model_key: str | None = None) -> 
                                            _num(m.get("price_out_per_mtok"), 0.0))
     if model_key is not None:
         models = {k: v for k, v in models.items() if k == model_key}
-    one, args = ("", (run_id,)) if model_key is None else (" AND model_key = ?", (run_id, model_key))
     scorers = [s for s in cfg.get("scorers") or () if isinstance(s, dict)]
     kind_of = {str(s.get("name")): str(s.get("kind")) for s in scorers}
     default_kind = str(scorers[0].get("kind")) if scorers else "exact"
@@ -49,10 +50,8 @@ def budget_evidence(store: Store, run_id: str, model_key: str | None = None) -> 
                  for c in cfg.get("cases") or () if isinstance(c, dict) and c.get("scorer") is not None}
     many_kinds = len(set(kind_of.values())) > 1
     per_kind: dict[str, dict[str, list[Answer]]] = defaultdict(lambda: defaultdict(list))
-    rows = store.conn.execute(
-        "SELECT model_key, case_id, status, passed, error_class, output_tokens, finish_reason, latency_ms,"
-        " connect_ms, tokens_estimated, reasoning_tokens FROM results WHERE run_id = ?" + one, args)
-    for key, case_id, status, passed, err, out_tok, finish, lat, conn_ms, est, reasoning in rows:
+    for key, case_id, status, passed, err, out_tok, finish, lat, conn_ms, est, reasoning in budget_rows(
+            store, run_id, model_key):
         m = models.get(key)
         if m is None:
             continue
@@ -65,9 +64,7 @@ def budget_evidence(store: Store, run_id: str, model_key: str | None = None) -> 
             m.answered_s.append((lat + (conn_ms or 0.0)) / 1000.0)
         if many_kinds:
             per_kind[key][case_kind.get(case_id, default_kind)].append(a)
-    for key, n, streamed, no_token in store.conn.execute(
-            "SELECT model_key, COUNT(*), COUNT(stream), SUM(stream IS NOT NULL AND ttft_ms IS NULL)"
-            " FROM failed_attempts WHERE run_id = ? AND error_class = 'timeout'" + one + " GROUP BY model_key", args):
+    for key, n, streamed, no_token in timed_out_attempts(store, run_id, model_key):
         if key in models and not key.startswith(_JUDGE_PREFIX):
             m = models[key]
             m.timed_out, m.timed_out_streamed, m.timed_out_no_token = int(n), int(streamed), int(no_token or 0)

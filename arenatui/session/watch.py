@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import glob
 import math
-import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from arenatui.engine.events import (
+from arenatui.kernel.errors import ArenaError, PlanError, StoreError
+from arenatui.kernel.events import (
     JUDGE_LANE_PREFIX,
     CallFinished,
     CallResult,
@@ -35,10 +35,9 @@ from arenatui.engine.events import (
     TunerDecided,
     lane_key,
 )
-from arenatui.errors import ArenaError, PlanError, StoreError
-from arenatui.live import LiveMetrics
 from arenatui.load.live import LoadSnapshot
-from arenatui.store.db import RunRecord, Store, explain_error
+from arenatui.session.live import LiveMetrics
+from arenatui.store.db import Connection, RunRecord, Store, sql_errors_explained
 from arenatui.store.live_state import (
     ControlRequest,
     LaneLive,
@@ -93,7 +92,7 @@ class Shard:
     """One database of the watched run, and how far its rows have been folded."""
 
     path: Path
-    conn: sqlite3.Connection
+    conn: Connection
     record: RunRecord
     cursors: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
         ("results", "failed_attempts", "judgments", "concurrency_changes", "tuning_decisions", "client_load"), 0))
@@ -155,14 +154,12 @@ class WatchedRun:
     def poll(self) -> None:
         """Fold every shard's new rows, read the live states and the answers to requests."""
         for i, sh in enumerate(self.shards):
-            try:
+            with sql_errors_explained(sh.path):  # SQLite's errors leave as the StoreError that explains them
                 self._fold(sh)
                 sh.state = read_live_state(sh.conn, self.run_id)
                 row = sh.conn.execute("SELECT status FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()
                 sh.ended = row[0] if row is not None and row[0] != "running" else None  # a resume runs it again
                 self._answers(i, sh)
-            except sqlite3.Error as e:
-                raise explain_error(sh.path, e) from None
         self._apply_live()
 
     def _fold(self, sh: Shard) -> None:

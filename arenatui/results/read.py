@@ -13,7 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from arenatui.results.runs import read_plan_results, variant_results
+from arenatui.stats.bootstrap import run_seed
+from arenatui.stats.compare import LEVEL, N_RESAMPLES
 from arenatui.stats.items import RunResults
+from arenatui.stats.variants import PromptRobustness, VariantResults, analyse_variants
 from arenatui.store.bakeoff_queries import modes_by_case
 from arenatui.store.db import RunRecord, Store
 from arenatui.store.load_queries import run_kinds
@@ -26,7 +30,6 @@ from arenatui.store.queries import (
     failure_modes,
     follow_ups,
     judgments_by_case,
-    read_plan_results,
     reasoning_usage,
     resolve_run,
     run_spend,
@@ -35,12 +38,10 @@ from arenatui.store.queries import (
     table_list,
     top_errors,
     unscored_modes,
-    variant_results,
 )
 
 if TYPE_CHECKING:
-    from arenatui.load.figures import LoadOutcome
-    from arenatui.stats.variants import VariantResults
+    from arenatui.load.metrics import LoadOutcome
     from arenatui.tuning.levels import ModelReadout
 
 F1Answers = dict[tuple[str, str], tuple[tuple[str, ...], list[tuple[str, str | None]], list[str]]]
@@ -163,3 +164,13 @@ def open_and_read(db: Path | str | None, run: str, **kw: bool) -> StoredRun:
     """read_run on a database by path (the default database when None)."""
     with Store(db, read_only=True) as store:
         return read_run(store, run, **kw)
+
+
+def prompt_robustness(run: StoredRun, *, n_resamples: int = N_RESAMPLES, level: float = LEVEL
+                      ) -> PromptRobustness | None:
+    """The prompt-variant analysis of a stored run (its read model's `variants`), or None when the run had no
+    prompt variants: the one function the report and the bake-off page call."""
+    if run.variants is None:
+        return None
+    return analyse_variants(run.variants, n_resamples=n_resamples, level=level,
+                            seed=run_seed(run.plan.record.run_id))

@@ -154,6 +154,21 @@ class AwaitingJudge(NamedTuple):
     finish_reason: str | None
 
 
+class OpenStep(NamedTuple):
+    """A stored step of a call with repairs or an escalation whose result is not stored yet (or was cancelled):
+    resume goes on from it rather than asking the model again."""
+
+    case_id: str
+    trial: int
+    step: int
+    kind: str
+    """'answer', 'repair' or 'escalation'."""
+    answered_by: str
+    """The model that answered this step (the escalation's target after an escalation)."""
+    result: CallResult
+    """The step as stored."""
+
+
 class CallStarted(NamedTuple):
     model_key: str
     case_id: str

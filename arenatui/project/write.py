@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arenatui.errors import ConfigError
+from arenatui.kernel.errors import ConfigError
 
 _WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
 
@@ -39,7 +39,7 @@ class Written:
 def writable_target(project: str | Path) -> tuple[Path, Path | None]:
     """The regular file an edit of `project` would write and the symlink named (if any); refuses a read-only file
     with a `ConfigError`. Checked before any work so `arena tune --write` does not tune for minutes, then refuse."""
-    from arenatui.config.load import resolve_project_path
+    from arenatui.project.read import resolve_project_path
 
     named = resolve_project_path(project)
     link = named if named.is_symlink() else None

@@ -4,35 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from arenatui.figures import NOTHING, error_counts
+from arenatui.kernel.units import NOTHING, plural
+from arenatui.present.columns import error_counts
 
 LEADERBOARD_NOTE = ("quality: mean per-case score over scored calls (a case's trials averaged first), with its "
                     "95% interval over cases; errored calls count against coverage, never as zeros. "
                     "$/correct: all spend, retries and errors included, per passed call; $/answered: per answered "
                     "call.")
 """Said once under the leaderboard, in the console and headless alike (issue 12)."""
-
-
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """A count with its noun in the right number: `1 call`, `0 calls`, `2 calls`; `many` where adding an s is wrong
-    (`plural(n, "retry", "retries")`). The one place CLI and TUI words agree with their numbers."""
-    return f"{n} {one if n == 1 else many or one + 's'}"
-
-
-def models_by_variants(per_model: dict[str, int], variants: bool) -> str:
-    """The first factor of `N models × … cases × … trials = … calls`: `3 models`, `2 models × 2 prompt variants`,
-    or, when models were asked different numbers of prompt variants, their lanes with each model's count (per_model:
-    each model's lanes, one per variant it is asked with; `variants`: the run has prompt variants), so the
-    product always equals the calls (`3 models × 2 prompt variants × 66 cases = 330` was 5 lanes, not 6)."""
-    counts = set(per_model.values())
-    lanes = sum(per_model.values())
-    if not variants:
-        return plural(lanes, "model")
-    if len(counts) == 1:
-        return f"{plural(len(per_model), 'model')} × {plural(counts.pop(), 'prompt variant')}"
-    named = ", ".join(f"{m} {n}" for m, n in per_model.items())
-    return (f"{plural(lanes, 'model × prompt variant lane')} ({plural(len(per_model), 'model')}; prompt variants: "
-            f"{named})")
 
 
 def clusters_note(clusters: int | None) -> str | None:

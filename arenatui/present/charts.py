@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 from rich.text import Text
 
-from arenatui.figures import BLOCKS, number
-from arenatui.safe_text import printable
+from arenatui.kernel.text import printable
+from arenatui.kernel.units import number
+from arenatui.present.columns import BLOCKS
 from arenatui.tuning.evidence import LevelEvidence
 
 MARKERS = "123456789abcdefghijklmnopqrstuvwxyz"
@@ -201,7 +202,7 @@ def _goodput_bar(r: LevelEvidence, scale: float, width: int) -> str:
 
 
 def _figures(r: LevelEvidence, knee: int | None, knee_word: str) -> str:
-    from arenatui.tuning.figures import fmt_rate, fmt_share
+    from arenatui.present.level_figures import fmt_rate, fmt_share
 
     g = "–" if r.goodput is None else f"{fmt_rate(r.goodput)}/s"
     text = f"{g:>7}  429s {fmt_share(r.limited_share):>4}"

@@ -27,7 +27,7 @@ import textwrap
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from arenatui.engine.events import DeclaredLimits
+    from arenatui.kernel.events import DeclaredLimits
 
 
 class ArenaError(Exception):
@@ -190,7 +190,7 @@ class SolverMisuse(ArenaError):
 
 def render_error(exc: BaseException | str, *, prefix: str = "error") -> str:
     """One readable paragraph for a person, wrapped to 100 columns, prefixed with ``error:`` (or `prefix`)."""
-    from arenatui.safe_text import printable  # messages quote user files: no escape sequence reaches the terminal
+    from arenatui.kernel.text import printable  # messages quote user files: no escape sequence reaches the terminal
 
     text = printable(str(exc).strip() or exc.__class__.__name__, newlines=False)
     return textwrap.fill(f"{prefix}: " + " ".join(text.split()), width=100, break_on_hyphens=False,

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from arenatui.errors import ArenaError
+from arenatui.kernel.errors import ArenaError
 
 if TYPE_CHECKING:
-    from arenatui.store.shards import ShardRecord
+    from arenatui.store.run_shards import ShardRecord
 
 MAX_WAIT_S = 7 * 24 * 3600.0
 """A start further ahead than a week is a typo (a wrong year, epoch milliseconds)."""
@@ -157,7 +157,7 @@ def monotonic_at(instant: float) -> float:
 
 def start_skew_line(shards: list[ShardRecord]) -> str | None:
     """The merged run's worst start: the shard whose start may have been furthest from the planned instant."""
-    from arenatui.figures import ms
+    from arenatui.kernel.units import ms
 
     found = worst_start(shards)
     if found is None:

@@ -21,11 +21,11 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from arenatui.engine.events import RunStatus
-from arenatui.errors import ConfigError
+from arenatui.kernel.errors import ArenaError, ConfigError
+from arenatui.kernel.events import RunStatus
+from arenatui.kernel.units import plural
 from arenatui.stats.percentiles import or_nan, percentile_interval
 from arenatui.stats.percentiles import percentiles as stats_percentiles
-from arenatui.wording import plural
 
 OUTCOMES = ("ok", "rate_limited", "timeout", "transient", "terminal", "cancelled", "incomplete_stream")
 OK, RATE_LIMITED, TIMEOUT, TRANSIENT, TERMINAL, CANCELLED, INCOMPLETE_STREAM = range(7)
@@ -90,6 +90,23 @@ def parse_seconds(value: str, *, where: str, default_unit: str = "s") -> float:
     if not (math.isfinite(n) and n > 0):
         raise ConfigError(where, None, f"a duration above zero, got {value!r}")
     return n
+
+
+MAX_DURATION_S = 7 * 24 * 3600.0
+"""The longest --duration, --warmup or --start-in (a week, as a trace's offsets and the start barrier): 1e308 s
+passed, then overflowed counting the requests it planned."""
+
+
+def duration(value: str, flag: str, *, zero_ok: bool = False) -> float:
+    """A duration flag's value in seconds: `90`, `90s`, `500ms`, `5m` (minutes); `0` alone when `zero_ok`."""
+    v = value.strip().lower()
+    if zero_ok and v in ("0", "0s", "0ms", "0.0"):
+        return 0.0
+    seconds = parse_seconds(v[:-1], where=flag) * 60.0 if v.endswith("m") and not v.endswith("ms") else \
+        parse_seconds(v, where=flag)
+    if seconds > MAX_DURATION_S:
+        raise ArenaError(f"{flag}: expected a duration of at most 7 days (604800s), got {value!r}")
+    return seconds
 
 
 def parse_slo(value: str, *, where: str = "--slo") -> Slo:

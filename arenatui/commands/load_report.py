@@ -7,11 +7,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from arenatui.errors import PlanError
-from arenatui.load.figures import LoadOutcome
+from arenatui.kernel.errors import PlanError
 from arenatui.load.live import LoadSnapshot
+from arenatui.load.metrics import LoadOutcome
 from arenatui.load.store import stored_outcome_of
-from arenatui.load.tables import ms, percentile_table, segment_table
+from arenatui.present.load_tables import ms, percentile_table, segment_table
 from arenatui.store import Store
 from arenatui.store.load_queries import run_kinds
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from arenatui.engine.client_load import OVERLOAD_CPU, OVERLOAD_S, OverloadTracker
-from arenatui.engine.events import (
+from arenatui.kernel.events import (
     VARIANT_SEP,
     CallFinished,
     CallRetrying,
@@ -32,10 +32,10 @@ from arenatui.engine.events import (
     StepFinished,
     TunerDecided,
 )
-from arenatui.limits import MAX_CONCURRENCY
+from arenatui.kernel.limits import MAX_CONCURRENCY
+from arenatui.kernel.units import plural
 from arenatui.scoring.failure_modes import TRUNCATED_FINISH
 from arenatui.stats.percentiles import percentile
-from arenatui.wording import plural
 
 if TYPE_CHECKING:
     from arenatui.plan import Plan

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from rich.console import Console
 
-from arenatui.errors import ArenaError
+from arenatui.kernel.errors import ArenaError
 
 PIPE_WIDTH = 160
 """Columns when stdout is neither a terminal nor given a width by COLUMNS."""
@@ -51,7 +51,7 @@ def tab_separated(titles: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     """Tab-separated lines, the titles first: a cell's own lines joined with ", ", tabs and control characters
     shown as escapes (a case's or model's name can hold anything), so each row is one line with one field a
     column."""
-    from arenatui.safe_text import printable
+    from arenatui.kernel.text import printable
 
     def field(text: str) -> str:
         return printable(", ".join(text.split("\n")), newlines=False)
@@ -66,7 +66,7 @@ def print_listing(console: Console, columns: Sequence[Any], rows: Sequence[Any],
     options)."""
     import json
 
-    from arenatui.figures import table_for_width
+    from arenatui.present.columns import table_for_width
 
     if json_wanted:  # written as it is: a Console would expand tabs and wrap
         console.file.write(json.dumps(as_json, indent=2, ensure_ascii=False) + "\n")
@@ -98,7 +98,7 @@ def print_markdown(console: Console, text: str, *, elsewhere: str = "") -> None:
 
     from rich.markdown import Markdown
 
-    from arenatui.figures import HEADLINE, Column, Fitted
+    from arenatui.present.columns import HEADLINE, Column, Fitted
 
     lines = text.split("\n")
     prose: list[str] = []

@@ -40,8 +40,8 @@ from arenatui.config.schema import (
     SimSettings,
     Terms,
 )
-from arenatui.errors import ConfigError
-from arenatui.limits import (
+from arenatui.kernel.errors import ConfigError
+from arenatui.kernel.limits import (
     MAX_ANSWER_CHARS_LIMIT,
     MAX_ATTEMPTS,
     MAX_CONCURRENCY,
@@ -50,8 +50,8 @@ from arenatui.limits import (
     MAX_SOLVER_PROCESSES,
     MAX_TRIALS,
 )
+from arenatui.kernel.redact import REDACTED, redact_url
 from arenatui.providers.registry import provider_names, provider_spec
-from arenatui.redact import REDACTED, redact_url
 from arenatui.scoring.registry import JudgeSettings, scorer_kind, scorer_kinds
 
 T = TypeVar("T")

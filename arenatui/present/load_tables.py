@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from rich.console import RenderableType
 
-from arenatui.figures import HEADLINE, NOTHING, Column, Fitted, ms
-from arenatui.figures import pct as share
-from arenatui.load.figures import Figures, LoadOutcome
+from arenatui.kernel.units import NOTHING, ms
+from arenatui.kernel.units import pct as share
+from arenatui.load.metrics import Figures, LoadOutcome
+from arenatui.present.columns import HEADLINE, Column, Fitted
 
 __all__ = ["ms", "pct", "percentile_table", "segment_cells", "segment_table"]
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from arenatui.figures import money, pct
-from arenatui.wording import plural
+from arenatui.kernel.units import money, pct, plural
 
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from arenatui.results.read import StoredRun
     from arenatui.store.queries import FollowUps
-    from arenatui.store.read import StoredRun
 
 VARIANT_NOTE = ("With prompt variants, each model's own quality is the mean over the variants it was asked with "
                 "(each variant's cases and trials weigh alike); the ranked score and every paired comparison are over "
@@ -96,7 +95,7 @@ def rich_tables(rob: dict[str, Any] | None, follow: Sequence[dict[str, Any]]) ->
     from rich.table import Table
     from rich.text import Text
 
-    from arenatui.safe_text import literal
+    from arenatui.present.safe_text import literal
 
     sections: list[tuple[str, str, tuple[list[str], list[list[str]]]]] = []
     if rob is not None:
@@ -118,7 +117,7 @@ def rich_tables(rob: dict[str, Any] | None, follow: Sequence[dict[str, Any]]) ->
 
 def variants_dict(stored: StoredRun) -> dict[str, Any] | None:
     """The run's prompt-variant analysis as JSON-shaped data, or None without variants."""
-    from arenatui.stats.variants import prompt_robustness
+    from arenatui.results.read import prompt_robustness
 
     rob = prompt_robustness(stored)
     return None if rob is None else rob.to_dict()

@@ -1,6 +1,6 @@
 """`--processes N`: the arrival schedule sharded across N engine processes, one store writer, exact merged figures.
 
-Each shard is `python -m arenatui.load.shards`, its own event loop and provider, walking the same seeded
+Each shard is `python -m arenatui.load.processes`, its own event loop and provider, walking the same seeded
 schedule and sending request i when i % N is its index. The parent (this side) starts them together on a
 shared monotonic zero (CLOCK_MONOTONIC is one clock for every process on a machine), forwards rate
 changes (applied a moment ahead, so every shard switches at the same scheduled time), and receives each
@@ -30,11 +30,11 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from arenatui.config.schema import Project
 from arenatui.engine.client_load import CpuSampler, OverloadTracker
-from arenatui.engine.events import ClientLoadSampled
-from arenatui.errors import ArenaError
+from arenatui.kernel.errors import ArenaError
+from arenatui.kernel.events import ClientLoadSampled
 from arenatui.load.arrivals import Arrival, TraceRow
 from arenatui.load.driver import LoadPlan, OpenLoopDriver, SegmentStarted
-from arenatui.load.figures import LoadRequest, Window
+from arenatui.load.metrics import LoadRequest, Window
 from arenatui.plan import Shard
 
 START_AHEAD_S = 0.05
@@ -90,7 +90,7 @@ class ShardSet:
         return time.monotonic() - self.t0 if self.t0 is not None else 0.0
 
     def _setup(self, shard: int) -> dict[str, Any]:
-        from arenatui.config import project_to_dict
+        from arenatui.project import project_to_dict
 
         p = self.plan
         cap = None if p.max_in_flight is None else max(1, math.ceil(p.max_in_flight / self.n))
@@ -182,7 +182,7 @@ class ShardSet:
                         pass  # it ended on its own meanwhile
 
     async def _run(self) -> None:
-        cmd = [sys.executable, "-m", "arenatui.load.shards"]
+        cmd = [sys.executable, "-m", "arenatui.load.processes"]
         errors: list[str] = []
         async with anyio.create_task_group() as tg:
             self._tg = tg
@@ -227,7 +227,7 @@ class ShardSet:
 
 
 async def _shard_main() -> None:
-    from arenatui.config import project_from_dict
+    from arenatui.project import project_from_dict
     from arenatui.providers.registry import make_provider
 
     inp = sys.stdin.buffer

@@ -1,8 +1,8 @@
 """Untrusted text (model output, case text, provider error bodies, names from config) made safe to show.
 
-Two rules: never parse it as markup (wrap it in `rich.text.Text`), and never let it reach the
-terminal as a control sequence (C0/C1 controls, DEL, lone surrogates, zero-width and bidi marks become
-visible escapes).
+Two rules: never parse it as markup (arenatui.present.safe_text.literal wraps it in a Rich `Text`), and
+never let it reach the terminal as a control sequence (C0/C1 controls, DEL, lone surrogates, zero-width and bidi
+marks become visible escapes).
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ import io
 import re
 from collections.abc import Iterable
 from typing import TextIO
-
-from rich.text import Text
 
 # Zero-width and bidi marks (U+200B..U+200F, U+202A..U+202E, U+2066..U+2069, U+FEFF) are invisible or reorder
 # what follows them: shown as escapes so a model or case file cannot hide or disguise text on screen.
@@ -35,11 +33,6 @@ def printable(s: str, *, newlines: bool = True) -> str:
     if not newlines:
         out = out.replace("\n", "⏎").replace("\t", " ")
     return out
-
-
-def literal(s: str | None, style: str = "", *, newlines: bool = True) -> Text:
-    """A Rich Text showing `s` exactly as characters: no markup, no escapes, no emoji codes."""
-    return Text(printable(s or "", newlines=newlines), style=style, no_wrap=False)
 
 
 def one_line(s: str | None, limit: int = 200) -> str:

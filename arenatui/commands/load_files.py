@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from arenatui.load.figures import Figures, LoadOutcome
-from arenatui.load.report import stored_outcome
-from arenatui.load.tables import ms, segment_cells
-from arenatui.safe_text import SpreadsheetCsv, printable
+from arenatui.commands.load_report import stored_outcome
+from arenatui.kernel.text import SpreadsheetCsv, printable
+from arenatui.load.metrics import Figures, LoadOutcome
+from arenatui.present.load_tables import ms, segment_cells
 from arenatui.store import Store
 from arenatui.store.load_queries import LOAD_REQUEST_COLUMNS, read_requests
 

@@ -10,11 +10,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Column
 from rich.text import Text
 
-from arenatui.engine.events import RunStatus
-from arenatui.errors import ArenaError, unwrap
-from arenatui.figures import fit_line, money
-from arenatui.live import LiveSnapshot
-from arenatui.sweep import Sweep, stop_signals
+from arenatui.kernel.errors import ArenaError, unwrap
+from arenatui.kernel.events import RunStatus
+from arenatui.kernel.units import money
+from arenatui.present.columns import fit_line
+from arenatui.session.live import LiveSnapshot
+from arenatui.session.sweep import Sweep, stop_signals
 
 REFRESH_S = 0.25
 

@@ -8,7 +8,6 @@ waits for the writer process).
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -17,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from arenatui.engine.control import SweepControl
-from arenatui.limits import MAX_CONCURRENCY
-from arenatui.store.db import connect_read_only
+from arenatui.kernel.limits import MAX_CONCURRENCY
+from arenatui.store.db import Connection, connect_read_only
 from arenatui.store.live_state import (
     ANSWER_REQUEST,
     LIVE_EVERY_S,
@@ -63,7 +62,7 @@ class LiveChannel:
         self.answered: list[tuple[ControlRequest, Answer]] = []
         """Every request this session answered, in order."""
         self._last_id = 0
-        self._conn: sqlite3.Connection | None = None
+        self._conn: Connection | None = None
         self._stopped = False
         self._wake = anyio.Event()
         self.failures = 0

@@ -10,30 +10,33 @@ import dataclasses
 import gc
 import shlex
 import signal
-import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
-from arenatui.config import Project, load_project, project_from_dict, project_to_dict
+from arenatui.config import Project
 from arenatui.engine.client_load import CpuSampler
 from arenatui.engine.control import SweepControl
-from arenatui.engine.events import Event, RunStatus, lane_key
 from arenatui.engine.runner import Runner, Sink, bucket_level
-from arenatui.errors import ArenaError, ConfigError, PlanError, StoreError, unwrap
-from arenatui.live import STORED_COLUMNS, LiveMetrics, busy_seconds, judge_lanes, resumed_rows
+from arenatui.kernel.errors import ArenaError, ConfigError, StoreError, unwrap
+from arenatui.kernel.events import Event, RunStatus
 from arenatui.plan import Filters, Plan, make_plan
+from arenatui.project import load_project, project_to_dict
 from arenatui.providers.base import Provider, estimate_tokens
 from arenatui.providers.registry import make_provider
+from arenatui.session.live import LiveMetrics, judge_lanes
+from arenatui.session.resume import ResumeState, read_resume
 from arenatui.store import ResultWriter, Store, default_db_path
-from arenatui.store.db import explain_error
+from arenatui.store.db import sql_errors_explained
 from arenatui.store.live_state import LaneLive, end_live_state
-from arenatui.store.shards import finish_shard, record_shard
-from arenatui.wording import plural
+from arenatui.store.run_shards import finish_shard, record_shard
+
+if TYPE_CHECKING:
+    from arenatui.scoring.code_exec import SandboxReport
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:
@@ -74,36 +77,32 @@ def _with_seed(project: Project, seed: int | None) -> Project:
     return dataclasses.replace(project, run=dataclasses.replace(project.run, seed=seed))
 
 
-def _differences(what: str, old: dict[str, object], new: dict[str, object]) -> list[str]:
-    out = []
-    added = [k for k in new if k not in old]
-    removed = [k for k in old if k not in new]
-    changed = [k for k in old if k in new and old[k] != new[k]]
-    for verb, keys in (("added", added), ("removed", removed), ("changed", changed)):
-        if keys:
-            shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
-            out.append(f"{plural(len(keys), what)} {verb} ({shown})")
-    return out
+def _project_of(opts: SweepOptions) -> Project:
+    if opts.project is None:
+        raise ArenaError("no project: pass --project FILE (or a directory holding arena.toml), or "
+                         "--resume RUN_ID|last")
+    return opts.project if isinstance(opts.project, Project) else load_project(opts.project)
 
 
-def project_changes(project_path: str | None, stored: Project) -> list[str]:
-    """What differs between a resumed run's stored project and its file now: said, never applied."""
-    if not project_path or not Path(project_path).exists():
-        return []
-    try:
-        now = project_to_dict(load_project(project_path))
-    except Exception:  # advice only: whatever is wrong with the file now must not stop the resume
-        return [f"the project file {project_path} no longer loads; the run's stored configuration is used"]
-    then = project_to_dict(stored)
-    diffs = _differences("model", {m["key"]: m for m in then["models"]}, {m["key"]: m for m in now["models"]})
-    diffs += _differences("case", {c["id"]: c for c in then["cases"]}, {c["id"]: c for c in now["cases"]})
-    rest = [k for k in then if k not in ("models", "cases", "project") and then[k] != now.get(k)]
-    if rest:
-        diffs.append("settings changed in " + ", ".join(f"[{k}]" for k in rest))
-    if not diffs:
-        return []
-    return [f"the project file {project_path} changed since this run started: {'; '.join(diffs)}. The run's stored "
-            "configuration is used; start a new run (without --resume) to use the file as it is now"]
+def _checked_sandbox(project: Project) -> SandboxReport | None:
+    """What guards model-written code when a code_exec scorer runs it (None: no such scorer); refused, before
+    anything is recorded, when weaker than the project allows."""
+    if not any(s.kind == "code_exec" for s in project.scorers):
+        return None
+    from arenatui.scoring.code_exec import sandbox_report
+
+    sandbox = sandbox_report()
+    if not sandbox.strong and not project.run.allow_weak_sandbox:  # never weaker without saying
+        raise ConfigError(str(project.path), "run.allow_weak_sandbox", sandbox.refusal())
+    return sandbox
+
+
+def _providers(plan: Plan, concurrency: int) -> dict[str, Provider]:
+    """One provider per lane's model: the candidates, the judges and the escalation targets."""
+    project = plan.project
+    return {m.key: make_provider(m, project.run, concurrency_hint=concurrency, project=project)
+            for m in (*plan.models, *(j.model for j in plan.judges if j.model not in plan.models),
+                      *(t for t in plan.escalations.values() if all(t.key != m.key for m in plan.models)))}
 
 
 class Sweep:
@@ -117,106 +116,61 @@ class Sweep:
         """The signal (SIGINT, SIGTERM, SIGHUP) that stopped the run, set by the view that caught it."""
         self.error: ArenaError | None = None
         """Why the run failed, when it was the store's fault (disk full, a corrupt file): said to the person."""
-        self.run_id = ""
-        fresh: Plan | None = None
-        if opts.resume is None:
-            # Validate the project before the database is touched: bad input leaves nothing behind.
-            if opts.project is None:
-                raise ArenaError("no project: pass --project FILE (or a directory holding arena.toml), or "
-                                 "--resume RUN_ID|last")
-            project = opts.project if isinstance(opts.project, Project) else load_project(opts.project)
-            fresh = make_plan(_with_seed(project, opts.seed), opts.filters)
-        store = Store(self.db_path)
-        try:
-            stored: list[tuple[Any, ...]] = []
-            stored_elapsed = 0.0
-            recent: list[tuple[str, str, float]] = []
-            if fresh is None:
-                assert opts.resume is not None
-                rec = store.get_run(opts.resume)
-                from arenatui.store.load_queries import run_kinds
-
-                if run_kinds(store, [rec.run_id])[rec.run_id][0] == "load":  # its plan is a project's: never resumed
-                    raise PlanError(f"run {rec.run_id} is a load run ({opts.resume!r}): its requests went out on a "
-                                    "schedule and a load run is not resumed (that ran a sweep's calls into it); "
-                                    "pass a sweep's run id (arena runs lists them), or start a new load run with "
-                                    "arena load")
-                project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"),
-                                            opts.solvers or None)
-                self.filters = Filters.from_dict(rec.filters)
-                self.run_id = rec.run_id
-                # --prompts on a resume narrows this session only; the run keeps the filters it was started with
-                session = dataclasses.replace(self.filters, prompts=opts.filters.prompts) if opts.filters.prompts \
-                    else self.filters
-                self.plan = make_plan(project, session, store.done_keys(rec.run_id, retry_errored=opts.retry_errored))
-                # answers an interruption left unjudged (and, with --retry-errored, failed judgings) are judged again;
-                # their models are never called again for them
-                self.plan.awaiting = tuple(store.awaiting_judge(rec.run_id, retry_errored=opts.retry_errored))
-                if project.run.repair is not None or self.plan.escalations:  # chains of steps go on where they stopped
-                    self.plan.steps = store.open_steps(rec.run_id)
-                parents = {p for c in self.plan.cases for p in c.depends_on}
-                if parents:  # a chained project: the dependents still to run take their inputs from stored answers
-                    self.plan.chain_outcomes = store.chain_outcomes(rec.run_id, parents,
-                                                                    retry_errored=opts.retry_errored)
-                self.notices += project_changes(rec.project_path, project)
-                from arenatui.store.queries import judged_rows  # numpy: only a resume pays for it
-
-                # every stored figure comes back on screen (spend, retries, latencies, errors, elapsed), not zeros
-                rows = [(lane_key(r[0], r[-1]), *r[1:-1]) for r in
-                        store.results(rec.run_id, (*STORED_COLUMNS, "started_at", "finished_at", "variant"))]
-                rows += judged_rows(store, rec.run_id, retry_errored=opts.retry_errored)  # the judge lanes' rows
-                n = len(STORED_COLUMNS)
-                stored = [r[:n] for r in resumed_rows(rows, retry_errored=opts.retry_errored)]
-                stored_elapsed = busy_seconds((r[n], r[n + 1]) for r in rows if r[n] and r[n + 1])
-                from arenatui.store.queries import recent_attempts
-
-                recent = recent_attempts(store, rec.run_id, time.time() - LIMIT_WINDOW_S)
-                self.resumed = True
-            else:
-                self.filters = opts.filters
-                self.plan = fresh
-                self.resumed = False
+        self.status: RunStatus | None = None
+        self.tune_at_start = opts.tune
+        # Validate the project before the database is touched: bad input leaves nothing behind.
+        fresh = None if opts.resume is not None else make_plan(_with_seed(_project_of(opts), opts.seed), opts.filters)
+        with Store(self.db_path) as store:
+            state = None if fresh is not None else read_resume(
+                store, str(opts.resume), retry_errored=opts.retry_errored, prompts=opts.filters.prompts,
+                solvers=opts.solvers)
+            self.resumed = state is not None
+            self.plan: Plan = state.plan if state is not None else cast(Plan, fresh)
+            self.filters = state.filters if state is not None else opts.filters
+            self.run_id = state.run_id if state is not None else ""
             self.project = self.plan.project
-            plan: Plan = self.plan
-            sandbox = None
-            if any(s.kind == "code_exec" for s in self.project.scorers):
-                from arenatui.scoring.code_exec import sandbox_report
-
-                sandbox = sandbox_report()
-                if not sandbox.strong and not self.project.run.allow_weak_sandbox:  # never weaker without saying
-                    raise ConfigError(str(self.project.path), "run.allow_weak_sandbox", sandbox.refusal())
+            self.notices += state.notices if state is not None else ()
+            sandbox = _checked_sandbox(self.project)
+            if sandbox is not None:
                 self.notices.append(sandbox.describe())  # which guards model-written code runs under
             concurrency = opts.concurrency or self.project.run.concurrency
             # Providers first: a missing API key variable must fail before any run is recorded.
-            self.providers: dict[str, Provider] = {
-                m.key: make_provider(m, self.project.run, concurrency_hint=concurrency, project=self.project)
-                for m in (*plan.models, *(j.model for j in plan.judges if j.model not in plan.models),
-                          *(t for t in plan.escalations.values() if all(t.key != m.key for m in plan.models)))}
-            if self.resumed:
-                store.claim_run(self.run_id, self.resume_command)
-            else:
-                self.run_id = store.create_run(self.project.name, str(self.project.path), project_to_dict(self.project),
-                                               self.filters.to_dict(), self.plan.total, run_id=opts.run_id)
-                if self.filters.shard is not None:
-                    record_shard(store, self.run_id, self.filters.shard.index, self.filters.shard.count)
-            if sandbox is not None:  # stored with the run: the report, results view and bake-off page show it
-                store.set_sandbox(self.run_id, sandbox.describe(), sandbox.strong)
-            for p in self.providers.values():  # a python solver's TrialContext carries the run id
-                bind = getattr(p, "bind_run", None)
-                if bind is not None:
-                    bind(self.run_id)
-        finally:
-            store.close()
+            self.providers: dict[str, Provider] = _providers(self.plan, concurrency)
+            self._record_run(store, opts.run_id, sandbox)
+        self._wire(opts, extra_sinks, live_metrics, concurrency, state)
+
+    def _record_run(self, store: Store, run_id: str | None, sandbox: SandboxReport | None) -> None:
+        """A new run recorded (its shard too), or a resumed one claimed; the sandbox stored with it; the run id
+        given to each python solver (its TrialContext carries it)."""
+        if self.resumed:
+            store.claim_run(self.run_id, self.resume_command)
+        else:
+            self.run_id = store.create_run(self.project.name, str(self.project.path), project_to_dict(self.project),
+                                           self.filters.to_dict(), self.plan.total, run_id=run_id)
+            if self.filters.shard is not None:
+                record_shard(store, self.run_id, self.filters.shard.index, self.filters.shard.count)
+        if sandbox is not None:  # stored with the run: the report, results view and bake-off page show it
+            store.set_sandbox(self.run_id, sandbox.describe(), sandbox.strong)
+        for p in self.providers.values():
+            bind = getattr(p, "bind_run", None)
+            if bind is not None:
+                bind(self.run_id)
+
+    def _wire(self, opts: SweepOptions, extra_sinks: Sequence[Sink], live_metrics: bool, concurrency: int,
+              resumed: ResumeState | None) -> None:
+        """Engine → sinks: live metrics (from the stored figures on a resume), the store's writer, the tuner, the
+        runner (its rate limiters where the earlier session left them) and the client's CPU sampler."""
+        plan = self.plan
         self.live = LiveMetrics([m.key for m in plan.models], [c.id for c in plan.cases], plan.trials,
                                 judges=judge_lanes(plan), cells=plan.shard_cells() if plan.shard is not None else None)
-        self.live.preload(stored, elapsed_s=stored_elapsed)
+        if resumed is not None:
+            self.live.preload(resumed.live_rows, elapsed_s=resumed.elapsed_s)
         self.live.rate_limits = client_rate_limits(plan, self.project.defaults.max_tokens)
         self.writer = ResultWriter(self.db_path, self.run_id, retry_errored=opts.retry_errored)
         # Nobody reads live metrics in a quiet headless run; folding them costs ~10 us a call at zero latency.
         watched = (self.live.on_event,) if live_metrics else ()
         from arenatui.tuning.controller import Tuner
 
-        self.tune_at_start = opts.tune
         # Last sink: its decisions emit events of their own, which every other sink must see after this one.
         self.tuner = Tuner([m.key for m in plan.models], set_level=self._set_level, set_total=self._set_total,
                            emit=self._emit, caps=lambda k: self.runner.model_cap(k),
@@ -229,9 +183,10 @@ class Sweep:
         self.runner = Runner(plan, self.providers, sinks=sinks, started_sinks=self._hear_starts,
                              concurrency=concurrency)
         self.tuner.tracker.read_counts(self.runner.lanes)
-        if recent:  # the client's rpm/tpm limiters continue where the earlier session left them
-            self.runner.seed_rate_limits(limit_levels(plan, recent, time.time(), self.project.defaults.max_tokens))
-        from arenatui.live_channel import LiveChannel
+        if resumed is not None and resumed.recent:  # the client's rpm/tpm limiters go on where they were left
+            self.runner.seed_rate_limits(limit_levels(plan, resumed.recent, time.time(),
+                                                      self.project.defaults.max_tokens))
+        from arenatui.engine.live_channel import LiveChannel
 
         self.channel = LiveChannel(self.db_path, self.run_id, self.writer, self.runner, lanes=self._lanes_live,
                                    shard=None if plan.shard is None else str(plan.shard), tuner=self.tuner,
@@ -239,7 +194,6 @@ class Sweep:
         """The run's live state for `arena watch`, and control requests from other processes (arena control)."""
         self.cpu = CpuSampler(self.runner.emit)
         """The client's own CPU load beside the engine: stored with the run, shown live, warned about."""
-        self.status: RunStatus | None = None
 
     @property
     def control(self) -> SweepControl:
@@ -305,13 +259,7 @@ class Sweep:
         # that pause lands inside every call in flight. Objects alive now live for the whole run: leave them
         # out of the collector's scans (until the run ends), so collections see only what the run allocates.
         # Providers create their sessions first (HTTP: the aiohttp import, the TLS context), so those are frozen too.
-        for p in self.providers.values():
-            prepare = getattr(p, "prepare", None)
-            if prepare is not None:
-                try:
-                    prepare()
-                except Exception:  # the same error reaches each call, which records it per call
-                    pass
+        self._prepare_providers()
         gc.freeze()  # no collection first: it cost ~25 ms before the first request, to free little; what the imports
         # left behind is collected after the run's gc.unfreeze()
         if self.tune_at_start and not self.tuner.enabled:
@@ -361,21 +309,30 @@ class Sweep:
             raise self.error
         return status
 
+    def _prepare_providers(self) -> None:
+        for p in self.providers.values():
+            prepare = getattr(p, "prepare", None)
+            if prepare is not None:
+                try:
+                    prepare()
+                except Exception:  # the same error reaches each call, which records it per call
+                    pass
+
     def _record_end(self, status: RunStatus, message: str | None) -> None:
         try:
             from arenatui.tuning.levels import readout_rows
 
-            with Store(self.db_path) as store:
+            with sql_errors_explained(self.db_path), Store(self.db_path) as store:
                 store.mark_run(self.run_id, status, message)  # first: the run's end matters most
                 end_live_state(store.conn, self.run_id, status)  # a watcher says how it ended at once
                 if self.filters.shard is not None:
                     finish_shard(store, self.run_id, status, (None, None, None))
                 store.write_tuning_levels(self.run_id, readout_rows(
                     {r.model_key: r for r in self.tuner.readouts()}, self.tuner.caps()))
-        except (StoreError, sqlite3.Error) as e:
+        except StoreError as e:
             # The process exits next, so `arena runs` shows the run interrupted all the same; say why here.
             if self.error is None:
-                self.error = e if isinstance(e, StoreError) else explain_error(self.db_path, e)
+                self.error = e
 
 
 def client_rate_limits(plan: Plan, default_max_tokens: int) -> dict[str, float]:
@@ -393,10 +350,6 @@ def client_rate_limits(plan: Plan, default_max_tokens: int) -> dict[str, float]:
         if limits:
             out[m.key] = min(limits)
     return out
-
-
-LIMIT_WINDOW_S = 60.0
-"""rpm and tpm are per minute: a resume counts the stored attempts of the last minute against them."""
 
 
 def limit_levels(plan: Plan, recent: Sequence[tuple[str, str, float]], now: float,

@@ -46,6 +46,7 @@ SLOW: dict[str, tuple[str, ...]] = {
     "load_rates": ("--duration", "0.5", "--trace-lines", "1000"),
     "solver_overhead": ("--calls", "50", "--repeat", "1"),
     "tuner": ("--seeds", "1", "--calls", "100", "--shapes", "rpm"),
+    "watch_overhead": ("--calls", "2000", "--repeat", "1", "--rows", "2000", "--seconds", "2", "--append", "50"),
 }
 """Scripts that take ten seconds or more even so (servers, subprocesses, fixed windows): marked slow."""
 

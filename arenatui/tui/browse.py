@@ -8,7 +8,7 @@ from textual.app import App
 from textual.binding import Binding
 
 from arenatui.tui.results.screen import Results
-from arenatui.tui.themes import DEFAULT_THEME, STATE_VARIABLES, hide_builtin_themes, load_themes, remembered_theme
+from arenatui.tui.themes import STATE_VARIABLES, use_themes
 
 
 class BrowseApp(App[None]):
@@ -23,12 +23,7 @@ class BrowseApp(App[None]):
         super().__init__()
         self.db = Path(db)
         self.run_id = run_id
-        loaded = load_themes()
-        for t in loaded.themes:
-            self.register_theme(t)
-        wanted = [theme, remembered_theme(), DEFAULT_THEME]
-        self.theme = next((n for n in wanted if n and n in self.available_themes), "textual-dark")
-        hide_builtin_themes(self, loaded)
+        use_themes(self, theme)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(STATE_VARIABLES)

@@ -129,6 +129,17 @@ def remembered_theme() -> str | None:
     return theme if isinstance(theme, str) else None
 
 
+def use_themes(app: App[Any], theme: str | None) -> None:
+    """Register the bundled and user themes on `app` and choose one: `theme` if given and known, else the one the
+    user last chose, else the default (the results browser and the watcher start this way)."""
+    loaded = load_themes()
+    for t in loaded.themes:
+        app.register_theme(t)
+    wanted = [theme, remembered_theme(), DEFAULT_THEME]
+    app.theme = next((n for n in wanted if n and n in app.available_themes), "textual-dark")
+    hide_builtin_themes(app, loaded)
+
+
 def remember_theme(name: str) -> None:
     """Store the choice in settings.toml, keeping any other settings there."""
     path = settings_file()

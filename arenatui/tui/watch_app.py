@@ -25,7 +25,7 @@ from arenatui.session.live import LiveSnapshot
 from arenatui.session.watch import WatchedRun
 from arenatui.tui.screens import RunScreen
 from arenatui.tui.screens.run import MODEL_COLUMNS, MODELS_KEYS, RATES_TITLE, FilterInput
-from arenatui.tui.themes import DEFAULT_THEME, STATE_VARIABLES, hide_builtin_themes, load_themes, remembered_theme
+from arenatui.tui.themes import STATE_VARIABLES, use_themes
 from arenatui.tui.tuning_view import TuningReadout
 from arenatui.tui.widgets import CallMatrix, ModelTable, RatesChart, StatusBar, bar, duration
 
@@ -203,12 +203,7 @@ class WatchApp(App[None]):
     def __init__(self, run: WatchedRun, *, theme: str | None = None) -> None:
         super().__init__()
         self.watched = run
-        loaded = load_themes()
-        for t in loaded.themes:
-            self.register_theme(t)
-        wanted = [theme, remembered_theme(), DEFAULT_THEME]
-        self.theme = next((n for n in wanted if n and n in self.available_themes), "textual-dark")
-        hide_builtin_themes(self, loaded)
+        use_themes(self, theme)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(STATE_VARIABLES)

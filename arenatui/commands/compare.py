@@ -38,6 +38,11 @@ from arenatui.stats.jsonable import interval_dict, power_dict
 from arenatui.store import Store
 from arenatui.store.queries import resolve_run
 
+POWER_BASIS = ("Power here is from the spread of per-case differences this pair showed (their errors as paired); "
+               "`arena plan` assumes independent errors, so its figure for the same cases differs (usually larger); "
+               "`arena plan --run RUN` plans from this run.")
+"""Why compare's 80%-power figure differs from `arena plan`'s for the same cases."""
+
 
 def require_model(results: RunResults, model: str, flag: str) -> str:
     if model in results.models:
@@ -98,6 +103,8 @@ def compare_two(console: Console, results: RunResults, a: str, b: str, *, as_jso
         console.print(f"  difference {signed(c.diff.estimate)}, 95% CI {signed_interval(c.diff.low, c.diff.high, c.n)}"
                       f", P(A > B) = {p_better(c)}", markup=False)
     console.print(Text("  ").append(literal(c.verdict, "bold", newlines=False)))
+    if c.power is not None:  # issue 37 item 5: beside `arena plan`'s figure for the same cases it must say why
+        console.print(f"  {POWER_BASIS}", markup=False)
     if c.coverage_note:
         console.print(Text("  ").append(literal(c.coverage_note, newlines=False)))
     if c.clusters is not None:
@@ -162,7 +169,7 @@ def compare_all(console: Console, results: RunResults, *, as_json: bool) -> None
                                         "(Holm-adjusted at 5%)")
     if any(not d.decided and d.comparison.power for d in decisions):
         console.print("80% power: the difference D (observed, or the smallest these cases detect) and about how "
-                      "many cases give 80% power to detect it.", markup=False)
+                      f"many cases give 80% power to detect it. {POWER_BASIS}", markup=False)
     if not answered or len(answered) < 2:
         console.print("Fewer than two models answered: nothing to compare.", markup=False)
 

@@ -19,6 +19,11 @@ from arenatui.store.load_queries import run_kinds
 def print_outcome(out: Console, err: Console, outcome: LoadOutcome) -> None:
     out.print(segment_table(outcome))
     out.print(percentile_table(outcome))
+    print_notes(out, err, outcome)
+
+
+def print_notes(out: Console, err: Console, outcome: LoadOutcome) -> None:
+    """What stands under a load run's tables: its saturation and notes, and its warnings on stderr."""
     if outcome.saturation is not None:
         s = outcome.saturation
         out.print(f"Saturation: offered {s.offered_rate:.2f}/s achieved only {s.achieved_rate:.2f}/s (segment "

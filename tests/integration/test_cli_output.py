@@ -255,3 +255,20 @@ def test_compare_and_plan_say_why_their_power_figures_differ(stored: dict[str, s
     assert "this pair showed" in pairs.stdout and "`arena plan` assumes independent errors" in pairs.stdout
     plan = json.loads(_arena(home, "plan", "--project", stored["project"], "--json").stdout)["assumption"]
     assert "errors are independent" in plan and "`arena compare`, which reads a run's observed pairing" in plan
+
+
+def test_the_verdict_columns_marks_are_explained_under_the_tables(stored: dict[str, str]) -> None:
+    """Issue 37 item 14: at 80 columns `short of` is left out and `short` (and `◀ best`) stood unexplained."""
+    from arenatui.commands.tune import marks_legend
+
+    assert marks_legend(["", "short", "◀ best", "short"]) == (
+        "verdict column: ◀ best: the level the verdict names; short: not held long enough or too few answers to "
+        "judge yet (`short of` says what it lacks)")
+    assert marks_legend(["", "faster: calls gave up"]) is None
+    p = _arena(Path(stored["home"]), "tune", "--show", stored["tuned"], "--db", stored["db"], COLUMNS="80")
+    assert p.returncode == 0, p.stderr
+    table = [line for line in p.stdout.splitlines() if line.startswith("│")]
+    shown = {m for m in ("◀ best", "short") if any(m in line for line in table)}
+    assert shown, p.stdout  # the tuned run has marks to explain
+    legend = " ".join(p.stdout.split()).partition("verdict column: ")[2]  # folded to the width: unfolded here
+    assert legend and all(m + ":" in legend for m in shown), p.stdout

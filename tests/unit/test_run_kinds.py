@@ -54,3 +54,19 @@ def test_a_run_recorded_before_the_command_was_stored_reads_as_it_did(tmp_path: 
                       "VALUES (?, ?, '{}', '{}', 1, 0, 'finished')", (rid, project))
     with Store(path) as store:
         assert run_origins(store, ["old-run", "old-demo"]) == {"old-run": "run", "old-demo": "demo"}
+
+
+def test_a_recorded_sweep_stores_the_command_that_started_it(tmp_path: Path) -> None:
+    """End to end up to the run's record (a Sweep records its run when built): `arena run`, `arena evaluate` and
+    bench() each leave their word in the store."""
+    from arenatui.api import _sweep
+    from arenatui.cli import demo_project_path
+    from arenatui.session.sweep import Sweep
+
+    db = str(tmp_path / "r.db")
+    project = str(demo_project_path())
+    ids = {verb: Sweep(_options(verb, "--project", project, "--db", db)).run_id for verb in ("run", "evaluate")}
+    ids["bench"] = _sweep(project, models=None, tags=None, limit=None, trials=None, k_values=None, concurrency=None,
+                          seed=None, db=db, tune=False, resume=None).run_id
+    with Store(db, read_only=True) as store:
+        assert run_origins(store, list(ids.values())) == {rid: verb for verb, rid in ids.items()}

@@ -235,6 +235,19 @@ def test_arena_runs_shows_what_the_readme_says(demo: tuple[Path, dict[str, subpr
     assert fields[6] == "demo"
 
 
+def test_what_the_commands_table_says_they_print(demo: tuple[Path, dict[str, subprocess.CompletedProcess[str]]]
+                                                ) -> None:
+    """`arena evaluate` ends with `N models × M cases × K trials = T calls in S s`; `last` is named on stderr's
+    first line as `last = run ID (kind, status, started, project)`; `| head` ends the command with 0 or 141."""
+    d, runs = demo
+    assert re.search(r"^4 models × 12 cases × 8 trials = 384 calls in [\d.]+ ?s$",
+                     runs["arena evaluate --project sample_configs/demo.toml"].stdout, re.M)
+    first = runs["arena tune --show last"].stderr.splitlines()[0]
+    assert re.fullmatch(r"last = run \S+ \(evaluate, finished, started [\d-]+ [\d:]+, project demo\)", first), first
+    p = shell('arena export last | head -1 >/dev/null; echo "exit ${PIPESTATUS[0]}"', d)
+    assert p.stdout.strip() in ("exit 0", "exit 141") and "Traceback" not in p.stderr, (p.stdout, p.stderr)
+
+
 def test_the_results_query_of_the_design_runs_as_printed(
         demo: tuple[Path, dict[str, subprocess.CompletedProcess[str]]]) -> None:
     """The README's SQL (a user's rate-limit diagnosis) against the demo's database, `<id>` its run id."""

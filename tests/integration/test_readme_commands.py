@@ -35,6 +35,8 @@ def readme_commands() -> list[str]:
     text = README.read_text(encoding="utf-8")
     found: list[str] = []
     for lang, body in re.findall(r"^ *```(\w*)\n(.*?)^ *```", text, re.S | re.M):
+        if lang == "ini":  # a crontab line or a systemd unit's ExecStart: the arena command in it
+            found += [" ".join(m.split()) for m in re.findall(r"(?:&& |ExecStart=)(arena [^\n]+)", body)]
         if lang not in ("bash", "sh", ""):
             continue
         for line in re.sub(r"\\\n\s*", " ", body).splitlines():
@@ -124,7 +126,10 @@ NOT_RUN: dict[str, str] = {
     "arena tune --write concurrency": "as above",
     "arena tune --budget 60": "named in prose (no project): tests/integration/test_cli_output.py runs "
                               "`tune --project ... --budget 60`",
-    "arena compare series-20261202-090000-1a2b": "an example series id: tests/integration/test_load_runs.py "
+    "arena load --project arena.toml --model m --rate 8 --duration 15m --series daily --quiet":
+        "the cron and systemd examples: 15 minutes, from /srv/bench; tests/integration/test_cli_output.py runs a "
+        "short --series",
+    "arena compare series-20261202-090000-1a2b": "an example series id: tests/integration/test_bakeoff_cli.py "
                                                  "compares a real series",
     "arena load --project arena.toml --model m --rate 2000 --duration 5m --seed 7 --shard $K/10 --run-id load-42 "
     "--start-at 2026-12-01T12:00:00Z --db shard-$K.db --quiet":

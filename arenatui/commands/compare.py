@@ -16,7 +16,7 @@ from arenatui.kernel.units import NOTHING, absent, plural, signed, signed_interv
 from arenatui.present.charts import histogram
 from arenatui.present.columns import HEADLINE, Column, p_better
 from arenatui.present.safe_text import literal
-from arenatui.present.terminal import print_listing
+from arenatui.present.terminal import plain_listing, print_listing
 from arenatui.present.wording import clusters_note
 from arenatui.results.read import read_run
 from arenatui.stats import (
@@ -114,17 +114,22 @@ def compare_two(console: Console, results: RunResults, a: str, b: str, *, as_jso
         few = _few_clusters_note([c.diff])
         if few:
             console.print("  " + few, markup=False)
-    if c.differences.size:
+    plain = plain_listing()  # into a pipe: no picture, and each table its own block (a blank line before it)
+    if c.differences.size and not plain:
         console.print("  resampled differences A − B (│ marks zero, [ ] the 95% interval):", markup=False)
         hist = histogram(c.differences, max(10, min(60, console.width - 4)), 3, interval=(c.diff.low, c.diff.high))
         for line in hist.split("\n"):
             console.print(Text("  ").append_text(line))
     if groups:
+        if plain:
+            console.print()
         print_listing(console, GROUP_COLUMNS, groups,
                                       title="By stratum and tag (working cases both have scores for)")
     if differ:
         shown = differ[:20]
         more = f"; the first {len(shown)}" if len(differ) > len(shown) else ""
+        if plain:
+            console.print()
         print_listing(console, DISAGREE_COLUMNS, shown,
                                       title=f"Disagreements: {plural(len(differ), 'case')}, largest gap first{more}")
 

@@ -180,7 +180,7 @@ def _sweep(project: str | Path | Project | None, *, models: Sequence[str] | None
         _shared_instances_checked(checked, concurrency)
         opts = SweepOptions(project=checked, filters=Filters(models=tuple(models or ()), tags=tuple(tags or ()),
                                                              limit=limit, trials=trials),
-                            db=db, concurrency=concurrency, seed=seed, tune=tune)
+                            db=db, concurrency=concurrency, seed=seed, tune=tune, started_by="bench")
     sweep = Sweep(opts, live_metrics=False)
     for k in k_values or ():
         if not 1 <= k <= sweep.plan.trials:

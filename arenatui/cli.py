@@ -152,6 +152,7 @@ def _sweep_options(args: argparse.Namespace) -> object:
         db=args.db, resume=args.resume, concurrency=args.concurrency, seed=args.seed,
         retry_errored=args.retry_errored,
         tune=getattr(args, "tune", False), run_id=run_id,
+        started_by=getattr(args, "command", None),  # run, evaluate or demo: what `arena runs` calls the run
     )
 
 

@@ -16,7 +16,7 @@ from arenatui.kernel.units import NOTHING, absent, plural, signed, signed_interv
 from arenatui.present.charts import histogram
 from arenatui.present.columns import HEADLINE, Column, p_better
 from arenatui.present.safe_text import literal
-from arenatui.present.terminal import print_listing
+from arenatui.present.terminal import plain_listing, print_listing
 from arenatui.present.wording import clusters_note
 from arenatui.results.read import read_run
 from arenatui.stats import (
@@ -37,6 +37,11 @@ from arenatui.stats.jsonable import finite as _num
 from arenatui.stats.jsonable import interval_dict, power_dict
 from arenatui.store import Store
 from arenatui.store.queries import resolve_run
+
+POWER_BASIS = ("Power here is from the spread of per-case differences this pair showed (their errors as paired); "
+               "`arena plan` assumes independent errors, so its figure for the same cases differs (usually larger); "
+               "`arena plan --run RUN` plans from this run.")
+"""Why compare's 80%-power figure differs from `arena plan`'s for the same cases."""
 
 
 def require_model(results: RunResults, model: str, flag: str) -> str:
@@ -98,6 +103,8 @@ def compare_two(console: Console, results: RunResults, a: str, b: str, *, as_jso
         console.print(f"  difference {signed(c.diff.estimate)}, 95% CI {signed_interval(c.diff.low, c.diff.high, c.n)}"
                       f", P(A > B) = {p_better(c)}", markup=False)
     console.print(Text("  ").append(literal(c.verdict, "bold", newlines=False)))
+    if c.power is not None:  # issue 37 item 5: beside `arena plan`'s figure for the same cases it must say why
+        console.print(f"  {POWER_BASIS}", markup=False)
     if c.coverage_note:
         console.print(Text("  ").append(literal(c.coverage_note, newlines=False)))
     if c.clusters is not None:
@@ -107,17 +114,22 @@ def compare_two(console: Console, results: RunResults, a: str, b: str, *, as_jso
         few = _few_clusters_note([c.diff])
         if few:
             console.print("  " + few, markup=False)
-    if c.differences.size:
+    plain = plain_listing()  # into a pipe: no picture, and each table its own block (a blank line before it)
+    if c.differences.size and not plain:
         console.print("  resampled differences A − B (│ marks zero, [ ] the 95% interval):", markup=False)
         hist = histogram(c.differences, max(10, min(60, console.width - 4)), 3, interval=(c.diff.low, c.diff.high))
         for line in hist.split("\n"):
             console.print(Text("  ").append_text(line))
     if groups:
+        if plain:
+            console.print()
         print_listing(console, GROUP_COLUMNS, groups,
                                       title="By stratum and tag (working cases both have scores for)")
     if differ:
         shown = differ[:20]
         more = f"; the first {len(shown)}" if len(differ) > len(shown) else ""
+        if plain:
+            console.print()
         print_listing(console, DISAGREE_COLUMNS, shown,
                                       title=f"Disagreements: {plural(len(differ), 'case')}, largest gap first{more}")
 
@@ -162,7 +174,7 @@ def compare_all(console: Console, results: RunResults, *, as_json: bool) -> None
                                         "(Holm-adjusted at 5%)")
     if any(not d.decided and d.comparison.power for d in decisions):
         console.print("80% power: the difference D (observed, or the smallest these cases detect) and about how "
-                      "many cases give 80% power to detect it.", markup=False)
+                      f"many cases give 80% power to detect it. {POWER_BASIS}", markup=False)
     if not answered or len(answered) < 2:
         console.print("Fewer than two models answered: nothing to compare.", markup=False)
 

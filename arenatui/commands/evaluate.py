@@ -70,6 +70,10 @@ def ranking_lines(rows: list[ModelRow]) -> list[Text]:
     ranked = [r for r in rows if r.rank]
     out = [Text(f"Ranked by quality over the {plural(ranked[0].common.n, 'case')} every ranked model has scores for "
                 "(n); own: each model's quality over its own scored cases / their n.")] if ranked else []
+    tied = next((r.rank_text for r in rows if r.tied), None)
+    if tied:  # issue 37 item 14: a mark beside the score, explained where one is printed
+        out.append(Text(f"{tied} after a score: tied at that rank (equal scores over the common cases and no decided "
+                        "paired verdict between them; listed in the run's model order)"))
     clustered = clusters_note(next((r.quality.clusters for r in rows if r.quality.clusters is not None), None))
     if clustered:
         out.append(Text(clustered))

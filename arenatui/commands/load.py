@@ -143,21 +143,25 @@ def _consoles(width: int | None) -> tuple[Console, Console]:
     return out_console(width=width), err_console(width=width)
 
 
-def _print_for_scripts(out: Console, run_id: str, outcome: Any, *, as_json: bool) -> None:
-    """`load --show` for a script: the report's JSON document (--json), or the segment table's columns
-    tab-separated into a pipe."""
+def _print_for_scripts(out: Console, err: Console, run_id: str, outcome: Any, *, as_json: bool) -> None:
+    """`load --show` for a script: the report's JSON document (--json), or into a pipe every table's columns
+    tab-separated (the segment table, a blank line, the percentile table), the saturation and notes as lines under
+    them, warnings on stderr (issue 37 item 10: the percentile table was left out)."""
     import json
     import sys
 
     from arenatui.commands.load_files import load_report_dict
-    from arenatui.present.load_tables import segment_cells
+    from arenatui.commands.load_report import print_notes
+    from arenatui.present.load_tables import percentile_cells, segment_cells
     from arenatui.present.terminal import tab_separated
 
     if as_json:
         sys.stdout.write(json.dumps(load_report_dict(run_id, "", outcome), indent=2, ensure_ascii=False) + "\n")
         return
-    titles, rows = segment_cells(outcome)
-    sys.stdout.write(tab_separated(titles, rows) + "\n")
+    sys.stdout.write("\n\n".join(tab_separated(*cells) for cells in (segment_cells(outcome),
+                                                                  percentile_cells(outcome))) + "\n\n")
+    sys.stdout.flush()
+    print_notes(out, err, outcome)
 
 
 def cmd_load(args: argparse.Namespace) -> int:
@@ -178,7 +182,7 @@ def cmd_load(args: argparse.Namespace) -> int:
         from arenatui.present.terminal import plain_listing
 
         if args.json or plain_listing():  # for a script: JSON (as `arena report RUN -f json`), or tab-separated
-            _print_for_scripts(out, run_id, stored, as_json=args.json)
+            _print_for_scripts(out, err, run_id, stored, as_json=args.json)
             if args.json:
                 return 0
         else:

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from arenatui.kernel.errors import PlanError
 from arenatui.load.live import LoadSnapshot
-from arenatui.load.metrics import LoadOutcome
+from arenatui.load.metrics import SATURATION_SHARE, LoadOutcome
 from arenatui.load.store import stored_outcome_of
 from arenatui.present.load_tables import ms, percentile_table, segment_table
 from arenatui.store import Store
@@ -19,10 +19,19 @@ from arenatui.store.load_queries import run_kinds
 def print_outcome(out: Console, err: Console, outcome: LoadOutcome) -> None:
     out.print(segment_table(outcome))
     out.print(percentile_table(outcome))
+    print_notes(out, err, outcome)
+
+
+def print_notes(out: Console, err: Console, outcome: LoadOutcome) -> None:
+    """What stands under a load run's tables: its saturation (and what the segment table's marks mean), notes, and
+    its warnings on stderr."""
     if outcome.saturation is not None:
         s = outcome.saturation
         out.print(f"Saturation: offered {s.offered_rate:.2f}/s achieved only {s.achieved_rate:.2f}/s (segment "
                   f"{s.segment}, rate {s.target_rate:g}/s); limited by {s.saturation_cause}", markup=False)
+        if len(outcome.segments) > 1:  # issue 37 item 14: the table's last column, its header blank, explained
+            out.print(f"◀ saturation: the first segment whose achieved rate fell below {SATURATION_SHARE:.0%} of "
+                      "the offered rate; saturated: a segment offered more than that one", markup=False)
     for note in outcome.notes:
         out.print(note, markup=False, soft_wrap=True)
     for w in outcome.warnings:

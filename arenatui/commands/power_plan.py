@@ -106,7 +106,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         args.baseline = base
     else:
         out["assumption"] = ("0/1 scores, one trial's noise per case and models whose errors are independent "
-                             "(conservative: models failing the same cases need fewer)")
+                             "(conservative: models failing the same cases need fewer, so `arena compare`, which "
+                             "reads a run's observed pairing, names a smaller difference)")
 
     def mde_of(n: int) -> float | None:
         return planned_mde(n, args.baseline) if sd is None else detectable(n, sd)

@@ -223,7 +223,8 @@ def goodput_svg(c: dict[str, Any]) -> str:
     top_level = max(levels)
     knee = c.get("recommended") if c.get("kind") in ("optimum", "rising", "capped") else None
     scale = max(max(float((lv["goodput_95"] or [0, lv["goodput"] or 0])[1]) for lv in levels.values()), 1e-9)
-    w, h, left, bottom, top = max(240, 40 + 34 * top_level), 200, 44, 52, 16
+    # at least 380 wide: the legend's first line fits (at 240 it ran off the chart's right edge)
+    w, h, left, bottom, top = max(380, 40 + 34 * top_level), 212, 44, 64, 16
     slot = (w - left - 10) / top_level
     plot = h - bottom - top
 
@@ -260,9 +261,9 @@ def goodput_svg(c: dict[str, Any]) -> str:
         if n == knee:
             out.append(f'<text x="{x + bw / 2:.1f}" y="{y(g) - 4:.1f}" font-size="10" text-anchor="middle">'
                        f'{_h(str(c["kind"]))}</text>')
-    out.append(f'<text x="{left}" y="{h - 8}" font-size="10">level (· never held) · bar: goodput/s, pale: not '
-               f'measured · whisker: 95% · red: 429 share</text>')
-    return f'<svg class="frontier" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img">{"".join(out)}</svg>'
+    out.append(f'<text x="8" y="{h - 20}" font-size="10">level (· never held) · bar: goodput/s, pale: not '
+               f'measured</text><text x="8" y="{h - 8}" font-size="10">whisker: 95% · red: 429 share</text>')
+    return _chart(w, h, "".join(out))
 
 
 def _concurrency_rows(rep: dict[str, Any]) -> list[list[str]]:
@@ -767,7 +768,19 @@ li,p{overflow-wrap:anywhere}
 table.names td,table.names th{text-align:right}table.names td:first-child,table.names th:first-child,table.text td,
 table.text th{text-align:left}
 table.board th{white-space:normal}table.board td:nth-child(2),table.board th:nth-child(2){text-align:left}
+table.load th{white-space:normal}table.load td:last-child{white-space:normal;min-width:16em;text-align:left}
+table.load th:last-child{text-align:left}td{overflow-wrap:anywhere}
+.wide td:first-child,.wide th:first-child{position:sticky;left:0;background:#fff}
+.wide th:first-child{background:#f3f3f3}
+@media (max-width:600px){body{padding:0 .5em}th,td{padding:.2em .35em}}
 """
+
+
+def _chart(w: int, h: int, drawing: str) -> str:
+    """An SVG chart of drawing size w × h that keeps its width up to 560 px and scrolls sideways in its box on a
+    narrower page: shrunk to a phone's width its 10-unit labels were 5-6 px (issue 37 item 16)."""
+    return (f'<div class="wide"><svg class="frontier" viewBox="0 0 {w} {h}" width="{w}" height="{h}" '
+            f'style="min-width:{min(w, 560)}px" role="img">{drawing}</svg></div>')
 
 
 def _h(s: object) -> str:
@@ -862,8 +875,7 @@ def _scatter(points: list[tuple[str, float, float, bool]], x_label: str, x_fmt: 
             f'<text class="axis" x="{mid}" y="{h - 8}" font-size="12" text-anchor="middle">{_h(x_label)} (lower is '
             f'better)</text><text class="axis" x="14" y="{(h - bottom + top) / 2}" font-size="12" '
             f'transform="rotate(-90 14 {(h - bottom + top) / 2})" text-anchor="middle">quality</text>')
-    return (f'<svg class="frontier" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img">{axes}{ticks}{dots}'
-            f'</svg>')
+    return _chart(w, h, axes + ticks + dots)
 
 
 def html_pair(p: dict[str, Any]) -> str:
@@ -1071,8 +1083,14 @@ def md_at_load(section: dict[str, Any]) -> list[str]:
 def html_at_load(section: dict[str, Any], eliminated: Collection[str] = ()) -> str:
     if not any(r["load_run"] for r in section["rows"]):
         return f"<h2>Quality beside load at the target</h2><p>{_h(NO_LOAD_WORDS)}</p>"
-    parts = [f"<h2>Quality beside load at the target</h2><p>{_h(at_load_words(section))}</p>",
-             _html_table(AT_LOAD_HEAD, at_load_rows(section), "names")]
+    parts = [f"<h2>Quality beside load at the target</h2><p>{_h(at_load_words(section))}</p>"]
+    # two tables, as the leaderboard: the 18 columns in one were wider than a desktop page (TTFT p95 and after
+    # hidden at 1280 px); what decides first, then the rest of the latencies and rates, the model named in each
+    rows = at_load_rows(section)
+    cut = AT_LOAD_HEAD.index("p50 ms")
+    parts.append(_html_table(AT_LOAD_HEAD[:cut], [r[:cut] for r in rows], "names"))
+    parts.append("<p>Latencies and rates at the target (same order):</p>" + _html_table(
+        [AT_LOAD_HEAD[0], *AT_LOAD_HEAD[cut:]], [[r[0], *r[cut:]] for r in rows], "names load"))
     flagged = [r for r in section["rows"] if r.get("flag")]
     if flagged:
         parts.append("<ul>" + "".join(f"<li>⚠ {_h(r['model'])} (load run {_h(r['load_run'])}): {_h(r['flag'])}</li>"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.console import Console, RenderableType
@@ -64,6 +64,17 @@ def level_mark(r: LevelEvidence, best: int | None, word: str = "best") -> str:
     return f"◀ {word}" if r.level == best else "" if r.measured else "short"
 
 
+def marks_legend(marks: Iterable[str]) -> str | None:
+    """The verdict column's marks explained, those printed only (issue 37 item 14: on a narrow terminal `short of`
+    is left out and `short` stood alone); None when none was printed."""
+    said = set(marks)
+    words = [w for mark, w in (("◀ best", "◀ best: the level the verdict names"),
+                               ("◀ knee", "◀ knee: the level the verdict names"),
+                               ("short", "short: not held long enough or too few answers to judge yet (`short of` "
+                                         "says what it lacks)")) if mark in said]
+    return "verdict column: " + "; ".join(words) if words else None
+
+
 def readout_table(ro: ModelReadout, run_id: str = "RUN") -> RenderableType:
     """A model's verdict, then its levels fitted to the width they are drawn at (never a cut name or figure)."""
     from rich.console import Group
@@ -101,6 +112,12 @@ def _print_readouts(out: Console, run_id: str, stored: Sequence[ModelReadout], *
          "level": ro.verdict.level, "optimum": ro.verdict.optimum,
          "levels": [dataclasses.asdict(lv) for lv in ro.levels]} for ro in stored]}
     print_listing(out, columns, rows, as_json=doc, json_wanted=as_json)
+
+
+def _print_legend(out: Console, readouts: Sequence[ModelReadout]) -> None:
+    legend = marks_legend(level_mark(lv, ro.best) for ro in readouts for lv in ro.levels)
+    if legend:
+        out.print(legend, markup=False, highlight=False)
 
 
 def _not_a_load_run(run_id: str, db: str | None) -> None:
@@ -149,6 +166,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 out.print(readout_table(ro, run_id))
                 if out.is_terminal:  # a picture for people; a pipe gets the table only
                     print_chart(out, ro)
+            _print_legend(out, stored)
         _print_declared(out, run_id, args.db, stored)
         _print_budgets(out, run_id, args.db)
         if args.verbose:
@@ -178,6 +196,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     for ro in res.readouts:
         out.print(readout_table(ro, res.run_id))
         out.print(recommendation_line(ro))
+    _print_legend(out, res.readouts)
     if args.verbose:
         for d in res.decisions:
             out.print(literal(d, newlines=False))
@@ -298,6 +317,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     out.print(Fitted(SWEEP_COLUMNS, [(r, _sweep_mark(r, res)) for r in res.runs],
                      elsewhere=" (COLUMNS=200 arena sweep prints them all)"))
     out.print(f"verdict: {res.verdict.line()}", markup=False)
+    legend = marks_legend(_sweep_mark(r, res) for r in res.runs)
+    if legend:
+        out.print(legend, markup=False, highlight=False)
     for note in res.notes:
         out.print(note, markup=False)
     return 0

@@ -105,7 +105,7 @@ def tune(project: str | Path, *, models: Sequence[str] = (), budget: int = 400, 
     filters = Filters(models=tuple(models), limit=min(per_lane, n_cases), trials=max(1, per_lane // n_cases),
                       sample_seed=proj.run.seed if seed is None else seed)
     until = _UntilConclusive(progress=progress)
-    sweep = Sweep(SweepOptions(project=project, filters=filters, db=db, seed=seed, tune=True),
+    sweep = Sweep(SweepOptions(project=project, filters=filters, db=db, seed=seed, tune=True, started_by="tune"),
                   live_metrics=live is not None, extra_sinks=(until,))
     until.sweep = sweep
     until.total = sweep.plan.total
@@ -230,7 +230,8 @@ def sweep_levels(project: str | Path, levels: Sequence[int], *, models: Sequence
             on_start(n, i)
         count = _Count()
         sweep = Sweep(SweepOptions(project=project, filters=Filters(models=tuple(models), limit=limit, trials=trials),
-                                   db=db, concurrency=n, seed=seed), extra_sinks=(count,), live_metrics=False)
+                                   db=db, concurrency=n, seed=seed, started_by="sweep"), extra_sinks=(count,),
+                      live_metrics=False)
         t0 = time.monotonic()
         anyio.run(sweep.run)
         wall = time.monotonic() - t0

@@ -11,7 +11,7 @@ from arenatui.kernel.units import pct as share
 from arenatui.load.metrics import Figures, LoadOutcome
 from arenatui.present.columns import HEADLINE, Column, Fitted
 
-__all__ = ["ms", "pct", "percentile_table", "segment_cells", "segment_table"]
+__all__ = ["ms", "pct", "percentile_cells", "percentile_table", "segment_cells", "segment_table"]
 
 
 def pct(v: float | None) -> str:
@@ -97,10 +97,19 @@ PERCENTILE_COLUMNS: tuple[Column[Percentile], ...] = (
 )
 
 
-def percentile_table(outcome: LoadOutcome) -> RenderableType:
+def _percentile_rows(outcome: LoadOutcome) -> list[Percentile]:
     rows = [*outcome.segments, outcome.run] if len(outcome.segments) > 1 else [outcome.run]
-    return Fitted(PERCENTILE_COLUMNS, [
-        (_label(f), name, d) for f in rows
-        for name, d in (("TTFT from schedule", f.ttft_schedule), ("TTFT from send", f.ttft_send),
-                        ("latency from schedule", f.latency_schedule), ("latency from send", f.latency_send),
-                        ("inter-token latency", f.itl), ("schedule lag", f.lag))], title="Percentiles (ms)")
+    return [(_label(f), name, d) for f in rows
+            for name, d in (("TTFT from schedule", f.ttft_schedule), ("TTFT from send", f.ttft_send),
+                            ("latency from schedule", f.latency_schedule), ("latency from send", f.latency_send),
+                            ("inter-token latency", f.itl), ("schedule lag", f.lag))]
+
+
+def percentile_cells(outcome: LoadOutcome) -> tuple[list[str], list[list[str]]]:
+    """The percentile table with every column, as titles and cells (`load --show` into a pipe)."""
+    rows = _percentile_rows(outcome)
+    return [c.title for c in PERCENTILE_COLUMNS], [[c.cell(r) for c in PERCENTILE_COLUMNS] for r in rows]
+
+
+def percentile_table(outcome: LoadOutcome) -> RenderableType:
+    return Fitted(PERCENTILE_COLUMNS, _percentile_rows(outcome), title="Percentiles (ms)")

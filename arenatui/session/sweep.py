@@ -69,6 +69,9 @@ class SweepOptions:
     from here, since a function is stored only by its name."""
     run_id: str | None = None
     """`--run-id`: record the run under this id (the shards of a run share it, see `arena merge`)."""
+    started_by: str | None = None
+    """The command that started the run, in its own word (run, evaluate, demo, bench, tune): stored with a new run
+    for `arena runs`' kind column."""
 
 
 def _with_seed(project: Project, seed: int | None) -> Project:
@@ -136,17 +139,19 @@ class Sweep:
             concurrency = opts.concurrency or self.project.run.concurrency
             # Providers first: a missing API key variable must fail before any run is recorded.
             self.providers: dict[str, Provider] = _providers(self.plan, concurrency)
-            self._record_run(store, opts.run_id, sandbox)
+            self._record_run(store, opts.run_id, opts.started_by, sandbox)
         self._wire(opts, extra_sinks, live_metrics, concurrency, state)
 
-    def _record_run(self, store: Store, run_id: str | None, sandbox: SandboxReport | None) -> None:
+    def _record_run(self, store: Store, run_id: str | None, started_by: str | None,
+                    sandbox: SandboxReport | None) -> None:
         """A new run recorded (its shard too), or a resumed one claimed; the sandbox stored with it; the run id
         given to each python solver (its TrialContext carries it)."""
         if self.resumed:
             store.claim_run(self.run_id, self.resume_command)
         else:
             self.run_id = store.create_run(self.project.name, str(self.project.path), project_to_dict(self.project),
-                                           self.filters.to_dict(), self.plan.total, run_id=run_id)
+                                           self.filters.to_dict(), self.plan.total, run_id=run_id,
+                                           started_by=started_by)
             if self.filters.shard is not None:
                 record_shard(store, self.run_id, self.filters.shard.index, self.filters.shard.count)
         if sandbox is not None:  # stored with the run: the report, results view and bake-off page show it

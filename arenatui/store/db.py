@@ -503,8 +503,9 @@ class Store:
 
     @_explained
     def create_run(self, project: str, project_path: str | None, config: dict[str, Any], filters: dict[str, Any],
-                   planned: int, run_id: str | None = None) -> str:
-        """Record a new run; `run_id` names it (`--run-id`: every shard of a run writes the same one)."""
+                   planned: int, run_id: str | None = None, started_by: str | None = None) -> str:
+        """Record a new run; `run_id` names it (`--run-id`: every shard of a run writes the same one); `started_by`
+        is the command that started it (`arena runs`' kind column)."""
         from arenatui.kernel import __version__
 
         if run_id is None:
@@ -525,10 +526,10 @@ class Store:
             now = time.time()
             c.execute(
                 "INSERT INTO runs (run_id, project, project_path, config_json, filters_json, planned, started_at,"
-                " status, arenatui_version, pid, host, case_set, heartbeat_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+                " status, arenatui_version, pid, host, case_set, heartbeat_at, started_by)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
                 (run_id, project, project_path, json.dumps(config), json.dumps(filters), planned, now,
-                 __version__, os.getpid(), socket.gethostname(), digest, now),
+                 __version__, os.getpid(), socket.gethostname(), digest, now, started_by),
             )
             c.execute("COMMIT")
         except BaseException:

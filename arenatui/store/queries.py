@@ -934,21 +934,22 @@ def timed_out_attempts(store: Store, run_id: str, model_key: str | None = None) 
 
 def run_origins(store: Store, run_ids: Sequence[str]) -> dict[str, str]:
     """Per run id, what kind of run it is in the words of the command that makes it: 'load', 'shard' (one shard's
-    database), 'merged' (shards merged), 'sweep level N' (arena sweep), 'tune' (the auto-tuner set its levels),
-    'demo', or 'run' (arena run / evaluate / bench(): nothing stored tells those apart)."""
+    database), 'merged' (shards merged), 'sweep level N' (arena sweep), else the command that started it ('run',
+    'evaluate', 'demo', 'bench', 'tune'; `runs.started_by`). A run recorded before that was stored reads as it did:
+    'tune' when the auto-tuner set its levels, 'demo', else 'run'."""
     import json
 
     out: dict[str, str] = {}
     for rid in run_ids:
         row = store.conn.execute(
-            "SELECT kind, filters_json, project,"
+            "SELECT kind, filters_json, project, started_by,"
             " (SELECT MIN(level) FROM level_sweeps s WHERE s.run_id = r.run_id),"
             " EXISTS (SELECT 1 FROM tuning_decisions d WHERE d.run_id = r.run_id),"
             " (SELECT COUNT(*) FROM run_shards h WHERE h.run_id = r.run_id)"
             " FROM runs r WHERE run_id = ?", (rid,)).fetchone()
         if row is None:
             continue
-        kind, filters_json, project, level, tuned, shards = row
+        kind, filters_json, project, started_by, level, tuned, shards = row
         try:
             sharded = bool(json.loads(filters_json).get("shard"))
         except (ValueError, AttributeError):
@@ -961,6 +962,8 @@ def run_origins(store: Store, run_ids: Sequence[str]) -> dict[str, str]:
             out[rid] = "merged"
         elif level is not None:
             out[rid] = f"sweep level {level}"
+        elif started_by:
+            out[rid] = str(started_by)
         elif tuned:
             out[rid] = "tune"
         else:

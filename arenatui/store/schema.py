@@ -452,6 +452,11 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX control_requests_run ON control_requests (run_id, id);
     """,
+    # 21: the command that started a sweep (run, evaluate, demo, bench), so `arena runs` tells a console run from a
+    # headless one (issue 37 item 10); NULL in runs recorded before, which read as they did ('run' or 'demo')
+    """
+    ALTER TABLE runs ADD COLUMN started_by TEXT;
+    """,
 )
 JUDGMENT_COLUMNS: tuple[str, ...] = (
     "run_id", "model_key", "case_id", "trial", "judge_key", "status", "score", "passed", "error_class",

@@ -213,7 +213,7 @@ def test_every_listing_reads_as_json_or_tab_separated_columns(stored: dict[str, 
     assert p.returncode == 0 and head.split("\t")[:3] == ["run id", "kind", "status"], p.stdout
     assert not any(ch in p.stdout for ch in "┃│━─")
     by_id = {r.split("\t")[0]: r.split("\t") for r in rows}
-    assert by_id[stored["load"]][1] == "load" and by_id[stored["run"]][1] == "run"
+    assert by_id[stored["load"]][1] == "load" and by_id[stored["run"]][1] == "evaluate"  # not `run`: the console
     assert by_id[stored["tuned"]][1] == "tune"
     assert ", ".join(MODELS) in by_id[stored["run"]]  # every model on the run's one line
     listed = json.loads(_arena(home, "runs", "--json", *db).stdout)
@@ -230,3 +230,45 @@ def test_every_listing_reads_as_json_or_tab_separated_columns(stored: dict[str, 
     table = _arena(home, "plan", "--table").stdout.splitlines()
     assert table[0].split("\t")[0] == "cases" and all(len(r.split("\t")) == len(table[0].split("\t"))
                                                       for r in table[1:])
+
+
+def test_load_show_into_a_pipe_prints_every_table_tab_separated(stored: dict[str, str]) -> None:
+    """Issue 37 item 10: into a pipe `load --show` printed the segment table alone; the percentile table follows it,
+    after a blank line, each a header line and rows of as many fields."""
+    p = _arena(Path(stored["home"]), "load", "--show", stored["load"], "--db", stored["db"])
+    assert p.returncode == 0, p.stderr
+    blocks = [b.splitlines() for b in p.stdout.split("\n\n")]
+    tables = [b for b in blocks if b and "\t" in b[0]]
+    assert [t[0].split("\t")[:2] for t in tables] == [["seg", "rate/s"], ["seg", "figure"]], p.stdout
+    assert all(len(row.split("\t")) == len(t[0].split("\t")) for t in tables for row in t[1:])
+    assert {row.split("\t")[1] for row in tables[1][1:]} >= {"latency from schedule", "TTFT from send"}
+    assert p.stdout.rstrip().splitlines()[-1].startswith(f"Run id: {stored['load']}")
+
+
+def test_compare_and_plan_say_why_their_power_figures_differ(stored: dict[str, str]) -> None:
+    """Issue 37 item 5: `arena plan` said the demo's cases detect 0.338, `compare` 0.153 for the same cases, neither
+    saying why. Each names the other's basis: the observed pairing against independent errors."""
+    home, db = Path(stored["home"]), ["--db", stored["db"]]
+    pairs = _arena(home, "compare", stored["run"], "--all", *db, COLUMNS="200")
+    assert pairs.returncode == 0, pairs.stderr
+    assert "80% power:" in pairs.stdout  # the fixture's run has an undecided pair with a power figure
+    assert "this pair showed" in pairs.stdout and "`arena plan` assumes independent errors" in pairs.stdout
+    plan = json.loads(_arena(home, "plan", "--project", stored["project"], "--json").stdout)["assumption"]
+    assert "errors are independent" in plan and "`arena compare`, which reads a run's observed pairing" in plan
+
+
+def test_the_verdict_columns_marks_are_explained_under_the_tables(stored: dict[str, str]) -> None:
+    """Issue 37 item 14: at 80 columns `short of` is left out and `short` (and `◀ best`) stood unexplained."""
+    from arenatui.commands.tune import marks_legend
+
+    assert marks_legend(["", "short", "◀ best", "short"]) == (
+        "verdict column: ◀ best: the level the verdict names; short: not held long enough or too few answers to "
+        "judge yet (`short of` says what it lacks)")
+    assert marks_legend(["", "faster: calls gave up"]) is None
+    p = _arena(Path(stored["home"]), "tune", "--show", stored["tuned"], "--db", stored["db"], COLUMNS="80")
+    assert p.returncode == 0, p.stderr
+    table = [line for line in p.stdout.splitlines() if line.startswith("│")]
+    shown = {m for m in ("◀ best", "short") if any(m in line for line in table)}
+    assert shown, p.stdout  # the tuned run has marks to explain
+    legend = " ".join(p.stdout.split()).partition("verdict column: ")[2]  # folded to the width: unfolded here
+    assert legend and all(m + ":" in legend for m in shown), p.stdout

@@ -41,6 +41,8 @@ for (const svg of document.querySelectorAll('svg.frontier')) {
         b.y + b.height > vb.y + vb.height + 0.5) out.outside.push(t.textContent);
   }
   out.ticks += svg.querySelectorAll('text.tick').length;
+  // drawn size over drawing size: below ~0.85 its 10-unit tick labels are under 8.5 px, unreadable on a phone
+  out.scales = (out.scales || []).concat([svg.getBoundingClientRect().width / vb.width]);
 }
 // each sideways-scrolling box: the heading before it, and whether it scrolls (its table wider than the box)
 out.wide = [...document.querySelectorAll('.wide')].map(b => {
@@ -105,6 +107,7 @@ def test_nothing_overflows_and_every_label_is_inside_its_svg(report: Path, tmp_p
     assert layout["outside"] == [], layout
     assert layout["ticks"] >= 2 * (5 + 5)  # both axes of both frontiers are ticked
     assert layout["repeated"] == [], layout
+    assert min(layout["scales"]) >= 0.85, layout  # type: ignore[call-overload]  # a chart scrolls before it shrinks
 
 
 @pytest.mark.parametrize("width", [1280, 500], ids=["desktop", "phone"])

@@ -114,7 +114,8 @@ def test_leaderboard_scores_answered_calls_and_shows_coverage(run_db: tuple[Path
 
 
 def test_compare_separates_the_clear_pair_and_not_the_twins(run_db: tuple[Path, str],
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+                                                            capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     db, _ = run_db
     code, out, _ = _run(capsys, "compare", "last", "--a", "strong", "--b", "weak", "--db", str(db))
     assert code == 0
@@ -126,7 +127,12 @@ def test_compare_separates_the_clear_pair_and_not_the_twins(run_db: tuple[Path, 
     assert [g["group"] for g in res["groups"]] == ["easy", "hard", "t0", "t1", "t2"]
     assert all(d["score_a"] != d["score_b"] for d in res["disagreements"])
     code, out, _ = _run(capsys, "compare", "last", "--db", str(db))  # default: the top two
-    assert out.startswith("Run ") and "strong −" in out and "resampled differences" in out
+    # into a pipe the histogram (a picture for people) is left out, each table a block of tab-separated columns
+    assert out.startswith("Run ") and "strong −" in out and "resampled differences" not in out
+    assert "\n\ngroup\tkind\tn\t" in out and not any(ch in out for ch in "│─┃")
+    monkeypatch.setenv("COLUMNS", "100")  # a width asked for: the tables and the histogram, as on a terminal
+    code, out, _ = _run(capsys, "compare", "last", "--db", str(db))
+    assert "resampled differences" in out and "│" in out
 
 
 def test_compare_all_pairs_with_holm(run_db: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -423,10 +429,12 @@ def test_a_run_with_nothing_stored_still_reports_and_exports(tmp_path: Path,
     assert code == 2 and "fewer than two models with answered calls" in _one_paragraph(err)
 
 
-def test_compare_draws_the_results_views_histogram(run_db: tuple[Path, str],
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    """One histogram for the CLI and the console (arenatui.present.charts): zero and the interval marked on its axis."""
+def test_compare_draws_the_results_views_histogram(run_db: tuple[Path, str], capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """One histogram for the CLI and the console (arenatui.present.charts): zero and the interval marked on its axis
+    (drawn for a terminal, or a width asked for; not into a pipe)."""
     db, _ = run_db
+    monkeypatch.setenv("COLUMNS", "100")
     code, out, _ = _run(capsys, "compare", "last", "--a", "weak", "--b", "twin", "--db", str(db))
     assert code == 0
     axis = next(line for line in out.splitlines() if "┼" in line)

@@ -70,3 +70,20 @@ def test_the_report_has_every_column_the_fitted_table_leaves_out() -> None:
     assert titles == [c.title for c in SEGMENT_COLUMNS[:-1]]
     html = render_load_report(load_report_dict("r1", "p", out), out, "html")
     assert all(f"<th>{c.title}</th>" in html for c in SEGMENT_COLUMNS[:-1])
+
+
+def test_the_saturation_marks_are_explained_under_the_tables() -> None:
+    """Issue 37 item 14: `◀ saturation` and `saturated` stand in a column with no header: a line says what each means,
+    printed only where a segment saturated."""
+    from arenatui.commands.load_report import print_outcome
+
+    def printed(outcome: LoadOutcome) -> str:
+        out = Console(width=200, record=True, file=io.StringIO())
+        print_outcome(out, Console(file=io.StringIO()), outcome)
+        return out.export_text()
+
+    sat = printed(_outcome((2.0, 8.0, 16.0), (2.0, 3.0, 3.0)))
+    assert "◀ saturation" in sat and "saturated" in sat
+    assert "◀ saturation: the first segment whose achieved rate fell below 95% of the offered rate; saturated: a " \
+           "segment offered more than that one" in sat
+    assert "◀ saturation:" not in printed(_outcome((2.0, 4.0), (2.0, 4.0)))

@@ -375,6 +375,10 @@ def test_ties_share_a_rank_and_are_never_broken_by_the_own_score() -> None:
     assert all(row.rank_text == "=1" for row in rows)
     from arenatui.present.columns import LEADERBOARD
     assert "=1" in LEADERBOARD[1].cell(rows[0])
+    from arenatui.commands.evaluate import ranking_lines  # the mark explained under the headless leaderboard
+    assert any(line.plain.startswith("=1 after a score: tied at that rank") for line in ranking_lines(rows))
+    untied = leaderboard(make_results({"first": both, "second": [[0.0]] * 60}))
+    assert not any("after a score" in line.plain for line in ranking_lines(untied))
 
 
 def test_the_bootstrap_seed_is_the_runs() -> None:

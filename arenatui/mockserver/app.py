@@ -81,21 +81,14 @@ class ServedModel:
         """The rate-limit headers this model's responses carry ([mock.models.KEY] declare_limits, declared_rpm,
         declared_tpm), None when it declares none. Remaining requests are the simulated bucket's headroom at the
         declared rate; a lie (declared_rpm without that rpm) is stated with full headroom."""
-        cfg = self.cfg
-        if not (cfg.declare_limits or cfg.declared_rpm is not None or cfg.declared_tpm is not None):
+        cfg, sim = self.cfg, self.entry.sim  # [mock.models.KEY] first, else the model's own sim settings
+        lim = self.core.declared(cfg.declare_limits or sim.declare_limits,
+                                 cfg.declared_rpm if cfg.declared_rpm is not None else sim.declared_rpm,
+                                 cfg.declared_tpm if cfg.declared_tpm is not None else sim.declared_tpm)
+        if lim is None:
             return None
-        core = self.core
-        true_rpm = self.entry.sim.rpm
-        rpm = cfg.declared_rpm if cfg.declared_rpm is not None else true_rpm
-        left: float | None = None
-        reset_s = 0.0
-        if rpm is not None:
-            left = rpm
-            if core.rate:
-                level = max(0.0, core.level)
-                left = rpm * min(1.0, level / core.burst)
-                reset_s = max(0.0, (core.burst - level) / core.rate)
-        return declared_headers(wire, rpm, left, reset_s, cfg.declared_tpm, now)
+        return declared_headers(wire, lim.requests_limit, lim.requests_remaining, lim.requests_reset_s or 0.0,
+                                lim.tokens_limit, now)
 
 
 def _content_text(c: object) -> str | None:

@@ -281,6 +281,9 @@ def _read_sim(t: _Table) -> SimSettings:
         prompt_accuracy=prompt_acc,
         reasoning_tokens=s.integer("reasoning_tokens", 0, lo=0) or 0,
         reasoning_per_token_s=s.number("reasoning_per_token_s", None, lo=0.0),
+        declare_limits=s.boolean("declare_limits", d.declare_limits),
+        declared_rpm=s.number("declared_rpm", None, lo=1.0, hi=MAX_RPM),
+        declared_tpm=s.number("declared_tpm", None, lo=1.0, hi=MAX_RPM),
     )
     s.finish()
     return out

@@ -422,6 +422,9 @@ class MockFaults:
     """Error bodies repeat the request's headers (to prove that clients scrub secrets)."""
     trickle_s: float = 0.2
     """Seconds between the bytes of a trickled answer."""
+    single_slot: bool = False
+    """One request at a time, and a stream in progress broken off (as ``interrupted``) as soon as another request
+    waits: llama-cpp-python's server with its default ``interrupt_requests``."""
     declare_limits: bool = False
     """Every response states the model's rate limits in headers (``x-ratelimit-*`` on the OpenAI wire,
     ``anthropic-ratelimit-*`` on Anthropic's): its ``sim.rpm`` and what is left of it, unless declared_* say

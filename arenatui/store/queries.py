@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from arenatui.kernel.advice import single_slot_advice
 from arenatui.kernel.errors import PlanError
 from arenatui.kernel.events import JUDGE_LANE_PREFIX, VARIANT_SEP, lane_key, split_lane
 from arenatui.kernel.judge_sample import judge_sample
@@ -758,22 +759,6 @@ def reasoning_usage(store: Store, run_id: str) -> dict[str, ReasoningUsage]:
     except sqlite3.OperationalError:  # a read-only database from before schema 18
         return {}
     return {str(m): ReasoningUsage(int(n), int(r or 0), int(o or 0), int(e or 0)) for m, n, r, o, e in rows}
-
-
-INTERRUPTED_SHARE = 0.2
-"""Share of a model's attempts ended by an interrupted stream while another of its calls was in flight past which
-the tool says the server takes one request at a time (`single_slot_advice`)."""
-INTERRUPTED_MIN = 3
-
-
-def single_slot_advice(model: str, interrupted: int, attempts: int) -> str | None:
-    """What to do when `interrupted` of a model's `attempts` were streams cut while another call was in flight: the
-    pattern of a server with one slot that stops a stream when a request arrives (llama-cpp-python's), where
-    concurrency only buys cut streams and retries. None below the share that says so."""
-    if interrupted < INTERRUPTED_MIN or interrupted < INTERRUPTED_SHARE * attempts:
-        return None
-    return (f"{model}: the server interrupts a stream when another request arrives; set stream = false or "
-            f"max_concurrency = 1 for {model}")
 
 
 def interrupted_while_busy(store: Store, run_id: str) -> dict[str, tuple[int, int]]:

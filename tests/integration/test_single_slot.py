@@ -10,8 +10,9 @@ import pytest
 from httpkit import PROVIDERS, MockServerProcess, run_sweep, write_project
 
 from arenatui.cli import main
+from arenatui.kernel.advice import single_slot_advice
 from arenatui.store import Store
-from arenatui.store.queries import interrupted_while_busy, single_slot_advice, single_slot_lines
+from arenatui.store.queries import interrupted_while_busy, single_slot_lines
 
 
 def _advice(key: str) -> str:
@@ -64,3 +65,20 @@ def test_arena_tune_settles_at_1_and_says_it(mock_server: MockServerProcess, tmp
     out = " ".join(capsys.readouterr().out.split())
     assert _advice(key) in out, out
     assert "optimum ≈ 1" in out, out
+
+
+@pytest.mark.parametrize(("concurrency", "advised"), [(4, True), (1, False)])
+def test_the_consoles_live_figures_carry_the_advice(mock_server: MockServerProcess, tmp_path: Path,
+                                                    concurrency: int, advised: bool) -> None:
+    """What the console shows once per model as a notice (screens/run.py): from the live figures, as it happens."""
+    import anyio
+
+    from arenatui.session.sweep import Sweep, SweepOptions
+
+    key = "an-single-slot"
+    project = write_project(tmp_path / "p.toml", mock_server.url, [mock_server.models[key]],
+                            run={"concurrency": concurrency, "trials": 3})
+    sweep = Sweep(SweepOptions(project=project, db=tmp_path / "r.db"))
+    anyio.run(sweep.run)
+    (m,) = [m for m in sweep.live.snapshot().models if m.key == key]
+    assert m.single_slot == (_advice(key) if advised else None)

@@ -234,6 +234,9 @@ def test_arena_evaluate_at_concurrency_4_gives_the_quality_of_concurrency_1(llam
         done = subprocess.run([sys.executable, "-m", "arenatui", "evaluate", "--project", str(project), "--db",
                                str(db), "--quiet", "--no-report"], capture_output=True, text=True, timeout=600)
         assert done.returncode in (0, 1), done.stderr
+        # at 4 the streams cut one another: the tool says what to change (at 1 nothing is cut, nothing said)
+        said = "the server interrupts a stream when another request arrives" in " ".join(done.stderr.split())
+        assert said == (level == 4), done.stderr
         with sqlite3.connect(db) as c:
             rows = c.execute("SELECT case_id, status, error_class, output FROM results").fetchall()
         assert all(e in (None, "incomplete_stream") for _, _, e, _ in rows), rows

@@ -5,14 +5,18 @@
 
 Needs `bash scripts/install_servers.sh` (the server and the model, under $ARENATUI_SERVERS). It starts
 `python -m llama_cpp.server` (default settings, one thread: one answer at a time, and a new request interrupts a
-stream in progress) on a free 127.0.0.1 port, writes a six-case project to a temporary folder and runs the `arena`
+stream in progress) on a free 127.0.0.1 port, writes an eight-case project to a temporary folder and runs the `arena`
 commands of this checkout against it. Figures, one JSON line each:
 
 - per concurrency level: answered calls, the model's quality over them (passed / answered), answers stored with an
   empty output (an interrupted stream read as an answer), calls errored `incomplete_stream`, retries, the streams
   the server interrupted (its log; each should be a failed attempt, `incomplete_stream`), wall time;
 - per tune budget: the concurrency `arena tune --write` wrote (none when it gave no verdict), its verdict line, and
-  the share of the tune run's answered calls that were empty.
+  the share of the tune run's answered calls that were empty;
+- for each, whether it said what to change on a server with one slot ("set stream = false or max_concurrency = 1").
+
+The cases are tests/integration/data/gemma270m_echo.jsonl: copy and continue tasks the base model answers (it
+repeats its prompt), and one question it does not.
 
 The target (issue 32, "How it is measured"): at concurrency 4 no empty answer is stored (each interrupted stream is
 `incomplete_stream` and retried) and the quality equals concurrency 1's within its interval; `tune --write` writes
@@ -40,14 +44,10 @@ SERVERS = Path(os.environ.get("ARENATUI_SERVERS") or Path.home() / ".cache" / "a
 LLAMA_PY = SERVERS / "llama" / "bin" / "python"
 MODEL = SERVERS / "models" / "gemma-3-270m-q4_k_m.gguf"
 ALIAS = "gemma-3-270m"
-CASES = [
-    {"id": "capital", "input": "What is the capital of France?", "expected": "Paris"},
-    {"id": "colour", "input": "What colour is the sky on a clear day?", "expected": "blue"},
-    {"id": "count", "input": "Count from 1 to 5.", "expected": "3"},
-    {"id": "opposite", "input": "What is the opposite of hot?", "expected": "cold"},
-    {"id": "animal", "input": "What animal says moo?", "expected": "cow"},
-    {"id": "planet", "input": "Which planet do we live on?", "expected": "Earth"},
-]
+CASES = Path(__file__).resolve().parents[1] / "tests" / "integration" / "data" / "gemma270m_echo.jsonl"
+"""Cases the base model answers (it repeats its prompt: copy and continue tasks) and one it does not: a quality
+neither 0 nor 1 (the conformance tier's case file)."""
+ADVICE = "the server interrupts a stream when another request arrives"
 
 
 def emit(name: str, value: Any, unit: str = "", **extra: Any) -> None:
@@ -86,7 +86,7 @@ def write_project(path: Path, base: str, trials: int, max_tokens: int) -> Path:
         "run": {"concurrency": 4, "timeout_s": 120.0, "trials": trials, "seed": 1},
         "models": [{"key": "gemma", "provider": "openai", "model": ALIAS, "base_url": f"{base}/v1", "stream": True}],
         "scorers": [{"name": "contains", "kind": "contains"}],
-        "cases": CASES,
+        "cases_file": str(CASES),
     }), encoding="utf-8")
     return path
 
@@ -149,6 +149,7 @@ def main() -> None:
                 emit(f"evaluate_c{level}_interrupted_by_server", interruptions(d / "llama.log") - before, "streams",
                      failed_attempts=s["failed_attempts"])
                 emit(f"evaluate_c{level}_wall_s", round(wall, 1), "s")
+                emit(f"evaluate_c{level}_single_slot_advice", ADVICE in " ".join(done.stderr.split()), "said")
             for budget in [int(x) for x in args.budgets.split(",")]:
                 project = write_project(d / f"tune{budget}.toml", base, 1, args.max_tokens)
                 db = d / f"tune{budget}.db"
@@ -169,6 +170,7 @@ def main() -> None:
                      answered=s["answered"], empty=s["empty_answers"], calls=s["calls"],
                      incomplete_stream=s["incomplete_stream"], wall_s=round(wall, 1),
                      interrupted_by_server=interruptions(d / "llama.log") - before)
+                emit(f"tune_b{budget}_single_slot_advice", ADVICE in text, "said")
         finally:
             proc.terminate()
             try:

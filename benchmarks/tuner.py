@@ -20,7 +20,7 @@ Shapes (one simulated model each, latencies of a few tens of ms so a run takes a
 - serial_small: a server answering one call at a time in 50 ms, with a budget of 60 calls: oracle 1, and a verdict
   expected ("optimum ≈ 1: the server queues above 1").
 - declared: the rpm model whose every answer and refusal states its limit (x-ratelimit-limit-requests and what is
-  left, as the mock server's declare_limits does): oracle 10, targets 429s per call <= 1% and within one >= 95%.
+  left, as sim.declared_rpm states it): oracle 10, targets 429s per call <= 1% and within one >= 95%.
 - declared_low / declared_high: the same with headers that lie (half / four times the true limit): evidence must
   win, no worse than the rpm shape without headers.
 
@@ -58,7 +58,7 @@ import anyio
 import tomli_w
 
 from arenatui.kernel.errors import RateLimited
-from arenatui.kernel.events import CallFinished, CallRetrying, DeclaredLimits, Event
+from arenatui.kernel.events import CallFinished, CallRetrying, Event
 from arenatui.providers.sim import SimProvider
 from arenatui.session.sweep import Sweep, SweepOptions
 
@@ -79,8 +79,8 @@ class Shape:
     calls: int | None = None
     halving: bool = False
     declared_rpm: float | None = None
-    """Every answer and refusal states this rate limit in its headers (as the mock server's declare_limits does):
-    the sim's own rpm for honest headers, another figure for headers that lie."""
+    """Every answer and refusal states this rate limit (``sim.declared_rpm``, as a hosted API's headers do): the
+    sim's own rpm for honest headers, another figure for headers that lie."""
 
 
 SHAPES: dict[str, Shape] = {
@@ -104,7 +104,8 @@ MODEL = "m"
 
 
 def write_project(dirpath: Path, name: str, shape: Shape, calls: int, cap: int | None) -> Path:
-    model: dict[str, Any] = {"key": MODEL, "provider": "sim", "model": name, "sim": shape.sim}
+    sim = shape.sim if shape.declared_rpm is None else {**shape.sim, "declared_rpm": shape.declared_rpm}
+    model: dict[str, Any] = {"key": MODEL, "provider": "sim", "model": name, "sim": sim}
     if cap is not None:
         model["max_concurrency"] = cap
     raw = {
@@ -218,27 +219,6 @@ def slow_refusals(prov: SimProvider, delay: float) -> None:
     prov.complete = complete  # type: ignore[method-assign]
 
 
-def declare_limits(prov: SimProvider, rpm: float) -> None:
-    """Answers and refusals that state `rpm` in their headers, with what is left of it (the provider instance's own
-    method, wrapped; the runner passes them on as LimitsDeclared, as it does an HTTP provider's)."""
-    inner = prov.complete
-    core = prov.core
-
-    def limits() -> DeclaredLimits:
-        left = int(rpm * min(1.0, max(0.0, core.level) / core.burst)) if core.rate else int(rpm)
-        return DeclaredLimits(requests_limit=int(rpm), requests_remaining=left)
-
-    async def complete(request: Any) -> Any:
-        try:
-            comp = await inner(request)
-        except RateLimited as e:
-            e.limits = limits()
-            raise
-        return comp._replace(limits=limits())
-
-    prov.complete = complete  # type: ignore[method-assign]
-
-
 def run_one(dirpath: Path, name: str, shape: Shape, mode: str, seed: int, db: Path, calls: int) -> dict[str, Any]:
     first = shape.start_oracle or shape.oracle
     cap = first if mode in ("oracle", "climb") else shape.cap
@@ -267,10 +247,6 @@ def run_one(dirpath: Path, name: str, shape: Shape, mode: str, seed: int, db: Pa
     if aimd is not None:
         aimd.sweep = sweep
         sweep.runner.set_model_cap(MODEL, START, source="aimd")
-    if shape.declared_rpm is not None:
-        prov = sweep.providers[MODEL]
-        assert isinstance(prov, SimProvider)
-        declare_limits(prov, shape.declared_rpm)
     if shape.refusal_s:
         prov = sweep.providers[MODEL]
         assert isinstance(prov, SimProvider)

@@ -181,7 +181,7 @@ def print_summary(out: Console, err: Console, sweep: Sweep, status: str, elapsed
     errors, and with `report` the leaderboard and the prompt-variant and repair tables; returns the results the
     exit code is decided on."""
     from arenatui.results.read import read_run
-    from arenatui.store.queries import error_messages
+    from arenatui.store.queries import error_messages, single_slot_lines
 
     plan = sweep.plan
     with Store(sweep.db_path) as store:
@@ -208,4 +208,6 @@ def print_summary(out: Console, err: Console, sweep: Sweep, status: str, elapsed
         warning = client_load_warning(store, sweep.run_id)
         if warning:
             err.print(warning, markup=False, style="bold yellow")
+        for advice in single_slot_lines(store, sweep.run_id):  # a server with one slot: what to change
+            err.print(advice, markup=False, style="bold yellow", soft_wrap=True)
     return results

@@ -149,6 +149,7 @@ async def check_judges(project: Project, concurrency: int = 4) -> list[JudgeChec
     import anyio
 
     from arenatui.kernel.errors import ArenaError
+    from arenatui.providers.base import prepared
     from arenatui.providers.registry import make_provider
 
     scorers = {s.name: s for s in project.scorers}
@@ -177,12 +178,7 @@ async def check_judges(project: Project, concurrency: int = 4) -> list[JudgeChec
                 out[k] = await _ask(provider, judge, project, cfg, item[0], item[1], item[2], item[3])
 
         try:
-            prepare = getattr(provider, "prepare", None)
-            if prepare is not None:
-                try:
-                    prepare()
-                except Exception:  # the same error reaches each call, which reports it as the judge's error
-                    pass
+            await prepared(provider)  # what it raises reaches each call, which reports it as the judge's error
             async with anyio.create_task_group() as tg:
                 for k, item in enumerate(items):
                     tg.start_soon(one, k, item)

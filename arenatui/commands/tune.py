@@ -201,6 +201,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         for d in res.decisions:
             out.print(literal(d, newlines=False))
     _print_declared(out, res.run_id, args.db, res.readouts)
+    _print_single_slot(out, res.run_id, args.db)
     budgets = _print_budgets(out, res.run_id, args.db)
     ended = ("the budget was spent before every model had a verdict (raise --budget)" if res.budget_spent
              else "every model had a verdict")
@@ -274,6 +275,16 @@ def _print_declared(out: Console, run_id: str, db: str | None, readouts: Sequenc
         if level is not None:
             line.append(f"; ≈ {level:.1f} in flight at its measured p50 latency")
         out.print(line)
+
+
+def _print_single_slot(out: Console, run_id: str, db: str | None) -> None:
+    """What to change for a model whose server stops a stream when another request arrives (one slot)."""
+    from arenatui.store import Store
+    from arenatui.store.queries import single_slot_lines
+
+    with Store(db, read_only=True) as store:
+        for line in single_slot_lines(store, run_id):
+            out.print(line, markup=False, style="bold yellow", soft_wrap=True)
 
 
 def _typical_latency_s(ro: ModelReadout) -> float | None:

@@ -148,6 +148,17 @@ class SimSettings:
     tokens and against max_tokens: a limit they use up ends the answer before it starts)."""
     reasoning_per_token_s: float | None = None
     """Seconds per reasoning token (None: ``per_token_s``): the gap between the first token and the answer's."""
+    declare_limits: bool = False
+    """Every answer and refusal states ``rpm`` and what is left of it, as a hosted API's rate-limit headers do
+    (the runner passes them on as LimitsDeclared)."""
+    declared_rpm: float | None = None
+    """The requests/min the answers state instead of ``rpm``, true or not (headers that lie, for tests)."""
+    declared_tpm: float | None = None
+    """The tokens/min the answers state (the simulated model has no token limit: a figure for the tuner's prior)."""
+
+    def declares(self) -> bool:
+        """Whether answers state rate limits at all."""
+        return self.declare_limits or self.declared_rpm is not None or self.declared_tpm is not None
 
     def reasoning_s(self) -> float:
         """Seconds a whole reasoning phase takes (before jitter)."""
@@ -411,6 +422,9 @@ class MockFaults:
     """Error bodies repeat the request's headers (to prove that clients scrub secrets)."""
     trickle_s: float = 0.2
     """Seconds between the bytes of a trickled answer."""
+    single_slot: bool = False
+    """One request at a time, and a stream in progress broken off (as ``interrupted``) as soon as another request
+    waits: llama-cpp-python's server with its default ``interrupt_requests``."""
     declare_limits: bool = False
     """Every response states the model's rate limits in headers (``x-ratelimit-*`` on the OpenAI wire,
     ``anthropic-ratelimit-*`` on Anthropic's): its ``sim.rpm`` and what is left of it, unless declared_* say

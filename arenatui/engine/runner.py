@@ -348,7 +348,7 @@ class Runner:
             r = r._replace(score_detail=self._results.message(call.case, out.detail))
         if out.timed_out_stream:  # hung or slow, for timeout_s's evidence (tuning/budgets.py)
             r = r._replace(finish_reason=DEADLINE, ttft_ms=out.first_ms)
-        self._finish(r, call, now)
+        self._finish(r, call, now, out.retry_after, out.retry_source)
 
     def _retried(self, call: Call, f: Failure) -> bool:
         """Retry the failed attempt `f` (the call parked until due, holding no worker) when its class may not repeat
@@ -379,13 +379,14 @@ class Runner:
         self._declared[model_key] = (now, limits)
         self.emit(LimitsDeclared(model_key, limits, now, time.time()))
 
-    def _finish(self, r: CallResult, call: Call, now: float) -> None:
+    def _finish(self, r: CallResult, call: Call, now: float, retry_after: float | None = None,
+                retry_source: str | None = None) -> None:
         """Report a call that ended without an answer: CallFinished, or for a judge call the JudgeFinished that
         leaves its candidate judge_error (the judge's own error class is in the message) or, if cancelled, unscored."""
         if call.job is None:
             if self._steps is not None:
                 r = self._steps.ended(r)
-            self.emit(CallFinished(r, now))
+            self.emit(CallFinished(r, now, None, retry_after, retry_source))
             return
         self.emit(self._judging.failed(r, call.job, now))
 

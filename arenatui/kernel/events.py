@@ -211,6 +211,9 @@ class CallFinished(NamedTuple):
     """A call with repairs or an escalation that took more than one step: its last step, with that step's own
     answer and spend (`result` is the call's: every step's spend). Its earlier steps came as StepFinished; the last
     one travels here, so a repaired call costs one event per request like any other."""
+    retry_after: float | None = None
+    """An errored call's last attempt: the wait the provider asked for (not slept: no retry followed)."""
+    retry_after_source: str | None = None
 
 
 class JudgeFinished(NamedTuple):

@@ -228,6 +228,7 @@ class ShardSet:
 
 async def _shard_main() -> None:
     from arenatui.project import project_from_dict
+    from arenatui.providers.base import prepared
     from arenatui.providers.registry import make_provider
 
     inp = sys.stdin.buffer
@@ -261,12 +262,7 @@ async def _shard_main() -> None:
     driver = OpenLoopDriver(plan, provider, on_request=lambda r: rows.append(tuple(r)), on_segment=on_segment,
                             shard=shard, shards=setup["shards"])
     cpu = CpuSampler(lambda ev: send(("c", (ev.cpu, ev.interval_s, ev.t, ev.at))))
-    prepare = getattr(provider, "prepare", None)
-    if prepare is not None:
-        try:
-            prepare()
-        except Exception:
-            pass
+    await prepared(provider)  # before "ready": the schedule's zero comes after it
     send(("ready",))
     start = json.loads(await readline())
     if "start" not in start:

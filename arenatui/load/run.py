@@ -29,7 +29,7 @@ from arenatui.load.metrics import LoadRequest, Samples, Slo, Window, compute, ma
 from arenatui.load.store import request_row, segment_row
 from arenatui.plan import Shard
 from arenatui.project import load_project, project_to_dict
-from arenatui.providers.base import Provider
+from arenatui.providers.base import Provider, prepared
 from arenatui.providers.registry import make_provider
 from arenatui.store import ResultWriter, Store, default_db_path
 from arenatui.store.live_state import ControlRequest, end_live_state
@@ -264,12 +264,8 @@ class LoadRun:
     async def run(self) -> RunStatus:
         status: RunStatus = "failed"
         message: str | None = None
-        prepare = getattr(self.provider, "prepare", None)
-        if prepare is not None and self.opts.processes == 1:
-            try:
-                prepare()
-            except Exception:
-                pass  # each request reports the same error
+        if self.opts.processes == 1:  # before the schedule's zero: no request waits for it
+            await prepared(self.provider)
         gc.collect()
         gc.freeze()  # as in a sweep: collections scan only what the run allocates
         if self.opts.start_at is not None:  # the barrier: every machine's schedule has its zero at that instant

@@ -58,6 +58,8 @@ class ServedModel:
     counts: dict[tuple[str, str | None, int], int] = field(default_factory=dict)
     """Requests so far per (case, prompt variant, turn): the server cannot see trials, so each repeat draws anew."""
     asked: dict[str, SimCore] = field(default_factory=dict)
+    waiting: int = 0
+    """Requests waiting for the one slot (``single_slot``): a stream in progress stops when one does."""
     """Per prompt variant: the core that answers the model's calls asked under it (keyed and with the accuracy as
     the in-process sim's lane of that variant); `core` keeps the model's one rate limit and concurrency."""
 
@@ -81,21 +83,14 @@ class ServedModel:
         """The rate-limit headers this model's responses carry ([mock.models.KEY] declare_limits, declared_rpm,
         declared_tpm), None when it declares none. Remaining requests are the simulated bucket's headroom at the
         declared rate; a lie (declared_rpm without that rpm) is stated with full headroom."""
-        cfg = self.cfg
-        if not (cfg.declare_limits or cfg.declared_rpm is not None or cfg.declared_tpm is not None):
+        cfg, sim = self.cfg, self.entry.sim  # [mock.models.KEY] first, else the model's own sim settings
+        lim = self.core.declared(cfg.declare_limits or sim.declare_limits,
+                                 cfg.declared_rpm if cfg.declared_rpm is not None else sim.declared_rpm,
+                                 cfg.declared_tpm if cfg.declared_tpm is not None else sim.declared_tpm)
+        if lim is None:
             return None
-        core = self.core
-        true_rpm = self.entry.sim.rpm
-        rpm = cfg.declared_rpm if cfg.declared_rpm is not None else true_rpm
-        left: float | None = None
-        reset_s = 0.0
-        if rpm is not None:
-            left = rpm
-            if core.rate:
-                level = max(0.0, core.level)
-                left = rpm * min(1.0, level / core.burst)
-                reset_s = max(0.0, (core.burst - level) / core.rate)
-        return declared_headers(wire, rpm, left, reset_s, cfg.declared_tpm, now)
+        return declared_headers(wire, lim.requests_limit, lim.requests_remaining, lim.requests_reset_s or 0.0,
+                                lim.tokens_limit, now)
 
 
 def _content_text(c: object) -> str | None:
@@ -251,7 +246,7 @@ class MockServer:
 
     def _served(self, m: ModelConfig, faults: MockFaults) -> ServedModel:
         return ServedModel(entry=m, core=SimCore(m.key, m.sim, self.seed), faults=FaultPicker(faults, self._rng),
-                           serial=asyncio.Lock() if m.sim.serial else None)
+                           serial=asyncio.Lock() if m.sim.serial or faults.single_slot else None)
 
     def lookup(self, name: str) -> ServedModel | None:
         sm = self._models.get(name)
@@ -370,8 +365,15 @@ class MockServer:
                 u = uniform(draw(core.seed, core.key, cid, n), 1)
                 out = out._replace(text=judge_answer(judged[1], out.correct, u))
             if sm.serial is not None:
-                async with sm.serial:
+                sm.waiting += 1
+                try:
+                    await sm.serial.acquire()
+                finally:
+                    sm.waiting -= 1
+                try:
                     return await self._answer(request, wire, sm, out, stream, include_usage, fault, declared)
+                finally:
+                    sm.serial.release()
             return await self._answer(request, wire, sm, out, stream, include_usage, fault, declared)
         finally:
             sm.core.release()
@@ -435,6 +437,10 @@ class MockServer:
         step = max(0.0, out.latency_s - out.ttft_s - out.reasoning_s) / max(1, len(pieces))
         piece_bytes = self._piece_encoder(wire, name, 1 if out.reasoning_tokens else 0)
         for i, piece in enumerate(pieces):
+            if sm.waiting and sm.cfg.single_slot:  # another request waits for the slot: llama-cpp-python stops here
+                await resp.write_eof(head + (_sse({"type": "message_stop"}, "message_stop") if wire == "anthropic"
+                                             else b"data: [DONE]\n\n"))
+                return resp
             if fault == "truncated" and i >= len(pieces) // 2:
                 await resp.write_eof(head)  # a clean end, but without the final events: a truncated answer
                 return resp

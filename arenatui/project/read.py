@@ -281,6 +281,9 @@ def _read_sim(t: _Table) -> SimSettings:
         prompt_accuracy=prompt_acc,
         reasoning_tokens=s.integer("reasoning_tokens", 0, lo=0) or 0,
         reasoning_per_token_s=s.number("reasoning_per_token_s", None, lo=0.0),
+        declare_limits=s.boolean("declare_limits", d.declare_limits),
+        declared_rpm=s.number("declared_rpm", None, lo=1.0, hi=MAX_RPM),
+        declared_tpm=s.number("declared_tpm", None, lo=1.0, hi=MAX_RPM),
     )
     s.finish()
     return out
@@ -569,6 +572,7 @@ def _read_mock(t: _Table, model_keys: list[str]) -> dict[str, MockFaults]:
             retry_after_s=m.number("retry_after_s", d.retry_after_s, lo=0.0) or 0.0,
             echo_headers=m.boolean("echo_headers", d.echo_headers),
             trickle_s=m.number("trickle_s", d.trickle_s, lo=0.0, lo_open=True) or d.trickle_s,
+            single_slot=m.boolean("single_slot", d.single_slot),
             declare_limits=m.boolean("declare_limits", d.declare_limits),
             declared_rpm=m.number("declared_rpm", None, lo=1.0, hi=MAX_RPM),
             declared_tpm=m.number("declared_tpm", None, lo=1.0, hi=MAX_RPM),

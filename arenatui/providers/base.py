@@ -90,7 +90,8 @@ class Provider(Protocol):
     """Implementations may set ``enforces_timeout = True`` when they end every attempt at
     ``request.timeout_s`` themselves (raising TimeoutError); the engine then skips its own cancel scope.
     They may also have a ``prepare()`` method, which a sweep calls in its event loop before the first call
-    (open sessions there, not in the first calls' latencies); what it raises is left for the calls to report."""
+    (open sessions there, not in the first calls' latencies); what it raises is left for the calls to report. What
+    it returns, if not None, is awaited before the first call (`prepared`)."""
 
     async def complete(self, request: Request) -> Completion:
         """Perform one attempt. Raise a ProviderError subclass on failure."""
@@ -163,3 +164,17 @@ def capped(comp: Completion, cap: int) -> Completion:
 def estimate_tokens(text: str) -> int:
     """A rough token count (about four characters a token) for when a server reports none."""
     return max(1, (len(text) + 3) // 4)
+
+
+async def prepared(provider: object) -> None:
+    """Run a provider's ``prepare()`` (see Provider) and await what it returns: before a run's first call. What it
+    raises is left for the calls to report (each reaches the same error)."""
+    prepare = getattr(provider, "prepare", None)
+    if prepare is None:
+        return
+    try:
+        ready = prepare()
+        if ready is not None:
+            await ready
+    except Exception:
+        pass

@@ -15,7 +15,7 @@ import math
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from datetime import UTC
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -762,10 +762,12 @@ class HttpProvider:
             self._timeouts = (TimeoutError, *self._wire.timeout_errors)  # ours (the deadline), and the library's
         return self._wire
 
-    def prepare(self) -> None:
+    def prepare(self) -> Awaitable[None] | None:
         """Choose the transport and open its session now (in the running loop, before the first call), so
-        neither the import nor the TLS context lands inside the first calls' latencies."""
+        neither the import nor the TLS context lands inside the first calls' latencies. What a format's provider
+        also has to ask its server before the calls comes back as an awaitable (`OpenAIProvider`)."""
         self.wire.warm()
+        return None
 
     # ---- per wire format ----
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable
 from typing import Any
 
 import anyio
@@ -130,6 +131,11 @@ def local_server(base_url: str | None) -> bool:
     return ip.is_loopback or ip.is_private or ip.is_link_local
 
 
+PROBE = ({"role": "system", "content": "Answer briefly."},
+         {"role": "user", "content": "What is the capital of France?"})
+"""The prompts that measure a local server's chat template (`OpenAIProvider.measure_template`)."""
+
+
 class OpenAIProvider(HttpProvider):
     """``POST {base_url}/chat/completions`` with a Bearer key (optional for local servers)."""
 
@@ -167,48 +173,48 @@ class OpenAIProvider(HttpProvider):
         return key
 
     def parse_json(self, raw: bytes, request: Request) -> Completion:
-        return parse_chat_completion(raw, request, self.where, self.template)
+        return parse_chat_completion(raw, request, self.where, self.template(request.messages))
 
     def stream_reader(self, request: Request, sent: float) -> StreamReader:
         reader = OpenAIStream(request, sent, self.where, self._secrets)
-        reader.template = self.template
+        reader.template = self.template(request.messages)
         return reader
 
-    template: int | None = None
-    """The chat template's input tokens as this model's server counts them (`measure_template`), once measured."""
-    _template_asked = False
-    _template_lock: anyio.Lock | None = None
+    _templates: tuple[int, int] | None = None
+    """The chat template's input tokens as this model's server counts them (`measure_template`), once measured: of
+    a prompt that begins with a user message, and of one that begins with a system message."""
 
-    async def complete(self, request: Request) -> Completion:
-        if not self._template_asked:
-            await self.measure_template(request)
-        return await super().complete(request)
+    def template(self, messages: tuple[dict[str, str], ...]) -> int | None:
+        """The measured template's tokens for a prompt of `messages`' shape (None: not measured)."""
+        t = self._templates
+        if t is None:
+            return None
+        return t[1] if messages and messages[0].get("role") == "system" else t[0]
 
-    async def measure_template(self, request: Request) -> None:
-        """Once per model, before its first request goes out (its other first requests wait: on llama-cpp-python any
-        request interrupts a stream in progress): the chat template's tokens, for the input estimates of a server
-        that reports no usage (llama-cpp-python's streams). Asked only for a streamed model (whole bodies carry
-        usage), of a server on this machine or a private network that has a tokenizer endpoint (llama-cpp-python's
-        ``/extras/tokenize/count``, llama.cpp's ``/tokenize``): the template's share is its count of the first
-        request's prompt (a one-token answer to its messages: the sweep's prompts share their shape) less its
-        tokenizer's count of the messages' text. It can be below 0: llama-cpp-python's Gemma template drops a system
-        message. Anything else (no such endpoint, an error, no usage) leaves the fixed estimate."""
-        if self._template_lock is None:
-            self._template_lock = anyio.Lock()
-        async with self._template_lock:
-            if self._template_asked:
-                return
-            try:
-                if self.model.stream and local_server(self.model.base_url):  # whole bodies carry usage
-                    with anyio.move_on_after(min(request.timeout_s, 30.0)):
-                        measured = await self._template_tokens(request.messages)
-                        # as template_tokens reads it: the messages past the first add the fixed estimate each
-                        self.template = None if measured is None else \
-                            measured - TEMPLATE_TOKENS_PER_MESSAGE * (len(request.messages) - 1)
-            except Exception:  # a probe's failure leaves the fixed estimate; the call reports its own
-                self.template = None
-            finally:
-                self._template_asked = True
+    def prepare(self) -> Awaitable[None] | None:
+        """Open the transport's session; for a streamed model on a local server, also measure its chat template
+        (`measure_template`), awaited before the first call so that no call waits for it (and no probe interrupts
+        a stream: on llama-cpp-python any request does)."""
+        super().prepare()
+        if self.model.stream and local_server(self.model.base_url):  # whole bodies carry usage
+            return self.measure_template()
+        return None
+
+    async def measure_template(self) -> None:
+        """The chat template's tokens, for the input estimates of a server that reports no usage (llama-cpp-python's
+        streams), from a server with a tokenizer endpoint (llama-cpp-python's ``/extras/tokenize/count``,
+        llama.cpp's ``/tokenize``): a probe prompt's count (a one-token answer) less its tokenizer's count of the
+        messages' text, for a prompt with and one without a system message (a template may drop a system message:
+        llama-cpp-python's Gemma does, so that measure is below 0). Anything else (no such endpoint, an error, no
+        usage) leaves the fixed estimate."""
+        try:
+            with anyio.move_on_after(min(self._timeout_s, 30.0)):
+                user = await self._template_tokens(PROBE[1:])
+                system = None if user is None else await self._template_tokens(PROBE)
+                if user is not None and system is not None:  # as template_tokens reads it: +fixed per further one
+                    self._templates = (user, system - TEMPLATE_TOKENS_PER_MESSAGE)
+        except Exception:  # a probe's failure leaves the fixed estimate; the calls report their own
+            self._templates = None
 
     async def _template_tokens(self, messages: tuple[dict[str, str], ...]) -> int | None:
         root = self.url.split("?")[0].removesuffix("/chat/completions").removesuffix("/v1")

@@ -68,7 +68,10 @@ def make_provider(model: ModelConfig, run: RunSettings, concurrency_hint: int = 
 
 
 def _sim(model: ModelConfig, run: RunSettings, _hint: int) -> Provider:
-    from arenatui.providers.sim import SimProvider
+    from arenatui.providers.sim import DeclaringSimProvider, SimProvider
+
+    if model.sim.declares():
+        return DeclaringSimProvider(model, seed=run.seed)
 
     return SimProvider(model, seed=run.seed)
 

@@ -22,6 +22,7 @@ import sniffio
 
 from arenatui.config.schema import ModelConfig, SimSettings
 from arenatui.kernel.errors import RateLimited, TransientError
+from arenatui.kernel.events import DeclaredLimits
 from arenatui.providers.base import REASONING_CHARS, Completion, JudgeTask, Request, estimate_tokens
 
 _NORMAL = NormalDist()
@@ -114,6 +115,24 @@ class SimCore:
 
     def release(self) -> None:
         self.in_flight -= 1
+
+    def declared(self, declare: bool, rpm: float | None, tpm: float | None) -> DeclaredLimits | None:
+        """The rate limits an answer states (None: it states none): `rpm` (else the true ``rpm``, when `declare`),
+        with what is left of it (the bucket's headroom at that rate: full for a lie without a true rpm) and when
+        the bucket is full again; `tpm` as stated."""
+        if not (declare or rpm is not None or tpm is not None):
+            return None
+        rpm = rpm if rpm is not None else self.s.rpm
+        left: int | None = None
+        reset_s: float | None = None
+        if rpm is not None:
+            left, reset_s = math.floor(rpm), 0.0
+            if self.rate:
+                level = max(0.0, self.level)
+                left = math.floor(rpm * min(1.0, level / self.burst))
+                reset_s = max(0.0, (self.burst - level) / self.rate)
+        tokens = None if tpm is None else math.floor(tpm)
+        return DeclaredLimits(None if rpm is None else math.floor(rpm), left, reset_s, tokens, tokens)
 
     def accuracy_for(self, stratum: str | None, tags: tuple[str, ...]) -> float:
         sa = self.s.strata_accuracy
@@ -290,3 +309,18 @@ class SimProvider:
 
     async def aclose(self) -> None:
         return None
+
+
+class DeclaringSimProvider(SimProvider):
+    """A simulated model whose every answer and refusal states its rate limits (``sim.declare_limits``,
+    ``declared_rpm``, ``declared_tpm``), as a hosted API's headers do; apart from SimProvider so that a model that
+    declares nothing pays nothing for it."""
+
+    async def complete(self, request: Request) -> Completion:
+        s = self.core.s
+        try:
+            comp = await super().complete(request)
+        except RateLimited as e:
+            e.limits = self.core.declared(s.declare_limits, s.declared_rpm, s.declared_tpm)
+            raise
+        return comp._replace(limits=self.core.declared(s.declare_limits, s.declared_rpm, s.declared_tpm))

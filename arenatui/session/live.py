@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from arenatui.engine.client_load import OVERLOAD_CPU, OVERLOAD_S, OverloadTracker
+from arenatui.kernel.advice import single_slot_advice
 from arenatui.kernel.events import (
     VARIANT_SEP,
     CallFinished,
@@ -201,6 +202,8 @@ class _ModelAgg:
     """Calls whose tokens (and so cost) arenatui estimated: the server reported no usage."""
     truncated: int = 0
     """Answers stopped at the token limit (finish reason in TRUNCATED_FINISH): max_tokens is cutting them."""
+    cut_while_busy: int = 0
+    """Attempts that ended incomplete_stream while another of this lane's calls was in flight (single_slot_advice)."""
     reasoning_tokens: int = 0
     """Of output_tokens: those a reasoning model spent thinking (reported, or estimated from its reasoning)."""
     declared: DeclaredLimits | None = None
@@ -260,6 +263,8 @@ class ModelSnapshot:
     """The most common error message of this session's errored calls and how many calls said it."""
     truncated: int = 0
     """This session's answers stopped at the token limit (finish reason length / max_tokens)."""
+    single_slot: str | None = None
+    """What to change when its server stops a stream whenever another request arrives (kernel.advice)."""
     reasoning_tokens: int = 0
     """Of its output tokens, those spent reasoning (a reasoning model's)."""
     output_tokens: int = 0
@@ -521,6 +526,8 @@ class LiveMetrics:
             dst = UNREACHABLE if status == "unreachable" else ERRORED
             cls = ec or "error"
             agg.errors[cls] = agg.errors.get(cls, 0) + 1
+            if cls == "incomplete_stream" and agg.in_flight > 0:  # (this call is out of in_flight already)
+                agg.cut_while_busy += 1
             _count_message(agg.error_messages, emsg)
             self._log(ev.t, "error", mk, f"{self._call(mk, cid, trial)}: {cls} after {plural(attempts, 'attempt')}: "
                                          f"{emsg or ''}")
@@ -594,6 +601,8 @@ class LiveMetrics:
         mi = self._m_index[ev.model_key]
         agg = self.rows[mi]
         self._backoff.add((ev.model_key, ev.case_id, ev.trial))
+        if ev.reason == "incomplete_stream" and agg.in_flight > 1:
+            agg.cut_while_busy += 1
         agg.in_flight -= 1
         agg.backing_off += 1
         agg.retries += 1
@@ -783,6 +792,8 @@ class LiveMetrics:
                 truncated=agg.truncated, reasoning_tokens=agg.reasoning_tokens, output_tokens=agg.output_tokens,
                 answer_ttft_p50_ms=percentile(sorted(agg.answer_ttfts), 50) if agg.answer_ttfts else None,
                 declared=agg.declared,
+                single_slot=single_slot_advice(agg.key, agg.cut_while_busy, agg.session_attempts)
+                if agg.cut_while_busy else None,
             ))
         done = sum(m.done for m in models)
         # a judge lane's verdicts are its candidates' results: count them once, on the candidates

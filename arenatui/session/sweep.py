@@ -26,7 +26,7 @@ from arenatui.kernel.errors import ArenaError, ConfigError, StoreError, unwrap
 from arenatui.kernel.events import Event, RunStatus
 from arenatui.plan import Filters, Plan, make_plan
 from arenatui.project import load_project, project_to_dict
-from arenatui.providers.base import Provider, estimate_tokens
+from arenatui.providers.base import Provider, estimate_tokens, prepared
 from arenatui.providers.registry import make_provider
 from arenatui.session.live import LiveMetrics, judge_lanes
 from arenatui.session.resume import ResumeState, read_resume
@@ -264,7 +264,8 @@ class Sweep:
         # that pause lands inside every call in flight. Objects alive now live for the whole run: leave them
         # out of the collector's scans (until the run ends), so collections see only what the run allocates.
         # Providers create their sessions first (HTTP: the aiohttp import, the TLS context), so those are frozen too.
-        self._prepare_providers()
+        for p in self.providers.values():  # each awaited before the first call (a local server's template probe)
+            await prepared(p)
         gc.freeze()  # no collection first: it cost ~25 ms before the first request, to free little; what the imports
         # left behind is collected after the run's gc.unfreeze()
         if self.tune_at_start and not self.tuner.enabled:
@@ -313,15 +314,6 @@ class Sweep:
         if self.error is not None:
             raise self.error
         return status
-
-    def _prepare_providers(self) -> None:
-        for p in self.providers.values():
-            prepare = getattr(p, "prepare", None)
-            if prepare is not None:
-                try:
-                    prepare()
-                except Exception:  # the same error reaches each call, which records it per call
-                    pass
 
     def _record_end(self, status: RunStatus, message: str | None) -> None:
         try:

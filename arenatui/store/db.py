@@ -107,13 +107,16 @@ def retry_row(run_id: str, ev: CallRetrying, at: float) -> tuple[Any, ...]:
             variant)
 
 
-def final_attempt_row(run_id: str, r: CallResult) -> tuple[Any, ...]:
-    """The failed attempt that ended an errored call (no retry followed, so nothing was slept). A streamed
-    attempt that timed out says so with finish_reason DEADLINE, and its first token (if one came) in ttft_ms."""
+def final_attempt_row(run_id: str, r: CallResult, hint: tuple[float, str | None] | None = None
+                      ) -> tuple[Any, ...]:
+    """The failed attempt that ended an errored call (no retry followed, so nothing was slept), with the
+    retry-after it was answered with (`hint`: seconds, header). A streamed attempt that timed out says so with
+    finish_reason DEADLINE, and its first token (if one came) in ttft_ms."""
     streamed = r.finish_reason == DEADLINE
     model, variant = split_lane(r.model_key)
-    return (run_id, model, r.case_id, r.trial, r.attempts, r.error_class, r.http_status, None, None,
-            r.finished_at, r.error_message, None, r.ttft_ms if streamed else None, 1 if streamed else None, variant)
+    after, source = hint if hint is not None else (None, None)
+    return (run_id, model, r.case_id, r.trial, r.attempts, r.error_class, r.http_status, after, None,
+            r.finished_at, r.error_message, source, r.ttft_ms if streamed else None, 1 if streamed else None, variant)
 
 
 def step_row(run_id: str, ev: StepFinished) -> tuple[Any, ...]:

@@ -8,6 +8,7 @@ a million Python tuples (benchmarks/results_scale.py measures it).
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import itertools
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from arenatui.kernel.advice import single_slot_advice
 from arenatui.kernel.errors import PlanError
 from arenatui.kernel.events import JUDGE_LANE_PREFIX, VARIANT_SEP, lane_key, split_lane
 from arenatui.kernel.judge_sample import judge_sample
@@ -757,6 +759,45 @@ def reasoning_usage(store: Store, run_id: str) -> dict[str, ReasoningUsage]:
     except sqlite3.OperationalError:  # a read-only database from before schema 18
         return {}
     return {str(m): ReasoningUsage(int(n), int(r or 0), int(o or 0), int(e or 0)) for m, n, r, o, e in rows}
+
+
+def interrupted_while_busy(store: Store, run_id: str) -> dict[str, tuple[int, int]]:
+    """Per model with any, (attempts that ended `incomplete_stream` while another of its calls was under way,
+    attempts in all): the evidence for `single_slot_advice`. "Under way" is a stored call's span, from its first
+    attempt to its end (a call backing off counts: close enough for a pattern seen dozens of times)."""
+    cut = store.conn.execute(
+        "SELECT model_key, variant, case_id, trial, at FROM failed_attempts WHERE run_id = ? "
+        "AND error_class = 'incomplete_stream'", (run_id,)).fetchall()
+    if not cut:
+        return {}
+    models = sorted({str(m) for m, *_ in cut})
+    spans: dict[str, list[tuple[float, float, tuple[Any, ...]]]] = {m: [] for m in models}
+    attempts: dict[str, int] = dict.fromkeys(models, 0)
+    for m, v, c, t, a, b, n in store.conn.execute(
+            f"SELECT model_key, variant, case_id, trial, started_at, finished_at, attempts FROM results "
+            f"WHERE run_id = ? AND model_key IN ({','.join('?' * len(models))})", (run_id, *models)):
+        spans[m].append((float(a), float(b), (v, c, t)))
+        attempts[m] += int(n or 0)
+    busy: dict[str, int] = dict.fromkeys(models, 0)
+    for m in models:  # one pass over time: the calls under way at each cut stream (a heap of their ends)
+        calls = sorted(spans[m], key=lambda s: s[0])
+        open_: list[tuple[float, tuple[Any, ...]]] = []
+        i = 0
+        for _m, v, c, t, at in sorted((r for r in cut if r[0] == m), key=lambda r: r[4]):
+            while i < len(calls) and calls[i][0] <= at:
+                heapq.heappush(open_, (calls[i][1], calls[i][2]))
+                i += 1
+            while open_ and open_[0][0] < at:
+                heapq.heappop(open_)
+            if len(open_) > 1 or (open_ and open_[0][1] != (v, c, t)):
+                busy[m] += 1
+    return {m: (busy[m], attempts[m]) for m in models if busy[m]}
+
+
+def single_slot_lines(store: Store, run_id: str) -> list[str]:
+    """`single_slot_advice` for every model of the run it applies to."""
+    lines = (single_slot_advice(m, n, attempts) for m, (n, attempts) in interrupted_while_busy(store, run_id).items())
+    return [line for line in lines if line]
 
 
 def recent_attempts(store: Store, run_id: str, since: float) -> list[tuple[str, str, float]]:

@@ -81,6 +81,8 @@ class ResultWriter:
         """With --retry-errored, a call's new result replaces its stored errored one."""
         self.min_interval_s = min_interval_s
         self._rows: list[CallResult] = []
+        self._hints: dict[tuple[str, str, int], tuple[float, str | None]] = {}
+        """The retry-after of an errored call's last attempt (rare), by (model key, case, trial)."""
         self._changes: list[Event] = []
         """Rare run-level events, written in order with the next batch."""
         self._other: list[tuple[str, list[tuple[Any, ...]]]] = []
@@ -127,6 +129,9 @@ class ResultWriter:
         """Sink for the engine: O(1), no I/O."""
         if type(ev) is CallFinished:
             self._rows.append(ev.result)  # the row is built when the batch is sent, off the event path
+            if ev.retry_after is not None:
+                r = ev.result
+                self._hints[r.model_key, r.case_id, r.trial] = (ev.retry_after, ev.retry_after_source)
             if ev.step is not None:  # the last step of a call with repairs or an escalation
                 self._steps.append(ev.step)
         elif type(ev) is CallStarted:  # as common as CallFinished, and nothing to store
@@ -181,7 +186,9 @@ class ResultWriter:
             statements.append((self._upsert, result_rows(run_id, results)))
         # every failed attempt: the retried ones, then the one that ended each errored call
         attempts = [retry_row(run_id, ev, at) for ev, at in retries]
-        attempts += [final_attempt_row(run_id, r) for r in results
+        hints = self._hints
+        attempts += [final_attempt_row(run_id, r, hints.pop((r.model_key, r.case_id, r.trial), None) if hints else None)
+                     for r in results
                      if r.error_class is not None and r.error_class != "cancelled"]
         if attempts:
             statements.append((INSERT_FAILED_ATTEMPT, attempts))

@@ -646,8 +646,9 @@ class ModelController:
         elif w.quick and w.level in self.verified:
             return g  # a rough look does not move a measured figure
         self.goodput[w.level] = g if old is None else 0.5 * (old + g)
-        if self.base_transient is None or w.transient_share < self.base_transient:
-            self.base_transient = w.transient_share
+        background = w.transient_share - w.interrupted_share  # cut streams are the level's doing (Window)
+        if self.base_transient is None or background < self.base_transient:
+            self.base_transient = background
         for lv in list(self.avoid):
             self.avoid[lv] -= 1
             if self.avoid[lv] <= 0:
@@ -682,7 +683,8 @@ class ModelController:
         g = self._record(w)
         self.windows_here += 1
         base_t = self.base_transient or 0.0
-        excess_t = max(0.0, w.transient_share - base_t)
+        cut = w.interrupted_share
+        excess_t = max(0.0, w.transient_share - cut - base_t) + cut
         errors = w.limited_share + excess_t
         if errors > s.error_share:
             return self._back_off(w, g, excess_t)
@@ -836,7 +838,9 @@ class ModelController:
             self.proven.add(self.level)  # (after a drop the readout restarts: the level is measured again)
         self.spotless.discard(self.level)
         self.clean_full.discard(self.level)
-        what = (f"{w.limited_share:.0%} 429s" if w.limited_share >= excess_t else f"{excess_t:.0%} more transients")
+        what = (f"{w.limited_share:.0%} 429s" if w.limited_share >= excess_t
+                else f"{w.interrupted_share:.0%} interrupted streams" if w.interrupted_share >= excess_t / 2
+                else f"{excess_t:.0%} more transients")
         if w.mean_latency_s and g > 0:
             # Little's law: the level the provider sustained. The small margin keeps a rate limit's
             # token bucket from being drained to zero (which would answer 429 to every burst).

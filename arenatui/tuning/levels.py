@@ -85,6 +85,13 @@ class Window:
     """When the window closed (monotonic seconds)."""
     quick: bool = False
     """Closed on its attempts alone (a climb's rough look), without `min_s` of evidence."""
+    interrupted: int = 0
+    """Of `transient`, streams cut with no finish reason: a server with one slot stops a stream when another
+    request arrives (llama-cpp-python), so these are the level's own doing, like 429s, never background."""
+
+    @property
+    def interrupted_share(self) -> float:
+        return self.interrupted / self.attempts if self.attempts else 0.0
 
     @property
     def goodput(self) -> float:
@@ -157,6 +164,8 @@ class _Acc:
     attempts: int = 0
     rate_limited: int = 0
     transient: int = 0
+    interrupted: int = 0
+    """Of `transient`, incomplete streams (Window.interrupted)."""
     retries: int = 0
     given_up: int = 0
     retry_after: float | None = None
@@ -410,6 +419,8 @@ class LevelTracker:
                 acc.rate_limited += 1
             elif err in _TRANSIENT:
                 acc.transient += 1
+                if err == "incomplete_stream":
+                    acc.interrupted += 1
         # both ways of closing need min_calls attempts, and either min_s held, 429s or a quick climb (_maybe_close):
         # tested here, as most calls close nothing (a call per call saved: benchmarks/engine_overhead.py)
         if acc.attempts >= self._min_calls and (acc.rate_limited or m.quick
@@ -449,6 +460,8 @@ class LevelTracker:
                 acc.retry_after = ra
         elif ev.reason in _TRANSIENT:
             acc.transient += 1
+            if ev.reason == "incomplete_stream":
+                acc.interrupted += 1
         if acc.attempts >= self._min_calls:
             self._maybe_close(m, ev.t)
 
@@ -522,7 +535,7 @@ class LevelTracker:
                 self.on_window(Window(
                     m.key, level, acc.seconds, acc.answered, acc.attempts, acc.rate_limited, acc.transient,
                     acc.given_up, (sum(acc.latencies) / acc.answered / 1000.0) if acc.answered else None,
-                    acc.retry_after, t, acc.seconds < self.evidence.min_s))
+                    acc.retry_after, t, acc.seconds < self.evidence.min_s, acc.interrupted))
 
     def read_counts(self, counts: Mapping[str, Counts]) -> None:
         """Read each model's in-flight level and idle time from the engine's counts (`Runner.lanes`) instead of

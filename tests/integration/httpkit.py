@@ -56,7 +56,10 @@ def server_models() -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
                    _model(f"{p}-serial", p, base_latency_s=0.04, per_token_s=0.0, serial=True),
                    # first token at once, the answer (max_tokens 32) 3 s or more: slow, not hung
                    _model(f"{p}-slow-stream", p, base_latency_s=0.01, per_token_s=0.2, output_tokens=200),
-                   _model(f"{p}-echo", p), _model(f"{p}-echo-5xx", p)]
+                   _model(f"{p}-echo", p), _model(f"{p}-echo-5xx", p),
+                   # one slot, a stream stopped when another request waits (llama-cpp-python): 8 tokens in 80 ms
+                   _model(f"{p}-single-slot", p, base_latency_s=0.01, per_token_s=0.01)]
+        mock[f"{p}-single-slot"] = {"single_slot": True}
         # reasoning models: 20 tokens of reasoning at 5 ms each (100 ms between the first token and the answer's),
         # and one whose reasoning uses up max_tokens (32) before any answer
         models += [_model(f"{p}-reason", p, reasoning_tokens=20, reasoning_per_token_s=0.005, exact_timing=True),

@@ -215,12 +215,49 @@ def test_arena_evaluate_one_at_a_time_answers_every_case(llama: Server, tmp_path
         assert finish in ("stop", "length") and output and estimated == 1
 
 
-def _with_cases(project: Path, cases: list[dict[str, Any]]) -> None:
+ECHO_CASES = Path(__file__).parent / "data" / "gemma270m_echo.jsonl"
+"""Cases the base model answers (it repeats its prompt: copy and continue tasks), and one it does not (a question):
+a quality neither 0 nor 1, so that equal quality at two levels means something."""
+
+
+def test_arena_evaluate_at_concurrency_4_gives_the_quality_of_concurrency_1(llama: Server, tmp_path: Path) -> None:
+    """Interrupted streams are retried, never scored: the answers stored at 4 are the server's whole answers, which
+    at temperature 0 are those it gives one at a time; so the quality is the same (and not 0: the base model
+    answers these)."""
+    quality: dict[int, dict[str, bool]] = {}
+    for level in (1, 4):
+        project = write_project(tmp_path / f"c{level}.toml", llama.url, [_model("gemma", stream=True)],
+                                run={"concurrency": level, "timeout_s": 120.0, "max_attempts": 8,
+                                     "backoff_base_s": 0.05, "backoff_cap_s": 0.5})
+        _with_cases(project, None)
+        db = tmp_path / f"c{level}.db"
+        done = subprocess.run([sys.executable, "-m", "arenatui", "evaluate", "--project", str(project), "--db",
+                               str(db), "--quiet", "--no-report"], capture_output=True, text=True, timeout=600)
+        assert done.returncode in (0, 1), done.stderr
+        # at 4 the streams cut one another: the tool says what to change (at 1 nothing is cut, nothing said)
+        said = "the server interrupts a stream when another request arrives" in " ".join(done.stderr.split())
+        assert said == (level == 4), done.stderr
+        with sqlite3.connect(db) as c:
+            rows = c.execute("SELECT case_id, status, error_class, output FROM results").fetchall()
+        assert all(e in (None, "incomplete_stream") for _, _, e, _ in rows), rows
+        quality[level] = {case: status == "passed" for case, status, e, _ in rows if e is None}
+    one, four = quality[1], quality[4]
+    assert len(one) == 8 and 0 < sum(one.values()) < len(one), one  # every case answered, some right, not all
+    assert four and all(four[c] == one[c] for c in four), (one, four)  # each answer at 4 scores as at 1
+    # and over the cases: within one case of each other (the interval of 8 cases is far wider)
+    assert abs(sum(four.values()) / len(four) - sum(one.values()) / len(one)) <= 1 / len(one) + 1e-9
+
+
+def _with_cases(project: Path, cases: list[dict[str, Any]] | None) -> None:
     import tomllib
 
     import tomli_w
 
     doc = tomllib.loads(project.read_text(encoding="utf-8"))
-    doc["cases"] = cases
+    if cases is None:  # the echo case file
+        doc.pop("cases", None)
+        doc["cases_file"] = str(ECHO_CASES)
+    else:
+        doc["cases"] = cases
     doc["scorers"] = [{"name": "contains", "kind": "contains"}]
     project.write_text(tomli_w.dumps(doc), encoding="utf-8")

@@ -163,6 +163,10 @@ def test_429_retry_after_is_honoured(mock_server: MockServerProcess, tmp_path: P
             stored = c.execute("SELECT retry_after_s, retry_after_source FROM failed_attempts WHERE model_key = ? "
                                "AND delay_s IS NOT NULL", (model,)).fetchall()
         assert stored == [(retrying.retry_after, source)]
+        with sqlite3.connect(out.db) as c:  # the last attempt, not retried, keeps what it was told too
+            last = c.execute("SELECT retry_after_s, retry_after_source FROM failed_attempts WHERE model_key = ? "
+                             "AND delay_s IS NULL", (model,)).fetchall()
+        assert len(last) == 1 and last[0][1] == source and (last[0][0] is None) == (source is None)
         if form in ("ms", "both", "openai_reset"):  # retry-after-ms wins when both are sent; a reset in ms
             assert retrying.delay >= asked and gap >= asked
             assert retrying.delay < 1.0

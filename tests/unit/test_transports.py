@@ -79,12 +79,13 @@ def test_provider_reports_the_chosen_transport() -> None:
 @pytest.mark.parametrize(("base_url", "tls"), [("http://127.0.0.1:8000/v1", False), ("HTTPS://api.example/v1", True)])
 def test_a_plain_http_server_gets_no_tls_context(base_url: str, tls: bool) -> None:
     """A local server over http builds no TLS context (the CA bundle's load is start-up time); https keeps one."""
-    model = ModelConfig(key="m", provider="openai", model="mm", base_url=base_url, transport="aiohttp")
+    # not streamed: no template probe (nothing listens there)
+    model = ModelConfig(key="m", provider="openai", model="mm", base_url=base_url, transport="aiohttp", stream=False)
     provider = OpenAIProvider(model, RunSettings())
 
     async def go() -> object:
         try:
-            provider.prepare()
+            assert provider.prepare() is None
             session = provider.wire._session  # type: ignore[attr-defined]
             return session.connector._ssl
         finally:

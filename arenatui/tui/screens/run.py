@@ -151,6 +151,8 @@ class RunScreen(Screen[None]):
         self._shown_keys: dict[str, object] = {}
         self._log_seen = 0
         self._frame = 0
+        self._said_single_slot: set[str] = set()
+        """Models whose single-slot advice the console has shown (once each)."""
         self._log_filter = ""
         self._log_wrap = False
         self._tuning_shown = sweep.tune_at_start
@@ -270,6 +272,7 @@ class RunScreen(Screen[None]):
                 self.query_one("#tuning", TuningReadout).show(snap)
                 self._show_lesson()
                 self._hint_truncation(snap)
+                self._say_single_slot(snap)
                 self._fit_tuning()
             # While running, chart whole seconds only: the current second's bucket is partial (a false dip),
             # and leaving it out redraws the chart once a second instead of every frame.
@@ -302,6 +305,14 @@ class RunScreen(Screen[None]):
         if self.lesson is not None:
             self.lesson = None
             self.query_one("#lesson", LessonBanner).remove()
+
+    def _say_single_slot(self, snap: LiveSnapshot) -> None:
+        """Once per model: its server stops a stream whenever another request arrives, and what to change."""
+        for m in snap.models:
+            if m.single_slot is not None and m.key not in self._said_single_slot:
+                self._said_single_slot.add(m.key)
+                self.app.notify(m.single_slot, title="One request at a time", severity="warning", timeout=30,
+                                markup=False)
 
     def _hint_truncation(self, snap: LiveSnapshot) -> None:
         """Where the rates chart hides the tuning pane, its title says the pane has a max_tokens warning."""

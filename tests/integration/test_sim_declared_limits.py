@@ -1,0 +1,127 @@
+"""The in-process simulator states rate limits as a hosted API's headers do (``sim.declare_limits``, ``declared_rpm``,
+``declared_tpm``, true or not), and a declared tokens/min limit drives the tuner's prior as a requests/min one does."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import tomli_w
+
+from arenatui.config.schema import ModelConfig, SimSettings
+from arenatui.kernel.errors import RateLimited
+from arenatui.kernel.events import DeclaredLimits, Event, LimitsDeclared
+from arenatui.providers.base import Request
+from arenatui.providers.registry import make_provider
+from arenatui.session.sweep import Sweep, SweepOptions
+from arenatui.tuning.controller import ModelController, TunerSettings
+
+SIM: dict[str, Any] = {"base_latency_s": 0.01, "per_token_s": 0.0, "jitter": 0.0, "accuracy": 1.0, "output_tokens": 8}
+
+
+def _project(tmp_path: Path, sim: dict[str, Any], calls: int = 20) -> Path:
+    raw = {"project": {"name": "declared"},
+           "run": {"concurrency": 2, "trials": max(1, calls // 5), "seed": 3, "max_attempts": 5,
+                   "backoff_base_s": 0.01, "backoff_cap_s": 0.05},
+           "models": [{"key": "m", "provider": "sim", "model": "m", "sim": {**SIM, **sim}}],
+           "cases": [{"id": f"c{i}", "input": f"say {i}", "expected": "yes"} for i in range(5)]}
+    p = tmp_path / "p.toml"
+    p.write_text(tomli_w.dumps(raw), encoding="utf-8")
+    return p
+
+
+def _declared(tmp_path: Path, sim: dict[str, Any], tune: bool = False) -> tuple[list[DeclaredLimits], Sweep]:
+    seen: list[DeclaredLimits] = []
+
+    def sink(ev: Event) -> None:
+        if type(ev) is LimitsDeclared:
+            seen.append(ev.limits)
+
+    sweep = Sweep(SweepOptions(project=_project(tmp_path, sim), db=tmp_path / "r.db", tune=tune),
+                  live_metrics=False, extra_sinks=(sink,))
+    anyio.run(sweep.run)
+    return seen, sweep
+
+
+@pytest.mark.parametrize(("sim", "rpm", "tpm"), [
+    ({"rpm": 6000, "declare_limits": True}, 6000, None),  # the truth
+    ({"rpm": 6000, "declared_rpm": 1200}, 1200, None),  # headers that lie low
+    ({"declared_rpm": 90, "declared_tpm": 40000}, 90, 40000),  # a lie about a model with no limit at all
+    ({}, None, None),  # states nothing
+])
+def test_the_sims_answers_state_its_limits_and_the_runner_passes_them_on(
+        tmp_path: Path, sim: dict[str, Any], rpm: int | None, tpm: int | None) -> None:
+    seen, _ = _declared(tmp_path, sim)
+    if rpm is None and tpm is None:
+        assert seen == []
+        return
+    assert seen and {(d.requests_limit, d.tokens_limit) for d in seen} == {(rpm, tpm)}
+    assert all(d.requests_remaining is not None and 0 <= d.requests_remaining <= rpm for d in seen)
+    if "rpm" not in sim:  # no bucket behind the lie: stated with full headroom
+        assert {d.requests_remaining for d in seen} == {rpm}
+
+
+def test_a_sim_refusal_states_its_limits_too() -> None:
+    model = ModelConfig(key="m", provider="sim", model="m",
+                        sim=SimSettings(rpm=60, burst=1, jitter=0.0, base_latency_s=0.0, declare_limits=True))
+    from arenatui.config.schema import Case, RunSettings
+
+    provider = make_provider(model, RunSettings())
+    case = Case(id="c", input="x", expected="x")
+    msgs = ({"role": "user", "content": "x"},)
+
+    async def go() -> tuple[Any, RateLimited]:
+        first = await provider.complete(Request(model, case, 0, 1, msgs, 8, 0.0, 5.0))
+        try:
+            await provider.complete(Request(model, case, 1, 1, msgs, 8, 0.0, 5.0))
+        except RateLimited as e:
+            return first, e
+        raise AssertionError("the second request within a second was not refused")
+
+    first, refused = anyio.run(go)
+    assert first.limits.requests_limit == 60 and first.limits.requests_remaining == 0
+    assert refused.limits is not None and refused.limits.requests_limit == 60
+    assert refused.limits.requests_reset_s is not None and 0 < refused.limits.requests_reset_s <= 1.0
+
+
+def ramp_batch(ctl: ModelController, latency: float) -> int:
+    """Answer calls started at the current level until the controller moves; the level after (as in
+    test_tuning_controller)."""
+    start = ctl.level
+    for i in range(4 * start + 4):
+        ctl.answered(latency, since_s=latency * (1 + i / max(1, start)), fresh=True)
+        if ctl.level != start:
+            break
+    return ctl.level
+
+
+def test_a_declared_tokens_per_minute_limit_is_the_tuners_prior() -> None:
+    """6,000 tokens/min at 10 tokens a call is 600 calls/min, 10/s: at 0.5 s a call, 5 in flight. No requests/min
+    stated: the ramp stops doubling where the token bound allows, and says nothing of it before a call's tokens are
+    known."""
+    ctl = ModelController("m", 2, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.declared = DeclaredLimits(tokens_limit=6000)
+    assert ctl.prior(0.5) is None  # tokens per call not known yet: no bound
+    ctl.tokens_per_call = 10.0
+    assert ctl.prior(0.5) == 5
+    ctl.start_ramp()
+    assert [ramp_batch(ctl, latency=0.5) for _ in range(2)] == [4, 5]  # not 8: the token bound stops the doubling
+    ctl = ModelController("m", 2, ceiling=64, settings=TunerSettings(probe_every=1000))  # twice the tokens a call
+    ctl.declared, ctl.tokens_per_call = DeclaredLimits(requests_limit=6000, tokens_limit=6000), 20.0
+    assert ctl.prior(0.5) == 2  # the smaller of the two bounds (requests: 50)
+
+
+def test_a_sims_declared_tokens_per_minute_reaches_the_tuner_with_its_tokens_per_call(tmp_path: Path) -> None:
+    """End to end: the sim states 60,000 tokens/min and no requests/min; the tuner learns the tokens a call spends
+    from the answers (about 10), and its prior is the token bound at the latency measured (0.1 s): about 10."""
+    seen, sweep = _declared(tmp_path, {"declared_tpm": 60000, "base_latency_s": 0.1}, tune=True)
+    assert seen and seen[-1].tokens_limit == 60000 and seen[-1].requests_limit is None
+    ctl = sweep.tuner.controllers["m"]
+    assert ctl.declared is not None and ctl.declared.tokens_limit == 60000
+    assert ctl.tokens_per_call is not None and 5 <= ctl.tokens_per_call <= 20
+    lat = sorted(ctl.base_pool)[len(ctl.base_pool) // 2]
+    prior = ctl.prior()
+    assert prior == math.floor(60000 / 60.0 / ctl.tokens_per_call * lat) and 4 <= prior <= 25

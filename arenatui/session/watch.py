@@ -36,6 +36,7 @@ from arenatui.kernel.events import (
     lane_key,
 )
 from arenatui.load.live import LoadSnapshot
+from arenatui.scoring.failure_modes import TRUNCATED_FINISH
 from arenatui.session.live import LiveMetrics
 from arenatui.store.db import Connection, RunRecord, Store, sql_errors_explained
 from arenatui.store.live_state import (
@@ -46,26 +47,24 @@ from arenatui.store.live_state import (
     ask,
     open_for_requests,
     read_live_state,
-    rows_since,
+    request,
 )
 from arenatui.store.queries import RunPlan, resolve_run, stored_plan
-from arenatui.store.schema import RESULT_COLUMNS
+from arenatui.store.watch_queries import (
+    FOLLOWED,
+    new_client_load,
+    new_concurrency_changes,
+    new_judgments,
+    new_results,
+    new_retries,
+    new_tuning_decisions,
+    resumed_results,
+    run_end,
+)
 
 if TYPE_CHECKING:
+    from arenatui.session.live import _ModelAgg
     from arenatui.tuning.levels import ModelReadout
-
-_CALL_FIELDS = tuple(f for f in CallResult._fields[1:] if f in RESULT_COLUMNS and f != "reasoning")
-"""A CallResult's fields after its lane key that the results table holds as they are (its reasoning, which no live
-figure reads, is left out); a prefix of CallResult's fields, so a row builds one positionally."""
-assert CallResult._fields[1:len(_CALL_FIELDS) + 1] == _CALL_FIELDS, "a results column moved within CallResult"
-_UNREAD = ("output", "score_detail")
-"""Columns no live figure reads, read as NULL: an answer can be kilobytes, and a watcher reads every row."""
-_RESULT = "model_key, variant, " + ", ".join("NULL" if f in _UNREAD else f for f in _CALL_FIELDS)
-_RETRY = "model_key, variant, case_id, trial, attempt, error_class, delay_s, message, at, http_status"
-_JUDGMENT = ("model_key, variant, case_id, trial, judge_key, status, score, passed, error_class, error_message, "
-             "NULL, attempts, latency_ms, total_ms, input_tokens, output_tokens, cost, started_at, finished_at, "
-             "score_detail")
-
 
 def shard_paths(given: Sequence[str]) -> list[Path]:
     """`--db` values as database files: a directory stands for its *.db files, a pattern for its matches."""
@@ -94,16 +93,19 @@ class Shard:
     path: Path
     conn: Connection
     record: RunRecord
-    cursors: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
-        ("results", "failed_attempts", "judgments", "concurrency_changes", "tuning_decisions", "client_load"), 0))
+    cursors: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FOLLOWED, 0))
     state: LiveState | None = None
     writable: bool | None = None
     """Whether control requests can be written to it (None until the first request)."""
     ended: str | None = None
     """How its run ended, once the runs table says so."""
-    cancelled: set[int] = field(default_factory=set)
-    """Rowids of calls stored 'cancelled' (an earlier session's stop): a resume replaces such a row in place, under
-    the same rowid, so these are read again until they hold a result."""
+    cancelled: dict[int, CallResult] = field(default_factory=dict)
+    """Calls stored 'cancelled' (an earlier session's stop), by rowid, as folded: a resume replaces such a row in
+    place, under the same rowid, so these are read again until they hold a result, whose spend includes what the
+    cancelled attempts spent (UPSERT_RESULT adds them): that part, folded already, is taken back then."""
+    unscored: set[tuple[str, str, int]] = field(default_factory=set)
+    """Candidate calls (lane, case, trial) folded unscored and not yet judged: a verdict moves such a call on; a
+    call whose row was read after its verdict had rewritten it is counted scored already."""
 
 
 class WatchedRun:
@@ -157,8 +159,7 @@ class WatchedRun:
             with sql_errors_explained(sh.path):  # SQLite's errors leave as the StoreError that explains them
                 self._fold(sh)
                 sh.state = read_live_state(sh.conn, self.run_id)
-                row = sh.conn.execute("SELECT status FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()
-                sh.ended = row[0] if row is not None and row[0] != "running" else None  # a resume runs it again
+                sh.ended = run_end(sh.conn, self.run_id)  # None again when a resume runs it again
                 self._answers(i, sh)
         self._apply_live()
 
@@ -167,8 +168,7 @@ class WatchedRun:
         on = live.on_event
         c = sh.cursors
         # retries first: a call's retried attempts are stored in the batch that may also hold its result
-        for row in rows_since(sh.conn, "failed_attempts", _RETRY, self.run_id, c["failed_attempts"],
-                              "AND delay_s IS NOT NULL"):
+        for row in new_retries(sh.conn, self.run_id, c["failed_attempts"]):
             c["failed_attempts"] = row[0]
             _rid, model, variant, case_id, trial, attempt, reason, delay, message, at, status = row
             key = lane_key(model, variant)
@@ -177,27 +177,28 @@ class WatchedRun:
             on(CallStarted(key, case_id, trial, attempt, at))
             on(CallRetrying(key, case_id, trial, attempt, reason, delay or 0.0, message or "", at, None, status))
         # at most FOLD_BATCH a refresh: a watcher opened on a long run catches up over a few refreshes
-        rows = rows_since(sh.conn, "results", _RESULT, self.run_id, c["results"])
+        rows = new_results(sh.conn, self.run_id, c["results"])
         if rows:
             c["results"] = rows[-1][0]
         if sh.cancelled:
-            marks = ", ".join("?" for _ in sh.cancelled)
-            rows += sh.conn.execute(f"SELECT rowid, {_RESULT} FROM results WHERE rowid IN ({marks}) AND error_class "
-                                    "IS NOT 'cancelled'", tuple(sh.cancelled)).fetchall()
+            rows += resumed_results(sh.conn, list(sh.cancelled))
         for row in rows:
             key = lane_key(row[1], row[2])
             if key not in self._lanes:
                 continue
             r = CallResult(key, *row[3:])
+            was = sh.cancelled.pop(row[0], None)
+            if was is not None:
+                _take_back_spend(live.rows[self._model_index[key]], was)
             if r.error_class == "cancelled":
-                sh.cancelled.add(row[0])
-            else:
-                sh.cancelled.discard(row[0])
+                sh.cancelled[row[0]] = r
+            elif r.status == "unscored":
+                sh.unscored.add((key, r.case_id, r.trial))
             # started, then finished: a call backing off (its retry folded above) starts from there, as in the engine
             on(CallStarted(key, r.case_id, r.trial, r.attempts, r.started_at))
             on(CallFinished(r, r.finished_at))
         # judge calls after the results (a verdict moves its candidate's call on from unscored)
-        for row in rows_since(sh.conn, "judgments", _JUDGMENT, self.run_id, c["judgments"]):
+        for row in new_judgments(sh.conn, self.run_id, c["judgments"]):
             c["judgments"] = row[0]
             _rid, model, variant, case_id, trial, judge, *rest = row
             candidate, lane = lane_key(model, variant), JUDGE_LANE_PREFIX + judge
@@ -209,19 +210,21 @@ class WatchedRun:
             r = CallResult(lane, case_id, jt, status, output, score, bool(passed), ec, emsg, attempts, lat, total,
                            None, itok, otok, cost, None, False, t0, t1, score_detail=detail)
             on(CallStarted(lane, case_id, jt, attempts, t0))
-            on(JudgeFinished(r, candidate, case_id, trial, t1))
-        for row in rows_since(sh.conn, "concurrency_changes", "at, old, new, model_key, source", self.run_id,
-                              c["concurrency_changes"]):
+            if (candidate, case_id, trial) in sh.unscored:
+                sh.unscored.discard((candidate, case_id, trial))
+                on(JudgeFinished(r, candidate, case_id, trial, t1))
+            else:  # its candidate's row was read with this verdict on it (or not yet read: it will be, so)
+                on(CallFinished(r, t1))  # the judge lane's call only
+        for row in new_concurrency_changes(sh.conn, self.run_id, c["concurrency_changes"]):
             c["concurrency_changes"] = row[0]
             _rid, at, old, new, model_key, source = row
             if model_key is None or model_key in self._lanes:
                 on(ConcurrencyChanged(old, new, model_key, source, at, at))
-        for row in rows_since(sh.conn, "tuning_decisions", "at, model_key, old, new, reason", self.run_id,
-                              c["tuning_decisions"]):
+        for row in new_tuning_decisions(sh.conn, self.run_id, c["tuning_decisions"]):
             c["tuning_decisions"] = row[0]
             _rid, at, model_key, old, new, reason = row
             on(TunerDecided(model_key, old, new, reason, at))
-        for row in rows_since(sh.conn, "client_load", "at, cpu, interval_s", self.run_id, c["client_load"]):
+        for row in new_client_load(sh.conn, self.run_id, c["client_load"]):
             c["client_load"] = row[0]
             _rid, at, cpu, interval = row
             on(ClientLoadSampled(cpu, interval, at, at))
@@ -303,13 +306,11 @@ class WatchedRun:
             try:
                 conn = open_for_requests(sh.path)
                 try:
-                    rid = ask(conn, self.run_id, action, per[i], model_key)
-                    row = conn.execute("SELECT id, run_id, action, value, model_key, host, pid, user, asked_at "
-                                       "FROM control_requests WHERE id = ?", (rid,)).fetchone()
+                    asked = request(conn, ask(conn, self.run_id, action, per[i], model_key))
                 finally:
                     conn.close()
                 sh.writable = True
-                self.asked[(i, rid)] = ControlRequest(*row)
+                self.asked[(i, asked.id)] = asked
             except (StoreError, ArenaError) as e:
                 sh.writable = False
                 self.read_only_reason = str(e)
@@ -347,6 +348,17 @@ class WatchedRun:
     def close(self) -> None:
         for sh in self.shards:
             sh.conn.close()
+
+
+def _take_back_spend(agg: _ModelAgg, r: CallResult) -> None:
+    """Undo what LiveMetrics folded of a cancelled call's spend (its `_finished`), once the row holding it is read
+    again with the resumed attempts' spend added to it."""
+    agg.input_tokens -= r.input_tokens
+    agg.output_tokens -= r.output_tokens
+    agg.cost -= r.cost
+    agg.reasoning_tokens -= r.reasoning_tokens or 0
+    agg.estimated -= 1 if r.tokens_estimated else 0
+    agg.truncated -= 1 if r.finish_reason in TRUNCATED_FINISH else 0
 
 
 def _ago(seconds: float) -> str:
@@ -459,10 +471,7 @@ class WatchedLoad:
     @property
     def status(self) -> str | None:
         """How the run ended (None while its process still runs, or until the watcher leaves)."""
-        row = self.conn.execute("SELECT status FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()
-        if row is not None and row[0] != "running":
-            return str(row[0])
-        return None
+        return run_end(self.conn, self.run_id)
 
     def state(self) -> LiveState | None:
         return read_live_state(self.conn, self.run_id)

@@ -14,8 +14,7 @@ from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, RichLog, Static
+from textual.widgets import Footer, Static
 
 from arenatui.kernel.text import one_line
 from arenatui.kernel.units import NOTHING, money
@@ -24,10 +23,9 @@ from arenatui.present.safe_text import literal
 from arenatui.session.live import LiveSnapshot
 from arenatui.session.watch import WatchedRun
 from arenatui.tui.screens import RunScreen
-from arenatui.tui.screens.run import MODEL_COLUMNS, MODELS_KEYS, RATES_TITLE, FilterInput
 from arenatui.tui.themes import STATE_VARIABLES, use_themes
 from arenatui.tui.tuning_view import TuningReadout
-from arenatui.tui.widgets import CallMatrix, ModelTable, RatesChart, StatusBar, bar, duration
+from arenatui.tui.widgets import CallMatrix, ModelTable, StatusBar, bar, duration
 
 if TYPE_CHECKING:
     from arenatui.session.sweep import Sweep
@@ -47,30 +45,13 @@ class WatchScreen(RunScreen):
 
     def compose(self) -> ComposeResult:
         run = self.watched
-        live = run.live
         yield StatusBar(id="status")
         if len(run.shards) > 1:
             shards = Static(id="shards")
             shards.styles.height = len(run.shards)
             yield shards
-        with Vertical(id="matrix-panel", classes="panel") as v:
-            v.border_title = "Calls: models × cases" + (" (and judges)" if live.judge_keys else "")
-            yield CallMatrix(self._row_labels(), [c.id for c in run.plan.cases], run.plan.trials, live.cell_range,
-                             cell_max=len(live.model_keys) * run.plan.trials if live.judge_keys else None,
-                             judged=bool(live.judge_keys), chained=run.plan.chained, id="matrix")
-        table = ModelTable(MODEL_COLUMNS, self._row_labels(), id="models")
-        table.border_title = "Models" + MODELS_KEYS
-        yield table
-        with Horizontal(id="bottom"):
-            chart = RatesChart(id="rates")
-            chart.border_title = RATES_TITLE
-            yield chart
-            yield TuningReadout(cast("Tuner", run.tuner), id="tuning", run_id=run.run_id)
-            with Vertical(id="log-panel", classes="panel") as lv:
-                lv.border_title = "Events (/ filter · w wrap)"
-                yield FilterInput(placeholder="filter events (/)", id="log-filter")
-                yield RichLog(id="log", max_lines=1000, min_width=1, wrap=False, markup=False, highlight=False,
-                              auto_scroll=True)
+        yield from self._panes([c.id for c in run.plan.cases], run.plan.trials, run.plan.chained,
+                               TuningReadout(cast("Tuner", run.tuner), id="tuning", run_id=run.run_id))
         yield Footer(compact=True)
 
     def refresh_now(self, *, everything: bool = False) -> None:

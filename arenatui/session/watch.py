@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from arenatui.kernel.errors import ArenaError, PlanError, StoreError
 from arenatui.kernel.events import (
@@ -37,7 +37,16 @@ from arenatui.kernel.events import (
 )
 from arenatui.load.live import LoadSnapshot
 from arenatui.scoring.failure_modes import TRUNCATED_FINISH
-from arenatui.session.live import LiveMetrics
+from arenatui.session.live import (
+    ERRORED,
+    FAILED,
+    MESSAGES_KEPT,
+    PASSED,
+    QUEUED,
+    UNREACHABLE,
+    UNSCORED,
+    LiveMetrics,
+)
 from arenatui.store.db import Connection, RunRecord, Store, sql_errors_explained
 from arenatui.store.live_state import (
     ControlRequest,
@@ -51,6 +60,7 @@ from arenatui.store.live_state import (
 )
 from arenatui.store.queries import RunPlan, resolve_run, stored_plan
 from arenatui.store.watch_queries import (
+    FOLD_BATCH,
     FOLLOWED,
     new_client_load,
     new_concurrency_changes,
@@ -60,6 +70,7 @@ from arenatui.store.watch_queries import (
     new_tuning_decisions,
     resumed_results,
     run_end,
+    stored_so_far,
 )
 
 if TYPE_CHECKING:
@@ -149,21 +160,116 @@ class WatchedRun:
         self.answered: list[tuple[ControlRequest, str, str | None]] = []
         """Answers heard since the view last took them (take_answers)."""
         self.read_only_reason: str | None = None
+        self.catching_up = False
+        """Whether the last poll left rows unread (it reads at most FOLD_BATCH per table): the figures are behind."""
+        for sh in self.shards:
+            with sql_errors_explained(sh.path):
+                self._seed(sh)
         self.poll()
 
     # ---- following -----------------------------------------------------------------------------
 
     def poll(self) -> None:
         """Fold every shard's new rows, read the live states and the answers to requests."""
+        behind = False
         for i, sh in enumerate(self.shards):
             with sql_errors_explained(sh.path):  # SQLite's errors leave as the StoreError that explains them
-                self._fold(sh)
+                behind = self._fold(sh) or behind
                 sh.state = read_live_state(sh.conn, self.run_id)
                 sh.ended = run_end(sh.conn, self.run_id)  # None again when a resume runs it again
                 self._answers(i, sh)
+        self.catching_up = behind
         self._apply_live()
 
-    def _fold(self, sh: Shard) -> None:
+    def _seed(self, sh: Shard) -> None:
+        """A shard's rows stored before the watcher opened, all but the newest TAIL, as SQL aggregates straight into
+        the figures (a million calls replayed one by one took 20-40 s; aggregated, well under a second), each
+        sum where LiveMetrics' own fold (`_finished`, `_retrying`) would put it. The newest rows are folded one by one
+        by the first polls, which gives the rates over the window, the sparklines and the latencies."""
+        live = self.live
+        so_far = stored_so_far(sh.conn, self.run_id, live.t0, sorted(TRUNCATED_FINISH))
+        cases = {c: i for i, c in enumerate(live.case_ids)}
+        n_cases = len(live.case_ids)
+        rows = {k: live.rows[i] for k, i in self._model_index.items()}
+        for model, variant, case_id, *counts, cost, itok, otok, rtok, est, trunc, score in so_far.results:
+            key = lane_key(model, variant)
+            agg = rows.get(key)
+            c = cases.get(case_id)
+            if agg is None or c is None:
+                continue
+            idx = self._model_index[key] * n_cases + c
+            for status, n in zip(("passed", "failed", "errored", "unscored", "unreachable"), counts, strict=False):
+                if n:
+                    self._seeded_call(agg, idx, status, n, 0.0, 0, 0)
+            agg.cost += cost or 0.0
+            agg.input_tokens += itok or 0
+            agg.output_tokens += otok or 0
+            agg.reasoning_tokens += rtok or 0
+            agg.estimated += est or 0
+            agg.truncated += trunc or 0
+            agg.score_sum += score or 0.0
+        for model, variant, status, mode, cls, message, n in so_far.misses:
+            if (agg := rows.get(lane_key(model, variant))) is None:
+                continue
+            if status == "failed":
+                if mode is not None:
+                    agg.failures[mode] = agg.failures.get(mode, 0) + n
+            elif status in ("errored", "unreachable"):
+                agg.errors[cls or "error"] = agg.errors.get(cls or "error", 0) + n
+                text = message or "(no message)"  # as live's _count_message: the first MESSAGES_KEPT distinct
+                if text in agg.error_messages or len(agg.error_messages) < MESSAGES_KEPT:
+                    agg.error_messages[text] = agg.error_messages.get(text, 0) + n
+        for model, variant, n, limited in so_far.retries:
+            if (agg := rows.get(lane_key(model, variant))) is not None:
+                agg.retries += n
+                agg.rate_limited += limited or 0
+                agg.session_attempts += n
+                agg.attempts += n
+        for judge, case_id, status, ec, n, cost, itok, otok, _att in so_far.judgments:
+            lane = JUDGE_LANE_PREFIX + judge
+            c = cases.get(case_id)
+            if lane not in self._lanes or c is None:
+                continue
+            mi = live.row_keys.index(lane)
+            agg = live.rows[mi]
+            self._seeded_call(agg, mi * n_cases + c, status, n, cost, itok, otok)
+            if status == "errored":
+                agg.errors[ec or "error"] = agg.errors.get(ec or "error", 0) + n
+        # the whole run's calls and retries per second (the header's sparklines), as `_finished` bumps them
+        for series, per_s in ((live._done_sec, so_far.done_per_s), (live._retry_sec, so_far.retries_per_s)):
+            for sec, n in per_s:
+                if sec >= len(series):
+                    series.extend([0] * (sec + 1 - len(series)))
+                series[sec] += n
+        sh.unscored.update((lane_key(m, v), c, t) for m, v, c, t in so_far.awaiting)
+        sh.cursors.update(so_far.cursors)
+        self._fold_results(sh, so_far.cancelled)
+
+    def _seeded_call(self, agg: _ModelAgg, idx: int, status: str, n: int, cost: float, itok: int, otok: int) -> None:
+        """`n` finished calls of one cell and status into a lane's figures and the matrix (a stored call's retried
+        attempts come from failed_attempts, as the fold counts them)."""
+        agg.done += n
+        agg.session_attempts += n
+        agg.attempts += n
+        agg.cost += cost or 0.0
+        agg.input_tokens += itok or 0
+        agg.output_tokens += otok or 0
+        dst = {"passed": PASSED, "failed": FAILED, "unscored": UNSCORED, "unreachable": UNREACHABLE}.get(status,
+                                                                                                    ERRORED)
+        if dst == PASSED:
+            agg.passed += n
+        elif dst == FAILED:
+            agg.failed += n
+        elif dst == UNSCORED:
+            agg.unscored += n
+        else:
+            agg.errored += n
+        cells = self.live.cells
+        cells[QUEUED][idx] -= min(n, cells[QUEUED][idx])
+        cells[dst][idx] += n
+
+    def _fold(self, sh: Shard) -> bool:
+        """A shard's new rows as the events they were; whether rows are left for the next poll."""
         live = self.live
         on = live.on_event
         c = sh.cursors
@@ -180,23 +286,10 @@ class WatchedRun:
         rows = new_results(sh.conn, self.run_id, c["results"])
         if rows:
             c["results"] = rows[-1][0]
+        behind = len(rows) >= FOLD_BATCH
         if sh.cancelled:
             rows += resumed_results(sh.conn, list(sh.cancelled))
-        for row in rows:
-            key = lane_key(row[1], row[2])
-            if key not in self._lanes:
-                continue
-            r = CallResult(key, *row[3:])
-            was = sh.cancelled.pop(row[0], None)
-            if was is not None:
-                _take_back_spend(live.rows[self._model_index[key]], was)
-            if r.error_class == "cancelled":
-                sh.cancelled[row[0]] = r
-            elif r.status == "unscored":
-                sh.unscored.add((key, r.case_id, r.trial))
-            # started, then finished: a call backing off (its retry folded above) starts from there, as in the engine
-            on(CallStarted(key, r.case_id, r.trial, r.attempts, r.started_at))
-            on(CallFinished(r, r.finished_at))
+        self._fold_results(sh, rows)
         # judge calls after the results (a verdict moves its candidate's call on from unscored)
         for row in new_judgments(sh.conn, self.run_id, c["judgments"]):
             c["judgments"] = row[0]
@@ -228,6 +321,27 @@ class WatchedRun:
             c["client_load"] = row[0]
             _rid, at, cpu, interval = row
             on(ClientLoadSampled(cpu, interval, at, at))
+        return behind
+
+    def _fold_results(self, sh: Shard, rows: list[tuple[Any, ...]]) -> None:
+        """Stored calls (new_results' rows) as the events they were: started, then finished."""
+        live = self.live
+        on = live.on_event
+        for row in rows:
+            key = lane_key(row[1], row[2])
+            if key not in self._lanes:
+                continue
+            r = CallResult(key, *row[3:])
+            was = sh.cancelled.pop(row[0], None)
+            if was is not None:
+                _take_back_spend(live.rows[self._model_index[key]], was)
+            if r.error_class == "cancelled":
+                sh.cancelled[row[0]] = r
+            elif r.status == "unscored":
+                sh.unscored.add((key, r.case_id, r.trial))
+            # started, then finished: a call backing off (its retry folded above) starts from there, as in the engine
+            on(CallStarted(key, r.case_id, r.trial, r.attempts, r.started_at))
+            on(CallFinished(r, r.finished_at))
 
     def _apply_live(self) -> None:
         """What only the running processes know, onto the folded figures: calls in flight and backing off per lane

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from arenatui.kernel.events import CallResult
@@ -83,3 +84,90 @@ def run_end(conn: sqlite3.Connection, run_id: str) -> str | None:
     runs it again) or when the row is missing."""
     row = conn.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     return None if row is None or row[0] == "running" else str(row[0])
+
+
+TAIL = 5_000
+"""The newest stored calls a watcher opening on a run folds one by one (the rates over the 10 s window, the per-lane
+sparklines, the newest latencies: whole at up to 500 calls/s), every older one it reads as SQL aggregates."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSoFar:
+    """A run's rows up to the moment a watcher opens, as aggregates read in one read transaction (one snapshot, so
+    a verdict and the candidate row it rewrote are both in it or both not), and where to follow from."""
+
+    cursors: dict[str, int]
+    """Per followed table, the last rowid the aggregates hold: new_* reads go on from there."""
+    results: list[tuple[Any, ...]]
+    """Per cell (model_key, variant, case_id): calls passed, failed, errored, unscored, unreachable, cancelled;
+    then, cancelled calls left out, cost, input_tokens, output_tokens, reasoning_tokens, estimated, truncated,
+    score_sum."""
+    misses: list[tuple[Any, ...]]
+    """Calls that did not pass (cancelled ones left out) per (model_key, variant, status, failure_mode, error_class,
+    an errored call's error_message), and how many."""
+    done_per_s: list[tuple[int, int]]
+    """(second since `t0`, calls finished in it)."""
+    retries: list[tuple[str, str, int, int]]
+    """Retried attempts per lane: (model_key, variant, retries, of which rate limited)."""
+    retries_per_s: list[tuple[int, int]]
+    judgments: list[tuple[Any, ...]]
+    """Judge calls per (judge_key, case_id, status): (judge_key, case_id, status, error_class, calls, cost,
+    input_tokens, output_tokens, attempts)."""
+    awaiting: list[tuple[str, str, str, int]]
+    """(model_key, variant, case_id, trial) of answers stored unscored, awaiting their judge's verdict."""
+    cancelled: list[tuple[Any, ...]]
+    """new_results' rows of the calls stored 'cancelled' (a resume rewrites them in place: followed one by one)."""
+
+
+def stored_so_far(conn: sqlite3.Connection, run_id: str, t0: float, truncated: Sequence[str]) -> StoredSoFar:
+    """The run's stored rows as StoredSoFar, all but the newest TAIL calls (`truncated`: the finish reasons of an
+    answer cut at the token limit)."""
+    conn.execute("BEGIN")  # one snapshot for every read below (a WAL reader's transaction never blocks the writer)
+    try:
+        top = {t: conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {t}").fetchone()[0] for t in FOLLOWED}
+        # results: up to the TAIL-th newest of the run's rows (a backward seek over rowids)
+        row = conn.execute("SELECT rowid FROM results WHERE +run_id = ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                           (run_id, TAIL)).fetchone()
+        upto = row[0] if row is not None else 0
+        marks = ", ".join("?" for _ in truncated) or "NULL"
+        where = "WHERE rowid <= ? AND +run_id = ?"
+        # per cell, through the key's index (its order is the grouping: no sort of a million rows, 0.4 s against
+        # 1.1 s grouped by status too); cancelled calls are read one by one (a resume rewrites them in place)
+        kept = "error_class IS NOT 'cancelled'"
+        results = conn.execute(
+            f"SELECT model_key, variant, case_id, SUM(status = 'passed'), SUM(status = 'failed'), "
+            f"SUM(status = 'errored' AND {kept}), SUM(status = 'unscored'), SUM(status = 'unreachable'), "
+            f"SUM(NOT {kept}), SUM(IIF({kept}, cost, 0)), SUM(IIF({kept}, input_tokens, 0)), "
+            f"SUM(IIF({kept}, output_tokens, 0)), SUM(IIF({kept}, COALESCE(reasoning_tokens, 0), 0)), "
+            f"SUM(IIF({kept}, tokens_estimated, 0)), SUM({kept} AND finish_reason IN ({marks})), "
+            f"SUM(IIF({kept}, COALESCE(score, 0), 0)) FROM results WHERE run_id = ? AND rowid <= ? "
+            f"GROUP BY model_key, variant, case_id", (*truncated, run_id, upto)).fetchall()
+        # what the calls that did not pass were: their failure modes and errors
+        misses = conn.execute(
+            f"SELECT model_key, variant, status, failure_mode, error_class, IIF(status IN ('errored', "
+            f"'unreachable'), error_message, NULL), COUNT(*) FROM results WHERE run_id = ? AND rowid <= ? AND "
+            f"status != 'passed' AND {kept} GROUP BY 1, 2, 3, 4, 5, 6", (run_id, upto)).fetchall()
+        done_per_s = conn.execute(f"SELECT CAST(MAX(0, finished_at - ?) AS INTEGER), COUNT(*) FROM results {where} "
+                                  f"AND {kept} GROUP BY 1", (t0, upto, run_id)).fetchall()
+        where_all = "WHERE rowid <= ? AND +run_id = ?"
+        retries = conn.execute(f"SELECT model_key, variant, COUNT(*), SUM(error_class = 'rate_limited') FROM "
+                               f"failed_attempts {where_all} AND delay_s IS NOT NULL GROUP BY 1, 2",
+                               (top["failed_attempts"], run_id)).fetchall()
+        retries_per_s = conn.execute(f"SELECT CAST(MAX(0, at - ?) AS INTEGER), COUNT(*) FROM failed_attempts "
+                                     f"{where_all} AND delay_s IS NOT NULL GROUP BY 1",
+                                     (t0, top["failed_attempts"], run_id)).fetchall()
+        judgments = conn.execute(f"SELECT judge_key, case_id, status, error_class, COUNT(*), SUM(cost), "
+                                 f"SUM(input_tokens), SUM(output_tokens), SUM(attempts) FROM judgments {where_all} "
+                                 "GROUP BY 1, 2, 3, 4", (top["judgments"], run_id)).fetchall()
+        awaiting = conn.execute(f"SELECT model_key, variant, case_id, trial FROM results {where} "
+                                "AND status = 'unscored' AND failure_mode = 'awaiting_judge'", (upto, run_id)
+                                ).fetchall() if any(r[6] for r in results) else []
+        cancelled_rows = conn.execute(f"SELECT rowid, {_RESULT} FROM results {where} AND error_class = 'cancelled'",
+                                      (upto, run_id)).fetchall() if any(r[8] for r in results) else []
+    finally:
+        conn.execute("COMMIT")
+    cursors = dict.fromkeys(FOLLOWED, 0)
+    cursors.update(results=upto, failed_attempts=top["failed_attempts"], judgments=top["judgments"])
+    return StoredSoFar(cursors, results, misses, done_per_s, retries, retries_per_s, judgments, awaiting,
+                       cancelled_rows)
+

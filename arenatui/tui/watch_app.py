@@ -86,7 +86,8 @@ class WatchScreen(RunScreen):
         run = self.watched
         state = run.status_words()
         frac = snap.done / snap.planned if snap.planned else 1.0
-        key = (state, snap.done, snap.planned, int(snap.elapsed_s), None if snap.eta_s is None else int(snap.eta_s),
+        key = (state, run.catching_up, snap.done, snap.planned, int(snap.elapsed_s),
+               None if snap.eta_s is None else int(snap.eta_s),
                round(snap.cost, 4), snap.target, snap.in_flight, snap.backing_off, round(snap.calls_per_s, 1),
                snap.retries, snap.errored, snap.rates_window_s, self.size.width, run.read_only_reason is None)
         if self._shown_keys.get("status") == key:
@@ -95,6 +96,8 @@ class WatchScreen(RunScreen):
         width = max(20, self.size.width)
         bold = Style(bold=True)
         glyph = {"running": "▶", "paused": "⏸", "finished": "✓", "cancelled": "■", "failed": "✗"}.get(state, "•")
+        if run.catching_up:  # the figures are behind the database by the rows the next frames will read
+            state += " · catching up"
         st = run.shards[0].state
         where = f"   {st.user}@{st.host} pid {st.pid}" if st is not None and len(run.shards) == 1 else \
             f"   {len(run.shards)} shards"

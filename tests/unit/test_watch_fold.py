@@ -7,10 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from arenatui.kernel.events import CallResult, JudgeFinished
 from arenatui.plan import judge_lane
 from arenatui.session.watch import WatchedRun
-from arenatui.store import Store
+from arenatui.store import Store, watch_queries
 from arenatui.store.db import JUDGED, UPSERT_JUDGMENT, judgment_rows
 
 CONFIG: dict[str, Any] = {
@@ -58,7 +60,51 @@ def _watched(run: WatchedRun) -> tuple[Any, ...]:
             alpha.output_tokens)
 
 
-def test_a_cancelled_call_resumed_counts_its_spend_once(tmp_path: Path) -> None:
+@pytest.fixture(params=["replayed", "aggregated"])
+def opening(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test twice: the rows stored before the watcher opens folded one by one (fewer than TAIL), and read as
+    SQL aggregates (TAIL 0)."""
+    if request.param == "aggregated":
+        monkeypatch.setattr(watch_queries, "TAIL", 0)
+    return str(request.param)
+
+
+def _everything(run: WatchedRun) -> tuple[Any, ...]:
+    """Every figure the fold and the aggregates both give: per lane, and every cell of the matrix."""
+    live = run.live
+    lanes = tuple((a.key, a.done, a.passed, a.failed, a.errored, a.unscored, a.retries, a.rate_limited,
+                   round(a.cost, 9), a.input_tokens, a.output_tokens, a.estimated, a.truncated, round(a.score_sum, 9),
+                   sorted(a.errors.items()), sorted(a.failures.items()), sorted(a.error_messages.items()))
+                  for a in live.rows)
+    cells = tuple(live.cell(m, c) for m in range(len(live.row_keys)) for c in range(len(live.case_ids)))
+    return lanes, cells, sum(live._done_sec), sum(live._retry_sec)
+
+
+def test_aggregates_give_the_figures_the_fold_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A judged run (judged_run: verdicts, a judge_error, unjudged answers, a two-attempt judge call) and a retried,
+    errored and cancelled call: the watcher opened with every row aggregated shows what it shows replaying them."""
+    from judged_run import build
+
+    db = tmp_path / "j.db"
+    run_id, _judged = build(db)
+    with Store(db) as s:
+        s.conn.execute("UPDATE results SET status = 'errored', error_class = 'timeout', error_message = 'slow', "
+                       "score = NULL, passed = 0, attempts = 3, failure_mode = NULL, finish_reason = 'length', "
+                       "tokens_estimated = 1 WHERE model_key = 'alpha' AND case_id = 'e2'")
+        s.conn.execute("INSERT INTO failed_attempts (run_id, model_key, case_id, trial, attempt, error_class, at, "
+                       "delay_s, variant) VALUES (?, 'alpha', 'e1', 0, 1, 'rate_limited', 1.5, 0.2, '')", (run_id,))
+    replayed = WatchedRun([db], run_id)
+    monkeypatch.setattr(watch_queries, "TAIL", 0)
+    aggregated = WatchedRun([db], run_id)
+    try:
+        assert _everything(aggregated) == _everything(replayed)
+        assert aggregated.live.rows[0].retries == 1 and aggregated.live.rows[0].estimated == 1
+    finally:
+        replayed.close()
+        aggregated.close()
+
+
+def test_a_cancelled_call_resumed_counts_its_spend_once(tmp_path: Path, opening: str) -> None:
     """The resumed row holds both sessions' spend (UPSERT_RESULT adds them): the cancelled attempt's, folded when
     the watcher read the cancelled row, must not be counted again."""
     db = tmp_path / "r.db"
@@ -77,7 +123,7 @@ def test_a_cancelled_call_resumed_counts_its_spend_once(tmp_path: Path) -> None:
             watched.close()
 
 
-def test_verdicts_on_several_trials_move_each_its_own_call(tmp_path: Path) -> None:
+def test_verdicts_on_several_trials_move_each_its_own_call(tmp_path: Path, opening: str) -> None:
     """Trial 1's answer is folded unscored; trial 0's row is read already judged (failed) together with its
     verdict: that verdict must not score trial 1, which waits for its own (passed)."""
     db = tmp_path / "r.db"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import glob
 import math
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -160,6 +161,8 @@ class WatchedRun:
         self.answered: list[tuple[ControlRequest, str, str | None]] = []
         """Answers heard since the view last took them (take_answers)."""
         self.read_only_reason: str | None = None
+        self._merged_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._merges = 0
         self.catching_up = False
         """Whether the last poll left rows unread (it reads at most FOLD_BATCH per table): the figures are behind."""
         for sh in self.shards:
@@ -459,9 +462,25 @@ class WatchedRun:
             out.append(f"shard {label}: {what} · {where} · {sh.path}")
         return out
 
+    def results_db(self) -> Path:
+        """The database the results view reads: the one shard's, or the shards merged as `arena merge` merges them
+        (refused, with why, while a shard still runs), into a file of this watcher's own, made again each time."""
+        if len(self.shards) == 1:
+            return self.db_path
+        from arenatui.store.merge import merge
+
+        if self._merged_dir is None:
+            self._merged_dir = tempfile.TemporaryDirectory(prefix="arena-watch-")
+        out = Path(self._merged_dir.name) / f"merged-{self._merges}.db"
+        self._merges += 1
+        merge(out, [sh.path for sh in self.shards], self.run_id)
+        return out
+
     def close(self) -> None:
         for sh in self.shards:
             sh.conn.close()
+        if self._merged_dir is not None:
+            self._merged_dir.cleanup()
 
 
 def _take_back_spend(agg: _ModelAgg, r: CallResult) -> None:

@@ -16,12 +16,14 @@ from textual import on
 from textual.app import App, ComposeResult
 from textual.widgets import Footer, Static
 
+from arenatui.kernel.errors import ArenaError
 from arenatui.kernel.text import one_line
 from arenatui.kernel.units import NOTHING, money
 from arenatui.present.columns import fit_line
 from arenatui.present.safe_text import literal
 from arenatui.session.live import LiveSnapshot
 from arenatui.session.watch import WatchedRun
+from arenatui.tui.results.screen import Results
 from arenatui.tui.screens import RunScreen
 from arenatui.tui.themes import STATE_VARIABLES, use_themes
 from arenatui.tui.tuning_view import TuningReadout
@@ -155,10 +157,17 @@ class WatchScreen(RunScreen):
             self.notify(f"Asked the run: auto-tuner {'on' if on else 'off'}", timeout=3)
 
     def action_results(self) -> None:
-        if len(self.watched.shards) > 1:  # the results view reads one database: arena merge makes the run's
-            self.notify(f"Results of {self.watched.db_path.name} only: arena merge joins the shards into one run.",
-                        timeout=6, markup=False)
-        super().action_results()
+        """The run's results: of several shards, merged as `arena merge` would (once every shard has ended)."""
+        if self.watched.live.snapshot().done == 0:
+            super().action_results()  # (says there is nothing yet)
+            return
+        try:
+            path = self.watched.results_db()
+        except ArenaError as e:
+            self.notify(one_line(str(e), 400), title="No merged results yet", severity="warning", timeout=10,
+                        markup=False)
+            return
+        self.app.push_screen(Results(path, self.watched.run_id))
 
     def action_stop(self) -> None:
         """q leaves the watcher; the run goes on (stop it where it runs)."""

@@ -30,6 +30,8 @@ UPSERT_LIVE_STATE = (
     "pid = excluded.pid, user = excluded.user, heartbeat_at = excluded.heartbeat_at, state = excluded.state, "
     "target = excluded.target, paused = excluded.paused, tuner = excluded.tuner, models_json = excluded.models_json, "
     "tuning_json = excluded.tuning_json, extra_json = excluded.extra_json")
+HEARTBEAT_AT = 6
+"""The heartbeat time's place in an UPSERT_LIVE_STATE row."""
 ANSWER_REQUEST = "UPDATE control_requests SET status = ?, reply = ?, done_at = ? WHERE id = ? AND status = 'pending'"
 """A request answered once: 'applied' or 'refused' and why (a second answer to the same request changes nothing)."""
 
@@ -38,13 +40,21 @@ ACTIONS = ("concurrency", "cap", "pause", "resume", "tune", "rate")
 resume, the auto-tuner on or off (value 1 or 0); of a load run, its offered rate (value, requests/s)."""
 
 
+_ME: dict[int, tuple[str, int, str]] = {}
+
+
 def who_am_i() -> tuple[str, int, str]:
-    """(host, pid, user) of this process: who asked, recorded with every request."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no passwd entry (a container running as an arbitrary uid)
-        user = f"uid {os.getuid()}"
-    return socket.gethostname(), os.getpid(), user
+    """(host, pid, user) of this process: who asked, recorded with every request (found once per process: a live
+    state names it every second)."""
+    pid = os.getpid()  # the key: a forked child is someone else
+    me = _ME.get(pid)
+    if me is None:
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):  # no passwd entry (a container running as an arbitrary uid)
+            user = f"uid {os.getuid()}"
+        me = _ME[pid] = (socket.gethostname(), pid, user)
+    return me
 
 
 @dataclass(frozen=True, slots=True)

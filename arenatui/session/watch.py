@@ -11,10 +11,12 @@ one LiveMetrics merges them exactly (the rule `arena merge` follows), and a requ
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import math
 import tempfile
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +68,7 @@ from arenatui.store.watch_queries import (
     new_client_load,
     new_concurrency_changes,
     new_judgments,
+    new_load_requests,
     new_results,
     new_retries,
     new_tuning_decisions,
@@ -590,30 +593,45 @@ class RemoteTuner:
 
 class WatchedLoad:
     """A load run another process is running, as the load screen reads a LoadRun: its figures are the ones the
-    running process publishes each second (its own window over its own samples), + and - ask it for a new rate."""
+    running process publishes each second (its own window over its own samples), + and - ask it for a new rate.
+    Several databases are the shards of one load run: their figures over the window are computed again from the
+    shards' stored requests together (percentiles exact, never averaged), rates and counts added, and a new rate is
+    split between them."""
 
-    def __init__(self, path: Path, record: RunRecord) -> None:
+    def __init__(self, paths: Sequence[Path], record: RunRecord) -> None:
         from arenatui.store.db import connect_read_only
 
-        self.path = path
+        self.paths = list(paths)
+        self.path = self.paths[0]
         self.run_id = record.run_id
-        self.conn = connect_read_only(path)
+        self.conns = [connect_read_only(p) for p in self.paths]
+        self.conn = self.conns[0]
         self._leave = False
         self._last: LoadSnapshot | None = None
+        self._cursors = [0] * len(self.paths)
+        self._window: list[deque[tuple[Any, ...]]] = [deque() for _ in self.paths]
+        """Per shard, its stored requests that finished within the last window (as new_load_requests' rows)."""
 
     @property
     def status(self) -> str | None:
-        """How the run ended (None while its process still runs, or until the watcher leaves)."""
-        return run_end(self.conn, self.run_id)
+        """How the run ended, once every shard's process has recorded its end (None while any still runs)."""
+        ends = [run_end(c, self.run_id) for c in self.conns]
+        if any(e is None for e in ends):
+            return None
+        return "failed" if "failed" in ends else "cancelled" if "cancelled" in ends else str(ends[0])
 
     def state(self) -> LiveState | None:
         return read_live_state(self.conn, self.run_id)
 
     def snapshot(self) -> LoadSnapshot:
-        st = self.state()
-        figures = st.extra.get("load") if st is not None else None
-        if figures:
-            self._last = LoadSnapshot(**{**figures, "histogram": tuple(figures.get("histogram", ()))})
+        states = [read_live_state(c, self.run_id) for c in self.conns]
+        published = [st.extra.get("load") if st is not None else None for st in states]
+        if len(self.conns) == 1:
+            figures = published[0]
+            if figures:
+                self._last = LoadSnapshot(**{**figures, "histogram": tuple(figures.get("histogram", ()))})
+        elif all(published):
+            self._last = self._merged(states, published)  # type: ignore[arg-type]
         if self._last is None:
             nan = math.nan  # nothing published yet: no figure, rather than zeros that read as measured
             return LoadSnapshot(elapsed_s=0.0, total_s=0.0, segment=0, target_rate=0.0, sent_rate=0.0,
@@ -623,15 +641,54 @@ class WatchedLoad:
                                 timeout_share=0.0, histogram=())
         return self._last
 
+    def _merged(self, states: list[LiveState | None], published: list[dict[str, Any]]) -> LoadSnapshot:
+        """The shards' window figures from their requests together: each shard's times moved onto the newest
+        shard's clock (a shard counts from its own start), then the one window function the load screen uses."""
+        from arenatui.load.live import WINDOW_S, snapshot
+        from arenatui.load.metrics import OUTCOMES, LoadRequest, Samples
+
+        code = {name: i for i, name in enumerate(OUTCOMES)}
+        now = time.time()
+        # a shard's elapsed now: what it published, plus the time since it published it (while it runs)
+        elapsed = [float(f["elapsed_s"]) + (st.age(now) if st is not None and st.alive(now) else 0.0)
+                   for f, st in zip(published, states, strict=True)]
+        now_s = max(elapsed)
+        rows: list[tuple[float, float, tuple[Any, ...]]] = []
+        for i, conn in enumerate(self.conns):
+            window = self._window[i]
+            for row in new_load_requests(conn, self.run_id, self._cursors[i]):
+                self._cursors[i] = row[0]
+                window.append(row)
+            while window and window[0][5] < elapsed[i] - WINDOW_S:
+                window.popleft()
+            shift = now_s - elapsed[i]
+            rows += [(r[5] + shift, shift, r) for r in window]
+        rows.sort(key=lambda x: x[0])  # the window function reads samples in finish order
+        samples = Samples()
+        for _fin, sh, (_rid, segment, warmup, sched, sent, fin, outcome, ttft, lat, otok) in rows:
+            samples.add(LoadRequest(0, segment, 0, "", bool(warmup), sched + sh, sent + sh, fin + sh,
+                                    code.get(outcome, 0), ttft, lat, 0, otok or 0, None))
+        first = published[0]
+        snap = snapshot(samples, now_s=now_s, total_s=float(first["total_s"]), segment=int(first["segment"]),
+                        target_rate=sum(float(f["target_rate"]) for f in published),
+                        in_flight=sum(int(f["in_flight"]) for f in published),
+                        sent_rate=sum(float(f["sent_rate"]) for f in published),
+                        rate_held_s=min((float(f["rate_held_s"]) for f in published
+                                         if f.get("rate_held_s") is not None), default=None))
+        return dataclasses.replace(snap, done=sum(int(f["done"]) for f in published))
+
     def change_rate(self, rate: float) -> None:
-        st = self.state()
-        if st is None or not st.alive():
-            raise ValueError("the load run is not running: nothing would apply a new rate")
-        conn = open_for_requests(self.path)
-        try:
-            ask(conn, self.run_id, "rate", rate)
-        finally:
-            conn.close()
+        """The whole run's new offered rate, each shard its share (the shards' rates add up to it)."""
+        for conn in self.conns:
+            st = read_live_state(conn, self.run_id)
+            if st is None or not st.alive():
+                raise ValueError("the load run is not running: nothing would apply a new rate")
+        for path in self.paths:
+            out = open_for_requests(path)
+            try:
+                ask(out, self.run_id, "rate", rate / len(self.paths))
+            finally:
+                out.close()
 
     def cancel(self) -> None:
         """q stops watching (the run goes on where it runs); a second q quits."""
@@ -648,7 +705,8 @@ class WatchedLoad:
         return self.status
 
     def close(self) -> None:
-        self.conn.close()
+        for conn in self.conns:
+            conn.close()
 
 
 def open_run(dbs: Sequence[Path], run: str = "last") -> WatchedRun | WatchedLoad:
@@ -662,7 +720,4 @@ def open_run(dbs: Sequence[Path], run: str = "last") -> WatchedRun | WatchedLoad
         kind = run_kinds(store, [record.run_id])[record.run_id][0]
     if kind != "load":
         return WatchedRun(dbs, record.run_id)
-    if len(dbs) > 1:
-        raise PlanError(f"run {record.run_id} is a load run: arena watch follows one load process's database at a "
-                        "time (watch each shard's; `arena merge` joins them after the run)")
-    return WatchedLoad(dbs[0], record)
+    return WatchedLoad(dbs, record)

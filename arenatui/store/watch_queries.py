@@ -171,3 +171,10 @@ def stored_so_far(conn: sqlite3.Connection, run_id: str, t0: float, truncated: S
     return StoredSoFar(cursors, results, misses, done_per_s, retries, retries_per_s, judgments, awaiting,
                        cancelled_rows)
 
+
+
+def new_load_requests(conn: sqlite3.Connection, run_id: str, after: int) -> list[tuple[Any, ...]]:
+    """(rowid, segment, warmup, scheduled_s, sent_s, finished_s, outcome, ttft_ms, latency_ms, output_tokens) of a
+    load run's requests stored after rowid `after`."""
+    return rows_since(conn, "load_requests", "segment, warmup, scheduled_s, sent_s, finished_s, outcome, ttft_ms, "
+                      "latency_ms, output_tokens", run_id, after)

@@ -9,8 +9,11 @@ watcher following a 1,000,000-call database at 1 Hz (target: under 5% of a core)
   run pays the channel's start-up, its connection and worker thread, once: the ratio is within the machine's noise
   either way).
 - live_channel_cpu_us_per_s: the channel's steady cost, timed directly (a beat and a poll's read, per second).
-- watcher_first_figures_s: opening a watcher on a database holding --rows stored calls of one run until its figures
-  can be drawn (the issue: within 2 s): all but the newest TAIL calls read as SQL aggregates, the newest folded.
+- watcher_first_screen_s: `arena watch` on a database holding --rows stored calls, from opening its model to the
+  watch screen mounted (headless); watcher_screen_whole_figures_s: until the screen's figures hold every stored row
+  (read in a thread meanwhile, the header saying "catching up").
+- watcher_first_figures_s: opening a watcher's model (no screen) on that database until its figures can be drawn:
+  all but the newest TAIL calls read as SQL aggregates, the newest folded.
 - watcher_catch_up_s: from opening until it has folded them all (FOLD_BATCH rows a refresh; equal to the above
   when TAIL <= FOLD_BATCH).
 - watcher_cpu_share_1hz: CPU seconds per second of a watcher that, once a second, folds the new rows (--append rows a
@@ -96,6 +99,28 @@ def _rows(run_id: str, start: int, n: int, n_models: int, n_cases: int, trials: 
     return out
 
 
+async def _first_screen(db: Path, run_id: str) -> tuple[float, float]:
+    """As `arena watch` opens (the stored rows read once the screen shows): seconds until the watch screen is
+    mounted (headless, 160x48), and until its figures hold every stored row."""
+    from arenatui.session.watch import open_run
+    from arenatui.tui.watch_app import WatchApp
+
+    t0 = time.perf_counter()
+    run = open_run([db], run_id, read_now=False)
+    assert isinstance(run, WatchedRun)
+    app = WatchApp(run, theme="dark")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen_s = time.perf_counter() - t0
+        for _ in iter(int, 1):  # another thread's work to poll for
+            if run.stored_read and not run.catching_up:
+                break
+            await pilot.pause(0.02)
+        whole_s = time.perf_counter() - t0
+    run.close()
+    return screen_s, whole_s
+
+
 def watcher(tmp: Path, rows: int, seconds: int, append: int) -> list[dict[str, Any]]:
     n_models, trials = 10, 100
     n_cases = math.ceil(rows / (n_models * trials))
@@ -119,6 +144,7 @@ def watcher(tmp: Path, rows: int, seconds: int, append: int) -> list[dict[str, A
         conn.executemany(UPSERT_RESULT, _rows(run_id, start, min(100_000, stored - start), n_models, n_cases, trials))
         conn.execute("COMMIT")
     beat()
+    screen_s, whole_s = anyio.run(_first_screen, db, run_id)
     t0 = time.perf_counter()
     w = WatchedRun([db], run_id)
     w.live.snapshot()
@@ -142,6 +168,8 @@ def watcher(tmp: Path, rows: int, seconds: int, append: int) -> list[dict[str, A
     assert w.live.snapshot().done == written, (w.live.snapshot().done, written)
     w.close()
     return [{"name": "watcher_db_calls", "value": written, "unit": "calls"},
+            {"name": "watcher_first_screen_s", "value": round(screen_s, 2), "unit": "s"},
+            {"name": "watcher_screen_whole_figures_s", "value": round(whole_s, 2), "unit": "s"},
             {"name": "watcher_first_figures_s", "value": round(first, 2), "unit": "s"},
             {"name": "watcher_catch_up_s", "value": round(catch_up, 2), "unit": "s"},
             {"name": "watcher_cpu_share_1hz", "value": round(cpu / seconds, 4), "unit": "fraction of a core"},

@@ -63,7 +63,7 @@ def _dbs(given: list[str] | None) -> list[Path]:
 def open_watched(db: list[str] | None, run: str) -> WatchedRun | WatchedLoad:
     from arenatui.session.watch import open_run
 
-    return open_run(_dbs(db), run)
+    return open_run(_dbs(db), run, read_now=False)  # the console reads the stored rows once it shows
 
 
 def _request(args: argparse.Namespace) -> tuple[str, float | None, str | None]:

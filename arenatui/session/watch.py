@@ -65,6 +65,7 @@ from arenatui.store.queries import RunPlan, resolve_run, stored_plan
 from arenatui.store.watch_queries import (
     FOLD_BATCH,
     FOLLOWED,
+    StoredSoFar,
     new_client_load,
     new_concurrency_changes,
     new_judgments,
@@ -126,7 +127,7 @@ class Shard:
 class WatchedRun:
     """Everything `arena watch` shows of a run, refreshed by `poll()` (call it a few times a second)."""
 
-    def __init__(self, dbs: Sequence[Path], run: str = "last") -> None:
+    def __init__(self, dbs: Sequence[Path], run: str = "last", *, read_now: bool = True) -> None:
         if not dbs:
             raise PlanError("arena watch needs a results database: --db PATH (several for the shards of one run)")
         self.shards: list[Shard] = []
@@ -166,11 +167,36 @@ class WatchedRun:
         self.read_only_reason: str | None = None
         self._merged_dir: tempfile.TemporaryDirectory[str] | None = None
         self._merges = 0
-        self.catching_up = False
-        """Whether the last poll left rows unread (it reads at most FOLD_BATCH per table): the figures are behind."""
+        self.catching_up = True
+        """Whether the figures are behind the database: the stored rows not read yet (read_now=False, until
+        take_stored), or the last poll left rows unread (it reads at most FOLD_BATCH per table)."""
+        self.stored_read = False
+        """Whether the rows stored before the watcher opened are in the figures (until then poll folds none)."""
+        if read_now:
+            self.take_stored(self.read_stored())
+        else:
+            self.poll()
+
+    def read_stored(self) -> list[StoredSoFar]:
+        """Every shard's rows stored so far, as SQL aggregates (seconds on a million calls): on a connection of its
+        own, so a view can read them in a thread while it shows the screen and polls the live state."""
+        from arenatui.store.db import connect_read_only
+
+        out = []
         for sh in self.shards:
             with sql_errors_explained(sh.path):
-                self._seed(sh)
+                conn = connect_read_only(sh.path)
+                try:
+                    out.append(stored_so_far(conn, self.run_id, self.live.t0, sorted(TRUNCATED_FINISH)))
+                finally:
+                    conn.close()
+        return out
+
+    def take_stored(self, so_far: Sequence[StoredSoFar]) -> None:
+        """read_stored's aggregates into the figures (on the thread that owns them), then a poll from there."""
+        for sh, stored in zip(self.shards, so_far, strict=True):
+            self._seed(sh, stored)
+        self.stored_read = True
         self.poll()
 
     # ---- following -----------------------------------------------------------------------------
@@ -180,20 +206,19 @@ class WatchedRun:
         behind = False
         for i, sh in enumerate(self.shards):
             with sql_errors_explained(sh.path):  # SQLite's errors leave as the StoreError that explains them
-                behind = self._fold(sh) or behind
+                behind = (self._fold(sh) if self.stored_read else True) or behind
                 sh.state = read_live_state(sh.conn, self.run_id)
                 sh.ended = run_end(sh.conn, self.run_id)  # None again when a resume runs it again
                 self._answers(i, sh)
         self.catching_up = behind
         self._apply_live()
 
-    def _seed(self, sh: Shard) -> None:
+    def _seed(self, sh: Shard, so_far: StoredSoFar) -> None:
         """A shard's rows stored before the watcher opened, all but the newest TAIL, as SQL aggregates straight into
         the figures (a million calls replayed one by one took 20-40 s; aggregated, well under a second), each
         sum where LiveMetrics' own fold (`_finished`, `_retrying`) would put it. The newest rows are folded one by one
         by the first polls, which gives the rates over the window, the sparklines and the latencies."""
         live = self.live
-        so_far = stored_so_far(sh.conn, self.run_id, live.t0, sorted(TRUNCATED_FINISH))
         cases = {c: i for i, c in enumerate(live.case_ids)}
         n_cases = len(live.case_ids)
         rows = {k: live.rows[i] for k, i in self._model_index.items()}
@@ -709,8 +734,9 @@ class WatchedLoad:
             conn.close()
 
 
-def open_run(dbs: Sequence[Path], run: str = "last") -> WatchedRun | WatchedLoad:
-    """The watcher's model of a run: a sweep's (any number of shards) or a load run's (one database)."""
+def open_run(dbs: Sequence[Path], run: str = "last", *, read_now: bool = True) -> WatchedRun | WatchedLoad:
+    """The watcher's model of a run: a sweep's (any number of shards; read_now=False leaves its stored rows for the
+    view to read, WatchedRun.read_stored) or a load run's (any number of shards)."""
     from arenatui.store.load_queries import run_kinds
 
     if not dbs:
@@ -719,5 +745,5 @@ def open_run(dbs: Sequence[Path], run: str = "last") -> WatchedRun | WatchedLoad
         record = resolve_run(store, run)
         kind = run_kinds(store, [record.run_id])[record.run_id][0]
     if kind != "load":
-        return WatchedRun(dbs, record.run_id)
+        return WatchedRun(dbs, record.run_id, read_now=read_now)
     return WatchedLoad(dbs, record)

@@ -31,6 +31,7 @@ from arenatui.tui.widgets import CallMatrix, ModelTable, StatusBar, bar, duratio
 
 if TYPE_CHECKING:
     from arenatui.session.sweep import Sweep
+    from arenatui.store.watch_queries import StoredSoFar
     from arenatui.tuning.controller import Tuner
 
 
@@ -55,6 +56,26 @@ class WatchScreen(RunScreen):
         yield from self._panes([c.id for c in run.plan.cases], run.plan.trials, run.plan.chained,
                                TuningReadout(cast("Tuner", run.tuner), id="tuning", run_id=run.run_id))
         yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        if not self.watched.stored_read:  # the screen first, then the stored rows (seconds on a long run)
+            # exit_on_error stays on: an exception other than the store's own must end the app, not vanish
+            self.run_worker(self._read_stored, thread=True, group="watch-read", name="stored rows")
+
+    def _read_stored(self) -> None:
+        """In a thread: the SQL aggregates; the figures take them on the app's thread (they are not shared)."""
+        try:
+            so_far = self.watched.read_stored()
+        except ArenaError as e:
+            self.app.call_from_thread(self.notify, one_line(str(e), 400), title="Cannot read the run",
+                                      severity="error", timeout=30, markup=False)
+            return
+        self.app.call_from_thread(self._take_stored, so_far)
+
+    def _take_stored(self, so_far: list[StoredSoFar]) -> None:
+        self.watched.take_stored(so_far)
+        self.refresh_now(everything=True)
 
     def refresh_now(self, *, everything: bool = False) -> None:
         run = self.watched

@@ -192,3 +192,27 @@ async def test_an_exception_in_the_watchers_refresh_fails_the_test_at_once(tmp_p
                 raise
     assert [type(e) for e in waited] == [RuntimeError]
     run.close()
+
+
+async def test_the_watcher_shows_first_and_reads_the_stored_rows_in_a_thread(tmp_path: Path) -> None:
+    """`arena watch` opens its model without the stored rows (read_now=False): the screen reads them in a thread
+    and ends with the figures a model that read them at once has, the header no longer 'catching up'."""
+    from judged_run import build
+
+    db = tmp_path / "j.db"
+    run_id, _judged = build(db)
+    at_once = WatchedRun([db], run_id)
+    later = WatchedRun([db], run_id, read_now=False)
+    assert later.catching_up and later.live.snapshot().done == 0
+    app = WatchApp(later, theme="dark")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _until("the stored rows read", lambda: later.stored_read and not later.catching_up, app)
+        await pilot.pause(0.3)
+        want, got = at_once.live.snapshot(), later.live.snapshot()
+        assert [(m.key, m.done, m.passed, m.failed, m.errored, m.unscored, round(m.cost, 9)) for m in got.models] == [
+            (m.key, m.done, m.passed, m.failed, m.errored, m.unscored, round(m.cost, 9)) for m in want.models]
+        status = app.screen.query_one("#status").text.plain  # type: ignore[attr-defined]
+        assert "catching up" not in status and f"{want.done}/{want.planned}" in status
+        await pilot.press("q")
+    at_once.close()
+    later.close()

@@ -274,6 +274,7 @@ class WatchedRun:
                 series[sec] += n
         sh.unscored.update((lane_key(m, v), c, t) for m, v, c, t in so_far.awaiting)
         sh.cursors.update(so_far.cursors)
+        self._fold_retries(so_far.open_retries)
         self._fold_results(sh, so_far.cancelled)
 
     def _seeded_call(self, agg: _ModelAgg, idx: int, status: str, n: int, cost: float, itok: int, otok: int) -> None:
@@ -305,14 +306,10 @@ class WatchedRun:
         on = live.on_event
         c = sh.cursors
         # retries first: a call's retried attempts are stored in the batch that may also hold its result
-        for row in new_retries(sh.conn, self.run_id, c["failed_attempts"]):
-            c["failed_attempts"] = row[0]
-            _rid, model, variant, case_id, trial, attempt, reason, delay, message, at, status = row
-            key = lane_key(model, variant)
-            if key not in self._lanes:  # a judge lane: not watched (its calls are in the results figures)
-                continue
-            on(CallStarted(key, case_id, trial, attempt, at))
-            on(CallRetrying(key, case_id, trial, attempt, reason, delay or 0.0, message or "", at, None, status))
+        retries = new_retries(sh.conn, self.run_id, c["failed_attempts"])
+        if retries:
+            c["failed_attempts"] = retries[-1][0]
+        self._fold_retries(retries)
         # at most FOLD_BATCH a refresh: a watcher opened on a long run catches up over a few refreshes
         rows = new_results(sh.conn, self.run_id, c["results"])
         if rows:
@@ -353,6 +350,17 @@ class WatchedRun:
             _rid, at, cpu, interval = row
             on(ClientLoadSampled(cpu, interval, at, at))
         return behind
+
+    def _fold_retries(self, rows: list[tuple[Any, ...]]) -> None:
+        """Retried attempts (new_retries' rows) as the events they were: started, then retrying."""
+        on = self.live.on_event
+        for row in rows:
+            _rid, model, variant, case_id, trial, attempt, reason, delay, message, at, status = row
+            key = lane_key(model, variant)
+            if key not in self._lanes:  # a judge lane: not watched (its calls are in the results figures)
+                continue
+            on(CallStarted(key, case_id, trial, attempt, at))
+            on(CallRetrying(key, case_id, trial, attempt, reason, delay or 0.0, message or "", at, None, status))
 
     def _fold_results(self, sh: Shard, rows: list[tuple[Any, ...]]) -> None:
         """Stored calls (new_results' rows) as the events they were: started, then finished."""

@@ -117,6 +117,8 @@ class StoredSoFar:
     """(model_key, variant, case_id, trial) of answers stored unscored, awaiting their judge's verdict."""
     cancelled: list[tuple[Any, ...]]
     """new_results' rows of the calls stored 'cancelled' (a resume rewrites them in place: followed one by one)."""
+    open_retries: list[tuple[Any, ...]]
+    """new_retries' rows of calls with no result among the aggregated ones (backing off, or finished in the tail)."""
 
 
 def stored_so_far(conn: sqlite3.Connection, run_id: str, t0: float, truncated: Sequence[str]) -> StoredSoFar:
@@ -150,12 +152,19 @@ def stored_so_far(conn: sqlite3.Connection, run_id: str, t0: float, truncated: S
         done_per_s = conn.execute(f"SELECT CAST(MAX(0, finished_at - ?) AS INTEGER), COUNT(*) FROM results {where} "
                                   f"AND {kept} GROUP BY 1", (t0, upto, run_id)).fetchall()
         where_all = "WHERE rowid <= ? AND +run_id = ?"
+        # a retried attempt of a call whose result is among the aggregated ones is a count; one of a call still
+        # backing off (or whose result is in the tail) is folded as the event it was, which puts the call in backoff
+        settled = ("EXISTS (SELECT 1 FROM results r WHERE r.run_id = f.run_id AND r.model_key = f.model_key AND "
+                   "r.variant = f.variant AND r.case_id = f.case_id AND r.trial = f.trial AND r.rowid <= ?)")
         retries = conn.execute(f"SELECT model_key, variant, COUNT(*), SUM(error_class = 'rate_limited') FROM "
-                               f"failed_attempts {where_all} AND delay_s IS NOT NULL GROUP BY 1, 2",
-                               (top["failed_attempts"], run_id)).fetchall()
-        retries_per_s = conn.execute(f"SELECT CAST(MAX(0, at - ?) AS INTEGER), COUNT(*) FROM failed_attempts "
-                                     f"{where_all} AND delay_s IS NOT NULL GROUP BY 1",
-                                     (t0, top["failed_attempts"], run_id)).fetchall()
+                               f"failed_attempts f {where_all} AND delay_s IS NOT NULL AND {settled} GROUP BY 1, 2",
+                               (top["failed_attempts"], run_id, upto)).fetchall()
+        retries_per_s = conn.execute(f"SELECT CAST(MAX(0, at - ?) AS INTEGER), COUNT(*) FROM failed_attempts f "
+                                     f"{where_all} AND delay_s IS NOT NULL AND {settled} GROUP BY 1",
+                                     (t0, top["failed_attempts"], run_id, upto)).fetchall()
+        open_retries = conn.execute(f"SELECT rowid, {_RETRY} FROM failed_attempts f {where_all} AND delay_s IS NOT "
+                                    f"NULL AND NOT {settled} ORDER BY rowid",
+                                    (top["failed_attempts"], run_id, upto)).fetchall()
         judgments = conn.execute(f"SELECT judge_key, case_id, status, error_class, COUNT(*), SUM(cost), "
                                  f"SUM(input_tokens), SUM(output_tokens), SUM(attempts) FROM judgments {where_all} "
                                  "GROUP BY 1, 2, 3, 4", (top["judgments"], run_id)).fetchall()
@@ -169,7 +178,7 @@ def stored_so_far(conn: sqlite3.Connection, run_id: str, t0: float, truncated: S
     cursors = dict.fromkeys(FOLLOWED, 0)
     cursors.update(results=upto, failed_attempts=top["failed_attempts"], judgments=top["judgments"])
     return StoredSoFar(cursors, results, misses, done_per_s, retries, retries_per_s, judgments, awaiting,
-                       cancelled_rows)
+                       cancelled_rows, open_retries)
 
 
 

@@ -4,6 +4,7 @@ model and every cell of the matrix, whether it folds the stored rows one by one 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from watched_run import write_project
 from arenatui.session.live import LiveMetrics
 from arenatui.session.sweep import Sweep, SweepOptions
 from arenatui.session.watch import WatchedRun
-from arenatui.store import watch_queries
+from arenatui.store import Store, watch_queries
 
 
 def _figures(live: LiveMetrics) -> tuple[Any, ...]:
@@ -42,5 +43,49 @@ def test_a_watcher_shows_what_the_running_console_showed(tmp_path: Path, monkeyp
     try:
         assert run.ended == "finished"
         assert _figures(run.live) == console
+    finally:
+        run.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("tail", [None, 0], ids=["replayed", "aggregated"])
+async def test_a_watcher_at_a_pause_shows_what_the_running_console_shows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tail: int | None) -> None:
+    """Mid-run: the sweep paused, its calls in flight finished and stored, the watcher opened on its database shows
+    the console's own figures (the ones it is showing at that moment: a call backing off is in backoff in both),
+    then again after the run goes on and ends."""
+    if tail is not None:
+        monkeypatch.setattr(watch_queries, "TAIL", tail)
+    project = write_project(tmp_path, cases=60, latency=0.05)
+    db = tmp_path / "r.db"
+    sweep = Sweep(SweepOptions(project=project, db=db, concurrency=4))
+
+    def stored() -> int:
+        with Store(db, read_only=True) as s:
+            return int(s.conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+
+    async def until(cond: Callable[[], bool]) -> None:
+        with anyio.fail_after(60.0):  # a hang guard, not a speed requirement
+            for _ in iter(int, 1):  # figures of a running sweep to poll for: no event says they changed
+                if cond():
+                    return
+                await anyio.sleep(0.02)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(sweep.run)
+        await until(lambda: sweep.live.snapshot().done >= 20)
+        sweep.control.pause()
+        # (a call backing off stays so while paused: its next attempt waits for the resume)
+        await until(lambda: (s := sweep.live.snapshot()).in_flight == 0 and stored() == s.done)
+        run = WatchedRun([db], "last")
+        try:
+            assert _figures(run.live) == _figures(sweep.live) and run.live.snapshot().done < 120
+            sweep.control.resume()
+            await until(lambda: sweep.status is not None and stored() == 120)
+        finally:
+            run.close()
+    run = WatchedRun([db], "last")
+    try:
+        assert _figures(run.live) == _figures(sweep.live)
     finally:
         run.close()

@@ -63,7 +63,7 @@ def _dbs(given: list[str] | None) -> list[Path]:
 def open_watched(db: list[str] | None, run: str) -> WatchedRun | WatchedLoad:
     from arenatui.session.watch import open_run
 
-    return open_run(_dbs(db), run)
+    return open_run(_dbs(db), run, read_now=False)  # the console reads the stored rows once it shows
 
 
 def _request(args: argparse.Namespace) -> tuple[str, float | None, str | None]:
@@ -115,6 +115,8 @@ def cmd_control(args: argparse.Namespace) -> int:
     if action == "concurrency" and value is not None and len(targets) > 1:
         n, total = len(targets), int(value)
         values = [max(1, total // n + (1 if i < total % n else 0)) for i in range(n)]
+    elif action == "rate" and value is not None:  # the whole load run's rate: each shard its share, as the watcher
+        values = [value / len(targets)] * len(targets)
     sent: list[tuple[Path, int]] = []
     for (path, run_id), v in zip(targets, values, strict=True):
         conn = open_for_requests(path)

@@ -20,6 +20,7 @@ from arenatui.kernel.limits import MAX_CONCURRENCY
 from arenatui.store.db import Connection, connect_read_only
 from arenatui.store.live_state import (
     ANSWER_REQUEST,
+    HEARTBEAT_AT,
     LIVE_EVERY_S,
     UPSERT_LIVE_STATE,
     ControlRequest,
@@ -66,6 +67,9 @@ class LiveChannel:
         self._stopped = False
         self._wake = anyio.Event()
         self.failures = 0
+        self._said: tuple[Any, ...] | None = None
+        """What the last beat's row says, but its time."""
+        self._row: tuple[Any, ...] | None = None
         """Polls that could not read the database (a busy or moved file): the run goes on, unsteered."""
 
     def beat(self) -> None:
@@ -81,10 +85,19 @@ class LiveChannel:
                 extra["tuner_levels"] = {k: tuner.level(k) for k in tuner.caps()}
                 extra["suspended"] = sorted(tuner.suspended)
         state = "running" if c is None else "stopping" if c.cancelled else "paused" if c.paused else "running"
-        self.writer.publish(UPSERT_LIVE_STATE, live_state_row(
-            self.run_id, kind=self.kind, shard=self.shard, state=state, target=None if c is None else c.target,
-            paused=c is not None and c.paused,
-            tuner=bool(tuner is not None and tuner.enabled), lanes=self.lanes(), tuning_rows=tuning, extra=extra))
+        lanes = self.lanes()
+        now = time.time()
+        said = (state, None if c is None else c.target, c is not None and c.paused,
+                bool(tuner is not None and tuner.enabled), lanes, tuning, extra)
+        if self._row is not None and said == self._said:
+            # nothing but the time changed (most seconds of a steady run): the row serialised last time, re-dated
+            row = (*self._row[:HEARTBEAT_AT], now, *self._row[HEARTBEAT_AT + 1:])
+        else:
+            row = live_state_row(self.run_id, kind=self.kind, shard=self.shard, state=state, target=said[1],
+                                 paused=said[2], tuner=said[3], lanes=lanes, tuning_rows=tuning, extra=extra, at=now)
+            self._said = said
+        self._row = row
+        self.writer.publish(UPSERT_LIVE_STATE, row)
 
     async def run(self) -> None:
         while not self._stopped:

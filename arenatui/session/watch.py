@@ -11,13 +11,16 @@ one LiveMetrics merges them exactly (the rule `arena merge` follows), and a requ
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import math
+import tempfile
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from arenatui.kernel.errors import ArenaError, PlanError, StoreError
 from arenatui.kernel.events import (
@@ -36,7 +39,17 @@ from arenatui.kernel.events import (
     lane_key,
 )
 from arenatui.load.live import LoadSnapshot
-from arenatui.session.live import LiveMetrics
+from arenatui.scoring.failure_modes import TRUNCATED_FINISH
+from arenatui.session.live import (
+    ERRORED,
+    FAILED,
+    MESSAGES_KEPT,
+    PASSED,
+    QUEUED,
+    UNREACHABLE,
+    UNSCORED,
+    LiveMetrics,
+)
 from arenatui.store.db import Connection, RunRecord, Store, sql_errors_explained
 from arenatui.store.live_state import (
     ControlRequest,
@@ -46,26 +59,28 @@ from arenatui.store.live_state import (
     ask,
     open_for_requests,
     read_live_state,
-    rows_since,
+    request,
 )
 from arenatui.store.queries import RunPlan, resolve_run, stored_plan
-from arenatui.store.schema import RESULT_COLUMNS
+from arenatui.store.watch_queries import (
+    FOLD_BATCH,
+    FOLLOWED,
+    StoredSoFar,
+    new_client_load,
+    new_concurrency_changes,
+    new_judgments,
+    new_load_requests,
+    new_results,
+    new_retries,
+    new_tuning_decisions,
+    resumed_results,
+    run_end,
+    stored_so_far,
+)
 
 if TYPE_CHECKING:
+    from arenatui.session.live import _ModelAgg
     from arenatui.tuning.levels import ModelReadout
-
-_CALL_FIELDS = tuple(f for f in CallResult._fields[1:] if f in RESULT_COLUMNS and f != "reasoning")
-"""A CallResult's fields after its lane key that the results table holds as they are (its reasoning, which no live
-figure reads, is left out); a prefix of CallResult's fields, so a row builds one positionally."""
-assert CallResult._fields[1:len(_CALL_FIELDS) + 1] == _CALL_FIELDS, "a results column moved within CallResult"
-_UNREAD = ("output", "score_detail")
-"""Columns no live figure reads, read as NULL: an answer can be kilobytes, and a watcher reads every row."""
-_RESULT = "model_key, variant, " + ", ".join("NULL" if f in _UNREAD else f for f in _CALL_FIELDS)
-_RETRY = "model_key, variant, case_id, trial, attempt, error_class, delay_s, message, at, http_status"
-_JUDGMENT = ("model_key, variant, case_id, trial, judge_key, status, score, passed, error_class, error_message, "
-             "NULL, attempts, latency_ms, total_ms, input_tokens, output_tokens, cost, started_at, finished_at, "
-             "score_detail")
-
 
 def shard_paths(given: Sequence[str]) -> list[Path]:
     """`--db` values as database files: a directory stands for its *.db files, a pattern for its matches."""
@@ -94,22 +109,25 @@ class Shard:
     path: Path
     conn: Connection
     record: RunRecord
-    cursors: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
-        ("results", "failed_attempts", "judgments", "concurrency_changes", "tuning_decisions", "client_load"), 0))
+    cursors: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FOLLOWED, 0))
     state: LiveState | None = None
     writable: bool | None = None
     """Whether control requests can be written to it (None until the first request)."""
     ended: str | None = None
     """How its run ended, once the runs table says so."""
-    cancelled: set[int] = field(default_factory=set)
-    """Rowids of calls stored 'cancelled' (an earlier session's stop): a resume replaces such a row in place, under
-    the same rowid, so these are read again until they hold a result."""
+    cancelled: dict[int, CallResult] = field(default_factory=dict)
+    """Calls stored 'cancelled' (an earlier session's stop), by rowid, as folded: a resume replaces such a row in
+    place, under the same rowid, so these are read again until they hold a result, whose spend includes what the
+    cancelled attempts spent (UPSERT_RESULT adds them): that part, folded already, is taken back then."""
+    unscored: set[tuple[str, str, int]] = field(default_factory=set)
+    """Candidate calls (lane, case, trial) folded unscored and not yet judged: a verdict moves such a call on; a
+    call whose row was read after its verdict had rewritten it is counted scored already."""
 
 
 class WatchedRun:
     """Everything `arena watch` shows of a run, refreshed by `poll()` (call it a few times a second)."""
 
-    def __init__(self, dbs: Sequence[Path], run: str = "last") -> None:
+    def __init__(self, dbs: Sequence[Path], run: str = "last", *, read_now: bool = True) -> None:
         if not dbs:
             raise PlanError("arena watch needs a results database: --db PATH (several for the shards of one run)")
         self.shards: list[Shard] = []
@@ -147,57 +165,161 @@ class WatchedRun:
         self.answered: list[tuple[ControlRequest, str, str | None]] = []
         """Answers heard since the view last took them (take_answers)."""
         self.read_only_reason: str | None = None
+        self._merged_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._merges = 0
+        self.catching_up = True
+        """Whether the figures are behind the database: the stored rows not read yet (read_now=False, until
+        take_stored), or the last poll left rows unread (it reads at most FOLD_BATCH per table)."""
+        self.stored_read = False
+        """Whether the rows stored before the watcher opened are in the figures (until then poll folds none)."""
+        if read_now:
+            self.take_stored(self.read_stored())
+        else:
+            self.poll()
+
+    def read_stored(self) -> list[StoredSoFar]:
+        """Every shard's rows stored so far, as SQL aggregates (seconds on a million calls): on a connection of its
+        own, so a view can read them in a thread while it shows the screen and polls the live state."""
+        from arenatui.store.db import connect_read_only
+
+        out = []
+        for sh in self.shards:
+            with sql_errors_explained(sh.path):
+                conn = connect_read_only(sh.path)
+                try:
+                    out.append(stored_so_far(conn, self.run_id, self.live.t0, sorted(TRUNCATED_FINISH)))
+                finally:
+                    conn.close()
+        return out
+
+    def take_stored(self, so_far: Sequence[StoredSoFar]) -> None:
+        """read_stored's aggregates into the figures (on the thread that owns them), then a poll from there."""
+        for sh, stored in zip(self.shards, so_far, strict=True):
+            self._seed(sh, stored)
+        self.stored_read = True
         self.poll()
 
     # ---- following -----------------------------------------------------------------------------
 
     def poll(self) -> None:
         """Fold every shard's new rows, read the live states and the answers to requests."""
+        behind = False
         for i, sh in enumerate(self.shards):
             with sql_errors_explained(sh.path):  # SQLite's errors leave as the StoreError that explains them
-                self._fold(sh)
+                behind = (self._fold(sh) if self.stored_read else True) or behind
                 sh.state = read_live_state(sh.conn, self.run_id)
-                row = sh.conn.execute("SELECT status FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()
-                sh.ended = row[0] if row is not None and row[0] != "running" else None  # a resume runs it again
+                sh.ended = run_end(sh.conn, self.run_id)  # None again when a resume runs it again
                 self._answers(i, sh)
+        self.catching_up = behind
         self._apply_live()
 
-    def _fold(self, sh: Shard) -> None:
+    def _seed(self, sh: Shard, so_far: StoredSoFar) -> None:
+        """A shard's rows stored before the watcher opened, all but the newest TAIL, as SQL aggregates straight into
+        the figures (a million calls replayed one by one took 20-40 s; aggregated, well under a second), each
+        sum where LiveMetrics' own fold (`_finished`, `_retrying`) would put it. The newest rows are folded one by one
+        by the first polls, which gives the rates over the window, the sparklines and the latencies."""
+        live = self.live
+        cases = {c: i for i, c in enumerate(live.case_ids)}
+        n_cases = len(live.case_ids)
+        rows = {k: live.rows[i] for k, i in self._model_index.items()}
+        for model, variant, case_id, *counts, cost, itok, otok, rtok, est, trunc, score in so_far.results:
+            key = lane_key(model, variant)
+            agg = rows.get(key)
+            c = cases.get(case_id)
+            if agg is None or c is None:
+                continue
+            idx = self._model_index[key] * n_cases + c
+            for status, n in zip(("passed", "failed", "errored", "unscored", "unreachable"), counts, strict=False):
+                if n:
+                    self._seeded_call(agg, idx, status, n, 0.0, 0, 0)
+            agg.cost += cost or 0.0
+            agg.input_tokens += itok or 0
+            agg.output_tokens += otok or 0
+            agg.reasoning_tokens += rtok or 0
+            agg.estimated += est or 0
+            agg.truncated += trunc or 0
+            agg.score_sum += score or 0.0
+        for model, variant, status, mode, cls, message, n in so_far.misses:
+            if (agg := rows.get(lane_key(model, variant))) is None:
+                continue
+            if status == "failed":
+                if mode is not None:
+                    agg.failures[mode] = agg.failures.get(mode, 0) + n
+            elif status in ("errored", "unreachable"):
+                agg.errors[cls or "error"] = agg.errors.get(cls or "error", 0) + n
+                text = message or "(no message)"  # as live's _count_message: the first MESSAGES_KEPT distinct
+                if text in agg.error_messages or len(agg.error_messages) < MESSAGES_KEPT:
+                    agg.error_messages[text] = agg.error_messages.get(text, 0) + n
+        for model, variant, n, limited in so_far.retries:
+            if (agg := rows.get(lane_key(model, variant))) is not None:
+                agg.retries += n
+                agg.rate_limited += limited or 0
+                agg.session_attempts += n
+                agg.attempts += n
+        for judge, case_id, status, ec, n, cost, itok, otok, _att in so_far.judgments:
+            lane = JUDGE_LANE_PREFIX + judge
+            c = cases.get(case_id)
+            if lane not in self._lanes or c is None:
+                continue
+            mi = live.row_keys.index(lane)
+            agg = live.rows[mi]
+            self._seeded_call(agg, mi * n_cases + c, status, n, cost, itok, otok)
+            if status == "errored":
+                agg.errors[ec or "error"] = agg.errors.get(ec or "error", 0) + n
+        # the whole run's calls and retries per second (the header's sparklines), as `_finished` bumps them
+        for series, per_s in ((live._done_sec, so_far.done_per_s), (live._retry_sec, so_far.retries_per_s)):
+            for sec, n in per_s:
+                if sec >= len(series):
+                    series.extend([0] * (sec + 1 - len(series)))
+                series[sec] += n
+        sh.unscored.update((lane_key(m, v), c, t) for m, v, c, t in so_far.awaiting)
+        sh.cursors.update(so_far.cursors)
+        self._fold_retries(so_far.open_retries)
+        self._fold_results(sh, so_far.cancelled)
+
+    def _seeded_call(self, agg: _ModelAgg, idx: int, status: str, n: int, cost: float, itok: int, otok: int) -> None:
+        """`n` finished calls of one cell and status into a lane's figures and the matrix (a stored call's retried
+        attempts come from failed_attempts, as the fold counts them)."""
+        agg.done += n
+        agg.session_attempts += n
+        agg.attempts += n
+        agg.cost += cost or 0.0
+        agg.input_tokens += itok or 0
+        agg.output_tokens += otok or 0
+        dst = {"passed": PASSED, "failed": FAILED, "unscored": UNSCORED, "unreachable": UNREACHABLE}.get(status,
+                                                                                                    ERRORED)
+        if dst == PASSED:
+            agg.passed += n
+        elif dst == FAILED:
+            agg.failed += n
+        elif dst == UNSCORED:
+            agg.unscored += n
+        else:
+            agg.errored += n
+        cells = self.live.cells
+        cells[QUEUED][idx] -= min(n, cells[QUEUED][idx])
+        cells[dst][idx] += n
+
+    def _fold(self, sh: Shard) -> bool:
+        """A shard's new rows as the events they were; whether rows are left for the next poll."""
         live = self.live
         on = live.on_event
         c = sh.cursors
         # retries first: a call's retried attempts are stored in the batch that may also hold its result
-        for row in rows_since(sh.conn, "failed_attempts", _RETRY, self.run_id, c["failed_attempts"],
-                              "AND delay_s IS NOT NULL"):
-            c["failed_attempts"] = row[0]
-            _rid, model, variant, case_id, trial, attempt, reason, delay, message, at, status = row
-            key = lane_key(model, variant)
-            if key not in self._lanes:  # a judge lane: not watched (its calls are in the results figures)
-                continue
-            on(CallStarted(key, case_id, trial, attempt, at))
-            on(CallRetrying(key, case_id, trial, attempt, reason, delay or 0.0, message or "", at, None, status))
+        retries = new_retries(sh.conn, self.run_id, c["failed_attempts"])
+        if retries:
+            c["failed_attempts"] = retries[-1][0]
+        self._fold_retries(retries)
         # at most FOLD_BATCH a refresh: a watcher opened on a long run catches up over a few refreshes
-        rows = rows_since(sh.conn, "results", _RESULT, self.run_id, c["results"])
+        rows = new_results(sh.conn, self.run_id, c["results"])
         if rows:
             c["results"] = rows[-1][0]
+        behind = len(rows) >= FOLD_BATCH
         if sh.cancelled:
-            marks = ", ".join("?" for _ in sh.cancelled)
-            rows += sh.conn.execute(f"SELECT rowid, {_RESULT} FROM results WHERE rowid IN ({marks}) AND error_class "
-                                    "IS NOT 'cancelled'", tuple(sh.cancelled)).fetchall()
-        for row in rows:
-            key = lane_key(row[1], row[2])
-            if key not in self._lanes:
-                continue
-            r = CallResult(key, *row[3:])
-            if r.error_class == "cancelled":
-                sh.cancelled.add(row[0])
-            else:
-                sh.cancelled.discard(row[0])
-            # started, then finished: a call backing off (its retry folded above) starts from there, as in the engine
-            on(CallStarted(key, r.case_id, r.trial, r.attempts, r.started_at))
-            on(CallFinished(r, r.finished_at))
+            rows += resumed_results(sh.conn, list(sh.cancelled))
+        self._fold_results(sh, rows)
         # judge calls after the results (a verdict moves its candidate's call on from unscored)
-        for row in rows_since(sh.conn, "judgments", _JUDGMENT, self.run_id, c["judgments"]):
+        for row in new_judgments(sh.conn, self.run_id, c["judgments"]):
             c["judgments"] = row[0]
             _rid, model, variant, case_id, trial, judge, *rest = row
             candidate, lane = lane_key(model, variant), JUDGE_LANE_PREFIX + judge
@@ -209,22 +331,56 @@ class WatchedRun:
             r = CallResult(lane, case_id, jt, status, output, score, bool(passed), ec, emsg, attempts, lat, total,
                            None, itok, otok, cost, None, False, t0, t1, score_detail=detail)
             on(CallStarted(lane, case_id, jt, attempts, t0))
-            on(JudgeFinished(r, candidate, case_id, trial, t1))
-        for row in rows_since(sh.conn, "concurrency_changes", "at, old, new, model_key, source", self.run_id,
-                              c["concurrency_changes"]):
+            if (candidate, case_id, trial) in sh.unscored:
+                sh.unscored.discard((candidate, case_id, trial))
+                on(JudgeFinished(r, candidate, case_id, trial, t1))
+            else:  # its candidate's row was read with this verdict on it (or not yet read: it will be, so)
+                on(CallFinished(r, t1))  # the judge lane's call only
+        for row in new_concurrency_changes(sh.conn, self.run_id, c["concurrency_changes"]):
             c["concurrency_changes"] = row[0]
             _rid, at, old, new, model_key, source = row
             if model_key is None or model_key in self._lanes:
                 on(ConcurrencyChanged(old, new, model_key, source, at, at))
-        for row in rows_since(sh.conn, "tuning_decisions", "at, model_key, old, new, reason", self.run_id,
-                              c["tuning_decisions"]):
+        for row in new_tuning_decisions(sh.conn, self.run_id, c["tuning_decisions"]):
             c["tuning_decisions"] = row[0]
             _rid, at, model_key, old, new, reason = row
             on(TunerDecided(model_key, old, new, reason, at))
-        for row in rows_since(sh.conn, "client_load", "at, cpu, interval_s", self.run_id, c["client_load"]):
+        for row in new_client_load(sh.conn, self.run_id, c["client_load"]):
             c["client_load"] = row[0]
             _rid, at, cpu, interval = row
             on(ClientLoadSampled(cpu, interval, at, at))
+        return behind
+
+    def _fold_retries(self, rows: list[tuple[Any, ...]]) -> None:
+        """Retried attempts (new_retries' rows) as the events they were: started, then retrying."""
+        on = self.live.on_event
+        for row in rows:
+            _rid, model, variant, case_id, trial, attempt, reason, delay, message, at, status = row
+            key = lane_key(model, variant)
+            if key not in self._lanes:  # a judge lane: not watched (its calls are in the results figures)
+                continue
+            on(CallStarted(key, case_id, trial, attempt, at))
+            on(CallRetrying(key, case_id, trial, attempt, reason, delay or 0.0, message or "", at, None, status))
+
+    def _fold_results(self, sh: Shard, rows: list[tuple[Any, ...]]) -> None:
+        """Stored calls (new_results' rows) as the events they were: started, then finished."""
+        live = self.live
+        on = live.on_event
+        for row in rows:
+            key = lane_key(row[1], row[2])
+            if key not in self._lanes:
+                continue
+            r = CallResult(key, *row[3:])
+            was = sh.cancelled.pop(row[0], None)
+            if was is not None:
+                _take_back_spend(live.rows[self._model_index[key]], was)
+            if r.error_class == "cancelled":
+                sh.cancelled[row[0]] = r
+            elif r.status == "unscored":
+                sh.unscored.add((key, r.case_id, r.trial))
+            # started, then finished: a call backing off (its retry folded above) starts from there, as in the engine
+            on(CallStarted(key, r.case_id, r.trial, r.attempts, r.started_at))
+            on(CallFinished(r, r.finished_at))
 
     def _apply_live(self) -> None:
         """What only the running processes know, onto the folded figures: calls in flight and backing off per lane
@@ -303,13 +459,11 @@ class WatchedRun:
             try:
                 conn = open_for_requests(sh.path)
                 try:
-                    rid = ask(conn, self.run_id, action, per[i], model_key)
-                    row = conn.execute("SELECT id, run_id, action, value, model_key, host, pid, user, asked_at "
-                                       "FROM control_requests WHERE id = ?", (rid,)).fetchone()
+                    asked = request(conn, ask(conn, self.run_id, action, per[i], model_key))
                 finally:
                     conn.close()
                 sh.writable = True
-                self.asked[(i, rid)] = ControlRequest(*row)
+                self.asked[(i, asked.id)] = asked
             except (StoreError, ArenaError) as e:
                 sh.writable = False
                 self.read_only_reason = str(e)
@@ -344,9 +498,36 @@ class WatchedRun:
             out.append(f"shard {label}: {what} · {where} · {sh.path}")
         return out
 
+    def results_db(self) -> Path:
+        """The database the results view reads: the one shard's, or the shards merged as `arena merge` merges them
+        (refused, with why, while a shard still runs), into a file of this watcher's own, made again each time."""
+        if len(self.shards) == 1:
+            return self.db_path
+        from arenatui.store.merge import merge
+
+        if self._merged_dir is None:
+            self._merged_dir = tempfile.TemporaryDirectory(prefix="arena-watch-")
+        out = Path(self._merged_dir.name) / f"merged-{self._merges}.db"
+        self._merges += 1
+        merge(out, [sh.path for sh in self.shards], self.run_id)
+        return out
+
     def close(self) -> None:
         for sh in self.shards:
             sh.conn.close()
+        if self._merged_dir is not None:
+            self._merged_dir.cleanup()
+
+
+def _take_back_spend(agg: _ModelAgg, r: CallResult) -> None:
+    """Undo what LiveMetrics folded of a cancelled call's spend (its `_finished`), once the row holding it is read
+    again with the resumed attempts' spend added to it."""
+    agg.input_tokens -= r.input_tokens
+    agg.output_tokens -= r.output_tokens
+    agg.cost -= r.cost
+    agg.reasoning_tokens -= r.reasoning_tokens or 0
+    agg.estimated -= 1 if r.tokens_estimated else 0
+    agg.truncated -= 1 if r.finish_reason in TRUNCATED_FINISH else 0
 
 
 def _ago(seconds: float) -> str:
@@ -445,33 +626,45 @@ class RemoteTuner:
 
 class WatchedLoad:
     """A load run another process is running, as the load screen reads a LoadRun: its figures are the ones the
-    running process publishes each second (its own window over its own samples), + and - ask it for a new rate."""
+    running process publishes each second (its own window over its own samples), + and - ask it for a new rate.
+    Several databases are the shards of one load run: their figures over the window are computed again from the
+    shards' stored requests together (percentiles exact, never averaged), rates and counts added, and a new rate is
+    split between them."""
 
-    def __init__(self, path: Path, record: RunRecord) -> None:
+    def __init__(self, paths: Sequence[Path], record: RunRecord) -> None:
         from arenatui.store.db import connect_read_only
 
-        self.path = path
+        self.paths = list(paths)
+        self.path = self.paths[0]
         self.run_id = record.run_id
-        self.conn = connect_read_only(path)
+        self.conns = [connect_read_only(p) for p in self.paths]
+        self.conn = self.conns[0]
         self._leave = False
         self._last: LoadSnapshot | None = None
+        self._cursors = [0] * len(self.paths)
+        self._window: list[deque[tuple[Any, ...]]] = [deque() for _ in self.paths]
+        """Per shard, its stored requests that finished within the last window (as new_load_requests' rows)."""
 
     @property
     def status(self) -> str | None:
-        """How the run ended (None while its process still runs, or until the watcher leaves)."""
-        row = self.conn.execute("SELECT status FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()
-        if row is not None and row[0] != "running":
-            return str(row[0])
-        return None
+        """How the run ended, once every shard's process has recorded its end (None while any still runs)."""
+        ends = [run_end(c, self.run_id) for c in self.conns]
+        if any(e is None for e in ends):
+            return None
+        return "failed" if "failed" in ends else "cancelled" if "cancelled" in ends else str(ends[0])
 
     def state(self) -> LiveState | None:
         return read_live_state(self.conn, self.run_id)
 
     def snapshot(self) -> LoadSnapshot:
-        st = self.state()
-        figures = st.extra.get("load") if st is not None else None
-        if figures:
-            self._last = LoadSnapshot(**{**figures, "histogram": tuple(figures.get("histogram", ()))})
+        states = [read_live_state(c, self.run_id) for c in self.conns]
+        published = [st.extra.get("load") if st is not None else None for st in states]
+        if len(self.conns) == 1:
+            figures = published[0]
+            if figures:
+                self._last = LoadSnapshot(**{**figures, "histogram": tuple(figures.get("histogram", ()))})
+        elif all(published):
+            self._last = self._merged(states, published)  # type: ignore[arg-type]
         if self._last is None:
             nan = math.nan  # nothing published yet: no figure, rather than zeros that read as measured
             return LoadSnapshot(elapsed_s=0.0, total_s=0.0, segment=0, target_rate=0.0, sent_rate=0.0,
@@ -481,15 +674,54 @@ class WatchedLoad:
                                 timeout_share=0.0, histogram=())
         return self._last
 
+    def _merged(self, states: list[LiveState | None], published: list[dict[str, Any]]) -> LoadSnapshot:
+        """The shards' window figures from their requests together: each shard's times moved onto the newest
+        shard's clock (a shard counts from its own start), then the one window function the load screen uses."""
+        from arenatui.load.live import WINDOW_S, snapshot
+        from arenatui.load.metrics import OUTCOMES, LoadRequest, Samples
+
+        code = {name: i for i, name in enumerate(OUTCOMES)}
+        now = time.time()
+        # a shard's elapsed now: what it published, plus the time since it published it (while it runs)
+        elapsed = [float(f["elapsed_s"]) + (st.age(now) if st is not None and st.alive(now) else 0.0)
+                   for f, st in zip(published, states, strict=True)]
+        now_s = max(elapsed)
+        rows: list[tuple[float, float, tuple[Any, ...]]] = []
+        for i, conn in enumerate(self.conns):
+            window = self._window[i]
+            for row in new_load_requests(conn, self.run_id, self._cursors[i]):
+                self._cursors[i] = row[0]
+                window.append(row)
+            while window and window[0][5] < elapsed[i] - WINDOW_S:
+                window.popleft()
+            shift = now_s - elapsed[i]
+            rows += [(r[5] + shift, shift, r) for r in window]
+        rows.sort(key=lambda x: x[0])  # the window function reads samples in finish order
+        samples = Samples()
+        for _fin, sh, (_rid, segment, warmup, sched, sent, fin, outcome, ttft, lat, otok) in rows:
+            samples.add(LoadRequest(0, segment, 0, "", bool(warmup), sched + sh, sent + sh, fin + sh,
+                                    code.get(outcome, 0), ttft, lat, 0, otok or 0, None))
+        first = published[0]
+        snap = snapshot(samples, now_s=now_s, total_s=float(first["total_s"]), segment=int(first["segment"]),
+                        target_rate=sum(float(f["target_rate"]) for f in published),
+                        in_flight=sum(int(f["in_flight"]) for f in published),
+                        sent_rate=sum(float(f["sent_rate"]) for f in published),
+                        rate_held_s=min((float(f["rate_held_s"]) for f in published
+                                         if f.get("rate_held_s") is not None), default=None))
+        return dataclasses.replace(snap, done=sum(int(f["done"]) for f in published))
+
     def change_rate(self, rate: float) -> None:
-        st = self.state()
-        if st is None or not st.alive():
-            raise ValueError("the load run is not running: nothing would apply a new rate")
-        conn = open_for_requests(self.path)
-        try:
-            ask(conn, self.run_id, "rate", rate)
-        finally:
-            conn.close()
+        """The whole run's new offered rate, each shard its share (the shards' rates add up to it)."""
+        for conn in self.conns:
+            st = read_live_state(conn, self.run_id)
+            if st is None or not st.alive():
+                raise ValueError("the load run is not running: nothing would apply a new rate")
+        for path in self.paths:
+            out = open_for_requests(path)
+            try:
+                ask(out, self.run_id, "rate", rate / len(self.paths))
+            finally:
+                out.close()
 
     def cancel(self) -> None:
         """q stops watching (the run goes on where it runs); a second q quits."""
@@ -506,11 +738,13 @@ class WatchedLoad:
         return self.status
 
     def close(self) -> None:
-        self.conn.close()
+        for conn in self.conns:
+            conn.close()
 
 
-def open_run(dbs: Sequence[Path], run: str = "last") -> WatchedRun | WatchedLoad:
-    """The watcher's model of a run: a sweep's (any number of shards) or a load run's (one database)."""
+def open_run(dbs: Sequence[Path], run: str = "last", *, read_now: bool = True) -> WatchedRun | WatchedLoad:
+    """The watcher's model of a run: a sweep's (any number of shards; read_now=False leaves its stored rows for the
+    view to read, WatchedRun.read_stored) or a load run's (any number of shards)."""
     from arenatui.store.load_queries import run_kinds
 
     if not dbs:
@@ -519,8 +753,5 @@ def open_run(dbs: Sequence[Path], run: str = "last") -> WatchedRun | WatchedLoad
         record = resolve_run(store, run)
         kind = run_kinds(store, [record.run_id])[record.run_id][0]
     if kind != "load":
-        return WatchedRun(dbs, record.run_id)
-    if len(dbs) > 1:
-        raise PlanError(f"run {record.run_id} is a load run: arena watch follows one load process's database at a "
-                        "time (watch each shard's; `arena merge` joins them after the run)")
-    return WatchedLoad(dbs[0], record)
+        return WatchedRun(dbs, record.run_id, read_now=read_now)
+    return WatchedLoad(dbs, record)

@@ -30,6 +30,8 @@ UPSERT_LIVE_STATE = (
     "pid = excluded.pid, user = excluded.user, heartbeat_at = excluded.heartbeat_at, state = excluded.state, "
     "target = excluded.target, paused = excluded.paused, tuner = excluded.tuner, models_json = excluded.models_json, "
     "tuning_json = excluded.tuning_json, extra_json = excluded.extra_json")
+HEARTBEAT_AT = 6
+"""The heartbeat time's place in an UPSERT_LIVE_STATE row."""
 ANSWER_REQUEST = "UPDATE control_requests SET status = ?, reply = ?, done_at = ? WHERE id = ? AND status = 'pending'"
 """A request answered once: 'applied' or 'refused' and why (a second answer to the same request changes nothing)."""
 
@@ -38,13 +40,21 @@ ACTIONS = ("concurrency", "cap", "pause", "resume", "tune", "rate")
 resume, the auto-tuner on or off (value 1 or 0); of a load run, its offered rate (value, requests/s)."""
 
 
+_ME: dict[int, tuple[str, int, str]] = {}
+
+
 def who_am_i() -> tuple[str, int, str]:
-    """(host, pid, user) of this process: who asked, recorded with every request."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no passwd entry (a container running as an arbitrary uid)
-        user = f"uid {os.getuid()}"
-    return socket.gethostname(), os.getpid(), user
+    """(host, pid, user) of this process: who asked, recorded with every request (found once per process: a live
+    state names it every second)."""
+    pid = os.getpid()  # the key: a forked child is someone else
+    me = _ME.get(pid)
+    if me is None:
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):  # no passwd entry (a container running as an arbitrary uid)
+            user = f"uid {os.getuid()}"
+        me = _ME[pid] = (socket.gethostname(), pid, user)
+    return me
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,12 +194,21 @@ def ask(conn: sqlite3.Connection, run_id: str, action: str, value: float | None 
 _REQUEST_COLUMNS = "id, run_id, action, value, model_key, host, pid, user, asked_at"
 
 
+def _request(r: Sequence[Any]) -> ControlRequest:
+    return ControlRequest(r[0], r[1], r[2], r[3], r[4], r[5] or "?", int(r[6] or 0), r[7] or "?", r[8])
+
+
 def pending_requests(conn: sqlite3.Connection, run_id: str, after_id: int = 0) -> list[ControlRequest]:
     """The run's unanswered requests after `after_id`, oldest first."""
     rows = conn.execute(f"SELECT {_REQUEST_COLUMNS} FROM control_requests WHERE run_id = ? AND id > ? "
                         "AND status = 'pending' ORDER BY id", (run_id, after_id)).fetchall()
-    return [ControlRequest(r[0], r[1], r[2], r[3], r[4], r[5] or "?", int(r[6] or 0), r[7] or "?", r[8])
-            for r in rows]
+    return [_request(r) for r in rows]
+
+
+def request(conn: sqlite3.Connection, request_id: int) -> ControlRequest:
+    """One request as written (ask's id): who asked what, when."""
+    return _request(conn.execute(f"SELECT {_REQUEST_COLUMNS} FROM control_requests WHERE id = ?",
+                                 (request_id,)).fetchone())
 
 
 def answers(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str, str | None]]:
@@ -205,22 +224,3 @@ def request_log(conn: sqlite3.Connection, run_id: str) -> list[tuple[Any, ...]]:
     """Every request for a run: (id, asked_at, action, value, model_key, host, pid, user, status, reply, done_at)."""
     return conn.execute("SELECT id, asked_at, action, value, model_key, host, pid, user, status, reply, done_at "
                         "FROM control_requests WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
-
-
-# ---- the watcher's incremental reads: each table's new rows by rowid (a WAL reader never blocks the writer) ----
-
-FOLD_BATCH = 20_000
-"""Rows read per table per refresh at most: a watcher opened on a long run shows at once and catches up over the
-next refreshes (reading and folding a stored call costs ~30 us: 20,000 keep a frame under ~0.6 s; 1,000,000 stored
-calls take about a minute to catch up, benchmarks/watch_overhead.py)."""
-
-
-def rows_since(conn: sqlite3.Connection, table: str, columns: str, run_id: str, after: int,
-               where: str = "", limit: int = FOLD_BATCH) -> list[tuple[Any, ...]]:
-    """(rowid, *columns) of `table`'s rows of the run with a rowid above `after`, in rowid order."""
-    assert table in ("results", "failed_attempts", "judgments", "concurrency_changes", "tuning_decisions",
-                     "client_load", "load_requests")
-    # `+run_id`: keeps SQLite off the (run_id, ...) key's index, which would scan every row of the run each time;
-    # the rowid range is a seek to the new rows only (1,000,000 stored calls cost a watcher nothing per refresh)
-    return conn.execute(f"SELECT rowid, {columns} FROM {table} WHERE rowid > ? AND +run_id = ? {where} "
-                        f"ORDER BY rowid LIMIT ?", (after, run_id, limit)).fetchall()

@@ -14,23 +14,24 @@ from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, RichLog, Static
+from textual.widgets import Footer, Static
 
+from arenatui.kernel.errors import ArenaError
 from arenatui.kernel.text import one_line
 from arenatui.kernel.units import NOTHING, money
 from arenatui.present.columns import fit_line
 from arenatui.present.safe_text import literal
 from arenatui.session.live import LiveSnapshot
 from arenatui.session.watch import WatchedRun
+from arenatui.tui.results.screen import Results
 from arenatui.tui.screens import RunScreen
-from arenatui.tui.screens.run import MODEL_COLUMNS, MODELS_KEYS, RATES_TITLE, FilterInput
 from arenatui.tui.themes import STATE_VARIABLES, use_themes
 from arenatui.tui.tuning_view import TuningReadout
-from arenatui.tui.widgets import CallMatrix, ModelTable, RatesChart, StatusBar, bar, duration
+from arenatui.tui.widgets import CallMatrix, ModelTable, StatusBar, bar, duration
 
 if TYPE_CHECKING:
     from arenatui.session.sweep import Sweep
+    from arenatui.store.watch_queries import StoredSoFar
     from arenatui.tuning.controller import Tuner
 
 
@@ -47,31 +48,34 @@ class WatchScreen(RunScreen):
 
     def compose(self) -> ComposeResult:
         run = self.watched
-        live = run.live
         yield StatusBar(id="status")
         if len(run.shards) > 1:
             shards = Static(id="shards")
             shards.styles.height = len(run.shards)
             yield shards
-        with Vertical(id="matrix-panel", classes="panel") as v:
-            v.border_title = "Calls: models × cases" + (" (and judges)" if live.judge_keys else "")
-            yield CallMatrix(self._row_labels(), [c.id for c in run.plan.cases], run.plan.trials, live.cell_range,
-                             cell_max=len(live.model_keys) * run.plan.trials if live.judge_keys else None,
-                             judged=bool(live.judge_keys), chained=run.plan.chained, id="matrix")
-        table = ModelTable(MODEL_COLUMNS, self._row_labels(), id="models")
-        table.border_title = "Models" + MODELS_KEYS
-        yield table
-        with Horizontal(id="bottom"):
-            chart = RatesChart(id="rates")
-            chart.border_title = RATES_TITLE
-            yield chart
-            yield TuningReadout(cast("Tuner", run.tuner), id="tuning", run_id=run.run_id)
-            with Vertical(id="log-panel", classes="panel") as lv:
-                lv.border_title = "Events (/ filter · w wrap)"
-                yield FilterInput(placeholder="filter events (/)", id="log-filter")
-                yield RichLog(id="log", max_lines=1000, min_width=1, wrap=False, markup=False, highlight=False,
-                              auto_scroll=True)
+        yield from self._panes([c.id for c in run.plan.cases], run.plan.trials, run.plan.chained,
+                               TuningReadout(cast("Tuner", run.tuner), id="tuning", run_id=run.run_id))
         yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        if not self.watched.stored_read:  # the screen first, then the stored rows (seconds on a long run)
+            # exit_on_error stays on: an exception other than the store's own must end the app, not vanish
+            self.run_worker(self._read_stored, thread=True, group="watch-read", name="stored rows")
+
+    def _read_stored(self) -> None:
+        """In a thread: the SQL aggregates; the figures take them on the app's thread (they are not shared)."""
+        try:
+            so_far = self.watched.read_stored()
+        except ArenaError as e:
+            self.app.call_from_thread(self.notify, one_line(str(e), 400), title="Cannot read the run",
+                                      severity="error", timeout=30, markup=False)
+            return
+        self.app.call_from_thread(self._take_stored, so_far)
+
+    def _take_stored(self, so_far: list[StoredSoFar]) -> None:
+        self.watched.take_stored(so_far)
+        self.refresh_now(everything=True)
 
     def refresh_now(self, *, everything: bool = False) -> None:
         run = self.watched
@@ -105,7 +109,8 @@ class WatchScreen(RunScreen):
         run = self.watched
         state = run.status_words()
         frac = snap.done / snap.planned if snap.planned else 1.0
-        key = (state, snap.done, snap.planned, int(snap.elapsed_s), None if snap.eta_s is None else int(snap.eta_s),
+        key = (state, run.catching_up, snap.done, snap.planned, int(snap.elapsed_s),
+               None if snap.eta_s is None else int(snap.eta_s),
                round(snap.cost, 4), snap.target, snap.in_flight, snap.backing_off, round(snap.calls_per_s, 1),
                snap.retries, snap.errored, snap.rates_window_s, self.size.width, run.read_only_reason is None)
         if self._shown_keys.get("status") == key:
@@ -114,6 +119,8 @@ class WatchScreen(RunScreen):
         width = max(20, self.size.width)
         bold = Style(bold=True)
         glyph = {"running": "▶", "paused": "⏸", "finished": "✓", "cancelled": "■", "failed": "✗"}.get(state, "•")
+        if run.catching_up:  # the figures are behind the database by the rows the next frames will read
+            state += " · catching up"
         st = run.shards[0].state
         where = f"   {st.user}@{st.host} pid {st.pid}" if st is not None and len(run.shards) == 1 else \
             f"   {len(run.shards)} shards"
@@ -171,10 +178,17 @@ class WatchScreen(RunScreen):
             self.notify(f"Asked the run: auto-tuner {'on' if on else 'off'}", timeout=3)
 
     def action_results(self) -> None:
-        if len(self.watched.shards) > 1:  # the results view reads one database: arena merge makes the run's
-            self.notify(f"Results of {self.watched.db_path.name} only: arena merge joins the shards into one run.",
-                        timeout=6, markup=False)
-        super().action_results()
+        """The run's results: of several shards, merged as `arena merge` would (once every shard has ended)."""
+        if self.watched.live.snapshot().done == 0:
+            super().action_results()  # (says there is nothing yet)
+            return
+        try:
+            path = self.watched.results_db()
+        except ArenaError as e:
+            self.notify(one_line(str(e), 400), title="No merged results yet", severity="warning", timeout=10,
+                        markup=False)
+            return
+        self.app.push_screen(Results(path, self.watched.run_id))
 
     def action_stop(self) -> None:
         """q leaves the watcher; the run goes on (stop it where it runs)."""

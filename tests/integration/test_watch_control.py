@@ -23,6 +23,7 @@ from watched_run import (
     write_project,
 )
 
+from arenatui.kernel.errors import PlanError
 from arenatui.session.watch import WatchedRun, shard_paths
 from arenatui.store.live_state import STALE_S, LaneLive, LiveState
 
@@ -158,6 +159,8 @@ def test_three_shards_are_watched_as_one_and_steered_together(tmp_path: Path) ->
             assert run.live.planned == 180 and run.status_words() == "paused"
             lines = run.shard_lines()
             assert len(lines) == 3 and all("running" in line and "pid" in line for line in lines)
+            with pytest.raises(PlanError, match="still running"):  # r says why there are no merged results yet
+                run.results_db()
             assert run.send("resume") == []
             for p in procs:
                 assert p.wait(timeout=120) == 0
@@ -167,6 +170,9 @@ def test_three_shards_are_watched_as_one_and_steered_together(tmp_path: Path) ->
             assert _figures(run) == _stored(dbs) and run.live.snapshot().done == 180
             answered = run.take_answers()
             assert [(r.action, status) for r, status, _reply in answered] == [("resume", "applied")] * 3
+            merged = run.results_db()  # r: the shards merged as `arena merge` merges them, not the first shard's
+            assert merged not in dbs and _stored([merged]) == _stored(dbs)
+            assert query(merged, "SELECT COUNT(*) FROM results")[0][0] == 180
         finally:
             run.close()
     finally:

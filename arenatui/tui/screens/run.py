@@ -172,16 +172,24 @@ class RunScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         plan = self.sweep.plan
-        live = self.sweep.live
         yield StatusBar(id="status")
         if self.lesson is not None:
             yield LessonBanner(id="lesson")
+        defaults = plan.project.defaults
+        yield from self._panes([c.id for c in plan.cases], plan.trials, any(c.depends_on for c in plan.cases),
+                               TuningReadout(self.sweep.tuner, id="tuning", run_id=self.sweep.run_id,
+                                             max_tokens={m.key: m.max_tokens or defaults.max_tokens
+                                                         for m in plan.models}))
+        yield Footer(compact=True)
+
+    def _panes(self, case_ids: list[str], trials: int, chained: bool, tuning: TuningReadout) -> ComposeResult:
+        """The matrix, the model table and the bottom row (rates, tuning, events): the console's and the watcher's."""
+        live = self.sweep.live
         with Vertical(id="matrix-panel", classes="panel") as v:
             v.border_title = "Calls: models × cases" + (" (and judges)" if live.judge_keys else "")
-            yield CallMatrix(self._row_labels(), [c.id for c in plan.cases], plan.trials, live.cell_range,
-                             cell_max=len(plan.models) * plan.trials if live.judge_keys else None,
-                             judged=bool(live.judge_keys), chained=any(c.depends_on for c in plan.cases),
-                             id="matrix")
+            yield CallMatrix(self._row_labels(), case_ids, trials, live.cell_range,
+                             cell_max=len(live.model_keys) * trials if live.judge_keys else None,
+                             judged=bool(live.judge_keys), chained=chained, id="matrix")
         table = ModelTable(MODEL_COLUMNS, self._row_labels(), id="models")
         table.border_title = "Models" + MODELS_KEYS
         yield table
@@ -189,15 +197,12 @@ class RunScreen(Screen[None]):
             chart = RatesChart(id="rates")
             chart.border_title = RATES_TITLE
             yield chart
-            defaults = plan.project.defaults
-            yield TuningReadout(self.sweep.tuner, id="tuning", run_id=self.sweep.run_id,
-                                max_tokens={m.key: m.max_tokens or defaults.max_tokens for m in plan.models})
+            yield tuning
             with Vertical(id="log-panel", classes="panel") as lv:
                 lv.border_title = "Events (/ filter · w wrap)"
                 yield FilterInput(placeholder="filter events (/)", id="log-filter")
                 yield RichLog(id="log", max_lines=1000, min_width=1, wrap=False, markup=False, highlight=False,
                               auto_scroll=True)
-        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#matrix", CallMatrix).focus()

@@ -4,14 +4,13 @@ at a desktop's width and a phone's."""
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import shlex
 from pathlib import Path
 
 import pytest
-from test_html_report_browser import CHROMIUM, MEASURE, _chromium
+from test_html_report_browser import CHROMIUM, layout_of
 
 from arenatui.cli import main
 
@@ -87,13 +86,7 @@ def test_the_page_finds_what_the_readme_says(walked: tuple[Path, dict[str, str]]
 def test_the_html_page_lays_out_at_a_desktop_and_a_phone(walked: tuple[Path, dict[str, str]], tmp_path: Path,
                                                          width: int) -> None:
     d, _ = walked
-    page = tmp_path / "measured.html"
-    page.write_text((d / "bakeoff.html").read_text(encoding="utf-8").replace("</body>", MEASURE + "</body>"),
-                    encoding="utf-8")
-    p = _chromium(f"--window-size={width},900", "--dump-dom", page.as_uri(), profile=tmp_path / "profile")
-    m = re.search(r'data-layout="([^"]*)"', p.stdout)
-    assert m, (p.returncode, p.stderr[-2000:])
-    layout = json.loads(html.unescape(m.group(1)))
+    layout = layout_of(d / "bakeoff.html", tmp_path, width)
     assert layout["overflowing"] == [] and layout["scrollWidth"] <= layout["width"], layout
     assert layout["frontiers"] == 1 and layout["outside"] == [], layout
     assert min(layout["scales"]) >= 0.85, layout  # the frontier's labels readable: it scrolls in its box instead

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import tomli_w
@@ -89,7 +90,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _layout(report: Path, tmp_path: Path, width: int) -> dict[str, object]:
+def layout_of(report: Path, tmp_path: Path, width: int) -> dict[str, Any]:
+    """The page as Chromium lays it out at `width` (MEASURE's figures), for any test of an HTML page."""
     page = tmp_path / f"measured-{width}.html"
     page.write_text(report.read_text(encoding="utf-8").replace("</body>", MEASURE + "</body>"), encoding="utf-8")
     p = _chromium(f"--window-size={width},900", "--dump-dom", page.as_uri(), profile=tmp_path / f"profile-{width}")
@@ -100,7 +102,7 @@ def _layout(report: Path, tmp_path: Path, width: int) -> dict[str, object]:
 
 @pytest.mark.parametrize("width", [1280, 500, 390], ids=["desktop", "phone", "small-phone"])
 def test_nothing_overflows_and_every_label_is_inside_its_svg(report: Path, tmp_path: Path, width: int) -> None:
-    layout = _layout(report, tmp_path, width)
+    layout = layout_of(report, tmp_path, width)
     assert layout["frontiers"] == 2
     assert layout["overflowing"] == [], layout
     assert layout["scrollWidth"] <= layout["width"], layout  # type: ignore[operator]
@@ -122,7 +124,7 @@ def test_a_screenshot_renders(report: Path, tmp_path: Path, width: int) -> None:
 
 def test_the_leaderboard_fits_a_desktop_page(report: Path, tmp_path: Path) -> None:
     """Issue 37 item 16: at 1280 px the leaderboard still scrolled sideways, p95 and later hidden."""
-    layout = _layout(report, tmp_path, 1280)
+    layout = layout_of(report, tmp_path, 1280)
     boxes = [(h, sw, cw) for h, sw, cw in layout["wide"] if str(h).startswith("Leaderboard")]  # type: ignore[attr-defined]
     assert len(boxes) == 2, layout["wide"]  # the figures, then spend, latency and reliability
     for heading, scroll_w, client_w in boxes:

@@ -7,8 +7,6 @@ A command added to the README fails `test_every_readme_command_is_accounted_for`
 
 from __future__ import annotations
 
-import html
-import json
 import os
 import re
 import shlex
@@ -261,18 +259,12 @@ def test_the_demos_html_report_lays_out(demo: tuple[Path, dict[str, subprocess.C
     """Issue 37 item 16 on the demo's report (it has goodput-by-level charts, which the layout tests' own report
     lacks): nothing off the page, every chart label inside its drawing (the legend ran off a 240-unit chart), and no
     chart shrunk below 0.85 of its drawing."""
-    from test_html_report_browser import CHROMIUM, MEASURE, _chromium
+    from test_html_report_browser import CHROMIUM, layout_of
 
     if CHROMIUM is None:
         pytest.skip("no Chromium on this machine (.ci/run installs Debian's chromium)")
     d, _ = demo
-    page = tmp_path / "measured.html"
-    page.write_text((d / "report.html").read_text(encoding="utf-8").replace("</body>", MEASURE + "</body>"),
-                    encoding="utf-8")
-    p = _chromium(f"--window-size={width},900", "--dump-dom", page.as_uri(), profile=tmp_path / "profile")
-    m = re.search(r'data-layout="([^"]*)"', p.stdout)
-    assert m, (p.returncode, p.stderr[-2000:])
-    layout = json.loads(html.unescape(m.group(1)))
+    layout = layout_of(d / "report.html", tmp_path, width)
     assert layout["frontiers"] == 2 + 4, layout  # cost and latency frontiers, a goodput chart per model
     assert layout["overflowing"] == [] and layout["scrollWidth"] <= layout["width"], layout
     assert layout["outside"] == [], layout

@@ -54,6 +54,10 @@ async def test_keys_change_the_engine_limit_and_are_stored(tmp_path: Path, db_pa
         await pilot.pause(0.05)
         await pilot.press("1", "2", "enter")
         assert sweep.runner.target == 12
+        await pilot.press("c")  # as a user clears the field first: the value typed is the value applied
+        await pilot.pause(0.05)
+        await pilot.press("ctrl+u", "backspace", "1", "2", "enter")
+        assert sweep.runner.target == 12
         await pilot.pause(0.3)
         status = app.run_screen.query_one(StatusBar).text
         assert "target 12" in str(status)

@@ -38,9 +38,9 @@ class ValueInput(ModalScreen[int | None]):
                         classes="hint")
 
     def on_mount(self) -> None:
-        inp = self.query_one("#value", Input)
-        inp.focus()
-        self.call_after_refresh(inp.action_select_all)  # typing replaces the current value
+        # focus selects the whole value (Input.select_on_focus), so typing replaces it; selecting again after a
+        # refresh, as this did, could land between keys typed ahead and select (then replace) what was typed
+        self.query_one("#value", Input).focus()
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:

@@ -357,20 +357,8 @@ class LiveMetrics:
         self.end_t: float | None = None
         self._m_index = {k: i for i, k in enumerate(self.row_keys)}
         self._c_index = {c: i for i, c in enumerate(self.case_ids)}
-        n_cases = self._n_cases = len(self.case_ids)
-        # Per row, the calls planned in each case: a candidate's trials, a judge lane's candidates × trials on the
-        # cases it judges and none elsewhere (an unjudged case of a judge row is empty, never queued).
-        # `cells`: a shard's (`--shard K/N`, Plan.shard_cells): each cell holds only the trials that fall to it
-        queued = array("I", cells) if cells is not None else array("I", [trials]) * (len(self.model_keys) * n_cases)
-        planned_rows = [sum(queued[i * n_cases:(i + 1) * n_cases]) for i in range(len(self.model_keys))]
-        for _key, judged, per_case in judges:
-            if cells is not None:  # a shard's judge calls follow its candidates' calls
-                row = array("I", [sum(queued[i * n_cases + j] for i in range(len(self.model_keys))) if c in judged
-                                  else 0 for j, c in enumerate(self.case_ids)])
-            else:
-                row = array("I", [per_case if c in judged else 0 for c in self.case_ids])
-            queued.extend(row)
-            planned_rows.append(sum(row))
+        self._n_cases = len(self.case_ids)
+        queued, planned_rows = _planned_cells(len(self.model_keys), self.case_ids, trials, judges, cells)
         n_cells = len(queued)
         # 16-bit counts (the matrix is the console's largest structure) unless a judge lane's cell needs more
         code = "H" if max(queued, default=0) <= 0xFFFF else "I"
@@ -394,13 +382,7 @@ class LiveMetrics:
         self.planned = sum(planned_rows)
         self._backoff: set[tuple[str, str, int]] = set()
         """Calls sleeping before a retry: few at a time, so kept by key (calls in flight are not)."""
-        self._handlers: dict[type, Callable[[Any], None]] = {
-            CallStarted: self._started, CallFinished: self._finished, CallRetrying: self._retrying,
-            JudgeFinished: self._judged, StepFinished: self._step,
-            ConcurrencyChanged: self._concurrency, RunPaused: self._paused, RunResumed: self._resumed,
-            RunFinished: self._run_finished, ClientLoadSampled: self._client_load, TunerDecided: self._tuner,
-            LimitsDeclared: self._limits_declared,
-        }
+        self._handlers = self._event_handlers()
         self.client_cpu: float | None = None
         self.client_load = OverloadTracker()
         self.log: deque[LogEntry] = deque(maxlen=log_size)
@@ -414,6 +396,16 @@ class LiveMetrics:
         """Seconds the run had already taken in earlier sessions (a resumed run): added to elapsed."""
 
     # ---- folding -------------------------------------------------------------------------------
+
+    def _event_handlers(self) -> dict[type, Callable[[Any], None]]:
+        """What folds each event type (on_event looks it up; events no metric reads fold to nothing)."""
+        return {
+            CallStarted: self._started, CallFinished: self._finished, CallRetrying: self._retrying,
+            JudgeFinished: self._judged, StepFinished: self._step,
+            ConcurrencyChanged: self._concurrency, RunPaused: self._paused, RunResumed: self._resumed,
+            RunFinished: self._run_finished, ClientLoadSampled: self._client_load, TunerDecided: self._tuner,
+            LimitsDeclared: self._limits_declared,
+        }
 
     def _move(self, m: int, case_id: str, src: int, dst: int) -> None:
         c = self._c_index.get(case_id)
@@ -534,7 +526,11 @@ class LiveMetrics:
         self._move(mi, cid, src, dst)
         if score is not None:
             agg.score_sum += score
-        sec = int(ev.t - self.t0)
+        self._timed(agg, int(ev.t - self.t0), otok, lat if dst != ERRORED else None, ttft, answer_ttft)
+
+    def _timed(self, agg: _ModelAgg, sec: int, otok: int, lat: float | None, ttft: float | None,
+               answer_ttft: float | None) -> None:
+        """A finished call in the second it ended: the row's rate ring, latency samples and the run's series."""
         ring = agg.ring
         i = sec % RING
         if ring.stamp[i] != sec:
@@ -542,7 +538,7 @@ class LiveMetrics:
         done_v, tokens_v, _retries_v, _limited_v, lat_v = ring.values
         done_v[i] += 1
         tokens_v[i] += otok
-        if lat is not None and dst != ERRORED:
+        if lat is not None:
             agg.latencies.append(lat)
             lat_v[i] += lat
         if ttft is not None:
@@ -746,55 +742,14 @@ class LiveMetrics:
         tot_attempts_w = tot_retries_w = 0.0
         eta: float | None = 0.0
         for agg in self.rows:
-            ring = agg.ring
-            session_done = agg.done - agg.preloaded
-            if ended:
-                # The run is over: a rolling window would decay to zero; show what the session did instead.
-                span = max(elapsed, 1e-9)
-                done_w = float(session_done)
-                attempts_w = float(agg.session_attempts)
-                retries_w = float(max(0, agg.session_attempts - session_done))
-                limited_w = float(agg.rate_limited)
-                tokens = float(agg.output_tokens - agg.preloaded_output_tokens)
-            else:
-                span = min(w, elapsed) if elapsed > 0 else 1.0
-                done_w = ring.total(_Ring.DONE, now_sec, w)
-                retries_w = ring.total(_Ring.RETRIES, now_sec, w)
-                # every attempt ends as a finished call or a retry, so these are the attempts that ended
-                attempts_w = done_w + retries_w
-                limited_w = ring.total(_Ring.LIMITED, now_sec, w)
-                tokens = ring.total(_Ring.TOKENS, now_sec, w)
-            cps = done_w / max(span, 1e-9)
-            tot_cps += cps
+            row, attempts_w, retries_w = self._row_snapshot(agg, ended, elapsed, now_sec, w)
+            models.append(row)
+            tot_cps += row.calls_per_s
             tot_attempts_w += attempts_w
             tot_retries_w += retries_w
-            eta = _slowest(eta, agg.planned - agg.done, cps, session_done / elapsed if elapsed > 0 else 0.0,
-                           self.rate_limits.get(agg.key))
-            lat = sorted(agg.latencies)
-            tt = sorted(agg.ttfts)
-            n_series = 60
-            counts = ring.series(_Ring.DONE, now_sec, n_series)
-            sums = ring.series(_Ring.LAT_SUM, now_sec, n_series)
-            series = tuple((s / c) if c else 0.0 for s, c in zip(sums, counts, strict=True))
-            models.append(ModelSnapshot(
-                key=agg.key, planned=agg.planned, done=agg.done, passed=agg.passed, failed=agg.failed,
-                errored=agg.errored, in_flight=agg.in_flight, backing_off=agg.backing_off,
-                cap=self.caps.get(agg.key), calls_per_s=cps,
-                tokens_per_s=tokens / max(span, 1e-9),
-                retries=agg.retries, retry_rate=(retries_w / attempts_w) if attempts_w else 0.0,
-                rate_limited=agg.rate_limited, rate_limited_rate=(limited_w / attempts_w) if attempts_w else 0.0,
-                errors=dict(agg.errors), p50_ms=percentile(lat, 50), p95_ms=percentile(lat, 95),
-                ttft_p50_ms=percentile(tt, 50),
-                score=(agg.score_sum / scored) if (scored := agg.done - agg.unscored) > 0 else None,
-                cost=agg.cost, latency_series=series, throughput_series=tuple(counts), failures=dict(agg.failures),
-                unscored=agg.unscored, judge=agg.judge,
-                common_error=max(agg.error_messages.items(), key=lambda kv: kv[1], default=None),
-                truncated=agg.truncated, reasoning_tokens=agg.reasoning_tokens, output_tokens=agg.output_tokens,
-                answer_ttft_p50_ms=percentile(sorted(agg.answer_ttfts), 50) if agg.answer_ttfts else None,
-                declared=agg.declared,
-                single_slot=single_slot_advice(agg.key, agg.cut_while_busy, agg.session_attempts)
-                if agg.cut_while_busy else None,
-            ))
+            session_done = agg.done - agg.preloaded
+            eta = _slowest(eta, agg.planned - agg.done, row.calls_per_s,
+                           session_done / elapsed if elapsed > 0 else 0.0, self.rate_limits.get(agg.key))
         done = sum(m.done for m in models)
         # a judge lane's verdicts are its candidates' results: count them once, on the candidates
         cands = [m for m in models if not m.judge]
@@ -823,6 +778,76 @@ class LiveMetrics:
             judge_planned=sum(m.planned for m in judges), judge_done=sum(m.done for m in judges),
             judge_cost=sum(m.cost for m in judges), estimated_calls=sum(r.estimated for r in self.rows),
         )
+
+    def _row_snapshot(self, agg: _ModelAgg, ended: bool, elapsed: float, now_sec: int,
+                      w: int) -> tuple[ModelSnapshot, float, float]:
+        """One row as of now, with the attempts and retries that ended in its rate window (the run's retry rate
+        sums them)."""
+        ring = agg.ring
+        session_done = agg.done - agg.preloaded
+        if ended:
+            # The run is over: a rolling window would decay to zero; show what the session did instead.
+            span = max(elapsed, 1e-9)
+            done_w = float(session_done)
+            attempts_w = float(agg.session_attempts)
+            retries_w = float(max(0, agg.session_attempts - session_done))
+            limited_w = float(agg.rate_limited)
+            tokens = float(agg.output_tokens - agg.preloaded_output_tokens)
+        else:
+            span = min(w, elapsed) if elapsed > 0 else 1.0
+            done_w = ring.total(_Ring.DONE, now_sec, w)
+            retries_w = ring.total(_Ring.RETRIES, now_sec, w)
+            # every attempt ends as a finished call or a retry, so these are the attempts that ended
+            attempts_w = done_w + retries_w
+            limited_w = ring.total(_Ring.LIMITED, now_sec, w)
+            tokens = ring.total(_Ring.TOKENS, now_sec, w)
+        cps = done_w / max(span, 1e-9)
+        lat = sorted(agg.latencies)
+        tt = sorted(agg.ttfts)
+        n_series = 60
+        counts = ring.series(_Ring.DONE, now_sec, n_series)
+        sums = ring.series(_Ring.LAT_SUM, now_sec, n_series)
+        series = tuple((s / c) if c else 0.0 for s, c in zip(sums, counts, strict=True))
+        row = ModelSnapshot(
+            key=agg.key, planned=agg.planned, done=agg.done, passed=agg.passed, failed=agg.failed,
+            errored=agg.errored, in_flight=agg.in_flight, backing_off=agg.backing_off,
+            cap=self.caps.get(agg.key), calls_per_s=cps,
+            tokens_per_s=tokens / max(span, 1e-9),
+            retries=agg.retries, retry_rate=(retries_w / attempts_w) if attempts_w else 0.0,
+            rate_limited=agg.rate_limited, rate_limited_rate=(limited_w / attempts_w) if attempts_w else 0.0,
+            errors=dict(agg.errors), p50_ms=percentile(lat, 50), p95_ms=percentile(lat, 95),
+            ttft_p50_ms=percentile(tt, 50),
+            score=(agg.score_sum / scored) if (scored := agg.done - agg.unscored) > 0 else None,
+            cost=agg.cost, latency_series=series, throughput_series=tuple(counts), failures=dict(agg.failures),
+            unscored=agg.unscored, judge=agg.judge,
+            common_error=max(agg.error_messages.items(), key=lambda kv: kv[1], default=None),
+            truncated=agg.truncated, reasoning_tokens=agg.reasoning_tokens, output_tokens=agg.output_tokens,
+            answer_ttft_p50_ms=percentile(sorted(agg.answer_ttfts), 50) if agg.answer_ttfts else None,
+            declared=agg.declared,
+            single_slot=single_slot_advice(agg.key, agg.cut_while_busy, agg.session_attempts)
+            if agg.cut_while_busy else None,
+        )
+        return row, attempts_w, retries_w
+
+
+def _planned_cells(n_models: int, case_ids: Sequence[str], trials: int, judges: Sequence[JudgeLane],
+                   cells: Sequence[int] | None) -> tuple[array[int], list[int]]:
+    """The calls planned in each (row, case) cell, rows after one another, and each row's total."""
+    n_cases = len(case_ids)
+    # Per row, the calls planned in each case: a candidate's trials, a judge lane's candidates × trials on the
+    # cases it judges and none elsewhere (an unjudged case of a judge row is empty, never queued).
+    # `cells`: a shard's (`--shard K/N`, Plan.shard_cells): each cell holds only the trials that fall to it
+    queued = array("I", cells) if cells is not None else array("I", [trials]) * (n_models * n_cases)
+    planned_rows = [sum(queued[i * n_cases:(i + 1) * n_cases]) for i in range(n_models)]
+    for _key, judged, per_case in judges:
+        if cells is not None:  # a shard's judge calls follow its candidates' calls
+            row = array("I", [sum(queued[i * n_cases + j] for i in range(n_models)) if c in judged
+                              else 0 for j, c in enumerate(case_ids)])
+        else:
+            row = array("I", [per_case if c in judged else 0 for c in case_ids])
+        queued.extend(row)
+        planned_rows.append(sum(row))
+    return queued, planned_rows
 
 
 def _slowest(eta: float | None, remaining: int, window_cps: float, session_cps: float,

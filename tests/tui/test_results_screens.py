@@ -161,12 +161,13 @@ async def test_the_concurrency_readout_stored_with_a_run_is_shown(db: Path) -> N
     app = BrowseApp(db, RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        assert f"concurrency: sim-twin {verdict}" in static_text(app, "#leaderboard-note")
+        setting = "→ set max_concurrency = 3 for sim-twin"  # each verdict ends with where its number goes
+        assert f"concurrency: sim-twin {verdict} {setting}" in static_text(app, "#leaderboard-note")
         app.screen.query_one("#leaderboard-table", DataTable).focus()
         await pilot.press("enter")
         await pilot.pause()
         detail = static_text(app, "#model-text")
-        assert f"concurrency {verdict}" in detail
+        assert f"concurrency {verdict} {setting}" in detail
         # re-derived from the stored rows (written before the counts were: attempts estimated from the shares)
         assert "level   3: goodput 12.0/s (9.16–15.4), 429s 0%, n 60" in detail and "◀ best" in detail
         assert "level   4: goodput 5.00/s (2.39–9.20), 429s 41% (22–64%)" in detail

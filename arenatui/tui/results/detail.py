@@ -145,7 +145,7 @@ def model_text(view: RunView, s: ModelRow, budgets: Budgets | None = None) -> Te
     ro = view.tuning.get(s.model)
     if ro is not None and ro.levels:
         out.append("concurrency ", _LABEL)
-        out.append(literal(ro.verdict.text, newlines=False))
+        out.append(literal(ro.verdict.line(ro.model_key), newlines=False))
         out.append("\n")
         for lv in ro.levels:
             note = mark(lv, ro.best)

@@ -161,7 +161,9 @@ class LeaderboardTab(ResultsTab):
         note.append("\n" if view.spend.judges else " ")
         note.append(spend_text(view))
         note.append(judged_text(view))
-        optima = [(m, view.tuning[m].verdict.text) for m in view.ranked if m in view.tuning and view.tuning[m].levels]
+        # each verdict with the setting it belongs in, as every other view says it
+        optima = [(m, ro.verdict.line(ro.model_key)) for m in view.ranked
+                  if (ro := view.tuning.get(m)) is not None and ro.levels]
         if optima:  # what each level gave is in the model's detail (Enter)
             note.append("\nconcurrency: ")
             note.append(literal("; ".join(f"{m} {v}" for m, v in optima), newlines=False))

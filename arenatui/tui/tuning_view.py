@@ -33,6 +33,10 @@ _WRAP = Console(width=80, color_system=None, legacy_windows=False)
 """Only for `Text.wrap` (which needs a console for cell widths); never printed to."""
 
 
+STRIP_LEGEND = "▁▅█ before a verdict: goodput at each level held, lowest first (· not measured)"
+"""What the strip before each verdict means (goodput_chart), in a row the pane has to spare."""
+
+
 def goodput_chart(rows: Sequence[LevelEvidence]) -> str:
     """Goodput against level, one bar per level held, in level order (· where the level is not measured)."""
     top = max((r.goodput or 0.0 for r in rows if r.measured), default=0.0)
@@ -91,39 +95,36 @@ def truncation_lines(cut: Sequence[Truncation], width: int, run_id: str = "RUN")
 def readout_text(readouts: Sequence[ModelReadout], states: Sequence[str], width: int, height: int,
                  cut: Sequence[Truncation] = (), run_id: str = "RUN") -> Text:
     """Truncation warnings first, then every model's whole verdict; the measured levels under each where the rows
-    allow."""
-    warnings = truncation_lines(cut, width, run_id)
+    allow; a legend of the level strip in a row to spare. What does not fit is never dropped silently: the last row
+    says how many lines are left out and where every verdict is."""
+    lines = truncation_lines(cut, width, run_id)
     blocks = [verdict_lines(ro, st, width) for ro, st in zip(readouts, states, strict=True)]
-    spare = height - sum(len(b) for b in blocks) - len(warnings)
-    out = Text(no_wrap=True, overflow="ellipsis")
-    first = True
-    for line in warnings:
-        if not first:
-            out.append("\n")
-        first = False
-        out.append_text(line)
+    spare = height - sum(len(b) for b in blocks) - len(lines)
     # where the pane has the rows (and the width) for every model's chart, goodput by level as a picture; else one
     # line of measured levels per model while rows last
     charts = [goodput_by_level(ro.levels, width - 2, knee=ro.best) for ro in readouts] \
         if width >= CHART_WIDTH else []
     pictured = bool(charts) and sum(len(c) for c in charts) <= spare
     for i, (ro, block) in enumerate(zip(readouts, blocks, strict=True)):
-        for line in block:
-            if not first:
-                out.append("\n")
-            first = False
-            out.append_text(line)
+        lines.extend(block)
         if pictured:
-            for row in charts[i]:
-                out.append("\n  " + row)
+            lines.extend(Text("  " + row) for row in charts[i])
         elif spare > 0 and ro.levels:
             spare -= 1
-            out.append("\n")
-            out.append_text(level_line(ro, width))
+            lines.append(level_line(ro, width))
     if not readouts:
-        if not first:
+        lines.append(Text("no level held yet: levels appear as calls finish", Style(dim=True)))
+    elif width >= max(COMPACT_WIDTH, len(STRIP_LEGEND)) and len(lines) < height and any(ro.levels for ro in readouts):
+        lines.append(Text(STRIP_LEGEND, Style(dim=True)))
+    if height > 0 and len(lines) > height:
+        left = len(lines) - height + 1
+        lines = [*lines[:height - 1], Text(f"▼ {plural(left, 'more line')}: a taller terminal shows them; "
+                                           f"arena tune --show {run_id} has every verdict", Style(dim=True))]
+    out = Text(no_wrap=True, overflow="ellipsis")
+    for i, line in enumerate(lines):
+        if i:
             out.append("\n")
-        out.append("no level held yet: levels appear as calls finish", Style(dim=True))
+        out.append_text(line)
     return out
 
 

@@ -168,3 +168,27 @@ async def test_the_tuning_pane_warns_live_when_answers_hit_max_tokens(tmp_path: 
     assert (f"⚠ sim-0: {cut['sim-0']} answers stopped at max_tokens 6 (cut short); arena tune --show {sweep.run_id} "
             "says whether to change it") in shown, shown
     assert "⚠ sim-1" not in shown
+
+
+def test_the_tuning_pane_says_what_it_leaves_out_and_explains_its_strip() -> None:
+    """Issue 37 items 7 and 14: more verdicts than rows end in a line saying how many are left out and where every
+    verdict is (never a silent cut); with a row to spare, the strip before each verdict is explained."""
+    from arenatui.tui.tuning_view import STRIP_LEGEND, readout_text, verdict_lines
+    from arenatui.tuning.evidence import LevelEvidence, verdict
+    from arenatui.tuning.levels import ModelReadout
+
+    def lv(level: int, answered: int, limited: int = 0) -> LevelEvidence:
+        return LevelEvidence(level, 20.0, answered, answered + limited, limited, 0, limited, 0, answered,
+                             500.0 if answered else None, 700.0 if answered else None)
+
+    rows = [lv(2, 40), lv(3, 60), lv(4, 10, 20)]
+    readouts = [ModelReadout(f"sim-{i}", tuple(rows), verdict(rows)) for i in range(6)]
+    states = ["manual"] * 6
+    roomy = readout_text(readouts[:1], states[:1], 90, 12, run_id="r1").plain.splitlines()
+    assert roomy[-1] == STRIP_LEGEND and not any("more line" in line for line in roomy)
+    tight = readout_text(readouts, states, 70, 5, run_id="r1").plain.splitlines()
+    assert len(tight) == 5
+    verdicts = [line.plain for ro in readouts for line in verdict_lines(ro, "manual", 70)]
+    left = len(verdicts) - 4
+    assert left > 1 and tight[:4] == verdicts[:4]
+    assert tight[-1] == f"▼ {left} more lines: a taller terminal shows them; arena tune --show r1 has every verdict"

@@ -519,3 +519,22 @@ async def test_a_leaderboard_wider_than_its_pane_names_the_columns_past_the_edge
         assert note.startswith("→ ") == past, note
         if past:
             assert "p95 ms" in note and "scroll" in note
+
+
+async def test_every_tab_names_the_columns_past_its_edge(db: Path) -> None:
+    """Issue 37 item 6: a table wider than the pane never passes a cut column off as whole: the note under it names
+    the columns past the edge (as the leaderboard's does), and says nothing where every column fits."""
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("1")
+        await settle(pilot)
+        note = static_text(app, "#runs-compare")
+        assert note.startswith("→ ") and "past the edge (" in note and "started" in note, note
+        assert "Enter opens a run" in note
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("1")
+        await settle(pilot)
+        assert "past the edge" not in static_text(app, "#runs-compare")

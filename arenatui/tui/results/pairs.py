@@ -56,7 +56,7 @@ class PairsTab(ResultsTab):
                 cells.append(f"{d:+.3f} {'✓' if p.decided else '?'}")
             t.add_row(*cells, key=a)
         n = len(view.pairs)
-        self.query_one("#pairs-note", Static).update(Text(
+        self.note_under("pairs-table", "pairs-note", Text(
             f"Mean score difference, row − column, over the cases both have scores for. ✓ ordered after Holm's "
             f"adjustment over all {n} pairs (family-wise 5%), ? not ordered on this evidence. Enter compares the "
             "pair."))

@@ -29,6 +29,9 @@ def _started(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
 
 
+RUNS_NOTE = ("Enter opens a run; m marks two runs of one project to compare them, model by model; l picks a load "
+             "run for its project's frontier.")
+
 class RunsTab(ResultsTab):
     """The runs table; Enter opens a run (the screen does), `m` marks runs to compare, `l` picks a load run."""
 
@@ -49,9 +52,7 @@ class RunsTab(ResultsTab):
 
     def compose(self) -> ComposeResult:
         yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
-        yield Static(Text("Enter opens a run; m marks two runs of one project to compare them, model by "
-                          "model; l picks a load run for its project's frontier."), id="runs-compare",
-                     classes="note")
+        yield Static(Text(RUNS_NOTE), id="runs-compare", classes="note")
 
     def on_mount(self) -> None:
         t = self.query_one("#runs-table", DataTable)
@@ -79,6 +80,8 @@ class RunsTab(ResultsTab):
                       key=r.run_id)
         if not runs:
             self.query_one("#runs-compare", Static).update(Text(f"No runs stored in {self.db} yet. Try: arena demo"))
+        else:
+            self.note_under("runs-table", "runs-compare", Text(RUNS_NOTE))
 
     def mark_run(self) -> None:
         """Mark (or unmark) the run under the cursor; two marked runs of one project are compared."""
@@ -91,7 +94,6 @@ class RunsTab(ResultsTab):
         else:
             self.marked = [*self.marked[-1:], run.run_id]
         by_id = {r.run_id: r for r in self.runs}
-        note = self.query_one("#runs-compare", Static)
         refused = Text()
         if len(self.marked) == 2 and by_id[self.marked[0]].project != by_id[self.marked[1]].project:
             # refused: the run just marked stays marked alone, so the screen shows which one it is
@@ -110,10 +112,10 @@ class RunsTab(ResultsTab):
                 refused.append("); mark another run of that project to compare them.")
             else:
                 refused.append("Enter opens a run; m marks two runs of one project to compare them.")
-            note.update(refused)
+            self.note_under("runs-table", "runs-compare", refused)
             return
         old, new = sorted((by_id[m] for m in self.marked), key=lambda r: r.started_at)
-        note.update(Text("comparing…"))
+        self.note_under("runs-table", "runs-compare", Text("comparing…"))
         self._compare_runs(old.run_id, new.run_id)
 
     def _mark(self, run_id: str) -> str:
@@ -131,7 +133,7 @@ class RunsTab(ResultsTab):
         if run.run_id not in self.load_runs or len(run.models) != 1:
             note.append(f"l picks a load run for the frontier; run {run.run_id} is a sweep (its frontier reads the "
                         "load runs picked for its project, else each model's newest).")
-            self.query_one("#runs-compare", Static).update(note)
+            self.note_under("runs-table", "runs-compare", note)
             return
         key = (run.project, run.models[0])
         model = literal(run.models[0], newlines=False)
@@ -148,7 +150,7 @@ class RunsTab(ResultsTab):
                         "frontier; l again unpicks it.")
         for r in self.runs:
             t.update_cell(r.run_id, "mark", self._mark(r.run_id))
-        self.query_one("#runs-compare", Static).update(note)
+        self.note_under("runs-table", "runs-compare", note)
         self.post_message(self.LoadRunPicked(run.project))
 
     @work(thread=True, group="results-runs", exclusive=True, exit_on_error=False)
@@ -174,4 +176,4 @@ class RunsTab(ResultsTab):
                     out.append(literal(f"{st.comparison.verdict} (Holm over strata, p {st.p_holm:.4f})",
                                        newlines=False))
                     out.append("\n")
-        self.app.call_from_thread(self.query_one("#runs-compare", Static).update, out)
+        self.app.call_from_thread(self.note_under, "runs-table", "runs-compare", out)

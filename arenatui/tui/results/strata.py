@@ -55,4 +55,4 @@ class StrataTab(ResultsTab):
         # what a cell's marks mean (issue 37: "±0.09" stood unexplained)
         notes.append("\nA cell: the model's score over the group's cases, ±half the width of its 95% bootstrap "
                      "interval; nN where the interval is over fewer cases than the group's; ▼ a subgroup reversal.")
-        self.query_one("#strata-note", Static).update(notes)
+        self.note_under("strata-table", "strata-note", notes)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
 from textual.widget import Widget
-from textual.widgets import DataTable, TabPane
+from textual.widgets import DataTable, Static, TabPane
 from textual.worker import Worker, WorkerState
 
 from arenatui.kernel.text import printable
@@ -17,6 +18,23 @@ class ResultsTab(TabPane):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         tell_failure(self, event)
+
+    def note_under(self, table_id: str, note_id: str, note: Text) -> None:
+        """Show a table's note, led by the mark of its columns past the pane's edge when there are some (the CLI
+        rule, issue 37 item 6: a column cut at the edge never passes for a whole one); marked again once the table
+        has laid out (its columns' widths are known then) and on every resize."""
+        notes: dict[str, tuple[str, Text]] = self.__dict__.setdefault("_notes", {})
+        notes[note_id] = (table_id, note)
+        self._mark_notes()
+        self.call_after_refresh(self._mark_notes)
+
+    def _mark_notes(self) -> None:
+        for note_id, (table_id, note) in self.__dict__.get("_notes", {}).items():
+            mark = scroll_mark(self.query_one(f"#{table_id}", DataTable))
+            self.query_one(f"#{note_id}", Static).update(Text(mark, style="bold") + note if mark else note)
+
+    def on_resize(self) -> None:
+        self._mark_notes()
 
 
 def tell_failure(node: Widget, event: Worker.StateChanged) -> None:

@@ -239,17 +239,7 @@ class WatchedRun:
             agg.estimated += est or 0
             agg.truncated += trunc or 0
             agg.score_sum += score or 0.0
-        for model, variant, status, mode, cls, message, n in so_far.misses:
-            if (agg := rows.get(lane_key(model, variant))) is None:
-                continue
-            if status == "failed":
-                if mode is not None:
-                    agg.failures[mode] = agg.failures.get(mode, 0) + n
-            elif status in ("errored", "unreachable"):
-                agg.errors[cls or "error"] = agg.errors.get(cls or "error", 0) + n
-                text = message or "(no message)"  # as live's _count_message: the first MESSAGES_KEPT distinct
-                if text in agg.error_messages or len(agg.error_messages) < MESSAGES_KEPT:
-                    agg.error_messages[text] = agg.error_messages.get(text, 0) + n
+        self._seed_misses(rows, so_far.misses)
         for model, variant, n, limited in so_far.retries:
             if (agg := rows.get(lane_key(model, variant))) is not None:
                 agg.retries += n
@@ -266,16 +256,35 @@ class WatchedRun:
             self._seeded_call(agg, mi * n_cases + c, status, n, cost, itok, otok)
             if status == "errored":
                 agg.errors[ec or "error"] = agg.errors.get(ec or "error", 0) + n
-        # the whole run's calls and retries per second (the header's sparklines), as `_finished` bumps them
+        self._seed_series(so_far)
+        sh.unscored.update((lane_key(m, v), c, t) for m, v, c, t in so_far.awaiting)
+        sh.cursors.update(so_far.cursors)
+        self._fold_retries(so_far.open_retries)
+        self._fold_results(sh, so_far.cancelled)
+
+    @staticmethod
+    def _seed_misses(rows: dict[str, _ModelAgg], misses: Sequence[tuple[Any, ...]]) -> None:
+        """Failed calls by failure mode, errored ones by class and message, into each lane's figures."""
+        for model, variant, status, mode, cls, message, n in misses:
+            if (agg := rows.get(lane_key(model, variant))) is None:
+                continue
+            if status == "failed":
+                if mode is not None:
+                    agg.failures[mode] = agg.failures.get(mode, 0) + n
+            elif status in ("errored", "unreachable"):
+                agg.errors[cls or "error"] = agg.errors.get(cls or "error", 0) + n
+                text = message or "(no message)"  # as live's _count_message: the first MESSAGES_KEPT distinct
+                if text in agg.error_messages or len(agg.error_messages) < MESSAGES_KEPT:
+                    agg.error_messages[text] = agg.error_messages.get(text, 0) + n
+
+    def _seed_series(self, so_far: StoredSoFar) -> None:
+        """The whole run's calls and retries per second (the header's sparklines), as `_finished` bumps them."""
+        live = self.live
         for series, per_s in ((live._done_sec, so_far.done_per_s), (live._retry_sec, so_far.retries_per_s)):
             for sec, n in per_s:
                 if sec >= len(series):
                     series.extend([0] * (sec + 1 - len(series)))
                 series[sec] += n
-        sh.unscored.update((lane_key(m, v), c, t) for m, v, c, t in so_far.awaiting)
-        sh.cursors.update(so_far.cursors)
-        self._fold_retries(so_far.open_retries)
-        self._fold_results(sh, so_far.cancelled)
 
     def _seeded_call(self, agg: _ModelAgg, idx: int, status: str, n: int, cost: float, itok: int, otok: int) -> None:
         """`n` finished calls of one cell and status into a lane's figures and the matrix (a stored call's retried

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 import anyio
 
 from arenatui.kernel.errors import ArenaError, AttemptTimedOut, ProviderError
-from arenatui.kernel.events import CallStarted, DeclaredLimits, ErrorClass
+from arenatui.kernel.events import CallStarted, DeclaredLimits, ErrorClass, LimitsDeclared
 from arenatui.providers.base import Completion, JudgeTask, Provider, Request, build_messages, estimate_tokens
 from arenatui.scoring.judge import judge_messages
 
@@ -133,3 +133,22 @@ def begin(call: Call, target: Lane | Escalation, fu: NextStep | None, defaults: 
                        target.max_tokens, target.temperature, timeout_s)
     return Request(model, case, call.trial, n, fu.messages, target.max_tokens, target.temperature,
                    timeout_s, None, fu.step if fu.kind == "repair" else 0)
+
+
+class StatedLimits:
+    """What providers stated of their rate limits (headers), passed on as LimitsDeclared when a stated limit changed,
+    else at most once a second per model: what is left moves with every answer, and an event per answer would cost
+    the hot path."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[float, DeclaredLimits]] = {}
+
+    def event(self, model_key: str, limits: DeclaredLimits) -> LimitsDeclared | None:
+        now = time.monotonic()
+        last = self._last.get(model_key)
+        if last is not None and now - last[0] < 1.0 and last[1][0] == limits[0] and last[1][3] == limits[3]:
+            return None
+        self._last[model_key] = (now, limits)
+        return LimitsDeclared(model_key, limits, now, time.time())

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 import anyio
 from anyio.abc import TaskGroup
 
-from arenatui.engine.attempt import Failure, attempt, begin, limits
+from arenatui.engine.attempt import Failure, StatedLimits, attempt, begin, limits
 from arenatui.engine.call import MESSAGE_LIMIT, Call, Results, sealed_output
 from arenatui.engine.followups import JUDGE_QUEUED, Answered, follow_ups
 from arenatui.engine.lanes import Escalation, Lane, Scheduler, apply_seeds, bucket_level, calls_to_make, lanes_of, roots
@@ -34,9 +34,7 @@ from arenatui.kernel.events import (
     CallRetrying,
     CallStarted,
     ConcurrencyChanged,
-    DeclaredLimits,
     Event,
-    LimitsDeclared,
     RunFinished,
     RunPaused,
     RunResumed,
@@ -105,8 +103,7 @@ class Runner:
         self._wake = anyio.Event()
         self._tg: TaskGroup | None = None
         self._started = False
-        self._declared: dict[str, tuple[float, DeclaredLimits]] = {}
-        """Per model: when its provider's declared limits were last sent on (LimitsDeclared), and what they were."""
+        self._stated = StatedLimits()
 
     # ---- control -------------------------------------------------------------------------------
 
@@ -310,8 +307,8 @@ class Runner:
             request = begin(call, target, fu, self._defaults, self.timeout_s,
                             self._emit_started if self.started_sinks else None)
             out = await attempt(target, request, self.timeout_s, call.ta)
-            if out.limits is not None:  # the provider stated its rate limits (headers): rare to pass on
-                self._limits_declared(target.model.base_key, out.limits)
+            if out.limits is not None and (said := self._stated.event(target.model.base_key, out.limits)) is not None:
+                self.emit(said)  # the provider stated its rate limits (headers): rare to pass on
             if not isinstance(out, Failure):  # scored here while quick (off the loop when slow), then ended
                 now = time.monotonic()
                 sc: Score | str | None = None
@@ -368,16 +365,6 @@ class Runner:
             return True
         f.message = policy.over_budget(f.message, delay, elapsed, f.retry_after, f.retry_source)
         return False
-
-    def _limits_declared(self, model_key: str, limits: DeclaredLimits) -> None:
-        """A provider stated its rate limits: LimitsDeclared when a stated limit changed, else at most once a second
-        per model (what is left moves with every answer; an event per answer would cost the hot path)."""
-        now = time.monotonic()
-        last = self._declared.get(model_key)
-        if last is not None and now - last[0] < 1.0 and last[1][0] == limits[0] and last[1][3] == limits[3]:
-            return
-        self._declared[model_key] = (now, limits)
-        self.emit(LimitsDeclared(model_key, limits, now, time.time()))
 
     def _finish(self, r: CallResult, call: Call, now: float, retry_after: float | None = None,
                 retry_source: str | None = None) -> None:

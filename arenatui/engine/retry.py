@@ -5,6 +5,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+RETRIED = frozenset(("rate_limited", "transient", "timeout", "incomplete_stream"))
+"""Error classes a later attempt may not repeat: terminal ones ('terminal', 'solver_error') never sleep."""
+
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
@@ -23,6 +26,13 @@ class RetryPolicy:
         if retry_after is not None and retry_after > d:
             return retry_after
         return d
+
+    def wait(self, error_class: str, attempt: int, retry_after: float | None, rng: random.Random) -> float | None:
+        """The wait before the attempt after the attempt-th, which failed with `error_class`; None when the call ends
+        with it (a class the next attempt would repeat, or its last attempt). The call's budget is checked apart."""
+        if error_class not in RETRIED or attempt >= self.max_attempts:
+            return None
+        return self.delay(attempt, retry_after, rng)
 
     def over_budget(self, message: str, delay: float, elapsed: float, retry_after: float | None,
                     retry_source: str | None) -> str:

@@ -40,7 +40,7 @@ from arenatui.kernel.events import (
     RunResumed,
     RunStatus,
 )
-from arenatui.kernel.limits import MAX_CONCURRENCY
+from arenatui.kernel.limits import concurrency_bounded
 from arenatui.plan import Plan
 from arenatui.providers.base import Provider
 from arenatui.scoring import Score, ScoringSlow
@@ -85,7 +85,7 @@ class Runner:
         self._by_key = {lane.key: lane for lane in lanes}
         self._seeds: dict[str, tuple[float, float]] = {}
         asked = concurrency if concurrency is not None else run.concurrency
-        self.target = _bounded(asked)
+        self.target = concurrency_bounded(asked)
         self._asked = None if asked == self.target else asked
         sched = self._sched = Scheduler(lanes, self.target, plan.trials, run.max_concurrency_per_case, escalations)
         sched.unstarted = calls_to_make(plan)
@@ -113,7 +113,7 @@ class Runner:
         Out of bounds (below 1, above limits.MAX_CONCURRENCY) it is set to the nearest bound, and the
         ConcurrencyChanged event says what was asked."""
         asked = int(n)
-        n = _bounded(asked)
+        n = concurrency_bounded(asked)
         old, self.target = self.target, n
         self._sched.target = n
         if old != n or asked != n:
@@ -127,7 +127,7 @@ class Runner:
         lane = self._by_key[model_key]
         old = lane.cap
         asked = None if cap is None else int(cap)
-        lane.cap = None if asked is None else _bounded(asked)
+        lane.cap = None if asked is None else concurrency_bounded(asked)
         if old != lane.cap or asked != lane.cap:
             self.emit(ConcurrencyChanged(old or 0, lane.cap or 0, model_key, source, time.monotonic(), time.time(),
                                          None if asked == lane.cap else asked))
@@ -351,9 +351,9 @@ class Runner:
         """Retry the failed attempt `f` (the call parked until due, holding no worker) when its class may not repeat
         and the policy allows; False when the call ends with it (its message then says why it was not retried)."""
         policy = self.policy
-        if f.error_class not in _RETRIED or call.attempt >= policy.max_attempts:
+        delay = policy.wait(f.error_class, call.attempt, f.retry_after, self._rng)
+        if delay is None:
             return False
-        delay = policy.delay(call.attempt, f.retry_after, self._rng)
         elapsed = time.monotonic() - call.t0
         if elapsed + delay <= policy.budget_s:
             case = call.case
@@ -376,13 +376,3 @@ class Runner:
             self.emit(CallFinished(r, now, None, retry_after, retry_source))
             return
         self.emit(self._judging.failed(r, call.job, now))
-
-
-
-_RETRIED = frozenset(("rate_limited", "transient", "timeout", "incomplete_stream"))
-"""Error classes a later attempt may not repeat: terminal ones ('terminal', 'solver_error') never sleep."""
-
-
-def _bounded(n: int) -> int:
-    """A concurrency level or cap within [1, MAX_CONCURRENCY]."""
-    return min(max(1, n), MAX_CONCURRENCY)

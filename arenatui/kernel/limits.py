@@ -23,6 +23,11 @@ the parsers raise RecursionError."""
 MAX_SQL_INT = 2**63 - 1
 """The largest whole number SQLite stores or compares: a count passed to a query (``arena runs --limit``)."""
 MAX_SOLVER_PROCESSES = 256
+"""Worker processes in one python solver's pool: each is a Python interpreter (~20-40 MB)."""
 MAX_ANSWER_CHARS_LIMIT = 1_000_000_000
 """The highest [run] max_answer_chars: a gigabyte of text per answer is past what a results row should hold."""
-"""Worker processes in one python solver's pool: each is a Python interpreter (~20-40 MB)."""
+
+
+def concurrency_bounded(n: int) -> int:
+    """A concurrency level or cap within [1, MAX_CONCURRENCY] (the engine sets the nearest bound and says so)."""
+    return min(max(1, n), MAX_CONCURRENCY)

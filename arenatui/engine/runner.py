@@ -23,6 +23,7 @@ from anyio.abc import TaskGroup
 
 from arenatui.engine.attempt import Failure, StatedLimits, attempt, begin, limits
 from arenatui.engine.call import MESSAGE_LIMIT, Call, Results, sealed_output
+from arenatui.engine.control import Controls
 from arenatui.engine.followups import JUDGE_QUEUED, Answered, follow_ups
 from arenatui.engine.lanes import Escalation, Lane, Scheduler, apply_seeds, bucket_level, calls_to_make, lanes_of, roots
 from arenatui.engine.retry import RetryPolicy
@@ -36,8 +37,6 @@ from arenatui.kernel.events import (
     ConcurrencyChanged,
     Event,
     RunFinished,
-    RunPaused,
-    RunResumed,
     RunStatus,
 )
 from arenatui.kernel.limits import concurrency_bounded
@@ -50,7 +49,7 @@ __all__ = ["MESSAGE_LIMIT", "Runner", "Sink", "bucket_level", "sealed_output"]
 Sink = Callable[[Event], None]
 
 
-class Runner:
+class Runner(Controls):
     """Runs one plan once. Steer it with `set_concurrency`, `set_model_cap`, `pause`, `resume`, `cancel`."""
 
     def __init__(
@@ -104,54 +103,6 @@ class Runner:
         self._tg: TaskGroup | None = None
         self._started = False
         self._stated = StatedLimits()
-
-    # ---- control -------------------------------------------------------------------------------
-
-    def set_concurrency(self, n: int, source: str = "user") -> None:
-        """Change the global limit. Raising starts calls at once; lowering lets running calls finish.
-
-        Out of bounds (below 1, above limits.MAX_CONCURRENCY) it is set to the nearest bound, and the
-        ConcurrencyChanged event says what was asked."""
-        asked = int(n)
-        n = concurrency_bounded(asked)
-        old, self.target = self.target, n
-        self._sched.target = n
-        if old != n or asked != n:
-            self.emit(ConcurrencyChanged(old, n, None, source, time.monotonic(), time.time(),
-                                         None if asked == n else asked))
-        self._spawn()
-        self._notify()
-
-    def set_model_cap(self, model_key: str, cap: int | None, source: str = "user") -> None:
-        """Cap one model's calls in flight at its provider (None: no cap), bounded like set_concurrency."""
-        lane = self._by_key[model_key]
-        old = lane.cap
-        asked = None if cap is None else int(cap)
-        lane.cap = None if asked is None else concurrency_bounded(asked)
-        if old != lane.cap or asked != lane.cap:
-            self.emit(ConcurrencyChanged(old or 0, lane.cap or 0, model_key, source, time.monotonic(), time.time(),
-                                         None if asked == lane.cap else asked))
-        self._notify()
-
-    def model_cap(self, model_key: str) -> int | None:
-        return self._by_key[model_key].cap
-
-    def pause(self) -> None:
-        if not self.paused:
-            self.paused = True
-            self.emit(RunPaused(time.monotonic()))
-
-    def resume(self) -> None:
-        if self.paused:
-            self.paused = False
-            self.emit(RunResumed(time.monotonic()))
-            self._notify()
-
-    def cancel(self) -> None:
-        """Stop now: calls in flight end as 'cancelled' (resume runs them again); finished ones stay."""
-        self.cancelled = True
-        if self._tg is not None:
-            self._tg.cancel_scope.cancel()
 
     # ---- running -------------------------------------------------------------------------------
 

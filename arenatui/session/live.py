@@ -202,6 +202,10 @@ class _ModelAgg:
     """Calls whose tokens (and so cost) arenatui estimated: the server reported no usage."""
     truncated: int = 0
     """Answers stopped at the token limit (finish reason in TRUNCATED_FINISH): max_tokens is cutting them."""
+    cut_failed: int = 0
+    """Answers that stopped at max_tokens and failed (with `longest_passing`, which way the limit should move)."""
+    longest_passing: int = 0
+    """Output tokens of the longest passing answer."""
     cut_while_busy: int = 0
     """Attempts that ended incomplete_stream while another of this lane's calls was in flight (single_slot_advice)."""
     reasoning_tokens: int = 0
@@ -263,6 +267,9 @@ class ModelSnapshot:
     """The most common error message of this session's errored calls and how many calls said it."""
     truncated: int = 0
     """This session's answers stopped at the token limit (finish reason length / max_tokens)."""
+    cut_failed: int = 0
+    """Of them, those that failed; with `longest_passing`, which way max_tokens should move (budgets.cut_direction)."""
+    longest_passing: int = 0
     single_slot: str | None = None
     """What to change when its server stops a stream whenever another request arrives (kernel.advice)."""
     reasoning_tokens: int = 0
@@ -505,9 +512,13 @@ class LiveMetrics:
         if status == "passed":
             agg.passed += 1
             dst = PASSED
+            if otok > agg.longest_passing:
+                agg.longest_passing = otok
         elif status == "failed":
             agg.failed += 1
             dst = FAILED
+            if finish in TRUNCATED_FINISH:
+                agg.cut_failed += 1
             if mode is not None and not agg.judge:  # a judge's failed verdict is its candidate's failure, not its own
                 agg.failures[mode] = agg.failures.get(mode, 0) + 1
         elif status == "unscored":  # answered: done, but in no pass rate until (unless) its judge scores it
@@ -821,7 +832,8 @@ class LiveMetrics:
             cost=agg.cost, latency_series=series, throughput_series=tuple(counts), failures=dict(agg.failures),
             unscored=agg.unscored, judge=agg.judge,
             common_error=max(agg.error_messages.items(), key=lambda kv: kv[1], default=None),
-            truncated=agg.truncated, reasoning_tokens=agg.reasoning_tokens, output_tokens=agg.output_tokens,
+            truncated=agg.truncated, cut_failed=agg.cut_failed, longest_passing=agg.longest_passing,
+            reasoning_tokens=agg.reasoning_tokens, output_tokens=agg.output_tokens,
             answer_ttft_p50_ms=percentile(sorted(agg.answer_ttfts), 50) if agg.answer_ttfts else None,
             declared=agg.declared,
             single_slot=single_slot_advice(agg.key, agg.cut_while_busy, agg.session_attempts)

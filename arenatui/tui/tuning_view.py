@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from rich.console import Console
 from rich.style import Style
@@ -15,6 +15,7 @@ from arenatui.present.charts import goodput_by_level
 from arenatui.present.level_figures import fmt_rate, fmt_share
 from arenatui.present.safe_text import literal
 from arenatui.tui.widgets import SPARK
+from arenatui.tuning.budgets import MIN_ANSWERS, cut_direction
 from arenatui.tuning.controller import Tuner
 from arenatui.tuning.evidence import LevelEvidence
 from arenatui.tuning.levels import ModelReadout
@@ -22,8 +23,32 @@ from arenatui.tuning.levels import ModelReadout
 if TYPE_CHECKING:
     from arenatui.session.live import LiveSnapshot
 
-Truncation = tuple[str, int, int | None]
-"""A model whose answers hit the token limit: its key, how many did this session, and its max_tokens."""
+class Truncation(NamedTuple):
+    """A model whose answers hit the token limit this session, with what says which way the limit should move."""
+
+    key: str
+    cut: int
+    limit: int | None
+    answered: int = 0
+    passing: int = 0
+    cut_failed: int = 0
+    longest_passing: int = 0
+
+    def advice(self, run_id: str) -> str:
+        """What to do about it, by the rule `arena tune --show` recommends by (budgets.cut_direction)."""
+        if self.limit is None:
+            return f"arena tune --show {run_id} says whether to change it"
+        way = cut_direction(self.limit, self.answered, self.passing, self.cut_failed, self.longest_passing)
+        if way == "raise":
+            return (f"{self.cut_failed} of them failed at the limit: raise max_tokens (arena tune --show {run_id} "
+                    "says how far)")
+        if way == "lower":
+            return (f"they ramble: every passing answer stayed under {self.longest_passing + 1} tokens, so a lower "
+                    f"limit would cut none that passes (arena tune --show {run_id} says how low)")
+        if way == "keep":
+            return f"too few failed to move it; max_tokens {self.limit} can stay (arena tune --show {run_id})"
+        return (f"not enough evidence yet to say whether to change it: {self.passing} passing answers, "
+                f"{MIN_ANSWERS} needed")
 
 KEY_WIDTH = 14
 COMPACT_WIDTH = 60
@@ -82,12 +107,11 @@ def truncation_lines(cut: Sequence[Truncation], width: int, run_id: str = "RUN")
     """One warning a model whose answers hit max_tokens (a cut answer may fail for want of room, not of
     knowledge), wrapped at word boundaries: never cut."""
     out: list[Text] = []
-    for key, n, limit in cut:
+    for t in cut:
         line = Text("⚠ ", "bold")
-        line.append_text(literal(key, "bold", newlines=False))
-        line.append(f": {plural(n, 'answer')} stopped at max_tokens"
-                    + (f" {limit}" if limit is not None else "")
-                    + f" (cut short); arena tune --show {run_id} says whether to change it")
+        line.append_text(literal(t.key, "bold", newlines=False))
+        line.append(f": {plural(t.cut, 'answer')} stopped at max_tokens"
+                    + (f" {t.limit}" if t.limit is not None else "") + f" (cut short); {t.advice(run_id)}")
         out.extend(line.wrap(_WRAP, max(10, width), overflow="fold"))
     return out
 
@@ -167,7 +191,8 @@ class TuningReadout(Widget):
         readouts = self.tuner.readouts()
         states = [self.state_of(ro.model_key) for ro in readouts]
         cut = self._cut if snap is None else tuple(
-            (m.key, m.truncated, self.max_tokens.get(m.key)) for m in snap.models if m.truncated and not m.judge)
+            Truncation(m.key, m.truncated, self.max_tokens.get(m.key), m.passed + m.failed, m.passed, m.cut_failed,
+                       m.longest_passing) for m in snap.models if m.truncated and not m.judge)
         key = (tuple(readouts), tuple(states), self.tuner.enabled, self.size.width, cut)
         if key == self._shown:
             return

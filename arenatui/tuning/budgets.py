@@ -127,6 +127,25 @@ def seconds_per_token(answers: Sequence[Answer]) -> float | None:
     return slope if slope > 0 else None
 
 
+def cut_direction(current: int, answered: int, passing: int, cut_failed: int, longest_passing: int) -> Action:
+    """Which way the token limit should move, from counts alone (the live console's warning and
+    `recommend_max_tokens` both ask this): "raise" when answers stopped at the limit and failed while passing ones
+    came near it (or when it cut nearly everything); "lower" when the failures at the limit are rambling beside
+    short passing answers (RAMBLING), so a lower limit cuts none that would pass; "keep" when nothing failed at the
+    limit, or too few of them to matter beside long passing answers; "none" below the evidence needed."""
+    if not cut_failed:
+        return "keep"
+    cut_share = cut_failed / answered if answered else 0.0
+    rambling = passing >= MIN_ANSWERS and longest_passing < RAMBLING * current
+    # a limit that cuts answers shows as passing answers near it, or (when it cuts nearly everything) as few
+    # passing answers at all; failures at the limit beside short passing answers are rambling (RAMBLING)
+    if cut_share >= TRUNCATION_SHARE and not rambling and (passing >= MIN_ANSWERS or cut_share >= 0.5):
+        return "raise"
+    if passing < MIN_ANSWERS:
+        return "none"
+    return "lower" if rambling else "keep"
+
+
 def recommend_max_tokens(model_key: str, current: int, answers: Sequence[Answer], *,
                          price_out_per_mtok: float = 0.0) -> Recommendation:
     """The max_tokens verdict for one model (or one model × scorer kind) from its answered calls."""
@@ -142,12 +161,7 @@ def recommend_max_tokens(model_key: str, current: int, answers: Sequence[Answer]
                        f"({sum(a.reasoning_tokens for a in answers) // reasoned} reasoning tokens per answer that "
                        f"reasoned), and max_tokens must cover both")
     longest_passing = max(passing, default=0)
-    rambling = len(passing) >= MIN_ANSWERS and longest_passing < RAMBLING * current
-    cut_share = cut_failed / n if n else 0.0
-    # a limit that cuts answers shows as passing answers near it, or (when it cuts nearly everything) as few
-    # passing answers at all; failures at the limit beside short passing answers are rambling (RAMBLING)
-    if cut_failed and cut_share >= TRUNCATION_SHARE and not rambling \
-            and (len(passing) >= MIN_ANSWERS or cut_share >= 0.5):
+    if cut_direction(current, n, len(passing), cut_failed, longest_passing) == "raise":
         value = current * 2
         return Recommendation(
             "max_tokens", model_key, current, "raise", value,

@@ -165,9 +165,17 @@ async def test_the_tuning_pane_warns_live_when_answers_hit_max_tokens(tmp_path: 
             "SELECT model_key, COUNT(*) FROM results WHERE run_id = ? AND finish_reason IN ('length', 'max_tokens') "
             "GROUP BY model_key", (sweep.run_id,)).fetchall())
     assert cut.get("sim-0", 0) > 0 and "sim-1" not in cut
-    assert (f"⚠ sim-0: {cut['sim-0']} answers stopped at max_tokens 6 (cut short); arena tune --show {sweep.run_id} "
-            "says whether to change it") in shown, shown
+    assert f"⚠ sim-0: {cut['sim-0']} answers stopped at max_tokens 6 (cut short); " in shown, shown
     assert "⚠ sim-1" not in shown
+    # issue 36 item 8: the warning points the way arena tune --show's recommendation does, from the same run
+    from arenatui.results.budgets import budget_evidence
+    from arenatui.tuning.budgets import budgets_of
+
+    with Store(db_path) as store:
+        rec = budgets_of(budget_evidence(store, sweep.run_id)).max_tokens["sim-0"]
+    words = {"raise": "raise max_tokens", "lower": "they ramble", "keep": "can stay",
+             "none": "not enough evidence yet"}
+    assert words[rec.action] in shown, (rec.verdict, shown)
 
 
 def test_the_tuning_pane_says_what_it_leaves_out_and_explains_its_strip() -> None:
@@ -192,3 +200,27 @@ def test_the_tuning_pane_says_what_it_leaves_out_and_explains_its_strip() -> Non
     left = len(verdicts) - 4
     assert left > 1 and tight[:4] == verdicts[:4]
     assert tight[-1] == f"▼ {left} more lines: a taller terminal shows them; arena tune --show r1 has every verdict"
+
+
+@pytest.mark.parametrize(("counts", "words"), [
+    ((200, 120, 80, 240), "80 of them failed at the limit: raise max_tokens"),
+    ((200, 150, 50, 40), "they ramble: every passing answer stayed under 41 tokens"),
+    ((2000, 1990, 1, 250), "too few failed to move it; max_tokens 256 can stay"),
+    ((20, 5, 5, 200), "not enough evidence yet to say whether to change it: 5 passing answers, 30 needed"),
+], ids=["raise", "lower", "keep", "none"])
+def test_the_max_tokens_warning_says_which_way_as_the_recommender_does(counts: tuple[int, int, int, int],
+                                                                     words: str) -> None:
+    """Issue 36 item 8: the live warning said "says whether to raise it" where the recommender said lower; both now
+    ask budgets.cut_direction, and the recommender's action over answers with the same counts is the warning's."""
+    from arenatui.tui.tuning_view import Truncation, truncation_lines
+    from arenatui.tuning.budgets import Answer, recommend_max_tokens
+
+    answered, passing, cut_failed, longest = counts
+    t = Truncation("m", cut_failed, 256, answered, passing, cut_failed, longest)
+    shown = " ".join(" ".join(line.plain for line in truncation_lines([t], 200, "r1")).split())
+    assert words in shown, shown
+    answers = ([Answer(longest, True, False, None)] * passing + [Answer(256, False, True, None)] * cut_failed
+               + [Answer(10, False, False, None)] * (answered - passing - cut_failed))
+    action = recommend_max_tokens("m", 256, answers).action
+    assert {"raise": "raise max_tokens", "lower": "they ramble", "keep": "can stay",
+            "none": "not enough evidence"}[action] in shown, (action, shown)

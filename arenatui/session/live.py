@@ -46,6 +46,10 @@ STATE_NAMES = ("queued", "in flight", "backing off", "passed", "failed", "errore
 """UNSCORED: answered, and an llm_judge scorer has not scored it (awaiting its judge, or outside its sample).
 UNREACHABLE: a chained case not run because a parent did not pass in that trial (counted among errors by class)."""
 _N_STATES = 8
+NO_TEXT = 8
+"""After the eight states in a cell's counts: of its FAILED trials, those whose answer had no text at all (failure mode
+`empty` or `cut_while_reasoning`): the matrix tells them from wrong answers (issue 37 item 15b)."""
+NO_TEXT_MODES = frozenset(("empty", "cut_while_reasoning"))
 RING = 120
 """Seconds of per-model history kept for sparklines."""
 LATENCY_SAMPLES = 1024
@@ -369,7 +373,7 @@ class LiveMetrics:
         n_cells = len(queued)
         # 16-bit counts (the matrix is the console's largest structure) unless a judge lane's cell needs more
         code = "H" if max(queued, default=0) <= 0xFFFF else "I"
-        self.cells: list[array[int]] = [array(code, [0]) * n_cells for _ in range(_N_STATES)]
+        self.cells: list[array[int]] = [array(code, [0]) * n_cells for _ in range(_N_STATES + 1)]
         self.cells[QUEUED] = array(code, queued)
         self.dirty: set[int] = set()
         self._dirty_on = False
@@ -425,6 +429,10 @@ class LiveMetrics:
         cells[dst][idx] += 1
         if self._dirty_on:
             self.dirty.add(idx)
+
+    def _no_text(self, m: int, case_id: str) -> None:
+        """One more failed trial of the cell whose answer had no text (its `_move` to FAILED marks the cell dirty)."""
+        self.cells[NO_TEXT][m * self._n_cases + self._c_index[case_id]] += 1
 
     def _sec(self, t: float) -> int:
         return int(t - self.t0)
@@ -521,6 +529,8 @@ class LiveMetrics:
                 agg.cut_failed += 1
             if mode is not None and not agg.judge:  # a judge's failed verdict is its candidate's failure, not its own
                 agg.failures[mode] = agg.failures.get(mode, 0) + 1
+                if mode in NO_TEXT_MODES:
+                    self._no_text(mi, cid)
         elif status == "unscored":  # answered: done, but in no pass rate until (unless) its judge scores it
             agg.unscored += 1
             dst = UNSCORED
@@ -586,6 +596,8 @@ class LiveMetrics:
             dst = FAILED
             if r.failure_mode is not None:
                 agg.failures[r.failure_mode] = agg.failures.get(r.failure_mode, 0) + 1
+                if r.failure_mode in NO_TEXT_MODES:
+                    self._no_text(mi, ev.case_id)
         else:
             agg.errored += 1
             dst = ERRORED
@@ -691,6 +703,8 @@ class LiveMetrics:
                 agg.failed += 1
                 if r.failure_mode:
                     agg.failures[r.failure_mode] = agg.failures.get(r.failure_mode, 0) + 1
+                    if r.failure_mode in NO_TEXT_MODES:
+                        self._no_text(mi, r.case_id)
             elif dst == UNSCORED:
                 agg.unscored += 1
             else:
@@ -719,13 +733,13 @@ class LiveMetrics:
         """Calls of one (row, case) in each state: (queued, in flight, backing off, passed, failed, errored,
         unscored); a candidate's are its trials, a judge lane's its judge calls (candidates × trials)."""
         idx = model_index * self._n_cases + case_index
-        return tuple(self.cells[s][idx] for s in range(_N_STATES))
+        return tuple(self.cells[s][idx] for s in range(_N_STATES + 1))
 
     def cell_range(self, model_index: int, case_start: int, case_stop: int) -> tuple[int, ...]:
         """Calls of one row over cases [case_start, case_stop) in each state, summed: a condensed matrix column."""
         base = model_index * self._n_cases
         a, b = base + case_start, base + min(case_stop, self._n_cases)
-        return tuple(sum(self.cells[s][a:b]) for s in range(_N_STATES))
+        return tuple(sum(self.cells[s][a:b]) for s in range(_N_STATES + 1))
 
     def take_dirty(self) -> set[int]:
         """Cell indexes (model_index * n_cases + case_index) changed since the last call."""

@@ -28,9 +28,9 @@ def test_cell_range_sums_states_over_cases() -> None:
     live.on_event(CallStarted("a", "c3", 0, 1, 0.0))
     live.on_event(CallStarted("a", "c4", 1, 1, 0.0))
     live.on_event(CallFinished(_result("a", "c4", 1, "passed", 0.1), 0.1))
-    assert live.cell_range(0, 0, 10) == (18, 1, 0, 1, 0, 0, 0, 0)
-    assert live.cell_range(0, 4, 5) == live.cell(0, 4) == (1, 0, 0, 1, 0, 0, 0, 0)
-    assert live.cell_range(1, 8, 99) == (4, 0, 0, 0, 0, 0, 0, 0)
+    assert live.cell_range(0, 0, 10) == (18, 1, 0, 1, 0, 0, 0, 0, 0)
+    assert live.cell_range(0, 4, 5) == live.cell(0, 4) == (1, 0, 0, 1, 0, 0, 0, 0, 0)
+    assert live.cell_range(1, 8, 99) == (4, 0, 0, 0, 0, 0, 0, 0, 0)
 
 
 def test_cell_state_shows_work_first_then_the_pass_rate() -> None:
@@ -198,3 +198,33 @@ async def test_the_rates_charts_model_labels_are_whole_while_there_is_room() -> 
         text = chart.render().plain
     assert "sim-large-instruct" in text and "sim-limited" in text
     assert all(len(line) <= 80 for line in text.splitlines())
+
+
+@pytest.mark.anyio
+async def test_a_cell_of_empty_answers_shows_its_own_mark_and_the_legend_says_it() -> None:
+    """Issue 37 item 15b: empty answers had the ✗ of wrong ones. A cell whose misses are mostly answers with no text
+    shows ∅, and the legend names ∅ once a cell shows it (never before: the line is short at 80 columns)."""
+    from textual.app import App, ComposeResult
+
+    from arenatui.tui.widgets import NO_ANSWER
+
+    def reader(m: int, start: int, stop: int) -> tuple[int, ...]:
+        per = (0, 0, 0, 0, 8, 0, 0, 0, 7) if m == 0 else (0, 0, 0, 0, 8, 0, 0, 0, 0)
+        return tuple(x * (stop - start) for x in per)
+
+    assert cell_state(reader(0, 0, 1)) == NO_ANSWER and cell_state(reader(1, 0, 1)) == FAILED
+
+    class One(App[None]):
+        def get_theme_variable_defaults(self) -> dict[str, str]:
+            return dict(STATE_VARIABLES)
+
+        def compose(self) -> ComposeResult:
+            yield CallMatrix(["empty", "wrong"], ["case-00", "case-01"], 8, reader, id="m")
+
+    app = One()
+    async with app.run_test(size=(200, 10)) as pilot:
+        await pilot.pause()
+        m = app.query_one(CallMatrix)
+        empty, wrong, legend = m.render_line(1).text, m.render_line(2).text, m.render_line(3).text
+    assert "∅" in empty and "✗" not in empty and "✗" in wrong and "∅" not in wrong
+    assert "∅ empty answers" in legend

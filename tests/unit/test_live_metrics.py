@@ -46,7 +46,7 @@ def live() -> tuple[LiveMetrics, Clock]:
 def test_cell_states_follow_a_call_through_retry_to_a_result(live: tuple[LiveMetrics, Clock]) -> None:
     lm, clock = live
     t = clock.now
-    assert lm.cell(0, 0) == (2, 0, 0, 0, 0, 0, 0, 0)
+    assert lm.cell(0, 0) == (2, 0, 0, 0, 0, 0, 0, 0, 0)
     lm.on_event(CallStarted("a", "c1", 0, 1, t + 0.1))
     assert lm.cell(0, 0)[QUEUED] == 1 and lm.cell(0, 0)[IN_FLIGHT] == 1
     lm.on_event(CallRetrying("a", "c1", 0, 1, "rate_limited", 0.5, "429", t + 0.2))
@@ -56,7 +56,7 @@ def test_cell_states_follow_a_call_through_retry_to_a_result(live: tuple[LiveMet
     lm.on_event(CallStarted("a", "c1", 0, 2, t + 0.7))
     assert lm.cell(0, 0)[BACKOFF] == 0 and lm.cell(0, 0)[IN_FLIGHT] == 1
     lm.on_event(CallFinished(result("a", "c1", 0, attempts=2), t + 0.8))
-    assert lm.cell(0, 0) == (1, 0, 0, 1, 0, 0, 0, 0)
+    assert lm.cell(0, 0) == (1, 0, 0, 1, 0, 0, 0, 0, 0)
     lm.on_event(CallStarted("a", "c1", 1, 1, t + 0.8))
     lm.on_event(CallFinished(result("a", "c1", 1, status="failed"), t + 0.9))
     assert lm.cell(0, 0)[PASSED] == 1 and lm.cell(0, 0)[FAILED] == 1 and lm.cell(0, 0)[QUEUED] == 0
@@ -80,7 +80,7 @@ def test_cancelled_calls_return_to_queued(live: tuple[LiveMetrics, Clock]) -> No
     lm.on_event(CallRetrying("a", "c2", 1, 1, "transient", 1.0, "503", t + 0.1))
     for trial in (0, 1):
         lm.on_event(CallFinished(result("a", "c2", trial, status="errored", error_class="cancelled"), t + 0.2))
-    assert lm.cell(0, 1) == (2, 0, 0, 0, 0, 0, 0, 0)
+    assert lm.cell(0, 1) == (2, 0, 0, 0, 0, 0, 0, 0, 0)
     s = lm.snapshot()
     assert (s.done, s.errored, s.in_flight, s.backing_off) == (0, 0, 0, 0)
     assert s.models[0].errors == {}
@@ -234,3 +234,24 @@ def test_answers_stopped_at_max_tokens_are_counted_per_model(live: tuple[LiveMet
     lm.on_event(CallFinished(result("b", "c1", 0, finish_reason="stop"), t + 0.1))
     snap = {m.key: m for m in lm.snapshot().models}
     assert snap["a"].truncated == 2 and snap["b"].truncated == 0
+
+
+def test_answers_with_no_text_show_apart_from_wrong_answers(live: tuple[LiveMetrics, Clock]) -> None:
+    """Issue 37 item 15b: a cell whose misses are mostly empty answers (a server that finished without saying
+    anything) shows ∅, not the ✗ of a model that answered wrong; live, and from stored rows on resume."""
+    from arenatui.session.live import NO_TEXT, StoredResult
+    from arenatui.tui.widgets import NO_ANSWER, cell_state
+
+    lm, clock = live
+    t = clock.now
+    for trial, mode in ((0, "empty"), (1, "cut_while_reasoning")):
+        lm.on_event(CallStarted("a", "c1", trial, 1, t))
+        lm.on_event(CallFinished(result("a", "c1", trial, status="failed", output="", failure_mode=mode), t + 0.1))
+    for trial, mode in ((0, "wrong_answer"), (1, "empty")):
+        lm.on_event(CallStarted("a", "c2", trial, 1, t))
+        lm.on_event(CallFinished(result("a", "c2", trial, status="failed", failure_mode=mode), t + 0.1))
+    assert lm.cell(0, 0)[NO_TEXT] == 2 and cell_state(lm.cell(0, 0)) == NO_ANSWER
+    assert lm.cell(0, 1)[NO_TEXT] == 1 and cell_state(lm.cell(0, 1)) == FAILED  # half empty: a wrong answer's ✗
+    resumed = LiveMetrics(["a"], ["c1"], 2, clock=clock)
+    resumed.preload([StoredResult("a", "c1", trial, "failed", 0.0, failure_mode="empty") for trial in (0, 1)])
+    assert cell_state(resumed.cell(0, 0)) == NO_ANSWER

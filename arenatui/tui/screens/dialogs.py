@@ -14,7 +14,7 @@ from textual.widgets import Button, Input, Label
 from arenatui.kernel.limits import MAX_CONCURRENCY
 from arenatui.session.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNREACHABLE, UNSCORED
 from arenatui.tui.key_help import KeyHelp
-from arenatui.tui.widgets import CELL_GLYPHS, CELL_NAMES, JUDGE_MARK, MOSTLY, STARTED
+from arenatui.tui.widgets import CELL_GLYPHS, CELL_NAMES, JUDGE_MARK, MOSTLY, NO_ANSWER, STARTED
 
 
 class ValueInput(ModalScreen[int | None]):
@@ -169,8 +169,10 @@ class Help(KeyHelp):
         glyphs = Table.grid(padding=(0, 2))
         glyphs.add_column(no_wrap=True)
         glyphs.add_column(ratio=1)
-        order = (PASSED, MOSTLY, FAILED, ERRORED, UNSCORED, UNREACHABLE, IN_FLIGHT, STARTED, BACKOFF, QUEUED)
+        order = (PASSED, MOSTLY, FAILED, NO_ANSWER, ERRORED, UNSCORED, UNREACHABLE, IN_FLIGHT, STARTED, BACKOFF, QUEUED)
         notes = {MOSTLY: " (of the answered trials)", FAILED: " (of the answered trials)",
+                 NO_ANSWER: ": most misses were answers with no text (failure mode empty or cut_while_reasoning): "
+                            "the server finished without saying anything; a stream it broke off is an error (!)",
                  ERRORED: ": more trials errored than answered (or some errored, in a cell too narrow for !e)",
                  UNSCORED: ": the answer awaits its judge, or its case is outside an llm_judge scorer's sample",
                  UNREACHABLE: " in that trial (chained cases, depends_on)"}

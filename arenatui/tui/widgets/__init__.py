@@ -10,6 +10,7 @@ from arenatui.tui.widgets.matrix import (
     GLYPHS,
     JUDGE_MARK,
     MOSTLY,
+    NO_ANSWER,
     STARTED,
     STATE_CLASSES,
     CallMatrix,
@@ -23,8 +24,8 @@ from arenatui.tui.widgets.sparkline import SPARK, spark, tall_spark
 from arenatui.tui.widgets.status_bar import StatusBar, bar, clock, duration
 
 __all__ = [
-    "ALTERNATIVES", "CELL_CLASSES", "CELL_GLYPHS", "CELL_NAMES", "EMPTY", "GLYPHS", "JUDGE_MARK", "MOSTLY", "SPARK",
-    "STARTED",
+    "ALTERNATIVES", "CELL_CLASSES", "CELL_GLYPHS", "CELL_NAMES", "EMPTY", "GLYPHS", "JUDGE_MARK", "MOSTLY", "NO_ANSWER",
+    "SPARK", "STARTED",
     "STATE_CLASSES", "CallMatrix", "CellReader", "Column", "ModelTable", "RatesChart", "StatusBar", "bar",
     "cell_state", "clock", "duration", "short_labels", "spark", "tall_spark",
 ]

@@ -19,7 +19,7 @@ from textual.widget import Widget
 
 from arenatui.kernel.text import printable
 from arenatui.kernel.units import plural
-from arenatui.session.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, PASSED, QUEUED, UNREACHABLE, UNSCORED
+from arenatui.session.live import BACKOFF, ERRORED, FAILED, IN_FLIGHT, NO_TEXT, PASSED, QUEUED, UNREACHABLE, UNSCORED
 
 GLYPHS = ("·", "▸", "↻", "✓", "✗", "!", "○", "⊘")
 """One glyph per call state (queued, in flight, backing off, passed, failed, errored, unscored, unreachable): never
@@ -31,12 +31,15 @@ STARTED = 9
 """A display state: some trials finished, the rest still queued (nothing in flight this moment)."""
 EMPTY = 10
 """A display state: nothing planned there (a judge lane's row on a case it does not judge), never "queued"."""
-CELL_GLYPHS = (*GLYPHS, "◑", "▹", " ")
-CELL_CLASSES = (*STATE_CLASSES, "mostly", "started", "empty")
+NO_ANSWER = 11
+"""A display state: under half passed, and most of the misses were answers with no text (failure mode `empty` or
+`cut_while_reasoning`): a server that finished without saying anything, not a model that answered wrong."""
+CELL_GLYPHS = (*GLYPHS, "◑", "▹", " ", "∅")
+CELL_CLASSES = (*STATE_CLASSES, "mostly", "started", "empty", "no-text")
 CELL_NAMES = ("queued", "in flight", "backing off", "all answered passed", "under half passed", "errors",
               "answered, not scored (yet)", "not run: a parent case did not pass", "half or more passed",
               "part done, rest queued",
-              "not judged")
+              "not judged", "under half passed, mostly empty answers")
 JUDGE_MARK = "⚖ "
 """Before a judge lane's key in the model table and the matrix: its row is a judge's calls, not a candidate's."""
 
@@ -70,7 +73,10 @@ def cell_state(counts: Sequence[int]) -> int:
         return UNREACHABLE if counts[UNREACHABLE] > counts[ERRORED] else ERRORED
     if counts[PASSED] == answered:
         return PASSED
-    return MOSTLY if 2 * counts[PASSED] >= answered else FAILED
+    if 2 * counts[PASSED] >= answered:
+        return MOSTLY
+    # misses with no text at all (a server that finished without saying anything) are not wrong answers
+    return NO_ANSWER if len(counts) > NO_TEXT and 2 * counts[NO_TEXT] > counts[FAILED] else FAILED
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -148,6 +154,7 @@ class CallMatrix(Widget, can_focus=True):
     CallMatrix > .matrix--unscored { color: $arena-muted; text-style: bold; }
     CallMatrix > .matrix--unreachable { color: $arena-muted; }
     CallMatrix > .matrix--empty { color: $arena-muted; }
+    CallMatrix > .matrix--no-text { color: $arena-failed; text-style: bold; }
     CallMatrix > .matrix--mostly { color: $warning; }
     CallMatrix > .matrix--started { color: $arena-in-flight; }
     CallMatrix > .matrix--label { color: $foreground; }
@@ -207,6 +214,8 @@ class CallMatrix(Widget, can_focus=True):
         self._styles: dict[str, Style] | None = None
         self._top = 0
         """The first model row on screen: rows follow the cursor when models outnumber the rows."""
+        self.no_text = False
+        """Some cell shows ∅ (misses with no text): the legend says what it is."""
         self.show_legend = True
         """The glyph legend under the rows; the screen turns it off when height is short (help has it)."""
 
@@ -260,8 +269,12 @@ class CallMatrix(Widget, can_focus=True):
         start = col * lay.per_col
         stop = min(start + lay.per_col, len(self.case_ids))
         counts = self._reader(m, start, stop)
+        state = cell_state(counts)
+        if state == NO_ANSWER and not self.no_text:
+            self.no_text = True
+            self.refresh()  # the legend now says what ∅ is
         # n/k is passed of answered (scored) trials; errors are counted apart, never hidden behind a verdict
-        return cell_state(counts), counts[PASSED], counts[PASSED] + counts[FAILED], counts[ERRORED]
+        return state, counts[PASSED], counts[PASSED] + counts[FAILED], counts[ERRORED]
 
     def cells_changed(self, indexes: Iterable[int]) -> None:
         """Cell indexes (model * n_cases + case) changed since the last frame: recompute only their columns."""
@@ -387,12 +400,13 @@ class CallMatrix(Widget, can_focus=True):
         return strip.apply_style(base).adjust_cell_length(width, base)
 
     def _legend(self, width: int, base: Style) -> Strip:
-        order = (PASSED, MOSTLY, FAILED, ERRORED, *((UNSCORED,) if self.judged else ()),
+        order = (PASSED, MOSTLY, FAILED, *((NO_ANSWER,) if self.no_text else ()), ERRORED,
+                 *((UNSCORED,) if self.judged else ()),
                  *((UNREACHABLE,) if self.chained else ()), IN_FLIGHT, STARTED, BACKOFF, QUEUED)
         long = sum(len(CELL_NAMES[i]) + 5 for i in order) + 24 <= width
         short = {PASSED: "all pass", MOSTLY: "≥½ pass", FAILED: "<½ pass", ERRORED: "errors", IN_FLIGHT: "in flight",
                  STARTED: "part done", BACKOFF: "retrying", QUEUED: "queued", UNSCORED: "unscored",
-                 UNREACHABLE: "not run"}
+                 UNREACHABLE: "not run", NO_ANSWER: "empty answers"}
         segs = []
         for i in order:
             segs.append(Segment(CELL_GLYPHS[i], self._style(f"matrix--{CELL_CLASSES[i]}")))

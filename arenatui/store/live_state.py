@@ -20,8 +20,11 @@ from arenatui.store.db import explain_error, no_such_database, wait_s
 
 LIVE_EVERY_S = 1.0
 """How often a running run publishes its live state."""
-STALE_S = 3.0
-"""A live state older than this is a process that stopped publishing: shown "not running (last seen …)"."""
+STALE_S = 10.0
+"""A live state older than this is a process that stopped publishing: shown "not running (last seen …)". Ten missed
+beats, not three: a beat is dated when the process writes it, and a busy disk or a starved writer process can hold its
+commit back for seconds (7 s seen on a 2-core CI machine running the test suite), which must not make a running run
+look dead and have `arena control` refuse to send."""
 
 UPSERT_LIVE_STATE = (
     "INSERT INTO live_state (run_id, kind, shard, host, pid, user, heartbeat_at, state, target, paused, tuner, "

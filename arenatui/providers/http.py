@@ -21,6 +21,7 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
+import orjson
 import sniffio
 
 from arenatui.config.schema import ModelConfig, RunSettings
@@ -383,9 +384,6 @@ class SSEEvent(NamedTuple):
     data: str
 
 
-_PLAIN_EVENTS = re.compile(r"(?:data: [^\n]*\n\n)+")
-
-
 class SSEDecoder:
     """Incremental server-sent-events parser (WHATWG rules): feed bytes, get whole events.
 
@@ -440,7 +438,11 @@ class SSEDecoder:
         if b"\r" in buf or not buf.endswith(b"\n\n"):
             return None
         text = buf.decode("utf-8", errors="replace")
-        if _PLAIN_EVENTS.fullmatch(text) is None:
+        # Whole `data: ` lines each followed by a blank line and nothing else: the text opens with one, and its line
+        # ends are exactly the two after each event (k events: 2k of them, k - 1 of them right before the next
+        # `data: `). Two counts in C, a third of a regular expression's cost.
+        events = text.count("\n\ndata: ") + 1
+        if not text.startswith("data: ") or text.count("\n") != 2 * events:
             return None
         self._buf = b""
         return [event[6:] for event in text[:-2].split("\n\n")]
@@ -474,30 +476,64 @@ class SSEDecoder:
             self._event = value
 
 
-_scan_json = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-"""The C scanner `json.loads` ends in, called straight: the same parse without three Python frames around it
-(once per streamed event)."""
-
-
 def json_object(data: str | bytes, what: str) -> dict[str, Any]:
-    """Parse one JSON object from a server, as a transient error when it is not one."""
-    if data[:1] in ("{", b"{"):  # the common case: exactly json.loads' result, cheaper
-        try:
-            # a body starting with "{" is UTF-8 to json.loads too (its encoding detection), decoded the same way
-            text = data if type(data) is str else data.decode("utf-8", "surrogatepass")  # type: ignore[union-attr]
-            obj, end = _scan_json(text, 0)
-        except (StopIteration, ValueError, RecursionError):
-            pass  # json.loads below says what is wrong
-        else:
-            if end == len(text):
-                return obj  # type: ignore[no-any-return]
+    """Parse one JSON object from a server, as a transient error when it is not one.
+
+    orjson first: a response body or a streamed event is parsed 2-3x faster than by the stdlib (callgrind: 15k
+    instructions against 35k for a chat completion, 10k against 21k per streamed event), and parsing is most of the
+    client's own CPU per call. What orjson refuses and the stdlib reads (NaN, a lone surrogate escape) goes to
+    `json.loads`, so what is accepted, and what it parses to, is the stdlib's; but for an integer past 64 bits, a float
+    here (no count a server sends can sanely be one: `as_int` reads neither as a count)."""
     try:
-        obj = json.loads(data)
-    except (ValueError, RecursionError):
-        raise TransientError(f"malformed {what}: not valid JSON ({len(data)} bytes)") from None
-    if not isinstance(obj, dict):
+        obj = _orjson_loads(data)
+    except _OrjsonError:
+        try:
+            obj = json.loads(data)
+        except (ValueError, RecursionError):
+            raise TransientError(f"malformed {what}: not valid JSON ({len(data)} bytes)") from None
+    if type(obj) is not dict:
         raise TransientError(f"malformed {what}: expected a JSON object, got {type(obj).__name__}")
     return obj
+
+
+_orjson_loads = orjson.loads
+_OrjsonError = orjson.JSONDecodeError
+
+_STDLIB_BODY = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""The request body's encoder where orjson would write something else (`orjson_writes_as_stdlib`): made once (json.dumps
+with any option builds an encoder per call)."""
+
+
+def orjson_writes_as_stdlib(value: object) -> bool:
+    """Whether orjson writes `value` as the stdlib's json does (UTF-8, compact), or refuses it: false for a float that
+    is not finite (the stdlib refuses it with allow_nan=False, orjson would write null), an integer past 64 bits, a
+    key that is not a string, and any type but JSON's own (orjson writes a TOML datetime as a string)."""
+    if value is None or type(value) in (str, bool):
+        return True
+    if type(value) is int:
+        return -(1 << 63) <= value < (1 << 64)
+    if type(value) is float:
+        return math.isfinite(value)
+    if type(value) in (list, tuple):
+        return all(orjson_writes_as_stdlib(v) for v in value)  # type: ignore[attr-defined]
+    if type(value) is dict:
+        return all(type(k) is str and orjson_writes_as_stdlib(v) for k, v in value.items())
+    return False
+
+
+def encode_body(body: dict[str, Any], fast: bool) -> bytes:
+    """A request body as compact UTF-8 JSON: orjson when `fast` (what the provider adds to every body passed
+    `orjson_writes_as_stdlib`; the rest is strings and numbers it checked), else the stdlib's encoder, which refuses
+    NaN with a ValueError."""
+    if fast:
+        try:
+            return _orjson_dumps(body)
+        except TypeError:  # something else in it (a mapping that is not a dict): the stdlib says what
+            pass
+    return _STDLIB_BODY.encode(body).encode()
+
+
+_orjson_dumps = orjson.dumps
 
 
 def as_int(v: object) -> int | None:
@@ -644,6 +680,11 @@ class StreamReader:
         """An event of the default type (``message``) carrying `data`: what `SSEDecoder.feed_plain` reads."""
         self.on_event(SSEEvent("message", data))
 
+    def on_batch(self, datas: list[str]) -> None:
+        """The rest of a stream's events at once (`SSEDecoder.feed_plain`'s), in order."""
+        for data in datas:
+            self.on_data(data)
+
     def partial_usage(self) -> tuple[int, int]:
         text = "".join(self.parts) + ("".join(self.thought) if self.thought else "")
         i, o, _ = usage_or_estimate(text, self.request.messages, self.input_tokens, self.output_tokens,
@@ -743,6 +784,8 @@ class HttpProvider:
         self.url = self.endpoint(base_url.rstrip("/")) + (f"?{query}" if query else "")
         self._timeout_s = run.timeout_s
         self._max_chars = run.max_answer_chars or MAX_ANSWER_CHARS
+        self._fast_body = orjson_writes_as_stdlib(model.extra_body)
+        """Bodies are written by orjson (`encode_body`): what the model adds to each is plain JSON."""
         self._fake = transport
         self._wire: Wire | None = None
         self._timeouts: tuple[type[BaseException], ...] = (TimeoutError,)
@@ -790,8 +833,7 @@ class HttpProvider:
 
     async def complete(self, request: Request) -> Completion:
         stream = self.model.stream
-        content = json.dumps(self.body(request, stream), ensure_ascii=False, separators=(",", ":"),
-                             allow_nan=False).encode()
+        content = encode_body(self.body(request, stream), self._fast_body and math.isfinite(request.temperature))
         wire = self._wire or self.wire
         reading: list[StreamReader] = []  # the stream's reader once the answer's headers came: its first token
         timeouts = self._timeouts
@@ -819,8 +861,10 @@ class HttpProvider:
                 raise TimeoutError
             # The answer is timed. Let every other call whose bytes arrived in this same turn of the event
             # loop take its own time too, before this one goes on to scoring, events and its next request:
-            # otherwise the k-th answer of a burst is stamped after k-1 calls' worth of that work.
-            await anyio.lowlevel.cancel_shielded_checkpoint()
+            # otherwise the k-th answer of a burst is stamped after k-1 calls' worth of that work. Not shielded (a
+            # shield is a cancel scope: 20k instructions a call, callgrind): a call cancelled in this one turn is
+            # one the sweep was dropping anyway (only stopping a sweep cancels a call in flight).
+            await anyio.lowlevel.checkpoint()
             if limits is not None:
                 self.declared = limits
             return timed(comp, end - sent, sent - t0, limits)
@@ -891,9 +935,7 @@ class HttpProvider:
                 rest = left + await resp.rest()
             plain = decoder.feed_plain(rest)
             if plain is not None:
-                on_data = reader.on_data
-                for data in plain:
-                    on_data(data)
+                reader.on_batch(plain)
             else:
                 for ev in decoder.feed(rest):
                     reader.on_event(ev)

@@ -23,7 +23,7 @@ from arenatui.kernel.errors import (
 )
 from arenatui.providers.anthropic import AnthropicProvider, AnthropicStream, parse_message
 from arenatui.providers.base import Request
-from arenatui.providers.http import SSEDecoder, SSEEvent, error_for_status, parse_retry_after, scrub
+from arenatui.providers.http import SSEDecoder, SSEEvent, error_for_status, json_object, parse_retry_after, scrub
 from arenatui.providers.openai import OpenAIProvider, OpenAIStream, parse_chat_completion
 
 CASE = Case(id="c1", input="What is 2+2?", expected="4")
@@ -246,7 +246,6 @@ def test_json_object_reads_what_json_loads_reads_and_refuses_the_rest() -> None:
     import json
 
     from arenatui.kernel.errors import TransientError
-    from arenatui.providers.http import json_object
 
     for text in ('{"a": [1, 2.5, "é"], "b": null}', ' {"a": 1} \n', '{"a": 1}\n', '{"t": "café ✓ 東京"}'):
         assert json_object(text, "x") == json.loads(text)
@@ -273,3 +272,88 @@ def test_plain_events_read_whole_and_anything_else_left_to_feed() -> None:
     d.feed(b"data: half\n")  # an event under way (a data line read, its end not): only feed can finish it
     assert d.feed_plain(b"\ndata: b\n\n") is None
     assert d.feed(b"\ndata: b\n\n") == [SSEEvent("message", "half"), SSEEvent("message", "b")]
+
+
+_OLD_PLAIN = __import__("re").compile(r"(?:data: [^\n]*\n\n)+")
+"""The rule `feed_plain` read events by before it counted line ends: what it takes must be exactly this."""
+
+
+@given(st.lists(st.sampled_from(["data: ", "data:", "\n", "\n\n", "\r", "x", "[DONE]", " ", "event: e", ":c"]),
+                max_size=12))
+@settings(max_examples=400, deadline=None)
+def test_plain_events_are_taken_exactly_when_each_is_one_data_line(parts: list[str]) -> None:
+    raw = "".join(parts)
+    d = SSEDecoder()
+    got = d.feed_plain(raw.encode())
+    if raw.endswith("\n\n") and "\r" not in raw and _OLD_PLAIN.fullmatch(raw):
+        assert got == [e[6:] for e in raw[:-2].split("\n\n")]
+    else:
+        assert got is None
+
+
+def _folded(reader: OpenAIStream) -> tuple[Any, ...]:
+    return ("".join(reader.parts), "".join(reader.thought or ()), reader.finish_reason, reader.input_tokens,
+            reader.output_tokens, reader.reasoning_tokens, reader.done)
+
+
+def test_a_batch_of_events_folds_as_the_events_one_by_one() -> None:
+    """`on_batch` parses the rest of a stream in one call; the answer, reasoning, finish, usage and end are the same
+    as event by event, and a malformed event is refused with the same error."""
+    model = ModelConfig(key="m", provider="openai", model="mm", base_url="http://test")
+    req = _request(model)
+    events = ['{"choices":[{"delta":{"reasoning_content":"think"},"finish_reason":null}]}',
+              '{"choices":[{"delta":{"content":"4 \\u00e9"},"finish_reason":null}]}',
+              '{"choices":[{"delta":{"content":" ok"},"finish_reason":"stop"}]}',
+              '{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":3,'
+              '"completion_tokens_details":{"reasoning_tokens":1}}}',
+              "[DONE]"]
+    for datas in (events, events[:-1], events[:2], ["[DONE]"], []):
+        one, batch = OpenAIStream(req, 0.0, "m"), OpenAIStream(req, 0.0, "m")
+        for d in datas:
+            one.on_data(d)
+        batch.on_batch(list(datas))
+        assert _folded(batch) == _folded(one)
+    for bad in (['{"choices":[]}', '{"a": 1}, {"b": 2}'], ['{"choices":[]}', "7"], ["{"], ['{"x": NaN}', "{"],
+                ['{"error": {"type": "overloaded_error", "message": "busy"}}']):
+        errors = []
+        for reader, feed in ((OpenAIStream(req, 0.0, "m"), "one"), (OpenAIStream(req, 0.0, "m"), "batch")):
+            with pytest.raises(ProviderError) as e:
+                if feed == "one":
+                    for d in bad:
+                        reader.on_data(d)
+                else:
+                    reader.on_batch(bad)
+            errors.append((type(e.value), str(e.value)))
+        assert errors[0] == errors[1], bad
+
+
+def test_what_orjson_refuses_is_read_as_the_stdlib_reads_it() -> None:
+    """json_object parses with orjson and falls back to json.loads: NaN and a lone surrogate escape are read, to the
+    values the stdlib gives. An integer past 64 bits is the one difference (orjson gives a float): no count a server
+    sends can sanely be one, and both read as no count."""
+    from arenatui.providers.http import as_int
+
+    for text in ('{"x": NaN}', '{"s": "\\ud800"}', '{"a": 1, "a": 2}', '{"n": -9223372036854775808}'):
+        got, want = json_object(text, "x"), json.loads(text)
+        assert repr(got) == repr(want)  # repr: NaN != NaN
+    huge = '{"n": 123456789012345678901234567890}'
+    assert as_int(json_object(huge, "x")["n"]) is None and as_int(json.loads(huge)["n"]) is None
+
+
+def test_request_bodies_are_written_as_the_stdlib_writes_them() -> None:
+    """orjson writes a body byte for byte as json.dumps(ensure_ascii=False, compact) does; where it would differ
+    (NaN, a huge integer, a datetime from TOML) the stdlib writes it, or refuses NaN as before."""
+    import datetime
+    import math
+
+    from arenatui.providers.http import encode_body, orjson_writes_as_stdlib
+
+    body = {"model": "m", "messages": (*MSGS, {"role": "user", "content": "café \u2713 \"q\" \\ \n \x01"}),
+            "max_tokens": 16, "stream": True, "temperature": 0.7, "extra": {"k": [1, 2.5, None, False]}}
+    want = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    assert encode_body(body, True) == want and encode_body(body, False) == want
+    for odd in (math.nan, math.inf, 1 << 70, datetime.date(2026, 1, 1), {1: "a"}):
+        assert not orjson_writes_as_stdlib({"x": [odd]})
+    assert orjson_writes_as_stdlib({"x": [1, "a", {"b": None}], "y": 2.5})
+    with pytest.raises(ValueError):
+        encode_body({"x": math.nan}, False)

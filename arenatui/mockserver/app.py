@@ -427,6 +427,8 @@ class MockServer:
             thoughts = _pieces(reasoning_text(out.reasoning_tokens), min(out.reasoning_tokens, REASONING_PIECES))
             rstep = out.reasoning_s / len(thoughts)
             for i, thought in enumerate(thoughts):
+                if i and sm.waiting and sm.cfg.single_slot:  # stopped while reasoning, as while answering
+                    return await self._stopped(resp, head, wire)
                 await resp.write(head + self._sse_thought(wire, name, thought))
                 head = b""
                 await asyncio.sleep(answer_at + (i + 1) * rstep - loop.time())
@@ -438,9 +440,7 @@ class MockServer:
         piece_bytes = self._piece_encoder(wire, name, 1 if out.reasoning_tokens else 0)
         for i, piece in enumerate(pieces):
             if sm.waiting and sm.cfg.single_slot:  # another request waits for the slot: llama-cpp-python stops here
-                await resp.write_eof(head + (_sse({"type": "message_stop"}, "message_stop") if wire == "anthropic"
-                                             else b"data: [DONE]\n\n"))
-                return resp
+                return await self._stopped(resp, head, wire)
             if fault == "truncated" and i >= len(pieces) // 2:
                 await resp.write_eof(head)  # a clean end, but without the final events: a truncated answer
                 return resp
@@ -456,6 +456,14 @@ class MockServer:
             await resp.write_eof(head)
             return resp
         await resp.write_eof(head + b"".join(self._sse_end(wire, name, out, include_usage)))
+        return resp
+
+    @staticmethod
+    async def _stopped(resp: web.StreamResponse, head: bytes, wire: Wire) -> web.StreamResponse:
+        """A stream stopped for a waiting request (``single_slot``): what was due so far, then the end event with
+        no finish reason, as llama-cpp-python ends it."""
+        await resp.write_eof(head + (_sse({"type": "message_stop"}, "message_stop") if wire == "anthropic"
+                                     else b"data: [DONE]\n\n"))
         return resp
 
     # ---- wire formats --------------------------------------------------------------------------

@@ -60,6 +60,10 @@ def server_models() -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
                    # one slot, a stream stopped when another request waits (llama-cpp-python): 8 tokens in 80 ms
                    _model(f"{p}-single-slot", p, base_latency_s=0.01, per_token_s=0.01)]
         mock[f"{p}-single-slot"] = {"single_slot": True}
+        # the same slot on a reasoning model: 20 tokens of reasoning over 2 s before the answer
+        models.append(_model(f"{p}-reason-single-slot", p, reasoning_tokens=20, reasoning_per_token_s=0.1,
+                             exact_timing=True))
+        mock[f"{p}-reason-single-slot"] = {"single_slot": True}
         # reasoning models: 20 tokens of reasoning at 5 ms each (100 ms between the first token and the answer's),
         # and one whose reasoning uses up max_tokens (32) before any answer
         models += [_model(f"{p}-reason", p, reasoning_tokens=20, reasoning_per_token_s=0.005, exact_timing=True),

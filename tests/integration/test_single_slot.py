@@ -4,6 +4,7 @@ streams were cut while another call was in flight."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,46 @@ def test_the_consoles_live_figures_carry_the_advice(mock_server: MockServerProce
     anyio.run(sweep.run)
     (m,) = [m for m in sweep.live.snapshot().models if m.key == key]
     assert m.single_slot == (_advice(key) if advised else None)
+
+
+@pytest.mark.parametrize("prefix", ["oa", "an"])
+def test_a_stream_is_stopped_while_reasoning_too(mock_server: MockServerProcess, prefix: str) -> None:
+    """llama-cpp-python stops the stream in progress when a request waits for its one slot, wherever the stream
+    is: while the model reasons as well as while it answers. The stopped stream ends without an answer."""
+    import anyio
+    import httpx
+
+    key = f"{prefix}-reason-single-slot"
+    name = mock_server.models[key]["model"]
+    oa = prefix == "oa"
+    path = "/v1/chat/completions" if oa else "/v1/messages"
+    body = {"model": name, "max_tokens": 64, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+
+    async def main_() -> bytes:
+        async with httpx.AsyncClient(base_url=mock_server.url, timeout=30) as client, \
+                client.stream("POST", path, json=body) as first:
+            chunks = first.aiter_bytes()
+            got = await chunks.__anext__()  # the reasoning has begun
+
+            async def second() -> None:
+                await client.post(path, json={**body, "stream": False})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(second)
+                async for more in chunks:
+                    got += more
+            return got
+
+    raw = anyio.run(main_).decode()
+    events = [json.loads(line[6:]) for line in raw.splitlines() if line.startswith("data: {")]
+    if oa:
+        deltas = [c.get("delta", {}) for e in events for c in e.get("choices", [])]
+        thoughts = [d for d in deltas if d.get("reasoning_content") or d.get("reasoning")]
+        assert 0 < len(thoughts) < 20, raw  # of its 20 reasoning tokens (an event each): stopped within them
+        assert not any(d.get("content") for d in deltas), raw  # stopped before its answer began
+        assert not any(c.get("finish_reason") for e in events for c in e.get("choices", [])), raw
+        assert raw.rstrip().endswith("data: [DONE]"), raw[-200:]
+    else:
+        kinds = [e.get("delta", {}).get("type") for e in events if e.get("type") == "content_block_delta"]
+        assert 0 < kinds.count("thinking_delta") < 20 and "text_delta" not in kinds, raw
+        assert events[-1] == {"type": "message_stop"} and not any(e.get("type") == "message_delta" for e in events)

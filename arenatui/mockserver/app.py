@@ -86,11 +86,17 @@ class ServedModel:
         cfg, sim = self.cfg, self.entry.sim  # [mock.models.KEY] first, else the model's own sim settings
         lim = self.core.declared(cfg.declare_limits or sim.declare_limits,
                                  cfg.declared_rpm if cfg.declared_rpm is not None else sim.declared_rpm,
-                                 cfg.declared_tpm if cfg.declared_tpm is not None else sim.declared_tpm)
+                                 self.declared_tpm)
         if lim is None:
             return None
         return declared_headers(wire, lim.requests_limit, lim.requests_remaining, lim.requests_reset_s or 0.0,
-                                lim.tokens_limit, now)
+                                lim.tokens_limit, now, lim.tokens_remaining, lim.tokens_reset_s or 0.0)
+
+    @property
+    def declared_tpm(self) -> float | None:
+        """The tokens/min its responses state ([mock.models.KEY] first, else the model's sim settings)."""
+        cfg = self.cfg
+        return cfg.declared_tpm if cfg.declared_tpm is not None else self.entry.sim.declared_tpm
 
 
 def _content_text(c: object) -> str | None:
@@ -364,6 +370,7 @@ class MockServer:
             if judged is not None:  # a judge's request: a verdict, right with the judge model's accuracy
                 u = uniform(draw(core.seed, core.key, cid, n), 1)
                 out = out._replace(text=judge_answer(judged[1], out.correct, u))
+            sm.core.spend_tokens(out.input_tokens + out.output_tokens, sm.declared_tpm)  # stated from the next
             if sm.serial is not None:
                 sm.waiting += 1
                 try:

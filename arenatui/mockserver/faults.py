@@ -65,11 +65,14 @@ def retry_after_headers(delay_s: float, form: str, now: float) -> dict[str, str]
 
 
 def declared_headers(wire: str, rpm: float | None, requests_left: float | None, reset_s: float,
-                     tpm: float | None, now: float) -> dict[str, str]:
+                     tpm: float | None, now: float, tokens_left: float | None = None,
+                     tokens_reset_s: float = 0.0) -> dict[str, str]:
     """Rate-limit headers as a provider declares them on every response: OpenAI's ``x-ratelimit-*`` (resets as
-    durations) or Anthropic's ``anthropic-ratelimit-*`` (resets as RFC 3339 times)."""
+    durations) or Anthropic's ``anthropic-ratelimit-*`` (resets as RFC 3339 times). Tokens left default to the
+    whole `tpm`."""
     out: dict[str, str] = {}
     left = None if requests_left is None else str(max(0, math.floor(requests_left)))
+    tokens = None if tpm is None else str(max(0, math.floor(tpm if tokens_left is None else tokens_left)))
     if wire == "anthropic":
         at = datetime.fromtimestamp(now + reset_s, UTC).isoformat().replace("+00:00", "Z")
         if rpm is not None:
@@ -77,18 +80,21 @@ def declared_headers(wire: str, rpm: float | None, requests_left: float | None, 
             out["anthropic-ratelimit-requests-reset"] = at
             if left is not None:
                 out["anthropic-ratelimit-requests-remaining"] = left
-        if tpm is not None:
+        if tpm is not None and tokens is not None:
             out["anthropic-ratelimit-tokens-limit"] = str(math.floor(tpm))
-            out["anthropic-ratelimit-tokens-remaining"] = str(math.floor(tpm))
+            out["anthropic-ratelimit-tokens-remaining"] = tokens
+            out["anthropic-ratelimit-tokens-reset"] = datetime.fromtimestamp(now + tokens_reset_s, UTC).isoformat() \
+                .replace("+00:00", "Z")
         return out
     if rpm is not None:
         out["x-ratelimit-limit-requests"] = str(math.floor(rpm))
         out["x-ratelimit-reset-requests"] = f"{max(0, math.ceil(reset_s * 1000))}ms"
         if left is not None:
             out["x-ratelimit-remaining-requests"] = left
-    if tpm is not None:
+    if tpm is not None and tokens is not None:
         out["x-ratelimit-limit-tokens"] = str(math.floor(tpm))
-        out["x-ratelimit-remaining-tokens"] = str(math.floor(tpm))
+        out["x-ratelimit-remaining-tokens"] = tokens
+        out["x-ratelimit-reset-tokens"] = f"{max(0, math.ceil(tokens_reset_s * 1000))}ms"
     return out
 
 

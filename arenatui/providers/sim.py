@@ -90,6 +90,9 @@ class SimCore:
         self.in_flight = 0
         self.served = 0
         self.refused = 0
+        self.tokens_used = 0.0
+        """Tokens of the answers so far not yet refilled at a stated tokens/min (`spend_tokens`)."""
+        self._tokens_t: float | None = None
 
     def admit(self, now: float) -> float | None:
         """Take a request in (None) or refuse it with the seconds to wait before trying again."""
@@ -116,10 +119,26 @@ class SimCore:
     def release(self) -> None:
         self.in_flight -= 1
 
-    def declared(self, declare: bool, rpm: float | None, tpm: float | None) -> DeclaredLimits | None:
+    def spend_tokens(self, tokens: int, tpm: float | None, now: float | None = None) -> None:
+        """An answer's tokens (input and output) against a stated tokens/min: what `declared` states as left, as a
+        hosted API's remaining-tokens count falls with use and refills at the stated rate. Nothing is refused for
+        it (the sim's true limit is requests/min)."""
+        if tpm:
+            self.tokens_used = self._tokens_left_over(tpm, time.monotonic() if now is None else now) + tokens
+
+    def _tokens_left_over(self, tpm: float, now: float) -> float:
+        """`tokens_used` refilled at `tpm` up to `now` (and `now` kept as the last refill)."""
+        last, self._tokens_t = self._tokens_t, now
+        if last is None:
+            return self.tokens_used
+        return max(0.0, self.tokens_used - max(0.0, now - last) * tpm / 60.0)
+
+    def declared(self, declare: bool, rpm: float | None, tpm: float | None,
+                 now: float | None = None) -> DeclaredLimits | None:
         """The rate limits an answer states (None: it states none): `rpm` (else the true ``rpm``, when `declare`),
         with what is left of it (the bucket's headroom at that rate: full for a lie without a true rpm) and when
-        the bucket is full again; `tpm` as stated."""
+        the bucket is full again; `tpm` as stated, with what is left of it after the answers' tokens
+        (`spend_tokens`) and when it is whole again."""
         if not (declare or rpm is not None or tpm is not None):
             return None
         rpm = rpm if rpm is not None else self.s.rpm
@@ -131,8 +150,11 @@ class SimCore:
                 level = max(0.0, self.level)
                 left = math.floor(rpm * min(1.0, level / self.burst))
                 reset_s = max(0.0, (self.burst - level) / self.rate)
-        tokens = None if tpm is None else math.floor(tpm)
-        return DeclaredLimits(None if rpm is None else math.floor(rpm), left, reset_s, tokens, tokens)
+        if tpm is None:
+            return DeclaredLimits(None if rpm is None else math.floor(rpm), left, reset_s)
+        used = self.tokens_used = self._tokens_left_over(tpm, time.monotonic() if now is None else now)
+        return DeclaredLimits(None if rpm is None else math.floor(rpm), left, reset_s, math.floor(tpm),
+                              math.floor(max(0.0, tpm - used)), used * 60.0 / tpm if tpm > 0 else 0.0)
 
     def accuracy_for(self, stratum: str | None, tags: tuple[str, ...]) -> float:
         sa = self.s.strata_accuracy
@@ -323,4 +345,5 @@ class DeclaringSimProvider(SimProvider):
         except RateLimited as e:
             e.limits = self.core.declared(s.declare_limits, s.declared_rpm, s.declared_tpm)
             raise
+        self.core.spend_tokens(comp.input_tokens + comp.output_tokens, s.declared_tpm)
         return comp._replace(limits=self.core.declared(s.declare_limits, s.declared_rpm, s.declared_tpm))

@@ -119,6 +119,8 @@ def test_declared_limits_are_read_from_every_answer(mock_server: MockServerProce
     assert limits is not None
     assert limits.requests_limit == 600 and limits.tokens_limit == 40000  # type: ignore[attr-defined]
     assert 0 <= limits.requests_remaining <= 600 and limits.requests_reset_s is not None  # type: ignore[attr-defined]
+    # what is left of the tokens/min (the answers spend it: tests/integration/test_sim_declared_limits.py)
+    assert 0 <= limits.tokens_remaining <= 40000 and limits.tokens_reset_s is not None  # type: ignore[attr-defined]
     lie = _ask(cls, mock_server.url, f"{prefix}-declared-lie")
     assert lie is not None and lie.requests_limit == 90 and lie.tokens_limit is None  # type: ignore[attr-defined]
     assert _ask(cls, mock_server.url, f"{prefix}-ok") is None  # no headers, no record

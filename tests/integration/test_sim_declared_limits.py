@@ -125,3 +125,30 @@ def test_a_sims_declared_tokens_per_minute_reaches_the_tuner_with_its_tokens_per
     lat = sorted(ctl.base_pool)[len(ctl.base_pool) // 2]
     prior = ctl.prior()
     assert prior == math.floor(60000 / 60.0 / ctl.tokens_per_call * lat) and 4 <= prior <= 25
+
+
+def test_tokens_left_fall_with_each_answer_and_refill_at_the_stated_rate() -> None:
+    """A stated tokens/min is a budget the answers spend, as a hosted API's remaining-tokens count is: 6,000/min
+    refills 100 a second; what is left is never below 0, and the reset is when the budget is whole again."""
+    from arenatui.providers.sim import SimCore
+
+    core = SimCore("m", SimSettings(), seed=0)
+    assert core.declared(False, None, 6000, now=0.0) == DeclaredLimits(None, None, None, 6000, 6000, 0.0)
+    core.spend_tokens(1000, 6000, now=0.0)
+    core.spend_tokens(500, 6000, now=1.0)  # 100 refilled meanwhile
+    lim = core.declared(False, None, 6000, now=1.0)
+    assert lim is not None and (lim.tokens_remaining, lim.tokens_reset_s) == (4600, pytest.approx(14.0))
+    lim = core.declared(False, None, 6000, now=5.0)
+    assert lim is not None and lim.tokens_remaining == 5000
+    core.spend_tokens(10_000, 6000, now=5.0)
+    lim = core.declared(False, None, 6000, now=5.0)
+    assert lim is not None and lim.tokens_remaining == 0 and lim.tokens_reset_s == pytest.approx(110.0)
+    assert core.declared(False, None, 6000, now=500.0) == DeclaredLimits(None, None, None, 6000, 6000, 0.0)
+
+
+def test_a_sweeps_stated_tokens_left_fall_below_the_limit(tmp_path: Path) -> None:
+    """End to end in process: the answers of a sweep spend the stated tokens/min, so what is stated as left falls
+    below the limit (it was the whole limit every time)."""
+    seen, _ = _declared(tmp_path, {"declared_tpm": 60000})
+    assert seen and all(d.tokens_limit == 60000 for d in seen)
+    assert min(d.tokens_remaining or 0 for d in seen) < 60000

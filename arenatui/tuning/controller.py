@@ -71,6 +71,9 @@ LEAK_MIN_LEVEL = 4
 DROP_SHARE = 0.2
 """429s per attempt sent since the first of them, at a level measured without one, that say the limit dropped (a
 drop refuses a large share at once; a level at the edge of a limit refuses now and then)."""
+DECLARED_MARGIN = 1.15
+"""How far past its declared limits a provider must serve, in a full window without a 429, for the headers to be taken
+as wrong: enough that a token bucket's burst spread over a window does not pass for it."""
 NOT_COUNTED = -2
 """The batch epoch of an attempt `ModelController.started` never counted (sent before the tuner's level held)."""
 BASELINE_N = 10
@@ -696,6 +699,11 @@ class ModelController:
             if w.rate_limited == 0:
                 self.spotless.add(self.level)
         stage = self.stage
+        p = self.prior()
+        if p is not None and self.level > p and self.served_past_declared(w):
+            # the provider served more than its headers allow, in a full window without a 429: they lie low (or are
+            # another key's, or stale); whatever goodput's trend says, the ramp goes on as without them
+            return self._headers_wrong(p, f"{w.attempts / w.seconds:.1f} requests/s served, 0 429s")
         if isinstance(stage, Probe) and self.answered_full.get(self.level, 0) < MIN_ANSWERED:
             return None  # a probe is measured as the verdict measures a level, else it proves nothing
         if isinstance(stage, Probe):
@@ -731,13 +739,7 @@ class ModelController:
                 if p is not None and fast and self.level > p and not w.quick and w.rate_limited == 0:
                     # past the level the declared limit allows, a full window without a 429, goodput still growing
                     # in proportion: the headers were wrong (or are shared, or stale), and evidence wins
-                    self.prior_wrong = True
-                    why += f" at {self.level}, past the {p} the declared limit allows: evidence wins over the headers"
-                    # the ramp goes on as it would have without them: doubling per clean batch
-                    self.start_ramp()
-                    assert isinstance(self.stage, Ramp)
-                    self.stage.prev = self.level
-                    return self._move(self.affordable(min(self.ceiling, 2 * self.level)), f"{why}; ramp on")
+                    return self._headers_wrong(p, why)
                 return self._step_up(fast, why)
             return self._settle(f"goodput {gain:+.0%} from {prev} to {self.level}")
         assert isinstance(stage, Settled)
@@ -775,6 +777,29 @@ class ModelController:
                 self.stage = Probe(self.level)
                 return self._move(up, f"probe one level up (settled for {s.probe_every} windows)")
         return None
+
+    def served_past_declared(self, w: Window) -> bool:
+        """A full window without a 429 in which the provider served more than its declared limits allow (by
+        DECLARED_MARGIN, so that a bucket's burst is not taken for it): requests per second over the declared
+        requests/min, or the tokens of those requests over the declared tokens/min."""
+        d = self.declared
+        if d is None or w.quick or w.rate_limited or w.seconds <= 0:
+            return False
+        rate = w.attempts / w.seconds
+        if d.requests_limit and rate > d.requests_limit / 60.0 * DECLARED_MARGIN:
+            return True
+        return bool(d.tokens_limit and self.tokens_per_call and
+                    rate * self.tokens_per_call > d.tokens_limit / 60.0 * DECLARED_MARGIN)
+
+    def _headers_wrong(self, p: int, why: str) -> Decision | None:
+        """Evidence beat the declared limits (which allowed `p`): they are ignored from here, and the ramp goes on
+        as it would have without them, doubling per clean batch."""
+        self.prior_wrong = True
+        why += f" at {self.level}, past the {p} the declared limit allows: evidence wins over the headers"
+        self.start_ramp()
+        assert isinstance(self.stage, Ramp)
+        self.stage.prev = self.level
+        return self._move(self.affordable(min(self.ceiling, 2 * self.level)), f"{why}; ramp on")
 
     def _step_up(self, fast: bool, why: str) -> Decision | None:
         s = self.settings

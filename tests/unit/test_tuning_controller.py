@@ -749,6 +749,32 @@ def test_declared_limits_that_lie_lose_to_evidence() -> None:
     assert [ramp_batch(ctl) for _ in range(3)] == [4, 8, 16]
 
 
+def test_a_provider_serving_past_its_declared_limit_proves_the_headers_wrong_whatever_goodput_says() -> None:
+    """Headers saying 3,000/min (50/s, 5 at once at 0.1 s): a full window at 6 without a 429 in which 65 requests/s
+    were served is more than the headers allow (past DECLARED_MARGIN), even though its goodput looks flat against
+    5's (noise): the headers are dropped and the ramp goes on. At exactly the declared rate, or with a 429, or in a
+    quick window, nothing is proven."""
+    from arenatui.kernel.events import DeclaredLimits
+    from arenatui.tuning.controller import DECLARED_MARGIN
+
+    def at(level: int, answered: int, limited: int = 0, quick: bool = False) -> Window:
+        return Window("m", level, 10.0, answered, answered + limited, limited, 0, 0, LAT, None, 0.0, quick=quick)
+
+    ctl = ModelController("m", 5, ceiling=64, settings=TunerSettings(probe_every=1000))
+    ctl.declared = DeclaredLimits(requests_limit=3000)
+    ctl.base_pool.extend([LAT] * 10)
+    assert ctl.prior() == 5
+    assert not ctl.served_past_declared(at(6, 500))  # 50/s: what the headers allow
+    assert not ctl.served_past_declared(at(6, 650, limited=1))  # a 429: the limit may be there
+    assert not ctl.served_past_declared(at(6, 650, quick=True))  # a rough look proves nothing
+    assert 50.0 * DECLARED_MARGIN < 650 / 10.0 and ctl.served_past_declared(at(6, 650))
+    ctl.observe(at(5, 620))  # 5's goodput measured high (62/s)
+    ctl.level = 6
+    d = ctl.observe(at(6, 650))  # +5%: flat to the goodput rule, past the headers to this one
+    assert d is not None and d.new == 12 and "evidence wins over the headers" in d.reason
+    assert ctl.prior_wrong and ctl.prior() is None and phase_of(ctl) == "ramp"
+
+
 def test_the_tuner_hands_a_models_declared_limits_to_every_lane_of_it() -> None:
     from arenatui.kernel.events import VARIANT_SEP, DeclaredLimits, LimitsDeclared
 

@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 from judged_run import JUDGE_ANSWER, build
+from textual.coordinate import Coordinate
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Select
 
 from arenatui.tui.browse import BrowseApp
 from arenatui.tui.results.cases import CasesTab, outcome_cell
-from arenatui.tui.results.detail import CaseDetail
+from arenatui.tui.results.detail import CallAlone, CaseDetail
 
 from .test_results_screens import rows, screen_text, settle, static_text
 from .test_results_snapshots import opened
@@ -84,8 +85,15 @@ async def test_case_detail_shows_the_judges_answer_literally(judged: tuple[Path,
         assert JUDGE_ANSWER.split("\x1b")[0] in text
         assert "judge grader: passed (judge 4 on 1-5)" in text
         assert "attempts 1 · latency 250 ms · total 300 ms · tokens 40→7 · cost $0.00200" in text
-        assert "judge_error: no verdict in the judge's answer" in text  # beta's judging failed
-        assert f"beta on {ids[0]}" in text  # its answer is kept and shown
+        grid = app.screen.query_one("#case-grid", DataTable)
+        assert str(grid.get_cell_at(Coordinate(0, 2))).startswith("!")  # beta's call: its judging erred
+        await pilot.press("right")  # beta's call, whole, under the grid
+        await settle(pilot, lambda: "judge_error: no verdict in the judge's answer" in screen_text(app))
+        assert f"beta on {ids[0]}" in screen_text(app)  # its answer is kept and shown
+        await pilot.press("enter")  # the call alone, full screen
+        await settle(pilot, lambda: isinstance(app.screen, CallAlone) and f"beta on {ids[0]}" in screen_text(app))
+        await pilot.press("escape")
+        await settle(pilot, lambda: isinstance(app.screen, CaseDetail))
         assert app.is_running
         await pilot.press("escape")
         unjudged = next(c.id for c in view.plan.cases if c.id.startswith("j") and c.id not in ids)

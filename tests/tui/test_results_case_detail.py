@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import Input, Label, Static
+from textual.coordinate import Coordinate
+from textual.widgets import DataTable, Input, Label, Static
 
 from arenatui.store import Store
 from arenatui.tui.browse import BrowseApp
@@ -44,12 +45,17 @@ async def test_a_huge_answer_shows_its_start_and_size_and_s_saves_it_whole(db: P
         case = view.case("easy-000")
         models = view.results.models
         app.push_screen(CaseDetail(db, RUN_ID, case, models))
-        column = f"#case-model-{models.index('sim-strong')}"
 
         def shown() -> str:
-            return str(app.screen.query_one(column, Static).render()) if isinstance(app.screen, CaseDetail) else ""
+            return str(app.screen.query_one("#case-call", Static).render()) if isinstance(app.screen, CaseDetail) \
+                else ""
 
         await settle(pilot, lambda: "trial 0" in shown())
+        grid = app.screen.query_one("#case-grid", DataTable)
+        cell = str(grid.get_cell_at(Coordinate(0, 1 + models.index("sim-strong"))))
+        assert cell[:1] in "✓✗" and "é€ answer line" in cell and "…" in cell, cell  # its mark, its start
+        grid.move_cursor(row=0, column=1 + models.index("sim-strong"))  # the call under the cursor, whole, below
+        await settle(pilot, lambda: shown().startswith("sim-strong\ntrial 0"))
         text = shown()
         assert f"the first {PREVIEW_CHARS:,} of 1,500,000 characters: s saves the whole output" in text
         assert huge[:2_000] in text and len(text) < PREVIEW_CHARS + 5_000  # the start, not the answer
@@ -84,3 +90,37 @@ async def test_a_sealed_case_offers_no_save_key(db: Path) -> None:
             await settle(pilot, lambda: not isinstance(app.screen, CaseDetail))
         assert "s saves" not in hints[0] and "Escape closes" in hints[0]
         assert "s saves the whole outputs" in hints[1]
+
+
+async def test_the_case_grid_shows_every_trial_of_every_model_on_one_screen(db: Path) -> None:
+    """Issue 37 item 13: a trial takes one line of the grid, not nine: at 100×30 every trial of every model is on
+    screen with its mark and its answer's start, the call under the cursor is shown whole beneath, and Enter opens
+    it alone."""
+    from arenatui.tui.results.detail import CallAlone
+
+    app = BrowseApp(db, RUN_ID)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        view = app.screen.view
+        models = view.results.models
+        app.push_screen(CaseDetail(db, RUN_ID, view.case("easy-001"), models))
+        await settle(pilot, lambda: isinstance(app.screen, CaseDetail) and app.screen.grid_rows)
+        screen = app.screen
+        grid = screen.query_one("#case-grid", DataTable)
+        assert grid.row_count == len(screen.grid_rows) >= 2 and len(grid.columns) == 1 + len(models)
+        assert grid.region.height <= len(screen.grid_rows) + 2  # a line a trial, the header, a scroll bar
+        with Store(db, read_only=True) as store:
+            stored = store.conn.execute("SELECT model_key, trial, status FROM results WHERE run_id = ? AND "
+                                        "case_id = 'easy-001'", (RUN_ID,)).fetchall()
+        marks = {"passed": "✓", "failed": "✗", "errored": "!", "unscored": "○"}
+        for model, trial, status in stored:
+            cell = str(grid.get_cell_at(Coordinate(screen.grid_rows.index(("", trial)), 1 + models.index(model))))
+            assert cell.startswith(marks[status]), (model, trial, cell)
+        call = screen.query_one("#case-call", Static)
+        assert call.region.height > 0 and str(call.render()).startswith(f"{models[0]}\ntrial 0")
+        await pilot.press("down", "right")
+        await settle(pilot, lambda: str(call.render()).startswith(f"{models[1]}\ntrial 1"))
+        await pilot.press("enter")
+        await settle(pilot, lambda: isinstance(app.screen, CallAlone))
+        await pilot.press("escape")
+        await settle(pilot, lambda: isinstance(app.screen, CaseDetail))

@@ -265,7 +265,7 @@ async def test_cases_filter_search_and_side_by_side(db: Path) -> None:
         assert {r[0] for r in rows(t)} == {f"easy-{i:03d}" for i in range(10, 20)}
         t.focus()
         await pilot.press("enter")
-        await settle(pilot, lambda: isinstance(app.screen, CaseDetail) and "trial 1" in screen_text(app))
+        await settle(pilot, lambda: isinstance(app.screen, CaseDetail) and "trial 0" in screen_text(app))
         text = screen_text(app)
         assert "What is 10 + 42 - 10?" in text and "expected" in text
         for m in ("sim-strong", "sim-twin", "sim-weak"):
@@ -279,7 +279,7 @@ async def test_sealed_case_text_is_never_shown(db: Path) -> None:
         screen = app.screen
         case = next(c for c in screen.view.plan.cases if c.id == "sealed-1")
         app.push_screen(CaseDetail(db, RUN_ID, case, screen.view.results.models))
-        await settle(pilot, lambda: "trial 1" in screen_text(app))
+        await settle(pilot, lambda: "trial 0" in screen_text(app))
         text = screen_text(app)
         assert "SECRET" not in text and "sealed case" in text
         await pilot.press("escape")
@@ -298,7 +298,7 @@ async def test_outputs_and_names_show_literally(db: Path) -> None:
         await settle(pilot)
         case = next(c for c in app.screen.view.plan.cases if c.id == "easy-000")
         app.push_screen(CaseDetail(db, RUN_ID, case, app.screen.view.results.models))
-        await settle(pilot, lambda: "trial 1" in screen_text(app))
+        await settle(pilot, lambda: "trial 0" in screen_text(app))
         text = screen_text(app)
         assert "[bold red]x[/]" in text and "[link=https://example.com]y[/link]" in text and "␛[2J" in text
         assert app.is_running

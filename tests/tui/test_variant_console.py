@@ -69,7 +69,8 @@ async def test_the_results_view_shows_the_per_variant_table_and_repairs(tmp_path
 
 async def test_both_details_show_a_variant_calls_repair_steps(tmp_path: Path, db_path: Path) -> None:
     """Issue 21 item 5: the console's call detail and the results view's case detail render one call the same way,
-    variant and repair steps included; the results view lists every variant's calls in the model's column."""
+    variant and repair steps included; the results view's grid has a row per variant's trial, and the call under
+    its cursor is shown whole below it."""
     from textual.widgets import Static
 
     from arenatui.store.queries import call_details
@@ -99,9 +100,12 @@ async def test_both_details_show_a_variant_calls_repair_steps(tmp_path: Path, db
         view = app.screen.view
         models = view.results.models
         app.push_screen(CaseDetail(db_path, sweep.run_id, view.case(case_id), models))
-        column = f"#case-model-{models.index('sim-0')}"
-        await settle(pilot, lambda: isinstance(app.screen, CaseDetail)
-                     and "trial" in str(app.screen.query_one(column, Static).render()))
-        shown = str(app.screen.query_one(column, Static).render())
-    assert "variant terse" in shown and "variant verbose" in shown  # every variant's call, in the model's column
+        await settle(pilot, lambda: isinstance(app.screen, CaseDetail) and app.screen.grid_rows)
+        screen = app.screen
+        assert {v for v, _t in screen.grid_rows} == {"terse", "verbose"}  # a row per variant's trial
+        row = next(i for i, (v, t) in enumerate(screen.grid_rows) if v == "terse" and t == stored.trial)
+        screen.query_one("#case-grid").move_cursor(row=row, column=1 + models.index("sim-0"))
+        await settle(pilot, lambda: "variant terse" in str(screen.query_one("#case-call", Static).render()))
+        shown = str(screen.query_one("#case-call", Static).render())
+    assert shown.startswith("sim-0\ntrial") and "variant terse" in shown
     assert "follow-ups 1 repair turn" in shown and "step 1 repair by sim-0" in shown

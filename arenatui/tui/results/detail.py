@@ -1,4 +1,4 @@
-"""Details opened from the results screens: one case across every model side by side, and one model's figures."""
+"""Details opened from the results screens: one case's calls as a grid of trials by model, and one model's figures."""
 
 from __future__ import annotations
 
@@ -12,31 +12,62 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Label, Static
+from textual.widgets import DataTable, Label, Static
 
+from arenatui.kernel.events import split_lane
 from arenatui.kernel.units import NOTHING, interval, money, pct, plural, score
 from arenatui.kernel.units import ms as fmt_num
 from arenatui.present.level_figures import goodput_text, limited_text, mark
 from arenatui.present.safe_text import literal
 from arenatui.present.wording import fmt_errors
+from arenatui.session.live import ERRORED, FAILED, NO_TEXT_MODES, PASSED, UNREACHABLE, UNSCORED
 from arenatui.stats import ModelRow
 from arenatui.stats.f1_interval import FEW_CASES
 from arenatui.store.queries import CallRow, CaseInfo, JudgedScorer
 from arenatui.tui.call_text import CallContext, call_text, case_text
 from arenatui.tui.outputs import ask_save_folder, save_and_tell
 from arenatui.tui.results.data import Classification, RunView, case_detail
+from arenatui.tui.widgets import CELL_GLYPHS, NO_ANSWER
 from arenatui.tuning.budgets import Budgets, budgets_of
 
 _LABEL = Style(bold=True)
 
 
-class CaseDetail(ModalScreen[None]):
-    """One case: the input and expected answer, then each model's stored trials (and their judge's verdicts) in
-    its own column."""
+MARKS = {"passed": CELL_GLYPHS[PASSED], "failed": CELL_GLYPHS[FAILED], "errored": CELL_GLYPHS[ERRORED],
+         "unscored": CELL_GLYPHS[UNSCORED], "unreachable": CELL_GLYPHS[UNREACHABLE]}
+"""A stored call's mark in the case grid: the call matrix's glyphs (and its ∅ for an answer with no text)."""
+ANSWER_CHARS = 48
+"""The most of an answer a grid cell shows (its first line, cut with …): the rest is the call's detail."""
 
-    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close"),
+
+def grid_cell(r: CallRow | None, sealed: bool) -> Text:
+    """One call in the case grid: its mark, latency and the start of its answer (literal; none of a sealed case's)."""
+    if r is None:
+        return Text("–", style="dim")
+    no_text = r.status == "failed" and r.failure_mode in NO_TEXT_MODES
+    out = Text(CELL_GLYPHS[NO_ANSWER] if no_text else MARKS.get(r.status, "?"), style="bold")
+    out.append(f" {fmt_num(r.latency_ms, ' ms'):>8}" if r.latency_ms is not None else f" {NOTHING:>8}")
+    if r.error_class and r.status == "errored":
+        out.append("  ")
+        out.append(literal(r.error_class, newlines=False))
+    elif not sealed and r.output:
+        answer = r.output.strip()
+        first = answer.split("\n", 1)[0]
+        cut = first if len(first) < ANSWER_CHARS and len(first) == len(answer) else first[: ANSWER_CHARS - 1] + "…"
+        out.append("  ")
+        out.append(literal(cut, newlines=False))
+    return out
+
+
+class CaseDetail(ModalScreen[None]):
+    """One case: the input and expected answer; a grid of its stored calls, a row per trial (of each prompt variant)
+    and a column per model, each cell a mark, a latency and the answer's start; under it, the whole of the call the
+    cursor is on (its figures, why it failed, its attempts, its judge's verdict, its output). Enter opens that call
+    alone, full screen."""
+
+    BINDINGS = [Binding("escape,q", "dismiss", "Close"),
                 Binding("s", "save_outputs", "Save whole outputs to files")]
 
     def __init__(self, db: Path, run_id: str, case: CaseInfo, models: tuple[str, ...],
@@ -50,6 +81,9 @@ class CaseDetail(ModalScreen[None]):
         """The llm_judge scorer that scores this case, if one does."""
         self.rows: dict[str, list[CallRow]] = {}
         """Each model's stored trials of the case (outputs cut to PREVIEW_CHARS), once loaded."""
+        self.grid_rows: list[tuple[str, int]] = []
+        """The grid's rows: (prompt variant, trial)."""
+        self._calls: dict[tuple[str, str, int], CallRow] = {}
 
     def compose(self) -> ComposeResult:
         c = self.case
@@ -67,19 +101,21 @@ class CaseDetail(ModalScreen[None]):
                 title.append("   judged by " if c.id in j.judged else "   unjudged: outside the sample of ")
                 title.append(literal(j.judge if c.id in j.judged else j.scorer, newlines=False))
             yield Label(title)
-            with VerticalScroll(id="case-body"):
-                if c.sealed:
-                    head = Text("sealed case: its input, expected answer and outputs are never shown", "italic")
-                else:
-                    head = case_text(c.input, c.expected)
-                    head.rstrip()
+            if c.sealed:
+                head = Text("sealed case: its input, expected answer and outputs are never shown", "italic")
+            else:
+                head = case_text(c.input, c.expected)
+                head.rstrip()
+            with VerticalScroll(id="case-head-box"):
                 yield Static(head, id="case-head")
-                with Horizontal(id="case-models"):
-                    for i, m in enumerate(self.models):
-                        yield Static(literal(m, "bold", newlines=False), id=f"case-model-{i}", classes="case-model")
+            grid: DataTable[Text] = DataTable(id="case-grid", cursor_type="cell", zebra_stripes=True)
+            yield grid
+            with VerticalScroll(id="case-body"):
+                yield Static(Text("loading…", style="dim"), id="case-call")
             # a sealed case's outputs are never saved: no key to offer
-            yield Label(Text("Escape closes" if c.sealed else "s saves the whole outputs to files   Escape closes"),
-                        classes="hint")
+            keys = "arrows choose a call   Enter opens it alone   "
+            yield Label(Text(keys + ("Escape closes" if c.sealed else "s saves the whole outputs to files   "
+                                                                       "Escape closes")), classes="hint")
 
     def on_mount(self) -> None:
         self._load()
@@ -89,6 +125,9 @@ class CaseDetail(ModalScreen[None]):
         self.app.call_from_thread(self.show_rows, case_detail(self.db, self.run_id, self.case.id))
 
     def action_save_outputs(self) -> None:
+        if self.case.sealed:
+            self.notify("a sealed case's outputs are never saved", severity="warning")
+            return
         calls = [(r.model_key, r.trial) for trials in self.rows.values() for r in trials]
         ask_save_folder(self.app, self.run_id, sealed=self.case.sealed, then=lambda folder: self._save(folder, calls))
 
@@ -98,8 +137,58 @@ class CaseDetail(ModalScreen[None]):
 
     def show_rows(self, rows: dict[str, list[CallRow]]) -> None:
         self.rows = rows
+        self._calls = {(m, split_lane(r.model_key)[1], r.trial): r for m, trials in rows.items() for r in trials}
+        self.grid_rows = sorted({(v, t) for (_m, v, t) in self._calls})
+        grid: DataTable[Text] = self.query_one("#case-grid", DataTable)
+        grid.clear(columns=True)
+        grid.add_column(Text("trial", style="bold"), key="trial")
         for i, m in enumerate(self.models):
-            self.query_one(f"#case-model-{i}", Static).update(self.render_model(m, rows.get(m, [])))
+            grid.add_column(literal(m, "bold", newlines=False), key=f"m{i}")
+        sealed = self.case.sealed
+        for v, t in self.grid_rows:
+            label = Text(f"{t}") if not v else literal(f"{v} {t}", newlines=False)
+            grid.add_row(label, *(grid_cell(self._calls.get((m, v, t)), sealed) for m in self.models),
+                         key=f"{v}\x00{t}")
+        grid.styles.height = min(len(self.grid_rows) + 2, GRID_MAX_ROWS)
+        if self.grid_rows:
+            grid.move_cursor(row=0, column=1 if self.models else 0)
+            grid.focus()
+        self.show_call(0, 1)
+
+    def call_at(self, row: int, column: int) -> tuple[str, CallRow | None] | None:
+        """The model and stored call of a grid cell (None: the trial column, or no such row)."""
+        if not (0 <= row < len(self.grid_rows)) or not (1 <= column <= len(self.models)):
+            return None
+        v, t = self.grid_rows[row]
+        m = self.models[column - 1]
+        return m, self._calls.get((m, v, t))
+
+    def show_call(self, row: int, column: int) -> None:
+        found = self.call_at(row, column)
+        box = self.query_one("#case-call", Static)
+        if found is None:
+            box.update(Text("nothing stored for this case" if not self.grid_rows else "", style="dim"))
+            return
+        box.update(self.render_call(*found))
+
+    def render_call(self, model: str, r: CallRow | None) -> Text:
+        out = literal(model, "bold", newlines=False)
+        out.append("\n")
+        if r is None:
+            out.append("nothing stored\n")
+        else:
+            out.append_text(call_text(r, self.context()))
+        return out
+
+    def on_data_table_cell_highlighted(self, ev: DataTable.CellHighlighted) -> None:
+        ev.stop()
+        self.show_call(ev.coordinate.row, ev.coordinate.column)
+
+    def on_data_table_cell_selected(self, ev: DataTable.CellSelected) -> None:
+        ev.stop()
+        found = self.call_at(ev.coordinate.row, ev.coordinate.column)
+        if found is not None:
+            self.app.push_screen(CallAlone(self.render_call(*found)))
 
     def context(self) -> CallContext:
         """What the call renderer needs of this case: its scorer (and judge), expected answer, sealed or not."""
@@ -107,17 +196,25 @@ class CaseDetail(ModalScreen[None]):
         return CallContext(sealed=c.sealed, expected=c.expected, scorer=c.scorer, scorer_kind=c.scorer_kind,
                            judge=j.judge if j is not None else None, sample=j.sample if j is not None else None)
 
-    def render_model(self, model: str, trials: list[CallRow]) -> Text:
-        out = Text()
-        out.append_text(literal(model, "bold", newlines=False))
-        out.append("\n")
-        if not trials:
-            out.append("nothing stored\n")
-        ctx = self.context()
-        for r in trials:
-            out.append("\n")
-            out.append_text(call_text(r, ctx))
-        return out
+
+GRID_MAX_ROWS = 14
+"""The case grid's most rows on screen (a header, 12 trials, a scroll bar); more scroll."""
+
+
+class CallAlone(ModalScreen[None]):
+    """One stored call of a case, the whole screen to itself (Enter on the case grid)."""
+
+    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
+
+    def __init__(self, text: Text) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog detail"):
+            with VerticalScroll(id="call-alone"):
+                yield Static(self.text)
+            yield Label(Text("Escape closes"), classes="hint")
 
 
 def model_text(view: RunView, s: ModelRow, budgets: Budgets | None = None) -> Text:

@@ -49,8 +49,8 @@ KEYS = (
     ("1-7", "tabs: runs, leaderboard, compare, pairs, strata, cases, frontier"),
     ("arrows", "move in a table; the compare and frontier tabs scroll"),
     ("enter", "runs: open the run; leaderboard: the model (sealed score apart, by stratum); pairs: compare that pair; "
-              "cases and compare's disagreements: every model's trials of the case side by side (there, s saves "
-              "their whole outputs to files)"),
+              "cases and compare's disagreements: the case, a grid of its trials by model, the call under the "
+              "cursor whole beneath (there, Enter opens that call alone and s saves the whole outputs to files)"),
     ("s / S", "leaderboard: sort by the next / previous column (or click a header; again reverses)"),
     ("m", "runs: mark two runs of one project to compare them model by model"),
     ("l", "runs: pick a load run (◆) for its project's frontier (again: unpick)"),

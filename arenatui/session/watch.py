@@ -44,6 +44,8 @@ from arenatui.session.live import (
     ERRORED,
     FAILED,
     MESSAGES_KEPT,
+    NO_TEXT,
+    NO_TEXT_MODES,
     PASSED,
     QUEUED,
     UNREACHABLE,
@@ -187,7 +189,8 @@ class WatchedRun:
             with sql_errors_explained(sh.path):
                 conn = connect_read_only(sh.path)
                 try:
-                    out.append(stored_so_far(conn, self.run_id, self.live.t0, sorted(TRUNCATED_FINISH)))
+                    out.append(stored_so_far(conn, self.run_id, self.live.t0, sorted(TRUNCATED_FINISH),
+                                             sorted(NO_TEXT_MODES)))
                 finally:
                     conn.close()
         return out
@@ -222,7 +225,8 @@ class WatchedRun:
         cases = {c: i for i, c in enumerate(live.case_ids)}
         n_cases = len(live.case_ids)
         rows = {k: live.rows[i] for k, i in self._model_index.items()}
-        for model, variant, case_id, *counts, cost, itok, otok, rtok, est, trunc, score in so_far.results:
+        no_text = live.cells[NO_TEXT]
+        for model, variant, case_id, *counts, cost, itok, otok, rtok, est, trunc, score, empty in so_far.results:
             key = lane_key(model, variant)
             agg = rows.get(key)
             c = cases.get(case_id)
@@ -232,6 +236,7 @@ class WatchedRun:
             for status, n in zip(("passed", "failed", "errored", "unscored", "unreachable"), counts, strict=False):
                 if n:
                     self._seeded_call(agg, idx, status, n, 0.0, 0, 0)
+            no_text[idx] += empty or 0  # answers with no text among the failed (the matrix's ∅), as the fold counts
             agg.cost += cost or 0.0
             agg.input_tokens += itok or 0
             agg.output_tokens += otok or 0

@@ -101,7 +101,7 @@ class StoredSoFar:
     results: list[tuple[Any, ...]]
     """Per cell (model_key, variant, case_id): calls passed, failed, errored, unscored, unreachable, cancelled;
     then, cancelled calls left out, cost, input_tokens, output_tokens, reasoning_tokens, estimated, truncated,
-    score_sum."""
+    score_sum; and failed calls whose failure mode is one of `no_text` (an answer with no text: the matrix's ∅)."""
     misses: list[tuple[Any, ...]]
     """Calls that did not pass (cancelled ones left out) per (model_key, variant, status, failure_mode, error_class,
     an errored call's error_message), and how many."""
@@ -121,9 +121,10 @@ class StoredSoFar:
     """new_retries' rows of calls with no result among the aggregated ones (backing off, or finished in the tail)."""
 
 
-def stored_so_far(conn: sqlite3.Connection, run_id: str, t0: float, truncated: Sequence[str]) -> StoredSoFar:
+def stored_so_far(conn: sqlite3.Connection, run_id: str, t0: float, truncated: Sequence[str],
+                  no_text: Sequence[str] = ()) -> StoredSoFar:
     """The run's stored rows as StoredSoFar, all but the newest TAIL calls (`truncated`: the finish reasons of an
-    answer cut at the token limit)."""
+    answer cut at the token limit; `no_text`: the failure modes of an answer with no text)."""
     conn.execute("BEGIN")  # one snapshot for every read below (a WAL reader's transaction never blocks the writer)
     try:
         top = {t: conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {t}").fetchone()[0] for t in FOLLOWED}
@@ -142,8 +143,10 @@ def stored_so_far(conn: sqlite3.Connection, run_id: str, t0: float, truncated: S
             f"SUM(NOT {kept}), SUM(IIF({kept}, cost, 0)), SUM(IIF({kept}, input_tokens, 0)), "
             f"SUM(IIF({kept}, output_tokens, 0)), SUM(IIF({kept}, COALESCE(reasoning_tokens, 0), 0)), "
             f"SUM(IIF({kept}, tokens_estimated, 0)), SUM({kept} AND finish_reason IN ({marks})), "
-            f"SUM(IIF({kept}, COALESCE(score, 0), 0)) FROM results WHERE run_id = ? AND rowid <= ? "
-            f"GROUP BY model_key, variant, case_id", (*truncated, run_id, upto)).fetchall()
+            f"SUM(IIF({kept}, COALESCE(score, 0), 0)), "
+            f"SUM(status = 'failed' AND failure_mode IN ({', '.join('?' for _ in no_text) or 'NULL'})) "
+            f"FROM results WHERE run_id = ? AND rowid <= ? "
+            f"GROUP BY model_key, variant, case_id", (*truncated, *no_text, run_id, upto)).fetchall()
         # what the calls that did not pass were: their failure modes and errors
         misses = conn.execute(
             f"SELECT model_key, variant, status, failure_mode, error_class, IIF(status IN ('errored', "

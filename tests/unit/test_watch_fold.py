@@ -11,6 +11,7 @@ import pytest
 
 from arenatui.kernel.events import CallResult, JudgeFinished
 from arenatui.plan import judge_lane
+from arenatui.session.live import NO_TEXT
 from arenatui.session.watch import WatchedRun
 from arenatui.store import Store, watch_queries
 from arenatui.store.db import JUDGED, UPSERT_JUDGMENT, judgment_rows
@@ -93,12 +94,17 @@ def test_aggregates_give_the_figures_the_fold_gives(tmp_path: Path, monkeypatch:
                        "tokens_estimated = 1 WHERE model_key = 'alpha' AND case_id = 'e2'")
         s.conn.execute("INSERT INTO failed_attempts (run_id, model_key, case_id, trial, attempt, error_class, at, "
                        "delay_s, variant) VALUES (?, 'alpha', 'e1', 0, 1, 'rate_limited', 1.5, 0.2, '')", (run_id,))
+        # an answer with no text (the matrix's ∅): counted apart in the cell, aggregated as folded
+        s.conn.execute("UPDATE results SET status = 'failed', output = '', score = 0, passed = 0, "
+                       "failure_mode = 'empty' WHERE model_key = 'alpha' AND case_id = 'e1'")
     replayed = WatchedRun([db], run_id)
     monkeypatch.setattr(watch_queries, "TAIL", 0)
     aggregated = WatchedRun([db], run_id)
     try:
         assert _everything(aggregated) == _everything(replayed)
         assert aggregated.live.rows[0].retries == 1 and aggregated.live.rows[0].estimated == 1
+        live = aggregated.live
+        assert live.cell(live.row_keys.index("alpha"), live.case_ids.index("e1"))[NO_TEXT] == 1
     finally:
         replayed.close()
         aggregated.close()

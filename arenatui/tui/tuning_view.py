@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, NamedTuple
 from rich.console import Console
 from rich.style import Style
 from rich.text import Text
-from textual.widget import Widget
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
 
 from arenatui.kernel.units import plural
 from arenatui.present.charts import goodput_by_level
@@ -118,9 +120,9 @@ def truncation_lines(cut: Sequence[Truncation], width: int, run_id: str = "RUN")
 
 def readout_text(readouts: Sequence[ModelReadout], states: Sequence[str], width: int, height: int,
                  cut: Sequence[Truncation] = (), run_id: str = "RUN") -> Text:
-    """Truncation warnings first, then every model's whole verdict; the measured levels under each where the rows
-    allow; a legend of the level strip in a row to spare. What does not fit is never dropped silently: the last row
-    says how many lines are left out and where every verdict is."""
+    """Truncation warnings first, then every model's whole verdict; the measured levels under each where the `height`
+    rows allow (a chart each, or a line each); a legend of the level strip in a row to spare. Every verdict is in it,
+    whatever the height: the pane scrolls and says what lies below (`TuningReadout.below`)."""
     lines = truncation_lines(cut, width, run_id)
     blocks = [verdict_lines(ro, st, width) for ro, st in zip(readouts, states, strict=True)]
     spare = height - sum(len(b) for b in blocks) - len(lines)
@@ -140,10 +142,6 @@ def readout_text(readouts: Sequence[ModelReadout], states: Sequence[str], width:
         lines.append(Text("no level held yet: levels appear as calls finish", Style(dim=True)))
     elif width >= max(COMPACT_WIDTH, len(STRIP_LEGEND)) and len(lines) < height and any(ro.levels for ro in readouts):
         lines.append(Text(STRIP_LEGEND, Style(dim=True)))
-    if height > 0 and len(lines) > height:
-        left = len(lines) - height + 1
-        lines = [*lines[:height - 1], Text(f"▼ {plural(left, 'more line')}: a taller terminal shows them; "
-                                           f"arena tune --show {run_id} has every verdict", Style(dim=True))]
     out = Text(no_wrap=True, overflow="ellipsis")
     for i, line in enumerate(lines):
         if i:
@@ -152,12 +150,15 @@ def readout_text(readouts: Sequence[ModelReadout], states: Sequence[str], width:
     return out
 
 
-class TuningReadout(Widget):
-    """What each model's levels gave, refreshed by the run screen with `show()` (no timer of its own)."""
+class TuningReadout(VerticalScroll):
+    """What each model's levels gave, refreshed by the run screen with `show()` (no timer of its own). It scrolls
+    (wheel, or click it and ↑↓) where its verdicts need more rows than it has, and its bottom edge says how many
+    lines lie below."""
 
     DEFAULT_CSS = """
     TuningReadout { width: 1fr; height: 100%; padding: 0 1; border: round $primary 40%;
-                    border-title-color: $primary; overflow: hidden hidden; }
+                    border-title-color: $primary; border-subtitle-color: $text-muted; scrollbar-size-vertical: 1; }
+    TuningReadout > Static { width: 1fr; }
     """
 
     def __init__(self, tuner: Tuner, *, max_tokens: Mapping[str, int] | None = None, run_id: str = "RUN",
@@ -172,7 +173,11 @@ class TuningReadout(Widget):
         self._cut: tuple[Truncation, ...] = ()
         self._cache: tuple[object, Text] | None = None
         self._shown: object = None
+        self._drawn: object = None
         self.border_title = self._title()
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(""), id="tuning-text")
 
     def _title(self) -> str:
         on = "on" if self.tuner.enabled else "off"
@@ -199,23 +204,43 @@ class TuningReadout(Widget):
         self._shown = key
         self._readouts, self._states, self._cut = readouts, states, cut
         self.border_title = self._title()
-        self.refresh(layout=True)
+        self._draw()
+
+    def on_resize(self) -> None:
+        self._draw()
 
     @property
     def text(self) -> Text:
-        """The readout at the pane's size now: built when drawn, so a resize (or the first layout, when the size was
-        still 0) never leaves a stale form behind."""
+        """The readout at the pane's size now: every verdict, the levels where the rows allow."""
         key = (self._shown, self.content_size.width, self.content_size.height)
         if self._cache is None or self._cache[0] != key:
             self._cache = (key, readout_text(self._readouts, self._states, self.content_size.width,
                                              self.content_size.height, self._cut, self.run_id))
         return self._cache[1]
 
+    @property
+    def below(self) -> int:
+        """Lines of the readout under the pane's bottom edge, scrolled to where it is."""
+        lines = len(self.text.plain.splitlines())
+        return max(0, lines - self.content_size.height - round(self.scroll_y))
+
+    def _draw(self) -> None:
+        key = (self._shown, self.content_size.width, self.content_size.height)
+        if key != self._drawn:
+            self._drawn = key
+            self.query_one("#tuning-text", Static).update(self.text)
+        self._say_below()
+
+    def _say_below(self) -> None:
+        n = self.below
+        self.border_subtitle = f"▼ {plural(n, 'more line')}: scroll (wheel, or click and ↓)" if n else ""
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        self._say_below()
+
     def lines_needed(self) -> int:
         """Rows every model's whole verdict takes at the pane's width now (the levels not counted)."""
         width = self.content_size.width
         return len(truncation_lines(self._cut, width, self.run_id)) + sum(
             len(verdict_lines(ro, st, width)) for ro, st in zip(self._readouts, self._states, strict=True))
-
-    def render(self) -> Text:
-        return self.text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -178,10 +179,7 @@ async def test_the_tuning_pane_warns_live_when_answers_hit_max_tokens(tmp_path: 
     assert words[rec.action] in shown, (rec.verdict, shown)
 
 
-def test_the_tuning_pane_says_what_it_leaves_out_and_explains_its_strip() -> None:
-    """Issue 37 items 7 and 14: more verdicts than rows end in a line saying how many are left out and where every
-    verdict is (never a silent cut); with a row to spare, the strip before each verdict is explained."""
-    from arenatui.tui.tuning_view import STRIP_LEGEND, readout_text, verdict_lines
+def _six_readouts() -> tuple[list[Any], list[str]]:
     from arenatui.tuning.evidence import LevelEvidence, verdict
     from arenatui.tuning.levels import ModelReadout
 
@@ -190,16 +188,54 @@ def test_the_tuning_pane_says_what_it_leaves_out_and_explains_its_strip() -> Non
                              500.0 if answered else None, 700.0 if answered else None)
 
     rows = [lv(2, 40), lv(3, 60), lv(4, 10, 20)]
-    readouts = [ModelReadout(f"sim-{i}", tuple(rows), verdict(rows)) for i in range(6)]
-    states = ["manual"] * 6
+    return [ModelReadout(f"sim-{i}", tuple(rows), verdict(rows)) for i in range(6)], ["manual"] * 6
+
+
+def test_the_tuning_readout_holds_every_verdict_and_explains_its_strip() -> None:
+    """Issue 37 items 7 and 14: more verdicts than rows are all in the readout (the pane scrolls), never cut; with a
+    row to spare, the strip before each verdict is explained."""
+    from arenatui.tui.tuning_view import STRIP_LEGEND, readout_text, verdict_lines
+
+    readouts, states = _six_readouts()
     roomy = readout_text(readouts[:1], states[:1], 90, 12, run_id="r1").plain.splitlines()
-    assert roomy[-1] == STRIP_LEGEND and not any("more line" in line for line in roomy)
+    assert roomy[-1] == STRIP_LEGEND
     tight = readout_text(readouts, states, 70, 5, run_id="r1").plain.splitlines()
-    assert len(tight) == 5
     verdicts = [line.plain for ro in readouts for line in verdict_lines(ro, "manual", 70)]
-    left = len(verdicts) - 4
-    assert left > 1 and tight[:4] == verdicts[:4]
-    assert tight[-1] == f"▼ {left} more lines: a taller terminal shows them; arena tune --show r1 has every verdict"
+    assert tight == verdicts and len(tight) > 5
+
+
+async def test_the_tuning_pane_scrolls_and_says_how_many_lines_lie_below() -> None:
+    """Issue 37 item 7: a pane with more verdicts than rows says on its bottom edge how many lines lie below, and
+    scrolls to them (keys once clicked, or the wheel); scrolled to the end, it says nothing more."""
+    from textual.app import App, ComposeResult
+
+    from arenatui.tui.tuning_view import TuningReadout
+
+    readouts, _states = _six_readouts()
+
+    class Tuned:
+        enabled = False
+        suspended: set[str] = set()
+
+        def readouts(self) -> list[Any]:
+            return readouts
+
+    class Pane(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TuningReadout(Tuned(), id="tuning")  # type: ignore[arg-type]
+
+    app = Pane()
+    async with app.run_test(size=(70, 9)) as pilot:
+        pane = app.query_one(TuningReadout)
+        pane.show()
+        await pilot.pause()
+        lines = len(pane.text.plain.splitlines())
+        assert lines > pane.content_size.height and pane.below == lines - pane.content_size.height
+        assert pane.border_subtitle == f"▼ {pane.below} more lines: scroll (wheel, or click and ↓)"
+        await pilot.click("#tuning")
+        await pilot.press("end")
+        await pilot.pause()
+        assert pane.scroll_y > 0 and pane.below == 0 and pane.border_subtitle == ""
 
 
 @pytest.mark.parametrize(("counts", "words"), [

@@ -149,7 +149,7 @@ async def test_the_matrix_names_the_cursors_case_in_full(tmp_path: Path) -> None
         assert said == f"case 2/{len(cases)} {cases[1]} · {sweep.plan.models[1].key}", said
         lay = matrix._layout
         assert lay is not None
-        await pilot.hover("#matrix", offset=(lay.label_w + 2 * lay.cell_w, 1))
+        await pilot.hover("#matrix", offset=(lay.label_w + lay.width(0) + lay.width(1), 1))  # the third's start
         await pilot.pause()
         assert str(matrix.tooltip) == f"case 3/{len(cases)} {cases[2]} · {sweep.plan.models[0].key}"
 

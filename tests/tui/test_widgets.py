@@ -228,3 +228,38 @@ async def test_a_cell_of_empty_answers_shows_its_own_mark_and_the_legend_says_it
         empty, wrong, legend = m.render_line(1).text, m.render_line(2).text, m.render_line(3).text
     assert "∅" in empty and "✗" not in empty and "✗" in wrong and "∅" not in wrong
     assert "∅ empty answers" in legend
+
+
+def test_columns_take_the_width_their_names_need_as_far_as_the_row_has_room() -> None:
+    """Issue 37 item 9: short names leave their room to long ones (each up to its whole length and a gap), never
+    below the cells' least; where the row is short, the needs met first are the smallest."""
+    from arenatui.tui.widgets.matrix import column_widths
+
+    names = ["add", "mult", "a-twenty-char-case-x", "boil"]
+    assert column_widths(names, 7, 120) == (7, 7, 21, 7)  # room for all: the long one whole
+    assert column_widths(names, 7, 30) == (7, 7, 9, 7)  # 2 to spare: all to the one that needs it
+    squeezed = column_widths(["capital-fr", "element", "capital-au", "sealed-1"], 5, 30)
+    assert sum(squeezed) <= 30 and min(squeezed) >= 5
+    assert squeezed == (8, 8, 5, 9)  # the smaller needs met whole first, the rest get what is left
+    assert column_widths(["a", "b"], 5, 10) == (5, 5)
+
+
+@pytest.mark.anyio
+async def test_a_long_case_name_shows_whole_where_the_row_has_room_and_clicks_hit_their_cell() -> None:
+    models = ["m0", "m1"]
+    cases = ["add", "mult", "a-twenty-char-case-x", "boil"]
+    live = LiveMetrics(models, cases, 1, clock=lambda: 0.0)
+    app = _matrix_app(models, cases, live)
+    async with app.run_test(size=(120, 8)) as pilot:
+        m = app.query_one(CallMatrix)
+        await pilot.pause()
+        lay = m._layout
+        assert lay is not None and lay.widths and lay.width(2) == 21
+        header = m.render_line(0).text
+        assert "a-twenty-char-case-x" in header  # whole, where equal columns cut it
+        start = lay.label_w + lay.width(0) + lay.width(1)
+        assert m._cell_at(start, 1) == (0, 2) and m._cell_at(start + 20, 2) == (1, 2)
+        assert m._cell_at(start + 21, 1) == (0, 3) and m._cell_at(start - 1, 1) == (0, 1)
+        await pilot.click("#m", offset=(start + 10, 2))
+        await pilot.pause()
+        assert m.cursor == (1, 2)

@@ -101,22 +101,27 @@ def middle_cut(name: str, width: int, tail: int | None = None) -> str:
     return name[: keep - back] + "…" + name[len(name) - back:]
 
 
-def short_labels(ids: Sequence[str], width: int) -> list[str]:
-    """Each id in `width` characters, cut in the middle (start and end kept) so that a cut one never reads as
-    another name; where it differs from a neighbour near its end, as much of the end as tells them apart is kept
-    ("capital-fr", "capital-au" → "c…fr", "c…au"; "capital-france-north" → "cap…north")."""
-    if width <= 0:
-        return ["" for _ in ids]
+def short_labels(ids: Sequence[str], width: int | Sequence[int]) -> list[str]:
+    """Each id in `width` characters (one width for all, or each id its own), cut in the middle (start and end kept)
+    so that a cut one never reads as another name; where it differs from a neighbour near its end, as much of the
+    end as tells them apart is kept ("capital-fr", "capital-au" → "c…fr", "c…au"; "capital-france-north" →
+    "cap…north")."""
+    widths = [width] * len(ids) if isinstance(width, int) else list(width)
     out = []
     for k, full in enumerate(ids):
+        w = widths[k]
+        if w <= 0:
+            out.append("")
+            continue
         near = [ids[j] for j in (k - 1, k + 1) if 0 <= j < len(ids) and ids[j] != full]
         differs = len(full) - max((_common_prefix(full, t) for t in near), default=len(full))
-        keep = width - 1
-        out.append(middle_cut(full, width, max(keep // 2, differs) if differs < keep else None))
+        keep = w - 1
+        out.append(middle_cut(full, w, max(keep // 2, differs) if differs < keep else None))
     for k, full in enumerate(ids):  # still the same as a neighbour's: another split of start and end may differ
         seen = {out[j] for j in (k - 1, k + 1) if 0 <= j < len(ids) and ids[j] != full}
-        if out[k] in seen:
-            out[k] = next((c for t in range(1, width - 1) if (c := middle_cut(full, width, t)) not in seen), out[k])
+        if out[k] in seen and widths[k] > 0:
+            out[k] = next((c for t in range(1, widths[k] - 1) if (c := middle_cut(full, widths[k], t)) not in seen),
+                          out[k])
     return out
 
 
@@ -130,10 +135,42 @@ def _longest_fitting(width: int, texts: Sequence[str]) -> str:
 class _Layout:
     label_w: int
     cell_w: int
-    """Characters per column (glyph, fraction, gap)."""
+    """Characters per column (glyph, fraction, gap): the narrowest column's, where they differ."""
     per_col: int
     """Cases per column: 1, or more when the matrix is condensed into buckets."""
     n_cols: int
+    widths: tuple[int, ...] = ()
+    """Each column's width where they differ (a case's whole name where the row has room for it), else empty."""
+
+    def width(self, col: int) -> int:
+        return self.widths[col] if self.widths else self.cell_w
+
+    def col_at(self, offset: int) -> int:
+        """The column `offset` characters right of the labels falls in (n_cols past the last)."""
+        if not self.widths:
+            return offset // self.cell_w
+        start = 0
+        for col, w in enumerate(self.widths):
+            start += w
+            if offset < start:
+                return col
+        return self.n_cols
+
+
+def column_widths(labels: Sequence[str], least: int, room: int, most: int = 24) -> tuple[int, ...]:
+    """Each column's width in `room` characters: at least `least` (a cell's figures), up to its label's length and a
+    gap (at most `most`); where the row cannot give every label its whole length, the room left over goes to the
+    shortest needs first, so that as many names as can be are shown whole and the rest share what remains."""
+    want = [max(least, min(len(label) + 1, most)) for label in labels]
+    if sum(want) <= room:
+        return tuple(want)
+    widths = [least] * len(labels)
+    spare = room - least * len(labels)
+    for i in sorted(range(len(labels)), key=lambda i: want[i]):
+        extra = min(want[i] - least, spare)
+        widths[i] += extra
+        spare -= extra
+    return tuple(widths)
 
 
 class CallMatrix(Widget, can_focus=True):
@@ -238,9 +275,13 @@ class CallMatrix(Widget, can_focus=True):
         for cw in (full_w, 2):
             if n * cw <= avail:
                 if cw == full_w:
-                    # use the width: wider cells show more of each case's name (up to all of it)
-                    longest = max((len(c) for c in self.case_ids), default=1) + 1
-                    cw = max(cw, min(longest, avail // n, 24))
+                    # use the width: each column as wide as its case's name needs (up to 24), as far as the row
+                    # has room, so a short name leaves its room to a long one; never narrower than an even share
+                    # up to the room for a count of errors (`!e`), which a cell shows beside its n/k
+                    widths = column_widths(self.case_ids, max(cw, min(avail // n, cw + 2)), avail)
+                    if len(set(widths)) > 1:
+                        return _Layout(label_w, min(widths), 1, n, widths)
+                    cw = widths[0] if widths else cw
                 return _Layout(label_w, cw, 1, n)
         per_col = -(-n // avail)
         return _Layout(label_w, 1, per_col, -(-n // per_col))
@@ -310,26 +351,29 @@ class CallMatrix(Widget, can_focus=True):
             self._styles = {c: self.get_component_rich_style(c, partial=True) for c in self.COMPONENT_CLASSES}
         return self._styles[name]
 
-    def _cell_segments(self, state: int, passed: int, answered: int, errored: int) -> list[tuple[str, str]]:
-        """A cell as (text, component class) pieces: its glyph and n/k (passed of answered) in its state's colour,
-        then `!e` (trials errored) in the errors' colour. Where `!e` has no room, a verdict glyph gives way to `!`:
-        a cell with errors never shows a bare ✓ (issue 37)."""
+    def _cell_segments(self, state: int, passed: int, answered: int, errored: int,
+                       cw: int | None = None) -> list[tuple[str, str]]:
+        """A cell `cw` characters wide (default: the layout's) as (text, component class) pieces: its glyph and n/k
+        (passed of answered) in its state's colour, then `!e` (trials errored) in the errors' colour. Where `!e` has
+        no room, a verdict glyph gives way to `!`: a cell with errors never shows a bare ✓ (issue 37)."""
         lay = self._layout
         assert lay is not None
+        if cw is None:
+            cw = lay.cell_w
         cls = f"matrix--{CELL_CLASSES[state]}"
         hides_errors = errored and state in (PASSED, MOSTLY, FAILED, UNSCORED)
-        if lay.cell_w <= 2:
+        if cw <= 2:
             glyph = GLYPHS[ERRORED] if hides_errors else CELL_GLYPHS[state]
-            return [(glyph + (" " if lay.cell_w == 2 else ""), "matrix--errored" if hides_errors else cls)]
+            return [(glyph + (" " if cw == 2 else ""), "matrix--errored" if hides_errors else cls)]
         if state in (QUEUED, EMPTY):
-            return [(CELL_GLYPHS[state].ljust(lay.cell_w), cls)]
+            return [(CELL_GLYPHS[state].ljust(cw), cls)]
         text = f"{CELL_GLYPHS[state]}{passed}/{answered}"
         errors = f"!{errored}" if errored and state != ERRORED else ""
-        if errors and len(text) + len(errors) < lay.cell_w:
-            return [(text, cls), (errors.ljust(lay.cell_w - len(text)), "matrix--errored")]
+        if errors and len(text) + len(errors) < cw:
+            return [(text, cls), (errors.ljust(cw - len(text)), "matrix--errored")]
         if hides_errors:
-            return [(f"{GLYPHS[ERRORED]}{passed}/{answered}".ljust(lay.cell_w)[: lay.cell_w], "matrix--errored")]
-        return [(text.ljust(lay.cell_w)[: lay.cell_w], cls)]
+            return [(f"{GLYPHS[ERRORED]}{passed}/{answered}".ljust(cw)[:cw], "matrix--errored")]
+        return [(text.ljust(cw)[:cw], cls)]
 
     def render_line(self, y: int) -> Strip:
         if self._layout is None:
@@ -355,8 +399,9 @@ class CallMatrix(Widget, can_focus=True):
             # runs of same-style pieces become one segment: fewer segments, cheaper compositing
             run: list[str] = []
             run_style: Style | None = None
+            width_of = lay.width
             for col, cell in enumerate(self._cols[m]):
-                for text, cls in self._cell_segments(*cell):
+                for text, cls in self._cell_segments(*cell, width_of(col)):
                     style = self._style(cls)
                     if cursor_here and col == self.cursor[1]:
                         style = style + self._style("matrix--cursor")
@@ -382,8 +427,9 @@ class CallMatrix(Widget, can_focus=True):
         if lay.per_col == 1 and lay.cell_w > 2:
             # a name cut at its end reads as another name ("elemen"): cut in the middle, start and end kept; the
             # cursor's case is named in full under the matrix (and a hovered cell's in its tooltip)
-            labels = short_labels(self.case_ids, lay.cell_w - 1)
-            text = "".join(c.ljust(lay.cell_w) for c in labels)
+            widths = [lay.width(col) for col in range(n)]
+            labels = short_labels(self.case_ids, [w - 1 for w in widths])
+            text = "".join(c.ljust(w) for c, w in zip(labels, widths, strict=True))
         elif lay.per_col == 1:
             # one glyph per case: mark every fifth column and say where the first and last case are
             ticks = "".join("|" if k % 5 == 0 else " " for k in range(n)) if lay.cell_w == 1 else \
@@ -464,7 +510,7 @@ class CallMatrix(Widget, can_focus=True):
         lay = self._layout
         if lay is None or y < 1 or y > min(self._rows, len(self.model_keys) - self._top) or x < lay.label_w:
             return None
-        col = (x - lay.label_w) // lay.cell_w
+        col = lay.col_at(x - lay.label_w)
         return None if col >= lay.n_cols else (self._top + y - 1, col)
 
     def on_mouse_move(self, event: events.MouseMove) -> None:

@@ -114,6 +114,23 @@ async def test_cancel_keeps_finished_results(tmp_path: Path, db_path: Path) -> N
     assert "--resume" in sweep.resume_command
 
 
+async def test_a_stop_confirmed_after_the_sweep_ended_quits(tmp_path: Path, db_path: Path) -> None:
+    """Issue 37 (not reproduced): q asked "Stop the sweep?", the last call finished while the question was open, and
+    y then left the console open: it waited for a stop that would never come. Now it quits at once."""
+    from arenatui.tui.screens.dialogs import Confirm
+
+    sweep = Sweep(SweepOptions(project=sim_project(tmp_path, cases=30, latency=0.02), db=db_path))
+    app = ArenaApp(sweep)
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(lambda: sweep.live.snapshot().done >= 1)
+        await pilot.press("q")
+        await _until(lambda: isinstance(app.screen, Confirm))
+        await _until(lambda: app.run_screen.sweep_ended)  # the run ends while the question is open
+        await pilot.press("y")
+        await _until(lambda: not app.is_running)
+    assert app.return_value == "finished"
+
+
 async def test_cell_detail_shows_that_call(tmp_path: Path, db_path: Path) -> None:
     sweep = Sweep(SweepOptions(project=sim_project(tmp_path, cases=6, trials=2, latency=0.0), db=db_path))
     app = ArenaApp(sweep)

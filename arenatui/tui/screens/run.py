@@ -702,7 +702,12 @@ class RunScreen(Screen[None]):
         self.app.push_screen(Confirm(q), answer)
 
     def stop_sweep(self) -> None:
-        """Cancel the engine; the app exits once the sweep has stored what finished."""
+        """Cancel the engine; the app exits once the sweep has stored what finished (at once if it already ended:
+        a `y` that came after the last call, while the question was open, would otherwise wait for an end that has
+        been)."""
+        if self.sweep_ended:
+            self.app.exit(self.sweep.status)
+            return
         self.exit_when_stopped = True
         self.sweep.control.cancel()
         self.refresh_now()

@@ -408,7 +408,6 @@ class ModelController:
         r.batch.append(latency_s)
         if self.ramp_lat_min is None or latency_s < self.ramp_lat_min:
             self.ramp_lat_min = latency_s
-        additive = r.top is not None
         if r.answers < self.batch_size:
             return None
         batch = sorted(r.batch)
@@ -441,25 +440,37 @@ class ModelController:
         r.queued = queued
         base = base or mean
         if queued:
-            self.limit_seen = True
-            # the server queues: of what it answers per second, it serves unqueued latency's worth at once
-            goodput = r.answered_since / since_s if since_s > 0 else self.level / mean
-            lat_min = self.ramp_lat_min
-            served = goodput * lat_min
-            self.goodput[self.level] = goodput  # a rough look: the level settled on is measured properly
-            self.careful = True
-            new = max(1, min(self.level - 1, round(served)))
-            why = (f"latency {mean * 1000:.0f} ms at {self.level}, {mean / base:.1f}× the {base * 1000:.0f} ms "
-                   f"below: the server queues; {goodput:.1f}/s × {lat_min * 1000:.0f} ms = {served:.1f} served at once")
-            if self.left is not None and self.left <= SMALL_BUDGET and \
-                    self.answered_full.get(self.level, 0) < MIN_ANSWERED:
-                # a small budget: measured here first (a queue costs latency, not goodput), then there: two levels
-                # measured well, the verdict's 'the server queues above N', rather than many glanced at (on a
-                # larger one the settled level's probes measure the level above)
-                self.stage = Descend(then=new)
-                return self._move(self.level, why)  # (no move: the reason is in the next one)
-            self.stage = Descend()
-            return self._move(new, why)
+            return self._server_queues(r, mean, base, since_s)
+        return self._ramp_step(r, mean, low, since_s)
+
+    def _server_queues(self, r: Ramp, mean: float, base: float, since_s: float) -> Decision | None:
+        """A ramp batch said the server queues: down to what it serves at once (goodput × unqueued latency), measured
+        first where the queue showed on a small budget."""
+        self.limit_seen = True
+        # the server queues: of what it answers per second, it serves unqueued latency's worth at once
+        goodput = r.answered_since / since_s if since_s > 0 else self.level / mean
+        lat_min = self.ramp_lat_min
+        assert lat_min is not None  # set by the batch's answers (`answered`)
+        served = goodput * lat_min
+        self.goodput[self.level] = goodput  # a rough look: the level settled on is measured properly
+        self.careful = True
+        new = max(1, min(self.level - 1, round(served)))
+        why = (f"latency {mean * 1000:.0f} ms at {self.level}, {mean / base:.1f}× the {base * 1000:.0f} ms "
+               f"below: the server queues; {goodput:.1f}/s × {lat_min * 1000:.0f} ms = {served:.1f} served at once")
+        if self.left is not None and self.left <= SMALL_BUDGET and \
+                self.answered_full.get(self.level, 0) < MIN_ANSWERED:
+            # a small budget: measured here first (a queue costs latency, not goodput), then there: two levels
+            # measured well, the verdict's 'the server queues above N', rather than many glanced at (on a
+            # larger one the settled level's probes measure the level above)
+            self.stage = Descend(then=new)
+            return self._move(self.level, why)  # (no move: the reason is in the next one)
+        self.stage = Descend()
+        return self._move(new, why)
+
+    def _ramp_step(self, r: Ramp, mean: float, low: float, since_s: float) -> Decision | None:
+        """A clean ramp batch: doubling (the first climb, up to a declared limit's level) or one level up (a recovery,
+        never back to the level that erred), within the ceiling and the calls left."""
+        additive = r.top is not None
         if additive:
             up = self.level + 1
             top = r.top
@@ -519,7 +530,27 @@ class ModelController:
         wait = f"; provider asked to wait {retry_after_s:.2f}s" if retry_after_s is not None else ""
         sent = f" (sent at {at})" if at != self.level else ""
         r = self.stage
-        if isinstance(r, Ramp) and r.top is not None:
+        if isinstance(r, Ramp):
+            return self._limited_on_ramp(r, at, sent, wait)
+        p = self.prior()
+        if p is not None and at == self.level and at > p:
+            # a 429 past the level the declared limit allows: the headers and the evidence agree, so no storm is
+            # needed to prove the limit (the verdict names it 'as declared'); the highest level below it is held
+            self.avoid[at] = self.settings.avoid_windows
+            self.proven.add(at)
+            self.goodput.pop(at, None)
+            self.careful = True
+            self.stage = Settled()
+            return self._move(at - 1, f"429 at {at}{wait}, past the {p} its declared limit allows: as declared, "
+                                      f"holding {at - 1}")
+        if at != self.level or self.phase not in ("settled", "climb", "descend"):
+            return None  # a probe is judged by its window: the verdict needs it measured or refused
+        return self._limited_held(wait)
+
+    def _limited_on_ramp(self, r: Ramp, at: int, sent: str, wait: str) -> Decision | None:
+        """A 429 on a ramp: a recovery steps one back (twice at one level: that is the limit); the first ramp ends,
+        back to its last clean level."""
+        if r.top is not None:
             # recovering after a drop: a storm's aftermath (a limit that counts refused requests is in debt) can
             # refuse a level that is fine, so one down until a level is clean; a level reached from below and
             # refused twice is the limit
@@ -538,33 +569,23 @@ class ModelController:
                 return self._move(new, f"429 at {at} again{sent}{wait}: settling one below")
             r.new_batch()
             return self._move(new, f"429 at {at}{sent}{wait}: one down, then up again once clean")
-        if isinstance(r, Ramp):
-            # the limit is below the level the refused attempt was sent at: back to the highest level of this ramp
-            # whose attempts all came back unrefused (no storm to measure in: a storm's goodput says little,
-            # inflated by a token bucket's burst or deflated by refusals that count against the limit), then one
-            # level per clean batch up to just below the one that erred
-            erred = at
-            self.careful = True
-            self.avoid[erred] = self.settings.avoid_windows
-            prev = self.linear_to = self._last_clean_below(erred)
-            new = prev if prev is not None else max(1, erred // 2)
-            how = f"back to {prev}, the last level without one" if prev is not None else "halving"
-            self._start_recovery(erred)
-            return self._move(new, f"ramp ends at the first 429{sent}{wait}: {how}, then one up per clean latency, "
-                                   f"below {erred}")
-        p = self.prior()
-        if p is not None and at == self.level and at > p:
-            # a 429 past the level the declared limit allows: the headers and the evidence agree, so no storm is
-            # needed to prove the limit (the verdict names it 'as declared'); the highest level below it is held
-            self.avoid[at] = self.settings.avoid_windows
-            self.proven.add(at)
-            self.goodput.pop(at, None)
-            self.careful = True
-            self.stage = Settled()
-            return self._move(at - 1, f"429 at {at}{wait}, past the {p} its declared limit allows: as declared, "
-                                      f"holding {at - 1}")
-        if at != self.level or self.phase not in ("settled", "climb", "descend"):
-            return None  # a probe is judged by its window: the verdict needs it measured or refused
+        # the first ramp: the limit is below the level the refused attempt was sent at: back to the highest level of
+        # this ramp whose attempts all came back unrefused (no storm to measure in: a storm's goodput says little,
+        # inflated by a token bucket's burst or deflated by refusals that count against the limit), then one level
+        # per clean batch up to just below the one that erred
+        erred = at
+        self.careful = True
+        self.avoid[erred] = self.settings.avoid_windows
+        prev = self.linear_to = self._last_clean_below(erred)
+        new = prev if prev is not None else max(1, erred // 2)
+        how = f"back to {prev}, the last level without one" if prev is not None else "halving"
+        self._start_recovery(erred)
+        return self._move(new, f"ramp ends at the first 429{sent}{wait}: {how}, then one up per clean latency, "
+                               f"below {erred}")
+
+    def _limited_held(self, wait: str) -> Decision | None:
+        """A 429 at a held level: a storm (the limit dropped, or was crossed) halves the level; a few among many
+        attempts are the edge of a limit (`_leaked`)."""
         self.onset += 1
         self.leaks += 1
         self.quiet_429s += 1
@@ -724,25 +745,38 @@ class ModelController:
         if isinstance(stage, Descend):
             return self._settle(f"goodput {g:.1f}/s at {self.level}")
         if isinstance(stage, Climb):
-            prev = self.prev_level
-            gp = self.goodput.get(prev) if prev is not None and prev < self.level else None
-            if gp is None and self.careful:
-                return self._step_up(False, f"goodput {g:.1f}/s, {w.rate_limited} 429s: one level up")
-            if gp is None:
-                return self._step_up(True, f"first look: goodput {g:.1f}/s, {w.rate_limited} 429s")
-            gain = g / gp - 1 if gp > 0 else 1.0
-            if gain > s.flat:
-                assert prev is not None
-                fast = gain >= s.linear * (self.level / prev - 1)
-                why = f"goodput +{gain:.0%}, {w.rate_limited} 429s"
-                p = self.prior()
-                if p is not None and fast and self.level > p and not w.quick and w.rate_limited == 0:
-                    # past the level the declared limit allows, a full window without a 429, goodput still growing
-                    # in proportion: the headers were wrong (or are shared, or stale), and evidence wins
-                    return self._headers_wrong(p, why)
-                return self._step_up(fast, why)
-            return self._settle(f"goodput {gain:+.0%} from {prev} to {self.level}")
+            return self._climbed(w, g)
         assert isinstance(stage, Settled)
+        return self._held(stage, g)
+
+    def _climbed(self, w: Window, g: float) -> Decision | None:
+        """A clean window while climbing: up while goodput grows (×1.5 while it grows in proportion, else one), else
+        settle; past a declared limit's level with goodput growing in proportion, the headers were wrong."""
+        s = self.settings
+        prev = self.prev_level
+        gp = self.goodput.get(prev) if prev is not None and prev < self.level else None
+        if gp is None and self.careful:
+            return self._step_up(False, f"goodput {g:.1f}/s, {w.rate_limited} 429s: one level up")
+        if gp is None:
+            return self._step_up(True, f"first look: goodput {g:.1f}/s, {w.rate_limited} 429s")
+        gain = g / gp - 1 if gp > 0 else 1.0
+        if gain > s.flat:
+            assert prev is not None
+            fast = gain >= s.linear * (self.level / prev - 1)
+            why = f"goodput +{gain:.0%}, {w.rate_limited} 429s"
+            p = self.prior()
+            if p is not None and fast and self.level > p and not w.quick and w.rate_limited == 0:
+                # past the level the declared limit allows, a full window without a 429, goodput still growing
+                # in proportion: the headers were wrong (or are shared, or stale), and evidence wins
+                return self._headers_wrong(p, why)
+            return self._step_up(fast, why)
+        return self._settle(f"goodput {gain:+.0%} from {prev} to {self.level}")
+
+    def _held(self, stage: Settled, g: float) -> Decision | None:
+        """A clean window at the level settled on: a lower level as good wins (never up: that is what probes are
+        for); the level above is probed once for the verdict, the level below measured once, and then every
+        `probe_every` windows one level up."""
+        s = self.settings
         # settled: as figures firm up, a lower level may turn out as good (never up: that is what probes are for)
         ok = {lv: gv for lv, gv in self.goodput.items() if not self._avoided(lv) and lv in self.verified}
         if ok and self.level in ok:

@@ -508,8 +508,7 @@ class LiveMetrics:
         agg.cost += cost
         if rtok:
             agg.reasoning_tokens += rtok
-        if est:
-            agg.estimated += 1
+        agg.estimated += est  # a bool: 1 for a call whose tokens were estimated
         if finish in TRUNCATED_FINISH:
             agg.truncated += 1
         if ec == "cancelled":

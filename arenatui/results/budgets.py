@@ -7,9 +7,12 @@ current limits and price, and the results and failed attempts for the evidence.
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from arenatui.kernel.events import lane_key
 from arenatui.scoring.failure_modes import TRUNCATED_FINISH
 from arenatui.store.db import Store
 from arenatui.store.queries import budget_rows, timed_out_attempts
@@ -22,6 +25,32 @@ _JUDGE_PREFIX = "judge:"
 
 def _num(x: Any, default: float) -> float:
     return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else default
+
+
+def _tuner_probes(changes: Sequence[tuple[float, int, int, str | None, str]]
+                  ) -> dict[str, Callable[[float | None], bool]]:
+    """Per lane the auto-tuner moved, whether a call started at an epoch time did so above the level the tuner left
+    it at (its last move): probes and a climb past the optimum, where a serial server queues the calls and their
+    time says nothing of how long the provider takes to answer one (issue 36: 8 s from a call queued at 16)."""
+    moves: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for at, _old, new, key, source in changes:
+        if source == "tuner" and key is not None:
+            moves[key].append((at, new))
+    out: dict[str, Callable[[float | None], bool]] = {}
+    for key, seq in moves.items():
+        times = [at for at, _n in seq]
+        levels = [n for _at, n in seq]
+        settled = levels[-1]
+
+        def above(started: float | None, times: list[float] = times, levels: list[int] = levels,
+                  settled: int = settled) -> bool:
+            if started is None:
+                return False
+            i = bisect.bisect_right(times, started) - 1
+            return i >= 0 and levels[i] > settled
+
+        out[key] = above
+    return out
 
 
 def _table(cfg: dict[str, Any], key: str) -> dict[str, Any]:
@@ -50,8 +79,9 @@ def budget_evidence(store: Store, run_id: str, model_key: str | None = None) -> 
                  for c in cfg.get("cases") or () if isinstance(c, dict) and c.get("scorer") is not None}
     many_kinds = len(set(kind_of.values())) > 1
     per_kind: dict[str, dict[str, list[Answer]]] = defaultdict(lambda: defaultdict(list))
-    for key, case_id, status, passed, err, out_tok, finish, lat, conn_ms, est, reasoning in budget_rows(
-            store, run_id, model_key):
+    probed = _tuner_probes(store.concurrency_changes(run_id))
+    for key, case_id, status, passed, err, out_tok, finish, lat, conn_ms, est, reasoning, variant, started in \
+            budget_rows(store, run_id, model_key):
         m = models.get(key)
         if m is None:
             continue
@@ -61,7 +91,11 @@ def budget_evidence(store: Store, run_id: str, model_key: str | None = None) -> 
                    None if lat is None else lat / 1000.0, bool(est), int(reasoning or 0))
         m.answers.append(a)
         if lat is not None:
-            m.answered_s.append((lat + (conn_ms or 0.0)) / 1000.0)
+            above = probed.get(lane_key(key, variant or ""))
+            if above is not None and above(started):
+                m.above_settled += 1  # queued behind the tuner's own probes: no evidence of the provider's time
+            else:
+                m.answered_s.append((lat + (conn_ms or 0.0)) / 1000.0)
         if many_kinds:
             per_kind[key][case_kind.get(case_id, default_kind)].append(a)
     for key, n, streamed, no_token in timed_out_attempts(store, run_id, model_key):

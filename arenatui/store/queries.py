@@ -957,11 +957,12 @@ def error_messages(store: Store, run_id: str, per_model: int = 3) -> dict[str, l
 def budget_rows(store: Store, run_id: str, model_key: str | None = None) -> Iterator[tuple[Any, ...]]:
     """Every stored call of a run (or of one model), for the max_tokens and timeout_s evidence: model_key, case_id,
     status, passed, error_class, output_tokens, finish_reason, latency_ms, connect_ms, tokens_estimated,
-    reasoning_tokens."""
+    reasoning_tokens, variant, started_at."""
     one, args = ("", (run_id,)) if model_key is None else (" AND model_key = ?", (run_id, model_key))
     return iter(store.conn.execute(
         "SELECT model_key, case_id, status, passed, error_class, output_tokens, finish_reason, latency_ms,"
-        " connect_ms, tokens_estimated, reasoning_tokens FROM results WHERE run_id = ?" + one, args))
+        " connect_ms, tokens_estimated, reasoning_tokens, variant, started_at FROM results WHERE run_id = ?" + one,
+        args))
 
 
 def timed_out_attempts(store: Store, run_id: str, model_key: str | None = None) -> list[tuple[str, int, int, int]]:

@@ -216,6 +216,9 @@ class TimeoutEvidence:
     timed_out_no_first_byte: int | None = None
     """Of those, the ones that had seen no first token (probably hung); None where it was not recorded for every
     one of them (a non-streamed answer arrives whole, so its silence until the limit tells nothing)."""
+    left_out: int = 0
+    """Answered attempts not in `answered_s`: started above the level the auto-tuner settled on, where a server that
+    queues makes a call wait behind the tuner's own."""
 
 
 def recommend_timeout(model_key: str, current: float, ev: TimeoutEvidence) -> Recommendation:
@@ -227,6 +230,9 @@ def recommend_timeout(model_key: str, current: float, ev: TimeoutEvidence) -> Re
     slowest = max(ev.answered_s)
     near = sum(1 for s in ev.answered_s if s > NEAR_LIMIT * current)
     lines = []
+    if ev.left_out:
+        lines.append(f"{plural(ev.left_out, 'answered attempt')} left out: started above the level the auto-tuner "
+                     "settled on, where they may have queued behind its own calls")
     if ev.timed_out:
         hung = ev.timed_out_no_first_byte
         lines.append(f"{plural(ev.timed_out, 'attempt')} timed out at {current:g} s" + (
@@ -296,6 +302,9 @@ class ModelBudget:
     by_scorer: dict[str, list[Answer]] = field(default_factory=dict)
     """The same answers per scorer kind, where the run has more than one."""
     answered_s: list[float] = field(default_factory=list)
+    above_settled: int = 0
+    """Answered calls started while the auto-tuner held the model above the level it settled on (probes, a climb
+    past the optimum): their time may be a queue behind the tuner's own calls, so not in `answered_s`."""
     timed_out: int = 0
     timed_out_streamed: int = 0
     """Of the timed-out attempts, those streamed (recorded since migration 16): they tell hung from slow."""
@@ -311,7 +320,8 @@ class BudgetEvidence:
     def timeout_evidence(self, model_key: str) -> TimeoutEvidence:
         m = self.models[model_key]
         known = m.timed_out > 0 and m.timed_out_streamed == m.timed_out  # hung or slow is known for each one
-        return TimeoutEvidence(tuple(m.answered_s), m.timed_out, m.timed_out_no_token if known else None)
+        return TimeoutEvidence(tuple(m.answered_s), m.timed_out, m.timed_out_no_token if known else None,
+                               m.above_settled)
 
 
 

@@ -152,3 +152,34 @@ def test_a_sweeps_stated_tokens_left_fall_below_the_limit(tmp_path: Path) -> Non
     seen, _ = _declared(tmp_path, {"declared_tpm": 60000})
     assert seen and all(d.tokens_limit == 60000 for d in seen)
     assert min(d.tokens_remaining or 0 for d in seen) < 60000
+
+
+def test_the_timeout_advice_leaves_out_calls_queued_behind_the_tuners_probes(tmp_path: Path) -> None:
+    """Issue 36 item 7: an answer started while the auto-tuner held the model above the level it settled on (a
+    probe, a climb past the optimum) may have waited behind the tuner's own calls on a server that queues: its time
+    is no evidence of how long the provider takes, and the timeout_s advice says it was left out."""
+    from arenatui.results.budgets import budget_evidence
+    from arenatui.store import Store
+    from arenatui.tuning.budgets import recommend_timeout
+
+    sweep = Sweep(SweepOptions(project=_project(tmp_path, {"base_latency_s": 0.0}, calls=150), db=tmp_path / "r.db"),
+                  live_metrics=False)
+    anyio.run(sweep.run)
+    with Store(tmp_path / "r.db") as store:
+        rows = store.conn.execute("SELECT rowid, started_at FROM results WHERE run_id = ? ORDER BY started_at",
+                                  (sweep.run_id,)).fetchall()
+        first, last = rows[0][1], rows[-1][1]
+        probe = rows[len(rows) // 3][1], rows[2 * len(rows) // 3][1]  # the tuner at 4 over the middle third
+        queued = [rowid for rowid, at in rows if probe[0] <= at < probe[1]]
+        moves = [(sweep.run_id, first - 1, 2, 1), (sweep.run_id, probe[0], 1, 4), (sweep.run_id, probe[1], 4, 1)]
+        store.conn.executemany("INSERT INTO concurrency_changes (run_id, at, old, new, model_key, source) VALUES "
+                               "(?, ?, ?, ?, 'm', 'tuner')", moves)
+        store.conn.execute(f"UPDATE results SET latency_ms = 8000 WHERE rowid IN ({','.join('?' * len(queued))})",
+                           queued)
+        ev = budget_evidence(store, sweep.run_id).timeout_evidence("m")
+    assert queued and last > probe[1] and ev.left_out == len(queued)
+    assert len(ev.answered_s) == len(rows) - len(queued) and max(ev.answered_s) < 1.0  # no 8 s call in the evidence
+    rec = recommend_timeout("m", 60.0, ev)
+    assert rec.action == "lower" and rec.value is not None and rec.value <= 2.0
+    assert any(f"{len(queued)} answered attempts left out: started above the level the auto-tuner settled on" in line
+               for line in rec.detail), rec.detail

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -95,15 +97,23 @@ def _matrix_app(models: list[str], cases: list[str], live: LiveMetrics) -> Any:
     return One()
 
 
+@asynccontextmanager
+async def _shown_matrix(models: list[str], cases: list[str],
+                        size: tuple[int, int]) -> AsyncIterator[tuple[Any, CallMatrix, LiveMetrics]]:
+    """A CallMatrix over fresh live metrics, laid out at `size`: (the pilot, the matrix, the metrics)."""
+    live = LiveMetrics(models, cases, 1, clock=lambda: 0.0)
+    app = _matrix_app(models, cases, live)
+    async with app.run_test(size=size) as pilot:
+        m = app.query_one(CallMatrix)
+        await pilot.pause()
+        yield pilot, m, live
+
+
 @pytest.mark.anyio
 async def test_matrix_condenses_and_a_frame_costs_little(tmp_path: object) -> None:
     models = [f"model-{i}" for i in range(10)]
     cases = [f"case-{j:05d}" for j in range(5000)]
-    live = LiveMetrics(models, cases, 1, clock=lambda: 0.0)
-    app = _matrix_app(models, cases, live)
-    async with app.run_test(size=(160, 20)) as pilot:
-        m = app.query_one(CallMatrix)
-        await pilot.pause()
+    async with _shown_matrix(models, cases, (160, 20)) as (pilot, m, live):
         lay = m._layout
         assert lay is not None and lay.per_col > 1 and lay.n_cols * lay.cell_w <= 160
         for mk in models:  # a busy frame: 2,000 cells changed
@@ -124,7 +134,7 @@ async def test_matrix_condenses_and_a_frame_costs_little(tmp_path: object) -> No
         m.cells_changed(dirty)
         await pilot.pause()
         assert len(dirty) >= 2000 and 0 < columns <= len(models) * lay.n_cols < len(dirty)
-        assert "5000 cases" in app.export_screenshot().replace("&#160;", " ")
+        assert "5000 cases" in pilot.app.export_screenshot().replace("&#160;", " ")
 
 
 @pytest.mark.anyio
@@ -248,11 +258,7 @@ def test_columns_take_the_width_their_names_need_as_far_as_the_row_has_room() ->
 async def test_a_long_case_name_shows_whole_where_the_row_has_room_and_clicks_hit_their_cell() -> None:
     models = ["m0", "m1"]
     cases = ["add", "mult", "a-twenty-char-case-x", "boil"]
-    live = LiveMetrics(models, cases, 1, clock=lambda: 0.0)
-    app = _matrix_app(models, cases, live)
-    async with app.run_test(size=(120, 8)) as pilot:
-        m = app.query_one(CallMatrix)
-        await pilot.pause()
+    async with _shown_matrix(models, cases, (120, 8)) as (pilot, m, _live):
         lay = m._layout
         assert lay is not None and lay.widths and lay.width(2) == 21
         header = m.render_line(0).text

@@ -97,7 +97,8 @@ ELSEWHERE: dict[str, str] = {
                     "the console: tests/tui/ (test_watch_console.py, test_results_screens.py) drive it with Pilot"),
     **dict.fromkeys([
         "python benchmarks/decision_coverage.py --only-issue35 --variant-sims 3000",
-        "python benchmarks/decision_coverage.py --seeds 40", "python benchmarks/http_overhead.py --transports aiohttp",
+        "python benchmarks/decision_coverage.py --seeds 40",
+        "python benchmarks/http_overhead.py --transports aiohttp --only cpu --calls 1500",
         "python benchmarks/load_accuracy.py --parts saturation", "python benchmarks/load_rates.py",
         "python benchmarks/tuner.py --seeds 10 --modes tuner", "python benchmarks/tuner.py --seeds 20 --verbose",
         "python benchmarks/tuner.py --shapes serial --fixed 1,2,4,16 --seeds 6",

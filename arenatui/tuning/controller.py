@@ -955,14 +955,26 @@ class Tuner:
         import time
 
         self.settings = settings or TunerSettings()
-        self.model_keys = tuple(model_keys)
-        self._set_level = set_level
+        lanes_of: dict[str, list[str]] = {}
+        for lane in model_keys:
+            lanes_of.setdefault(lane.partition(VARIANT_SEP)[0], []).append(lane)
+        self._lanes_of = lanes_of
+        """Each model's lanes: the model, or each of its prompt variants. They share its provider, so the tuner
+        gives them one level (each lane capped at it: the engine counts a model's lanes together at its provider)
+        from one controller fed by all of them."""
+        self._model_of = {lane: model for model, lanes in lanes_of.items() for lane in lanes}
+        self.model_keys = tuple(lanes_of)
+        """The models tuned (a model's variants are one)."""
+        self._set_lane_level = set_level
         self._set_total = set_total
         self._emit = emit
-        self._caps = caps
+        self._lane_cap = caps
         self._clock = clock or time.monotonic
-        self.user_caps = dict(user_caps or {})
-        """Caps from the project file: the tuner stays at or below them."""
+        given = dict(user_caps or {})
+        self.user_caps: dict[str, int | None] = {
+            m: min((c for lane in lanes if (c := given.get(lane)) is not None), default=None)
+            for m, lanes in lanes_of.items()}
+        """Caps from the project file, per model (the least of its lanes'): the tuner stays at or below them."""
         self.enabled = False
         self.suspended: set[str] = set()
         self.controllers: dict[str, ModelController] = {}
@@ -985,6 +997,17 @@ class Tuner:
         """Fold one event (`sink`, for callers holding the tuner)."""
         self.tracker.on_event(ev)
 
+    def _model(self, key: str) -> str:
+        """The model a lane key belongs to (a model's key is its own)."""
+        return self._model_of.get(key, key)
+
+    def _set_level(self, model: str, n: int) -> None:
+        for lane in self._lanes_of.get(model, (model,)):
+            self._set_lane_level(lane, n)
+
+    def _caps(self, model: str) -> int | None:
+        return self._lane_cap(self._lanes_of.get(model, (model,))[0])
+
     def _watch(self, ev: Event) -> None:
         """While on: manual changes suspend it; calls' ends move each model's controller."""
         if type(ev) is ConcurrencyChanged and ev.source == "user":
@@ -992,12 +1015,13 @@ class Tuner:
                 for k in self.model_keys:
                     self._suspend(k, "the global concurrency was changed by hand")
             else:
-                self._suspend(ev.model_key, "its cap was changed by hand")
+                self._suspend(self._model(ev.model_key), "its cap was changed by hand")
             return
         if isinstance(ev, CallStarted):
             if ev.model_key in self.tracker.models:  # not a judge lane's call: those end in JudgeFinished
-                c = self._live(ev.model_key)
-                if c is not None and ev.t >= self._changed_at.get(ev.model_key, 0.0):
+                model = self._model(ev.model_key)
+                c = self._live(model)
+                if c is not None and ev.t >= self._changed_at.get(model, 0.0):
                     self._started[(ev.model_key, ev.case_id, ev.trial)] = (ev.t, c.level, c.started())
                 else:  # sent before the current level took hold (at the previous one, if the tuner set it)
                     prev = c.prev_level if c is not None and c.prev_level is not None else 0
@@ -1005,12 +1029,13 @@ class Tuner:
         elif isinstance(ev, CallFinished):
             r = ev.result
             sent = self._started.pop((r.model_key, r.case_id, r.trial), None)
-            c = self._live(r.model_key)
+            model = self._model(r.model_key)
+            c = self._live(model)
             if c is None:
                 return
             if c.declared is not None and provider_answered(r):
                 # a declared tokens/min limit is calls/min only over the tokens a call spends
-                c.tokens_per_call = self._tokens.add(r.model_key, r.input_tokens + r.output_tokens)
+                c.tokens_per_call = self._tokens.add(model, r.input_tokens + r.output_tokens)
             if c.left is not None:
                 c.left -= 1
                 if c.left == 0:
@@ -1018,7 +1043,7 @@ class Tuner:
             limited = r.error_class == "rate_limited"
             if sent is not None and sent[1]:
                 c.ended(sent[1], sent[2], limited)
-            since = self._changed_at.get(r.model_key, 0.0)
+            since = self._changed_at.get(model, 0.0)
             fresh = sent is not None and sent[0] >= since
             if provider_answered(r) and r.latency_ms is not None:
                 self._apply(c, c.answered(r.latency_ms / 1000.0, ev.t - since, fresh))
@@ -1031,7 +1056,7 @@ class Tuner:
                     ctl.declared = ev.limits
         elif isinstance(ev, CallRetrying):
             sent = self._started.pop((ev.model_key, ev.case_id, ev.trial), None)
-            c = self._live(ev.model_key)
+            c = self._live(self._model(ev.model_key))
             if c is None or sent is None or not sent[1]:
                 return
             limited = ev.reason == "rate_limited"
@@ -1069,7 +1094,7 @@ class Tuner:
         self.enabled = True
         self.tracker.watch = self._watch
         self.suspended.clear()
-        start_levels = start_levels or {}
+        start_levels, calls_left = self._per_model(start_levels or {}, max), self._per_model(calls_left or {}, sum)
         for k in self.model_keys:
             start = start_levels.get(k) or self._caps(k) or 1
             start = max(1, min(self.ceiling(k), start))
@@ -1081,6 +1106,13 @@ class Tuner:
             self._changed_at[k] = self._clock()
             self.tracker.set_quick(k, True)
         self._apply_all("tuner on")
+
+    def _per_model(self, per_lane: Mapping[str, int], join: Callable[[list[int]], int]) -> dict[str, int]:
+        """Figures given per lane (a start level, the calls left), per model: a model's lanes joined by `join`."""
+        out: dict[str, list[int]] = {}
+        for key, v in per_lane.items():
+            out.setdefault(self._model(key), []).append(v)
+        return {m: join(vs) for m, vs in out.items()}
 
     def disable(self) -> None:
         self.enabled = False
@@ -1131,7 +1163,8 @@ class Tuner:
                             for k, ctl in self.controllers.items()))
 
     def level(self, key: str) -> int | None:
-        c = self.controllers.get(key)
+        """The level the tuner gives a model (or the model of a lane)."""
+        c = self.controllers.get(self._model(key))
         return c.level if c is not None else None
 
     def caps(self) -> dict[str, int | None]:

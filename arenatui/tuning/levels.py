@@ -226,7 +226,7 @@ class _Model:
     (processes, first connections) and nothing measured is typical."""
     retry_after: float | None = None
     """The longest retry-after of the last window: a provider's own word on how long its limit needs."""
-    backoff: dict[tuple[str, int], float] = field(default_factory=dict)
+    backoff: dict[tuple[str, str, int], float] = field(default_factory=dict)
     """Calls sleeping before a retry → when they wake (monotonic seconds)."""
     levels: dict[int, LevelStats] = field(default_factory=dict)
     quick: bool = False
@@ -234,13 +234,49 @@ class _Model:
     rough figure is enough to take the next step."""
     hold: int = 0
     """Which hold this is (counts level changes)."""
-    sent: dict[tuple[str, int], int] = field(default_factory=dict)
+    sent: dict[tuple[str, str, int], int] = field(default_factory=dict)
     """Attempts in flight → the hold they were sent in."""
-    debt: set[tuple[str, int]] = field(default_factory=set)
+    debt: set[tuple[str, str, int]] = field(default_factory=set)
     """Calls refused under an earlier hold and not ended yet: a provider still counts that storm against its limit,
     so their refusals now are the old level's debt, not evidence against this one."""
     declared: DeclaredLimits | None = None
     """The rate limits its provider declared last (LimitsDeclared): a prior, never evidence."""
+    lanes: list[str] = field(default_factory=list)
+    """Its lanes: the model, or each of its prompt variants (they share its provider, and so its figures)."""
+    lane_counts: dict[str, Counts] = field(default_factory=dict)
+    """Each lane's own counts, where the model has several (`counts` is then their sum)."""
+
+
+class _JointCounts:
+    """A model's lanes (its prompt variants) counted as one model: calls in flight and backing off summed; idle while
+    every lane is, for as long as the least idle of them (exact when the variants run side by side, as the scheduler
+    interleaves them: idle together at a pause and at the run's end)."""
+
+    __slots__ = ("lanes",)
+
+    def __init__(self, lanes: Sequence[Counts]) -> None:
+        self.lanes = tuple(lanes)
+
+    @property
+    def in_flight(self) -> int:
+        return sum(c.in_flight for c in self.lanes)
+
+    @property
+    def parked(self) -> Sized:
+        return range(sum(len(c.parked) for c in self.lanes))
+
+    @property
+    def idle_s(self) -> float:
+        return min(c.idle_s for c in self.lanes)
+
+    @property
+    def idle_from(self) -> float:
+        froms = [c.idle_from for c in self.lanes]
+        return max(froms) if all(froms) else 0.0
+
+    @property
+    def attempt_t(self) -> float:
+        return max(c.attempt_t for c in self.lanes)
 
 
 def _usual(acc: _Acc) -> int:
@@ -270,7 +306,19 @@ class LevelTracker:
     def __init__(self, model_keys: Sequence[str], *, evidence: Evidence | None = None,
                  on_window: Callable[[Window], None] | None = None) -> None:
         self.evidence = evidence or Evidence()
-        self.models = {k: _Model(k) for k in model_keys}
+        by_model: dict[str, _Model] = {}
+        self.models: dict[str, _Model] = {}
+        """By lane key and by model key alike: a model's prompt variants (lanes `model · variant`) fold into one
+        model's figures, as they share its provider and the auto-tuner gives them one level."""
+        for k in model_keys:
+            m = by_model.get(base := k.partition(VARIANT_SEP)[0])
+            if m is None:
+                m = by_model[base] = _Model(base)
+            m.lanes.append(k)
+            self.models[k] = m
+        for base, m in by_model.items():
+            self.models.setdefault(base, m)
+        self._unique = list(by_model.values())
         self.target = 0
         self.on_window = on_window
         self.windows = 0
@@ -295,7 +343,7 @@ class LevelTracker:
             if m is not None and m.counts is None:  # with the engine's counts to read, a start is not folded
                 self._advance(m, st.t)
                 m.in_flight += 1
-                key = (st.case_id, st.trial)
+                key = (st.model_key, st.case_id, st.trial)  # the lane too: a model's variants share its figures
                 m.sent[key] = m.hold
                 if m.backoff:
                     m.backoff.pop(key, None)
@@ -385,7 +433,7 @@ class LevelTracker:
         err = r.error_class
         earlier = False
         if m.counts is None or m.backoff or m.debt or err == "rate_limited":  # else nothing to settle: the hot path
-            key = (r.case_id, r.trial)
+            key = (r.model_key, r.case_id, r.trial)
             if m.backoff and key in m.backoff:
                 del m.backoff[key]
             elif r.attempts > 0:
@@ -428,12 +476,14 @@ class LevelTracker:
             self._maybe_close(m, ev.t)
 
     @staticmethod
-    def _earlier(m: _Model, key: tuple[str, int]) -> bool:
-        """Whether the attempt of call `key` that just ended was sent in an earlier hold than this one."""
+    def _earlier(m: _Model, key: tuple[str, str, int]) -> bool:
+        """Whether the attempt of call `key` (lane, case, trial) that just ended was sent in an earlier hold than this
+        one."""
         c = m.counts
         if c is None:
             return m.sent.pop(key, m.hold) != m.hold
-        return m.hold > 0 and m.hold_start is not None and c.attempt_t < m.hold_start
+        lane = m.lane_counts.get(key[0], c) if m.lane_counts else c  # the lane that reported it (a variant's)
+        return m.hold > 0 and m.hold_start is not None and lane.attempt_t < m.hold_start
 
     def _retrying(self, ev: CallRetrying) -> None:
         m = self.models.get(ev.model_key)
@@ -441,7 +491,7 @@ class LevelTracker:
             return
         acc = self._advance(m, ev.t)
         m.in_flight -= 1
-        key = (ev.case_id, ev.trial)
+        key = (ev.model_key, ev.case_id, ev.trial)
         m.backoff[key] = ev.t + ev.delay
         if m.ready_t is None:
             m.ready_t = ev.t
@@ -468,7 +518,7 @@ class LevelTracker:
     def _changed(self, ev: ConcurrencyChanged) -> None:
         # each hold ends under the level it was held at, so the new level is set only after
         if ev.model_key is None:
-            for m in self.models.values():
+            for m in self._unique:
                 if m.cap is None or m.cap > min(ev.old, ev.new):
                     self._end_hold(m, ev.t)
             self.target = ev.new
@@ -540,8 +590,10 @@ class LevelTracker:
     def read_counts(self, counts: Mapping[str, Counts]) -> None:
         """Read each model's in-flight level and idle time from the engine's counts (`Runner.lanes`) instead of
         folding every CallStarted: a call less and no integration per start (benchmarks/engine_against.py)."""
-        for key, m in self.models.items():
-            m.counts = counts.get(key)
+        for m in self._unique:
+            mine = [counts[lane] for lane in m.lanes if lane in counts]
+            m.lane_counts = {lane: counts[lane] for lane in m.lanes if lane in counts} if len(mine) > 1 else {}
+            m.counts = mine[0] if len(mine) == 1 else _JointCounts(mine) if mine else None
 
     # ---- reading -------------------------------------------------------------------------------
 
@@ -558,8 +610,8 @@ class LevelTracker:
 
     def readout(self, model_key: str, cap: int | None = None) -> ModelReadout:
         m = self.models[model_key]
-        return readout_of(model_key, [s.evidence() for s in m.levels.values()], cap,
-                          shared=cap is None and len(self.models) > 1, declared=m.declared)
+        return readout_of(m.key, [s.evidence() for s in m.levels.values()], cap,
+                          shared=cap is None and len(self._unique) > 1, declared=m.declared)
 
     def declared(self, model_key: str) -> DeclaredLimits | None:
         """The rate limits the model's provider declared last, None when it declared none."""
@@ -567,7 +619,8 @@ class LevelTracker:
         return None if m is None else m.declared
 
     def readouts(self, caps: Mapping[str, int | None] | None = None) -> list[ModelReadout]:
-        return [self.readout(k, (caps or {}).get(k)) for k in self.models]
+        """Each model's (a model's prompt variants are one)."""
+        return [self.readout(m.key, (caps or {}).get(m.key)) for m in self._unique]
 
 
 def readout_of(model_key: str, levels: Sequence[LevelEvidence], cap: int | None = None, *,

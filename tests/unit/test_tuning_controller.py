@@ -775,7 +775,7 @@ def test_a_provider_serving_past_its_declared_limit_proves_the_headers_wrong_wha
     assert ctl.prior_wrong and ctl.prior() is None and phase_of(ctl) == "ramp"
 
 
-def test_the_tuner_hands_a_models_declared_limits_to_every_lane_of_it() -> None:
+def test_the_tuner_hands_a_models_declared_limits_to_its_one_controller() -> None:
     from arenatui.kernel.events import VARIANT_SEP, DeclaredLimits, LimitsDeclared
 
     lanes = ["m", f"m{VARIANT_SEP}terse", "other"]
@@ -784,4 +784,41 @@ def test_the_tuner_hands_a_models_declared_limits_to_every_lane_of_it() -> None:
     tuner.enable()
     limits = DeclaredLimits(requests_limit=600)
     tuner.on_event(LimitsDeclared("m", limits, 1.0, 0.0))
-    assert [tuner.controllers[k].declared for k in lanes] == [limits, limits, None]
+    assert sorted(tuner.controllers) == ["m", "other"]  # a model's variants are one model to the tuner
+    assert [tuner.controllers[k].declared for k in ("m", "other")] == [limits, None]
+
+
+def test_a_models_prompt_variants_share_one_tuned_level() -> None:
+    """Issue 36 item 7: a model's prompt variants share its provider: one controller, fed by every lane's calls,
+    gives one level, and every lane is capped at it; the readout and the verdict are the model's, once. Its budget
+    (calls left) is the lanes' together."""
+    from arenatui.kernel.events import VARIANT_SEP, CallFinished, CallResult, CallStarted
+
+    lanes = [f"m{VARIANT_SEP}terse", f"m{VARIANT_SEP}verbose", "other"]
+    caps: dict[str, int] = {}
+    now = [100.0]
+    tuner = Tuner(lanes, set_level=caps.__setitem__, set_total=lambda n: None, emit=lambda ev: None,
+                  caps=lambda k: caps.get(k), user_caps={lanes[0]: 8, lanes[1]: 6, "other": None},
+                  clock=lambda: now[0])
+    tuner.enable({lanes[0]: 2, lanes[1]: 3, "other": 1}, calls_left={lanes[0]: 50, lanes[1]: 50, "other": 20})
+    ctl = tuner.controllers["m"]
+    assert sorted(tuner.controllers) == ["m", "other"] and ctl.left == 100 and ctl.ceiling == 6
+    assert caps[lanes[0]] == caps[lanes[1]] == ctl.level == 3  # the lanes' larger start, on both
+
+    def answer(lane: str, case: str) -> CallResult:
+        return CallResult(lane, case, 0, "passed", "x", 1.0, True, None, None, 1, 20.0, 20.0, None, 1, 1,
+                          0.0, "stop", False, 0.0, 0.1)  # type: ignore[arg-type]
+
+    start, n = ctl.level, 0
+    while ctl.level == start and n < 60:  # rounds of a level's worth, the two variants' calls interleaved
+        now[0] += 0.01
+        sent = [(lanes[(n + i) % 2], f"c{n + i}") for i in range(ctl.level)]
+        for lane, case in sent:
+            tuner.on_event(CallStarted(lane, case, 0, 1, now[0]))
+        now[0] += 0.02
+        for lane, case in sent:
+            tuner.on_event(CallFinished(answer(lane, case), now[0]))
+        n += len(sent)
+    assert ctl.level > start and caps[lanes[0]] == caps[lanes[1]] == ctl.level  # one move, on both lanes
+    assert tuner.level(lanes[1]) == tuner.level("m") == ctl.level
+    assert [ro.model_key for ro in tuner.readouts()] == ["m", "other"]

@@ -284,8 +284,18 @@ class SimProvider:
         if model.variant is not None and model.variant.name in settings.prompt_accuracy:  # this lane's variant
             settings = dataclasses.replace(settings, accuracy=settings.prompt_accuracy[model.variant.name])
         self.core = SimCore(model.key, settings, seed)
+        """Answers this lane's calls (its variant's accuracy, its draws)."""
+        self.limits = self.core
+        """Admits the calls (rate limit, concurrency ceiling, stated limits): the model's, shared by its lanes."""
         self._serial = anyio.Lock() if model.sim.serial else None
         self._sleep: Callable[[float], Awaitable[None]] | None = None
+
+    def share_limits(self, first: SimProvider) -> None:
+        """Serve under `first`'s limits (its rate bucket, concurrency ceiling and single slot): a model's prompt
+        variants are lanes of one model, and a provider limits the model, not each prompt (as the mock server
+        does over HTTP)."""
+        self.limits = first.limits
+        self._serial = first._serial
 
     def _pick_sleep(self) -> Callable[[float], Awaitable[None]]:
         # On asyncio, call asyncio.sleep directly: anyio.sleep looks the backend up on every call,
@@ -296,7 +306,7 @@ class SimProvider:
     async def complete(self, request: Request) -> Completion:
         core = self.core
         t0 = time.monotonic()
-        retry_after = core.admit(t0)
+        retry_after = self.limits.admit(t0)
         if retry_after is not None:
             raise RateLimited(f"simulated 429 from {self.model.key}: rate limit reached", retry_after=retry_after)
         try:
@@ -339,7 +349,7 @@ class SimProvider:
             # text, input_tokens, output_tokens, finish_reason, ttft_s
             return Completion(text, out.input_tokens, out.output_tokens, out.finish_reason, queued + out.ttft_s)
         finally:
-            core.release()
+            self.limits.release()
 
     async def aclose(self) -> None:
         return None
@@ -352,10 +362,11 @@ class DeclaringSimProvider(SimProvider):
 
     async def complete(self, request: Request) -> Completion:
         s = self.core.s
+        limits = self.limits
         try:
             comp = await super().complete(request)
         except RateLimited as e:
-            e.limits = self.core.declared(s.declare_limits, s.declared_rpm, s.declared_tpm)
+            e.limits = limits.declared(s.declare_limits, s.declared_rpm, s.declared_tpm)
             raise
-        self.core.spend_tokens(comp.input_tokens + comp.output_tokens, s.declared_tpm)
-        return comp._replace(limits=self.core.declared(s.declare_limits, s.declared_rpm, s.declared_tpm))
+        limits.spend_tokens(comp.input_tokens + comp.output_tokens, s.declared_tpm)
+        return comp._replace(limits=limits.declared(s.declare_limits, s.declared_rpm, s.declared_tpm))

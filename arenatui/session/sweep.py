@@ -23,7 +23,7 @@ from arenatui.engine.client_load import CpuSampler
 from arenatui.engine.control import SweepControl
 from arenatui.engine.runner import Runner, Sink, bucket_level
 from arenatui.kernel.errors import ArenaError, ConfigError, StoreError, unwrap
-from arenatui.kernel.events import Event, RunStatus
+from arenatui.kernel.events import VARIANT_SEP, Event, RunStatus
 from arenatui.plan import Filters, Plan, make_plan
 from arenatui.project import load_project, project_to_dict
 from arenatui.providers.base import Provider, estimate_tokens, prepared
@@ -101,11 +101,20 @@ def _checked_sandbox(project: Project) -> SandboxReport | None:
 
 
 def _providers(plan: Plan, concurrency: int) -> dict[str, Provider]:
-    """One provider per lane's model: the candidates, the judges and the escalation targets."""
+    """One provider per lane's model: the candidates, the judges and the escalation targets. A simulated model's
+    prompt variants share its limits, as a real provider's do."""
     project = plan.project
-    return {m.key: make_provider(m, project.run, concurrency_hint=concurrency, project=project)
-            for m in (*plan.models, *(j.model for j in plan.judges if j.model not in plan.models),
-                      *(t for t in plan.escalations.values() if all(t.key != m.key for m in plan.models)))}
+    out = {m.key: make_provider(m, project.run, concurrency_hint=concurrency, project=project)
+           for m in (*plan.models, *(j.model for j in plan.judges if j.model not in plan.models),
+                     *(t for t in plan.escalations.values() if all(t.key != m.key for m in plan.models)))}
+    first: dict[str, Provider] = {}
+    for key, provider in out.items():
+        share = getattr(provider, "share_limits", None)  # a simulated model's (no import of it for the others)
+        if share is not None:
+            lead = first.setdefault(key.partition(VARIANT_SEP)[0], provider)
+            if lead is not provider and type(lead) is type(provider):
+                share(lead)
+    return out
 
 
 class Sweep:

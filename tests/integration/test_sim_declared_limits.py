@@ -183,3 +183,21 @@ def test_the_timeout_advice_leaves_out_calls_queued_behind_the_tuners_probes(tmp
     assert rec.action == "lower" and rec.value is not None and rec.value <= 2.0
     assert any(f"{len(queued)} answered attempts left out: started above the level the auto-tuner settled on" in line
                for line in rec.detail), rec.detail
+
+
+def test_a_simulated_models_prompt_variants_share_its_rate_limit(tmp_path: Path) -> None:
+    """A provider limits the model, not each prompt: a sim model's variants are admitted from one rate bucket (and
+    one concurrency ceiling), as the mock server admits them over HTTP; each variant still answers with its own
+    accuracy."""
+    import tomllib
+
+    path = _project(tmp_path, {"rpm": 60, "burst": 1.0, "prompt_accuracy": {"b": 0.0}})
+    raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    raw["prompts"] = [{"name": "a", "template": "{input}"}, {"name": "b", "template": "Q: {input}"}]
+    path.write_text(tomli_w.dumps(raw), encoding="utf-8")
+    sweep = Sweep(SweepOptions(project=path, db=tmp_path / "r.db"), live_metrics=False)
+    a, b = sweep.providers["m · a"], sweep.providers["m · b"]
+    assert a.limits is b.limits and a.core is not b.core  # type: ignore[attr-defined]
+    assert a.limits.admit(0.0) is None  # type: ignore[attr-defined]  # the bucket's one token, taken by a
+    assert b.limits.admit(0.0) is not None  # type: ignore[attr-defined]  # and b is refused: one limit
+    assert b.core.s.accuracy == 0.0 and a.core.s.accuracy == 1.0  # type: ignore[attr-defined]

@@ -28,8 +28,8 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _project(path: Path, seed: int = 3) -> Path:
-    sim = {"base_latency_s": 0.0, "per_token_s": 0.0, "jitter": 0.0}
+def _project(path: Path, seed: int = 3, latency: float = 0.0) -> Path:
+    sim = {"base_latency_s": latency, "per_token_s": 0.0, "jitter": 0.0}
     raw = {"project": {"name": "cli-output"}, "run": {"seed": seed, "concurrency": 8, "trials": 2},
            "models": [{"key": k, "provider": "sim", "model": k, "price_in_per_mtok": 0.3, "price_out_per_mtok": 0.9,
                        "sim": {**sim, "accuracy": acc}} for k, acc in zip(MODELS, (0.9, 0.7, 0.5), strict=True)],
@@ -60,7 +60,10 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
                "--duration", "0.4", "--quiet", "--series", SERIES)
     assert p.returncode == 0, p.stderr
     load = re.search(r"Run id: (\S+)", p.stdout).group(1)  # type: ignore[union-attr]
-    p = _arena(home, "tune", "--project", str(project), "--db", db, "--budget", "60")
+    # calls of 50 ms: the tuner's windows are held for their time, not raced by calls that take none (at zero
+    # latency a busy machine could end the 60 calls before any window closed, and the run had no readout)
+    slow = _project(home / "slow.toml", latency=0.05)
+    p = _arena(home, "tune", "--project", str(slow), "--db", db, "--budget", "60")
     assert p.returncode == 0, p.stderr
     tuned = re.search(r"Run id: (\S+)", p.stdout).group(1)  # type: ignore[union-attr]
     return {"home": str(home), "project": str(project), "db": db, "run": runs[0], "run2": runs[1], "load": load,

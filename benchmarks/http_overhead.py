@@ -19,6 +19,7 @@ Against `arena mock-server` on loopback, the server in a subprocess so its CPU i
    whatever is in flight, as `arena load` offers them.
 
     python benchmarks/http_overhead.py [--calls 1500] [--transports aiohttp,httpx] [--open-rate 800]
+    python benchmarks/http_overhead.py --instructions   # callgrind: instructions per call, ours and bare aiohttp's
 
 JSON lines, one per figure: {"name": ..., "value": ..., "unit": ...}.
 """
@@ -174,6 +175,26 @@ def measure_cpu(tmp: Path, base: str, transports: list[str], calls: int) -> None
                 emit(f"http_{mode}_c{c}_{t}_cpu_ratio_to_bare_aiohttp", ours / bare, "x")
 
 
+def _collected(base: str, who: str, mode: str, calls: int) -> int:
+    """Instructions callgrind counts for one child process making `calls` calls (after its 100 warm-up calls)."""
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, str(Path(__file__)),
+           "--child", base, who, mode, str(calls)]
+    p = subprocess.run(cmd, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+    return int(next(ln for ln in p.stderr.splitlines() if "Collected" in ln).split()[-1])
+
+
+def measure_instructions(base: str) -> None:
+    """Instructions per call at 16 in flight, ours (aiohttp wire) and bare aiohttp's, streamed and not: a 1,100-call
+    child less a 100-call one (start-up and warm-up cancel)."""
+    for mode in ("json", "stream"):
+        per: dict[str, float] = {}
+        for who in ("bare", "ours"):
+            per[who] = (_collected(base, who, mode, 1100) - _collected(base, who, mode, 100)) / 1000
+            emit(f"http_{mode}_c16_{'bare_aiohttp' if who == 'bare' else 'aiohttp'}_instructions_per_call",
+                 round(per[who]), "instructions")
+        emit(f"http_{mode}_c16_aiohttp_instructions_ratio_to_bare_aiohttp", round(per["ours"] / per["bare"], 3), "x")
+
+
 def measure_open_loop(tmp: Path, base: str, transports: list[str], rate: float, calls: int) -> None:
     """Streamed calls started `rate` a second (open loop, as `arena load` offers them), ours against bare aiohttp."""
     key = "zero-stream"
@@ -310,7 +331,19 @@ def main() -> None:
     ap.add_argument("--open-rate", type=float, default=800.0, help="open-loop streamed calls started a second")
     ap.add_argument("--open-calls", type=int, default=2400, help="calls in the open-loop CPU figure")
     ap.add_argument("--only", choices=("cpu", "latency"))
+    ap.add_argument("--instructions", action="store_true",
+                    help="instructions per call under callgrind instead (valgrind; deterministic whatever the load)")
+    ap.add_argument("--child", nargs=4, metavar=("BASE", "WHO", "MODE", "CALLS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:
+        base_url, who, mode, n = args.child
+        with tempfile.TemporaryDirectory() as child_tmp:
+            if who == "bare":
+                anyio.run(bare_aiohttp_cpu, base_url, f"zero-{mode}", 16, int(n))
+            else:
+                path = write_project(Path(child_tmp) / "p.toml", base_url, [f"zero-{mode}"], transport="aiohttp")
+                anyio.run(provider_cpu, path, 16, int(n))
+        return
     transports = [t for t in args.transports.split(",") if t]
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
@@ -319,6 +352,9 @@ def main() -> None:
         # Other processes on the machine take CPU from both ends and show up as latency: say how busy it was.
         emit("machine_load_avg_1m_at_start", os.getloadavg()[0], "runnable")
         try:
+            if args.instructions:
+                measure_instructions(base)
+                return
             if args.only != "latency":
                 measure_cpu(tmp, base, transports, args.calls)
                 measure_open_loop(tmp, base, transports, args.open_rate, args.open_calls)

@@ -266,7 +266,10 @@ def test_the_demos_html_report_lays_out(demo: tuple[Path, dict[str, subprocess.C
         pytest.skip("no Chromium on this machine (.ci/run installs Debian's chromium)")
     d, _ = demo
     layout = layout_of(d / "report.html", tmp_path, width)
-    assert layout["frontiers"] == 2 + 4, layout  # cost and latency frontiers, a goodput chart per model
+    # cost and latency frontiers, and a goodput chart per model whose tuner readout held a level (which models did
+    # depends on how busy the machine was while the demo ran: three or four of them)
+    charts = (d / "report.html").read_text(encoding="utf-8").count(": goodput by level</h3>")
+    assert charts >= 1 and layout["frontiers"] == 2 + charts, layout
     assert layout["overflowing"] == [] and layout["scrollWidth"] <= layout["width"], layout
     assert layout["outside"] == [], layout
     assert min(layout["scales"]) >= 0.85, layout

@@ -70,14 +70,15 @@ def cmd_bakeoff(args: argparse.Namespace) -> int:
                  f"it again: the results database {str(store.path)!r} cannot be written here. Keep the "
                  "page with -o FILE, or decide on a copy you can write")
     if args.output is None:
-        text = render(page, args.format, terminal=sys.stdout.isatty(), shown=shown)
         if args.format == "md" and sys.stdout.isatty():  # a person: rendered, tables fitted (a pipe: the Markdown)
-            from arenatui.present.terminal import out_console, print_markdown
+            from arenatui.commands.bakeoff_page import page_document
+            from arenatui.present.terminal import out_console, print_document
 
-            print_markdown(out_console(), text, elsewhere=f" (arena bakeoff --show {page['run']['run_id']} -o FILE, "
-                                                          "or piped, has every column)")
+            print_document(out_console(), page_document(page, shown=shown),
+                           elsewhere=f" (arena bakeoff --show {page['run']['run_id']} -o FILE, or piped, has every "
+                                     "column)")
         else:
-            sys.stdout.write(text)
+            sys.stdout.write(render(page, args.format, terminal=sys.stdout.isatty(), shown=shown))
         if shown is None:  # beside the page, not in it: a pipe gets the page alone
             print(saved[0].upper() + saved[1:] + ".", file=sys.stderr)
         return 0

@@ -1,26 +1,29 @@
-"""The bake-off page in Markdown and HTML, rendered from its JSON-shaped dict (bakeoff_build.py) with the decision
-report's tables, styling and escaping: every name, reason and source is untrusted text, escaped for its format."""
+"""The bake-off page as one document (present/document.py), rendered as Markdown or HTML, from its JSON-shaped dict
+(bakeoff_build.py), with the decision report's shared sections (commands/report_doc.py): every name, reason and
+source is untrusted text, escaped for its format."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from arenatui.commands.report import (
-    _f,
-    _h,
-    _html_table,
-    _md,
-    _md_table,
-    html_at_load,
-    html_conditions,
-    html_head,
-    html_pair,
-    md_at_load,
-    md_conditions,
-    md_pair,
-)
+from arenatui.commands.report_doc import _f, at_load_blocks, conditions_blocks, pair_item
 from arenatui.kernel.units import interval, money, pct
+from arenatui.present.document import (
+    Block,
+    Bullets,
+    Cell,
+    Document,
+    Emph,
+    Heading,
+    Link,
+    Mark,
+    Para,
+    Table,
+    table,
+    to_html,
+    to_markdown,
+)
 
 MARGIN_HEAD = ("model", "quality", "95% CI", "n", "coverage", "$/correct")
 MODES_HEAD = ("model", "failure mode", "calls", "share", "95% CI")
@@ -124,108 +127,59 @@ def _intro(page: dict[str, Any]) -> str:
             f"load runs: {loads}; decision made {page['made_at']}.{sandbox}")
 
 
-def render_markdown(page: dict[str, Any], *, shown: str | None = None) -> str:
-    lines = [f"# {_md(_title(page))}", "", _md(_intro(page)), ""]
-    if shown:
-        lines += [f"_{_md(shown)}_", ""]
-    lines += md_conditions(page["conditions"])
-    lines += ["## Decision", ""]
-    lines += _md_table(DECISION_HEAD, _decision_rows(page))
-    lines += ["", "## The margin", "", "Quality over scored calls with a 95% bootstrap interval over cases; each "
-              "pair's verdict is paired and Holm-adjusted over all pairs.", ""]
-    lines += _md_table(MARGIN_HEAD, _margin_rows(page))
-    lines += [""] + ([md_pair(p) for p in page["margin"]["pairs"]] or [_md(no_pairs_words(page))])
-    lines += ["", f"{ROBUSTNESS}: {_md(page['margin']['robustness']['text'])}.", ""]
-    for head, rows in _robustness_tables(page):
-        lines += [*_md_table(head, rows), ""]
-    lines += md_at_load(page["load"])
-    if _partly_load_tested(page):
-        lines += ["", f"Not load-tested: {_md(', '.join(page['load']['missing']))} (pass --load, or run arena load "
-                  "--model KEY at the target rate)."]
-    lines += ["", "## Which errors each makes", "", "Every call's failure mode (failed answers and errored calls) "
-              "with a 95% interval on its share of the model's calls.", ""]
-    lines += _md_table(MODES_HEAD, _mode_rows(page)) if page["failures"]["modes"] else ["No call failed."]
-    lines += ["", "### Refusals by category", ""]
-    refusals = page["failures"]["refusals"]
-    lines += [f"- {'⚠ ' if r['refuses'] else ''}{_md(r['text'])}" for r in refusals] or ["No refusal."]
-    lines += ["", "## Terms", "", _md(_requirements_words(page)), ""]
-    if _unrecorded_words(page):
-        lines += [_md(_unrecorded_words(page)), ""]
-    lines += _md_table(TERMS_HEAD, _term_rows(page)) if _term_rows(page) else []
-    lines.append("")
-    return "\n".join(lines)
+def _decision_table(page: dict[str, Any]) -> Table:
+    """Each candidate's decision in the decision's colours (eliminated, contender), its reasons wrapping."""
+    return table(DECISION_HEAD, [[d["model"], Mark(d["decision"], d["decision"]), "; ".join(d["reasons"])]
+                                 for d in page["decisions"]], "text prose")
 
 
 VERDICT_CLASS = {"FAILS": "eliminated", "met": "contender"}
 """The terms table's verdict cells in the decision's colours: a failed term reads as one at a glance."""
 
 
-def _source_cell(source: str) -> str:
-    """A term's source: a link when it is an http(s) address (escaped; any other scheme stays text, since the
-    source is the user's or a provider's words), else the text."""
-    from urllib.parse import urlsplit
-
-    if urlsplit(source).scheme in ("http", "https") and " " not in source:
-        return f'<a href="{_h(source)}" rel="noopener noreferrer">{_h(source)}</a>'
-    return _h(source)
-
-
-def _html_terms(rows: list[list[str]]) -> str:
-    """The terms table: a verdict coloured as the decision is (FAILS as eliminated, met as a contender), each
-    source a link where it is an address."""
-    th = "".join(f"<th>{_h(c)}</th>" for c in TERMS_HEAD)
+def _term_cells(rows: list[list[str]]) -> list[list[Cell]]:
+    """The terms table's rows: a verdict coloured as the decision is (FAILS as eliminated, met as a contender),
+    each source a link where it is an http(s) address."""
     verdict, source = TERMS_HEAD.index("verdict"), TERMS_HEAD.index("source")
-
-    def cell(j: int, text: str) -> str:
-        if j == verdict and text in VERDICT_CLASS:
-            return f'<td class="{VERDICT_CLASS[text]}">{_h(text)}</td>'
-        if j == source:
-            return f"<td>{_source_cell(text)}</td>"
-        return f"<td>{_h(text)}</td>"
-
-    body = "".join("<tr>" + "".join(cell(j, c) for j, c in enumerate(r)) + "</tr>" for r in rows)
-    return f'<div class="wide"><table class="text"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>'
+    return [[Mark(c, VERDICT_CLASS[c]) if j == verdict and c in VERDICT_CLASS else Link(c) if j == source and c != "-"
+             else c for j, c in enumerate(r)] for r in rows]
 
 
-def render_html(page: dict[str, Any], *, shown: str | None = None) -> str:
-    parts = [html_head(_title(page)), f"<h1>{_h(_title(page))}</h1>", f"<p>{_h(_intro(page))}</p>"]
-    if shown:
-        parts.append(f"<p><i>{_h(shown)}</i></p>")
-    parts.append(html_conditions(page["conditions"]))
-    parts.append("<h2>Decision</h2>")
-    rows = "".join(f"<tr><td>{_h(d['model'])}</td><td class={d['decision']}>{_h(d['decision'])}</td>"
-                   f"<td style=\"text-align:left;white-space:normal\">{_h('; '.join(d['reasons']))}</td></tr>"
-                   for d in page["decisions"])
-    parts.append('<div class="wide"><table class="text"><thead><tr>' + "".join(f"<th>{_h(c)}</th>"
-                                                                                 for c in DECISION_HEAD)
-                 + f"</tr></thead><tbody>{rows}</tbody></table></div>")
-    parts.append("<h2>The margin</h2><p>Quality over scored calls with a 95% bootstrap interval over cases; each "
-                 "pair's verdict is paired and Holm-adjusted over all pairs.</p>")
-    parts.append(_html_table(MARGIN_HEAD, _margin_rows(page), "names"))
-    parts.append("<ul>" + ("".join(html_pair(p) for p in page["margin"]["pairs"])
-                           or f"<li>{_h(no_pairs_words(page))}</li>") + "</ul>")
-    parts.append(f"<p>{_h(ROBUSTNESS)}: {_h(page['margin']['robustness']['text'])}.</p>")
-    parts += [_html_table(head, rows) for head, rows in _robustness_tables(page)]
-    parts.append(html_at_load(page["load"], [d["model"] for d in page["decisions"] if d["decision"] == "eliminated"]))
+def page_document(page: dict[str, Any], *, shown: str | None = None) -> Document:
+    """The bake-off page (bakeoff_build.py's dict) as one document: the decision, the margin, behaviour at the
+    target load, the errors each candidate makes, the terms."""
+    eliminated = [d["model"] for d in page["decisions"] if d["decision"] == "eliminated"]
+    blocks: list[Block] = [Para(_intro(page)), *([Para((Emph(shown),))] if shown else []),
+                           *conditions_blocks(page["conditions"]),
+                           Heading("Decision"), _decision_table(page),
+                           Heading("The margin"),
+                           Para("Quality over scored calls with a 95% bootstrap interval over cases; each pair's "
+                                "verdict is paired and Holm-adjusted over all pairs."),
+                           table(MARGIN_HEAD, _margin_rows(page), "names"),
+                           Bullets(tuple(pair_item(p) for p in page["margin"]["pairs"]) or (no_pairs_words(page),)),
+                           Para(f"{ROBUSTNESS}: {page['margin']['robustness']['text']}.")]
+    blocks += [table(head, rows) for head, rows in _robustness_tables(page)]
+    blocks += at_load_blocks(page["load"], eliminated)
     if _partly_load_tested(page):
-        parts.append(f"<p>Not load-tested: {_h(', '.join(page['load']['missing']))}.</p>")
-    parts.append("<h2>Which errors each makes</h2><p>Every call's failure mode (failed answers and errored calls) "
-                 "with a 95% interval on its share of the model's calls.</p>")
-    parts.append(_html_table(MODES_HEAD, _mode_rows(page), "text") if page["failures"]["modes"]
-                 else "<p>No call failed.</p>")
-    parts.append("<h3>Refusals by category</h3><ul>" + ("".join(
-        f"<li>{'⚠ ' if r['refuses'] else ''}{_h(r['text'])}</li>" for r in page["failures"]["refusals"])
-        or "<li>No refusal.</li>") + "</ul>")
-    unrecorded = f"<p>{_h(_unrecorded_words(page))}</p>" if _unrecorded_words(page) else ""
-    parts.append(f"<h2>Terms</h2><p>{_h(_requirements_words(page))}</p>{unrecorded}"
-                 + (_html_terms(_term_rows(page)) if _term_rows(page) else ""))
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
+        blocks.append(Para(f"Not load-tested: {', '.join(page['load']['missing'])} (pass --load, or run arena load "
+                           "--model KEY at the target rate)."))
+    blocks += [Heading("Which errors each makes"),
+               Para("Every call's failure mode (failed answers and errored calls) with a 95% interval on its share of "
+                    "the model's calls."),
+               table(MODES_HEAD, _mode_rows(page), "text") if page["failures"]["modes"] else Para("No call failed."),
+               Heading("Refusals by category", 3),
+               Bullets(tuple(f"{'⚠ ' if r['refuses'] else ''}{r['text']}" for r in page["failures"]["refusals"])
+                       or ("No refusal.",)),
+               Heading("Terms"), Para(_requirements_words(page))]
+    if _unrecorded_words(page):
+        blocks.append(Para(_unrecorded_words(page)))
+    if _term_rows(page):
+        blocks.append(table(TERMS_HEAD, _term_cells(_term_rows(page)), "text"))
+    return Document(_title(page), tuple(blocks))
 
 
 def render(page: dict[str, Any], fmt: str, *, terminal: bool = False, shown: str | None = None) -> str:
     if fmt == "json":
         return json.dumps(page, indent=2, ensure_ascii=terminal, allow_nan=False) + "\n"
-    if fmt == "html":
-        return render_html(page, shown=shown)
-    return render_markdown(page, shown=shown)
+    doc = page_document(page, shown=shown)
+    return to_html(doc) if fmt == "html" else to_markdown(doc)

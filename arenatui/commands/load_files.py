@@ -7,16 +7,15 @@ exact too (README, "More than one machine").
 
 from __future__ import annotations
 
-import html
 import json
 import math
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 from arenatui.commands.load_report import stored_outcome
 from arenatui.kernel.text import SpreadsheetCsv, printable
 from arenatui.load.metrics import Figures, LoadOutcome
+from arenatui.present.document import Block, Document
 from arenatui.present.load_tables import ms, segment_cells
 from arenatui.store import Store
 from arenatui.store.load_queries import LOAD_REQUEST_COLUMNS, read_requests
@@ -65,53 +64,43 @@ def _pct_rows(outcome: LoadOutcome) -> list[list[str]]:
     return [[name.replace("_", " "), *(ms(getattr(f, attr)[p]) for p in PERCENTILES)] for name, attr in _SERIES]
 
 
+def load_report_document(rep: dict[str, Any], outcome: LoadOutcome) -> Document:
+    """A load run's report as one document (Markdown, HTML and the terminal render it): its segments, where it
+    saturated, the whole run's percentiles, its warnings."""
+    from arenatui.present.document import Bullets, Heading, Para, table
+
+    run = rep["run"]
+    sat = outcome.saturation
+    blocks: list[Block] = [Para(f"Status {run['status']}. {rep['notes'][0]}"), *(Para(s) for s in rep["start"]),
+                           Heading("Segments"), table(*segment_cells(outcome))]
+    if sat is not None:
+        blocks.append(Para(f"Saturation at segment {sat.segment} ({sat.target_rate:g}/s offered, "
+                           f"{sat.achieved_rate:.2f}/s achieved): limited by {sat.saturation_cause}"))
+    blocks += [Heading("Percentiles, whole run"),
+               table(("figure (ms)", "p50", "p90", "p95", "p99", "max"), _pct_rows(outcome))]
+    if rep["warnings"]:
+        blocks += [Heading("Warnings"), Bullets(tuple(rep["warnings"]))]
+    return Document(f"Load report: {run['project']}, run {run['run_id']}", tuple(blocks))
+
+
 def render_load_report(rep: dict[str, Any], outcome: LoadOutcome, fmt: str) -> str:
+    from arenatui.present.document import to_html, to_markdown
+
     if fmt == "json":
         return json.dumps(rep, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    run = rep["run"]
-    pct_head = ("figure (ms)", "p50", "p90", "p95", "p99", "max")
-    sat = outcome.saturation
-    sat_words = "" if sat is None else (f"Saturation at segment {sat.segment} ({sat.target_rate:g}/s offered, "
-                                        f"{sat.achieved_rate:.2f}/s achieved): limited by {sat.saturation_cause}")
-    if fmt == "md":
-        def cell(v: object) -> str:
-            return printable(str(v), newlines=False).replace("|", "\\|")
-
-        def table(head: Sequence[str], rows: list[list[str]]) -> list[str]:
-            return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
-                    *("| " + " | ".join(cell(c) for c in r) + " |" for r in rows)]
-        lines = [f"# Load report: {printable(run['project'], newlines=False)}, run {run['run_id']}", "",
-                 f"Status {run['status']}. {rep['notes'][0]}", "",
-                 *(line for s in rep["start"] for line in (printable(s, newlines=False), "")), "## Segments", ""]
-        lines += table(*segment_cells(outcome))
-        if sat_words:
-            lines += ["", sat_words]
-        lines += ["", "## Percentiles, whole run", "", *table(pct_head, _pct_rows(outcome))]
-        if rep["warnings"]:
-            lines += ["", "## Warnings", "", *(f"- {printable(w, newlines=False)}" for w in rep["warnings"])]
-        return "\n".join(lines) + "\n"
-
-    def h_table(head: Sequence[str], rows: list[list[str]]) -> str:
-        return ("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in head) + "</tr>"
-                + "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
-                + "</table>")
-    title = f"Load report: {html.escape(run['project'])}, run {html.escape(run['run_id'])}"
-    warn = "".join(f"<li>{html.escape(w)}</li>" for w in rep["warnings"])
-    return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{title}</title><style>"
-            "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em}"
-            "table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:.25em .5em;"
-            "text-align:right}th{background:#f3f3f3}</style></head><body>"
-            f"<h1>{title}</h1><p>Status {html.escape(run['status'])}. {html.escape(rep['notes'][0])}</p>"
-            + "".join(f"<p>{html.escape(s)}</p>" for s in rep["start"]) +
-            f"<h2>Segments</h2>{h_table(*segment_cells(outcome))}"
-            + (f"<p>{html.escape(sat_words)}</p>" if sat_words else "") +
-            f"<h2>Percentiles, whole run</h2>{h_table(pct_head, _pct_rows(outcome))}"
-            + (f"<h2>Warnings</h2><ul>{warn}</ul>" if warn else "") + "</body></html>\n")
+    doc = load_report_document(rep, outcome)
+    return to_html(doc) if fmt == "html" else to_markdown(doc)
 
 
 def load_report(db: Path | str, run_id: str, project: str, fmt: str) -> str:
     rid, outcome = stored_outcome(db, run_id)
     return render_load_report(load_report_dict(rid, project, outcome), outcome, fmt)
+
+
+def load_report_of(db: Path | str, run_id: str, project: str) -> Document:
+    """The stored load run's report as a document (for a terminal)."""
+    rid, outcome = stored_outcome(db, run_id)
+    return load_report_document(load_report_dict(rid, project, outcome), outcome)
 
 
 def write_load_export(store: Store, run_id: str, fmt: str, out: TextIO, *, terminal: bool = False,

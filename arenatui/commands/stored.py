@@ -53,6 +53,20 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise ArenaError(f"--load sets load runs beside a sweep's quality; run {load[0]} is itself a load run: "
                              "pass the sweep's run id")
         rep = build_report(store, args.run, cluster_by=args.cluster_by, load=args.load) if load is None else None
+    if args.output is None and args.format == "md" and sys.stdout.isatty():  # a person: tables fitted
+        from arenatui.present.terminal import out_console, print_document
+
+        if load is not None:
+            from arenatui.commands.load_files import load_report_of
+
+            doc = load_report_of(db_path, load[0], load[1])
+        else:
+            from arenatui.commands.report_doc import report_document
+
+            assert rep is not None
+            doc = report_document(rep, terminal=True)
+        print_document(out_console(), doc, elsewhere=f" (arena report {args.run} -o FILE, or piped, has every column)")
+        return 0
     if load is not None:  # a load run: its segment and percentile tables, recomputed from the stored requests
         from arenatui.commands.load_files import load_report
 
@@ -60,12 +74,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         assert rep is not None
         text = render(rep, args.format, terminal=args.output is None and sys.stdout.isatty())
-    if args.output is None and args.format == "md" and sys.stdout.isatty():  # a person: rendered, tables fitted
-        from arenatui.present.terminal import out_console, print_markdown
-
-        print_markdown(out_console(), text, elsewhere=f" (arena report {args.run} -o FILE, or piped, has every column)")
-    else:
-        write_output(args.output, lambda f, tty: f.write(text))
+    write_output(args.output, lambda f, tty: f.write(text))
     if args.output:
         print(f"wrote {args.output}", file=sys.stderr)
     return 0

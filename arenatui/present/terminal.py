@@ -6,11 +6,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 
 from arenatui.kernel.errors import ArenaError
+
+if TYPE_CHECKING:
+    from arenatui.present.document import Document
 
 PIPE_WIDTH = 160
 """Columns when stdout is neither a terminal nor given a width by COLUMNS."""
@@ -89,61 +92,39 @@ def write_output(path: str | None, fn: Callable[[TextIO, bool], object]) -> None
         raise ArenaError(f"-o {path}: cannot write the file: {e.strerror or e}") from None
 
 
-def print_markdown(console: Console, text: str, *, elsewhere: str = "") -> None:
-    """A Markdown document (`arena report`, `arena bakeoff`) for a person at a terminal: its prose through Rich's
-    Markdown (no hyperlinks: the text quotes models and cases), each pipe table fitted to the width like every other
-    table of the CLI (the first columns kept, the rightmost left out first and named, `elsewhere` ending that note),
-    where raw Markdown's wide rows would wrap into noise. Piped output stays the Markdown itself."""
+def print_document(console: Console, doc: Document, *, elsewhere: str = "") -> None:
+    """A document (`arena report`, `arena bakeoff`) for a person at a terminal: its prose through Rich's Markdown
+    (no hyperlinks: the text quotes models and cases), each table fitted to the width like every other table of the
+    CLI (the first columns kept, the rightmost left out first and named, `elsewhere` ending that note), where raw
+    Markdown's wide rows would wrap into noise. Piped output stays the Markdown itself."""
     import operator
 
     from rich.markdown import Markdown
 
     from arenatui.present.columns import HEADLINE, Column, Fitted
+    from arenatui.present.document import Figure, Table, cell_text, md_blocks, md_escape
 
-    lines = text.split("\n")
-    prose: list[str] = []
+    prose: list[str] = [f"# {md_escape(doc.title)}"]
 
     def flush() -> None:
         if "".join(prose).strip():
-            console.print(Markdown("\n".join(prose), hyperlinks=False))
+            console.print(Markdown("\n\n".join(prose), hyperlinks=False))
             console.print()
         prose.clear()
 
-    i = 0
-    while i < len(lines):
-        if lines[i].startswith("|") and i + 1 < len(lines) and set(lines[i + 1]) <= set("|-: ") \
-                and lines[i + 1].startswith("|-"):
-            head, rows = _md_cells(lines[i]), []
-            i += 2
-            while i < len(lines) and lines[i].startswith("|"):
-                rows.append(_md_cells(lines[i]) + [""] * len(head))  # a short row reads as blanks, never an error
-                i += 1
-            flush()
-            # a narrow table keeps every column (too wide: a block per row); a wide one its first columns, the
-            # rightmost left out first (the report puts the headline figures first)
-            wide = len(head) > 6
-            columns: list[Column[list[str]]] = [
-                Column(h, operator.itemgetter(j), priority=max(1, 9 - j) if wide and j >= 2 else HEADLINE,
-                       right=j > 0 and all(r[j][:1] in "0123456789$-–+." for r in rows)) for j, h in enumerate(head)]
-            console.print(Fitted(columns, rows, elsewhere=elsewhere))
-            console.print()
-        else:
-            prose.append(lines[i])
-            i += 1
+    # a figure is its text here (its drawings are SVG), and the table in that text is fitted like any other
+    for b in [x for y in doc.blocks for x in (y.text if isinstance(y, Figure) else (y,))]:
+        if not isinstance(b, Table):
+            prose.append("\n".join(md_blocks([b])))
+            continue
+        flush()
+        rows = [[cell_text(c) for c in r] for r in b.rows]
+        # a narrow table keeps every column (too wide: a block per row); a wide one its first columns, the
+        # rightmost left out first (the report puts the headline figures first)
+        wide = len(b.head) > 6
+        columns: list[Column[list[str]]] = [
+            Column(h, operator.itemgetter(j), priority=max(1, 9 - j) if wide and j >= 2 else HEADLINE,
+                   right=j > 0 and all(r[j][:1] in "0123456789$-–+." for r in rows)) for j, h in enumerate(b.head)]
+        console.print(Fitted(columns, rows, elsewhere=elsewhere))
+        console.print()
     flush()
-
-
-def _md_cells(line: str) -> list[str]:
-    """The cells of one Markdown table row, its escapes (`\\|`, `\\_`) read back to the characters they stand for."""
-    cells, cell, escaped = [], "", False
-    for ch in line.strip():
-        if escaped:
-            cell, escaped = cell + ch, False
-        elif ch == "\\":
-            escaped = True
-        elif ch == "|":
-            cells.append(cell.strip())
-            cell = ""
-        else:
-            cell += ch
-    return cells[1:]  # before the first pipe: nothing

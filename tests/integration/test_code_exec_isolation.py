@@ -385,7 +385,7 @@ def test_a_sweep_of_attacks_finishes_with_every_row_honest(tmp_path: Path, capsy
         said, strong = conn.execute("SELECT sandbox, sandbox_strong FROM runs").fetchone()
     assert strong == 1 and said.startswith("code_exec sandbox: namespaces")
     assert main(["report", "last", "--db", str(db), "--format", "md"]) == 0
-    assert "- code\\_exec sandbox: namespaces" in capsys.readouterr().out
+    assert "- code_exec sandbox: namespaces" in capsys.readouterr().out
 
 
 # --- issue 34 item 5: a rootless container -------------------------------------------------------------------------

@@ -316,7 +316,7 @@ def test_report_escapes_untrusted_names_in_html_and_markdown(tmp_path: Path,
     _, html_out, _ = _run(capsys, "report", "last", "-f", "html", "--db", db)
     assert "<b>evil" not in html_out and "&lt;b&gt;evil" in html_out and "\x1b" not in html_out
     _, md_out, _ = _run(capsys, "report", "last", "-f", "md", "--db", db)
-    assert "\\<b\\>evil\\|\\[x\\](y)" in md_out and "\x1b" not in md_out
+    assert "\\<b>evil\\|\\[x\\](y)" in md_out and "\x1b" not in md_out
 
 
 def test_export_rows_per_call_and_sealed_cases_as_aggregates(run_db: tuple[Path, str], tmp_path: Path,
@@ -487,14 +487,15 @@ def test_report_at_80_columns_compares_every_model_in_the_strata_table(run_db: t
     from rich.console import Console
 
     from arenatui.commands.report import build_report, render
-    from arenatui.present.terminal import print_markdown
+    from arenatui.commands.report_doc import report_document
+    from arenatui.present.terminal import print_document
 
     db, run_id = run_db
     with Store(db, read_only=True) as store:
         rep = build_report(store, run_id)
     assert rep["strata"], "the fixture's project has strata"
     buf = io.StringIO()
-    print_markdown(Console(file=buf, width=80, color_system=None), render(rep, "md", terminal=True))
+    print_document(Console(file=buf, width=80, color_system=None), report_document(rep, terminal=True))
     text = buf.getvalue()
     strata = text[text.index("Strata and tags"):text.index("Sealed cases")]
     table = strata[strata.index("group"):]

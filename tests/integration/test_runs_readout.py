@@ -71,7 +71,7 @@ def test_runs_names_each_models_optimum(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["report", run.run_id, "--format", "md", "--db", str(db)]) == 0
     md = capsys.readouterr().out
     assert "## Concurrency" in md
-    assert "| limited | optimum ≈ 3: 429s from 4 → set max\\_concurrency = 3 for limited |" in md
+    assert "| limited | optimum ≈ 3: 429s from 4 → set max_concurrency = 3 for limited |" in md
     assert main(["report", run.run_id, "--format", "html", "--db", str(db)]) == 0
     html = capsys.readouterr().out
     # goodput by level as a picture: levels 2-4 held (4 not measured: pale), 1 never held, the optimum outlined

@@ -99,7 +99,7 @@ def test_every_result_has_a_failure_mode_and_the_report_tables_them(tmp_path: Pa
     assert main(["report", "last", "--db", str(db), "--format", "md"]) == 0
     report = capsys.readouterr().out
     assert "## What the wrong answers looked like" in report
-    assert "| model | failed | wrong\\_answer | invalid\\_format |" in report
+    assert "| model | failed | wrong_answer | invalid_format |" in report
     assert "| wrong | 4 | 2 (50%) | 2 (50%) |" in report
     # the f1 scorer's model-level figure: right labels every case, wrong reads no label at all
     assert "## Classification (macro-F1)" in report

@@ -3,7 +3,12 @@ where they are http(s) addresses, and nothing else made a link."""
 
 from __future__ import annotations
 
-from arenatui.commands.bakeoff_page import _html_terms
+from arenatui.commands.bakeoff_page import TERMS_HEAD, _term_cells
+from arenatui.present.document import html_table
+
+
+def _html_terms(rows: list[list[str]]) -> str:
+    return html_table(TERMS_HEAD, _term_cells(rows), "text")
 
 
 def test_a_failed_term_is_coloured_and_a_source_address_is_a_link() -> None:
@@ -22,8 +27,8 @@ def test_the_cost_frontier_is_on_a_log_axis_and_an_eliminated_candidate_is_never
     log), and the bake-off frontier drew an eliminated candidate as a green Pareto point."""
     import re
 
-    from arenatui.commands.report import _scatter
     from arenatui.kernel.units import money
+    from arenatui.present.svg_charts import scatter as _scatter
 
     pts = [("cheap", 0.001, 0.7, True), ("mid", 0.01, 0.8, True), ("dear", 0.1, 0.9, True)]
     svg = _scatter(pts, "$ per correct answer", money, log_x=True)

@@ -163,7 +163,7 @@ def test_a_long_judged_list_is_bounded() -> None:
     (j,) = judged_list(plan, {"c000": 6})
     assert j["judged_case_ids"] == list(ids[:LISTED_CASES]) and j["more"] == 7
     assert (j["judged"], j["cases"], j["judgments"], j["planned_judgments"]) == (57, 59, 6, 57 * 6)
-    from arenatui.commands.report import _judged_ids
+    from arenatui.commands.report_doc import _judged_ids
 
     assert _judged_ids(j).endswith(f"c{LISTED_CASES - 1:03d}, … and 7 more")
 

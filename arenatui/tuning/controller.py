@@ -144,6 +144,9 @@ class Ramp:
     prev_low: float | None = None
     """The previous level's last batch's lower quartile latency (latency grown in proportion to the level is a
     queue, read without waiting for BASELINE_N latencies: a small budget cannot wait)."""
+    prev_mean: float | None = None
+    """The previous level's last batch's mean latency: a queue slows every call, so the mean grows with the lower
+    quartile (on a few calls whose lengths differ, the lower quartile alone moves by chance)."""
     answers: int = 0
     """Answered calls started at the current level (the batch)."""
     answered_since: int = 0
@@ -423,7 +426,8 @@ class ModelController:
             # batch's goodput is too noisy to ask it). Two such batches in a row, as for the baseline's test; on a
             # larger budget the baseline decides (a busy client's stall makes two small batches look like this too)
             k = self.level / r.prev - 1
-            queued = k > 0 and low / r.prev_low - 1 >= QUEUE_GROWTH * k
+            queued = k > 0 and low / r.prev_low - 1 >= QUEUE_GROWTH * k and \
+                (r.prev_mean is None or mean / r.prev_mean - 1 >= QUEUE_GROWTH * k)
         if self.batch_out > 0 and not queued:
             # up only once the whole batch came back: a refusal slower than an answer is still on its way (a queue
             # is read at once: waiting would only hold the level long enough to measure it queued)
@@ -508,7 +512,7 @@ class ModelController:
         d = self._move(up, f"{'one up' if additive else 'ramp'}: {rate}{r.answers} answered in "
                            f"{mean * 1000:.0f} ms on average, 0 429s")
         r.new_batch()
-        r.prev_low = low
+        r.prev_low, r.prev_mean = low, mean
         return d
 
     def _ramp_done(self, why: str) -> Decision | None:

@@ -254,6 +254,26 @@ def test_on_a_small_budget_a_queue_is_read_at_once_and_two_levels_are_measured_w
     assert seen == [4, 2, 1, 1] and ctl.answered_full[4] >= 20 and ctl.answered_full[2] >= 20
 
 
+def test_on_a_small_budget_one_fast_call_in_a_batch_is_not_a_queue() -> None:
+    """The demo's sim-limited (96 calls, 0.4-0.95 s by prompt length, no queue): at 2 a batch whose fastest call was
+    quick, then at 3 batches of ordinary calls, made the lower quartile grow by half and the tuner went down to 2
+    "the server queues", naming optimum 2 (truth 3) and costing the sweep 2-3 s. A queue slows every call, so the
+    batch's mean must grow too."""
+    ctl = ModelController("m", 2, ceiling=64)
+    ctl.left = 90
+    ctl.start_ramp()
+    for i, lat in enumerate((0.39, 0.81)):  # at 2: one quick call, one long one (mean 0.60)
+        ctl.answered(lat, since_s=0.4 * (i + 1), fresh=True)
+    assert ctl.level == 4
+    ctl.stage = Ramp(prev=2, prev_low=0.39, prev_mean=0.60, rising=True)  # as after a recovery to 3 from 2
+    ctl.level = 3
+    for _ in range(2):  # two batches at 3 of ordinary calls: the quickest 0.62 s (+59%), the mean 0.64 s (+7%)
+        for i, lat in enumerate((0.62, 0.63, 0.67)):
+            ctl.answered(lat, since_s=0.6 * (i + 1), fresh=True)
+            ctl.left -= 1
+    assert not isinstance(ctl.stage, Descend) and ctl.level >= 3
+
+
 def test_the_queue_baseline_is_the_median_of_ten_latencies_never_of_two() -> None:
     ctl = ModelController("m", 2, ceiling=64)
     ctl.start_ramp()

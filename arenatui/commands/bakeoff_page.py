@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from arenatui.commands.report_doc import _f, at_load_blocks, conditions_blocks, pair_item
-from arenatui.kernel.units import interval, money, pct
+from arenatui.commands.report_doc import at_load_blocks, conditions_blocks, pair_item
+from arenatui.kernel.units import fixed, interval, money, pct
 from arenatui.present.document import (
     Block,
     Bullets,
@@ -34,7 +34,7 @@ ROBUSTNESS = "Robustness across prompt variants"
 
 
 def _margin_rows(page: dict[str, Any]) -> list[list[str]]:
-    return [[m["model"], _f(m["quality"]["estimate"]), interval(m["quality"]["low"], m["quality"]["high"],
+    return [[m["model"], fixed(m["quality"]["estimate"]), interval(m["quality"]["low"], m["quality"]["high"],
                                                                  m["quality"]["n"]),
              str(m["quality"]["n"]), pct(m["coverage"]), money(m["cost_per_correct"])]
             for m in page["margin"]["leaderboard"]]
@@ -171,10 +171,11 @@ def page_document(page: dict[str, Any], *, shown: str | None = None) -> Document
                Bullets(tuple(f"{'⚠ ' if r['refuses'] else ''}{r['text']}" for r in page["failures"]["refusals"])
                        or ("No refusal.",)),
                Heading("Terms"), Para(_requirements_words(page))]
-    if _unrecorded_words(page):
-        blocks.append(Para(_unrecorded_words(page)))
-    if _term_rows(page):
-        blocks.append(table(TERMS_HEAD, _term_cells(_term_rows(page)), "text"))
+    unrecorded, terms = _unrecorded_words(page), _term_rows(page)
+    if unrecorded:
+        blocks.append(Para(unrecorded))
+    if terms:
+        blocks.append(table(TERMS_HEAD, _term_cells(terms), "text"))
     return Document(_title(page), tuple(blocks))
 
 

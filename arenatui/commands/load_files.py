@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from arenatui.commands.load_report import stored_outcome
 from arenatui.kernel.text import SpreadsheetCsv, printable
 from arenatui.load.metrics import Figures, LoadOutcome
-from arenatui.present.document import Block, Document
+from arenatui.present.document import Block, Bullets, Document, Heading, Para, table, to_html, to_markdown
 from arenatui.present.load_tables import ms, segment_cells
 from arenatui.store import Store
 from arenatui.store.load_queries import LOAD_REQUEST_COLUMNS, read_requests
@@ -67,8 +67,6 @@ def _pct_rows(outcome: LoadOutcome) -> list[list[str]]:
 def load_report_document(rep: dict[str, Any], outcome: LoadOutcome) -> Document:
     """A load run's report as one document (Markdown, HTML and the terminal render it): its segments, where it
     saturated, the whole run's percentiles, its warnings."""
-    from arenatui.present.document import Bullets, Heading, Para, table
-
     run = rep["run"]
     sat = outcome.saturation
     blocks: list[Block] = [Para(f"Status {run['status']}. {rep['notes'][0]}"), *(Para(s) for s in rep["start"]),
@@ -84,8 +82,6 @@ def load_report_document(rep: dict[str, Any], outcome: LoadOutcome) -> Document:
 
 
 def render_load_report(rep: dict[str, Any], outcome: LoadOutcome, fmt: str) -> str:
-    from arenatui.present.document import to_html, to_markdown
-
     if fmt == "json":
         return json.dumps(rep, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     doc = load_report_document(rep, outcome)

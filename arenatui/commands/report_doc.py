@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from arenatui.bakeoff.atload import MIN_ANSWERED
-from arenatui.kernel.units import NOTHING, interval, money, ms, number, pct, plural, score
+from arenatui.kernel.units import NOTHING, fixed, interval, money, ms, number, pct, plural, score
 from arenatui.present.columns import LEADERBOARD, Column
 from arenatui.present.document import (
     Block,
@@ -37,10 +37,6 @@ from arenatui.stats import Interval, ModelRow
 # ---- cells and rows --------------------------------------------------------------------------------------------
 
 # ---- formatting shared by Markdown and HTML --------------------------------------------------------------
-
-
-def _f(v: float | None, digits: int = 3) -> str:
-    return NOTHING if v is None else f"{v:.{digits}f}"
 
 
 def _ci(iv: dict[str, Any]) -> str:
@@ -97,8 +93,8 @@ SEALED_HEAD = ("model", "working", "sealed", "sealed 95% CI", "sealed n", "gap (
 
 
 def _sealed_rows(rep: dict[str, Any]) -> list[list[str]]:
-    return [[m["model"], _f(m["quality"]["estimate"]), _f(m["sealed"]["estimate"]), _ci(m["sealed"]),
-             str(m["sealed"]["n"]), _f(m["sealed_gap"]),
+    return [[m["model"], fixed(m["quality"]["estimate"]), fixed(m["sealed"]["estimate"]), _ci(m["sealed"]),
+             str(m["sealed"]["n"]), fixed(m["sealed_gap"]),
              _ci(m["sealed_gap_interval"]) if m["sealed_gap_interval"] else "-", ", ".join(m["sealed_gap_strata"]),
              "yes" if m["sealed_gap_outside"] else "no"] for m in rep["leaderboard"] if m["sealed"]]
 
@@ -171,7 +167,7 @@ def budget_items(budgets: dict[str, Any] | None) -> list[tuple[str, str, list[st
 
 def _concurrency_rows(rep: dict[str, Any]) -> list[list[str]]:
     return [[c["model"], c["verdict"] + (f" → {c['setting']}" if c.get("setting") else ""), ", ".join(
-        f"{lv['level']}: {_f(lv['goodput'], 2)}/s, 429s {pct(lv['limited_share'])}, n {lv['answered']}"
+        f"{lv['level']}: {fixed(lv['goodput'], 2)}/s, 429s {pct(lv['limited_share'])}, n {lv['answered']}"
         for lv in c["levels"] if lv["measured"]) or "none measured"] for c in rep.get("concurrency") or []]
 
 
@@ -265,7 +261,7 @@ def _f1_rows(classification: dict[str, dict[str, Any]]) -> list[list[str]]:
     def label(lb: str, f: float, n: int) -> str:
         return f"{lb} {f:.2f} (n {n}{' ⚠' if n < 5 else ''})"
 
-    return [[model, name, _f(v["macro_f1"]), _ci(v["interval"]) if v.get("interval") else "-",
+    return [[model, name, fixed(v["macro_f1"]), _ci(v["interval"]) if v.get("interval") else "-",
              str(v["interval"]["n"]) if v.get("interval") else "-", str(v["calls"]),
              ", ".join(label(lb, f, v.get("label_cases", {}).get(lb, 0)) for lb, f in v["per_label"].items())]
             for model, by_scorer in classification.items() for name, v in by_scorer.items()]
@@ -329,7 +325,7 @@ def _p95_cell(r: dict[str, Any]) -> str:
 def at_load_rows(section: dict[str, Any]) -> list[list[str]]:
     out = []
     for r in section["rows"]:
-        quality = _f(r["quality"])
+        quality = fixed(r["quality"])
         sweep = [money(r["cost_per_correct"]), interval(r["quality_low"], r["quality_high"], r["n"])]
         if r["load_run"] is None:
             out.append([r["model"], quality, "-", "-", "-", "-", *sweep, *["-"] * 8, "none", "no load run"])
@@ -338,8 +334,8 @@ def at_load_rows(section: dict[str, Any]) -> list[list[str]]:
         goodput = "no SLO" if r["goodput_share"] is None else f"{pct(r['goodput_share'])} ({r['slo']})"
         out.append([r["model"], quality, _p95_cell(r), pct(r["error_share"], decimals=1),
                     pct(r["rate_limited_share"], decimals=1), goodput, *sweep, ms(lat["p50"]), ms(lat["p99"]),
-                    ms(ttft["p50"]), ms(ttft["p95"]), pct(r["timeout_share"], decimals=1), _f(r["offered_rate"], 2),
-                    _f(r["achieved_rate"], 2), "yes" if r["on_front"] else "", r["load_run"], r["flag"] or ""])
+                    ms(ttft["p50"]), ms(ttft["p95"]), pct(r["timeout_share"], decimals=1), fixed(r["offered_rate"], 2),
+                    fixed(r["achieved_rate"], 2), "yes" if r["on_front"] else "", r["load_run"], r["flag"] or ""])
     return out
 
 
@@ -374,7 +370,7 @@ def pair_item(p: dict[str, Any]) -> Text:
     """One pair's paired verdict, its probability, Holm-adjusted p and n (and why its cases differ)."""
     note = f"; {p['coverage_note']}" if p["coverage_note"] else ""
     return (Strong(f"{p['a']} vs {p['b']}"), ": ", Mark(p["verdict"], "decided" if p["decided"] else "open"),
-            f"; P({p['a']} > {p['b']}) = {_f(p['p_a_better'], 3)}, Holm-adjusted p = {_f(p['p_holm'], 4)}, "
+            f"; P({p['a']} > {p['b']}) = {fixed(p['p_a_better'], 3)}, Holm-adjusted p = {fixed(p['p_holm'], 4)}, "
             f"n = {p['diff']['n']}{note}")
 
 
@@ -413,8 +409,9 @@ def _leaderboard(rep: dict[str, Any]) -> list[Block]:
              "coverage is answered / planned calls."),
         table(head, rows, "names board", split=head.index("$/answered") if "$/answered" in head else None,
               split_words="Spend, latency and reliability (same order):", split_cls="names", key=head.index("model"))]
-    if _ranking_notes(rep):
-        out.append(Bullets(tuple(_ranking_notes(rep))))
+    notes = _ranking_notes(rep)
+    if notes:
+        out.append(Bullets(tuple(notes)))
     for title, words, (vhead, vrows) in _variant_sections(rep):
         out += [Heading(title), Para(words), table(vhead, vrows)]
     out.append(Heading("Which models are separated"))
@@ -446,7 +443,7 @@ def _cost(rep: dict[str, Any]) -> list[Block]:
          "tokens/correct", "$/answered", "quality-cost front", "quality-p95 front"),
         [[m["model"], money(m["spend"]), str(m["tokens"]), _estimated_cell(est.get(m["model"])),
           *((_reasoning_cell(reasoning.get(m["model"])),) if reasoning else ()), money(m["cost_per_correct"]),
-          _f(m["tokens_per_correct"], 0), money(m["cost_per_answered"]), "yes" if m["on_cost_front"] else "",
+          fixed(m["tokens_per_correct"], 0), money(m["cost_per_answered"]), "yes" if m["on_cost_front"] else "",
           "yes" if m["on_latency_front"] else ""] for m in lb])
     charts = (
         scatter([(m["model"], m["cost_per_correct"], m["quality"]["estimate"], m["on_cost_front"]) for m in lb

@@ -42,6 +42,11 @@ def money(v: float | None, *, digits: int = MONEY_DIGITS) -> str:
     return f"{sign}${text}"
 
 
+def fixed(v: float | None, digits: int = 3) -> str:
+    """A figure to `digits` decimals (a quality, a p-value), or NOTHING when there is none."""
+    return NOTHING if v is None else f"{v:.{digits}f}"
+
+
 def number(v: float | None, *, digits: int = 3) -> str:
     """A plain figure (an axis tick, a rate): `digits` significant digits, never exponent notation."""
     if absent(v):

@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
+from urllib.parse import urlsplit
 
 from arenatui.kernel.text import printable
 
@@ -136,13 +137,10 @@ class Document:
     blocks: tuple[Block, ...] = field(default_factory=tuple)
 
 
-def rows(cells: Sequence[Sequence[Cell]]) -> tuple[tuple[Cell, ...], ...]:
-    """A table's rows as the document holds them (tuples)."""
-    return tuple(tuple(r) for r in cells)
-
-
-def table(head: Sequence[str], body: Sequence[Sequence[Cell]], cls: str = "", **split: object) -> Table:
-    return Table(tuple(head), rows(body), cls, **split)  # type: ignore[arg-type]
+def table(head: Sequence[str], body: Sequence[Sequence[Cell]], cls: str = "", *, split: int | None = None,
+          split_words: str = "", split_cls: str = "", key: int = 0) -> Table:
+    """A `Table` from any sequences (the document holds tuples)."""
+    return Table(tuple(head), tuple(tuple(r) for r in body), cls, split, split_words, split_cls, key)
 
 
 # ---- Markdown ----------------------------------------------------------------------------------------------------
@@ -271,8 +269,6 @@ def h(s: object) -> str:
 
 def _link(href: str) -> str:
     """An http(s) address as a link (escaped); any other scheme stays text: the address is someone's words."""
-    from urllib.parse import urlsplit
-
     if urlsplit(href).scheme in ("http", "https") and " " not in href:
         return f'<a href="{h(href)}" rel="noopener noreferrer">{h(href)}</a>'
     return h(href)

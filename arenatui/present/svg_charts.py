@@ -7,12 +7,8 @@ import math
 from collections.abc import Callable, Collection
 from typing import Any
 
-from arenatui.kernel.units import NOTHING, pct, score
+from arenatui.kernel.units import fixed, pct, score
 from arenatui.present.document import h as _h
-
-
-def _f(v: float | None, digits: int = 3) -> str:
-    return NOTHING if v is None else f"{v:.{digits}f}"
 
 
 def _chart(w: int, h: int, drawing: str) -> str:
@@ -119,7 +115,7 @@ def goodput_svg(c: dict[str, Any]) -> str:
         return h - bottom - v / scale * plot
 
     out: list[str] = [f'<line x1="{left}" y1="{h - bottom}" x2="{w - 10}" y2="{h - bottom}" stroke="#999"/>',
-                      f'<text x="{left - 6}" y="{top + 4}" font-size="10" text-anchor="end">{_f(scale, 1)}/s</text>',
+                      f'<text x="{left - 6}" y="{top + 4}" font-size="10" text-anchor="end">{fixed(scale, 1)}/s</text>',
                       f'<text x="{left - 6}" y="{h - bottom}" font-size="10" text-anchor="end">0</text>']
     for n in range(1, top_level + 1):
         x = left + (n - 1) * slot + slot * 0.15
@@ -133,7 +129,7 @@ def goodput_svg(c: dict[str, Any]) -> str:
         fill = "#4a7ab5" if lv["measured"] else "#c5d4e8"
         stroke = ' stroke="#000" stroke-width="2"' if n == knee else ""
         out.append(f'<rect x="{x:.1f}" y="{y(g):.1f}" width="{bw:.1f}" height="{h - bottom - y(g):.1f}" '
-                   f'fill="{fill}"{stroke}><title>level {n}: {_f(g, 2)}/s, 429s {pct(lv["limited_share"])}'
+                   f'fill="{fill}"{stroke}><title>level {n}: {fixed(g, 2)}/s, 429s {pct(lv["limited_share"])}'
                    f'{"" if lv["measured"] else " (not measured)"}</title></rect>')
         if lv["goodput_95"]:
             lo, hi = lv["goodput_95"]

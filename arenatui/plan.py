@@ -260,8 +260,24 @@ def _variant_lanes(project: Project, models: tuple[ModelConfig, ...], wanted: tu
     return tuple(out)
 
 
-def make_plan(project: Project, filters: Filters = Filters(),
-              done: dict[str, set[tuple[str, int]]] | None = None) -> Plan:
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """What a stored run already holds, for the plan that continues it (`session.resume.read_resume` reads it)."""
+
+    done: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
+    """Per lane, (case id, trial) stored with a final result: never called again."""
+    awaiting: tuple[AwaitingJudge, ...] = ()
+    """Answers stored unscored and awaiting their judge."""
+    steps: dict[str, list[OpenStep]] = field(default_factory=dict)
+    """Per lane, the stored steps of repairs and escalations not yet final."""
+    chain_outcomes: dict[str, list[tuple[str, int, tuple[bool, str | None]]]] = field(default_factory=dict)
+    """Per lane, the stored outcomes of the cases others depend on."""
+
+
+def make_plan(project: Project, filters: Filters = Filters(), resume: Resumed | None = None) -> Plan:
+    """The calls a sweep of `project` under `filters` makes, less what a stored run already holds (`resume`); built
+    once, never changed after."""
+    resume = resume or Resumed()
     models = tuple(m for m in project.models if m.candidate)
     if filters.models:
         known = [m.key for m in models]
@@ -293,8 +309,9 @@ def make_plan(project: Project, filters: Filters = Filters(),
     if filters.shard is not None and any(c.depends_on for c in cases):
         raise PlanError("--shard splits a run call by call, and a chained case (depends_on) needs its parents' answers "
                         f"from the same process: run {project.path} unsharded")
-    plan = Plan(project=project, models=models, cases=cases, trials=trials, done=done or {}, filters=filters,
-                escalations={m.key: project.model(m.escalate_to) for m in project.models if m.escalate_to})
+    plan = Plan(project=project, models=models, cases=cases, trials=trials, done=resume.done, filters=filters,
+                escalations={m.key: project.model(m.escalate_to) for m in project.models if m.escalate_to},
+                awaiting=resume.awaiting, steps=resume.steps, chain_outcomes=resume.chain_outcomes)
     judged = plan.judged_cases()
     lanes: dict[str, set[str]] = {}
     for cid, (_s, lane) in judged.items():

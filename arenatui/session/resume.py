@@ -20,7 +20,7 @@ from arenatui.config import Project
 from arenatui.kernel.errors import PlanError
 from arenatui.kernel.events import lane_key
 from arenatui.kernel.units import plural
-from arenatui.plan import Filters, Plan, make_plan
+from arenatui.plan import Filters, Plan, Resumed, make_plan
 from arenatui.project import load_project, project_from_dict, project_to_dict
 from arenatui.session.live import STORED_COLUMNS, busy_seconds, resumed_rows
 from arenatui.store import Store
@@ -70,16 +70,18 @@ def read_resume(store: Store, run: str, *, retry_errored: bool = False, prompts:
     project = project_from_dict(rec.config, Path(rec.project_path or f"run {rec.run_id}"), solvers or None)
     filters = Filters.from_dict(rec.filters)
     session = dataclasses.replace(filters, prompts=tuple(prompts)) if prompts else filters
-    plan = make_plan(project, session, store.done_keys(rec.run_id, retry_errored=retry_errored))
+    done = store.done_keys(rec.run_id, retry_errored=retry_errored)
     # answers an interruption left unjudged (and, with --retry-errored, failed judgings) are judged again; their
     # models are never called again for them
     awaiting = tuple(store.awaiting_judge(rec.run_id, retry_errored=retry_errored))
     # chains of steps go on where they stopped
-    steps = store.open_steps(rec.run_id) if project.run.repair is not None or plan.escalations else {}
-    parents = {p for c in plan.cases for p in c.depends_on}
-    # a chained project: the dependents still to run take their inputs from stored answers
+    chained = project.run.repair is not None or any(m.escalate_to for m in project.models)
+    steps = dict(store.open_steps(rec.run_id)) if chained else {}
+    # a chained project: the dependents still to run take their inputs from stored answers (of every case another
+    # depends on: the filters pick which dependents run)
+    parents = {p for c in project.cases for p in c.depends_on}
     chains = store.chain_outcomes(rec.run_id, parents, retry_errored=retry_errored) if parents else {}
-    plan = dataclasses.replace(plan, awaiting=awaiting, steps=dict(steps), chain_outcomes=chains)
+    plan = make_plan(project, session, Resumed(done, awaiting, steps, chains))
     rows = [(lane_key(r[0], r[-1]), *r[1:-1]) for r in
             store.results(rec.run_id, (*STORED_COLUMNS, "started_at", "finished_at", "variant"))]
     rows += judged_rows(store, rec.run_id, retry_errored=retry_errored)  # the judge lanes' rows

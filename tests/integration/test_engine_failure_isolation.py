@@ -24,7 +24,7 @@ from arenatui.engine.sealed import REDACTED
 from arenatui.kernel.errors import RateLimited, TerminalError, TransientError
 from arenatui.kernel.events import CallFinished, CallRetrying, CallStarted, ConcurrencyChanged
 from arenatui.kernel.limits import MAX_CONCURRENCY
-from arenatui.plan import make_plan
+from arenatui.plan import Resumed, make_plan
 from arenatui.project import project_from_dict
 from arenatui.providers.base import Request
 from arenatui.session.live import LiveMetrics
@@ -403,7 +403,7 @@ def test_sealed_case_text_echoed_by_a_provider_error_is_scrubbed_from_events_and
 
 def test_plan_pending_and_run_end_with_nothing_to_do() -> None:
     proj = project(2)
-    plan = make_plan(proj, done={"m": {("c000", 0), ("c001", 0)}})
+    plan = make_plan(proj, resume=Resumed(done={"m": {("c000", 0), ("c001", 0)}}))
     r, rec = runner(plan, {"m": ScriptedProvider()}, concurrency=64)
     assert anyio.run(r.run) == "finished"
     assert r.workers == 0 and rec.results == []
@@ -413,7 +413,7 @@ def test_plan_pending_and_run_end_with_nothing_to_do() -> None:
 def test_stored_keys_outside_the_plan_do_not_shrink_the_pool_below_the_calls_left() -> None:
     # a resume under other filters: stored rows of cases this plan leaves out must not count as calls done
     proj = project(3)
-    plan = make_plan(proj, done={"m": {("elsewhere", 0), ("gone", 0), ("c000", 0)}})
+    plan = make_plan(proj, resume=Resumed(done={"m": {("elsewhere", 0), ("gone", 0), ("c000", 0)}}))
     assert plan.remaining == 0  # the plan's own count is fooled
     prov = ScriptedProvider(lambda req: 0.01)
     r, rec = runner(plan, {"m": prov}, concurrency=8)

@@ -9,7 +9,7 @@ import anyio
 from fake_providers import GatedProvider, ScriptedProvider, SleepyProvider, project, runner, wait_until
 
 from arenatui.kernel.events import CallFinished, ConcurrencyChanged, RunFinished
-from arenatui.plan import make_plan
+from arenatui.plan import Resumed, make_plan
 from arenatui.store import Store
 
 
@@ -174,7 +174,7 @@ def test_cancel_ends_in_flight_calls_as_cancelled_and_resume_reruns_them(db_path
         store.write_results(run_id, rec.results)
         done = store.done_keys(run_id)
         assert sum(len(v) for v in done.values()) == len(finished)
-        plan = make_plan(p, done=done)
+        plan = make_plan(p, resume=Resumed(done=done))
         assert plan.remaining == 12 - len(finished)
         pending = {(c.id, t) for c, t in plan.pending("m")}
         assert {(x.case_id, x.trial) for x in cancelled} <= pending

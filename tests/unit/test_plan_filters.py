@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from arenatui.kernel.errors import PlanError
-from arenatui.plan import Filters, make_plan
+from arenatui.plan import Filters, Resumed, make_plan
 from arenatui.project import project_from_dict
 
 
@@ -58,7 +58,7 @@ def test_call_order_is_seeded_interleaved_per_model_and_kept_on_resume() -> None
     assert 25 <= sum(int(cid[1:]) < 100 for cid, _t in first) <= 55
     # resume: the stored calls are skipped, the rest keep their order
     done = {"a": set(order_a[:150])}
-    assert [(c.id, t) for c, t in make_plan(big, done=done).pending("a")] == order_a[150:]
+    assert [(c.id, t) for c, t in make_plan(big, resume=Resumed(done=done)).pending("a")] == order_a[150:]
 
 
 def test_filters_combine() -> None:
@@ -87,7 +87,7 @@ def test_tags_matching_nothing_and_bad_numbers() -> None:
 
 def test_resume_plans_the_rest() -> None:
     done = {"alpha": {("c1", 0), ("c1", 1), ("c3", 1)}, "gamma": {("c4", 0)}}
-    plan = make_plan(proj(), done=done)
+    plan = make_plan(proj(), resume=Resumed(done=done))
     assert plan.total == 24 and plan.done_count == 4 and plan.remaining == 20
     ks = keys(plan)
     assert len(ks) == 20

@@ -223,6 +223,9 @@ def _below(r: LevelEvidence, best: LevelEvidence) -> bool:
     return a is not None and b is not None and a[1] < b[0]
 
 
+QUEUE_GLANCE = 8
+"""Answered latencies of a level glanced at (not measured) before its latency may say the server queues: a queue
+slows every call, so a batch of them shows it."""
 QUEUE_GROWTH = 0.7
 """A level's median latency grown from the optimum's by at least this share of the level's own growth (twice the
 level, at least 1.7 times the latency): the calls above the optimum wait in a queue at the server."""
@@ -236,10 +239,13 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None, *, shared: 
       level that erred, refused or measured past the bound (or N is the level just below the lowest such and its 95%
       interval reaches the best's goodput), and some level above N was measured, or refused;
     - `429s from M` (or `errors from M`) only when M was refused or measured with errors;
-    - `still rising at N: try higher` when nothing above N was measured; `capped at N by max_concurrency` when
-      N is the model's cap;
+    - `still rising at N: try higher` when nothing above N was measured and a level below N was, with less goodput
+      (one level measured alone says nothing of a rise); `capped at N by max_concurrency` when N is the model's cap;
     - `the server queues above N` in place of `goodput flat above N` when the median latency of every clean level
       measured above N grew in proportion to the level (QUEUE_GROWTH): goodput flat and latency ∝ level is a queue;
+      also when N is the only level measured and every level glanced at above it (QUEUE_GLANCE latencies, every
+      attempt answered) shows that growth: with the level's calls in flight, goodput = level / latency (Little's
+      law), so latency ∝ level is goodput flat;
     - `429s from M, as declared` when the provider declared a rate limit (`declared`, headers), M is the first level
       above the level it allows (`declared_level`, at the lowest clean level's latency) that met a 429, within one of
       it, even fewer 429s than prove a limit on their own: the headers and the evidence agree, and levels from M up
@@ -362,4 +368,21 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None, *, shared: 
         return Verdict("optimum", f"optimum ≈ {n}: " + ", ".join(parts), n)
     if cap is not None and n == cap:
         return Verdict("capped", f"capped at {n} by max_concurrency", n)
+    if not any(r.level < n for r in candidates):
+        # one level measured and nothing above it: no comparison of goodputs says whether it grows with the level
+        lat = best.latency_s
+        glanced = [r for r in rows if r.level > n and r.latencies >= QUEUE_GLANCE and not r.attempts - r.answered]
+        if lat is not None and glanced and all(
+                r.latency_s is not None and r.latency_s / lat - 1 >= QUEUE_GROWTH * (r.level / n - 1) for r in glanced):
+            # ...but latency does: calls above it, every one answered, each took longer in proportion to the level.
+            # With the level's calls in flight, goodput = level / latency (Little's law): flat, a queue at the server
+            far = max(glanced, key=lambda r: r.level)
+            return Verdict("optimum", f"optimum ≈ {n}: the server queues above {n} (p50 {far.p50_ms or 0.0:,.0f} ms "
+                                      f"at {far.level} against {best.p50_ms or 0.0:,.0f} ms at {n})", n)
+        refused_above = [r for r in rows if r.level > n and r.rate_limited]
+        met = [f"{r.level} met {plural(r.rate_limited, '429')} in {r.attempts}" for r in refused_above]
+        seen = f"; {', '.join(met)}, too few to prove a limit" if met else ""
+        return Verdict("insufficient", f"not enough evidence: only level {n} measured ({best.goodput or 0.0:.3g}/s, "
+                                       f"p50 {best.p50_ms or 0.0:,.0f} ms){seen}; another level measured would say "
+                                       "whether goodput still grows with the level", None)
     return Verdict("rising", f"still rising at {n}: try higher", n)

@@ -6,8 +6,8 @@ decides an uncapped model's share of the global limit, so the global figure woul
 A *hold* is the time a model spends at one configured level; it is cut into *windows* once each has
 enough evidence (at least `min_calls` attempts ended and `min_s` seconds, and at least `per_level`
 attempts per unit of level, so a wide level is measured over several latencies). The start of a hold is
-left out (`_settle`): calls started at the old level are still finishing, so counting them would credit
-the new level with the old one's goodput.
+left out (`_settle`, `_drained`): calls started at the old level are still finishing, so counting them would credit
+the new level with the old one's goodput and latencies; after a level lowered, until the model's calls fit it.
 
 Pure and synchronous like `live.py`: O(1) per event, no clock of its own (event times only), no UI imports.
 """
@@ -406,13 +406,25 @@ class LevelTracker:
         if m.hold_start is None:
             m.hold_start = t
             m.settle_until = t + self._settle(m, t)
-        if m.ready_t is not None and t >= m.settle_until:
+        if m.ready_t is not None and t >= m.settle_until and self._drained(m):
             # The first event after the settling opens the window and is not counted in it: counting it would
             # put n events in n - 1 intervals (+6% on a window of 16 calls). Starting at settle_until instead
             # is no cure: a serial server's completions are periodic, and settle_until (a latency after a
             # change made at a completion) falls just before the next one.
             m.acc = _Acc(start=t)
         return None
+
+    def _drained(self, m: _Model) -> bool:
+        """Whether the model's calls now fit its level: after a level lowered, the calls started at the old one
+        (more than the new level) still finish for as long as they take (a server that queues them serves them one
+        after another: 32 of them at 0.5 s each is 16 s, far past a latency of settling), and their latencies and
+        answers are the old level's. Sampled at an event that ends an attempt, so that attempt is still counted."""
+        level = self._level(m)
+        if level is None:
+            return True
+        c = m.counts
+        busy = c.in_flight + len(c.parked) if c is not None else m.in_flight + len(m.backoff)
+        return busy <= level
 
     def _settle(self, m: _Model, t: float) -> float:
         """Left out at the start of a hold: a latency (calls from the old level finishing), and, after 429s, as

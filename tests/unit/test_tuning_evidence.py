@@ -201,6 +201,35 @@ def test_every_verdict_ends_with_the_setting_it_belongs_in() -> None:
     assert verdict([lv(1, 5)]).line("m") == verdict([lv(1, 5)]).text  # no setting before there is evidence
 
 
+def test_one_level_measured_alone_is_not_still_rising() -> None:
+    """llama-cpp-python's server, serving one answer at a time, on a 60-call budget: the tuner glanced at 8, measured
+    13 (2.4/s, p50 5.3 s: a queue) and the budget ended at 1. Nothing compares 13 with another level, so no rise is
+    shown: not enough evidence, never 'still rising at 13: try higher'."""
+    rows = [lv(8, 6, 2.4, p50_ms=2441.0), lv(13, 39, 16.0, p50_ms=5312.0)]
+    v = verdict(rows)
+    assert (v.kind, v.level) == ("insufficient", None)
+    assert v.text == ("not enough evidence: only level 13 measured (2.44/s, p50 5,312 ms); another level measured "
+                      "would say whether goodput still grows with the level")
+    # a glance above it that met 429s, too few to prove a limit, is said (never 'try higher')
+    v = verdict([lv(5, 240, 1.0, p50_ms=21.0), lv(6, 10, 0.05, limited=2, p50_ms=21.0)])
+    assert (v.kind, v.text) == ("insufficient", "not enough evidence: only level 5 measured (240/s, p50 21 ms); 6 met "
+                                "2 429s in 12, too few to prove a limit; another level measured would say whether "
+                                "goodput still grows with the level")
+    # a serial server (5 ms a call): 1 measured, 8 and 16 glanced at, every call answered, latency ∝ level: by
+    # Little's law goodput did not grow (a queue), and that is a verdict
+    serial = [lv(1, 177, 1.0, p50_ms=5.0), lv(4, 3, 0.02, p50_ms=18.0), lv(8, 8, 0.05, p50_ms=40.0),
+              lv(16, 16, 0.1, p50_ms=80.0)]
+    v = verdict(serial)
+    assert (v.optimum, v.text) == (1, "optimum ≈ 1: the server queues above 1 (p50 80 ms at 16 against 5 ms at 1)")
+    # latency that did not grow with the level above is no queue
+    assert verdict([*serial[:3], lv(16, 16, 0.1, p50_ms=6.0)]).kind == "insufficient"
+    # a level below it measured with less goodput is a rise
+    assert verdict([lv(4, 20, 16.0, p50_ms=2000.0), *rows]).text == "still rising at 13: try higher"
+    # and one with as much is the optimum, the level above it a queue (latency ∝ level)
+    v = verdict([lv(1, 40, 16.0, p50_ms=410.0), *rows])
+    assert (v.optimum, v.text) == (1, "optimum ≈ 1: the server queues above 1")
+
+
 def test_a_declared_limit_confirmed_by_a_429_past_it_names_the_optimum_and_a_lie_is_ignored() -> None:
     from arenatui.kernel.events import DeclaredLimits
 

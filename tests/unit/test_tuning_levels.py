@@ -157,6 +157,7 @@ def test_a_storms_refusals_after_the_level_drops_are_not_the_new_levels_evidence
     tr = LevelTracker(["m"], evidence=Evidence(min_calls=10, min_s=0.5, per_level=3, max_settle_s=0.0))
     e = _Engine(tr, counts)
     tr.on_event(ConcurrencyChanged(0, 16, "m", "tuner", 100.0, 0.0))
+    e.start("warm", 1, 100.0)
     e.finished("warm", 100.0)  # the model is ready: windows may open
     t = 100.1
     for i in range(6):  # sent at 16: in flight, and slow to be refused
@@ -173,6 +174,9 @@ def test_a_storms_refusals_after_the_level_drops_are_not_the_new_levels_evidence
     for i in range(4):  # the sleepers retry at 8 and are refused again
         e.start(f"sleep{i}", 2, t + 0.02)
         e.refused(f"sleep{i}", 2, t + 0.03)
+    for i, case in enumerate([f"late{i}" for i in range(6)] + [f"sleep{i}" for i in range(4)]):
+        e.start(case, 3, t + 0.04 + i * 0.001)  # their retries, answered: the old level's calls have all ended
+        e.finished(case, t + 0.0405 + i * 0.001)
     for i in range(40):  # level 8's own calls: all answered
         t += 0.0125
         e.start(f"own{i}", 1, t)
@@ -273,3 +277,29 @@ def test_time_with_nothing_in_flight_is_not_held_when_read_from_the_engines_coun
     tr.on_event(ConcurrencyChanged(8, 9, None, "user", t, 0.0))
     (r,) = tr.readout("m").levels
     assert r.level == 2 and r.held_s < 5.0 and r.goodput is not None and 15 < r.goodput < 18  # 4.8 s busy of 9.8
+
+
+@pytest.mark.parametrize("counts", [False, True], ids=["folded starts", "engine counts"])
+def test_after_a_level_is_lowered_the_old_levels_calls_are_not_the_new_levels_latency(counts: bool) -> None:
+    """A server that serves one call at a time, the level lowered from 8 to 1 (the tuner read the queue): the 8 calls
+    sent at 8 finish one by one for 8 service times (4 s here, past a latency of settling), with latencies up to
+    8 of them. Level 1 is measured from its own calls only: one service time each, not the drained queue's."""
+    svc = 0.5
+    tr = LevelTracker(["m"], evidence=Evidence(min_calls=4, min_s=0.5, per_level=3, max_settle_s=3.0))
+    e = _Engine(tr, counts)
+    tr.on_event(ConcurrencyChanged(0, 8, "m", "tuner", 100.0, 0.0))
+    for i in range(8):
+        e.start(f"q{i}", 1, 100.0)
+    tr.on_event(ConcurrencyChanged(8, 1, "m", "tuner", 100.0 + svc / 2, 0.0))
+    t = 100.0
+    for i in range(8):  # the queue drains: the i-th ends after i + 1 service times
+        t += svc
+        e.finished(f"q{i}", t, lat=(t - 100.0) * 1000)
+    for i in range(12):  # level 1's own calls, one after another
+        e.start(f"own{i}", 1, t)
+        t += svc
+        e.finished(f"own{i}", t, lat=svc * 1000)
+    tr.on_event(ConcurrencyChanged(1, 1, "m", "user", t, 0.0))  # end the hold: keep what it measured
+    (one,) = [lv for lv in tr.readout("m").levels if lv.level == 1]
+    assert one.p50_ms == pytest.approx(svc * 1000) and one.answered <= 12
+    assert one.goodput == pytest.approx(1 / svc, rel=0.1)

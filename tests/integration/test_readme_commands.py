@@ -125,6 +125,10 @@ NOT_RUN: dict[str, str] = {
     "arena tune --write": "named in prose: writes a project file after minutes of tuning; "
                           "tests/integration/test_tune_commands.py runs it on a copy",
     "arena tune --write concurrency": "as above",
+    "arena evaluate --project sample_configs/demo.toml --tune --quiet":
+        "a measurement named in prose (20 s a run, its figure is the machine's wall clock, which no test may "
+        "depend on); the tuner's moves and verdicts: tests/unit/test_tuning_*.py, tests/integration/"
+        "test_tune_commands.py",
     "arena tune --budget 60": "named in prose (no project): tests/integration/test_cli_output.py runs "
                               "`tune --project ... --budget 60`",
     "arena load --project arena.toml --model m --rate 8 --duration 15m --series daily --quiet":

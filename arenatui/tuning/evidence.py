@@ -243,7 +243,7 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None, *, shared: 
       (one level measured alone says nothing of a rise); `capped at N by max_concurrency` when N is the model's cap;
     - `the server queues above N` in place of `goodput flat above N` when the median latency of every clean level
       measured above N grew in proportion to the level (QUEUE_GROWTH): goodput flat and latency ∝ level is a queue;
-      also when N is the only level measured and every level glanced at above it (QUEUE_GLANCE latencies, every
+      also when N = 1 is the only level measured and every level glanced at above it (QUEUE_GLANCE latencies, every
       attempt answered) shows that growth: with the level's calls in flight, goodput = level / latency (Little's
       law), so latency ∝ level is goodput flat;
     - `429s from M, as declared` when the provider declared a rate limit (`declared`, headers), M is the first level
@@ -372,7 +372,10 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None, *, shared: 
         # one level measured and nothing above it: no comparison of goodputs says whether it grows with the level
         lat = best.latency_s
         glanced = [r for r in rows if r.level > n and r.latencies >= QUEUE_GLANCE and not r.attempts - r.answered]
-        if lat is not None and glanced and all(
+        # at 1 only: one call in flight waits behind none of ours, so its latency is the server's own; a higher level
+        # measured alone may be queued itself (16 measured at 6.4 s, 32 glanced at 12.5 s, on a server serving one
+        # answer in 0.45 s: 'optimum ≈ 16' would have been wrong by fifteen levels)
+        if n == 1 and lat is not None and glanced and all(
                 r.latency_s is not None and r.latency_s / lat - 1 >= QUEUE_GROWTH * (r.level / n - 1) for r in glanced):
             # ...but latency does: calls above it, every one answered, each took longer in proportion to the level.
             # With the level's calls in flight, goodput = level / latency (Little's law): flat, a queue at the server

@@ -243,6 +243,7 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None, *, shared: 
       (one level measured alone says nothing of a rise); `capped at N by max_concurrency` when N is the model's cap;
     - `the server queues above N` in place of `goodput flat above N` when the median latency of every clean level
       measured above N grew in proportion to the level (QUEUE_GROWTH): goodput flat and latency ∝ level is a queue;
+      with N > 1 only when a level below N was measured (else N may be queued too: not enough evidence);
       also when N = 1 is the only level measured and every level glanced at above it (QUEUE_GLANCE latencies, every
       attempt answered) shows that growth: with the level's calls in flight, goodput = level / latency (Little's
       law), so latency ∝ level is goodput flat;
@@ -351,6 +352,12 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None, *, shared: 
         queued = flat and lat is not None and all(
             r.latency_s is not None and r.latency_s / lat - 1 >= QUEUE_GROWTH * (r.level / n - 1)
             for r in clean_above)
+        if queued and n > 1 and not any(r.level < n for r in measured):
+            # latency ∝ level above n, and nothing below n measured: n may be queued as well (a server serving one at
+            # a time queues at 16 and at 32 alike); only a level below it can say where the queue starts
+            return Verdict("insufficient", f"not enough evidence: the server queues above {n} (latency grows with "
+                                           f"the level, goodput does not), and no level below {n} was measured to "
+                                           f"say whether it queues at {n} too", None)
         parts.append(f"the server queues above {n}" if queued else f"goodput {'flat' if flat else 'lower'} above {n}")
     if bad_above:
         m = bad_above[0]

@@ -225,6 +225,9 @@ def test_one_level_measured_alone_is_not_still_rising() -> None:
     # after a ramp 8 → 16 → 32: 16 measured at p50 6.4 s, 32 glanced at 12.5 s. Not 'optimum ≈ 16'
     v = verdict([lv(8, 6, 2.6, p50_ms=2479.0), lv(16, 34, 14.1, p50_ms=6394.0), lv(32, 57, 23.6, p50_ms=12532.0)])
     assert (v.kind, v.optimum) == ("insufficient", None) and v.text.startswith("not enough evidence: only level 16")
+    # and measured at 32 too: still nothing says where the queue starts
+    v = verdict([lv(16, 34, 14.1, p50_ms=6394.0), lv(32, 75, 30.0, p50_ms=12532.0)])
+    assert (v.kind, v.optimum) == ("insufficient", None) and "no level below 16 was measured" in v.text
     # latency that did not grow with the level above is no queue
     assert verdict([*serial[:3], lv(16, 16, 0.1, p50_ms=6.0)]).kind == "insufficient"
     # a level below it measured with less goodput is a rise

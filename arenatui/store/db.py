@@ -209,7 +209,15 @@ def explain(path: Path | str, name: str, message: str) -> StoreError:
     return StoreError(f"the results database {where} cannot be used: {message}")
 
 
-def explain_error(path: Path | str, e: sqlite3.Error) -> StoreError:
+SQL_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+"""What a call into SQLite raises when the file fails it: SQLite's errors, and UnicodeDecodeError where a corrupt file
+holds bytes that are not UTF-8 where text belongs (Python's sqlite3 raises it for a text result, and for an error
+message quoting them: 'malformed database schema (<the corrupt name>)')."""
+
+
+def explain_error(path: Path | str, e: sqlite3.Error | UnicodeDecodeError) -> StoreError:
+    if isinstance(e, UnicodeDecodeError):
+        return explain(path, "SQLITE_CORRUPT", f"it holds bytes that are not UTF-8 where text belongs: {e}")
     return explain(path, getattr(e, "sqlite_errorname", "") or type(e).__name__, str(e))
 
 
@@ -222,7 +230,7 @@ def sql_errors_explained(path: Path | str | None) -> Iterator[None]:
     sqlite3."""
     try:
         yield
-    except sqlite3.Error as e:
+    except SQL_ERRORS as e:
         raise explain_error(default_db_path() if path is None else path, e) from None
 
 
@@ -347,7 +355,7 @@ def connect_read_only(path: Path | str) -> sqlite3.Connection:
             conn.execute("PRAGMA user_version").fetchone()
         if _small_unchecked(path):
             _quick_check(conn, path)
-    except sqlite3.Error as e:
+    except SQL_ERRORS as e:
         raise explain_error(path, e) from None
     return conn
 
@@ -370,7 +378,7 @@ def connect(path: Path | str) -> sqlite3.Connection:
             conn.execute(f"PRAGMA max_page_count = {int(pages)}")
         if small:
             _quick_check(conn, path)
-    except sqlite3.Error as e:
+    except SQL_ERRORS as e:
         if path.exists() and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
             raise explain(path, "SQLITE_READONLY", str(e)) from None  # a read-only mount: "unable to open"
         raise explain_error(path, e) from None
@@ -476,7 +484,7 @@ class Store:
             conn = connect_read_only(self.path)
             try:
                 current = _schema_version(conn, self.path) == len(MIGRATIONS)
-            except sqlite3.Error as e:
+            except SQL_ERRORS as e:
                 conn.close()
                 raise explain_error(self.path, e) from None
             except StoreError:
@@ -489,7 +497,7 @@ class Store:
         self.conn = connect(self.path)
         try:
             migrate(self.conn, self.path)
-        except sqlite3.Error as e:
+        except SQL_ERRORS as e:
             self.conn.close()
             raise explain_error(self.path, e) from None
 

@@ -182,6 +182,21 @@ def test_a_corrupt_page_is_found_on_open_and_said_plainly(db_path: Path) -> None
     assert not isinstance(e.value, DiskFullError)
 
 
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_schema_corrupted_into_bytes_that_are_not_utf8_is_corrupt_not_a_traceback(db_path: Path,
+                                                                                   read_only: bool) -> None:
+    """SQLite's error for a schema it cannot parse quotes the bad bytes ('malformed database schema ...'), and Python's
+    sqlite3 raises UnicodeDecodeError for them instead of its own error (2 of 60 random corruptions did)."""
+    Store(db_path).close()
+    data = bytearray(db_path.read_bytes())
+    at = data.find(b"CREATE TABLE")
+    data[at + 7:at + 12] = b"\x82" * 5
+    db_path.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match=r"is corrupt \(it holds bytes that are not UTF-8 where text belongs") as e:
+        Store(db_path, read_only=read_only)
+    assert str(db_path) in str(e.value) and ".recover" in str(e.value)
+
+
 def test_a_file_that_is_not_a_database_is_said_plainly(db_path: Path) -> None:
     db_path.write_bytes(b"hello, this is not SQLite" * 200)
     with pytest.raises(StoreError, match=r"is corrupt .*file is not a database"):

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from arenatui.kernel.errors import PlanError, StoreError
-from arenatui.store.db import Store, explain_error
+from arenatui.store.db import SQL_ERRORS, Store, explain_error
 
 _ROW_TABLES = ("results", "failed_attempts", "judgments", "load_requests", "client_load", "concurrency_changes",
                "tuning_decisions", "run_shards")
@@ -235,7 +235,7 @@ def _stage(conn: sqlite3.Connection, inputs: Sequence[_Input], run_id: str, *, n
     for i, inp in enumerate(inputs):
         try:
             conn.execute("ATTACH DATABASE ? AS src", (str(inp.path),))
-        except sqlite3.Error as e:
+        except SQL_ERRORS as e:
             raise explain_error(inp.path, e) from None
         try:
             if new_run and i == 0:
@@ -245,7 +245,7 @@ def _stage(conn: sqlite3.Connection, inputs: Sequence[_Input], run_id: str, *, n
                 _stage_rows(conn, table, "run_id = ?", run_id, i)
             _check_rows(conn, inp, i)
             _check_segments(conn, "temp.merge_load_segments", run_id, inp, inputs)
-        except sqlite3.Error as e:
+        except SQL_ERRORS as e:
             raise explain_error(inp.path, e) from None
         finally:
             conn.execute("DETACH DATABASE src")

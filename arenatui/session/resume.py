@@ -75,8 +75,8 @@ def read_resume(store: Store, run: str, *, retry_errored: bool = False, prompts:
     # models are never called again for them
     awaiting = tuple(store.awaiting_judge(rec.run_id, retry_errored=retry_errored))
     # chains of steps go on where they stopped
-    chained = project.run.repair is not None or any(m.escalate_to for m in project.models)
-    steps = dict(store.open_steps(rec.run_id)) if chained else {}
+    stepped = project.run.repair is not None or any(m.escalate_to for m in project.models)
+    steps = dict(store.open_steps(rec.run_id)) if stepped else {}
     # a chained project: the dependents still to run take their inputs from stored answers (of every case another
     # depends on: the filters pick which dependents run)
     parents = {p for c in project.cases for p in c.depends_on}

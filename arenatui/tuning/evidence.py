@@ -231,6 +231,11 @@ QUEUE_GROWTH = 0.7
 level, at least 1.7 times the latency): the calls above the optimum wait in a queue at the server."""
 
 
+def _queued_at(r: LevelEvidence, lat: float, n: int) -> bool:
+    """Whether level r's median latency grew from `lat` (level n's) in proportion to the level (QUEUE_GROWTH)."""
+    return r.latency_s is not None and r.latency_s / lat - 1 >= QUEUE_GROWTH * (r.level / n - 1)
+
+
 def verdict(levels: Sequence[LevelEvidence], cap: int | None = None, *, shared: bool = False,
             declared: DeclaredLimits | None = None) -> Verdict:
     """The one verdict for a model's levels (see the module docstring for the rules).
@@ -349,15 +354,15 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None, *, shared: 
         flat = all((r.goodput or 0.0) >= (best.goodput or 0.0) * (1 - FLAT) or not _below(r, best)
                    for r in clean_above)
         lat = best.latency_s
-        queued = flat and lat is not None and all(
-            r.latency_s is not None and r.latency_s / lat - 1 >= QUEUE_GROWTH * (r.level / n - 1)
-            for r in clean_above)
+        queued = flat and lat is not None and all(_queued_at(r, lat, n) for r in clean_above)
         if queued and n > 1 and not any(r.level < n for r in measured):
             # latency ∝ level above n, and nothing below n measured: n may be queued as well (a server serving one at
             # a time queues at 16 and at 32 alike); only a level below it can say where the queue starts
-            return Verdict("insufficient", f"not enough evidence: the server queues above {n} (latency grows with "
-                                           f"the level, goodput does not), and no level below {n} was measured to "
-                                           f"say whether it queues at {n} too", None)
+            far = max(clean_above, key=lambda r: r.level)
+            return Verdict("insufficient", f"not enough evidence: the server queues above {n} (p50 "
+                                           f"{far.p50_ms or 0.0:,.0f} ms at {far.level} against "
+                                           f"{best.p50_ms or 0.0:,.0f} ms at {n}, goodput flat), and no level below "
+                                           f"{n} was measured to say whether it queues at {n} too", None)
         parts.append(f"the server queues above {n}" if queued else f"goodput {'flat' if flat else 'lower'} above {n}")
     if bad_above:
         m = bad_above[0]
@@ -382,8 +387,7 @@ def verdict(levels: Sequence[LevelEvidence], cap: int | None = None, *, shared: 
         # at 1 only: one call in flight waits behind none of ours, so its latency is the server's own; a higher level
         # measured alone may be queued itself (16 measured at 6.4 s, 32 glanced at 12.5 s, on a server serving one
         # answer in 0.45 s: 'optimum ≈ 16' would have been wrong by fifteen levels)
-        if n == 1 and lat is not None and glanced and all(
-                r.latency_s is not None and r.latency_s / lat - 1 >= QUEUE_GROWTH * (r.level / n - 1) for r in glanced):
+        if n == 1 and lat is not None and glanced and all(_queued_at(r, lat, n) for r in glanced):
             # ...but latency does: calls above it, every one answered, each took longer in proportion to the level.
             # With the level's calls in flight, goodput = level / latency (Little's law): flat, a queue at the server
             far = max(glanced, key=lambda r: r.level)

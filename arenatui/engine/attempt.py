@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 import anyio
 
 from arenatui.kernel.errors import ArenaError, AttemptTimedOut, ProviderError
-from arenatui.kernel.events import CallStarted, DeclaredLimits, ErrorClass, LimitsDeclared
+from arenatui.kernel.events import CallStarted, DeclaredLimits, ErrorClass, LimitsDeclared, build_tuple
 from arenatui.providers.base import Completion, JudgeTask, Provider, Request, build_messages, estimate_tokens
 from arenatui.scoring.judge import judge_messages
 
@@ -129,8 +129,8 @@ def begin(call: Call, target: Lane | Escalation, fu: NextStep | None, defaults: 
                        lane.max_tokens, lane.temperature, timeout_s,
                        JudgeTask(job.output, case.expected, job.scorer.scale_range()))
     if fu is None:
-        return Request(model, case, call.trial, n, build_messages(model, defaults, case),
-                       target.max_tokens, target.temperature, timeout_s)
+        return build_tuple(Request, (model, case, call.trial, n, build_messages(model, defaults, case),
+                                     target.max_tokens, target.temperature, timeout_s, None, 0))
     return Request(model, case, call.trial, n, fu.messages, target.max_tokens, target.temperature,
                    timeout_s, None, fu.step if fu.kind == "repair" else 0)
 

@@ -6,7 +6,7 @@ import hashlib
 from typing import TYPE_CHECKING
 
 from arenatui.engine.sealed import MIN_RUN, SealedScrubber
-from arenatui.kernel.events import CallResult, ErrorClass, ReasoningKept
+from arenatui.kernel.events import CallResult, ErrorClass, ReasoningKept, build_tuple
 from arenatui.scoring import verdict
 
 if TYPE_CHECKING:
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from arenatui.providers.base import Completion
 
 MESSAGE_LIMIT = 2000
+
 
 
 class Call:
@@ -99,7 +100,7 @@ class Results:
             extra_cost = comp.cost or 0.0  # what a solver says it spent beyond tokens
             answer_s = comp.answer_ttft_s
             if answer_s is not None or comp.reasoning_tokens is not None:  # a streamed answer, or one that reasoned
-                return CallResult(
+                return build_tuple(CallResult, (
                     lane.key, case.id, trial, v.status, output, v.score, v.passed, v.error_class,
                     None if msg is None else self.message(case, msg), attempts, latency_ms, (now - t0) * 1000.0,
                     ttft_ms, in_tok, out_tok, lane.model.cost(in_tok, out_tok) + extra_cost, finish_reason, estimated,
@@ -107,13 +108,13 @@ class Results:
                     None if detail is None else self.message(case, detail), http_status, 0, None, None,
                     comp.reasoning_tokens, None if answer_s is None else answer_s * 1000.0,
                     None if comp.reasoning is None and not comp.reasoning_estimated else ReasoningKept(
-                        None if case.sealed and not self.keep_sealed else comp.reasoning, comp.reasoning_estimated))
-        return CallResult(
+                        None if case.sealed and not self.keep_sealed else comp.reasoning, comp.reasoning_estimated)))
+        return build_tuple(CallResult, (
             lane.key, case.id, trial, v.status, output, v.score, v.passed, v.error_class,
             None if msg is None else self.message(case, msg), attempts, latency_ms, (now - t0) * 1000.0, ttft_ms,
             in_tok, out_tok, lane.model.cost(in_tok, out_tok) + extra_cost, finish_reason, estimated, started_wall,
             started_wall + (now - t0), connect_ms, v.failure_mode,
-            None if detail is None else self.message(case, detail), http_status)
+            None if detail is None else self.message(case, detail), http_status, 0, None, None, None, None, None))
 
     def errored(self, call: Call, err_class: ErrorClass, msg: str, now: float,
                 http_status: int | None = None) -> CallResult:

@@ -14,7 +14,15 @@ from arenatui.engine.call import Call, Results
 from arenatui.engine.chains import Chains
 from arenatui.engine.judging import JudgeJob
 from arenatui.engine.lanes import Escalation, Lane
-from arenatui.kernel.events import CallFinished, CallResult, CallStarted, Event, JudgeFinished, StepFinished
+from arenatui.kernel.events import (
+    CallFinished,
+    CallResult,
+    CallStarted,
+    Event,
+    JudgeFinished,
+    StepFinished,
+    build_tuple,
+)
 from arenatui.plan import Plan, judge_trial
 from arenatui.providers.base import Completion, build_messages
 from arenatui.scoring import Score, verdict
@@ -376,7 +384,7 @@ class Answered:
                 return STEP_QUEUED
             self.emit(done)
         else:
-            self.emit(CallFinished(r, now))
+            self.emit(build_tuple(CallFinished, (r, now, None, None, None)))
         if judged is None:
             return NOTHING_QUEUED
         self.judging.after(call, comp, judged)  # a candidate answered a judged case: its judge lane has one more

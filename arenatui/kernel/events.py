@@ -45,6 +45,13 @@ JUDGE_LANE_PREFIX = "judge:"
 key may start with it."""
 
 
+build_tuple = tuple.__new__
+"""`build_tuple(Cls, (every field,))` builds a NamedTuple on the engine's hot path (one or more per call): a
+NamedTuple's own __new__ is a Python function, a frame that parses every argument and default, and costs about three
+times as much (CallResult: 0.41 against 0.13 µs; 1.8k of the engine's instructions per call). Every field must be
+given, defaults too: tests/unit/test_hot_tuples.py checks that each builder makes whole tuples."""
+
+
 class CallResult(NamedTuple):
     """How one call (model × case × trial) ended: the row the store keeps."""
 

@@ -23,7 +23,7 @@ import sniffio
 
 from arenatui.config.schema import ModelConfig, SimSettings
 from arenatui.kernel.errors import RateLimited, TransientError
-from arenatui.kernel.events import DeclaredLimits
+from arenatui.kernel.events import DeclaredLimits, build_tuple
 from arenatui.providers.base import REASONING_CHARS, Completion, JudgeTask, Request, estimate_tokens
 
 _NORMAL = NormalDist()
@@ -227,7 +227,8 @@ class SimCore:
                 text = ""
             return SimOutcome(text, latency, ttft, estimate_tokens(prompt), tokens + thought, finish, transient,
                               correct and tokens > 0, thought, reasoning_s)
-        return SimOutcome(text, latency, ttft, estimate_tokens(prompt), tokens, finish, transient, correct)
+        return build_tuple(SimOutcome, (text, latency, ttft, estimate_tokens(prompt), tokens, finish, transient,
+                                        correct, 0, 0.0))
 
 
 def _answer(expected: str | None, correct: bool, u: float, case_id: str) -> str:
@@ -346,8 +347,9 @@ class SimProvider:
                                   reasoning=reasoning_text(out.reasoning_tokens)[:REASONING_CHARS],
                                   reasoning_tokens=out.reasoning_tokens,
                                   answer_ttft_s=queued + out.ttft_s + out.reasoning_s)
-            # text, input_tokens, output_tokens, finish_reason, ttft_s
-            return Completion(text, out.input_tokens, out.output_tokens, out.finish_reason, queued + out.ttft_s)
+            return build_tuple(Completion, (text, out.input_tokens, out.output_tokens, out.finish_reason,
+                                            queued + out.ttft_s, False, None, None, None, None, None, False, None,
+                                            None))
         finally:
             self.limits.release()
 

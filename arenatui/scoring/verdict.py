@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from arenatui.kernel.events import ErrorClass, Status
+from arenatui.kernel.events import ErrorClass, Status, build_tuple
+from arenatui.scoring.base import Score
 from arenatui.scoring.failure_modes import classify
 
 if TYPE_CHECKING:
     from arenatui.config.schema import ScorerConfig
-    from arenatui.scoring.scorers import Score
 
 
 class Verdict(NamedTuple):
@@ -46,9 +46,9 @@ def scored(sc: Score, output: str, finish_reason: str | None, language: str | No
         if sc.detail is None and sc.value == 1.0:
             return PASSED
         return Verdict("passed", sc.value, True, None, None, "none", sc.detail)
-    return Verdict("failed", sc.value, False, None, None,
-                   sc.failure_mode or classify(passed=False, output=output, finish_reason=finish_reason,
-                                               invalid_format=sc.invalid_format, language=language), sc.detail)
+    return build_tuple(Verdict, ("failed", sc.value, False, None, None,
+                          sc.failure_mode or classify(passed=False, output=output, finish_reason=finish_reason,
+                                                      invalid_format=sc.invalid_format, language=language), sc.detail))
 
 
 def unscorable(why: str) -> Verdict:
@@ -60,11 +60,13 @@ def answered(sc: Score | str | None, output: str, finish_reason: str | None, lan
              judged: bool) -> Verdict:
     """The verdict on an answer: `sc` a Score, a message saying why there is none, or None for an llm_judge case
     (`judged`: in its judge's sample)."""
+    if type(sc) is Score:  # the usual case, first; `scored`'s common verdict inline (a call less per answer)
+        if sc.passed and sc.detail is None and sc.value == 1.0:
+            return PASSED
+        return scored(sc, output, finish_reason, language)
     if sc is None:
         return AWAITING_JUDGE if judged else UNJUDGED
-    if type(sc) is str:
-        return unscorable(sc)
-    return scored(sc, output, finish_reason, language)  # type: ignore[arg-type]  # a Score (no cast(): a call)
+    return unscorable(sc)  # type: ignore[arg-type]  # a message (no cast(): a call)
 
 
 def from_judge(cfg: ScorerConfig, answer: str, candidate_output: str, candidate_finish: str | None,

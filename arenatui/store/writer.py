@@ -177,19 +177,24 @@ class ResultWriter:
               other: list[tuple[str, list[tuple[Any, ...]]]] | None = None,
               retries: Sequence[tuple[CallRetrying, float]] = (), judged: Sequence[JudgeFinished] = ()) -> None:
         run_id = self.run_id
+        n = len(results)
         statements: list[tuple[str, list[tuple[Any, ...]]]] = list(other or ())
         by_kind: dict[type, list[tuple[Any, ...]]] = {}
         for ch in changes:  # in the order each kind first appeared
             by_kind.setdefault(type(ch), []).append(EVENT_ROWS[type(ch)][1](run_id, ch))
         statements += [(EVENT_ROWS[kind][0], rows) for kind, rows in by_kind.items()]
-        if results:
-            statements.append((self._upsert, result_rows(run_id, results)))
         # every failed attempt: the retried ones, then the one that ended each errored call
         attempts = [retry_row(run_id, ev, at) for ev, at in retries]
         hints = self._hints
         attempts += [final_attempt_row(run_id, r, hints.pop((r.model_key, r.case_id, r.trial), None) if hints else None)
                      for r in results
                      if r.error_class is not None and r.error_class != "cancelled"]
+        if results:
+            statements.append((self._upsert, result_rows(run_id, results)))
+            # Emptied (the caller's list): the rows then hold the only references to the results' fresh values,
+            # and marshal keeps a reference table only for objects referred to more than once (1.9k of the
+            # engine's instructions per call, benchmarks/engine_against.py --instructions).
+            results.clear()
         if attempts:
             statements.append((INSERT_FAILED_ATTEMPT, attempts))
         pairs = [p for p in (judgment_rows(run_id, ev) for ev in judged) if p is not None]
@@ -206,7 +211,7 @@ class ResultWriter:
             self._in.flush()
         except (BrokenPipeError, ValueError):
             raise self._failed() from None
-        self.written += len(results)
+        self.written += n
         self.batches += 1
 
     def _failed(self) -> StoreError:

@@ -441,7 +441,25 @@ class LevelTracker:
         m = self.models.get(r.model_key)
         if m is None:
             return
-        acc = self._advance(m, ev.t)
+        t, acc, c, last = ev.t, m.acc, m.counts, m.last_t
+        if acc is not None and c is not None and last is not None and t > last and not c.idle_from \
+                and c.idle_s == m.idle_seen:
+            # _advance's usual case inline (a call less per call, ~1k of the engine's instructions): a window open,
+            # the engine's counts read, no idle time since the last event
+            m.last_t = t
+            dt = t - (last if last > acc.start else acc.start)
+            busy = c.in_flight + len(c.parked)
+            if busy > 0:
+                busy_s = acc.busy_s
+                if busy >= len(busy_s):
+                    busy_s.extend([0.0] * (busy + 1 - len(busy_s)))
+                held = busy_s[busy] = busy_s[busy] + dt
+                if held > acc.usual_s or (held == acc.usual_s and busy > acc.usual):
+                    acc.usual, acc.usual_s = busy, held
+            else:
+                acc.idle += dt
+        else:
+            acc = self._advance(m, t)
         err = r.error_class
         earlier = False
         if m.counts is None or m.backoff or m.debt or err == "rate_limited":  # else nothing to settle: the hot path

@@ -35,9 +35,13 @@ _GOLDEN = 0.6180339887498949
 _U32 = 2.3283064365386963e-10  # 2**-32
 
 
+_blake2b = hashlib.blake2b
+
+
 def draw(seed: int, key: str, case_id: str, trial: int) -> int:
-    """256 deterministic bits for one (seed, model, case, trial): the same in any process."""
-    digest = hashlib.blake2b(f"{seed}|{key}|{case_id}|{trial}".encode(), digest_size=32).digest()
+    """256 deterministic bits for one (seed, model, case, trial): the same in any process (SimCore.outcome has a
+    copy inline)."""
+    digest = _blake2b(f"{seed}|{key}|{case_id}|{trial}".encode(), digest_size=32).digest()
     return int.from_bytes(digest, "little")
 
 
@@ -84,6 +88,8 @@ class SimCore:
         self.key = key
         self.s = settings
         self.seed = seed
+        self._draw_prefix = f"{seed}|{key}|"
+        """What `draw` hashes before the case and trial: the same for every call of this model."""
         self.rate = settings.rpm / 60.0 if settings.rpm else 0.0
         self.burst = settings.burst if settings.burst is not None else max(1.0, self.rate)
         self.level = self.burst
@@ -172,7 +178,9 @@ class SimCore:
         # the draw inline and only where a knob needs them (`uniform` and `_per_attempt` say what each one is).
         s = self.s
         # a follow-up turn (a repair) draws its answer afresh
-        bits = draw(self.seed, self.key, case_id if not turn else f"{case_id}#turn {turn}", trial)
+        # draw(self.seed, self.key, case id, trial), inline with its prefix made once (a call and two formattings less)
+        bits = int.from_bytes(_blake2b(f"{self._draw_prefix}{case_id if not turn else f'{case_id}#turn {turn}'}|{trial}"
+                                       .encode(), digest_size=32).digest(), "little")
         # uniforms 0-1 belong to the (case, trial): the answer; 2-5 to the attempt: length, jitter, failure, TTFT
         again = attempt > 1
         # a model without per-stratum accuracies (the usual one) needs no lookup

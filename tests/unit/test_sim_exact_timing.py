@@ -45,3 +45,18 @@ def test_a_repair_turn_is_charged_for_the_whole_conversation() -> None:
     asked, repaired = anyio.run(ask, first, 0), anyio.run(ask, repair, 1)
     assert asked == estimate_tokens(case.input)
     assert repaired == estimate_tokens("\n".join(m["content"] for m in repair)) > 2 * asked
+
+
+def test_outcomes_draw_the_same_bits_as_draw() -> None:
+    """SimCore.outcome hashes inline (its prefix made once); the mock server and judges call `draw`: both must read
+    the same bits, or the sim and the mock server would give one model different answers."""
+    from arenatui.providers.sim import uniforms
+
+    core = SimCore("model-x", SimSettings(accuracy=0.5, output_tokens=40), seed=11)
+    for i in range(200):
+        for turn in (0, 2):
+            cid = f"case{i}"
+            out = core.outcome(cid, i % 3, 1, "yes", None, (), "prompt", 256, turn)
+            u = uniforms(11, "model-x", cid if not turn else f"{cid}#turn {turn}", i % 3)
+            assert out.correct == (u[0] < 0.5)
+            assert out.output_tokens == max(1, round(40 * (0.5 + u[2])))

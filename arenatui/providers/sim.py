@@ -315,9 +315,14 @@ class SimProvider:
     async def complete(self, request: Request) -> Completion:
         core = self.core
         t0 = time.monotonic()
-        retry_after = self.limits.admit(t0)
-        if retry_after is not None:
-            raise RateLimited(f"simulated 429 from {self.model.key}: rate limit reached", retry_after=retry_after)
+        limits = self.limits
+        if limits.rate or limits.s.max_concurrent is not None:
+            retry_after = limits.admit(t0)
+            if retry_after is not None:
+                raise RateLimited(f"simulated 429 from {self.model.key}: rate limit reached", retry_after=retry_after)
+        else:  # admit(), inline for a model with no limit to refuse at (a call less per call)
+            limits.in_flight += 1
+            limits.served += 1
         try:
             case = request.case
             if request.judge is not None:
@@ -359,7 +364,7 @@ class SimProvider:
                                             queued + out.ttft_s, False, None, None, None, None, None, False, None,
                                             None))
         finally:
-            self.limits.release()
+            limits.in_flight -= 1  # release(), inline
 
     async def aclose(self) -> None:
         return None

@@ -63,7 +63,10 @@ def child(mode: str, calls: int) -> None:
     import anyio
     import tomli_w
 
-    from arenatui.session.sweep import Sweep, SweepOptions
+    try:
+        from arenatui.session.sweep import Sweep, SweepOptions
+    except ImportError:  # a REF from before the package tree was layered (issue 33): the sweep was a root module
+        from arenatui.sweep import Sweep, SweepOptions  # type: ignore[import-not-found, no-redef]
 
     with tempfile.TemporaryDirectory() as tmp:
         db, toml = Path(tmp) / "b.db", Path(tmp) / "b.toml"

@@ -131,8 +131,8 @@ def begin(call: Call, target: Lane | Escalation, fu: NextStep | None, defaults: 
     if fu is None:
         return build_tuple(Request, (model, case, call.trial, n, build_messages(model, defaults, case),
                                      target.max_tokens, target.temperature, timeout_s, None, 0))
-    return Request(model, case, call.trial, n, fu.messages, target.max_tokens, target.temperature,
-                   timeout_s, None, fu.step if fu.kind == "repair" else 0)
+    return build_tuple(Request, (model, case, call.trial, n, fu.messages, target.max_tokens, target.temperature,
+                                 timeout_s, None, fu.step if fu.kind == "repair" else 0))
 
 
 class StatedLimits:

@@ -80,12 +80,12 @@ def merged(r: CallResult, fu: NextStep) -> CallResult:
      ttft_ms, in_tok, out_tok, cost, finish_reason, estimated, _started, finished_at, connect_ms, failure_mode,
      detail, http_status, _repairs, _escalated_to, _first_passed, reasoning_tokens, answer_ttft_ms,
      reasoning) = r  # every field: a new one fails here, loudly
-    return CallResult(key, case_id, trial, status, output, score, passed, error_class, error_message,
-                      attempts + fu.attempts, latency_ms, total_ms + fu.total_ms, ttft_ms, in_tok + fu.in_tok,
-                      out_tok + fu.out_tok, cost + fu.cost, finish_reason, estimated, fu.started_at, finished_at,
-                      connect_ms, failure_mode, detail, http_status, fu.repairs,
-                      None if fu.target is None else fu.answered_by, fu.first_passed, reasoning_tokens,
-                      answer_ttft_ms, reasoning)
+    return build_tuple(CallResult, (
+        key, case_id, trial, status, output, score, passed, error_class, error_message, attempts + fu.attempts,
+        latency_ms, total_ms + fu.total_ms, ttft_ms, in_tok + fu.in_tok, out_tok + fu.out_tok, cost + fu.cost,
+        finish_reason, estimated, fu.started_at, finished_at, connect_ms, failure_mode, detail, http_status,
+        fu.repairs, None if fu.target is None else fu.answered_by, fu.first_passed, reasoning_tokens, answer_ttft_ms,
+        reasoning))
 
 
 class Steps:
@@ -117,13 +117,15 @@ class Steps:
         nxt = self.step_after(lane, case, r, fu, sent)
         if fu is None:
             if nxt is None:
-                return CallFinished(r, now)  # failed in a way nothing follows up: an ordinary call
-            self.emit(StepFinished(r, 0, "answer", self.answerer[lane.key], now))
+                return build_tuple(CallFinished, (r, now, None, None, None))  # nothing follows up: an ordinary call
+            self.emit(build_tuple(StepFinished, (r, 0, "answer", self.answerer[lane.key], now)))
         elif nxt is None:
             del self.between[(lane.key, case.id, trial)]
-            return CallFinished(merged(r, fu), now, StepFinished(r, fu.step, fu.kind, fu.answered_by, now))
+            return build_tuple(CallFinished, (merged(r, fu), now,
+                                              build_tuple(StepFinished, (r, fu.step, fu.kind, fu.answered_by, now)),
+                                              None, None))
         else:
-            self.emit(StepFinished(r, fu.step, fu.kind, fu.answered_by, now))
+            self.emit(build_tuple(StepFinished, (r, fu.step, fu.kind, fu.answered_by, now)))
         self.between[(lane.key, case.id, trial)] = nxt
         (lane.ready if nxt.target is None else lane.escalations).append((case, trial))
         return nxt
@@ -164,8 +166,8 @@ class Steps:
             error = r.score_detail or r.error_message or str(r.failure_mode).replace("_", " ")
             msgs = (*sent, {"role": "assistant", "content": r.output or ""},
                     {"role": "user", "content": rep.text(error)})
-            return NextStep(step, "repair", msgs, self.answerer[lane.key], repairs + 1, first, attempts, in_tok,
-                            out_tok, cost, total_ms, started)
+            return build_tuple(NextStep, (step, "repair", msgs, self.answerer[lane.key], repairs + 1, first, attempts,
+                                          in_tok, out_tok, cost, total_ms, started, None))
         esc = self.escalations[lane.key]
         return NextStep(step, "escalation", build_messages(esc.model, self.defaults, case), esc.model.key, repairs,
                         first, attempts, in_tok, out_tok, cost, total_ms, started, esc)

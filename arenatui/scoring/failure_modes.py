@@ -71,19 +71,16 @@ _REFUSAL_WORDS: Final = ("can", "won", "will", "able", "decline", "refuse", "all
 """A word (lower case) every match of `_REFUSAL` or `_REFUSAL_ANYWHERE` contains: an ASCII answer with none of
 them is no refusal, decided without the patterns (they cost ≈ 6 µs on a short answer, a twentieth of the engine's
 whole cost per call at zero latency; benchmarks/engine_overhead.py)."""
+_REFUSAL_WORD: Final = re.compile("|".join(_REFUSAL_WORDS))
+"""Any of them, in one search (a loop over the twelve cost a fifth more)."""
 
 
 def looks_like_refusal(output: str) -> bool:
     """True when the answer declines instead of answering (English phrasings; see the module docstring)."""
     head = output.lstrip()[:400]
     seen = output if len(output) < SHORT_REFUSAL_CHARS else head  # all the text either pattern is run on
-    if seen.isascii():  # ASCII: IGNORECASE is exactly lower(); others (İ, ı, ſ, K fold into ASCII) take the patterns
-        low = seen.lower()
-        for word in _REFUSAL_WORDS:
-            if word in low:
-                break
-        else:
-            return False
+    if seen.isascii() and _REFUSAL_WORD.search(seen.lower()) is None:
+        return False  # ASCII: IGNORECASE is exactly lower(); others (İ, ı, ſ, K fold into ASCII) take the patterns
     if _REFUSAL.match(head):  # every alternative starts at ^
         # A polite opening that then answers at length ("I can't be certain, but the answer is 42 because...")
         # is an answer: only short ones, or ones that say what they will not do, count.
@@ -185,6 +182,12 @@ def classify(*, passed: bool, output: str | None, finish_reason: str | None = No
         return error_class
     if passed:
         return "none"
+    return answer_mode(output, finish_reason, invalid_format, language)
+
+
+def answer_mode(output: str | None, finish_reason: str | None, invalid_format: bool, language: str | None) -> str:
+    """The failure mode of an answer that did not pass (`classify`'s rules after the error and the pass; positional:
+    the engine asks it of every wrong answer)."""
     text = output or ""
     if not text.strip():
         return "cut_while_reasoning" if finish_reason in TRUNCATED_FINISH else "empty"

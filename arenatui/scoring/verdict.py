@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from arenatui.kernel.events import ErrorClass, Status, build_tuple
 from arenatui.scoring.base import Score
-from arenatui.scoring.failure_modes import classify
+from arenatui.scoring.failure_modes import answer_mode, classify
 
 if TYPE_CHECKING:
     from arenatui.config.schema import ScorerConfig
@@ -47,8 +47,8 @@ def scored(sc: Score, output: str, finish_reason: str | None, language: str | No
             return PASSED
         return Verdict("passed", sc.value, True, None, None, "none", sc.detail)
     return build_tuple(Verdict, ("failed", sc.value, False, None, None,
-                          sc.failure_mode or classify(passed=False, output=output, finish_reason=finish_reason,
-                                                      invalid_format=sc.invalid_format, language=language), sc.detail))
+                          sc.failure_mode or answer_mode(output, finish_reason, sc.invalid_format, language),
+                          sc.detail))
 
 
 def unscorable(why: str) -> Verdict:

@@ -263,7 +263,11 @@ class Runner(Controls):
             if not isinstance(out, Failure):  # scored here while quick (off the loop when slow), then ended
                 now = time.monotonic()
                 sc: Score | str | None = None
-                scorer = None if call.job is not None else self._scoring.scorers.for_case(call.case)
+                if call.job is None:  # ScorerSet.for_case, inline: the case's scorer, else the project's first
+                    named, scorers = call.case.scorer, self._scoring.scorers
+                    scorer = scorers.default if named is None else scorers.by_name[named]
+                else:
+                    scorer = None
                 if scorer is not None and scorer.cfg.kind != "llm_judge":  # a judge scores llm_judge answers later
                     try:
                         if scorer.blocking:  # a process or the user's code: never on the event loop

@@ -13,8 +13,8 @@ escalation. Figures (JSON lines):
 - plain_over_ref, follow_ups_over_ref, follow_ups_over_plain: medians of each round's ratio, so drift on the
   machine between rounds cancels. On the shared 2-core machine a single round's ratio moves by ±0.15.
 - with --instructions (valgrind): instructions per request under callgrind, a 2,500-call sweep less a 500-call
-  one (start-up cancels), hash seed fixed: steady to about 1%, independent of the machine's load, and the same
-  three ratios from them. Takes a few minutes.
+  one (start-up cancels), hash seed fixed and address randomisation off (setarch -R, where it exists): steady to
+  about 0.1%, independent of the machine's load, and the same three ratios from them. Takes a few minutes.
 
 Issue 23 asked that a sweep with prompt variants and repairs cost within 10% per request of the engine before
 them (REF 7a3b646, where the issue was filed): follow_ups_over_ref.
@@ -26,6 +26,7 @@ import argparse
 import json
 import math
 import os
+import platform
 import shutil
 import sqlite3
 import statistics
@@ -90,6 +91,8 @@ def _run(tree: Path, mode: str, calls: int, valgrind: bool = False) -> dict[str,
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", mode, str(calls)]
     if valgrind:
         cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd]
+        if shutil.which("setarch"):  # addresses fixed: hashtables keyed by address (marshal's) then probe alike,
+            cmd = ["setarch", platform.machine(), "-R", *cmd]  # and a count repeats within 0.1k (±0.6k without)
     p = subprocess.run(cmd, env=env, cwd=tempfile.gettempdir(), capture_output=True, text=True, check=True)
     out: dict[str, Any] = json.loads(p.stdout.strip().splitlines()[-1])
     if valgrind:

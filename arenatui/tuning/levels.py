@@ -412,7 +412,7 @@ class LevelTracker:
                     busy = c.in_flight + len(c.parked)
                     acc.idle += gap
                     dt = dt - gap if dt > gap else 0.0
-                if busy > 0:
+                if busy > 0:  # (inline in _finished too, for its usual case: change both)
                     busy_s = acc.busy_s
                     if busy >= len(busy_s):  # indexed by count (a list: cheaper than a dict, twice per call)
                         busy_s.extend([0.0] * (busy + 1 - len(busy_s)))

@@ -99,6 +99,8 @@ ELSEWHERE: dict[str, str] = {
         "python benchmarks/decision_coverage.py --only-issue35 --variant-sims 3000",
         "python benchmarks/decision_coverage.py --seeds 40",
         "python benchmarks/http_overhead.py --transports aiohttp --only cpu --calls 1500",
+        "python benchmarks/http_overhead.py --calls 1500 --transports aiohttp",
+        "python benchmarks/engine_against.py --ref 0bbfb11 --instructions",
         "python benchmarks/load_accuracy.py --parts saturation", "python benchmarks/load_rates.py",
         "python benchmarks/tuner.py --seeds 10 --modes tuner", "python benchmarks/tuner.py --seeds 8 --modes tuner",
         "python benchmarks/tuner.py --seeds 20 --verbose",

@@ -12,10 +12,10 @@ import anyio
 import tomli_w
 
 from arenatui.kernel.events import Event
+from arenatui.project.read import load_project
 from arenatui.providers.base import Request
 from arenatui.providers.sim import SimOutcome, SimProvider
 from arenatui.session.sweep import Sweep, SweepOptions
-from arenatui.project.read import load_project
 from arenatui.store.db import Store
 
 

@@ -77,6 +77,11 @@ as wrong: enough that a token bucket's burst spread over a window does not pass 
 NOT_COUNTED = -2
 """The batch epoch of an attempt `ModelController.started` never counted (sent before the tuner's level held)."""
 BASELINE_N = 10
+FIRST_SPREAD = 2.0
+"""A small budget's first ramp batch, started together with nothing measured below it: calls that a server serves c
+at a time come back in turns, a latency apart, so the first k of L answers average (k/c + 1)/2 of the fastest
+(serial, 4 of 8: 2.5×); at this spread or more the server is taken to queue, if the next batch confirms it (every
+one of its calls waited: its lower quartile above `queue_ratio` × that fastest latency)."""
 """Latencies behind the ramp's baseline (their median) before latency can say that the server queues."""
 WIDE_LEVEL = 16
 """From this level the doubling ramp waits for two rounds of attempts before it doubles again (`batch_span`). Not
@@ -147,6 +152,9 @@ class Ramp:
     prev_mean: float | None = None
     """The previous level's last batch's mean latency: a queue slows every call, so the mean grows with the lower
     quartile (on a few calls whose lengths differ, the lower quartile alone moves by chance)."""
+    first_fast: float | None = None
+    """A small budget's first batch spread like a queue's (`FIRST_SPREAD`): its fastest latency, the unqueued
+    latency the next batch is held against."""
     answers: int = 0
     """Answered calls started at the current level (the batch)."""
     answered_since: int = 0
@@ -420,7 +428,19 @@ class ModelController:
         low = batch[(len(batch) - 1) // 4]
         queued = base is not None and low > self.settings.queue_ratio * base
         mean = r.lat_sum / r.answers
-        if not queued and r.prev and r.prev_low and self.left is not None and self.left <= SMALL_BUDGET:
+        small = self.left is not None and self.left <= SMALL_BUDGET
+        if base is None and small and r.prev is None and r.top is None:
+            # the first batch of a small budget's first climb, nothing below it: its spread (a serial server's 60
+            # calls would go before a level below is measured; llama-cpp-python's server read 13 only, no verdict)
+            if r.first_fast is None:
+                queued = mean >= FIRST_SPREAD * batch[0]
+                if queued:
+                    r.first_fast = batch[0]
+            else:
+                queued = low > self.settings.queue_ratio * r.first_fast
+                base = r.first_fast if queued else None
+                r.first_fast = None
+        if not queued and r.prev and r.prev_low and small:
             # a small budget cannot wait for BASELINE_N latencies: latency grown in proportion to the level (every
             # call of the batch: its lower quartile) is a queue at the server (Little's law: goodput stayed flat; a
             # batch's goodput is too noisy to ask it). Two such batches in a row, as for the baseline's test; on a
@@ -442,12 +462,12 @@ class ModelController:
             r.lat_sum = 0.0
             return None
         r.queued = queued
-        base = base or mean
         if queued:
-            return self._server_queues(r, mean, base, since_s)
+            return self._server_queues(r, mean, base or mean, since_s, "below" if r.prev else "its first batch's "
+                                       "fastest")
         return self._ramp_step(r, mean, low, since_s)
 
-    def _server_queues(self, r: Ramp, mean: float, base: float, since_s: float) -> Decision | None:
+    def _server_queues(self, r: Ramp, mean: float, base: float, since_s: float, against: str) -> Decision | None:
         """A ramp batch said the server queues: down to what it serves at once (goodput × unqueued latency), measured
         first where the queue showed on a small budget."""
         self.limit_seen = True
@@ -460,7 +480,8 @@ class ModelController:
         self.careful = True
         new = max(1, min(self.level - 1, round(served)))
         why = (f"latency {mean * 1000:.0f} ms at {self.level}, {mean / base:.1f}× the {base * 1000:.0f} ms "
-               f"below: the server queues; {goodput:.1f}/s × {lat_min * 1000:.0f} ms = {served:.1f} served at once")
+               f"{against}: the server queues; {goodput:.1f}/s × {lat_min * 1000:.0f} ms = {served:.1f} served at "
+               "once")
         if self.left is not None and self.left <= SMALL_BUDGET and \
                 self.answered_full.get(self.level, 0) < MIN_ANSWERED:
             # a small budget: measured here first (a queue costs latency, not goodput), then there: two levels

@@ -274,6 +274,38 @@ def test_on_a_small_budget_one_fast_call_in_a_batch_is_not_a_queue() -> None:
     assert not isinstance(ctl.stage, Descend) and ctl.level >= 3
 
 
+def test_on_a_small_budget_a_first_batch_spread_like_a_queues_and_confirmed_goes_down_at_once() -> None:
+    """`arena tune --budget 60` on a server that answers one call at a time, from a project's concurrency of 8: the
+    first batch (calls started together) comes back in turns, 50, 100, 150, 200 ms; the next batch's calls all
+    waited (250-400 ms). Nothing below 8 is measured, so no baseline: the spread is the queue's mark. Before, the
+    ramp doubled to 13, spent the budget there and gave no verdict (llama-cpp-python's server did the same)."""
+    ctl = ModelController("m", 8, ceiling=64)
+    ctl.left = 60
+    ctl.start_ramp()
+    for i in range(4):
+        assert ctl.answered(0.05 * (i + 1), since_s=0.05 * (i + 1), fresh=True) is None
+        ctl.left -= 1
+    assert phase_of(ctl) == "ramp" and ramp_of(ctl).first_fast == 0.05  # spread 2.5×: held for the next batch
+    for i in range(4, 8):
+        ctl.answered(0.05 * (i + 1), since_s=0.05 * (i + 1), fresh=True)
+        ctl.left -= 1
+    stage = ctl.stage
+    # 20/s answered × the 50 ms fastest: 1 served at once; 8 measured first (a small budget: two levels, well)
+    assert isinstance(stage, Descend) and stage.then == 1 and ctl.level == 8
+
+
+def test_a_first_batch_that_spreads_but_whose_next_batch_did_not_wait_is_no_queue() -> None:
+    # a hosted model on a small budget: answers of different lengths make the first batch spread (0.4 s to 1.2 s),
+    # but the next batch's quickest calls are as quick as the first's: no call waited, the ramp goes on up
+    ctl = ModelController("m", 8, ceiling=64)
+    ctl.left = 60
+    ctl.start_ramp()
+    for lat in (0.4, 0.9, 1.0, 1.2, 0.45, 0.5, 0.95, 1.1):
+        ctl.answered(lat, since_s=lat, fresh=True)
+        ctl.left -= 1
+    assert not isinstance(ctl.stage, Descend) and ctl.level > 8
+
+
 def test_the_queue_baseline_is_the_median_of_ten_latencies_never_of_two() -> None:
     ctl = ModelController("m", 2, ceiling=64)
     ctl.start_ramp()

@@ -263,3 +263,16 @@ def test_a_stored_runs_verdict_is_re_derived_with_the_limits_its_provider_declar
     (said,) = readouts_from_rows(stored, {"m": DeclaredLimits(requests_limit=6000)})
     assert plain.verdict.text == "still rising at 11: try higher"
     assert said.verdict.optimum == 10 and "as declared" in said.verdict.text and said.declared is not None
+
+
+def test_a_queued_server_a_few_percent_faster_above_is_no_rise() -> None:
+    """A server answering one call at a time never idles while calls queue, so 8 in flight answered 20.4/s against
+    19.1/s at 1 (the client's gap between an answer and the next call), p50 382 against 52 ms: 'still rising at 8:
+    try higher' was the verdict. Latency grown in proportion to the level over an interval that reaches the best's
+    goodput is a queue."""
+    rows = [lv(1, 20, 20 / 19.1, p50_ms=52.0), lv(8, 24, 24 / 20.4, p50_ms=382.0)]
+    v = verdict(rows)
+    assert (v.optimum, v.text) == (1, "optimum ≈ 1: the server queues above 1")
+    # the same goodputs with latency flat above 1 (no queue) are a rise: the interval alone names nothing lower
+    flat = [lv(1, 20, 20 / 19.1, p50_ms=52.0), lv(8, 24, 24 / 20.4, p50_ms=60.0)]
+    assert verdict(flat).text == "still rising at 8: try higher"

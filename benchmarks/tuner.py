@@ -5,6 +5,11 @@ optimum is computable (issue 19).
         [--modes tuner,aimd[,climb]] [--verbose]
     python benchmarks/tuner.py --shapes serial --fixed 1,2,4,16 --seeds 6   # a shape held at fixed levels
 
+At the default 800 calls a run at the oracle level lasts about 1.6 s, and the tuner's fixed minimum window (0.5 s:
+25 latencies of these, under one of a hosted model) is a third of it: a run holds about three full windows, which
+is what wall_ratio then mostly charges (declared_low) and what a verdict needing a second measured level runs out
+of (rpm, halving). --calls 2000 gives windows a share nearer a real sweep's.
+
 Shapes (one simulated model each, latencies of a few tens of ms so a run takes about a second):
 - rpm: a rate limit of 500 requests/s (a bucket of 10), 20 ms calls, 429s answered at once: oracle 10
   (800 calls a run, about 1.6 s at the oracle level).

@@ -77,12 +77,15 @@ as wrong: enough that a token bucket's burst spread over a window does not pass 
 NOT_COUNTED = -2
 """The batch epoch of an attempt `ModelController.started` never counted (sent before the tuner's level held)."""
 BASELINE_N = 10
+"""Latencies behind the ramp's baseline (their median) before latency can say that the server queues."""
 FIRST_SPREAD = 2.0
 """A small budget's first ramp batch, started together with nothing measured below it: calls that a server serves c
 at a time come back in turns, a latency apart, so the first k of L answers average (k/c + 1)/2 of the fastest
 (serial, 4 of 8: 2.5×); at this spread or more the server is taken to queue, if the next batch confirms it (every
 one of its calls waited: its lower quartile above `queue_ratio` × that fastest latency)."""
-"""Latencies behind the ramp's baseline (their median) before latency can say that the server queues."""
+FIRST_SPREAD_S = 0.01
+"""...and by at least this many seconds, the spread and the wait alike: a quick server's latencies (a zero-latency
+simulation, a local model answering in a millisecond) move by milliseconds with the client's own event loop."""
 WIDE_LEVEL = 16
 """From this level the doubling ramp waits for two rounds of attempts before it doubles again (`batch_span`). Not
 lower: two rounds at 8 make it a measured level on a hold of a latency or two, whose 20-odd answers are too few for
@@ -433,11 +436,11 @@ class ModelController:
             # the first batch of a small budget's first climb, nothing below it: its spread (a serial server's 60
             # calls would go before a level below is measured; llama-cpp-python's server read 13 only, no verdict)
             if r.first_fast is None:
-                queued = mean >= FIRST_SPREAD * batch[0]
+                queued = mean >= FIRST_SPREAD * batch[0] and mean - batch[0] >= FIRST_SPREAD_S
                 if queued:
                     r.first_fast = batch[0]
             else:
-                queued = low > self.settings.queue_ratio * r.first_fast
+                queued = low > self.settings.queue_ratio * r.first_fast and low - r.first_fast >= FIRST_SPREAD_S
                 base = r.first_fast if queued else None
                 r.first_fast = None
         if not queued and r.prev and r.prev_low and small:

@@ -306,6 +306,18 @@ def test_a_first_batch_that_spreads_but_whose_next_batch_did_not_wait_is_no_queu
     assert not isinstance(ctl.stage, Descend) and ctl.level > 8
 
 
+def test_a_quick_servers_first_batch_is_not_read_for_a_queue() -> None:
+    # a zero-latency simulation on a small budget: 0.1 ms, then calls the client's event loop held a few ms (a busy
+    # machine): spread tenfold, but by milliseconds, which say nothing of the server
+    ctl = ModelController("m", 8, ceiling=64)
+    ctl.left = 60
+    ctl.start_ramp()
+    for lat in (0.0001, 0.002, 0.003, 0.004, 0.003, 0.004, 0.005, 0.006):
+        ctl.answered(lat, since_s=0.01, fresh=True)
+        ctl.left -= 1
+    assert not isinstance(ctl.stage, Descend) and ctl.level > 8
+
+
 def test_the_queue_baseline_is_the_median_of_ten_latencies_never_of_two() -> None:
     ctl = ModelController("m", 2, ceiling=64)
     ctl.start_ramp()

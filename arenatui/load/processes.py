@@ -174,12 +174,18 @@ class ShardSet:
         try:
             await self._run()
         finally:
-            for proc in self._procs:  # cancelled from outside (the console closed): no shard outlives the run
-                if proc.returncode is None:
-                    try:
-                        proc.kill()
-                    except ProcessLookupError:
-                        pass  # it ended on its own meanwhile
+            # cancelled from outside (the console closed): no shard outlives the run, and each is reaped before the
+            # run returns (killed is not yet ended: on a busy machine its exit came after the event loop closed)
+            with anyio.CancelScope(shield=True):
+                for proc in self._procs:
+                    if proc.returncode is None:
+                        try:
+                            proc.kill()
+                        except ProcessLookupError:
+                            pass  # it ended on its own meanwhile
+                with anyio.move_on_after(10):  # a killed process ends at once; a bound all the same
+                    for proc in self._procs:
+                        await proc.wait()
 
     async def _run(self) -> None:
         cmd = [sys.executable, "-m", "arenatui.load.processes"]

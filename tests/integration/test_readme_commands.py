@@ -104,6 +104,7 @@ ELSEWHERE: dict[str, str] = {
         "python benchmarks/load_accuracy.py --parts saturation", "python benchmarks/load_rates.py",
         "python benchmarks/tuner.py --seeds 10 --modes tuner", "python benchmarks/tuner.py --seeds 8 --modes tuner",
         "python benchmarks/tuner.py --seeds 8 --modes tuner --calls 2000",
+        "python benchmarks/tuner.py --seeds 20 --modes tuner --calls 2000",
         "python benchmarks/tuner.py --seeds 20 --verbose",
         "python benchmarks/tuner.py --shapes serial --fixed 1,2,4,16 --seeds 6",
         "python benchmarks/tuner.py --shapes serial_small --seeds 10 --modes tuner --verbose",

@@ -235,7 +235,7 @@ class SimCore:
                 text = ""
             return SimOutcome(text, latency, ttft, estimate_tokens(prompt), tokens + thought, finish, transient,
                               correct and tokens > 0, thought, reasoning_s)
-        return build_tuple(SimOutcome, (text, latency, ttft, max(1, (len(prompt) + 3) // 4), tokens, finish, transient,
+        return build_tuple(SimOutcome, (text, latency, ttft, estimate_tokens(prompt), tokens, finish, transient,
                                         correct, 0, 0.0))
 
 

@@ -101,8 +101,7 @@ class Exact(ScorerKind):
             norm = normalised.get(want)
             if norm is None:
                 norm = normalised[want] = _norm(want, cs)
-            out = " ".join(output.split())  # _norm, inline
-            return _HIT if (out if cs else out.casefold()) == norm else _MISS
+            return _HIT if _norm(output, cs) == norm else _MISS
 
         return verdict
 

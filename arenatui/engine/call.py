@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 MESSAGE_LIMIT = 2000
 
 
-
 class Call:
     """A call of one lane (model × case × trial, or a judge's call on an answer `job`) from its first attempt to its
     end, with what its attempts so far have added up to. The same object goes back on its lane while it backs off.

@@ -441,7 +441,7 @@ class ModelController:
                     r.first_fast = batch[0]
             else:
                 queued = low > self.settings.queue_ratio * r.first_fast and low - r.first_fast >= FIRST_SPREAD_S
-                base = r.first_fast if queued else None
+                base = r.first_fast if queued else None  # (then measured here first: a small budget, `_server_queues`)
                 r.first_fast = None
         if not queued and r.prev and r.prev_low and small:
             # a small budget cannot wait for BASELINE_N latencies: latency grown in proportion to the level (every
@@ -465,12 +465,12 @@ class ModelController:
             r.lat_sum = 0.0
             return None
         r.queued = queued
+        base = base or mean
         if queued:
-            return self._server_queues(r, mean, base or mean, since_s, "below" if r.prev else "its first batch's "
-                                       "fastest")
+            return self._server_queues(r, mean, base, since_s)
         return self._ramp_step(r, mean, low, since_s)
 
-    def _server_queues(self, r: Ramp, mean: float, base: float, since_s: float, against: str) -> Decision | None:
+    def _server_queues(self, r: Ramp, mean: float, base: float, since_s: float) -> Decision | None:
         """A ramp batch said the server queues: down to what it serves at once (goodput × unqueued latency), measured
         first where the queue showed on a small budget."""
         self.limit_seen = True
@@ -483,8 +483,7 @@ class ModelController:
         self.careful = True
         new = max(1, min(self.level - 1, round(served)))
         why = (f"latency {mean * 1000:.0f} ms at {self.level}, {mean / base:.1f}× the {base * 1000:.0f} ms "
-               f"{against}: the server queues; {goodput:.1f}/s × {lat_min * 1000:.0f} ms = {served:.1f} served at "
-               "once")
+               f"below: the server queues; {goodput:.1f}/s × {lat_min * 1000:.0f} ms = {served:.1f} served at once")
         if self.left is not None and self.left <= SMALL_BUDGET and \
                 self.answered_full.get(self.level, 0) < MIN_ANSWERED:
             # a small budget: measured here first (a queue costs latency, not goodput), then there: two levels
